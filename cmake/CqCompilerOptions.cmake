@@ -1,0 +1,19 @@
+# Compiler settings shared by the core library, the extension and the C++ tests.
+set(CMAKE_CXX_STANDARD 20)
+set(CMAKE_CXX_STANDARD_REQUIRED ON)
+set(CMAKE_CXX_EXTENSIONS OFF)
+set(CMAKE_POSITION_INDEPENDENT_CODE ON)
+if(NOT CMAKE_BUILD_TYPE AND NOT CMAKE_CONFIGURATION_TYPES)
+  set(CMAKE_BUILD_TYPE Release CACHE STRING "Build type" FORCE)
+endif()
+if(CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
+  add_compile_options(-Wall -Wextra -Wno-unused-parameter)
+  # -O3 lets the compiler vectorize the column loops of the kernels; no -march so that a build can
+  # run on any x86-64 of the same OS.
+  string(APPEND CMAKE_CXX_FLAGS_RELEASE " -O3")
+endif()
+option(CQ_SANITIZE "Build with address and undefined-behaviour sanitizers" OFF)
+if(CQ_SANITIZE)
+  add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer)
+  add_link_options(-fsanitize=address,undefined)
+endif()

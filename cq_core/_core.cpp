@@ -1,0 +1,128 @@
+// cq_core._core: the binding over src_cpp/engine — nothing else lives here (STYLE §7).
+// Arrow data cross as PyCapsules of the C Data Interface (the consumer moves the struct out), the
+// GIL is released while the core works, and CqError becomes cq_core._core.CoreError(kind, message,
+// stream, row), which cq_py maps to its own exceptions.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include "arrow/bridge.h"
+#include "engine/engine.h"
+#include "kernels/registry.h"
+
+namespace py = pybind11;
+
+namespace {
+
+PyObject* g_core_error = nullptr;
+
+void ReleaseSchemaCapsule(PyObject* cap) {
+  auto* s = static_cast<ArrowSchema*>(PyCapsule_GetPointer(cap, "arrow_schema"));
+  if (s) {
+    if (s->release) s->release(s);
+    delete s;
+  }
+}
+
+void ReleaseArrayCapsule(PyObject* cap) {
+  auto* a = static_cast<ArrowArray*>(PyCapsule_GetPointer(cap, "arrow_array"));
+  if (a) {
+    if (a->release) a->release(a);
+    delete a;
+  }
+}
+
+py::tuple ExportChunk(const std::vector<std::string>& names, const cq::OutputChunk& chunk) {
+  auto* schema = new ArrowSchema;
+  auto* array = new ArrowArray;
+  cq::ExportStruct(names, chunk.columns, chunk.length, schema, array);
+  py::object s = py::reinterpret_steal<py::object>(PyCapsule_New(schema, "arrow_schema", ReleaseSchemaCapsule));
+  py::object a = py::reinterpret_steal<py::object>(PyCapsule_New(array, "arrow_array", ReleaseArrayCapsule));
+  return py::make_tuple(s, a);
+}
+
+cq::ImportedBatch ImportCapsules(const py::handle& pair) {
+  auto t = py::reinterpret_borrow<py::tuple>(pair);
+  auto* schema = static_cast<ArrowSchema*>(PyCapsule_GetPointer(t[0].ptr(), "arrow_schema"));
+  auto* array = static_cast<ArrowArray*>(PyCapsule_GetPointer(t[1].ptr(), "arrow_array"));
+  if (!schema || !array) throw py::error_already_set();
+  return cq::ImportStruct(schema, array);
+}
+
+std::vector<std::string> Names(const cq::Schema& s) {
+  std::vector<std::string> n;
+  for (const auto& f : s) n.push_back(f.name);
+  return n;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_core, m) {
+  m.doc() = "cq's C++ core (private; use cq_py)";
+
+  static py::exception<std::runtime_error> core_error(m, "CoreError");
+  g_core_error = core_error.ptr();
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const cq::CqError& e) {
+      const char* kind = e.kind() == cq::ErrorKind::kInput      ? "input"
+                         : e.kind() == cq::ErrorKind::kSemantic ? "semantic"
+                                                                : "internal";
+      py::object row = e.row() < 0 ? py::object(py::none()) : py::object(py::int_(e.row()));
+      py::object stream = e.stream().empty() ? py::object(py::none()) : py::object(py::str(e.stream()));
+      py::tuple args = py::make_tuple(kind, e.what(), stream, row);
+      PyErr_SetObject(g_core_error, args.ptr());
+    }
+  });
+
+  py::class_<cq::Engine>(m, "Engine")
+      .def(py::init([](const std::string& lifetime, const std::string& executor, bool expose_steps) {
+             return std::make_unique<cq::Engine>(cq::EngineOptions{lifetime, executor, expose_steps});
+           }),
+           py::arg("lifetime") = "direct", py::arg("executor") = "dts", py::arg("expose_steps") = false)
+      .def("add_plan", &cq::Engine::AddPlan, py::call_guard<py::gil_scoped_release>())
+      .def("push",
+           [](cq::Engine& e, const std::string& stream, const py::list& batches) {
+             std::vector<cq::ImportedBatch> imported;
+             imported.reserve(batches.size());
+             for (const auto& b : batches) imported.push_back(ImportCapsules(b));
+             py::gil_scoped_release release;
+             e.Push(stream, std::move(imported));
+           })
+      .def("advance", [](cq::Engine& e, int64_t tick, int64_t step) { e.Advance({tick, step}); },
+           py::arg("tick"), py::arg("step") = 0, py::call_guard<py::gil_scoped_release>())
+      .def("close", &cq::Engine::Close, py::call_guard<py::gil_scoped_release>())
+      .def_property_readonly("closed", &cq::Engine::closed)
+      .def("drain",
+           [](cq::Engine& e, const std::string& query) {
+             std::vector<cq::OutputChunk> chunks;
+             std::vector<std::string> names;
+             {
+               py::gil_scoped_release release;
+               chunks = e.Drain(query);
+               names = Names(e.OutputSchema(query));
+             }
+             py::list out;
+             for (const auto& c : chunks) out.append(ExportChunk(names, c));
+             return out;
+           })
+      .def("output_schema",
+           [](const cq::Engine& e, const std::string& query) {
+             py::list fields;
+             for (const auto& f : e.OutputSchema(query))
+               fields.append(py::make_tuple(f.name, std::string(cq::TypeName(f.type))));
+             return fields;
+           })
+      .def("queries", &cq::Engine::Queries)
+      .def("explain", &cq::Engine::Explain);
+
+  m.def("kernel_signatures", [] {
+    py::list out;
+    for (const auto& k : cq::KernelRegistry::Global().kernels()) {
+      py::list args;
+      for (auto t : k.args) args.append(std::string(cq::TypeName(t)));
+      out.append(py::make_tuple(k.name, args, std::string(cq::TypeName(k.result)), k.doc));
+    }
+    return out;
+  });
+}

@@ -1,0 +1,71 @@
+"""The exceptions cq raises. Every message says what was expected and what was found."""
+
+from __future__ import annotations
+
+
+class CQError(Exception):
+    """Base class of every error cq raises on purpose."""
+
+
+class CQLSyntaxError(CQError):
+    """The CQL text does not parse.
+
+    Carries ``line`` and ``column`` (1-based), the offending ``text`` (the token found) and
+    ``line_text`` (the whole source line). ``str(err)`` shows the line with a caret under the column.
+
+    >>> import cq_py
+    >>> try:
+    ...     cq_py.Engine().execute("REGISTER STREAM s(a INT,);")
+    ... except cq_py.CQLSyntaxError as e:
+    ...     (e.line, e.column)
+    (1, 25)
+    """
+
+    def __init__(self, message: str, line: int, column: int, text: str = "", line_text: str = ""):
+        self.message = message
+        self.line = line
+        self.column = column
+        self.text = text
+        self.line_text = line_text
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        head = f"line {self.line}, column {self.column}: {self.message}"
+        if not self.line_text:
+            return head
+        caret = " " * (self.column - 1) + "^"
+        return f"{head}\n  {self.line_text}\n  {caret}"
+
+
+class CQLSemanticError(CQError):
+    """The CQL parses but means nothing valid: unknown names, wrong types, a window on a relation,
+    a loop without a delay, ... ``line`` and ``column`` point at the offending construct when known."""
+
+    def __init__(self, message: str, line: int | None = None, column: int | None = None,
+                 line_text: str = ""):
+        self.message = message
+        self.line = line
+        self.column = column
+        self.line_text = line_text
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        if self.line is None:
+            return self.message
+        head = f"line {self.line}, column {self.column}: {self.message}"
+        if not self.line_text:
+            return head
+        caret = " " * ((self.column or 1) - 1) + "^"
+        return f"{head}\n  {self.line_text}\n  {caret}"
+
+
+class InputError(CQError):
+    """Data pushed to the engine is not acceptable: unknown stream, schema mismatch, null or
+    decreasing timestamps, a push after ``close()``. ``stream`` and ``row`` (0-based within the push)
+    say where, when known. A rejected push changes nothing in the engine."""
+
+    def __init__(self, message: str, stream: str | None = None, row: int | None = None):
+        self.message = message
+        self.stream = stream
+        self.row = row
+        super().__init__(message)

@@ -1,0 +1,248 @@
+"""The CQL syntax tree: plain frozen dataclasses that declare their fields (as sqlglot's nodes do).
+
+Every node carries ``pos``, the (line, column) where it starts in the script, so that the semantic
+checks can point at the construct they reject. Nodes hold syntax only: names are not resolved and
+types are not known here; that is the planner's job.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional, Union
+
+
+@dataclass(frozen=True)
+class Pos:
+    line: int
+    column: int
+
+
+NOPOS = Pos(0, 0)
+
+
+# ---------------------------------------------------------------------------------------------
+# Types, durations, windows
+# ---------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class TypeName:
+    """A column type. ``name`` is canonical: BIGINT (INT, INTEGER, BIGINT), DOUBLE (DOUBLE, FLOAT,
+    REAL), VARCHAR (VARCHAR, CHAR, STRING) or BOOLEAN; ``length`` is the (n) of VARCHAR(n)/CHAR(n)."""
+    name: str
+    length: Optional[int] = None
+    pos: Pos = field(default=NOPOS, compare=False)
+
+
+@dataclass(frozen=True)
+class Duration:
+    """``value`` in ``unit``; unit is None for bare ticks, else one of 'ms', 's', 'min', 'h', 'd'."""
+    value: int
+    unit: Optional[str] = None
+    pos: Pos = field(default=NOPOS, compare=False)
+
+
+@dataclass(frozen=True)
+class Window:
+    """``kind`` is one of 'now', 'range', 'range_slide', 'unbounded', 'rows', 'partition_rows'."""
+    kind: str
+    range: Optional[Duration] = None
+    slide: Optional[Duration] = None
+    rows: Optional[int] = None
+    partition_by: tuple["ColumnRef", ...] = ()
+    pos: Pos = field(default=NOPOS, compare=False)
+
+
+@dataclass(frozen=True)
+class Delay:
+    """``<Now>`` (kind 'now', one ε) or ``<d>`` (kind 'duration')."""
+    kind: str
+    duration: Optional[Duration] = None
+    pos: Pos = field(default=NOPOS, compare=False)
+
+
+# ---------------------------------------------------------------------------------------------
+# Expressions
+# ---------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Literal:
+    """``type`` is 'int', 'double', 'string', 'bool' or 'null'."""
+    value: object
+    type: str
+    pos: Pos = field(default=NOPOS, compare=False)
+
+
+@dataclass(frozen=True)
+class ColumnRef:
+    name: str
+    qualifier: Optional[str] = None
+    pos: Pos = field(default=NOPOS, compare=False)
+
+
+@dataclass(frozen=True)
+class Star:
+    """``*`` or ``s.*`` in a select list, or the argument of COUNT(*)."""
+    qualifier: Optional[str] = None
+    pos: Pos = field(default=NOPOS, compare=False)
+
+
+@dataclass(frozen=True)
+class Unary:
+    """``op`` is '-' or 'NOT'."""
+    op: str
+    operand: "Expr"
+    pos: Pos = field(default=NOPOS, compare=False)
+
+
+@dataclass(frozen=True)
+class Binary:
+    """``op`` is one of + - * / % = <> < <= > >= AND OR (``!=`` is normalised to ``<>``)."""
+    op: str
+    left: "Expr"
+    right: "Expr"
+    pos: Pos = field(default=NOPOS, compare=False)
+
+
+@dataclass(frozen=True)
+class IsNull:
+    operand: "Expr"
+    negated: bool = False
+    pos: Pos = field(default=NOPOS, compare=False)
+
+
+@dataclass(frozen=True)
+class Between:
+    operand: "Expr"
+    low: "Expr"
+    high: "Expr"
+    negated: bool = False
+    pos: Pos = field(default=NOPOS, compare=False)
+
+
+@dataclass(frozen=True)
+class InList:
+    operand: "Expr"
+    items: tuple["Expr", ...]
+    negated: bool = False
+    pos: Pos = field(default=NOPOS, compare=False)
+
+
+@dataclass(frozen=True)
+class Case:
+    """``CASE [operand] WHEN a THEN b ... [ELSE e] END``; ``whens`` holds (condition, result) pairs."""
+    operand: Optional["Expr"]
+    whens: tuple[tuple["Expr", "Expr"], ...]
+    else_: Optional["Expr"] = None
+    pos: Pos = field(default=NOPOS, compare=False)
+
+
+@dataclass(frozen=True)
+class Cast:
+    operand: "Expr"
+    to: TypeName
+    pos: Pos = field(default=NOPOS, compare=False)
+
+
+@dataclass(frozen=True)
+class FuncCall:
+    """A function or aggregate call; ``name`` is upper-cased. COUNT(*) has ``args == (Star(),)``."""
+    name: str
+    args: tuple["Expr", ...]
+    distinct: bool = False
+    pos: Pos = field(default=NOPOS, compare=False)
+
+
+Expr = Union[Literal, ColumnRef, Star, Unary, Binary, IsNull, Between, InList, Case, Cast, FuncCall]
+
+
+# ---------------------------------------------------------------------------------------------
+# Queries
+# ---------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class SelectItem:
+    expr: Expr
+    alias: Optional[str] = None
+    pos: Pos = field(default=NOPOS, compare=False)
+
+
+@dataclass(frozen=True)
+class Source:
+    """A FROM entry: a registered stream, relation or named query, with an optional window."""
+    name: str
+    window: Optional[Window] = None
+    alias: Optional[str] = None
+    pos: Pos = field(default=NOPOS, compare=False)
+
+
+@dataclass(frozen=True)
+class Select:
+    items: tuple[SelectItem, ...]
+    sources: tuple[Source, ...]
+    where: Optional[Expr] = None
+    group_by: tuple[Expr, ...] = ()
+    having: Optional[Expr] = None
+    distinct: bool = False
+    pos: Pos = field(default=NOPOS, compare=False)
+
+
+@dataclass(frozen=True)
+class StreamOp:
+    """ISTREAM / DSTREAM / RSTREAM over a query, with an optional delay suffix."""
+    kind: str
+    query: "Query"
+    delay: Optional[Delay] = None
+    pos: Pos = field(default=NOPOS, compare=False)
+
+
+@dataclass(frozen=True)
+class SetOp:
+    """``op`` is 'UNION ALL', 'UNION', 'EXCEPT' or 'INTERSECT'."""
+    op: str
+    left: "Query"
+    right: "Query"
+    pos: Pos = field(default=NOPOS, compare=False)
+
+
+Query = Union[Select, StreamOp, SetOp]
+
+
+# ---------------------------------------------------------------------------------------------
+# Statements
+# ---------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ColumnDef:
+    name: str
+    type: TypeName
+    pos: Pos = field(default=NOPOS, compare=False)
+
+
+@dataclass(frozen=True)
+class RegisterStream:
+    name: str
+    columns: tuple[ColumnDef, ...]
+    pos: Pos = field(default=NOPOS, compare=False)
+
+
+@dataclass(frozen=True)
+class RegisterRelation:
+    name: str
+    columns: tuple[ColumnDef, ...]
+    pos: Pos = field(default=NOPOS, compare=False)
+
+
+@dataclass(frozen=True)
+class RegisterQuery:
+    name: str
+    query: Query
+    pos: Pos = field(default=NOPOS, compare=False)
+
+
+Statement = Union[RegisterStream, RegisterRelation, RegisterQuery]
+
+
+@dataclass(frozen=True)
+class Script:
+    statements: tuple[Statement, ...]
+    source: str = field(default="", compare=False, repr=False)

@@ -1,0 +1,71 @@
+#include "batch/batch.h"
+
+namespace cq {
+
+TimeColumn GatherTime(const TimeColumn& tc, const uint32_t* idx, int64_t n) {
+  TimeColumn out;
+  if (tc.empty()) return out;
+  out.ticks = Buffer::Allocate(n * 8);
+  const int64_t* src = tc.tick_data();
+  int64_t* dst = out.ticks.as<int64_t>();
+  for (int64_t k = 0; k < n; ++k) dst[k] = src[idx[k]];
+  if (tc.has_steps()) {
+    out.steps = Buffer::Allocate(n * 8);
+    const int64_t* ss = tc.step_data();
+    int64_t* ds = out.steps.as<int64_t>();
+    for (int64_t k = 0; k < n; ++k) ds[k] = ss[idx[k]];
+  }
+  return out;
+}
+
+TimeColumn SliceTime(const TimeColumn& tc, int64_t offset, int64_t n) {
+  TimeColumn out;
+  if (tc.empty()) return out;
+  out.ticks = Buffer::Slice(tc.ticks, offset * 8, n * 8);
+  if (tc.has_steps()) out.steps = Buffer::Slice(tc.steps, offset * 8, n * 8);
+  return out;
+}
+
+Batch Batch::Compact() const {
+  if (!has_selection) return *this;
+  Batch out;
+  out.kind = kind;
+  out.schema = schema;
+  out.length = selection_count;
+  out.constant_duration = constant_duration;
+  const uint32_t* idx = sel();
+  out.columns.reserve(columns.size());
+  for (const Column& c : columns) out.columns.push_back(Gather(c, idx, selection_count));
+  out.sync = GatherTime(sync, idx, selection_count);
+  out.other = GatherTime(other, idx, selection_count);
+  if (!holders.empty()) {
+    out.holders = Buffer::Allocate(selection_count * sizeof(HolderId));
+    const HolderId* src = holders.as<const HolderId>();
+    HolderId* dst = out.holders.as<HolderId>();
+    for (int64_t k = 0; k < selection_count; ++k) dst[k] = src[idx[k]];
+  }
+  return out;
+}
+
+Batch Batch::WithMaterializedEnd() const {
+  if (!constant_duration) return *this;
+  Batch out = *this;
+  out.constant_duration.reset();
+  const Duration d = *constant_duration;
+  out.other.ticks = Buffer::Allocate(length * 8);
+  int64_t* et = out.other.ticks.as<int64_t>();
+  bool steps = sync.has_steps() || d.steps != 0;
+  int64_t* es = nullptr;
+  if (steps) {
+    out.other.steps = Buffer::Allocate(length * 8);
+    es = out.other.steps.as<int64_t>();
+  }
+  for (int64_t i = 0; i < length; ++i) {
+    Time e = sync.At(i) + d;
+    et[i] = e.tick;
+    if (es) es[i] = e.step;
+  }
+  return out;
+}
+
+}  // namespace cq

@@ -1,0 +1,81 @@
+#pragma once
+// The one batch format every operator exchanges (STYLE §3, after Trill's SyncTime/OtherTime):
+// user columns + two time columns + an optional selection vector.
+//
+//   stream batch    sync = the tuple's timestamp, no `other`
+//   lifetime batch  sync = start, other = end of the half-open lifetime [start, end)
+//
+// `end` has three representations, so that operators pay only for what the plan needs:
+//   * implicit: `constant_duration` is set and end = start + d (the [Range T], [Now] and
+//     [Range Unbounded] windows produce this; nothing is stored per row);
+//   * materialized: `other` holds a tick (and optionally a step) per row; Time::Infinity() for
+//     tuples that never end;
+//   * pending: `holders` holds an ExpirationHolder id per row (kNoHolder where the end is known);
+//     the end is fixed later by the holder's producer (paper 003 §4.1; see lifetime/).
+// Rows are in non-decreasing `sync` order inside a batch and across the batches of one edge.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "batch/column.h"
+#include "lifetime/expiration_holder.h"
+#include "time/time.h"
+
+namespace cq {
+
+// Ticks and steps of one time column. `steps` is empty when every step is 0, which is always the
+// case outside loops, so the common path carries one int64 per row.
+struct TimeColumn {
+  Buffer ticks;
+  Buffer steps;
+
+  bool empty() const { return ticks.empty(); }
+  bool has_steps() const { return !steps.empty(); }
+  const int64_t* tick_data() const { return ticks.as<const int64_t>(); }
+  const int64_t* step_data() const { return steps.as<const int64_t>(); }
+  Time At(int64_t i) const {
+    return {tick_data()[i], has_steps() ? step_data()[i] : 0};
+  }
+};
+
+TimeColumn GatherTime(const TimeColumn& tc, const uint32_t* idx, int64_t n);
+TimeColumn SliceTime(const TimeColumn& tc, int64_t offset, int64_t n);
+
+enum class BatchKind : uint8_t { kStream, kLifetime };
+
+struct Batch {
+  BatchKind kind = BatchKind::kStream;
+  std::shared_ptr<const Schema> schema;
+  std::vector<Column> columns;
+  int64_t length = 0;  // physical rows in the columns
+  TimeColumn sync;
+  TimeColumn other;
+  std::optional<Duration> constant_duration;
+  Buffer holders;  // HolderId per row, or empty when no end is pending
+
+  // Selected physical rows in order; `has_selection == false` means all rows [0, length).
+  bool has_selection = false;
+  Buffer selection;  // uint32
+  int64_t selection_count = 0;
+
+  int64_t num_rows() const { return has_selection ? selection_count : length; }
+  const uint32_t* sel() const { return selection.as<const uint32_t>(); }
+  int64_t Physical(int64_t k) const { return has_selection ? sel()[k] : k; }
+
+  Time StartAt(int64_t physical) const { return sync.At(physical); }
+  Time EndAt(int64_t physical) const {
+    if (constant_duration) return sync.At(physical) + *constant_duration;
+    return other.At(physical);
+  }
+  bool EndPending(int64_t physical) const {
+    return !holders.empty() && holders.as<const HolderId>()[physical] != kNoHolder;
+  }
+
+  // A compact copy of the selected rows (zero-copy when nothing is deselected).
+  Batch Compact() const;
+  // `other` filled in from `constant_duration` (needed when lifetimes of different durations meet).
+  Batch WithMaterializedEnd() const;
+};
+
+}  // namespace cq

@@ -1,0 +1,48 @@
+#pragma once
+// A column: Arrow's physical layout (validity bitmap + values, + int32 offsets for utf8) with the
+// array offset already applied, so kernels index from 0. Columns are immutable once built and
+// share their buffers freely.
+#include <cstdint>
+#include <string_view>
+
+#include "batch/bitmap.h"
+#include "batch/buffer.h"
+#include "batch/types.h"
+
+namespace cq {
+
+struct Column {
+  TypeId type = TypeId::kNull;
+  int64_t length = 0;
+  int64_t null_count = 0;
+  Buffer validity;  // empty when there is no null
+  Buffer values;    // int64 / double / bit-packed bool / utf8 bytes
+  Buffer offsets;   // utf8 only: length + 1 int32 offsets into `values`
+
+  bool IsValid(int64_t i) const { return validity.empty() || bitmap::Get(validity.data, i); }
+  bool has_nulls() const { return null_count != 0 && !validity.empty(); }
+
+  const int64_t* i64() const { return values.as<const int64_t>(); }
+  const double* f64() const { return values.as<const double>(); }
+  const uint8_t* bits() const { return values.data; }
+  const int32_t* offs() const { return offsets.as<const int32_t>(); }
+  bool BoolAt(int64_t i) const { return bitmap::Get(values.data, i); }
+  std::string_view StrAt(int64_t i) const {
+    const int32_t* o = offs();
+    return {reinterpret_cast<const char*>(values.data) + o[i], static_cast<size_t>(o[i + 1] - o[i])};
+  }
+
+  // An all-null column of the given type and length (used for NULL literals and empty inputs).
+  static Column Nulls(TypeId type, int64_t length);
+};
+
+// Rows `idx[0..n)` of `col`, in that order, as a new compact column. This is the one place where a
+// selection is turned into data; operators call it only where they must materialize.
+Column Gather(const Column& col, const uint32_t* idx, int64_t n);
+// Rows [offset, offset + n) of col. Zero-copy for fixed-width values and utf8; bitmaps are shifted
+// when offset is not a multiple of 8.
+Column SliceColumn(const Column& col, int64_t offset, int64_t n);
+// The concatenation of several columns of one type.
+Column Concat(const Column* const* cols, int64_t count);
+
+}  // namespace cq

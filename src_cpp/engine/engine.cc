@@ -1,0 +1,189 @@
+#include "engine/engine.h"
+
+#include "operators/registry.h"
+#include "operators/stream_scan.h"
+#include "plan/json.h"
+
+namespace cq {
+
+Engine::Engine(EngineOptions options) : options_(std::move(options)) {
+  if (options_.lifetime != "direct")
+    throw CqError(ErrorKind::kSemantic, "lifetime='" + options_.lifetime + "' is not available; expected 'direct'");
+  if (options_.executor != "dts")
+    throw CqError(ErrorKind::kSemantic, "executor='" + options_.executor + "' is not available; expected 'dts'");
+}
+
+void Engine::AddPlan(const std::string& plan_json) {
+  if (closed_) throw CqError(ErrorKind::kInput, "the engine is closed; no query can be added");
+  json::Value plan = json::Parse(plan_json);
+  std::vector<std::pair<OperatorSpec, std::unique_ptr<Operator>>> built;
+  // Schemas of the fragment's own operators, for the inputs that refer to them.
+  std::map<int, OperatorInput> fresh;
+  std::map<std::string, StreamState> new_streams;
+  std::map<std::string, int> new_sinks;
+  for (const json::Value& o : plan["operators"].array()) {
+    OperatorSpec spec;
+    spec.id = static_cast<int>(o["id"].integer());
+    spec.op = o["op"].str();
+    spec.params = o;
+    if (const json::Value* ins = o.find("inputs"))
+      for (const json::Value& i : ins->array()) spec.inputs.push_back(static_cast<int>(i.integer()));
+    std::vector<OperatorInput> inputs;
+    for (int in : spec.inputs) {
+      if (auto it = fresh.find(in); it != fresh.end()) {
+        inputs.push_back(it->second);
+      } else {
+        Operator* existing = executor_.op(in);
+        CQ_CHECK(existing, "plan refers to unknown operator " + std::to_string(in));
+        inputs.push_back({&existing->output_schema(), existing->output_kind()});
+      }
+    }
+    std::unique_ptr<Operator> op = OperatorRegistry::Global().Create(spec, inputs);
+    fresh[spec.id] = {&op->output_schema(), op->output_kind()};
+    if (auto* scan = dynamic_cast<StreamScan*>(op.get())) {
+      CQ_CHECK(!streams_.count(scan->stream()) && !new_streams.count(scan->stream()),
+               "stream '" + scan->stream() + "' registered twice");
+      new_streams[scan->stream()] = {spec.id, scan->shared_schema(), advanced_};
+    }
+    if (auto* sink = dynamic_cast<QuerySink*>(op.get())) {
+      CQ_CHECK(!sinks_.count(sink->query()) && !new_sinks.count(sink->query()),
+               "query '" + sink->query() + "' registered twice");
+      new_sinks[sink->query()] = spec.id;
+    }
+    built.emplace_back(std::move(spec), std::move(op));
+  }
+  executor_.Add(std::move(built));  // atomic; nothing below can fail
+  streams_.merge(new_streams);
+  sinks_.merge(new_sinks);
+  PropagateProgress();
+}
+
+void Engine::Push(const std::string& stream, std::vector<ImportedBatch> batches) {
+  auto it = streams_.find(stream);
+  if (it == streams_.end()) {
+    std::string known;
+    for (const auto& [name, s] : streams_) known += (known.empty() ? "" : ", ") + name;
+    throw CqError(ErrorKind::kInput, "unknown stream '" + stream + "'; registered streams: " +
+                  (known.empty() ? "(none)" : known), stream);
+  }
+  if (closed_) throw CqError(ErrorKind::kInput, "the engine is closed; push to '" + stream + "' rejected", stream);
+  StreamState& st = it->second;
+  const Schema& schema = *st.schema;
+
+  // 1. Validate all batches; nothing changes if any is rejected.
+  Time last = st.progress;
+  int64_t row_base = 0;
+  for (const ImportedBatch& b : batches) {
+    if (b.columns.size() != schema.size() + 1)
+      throw CqError(ErrorKind::kInput, "stream '" + stream + "' expects " + std::to_string(schema.size()) +
+                    " columns " + SchemaToString(schema) + " and a timestamp; found " +
+                    std::to_string(b.columns.size()) + " columns", stream);
+    for (size_t c = 0; c < schema.size(); ++c) {
+      const Column& col = b.columns[c];
+      if (col.type != schema[c].type && col.type != TypeId::kNull)
+        throw CqError(ErrorKind::kInput, "stream '" + stream + "' column '" + schema[c].name + "': expected " +
+                      std::string(TypeName(schema[c].type)) + ", found " + std::string(TypeName(col.type)), stream);
+    }
+    const Column& ts = b.columns.back();
+    if (ts.type != TypeId::kInt64)
+      throw CqError(ErrorKind::kInput, "stream '" + stream + "': the timestamp must be int64 ticks, found " +
+                    std::string(TypeName(ts.type)), stream);
+    if (ts.has_nulls()) {
+      int64_t r = 0;
+      while (ts.IsValid(r)) ++r;
+      throw CqError(ErrorKind::kInput, "stream '" + stream + "': null timestamp at row " + std::to_string(row_base + r),
+                    stream, row_base + r);
+    }
+    const int64_t* t = ts.i64();
+    for (int64_t r = 0; r < b.length; ++r) {
+      if (t[r] < last.tick) {
+        const bool in_push = r > 0 || row_base > 0;
+        throw CqError(ErrorKind::kInput,
+                      "stream '" + stream + "': timestamps must not decrease; row " + std::to_string(row_base + r) +
+                          " has ts " + std::to_string(t[r]) + " after " + (in_push ? "ts " : "progress ") +
+                          last.ToString(),
+                      stream, row_base + r);
+      }
+      last.tick = t[r];
+    }
+    row_base += b.length;
+  }
+
+  // 2. Run.
+  for (ImportedBatch& b : batches) {
+    if (b.length == 0) continue;
+    Batch batch;
+    batch.kind = BatchKind::kStream;
+    batch.schema = st.schema;
+    batch.length = b.length;
+    batch.sync.ticks = b.columns.back().values;
+    b.columns.pop_back();
+    for (size_t c = 0; c < schema.size(); ++c)
+      if (b.columns[c].type == TypeId::kNull) b.columns[c] = Column::Nulls(schema[c].type, b.length);
+    batch.columns = std::move(b.columns);
+    executor_.Push(st.source_id, batch);
+  }
+  if (last > st.progress) {
+    st.progress = last;
+    PropagateProgress();
+  }
+}
+
+void Engine::PropagateProgress() {
+  std::map<int, Time> progress;
+  for (const auto& [name, s] : streams_) progress[s.source_id] = s.progress;
+  executor_.AdvanceTo(progress);
+}
+
+void Engine::Advance(Time t) {
+  if (closed_) throw CqError(ErrorKind::kInput, "the engine is closed; advance rejected");
+  if (t <= advanced_) return;
+  advanced_ = t;
+  for (auto& [name, s] : streams_) s.progress = std::max(s.progress, t);
+  PropagateProgress();
+}
+
+void Engine::Close() {
+  if (closed_) return;
+  advanced_ = Time::Infinity();
+  for (auto& [name, s] : streams_) s.progress = Time::Infinity();
+  PropagateProgress();
+  closed_ = true;
+}
+
+QuerySink* Engine::Sink(const std::string& query) const {
+  auto it = sinks_.find(query);
+  if (it == sinks_.end()) {
+    std::string known;
+    for (const auto& [name, id] : sinks_) known += (known.empty() ? "" : ", ") + name;
+    throw CqError(ErrorKind::kSemantic, "unknown query '" + query + "'; registered queries: " +
+                  (known.empty() ? "(none)" : known));
+  }
+  return static_cast<QuerySink*>(executor_.op(it->second));
+}
+
+std::vector<OutputChunk> Engine::Drain(const std::string& query) { return Sink(query)->Drain(); }
+
+const Schema& Engine::OutputSchema(const std::string& query) const { return Sink(query)->output_schema(); }
+
+std::vector<std::string> Engine::Queries() const {
+  std::vector<std::string> q;
+  for (const auto& [name, id] : sinks_) q.push_back(name);
+  return q;
+}
+
+std::string Engine::Explain() const {
+  std::string s;
+  for (int id : executor_.order()) {
+    s += "#" + std::to_string(id);
+    const auto& ins = executor_.inputs(id);
+    if (!ins.empty()) {
+      s += " <- ";
+      for (size_t i = 0; i < ins.size(); ++i) s += (i ? ", #" : "#") + std::to_string(ins[i]);
+    }
+    s += ": " + executor_.op(id)->Explain() + "\n";
+  }
+  return s;
+}
+
+}  // namespace cq

@@ -1,0 +1,63 @@
+#pragma once
+// The one facade the binding sees (STYLE §7): plans in as JSON, Arrow batches in and out, errors
+// as CqError. Every call either completes or leaves the engine as it was.
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "arrow/bridge.h"
+#include "engine/errors.h"
+#include "executors/dts/dts_executor.h"
+#include "operators/query_sink.h"
+
+namespace cq {
+
+struct EngineOptions {
+  std::string lifetime = "direct";
+  std::string executor = "dts";
+  bool expose_steps = false;
+};
+
+class Engine {
+ public:
+  explicit Engine(EngineOptions options);
+
+  // Adds the operators of a plan fragment: {"operators": [{"id", "op", "inputs", ...}, ...]}.
+  // Atomic: on error nothing of the fragment is added.
+  void AddPlan(const std::string& plan_json);
+
+  // Validates every batch (columns, types, timestamps: non-null, non-decreasing, not below the
+  // stream's progress), then runs them. The last column of each batch is the timestamp in ticks.
+  // On a validation error nothing runs and nothing changes.
+  void Push(const std::string& stream, std::vector<ImportedBatch> batches);
+  // Promise: no input below `t` on any stream.
+  void Advance(Time t);
+  // End of input: time advances to infinity, everything becomes final.
+  void Close();
+  bool closed() const { return closed_; }
+
+  std::vector<OutputChunk> Drain(const std::string& query);
+  const Schema& OutputSchema(const std::string& query) const;
+  std::vector<std::string> Queries() const;
+  // One line per operator, in execution order: "<id> <- <inputs>: <operator>".
+  std::string Explain() const;
+
+ private:
+  struct StreamState {
+    int source_id;
+    std::shared_ptr<const Schema> schema;
+    Time progress = Time::MinusInfinity();  // no input below this any more
+  };
+  QuerySink* Sink(const std::string& query) const;
+  void PropagateProgress();
+
+  EngineOptions options_;
+  DtsExecutor executor_;
+  std::map<std::string, StreamState> streams_;
+  std::map<std::string, int> sinks_;
+  Time advanced_ = Time::MinusInfinity();
+  bool closed_ = false;
+};
+
+}  // namespace cq

@@ -1,0 +1,42 @@
+#pragma once
+// A compiled scalar expression: the plan's expression tree with every call bound to its kernel and
+// every literal (and every call over literals only) folded into a Scalar.
+#include <memory>
+#include <vector>
+
+#include "batch/batch.h"
+#include "kernels/registry.h"
+#include "plan/json.h"
+
+namespace cq {
+
+class Expression {
+ public:
+  // `spec` is the planner's JSON: {"kind": "column", "index": i, "type": t} |
+  // {"kind": "literal", "type": t, "value": v} | {"kind": "call", "fn": name, "args": [...], "type": t}.
+  static std::unique_ptr<Expression> Compile(const json::Value& spec, const Schema& input);
+
+  TypeId type() const { return type_; }
+  bool is_column() const { return kind_ == Kind::kColumn; }
+  int column_index() const { return column_; }
+  bool is_literal() const { return kind_ == Kind::kLiteral; }
+  const Scalar& literal() const { return literal_; }
+
+  // The value for each selected row of `batch`, as a compact column of batch.num_rows() rows.
+  // A bare column reference over an unselected batch is the batch's own column (no copy).
+  Column Evaluate(const Batch& batch) const;
+  std::string ToString(const Schema& input) const;
+
+ private:
+  enum class Kind { kColumn, kLiteral, kCall };
+  Datum EvalDatum(const Batch& batch, std::vector<Column>& keep) const;
+
+  Kind kind_ = Kind::kLiteral;
+  TypeId type_ = TypeId::kNull;
+  int column_ = -1;
+  Scalar literal_;
+  const Kernel* kernel_ = nullptr;
+  std::vector<std::unique_ptr<Expression>> args_;
+};
+
+}  // namespace cq

@@ -1,0 +1,87 @@
+#pragma once
+// Building blocks shared by the kernel families: per-row accessors for columns and scalars (so one
+// template serves column-column, column-scalar and scalar-column), and validity combination.
+#include <cstring>
+#include <string_view>
+
+#include "kernels/datum.h"
+
+namespace cq::kernel {
+
+template <typename T>
+struct ColumnIn {
+  const T* p;
+  T operator()(int64_t i) const { return p[i]; }
+};
+template <typename T>
+struct ScalarIn {
+  T v;
+  T operator()(int64_t) const { return v; }
+};
+struct BoolColumnIn {
+  const uint8_t* bits;
+  bool operator()(int64_t i) const { return bitmap::Get(bits, i); }
+};
+struct StrColumnIn {
+  const Column* c;
+  std::string_view operator()(int64_t i) const { return c->StrAt(i); }
+};
+struct StrScalarIn {
+  std::string_view v;
+  std::string_view operator()(int64_t) const { return v; }
+};
+
+// True when some argument is a null scalar: the whole result of a null-propagating kernel is null.
+inline bool AnyNullScalar(const Datum* args, int n) {
+  for (int i = 0; i < n; ++i)
+    if (args[i].is_scalar() && !args[i].scalar.valid) return true;
+  return false;
+}
+
+// The AND of the arguments' validity bitmaps over `length` rows; empty when every row is valid.
+inline Buffer AndValidity(const Datum* args, int n, int64_t length, int64_t* null_count) {
+  const Column* with_nulls[4];
+  int k = 0;
+  for (int i = 0; i < n; ++i)
+    if (!args[i].is_scalar() && args[i].column->has_nulls()) with_nulls[k++] = args[i].column;
+  *null_count = 0;
+  if (k == 0) return {};
+  if (k == 1) {
+    *null_count = with_nulls[0]->null_count;
+    return with_nulls[0]->validity;  // shared, not copied
+  }
+  Buffer out = Buffer::Allocate(bitmap::Bytes(length));
+  const int64_t words = bitmap::Words(length);
+  uint64_t* o = out.as<uint64_t>();
+  std::memcpy(o, with_nulls[0]->validity.data, static_cast<size_t>(bitmap::Bytes(length)));
+  for (int j = 1; j < k; ++j) {
+    const uint8_t* v = with_nulls[j]->validity.data;
+    for (int64_t w = 0; w < words; ++w) {
+      uint64_t x = 0;
+      std::memcpy(&x, v + w * 8, static_cast<size_t>(std::min<int64_t>(8, bitmap::Bytes(length) - w * 8)));
+      o[w] &= x;
+    }
+  }
+  *null_count = length - bitmap::CountSet(out.data, length);
+  return out;
+}
+
+// Writes pred(i) for i in [0, n) as a bitmap, 64 rows per word.
+template <typename Pred>
+inline void FillBits(uint8_t* out, int64_t n, Pred pred) {
+  const int64_t full = n / 64;
+  uint64_t* words = reinterpret_cast<uint64_t*>(out);
+  for (int64_t w = 0; w < full; ++w) {
+    uint64_t word = 0;
+    const int64_t base = w * 64;
+    for (int j = 0; j < 64; ++j) word |= static_cast<uint64_t>(pred(base + j)) << j;
+    words[w] = word;
+  }
+  if (full * 64 < n) {
+    uint64_t word = 0;
+    for (int64_t i = full * 64; i < n; ++i) word |= static_cast<uint64_t>(pred(i)) << (i - full * 64);
+    words[full] = word;
+  }
+}
+
+}  // namespace cq::kernel

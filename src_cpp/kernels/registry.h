@@ -1,0 +1,49 @@
+#pragma once
+// Vectorized expression kernels, registered by name and argument types (STYLE §6, after Arrow's
+// FunctionRegistry). The planner resolves every call to one kernel when a plan is loaded, so no
+// lookup happens per batch; Python reads the same registry (cq_core.kernel_signatures()) to type
+// expressions, so the two sides cannot disagree about what exists.
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "kernels/datum.h"
+
+namespace cq {
+
+// How a kernel treats null inputs: kPropagate (any null argument gives null, plus the kernel may
+// add nulls of its own, e.g. x / 0), kCustom (the kernel decides: three-valued AND/OR, IS NULL).
+enum class NullHandling : uint8_t { kPropagate, kCustom };
+
+// At least one argument is a column: calls over scalars only are folded to a scalar when the
+// expression is compiled (kernels/expression.cc), so kernels need no all-scalar path.
+using KernelFn = Column (*)(const Datum* args, int64_t length);
+
+struct Kernel {
+  std::string name;
+  std::vector<TypeId> args;
+  TypeId result;
+  NullHandling nulls;
+  std::string doc;
+  KernelFn fn;
+};
+
+class KernelRegistry {
+ public:
+  static const KernelRegistry& Global();
+  void Register(Kernel k);
+  const Kernel* Find(const std::string& name, const std::vector<TypeId>& args) const;
+  const std::vector<Kernel>& kernels() const { return kernels_; }
+
+ private:
+  std::vector<Kernel> kernels_;
+};
+
+// Registration functions, one per kernel family (kernels/<family>.cc).
+void RegisterArithmeticKernels(KernelRegistry& r);
+void RegisterComparisonKernels(KernelRegistry& r);
+void RegisterLogicalKernels(KernelRegistry& r);
+void RegisterNullKernels(KernelRegistry& r);
+void RegisterCastKernels(KernelRegistry& r);
+
+}  // namespace cq

@@ -1,0 +1,61 @@
+#include "operators/filter.h"
+
+#include <cstring>
+
+#include "engine/errors.h"
+#include "operators/registry.h"
+
+namespace cq {
+
+Filter::Filter(std::unique_ptr<Expression> predicate, const Schema& input, BatchKind kind)
+    : predicate_(std::move(predicate)), schema_(input), kind_(kind) {}
+
+void Filter::Push(int, const Batch& batch, Emitter& out) {
+  const int64_t n = batch.num_rows();
+  if (n == 0) return;
+  Column pred = predicate_->Evaluate(batch);
+  // TRUE and not NULL, a word at a time.
+  const int64_t words = bitmap::Words(n);
+  const uint8_t* vals = pred.bits();
+  const uint8_t* valid = pred.has_nulls() ? pred.validity.data : nullptr;
+  Buffer sel = Buffer::Allocate(n * 4);
+  uint32_t* s = sel.as<uint32_t>();
+  const uint32_t* old = batch.has_selection ? batch.sel() : nullptr;
+  int64_t count = 0;
+  for (int64_t w = 0; w < words; ++w) {
+    uint64_t word = 0, v = ~0ull;
+    const int64_t nbytes = std::min<int64_t>(8, bitmap::Bytes(n) - w * 8);
+    std::memcpy(&word, vals + w * 8, static_cast<size_t>(nbytes));
+    if (valid) std::memcpy(&v, valid + w * 8, static_cast<size_t>(nbytes));
+    word &= v;
+    if (w == words - 1 && n % 64) word &= (1ull << (n % 64)) - 1;
+    while (word) {
+      const int64_t k = w * 64 + __builtin_ctzll(word);
+      s[count++] = old ? old[k] : static_cast<uint32_t>(k);
+      word &= word - 1;
+    }
+  }
+  if (count == 0) return;
+  Batch b = batch;
+  if (count == n) {
+    out.Emit(std::move(b));  // every row passed: the selection stays as it was
+    return;
+  }
+  b.has_selection = true;
+  b.selection = sel;
+  b.selection_count = count;
+  out.Emit(std::move(b));
+}
+
+std::string Filter::Explain() const { return "Filter " + predicate_->ToString(schema_); }
+
+void RegisterFilter(OperatorRegistry& r) {
+  r.Register("filter", [](const OperatorSpec& s, const std::vector<OperatorInput>& in) -> std::unique_ptr<Operator> {
+    CQ_CHECK(in.size() == 1, "filter takes one input");
+    auto pred = Expression::Compile(s.params["predicate"], *in[0].schema);
+    CQ_CHECK(pred->type() == TypeId::kBool, "filter predicate must be boolean");
+    return std::make_unique<Filter>(std::move(pred), *in[0].schema, in[0].kind);
+  });
+}
+
+}  // namespace cq

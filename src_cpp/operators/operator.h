@@ -1,0 +1,49 @@
+#pragma once
+// The one small contract every operator implements (STYLE §1–2). An operator owns its state and
+// nothing else: the executors decide when it runs (DTS or heartbeat) and route what it emits.
+// Specs (the plan) are immutable JSON; an operator is built from its spec by the factory it
+// registers under its name (operators/registry.h). ADDING_AN_OPERATOR.md is the checklist.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "batch/batch.h"
+#include "plan/json.h"
+#include "time/time.h"
+
+namespace cq {
+
+// Where an operator's output goes. The executor gives each operator its own emitter.
+class Emitter {
+ public:
+  virtual ~Emitter() = default;
+  virtual void Emit(Batch batch) = 0;
+};
+
+class Operator {
+ public:
+  virtual ~Operator() = default;
+
+  // Rows arrived on input `port`, in non-decreasing time order per port.
+  virtual void Push(int port, const Batch& batch, Emitter& out) = 0;
+  // No input below `progress` will arrive on any port any more. Operators that hold results back
+  // until they are final (expirations, pending ends) release them here. Time::Infinity() is close().
+  virtual void AdvanceTo(Time progress, Emitter& out) {}
+
+  // How far the operator moves time forward: zero for all but delays (paper 000 §3.1), which the
+  // executors use to cut loops.
+  virtual Duration delay() const { return {}; }
+  virtual const Schema& output_schema() const = 0;
+  virtual BatchKind output_kind() const = 0;
+  // One line for explain(): the operator and its parameters.
+  virtual std::string Explain() const = 0;
+};
+
+struct OperatorSpec {
+  int id = -1;
+  std::string op;
+  std::vector<int> inputs;
+  json::Value params;  // the whole spec object; each factory reads its own keys
+};
+
+}  // namespace cq

@@ -1,0 +1,64 @@
+#include "operators/project.h"
+
+#include "engine/errors.h"
+#include "operators/registry.h"
+
+namespace cq {
+
+Project::Project(std::vector<std::unique_ptr<Expression>> exprs, Schema output, const Schema& input,
+                 BatchKind kind)
+    : exprs_(std::move(exprs)), schema_(std::make_shared<const Schema>(std::move(output))), input_(input), kind_(kind) {}
+
+void Project::Push(int, const Batch& batch, Emitter& out) {
+  const int64_t n = batch.num_rows();
+  if (n == 0) return;
+  Batch b;
+  b.kind = batch.kind;
+  b.schema = schema_;
+  b.length = n;
+  b.columns.reserve(exprs_.size());
+  for (const auto& e : exprs_) b.columns.push_back(e->Evaluate(batch));
+  b.constant_duration = batch.constant_duration;
+  if (batch.has_selection) {
+    const uint32_t* idx = batch.sel();
+    b.sync = GatherTime(batch.sync, idx, n);
+    b.other = GatherTime(batch.other, idx, n);
+    if (!batch.holders.empty()) {
+      b.holders = Buffer::Allocate(n * sizeof(HolderId));
+      for (int64_t k = 0; k < n; ++k) b.holders.as<HolderId>()[k] = batch.holders.as<const HolderId>()[idx[k]];
+    }
+  } else {
+    b.sync = batch.sync;
+    b.other = batch.other;
+    b.holders = batch.holders;
+  }
+  out.Emit(std::move(b));
+}
+
+std::string Project::Explain() const {
+  std::string s = "Project ";
+  for (size_t i = 0; i < exprs_.size(); ++i) {
+    if (i) s += ", ";
+    std::string e = exprs_[i]->ToString(input_);
+    s += e == (*schema_)[i].name ? e : e + " AS " + (*schema_)[i].name;
+  }
+  return s;
+}
+
+void RegisterProject(OperatorRegistry& r) {
+  r.Register("project", [](const OperatorSpec& s, const std::vector<OperatorInput>& in) -> std::unique_ptr<Operator> {
+    CQ_CHECK(in.size() == 1, "project takes one input");
+    std::vector<std::unique_ptr<Expression>> exprs;
+    Schema out;
+    const json::Array& names = s.params["names"].array();
+    const json::Array& specs = s.params["exprs"].array();
+    CQ_CHECK(names.size() == specs.size(), "project names and exprs differ in length");
+    for (size_t i = 0; i < specs.size(); ++i) {
+      exprs.push_back(Expression::Compile(specs[i], *in[0].schema));
+      out.push_back({names[i].str(), exprs.back()->type()});
+    }
+    return std::make_unique<Project>(std::move(exprs), std::move(out), *in[0].schema, in[0].kind);
+  });
+}
+
+}  // namespace cq

@@ -1,0 +1,25 @@
+#pragma once
+// The SELECT list: computes each output expression over the selected rows and emits a compact
+// batch (the selection is applied here, once). Lifetimes, holders and timestamps follow their rows.
+// Bare column references over an unselected batch are passed through without a copy.
+#include "kernels/expression.h"
+#include "operators/operator.h"
+
+namespace cq {
+
+class Project final : public Operator {
+ public:
+  Project(std::vector<std::unique_ptr<Expression>> exprs, Schema output, const Schema& input, BatchKind kind);
+  void Push(int port, const Batch& batch, Emitter& out) override;
+  const Schema& output_schema() const override { return *schema_; }
+  BatchKind output_kind() const override { return kind_; }
+  std::string Explain() const override;
+
+ private:
+  std::vector<std::unique_ptr<Expression>> exprs_;
+  std::shared_ptr<const Schema> schema_;
+  Schema input_;
+  BatchKind kind_;
+};
+
+}  // namespace cq

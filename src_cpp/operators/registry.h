@@ -1,0 +1,39 @@
+#pragma once
+// Operators are created by name from their spec (STYLE §6: registries, not switch statements).
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "operators/operator.h"
+
+namespace cq {
+
+struct OperatorInput {
+  const Schema* schema;
+  BatchKind kind;
+};
+
+using OperatorFactory =
+    std::function<std::unique_ptr<Operator>(const OperatorSpec&, const std::vector<OperatorInput>&)>;
+
+class OperatorRegistry {
+ public:
+  static const OperatorRegistry& Global();
+  void Register(const std::string& name, OperatorFactory factory);
+  std::unique_ptr<Operator> Create(const OperatorSpec& spec, const std::vector<OperatorInput>& inputs) const;
+
+ private:
+  std::map<std::string, OperatorFactory> factories_;
+};
+
+// One per operator file.
+void RegisterStreamScan(OperatorRegistry& r);
+void RegisterWindow(OperatorRegistry& r);
+void RegisterFilter(OperatorRegistry& r);
+void RegisterProject(OperatorRegistry& r);
+void RegisterIStream(OperatorRegistry& r);
+void RegisterQuerySink(OperatorRegistry& r);
+
+}  // namespace cq

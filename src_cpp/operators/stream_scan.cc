@@ -1,0 +1,23 @@
+#include "operators/stream_scan.h"
+
+#include "operators/registry.h"
+#include "plan/plan_util.h"
+
+namespace cq {
+
+StreamScan::StreamScan(std::string stream, Schema schema)
+    : stream_(std::move(stream)), schema_(std::make_shared<const Schema>(std::move(schema))) {}
+
+void StreamScan::Push(int, const Batch& batch, Emitter& out) {
+  if (batch.num_rows() > 0) out.Emit(batch);
+}
+
+std::string StreamScan::Explain() const { return "StreamScan " + stream_ + SchemaToString(*schema_); }
+
+void RegisterStreamScan(OperatorRegistry& r) {
+  r.Register("stream_scan", [](const OperatorSpec& s, const std::vector<OperatorInput>&) {
+    return std::make_unique<StreamScan>(s.params["stream"].str(), SchemaFromJson(s.params["schema"]));
+  });
+}
+
+}  // namespace cq
