@@ -166,9 +166,12 @@ class _Parser:
         return None
 
     def integer(self, what: str) -> int:
-        if self.tok.kind is not TokenKind.INTEGER:
+        tok = self.tok
+        if tok.kind is not TokenKind.INTEGER:
             raise self.expected(what)
-        return int(self.advance().value)  # type: ignore[arg-type]
+        self.advance()
+        assert isinstance(tok.value, int)
+        return tok.value
 
     def column_ref(self, what: str) -> ast.ColumnRef:
         """``name`` or ``qualifier.name``."""
@@ -183,18 +186,20 @@ class _Parser:
         tok = self.tok
         if tok.kind is TokenKind.DURATION:
             self.advance()
-            value, unit = tok.value  # type: ignore[misc]
-            return ast.Duration(value, unit, tok.pos)
+            assert isinstance(tok.value, tuple)
+            value, glued_unit = tok.value
+            return ast.Duration(value, glued_unit, tok.pos)
         if tok.kind is not TokenKind.INTEGER:
             raise self.expected(f"a duration (a whole number, optionally with a time unit) "
                                 f"{context}")
         self.advance()
+        assert isinstance(tok.value, int)
         unit: Optional[str] = None
         if self.tok.kind is TokenKind.IDENT:
             unit = DURATION_UNITS.get(str(self.tok.value).upper())
             if unit is not None:
                 self.advance()
-        return ast.Duration(int(tok.value), unit, tok.pos)  # type: ignore[arg-type]
+        return ast.Duration(tok.value, unit, tok.pos)
 
     def type_name(self, context: str) -> ast.TypeName:
         tok = self.tok
@@ -261,7 +266,7 @@ class _Parser:
     # =========================================================================================
 
     def query(self) -> ast.Query:
-        """``term ((UNION [ALL] | EXCEPT) term)*`` -- the loosest set operators, left-associative."""
+        """``term ((UNION [ALL] | EXCEPT) term)*``: the loosest set operators, left-associative."""
         with self.nested():
             start = self.tok
             left = self.intersect_term()

@@ -117,7 +117,8 @@ def source_line(source: str, line: int) -> str:
     return ""
 
 
-def syntax_error(source: str, message: str, line: int, column: int, text: str = "") -> CQLSyntaxError:
+def syntax_error(source: str, message: str, line: int, column: int,
+                 text: str = "") -> CQLSyntaxError:
     """Build a :class:`CQLSyntaxError` pointing at ``line``/``column`` of ``source``."""
     return CQLSyntaxError(message, line, column, text, source_line(source, line))
 

@@ -100,8 +100,9 @@ void Engine::Push(const std::string& stream, std::vector<ImportedBatch> batches)
         const bool in_push = r > 0 || row_base > 0;
         throw CqError(ErrorKind::kInput,
                       "stream '" + stream + "': timestamps must not decrease; row " + std::to_string(row_base + r) +
-                          " has ts " + std::to_string(t[r]) + " after " + (in_push ? "ts " : "progress ") +
-                          last.ToString(),
+                          " has ts " + std::to_string(t[r]) + " after " +
+                          (in_push ? "ts " + last.ToString() + " of the row before it"
+                                   : last.ToString() + ", the stream's progress (its latest timestamp or advance)"),
                       stream, row_base + r);
       }
       last.tick = t[r];

@@ -7,6 +7,7 @@ positions are checked separately.
 
 from __future__ import annotations
 
+import doctest
 import re
 from typing import Optional
 
@@ -14,6 +15,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import cq_py.parser
+import cq_py.parser.parser
+import cq_py.parser.tokenizer
 from cq_py.errors import CQLSyntaxError
 from cq_py.parser import ast, parse, parse_expression, parse_query
 from cq_py.parser.parser import MAX_NESTING
@@ -740,6 +744,12 @@ def test_deep_nesting_is_a_syntax_error_not_a_crash() -> None:
             parse_expression(text)
     with pytest.raises(CQLSyntaxError, match="nested too deeply"):
         parse_query("ISTREAM(" * 5000 + "SELECT a FROM s" + ")" * 5000)
+
+
+@pytest.mark.parametrize("module", [cq_py.parser, cq_py.parser.parser, cq_py.parser.tokenizer])
+def test_docstring_examples(module: object) -> None:
+    result = doctest.testmod(module)  # type: ignore[arg-type]
+    assert result.attempted > 0 and result.failed == 0
 
 
 # ---------------------------------------------------------------------------------------------

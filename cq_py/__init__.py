@@ -1,0 +1,15 @@
+"""cq: continuous queries in CQL over Arrow, on one machine or on Spark.
+
+>>> import pyarrow as pa, cq_py
+>>> t = pa.table({"a": [1, 2], "b": [0.2, 0.7], "ts": [0, 1]})
+>>> cq_py.run("REGISTER STREAM s(a INT, b DOUBLE);"
+...           "REGISTER QUERY q AS ISTREAM(SELECT a FROM s [Range 10] WHERE b > 0.5);",
+...           inputs={"s": t})["q"].to_pylist()
+[{'a': 2, 'ts': 1}]
+"""
+
+from cq_py.engine import Engine, run
+from cq_py.errors import CQError, CQLSemanticError, CQLSyntaxError, InputError
+
+__version__ = "0.1.0"
+__all__ = ["CQError", "CQLSemanticError", "CQLSyntaxError", "Engine", "InputError", "run"]

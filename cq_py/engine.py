@@ -1,0 +1,361 @@
+"""The engine users drive: register CQL, push data, read results (SPEC §6).
+
+Python parses, checks and plans; the C++ core (``cq_core._core``) runs the plan over Arrow batches
+that cross the boundary as Arrow C Data Interface capsules, without copies.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Callable, Iterable, Optional
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from cq_core import _core
+from cq_py.errors import CQError, CQLSemanticError, InputError
+from cq_py.parser import parse
+from cq_py.planner import Catalog, Planner
+from cq_py.planner import types as T
+
+LIFETIMES = ("direct", "negative")
+EXECUTORS = ("dts", "heartbeat")
+TIME_UNITS = ("s", "ms", "us", "ns")
+
+
+def _core_error(e: _core.CoreError) -> CQError | RuntimeError:
+    """The one place where the core's error categories become cq_py exceptions."""
+    kind, message, stream, row = e.args
+    if kind == "input":
+        return InputError(message, stream=stream, row=row)
+    if kind == "semantic":
+        return CQLSemanticError(message)
+    return RuntimeError(f"cq internal error (please report): {message}")
+
+
+class Engine:
+    """A continuous-query engine on this machine.
+
+    Options: ``time_unit`` gives durations (``[Range 5 SECONDS]``) and Arrow timestamp inputs their
+    meaning in ticks ('s', 'ms', 'us' or 'ns'); ``lifetime`` and ``executor`` choose the execution
+    strategy (SPEC §5); ``expose_steps=True`` adds the ε-step columns to results.
+
+    >>> import pyarrow as pa, cq_py
+    >>> eng = cq_py.Engine()
+    >>> eng.execute("REGISTER STREAM s(a INT, b DOUBLE);"
+    ...             "REGISTER QUERY q AS ISTREAM(SELECT a, b * 2 AS c FROM s [Range 10] WHERE b > 0.5);")
+    >>> eng.push("s", pa.table({"a": [1, 2], "b": [0.1, 0.9], "ts": [0, 1]}))
+    >>> eng.fetch("q").to_pylist()
+    [{'a': 2, 'c': 1.8, 'ts': 1}]
+    """
+
+    def __init__(self, time_unit: str = "ms", lifetime: str = "direct", executor: str = "dts",
+                 *, expose_steps: bool = False):
+        if time_unit not in TIME_UNITS:
+            raise ValueError(f"time_unit must be one of {', '.join(TIME_UNITS)}; found {time_unit!r}")
+        if lifetime not in LIFETIMES:
+            raise ValueError(f"lifetime must be one of {', '.join(LIFETIMES)}; found {lifetime!r}")
+        if executor not in EXECUTORS:
+            raise ValueError(f"executor must be one of {', '.join(EXECUTORS)}; found {executor!r}")
+        if lifetime != "direct" or executor != "dts":
+            raise NotImplementedError(
+                f"lifetime={lifetime!r}, executor={executor!r}: this build runs lifetime='direct' "
+                "with executor='dts'; the Negative Tuple and heartbeat strategies are not built yet")
+        self.time_unit = time_unit
+        self.expose_steps = expose_steps
+        self._catalog = Catalog()
+        self._core = _core.Engine(lifetime=lifetime, executor=executor, expose_steps=expose_steps)
+        self._subscribers: dict[str, list[Callable[[pa.RecordBatch], Any]]] = {}
+
+    # -- CQL ----------------------------------------------------------------------------------
+
+    def execute(self, cql: str) -> None:
+        """Registers the streams and queries of ``cql`` (one or more statements).
+
+        Either every statement is registered or, on the first error, none is.
+
+        >>> eng = Engine()
+        >>> eng.execute("REGISTER STREAM s(a INT); REGISTER QUERY q AS SELECT a FROM s [Now];")
+        >>> eng.query_names()
+        ['q']
+        """
+        script = parse(cql)
+        catalog, ops = Planner(self._catalog, self.time_unit, cql, self.expose_steps).plan(script)
+        if ops:
+            plan = json.dumps({"operators": [op.to_plan() for op in ops]})
+            try:
+                self._core.add_plan(plan)
+            except _core.CoreError as e:
+                raise _core_error(e) from None
+        self._catalog = catalog
+
+    def stream_names(self) -> list[str]:
+        """Names of the registered streams, in registration order."""
+        return [s.name for s in self._catalog.streams.values()]
+
+    def stream_schema(self, stream: str) -> pa.Schema:
+        """The declared user columns of ``stream`` (without the timestamp)."""
+        return T.arrow_schema(self._stream(stream).columns)
+
+    def query_names(self) -> list[str]:
+        """Names of the registered queries, in registration order."""
+        return [q.name for q in self._catalog.queries.values()]
+
+    def query_schema(self, query: str) -> pa.Schema:
+        """The schema of the rows ``fetch(query)`` returns: user columns and time columns."""
+        self._query(query)
+        return pa.schema([pa.field(n, T.TO_ARROW[t]) for n, t in self._core.output_schema(self._query(query).name)])
+
+    def explain(self) -> str:
+        """The registered streams and queries and the operators the core runs, in execution order.
+
+        >>> eng = Engine()
+        >>> eng.execute("REGISTER STREAM s(a INT); REGISTER QUERY q AS SELECT a FROM s [Range 5];")
+        >>> print(eng.explain().splitlines()[0])
+        Streams:
+        """
+        lines = ["Streams:"]
+        for s in self._catalog.streams.values():
+            cols = ", ".join(f"{n} {T.CQL_NAME[t]}" for n, t in s.columns)
+            lines.append(f"  {s.name}({cols})  -> #{s.scan_id}")
+        lines.append("Queries:")
+        for q in self._catalog.queries.values():
+            cols = ", ".join(f"{n} {T.CQL_NAME[t]}" for n, t in q.columns)
+            times = "ts" if q.kind == "stream" else "start, end"
+            lines.append(f"  {q.name}: {q.kind}-valued ({cols}; {times}); lifetimes: {q.lifetime}"
+                         f"  -> #{q.sink_id}")
+        lines.append("Execution (DTS hybrid: whole batches in time order; no loops in this plan):")
+        lines += ["  " + line for line in self._core.explain().splitlines()]
+        return "\n".join(lines) + "\n"
+
+    # -- data in ------------------------------------------------------------------------------
+
+    def push(self, stream: str, data: Any, ts: str = "ts") -> None:
+        """Pushes rows to ``stream``: a pyarrow Table or RecordBatch, a pandas DataFrame, a list of
+        dicts, or anything exporting the Arrow PyCapsule stream interface. ``ts`` names the column
+        holding each row's timestamp (int ticks, or an Arrow timestamp converted to ``time_unit``).
+
+        Timestamps must be non-null and non-decreasing, also across pushes. A rejected push raises
+        :class:`cq_py.InputError` and changes nothing.
+
+        >>> eng = Engine()
+        >>> eng.execute("REGISTER STREAM s(a INT); REGISTER QUERY q AS ISTREAM(SELECT a FROM s [Now]);")
+        >>> eng.push("s", [{"a": 1, "ts": 5}])
+        >>> eng.fetch("q").to_pylist()
+        [{'a': 1, 'ts': 5}]
+        """
+        sdef = self._catalog.streams.get(stream.lower()) if isinstance(stream, str) else None
+        if sdef is None:
+            known = ", ".join(self.stream_names()) or "(none)"
+            raise InputError(f"unknown stream {stream!r}; registered streams: {known}", stream=stream)
+        if self._core.closed:
+            raise InputError(f"the engine is closed; push to '{sdef.name}' rejected", stream=sdef.name)
+        table = self._to_table(data, sdef.name)
+        if table is None:
+            return
+        batches = self._conform(table, sdef.name, sdef.columns, ts)
+        try:
+            self._core.push(sdef.name, [b.__arrow_c_array__() for b in batches])
+        except _core.CoreError as e:
+            raise _core_error(e) from None
+        self._deliver()
+
+    def advance(self, t: int) -> None:
+        """Promises that no input below tick ``t`` will come on any stream (a heartbeat): results up
+        to ``t`` become final.
+
+        >>> eng = Engine(); eng.advance(10)
+        """
+        try:
+            self._core.advance(int(t))
+        except _core.CoreError as e:
+            raise _core_error(e) from None
+        self._deliver()
+
+    def close(self) -> None:
+        """Ends the input: time advances to infinity and every result becomes final. Pushing
+        afterwards is an :class:`InputError`; closing twice does nothing.
+
+        >>> eng = Engine(); eng.close()
+        """
+        self._core.close()
+        self._deliver()
+
+    # -- results out --------------------------------------------------------------------------
+
+    def fetch(self, query: str) -> pa.Table:
+        """What ``query`` produced since the last fetch, as a table (drained).
+
+        A stream-valued query's rows carry the user columns and ``ts``; a relation-valued query's
+        carry the user columns and ``start``, ``end`` (null = still alive at close).
+
+        >>> eng = Engine()
+        >>> eng.execute("REGISTER STREAM s(a INT); REGISTER QUERY r AS SELECT a FROM s [Range 3];")
+        >>> eng.push("s", [{"a": 7, "ts": 1}])
+        >>> eng.fetch("r").to_pylist()
+        [{'a': 7, 'start': 1, 'end': 4}]
+        """
+        q = self._query(query)
+        batches = self._drain(q.name)
+        return pa.Table.from_batches(batches, schema=self.query_schema(q.name))
+
+    def subscribe(self, query: str, callback: Callable[[pa.RecordBatch], Any]) -> None:
+        """Calls ``callback(batch)`` with each batch of ``query``'s results as they become final,
+        starting with what is already there. Results given to subscribers are not also kept for
+        :meth:`fetch`.
+
+        >>> eng = Engine(); got = []
+        >>> eng.execute("REGISTER STREAM s(a INT); REGISTER QUERY q AS ISTREAM(SELECT a FROM s [Now]);")
+        >>> eng.subscribe("q", got.append)
+        >>> eng.push("s", [{"a": 1, "ts": 0}])
+        >>> got[0].num_rows
+        1
+        """
+        q = self._query(query)
+        if not callable(callback):
+            raise TypeError(f"callback must be callable, found {type(callback).__name__}")
+        self._subscribers.setdefault(q.name, []).append(callback)
+        self._deliver()
+
+    # -- internals ----------------------------------------------------------------------------
+
+    def _stream(self, name: str):
+        s = self._catalog.streams.get(name.lower())
+        if s is None:
+            known = ", ".join(self.stream_names()) or "(none)"
+            raise InputError(f"unknown stream {name!r}; registered streams: {known}", stream=name)
+        return s
+
+    def _query(self, name: str):
+        q = self._catalog.queries.get(name.lower()) if isinstance(name, str) else None
+        if q is None:
+            known = ", ".join(self.query_names()) or "(none)"
+            raise CQLSemanticError(f"unknown query {name!r}; registered queries: {known}")
+        return q
+
+    def _drain(self, query: str) -> list[pa.RecordBatch]:
+        try:
+            caps = self._core.drain(query)
+        except _core.CoreError as e:
+            raise _core_error(e) from None
+        return [pa.RecordBatch._import_from_c_capsule(s, a) for s, a in caps]
+
+    def _deliver(self) -> None:
+        for name, callbacks in self._subscribers.items():
+            for batch in self._drain(name):
+                for cb in callbacks:
+                    cb(batch)
+
+    @staticmethod
+    def _to_table(data: Any, stream: str) -> Optional[pa.Table]:
+        if isinstance(data, pa.Table):
+            return data
+        if isinstance(data, pa.RecordBatch):
+            return pa.Table.from_batches([data])
+        if isinstance(data, list):
+            if not data:
+                return None
+            if not all(isinstance(r, dict) for r in data):
+                raise InputError(f"push to '{stream}': a list of rows must hold dicts", stream=stream)
+            return pa.Table.from_pylist(data)
+        if type(data).__module__.split(".")[0] == "pandas":
+            return pa.Table.from_pandas(data, preserve_index=False)
+        if hasattr(data, "__arrow_c_stream__") or hasattr(data, "__arrow_c_array__"):
+            return pa.table(data)
+        raise InputError(f"push to '{stream}': expected a pyarrow Table or RecordBatch, a pandas "
+                         f"DataFrame or a list of dicts; found {type(data).__name__}", stream=stream)
+
+    def _conform(self, table: pa.Table, stream: str, columns: list[tuple[str, str]],
+                 ts: str) -> list[pa.RecordBatch]:
+        """The table's declared columns and timestamp, in declared order and types (zero-copy when
+        they already match), as record batches whose last column is the timestamp in ticks."""
+        have = {f.name: f for f in table.schema}
+        found = ", ".join(table.schema.names) or "(none)"
+        if ts not in have:
+            raise InputError(f"push to '{stream}': missing timestamp column '{ts}'; found columns: "
+                             f"{found}", stream=stream)
+        arrays, names = [], []
+        for name, type_ in columns:
+            if name == ts:
+                raise InputError(f"push to '{stream}': column '{name}' is both a declared column and "
+                                 "the timestamp; pass ts= the name of another column", stream=stream)
+            f = have.get(name)
+            if f is None:
+                raise InputError(f"push to '{stream}': missing column '{name}' "
+                                 f"({T.CQL_NAME[type_]}); found columns: {found}", stream=stream)
+            arrays.append(self._cast_column(table.column(name), f.type, type_, stream, name))
+            names.append(name)
+        arrays.append(self._ticks(table.column(ts), have[ts].type, stream, ts))
+        names.append(ts)
+        conformed = pa.Table.from_arrays(arrays, names=names)
+        return [b for b in conformed.to_batches() if b.num_rows]
+
+    @staticmethod
+    def _cast_column(col: pa.ChunkedArray, have: pa.DataType, want: str, stream: str,
+                     name: str) -> pa.ChunkedArray:
+        target = T.TO_ARROW[want]
+        if have == target:
+            return col
+        ok = (pa.types.is_null(have)
+              or (want == T.INT64 and pa.types.is_integer(have))
+              or (want == T.FLOAT64 and (pa.types.is_floating(have) or pa.types.is_integer(have)))
+              or (want == T.UTF8 and (pa.types.is_string(have) or pa.types.is_large_string(have)
+                                      or pa.types.is_string_view(have)))
+              or (want == T.BOOL and pa.types.is_boolean(have)))
+        if not ok:
+            raise InputError(f"push to '{stream}': column '{name}' must be {T.CQL_NAME[want]}; found "
+                             f"Arrow type {have}", stream=stream)
+        try:
+            return col.cast(target)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+            raise InputError(f"push to '{stream}': column '{name}' does not fit "
+                             f"{T.CQL_NAME[want]}: {e}", stream=stream) from None
+
+    def _ticks(self, col: pa.ChunkedArray, have: pa.DataType, stream: str, ts: str) -> pa.ChunkedArray:
+        if pa.types.is_int64(have):
+            return col
+        if pa.types.is_integer(have):
+            return col.cast(pa.int64())
+        if pa.types.is_timestamp(have):
+            # Floor to the engine's unit: a tick holds every instant inside it.
+            unit = pa.timestamp(self.time_unit, have.tz)
+            return pc.cast(col, unit, safe=False).cast(pa.int64())
+        raise InputError(f"push to '{stream}': timestamp column '{ts}' must hold integers (ticks) or "
+                         f"an Arrow timestamp; found {have}", stream=stream)
+
+
+def run(cql: str, inputs: Optional[dict[str, Any]] = None, ts: str = "ts",
+        **engine_options: Any) -> dict[str, pa.Table]:
+    """Runs ``cql`` over complete inputs and returns the output of every registered query.
+
+    Inputs are pushed in time order across streams, then the engine is closed.
+
+    >>> import pyarrow as pa, cq_py
+    >>> t = pa.table({"a": [1, 2, 3], "b": [0.4, 0.6, 0.9], "ts": [1, 2, 3]})
+    >>> out = cq_py.run("REGISTER STREAM s(a INT, b DOUBLE);"
+    ...                 "REGISTER QUERY q AS ISTREAM(SELECT a, b*2 AS c FROM s [Range 10] WHERE b > 0.5);",
+    ...                 inputs={"s": t})
+    >>> out["q"].column("a").to_pylist()
+    [2, 3]
+    """
+    eng = Engine(**engine_options)
+    eng.execute(cql)
+    inputs = inputs or {}
+    for name in inputs:
+        eng._stream(name)  # unknown names fail before anything runs
+    tables = {name: Engine._to_table(data, name) for name, data in inputs.items()}
+    tables = {k: v for k, v in tables.items() if v is not None and v.num_rows}
+    if len(tables) == 1:
+        (name, table), = tables.items()
+        eng.push(name, table, ts=ts)
+    elif tables:
+        for name, batch in _merge_by_time({n: t.to_batches() for n, t in tables.items()}, ts):
+            eng.push(name, batch, ts=ts)
+    eng.close()
+    return {q: eng.fetch(q) for q in eng.query_names()}
+
+
+def _merge_by_time(named: dict[str, Iterable[pa.RecordBatch]], ts: str):
+    from cq_py.io.readers import merge_by_time
+
+    return merge_by_time({n: iter(b) for n, b in named.items()}, ts=ts)
