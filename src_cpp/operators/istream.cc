@@ -16,73 +16,298 @@ struct LaterEnd {
 
 IStream::IStream(const Schema& input) : schema_(input), equal_(input) {}
 
-IStream::Retained& IStream::Find(uint64_t seq) {
+const Batch& IStream::BatchOf(uint64_t seq) const {
   CQ_CHECK(!retained_.empty() && seq >= retained_.front().seq, "istream lost a retained batch");
-  return retained_[seq - retained_.front().seq];
+  return retained_[seq - retained_.front().seq].batch;
 }
 
-void IStream::Release(const Entry& e) { --Find(e.seq).live; }
+int64_t IStream::retained_rows() const {
+  if (mode_ == Mode::kHeap) return static_cast<int64_t>(heap_.size());
+  int64_t n = -cursor_;
+  for (const Retained& r : retained_) n += r.batch.num_rows();
+  return std::max<int64_t>(n, 0);
+}
 
-void IStream::Trim() {
+void IStream::ExpireConstant(Time t) {
+  // Moves the cursor past every row that ended before t, dropping batches it leaves behind, and
+  // collects the rows ending exactly at t.
+  while (!retained_.empty()) {
+    const Batch& b = retained_.front().batch;
+    const int64_t n = b.num_rows();
+    while (cursor_ < n && b.StartAt(b.Physical(cursor_)) + duration_ < t) ++cursor_;
+    if (cursor_ < n) break;
+    retained_.pop_front();
+    cursor_ = 0;
+  }
+  int64_t k = cursor_;
+  for (size_t i = 0; i < retained_.size(); ++i, k = 0) {
+    const Batch& b = retained_[i].batch;
+    const int64_t n = b.num_rows();
+    for (; k < n; ++k) {
+      const int64_t p = b.Physical(k);
+      if (b.StartAt(p) + duration_ != t) return;
+      ending_now_.push_back({retained_[i].seq, static_cast<uint32_t>(p)});
+    }
+  }
+}
+
+void IStream::ExpireHeap(Time t) {
+  while (!heap_.empty() && heap_.front().end <= t) {
+    std::pop_heap(heap_.begin(), heap_.end(), LaterEnd{});
+    Entry e = heap_.back();
+    heap_.pop_back();
+    if (e.end == t) ending_now_.push_back(e.ref);
+    else --retained_[e.ref.seq - retained_.front().seq].live;
+  }
+}
+
+void IStream::TrimHeapBatches() {
   while (!retained_.empty() && retained_.front().live == 0) retained_.pop_front();
 }
 
-bool IStream::PopBefore(Time t, Entry* e) {
-  if (fifo_mode_) {
-    if (fifo_.empty() || !(fifo_.front().end < t)) return false;
-    *e = fifo_.front();
-    fifo_.pop_front();
-    return true;
-  }
-  if (heap_.empty() || !(heap_.front().end < t)) return false;
-  std::pop_heap(heap_.begin(), heap_.end(), LaterEnd{});
-  *e = heap_.back();
-  heap_.pop_back();
-  return true;
-}
-
-bool IStream::PopAt(Time t, Entry* e) {
-  if (fifo_mode_) {
-    if (fifo_.empty() || fifo_.front().end != t) return false;
-    *e = fifo_.front();
-    fifo_.pop_front();
-    return true;
-  }
-  if (heap_.empty() || heap_.front().end != t) return false;
-  std::pop_heap(heap_.begin(), heap_.end(), LaterEnd{});
-  *e = heap_.back();
-  heap_.pop_back();
-  return true;
-}
-
 void IStream::BeginInstant(Time t) {
-  for (const Entry& e : ending_now_) Release(e);
+  if (mode_ == Mode::kHeap) {
+    for (const RowRef& r : ending_now_) --retained_[r.seq - retained_.front().seq].live;
+  }
+  ending_now_.clear();
+  current_ = t;
+  if (mode_ == Mode::kConstant) ExpireConstant(t);
+  else if (mode_ == Mode::kHeap) ExpireHeap(t);
+  consumed_.assign(ending_now_.size(), 0);
+}
+
+void IStream::SwitchToHeap() {
+  // Lifetimes of another duration arrived: the rows still ahead become explicit heap entries.
+  std::vector<Entry> entries;
+  int64_t k = cursor_;
+  for (Retained& r : retained_) {
+    r.live = 0;
+    const Batch& b = r.batch;
+    for (; k < b.num_rows(); ++k) {
+      const int64_t p = b.Physical(k);
+      entries.push_back({b.StartAt(p) + duration_, {r.seq, static_cast<uint32_t>(p)}});
+      ++r.live;
+    }
+    k = 0;
+  }
+  for (const RowRef& ref : ending_now_) ++retained_[ref.seq - retained_.front().seq].live;
+  heap_ = std::move(entries);
+  std::make_heap(heap_.begin(), heap_.end(), LaterEnd{});
+  cursor_ = 0;
+  mode_ = Mode::kHeap;
+  TrimHeapBatches();
+}
+
+void IStream::AdvanceCursorTicks(int64_t threshold) {
+  while (!retained_.empty()) {
+    const Batch& b = retained_.front().batch;
+    const int64_t* bt = b.sync.tick_data();
+    const uint32_t* bs = b.has_selection ? b.sel() : nullptr;
+    const int64_t n = b.num_rows();
+    while (cursor_ < n && bt[bs ? bs[cursor_] : cursor_] < threshold) ++cursor_;
+    if (cursor_ < n || retained_.size() <= 1) return;
+    retained_.pop_front();
+    cursor_ = 0;
+  }
+}
+
+bool IStream::PushDistinctTicks(const Batch& batch, std::vector<uint32_t>& keep, bool& dropped) {
+  if (duration_.steps != 0 || batch.sync.has_steps() || current_.step != 0) return false;
+  const int64_t n = batch.num_rows();
+  const int64_t d = duration_.ticks;
+  const int64_t* ticks = batch.sync.tick_data();
+  const uint32_t* sel = batch.has_selection ? batch.sel() : nullptr;
+  auto S = [&](int64_t k) { return ticks[sel ? sel[k] : k]; };
+  // Strictly increasing, and past the current instant (whose bag state the per-row path keeps).
+  int64_t lo;
+  if (S(0) <= current_.tick || __builtin_sub_overflow(S(0), d, &lo)) return false;
+  bool increasing = true;
+  if (sel) {
+    for (int64_t k = 1; k < n; ++k) increasing &= ticks[sel[k]] > ticks[sel[k - 1]];
+  } else {
+    for (int64_t k = 1; k < n; ++k) increasing &= ticks[k] > ticks[k - 1];
+  }
+  if (!increasing) return false;
+  for (const Retained& r : retained_)
+    if (r.batch.sync.has_steps()) return false;
+
+  // The instant before this batch is over: rows that started before S(0) - d can match nothing.
   ending_now_.clear();
   consumed_.clear();
-  current_ = t;
-  Entry e;
-  while (PopBefore(t, &e)) Release(e);
-  while (PopAt(t, &e)) {
-    ending_now_.push_back(e);
-    consumed_.push_back(false);
+  const int64_t hi = S(n - 1) - d;
+  AdvanceCursorTicks(lo);
+
+  // H: the rows that may end inside this batch, i.e. started in [lo, hi], in start order — older
+  // batches from the cursor on, then this batch's own rows.
+  h_ticks_.clear();
+  h_cols_.clear();
+  h_rows_.clear();
+  h_seqs_.clear();
+  bool h_increasing = true;
+  int64_t prev = Time::kMinTick;
+  int64_t k0 = cursor_;
+  for (size_t i = 0; i < retained_.size(); ++i, k0 = 0) {
+    const Batch& b = retained_[i].batch;
+    const int64_t* bt = b.sync.tick_data();
+    const uint32_t* bs = b.has_selection ? b.sel() : nullptr;
+    const int64_t bn = b.num_rows();
+    int64_t k = k0;
+    for (; k < bn; ++k) {
+      const uint32_t q = bs ? bs[k] : static_cast<uint32_t>(k);
+      if (bt[q] > hi) break;
+      h_increasing &= bt[q] > prev;
+      prev = bt[q];
+      h_ticks_.push_back(bt[q]);
+      h_cols_.push_back(&b.columns);
+      h_rows_.push_back(q);
+      h_seqs_.push_back(retained_[i].seq);
+    }
+    if (k < bn) break;
   }
+  if (!h_increasing) return false;  // equal starts in the history: the bag path handles groups
+
+  // Pass 1: each row's candidate, the history row that ends exactly at its start. Both sides
+  // are strictly increasing, so this is a merge; written without branches on the data, whose
+  // pattern (which rows the filter kept) is random.
+  const int64_t m = static_cast<int64_t>(h_ticks_.size());
+  cand_.resize(n);
+  {
+    int64_t i = 0, j = 0;
+    const int64_t* h = h_ticks_.data();
+    int32_t* cand = cand_.data();
+    while (i < n && j < m) {
+      const int64_t a = S(i) - d, b = h[j];
+      // j when a == b, else -1 (all bits set), without a branch.
+      cand[i] = static_cast<int32_t>(j) | -static_cast<int32_t>(a != b);
+      j += b <= a;
+      i += a <= b;
+    }
+    for (; i < n; ++i) cand[i] = -1;
+  }
+  // Pass 2: compare values only where a candidate exists; with one start and one end per
+  // instant, equal values cancel the start.
+  int64_t with_cand = 0;
+  ks_.resize(n);
+  for (int64_t k = 0; k < n; ++k) {
+    ks_[with_cand] = static_cast<int32_t>(k);
+    with_cand += cand_[k] >= 0;
+  }
+  drops_.clear();
+  for (int64_t x = 0; x < with_cand; ++x) {
+    const int32_t k = ks_[x], c = cand_[k];
+    const uint32_t p = sel ? sel[k] : static_cast<uint32_t>(k);
+    if (equal_(*h_cols_[c], h_rows_[c], batch.columns, p)) drops_.push_back(k);
+  }
+  bool last_cancelled = false;
+  if (!drops_.empty()) {
+    dropped = true;
+    last_cancelled = drops_.back() == n - 1;
+    keep.reserve(n - drops_.size());
+    size_t next = 0;
+    for (int64_t k = 0; k < n; ++k) {
+      if (next < drops_.size() && drops_[next] == k) {
+        ++next;
+        continue;
+      }
+      keep.push_back(sel ? sel[k] : static_cast<uint32_t>(k));
+    }
+  }
+  // Leave the bag state of the last instant for the next batch, which may continue it.
+  current_ = {S(n - 1), 0};
+  if (cand_[n - 1] >= 0) {
+    const int32_t c = cand_[n - 1];
+    ending_now_.push_back({h_seqs_[c], h_rows_[c]});
+    consumed_.push_back(last_cancelled ? 1 : 0);
+  }
+  AdvanceCursorTicks(hi);
+  return true;
 }
 
-void IStream::AddEntry(const Entry& e, const Batch& batch) {
-  if (fifo_mode_) {
-    // Ends arrive in order only while every lifetime has the same constant duration.
-    if (!fifo_duration_ && fifo_.empty()) fifo_duration_ = batch.constant_duration;
-    if (batch.constant_duration && fifo_duration_ && *batch.constant_duration == *fifo_duration_) {
-      fifo_.push_back(e);
-      return;
+bool IStream::PushConstantTicks(const Batch& batch, std::vector<uint32_t>& keep, bool& dropped) {
+  if (duration_.steps != 0 || batch.sync.has_steps() || current_.step != 0) return false;
+  for (const Retained& r : retained_)
+    if (r.batch.sync.has_steps()) return false;
+  const int64_t d = duration_.ticks;
+  const int64_t n = batch.num_rows();
+  const int64_t* ticks = batch.sync.tick_data();
+  const uint32_t* sel = batch.has_selection ? batch.sel() : nullptr;
+  // The expiration cursor over the retained batches (the last one is `batch` itself), with the
+  // front batch's arrays in locals so the loop below stays in registers.
+  const int64_t* ft = nullptr;
+  const uint32_t* fs = nullptr;
+  int64_t fn = 0;
+  int64_t cursor = cursor_;
+  auto load_front = [&] {
+    const Batch& f = retained_.front().batch;
+    ft = f.sync.tick_data();
+    fs = f.has_selection ? f.sel() : nullptr;
+    fn = f.num_rows();
+  };
+  load_front();
+  const bool fresh = current_.tick == Time::kMinTick;
+  int64_t cur = current_.tick;
+  size_t n_end = ending_now_.size();
+  for (int64_t k = 0; k < n; ++k) {
+    const uint32_t p = sel ? sel[k] : static_cast<uint32_t>(k);
+    const int64_t t = ticks[p];
+    if (t != cur || (fresh && k == 0)) {
+      cur = t;
+      n_end = 0;
+      ending_now_.clear();
+      // Rows started before t - d ended before t; those started exactly at t - d end at t.
+      int64_t threshold;
+      if (!__builtin_sub_overflow(t, d, &threshold)) {
+        for (;;) {
+          while (cursor < fn && ft[fs ? fs[cursor] : cursor] < threshold) ++cursor;
+          if (cursor < fn || retained_.size() <= 1) break;
+          retained_.pop_front();
+          cursor = 0;
+          load_front();
+        }
+        if (cursor < fn && ft[fs ? fs[cursor] : cursor] == threshold) {
+          int64_t j = cursor;
+          for (size_t i = 0; i < retained_.size(); ++i, j = 0) {
+            const Batch& b = retained_[i].batch;
+            const int64_t* bt = b.sync.tick_data();
+            const int64_t bn = b.num_rows();
+            for (; j < bn; ++j) {
+              const int64_t q = b.Physical(j);
+              if (bt[q] != threshold) break;
+              ending_now_.push_back({retained_[i].seq, static_cast<uint32_t>(q)});
+            }
+            if (j < bn) break;
+          }
+          n_end = ending_now_.size();
+          consumed_.assign(n_end, 0);
+        }
+      }
     }
-    fifo_mode_ = false;
-    heap_.assign(fifo_.begin(), fifo_.end());
-    fifo_.clear();
-    std::make_heap(heap_.begin(), heap_.end(), LaterEnd{});
+    if (n_end == 0) {
+      if (dropped) keep.push_back(p);
+      continue;
+    }
+    bool emit = true;
+    for (size_t x = 0; x < n_end; ++x) {
+      if (consumed_[x]) continue;
+      const RowRef& r = ending_now_[x];
+      if (equal_(BatchOf(r.seq).columns, r.row, batch.columns, p)) {
+        consumed_[x] = 1;
+        emit = false;
+        break;
+      }
+    }
+    if (!emit && !dropped) {
+      dropped = true;
+      keep.reserve(n);
+      for (int64_t j = 0; j < k; ++j) keep.push_back(sel ? sel[j] : static_cast<uint32_t>(j));
+    } else if (emit && dropped) {
+      keep.push_back(p);
+    }
   }
-  heap_.push_back(e);
-  std::push_heap(heap_.begin(), heap_.end(), LaterEnd{});
+  cursor_ = cursor;
+  current_ = {cur, 0};
+  if (ending_now_.size() != consumed_.size()) consumed_.assign(ending_now_.size(), 0);
+  return true;
 }
 
 void IStream::Push(int, const Batch& batch, Emitter& out) {
@@ -90,47 +315,61 @@ void IStream::Push(int, const Batch& batch, Emitter& out) {
   if (n == 0) return;
   CQ_CHECK(batch.kind == BatchKind::kLifetime, "ISTREAM expects a relation");
   CQ_CHECK(batch.holders.empty(), "ISTREAM over pending ends arrives with the lifetime operators");
+
+  if (mode_ == Mode::kUnset && batch.constant_duration) {
+    mode_ = Mode::kConstant;
+    duration_ = *batch.constant_duration;
+  }
+  if (mode_ == Mode::kConstant && !(batch.constant_duration && *batch.constant_duration == duration_))
+    SwitchToHeap();
+  if (mode_ == Mode::kUnset) mode_ = Mode::kHeap;
+
+  const bool constant = mode_ == Mode::kConstant;
+  // Tuples that never end, and ghosts, cancel nothing later: such batches are not retained.
+  const bool keep_batch = constant ? !(duration_.infinite || duration_.IsZero()) : true;
   const uint64_t seq = next_seq_++;
-  retained_.push_back({seq, batch, 0});
-  // Rows of this batch may end inside it ([Range 1] with consecutive ticks): they are looked up
-  // through `retained_` like older rows, so the batch is registered before its rows are processed.
-  const bool constant = batch.constant_duration.has_value();
-  const Duration d = constant ? *batch.constant_duration : Duration{};
+  // Rows of this batch may end inside it ([Range 1] over consecutive ticks), so the batch is
+  // retained before its rows are looked at.
+  if (keep_batch) retained_.push_back({seq, batch, 0});
+
   std::vector<uint32_t> keep;
   bool dropped = false;
-  for (int64_t k = 0; k < n; ++k) {
+  const bool fast = constant && keep_batch &&
+                    (PushDistinctTicks(batch, keep, dropped) || PushConstantTicks(batch, keep, dropped));
+  for (int64_t k = fast ? n : 0; k < n; ++k) {
     const uint32_t p = static_cast<uint32_t>(batch.Physical(k));
     const Time t = batch.StartAt(p);
     if (t != current_) BeginInstant(t);
     bool emit = true;
     for (size_t x = 0; x < ending_now_.size(); ++x) {
       if (consumed_[x]) continue;
-      const Entry& e = ending_now_[x];
-      const Batch& other = e.seq == seq ? batch : Find(e.seq).batch;
-      if (equal_(other.columns, e.row, batch.columns, p)) {
-        consumed_[x] = true;
+      const RowRef& r = ending_now_[x];
+      if (equal_(BatchOf(r.seq).columns, r.row, batch.columns, p)) {
+        consumed_[x] = 1;
         emit = false;
         break;
       }
     }
-    if (emit) {
-      if (dropped) keep.push_back(p);
-    } else if (!dropped) {
+    if (!emit && !dropped) {
       dropped = true;
       keep.reserve(n);
       for (int64_t j = 0; j < k; ++j) keep.push_back(static_cast<uint32_t>(batch.Physical(j)));
+    } else if (emit && dropped) {
+      keep.push_back(p);
     }
-    const Time end = constant ? t + d : batch.EndAt(p);
-    if (t < end && !end.IsInfinite()) {
-      ++Find(seq).live;
-      AddEntry({end, seq, p}, batch);
+    if (!constant) {
+      const Time end = batch.EndAt(p);
+      if (t < end && !end.IsInfinite()) {
+        ++retained_.back().live;
+        heap_.push_back({end, {seq, p}});
+        std::push_heap(heap_.begin(), heap_.end(), LaterEnd{});
+      }
     }
   }
-  Trim();
+  if (!constant) TrimHeapBatches();
 
   Batch o = batch;
   o.kind = BatchKind::kStream;
-  o.schema = batch.schema;
   o.other = {};
   o.constant_duration.reset();
   if (dropped) {
@@ -144,19 +383,29 @@ void IStream::Push(int, const Batch& batch, Emitter& out) {
 }
 
 void IStream::AdvanceTo(Time progress, Emitter&) {
-  // No start below `progress` can come any more, so ends below it can cancel nothing.
+  // No start below `progress` can come any more, so rows ending below it can cancel nothing.
   if (current_ < progress) {
-    for (const Entry& e : ending_now_) Release(e);
+    if (mode_ == Mode::kHeap)
+      for (const RowRef& r : ending_now_) --retained_[r.seq - retained_.front().seq].live;
     ending_now_.clear();
     consumed_.clear();
+    if (mode_ == Mode::kConstant) {
+      ExpireConstant(progress);
+      ending_now_.clear();  // rows ending exactly at `progress` stay: a start may still come there
+    } else if (mode_ == Mode::kHeap) {
+      while (!heap_.empty() && heap_.front().end < progress) {
+        std::pop_heap(heap_.begin(), heap_.end(), LaterEnd{});
+        --retained_[heap_.back().ref.seq - retained_.front().seq].live;
+        heap_.pop_back();
+      }
+      TrimHeapBatches();
+    }
+    current_ = Time::MinusInfinity();
   }
-  Entry e;
-  while (PopBefore(progress, &e)) Release(e);
-  Trim();
 }
 
 std::string IStream::Explain() const {
-  return "IStream (bag difference R(t) − R(t⁻); expiring rows kept in a FIFO for constant durations, a heap otherwise)";
+  return "IStream (bag difference R(t) − R(t⁻); expiring rows: FIFO cursor for constant durations, heap otherwise)";
 }
 
 void RegisterIStream(OperatorRegistry& r) {

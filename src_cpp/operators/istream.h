@@ -3,10 +3,11 @@
 // that start at t, minus (as a bag) the tuples that end at t. So a value that expires and starts
 // again at the same instant emits nothing, and a ghost (start = end) never emits.
 //
-// State: the rows whose end lies in the future, kept by reference to their batch (no copy) with
-// their end time. When every input lifetime has the same constant duration (the planner's
-// [Range T] / [Now] edges), ends arrive in order and a FIFO suffices (STYLE §4); otherwise a binary
-// heap orders them. Rows that never end are not kept: they can cancel nothing.
+// State: the rows whose end lies ahead, kept by reference to their batch (no copy).
+//  * Constant duration d (the planner's [Range T] / [Now] edges, STYLE §4): ends come in start
+//    order, so the retained batches themselves are the expiration FIFO and a cursor marks the
+//    first row not yet expired — no per-row bookkeeping at all. With d = ∞ nothing is kept.
+//  * Any other lifetimes: (end, row) entries in a binary heap.
 #include <deque>
 #include <optional>
 
@@ -24,40 +25,63 @@ class IStream final : public Operator {
   BatchKind output_kind() const override { return BatchKind::kStream; }
   std::string Explain() const override;
 
-  // State size, for tests and explain: rows whose end is still ahead.
-  int64_t pending_rows() const { return static_cast<int64_t>(fifo_.size() + heap_.size()); }
+  // Rows kept because their end is still ahead (for tests).
+  int64_t retained_rows() const;
 
  private:
-  struct Entry {
-    Time end;
+  // A row of a retained batch: the batch's sequence number and its physical row.
+  struct RowRef {
     uint64_t seq;
     uint32_t row;
+  };
+  struct Entry {
+    Time end;
+    RowRef ref;
   };
   struct Retained {
     uint64_t seq;
     Batch batch;
-    int64_t live;
+    int64_t live;  // heap mode: entries still pointing here
   };
 
+  const Batch& BatchOf(uint64_t seq) const;
+  // Loads D(t), the rows ending exactly at t, into ending_now_.
   void BeginInstant(Time t);
-  void Release(const Entry& e);
-  void AddEntry(const Entry& e, const Batch& batch);
-  bool PopBefore(Time t, Entry* e);  // the earliest entry if it ends before t
-  bool PopAt(Time t, Entry* e);      // the earliest entry if it ends exactly at t
-  Retained& Find(uint64_t seq);
-  void Trim();
+  void ExpireConstant(Time t);
+  // The common case in one tight loop: constant duration in whole ticks, no ε-steps anywhere.
+  // Returns false (having done nothing) when the batch does not qualify.
+  bool PushConstantTicks(const Batch& batch, std::vector<uint32_t>& keep, bool& dropped);
+  // Columnar variant for the commonest data of all: strictly increasing ticks, so each instant
+  // has one start and at most one end. A merge pass finds each row's expiring counterpart, a
+  // second pass compares values; no per-row branching on the data's pattern.
+  bool PushDistinctTicks(const Batch& batch, std::vector<uint32_t>& keep, bool& dropped);
+  // kConstant, ticks only: moves the cursor past rows that started before `threshold`.
+  void AdvanceCursorTicks(int64_t threshold);
+  void ExpireHeap(Time t);
+  void SwitchToHeap();
+  void TrimHeapBatches();
 
   Schema schema_;
   RowEqual equal_;
   std::deque<Retained> retained_;
-  std::deque<Entry> fifo_;
-  std::vector<Entry> heap_;
-  bool fifo_mode_ = true;
-  std::optional<Duration> fifo_duration_;
   uint64_t next_seq_ = 0;
+
+  enum class Mode { kUnset, kConstant, kHeap } mode_ = Mode::kUnset;
+  Duration duration_;  // kConstant
+  // kConstant: the first retained row not yet expired: retained_.front(), logical row `cursor_`.
+  int64_t cursor_ = 0;
+  std::vector<Entry> heap_;  // kHeap
+
   Time current_ = Time::MinusInfinity();
-  std::vector<Entry> ending_now_;  // D(current_) as a bag
-  std::vector<bool> consumed_;     // which of ending_now_ already cancelled a start
+  std::vector<RowRef> ending_now_;  // D(current_) as a bag
+  std::vector<uint8_t> consumed_;   // which of ending_now_ already cancelled a start
+
+  // Scratch of PushDistinctTicks, kept to avoid reallocating per batch.
+  std::vector<int64_t> h_ticks_;
+  std::vector<const std::vector<Column>*> h_cols_;
+  std::vector<uint32_t> h_rows_;
+  std::vector<uint64_t> h_seqs_;
+  std::vector<int32_t> cand_, ks_, drops_;
 };
 
 }  // namespace cq
