@@ -325,6 +325,8 @@ void IStream::Push(int, const Batch& batch, Emitter& out) {
   if (mode_ == Mode::kUnset) mode_ = Mode::kHeap;
 
   const bool constant = mode_ == Mode::kConstant;
+  // A ghost ⟨v, t, t⟩ is in both I(t) and D(t): it cancels itself, whatever else happens at t.
+  if (constant && duration_.IsZero()) return;
   // Tuples that never end, and ghosts, cancel nothing later: such batches are not retained.
   const bool keep_batch = constant ? !(duration_.infinite || duration_.IsZero()) : true;
   const uint64_t seq = next_seq_++;
@@ -340,8 +342,10 @@ void IStream::Push(int, const Batch& batch, Emitter& out) {
     const uint32_t p = static_cast<uint32_t>(batch.Physical(k));
     const Time t = batch.StartAt(p);
     if (t != current_) BeginInstant(t);
-    bool emit = true;
-    for (size_t x = 0; x < ending_now_.size(); ++x) {
+    const Time end = constant ? t + duration_ : batch.EndAt(p);
+    CQ_CHECK(!(end < t), "a lifetime ends before it starts");
+    bool emit = end != t;
+    for (size_t x = 0; emit && x < ending_now_.size(); ++x) {
       if (consumed_[x]) continue;
       const RowRef& r = ending_now_[x];
       if (equal_(BatchOf(r.seq).columns, r.row, batch.columns, p)) {
@@ -358,7 +362,6 @@ void IStream::Push(int, const Batch& batch, Emitter& out) {
       keep.push_back(p);
     }
     if (!constant) {
-      const Time end = batch.EndAt(p);
       if (t < end && !end.IsInfinite()) {
         ++retained_.back().live;
         heap_.push_back({end, {seq, p}});

@@ -1,0 +1,150 @@
+"""A slow, obviously-correct evaluator of SPEC §4 for the engine's results to be checked against.
+
+It shares nothing with the engine but the meaning of CQL: expressions are small trees of its own
+(``Col``, ``Lit``, ``Op``) evaluated row by row with Python numbers, windows turn each input row
+into a lifetime [start, end) of logical times (tick, step), and ISTREAM is computed literally as
+the bag difference R(t) − R(t⁻) at every instant where something starts or ends.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any, Optional, Union
+
+INF = (math.inf, 0)
+
+
+def wrap64(x: int) -> int:
+    """Two's-complement int64 wrap-around, as the engine (and Spark) do on overflow."""
+    return (x + 2**63) % 2**64 - 2**63
+
+
+@dataclass(frozen=True)
+class Col:
+    name: str
+    type: str  # "int" | "double" | "str" | "bool"
+
+
+@dataclass(frozen=True)
+class Lit:
+    value: Any
+    type: str
+
+
+@dataclass(frozen=True)
+class Op:
+    op: str  # + - * / % neg = <> < <= > >= AND OR NOT ISNULL ISNOTNULL
+    args: tuple
+
+
+Expr = Union[Col, Lit, Op]
+
+
+def result_type(e: Expr) -> str:
+    if isinstance(e, (Col, Lit)):
+        return e.type
+    if e.op in ("+", "-", "*", "%"):
+        ts = [result_type(a) for a in e.args]
+        return "double" if "double" in ts else "int"
+    if e.op == "/":
+        return "double"
+    if e.op == "neg":
+        return result_type(e.args[0])
+    return "bool"
+
+
+def evaluate(e: Expr, row: dict) -> Any:
+    if isinstance(e, Col):
+        return row[e.name]
+    if isinstance(e, Lit):
+        return e.value
+    op = e.op
+    if op == "AND":
+        a, b = evaluate(e.args[0], row), evaluate(e.args[1], row)
+        if a is False or b is False:
+            return False
+        return None if a is None or b is None else True
+    if op == "OR":
+        a, b = evaluate(e.args[0], row), evaluate(e.args[1], row)
+        if a is True or b is True:
+            return True
+        return None if a is None or b is None else False
+    if op == "ISNULL":
+        return evaluate(e.args[0], row) is None
+    if op == "ISNOTNULL":
+        return evaluate(e.args[0], row) is not None
+    vals = [evaluate(a, row) for a in e.args]
+    if any(v is None for v in vals):
+        return None
+    if op == "NOT":
+        return not vals[0]
+    if op == "neg":
+        return wrap64(-vals[0]) if result_type(e) == "int" else -vals[0]
+    types = [result_type(a) for a in e.args]
+    a, b = vals
+    if op in ("=", "<>", "<", "<=", ">", ">="):
+        if "double" in types:  # the int side is compared as a double
+            a, b = float(a), float(b)
+        return {"=": a == b, "<>": a != b, "<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}[op]
+    if op == "/":
+        return None if b == 0 else float(a) / float(b)
+    if result_type(e) == "double":
+        a, b = float(a), float(b)
+        if op == "%":
+            return None if b == 0 else math.fmod(a, b)
+        return {"+": a + b, "-": a - b, "*": a * b}[op]
+    if op == "%":
+        if b == 0:
+            return None
+        r = abs(a) % abs(b)
+        return wrap64(-r if a < 0 else r)
+    return wrap64({"+": a + b, "-": a - b, "*": a * b}[op])
+
+
+def lifetime(t: int, window: tuple) -> tuple[tuple, tuple]:
+    """(start, end) of a row at tick t under a window: ("now",), ("range", T), ("unbounded",)."""
+    start = (t, 0)
+    if window[0] == "now":
+        return start, (t, 1)
+    if window[0] == "range":
+        return start, (t + window[1], 0)
+    return start, INF
+
+
+def relation(rows: list[dict], window: tuple, where: Optional[Expr],
+             select: list[Expr]) -> list[tuple[tuple, tuple, tuple]]:
+    """The lifetime tuples (values, start, end) of SELECT select FROM s [window] WHERE where."""
+    out = []
+    for r in rows:
+        if where is not None and evaluate(where, r) is not True:
+            continue
+        start, end = lifetime(r["ts"], window)
+        out.append((tuple(evaluate(e, r) for e in select), start, end))
+    return out
+
+
+def istream(rel: list[tuple[tuple, tuple, tuple]]) -> Counter:
+    """ISTREAM as bags per instant: Counter of (values, instant) for v in R(t) − R(t⁻)."""
+    starts: dict[tuple, Counter] = {}
+    ends: dict[tuple, Counter] = {}
+    for v, s, e in rel:
+        starts.setdefault(s, Counter())[v] += 1
+        ends.setdefault(e, Counter())[v] += 1
+    out: Counter = Counter()
+    for t, born in starts.items():
+        for v, n in (born - ends.get(t, Counter())).items():
+            out[(v, t)] += n
+    return out
+
+
+def alive_at(rel, t) -> Counter:
+    return Counter(v for v, s, e in rel if s <= t < e)
+
+
+def equivalent(rel_a, rel_b) -> bool:
+    """Equal R(t) at every instant where either relation changes (SPEC §4; ghosts allowed)."""
+    instants = {s for _, s, _ in rel_a} | {e for _, _, e in rel_a} | \
+        {s for _, s, _ in rel_b} | {e for _, _, e in rel_b}
+    return all(alive_at(rel_a, t) == alive_at(rel_b, t) for t in instants)

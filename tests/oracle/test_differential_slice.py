@@ -1,0 +1,154 @@
+"""The engine against the reference evaluator on generated queries and data (hypothesis).
+
+Queries: SELECT <generated expressions> FROM s [Now | Range T | Range Unbounded] [WHERE <generated
+condition>], as a relation and under ISTREAM. Data: nulls, ties and bursts of equal timestamps,
+pushed in random batch sizes (batch boundaries inside runs of equal timestamps included), with
+heartbeats in between. Set CQ_HYPOTHESIS_EXAMPLES to run more cases than the default 300.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+
+import pyarrow as pa
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import cq_py
+from tests.oracle.reference import INF, Col, Lit, Op, equivalent, istream, relation
+
+EXAMPLES = int(os.environ.get("CQ_HYPOTHESIS_EXAMPLES", "300"))
+
+COLUMNS = {"a": "int", "b": "double", "c": "str", "f": "bool"}
+SCHEMA = "REGISTER STREAM s(a INT, b DOUBLE, c VARCHAR, f BOOLEAN);"
+
+ints = st.one_of(st.none(), st.integers(-4, 4))
+doubles = st.one_of(st.none(), st.sampled_from([0.0, 0.5, -1.5, 2.0, 3.25]))
+strs = st.one_of(st.none(), st.sampled_from(["", "x", "y", "xy"]))
+bools = st.one_of(st.none(), st.booleans())
+
+
+def num_leaf():
+    return st.one_of(
+        st.just(Col("a", "int")), st.just(Col("b", "double")),
+        st.integers(-3, 3).map(lambda v: Lit(v, "int")),
+        st.sampled_from([0.0, 0.5, -2.5]).map(lambda v: Lit(v, "double")),
+        st.just(Lit(None, "int")),
+    )
+
+
+def num_expr():
+    return st.recursive(num_leaf(), lambda inner: st.one_of(
+        st.tuples(st.sampled_from(["+", "-", "*", "/", "%"]), inner, inner).map(
+            lambda t: Op(t[0], (t[1], t[2]))),
+        inner.map(lambda x: Op("neg", (x,))),
+    ), max_leaves=4)
+
+
+def bool_expr():
+    leaf = st.one_of(
+        st.just(Col("f", "bool")), st.booleans().map(lambda v: Lit(v, "bool")),
+        st.tuples(st.sampled_from(["=", "<>", "<", "<=", ">", ">="]), num_expr(), num_expr()).map(
+            lambda t: Op(t[0], (t[1], t[2]))),
+        st.tuples(st.sampled_from(["=", "<", ">="]), st.just(Col("c", "str")),
+                  st.sampled_from(["", "x", "xy", "z"]).map(lambda v: Lit(v, "str"))).map(
+            lambda t: Op(t[0], (t[1], t[2]))),
+        st.tuples(st.sampled_from(["ISNULL", "ISNOTNULL"]),
+                  st.one_of(num_expr(), st.just(Col("c", "str")), st.just(Col("f", "bool")))).map(
+            lambda t: Op(t[0], (t[1],))),
+    )
+    return st.recursive(leaf, lambda inner: st.one_of(
+        st.tuples(st.sampled_from(["AND", "OR"]), inner, inner).map(lambda t: Op(t[0], (t[1], t[2]))),
+        inner.map(lambda x: Op("NOT", (x,))),
+    ), max_leaves=4)
+
+
+def render(e) -> str:
+    if isinstance(e, Col):
+        return e.name
+    if isinstance(e, Lit):
+        if e.value is None:
+            return "NULL"
+        if e.type == "bool":
+            return "TRUE" if e.value else "FALSE"
+        if e.type == "str":
+            return "'" + e.value + "'"
+        return f"({e.value!r})" if e.value < 0 else repr(e.value)
+    a = [render(x) for x in e.args]
+    if e.op == "neg":
+        return f"(-{a[0]})"
+    if e.op == "NOT":
+        return f"(NOT {a[0]})"
+    if e.op == "ISNULL":
+        return f"({a[0]} IS NULL)"
+    if e.op == "ISNOTNULL":
+        return f"({a[0]} IS NOT NULL)"
+    return f"({a[0]} {e.op} {a[1]})"
+
+
+def plain_select_expr():
+    # A select item may not be a bare NULL (it would have no type).
+    return st.one_of(num_expr(), bool_expr(), st.just(Col("c", "str"))).filter(
+        lambda e: not (isinstance(e, Lit) and e.value is None))
+
+
+@st.composite
+def data(draw):
+    n = draw(st.integers(0, 40))
+    ts, t = [], draw(st.integers(0, 5))
+    for _ in range(n):
+        t += draw(st.sampled_from([0, 0, 1, 1, 2, 5]))  # many ties and bursts
+        ts.append(t)
+    rows = [{"a": draw(ints), "b": draw(doubles), "c": draw(strs), "f": draw(bools), "ts": x}
+            for x in ts]
+    cuts = sorted(set(draw(st.lists(st.integers(0, n), max_size=6))))
+    return rows, cuts
+
+
+windows = st.one_of(st.just(("now",)), st.just(("unbounded",)),
+                    st.integers(0, 6).map(lambda T: ("range", T)))
+
+
+def window_sql(w) -> str:
+    return {"now": "[Now]", "unbounded": "[Range Unbounded]"}.get(w[0]) or f"[Range {w[1]}]"
+
+
+def run_engine(cql: str, rows: list[dict], cuts: list[int]) -> dict[str, pa.Table]:
+    eng = cq_py.Engine(expose_steps=True)
+    eng.execute(cql)
+    schema = pa.schema([("a", pa.int64()), ("b", pa.float64()), ("c", pa.string()),
+                        ("f", pa.bool_()), ("ts", pa.int64())])
+    table = pa.Table.from_pylist(rows, schema=schema)
+    bounds = [0] + cuts + [len(rows)]
+    for lo, hi in zip(bounds, bounds[1:]):
+        if hi > lo:
+            eng.push("s", table.slice(lo, hi - lo))
+            eng.advance(rows[hi - 1]["ts"])  # a heartbeat at the last timestamp changes nothing
+    eng.close()
+    return {q: eng.fetch(q) for q in eng.query_names()}
+
+
+@settings(max_examples=EXAMPLES, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(data(), windows, st.one_of(st.none(), bool_expr()),
+       st.lists(plain_select_expr(), min_size=1, max_size=3))
+def test_engine_equals_reference(dataset, window, where, select):
+    rows, cuts = dataset
+    items = ", ".join(f"{render(e)} AS x{i}" for i, e in enumerate(select))
+    body = f"SELECT {items} FROM s {window_sql(window)}" + (f" WHERE {render(where)}" if where else "")
+    cql = SCHEMA + f"REGISTER QUERY r AS {body}; REGISTER QUERY i AS ISTREAM({body});"
+    out = run_engine(cql, rows, cuts)
+    names = [f"x{i}" for i in range(len(select))]
+
+    expected_rel = relation(rows, window, where, select)
+    got_rel = [(tuple(r[n] for n in names), (r["start"], r["start_step"]),
+                INF if r["end"] is None else (r["end"], r["end_step"]))
+               for r in out["r"].to_pylist()]
+    assert equivalent(got_rel, expected_rel), cql
+
+    got_i = Counter((tuple(r[n] for n in names), (r["ts"], r["ts_step"])) for r in out["i"].to_pylist())
+    assert got_i == istream(expected_rel), cql
+    # Rows come in time order.
+    stamps = [(r["ts"], r["ts_step"]) for r in out["i"].to_pylist()]
+    assert stamps == sorted(stamps)
