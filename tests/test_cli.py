@@ -1,0 +1,374 @@
+"""The ``cq`` command line, end to end over the bundled sensors example and small scripts."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner, Result
+
+from cq_py.cli import cli
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "examples" / "sensors"
+SCRIPT = EXAMPLE / "sensors.cql"
+READINGS = EXAMPLE / "readings.csv"
+
+
+def cq(*args: str | Path) -> Result:
+    return CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
+
+
+def readings() -> pd.DataFrame:
+    return pd.read_csv(READINGS)
+
+
+def expected_hot() -> pa.Table:
+    """``hot`` computed independently of the engine, with pyarrow.compute."""
+    t = pacsv.read_csv(READINGS)
+    keep = pc.and_(pc.greater(t["temp"], 30.0), pc.is_valid(t["humidity"]))
+    t = t.filter(keep)
+    temp_f = pc.add(pc.multiply(t["temp"], 1.8), 32.0)
+    return pa.table({"sensor": t["sensor"], "temp": t["temp"], "temp_f": temp_f, "ts": t["ts"]})
+
+
+def expected_recent() -> pd.DataFrame:
+    """``recent`` computed with pandas: each qualifying reading lives for [ts, ts + 5 s)."""
+    d = readings()
+    # SQL: NULL > 90 is unknown, and "temp < 0 OR unknown" keeps the row only when temp < 0;
+    # pandas' NaN > 90 is False, which selects the same rows.
+    d = d[(d.temp < 0.0) | (d.humidity > 90.0)]
+    return pd.DataFrame({"sensor": d.sensor, "temp": d.temp, "start": d.ts, "end": d.ts + 5000})
+
+
+def canonical(df: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+    return df.sort_values(by, kind="stable").reset_index(drop=True)
+
+
+def read_output(path: Path) -> pd.DataFrame:
+    if path.suffix == ".parquet":
+        return pq.read_table(path).to_pandas()
+    if path.suffix == ".jsonl":
+        return pd.DataFrame([json.loads(line) for line in path.read_text().splitlines()])
+    return pd.read_csv(path)
+
+
+# -- cq run ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet", "jsonl"])
+def test_run_example_writes_every_query(tmp_path: Path, fmt: str) -> None:
+    out = tmp_path / "out"
+    result = cq("run", SCRIPT, "--input", f"readings={READINGS}", "--output", out, "--format", fmt)
+    assert result.exit_code == 0, result.output
+
+    hot_want = expected_hot().to_pandas()
+    recent_want = expected_recent()
+    assert sorted(p.name for p in out.iterdir()) == [f"hot.{fmt}", f"recent.{fmt}"]
+    assert result.stdout.splitlines() == [
+        f"hot: {len(hot_want)} rows -> {out / f'hot.{fmt}'}",
+        f"recent: {len(recent_want)} rows -> {out / f'recent.{fmt}'}",
+    ]
+
+    hot = read_output(out / f"hot.{fmt}")
+    assert list(hot.columns) == ["sensor", "temp", "temp_f", "ts"]
+    assert hot.ts.is_monotonic_increasing
+    by = ["ts", "sensor", "temp"]
+    pd.testing.assert_frame_equal(canonical(hot, by), canonical(hot_want, by), check_dtype=False)
+
+    recent = read_output(out / f"recent.{fmt}")
+    assert list(recent.columns) == ["sensor", "temp", "start", "end"]
+    by = ["start", "sensor", "temp"]
+    pd.testing.assert_frame_equal(canonical(recent, by), canonical(recent_want, by),
+                                  check_dtype=False)
+
+
+def test_example_data_is_what_make_data_generates(tmp_path: Path) -> None:
+    regenerated = tmp_path / "readings.csv"
+    subprocess.run([sys.executable, str(EXAMPLE / "make_data.py"), str(regenerated)], check=True,
+                   capture_output=True)
+    assert regenerated.read_bytes() == READINGS.read_bytes()
+    d = readings()
+    assert 1500 <= len(d) <= 3000 and d.ts.is_monotonic_increasing
+    assert d.humidity.isna().sum() > 0 and d.sensor.nunique() >= 3
+
+
+def test_run_prints_csv_to_stdout_without_output() -> None:
+    result = cq("run", SCRIPT, "-i", f"readings={READINGS}")
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    hot_at, recent_at = lines.index("-- hot"), lines.index("-- recent")
+    assert lines[hot_at + 1] == '"sensor","temp","temp_f","ts"'
+    assert recent_at - hot_at - 2 == expected_hot().num_rows
+    assert lines[recent_at + 1] == '"sensor","temp","start","end"'
+    assert len(lines) - recent_at - 2 == len(expected_recent())
+    assert result.stderr == ""  # no progress bar when stderr is not a terminal
+
+
+@pytest.mark.parametrize("source", ["parquet", "jsonl"])
+def test_input_formats_and_batch_sizes_give_the_same_results(tmp_path: Path, source: str) -> None:
+    table = pacsv.read_csv(READINGS)
+    path = tmp_path / f"readings.{source}"
+    if source == "parquet":
+        pq.write_table(table, path, row_group_size=256)
+    else:
+        path.write_text("\n".join(json.dumps(r) for r in table.to_pylist()) + "\n")
+    base = cq("run", SCRIPT, "-i", f"readings={READINGS}", "-o", tmp_path / "a")
+    other = cq("run", SCRIPT, "-i", f"readings={path}", "-o", tmp_path / "b", "--batch-size", "37")
+    assert base.exit_code == 0 and other.exit_code == 0, other.output
+    for name in ("hot.csv", "recent.csv"):
+        assert (tmp_path / "a" / name).read_text() == (tmp_path / "b" / name).read_text()
+
+
+def test_several_inputs_are_merged_in_time(tmp_path: Path) -> None:
+    script = tmp_path / "two.cql"
+    script.write_text(
+        "REGISTER STREAM a(x INT);\nREGISTER STREAM b(y DOUBLE, tag VARCHAR);\n"
+        "REGISTER QUERY qa AS ISTREAM(SELECT x * 2 AS x2 FROM a [Now]);\n"
+        "REGISTER QUERY qb AS SELECT tag, y FROM b [Range 3] WHERE y >= 0.5;\n"
+    )
+    a = pa.table({"ts": pa.array(range(0, 3000, 3), pa.int64()), "x": pa.array(range(1000))})
+    b = pa.table({"ts": pa.array(range(0, 3000, 2), pa.int64()),
+                  "y": pa.array([(i % 10) / 10 for i in range(1500)]),
+                  "tag": pa.array([f"t{i % 7}" for i in range(1500)])})
+    pacsv.write_csv(a, tmp_path / "a.csv")
+    pq.write_table(b, tmp_path / "b.parquet", row_group_size=100)
+    result = cq("run", script, "-i", f"a={tmp_path / 'a.csv'}", "-i", f"B={tmp_path / 'b.parquet'}",
+                "-o", tmp_path / "out", "-f", "parquet", "--batch-size", "64")
+    assert result.exit_code == 0, result.output
+
+    qa = pq.read_table(tmp_path / "out" / "qa.parquet")
+    assert qa.column("x2").to_pylist() == [2 * x for x in range(1000)]
+    assert qa.column("ts").to_pylist() == list(range(0, 3000, 3))
+    qb = pq.read_table(tmp_path / "out" / "qb.parquet").to_pandas()
+    bd = b.to_pandas()
+    bd = bd[bd.y >= 0.5]
+    want = pd.DataFrame({"tag": bd.tag, "y": bd.y, "start": bd.ts, "end": bd.ts + 3})
+    by = ["start", "tag"]
+    pd.testing.assert_frame_equal(canonical(qb, by), canonical(want, by), check_dtype=False)
+
+
+def test_timestamp_column_option_and_time_unit(tmp_path: Path) -> None:
+    script = tmp_path / "s.cql"
+    script.write_text("REGISTER STREAM s(v INT);\n"
+                      "REGISTER QUERY q AS SELECT v FROM s [Range 2 SECONDS];\n")
+    # Epoch microseconds in a column named "time".
+    pacsv.write_csv(pa.table({"time": pa.array([1_000_000, 5_000_000], pa.int64()),
+                              "v": [1, 2]}), tmp_path / "s.csv")
+    result = cq("run", script, "-i", f"s={tmp_path / 's.csv'}", "--ts", "time",
+                "--time-unit", "us")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines()[1:] == [
+        '"v","start","end"', "1,1000000,3000000", "2,5000000,7000000"]
+
+
+def test_a_query_with_no_rows_gets_a_header_only_file(tmp_path: Path) -> None:
+    script = tmp_path / "s.cql"
+    script.write_text(SCRIPT.read_text() + "\nREGISTER QUERY never AS "
+                      "SELECT sensor FROM readings [Now] WHERE temp > 1000;")
+    result = cq("run", script, "-i", f"readings={READINGS}", "-o", tmp_path / "o")
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "o" / "never.csv").read_text() == '"sensor","start","end"\n'
+    assert f"never: 0 rows -> {tmp_path / 'o' / 'never.csv'}" in result.stdout
+
+
+def test_a_stream_without_input_is_fine(tmp_path: Path) -> None:
+    result = cq("run", SCRIPT, "-o", tmp_path / "o", "--quiet")
+    assert result.exit_code == 0, result.output
+    assert "hot: 0 rows" in result.stdout and "recent: 0 rows" in result.stdout
+
+
+# -- cq explain -----------------------------------------------------------------------------
+
+
+def test_explain_prints_the_operators() -> None:
+    result = cq("explain", SCRIPT)
+    assert result.exit_code == 0, result.output
+    for word in ("readings", "hot", "recent", "StreamScan", "Window", "Filter", "Project",
+                 "IStream", "Output"):
+        assert word in result.stdout
+    assert "[Range 10000]" in result.stdout and "[Range 5000]" in result.stdout
+
+
+def test_explain_time_unit_changes_durations() -> None:
+    result = cq("explain", SCRIPT, "--time-unit", "s")
+    assert result.exit_code == 0 and "[Range 10]" in result.stdout
+
+
+# -- errors -----------------------------------------------------------------------------------
+
+
+def assert_fails(result: Result, code: int, *fragments: str) -> None:
+    assert result.exit_code == code, (result.exit_code, result.output)
+    for fragment in fragments:
+        assert fragment in result.stderr, (fragment, result.stderr)
+
+
+def test_missing_input_file(tmp_path: Path) -> None:
+    assert_fails(cq("run", SCRIPT, "-i", f"readings={tmp_path / 'nope.csv'}"), 2,
+                 "nope.csv", "does not exist", "--input")
+
+
+@pytest.mark.parametrize("value", ["readings", "=x.csv", "readings=", "readings:x.csv"])
+def test_bad_name_path(value: str) -> None:
+    assert_fails(cq("run", SCRIPT, "-i", value), 2, "expected NAME=PATH", repr(value))
+
+
+def test_unknown_input_extension(tmp_path: Path) -> None:
+    path = tmp_path / "readings.xlsx"
+    path.write_text("x")
+    assert_fails(cq("run", SCRIPT, "-i", f"readings={path}"), 2, "cannot tell the format",
+                 ".parquet")
+
+
+def test_unknown_stream_name(tmp_path: Path) -> None:
+    assert_fails(cq("run", SCRIPT, "-i", f"temps={READINGS}"), 2,
+                 "registers no stream 'temps'", "readings")
+
+
+def test_duplicate_stream(tmp_path: Path) -> None:
+    assert_fails(cq("run", SCRIPT, "-i", f"readings={READINGS}", "-i", f"readings={READINGS}"),
+                 2, "more than once")
+
+
+def test_missing_script(tmp_path: Path) -> None:
+    assert_fails(cq("run", tmp_path / "none.cql"), 2, "does not exist")
+
+
+def test_bad_output_format() -> None:
+    assert_fails(cq("run", SCRIPT, "-o", "x", "--format", "xml"), 2, "'xml' is not one of")
+    assert_fails(cq("run", SCRIPT, "--format", "parquet"), 2, "needs --output")
+
+
+def test_syntax_error(tmp_path: Path) -> None:
+    script = tmp_path / "bad.cql"
+    script.write_text("REGISTER STREAM s(a INT);\nREGISTER QUERY q AS SELEC a FROM s [Now];\n")
+    result = cq("run", script)
+    assert_fails(result, 1, "cq: error:", "bad.cql", "line 2")
+    assert cq("explain", script).exit_code == 1
+
+
+def test_semantic_error(tmp_path: Path) -> None:
+    script = tmp_path / "bad.cql"
+    script.write_text("REGISTER STREAM s(a INT);\nREGISTER QUERY q AS SELECT b FROM s [Now];\n")
+    assert_fails(cq("explain", script), 1, "cq: error:", "'b'")
+
+
+def test_malformed_input_content(tmp_path: Path) -> None:
+    path = tmp_path / "readings.csv"
+    path.write_text("ts,sensor,temp,humidity\n1,a,20.5,50\n2,b,warm,50\n")
+    assert_fails(cq("run", SCRIPT, "-i", f"readings={path}"), 1, "cq: error:", "cannot read",
+                 "readings.csv")
+
+
+def test_input_missing_a_declared_column(tmp_path: Path) -> None:
+    path = tmp_path / "readings.csv"
+    path.write_text("ts,sensor,temp\n1,a,20.5\n")
+    assert_fails(cq("run", SCRIPT, "-i", f"readings={path}"), 1, "cq: error:", "humidity")
+
+
+def test_out_of_order_input(tmp_path: Path) -> None:
+    path = tmp_path / "readings.csv"
+    path.write_text("ts,sensor,temp,humidity\n5,a,20.5,50\n3,b,31.0,50\n")
+    assert_fails(cq("run", SCRIPT, "-i", f"readings={path}", "-o", tmp_path / "o"), 1,
+                 "cq: error:", "'readings'", f"(in {path}, data row 2)")
+
+
+def test_out_of_order_row_is_located_in_the_file_across_batches(tmp_path: Path) -> None:
+    d = readings()
+    d.loc[1234, "ts"] = d.loc[1233, "ts"] - 1
+    path = tmp_path / "readings.csv"
+    d.to_csv(path, index=False)
+    assert_fails(cq("run", SCRIPT, "-i", f"readings={path}", "--batch-size", "100"), 1,
+                 f"(in {path}, data row 1235)")
+
+
+def test_missing_timestamp_column(tmp_path: Path) -> None:
+    path = tmp_path / "readings.csv"
+    path.write_text("time,sensor,temp,humidity\n5,a,20.5,50\n")
+    assert_fails(cq("run", SCRIPT, "-i", f"readings={path}"), 1, "cq: error:",
+                 "no timestamp column 'ts'", "time")
+
+
+def test_module_entry_point() -> None:
+    proc = subprocess.run([sys.executable, "-m", "cq_py", "explain", str(SCRIPT)], cwd=ROOT,
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "IStream" in proc.stdout
+    proc = subprocess.run([sys.executable, "-m", "cq_py", "run", str(SCRIPT), "-i", "oops"],
+                          cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 2 and "expected NAME=PATH" in proc.stderr
+
+
+# -- progress bar ---------------------------------------------------------------------------
+
+
+class FakeTTY:
+    def __init__(self) -> None:
+        self.text = ""
+
+    def write(self, s: str) -> int:
+        self.text += s
+        return len(s)
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_bar_only_on_a_terminal_and_not_when_quiet(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from cq_py import cli as cli_module
+
+    tty = FakeTTY()
+    monkeypatch.setattr(sys, "stderr", tty)
+    bar = cli_module._progress(2000, disabled=False)
+    bar.update(1000)
+    bar.refresh()
+    bar.close()
+    assert "rows" in tty.text and "2.00k" in tty.text
+    assert cli_module._progress(2000, disabled=True).disable
+    monkeypatch.setattr(sys, "stderr", io.StringIO())  # not a terminal
+    assert cli_module._progress(None, disabled=False).disable
+
+
+@pytest.mark.parametrize("source, total", [("parquet", 2000), ("csv", None)])
+def test_progress_total_comes_from_parquet_metadata(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                    source: str, total: int | None) -> None:
+    from cq_py import cli as cli_module
+
+    path = READINGS
+    if source == "parquet":
+        path = tmp_path / "r.parquet"
+        pq.write_table(pacsv.read_csv(READINGS), path)
+    seen: list[tuple[int | None, int]] = []
+    real = cli_module._progress
+
+    def spy(total: int | None, disabled: bool):  # type: ignore[no-untyped-def]
+        bar = real(total, disabled=True)
+        update = bar.update
+        def counting_update(n: int) -> bool | None:
+            seen.append((total, n))
+            return update(n)
+
+        bar.update = counting_update  # type: ignore[method-assign]
+        return bar
+
+    monkeypatch.setattr(cli_module, "_progress", spy)
+    result = cq("run", SCRIPT, "-i", f"readings={path}", "-o", tmp_path / "o",
+                "--batch-size", "300")
+    assert result.exit_code == 0, result.output
+    assert {t for t, _ in seen} == {total}
+    assert sum(n for _, n in seen) == len(readings())
+    assert max(n for _, n in seen) <= 300
