@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import cq_py
-from tests.oracle.reference import INF, Col, Lit, Op, equivalent, istream, relation
+from oracle.reference import INF, Col, Lit, Op, equivalent, istream, relation
 
 EXAMPLES = int(os.environ.get("CQ_HYPOTHESIS_EXAMPLES", "300"))
 
