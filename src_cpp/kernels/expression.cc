@@ -1,5 +1,9 @@
 #include "kernels/expression.h"
 
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
 #include "engine/errors.h"
 
 namespace cq {
@@ -40,7 +44,19 @@ std::string ScalarToString(const Scalar& s) {
   if (!s.valid) return "NULL";
   switch (s.type) {
     case TypeId::kInt64: return std::to_string(s.i64);
-    case TypeId::kFloat64: return std::to_string(s.f64);
+    case TypeId::kFloat64: {
+      char buf[32];
+      if (std::trunc(s.f64) == s.f64 && std::fabs(s.f64) < 1e15) {
+        std::snprintf(buf, sizeof buf, "%.1f", s.f64);
+        return buf;
+      }
+      // The shortest form that reads back as the same double, as the user would write it.
+      for (int prec = 1; prec <= 17; ++prec) {
+        std::snprintf(buf, sizeof buf, "%.*g", prec, s.f64);
+        if (std::strtod(buf, nullptr) == s.f64) break;
+      }
+      return buf;
+    }
     case TypeId::kBool: return s.b ? "TRUE" : "FALSE";
     case TypeId::kUtf8: return "'" + s.str + "'";
     case TypeId::kNull: return "NULL";
