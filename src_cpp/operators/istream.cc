@@ -223,93 +223,6 @@ bool IStream::PushDistinctTicks(const Batch& batch, std::vector<uint32_t>& keep,
   return true;
 }
 
-bool IStream::PushConstantTicks(const Batch& batch, std::vector<uint32_t>& keep, bool& dropped) {
-  if (duration_.steps != 0 || batch.sync.has_steps() || current_.step != 0) return false;
-  for (const Retained& r : retained_)
-    if (r.batch.sync.has_steps()) return false;
-  const int64_t d = duration_.ticks;
-  const int64_t n = batch.num_rows();
-  const int64_t* ticks = batch.sync.tick_data();
-  const uint32_t* sel = batch.has_selection ? batch.sel() : nullptr;
-  // The expiration cursor over the retained batches (the last one is `batch` itself), with the
-  // front batch's arrays in locals so the loop below stays in registers.
-  const int64_t* ft = nullptr;
-  const uint32_t* fs = nullptr;
-  int64_t fn = 0;
-  int64_t cursor = cursor_;
-  auto load_front = [&] {
-    const Batch& f = retained_.front().batch;
-    ft = f.sync.tick_data();
-    fs = f.has_selection ? f.sel() : nullptr;
-    fn = f.num_rows();
-  };
-  load_front();
-  const bool fresh = current_.tick == Time::kMinTick;
-  int64_t cur = current_.tick;
-  size_t n_end = ending_now_.size();
-  for (int64_t k = 0; k < n; ++k) {
-    const uint32_t p = sel ? sel[k] : static_cast<uint32_t>(k);
-    const int64_t t = ticks[p];
-    if (t != cur || (fresh && k == 0)) {
-      cur = t;
-      n_end = 0;
-      ending_now_.clear();
-      // Rows started before t - d ended before t; those started exactly at t - d end at t.
-      int64_t threshold;
-      if (!__builtin_sub_overflow(t, d, &threshold)) {
-        for (;;) {
-          while (cursor < fn && ft[fs ? fs[cursor] : cursor] < threshold) ++cursor;
-          if (cursor < fn || retained_.size() <= 1) break;
-          retained_.pop_front();
-          cursor = 0;
-          load_front();
-        }
-        if (cursor < fn && ft[fs ? fs[cursor] : cursor] == threshold) {
-          int64_t j = cursor;
-          for (size_t i = 0; i < retained_.size(); ++i, j = 0) {
-            const Batch& b = retained_[i].batch;
-            const int64_t* bt = b.sync.tick_data();
-            const int64_t bn = b.num_rows();
-            for (; j < bn; ++j) {
-              const int64_t q = b.Physical(j);
-              if (bt[q] != threshold) break;
-              ending_now_.push_back({retained_[i].seq, static_cast<uint32_t>(q)});
-            }
-            if (j < bn) break;
-          }
-          n_end = ending_now_.size();
-          consumed_.assign(n_end, 0);
-        }
-      }
-    }
-    if (n_end == 0) {
-      if (dropped) keep.push_back(p);
-      continue;
-    }
-    bool emit = true;
-    for (size_t x = 0; x < n_end; ++x) {
-      if (consumed_[x]) continue;
-      const RowRef& r = ending_now_[x];
-      if (equal_(BatchOf(r.seq).columns, r.row, batch.columns, p)) {
-        consumed_[x] = 1;
-        emit = false;
-        break;
-      }
-    }
-    if (!emit && !dropped) {
-      dropped = true;
-      keep.reserve(n);
-      for (int64_t j = 0; j < k; ++j) keep.push_back(sel ? sel[j] : static_cast<uint32_t>(j));
-    } else if (emit && dropped) {
-      keep.push_back(p);
-    }
-  }
-  cursor_ = cursor;
-  current_ = {cur, 0};
-  if (ending_now_.size() != consumed_.size()) consumed_.assign(ending_now_.size(), 0);
-  return true;
-}
-
 void IStream::Push(int, const Batch& batch, Emitter& out) {
   const int64_t n = batch.num_rows();
   if (n == 0) return;
@@ -325,19 +238,20 @@ void IStream::Push(int, const Batch& batch, Emitter& out) {
   if (mode_ == Mode::kUnset) mode_ = Mode::kHeap;
 
   const bool constant = mode_ == Mode::kConstant;
-  // A ghost ⟨v, t, t⟩ is in both I(t) and D(t): it cancels itself, whatever else happens at t.
-  if (constant && duration_.IsZero()) return;
-  // Tuples that never end, and ghosts, cancel nothing later: such batches are not retained.
-  const bool keep_batch = constant ? !(duration_.infinite || duration_.IsZero()) : true;
+  std::vector<uint32_t> keep;
+  bool dropped = false;
+  if (constant && duration_.IsZero()) return;  // ghosts ⟨v, t, t⟩ are in I(t) and D(t): no output
+  if (constant && duration_.infinite) {
+    // Nothing ever ends, so nothing can cancel a start: the relation's rows are the stream.
+    EmitStream(batch, keep, dropped, out);
+    return;
+  }
   const uint64_t seq = next_seq_++;
   // Rows of this batch may end inside it ([Range 1] over consecutive ticks), so the batch is
   // retained before its rows are looked at.
-  if (keep_batch) retained_.push_back({seq, batch, 0});
+  retained_.push_back({seq, batch, 0});
 
-  std::vector<uint32_t> keep;
-  bool dropped = false;
-  const bool fast = constant && keep_batch &&
-                    (PushDistinctTicks(batch, keep, dropped) || PushConstantTicks(batch, keep, dropped));
+  const bool fast = constant && PushDistinctTicks(batch, keep, dropped);
   for (int64_t k = fast ? n : 0; k < n; ++k) {
     const uint32_t p = static_cast<uint32_t>(batch.Physical(k));
     const Time t = batch.StartAt(p);
@@ -370,7 +284,11 @@ void IStream::Push(int, const Batch& batch, Emitter& out) {
     }
   }
   if (!constant) TrimHeapBatches();
+  EmitStream(batch, keep, dropped, out);
+}
 
+void IStream::EmitStream(const Batch& batch, const std::vector<uint32_t>& keep, bool dropped,
+                         Emitter& out) {
   Batch o = batch;
   o.kind = BatchKind::kStream;
   o.other = {};

@@ -48,17 +48,18 @@ class IStream final : public Operator {
   // Loads D(t), the rows ending exactly at t, into ending_now_.
   void BeginInstant(Time t);
   void ExpireConstant(Time t);
-  // The common case in one tight loop: constant duration in whole ticks, no ε-steps anywhere.
-  // Returns false (having done nothing) when the batch does not qualify.
-  bool PushConstantTicks(const Batch& batch, std::vector<uint32_t>& keep, bool& dropped);
-  // Columnar variant for the commonest data of all: strictly increasing ticks, so each instant
-  // has one start and at most one end. A merge pass finds each row's expiring counterpart, a
-  // second pass compares values; no per-row branching on the data's pattern.
+  // Columnar path for the commonest data of all: constant duration in whole ticks and strictly
+  // increasing timestamps, so each instant has one start and at most one end. A merge pass finds
+  // each row's expiring counterpart, a second pass compares values; no per-row branching on the
+  // data's pattern. Returns false when the batch does not qualify; what it did by then (expiring
+  // rows that ended before the batch's first instant) is what the per-row path does first anyway.
   bool PushDistinctTicks(const Batch& batch, std::vector<uint32_t>& keep, bool& dropped);
   // kConstant, ticks only: moves the cursor past rows that started before `threshold`.
   void AdvanceCursorTicks(int64_t threshold);
   void ExpireHeap(Time t);
   void SwitchToHeap();
+  // The input rows as a stream batch, less the rows not in `keep` when `dropped`.
+  static void EmitStream(const Batch& batch, const std::vector<uint32_t>& keep, bool dropped, Emitter& out);
   void TrimHeapBatches();
 
   Schema schema_;
