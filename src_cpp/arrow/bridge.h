@@ -19,7 +19,8 @@ struct ImportedBatch {
 
 // Takes ownership of `array` (moves it out: `array->release` is null afterwards); reads `schema`
 // without taking it. The schema must be a struct ("+s") of supported primitive types; anything
-// else throws CqError(kInput) naming the column and its format.
+// else throws CqError(kInput) naming the column and its format. On an error the array may or may
+// not have been taken already: callers release it if `array->release` is still set.
 ImportedBatch ImportStruct(const ArrowSchema* schema, ArrowArray* array);
 
 // Fills `schema` and `array` (a struct of the given columns). On return the consumer owns both.

@@ -95,12 +95,14 @@ void Engine::Push(const std::string& stream, std::vector<ImportedBatch> batches)
                     stream, row_base + r);
     }
     const int64_t* t = ts.i64();
+    // Inputs sit at step 0 (SPEC §2): a row at tick x is acceptable when (x, 0) is not below the
+    // progress, which an advance may have set to a later step of the same tick.
     // A branch-free pass first (it vectorizes); the offending row is looked for only on failure.
-    bool ordered = b.length == 0 || t[0] >= last.tick;
+    bool ordered = b.length == 0 || Time{t[0], 0} >= last;
     for (int64_t r = 1; r < b.length; ++r) ordered &= t[r] >= t[r - 1];
     if (!ordered) {
       for (int64_t r = 0; r < b.length; ++r) {
-        if (t[r] < last.tick) {
+        if (Time{t[r], 0} < last) {
           const bool in_push = r > 0 || row_base > 0;
           throw CqError(ErrorKind::kInput,
                         "stream '" + stream + "': timestamps must not decrease; row " + std::to_string(row_base + r) +
@@ -109,10 +111,10 @@ void Engine::Push(const std::string& stream, std::vector<ImportedBatch> batches)
                                      : last.ToString() + ", the stream's progress (its latest timestamp or advance)"),
                         stream, row_base + r);
         }
-        last.tick = t[r];
+        last = {t[r], 0};
       }
     }
-    if (b.length) last.tick = t[b.length - 1];
+    if (b.length) last = {t[b.length - 1], 0};
     row_base += b.length;
   }
 
@@ -182,11 +184,15 @@ std::vector<std::string> Engine::Queries() const {
 std::string Engine::Explain() const {
   std::string s;
   for (int id : executor_.order()) {
-    s += "#" + std::to_string(id);
+    s += '#';
+    s += std::to_string(id);
     const auto& ins = executor_.inputs(id);
     if (!ins.empty()) {
       s += " <- ";
-      for (size_t i = 0; i < ins.size(); ++i) s += (i ? ", #" : "#") + std::to_string(ins[i]);
+      for (size_t i = 0; i < ins.size(); ++i) {
+        s += i ? ", #" : "#";
+        s += std::to_string(ins[i]);
+      }
     }
     s += ": " + executor_.op(id)->Explain() + "\n";
   }

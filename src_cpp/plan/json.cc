@@ -1,5 +1,6 @@
 #include "plan/json.h"
 
+#include <cerrno>
 #include <cstdlib>
 #include <limits>
 
@@ -112,10 +113,12 @@ class Reader {
     if (s.empty()) Fail("unexpected character at offset " + std::to_string(start));
     char* end = nullptr;
     Value v;
+    errno = 0;
     if (is_float) {
       v.v = std::strtod(s.c_str(), &end);
     } else {
       v.v = static_cast<int64_t>(std::strtoll(s.c_str(), &end, 10));
+      if (errno == ERANGE) Fail("integer out of int64 range: " + s);
     }
     if (end != s.c_str() + s.size()) Fail("bad number '" + s + "'");
     return v;
@@ -172,9 +175,12 @@ class Reader {
         case 't': out += '\t'; break;
         case 'u': {
           uint32_t cp = Hex4();
-          if (cp >= 0xD800 && cp < 0xDC00 && i_ + 1 < t_.size() && t_[i_] == '\\' && t_[i_ + 1] == 'u') {
+          if (cp >= 0xDC00 && cp < 0xE000) Fail("unpaired low surrogate");
+          if (cp >= 0xD800 && cp < 0xDC00) {
+            if (!(i_ + 1 < t_.size() && t_[i_] == '\\' && t_[i_ + 1] == 'u')) Fail("unpaired high surrogate");
             i_ += 2;
             uint32_t lo = Hex4();
+            if (lo < 0xDC00 || lo >= 0xE000) Fail("high surrogate not followed by a low surrogate");
             cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
           }
           AppendUtf8(out, cp);
