@@ -299,13 +299,15 @@ def test_missing_timestamp_column(tmp_path: Path) -> None:
                  "no timestamp column 'ts'", "time")
 
 
-def test_module_entry_point() -> None:
-    proc = subprocess.run([sys.executable, "-m", "cq_py", "explain", str(SCRIPT)], cwd=ROOT,
+def test_module_entry_point(tmp_path: Path) -> None:
+    # Run outside the source tree: `python -m` puts the working directory first on sys.path, and
+    # the tests exercise the installed package.
+    proc = subprocess.run([sys.executable, "-m", "cq_py", "explain", str(SCRIPT)], cwd=tmp_path,
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert "IStream" in proc.stdout
     proc = subprocess.run([sys.executable, "-m", "cq_py", "run", str(SCRIPT), "-i", "oops"],
-                          cwd=ROOT, capture_output=True, text=True)
+                          cwd=tmp_path, capture_output=True, text=True)
     assert proc.returncode == 2 and "expected NAME=PATH" in proc.stderr
 
 
