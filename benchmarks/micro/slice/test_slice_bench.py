@@ -49,6 +49,12 @@ def run_slice(batches):
     return sum(produced)
 
 
+def record_rate(benchmark):
+    benchmark.extra_info["rows"] = ROWS
+    if benchmark.stats is not None:  # None under --benchmark-disable (CI runs it once, untimed)
+        benchmark.extra_info["rows_per_s"] = ROWS / benchmark.stats["mean"]
+
+
 def run_reference(batches):
     n = 0
     for b in batches:
@@ -60,13 +66,11 @@ def run_reference(batches):
 def test_cq_slice(benchmark, batches, expected_rows):
     out = benchmark(run_slice, batches)
     assert out == expected_rows
-    benchmark.extra_info["rows"] = ROWS
-    benchmark.extra_info["rows_per_s"] = ROWS / benchmark.stats["mean"]
+    record_rate(benchmark)
 
 
 @pytest.mark.benchmark(group="slice", min_rounds=5, warmup=True)
 def test_pyarrow_filter_reference(benchmark, batches, expected_rows):
     out = benchmark(run_reference, batches)
     assert out == expected_rows
-    benchmark.extra_info["rows"] = ROWS
-    benchmark.extra_info["rows_per_s"] = ROWS / benchmark.stats["mean"]
+    record_rate(benchmark)
