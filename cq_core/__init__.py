@@ -1,3 +1,3 @@
 """cq's compiled core (private). Users import :mod:`cq_py`; this package holds only the binding."""
 
-from cq_core._core import CoreError, Engine, kernel_signatures  # noqa: F401
+from cq_core._core import CoreError, Engine, kernel_signatures, operator_names  # noqa: F401

@@ -8,6 +8,7 @@
 #include "arrow/bridge.h"
 #include "engine/engine.h"
 #include "kernels/registry.h"
+#include "operators/registry.h"
 
 namespace py = pybind11;
 
@@ -115,6 +116,8 @@ PYBIND11_MODULE(_core, m) {
            })
       .def("queries", &cq::Engine::Queries)
       .def("explain", &cq::Engine::Explain);
+
+  m.def("operator_names", [] { return cq::OperatorRegistry::Global().names(); });
 
   m.def("kernel_signatures", [] {
     py::list out;

@@ -24,3 +24,6 @@ class Engine:
 
 def kernel_signatures() -> list[tuple[str, list[str], str, str]]:
     """(name, argument types, result type, doc) of every registered kernel."""
+
+def operator_names() -> list[str]:
+    """Names of the operators the core can build from a plan."""

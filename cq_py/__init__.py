@@ -8,8 +8,8 @@
 [{'a': 2, 'ts': 1}]
 """
 
-from cq_py.engine import Engine, run
+from cq_py.engine import Engine, explain, run
 from cq_py.errors import CQError, CQLSemanticError, CQLSyntaxError, InputError
 
 __version__ = "0.1.0"
-__all__ = ["CQError", "CQLSemanticError", "CQLSyntaxError", "Engine", "InputError", "run"]
+__all__ = ["CQError", "CQLSemanticError", "CQLSyntaxError", "Engine", "InputError", "explain", "run"]

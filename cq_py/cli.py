@@ -90,13 +90,17 @@ def _parse_inputs(ctx: click.Context, param: click.Parameter,
     return parsed
 
 
-def _load_script(path: Path, time_unit: str) -> cq_py.Engine:
-    """An engine with ``path``'s streams and queries registered; CQL errors name the file."""
+def _read_script(path: Path) -> str:
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
         raise CQFailure(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
-    eng = cq_py.Engine(time_unit=time_unit)
+
+
+def _load_script(path: Path, time_unit: str, auto_delay: bool = False) -> cq_py.Engine:
+    """An engine with ``path``'s streams and queries registered; CQL errors name the file."""
+    text = _read_script(path)
+    eng = cq_py.Engine(time_unit=time_unit, auto_delay=auto_delay)
     try:
         eng.execute(text)
     except (CQLSyntaxError, CQLSemanticError) as exc:
@@ -213,10 +217,16 @@ def _print_csv(query: str, table: pa.Table) -> None:
 @click.argument("script", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--time-unit", type=click.Choice(TIME_UNITS), default="ms", show_default=True,
               help="What one tick is (durations in the script are read in this unit).")
+@click.option("--auto-delay", is_flag=True,
+              help="Insert an ε delay into each loop that has none (paper 000 §3.1).")
 @_reports_errors
-def explain_command(script: Path, time_unit: str) -> None:
-    """Print SCRIPT's streams, queries and the operators that run them, in execution order."""
-    click.echo(_load_script(script, time_unit).explain(), nl=False)
+def explain_command(script: Path, time_unit: str, auto_delay: bool) -> None:
+    """Print SCRIPT's streams, queries, operators, loops and execution order (nothing runs)."""
+    try:
+        text = cq_py.explain(_read_script(script), time_unit=time_unit, auto_delay=auto_delay)
+    except (CQLSyntaxError, CQLSemanticError) as exc:
+        raise CQFailure(f"{script}: {exc}") from exc
+    click.echo(text, nl=False)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -16,7 +16,10 @@ from cq_core import _core
 from cq_py.errors import CQError, CQLSemanticError, InputError
 from cq_py.parser import parse
 from cq_py.planner import Catalog, Planner
+from cq_py.planner import explain as render_plan
 from cq_py.planner import types as T
+from cq_py.planner.expressions import missing_kernels
+from cq_py.planner.logical import DESCRIPTIONS, Node
 
 LIFETIMES = ("direct", "negative")
 EXECUTORS = ("dts", "heartbeat")
@@ -50,7 +53,7 @@ class Engine:
     """
 
     def __init__(self, time_unit: str = "ms", lifetime: str = "direct", executor: str = "dts",
-                 *, expose_steps: bool = False):
+                 *, expose_steps: bool = False, auto_delay: bool = False):
         if time_unit not in TIME_UNITS:
             raise ValueError(f"time_unit must be one of {', '.join(TIME_UNITS)}; found {time_unit!r}")
         if lifetime not in LIFETIMES:
@@ -63,6 +66,7 @@ class Engine:
                 "with executor='dts'; the Negative Tuple and heartbeat strategies are not built yet")
         self.time_unit = time_unit
         self.expose_steps = expose_steps
+        self.auto_delay = auto_delay
         self._catalog = Catalog()
         self._core = _core.Engine(lifetime=lifetime, executor=executor, expose_steps=expose_steps)
         self._subscribers: dict[str, list[Callable[[pa.RecordBatch], Any]]] = {}
@@ -80,7 +84,9 @@ class Engine:
         ['q']
         """
         script = parse(cql)
-        catalog, ops = Planner(self._catalog, self.time_unit, cql, self.expose_steps).plan(script)
+        planner = Planner(self._catalog, self.time_unit, cql, self.expose_steps, self.auto_delay)
+        catalog, ops = planner.plan(script)
+        _check_runnable(ops, planner)
         if ops:
             plan = json.dumps({"operators": [op.to_plan() for op in ops]})
             try:
@@ -107,26 +113,15 @@ class Engine:
         return pa.schema([pa.field(n, T.TO_ARROW[t]) for n, t in self._core.output_schema(self._query(query).name)])
 
     def explain(self) -> str:
-        """The registered streams and queries and the operators the core runs, in execution order.
+        """The registered streams and queries, every operator (inputs, window, lifetime property,
+        delay), the loops and the DTS execution order.
 
         >>> eng = Engine()
         >>> eng.execute("REGISTER STREAM s(a INT); REGISTER QUERY q AS SELECT a FROM s [Range 5];")
         >>> print(eng.explain().splitlines()[0])
         Streams:
         """
-        lines = ["Streams:"]
-        for s in self._catalog.streams.values():
-            cols = ", ".join(f"{n} {T.CQL_NAME[t]}" for n, t in s.columns)
-            lines.append(f"  {s.name}({cols})  -> #{s.scan_id}")
-        lines.append("Queries:")
-        for q in self._catalog.queries.values():
-            cols = ", ".join(f"{n} {T.CQL_NAME[t]}" for n, t in q.columns)
-            times = "ts" if q.kind == "stream" else "start, end"
-            lines.append(f"  {q.name}: {q.kind}-valued ({cols}; {times}); lifetimes: {q.lifetime}"
-                         f"  -> #{q.sink_id}")
-        lines.append("Execution (DTS hybrid: whole batches in time order; no loops in this plan):")
-        lines += ["  " + line for line in self._core.explain().splitlines()]
-        return "\n".join(lines) + "\n"
+        return render_plan(self._catalog)
 
     # -- data in ------------------------------------------------------------------------------
 
@@ -322,6 +317,40 @@ class Engine:
             return pc.cast(col, unit, safe=False).cast(pa.int64())
         raise InputError(f"push to '{stream}': timestamp column '{ts}' must hold integers (ticks) or "
                          f"an Arrow timestamp; found {have}", stream=stream)
+
+
+def _check_runnable(nodes: list[Node], planner: Planner) -> None:
+    """Refuses, before anything is registered, a plan that uses operators or kernels the core does
+    not have yet (``explain`` shows such plans all the same)."""
+    available = set(_core_operator_names())
+    for n in nodes:
+        if n.op not in available:
+            raise planner.err(f"{DESCRIPTIONS.get(n.op, n.op)} (in '{n.owner}') is not available in "
+                              "this build yet; cq_py.explain() shows the plan", n.pos)
+        for e in n.checks:
+            for call in missing_kernels(e):
+                args = ", ".join(T.CQL_NAME[a.type] for a in call.args)
+                raise planner.err(f"'{call.text}' ({call.fn} of {args}) is not available in this "
+                                  "build yet", call.pos)
+
+
+def _core_operator_names() -> list[str]:
+    from cq_core import operator_names
+
+    return operator_names()
+
+
+def explain(cql: str, time_unit: str = "ms", *, expose_steps: bool = False,
+            auto_delay: bool = False) -> str:
+    """The plan of ``cql`` without running it: every statement parsed and checked, every operator
+    with its inputs, windows, lifetime properties and delays, the loops and the DTS order.
+
+    >>> print(explain("REGISTER STREAM s(a INT); REGISTER QUERY q AS SELECT a FROM s;").splitlines()[3])
+      q: relation (a BIGINT, start, end)
+    """
+    planner = Planner(Catalog(), time_unit, cql, expose_steps, auto_delay)
+    catalog, _ = planner.plan(parse(cql))
+    return render_plan(catalog)
 
 
 def run(cql: str, inputs: Optional[dict[str, Any]] = None, ts: str = "ts",

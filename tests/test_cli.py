@@ -194,7 +194,7 @@ def test_explain_prints_the_operators() -> None:
     result = cq("explain", SCRIPT)
     assert result.exit_code == 0, result.output
     for word in ("readings", "hot", "recent", "StreamScan", "Window", "Filter", "Project",
-                 "IStream", "Output"):
+                 "ISTREAM", "Output"):
         assert word in result.stdout
     assert "[Range 10000]" in result.stdout and "[Range 5000]" in result.stdout
 
@@ -305,7 +305,7 @@ def test_module_entry_point(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-m", "cq_py", "explain", str(SCRIPT)], cwd=tmp_path,
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
-    assert "IStream" in proc.stdout
+    assert "ISTREAM" in proc.stdout
     proc = subprocess.run([sys.executable, "-m", "cq_py", "run", str(SCRIPT), "-i", "oops"],
                           cwd=tmp_path, capture_output=True, text=True)
     assert proc.returncode == 2 and "expected NAME=PATH" in proc.stderr

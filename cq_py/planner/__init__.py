@@ -1,5 +1,7 @@
 """Semantic analysis and planning: syntax tree → typed logical operators → the core's plan."""
 
-from cq_py.planner.planner import Catalog, LogicalOp, Planner, QueryDef, StreamDef
+from cq_py.planner.explain import render as explain
+from cq_py.planner.logical import Catalog, Node, QueryDef, StreamDef
+from cq_py.planner.planner import LogicalOp, Planner
 
-__all__ = ["Catalog", "LogicalOp", "Planner", "QueryDef", "StreamDef"]
+__all__ = ["Catalog", "LogicalOp", "Node", "Planner", "QueryDef", "StreamDef", "explain"]

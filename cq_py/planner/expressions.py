@@ -1,13 +1,17 @@
-"""Binding and typing of scalar expressions: syntax tree in, typed expression (ready for the core's
-kernels) out. Every call is checked against the core's kernel registry, so the planner never asks
-the core for something it cannot run.
+"""Binding and typing of scalar expressions: syntax tree in, typed expression out.
+
+Types follow SQL as Spark and DuckDB have it: BIGINT and DOUBLE mix as DOUBLE, ``/`` is always
+DOUBLE, AVG is DOUBLE, comparisons need comparable types, AND/OR/NOT need BOOLEAN, an untyped NULL
+takes the type its context asks for. Every call names the kernel that will compute it; whether the
+core has that kernel yet is checked when a plan is executed (:func:`missing_kernels`), so that
+``explain`` can show any valid script.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Callable, Optional
+from typing import Callable, Iterator, Optional
 
 from cq_py.errors import CQLSemanticError
 from cq_py.parser import ast
@@ -20,8 +24,11 @@ BINARY_KERNELS = {
     ">=": "greater_equal", "AND": "and", "OR": "or",
 }
 ARITHMETIC = {"+", "-", "*", "/", "%"}
-COMPARISON = {"=", "<>", "<", "<=", ">", ">="}
 AGGREGATES = {"COUNT", "SUM", "AVG", "MIN", "MAX"}
+CAST_KERNELS = {T.INT64: "cast_int64", T.FLOAT64: "cast_float64", T.UTF8: "cast_utf8",
+                T.BOOL: "cast_bool"}
+
+Err = Callable[[str, ast.Pos], CQLSemanticError]
 
 
 @lru_cache(maxsize=1)
@@ -32,106 +39,183 @@ def kernel_signatures() -> frozenset[tuple[str, tuple[str, ...], str]]:
     return frozenset((name, tuple(args), result) for name, args, result, _doc in sigs())
 
 
-def kernel_result(name: str, args: tuple[str, ...]) -> Optional[str]:
-    for n, a, r in kernel_signatures():
-        if n == name and a == args:
-            return r
-    return None
-
-
 @dataclass(frozen=True)
 class TypedExpr:
-    """An expression bound to input column indexes, with its type. ``to_plan()`` is the JSON the
-    core compiles (kernels/expression.h)."""
+    """An expression bound to input column indexes, with its type.
 
-    kind: str  # "column" | "literal" | "call"
+    ``kind`` is "column", "literal", "call" or "agg" (an aggregate, before the planner replaces it
+    by a column of the aggregate's output). ``to_plan()`` is the JSON the core compiles
+    (src_cpp/kernels/expression.h). ``text`` is how the user wrote it, for names and messages.
+    """
+
+    kind: str
     type: str
     index: int = -1
     value: object = None
     fn: str = ""
     args: tuple["TypedExpr", ...] = ()
-    text: str = field(default="", compare=False)  # how the user wrote it, for names and explain
+    distinct: bool = False
+    text: str = field(default="", compare=False)
+    pos: ast.Pos = field(default=ast.NOPOS, compare=False)
 
     def to_plan(self) -> dict:
         if self.kind == "column":
             return {"kind": "column", "index": self.index, "type": self.type}
         if self.kind == "literal":
             return {"kind": "literal", "type": self.type, "value": self.value}
+        if self.kind == "agg":
+            raise AssertionError("aggregates are planned as an aggregate operator, not an expression")
         return {"kind": "call", "fn": self.fn, "type": self.type,
                 "args": [a.to_plan() for a in self.args]}
 
+    def walk(self) -> Iterator["TypedExpr"]:
+        yield self
+        for a in self.args:
+            yield from a.walk()
 
-def literal(value: object, type_: str, text: str = "") -> TypedExpr:
-    return TypedExpr("literal", type_, value=value, text=text or repr(value))
+    def columns(self) -> set[int]:
+        return {e.index for e in self.walk() if e.kind == "column"}
+
+    def shifted(self, mapping: Callable[[int], int]) -> "TypedExpr":
+        """The same expression with column indexes mapped (when its input changes shape)."""
+        if self.kind == "column":
+            return TypedExpr("column", self.type, index=mapping(self.index), text=self.text, pos=self.pos)
+        if not self.args:
+            return self
+        return TypedExpr(self.kind, self.type, self.index, self.value, self.fn,
+                         tuple(a.shifted(mapping) for a in self.args), self.distinct, self.text, self.pos)
+
+
+def literal(value: object, type_: str, text: str = "", pos: ast.Pos = ast.NOPOS) -> TypedExpr:
+    return TypedExpr("literal", type_, value=value, text=text or repr(value), pos=pos)
+
+
+def missing_kernels(e: TypedExpr) -> list[TypedExpr]:
+    """The calls of ``e`` that the core cannot compute (yet)."""
+    have = kernel_signatures()
+    out = []
+    for sub in e.walk():
+        if sub.kind == "call" and (sub.fn, tuple(a.type for a in sub.args), sub.type) not in have:
+            out.append(sub)
+    return out
+
+
+def conjuncts(e: Optional[ast.Expr]) -> list[ast.Expr]:
+    """``a AND b AND c`` as [a, b, c] (the planner places each one where it can run first)."""
+    if e is None:
+        return []
+    if isinstance(e, ast.Binary) and e.op == "AND":
+        return conjuncts(e.left) + conjuncts(e.right)
+    return [e]
 
 
 @dataclass
 class Scope:
-    """The columns an expression may refer to: one entry per input column, with the source name
-    and alias it may be qualified by."""
+    """The columns an expression may refer to: the concatenated columns of the query's sources.
 
-    columns: list[tuple[str, str]]  # (name, type) in input order
-    qualifiers: set[str]  # lower-cased names the single source answers to
-    source_label: str  # for messages: "stream 's'"
+    ``sources`` lists, per FROM entry, the names it answers to (its name and alias, lower-cased),
+    the label used in messages, and its slice [start, stop) of the columns.
+    """
 
-    def resolve(self, ref: ast.ColumnRef, err: Callable[[str, ast.Pos], CQLSemanticError]) -> TypedExpr:
-        if ref.qualifier is not None and ref.qualifier.lower() not in self.qualifiers:
-            raise err(f"unknown source '{ref.qualifier}' in '{ref.qualifier}.{ref.name}'; "
-                      f"the query reads {self.source_label}", ref.pos)
-        matches = [i for i, (n, _) in enumerate(self.columns) if n.lower() == ref.name.lower()]
+    columns: list[tuple[str, str]]
+    sources: list[tuple[set[str], str, int, int]]
+
+    def labels(self) -> str:
+        return ", ".join(label for _, label, _, _ in self.sources)
+
+    def source_of(self, qualifier: str, pos: ast.Pos, err: Err) -> tuple[int, int]:
+        for names, _, start, stop in self.sources:
+            if qualifier.lower() in names:
+                return start, stop
+        raise err(f"unknown source '{qualifier}'; the query reads {self.labels()}", pos)
+
+    def resolve(self, ref: ast.ColumnRef, err: Err) -> TypedExpr:
+        if ref.qualifier is not None:
+            start, stop = self.source_of(ref.qualifier, ref.pos, err)
+            candidates = range(start, stop)
+        else:
+            candidates = range(len(self.columns))
+        matches = [i for i in candidates if self.columns[i][0].lower() == ref.name.lower()]
         if not matches:
+            if ref.qualifier is not None:
+                have = ", ".join(n for n, _ in self.columns[start:stop]) or "(none)"
+                raise err(f"unknown column '{ref.qualifier}.{ref.name}'; columns of "
+                          f"'{ref.qualifier}': {have}", ref.pos)
             have = ", ".join(n for n, _ in self.columns) or "(none)"
-            raise err(f"unknown column '{ref.name}' in {self.source_label}; columns that exist: {have}",
+            raise err(f"unknown column '{ref.name}' in {self.labels()}; columns that exist: {have}",
                       ref.pos)
+        if len(matches) > 1:
+            owners = [label for i in matches for _, label, s, e in self.sources if s <= i < e]
+            raise err(f"column '{ref.name}' is ambiguous: it exists in {' and '.join(owners)}; "
+                      "qualify it (source.column)", ref.pos)
         i = matches[0]
         name, type_ = self.columns[i]
-        return TypedExpr("column", type_, index=i, text=name)
+        text = f"{ref.qualifier}.{name}" if ref.qualifier else name
+        return TypedExpr("column", type_, index=i, text=text, pos=ref.pos)
 
 
 class ExpressionBinder:
-    """Types expressions over one scope. ``err(message, pos)`` builds the CQLSemanticError with the
-    script's line text, so messages point at the construct."""
+    """Types expressions over a scope. ``err(message, pos)`` builds the CQLSemanticError with the
+    script's line text, so messages point at the construct.
 
-    def __init__(self, scope: Scope, err: Callable[[str, ast.Pos], CQLSemanticError]):
+    ``allow_aggregates`` says whether aggregate calls may appear (SELECT and HAVING, not WHERE or
+    GROUP BY); the aggregates found are collected in ``aggregates``.
+    """
+
+    def __init__(self, scope: Scope, err: Err, allow_aggregates: str = ""):
         self.scope = scope
         self.err = err
+        self.allow_aggregates = allow_aggregates  # "" when not allowed, else the clause's name
+        self.in_aggregate = False
 
     # -- entry points -----------------------------------------------------------------------
 
     def bind(self, e: ast.Expr) -> TypedExpr:
         return self._bind(e)
 
-    def bind_predicate(self, e: ast.Expr) -> TypedExpr:
-        t = self._coerce_null(self._bind(e), T.BOOL)
+    def bind_predicate(self, e: ast.Expr, clause: str = "WHERE") -> TypedExpr:
+        t = self.coerce_null(self._bind(e), T.BOOL)
         if t.type != T.BOOL:
-            raise self.err(f"a condition must be BOOLEAN, found {T.CQL_NAME[t.type]} "
+            raise self.err(f"the {clause} condition must be BOOLEAN, found {T.CQL_NAME[t.type]} "
                            f"('{t.text}')", e.pos)
         return t
 
     # -- helpers ----------------------------------------------------------------------------
 
     @staticmethod
-    def _coerce_null(t: TypedExpr, to: str) -> TypedExpr:
+    def coerce_null(t: TypedExpr, to: str) -> TypedExpr:
         if t.type == T.NULL and t.kind == "literal":
-            return literal(None, to, "NULL")
+            return literal(None, to, "NULL", t.pos)
         return t
 
-    def _cast(self, t: TypedExpr, to: str) -> TypedExpr:
+    @staticmethod
+    def cast(t: TypedExpr, to: str) -> TypedExpr:
+        """An implicit cast (NULL to anything, BIGINT to DOUBLE); anything else is a bug here."""
         if t.type == to:
             return t
-        t = self._coerce_null(t, to)
+        t = ExpressionBinder.coerce_null(t, to)
         if t.type == to:
             return t
         if t.type == T.INT64 and to == T.FLOAT64:
-            return TypedExpr("call", T.FLOAT64, fn="cast_float64", args=(t,), text=t.text)
+            if t.kind == "literal":
+                value = None if t.value is None else float(t.value)  # type: ignore[arg-type]
+                return literal(value, T.FLOAT64, t.text, t.pos)
+            return TypedExpr("call", T.FLOAT64, fn="cast_float64", args=(t,), text=t.text, pos=t.pos)
         raise AssertionError(f"no implicit cast from {t.type} to {to}")
 
-    def _call(self, fn: str, args: tuple[TypedExpr, ...], text: str, pos: ast.Pos) -> TypedExpr:
-        result = kernel_result(fn, tuple(a.type for a in args))
-        if result is None:
-            found = ", ".join(T.CQL_NAME[a.type] for a in args)
-            raise self.err(f"'{text}': no operator {fn} for ({found})", pos)
-        return TypedExpr("call", result, fn=fn, args=args, text=text)
+    @staticmethod
+    def unify(types: list[str]) -> Optional[str]:
+        """The common type of several branches (CASE, set operations), or None."""
+        real = [t for t in types if t != T.NULL]
+        if not real:
+            return T.NULL
+        if all(t in T.NUMERIC for t in real):
+            return T.FLOAT64 if T.FLOAT64 in real else T.INT64
+        return real[0] if all(t == real[0] for t in real) else None
+
+    @staticmethod
+    def call(fn: str, args: tuple[TypedExpr, ...], result: str, text: str, pos: ast.Pos) -> TypedExpr:
+        return TypedExpr("call", result, fn=fn, args=args, text=text, pos=pos)
 
     # -- the cases --------------------------------------------------------------------------
 
@@ -147,7 +231,8 @@ class ExpressionBinder:
         if isinstance(e, ast.IsNull):
             arg = self._bind(e.operand)
             fn = "is_not_null" if e.negated else "is_null"
-            return self._call(fn, (arg,), f"{arg.text} IS {'NOT ' if e.negated else ''}NULL", e.pos)
+            return self.call(fn, (arg,), T.BOOL, f"{arg.text} IS {'NOT ' if e.negated else ''}NULL",
+                             e.pos)
         if isinstance(e, ast.Between):
             # x BETWEEN a AND b  ≡  x >= a AND x <= b (SQL's definition)
             lo = ast.Binary(">=", e.operand, e.low, e.pos)
@@ -160,17 +245,17 @@ class ExpressionBinder:
             for item in e.items[1:]:
                 ors = ast.Binary("OR", ors, ast.Binary("=", e.operand, item, e.pos), e.pos)
             return self._bind(ast.Unary("NOT", ors, e.pos) if e.negated else ors)
+        if isinstance(e, ast.Case):
+            return self._case(e)
+        if isinstance(e, ast.Cast):
+            return self._cast_expr(e)
         if isinstance(e, ast.FuncCall):
             if e.name in AGGREGATES:
-                raise self.err(f"aggregate {e.name}(...) is not supported yet (this build runs "
-                               "SELECT/WHERE over one windowed stream)", e.pos)
-            raise self.err(f"unknown function '{e.name}'", e.pos)
+                return self._aggregate(e)
+            raise self.err(f"unknown function '{e.name}' (the functions are the aggregates "
+                           f"{', '.join(sorted(AGGREGATES))})", e.pos)
         if isinstance(e, ast.Star):
             raise self.err("'*' is only allowed as a select item or in COUNT(*)", e.pos)
-        if isinstance(e, (ast.Case, ast.Cast)):
-            what = "CASE" if isinstance(e, ast.Case) else "CAST"
-            raise self.err(f"{what} is not supported yet (this build runs the foundation slice)",
-                           e.pos)
         raise self.err(f"unsupported expression {type(e).__name__}", getattr(e, "pos", ast.NOPOS))
 
     def _literal(self, e: ast.Literal) -> TypedExpr:
@@ -178,14 +263,14 @@ class ExpressionBinder:
             v = int(e.value)  # type: ignore[arg-type]
             if not -(2**63) <= v < 2**63:
                 raise self.err(f"integer literal {v} does not fit in BIGINT", e.pos)
-            return literal(v, T.INT64, str(v))
+            return literal(v, T.INT64, str(v), e.pos)
         if e.type == "double":
-            return literal(float(e.value), T.FLOAT64, repr(float(e.value)))  # type: ignore[arg-type]
+            return literal(float(e.value), T.FLOAT64, repr(float(e.value)), e.pos)  # type: ignore[arg-type]
         if e.type == "string":
-            return literal(str(e.value), T.UTF8, "'" + str(e.value).replace("'", "''") + "'")
+            return literal(str(e.value), T.UTF8, "'" + str(e.value).replace("'", "''") + "'", e.pos)
         if e.type == "bool":
-            return literal(bool(e.value), T.BOOL, "TRUE" if e.value else "FALSE")
-        return literal(None, T.NULL, "NULL")
+            return literal(bool(e.value), T.BOOL, "TRUE" if e.value else "FALSE", e.pos)
+        return literal(None, T.NULL, "NULL", e.pos)
 
     def _unary(self, e: ast.Unary) -> TypedExpr:
         if e.op == "-" and isinstance(e.operand, ast.Literal) and e.operand.type == "int":
@@ -193,36 +278,36 @@ class ExpressionBinder:
             v = -int(e.operand.value)  # type: ignore[arg-type]
             if not -(2**63) <= v < 2**63:
                 raise self.err(f"integer literal {v} does not fit in BIGINT", e.pos)
-            return literal(v, T.INT64, str(v))
+            return literal(v, T.INT64, str(v), e.pos)
         arg = self._bind(e.operand)
         if e.op == "NOT":
-            arg = self._coerce_null(arg, T.BOOL)
+            arg = self.coerce_null(arg, T.BOOL)
             if arg.type != T.BOOL:
                 raise self.err(f"NOT expects BOOLEAN, found {T.CQL_NAME[arg.type]} ('{arg.text}')",
                                e.pos)
-            return self._call("not", (arg,), f"NOT {arg.text}", e.pos)
-        arg = self._coerce_null(arg, T.INT64)
+            return self.call("not", (arg,), T.BOOL, f"NOT {arg.text}", e.pos)
+        arg = self.coerce_null(arg, T.INT64)
         if arg.type not in T.NUMERIC:
             raise self.err(f"unary '-' expects a number, found {T.CQL_NAME[arg.type]} ('{arg.text}')",
                            e.pos)
-        return self._call("negate", (arg,), f"-{arg.text}", e.pos)
+        return self.call("negate", (arg,), arg.type, f"-{arg.text}", e.pos)
 
     def _binary(self, e: ast.Binary) -> TypedExpr:
         left, right = self._bind(e.left), self._bind(e.right)
         text = f"{left.text} {e.op} {right.text}"
         fn = BINARY_KERNELS[e.op]
         if e.op in ("AND", "OR"):
-            left, right = self._coerce_null(left, T.BOOL), self._coerce_null(right, T.BOOL)
+            left, right = self.coerce_null(left, T.BOOL), self.coerce_null(right, T.BOOL)
             for side in (left, right):
                 if side.type != T.BOOL:
                     raise self.err(f"{e.op} expects BOOLEAN operands, found {T.CQL_NAME[side.type]} "
                                    f"('{side.text}')", e.pos)
-            return self._call(fn, (left, right), text, e.pos)
+            return self.call(fn, (left, right), T.BOOL, text, e.pos)
         # NULL takes the type of the other side (or BIGINT when both are NULL).
         if left.type == T.NULL:
-            left = self._coerce_null(left, right.type if right.type != T.NULL else T.INT64)
+            left = self.coerce_null(left, right.type if right.type != T.NULL else T.INT64)
         if right.type == T.NULL:
-            right = self._coerce_null(right, left.type)
+            right = self.coerce_null(right, left.type)
         if e.op in ARITHMETIC:
             for side in (left, right):
                 if side.type not in T.NUMERIC:
@@ -230,12 +315,73 @@ class ExpressionBinder:
                                    f"('{side.text}')", e.pos)
             # '/' is always DOUBLE (SPEC §3); otherwise DOUBLE when either side is.
             target = T.FLOAT64 if e.op == "/" or T.FLOAT64 in (left.type, right.type) else T.INT64
-            return self._call(fn, (self._cast(left, target), self._cast(right, target)), text, e.pos)
-        # comparisons
-        if left.type in T.NUMERIC and right.type in T.NUMERIC:
-            target = T.FLOAT64 if T.FLOAT64 in (left.type, right.type) else T.INT64
-            left, right = self._cast(left, target), self._cast(right, target)
-        elif left.type != right.type:
+            return self.call(fn, (self.cast(left, target), self.cast(right, target)), target, text,
+                             e.pos)
+        target = self.unify([left.type, right.type])
+        if target is None:
             raise self.err(f"cannot compare {T.CQL_NAME[left.type]} with {T.CQL_NAME[right.type]} "
                            f"in '{text}'", e.pos)
-        return self._call(fn, (left, right), text, e.pos)
+        return self.call(fn, (self.cast(left, target), self.cast(right, target)), T.BOOL, text, e.pos)
+
+    def _case(self, e: ast.Case) -> TypedExpr:
+        conds: list[TypedExpr] = []
+        for cond, _ in e.whens:
+            if e.operand is not None:
+                # CASE x WHEN v ...  ≡  CASE WHEN x = v ...
+                conds.append(self.bind_predicate(ast.Binary("=", e.operand, cond, cond.pos), "WHEN"))
+            else:
+                conds.append(self.bind_predicate(cond, "WHEN"))
+        results = [self._bind(r) for _, r in e.whens]
+        else_ = self._bind(e.else_) if e.else_ is not None else literal(None, T.NULL, "NULL", e.pos)
+        branches = results + [else_]
+        target = self.unify([b.type for b in branches])
+        if target is None:
+            found = ", ".join(T.CQL_NAME[b.type] for b in branches)
+            raise self.err(f"the branches of CASE have incompatible types: {found}", e.pos)
+        if target == T.NULL:
+            target = T.INT64
+        args: list[TypedExpr] = []
+        for c, r in zip(conds, results):
+            args += [c, self.cast(r, target)]
+        args.append(self.cast(else_, target))
+        return self.call("case_when", tuple(args), target, "CASE ... END", e.pos)
+
+    def _cast_expr(self, e: ast.Cast) -> TypedExpr:
+        arg = self._bind(e.operand)
+        to = T.FROM_CQL[e.to.name]
+        if arg.type == to:
+            return arg
+        if arg.type == T.NULL:
+            return literal(None, to, "NULL", e.pos)
+        return self.call(CAST_KERNELS[to], (arg,), to, f"CAST({arg.text} AS {e.to.name})", e.pos)
+
+    def _aggregate(self, e: ast.FuncCall) -> TypedExpr:
+        if not self.allow_aggregates:
+            raise self.err(f"aggregate {e.name}(...) is not allowed here; aggregates belong in SELECT "
+                           "or HAVING", e.pos)
+        if self.in_aggregate:
+            raise self.err(f"aggregate {e.name}(...) inside another aggregate", e.pos)
+        if e.name == "COUNT" and len(e.args) == 1 and isinstance(e.args[0], ast.Star):
+            return TypedExpr("agg", T.INT64, fn="count_star", text="COUNT(*)", pos=e.pos)
+        if len(e.args) != 1:
+            raise self.err(f"{e.name} takes one argument, found {len(e.args)}", e.pos)
+        self.in_aggregate = True
+        try:
+            arg = self._bind(e.args[0])
+        finally:
+            self.in_aggregate = False
+        name = e.name.lower()
+        text = f"{e.name}({'DISTINCT ' if e.distinct else ''}{arg.text})"
+        if name == "count":
+            result = T.INT64
+        elif name in ("sum", "avg"):
+            arg = self.coerce_null(arg, T.INT64)
+            if arg.type not in T.NUMERIC:
+                raise self.err(f"{e.name} expects a number, found {T.CQL_NAME[arg.type]} "
+                               f"('{arg.text}')", e.pos)
+            result = T.FLOAT64 if name == "avg" else arg.type
+        else:  # min, max
+            arg = self.coerce_null(arg, T.INT64)
+            result = arg.type
+        return TypedExpr("agg", result, fn=name, args=(arg,), distinct=e.distinct, text=text,
+                         pos=e.pos)

@@ -1,20 +1,25 @@
-"""From checked syntax to the operator graph the core runs.
+"""Semantic analysis and planning: a parsed script → operators of the logical plan.
 
-The planner keeps a catalog of what is registered (streams, queries) and turns each statement into
-logical operators with ids that are unique in the engine. A script is planned against a copy of the
-catalog: the first error stops it and nothing of it is registered.
+A script is planned against a copy of the catalog, so the first error stops it and nothing of it is
+registered. Named queries may be used before they are registered (and may refer to each other in
+loops): their output columns are inferred first, by a fixpoint over the script's queries, and the
+full plans are built once every query's columns are known. Loops are then checked (paper 000
+§3.1): every cycle of the operator graph must pass through a delay; with ``auto_delay`` an ε delay
+is inserted after one of the loop's stream operators instead.
 """
 
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field
-from typing import Optional
+from typing import Optional, Union
 
 from cq_py.errors import CQLSemanticError
 from cq_py.parser import ast
+from cq_py.planner import loops
 from cq_py.planner import types as T
-from cq_py.planner.expressions import ExpressionBinder, Scope, TypedExpr
+from cq_py.planner.expressions import ExpressionBinder, Scope, TypedExpr, conjuncts, literal
+from cq_py.planner.logical import (KNOWN, PENDING, STREAM, UNBOUNDED, Catalog, Node, QueryDef,
+                                   StreamDef, constant)
 
 # Nanoseconds per CQL duration unit and per engine time unit.
 UNIT_NS = {"ms": 10**6, "s": 10**9, "min": 60 * 10**9, "h": 3600 * 10**9, "d": 86400 * 10**9}
@@ -22,48 +27,15 @@ TIME_UNIT_NS = {"s": 10**9, "ms": 10**6, "us": 10**3, "ns": 1}
 UNIT_WORDS = {"ms": "MILLISECONDS", "s": "SECONDS", "min": "MINUTES", "h": "HOURS", "d": "DAYS"}
 
 
-@dataclass
-class LogicalOp:
-    """One operator of the plan: what the core builds (``to_plan``) and what explain shows."""
+class Deferred(Exception):
+    """A query reads a named query whose columns are not known yet (schema inference)."""
 
-    id: int
-    op: str
-    inputs: list[int]
-    params: dict = field(default_factory=dict)
-
-    def to_plan(self) -> dict:
-        return {"id": self.id, "op": self.op, "inputs": self.inputs, **self.params}
+    def __init__(self, name: str):
+        self.name = name
 
 
-@dataclass
-class StreamDef:
-    name: str
-    columns: list[tuple[str, str]]
-    scan_id: int
-
-
-@dataclass
-class QueryDef:
-    name: str
-    kind: str  # "stream" | "relation"
-    columns: list[tuple[str, str]]  # user columns, without the time columns
-    sink_id: int
-    ops: list[LogicalOp]
-    lifetime: str  # what explain says about the lifetimes of the query's relation
-
-
-@dataclass
-class Catalog:
-    streams: dict[str, StreamDef] = field(default_factory=dict)  # keys lower-cased
-    queries: dict[str, QueryDef] = field(default_factory=dict)
-    next_id: int = 0
-
-    def lookup(self, name: str) -> Optional[StreamDef | QueryDef]:
-        key = name.lower()
-        return self.streams.get(key) or self.queries.get(key)
-
-    def names(self) -> list[str]:
-        return [s.name for s in self.streams.values()] + [q.name for q in self.queries.values()]
+# Kept for callers that import LogicalOp from earlier versions of the planner.
+LogicalOp = Node
 
 
 class Planner:
@@ -71,17 +43,22 @@ class Planner:
 
     >>> from cq_py.parser import parse
     >>> p = Planner(Catalog(), time_unit="ms")
-    >>> cat, ops = p.plan(parse("REGISTER STREAM s(a INT); REGISTER QUERY q AS SELECT a FROM s [Now];"))
-    >>> [o.op for o in ops]
+    >>> cat, nodes = p.plan(parse("REGISTER STREAM s(a INT); REGISTER QUERY q AS SELECT a FROM s [Now];"))
+    >>> [n.op for n in nodes]
     ['stream_scan', 'window', 'project', 'sink']
     """
 
     def __init__(self, catalog: Catalog, time_unit: str = "ms", source: str = "",
-                 expose_steps: bool = False):
+                 expose_steps: bool = False, auto_delay: bool = False):
         self.catalog = catalog
         self.time_unit = time_unit
         self.lines = source.splitlines()
         self.expose_steps = expose_steps
+        self.auto_delay = auto_delay
+
+    # =========================================================================================
+    # Errors
+    # =========================================================================================
 
     def err(self, message: str, pos: ast.Pos) -> CQLSemanticError:
         if not pos.line:
@@ -89,151 +66,558 @@ class Planner:
         text = self.lines[pos.line - 1] if 0 < pos.line <= len(self.lines) else ""
         return CQLSemanticError(message, pos.line, pos.column, text)
 
-    def plan(self, script: ast.Script) -> tuple[Catalog, list[LogicalOp]]:
+    # =========================================================================================
+    # Script
+    # =========================================================================================
+
+    def plan(self, script: ast.Script) -> tuple[Catalog, list[Node]]:
+        """The catalog after the script, and the operators it adds (in id order)."""
         if script.source:
             self.lines = script.source.splitlines()
         cat = copy.deepcopy(self.catalog)
-        ops: list[LogicalOp] = []
+        first_new = cat.next_id
+        self.cat = cat
+
+        queries: list[ast.RegisterQuery] = []
+        seen: dict[str, ast.Pos] = {}
         for st in script.statements:
-            if isinstance(st, ast.RegisterStream):
-                ops += self._register_stream(cat, st)
-            elif isinstance(st, ast.RegisterRelation):
-                raise self.err("REGISTER RELATION is not supported yet (this build runs streams)",
-                               st.pos)
-            elif isinstance(st, ast.RegisterQuery):
-                ops += self._register_query(cat, st)
-            else:  # pragma: no cover - the parser produces nothing else
-                raise self.err(f"unsupported statement {type(st).__name__}", ast.NOPOS)
-        return cat, ops
+            key = st.name.lower()
+            if key in seen:
+                raise self.err(f"'{st.name}' is registered twice in this script (first at line "
+                               f"{seen[key].line})", st.pos)
+            existing = cat.lookup(st.name)
+            if existing is not None:
+                what = ("relation" if existing.relation else "stream") if isinstance(
+                    existing, StreamDef) else "query"
+                raise self.err(f"'{st.name}' is already registered as a {what}", st.pos)
+            seen[key] = st.pos
+            if isinstance(st, (ast.RegisterStream, ast.RegisterRelation)):
+                self._register_source(st)
+            else:
+                queries.append(st)
 
-    # -- statements ---------------------------------------------------------------------------
+        self.script_queries = {q.name.lower(): q for q in queries}
+        self.references: list[str] = []
+        self._infer_schemas(queries)
+        for q in self._dependency_order(queries):
+            self._plan_query(q)
+        self._resolve_references(first_new)
+        # Registration order, whatever order the queries were planned in.
+        order = [q.name.lower() for q in queries]
+        cat.queries = {k: v for k, v in cat.queries.items() if k not in order} | {
+            k: cat.queries[k] for k in order}
+        loops.check(cat, first_new, self.auto_delay, self.err, self._new_id)
+        propagate_lifetimes(cat)
+        new = [cat.nodes[i] for i in sorted(cat.nodes) if i >= first_new]
+        return cat, new
 
-    def _check_new_name(self, cat: Catalog, name: str, pos: ast.Pos) -> None:
-        if cat.lookup(name) is not None:
-            what = "stream" if name.lower() in cat.streams else "query"
-            raise self.err(f"'{name}' is already registered as a {what}", pos)
+    def _new_id(self) -> int:
+        self.cat.next_id += 1
+        return self.cat.next_id - 1
 
-    def _new_id(self, cat: Catalog) -> int:
-        cat.next_id += 1
-        return cat.next_id - 1
+    def _add(self, node: Node) -> Node:
+        self.cat.nodes[node.id] = node
+        return node
 
-    def _register_stream(self, cat: Catalog, st: ast.RegisterStream) -> list[LogicalOp]:
-        self._check_new_name(cat, st.name, st.pos)
-        seen: dict[str, ast.ColumnDef] = {}
+    def _register_source(self, st: Union[ast.RegisterStream, ast.RegisterRelation]) -> None:
+        relation = isinstance(st, ast.RegisterRelation)
+        what = "relation" if relation else "stream"
+        seen: set[str] = set()
         cols = []
         for c in st.columns:
             if c.name.lower() in seen:
-                raise self.err(f"column '{c.name}' is declared twice in stream '{st.name}'", c.pos)
-            seen[c.name.lower()] = c
+                raise self.err(f"column '{c.name}' is declared twice in {what} '{st.name}'", c.pos)
+            if relation and c.name.lower() == "op":
+                raise self.err(f"relation '{st.name}' may not declare a column 'op': it marks inserts "
+                               "and deletes in the input", c.pos)
+            seen.add(c.name.lower())
             cols.append((c.name, T.FROM_CQL[c.type.name]))
-        scan = LogicalOp(self._new_id(cat), "stream_scan", [],
-                         {"stream": st.name, "schema": [list(c) for c in cols]})
-        cat.streams[st.name.lower()] = StreamDef(st.name, cols, scan.id)
-        return [scan]
+        op = "relation_scan" if relation else "stream_scan"
+        scan = self._add(Node(
+            self._new_id(), op, [], {what: st.name, "schema": [list(c) for c in cols]}, cols,
+            kind="relation" if relation else "stream", lifetime=PENDING if relation else STREAM,
+            owner=st.name, pos=st.pos,
+            label=f"{'RelationScan' if relation else 'StreamScan'} {st.name}"))
+        self.cat.streams[st.name.lower()] = StreamDef(st.name, cols, scan.id, relation, st.pos)
 
-    def _register_query(self, cat: Catalog, st: ast.RegisterQuery) -> list[LogicalOp]:
-        self._check_new_name(cat, st.name, st.pos)
-        q = st.query
-        istream = False
-        if isinstance(q, ast.StreamOp):
-            if q.kind != "ISTREAM":
-                raise self.err(f"{q.kind} is not supported yet (this build runs ISTREAM)", q.pos)
-            if q.delay is not None:
-                raise self.err("delays (<Now>, <d>) are not supported yet", q.delay.pos)
-            istream = True
-            q = q.query
-        if isinstance(q, ast.SetOp):
-            raise self.err(f"{q.op} is not supported yet (this build runs one SELECT per query)",
-                           q.pos)
-        if isinstance(q, ast.StreamOp):
-            raise self.err(f"{q.kind} inside ISTREAM(...) is not supported", q.pos)
-        assert isinstance(q, ast.Select)
-        ops, columns, lifetime = self._select(cat, q)
-        kind = "stream" if istream else "relation"
-        reserved = (["ts"] + (["ts_step"] if self.expose_steps else [])) if istream else \
+    # =========================================================================================
+    # Output columns of named queries, by fixpoint
+    # =========================================================================================
+
+    def _infer_schemas(self, queries: list[ast.RegisterQuery]) -> None:
+        self.schemas: dict[str, tuple[str, list[tuple[str, str]]]] = {}
+        pending = list(queries)
+        while pending:
+            progress = False
+            for q in list(pending):
+                saved_nodes, saved_id = dict(self.cat.nodes), self.cat.next_id
+                self.lenient = True
+                try:
+                    kind, cols, _ = self._query(q.query, q.name)
+                except Deferred:
+                    continue
+                finally:
+                    self.lenient = False
+                    self.cat.nodes, self.cat.next_id = saved_nodes, saved_id
+                self.schemas[q.name.lower()] = (kind, cols)
+                pending.remove(q)
+                progress = True
+            if not progress:
+                names = ", ".join(q.name for q in pending)
+                raise self.err(f"cannot determine the columns of {names}: they only read each "
+                               "other; give one of them a source whose columns are known (e.g. the "
+                               "first branch of a UNION ALL)", pending[0].pos)
+
+    def _dependency_order(self, queries: list[ast.RegisterQuery]) -> list[ast.RegisterQuery]:
+        """Queries after the queries they read (so that lifetimes are known), loops in script order."""
+        reads = {q.name.lower(): {s.name.lower() for s in _sources(q.query)} & self.script_queries.keys()
+                 for q in queries}
+        done: list[ast.RegisterQuery] = []
+        state: dict[str, int] = {}
+
+        def visit(q: ast.RegisterQuery) -> None:
+            key = q.name.lower()
+            if state.get(key):
+                return
+            state[key] = 1
+            for dep in sorted(reads[key], key=lambda k: list(self.script_queries).index(k)):
+                visit(self.script_queries[dep])
+            done.append(q)
+
+        for q in queries:
+            visit(q)
+        return done
+
+    # =========================================================================================
+    # Queries
+    # =========================================================================================
+
+    def _plan_query(self, st: ast.RegisterQuery) -> None:
+        self.lenient = False
+        self.references: list[str] = []
+        kind, columns, out = self._query(st.query, st.name)
+        reserved = (["ts"] + (["ts_step"] if self.expose_steps else [])) if kind == "stream" else \
             (["start", "end"] + (["start_step", "end_step"] if self.expose_steps else []))
         for name, _ in columns:
             if name.lower() in reserved:
                 raise self.err(f"output column '{name}' of query '{st.name}' clashes with the time "
                                f"column '{name.lower()}' that a {kind}-valued query adds; rename it "
-                               "with AS", q.pos)
-        if istream:
-            ops.append(LogicalOp(self._new_id(cat), "istream", [ops[-1].id]))
-        sink = LogicalOp(self._new_id(cat), "sink", [ops[-1].id],
-                         {"query": st.name, "expose_steps": self.expose_steps})
-        ops.append(sink)
-        cat.queries[st.name.lower()] = QueryDef(st.name, kind, columns, sink.id, ops, lifetime)
-        return ops
+                               "with AS", st.query.pos)
+        seen: set[str] = set()
+        for name, _ in columns:
+            if name.lower() in seen:
+                raise self.err(f"query '{st.name}' has two output columns named '{name}'; give one of "
+                               "them another name with AS", st.query.pos)
+            seen.add(name.lower())
+        sink = self._add(Node(self._new_id(), "sink", [out.id],
+                              {"query": st.name, "expose_steps": self.expose_steps}, columns,
+                              kind=kind, lifetime=out.lifetime, owner=st.name, pos=st.pos,
+                              label=f"Output {st.name}"))
+        self.cat.queries[st.name.lower()] = QueryDef(st.name, kind, columns, out.id, sink.id, st.pos,
+                                                     out.lifetime, sorted(set(self.references)))
 
-    # -- SELECT -------------------------------------------------------------------------------
+    def _query(self, q: ast.Query, owner: str) -> tuple[str, list[tuple[str, str]], Node]:
+        """(kind, columns, output node) of a query expression."""
+        if isinstance(q, ast.Select):
+            return self._select(q, owner)
+        if isinstance(q, ast.StreamOp):
+            return self._stream_op(q, owner)
+        return self._set_op(q, owner)
 
-    def _select(self, cat: Catalog, q: ast.Select) -> tuple[list[LogicalOp], list[tuple[str, str]], str]:
-        if len(q.sources) != 1:
-            raise self.err("a query over several sources (a join) is not supported yet",
-                           q.sources[1].pos)
-        if q.distinct:
-            raise self.err("SELECT DISTINCT is not supported yet", q.pos)
-        if q.group_by:
-            raise self.err("GROUP BY is not supported yet", q.group_by[0].pos)
-        if q.having is not None:
-            raise self.err("HAVING is not supported yet", q.having.pos)
-        src = q.sources[0]
-        target = cat.lookup(src.name)
-        if target is None:
-            known = ", ".join(cat.names()) or "(none)"
-            raise self.err(f"unknown stream or query '{src.name}'; registered: {known}", src.pos)
+    def _stream_op(self, q: ast.StreamOp, owner: str) -> tuple[str, list[tuple[str, str]], Node]:
+        kind, cols, inner = self._query(q.query, owner)
+        if kind != "relation":
+            raise self.err(f"{q.kind} turns a relation into a stream; its argument is already a "
+                           "stream", q.pos)
+        node = self._add(Node(self._new_id(), q.kind.lower(), [inner.id], {}, cols, kind="stream",
+                              lifetime=STREAM, owner=owner, pos=q.pos, label=q.kind.upper()))
+        if q.delay is not None:
+            node = self._delay_node(node, q.delay, owner)
+        return "stream", cols, node
+
+    def _delay_node(self, after: Node, d: ast.Delay, owner: str, inserted: bool = False) -> Node:
+        if d.kind == "now":
+            dur, text = {"ticks": 0, "steps": 1}, "<Now> (ε)"
+        else:
+            assert d.duration is not None
+            ticks = self.ticks(d.duration)
+            if ticks <= 0:
+                raise self.err("a delay must move time forward; use <Now> for the smallest delay",
+                               d.pos)
+            dur, text = {"ticks": ticks, "steps": 0}, f"<{ticks}> ({ticks} ticks)"
+        return self._add(Node(self._new_id(), "delay", [after.id], {"duration": dur}, after.schema,
+                              kind="stream", lifetime=STREAM, owner=owner, pos=d.pos,
+                              label=f"Delay {text}", inserted=inserted))
+
+    def _set_op(self, q: ast.SetOp, owner: str) -> tuple[str, list[tuple[str, str]], Node]:
+        left = right = None
+        try:
+            left = self._query(q.left, owner)
+        except Deferred:
+            if not self.lenient:
+                raise
+        try:
+            right = self._query(q.right, owner)
+        except Deferred:
+            if not self.lenient or left is None:
+                raise
+        if left is None or right is None:
+            # Inference only: one branch gives the columns (the loop closes through the other).
+            known = left or right
+            assert known is not None
+            return known
+        (lk, lc, ln), (rk, rc, rn) = left, right
+        if len(lc) != len(rc):
+            raise self.err(f"{q.op} needs the same number of columns on both sides; found {len(lc)} "
+                           f"and {len(rc)}", q.pos)
+        if lk != rk:
+            raise self.err(f"{q.op} of a {lk} and a {rk}: both sides must be relations (or, for UNION "
+                           "ALL, both streams)", q.pos)
+        if lk == "stream" and q.op != "UNION ALL":
+            raise self.err(f"{q.op} is defined on relations; both sides here are streams (window "
+                           "them, or use UNION ALL)", q.pos)
+        cols = []
+        for (ln_, lt), (rn_, rt) in zip(lc, rc):
+            t = ExpressionBinder.unify([lt, rt])
+            if t is None:
+                raise self.err(f"{q.op}: column '{ln_}' is {T.CQL_NAME[lt]} on the left and "
+                               f"{T.CQL_NAME[rt]} on the right", q.pos)
+            cols.append((ln_, t))
+        ln = self._conform(ln, cols, owner, q.pos)
+        rn = self._conform(rn, cols, owner, q.pos)
+        op = q.op.lower().replace(" ", "_")
+        if lk == "stream":
+            life = STREAM
+        elif q.op == "UNION ALL":
+            life = ln.lifetime if ln.lifetime == rn.lifetime else (
+                PENDING if PENDING in (ln.lifetime, rn.lifetime) else KNOWN)
+        else:
+            life = PENDING  # duplicates removed: a value's lifetime depends on its copies
+        node = self._add(Node(self._new_id(), op, [ln.id, rn.id], {}, cols, kind=lk, lifetime=life,
+                              owner=owner, pos=q.pos, label=q.op))
+        return lk, cols, node
+
+    def _conform(self, node: Node, cols: list[tuple[str, str]], owner: str, pos: ast.Pos) -> Node:
+        """``node`` with its columns cast to ``cols`` (a set operation's common types)."""
+        if [t for _, t in node.schema] == [t for _, t in cols]:
+            return node
+        exprs = [ExpressionBinder.cast(TypedExpr("column", t, index=i, text=n), ct)
+                 for i, ((n, t), (_, ct)) in enumerate(zip(node.schema, cols))]
+        return self._project(node, exprs, [n for n, _ in node.schema], owner, pos)
+
+    # =========================================================================================
+    # SELECT
+    # =========================================================================================
+
+    def _source(self, src: ast.Source, owner: str) -> tuple[Node, str]:
+        """The relation a FROM entry reads, and its label for messages."""
+        target = self.cat.lookup(src.name)
+        key = src.name.lower()
+        if target is None and key not in self.schemas:
+            if key in self.script_queries:
+                assert self.lenient, "every query's columns are inferred before planning"
+                raise Deferred(src.name)
+            known = ", ".join(self.cat.names() + [q.name for q in self.script_queries.values()
+                                                  if q.name.lower() not in self.cat.queries])
+            raise self.err(f"unknown stream, relation or query '{src.name}'; registered: "
+                           f"{known or '(none)'}", src.pos)
+        label = f"'{src.name}'" + (f" (as {src.alias})" if src.alias else "")
+        if isinstance(target, StreamDef):
+            scan = self.cat.nodes[target.scan_id]
+            if target.relation:
+                if src.window is not None:
+                    raise self.err(f"a window applies to a stream; '{src.name}' is a relation",
+                                   src.window.pos)
+                return scan, label
+            return self._window(scan, src.window, owner, src.pos), label
+        # A named query, possibly registered in this script and not planned yet.
+        self.references.append(src.name)
         if isinstance(target, QueryDef):
-            raise self.err(f"reading the query '{target.name}' in FROM is not supported yet",
-                           src.pos)
-        ops: list[LogicalOp] = []
-        window, lifetime = self._window(src.window)
-        ops.append(LogicalOp(self._new_id(cat), "window", [target.scan_id], window))
-        quals = {target.name.lower()} | ({src.alias.lower()} if src.alias else set())
-        label = f"stream '{target.name}'" + (f" (as {src.alias})" if src.alias else "")
-        scope = Scope(list(target.columns), quals, label)
+            kind, cols, ref = target.kind, target.columns, target.out_id
+            out: Union[int, str] = ref
+            life = target.lifetime
+        else:
+            kind, cols = self.schemas[key]
+            out, life = src.name, (STREAM if kind == "stream" else KNOWN)
+        placeholder = Node(-1, "query_ref", [], {}, cols, kind=kind, lifetime=life, owner=src.name)
+        if kind == "relation":
+            if src.window is not None:
+                raise self.err(f"a window applies to a stream; the query '{src.name}' is "
+                               "relation-valued (use it without a window)", src.window.pos)
+            return self._reference(placeholder, out), label
+        return self._window(self._reference(placeholder, out), src.window, owner, src.pos), label
+
+    def _reference(self, placeholder: Node, out: Union[int, str]) -> Node:
+        """A stand-in for another query's output node: its id, or its name until it is planned."""
+        if isinstance(out, int):
+            return self.cat.nodes[out]
+        ref = copy.copy(placeholder)
+        ref.id = out  # type: ignore[assignment]
+        return ref
+
+    def _window(self, input_: Node, w: Optional[ast.Window], owner: str, pos: ast.Pos) -> Node:
+        if w is None or w.kind == "unbounded":
+            params, op, life, label = {"kind": "unbounded"}, "window", UNBOUNDED, "[Range Unbounded]"
+        elif w.kind == "now":
+            params, op, life, label = {"kind": "now"}, "window", constant("ε"), "[Now]"
+        elif w.kind == "range":
+            assert w.range is not None
+            ticks = self.ticks(w.range)
+            params, op = {"kind": "range", "range": {"ticks": ticks}}, "window"
+            life, label = constant(f"{ticks} ticks"), f"[Range {ticks}]"
+        elif w.kind == "range_slide":
+            assert w.range is not None and w.slide is not None
+            rng, slide = self.ticks(w.range), self.ticks(w.slide)
+            if slide <= 0:
+                raise self.err("the slide of a window must be positive", w.slide.pos)
+            params, op = {"range": {"ticks": rng}, "slide": {"ticks": slide}}, "slide_window"
+            life, label = f"{KNOWN} (slices of {slide} ticks)", f"[Range {rng} Slide {slide}]"
+        elif w.kind == "rows":
+            assert w.rows is not None
+            if w.rows <= 0:
+                raise self.err("a row window holds at least one row", w.pos)
+            params, op, life, label = {"rows": w.rows}, "row_window", PENDING, f"[Rows {w.rows}]"
+        else:  # partition_rows
+            assert w.rows is not None
+            if w.rows <= 0:
+                raise self.err("a row window holds at least one row", w.pos)
+            scope = Scope(list(input_.schema), [({input_.owner.lower()}, f"'{input_.owner}'", 0,
+                                                 len(input_.schema))])
+            keys = [scope.resolve(c, self.err) for c in w.partition_by]
+            params, op = {"rows": w.rows, "keys": [k.index for k in keys]}, "partition_row_window"
+            life = PENDING
+            label = f"[Partition By {', '.join(k.text for k in keys)} Rows {w.rows}]"
+        return self._add(Node(self._new_id(), op, [input_.id], params, list(input_.schema),
+                              kind="relation", lifetime=life, owner=owner, pos=w.pos if w else pos,
+                              label=f"Window {label}"))
+
+    def _select(self, q: ast.Select, owner: str) -> tuple[str, list[tuple[str, str]], Node]:
+        inputs: list[tuple[Node, str, ast.Source]] = []
+        names_seen: dict[str, ast.Pos] = {}
+        for src in q.sources:
+            node, label = self._source(src, owner)
+            key = (src.alias or src.name).lower()
+            if key in names_seen:
+                raise self.err(f"'{src.alias or src.name}' appears twice in FROM; give one of them an "
+                               "alias", src.pos)
+            names_seen[key] = src.pos
+            inputs.append((node, label, src))
+
+        # The scope: all sources' columns, concatenated in FROM order.
+        columns: list[tuple[str, str]] = []
+        sources: list[tuple[set[str], str, int, int]] = []
+        for node, label, src in inputs:
+            answers = {src.alias.lower()} if src.alias else {src.name.lower()}
+            sources.append((answers, label, len(columns), len(columns) + len(node.schema)))
+            columns += node.schema
+        scope = Scope(columns, sources)
         binder = ExpressionBinder(scope, self.err)
-        if q.where is not None:
-            pred = binder.bind_predicate(q.where)
-            ops.append(LogicalOp(self._new_id(cat), "filter", [ops[-1].id],
-                                 {"predicate": pred.to_plan()}))
-        exprs: list[TypedExpr] = []
-        names: list[str] = []
-        positions: list[ast.Pos] = []
+
+        # WHERE, conjunct by conjunct: those over one source run before the join.
+        preds = [(c, binder.bind_predicate(c)) for c in conjuncts(q.where)]
+        current = self._joins(inputs, sources, preds, owner, q)
+
+        # Aggregates and GROUP BY.
+        agg_binder = ExpressionBinder(scope, self.err, allow_aggregates="SELECT")
+        items: list[tuple[TypedExpr, str, ast.Pos]] = []
+        explicit = {(i.alias or "").lower() for i in q.items if i.alias}
         for item in q.items:
             if isinstance(item.expr, ast.Star):
-                if item.expr.qualifier is not None and item.expr.qualifier.lower() not in quals:
-                    raise self.err(f"unknown source '{item.expr.qualifier}' in "
-                                   f"'{item.expr.qualifier}.*'; the query reads {label}", item.pos)
-                for i, (n, t) in enumerate(scope.columns):
-                    exprs.append(TypedExpr("column", t, index=i, text=n))
-                    names.append(n)
-                    positions.append(item.pos)
+                if item.expr.qualifier is not None:
+                    start, stop = scope.source_of(item.expr.qualifier, item.pos, self.err)
+                else:
+                    start, stop = 0, len(columns)
+                taken = {n.lower() for _, n, _ in items} | explicit
+                for i in range(start, stop):
+                    n, t = columns[i]
+                    name = n
+                    if name.lower() in taken:
+                        # `*` over a join: a name two sources share is qualified by its source
+                        # (STRb1_ca), as DuckDB and Spark users would otherwise get ambiguity.
+                        k = next(k for k, (_, _, s, e) in enumerate(sources) if s <= i < e)
+                        src = inputs[k][2]
+                        name = f"{src.alias or src.name}_{n}"
+                        while name.lower() in taken:
+                            name += "_"
+                    taken.add(name.lower())
+                    items.append((TypedExpr("column", t, index=i, text=n, pos=item.pos), name,
+                                  item.pos))
                 continue
-            e = binder.bind(item.expr)
-            exprs.append(e)
-            names.append(item.alias if item.alias else e.text)
-            positions.append(item.pos)
+            e = agg_binder.bind(item.expr)
+            items.append((e, item.alias or self._default_name(e), item.pos))
+        having = None
+        if q.having is not None:
+            having = ExpressionBinder(scope, self.err, allow_aggregates="HAVING").bind_predicate(
+                q.having, "HAVING")
+        group_binder = ExpressionBinder(scope, self.err)
+        keys = [group_binder.bind(g) for g in q.group_by]
+        has_aggs = any(sub.kind == "agg" for e, _, _ in items for sub in e.walk()) or (
+            having is not None and any(sub.kind == "agg" for sub in having.walk()))
+        exprs = [e for e, _, _ in items]
+        if keys or has_aggs:
+            current, exprs, having = self._aggregate(current, keys, exprs, having, items, owner, q)
+            if having is not None:
+                current = self._filter(current, having, owner, q.having.pos)  # type: ignore[union-attr]
+        elif having is not None:
+            raise self.err("HAVING without GROUP BY or aggregates; use WHERE", q.having.pos)  # type: ignore[union-attr]
+
+        names = [n for _, n, _ in items]
         seen: set[str] = set()
-        for n, item_pos in zip(names, positions):
+        for _, n, item_pos in items:
             if n.lower() in seen:
                 raise self.err(f"the select list names '{n}' twice; give one of them another name "
                                "with AS", item_pos)
             seen.add(n.lower())
-        ops.append(LogicalOp(self._new_id(cat), "project", [ops[-1].id],
-                             {"names": names, "exprs": [e.to_plan() for e in exprs]}))
-        return ops, [(n, e.type) for n, e in zip(names, exprs)], lifetime
+        current = self._project(current, exprs, names, owner, q.pos)
+        if q.distinct:
+            current = self._add(Node(self._new_id(), "distinct", [current.id], {}, current.schema,
+                                     kind="relation", lifetime=PENDING, owner=owner, pos=q.pos,
+                                     label="Distinct"))
+        return "relation", list(current.schema), current
 
-    def _window(self, w: Optional[ast.Window]) -> tuple[dict, str]:
-        if w is None or w.kind == "unbounded":
-            return {"kind": "unbounded"}, "unbounded (never expires)"
-        if w.kind == "now":
-            return {"kind": "now"}, "constant duration ε"
-        if w.kind == "range":
-            assert w.range is not None
-            ticks = self.ticks(w.range)
-            return {"kind": "range", "range": {"ticks": ticks}}, f"constant duration {ticks} ticks"
-        raise self.err(f"the window [{w.kind.replace('_', ' ')}] is not supported yet (this build "
-                       "runs [Now], [Range d] and [Range Unbounded])", w.pos)
+    @staticmethod
+    def _default_name(e: TypedExpr) -> str:
+        if e.kind == "column":
+            return e.text.split(".")[-1]
+        return e.text
+
+    def _joins(self, inputs, sources, preds, owner: str, q: ast.Select):
+        """Left-deep joins in FROM order. Conjuncts over one source filter it first; equalities
+        between the joined part and the next source become the join's keys; the rest is checked as
+        soon as all its sources are joined."""
+        remaining = list(preds)
+
+        def source_of(col: int) -> int:
+            return next(k for k, (_, _, s, e) in enumerate(sources) if s <= col < e)
+
+        def local(e: TypedExpr, start: int) -> TypedExpr:
+            return e.shifted(lambda i: i - start)
+
+        # Filters over a single source, applied to it before any join.
+        nodes = []
+        for k, (node, _, src) in enumerate(inputs):
+            _, _, start, _ = sources[k]
+            mine = [(a, e) for a, e in remaining if e.columns() and {source_of(c) for c in e.columns()} == {k}]
+            if len(inputs) > 1:
+                for a, e in mine:
+                    node = self._filter(node, local(e, start), owner, a.pos)
+                    remaining.remove((a, e))
+            nodes.append(node)
+
+        current = nodes[0]
+        joined = {0}
+        for k in range(1, len(inputs)):
+            _, _, start, stop = sources[k]
+            left_keys, right_keys, residual = [], [], []
+            for a, e in list(remaining):
+                used = {source_of(c) for c in e.columns()}
+                if not used <= joined | {k} or k not in used:
+                    continue
+                if e.kind == "call" and e.fn == "equal":
+                    l, r = e.args
+                    lu = {source_of(c) for c in l.columns()}
+                    ru = {source_of(c) for c in r.columns()}
+                    if lu and ru and lu <= joined and ru == {k}:
+                        left_keys.append(l)
+                        right_keys.append(local(r, start))
+                        remaining.remove((a, e))
+                        continue
+                    if lu and ru and ru <= joined and lu == {k}:
+                        left_keys.append(r)
+                        right_keys.append(local(l, start))
+                        remaining.remove((a, e))
+                        continue
+                residual.append(e)
+                remaining.remove((a, e))
+            right = nodes[k]
+            schema = list(current.schema) + list(right.schema)
+            pred = residual[0] if residual else None
+            for extra in residual[1:]:
+                pred = ExpressionBinder.call("and", (pred, extra), T.BOOL, f"{pred.text} AND {extra.text}", extra.pos)  # type: ignore[arg-type]
+            lifetimes = {current.lifetime, right.lifetime}
+            life = PENDING if PENDING in lifetimes else (UNBOUNDED if lifetimes == {UNBOUNDED} else KNOWN)
+            on = [f"{l.text} = {r.text}" for l, r in zip(left_keys, right_keys)]
+            label = ("HashJoin on " + " AND ".join(on)) if on else "Join (nested loops)"
+            if pred is not None:
+                label += f" where {pred.text}"
+            current = self._add(Node(
+                self._new_id(), "join", [current.id, right.id],
+                {"left_keys": [x.to_plan() for x in left_keys],
+                 "right_keys": [x.to_plan() for x in right_keys],
+                 "residual": pred.to_plan() if pred is not None else None},
+                schema, kind="relation", lifetime=life, owner=owner, pos=q.sources[k].pos, label=label,
+                checks=left_keys + right_keys + ([pred] if pred is not None else [])))
+            joined.add(k)
+        for a, e in remaining:
+            current = self._filter(current, e, owner, a.pos)
+        return current
+
+    def _filter(self, input_: Node, pred: TypedExpr, owner: str, pos: ast.Pos) -> Node:
+        return self._add(Node(self._new_id(), "filter", [input_.id], {"predicate": pred.to_plan()},
+                              list(input_.schema), kind=input_.kind, lifetime=input_.lifetime,
+                              owner=owner, pos=pos, label=f"Filter {pred.text}", checks=[pred]))
+
+    def _project(self, input_: Node, exprs: list[TypedExpr], names: list[str], owner: str,
+                 pos: ast.Pos) -> Node:
+        exprs = [ExpressionBinder.coerce_null(e, T.INT64) if e.kind == "literal" else e for e in exprs]
+        parts = [e.text if e.text == n else f"{e.text} AS {n}" for e, n in zip(exprs, names)]
+        return self._add(Node(self._new_id(), "project", [input_.id],
+                              {"names": names, "exprs": [e.to_plan() for e in exprs]},
+                              [(n, e.type) for n, e in zip(names, exprs)], kind=input_.kind,
+                              lifetime=input_.lifetime, owner=owner, pos=pos,
+                              label="Project " + ", ".join(parts), checks=list(exprs)))
+
+    def _aggregate(self, input_: Node, keys: list[TypedExpr], exprs: list[TypedExpr],
+                   having: Optional[TypedExpr], items, owner: str, q: ast.Select):
+        """An aggregate operator (group keys, then one column per distinct aggregate), and the
+        select items and HAVING rewritten over its output. Outside aggregates, an item may only use
+        group keys (SQL's rule)."""
+        aggs: list[TypedExpr] = []
+
+        def rewrite(e: TypedExpr, where: str) -> TypedExpr:
+            for i, k in enumerate(keys):
+                if e == k:
+                    return TypedExpr("column", e.type, index=i, text=e.text, pos=e.pos)
+            if e.kind == "agg":
+                if e not in aggs:
+                    aggs.append(e)
+                return TypedExpr("column", e.type, index=len(keys) + aggs.index(e), text=e.text,
+                                 pos=e.pos)
+            if e.kind == "column":
+                raise self.err(f"column '{e.text}' in {where} must appear in GROUP BY or inside an "
+                               "aggregate", e.pos)
+            if not e.args:
+                return e
+            return TypedExpr(e.kind, e.type, e.index, e.value, e.fn,
+                             tuple(rewrite(a, where) for a in e.args), e.distinct, e.text, e.pos)
+
+        new_exprs = [rewrite(e, "the select list") for e in exprs]
+        new_having = rewrite(having, "HAVING") if having is not None else None
+        schema = [(k.text, k.type) for k in keys] + [(a.text, a.type) for a in aggs]
+        params = {
+            "keys": [k.to_plan() for k in keys],
+            "aggregates": [{"fn": a.fn, "distinct": a.distinct, "type": a.type,
+                            "arg": a.args[0].to_plan() if a.args else None} for a in aggs],
+        }
+        label = "Aggregate " + ", ".join(a.text for a in aggs)
+        if keys:
+            label += " GROUP BY " + ", ".join(k.text for k in keys)
+        node = self._add(Node(self._new_id(), "aggregate", [input_.id], params, schema,
+                              kind="relation", lifetime=PENDING, owner=owner, pos=q.pos, label=label,
+                              checks=keys + [a.args[0] for a in aggs if a.args]))
+        return node, new_exprs, new_having
+
+    # =========================================================================================
+    # After planning
+    # =========================================================================================
+
+    def _resolve_references(self, first_new: int) -> None:
+        """Replaces the names standing for other queries' outputs by their output node ids."""
+        for node in self.cat.nodes.values():
+            if node.id < first_new:
+                continue
+            node.inputs = [self.cat.queries[i.lower()].out_id if isinstance(i, str) else i
+                           for i in node.inputs]
 
     def ticks(self, d: ast.Duration) -> int:
         """A CQL duration in ticks of the engine's time unit (a bare integer is ticks already)."""
@@ -245,3 +629,47 @@ class Planner:
             raise self.err(f"{d.value} {UNIT_WORDS[d.unit]} is not a whole number of ticks of the "
                            f"engine's time unit '{self.time_unit}'", d.pos)
         return ns // per_tick
+
+
+def derived_lifetime(node: Node, inputs: list[Node]) -> str:
+    """The lifetime property of an operator that passes on its inputs' lifetimes."""
+    lifes = {i.lifetime for i in inputs}
+    if node.op in ("filter", "project", "sink"):
+        return inputs[0].lifetime
+    if node.op == "join":
+        return PENDING if PENDING in lifes else (UNBOUNDED if lifes == {UNBOUNDED} else KNOWN)
+    if node.op == "union_all" and node.kind == "relation":
+        return lifes.pop() if len(lifes) == 1 else (PENDING if PENDING in lifes else KNOWN)
+    return node.lifetime
+
+
+def propagate_lifetimes(cat: Catalog) -> None:
+    """Recomputes derived lifetime properties until they settle: inside a loop a query may have
+    been planned before the queries it reads, with a provisional property for them."""
+    for _ in range(len(cat.nodes) + 1):
+        changed = False
+        for node in cat.nodes.values():
+            new = derived_lifetime(node, [cat.nodes[i] for i in node.inputs])  # type: ignore[index]
+            if new != node.lifetime:
+                node.lifetime, changed = new, True
+        if not changed:
+            break
+    for q in cat.queries.values():
+        q.lifetime = cat.nodes[q.out_id].lifetime
+
+
+def _sources(q: ast.Query) -> list[ast.Source]:
+    """Every FROM entry of a query expression."""
+    if isinstance(q, ast.Select):
+        return list(q.sources)
+    if isinstance(q, ast.StreamOp):
+        return _sources(q.query)
+    return _sources(q.left) + _sources(q.right)
+
+
+def is_constant(lifetime: str) -> bool:
+    return lifetime.startswith("constant") or lifetime == UNBOUNDED
+
+
+__all__ = ["Catalog", "Deferred", "LogicalOp", "Node", "Planner", "QueryDef", "StreamDef",
+           "is_constant", "literal"]

@@ -22,6 +22,12 @@ void OperatorRegistry::Register(const std::string& name, OperatorFactory factory
   factories_[name] = std::move(factory);
 }
 
+std::vector<std::string> OperatorRegistry::names() const {
+  std::vector<std::string> out;
+  for (const auto& [name, f] : factories_) out.push_back(name);
+  return out;
+}
+
 std::unique_ptr<Operator> OperatorRegistry::Create(const OperatorSpec& spec,
                                                    const std::vector<OperatorInput>& inputs) const {
   auto it = factories_.find(spec.op);

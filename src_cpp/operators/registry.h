@@ -23,6 +23,7 @@ class OperatorRegistry {
   static const OperatorRegistry& Global();
   void Register(const std::string& name, OperatorFactory factory);
   std::unique_ptr<Operator> Create(const OperatorSpec& spec, const std::vector<OperatorInput>& inputs) const;
+  std::vector<std::string> names() const;
 
  private:
   std::map<std::string, OperatorFactory> factories_;

@@ -1,0 +1,88 @@
+"""``explain()``: the registered streams and queries, every operator with its inputs, window,
+lifetime property and delay, the loops (strongly connected parts) and the DTS execution order."""
+
+from __future__ import annotations
+
+from cq_py.planner import loops
+from cq_py.planner import types as T
+from cq_py.planner.logical import FIRING_POINTS, Catalog
+
+
+def _cols(cols: list[tuple[str, str]]) -> str:
+    return ", ".join(f"{n} {T.CQL_NAME[t]}" for n, t in cols)
+
+
+def render(cat: Catalog) -> str:
+    """The catalog's plan as text (stable: tests and conformance files compare it).
+
+    >>> from cq_py.parser import parse
+    >>> from cq_py.planner import Planner, Catalog
+    >>> cat, _ = Planner(Catalog()).plan(parse("REGISTER STREAM s(a INT);"
+    ...                                        "REGISTER QUERY q AS ISTREAM(SELECT a FROM s [Now]);"))
+    >>> print(render(cat))  # doctest: +NORMALIZE_WHITESPACE
+    Streams:
+      s(a BIGINT)
+    Queries:
+      q: stream (a BIGINT, ts)
+    Operators:
+      #0 StreamScan s  [s]  -> stream
+      #1 Window [Now] <- #0  [q]  -> relation, constant duration ε
+      #2 Project a <- #1  [q]  -> relation, constant duration ε
+      #3 ISTREAM <- #2  [q]  -> stream
+      #4 Output q <- #3  [q]  -> stream
+    Loops: none
+    Execution order (DTS): #0 #1 #2 #3 #4
+    Firing points: #0 (input), #1 (expirations)
+    """
+    lines = ["Streams:"]
+    for s in cat.streams.values():
+        kind = " (relation)" if s.relation else ""
+        lines.append(f"  {s.name}({_cols(s.columns)}){kind}")
+    lines.append("Queries:")
+    for q in cat.queries.values():
+        times = "ts" if q.kind == "stream" else "start, end"
+        cols = _cols(q.columns)
+        lines.append(f"  {q.name}: {q.kind} ({cols + ', ' if cols else ''}{times})")
+    lines.append("Operators:")
+    for i in sorted(cat.nodes):
+        n = cat.nodes[i]
+        ins = (" <- " + ", ".join(f"#{x}" for x in n.inputs)) if n.inputs else ""
+        prop = n.kind if n.kind == "stream" else f"{n.kind}, {n.lifetime}"
+        lines.append(f"  #{n.id} {n.label}{ins}  [{n.owner}]  -> {prop}")
+    order = loops.dts_order(cat.nodes)
+    loop_lines: list[str] = []
+    _loops(order, cat, loop_lines, 1)
+    lines += ["Loops:"] + loop_lines if loop_lines else ["Loops: none"]
+    lines.append("Execution order (DTS): " + _order(order))
+    fire = [f"#{i} ({FIRING_POINTS[n.op] if n.op != 'window' or n.params.get('kind') != 'unbounded' else 'input'})"
+            for i, n in sorted(cat.nodes.items()) if n.op in FIRING_POINTS
+            and not (n.op == "window" and n.params.get("kind") == "unbounded")]
+    lines.append("Firing points: " + (", ".join(fire) or "none"))
+    return "\n".join(lines) + "\n"
+
+
+def _loops(order: loops.Order, cat: Catalog, out: list[str], depth: int) -> None:
+    """One line per loop (strongly connected part), nested loops indented under their loop."""
+    for item in order:
+        if not isinstance(item, loops.Loop):
+            continue
+        owners: list[str] = []
+        for v in item.members:
+            if cat.nodes[v].owner not in owners:
+                owners.append(cat.nodes[v].owner)
+        cut = cat.nodes[item.cut_at[0]]
+        out.append(f"{'  ' * depth}loop of {', '.join(owners)}: operators "
+                   f"{' '.join(f'#{v}' for v in item.members)}; cut at #{cut.id} {cut.label} "
+                   f"of {cut.owner}")
+        _loops(item.order, cat, out, depth + 1)
+
+
+def _order(order: loops.Order) -> str:
+    parts = []
+    for item in order:
+        if isinstance(item, loops.Loop):
+            cut = ", ".join(f"#{v}" for v in item.cut_at)
+            parts.append(f"[loop cut at {cut}: {_order(item.order)}]")
+        else:
+            parts.append(f"#{item}")
+    return " ".join(parts)

@@ -1,0 +1,108 @@
+"""The logical plan: an operator graph handed to the core as data.
+
+Each :class:`Node` is one operator with its inputs, its output columns, whether it yields a stream
+or a relation, and the lifetime property of its output edge (what the core may specialise on:
+constant durations need only a FIFO, pending ends need expiration holders, STYLE §4).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional, Union
+
+from cq_py.parser import ast
+
+# Lifetime properties of an edge, from cheapest to most general.
+STREAM = "stream"
+UNBOUNDED = "unbounded (never ends)"
+PENDING = "pending ends (expiration holders)"
+KNOWN = "known ends"
+
+
+def constant(duration: str) -> str:
+    return f"constant duration {duration}"
+
+
+# Operators that create tuples by themselves: the DTS executor's firing points (paper 000 §3.2).
+FIRING_POINTS = {"stream_scan": "input", "relation_scan": "input", "window": "expirations",
+                 "slide_window": "expirations", "rstream": "every tick", "delay": "delayed output"}
+
+# How errors and explain name each operator kind to a user.
+DESCRIPTIONS = {
+    "stream_scan": "reading a stream", "relation_scan": "reading a relation (REGISTER RELATION)",
+    "window": "the window", "slide_window": "the window [Range d Slide d]",
+    "row_window": "the window [Rows n]", "partition_row_window": "the window [Partition By ... Rows n]",
+    "filter": "WHERE", "project": "the select list", "join": "a query over several sources (join)",
+    "aggregate": "aggregates / GROUP BY", "distinct": "SELECT DISTINCT", "union_all": "UNION ALL",
+    "union": "UNION", "except": "EXCEPT", "intersect": "INTERSECT", "istream": "ISTREAM",
+    "dstream": "DSTREAM", "rstream": "RSTREAM", "delay": "a delay (<Now>, <d>)", "sink": "a query output",
+}
+
+
+@dataclass
+class Node:
+    id: int
+    op: str
+    inputs: list[Union[int, str]]  # a str is a named query whose output is not planned yet
+    params: dict = field(default_factory=dict)
+    schema: list[tuple[str, str]] = field(default_factory=list)
+    kind: str = "relation"  # "stream" | "relation"
+    lifetime: str = STREAM
+    owner: str = ""  # the query (or stream) the operator belongs to
+    pos: ast.Pos = ast.NOPOS
+    label: str = ""  # one line for explain
+    inserted: bool = False  # a delay put in by auto_delay
+    # The expressions the operator computes: checked against the core's kernels before running.
+    checks: list = field(default_factory=list, repr=False)
+
+    def to_plan(self) -> dict:
+        return {"id": self.id, "op": self.op, "inputs": list(self.inputs), **self.params}
+
+    @property
+    def delay(self) -> Optional[str]:
+        return self.label if self.op == "delay" else None
+
+
+@dataclass
+class StreamDef:
+    """A registered stream (or relation: a table changed by timestamped inserts and deletes)."""
+
+    name: str
+    columns: list[tuple[str, str]]
+    scan_id: int
+    relation: bool = False
+    pos: ast.Pos = ast.NOPOS
+
+
+@dataclass
+class QueryDef:
+    name: str
+    kind: str  # "stream" | "relation"
+    columns: list[tuple[str, str]]  # user columns, without the time columns
+    out_id: int  # the node whose output is the query's result
+    sink_id: int
+    pos: ast.Pos = ast.NOPOS
+    lifetime: str = STREAM
+    references: list[str] = field(default_factory=list)  # names it reads in FROM
+
+
+@dataclass
+class Catalog:
+    streams: dict[str, StreamDef] = field(default_factory=dict)  # keys lower-cased
+    queries: dict[str, QueryDef] = field(default_factory=dict)
+    nodes: dict[int, Node] = field(default_factory=dict)
+    next_id: int = 0
+
+    def lookup(self, name: str) -> Optional[Union[StreamDef, QueryDef]]:
+        key = name.lower()
+        return self.streams.get(key) or self.queries.get(key)
+
+    def names(self) -> list[str]:
+        return [s.name for s in self.streams.values()] + [q.name for q in self.queries.values()]
+
+    def consumers(self) -> dict[int, list[int]]:
+        out: dict[int, list[int]] = {i: [] for i in self.nodes}
+        for n in self.nodes.values():
+            for i in n.inputs:
+                out[i].append(n.id)  # type: ignore[index]
+        return out
