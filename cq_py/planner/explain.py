@@ -23,7 +23,7 @@ def render(cat: Catalog) -> str:
     Streams:
       s(a BIGINT)
     Queries:
-      q: stream (a BIGINT, ts)
+      q: stream (a BIGINT, ts); reads s
     Operators:
       #0 StreamScan s  [s]  -> stream
       #1 Window [Now] <- #0  [q]  -> relation, constant duration ε
@@ -42,7 +42,8 @@ def render(cat: Catalog) -> str:
     for q in cat.queries.values():
         times = "ts" if q.kind == "stream" else "start, end"
         cols = _cols(q.columns)
-        lines.append(f"  {q.name}: {q.kind} ({cols + ', ' if cols else ''}{times})")
+        reads = f"; reads {', '.join(q.references)}" if q.references else ""
+        lines.append(f"  {q.name}: {q.kind} ({cols + ', ' if cols else ''}{times}){reads}")
     lines.append("Operators:")
     for i in sorted(cat.nodes):
         n = cat.nodes[i]

@@ -214,7 +214,7 @@ class Planner:
                               kind=kind, lifetime=out.lifetime, owner=st.name, pos=st.pos,
                               label=f"Output {st.name}"))
         self.cat.queries[st.name.lower()] = QueryDef(st.name, kind, columns, out.id, sink.id, st.pos,
-                                                     out.lifetime, sorted(set(self.references)))
+                                                     out.lifetime, list(dict.fromkeys(self.references)))
 
     def _query(self, q: ast.Query, owner: str) -> tuple[str, list[tuple[str, str]], Node]:
         """(kind, columns, output node) of a query expression."""
@@ -322,6 +322,7 @@ class Planner:
             raise self.err(f"unknown stream, relation or query '{src.name}'; registered: "
                            f"{known or '(none)'}", src.pos)
         label = f"'{src.name}'" + (f" (as {src.alias})" if src.alias else "")
+        self.references.append(target.name if target is not None else src.name)
         if isinstance(target, StreamDef):
             scan = self.cat.nodes[target.scan_id]
             if target.relation:
@@ -331,7 +332,6 @@ class Planner:
                 return scan, label
             return self._window(scan, src.window, owner, src.pos), label
         # A named query, possibly registered in this script and not planned yet.
-        self.references.append(src.name)
         if isinstance(target, QueryDef):
             kind, cols, ref = target.kind, target.columns, target.out_id
             out: Union[int, str] = ref
