@@ -346,7 +346,7 @@ def explain(cql: str, time_unit: str = "ms", *, expose_steps: bool = False,
     with its inputs, windows, lifetime properties and delays, the loops and the DTS order.
 
     >>> print(explain("REGISTER STREAM s(a INT); REGISTER QUERY q AS SELECT a FROM s;").splitlines()[3])
-      q: relation (a BIGINT, start, end)
+      q: relation (a BIGINT, start, end); reads s
     """
     planner = Planner(Catalog(), time_unit, cql, expose_steps, auto_delay)
     catalog, _ = planner.plan(parse(cql))
