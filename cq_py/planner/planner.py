@@ -108,6 +108,11 @@ class Planner:
             k: cat.queries[k] for k in order}
         loops.check(cat, first_new, self.auto_delay, self.err, self._new_id)
         propagate_lifetimes(cat)
+        for node in cat.nodes.values():
+            if node.id >= first_new and node.op in ("istream", "dstream", "rstream"):
+                # The core's fast path needs lifetimes of one duration known at plan time.
+                source = cat.nodes[node.inputs[0]]  # type: ignore[index]
+                node.params["lifetime"] = "constant" if is_constant(source.lifetime) else "general"
         new = [cat.nodes[i] for i in sorted(cat.nodes) if i >= first_new]
         return cat, new
 

@@ -78,4 +78,12 @@ struct Batch {
   Batch WithMaterializedEnd() const;
 };
 
+// End times fixed for tuples emitted earlier with a pending holder: holder ids and their ends.
+struct EndBatch {
+  Buffer holders;  // HolderId
+  TimeColumn ends;
+  int64_t length = 0;
+  const HolderId* ids() const { return holders.as<const HolderId>(); }
+};
+
 }  // namespace cq

@@ -38,7 +38,9 @@ void Engine::AddPlan(const std::string& plan_json) {
         inputs.push_back({&existing->output_schema(), existing->output_kind()});
       }
     }
-    std::unique_ptr<Operator> op = OperatorRegistry::Global().Create(spec, inputs);
+    OperatorContext ctx;
+    ctx.holders = &holders_;
+    std::unique_ptr<Operator> op = OperatorRegistry::Global().Create(spec, inputs, ctx);
     fresh[spec.id] = {&op->output_schema(), op->output_kind()};
     if (auto* scan = dynamic_cast<StreamScan*>(op.get())) {
       CQ_CHECK(!streams_.count(scan->stream()) && !new_streams.count(scan->stream()),

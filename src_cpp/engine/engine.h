@@ -53,6 +53,7 @@ class Engine {
   void PropagateProgress();
 
   EngineOptions options_;
+  HolderTable holders_;  // before the executor: operators may release ids as they are destroyed
   DtsExecutor executor_;
   std::map<std::string, StreamState> streams_;
   std::map<std::string, int> sinks_;

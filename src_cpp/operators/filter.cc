@@ -50,7 +50,7 @@ void Filter::Push(int, const Batch& batch, Emitter& out) {
 std::string Filter::Explain() const { return "Filter " + predicate_->ToString(schema_); }
 
 void RegisterFilter(OperatorRegistry& r) {
-  r.Register("filter", [](const OperatorSpec& s, const std::vector<OperatorInput>& in) -> std::unique_ptr<Operator> {
+  r.Register("filter", [](const OperatorSpec& s, const std::vector<OperatorInput>& in, const OperatorContext&) -> std::unique_ptr<Operator> {
     CQ_CHECK(in.size() == 1, "filter takes one input");
     auto pred = Expression::Compile(s.params["predicate"], *in[0].schema);
     CQ_CHECK(pred->type() == TypeId::kBool, "filter predicate must be boolean");

@@ -4,6 +4,7 @@
 
 #include "engine/errors.h"
 #include "operators/registry.h"
+#include "plan/plan_util.h"
 
 namespace cq {
 
@@ -14,7 +15,11 @@ struct LaterEnd {
 };
 }  // namespace
 
-IStream::IStream(const Schema& input) : schema_(input), equal_(input) {}
+IStream::IStream(const Schema& input, bool constant, ExpirationPolicy policy)
+    : schema_(input), equal_(input), constant_(constant),
+      out_schema_(std::make_shared<const Schema>(input)) {
+  if (!constant_) tracker_ = std::make_unique<RelationTracker>(policy, /*track_alive=*/false);
+}
 
 const Batch& IStream::BatchOf(uint64_t seq) const {
   CQ_CHECK(!retained_.empty() && seq >= retained_.front().seq, "istream lost a retained batch");
@@ -22,7 +27,7 @@ const Batch& IStream::BatchOf(uint64_t seq) const {
 }
 
 int64_t IStream::retained_rows() const {
-  if (mode_ == Mode::kHeap) return static_cast<int64_t>(heap_.size());
+  if (tracker_) return tracker_->retained_rows();
   int64_t n = -cursor_;
   for (const Retained& r : retained_) n += r.batch.num_rows();
   return std::max<int64_t>(n, 0);
@@ -34,7 +39,7 @@ void IStream::ExpireConstant(Time t) {
   while (!retained_.empty()) {
     const Batch& b = retained_.front().batch;
     const int64_t n = b.num_rows();
-    while (cursor_ < n && b.StartAt(b.Physical(cursor_)) + duration_ < t) ++cursor_;
+    while (cursor_ < n && b.StartAt(b.Physical(cursor_)) + *duration_ < t) ++cursor_;
     if (cursor_ < n) break;
     retained_.pop_front();
     cursor_ = 0;
@@ -45,57 +50,17 @@ void IStream::ExpireConstant(Time t) {
     const int64_t n = b.num_rows();
     for (; k < n; ++k) {
       const int64_t p = b.Physical(k);
-      if (b.StartAt(p) + duration_ != t) return;
+      if (b.StartAt(p) + *duration_ != t) return;
       ending_now_.push_back({retained_[i].seq, static_cast<uint32_t>(p)});
     }
   }
 }
 
-void IStream::ExpireHeap(Time t) {
-  while (!heap_.empty() && heap_.front().end <= t) {
-    std::pop_heap(heap_.begin(), heap_.end(), LaterEnd{});
-    Entry e = heap_.back();
-    heap_.pop_back();
-    if (e.end == t) ending_now_.push_back(e.ref);
-    else --retained_[e.ref.seq - retained_.front().seq].live;
-  }
-}
-
-void IStream::TrimHeapBatches() {
-  while (!retained_.empty() && retained_.front().live == 0) retained_.pop_front();
-}
-
 void IStream::BeginInstant(Time t) {
-  if (mode_ == Mode::kHeap) {
-    for (const RowRef& r : ending_now_) --retained_[r.seq - retained_.front().seq].live;
-  }
   ending_now_.clear();
   current_ = t;
-  if (mode_ == Mode::kConstant) ExpireConstant(t);
-  else if (mode_ == Mode::kHeap) ExpireHeap(t);
+  ExpireConstant(t);
   consumed_.assign(ending_now_.size(), 0);
-}
-
-void IStream::SwitchToHeap() {
-  // Lifetimes of another duration arrived: the rows still ahead become explicit heap entries.
-  std::vector<Entry> entries;
-  int64_t k = cursor_;
-  for (Retained& r : retained_) {
-    r.live = 0;
-    const Batch& b = r.batch;
-    for (; k < b.num_rows(); ++k) {
-      const int64_t p = b.Physical(k);
-      entries.push_back({b.StartAt(p) + duration_, {r.seq, static_cast<uint32_t>(p)}});
-      ++r.live;
-    }
-    k = 0;
-  }
-  for (const RowRef& ref : ending_now_) ++retained_[ref.seq - retained_.front().seq].live;
-  heap_ = std::move(entries);
-  std::make_heap(heap_.begin(), heap_.end(), LaterEnd{});
-  cursor_ = 0;
-  mode_ = Mode::kHeap;
-  TrimHeapBatches();
 }
 
 void IStream::AdvanceCursorTicks(int64_t threshold) {
@@ -112,9 +77,9 @@ void IStream::AdvanceCursorTicks(int64_t threshold) {
 }
 
 bool IStream::PushDistinctTicks(const Batch& batch, std::vector<uint32_t>& keep, bool& dropped) {
-  if (duration_.steps != 0 || batch.sync.has_steps() || current_.step != 0) return false;
+  if (duration_->steps != 0 || batch.sync.has_steps() || current_.step != 0) return false;
   const int64_t n = batch.num_rows();
-  const int64_t d = duration_.ticks;
+  const int64_t d = duration_->ticks;
   const int64_t* ticks = batch.sync.tick_data();
   const uint32_t* sel = batch.has_selection ? batch.sel() : nullptr;
   auto S = [&](int64_t k) { return ticks[sel ? sel[k] : k]; };
@@ -227,21 +192,18 @@ void IStream::Push(int, const Batch& batch, Emitter& out) {
   const int64_t n = batch.num_rows();
   if (n == 0) return;
   CQ_CHECK(batch.kind == BatchKind::kLifetime, "ISTREAM expects a relation");
-  CQ_CHECK(batch.holders.empty(), "ISTREAM over pending ends arrives with the lifetime operators");
-
-  if (mode_ == Mode::kUnset && batch.constant_duration) {
-    mode_ = Mode::kConstant;
-    duration_ = *batch.constant_duration;
+  if (!constant_) {
+    tracker_->Push(batch);
+    return;  // instants are decided when they are complete (AdvanceTo)
   }
-  if (mode_ == Mode::kConstant && !(batch.constant_duration && *batch.constant_duration == duration_))
-    SwitchToHeap();
-  if (mode_ == Mode::kUnset) mode_ = Mode::kHeap;
-
-  const bool constant = mode_ == Mode::kConstant;
+  CQ_CHECK(batch.constant_duration && batch.holders.empty() &&
+               (!duration_ || *batch.constant_duration == *duration_),
+           "ISTREAM was planned for lifetimes of one constant duration");
+  if (!duration_) duration_ = batch.constant_duration;
   std::vector<uint32_t> keep;
   bool dropped = false;
-  if (constant && duration_.IsZero()) return;  // ghosts ⟨v, t, t⟩ are in I(t) and D(t): no output
-  if (constant && duration_.infinite) {
+  if (duration_->IsZero()) return;  // ghosts ⟨v, t, t⟩ are in I(t) and D(t): no output
+  if (duration_->infinite) {
     // Nothing ever ends, so nothing can cancel a start: the relation's rows are the stream.
     EmitStream(batch, keep, dropped, out);
     return;
@@ -249,17 +211,15 @@ void IStream::Push(int, const Batch& batch, Emitter& out) {
   const uint64_t seq = next_seq_++;
   // Rows of this batch may end inside it ([Range 1] over consecutive ticks), so the batch is
   // retained before its rows are looked at.
-  retained_.push_back({seq, batch, 0});
+  retained_.push_back({seq, batch});
 
-  const bool fast = constant && PushDistinctTicks(batch, keep, dropped);
+  const bool fast = PushDistinctTicks(batch, keep, dropped);
   for (int64_t k = fast ? n : 0; k < n; ++k) {
     const uint32_t p = static_cast<uint32_t>(batch.Physical(k));
     const Time t = batch.StartAt(p);
     if (t != current_) BeginInstant(t);
-    const Time end = constant ? t + duration_ : batch.EndAt(p);
-    CQ_CHECK(!(end < t), "a lifetime ends before it starts");
-    bool emit = end != t;
-    for (size_t x = 0; emit && x < ending_now_.size(); ++x) {
+    bool emit = true;
+    for (size_t x = 0; x < ending_now_.size(); ++x) {
       if (consumed_[x]) continue;
       const RowRef& r = ending_now_[x];
       if (equal_(BatchOf(r.seq).columns, r.row, batch.columns, p)) {
@@ -275,16 +235,12 @@ void IStream::Push(int, const Batch& batch, Emitter& out) {
     } else if (emit && dropped) {
       keep.push_back(p);
     }
-    if (!constant) {
-      if (t < end && !end.IsInfinite()) {
-        ++retained_.back().live;
-        heap_.push_back({end, {seq, p}});
-        std::push_heap(heap_.begin(), heap_.end(), LaterEnd{});
-      }
-    }
   }
-  if (!constant) TrimHeapBatches();
   EmitStream(batch, keep, dropped, out);
+}
+
+void IStream::PushEnds(int, const EndBatch& ends, Emitter&) {
+  if (tracker_) tracker_->PushEnds(ends);
 }
 
 void IStream::EmitStream(const Batch& batch, const std::vector<uint32_t>& keep, bool dropped,
@@ -303,37 +259,49 @@ void IStream::EmitStream(const Batch& batch, const std::vector<uint32_t>& keep, 
   out.Emit(std::move(o));
 }
 
-void IStream::AdvanceTo(Time progress, Emitter&) {
+void IStream::AdvanceTo(Time progress, Emitter& out) {
+  if (tracker_) {
+    // I(t) − D(t) as bags, for every instant completed by `progress`.
+    std::vector<RelationTracker::RowRef> rows;
+    std::vector<Time> ts;
+    std::vector<uint8_t> used;
+    tracker_->AdvanceTo(progress, [&](Time t, const std::vector<RelationTracker::RowRef>& starts,
+                                      const std::vector<RelationTracker::RowRef>& ends) {
+      used.assign(ends.size(), 0);
+      for (const auto& s : starts) {
+        bool cancelled = false;
+        for (size_t x = 0; x < ends.size() && !cancelled; ++x) {
+          if (!used[x] && tracker_->RowsEqual(ends[x], s)) used[x] = cancelled = true;
+        }
+        if (!cancelled) {
+          rows.push_back(s);
+          ts.push_back(t);
+        }
+      }
+    });
+    if (!rows.empty()) out.Emit(tracker_->Gather(rows, ts, out_schema_));
+    return;
+  }
   // No start below `progress` can come any more, so rows ending below it can cancel nothing.
-  if (current_ < progress) {
-    if (mode_ == Mode::kHeap)
-      for (const RowRef& r : ending_now_) --retained_[r.seq - retained_.front().seq].live;
+  if (current_ < progress && duration_ && !duration_->infinite) {
     ending_now_.clear();
     consumed_.clear();
-    if (mode_ == Mode::kConstant) {
-      ExpireConstant(progress);
-      ending_now_.clear();  // rows ending exactly at `progress` stay: a start may still come there
-    } else if (mode_ == Mode::kHeap) {
-      while (!heap_.empty() && heap_.front().end < progress) {
-        std::pop_heap(heap_.begin(), heap_.end(), LaterEnd{});
-        --retained_[heap_.back().ref.seq - retained_.front().seq].live;
-        heap_.pop_back();
-      }
-      TrimHeapBatches();
-    }
+    ExpireConstant(progress);
+    ending_now_.clear();  // rows ending exactly at `progress` stay: a start may still come there
     current_ = Time::MinusInfinity();
   }
 }
 
 std::string IStream::Explain() const {
-  return "IStream (bag difference R(t) − R(t⁻); expiring rows: FIFO cursor for constant durations, heap otherwise)";
+  return constant_ ? "IStream (constant durations: FIFO cursor)" : "IStream (complete instants, expiration set)";
 }
 
 void RegisterIStream(OperatorRegistry& r) {
-  r.Register("istream", [](const OperatorSpec&, const std::vector<OperatorInput>& in) -> std::unique_ptr<Operator> {
+  r.Register("istream", [](const OperatorSpec& s, const std::vector<OperatorInput>& in,
+                           const OperatorContext&) -> std::unique_ptr<Operator> {
     CQ_CHECK(in.size() == 1, "istream takes one input");
     CQ_CHECK(in[0].kind == BatchKind::kLifetime, "ISTREAM's input must be a relation");
-    return std::make_unique<IStream>(*in[0].schema);
+    return std::make_unique<IStream>(*in[0].schema, PlannedConstant(s.params), PlannedPolicy(s.params));
   });
 }
 

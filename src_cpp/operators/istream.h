@@ -3,23 +3,29 @@
 // that start at t, minus (as a bag) the tuples that end at t. So a value that expires and starts
 // again at the same instant emits nothing, and a ghost (start = end) never emits.
 //
-// State: the rows whose end lies ahead, kept by reference to their batch (no copy).
-//  * Constant duration d (the planner's [Range T] / [Now] edges, STYLE §4): ends come in start
-//    order, so the retained batches themselves are the expiration FIFO and a cursor marks the
-//    first row not yet expired — no per-row bookkeeping at all. With d = ∞ nothing is kept.
-//  * Any other lifetimes: (end, row) entries in a binary heap.
+// Two strategies, chosen by the planner from the input edge's lifetime property (STYLE §4):
+//  * constant duration d ([Range T], [Now], [Range Unbounded]): ends come in start order, so the
+//    retained batches themselves are the expiration FIFO and a cursor marks the first row not yet
+//    expired — no per-row bookkeeping at all; each instant is decided as soon as it is seen,
+//    since no end at it can still be unknown. With d = ∞ nothing is kept.
+//  * anything else (known ends of any length, pending ends): a RelationTracker decides each
+//    instant once it is complete.
 #include <deque>
+#include <memory>
 #include <optional>
 
 #include "batch/row_equal.h"
+#include "lifetime/relation_tracker.h"
 #include "operators/operator.h"
 
 namespace cq {
 
 class IStream final : public Operator {
  public:
-  explicit IStream(const Schema& input);
+  // `constant`: the input's lifetimes all have one duration known at plan time.
+  IStream(const Schema& input, bool constant, ExpirationPolicy policy = ExpirationPolicy::kLazy);
   void Push(int port, const Batch& batch, Emitter& out) override;
+  void PushEnds(int port, const EndBatch& ends, Emitter& out) override;
   void AdvanceTo(Time progress, Emitter& out) override;
   const Schema& output_schema() const override { return schema_; }
   BatchKind output_kind() const override { return BatchKind::kStream; }
@@ -34,14 +40,9 @@ class IStream final : public Operator {
     uint64_t seq;
     uint32_t row;
   };
-  struct Entry {
-    Time end;
-    RowRef ref;
-  };
   struct Retained {
     uint64_t seq;
     Batch batch;
-    int64_t live;  // heap mode: entries still pointing here
   };
 
   const Batch& BatchOf(uint64_t seq) const;
@@ -54,24 +55,22 @@ class IStream final : public Operator {
   // data's pattern. Returns false when the batch does not qualify; what it did by then (expiring
   // rows that ended before the batch's first instant) is what the per-row path does first anyway.
   bool PushDistinctTicks(const Batch& batch, std::vector<uint32_t>& keep, bool& dropped);
-  // kConstant, ticks only: moves the cursor past rows that started before `threshold`.
+  // Constant, ticks only: moves the cursor past rows that started before `threshold`.
   void AdvanceCursorTicks(int64_t threshold);
-  void ExpireHeap(Time t);
-  void SwitchToHeap();
   // The input rows as a stream batch, less the rows not in `keep` when `dropped`.
   static void EmitStream(const Batch& batch, const std::vector<uint32_t>& keep, bool dropped, Emitter& out);
-  void TrimHeapBatches();
 
   Schema schema_;
   RowEqual equal_;
   std::deque<Retained> retained_;
   uint64_t next_seq_ = 0;
 
-  enum class Mode { kUnset, kConstant, kHeap } mode_ = Mode::kUnset;
-  Duration duration_;  // kConstant
-  // kConstant: the first retained row not yet expired: retained_.front(), logical row `cursor_`.
+  bool constant_;
+  std::optional<Duration> duration_;  // constant: set by the first batch
+  // constant: the first retained row not yet expired: retained_.front(), logical row `cursor_`.
   int64_t cursor_ = 0;
-  std::vector<Entry> heap_;  // kHeap
+  std::unique_ptr<RelationTracker> tracker_;  // general
+  std::shared_ptr<const Schema> out_schema_;
 
   Time current_ = Time::MinusInfinity();
   std::vector<RowRef> ending_now_;  // D(current_) as a bag

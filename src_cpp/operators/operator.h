@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "batch/batch.h"
+#include "lifetime/expiration_holder.h"
 #include "plan/json.h"
 #include "time/time.h"
 
@@ -18,6 +19,15 @@ class Emitter {
  public:
   virtual ~Emitter() = default;
   virtual void Emit(Batch batch) = 0;
+  // End times fixed for tuples that went out with a pending holder (paper 003 §4.1). A producer
+  // emits the ends a batch of input fixes before the rows that batch produces, and emits each
+  // holder's end exactly once; after that the id may be recycled.
+  virtual void EmitEnds(EndBatch ends) = 0;
+};
+
+// Engine-owned resources an operator may use.
+struct OperatorContext {
+  HolderTable* holders = nullptr;
 };
 
 class Operator {
@@ -26,6 +36,11 @@ class Operator {
 
   // Rows arrived on input `port`, in non-decreasing time order per port.
   virtual void Push(int port, const Batch& batch, Emitter& out) = 0;
+  // The ends of tuples that arrived earlier on `port` with a pending holder. Operators that pass
+  // each tuple's lifetime on unchanged (select, project, union all) pass the ends on: the holder
+  // id is the tuple's identity downstream. Stateful operators look the ids up in their
+  // undetermined set and ignore the others (the tuple never reached them).
+  virtual void PushEnds(int port, const EndBatch& ends, Emitter& out) { out.EmitEnds(ends); }
   // No input below `progress` will arrive on any port any more. Operators that hold results back
   // until they are final (expirations, pending ends) release them here. Time::Infinity() is close().
   virtual void AdvanceTo(Time progress, Emitter& out) {}

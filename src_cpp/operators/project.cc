@@ -46,7 +46,7 @@ std::string Project::Explain() const {
 }
 
 void RegisterProject(OperatorRegistry& r) {
-  r.Register("project", [](const OperatorSpec& s, const std::vector<OperatorInput>& in) -> std::unique_ptr<Operator> {
+  r.Register("project", [](const OperatorSpec& s, const std::vector<OperatorInput>& in, const OperatorContext&) -> std::unique_ptr<Operator> {
     CQ_CHECK(in.size() == 1, "project takes one input");
     std::vector<std::unique_ptr<Expression>> exprs;
     Schema out;

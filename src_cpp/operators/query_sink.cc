@@ -1,5 +1,7 @@
 #include "operators/query_sink.h"
 
+#include <algorithm>
+
 #include "engine/errors.h"
 #include "operators/registry.h"
 
@@ -7,21 +9,31 @@ namespace cq {
 
 namespace {
 
-Column TicksColumn(const Buffer& ticks, int64_t n) {
+Column Int64Column(const Buffer& values, int64_t n) {
   Column c;
   c.type = TypeId::kInt64;
   c.length = n;
-  c.values = ticks;
+  c.values = values;
   return c;
 }
 
 Column StepsColumn(const TimeColumn& t, int64_t n) {
-  if (t.has_steps()) return TicksColumn(t.steps, n);
-  Column c;
-  c.type = TypeId::kInt64;
-  c.length = n;
-  c.values = Buffer::AllocateZeroed(n * 8);
-  return c;
+  if (t.has_steps()) return Int64Column(t.steps, n);
+  return Int64Column(Buffer::AllocateZeroed(n * 8), n);
+}
+
+// End ticks with NULL where the tuple never ends.
+Column EndColumn(const TimeColumn& ends, int64_t n) {
+  Column end = Int64Column(ends.ticks, n);
+  const int64_t* et = ends.tick_data();
+  int64_t inf = 0;
+  for (int64_t i = 0; i < n; ++i) inf += et[i] == Time::kInfTick;
+  if (inf) {
+    end.validity = Buffer::Allocate(bitmap::Bytes(n));
+    for (int64_t i = 0; i < n; ++i) bitmap::SetTo(end.validity.data, i, et[i] != Time::kInfTick);
+    end.null_count = inf;
+  }
+  return end;
 }
 
 }  // namespace
@@ -41,38 +53,96 @@ QuerySink::QuerySink(std::string query, BatchKind kind, const Schema& input, boo
   }
 }
 
+void QuerySink::Append(OutputChunk chunk) {
+  queued_rows_ += chunk.length;
+  queue_.push_back(std::move(chunk));
+}
+
+void QuerySink::Output(const Batch& b, const uint32_t* rows, int64_t n, const TimeColumn* ends) {
+  OutputChunk chunk;
+  chunk.length = n;
+  TimeColumn start, end;
+  if (rows) {
+    for (const Column& c : b.columns) chunk.columns.push_back(Gather(c, rows, n));
+    start = GatherTime(b.sync, rows, n);
+  } else {
+    chunk.columns = b.columns;
+    start = b.sync;
+  }
+  chunk.columns.push_back(Int64Column(start.ticks, n));
+  if (kind_ == BatchKind::kStream) {
+    if (expose_steps_) chunk.columns.push_back(StepsColumn(start, n));
+    Append(std::move(chunk));
+    return;
+  }
+  if (ends) {
+    end = *ends;
+  } else {
+    Batch m = b.WithMaterializedEnd();
+    end = rows ? GatherTime(m.other, rows, n) : m.other;
+  }
+  chunk.columns.push_back(EndColumn(end, n));
+  if (expose_steps_) {
+    chunk.columns.push_back(StepsColumn(start, n));
+    chunk.columns.push_back(StepsColumn(end, n));
+  }
+  Append(std::move(chunk));
+}
+
 void QuerySink::Push(int, const Batch& in, Emitter&) {
   if (in.num_rows() == 0) return;
   CQ_CHECK(in.kind == kind_, "query sink got the wrong kind of batch");
   Batch b = in.Compact();
   const int64_t n = b.length;
-  OutputChunk chunk;
-  chunk.length = n;
-  chunk.columns = std::move(b.columns);
-  chunk.columns.push_back(TicksColumn(b.sync.ticks, n));
-  if (kind_ == BatchKind::kStream) {
-    if (expose_steps_) chunk.columns.push_back(StepsColumn(b.sync, n));
-  } else {
-    CQ_CHECK(b.holders.empty(), "relation output with pending ends arrives with the lifetime operators");
-    Batch m = b.WithMaterializedEnd();
-    // Tuples that never end are reported with a NULL end ("still alive at close").
-    Column end = TicksColumn(m.other.ticks, n);
-    const int64_t* et = m.other.tick_data();
-    int64_t inf = 0;
-    for (int64_t i = 0; i < n; ++i) inf += et[i] == Time::kInfTick;
-    if (inf) {
-      end.validity = Buffer::Allocate(bitmap::Bytes(n));
-      for (int64_t i = 0; i < n; ++i) bitmap::SetTo(end.validity.data, i, et[i] != Time::kInfTick);
-      end.null_count = inf;
-    }
-    chunk.columns.push_back(end);
-    if (expose_steps_) {
-      chunk.columns.push_back(StepsColumn(m.sync, n));
-      chunk.columns.push_back(StepsColumn(m.other, n));
-    }
+  if (kind_ == BatchKind::kStream || b.holders.empty()) {
+    Output(b, nullptr, n, nullptr);
+    return;
   }
-  queued_rows_ += n;
-  queue_.push_back(std::move(chunk));
+  // Rows whose end is known go out now; the others wait for their holder's end.
+  const HolderId* h = b.holders.as<const HolderId>();
+  std::vector<uint32_t> now, wait;
+  for (int64_t i = 0; i < n; ++i) (h[i] == kNoHolder ? now : wait).push_back(static_cast<uint32_t>(i));
+  if (!now.empty()) Output(b, now.size() == static_cast<size_t>(n) ? nullptr : now.data(),
+                           static_cast<int64_t>(now.size()), nullptr);
+  if (wait.empty()) return;
+  const uint32_t seq = next_seq_++;
+  for (uint32_t i : wait) {
+    if (h[i] >= slots_.size()) slots_.resize(std::max<size_t>(h[i] + 1, slots_.size() * 2));
+    CQ_CHECK(slots_[h[i]].row == Slot::kEmpty, "expiration holder " + std::to_string(h[i]) + " in use twice");
+    slots_[h[i]] = {seq, i};
+  }
+  waiting_ += static_cast<int64_t>(wait.size());
+  retained_.push_back({seq, std::move(b), static_cast<int64_t>(wait.size())});
+}
+
+void QuerySink::PushEnds(int, const EndBatch& ends, Emitter&) {
+  // Collect the rows that wait here, batch by batch (ends of one producer come in arrival order,
+  // so runs of one batch are long).
+  const HolderId* ids = ends.ids();
+  std::vector<uint32_t> rows, which;
+  uint32_t run_seq = 0;
+  auto flush = [&] {
+    if (rows.empty()) return;
+    const Retained& r = retained_[run_seq - retained_.front().seq];
+    TimeColumn e = GatherTime(ends.ends, which.data(), static_cast<int64_t>(which.size()));
+    Output(r.batch, rows.data(), static_cast<int64_t>(rows.size()), &e);
+    retained_[run_seq - retained_.front().seq].live -= static_cast<int64_t>(rows.size());
+    waiting_ -= static_cast<int64_t>(rows.size());
+    rows.clear();
+    which.clear();
+  };
+  for (int64_t k = 0; k < ends.length; ++k) {
+    const HolderId id = ids[k];
+    if (id >= slots_.size() || slots_[id].row == Slot::kEmpty) continue;  // never reached this query
+    const Slot s = slots_[id];
+    slots_[id].row = Slot::kEmpty;
+    if (!rows.empty() && s.seq != run_seq) flush();
+    run_seq = s.seq;
+    rows.push_back(s.row);
+    which.push_back(static_cast<uint32_t>(k));
+  }
+  flush();
+  while (!retained_.empty() && retained_.front().live == 0) retained_.pop_front();
 }
 
 std::vector<OutputChunk> QuerySink::Drain() {
@@ -87,7 +157,7 @@ std::string QuerySink::Explain() const {
 }
 
 void RegisterQuerySink(OperatorRegistry& r) {
-  r.Register("sink", [](const OperatorSpec& s, const std::vector<OperatorInput>& in) -> std::unique_ptr<Operator> {
+  r.Register("sink", [](const OperatorSpec& s, const std::vector<OperatorInput>& in, const OperatorContext&) -> std::unique_ptr<Operator> {
     CQ_CHECK(in.size() == 1, "sink takes one input");
     bool steps = false;
     if (const json::Value* e = s.params.find("expose_steps")) steps = e->boolean();

@@ -4,6 +4,8 @@
 //   stream-valued query:   user columns + ts            (+ ts_step with expose_steps)
 //   relation-valued query: user columns + start + end    (+ start_step, end_step); end is NULL for
 //                          a tuple that never ends (still alive at close).
+// A relation row is final when its end is: rows that arrive with a pending holder wait here (the
+// undetermined set of paper 003 §4.1, indexed by holder id) until their end is fixed.
 #include <deque>
 
 #include "operators/operator.h"
@@ -19,6 +21,7 @@ class QuerySink final : public Operator {
  public:
   QuerySink(std::string query, BatchKind kind, const Schema& input, bool expose_steps);
   void Push(int port, const Batch& batch, Emitter& out) override;
+  void PushEnds(int port, const EndBatch& ends, Emitter& out) override;
   const Schema& output_schema() const override { return output_; }
   BatchKind output_kind() const override { return kind_; }
   std::string Explain() const override;
@@ -26,8 +29,13 @@ class QuerySink final : public Operator {
   const std::string& query() const { return query_; }
   std::vector<OutputChunk> Drain();
   int64_t queued_rows() const { return queued_rows_; }
+  int64_t waiting_rows() const { return waiting_; }
 
  private:
+  // Rows of `b` (compact) with their ends, as an output chunk.
+  void Output(const Batch& b, const uint32_t* rows, int64_t n, const TimeColumn* ends);
+  void Append(OutputChunk chunk);
+
   std::string query_;
   BatchKind kind_;
   Schema input_;
@@ -35,6 +43,22 @@ class QuerySink final : public Operator {
   bool expose_steps_;
   std::deque<OutputChunk> queue_;
   int64_t queued_rows_ = 0;
+
+  // Rows waiting for their end: retained batches, and for each holder id where its row is.
+  struct Retained {
+    uint32_t seq;
+    Batch batch;
+    int64_t live;
+  };
+  struct Slot {
+    uint32_t seq = 0;
+    uint32_t row = kEmpty;
+    static constexpr uint32_t kEmpty = 0xFFFFFFFFu;
+  };
+  std::deque<Retained> retained_;
+  std::vector<Slot> slots_;
+  uint32_t next_seq_ = 0;
+  int64_t waiting_ = 0;
 };
 
 }  // namespace cq

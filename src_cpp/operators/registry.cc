@@ -13,6 +13,9 @@ const OperatorRegistry& OperatorRegistry::Global() {
     RegisterProject(r);
     RegisterIStream(r);
     RegisterQuerySink(r);
+    RegisterRowWindow(r);
+    RegisterDStream(r);
+    RegisterRStream(r);
     return r;
   }();
   return registry;
@@ -29,10 +32,11 @@ std::vector<std::string> OperatorRegistry::names() const {
 }
 
 std::unique_ptr<Operator> OperatorRegistry::Create(const OperatorSpec& spec,
-                                                   const std::vector<OperatorInput>& inputs) const {
+                                                   const std::vector<OperatorInput>& inputs,
+                                                   const OperatorContext& ctx) const {
   auto it = factories_.find(spec.op);
   CQ_CHECK(it != factories_.end(), "unknown operator '" + spec.op + "' in plan");
-  return it->second(spec, inputs);
+  return it->second(spec, inputs, ctx);
 }
 
 }  // namespace cq

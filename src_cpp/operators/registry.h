@@ -15,14 +15,15 @@ struct OperatorInput {
   BatchKind kind;
 };
 
-using OperatorFactory =
-    std::function<std::unique_ptr<Operator>(const OperatorSpec&, const std::vector<OperatorInput>&)>;
+using OperatorFactory = std::function<std::unique_ptr<Operator>(
+    const OperatorSpec&, const std::vector<OperatorInput>&, const OperatorContext&)>;
 
 class OperatorRegistry {
  public:
   static const OperatorRegistry& Global();
   void Register(const std::string& name, OperatorFactory factory);
-  std::unique_ptr<Operator> Create(const OperatorSpec& spec, const std::vector<OperatorInput>& inputs) const;
+  std::unique_ptr<Operator> Create(const OperatorSpec& spec, const std::vector<OperatorInput>& inputs,
+                                   const OperatorContext& ctx) const;
   std::vector<std::string> names() const;
 
  private:
@@ -36,5 +37,8 @@ void RegisterFilter(OperatorRegistry& r);
 void RegisterProject(OperatorRegistry& r);
 void RegisterIStream(OperatorRegistry& r);
 void RegisterQuerySink(OperatorRegistry& r);
+void RegisterRowWindow(OperatorRegistry& r);
+void RegisterDStream(OperatorRegistry& r);
+void RegisterRStream(OperatorRegistry& r);
 
 }  // namespace cq

@@ -15,7 +15,7 @@ void StreamScan::Push(int, const Batch& batch, Emitter& out) {
 std::string StreamScan::Explain() const { return "StreamScan " + stream_ + SchemaToString(*schema_); }
 
 void RegisterStreamScan(OperatorRegistry& r) {
-  r.Register("stream_scan", [](const OperatorSpec& s, const std::vector<OperatorInput>&) {
+  r.Register("stream_scan", [](const OperatorSpec& s, const std::vector<OperatorInput>&, const OperatorContext&) {
     return std::make_unique<StreamScan>(s.params["stream"].str(), SchemaFromJson(s.params["schema"]));
   });
 }

@@ -23,7 +23,7 @@ std::string ConstantDurationWindow::Explain() const {
 }
 
 void RegisterWindow(OperatorRegistry& r) {
-  r.Register("window", [](const OperatorSpec& s, const std::vector<OperatorInput>& in) -> std::unique_ptr<Operator> {
+  r.Register("window", [](const OperatorSpec& s, const std::vector<OperatorInput>& in, const OperatorContext&) -> std::unique_ptr<Operator> {
     CQ_CHECK(in.size() == 1, "window takes one input");
     CQ_CHECK(in[0].kind == BatchKind::kStream, "a window's input must be a stream");
     const std::string& kind = s.params["kind"].str();

@@ -25,4 +25,17 @@ Schema SchemaFromJson(const json::Value& v) {
   return schema;
 }
 
+bool PlannedConstant(const json::Value& spec) {
+  const json::Value* v = spec.find("lifetime");
+  return v && v->str() == "constant";
+}
+
+ExpirationPolicy PlannedPolicy(const json::Value& spec) {
+  const json::Value* v = spec.find("expiration");
+  if (!v || v->str() == "lazy") return ExpirationPolicy::kLazy;
+  if (v->str() == "insertion_sort") return ExpirationPolicy::kInsertionSort;
+  CQ_CHECK(v->str() == "fifo", "unknown expiration policy '" + v->str() + "'");
+  return ExpirationPolicy::kFifo;
+}
+
 }  // namespace cq

@@ -46,7 +46,7 @@ std::string Plan(const std::string& window, const std::string& predicate, bool i
             {"kind": "column", "index": 0, "type": "int64"}, {"kind": "column", "index": 1, "type": "utf8"}]})";
   last = 3;
   if (istream) {
-    ops += R"(, {"id": 4, "op": "istream", "inputs": [3]})";
+    ops += R"(, {"id": 4, "op": "istream", "inputs": [3], "lifetime": "constant"})";
     last = 4;
   }
   ops += R"(, {"id": 5, "op": "sink", "inputs": [)" + std::to_string(last) + R"(], "query": "q", "expose_steps": )" +

@@ -11,6 +11,17 @@ void DtsExecutor::NodeEmitter::Emit(Batch batch) {
   for (const Consumer& c : n.consumers) ex_->Deliver(c, batch);
 }
 
+void DtsExecutor::NodeEmitter::EmitEnds(EndBatch ends) {
+  if (ends.length == 0) return;
+  const Node& n = ex_->nodes_.at(node_);
+  for (const Consumer& c : n.consumers) ex_->DeliverEnds(c, ends);
+}
+
+void DtsExecutor::DeliverEnds(const Consumer& c, const EndBatch& ends) {
+  Node& n = nodes_.at(c.node);
+  n.op->PushEnds(c.port, ends, *n.emitter);
+}
+
 void DtsExecutor::Deliver(const Consumer& c, const Batch& batch) {
   Node& n = nodes_.at(c.node);
   n.op->Push(c.port, batch, *n.emitter);

@@ -37,6 +37,7 @@ class DtsExecutor {
    public:
     NodeEmitter(DtsExecutor* ex, int node) : ex_(ex), node_(node) {}
     void Emit(Batch batch) override;
+    void EmitEnds(EndBatch ends) override;
 
    private:
     DtsExecutor* ex_;
@@ -51,6 +52,7 @@ class DtsExecutor {
   };
 
   void Deliver(const Consumer& c, const Batch& batch);
+  void DeliverEnds(const Consumer& c, const EndBatch& ends);
   std::vector<int> TopologicalOrder() const;
 
   std::map<int, Node> nodes_;

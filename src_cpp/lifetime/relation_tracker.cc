@@ -1,0 +1,190 @@
+#include "lifetime/relation_tracker.h"
+
+#include <algorithm>
+
+#include "batch/row_equal.h"
+#include "engine/errors.h"
+
+namespace cq {
+
+RelationTracker::RelationTracker(ExpirationPolicy policy, bool track_alive)
+    : track_alive_(track_alive), expiring_(policy) {}
+
+void RelationTracker::Push(const Batch& in) {
+  FlushReleases();
+  if (in.num_rows() == 0) return;
+  Batch b = in.Compact();
+  if (!equal_) equal_ = std::make_unique<RowEqual>(*b.schema);
+  const uint32_t seq = next_seq_++;
+  const int64_t n = b.length;
+  const HolderId* h = b.holders.empty() ? nullptr : b.holders.as<const HolderId>();
+  for (int64_t i = 0; i < n; ++i) {
+    held_.push_back({seq, static_cast<uint32_t>(i)});
+    if (h && h[i] != kNoHolder) held_pending_[h[i]] = Time::MinusInfinity();
+  }
+  retained_.push_back({seq, std::move(b), n});
+}
+
+void RelationTracker::PushEnds(const EndBatch& ends) {
+  FlushReleases();
+  const HolderId* ids = ends.ids();
+  for (int64_t k = 0; k < ends.length; ++k) {
+    const HolderId id = ids[k];
+    const Time end = ends.ends.At(k);
+    if (id < undetermined_.size() && undetermined_[id].row != kNone) {
+      RowRef r = undetermined_[id];
+      undetermined_[id].row = kNone;
+      if (end.IsInfinite()) {
+        if (!track_alive_) Release(r);  // never ends: nothing more to see of it
+      } else {
+        expiring_.Insert({end, r});
+      }
+      continue;
+    }
+    if (auto it = held_pending_.find(id); it != held_pending_.end()) it->second = end;
+  }
+}
+
+void RelationTracker::FlushReleases() {
+  for (const RowRef& r : released_) --retained_[r.seq - retained_.front().seq].live;
+  released_.clear();
+  Trim();
+}
+
+void RelationTracker::Trim() {
+  while (!retained_.empty() && retained_.front().live == 0) retained_.pop_front();
+}
+
+void RelationTracker::Started(RowRef r, Time start, Time end) {
+  if (track_alive_) {
+    alive_pos_[Key(r)] = alive_.size();
+    alive_.push_back(r);
+  }
+  if (!end.IsInfinite()) {
+    expiring_.Insert({end, r});
+  } else if (!track_alive_) {
+    Release(r);
+  }
+}
+
+void RelationTracker::Ended(RowRef r) {
+  if (track_alive_) {
+    auto it = alive_pos_.find(Key(r));
+    CQ_CHECK(it != alive_pos_.end(), "an ending tuple was not alive");
+    const size_t pos = it->second;
+    alive_pos_.erase(it);
+    if (pos + 1 != alive_.size()) {
+      alive_[pos] = alive_.back();
+      alive_pos_[Key(alive_[pos])] = pos;
+    }
+    alive_.pop_back();
+  }
+}
+
+Time RelationTracker::next_instant() const {
+  Time t = expiring_.next_end();
+  if (!held_.empty()) t = std::min(t, batch(held_.front().seq).StartAt(held_.front().row));
+  return t;
+}
+
+void RelationTracker::AdvanceTo(Time progress, const Visitor& visit) {
+  FlushReleases();
+  std::vector<RowRef> starts, ends;
+  for (;;) {
+    const Time t = next_instant();
+    if (!(t < progress)) break;
+    starts.clear();
+    ends.clear();
+    expiring_.ExpireThrough(t, [&](const Entry& e) { ends.push_back(e.ref); });
+    while (!held_.empty()) {
+      const RowRef r = held_.front();
+      const Batch& b = batch(r.seq);
+      if (b.StartAt(r.row) != t) break;
+      held_.pop_front();
+      Time end;
+      bool pending = false;
+      if (b.EndPending(r.row)) {
+        const HolderId id = b.holders.as<const HolderId>()[r.row];
+        auto it = held_pending_.find(id);
+        CQ_CHECK(it != held_pending_.end(), "pending start lost its holder");
+        end = it->second;
+        pending = end == Time::MinusInfinity();
+        held_pending_.erase(it);
+        if (pending) {
+          if (id >= undetermined_.size()) undetermined_.resize(std::max<size_t>(id + 1, undetermined_.size() * 2), {0, kNone});
+          undetermined_[id] = r;
+        }
+      } else {
+        end = b.EndAt(r.row);
+      }
+      if (!pending && end == t) {
+        Release(r);  // a ghost: in I(t) and D(t) at once, so in neither
+        continue;
+      }
+      starts.push_back(r);
+      if (pending) {
+        if (track_alive_) {
+          alive_pos_[Key(r)] = alive_.size();
+          alive_.push_back(r);
+        }
+      } else {
+        Started(r, t, end);
+      }
+    }
+    for (const RowRef& r : ends) Ended(r);
+    visit(t, starts, ends);
+    for (const RowRef& r : ends) Release(r);
+  }
+}
+
+std::vector<RelationTracker::RowRef> RelationTracker::alive() const { return alive_; }
+
+bool RelationTracker::RowsEqual(RowRef a, RowRef b) const {
+  return (*equal_)(batch(a.seq).columns, a.row, batch(b.seq).columns, b.row);
+}
+
+Batch RelationTracker::Gather(const std::vector<RowRef>& rows, const std::vector<Time>& ts,
+                              const std::shared_ptr<const Schema>& schema) const {
+  Batch out;
+  out.kind = BatchKind::kStream;
+  out.schema = schema;
+  const int64_t n = static_cast<int64_t>(rows.size());
+  out.length = n;
+  CQ_CHECK(n > 0, "gathering no rows");
+  // Gather runs of rows from one batch, then concatenate the runs column by column.
+  std::vector<std::vector<Column>> parts;
+  std::vector<uint32_t> idx;
+  size_t i = 0;
+  while (i < rows.size()) {
+    const uint32_t seq = rows[i].seq;
+    idx.clear();
+    while (i < rows.size() && rows[i].seq == seq) idx.push_back(rows[i++].row);
+    const Batch& b = batch(seq);
+    std::vector<Column> cols;
+    for (const Column& c : b.columns) cols.push_back(cq::Gather(c, idx.data(), static_cast<int64_t>(idx.size())));
+    parts.push_back(std::move(cols));
+  }
+  const size_t ncols = schema->size();
+  for (size_t c = 0; c < ncols; ++c) {
+    std::vector<const Column*> ptrs;
+    for (const auto& p : parts) ptrs.push_back(&p[c]);
+    out.columns.push_back(ptrs.size() == 1 ? *ptrs[0] : Concat(ptrs.data(), static_cast<int64_t>(ptrs.size())));
+  }
+  out.sync.ticks = Buffer::Allocate(n * 8);
+  bool steps = false;
+  for (const Time& t : ts) steps |= t.step != 0;
+  if (steps) out.sync.steps = Buffer::Allocate(n * 8);
+  for (int64_t k = 0; k < n; ++k) {
+    out.sync.ticks.as<int64_t>()[k] = ts[k].tick;
+    if (steps) out.sync.steps.as<int64_t>()[k] = ts[k].step;
+  }
+  return out;
+}
+
+int64_t RelationTracker::retained_rows() const {
+  int64_t n = -static_cast<int64_t>(released_.size());
+  for (const Retained& r : retained_) n += r.live;
+  return n;
+}
+
+}  // namespace cq

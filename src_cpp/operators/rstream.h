@@ -1,0 +1,30 @@
+#pragma once
+// RSTREAM(R): at every tick t (step 0) while R is non-empty, emits every tuple of R(t) with
+// timestamp t (SPEC §4). A firing point of the DTS executor (paper 000 §3.2): it produces output at
+// ticks where its input is silent. Ticks are emitted once complete; close() emits up to the last
+// tick the input reached (its latest timestamp or advance), not to infinity.
+#include "lifetime/relation_tracker.h"
+#include "operators/operator.h"
+
+namespace cq {
+
+class RStream final : public Operator {
+ public:
+  RStream(const Schema& input, ExpirationPolicy policy);
+  void Push(int port, const Batch& batch, Emitter& out) override;
+  void PushEnds(int port, const EndBatch& ends, Emitter& out) override;
+  void AdvanceTo(Time progress, Emitter& out) override;
+  const Schema& output_schema() const override { return *schema_; }
+  BatchKind output_kind() const override { return BatchKind::kStream; }
+  std::string Explain() const override { return "RStream (every tick)"; }
+
+ private:
+  void EmitTicks(int64_t from, int64_t to, Emitter& out);  // ticks [from, to) of the current R
+
+  std::shared_ptr<const Schema> schema_;
+  RelationTracker tracker_;
+  int64_t next_tick_ = Time::kMinTick;  // the first tick not emitted yet
+  int64_t last_finite_ = Time::kMinTick;  // the furthest finite progress seen
+};
+
+}  // namespace cq
