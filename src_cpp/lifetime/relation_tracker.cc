@@ -19,8 +19,9 @@ void RelationTracker::Push(const Batch& in) {
   const int64_t n = b.length;
   const HolderId* h = b.holders.empty() ? nullptr : b.holders.as<const HolderId>();
   for (int64_t i = 0; i < n; ++i) {
-    held_.push_back({seq, static_cast<uint32_t>(i)});
-    if (h && h[i] != kNoHolder) held_pending_[h[i]] = Time::MinusInfinity();
+    const bool pending = h && h[i] != kNoHolder;
+    if (pending) held_pending_[h[i]] = held_base_ + held_.size();
+    held_.push_back({{seq, static_cast<uint32_t>(i)}, pending ? Time::MinusInfinity() : b.EndAt(i)});
   }
   retained_.push_back({seq, std::move(b), n});
 }
@@ -41,7 +42,10 @@ void RelationTracker::PushEnds(const EndBatch& ends) {
       }
       continue;
     }
-    if (auto it = held_pending_.find(id); it != held_pending_.end()) it->second = end;
+    if (auto it = held_pending_.find(id); it != held_pending_.end()) {
+      held_[it->second - held_base_].end = end;
+      held_pending_.erase(it);
+    }
   }
 }
 
@@ -83,7 +87,7 @@ void RelationTracker::Ended(RowRef r) {
 
 Time RelationTracker::next_instant() const {
   Time t = expiring_.next_end();
-  if (!held_.empty()) t = std::min(t, batch(held_.front().seq).StartAt(held_.front().row));
+  if (!held_.empty()) t = std::min(t, batch(held_.front().ref.seq).StartAt(held_.front().ref.row));
   return t;
 }
 
@@ -97,25 +101,19 @@ void RelationTracker::AdvanceTo(Time progress, const Visitor& visit) {
     ends.clear();
     expiring_.ExpireThrough(t, [&](const Entry& e) { ends.push_back(e.ref); });
     while (!held_.empty()) {
-      const RowRef r = held_.front();
+      const RowRef r = held_.front().ref;
       const Batch& b = batch(r.seq);
       if (b.StartAt(r.row) != t) break;
+      const Time end = held_.front().end;
       held_.pop_front();
-      Time end;
-      bool pending = false;
-      if (b.EndPending(r.row)) {
+      ++held_base_;
+      const bool pending = end == Time::MinusInfinity();
+      if (pending) {
         const HolderId id = b.holders.as<const HolderId>()[r.row];
-        auto it = held_pending_.find(id);
-        CQ_CHECK(it != held_pending_.end(), "pending start lost its holder");
-        end = it->second;
-        pending = end == Time::MinusInfinity();
-        held_pending_.erase(it);
-        if (pending) {
-          if (id >= undetermined_.size()) undetermined_.resize(std::max<size_t>(id + 1, undetermined_.size() * 2), {0, kNone});
-          undetermined_[id] = r;
-        }
-      } else {
-        end = b.EndAt(r.row);
+        held_pending_.erase(id);
+        if (id >= undetermined_.size())
+          undetermined_.resize(std::max<size_t>(id + 1, undetermined_.size() * 2), {0, kNone});
+        undetermined_[id] = r;
       }
       if (!pending && end == t) {
         Release(r);  // a ghost: in I(t) and D(t) at once, so in neither

@@ -68,9 +68,15 @@ class RelationTracker {
   bool track_alive_;
   std::deque<Retained> retained_;
   uint32_t next_seq_ = 0;
-  std::deque<RowRef> held_;  // starts whose instant is not complete yet, in start order
-  // Ends fixed while their start is still held: holder -> end (MinusInfinity: not fixed yet).
-  std::unordered_map<HolderId, Time> held_pending_;
+  // Starts whose instant is not complete yet, in start order. A pending end fixed while its start
+  // is held is written here at once: the holder id may be recycled as soon as its end is out.
+  struct Held {
+    RowRef ref;
+    Time end;  // MinusInfinity(): still pending
+  };
+  std::deque<Held> held_;
+  uint64_t held_base_ = 0;  // absolute position of held_.front()
+  std::unordered_map<HolderId, uint64_t> held_pending_;  // holder -> absolute position in held_
   std::vector<RowRef> undetermined_;  // by holder id; row == kNone when empty
   ExpirationSet<Entry> expiring_;
   // track_alive: alive rows, with their position for O(1) removal.

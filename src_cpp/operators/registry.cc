@@ -16,6 +16,8 @@ const OperatorRegistry& OperatorRegistry::Global() {
     RegisterRowWindow(r);
     RegisterDStream(r);
     RegisterRStream(r);
+    RegisterSlideWindow(r);
+    RegisterPartitionRowWindow(r);
     return r;
   }();
   return registry;

@@ -40,5 +40,7 @@ void RegisterQuerySink(OperatorRegistry& r);
 void RegisterRowWindow(OperatorRegistry& r);
 void RegisterDStream(OperatorRegistry& r);
 void RegisterRStream(OperatorRegistry& r);
+void RegisterSlideWindow(OperatorRegistry& r);
+void RegisterPartitionRowWindow(OperatorRegistry& r);
 
 }  // namespace cq

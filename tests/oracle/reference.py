@@ -103,24 +103,48 @@ def evaluate(e: Expr, row: dict) -> Any:
     return wrap64({"+": a + b, "-": a - b, "*": a * b}[op])
 
 
-def lifetime(t: int, window: tuple) -> tuple[tuple, tuple]:
-    """(start, end) of a row at tick t under a window: ("now",), ("range", T), ("unbounded",)."""
-    start = (t, 0)
-    if window[0] == "now":
-        return start, (t, 1)
-    if window[0] == "range":
-        return start, (t + window[1], 0)
-    return start, INF
+def ceil_to(x: int, s: int) -> int:
+    return -((-x) // s) * s
+
+
+def lifetimes(rows: list[dict], window: tuple) -> list[tuple[tuple, tuple]]:
+    """(start, end) of every input row under a window, straight from SPEC §4:
+    ("now",) ⟨v, t, t+ε⟩ · ("range", T) ⟨v, t, t+T⟩ · ("unbounded",) ⟨v, t, ∞⟩ ·
+    ("slide", T, S) ⟨v, ⌈t/S⌉S, ⌈(t+T)/S⌉S⟩ · ("rows", N) ⟨v, t_i, t_{i+N}⟩ ·
+    ("partition", key, N) the same within each value of column `key` (arrival order)."""
+    ts = [r["ts"] for r in rows]
+    kind = window[0]
+    if kind == "now":
+        return [((t, 0), (t, 1)) for t in ts]
+    if kind == "range":
+        return [((t, 0), (t + window[1], 0)) for t in ts]
+    if kind == "unbounded":
+        return [((t, 0), INF) for t in ts]
+    if kind == "slide":
+        T, S = window[1], window[2]
+        return [((ceil_to(t, S), 0), (ceil_to(t + T, S), 0)) for t in ts]
+    if kind == "rows":
+        N = window[1]
+        return [((t, 0), (ts[i + N], 0) if i + N < len(ts) else INF) for i, t in enumerate(ts)]
+    assert kind == "partition"
+    key, N = window[1], window[2]
+    out = []
+    for i, r in enumerate(rows):
+        later = [j for j in range(i + 1, len(rows)) if rows[j][key] == r[key]]
+        end = (ts[later[N - 1]], 0) if len(later) >= N else INF
+        out.append(((ts[i], 0), end))
+    return out
 
 
 def relation(rows: list[dict], window: tuple, where: Optional[Expr],
              select: list[Expr]) -> list[tuple[tuple, tuple, tuple]]:
-    """The lifetime tuples (values, start, end) of SELECT select FROM s [window] WHERE where."""
+    """The lifetime tuples (values, start, end) of SELECT select FROM s [window] WHERE where.
+    The window applies to the stream first, the WHERE to the relation (a row filtered out still
+    counts in a row window)."""
     out = []
-    for r in rows:
+    for r, (start, end) in zip(rows, lifetimes(rows, window)):
         if where is not None and evaluate(where, r) is not True:
             continue
-        start, end = lifetime(r["ts"], window)
         out.append((tuple(evaluate(e, r) for e in select), start, end))
     return out
 
@@ -136,6 +160,35 @@ def istream(rel: list[tuple[tuple, tuple, tuple]]) -> Counter:
     for t, born in starts.items():
         for v, n in (born - ends.get(t, Counter())).items():
             out[(v, t)] += n
+    return out
+
+
+def dstream(rel: list[tuple[tuple, tuple, tuple]]) -> Counter:
+    """DSTREAM as bags per instant: Counter of (values, instant) for v in R(t⁻) − R(t)."""
+    starts: dict[tuple, Counter] = {}
+    ends: dict[tuple, Counter] = {}
+    for v, s, e in rel:
+        starts.setdefault(s, Counter())[v] += 1
+        ends.setdefault(e, Counter())[v] += 1
+    out: Counter = Counter()
+    for t, died in ends.items():
+        if t == INF:
+            continue
+        for v, n in (died - starts.get(t, Counter())).items():
+            out[(v, t)] += n
+    return out
+
+
+def rstream(rel: list[tuple[tuple, tuple, tuple]], last_tick: int) -> Counter:
+    """RSTREAM as bags per tick: all of R((T, 0)) at every tick T from the first start up to
+    ``last_tick`` (the furthest the input reached; close() does not emit to infinity)."""
+    out: Counter = Counter()
+    if not rel:
+        return out
+    first = min(s[0] for _, s, _ in rel)
+    for tick in range(first, last_tick + 1):
+        for v, n in alive_at(rel, (tick, 0)).items():
+            out[(v, (tick, 0))] += n
     return out
 
 

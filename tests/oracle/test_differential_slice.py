@@ -1,9 +1,9 @@
 """The engine against the reference evaluator on generated queries and data (hypothesis).
 
-Queries: SELECT <generated expressions> FROM s [Now | Range T | Range Unbounded] [WHERE <generated
-condition>], as a relation and under ISTREAM. Data: nulls, ties and bursts of equal timestamps,
-pushed in random batch sizes (batch boundaries inside runs of equal timestamps included), with
-heartbeats in between. Set CQ_HYPOTHESIS_EXAMPLES to run more cases than the default 300.
+Queries: SELECT <generated expressions> FROM s <every window of SPEC §4> [WHERE <generated
+condition>], as a relation and under ISTREAM, DSTREAM and RSTREAM. Data: nulls, ties and bursts of
+equal timestamps, pushed in random batch sizes (batch boundaries inside runs of equal timestamps
+included), with heartbeats in between. Set CQ_HYPOTHESIS_EXAMPLES to run more than the default 300.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import cq_py
-from oracle.reference import INF, Col, Lit, Op, equivalent, istream, relation
+from oracle.reference import INF, Col, Lit, Op, dstream, equivalent, istream, relation, rstream
 
 EXAMPLES = int(os.environ.get("CQ_HYPOTHESIS_EXAMPLES", "300"))
 
@@ -106,11 +106,22 @@ def data(draw):
     return rows, cuts
 
 
-windows = st.one_of(st.just(("now",)), st.just(("unbounded",)),
-                    st.integers(0, 6).map(lambda T: ("range", T)))
+windows = st.one_of(
+    st.just(("now",)), st.just(("unbounded",)),
+    st.integers(0, 6).map(lambda T: ("range", T)),
+    st.tuples(st.integers(0, 7), st.integers(1, 4)).map(lambda p: ("slide", p[0], p[1])),
+    st.integers(1, 4).map(lambda N: ("rows", N)),
+    st.tuples(st.sampled_from(["a", "c"]), st.integers(1, 3)).map(lambda p: ("partition", p[0], p[1])),
+)
 
 
 def window_sql(w) -> str:
+    if w[0] == "slide":
+        return f"[Range {w[1]} Slide {w[2]}]"
+    if w[0] == "rows":
+        return f"[Rows {w[1]}]"
+    if w[0] == "partition":
+        return f"[Partition By {w[1]} Rows {w[2]}]"
     return {"now": "[Now]", "unbounded": "[Range Unbounded]"}.get(w[0]) or f"[Range {w[1]}]"
 
 
@@ -137,7 +148,8 @@ def test_engine_equals_reference(dataset, window, where, select):
     rows, cuts = dataset
     items = ", ".join(f"{render(e)} AS x{i}" for i, e in enumerate(select))
     body = f"SELECT {items} FROM s {window_sql(window)}" + (f" WHERE {render(where)}" if where else "")
-    cql = SCHEMA + f"REGISTER QUERY r AS {body}; REGISTER QUERY i AS ISTREAM({body});"
+    cql = SCHEMA + (f"REGISTER QUERY r AS {body}; REGISTER QUERY i AS ISTREAM({body});"
+                    f"REGISTER QUERY d AS DSTREAM({body}); REGISTER QUERY rs AS RSTREAM({body});")
     out = run_engine(cql, rows, cuts)
     names = [f"x{i}" for i in range(len(select))]
 
@@ -147,8 +159,15 @@ def test_engine_equals_reference(dataset, window, where, select):
                for r in out["r"].to_pylist()]
     assert equivalent(got_rel, expected_rel), cql
 
-    got_i = Counter((tuple(r[n] for n in names), (r["ts"], r["ts_step"])) for r in out["i"].to_pylist())
-    assert got_i == istream(expected_rel), cql
-    # Rows come in time order.
-    stamps = [(r["ts"], r["ts_step"]) for r in out["i"].to_pylist()]
-    assert stamps == sorted(stamps)
+    def bag(query):
+        return Counter((tuple(r[n] for n in names), (r["ts"], r["ts_step"]))
+                       for r in out[query].to_pylist())
+
+    assert bag("i") == istream(expected_rel), cql
+    assert bag("d") == dstream(expected_rel), cql
+    last_tick = rows[-1]["ts"] if rows else 0
+    assert bag("rs") == rstream(expected_rel, last_tick), cql
+    # Stream rows come in time order.
+    for query in ("i", "d", "rs"):
+        stamps = [(r["ts"], r["ts_step"]) for r in out[query].to_pylist()]
+        assert stamps == sorted(stamps), (query, cql)

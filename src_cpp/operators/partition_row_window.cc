@@ -1,0 +1,143 @@
+#include "operators/partition_row_window.h"
+
+#include <cstring>
+
+#include "engine/errors.h"
+#include "operators/registry.h"
+
+namespace cq {
+
+PartitionRowWindow::PartitionRowWindow(int64_t rows, std::vector<int> keys, const Schema& input,
+                                       HolderTable* holders)
+    : rows_(rows), keys_(std::move(keys)), schema_(input), holders_(holders) {
+  CQ_CHECK(rows_ > 0, "a row window holds at least one row");
+}
+
+void PartitionRowWindow::EncodeKey(const Batch& b, int64_t row, std::string* out) const {
+  out->clear();
+  for (int k : keys_) {
+    const Column& c = b.columns[k];
+    if (!c.IsValid(row)) {
+      out->push_back('\0');  // NULL is one partition, as in SQL's PARTITION BY / GROUP BY
+      continue;
+    }
+    out->push_back('\1');
+    switch (c.type) {
+      case TypeId::kInt64: out->append(reinterpret_cast<const char*>(&c.i64()[row]), 8); break;
+      case TypeId::kFloat64: {
+        double v = c.f64()[row];
+        if (v == 0) v = 0;  // -0.0 and 0.0 are one key
+        out->append(reinterpret_cast<const char*>(&v), 8);
+        break;
+      }
+      case TypeId::kBool: out->push_back(c.BoolAt(row) ? '\1' : '\0'); break;
+      case TypeId::kUtf8: {
+        std::string_view s = c.StrAt(row);
+        const uint32_t len = static_cast<uint32_t>(s.size());
+        out->append(reinterpret_cast<const char*>(&len), 4);
+        out->append(s);
+        break;
+      }
+      case TypeId::kNull: break;
+    }
+  }
+}
+
+void PartitionRowWindow::Push(int, const Batch& in, Emitter& out) {
+  const Batch batch = in.Compact();
+  const int64_t n = batch.length;
+  if (n == 0) return;
+  const uint32_t seq = batch_seq_++;
+  Batch o = batch;
+  o.kind = BatchKind::kLifetime;
+  o.constant_duration.reset();
+  o.other.ticks = Buffer::Allocate(n * 8);
+  const bool steps = batch.sync.has_steps();
+  if (steps) o.other.steps = Buffer::AllocateZeroed(n * 8);
+  int64_t* et = o.other.ticks.as<int64_t>();
+  o.holders = Buffer::Allocate(n * sizeof(HolderId));
+  HolderId* h = o.holders.as<HolderId>();
+  holders_->Allocate(n, h);
+
+  std::vector<HolderId> ended_ids;
+  std::vector<uint32_t> ended_by;  // the row whose arrival fixes the end
+  std::vector<HolderId> unused;    // ids of rows that ended inside this batch: never emitted
+  std::string key;
+  for (int64_t i = 0; i < n; ++i) {
+    et[i] = Time::kInfTick;
+    EncodeKey(batch, i, &key);
+    auto [it, fresh] = slot_of_.try_emplace(key, static_cast<uint32_t>(queues_.size()));
+    if (fresh) queues_.emplace_back();
+    Queue& q = queues_[it->second];
+    if (static_cast<int64_t>(q.size()) == rows_) {
+      const Pending old = q.items[q.head++];
+      if (old.batch == seq) {
+        // Its N-th successor is in the same batch: it leaves with its end set.
+        et[old.row] = batch.sync.tick_data()[i];
+        if (steps) o.other.steps.as<int64_t>()[old.row] = batch.sync.step_data()[i];
+        unused.push_back(h[old.row]);
+        h[old.row] = kNoHolder;
+      } else {
+        ended_ids.push_back(old.id);
+        ended_by.push_back(static_cast<uint32_t>(i));
+      }
+      if (q.head > 32 && q.head * 2 > q.items.size()) {
+        q.items.erase(q.items.begin(), q.items.begin() + q.head);
+        q.head = 0;
+      }
+    }
+    q.items.push_back({h[i], seq, static_cast<uint32_t>(i)});
+  }
+  // Queue entries keep the id of a row that ended inside the batch no more: it went out without a
+  // holder. (They were popped above; only still-queued entries can carry this batch's seq.)
+  holders_->Release(unused.data(), static_cast<int64_t>(unused.size()));
+  if (!ended_ids.empty()) {
+    EndBatch ends;
+    ends.length = static_cast<int64_t>(ended_ids.size());
+    ends.holders = Buffer::Allocate(ends.length * sizeof(HolderId));
+    std::memcpy(ends.holders.data, ended_ids.data(), ended_ids.size() * sizeof(HolderId));
+    ends.ends = GatherTime(batch.sync, ended_by.data(), ends.length);
+    out.EmitEnds(ends);
+    holders_->Release(ended_ids.data(), ends.length);
+  }
+  out.Emit(std::move(o));
+}
+
+void PartitionRowWindow::AdvanceTo(Time progress, Emitter& out) {
+  if (!progress.IsInfinite()) return;
+  // At close the tuples still in their partitions never end.
+  std::vector<HolderId> ids;
+  for (Queue& q : queues_) {
+    for (size_t k = q.head; k < q.items.size(); ++k) ids.push_back(q.items[k].id);
+    q.items.clear();
+    q.head = 0;
+  }
+  if (ids.empty()) return;
+  EndBatch ends;
+  ends.length = static_cast<int64_t>(ids.size());
+  ends.holders = Buffer::Allocate(ends.length * sizeof(HolderId));
+  std::memcpy(ends.holders.data, ids.data(), ids.size() * sizeof(HolderId));
+  ends.ends.ticks = Buffer::Allocate(ends.length * 8);
+  for (int64_t k = 0; k < ends.length; ++k) ends.ends.ticks.as<int64_t>()[k] = Time::kInfTick;
+  out.EmitEnds(ends);
+  holders_->Release(ids.data(), ends.length);
+}
+
+std::string PartitionRowWindow::Explain() const {
+  std::string k;
+  for (int c : keys_) k += (k.empty() ? "" : ", ") + schema_[c].name;
+  return "Window [Partition By " + k + " Rows " + std::to_string(rows_) + "]";
+}
+
+void RegisterPartitionRowWindow(OperatorRegistry& r) {
+  r.Register("partition_row_window", [](const OperatorSpec& s, const std::vector<OperatorInput>& in,
+                                        const OperatorContext& ctx) -> std::unique_ptr<Operator> {
+    CQ_CHECK(in.size() == 1 && in[0].kind == BatchKind::kStream, "a window reads one stream");
+    std::vector<int> keys;
+    for (const json::Value& k : s.params["keys"].array()) keys.push_back(static_cast<int>(k.integer()));
+    return std::make_unique<PartitionRowWindow>(s.params["rows"].integer(), std::move(keys), *in[0].schema,
+                                                ctx.holders);
+  });
+}
+
+}  // namespace cq

@@ -1,0 +1,48 @@
+#pragma once
+// [Partition By k, ... Rows N]: [Rows N] within each partition — a tuple ends when the N-th later
+// tuple with the same key arrives (paper 000 Fig. 1 keeps one row per stock id this way). Ends are
+// pending until then, exactly as in RowWindow.
+//
+// State per key: the holder ids of its pending tuples, oldest first. Keys are looked up by their
+// encoded bytes; 1,000,000 keys cost a few tens of bytes each.
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "operators/operator.h"
+
+namespace cq {
+
+class PartitionRowWindow final : public Operator {
+ public:
+  PartitionRowWindow(int64_t rows, std::vector<int> keys, const Schema& input, HolderTable* holders);
+  void Push(int port, const Batch& batch, Emitter& out) override;
+  void AdvanceTo(Time progress, Emitter& out) override;
+  const Schema& output_schema() const override { return schema_; }
+  BatchKind output_kind() const override { return BatchKind::kLifetime; }
+  std::string Explain() const override;
+  size_t partitions() const { return slot_of_.size(); }
+
+ private:
+  struct Pending {
+    HolderId id;
+    uint32_t batch;  // which Push created it (to spot tuples of the batch being processed)
+    uint32_t row;
+  };
+  struct Queue {
+    std::vector<Pending> items;
+    uint32_t head = 0;
+    size_t size() const { return items.size() - head; }
+  };
+  void EncodeKey(const Batch& b, int64_t row, std::string* out) const;
+
+  int64_t rows_;
+  std::vector<int> keys_;
+  Schema schema_;
+  HolderTable* holders_;
+  std::unordered_map<std::string, uint32_t> slot_of_;
+  std::vector<Queue> queues_;
+  uint32_t batch_seq_ = 0;
+};
+
+}  // namespace cq

@@ -1,0 +1,22 @@
+#pragma once
+// [Range T Slide S] (SPEC §4): ⟨v, t⟩ becomes ⟨v, ⌈t/S⌉·S, ⌈(t+T)/S⌉·S⟩ — the window is
+// evaluated at multiples of S, so a tuple appears at the first slide boundary at or after it and
+// leaves at the first boundary at or after t + T. Both ends are known at once (materialized).
+#include "operators/operator.h"
+
+namespace cq {
+
+class SlideWindow final : public Operator {
+ public:
+  SlideWindow(int64_t range, int64_t slide, const Schema& input);
+  void Push(int port, const Batch& batch, Emitter& out) override;
+  const Schema& output_schema() const override { return schema_; }
+  BatchKind output_kind() const override { return BatchKind::kLifetime; }
+  std::string Explain() const override;
+
+ private:
+  int64_t range_, slide_;
+  Schema schema_;
+};
+
+}  // namespace cq
