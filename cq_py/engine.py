@@ -60,10 +60,11 @@ class Engine:
             raise ValueError(f"lifetime must be one of {', '.join(LIFETIMES)}; found {lifetime!r}")
         if executor not in EXECUTORS:
             raise ValueError(f"executor must be one of {', '.join(EXECUTORS)}; found {executor!r}")
-        if lifetime != "direct" or executor != "dts":
+        if executor != "dts":
             raise NotImplementedError(
-                f"lifetime={lifetime!r}, executor={executor!r}: this build runs lifetime='direct' "
-                "with executor='dts'; the Negative Tuple and heartbeat strategies are not built yet")
+                f"executor={executor!r}: this build runs executor='dts'; the heartbeat executor is "
+                "not built yet")
+        self.lifetime = lifetime
         self.time_unit = time_unit
         self.expose_steps = expose_steps
         self.auto_delay = auto_delay

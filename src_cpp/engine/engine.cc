@@ -7,8 +7,8 @@
 namespace cq {
 
 Engine::Engine(EngineOptions options) : options_(std::move(options)) {
-  if (options_.lifetime != "direct")
-    throw CqError(ErrorKind::kSemantic, "lifetime='" + options_.lifetime + "' is not available; expected 'direct'");
+  if (options_.lifetime != "direct" && options_.lifetime != "negative")
+    throw CqError(ErrorKind::kSemantic, "lifetime='" + options_.lifetime + "': expected 'direct' or 'negative'");
   if (options_.executor != "dts")
     throw CqError(ErrorKind::kSemantic, "executor='" + options_.executor + "' is not available; expected 'dts'");
 }
@@ -40,6 +40,7 @@ void Engine::AddPlan(const std::string& plan_json) {
     }
     OperatorContext ctx;
     ctx.holders = &holders_;
+    ctx.negative = options_.lifetime == "negative";
     std::unique_ptr<Operator> op = OperatorRegistry::Global().Create(spec, inputs, ctx);
     fresh[spec.id] = {&op->output_schema(), op->output_kind()};
     if (auto* scan = dynamic_cast<StreamScan*>(op.get())) {

@@ -13,9 +13,8 @@ RelationTracker::RelationTracker(ExpirationPolicy policy, bool track_alive)
 void RelationTracker::Push(const Batch& in) {
   FlushReleases();
   if (in.num_rows() == 0) return;
-  Batch b = in.Compact();
-  if (!equal_) equal_ = std::make_unique<RowEqual>(*b.schema);
-  const uint32_t seq = next_seq_++;
+  const uint32_t seq = Retain(in.Compact(), in.num_rows());
+  const Batch& b = batch(seq);
   const int64_t n = b.length;
   const HolderId* h = b.holders.empty() ? nullptr : b.holders.as<const HolderId>();
   for (int64_t i = 0; i < n; ++i) {
@@ -23,7 +22,6 @@ void RelationTracker::Push(const Batch& in) {
     if (pending) held_pending_[h[i]] = held_base_ + held_.size();
     held_.push_back({{seq, static_cast<uint32_t>(i)}, pending ? Time::MinusInfinity() : b.EndAt(i)});
   }
-  retained_.push_back({seq, std::move(b), n});
 }
 
 void RelationTracker::PushEnds(const EndBatch& ends) {
@@ -47,16 +45,6 @@ void RelationTracker::PushEnds(const EndBatch& ends) {
       held_pending_.erase(it);
     }
   }
-}
-
-void RelationTracker::FlushReleases() {
-  for (const RowRef& r : released_) --retained_[r.seq - retained_.front().seq].live;
-  released_.clear();
-  Trim();
-}
-
-void RelationTracker::Trim() {
-  while (!retained_.empty() && retained_.front().live == 0) retained_.pop_front();
 }
 
 void RelationTracker::Started(RowRef r, Time start, Time end) {
@@ -136,53 +124,5 @@ void RelationTracker::AdvanceTo(Time progress, const Visitor& visit) {
 }
 
 std::vector<RelationTracker::RowRef> RelationTracker::alive() const { return alive_; }
-
-bool RelationTracker::RowsEqual(RowRef a, RowRef b) const {
-  return (*equal_)(batch(a.seq).columns, a.row, batch(b.seq).columns, b.row);
-}
-
-Batch RelationTracker::Gather(const std::vector<RowRef>& rows, const std::vector<Time>& ts,
-                              const std::shared_ptr<const Schema>& schema) const {
-  Batch out;
-  out.kind = BatchKind::kStream;
-  out.schema = schema;
-  const int64_t n = static_cast<int64_t>(rows.size());
-  out.length = n;
-  CQ_CHECK(n > 0, "gathering no rows");
-  // Gather runs of rows from one batch, then concatenate the runs column by column.
-  std::vector<std::vector<Column>> parts;
-  std::vector<uint32_t> idx;
-  size_t i = 0;
-  while (i < rows.size()) {
-    const uint32_t seq = rows[i].seq;
-    idx.clear();
-    while (i < rows.size() && rows[i].seq == seq) idx.push_back(rows[i++].row);
-    const Batch& b = batch(seq);
-    std::vector<Column> cols;
-    for (const Column& c : b.columns) cols.push_back(cq::Gather(c, idx.data(), static_cast<int64_t>(idx.size())));
-    parts.push_back(std::move(cols));
-  }
-  const size_t ncols = schema->size();
-  for (size_t c = 0; c < ncols; ++c) {
-    std::vector<const Column*> ptrs;
-    for (const auto& p : parts) ptrs.push_back(&p[c]);
-    out.columns.push_back(ptrs.size() == 1 ? *ptrs[0] : Concat(ptrs.data(), static_cast<int64_t>(ptrs.size())));
-  }
-  out.sync.ticks = Buffer::Allocate(n * 8);
-  bool steps = false;
-  for (const Time& t : ts) steps |= t.step != 0;
-  if (steps) out.sync.steps = Buffer::Allocate(n * 8);
-  for (int64_t k = 0; k < n; ++k) {
-    out.sync.ticks.as<int64_t>()[k] = ts[k].tick;
-    if (steps) out.sync.steps.as<int64_t>()[k] = ts[k].step;
-  }
-  return out;
-}
-
-int64_t RelationTracker::retained_rows() const {
-  int64_t n = -static_cast<int64_t>(released_.size());
-  for (const Retained& r : retained_) n += r.live;
-  return n;
-}
 
 }  // namespace cq

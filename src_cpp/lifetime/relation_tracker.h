@@ -1,6 +1,5 @@
 #pragma once
-// What a relation-to-stream operator (ISTREAM, DSTREAM, RSTREAM) needs to see of its input: the
-// tuples that start and that end at each instant t, instant by instant, once t is complete.
+// The direct method's InstantTracker: lifetimes [start, end) with known or pending ends.
 //
 // An instant is complete when no start and no end at it can arrive any more: the input's progress
 // is past it. Then every pending end that equals it has been fixed too, because the tuple that
@@ -13,61 +12,32 @@
 #include <unordered_map>
 #include <vector>
 
-#include "batch/batch.h"
-#include "batch/row_equal.h"
 #include "lifetime/expiration_set.h"
+#include "lifetime/instant_tracker.h"
 
 namespace cq {
 
-class RelationTracker {
+class RelationTracker final : public InstantTracker {
  public:
-  struct RowRef {
-    uint32_t seq;
-    uint32_t row;
-  };
   // `track_alive`: keep the set of tuples alive (RSTREAM needs R(t) itself, not only its changes).
   RelationTracker(ExpirationPolicy policy, bool track_alive);
 
-  void Push(const Batch& batch);
-  void PushEnds(const EndBatch& ends);
-
-  // Visits every complete instant t < progress in time order where something starts or ends:
-  // visit(t, starts, ends). Ghosts (start = end) appear in neither. The rows visited stay readable
-  // (batch(), Gather()) until the next call into the tracker.
-  using Visitor = std::function<void(Time, const std::vector<RowRef>&, const std::vector<RowRef>&)>;
-  void AdvanceTo(Time progress, const Visitor& visit);
-  // The next instant at which something happens (Time::Infinity() when nothing is pending).
-  Time next_instant() const;
-
-  const Batch& batch(uint32_t seq) const { return retained_[seq - retained_.front().seq].batch; }
-  // The tuples alive now (only with track_alive).
-  std::vector<RowRef> alive() const;
-  // Rows (by reference) as one compact stream batch, each with its own timestamp.
-  Batch Gather(const std::vector<RowRef>& rows, const std::vector<Time>& ts,
-               const std::shared_ptr<const Schema>& schema) const;
-  bool RowsEqual(RowRef a, RowRef b) const;
-  int64_t retained_rows() const;
+  void Push(const Batch& batch) override;
+  void PushEnds(const EndBatch& ends) override;
+  void AdvanceTo(Time progress, const Visitor& visit) override;
+  Time next_instant() const override;
+  std::vector<RowRef> alive() const override;
 
  private:
   struct Entry {
     Time end;
     RowRef ref;
   };
-  struct Retained {
-    uint32_t seq;
-    Batch batch;
-    int64_t live;
-  };
   static uint64_t Key(RowRef r) { return (static_cast<uint64_t>(r.seq) << 32) | r.row; }
-  void Release(RowRef r) { released_.push_back(r); }
-  void FlushReleases();
   void Started(RowRef r, Time start, Time end);  // a start's instant was processed
   void Ended(RowRef r);                           // an end's instant was processed
-  void Trim();
 
   bool track_alive_;
-  std::deque<Retained> retained_;
-  uint32_t next_seq_ = 0;
   // Starts whose instant is not complete yet, in start order. A pending end fixed while its start
   // is held is written here at once: the holder id may be recycled as soon as its end is out.
   struct Held {
@@ -82,8 +52,6 @@ class RelationTracker {
   // track_alive: alive rows, with their position for O(1) removal.
   std::vector<RowRef> alive_;
   std::unordered_map<uint64_t, size_t> alive_pos_;
-  std::unique_ptr<RowEqual> equal_;
-  std::vector<RowRef> released_;  // let go of at the next call, so callers can still read them
   static constexpr uint32_t kNone = 0xFFFFFFFFu;
 };
 

@@ -6,38 +6,39 @@
 
 namespace cq {
 
-DStream::DStream(const Schema& input, ExpirationPolicy policy)
-    : schema_(std::make_shared<const Schema>(input)), tracker_(policy, /*track_alive=*/false) {}
+DStream::DStream(const Schema& input, std::unique_ptr<InstantTracker> tracker)
+    : schema_(std::make_shared<const Schema>(input)), tracker_(std::move(tracker)) {}
 
-void DStream::Push(int, const Batch& batch, Emitter&) { tracker_.Push(batch); }
+void DStream::Push(int, const Batch& batch, Emitter&) { tracker_->Push(batch); }
 
-void DStream::PushEnds(int, const EndBatch& ends, Emitter&) { tracker_.PushEnds(ends); }
+void DStream::PushEnds(int, const EndBatch& ends, Emitter&) { tracker_->PushEnds(ends); }
 
 void DStream::AdvanceTo(Time progress, Emitter& out) {
-  std::vector<RelationTracker::RowRef> rows;
+  std::vector<InstantTracker::RowRef> rows;
   std::vector<Time> ts;
   std::vector<uint8_t> used;
-  tracker_.AdvanceTo(progress, [&](Time t, const std::vector<RelationTracker::RowRef>& starts,
-                                   const std::vector<RelationTracker::RowRef>& ends) {
+  tracker_->AdvanceTo(progress, [&](Time t, const std::vector<InstantTracker::RowRef>& starts,
+                                   const std::vector<InstantTracker::RowRef>& ends) {
     used.assign(starts.size(), 0);
     for (const auto& e : ends) {
       bool cancelled = false;
       for (size_t x = 0; x < starts.size() && !cancelled; ++x)
-        if (!used[x] && tracker_.RowsEqual(starts[x], e)) used[x] = cancelled = true;
+        if (!used[x] && tracker_->RowsEqual(starts[x], e)) used[x] = cancelled = true;
       if (!cancelled) {
         rows.push_back(e);
         ts.push_back(t);
       }
     }
   });
-  if (!rows.empty()) out.Emit(tracker_.Gather(rows, ts, schema_));
+  if (!rows.empty()) out.Emit(tracker_->Gather(rows, ts, schema_));
 }
 
 void RegisterDStream(OperatorRegistry& r) {
   r.Register("dstream", [](const OperatorSpec& s, const std::vector<OperatorInput>& in,
-                           const OperatorContext&) -> std::unique_ptr<Operator> {
+                           const OperatorContext& ctx) -> std::unique_ptr<Operator> {
     CQ_CHECK(in.size() == 1 && in[0].kind == BatchKind::kLifetime, "DSTREAM reads one relation");
-    return std::make_unique<DStream>(*in[0].schema, PlannedPolicy(s.params));
+    return std::make_unique<DStream>(
+        *in[0].schema, MakeInstantTracker(ctx.negative, static_cast<int>(PlannedPolicy(s.params)), false));
   });
 }
 

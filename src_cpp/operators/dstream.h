@@ -4,14 +4,14 @@
 // complete (the input's progress is past it), which is also when a [Range T] expiration at t is
 // known to have no matching start; close() completes every instant, so every tuple that ends
 // is reported.
-#include "lifetime/relation_tracker.h"
+#include "lifetime/instant_tracker.h"
 #include "operators/operator.h"
 
 namespace cq {
 
 class DStream final : public Operator {
  public:
-  DStream(const Schema& input, ExpirationPolicy policy);
+  DStream(const Schema& input, std::unique_ptr<InstantTracker> tracker);
   void Push(int port, const Batch& batch, Emitter& out) override;
   void PushEnds(int port, const EndBatch& ends, Emitter& out) override;
   void AdvanceTo(Time progress, Emitter& out) override;
@@ -21,7 +21,7 @@ class DStream final : public Operator {
 
  private:
   std::shared_ptr<const Schema> schema_;
-  RelationTracker tracker_;
+  std::unique_ptr<InstantTracker> tracker_;
 };
 
 }  // namespace cq

@@ -15,10 +15,10 @@ struct LaterEnd {
 };
 }  // namespace
 
-IStream::IStream(const Schema& input, bool constant, ExpirationPolicy policy)
-    : schema_(input), equal_(input), constant_(constant),
+IStream::IStream(const Schema& input, bool constant, std::unique_ptr<InstantTracker> tracker)
+    : schema_(input), equal_(input), constant_(constant), tracker_(std::move(tracker)),
       out_schema_(std::make_shared<const Schema>(input)) {
-  if (!constant_) tracker_ = std::make_unique<RelationTracker>(policy, /*track_alive=*/false);
+  CQ_CHECK(constant_ != static_cast<bool>(tracker_), "ISTREAM needs exactly one strategy");
 }
 
 const Batch& IStream::BatchOf(uint64_t seq) const {
@@ -262,11 +262,11 @@ void IStream::EmitStream(const Batch& batch, const std::vector<uint32_t>& keep, 
 void IStream::AdvanceTo(Time progress, Emitter& out) {
   if (tracker_) {
     // I(t) − D(t) as bags, for every instant completed by `progress`.
-    std::vector<RelationTracker::RowRef> rows;
+    std::vector<InstantTracker::RowRef> rows;
     std::vector<Time> ts;
     std::vector<uint8_t> used;
-    tracker_->AdvanceTo(progress, [&](Time t, const std::vector<RelationTracker::RowRef>& starts,
-                                      const std::vector<RelationTracker::RowRef>& ends) {
+    tracker_->AdvanceTo(progress, [&](Time t, const std::vector<InstantTracker::RowRef>& starts,
+                                      const std::vector<InstantTracker::RowRef>& ends) {
       used.assign(ends.size(), 0);
       for (const auto& s : starts) {
         bool cancelled = false;
@@ -298,10 +298,14 @@ std::string IStream::Explain() const {
 
 void RegisterIStream(OperatorRegistry& r) {
   r.Register("istream", [](const OperatorSpec& s, const std::vector<OperatorInput>& in,
-                           const OperatorContext&) -> std::unique_ptr<Operator> {
+                           const OperatorContext& ctx) -> std::unique_ptr<Operator> {
     CQ_CHECK(in.size() == 1, "istream takes one input");
     CQ_CHECK(in[0].kind == BatchKind::kLifetime, "ISTREAM's input must be a relation");
-    return std::make_unique<IStream>(*in[0].schema, PlannedConstant(s.params), PlannedPolicy(s.params));
+    const bool constant = PlannedConstant(s.params) && !ctx.negative;
+    return std::make_unique<IStream>(
+        *in[0].schema, constant,
+        constant ? nullptr
+                 : MakeInstantTracker(ctx.negative, static_cast<int>(PlannedPolicy(s.params)), false));
   });
 }
 

@@ -15,7 +15,8 @@
 #include <optional>
 
 #include "batch/row_equal.h"
-#include "lifetime/relation_tracker.h"
+#include "lifetime/instant_tracker.h"
+#include "lifetime/expiration_set.h"
 #include "operators/operator.h"
 
 namespace cq {
@@ -23,7 +24,8 @@ namespace cq {
 class IStream final : public Operator {
  public:
   // `constant`: the input's lifetimes all have one duration known at plan time.
-  IStream(const Schema& input, bool constant, ExpirationPolicy policy = ExpirationPolicy::kLazy);
+  // `tracker`: the general strategy (null for the constant-duration one).
+  IStream(const Schema& input, bool constant, std::unique_ptr<InstantTracker> tracker = nullptr);
   void Push(int port, const Batch& batch, Emitter& out) override;
   void PushEnds(int port, const EndBatch& ends, Emitter& out) override;
   void AdvanceTo(Time progress, Emitter& out) override;
@@ -69,7 +71,7 @@ class IStream final : public Operator {
   std::optional<Duration> duration_;  // constant: set by the first batch
   // constant: the first retained row not yet expired: retained_.front(), logical row `cursor_`.
   int64_t cursor_ = 0;
-  std::unique_ptr<RelationTracker> tracker_;  // general
+  std::unique_ptr<InstantTracker> tracker_;  // general
   std::shared_ptr<const Schema> out_schema_;
 
   Time current_ = Time::MinusInfinity();

@@ -28,6 +28,7 @@ class Emitter {
 // Engine-owned resources an operator may use.
 struct OperatorContext {
   HolderTable* holders = nullptr;
+  bool negative = false;  // lifetime="negative": the Negative Tuple method (SPEC §5)
 };
 
 class Operator {

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "batch/row_equal.h"
+#include "batch/row_hash.h"
 #include "engine/errors.h"
 #include "operators/registry.h"
 
@@ -38,8 +40,10 @@ Column EndColumn(const TimeColumn& ends, int64_t n) {
 
 }  // namespace
 
-QuerySink::QuerySink(std::string query, BatchKind kind, const Schema& input, bool expose_steps)
-    : query_(std::move(query)), kind_(kind), input_(input), output_(input), expose_steps_(expose_steps) {
+QuerySink::QuerySink(std::string query, BatchKind kind, const Schema& input, bool expose_steps,
+                     bool negative)
+    : query_(std::move(query)), kind_(kind), input_(input), output_(input), expose_steps_(expose_steps),
+      negative_(negative && kind == BatchKind::kLifetime) {
   if (kind_ == BatchKind::kStream) {
     output_.push_back({"ts", TypeId::kInt64});
     if (expose_steps_) output_.push_back({"ts_step", TypeId::kInt64});
@@ -94,6 +98,10 @@ void QuerySink::Push(int, const Batch& in, Emitter&) {
   CQ_CHECK(in.kind == kind_, "query sink got the wrong kind of batch");
   Batch b = in.Compact();
   const int64_t n = b.length;
+  if (negative_) {
+    PushNegative(b);
+    return;
+  }
   if (kind_ == BatchKind::kStream || b.holders.empty()) {
     Output(b, nullptr, n, nullptr);
     return;
@@ -145,6 +153,80 @@ void QuerySink::PushEnds(int, const EndBatch& ends, Emitter&) {
   while (!retained_.empty() && retained_.front().live == 0) retained_.pop_front();
 }
 
+namespace {
+std::vector<uint64_t> HashWithStart(const Batch& b, const TimeColumn& start) {
+  std::vector<uint64_t> h(static_cast<size_t>(b.length));
+  HashRows(b.columns, b.length, h.data());
+  for (int64_t i = 0; i < b.length; ++i) {
+    const Time t = start.At(i);
+    h[i] = MixHash(h[i] ^ MixHash(static_cast<uint64_t>(t.tick) * 31 + static_cast<uint64_t>(t.step)));
+  }
+  return h;
+}
+}  // namespace
+
+void QuerySink::PushNegative(const Batch& b) {
+  const int64_t n = b.length;
+  // Positives wait; each negative finds its positive by value and start (the lookup the direct
+  // method avoids) and makes the row final: values and start from the negative, end its instant.
+  std::vector<uint32_t> pos, neg;
+  for (int64_t i = 0; i < n; ++i) (b.EndAt(i).IsInfinite() ? pos : neg).push_back(static_cast<uint32_t>(i));
+  if (!neg.empty()) {
+    const std::vector<uint64_t> h = HashWithStart(b, b.other);
+    RowEqual eq(input_);
+    for (uint32_t i : neg) {
+      auto range = positives_.equal_range(h[i]);
+      auto it = range.first;
+      for (; it != range.second; ++it) {
+        const auto [seq, row] = it->second;
+        const Batch& p = retained_[seq - retained_.front().seq].batch;
+        if (p.StartAt(row) == b.other.At(i) && eq(p.columns, row, b.columns, i)) break;
+      }
+      CQ_CHECK(it != range.second, "a negative tuple without its positive");
+      --retained_[it->second.first - retained_.front().seq].live;
+      positives_.erase(it);
+    }
+    // Rows of the negatives: values and start (other) from them, end = their instant (sync).
+    Batch rows;
+    rows.kind = BatchKind::kLifetime;
+    rows.schema = b.schema;
+    rows.length = static_cast<int64_t>(neg.size());
+    for (const Column& c : b.columns) rows.columns.push_back(Gather(c, neg.data(), rows.length));
+    rows.sync = GatherTime(b.other, neg.data(), rows.length);
+    TimeColumn ends = GatherTime(b.sync, neg.data(), rows.length);
+    Output(rows, nullptr, rows.length, &ends);
+    while (!retained_.empty() && retained_.front().live == 0) retained_.pop_front();
+  }
+  if (!pos.empty()) {
+    const uint32_t seq = next_seq_++;
+    const std::vector<uint64_t> h = HashWithStart(b, b.sync);
+    for (uint32_t i : pos) positives_.emplace(h[i], std::make_pair(seq, i));
+    retained_.push_back({seq, b, static_cast<int64_t>(pos.size())});
+  }
+}
+
+void QuerySink::AdvanceTo(Time progress, Emitter&) {
+  if (!negative_ || !progress.IsInfinite() || positives_.empty()) return;
+  // Close: the positives still waiting never end.
+  std::vector<std::pair<uint32_t, uint32_t>> left;
+  for (const auto& [h, ref] : positives_) left.push_back(ref);
+  positives_.clear();
+  std::sort(left.begin(), left.end());
+  size_t k = 0;
+  while (k < left.size()) {
+    const uint32_t seq = left[k].first;
+    std::vector<uint32_t> rows;
+    while (k < left.size() && left[k].first == seq) rows.push_back(left[k++].second);
+    const Batch& b = retained_[seq - retained_.front().seq].batch;
+    const int64_t m = static_cast<int64_t>(rows.size());
+    TimeColumn never;
+    never.ticks = Buffer::Allocate(m * 8);
+    for (int64_t i = 0; i < m; ++i) never.ticks.as<int64_t>()[i] = Time::kInfTick;
+    Output(b, rows.data(), m, &never);
+  }
+  retained_.clear();
+}
+
 std::vector<OutputChunk> QuerySink::Drain() {
   std::vector<OutputChunk> out(std::make_move_iterator(queue_.begin()), std::make_move_iterator(queue_.end()));
   queue_.clear();
@@ -157,11 +239,12 @@ std::string QuerySink::Explain() const {
 }
 
 void RegisterQuerySink(OperatorRegistry& r) {
-  r.Register("sink", [](const OperatorSpec& s, const std::vector<OperatorInput>& in, const OperatorContext&) -> std::unique_ptr<Operator> {
+  r.Register("sink", [](const OperatorSpec& s, const std::vector<OperatorInput>& in,
+                        const OperatorContext& ctx) -> std::unique_ptr<Operator> {
     CQ_CHECK(in.size() == 1, "sink takes one input");
     bool steps = false;
     if (const json::Value* e = s.params.find("expose_steps")) steps = e->boolean();
-    return std::make_unique<QuerySink>(s.params["query"].str(), in[0].kind, *in[0].schema, steps);
+    return std::make_unique<QuerySink>(s.params["query"].str(), in[0].kind, *in[0].schema, steps, ctx.negative);
   });
 }
 

@@ -7,6 +7,7 @@
 // A relation row is final when its end is: rows that arrive with a pending holder wait here (the
 // undetermined set of paper 003 §4.1, indexed by holder id) until their end is fixed.
 #include <deque>
+#include <unordered_map>
 
 #include "operators/operator.h"
 
@@ -19,9 +20,10 @@ struct OutputChunk {
 
 class QuerySink final : public Operator {
  public:
-  QuerySink(std::string query, BatchKind kind, const Schema& input, bool expose_steps);
+  QuerySink(std::string query, BatchKind kind, const Schema& input, bool expose_steps, bool negative);
   void Push(int port, const Batch& batch, Emitter& out) override;
   void PushEnds(int port, const EndBatch& ends, Emitter& out) override;
+  void AdvanceTo(Time progress, Emitter& out) override;
   const Schema& output_schema() const override { return output_; }
   BatchKind output_kind() const override { return kind_; }
   std::string Explain() const override;
@@ -34,6 +36,8 @@ class QuerySink final : public Operator {
  private:
   // Rows of `b` (compact) with their ends, as an output chunk.
   void Output(const Batch& b, const uint32_t* rows, int64_t n, const TimeColumn* ends);
+  // The Negative Tuple method: a relation row is final when its negative tuple arrives.
+  void PushNegative(const Batch& b);
   void Append(OutputChunk chunk);
 
   std::string query_;
@@ -57,6 +61,9 @@ class QuerySink final : public Operator {
   };
   std::deque<Retained> retained_;
   std::vector<Slot> slots_;
+  // Negative Tuple method: positives waiting for their negative, by hash of (values, start).
+  bool negative_;
+  std::unordered_multimap<uint64_t, std::pair<uint32_t, uint32_t>> positives_;
   uint32_t next_seq_ = 0;
   int64_t waiting_ = 0;
 };

@@ -18,6 +18,8 @@ const OperatorRegistry& OperatorRegistry::Global() {
     RegisterRStream(r);
     RegisterSlideWindow(r);
     RegisterPartitionRowWindow(r);
+    RegisterNegativeTimeWindow(r);
+    RegisterNegativeRowWindow(r);
     return r;
   }();
   return registry;
@@ -29,14 +31,18 @@ void OperatorRegistry::Register(const std::string& name, OperatorFactory factory
 
 std::vector<std::string> OperatorRegistry::names() const {
   std::vector<std::string> out;
-  for (const auto& [name, f] : factories_) out.push_back(name);
+  for (const auto& [name, f] : factories_)
+    if (name.rfind("negative:", 0) != 0) out.push_back(name);
   return out;
 }
 
 std::unique_ptr<Operator> OperatorRegistry::Create(const OperatorSpec& spec,
                                                    const std::vector<OperatorInput>& inputs,
                                                    const OperatorContext& ctx) const {
-  auto it = factories_.find(spec.op);
+  // The Negative Tuple method replaces the operators whose lifetimes it represents differently
+  // (windows, and whatever reads ends); the others serve both methods.
+  auto it = ctx.negative ? factories_.find("negative:" + spec.op) : factories_.end();
+  if (it == factories_.end()) it = factories_.find(spec.op);
   CQ_CHECK(it != factories_.end(), "unknown operator '" + spec.op + "' in plan");
   return it->second(spec, inputs, ctx);
 }

@@ -42,5 +42,7 @@ void RegisterDStream(OperatorRegistry& r);
 void RegisterRStream(OperatorRegistry& r);
 void RegisterSlideWindow(OperatorRegistry& r);
 void RegisterPartitionRowWindow(OperatorRegistry& r);
+void RegisterNegativeTimeWindow(OperatorRegistry& r);
+void RegisterNegativeRowWindow(OperatorRegistry& r);
 
 }  // namespace cq

@@ -6,17 +6,17 @@
 
 namespace cq {
 
-RStream::RStream(const Schema& input, ExpirationPolicy policy)
-    : schema_(std::make_shared<const Schema>(input)), tracker_(policy, /*track_alive=*/true) {}
+RStream::RStream(const Schema& input, std::unique_ptr<InstantTracker> tracker)
+    : schema_(std::make_shared<const Schema>(input)), tracker_(std::move(tracker)) {}
 
-void RStream::Push(int, const Batch& batch, Emitter&) { tracker_.Push(batch); }
+void RStream::Push(int, const Batch& batch, Emitter&) { tracker_->Push(batch); }
 
-void RStream::PushEnds(int, const EndBatch& ends, Emitter&) { tracker_.PushEnds(ends); }
+void RStream::PushEnds(int, const EndBatch& ends, Emitter&) { tracker_->PushEnds(ends); }
 
 void RStream::EmitTicks(int64_t from, int64_t to, Emitter& out) {
-  const auto alive = tracker_.alive();
+  const auto alive = tracker_->alive();
   if (alive.empty() || from >= to) return;
-  std::vector<RelationTracker::RowRef> rows;
+  std::vector<InstantTracker::RowRef> rows;
   std::vector<Time> ts;
   for (int64_t tick = from; tick < to; ++tick) {
     for (const auto& r : alive) {
@@ -24,12 +24,12 @@ void RStream::EmitTicks(int64_t from, int64_t to, Emitter& out) {
       ts.push_back({tick, 0});
     }
     if (rows.size() >= 65536) {  // bound the batch, not the number of ticks
-      out.Emit(tracker_.Gather(rows, ts, schema_));
+      out.Emit(tracker_->Gather(rows, ts, schema_));
       rows.clear();
       ts.clear();
     }
   }
-  if (!rows.empty()) out.Emit(tracker_.Gather(rows, ts, schema_));
+  if (!rows.empty()) out.Emit(tracker_->Gather(rows, ts, schema_));
 }
 
 void RStream::AdvanceTo(Time progress, Emitter& out) {
@@ -45,15 +45,15 @@ void RStream::AdvanceTo(Time progress, Emitter& out) {
   }
   for (;;) {
     if (next_tick_ == Time::kMinTick) {
-      const Time first = tracker_.next_instant();
+      const Time first = tracker_->next_instant();
       if (first.IsInfinite()) return;
       next_tick_ = first.tick;
     }
     if (next_tick_ >= limit) return;
     // R(T, 0): every instant up to (T, 0) processed.
-    tracker_.AdvanceTo(std::min(progress, Time{next_tick_, 1}), [](Time, const auto&, const auto&) {});
+    tracker_->AdvanceTo(std::min(progress, Time{next_tick_, 1}), [](Time, const auto&, const auto&) {});
     // Until the next change, every tick sees the same R: emit the run at once.
-    const Time change = tracker_.next_instant();
+    const Time change = tracker_->next_instant();
     const int64_t run_end =
         change.IsInfinite() ? limit : std::min(limit, change.step > 0 ? change.tick + 1 : change.tick);
     EmitTicks(next_tick_, std::max(run_end, next_tick_ + 1), out);
@@ -63,9 +63,10 @@ void RStream::AdvanceTo(Time progress, Emitter& out) {
 
 void RegisterRStream(OperatorRegistry& r) {
   r.Register("rstream", [](const OperatorSpec& s, const std::vector<OperatorInput>& in,
-                           const OperatorContext&) -> std::unique_ptr<Operator> {
+                           const OperatorContext& ctx) -> std::unique_ptr<Operator> {
     CQ_CHECK(in.size() == 1 && in[0].kind == BatchKind::kLifetime, "RSTREAM reads one relation");
-    return std::make_unique<RStream>(*in[0].schema, PlannedPolicy(s.params));
+    return std::make_unique<RStream>(
+        *in[0].schema, MakeInstantTracker(ctx.negative, static_cast<int>(PlannedPolicy(s.params)), true));
   });
 }
 

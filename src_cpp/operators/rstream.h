@@ -3,14 +3,14 @@
 // timestamp t (SPEC §4). A firing point of the DTS executor (paper 000 §3.2): it produces output at
 // ticks where its input is silent. Ticks are emitted once complete; close() emits up to the last
 // tick the input reached (its latest timestamp or advance), not to infinity.
-#include "lifetime/relation_tracker.h"
+#include "lifetime/instant_tracker.h"
 #include "operators/operator.h"
 
 namespace cq {
 
 class RStream final : public Operator {
  public:
-  RStream(const Schema& input, ExpirationPolicy policy);
+  RStream(const Schema& input, std::unique_ptr<InstantTracker> tracker);
   void Push(int port, const Batch& batch, Emitter& out) override;
   void PushEnds(int port, const EndBatch& ends, Emitter& out) override;
   void AdvanceTo(Time progress, Emitter& out) override;
@@ -22,7 +22,7 @@ class RStream final : public Operator {
   void EmitTicks(int64_t from, int64_t to, Emitter& out);  // ticks [from, to) of the current R
 
   std::shared_ptr<const Schema> schema_;
-  RelationTracker tracker_;
+  std::unique_ptr<InstantTracker> tracker_;
   int64_t next_tick_ = Time::kMinTick;  // the first tick not emitted yet
   int64_t last_finite_ = Time::kMinTick;  // the furthest finite progress seen
 };

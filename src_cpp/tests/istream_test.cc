@@ -104,7 +104,7 @@ CQ_TEST(istream_materialized_ends_ghosts_and_never_ending_rows) {
                                  {4, 6, {8, 0}, true},  {2, 6, {7, 0}, false},  {3, 7, {8, 0}, true}};
   CQ_EXPECT_EQ(Reference(rows), (std::vector<std::string>{"1@0", "2@0", "3@5", "4@5", "4@6"}));
   for (size_t cut : {size_t{1}, size_t{2}, size_t{4}, rows.size()}) {
-    IStream op(kSchema, /*constant=*/false);
+    IStream op(kSchema, /*constant=*/false, MakeInstantTracker(false, static_cast<int>(ExpirationPolicy::kLazy), false));
     Collect out;
     for (size_t from = 0; from < rows.size(); from += cut) {
       const std::vector<Row> part(rows.begin() + from, rows.begin() + std::min(rows.size(), from + cut));
@@ -146,7 +146,7 @@ CQ_TEST(istream_constant_duration_releases_rows_once_they_cannot_cancel) {
 CQ_TEST(istream_general_strategy_mixes_constant_and_other_lifetimes) {
   // Constant [Range 3] batches first, then lifetimes of other lengths (a union of windows): the
   // rows alive from the first batches keep their ends (start + 3) and cancel starts at them.
-  IStream op(kSchema, /*constant=*/false);
+  IStream op(kSchema, /*constant=*/false, MakeInstantTracker(false, static_cast<int>(ExpirationPolicy::kLazy), false));
   Collect out;
   std::vector<Row> all;
   auto push = [&](const std::vector<Row>& rows, std::optional<Duration> d) {
@@ -172,7 +172,7 @@ CQ_TEST(istream_matches_the_reference_on_random_lifetimes) {
     // Batches of random size; the first `constant_batches` use [Range 3], the rest any lifetime.
     const int64_t constant_batches = rng.Below(4);
     const int64_t nbatches = constant_batches + 1 + rng.Below(6);
-    IStream op(kSchema, /*constant=*/false);
+    IStream op(kSchema, /*constant=*/false, MakeInstantTracker(false, static_cast<int>(ExpirationPolicy::kLazy), false));
     Collect out;
     std::vector<Row> all;
     int64_t t = 0;

@@ -125,8 +125,8 @@ def window_sql(w) -> str:
     return {"now": "[Now]", "unbounded": "[Range Unbounded]"}.get(w[0]) or f"[Range {w[1]}]"
 
 
-def run_engine(cql: str, rows: list[dict], cuts: list[int]) -> dict[str, pa.Table]:
-    eng = cq_py.Engine(expose_steps=True)
+def run_engine(cql: str, rows: list[dict], cuts: list[int], lifetime: str) -> dict[str, pa.Table]:
+    eng = cq_py.Engine(expose_steps=True, lifetime=lifetime)
     eng.execute(cql)
     schema = pa.schema([("a", pa.int64()), ("b", pa.float64()), ("c", pa.string()),
                         ("f", pa.bool_()), ("ts", pa.int64())])
@@ -143,14 +143,16 @@ def run_engine(cql: str, rows: list[dict], cuts: list[int]) -> dict[str, pa.Tabl
 @settings(max_examples=EXAMPLES, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(data(), windows, st.one_of(st.none(), bool_expr()),
-       st.lists(plain_select_expr(), min_size=1, max_size=3))
-def test_engine_equals_reference(dataset, window, where, select):
+       st.lists(plain_select_expr(), min_size=1, max_size=3),
+       st.sampled_from(["direct", "negative"]))
+def test_engine_equals_reference(dataset, window, where, select, lifetime):
+    """Both lifetime methods (SPEC §5) against the reference: direct = negative = oracle."""
     rows, cuts = dataset
     items = ", ".join(f"{render(e)} AS x{i}" for i, e in enumerate(select))
     body = f"SELECT {items} FROM s {window_sql(window)}" + (f" WHERE {render(where)}" if where else "")
     cql = SCHEMA + (f"REGISTER QUERY r AS {body}; REGISTER QUERY i AS ISTREAM({body});"
                     f"REGISTER QUERY d AS DSTREAM({body}); REGISTER QUERY rs AS RSTREAM({body});")
-    out = run_engine(cql, rows, cuts)
+    out = run_engine(cql, rows, cuts, lifetime)
     names = [f"x{i}" for i in range(len(select))]
 
     expected_rel = relation(rows, window, where, select)

@@ -1,0 +1,48 @@
+#include "batch/row_hash.h"
+
+#include <cmath>
+#include <cstring>
+#include <string_view>
+
+namespace cq {
+
+namespace {
+constexpr uint64_t kNullHash = 0x9e3779b97f4a7c15ULL;
+
+uint64_t HashBytes(std::string_view s) {
+  uint64_t h = 1469598103934665603ULL;  // FNV-1a, then mixed
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ULL;
+  return MixHash(h);
+}
+}  // namespace
+
+void HashRows(const std::vector<Column>& columns, int64_t n, uint64_t* hashes) {
+  for (int64_t i = 0; i < n; ++i) hashes[i] = 0x2545F4914F6CDD1DULL;
+  for (const Column& c : columns) {
+    for (int64_t i = 0; i < n; ++i) {
+      uint64_t v;
+      if (c.type == TypeId::kNull || !c.IsValid(i)) {
+        v = kNullHash;
+      } else {
+        switch (c.type) {
+          case TypeId::kInt64: v = MixHash(static_cast<uint64_t>(c.i64()[i])); break;
+          case TypeId::kFloat64: {
+            double d = c.f64()[i];
+            if (d == 0) d = 0;                                 // -0.0 = 0.0
+            if (std::isnan(d)) d = std::numeric_limits<double>::quiet_NaN();
+            uint64_t bits;
+            std::memcpy(&bits, &d, 8);
+            v = MixHash(bits);
+            break;
+          }
+          case TypeId::kBool: v = MixHash(c.BoolAt(i) ? 1 : 2); break;
+          case TypeId::kUtf8: v = HashBytes(c.StrAt(i)); break;
+          default: v = kNullHash;
+        }
+      }
+      hashes[i] = MixHash(hashes[i] * 31 + v);
+    }
+  }
+}
+
+}  // namespace cq

@@ -1,0 +1,25 @@
+#pragma once
+// Hashes of whole rows, computed a column at a time, for the operators that must find equal rows:
+// the Negative Tuple method pairs a negative tuple with its positive by value (the cost the Direct
+// method avoids), and set operations and DISTINCT group by value. Consistent with RowEqual: equal
+// rows (NULL = NULL, NaN = NaN, -0.0 = 0.0) hash alike.
+#include <cstdint>
+#include <vector>
+
+#include "batch/column.h"
+
+namespace cq {
+
+// hashes[i] for rows [0, n) of `columns` (compact).
+void HashRows(const std::vector<Column>& columns, int64_t n, uint64_t* hashes);
+
+inline uint64_t MixHash(uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdULL;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ULL;
+  x ^= x >> 33;
+  return x;
+}
+
+}  // namespace cq

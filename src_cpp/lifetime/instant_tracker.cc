@@ -1,0 +1,70 @@
+#include "lifetime/instant_tracker.h"
+
+#include "engine/errors.h"
+#include "lifetime/negative_tracker.h"
+#include "lifetime/relation_tracker.h"
+
+namespace cq {
+
+uint32_t InstantTracker::Retain(const Batch& compact, int64_t live) {
+  if (!equal_) equal_ = std::make_unique<RowEqual>(*compact.schema);
+  const uint32_t seq = next_seq_++;
+  retained_.push_back({seq, compact, live});
+  return seq;
+}
+
+void InstantTracker::FlushReleases() {
+  for (const RowRef& r : released_) --retained_[r.seq - retained_.front().seq].live;
+  released_.clear();
+  while (!retained_.empty() && retained_.front().live == 0) retained_.pop_front();
+}
+
+int64_t InstantTracker::retained_rows() const {
+  int64_t n = -static_cast<int64_t>(released_.size());
+  for (const Retained& r : retained_) n += r.live;
+  return n;
+}
+
+Batch InstantTracker::Gather(const std::vector<RowRef>& rows, const std::vector<Time>& ts,
+                             const std::shared_ptr<const Schema>& schema) const {
+  Batch out;
+  out.kind = BatchKind::kStream;
+  out.schema = schema;
+  const int64_t n = static_cast<int64_t>(rows.size());
+  out.length = n;
+  CQ_CHECK(n > 0, "gathering no rows");
+  // Gather runs of rows from one batch, then concatenate the runs column by column.
+  std::vector<std::vector<Column>> parts;
+  std::vector<uint32_t> idx;
+  size_t i = 0;
+  while (i < rows.size()) {
+    const uint32_t seq = rows[i].seq;
+    idx.clear();
+    while (i < rows.size() && rows[i].seq == seq) idx.push_back(rows[i++].row);
+    const Batch& b = batch(seq);
+    std::vector<Column> cols;
+    for (const Column& c : b.columns) cols.push_back(cq::Gather(c, idx.data(), static_cast<int64_t>(idx.size())));
+    parts.push_back(std::move(cols));
+  }
+  for (size_t c = 0; c < schema->size(); ++c) {
+    std::vector<const Column*> ptrs;
+    for (const auto& p : parts) ptrs.push_back(&p[c]);
+    out.columns.push_back(ptrs.size() == 1 ? *ptrs[0] : Concat(ptrs.data(), static_cast<int64_t>(ptrs.size())));
+  }
+  out.sync.ticks = Buffer::Allocate(n * 8);
+  bool steps = false;
+  for (const Time& t : ts) steps |= t.step != 0;
+  if (steps) out.sync.steps = Buffer::Allocate(n * 8);
+  for (int64_t k = 0; k < n; ++k) {
+    out.sync.ticks.as<int64_t>()[k] = ts[k].tick;
+    if (steps) out.sync.steps.as<int64_t>()[k] = ts[k].step;
+  }
+  return out;
+}
+
+std::unique_ptr<InstantTracker> MakeInstantTracker(bool negative, int policy, bool track_alive) {
+  if (negative) return std::make_unique<NegativeTracker>(track_alive);
+  return std::make_unique<RelationTracker>(static_cast<ExpirationPolicy>(policy), track_alive);
+}
+
+}  // namespace cq

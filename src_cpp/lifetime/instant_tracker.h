@@ -1,0 +1,69 @@
+#pragma once
+// What a relation-to-stream operator (ISTREAM, DSTREAM, RSTREAM) sees of its input relation: the
+// tuples that start and that end at each instant t, instant by instant, once t is complete (the
+// input's progress is past it, so no start and no end at t can still arrive). Two strategies, one
+// per lifetime method (SPEC §5), behind this one interface:
+//   RelationTracker  (direct)    lifetimes [start, end) with known or pending ends
+//   NegativeTracker  (negative)  positive tuples at their start, negative tuples at their end
+// Rows are kept by reference to the batches they came in (no copy); the rows a visit sees stay
+// readable until the next call into the tracker.
+#include <deque>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "batch/batch.h"
+#include "batch/row_equal.h"
+
+namespace cq {
+
+class InstantTracker {
+ public:
+  struct RowRef {
+    uint32_t seq;
+    uint32_t row;
+  };
+  using Visitor = std::function<void(Time, const std::vector<RowRef>&, const std::vector<RowRef>&)>;
+
+  virtual ~InstantTracker() = default;
+  virtual void Push(const Batch& batch) = 0;
+  virtual void PushEnds(const EndBatch& ends) = 0;
+  // visit(t, starts, ends) for every complete instant t < progress where something happens, in
+  // time order. Ghosts (start = end) cancel out.
+  virtual void AdvanceTo(Time progress, const Visitor& visit) = 0;
+  // The next instant at which something happens (Time::Infinity() when nothing is pending).
+  virtual Time next_instant() const = 0;
+  // The tuples alive now (only when the tracker was made to track them, for RSTREAM).
+  virtual std::vector<RowRef> alive() const = 0;
+
+  const Batch& batch(uint32_t seq) const { return retained_[seq - retained_.front().seq].batch; }
+  bool RowsEqual(RowRef a, RowRef b) const {
+    return (*equal_)(batch(a.seq).columns, a.row, batch(b.seq).columns, b.row);
+  }
+  // Rows (by reference) as one compact stream batch, each with its own timestamp.
+  Batch Gather(const std::vector<RowRef>& rows, const std::vector<Time>& ts,
+               const std::shared_ptr<const Schema>& schema) const;
+  // Rows still held (for tests: zero once everything has ended and been seen).
+  int64_t retained_rows() const;
+
+ protected:
+  struct Retained {
+    uint32_t seq;
+    Batch batch;
+    int64_t live;  // references to its rows still held
+  };
+  // Keeps a compact copy of the batch's rows (by reference) with `live` references; its seq.
+  uint32_t Retain(const Batch& compact, int64_t live);
+  void Release(RowRef r) { released_.push_back(r); }
+  void FlushReleases();
+
+  std::deque<Retained> retained_;
+  uint32_t next_seq_ = 0;
+  std::unique_ptr<RowEqual> equal_;
+  std::vector<RowRef> released_;  // let go of at the next call, so visitors can still read them
+};
+
+// One of the two strategies, as the engine's lifetime method says.
+std::unique_ptr<InstantTracker> MakeInstantTracker(bool negative, int policy, bool track_alive);
+
+}  // namespace cq

@@ -1,0 +1,66 @@
+#include "lifetime/negative_tracker.h"
+
+#include "batch/row_hash.h"
+#include "engine/errors.h"
+
+namespace cq {
+
+void NegativeTracker::Push(const Batch& in) {
+  FlushReleases();
+  if (in.num_rows() == 0) return;
+  const int64_t n = in.num_rows();
+  const uint32_t seq = Retain(in.Compact(), n);
+  const Batch& b = batch(seq);
+  std::vector<uint64_t> h;
+  if (track_alive_) {
+    h.resize(static_cast<size_t>(n));
+    HashRows(b.columns, n, h.data());
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    // Every tuple is stamped with its instant (`sync`): a positive's end is open (infinite), a
+    // negative's `other` holds the start it ends.
+    const bool positive = b.EndAt(i).IsInfinite();
+    Instant& at = pending_[b.StartAt(i)];
+    (positive ? at.positives : at.negatives).push_back({seq, static_cast<uint32_t>(i)});
+    if (track_alive_) (positive ? at.positive_hashes : at.negative_hashes).push_back(h[i]);
+  }
+}
+
+Time NegativeTracker::next_instant() const {
+  return pending_.empty() ? Time::Infinity() : pending_.begin()->first;
+}
+
+void NegativeTracker::AdvanceTo(Time progress, const Visitor& visit) {
+  FlushReleases();
+  while (!pending_.empty() && pending_.begin()->first < progress) {
+    auto node = pending_.extract(pending_.begin());
+    const Time t = node.key();
+    Instant& at = node.mapped();
+    if (track_alive_) {
+      // R(t): positives join, then negatives leave (a ghost's positive and negative are both at t).
+      for (size_t k = 0; k < at.positives.size(); ++k) alive_.emplace(at.positive_hashes[k], at.positives[k]);
+      for (size_t k = 0; k < at.negatives.size(); ++k) {
+        const RowRef& q = at.negatives[k];
+        auto range = alive_.equal_range(at.negative_hashes[k]);
+        auto it = range.first;
+        while (it != range.second && !RowsEqual(it->second, q)) ++it;
+        CQ_CHECK(it != range.second, "a negative tuple without its positive");
+        Release(it->second);
+        alive_.erase(it);
+      }
+    }
+    visit(t, at.positives, at.negatives);
+    for (const RowRef& q : at.negatives) Release(q);
+    if (!track_alive_)
+      for (const RowRef& p : at.positives) Release(p);
+  }
+}
+
+std::vector<InstantTracker::RowRef> NegativeTracker::alive() const {
+  std::vector<RowRef> out;
+  out.reserve(alive_.size());
+  for (const auto& [h, r] : alive_) out.push_back(r);
+  return out;
+}
+
+}  // namespace cq
