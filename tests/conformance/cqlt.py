@@ -1,0 +1,623 @@
+"""The ``.cqlt`` conformance format: a parser into blocks, and an executor (see README.md here).
+
+A file is a list of blocks separated by blank lines. :func:`parse` turns the text into
+:class:`Block` objects that remember their file line numbers; :func:`run_text` / :func:`run_file`
+execute them, either against one ``cq_py.Engine`` (``mode=run``) or against ``cq_py.explain`` of an
+accumulated script (``mode=plan``), and raise :class:`Failure` (an ``AssertionError``) with
+``file:line: what was expected / what was found`` at the first block that does not hold, or
+:class:`Skipped` when a ``skip`` block is reached.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Optional, Union
+
+import pyarrow as pa
+
+import cq_py
+
+__all__ = ["Block", "FormatError", "Failure", "Skipped", "parse", "run_file", "run_text"]
+
+SEPARATOR = "----"
+ERROR_CLASSES = {
+    "CQLSyntaxError": cq_py.CQLSyntaxError,
+    "CQLSemanticError": cq_py.CQLSemanticError,
+    "InputError": cq_py.InputError,
+}
+# Options of the `options` block: name -> how its value is read.
+OPTIONS: dict[str, Callable[[str], Any]] = {
+    "mode": str, "time_unit": str, "lifetime": str, "executor": str,
+    "auto_delay": lambda v: _bool(v), "expose_steps": lambda v: _bool(v),
+}
+MODES = ("run", "plan")
+# Column types a `push` header may name explicitly (`a:VARCHAR`) to override the declared type.
+HEADER_TYPES = {
+    "BIGINT": pa.int64(), "INT": pa.int64(), "INT32": pa.int32(), "DOUBLE": pa.float64(),
+    "VARCHAR": pa.string(), "BOOLEAN": pa.bool_(), "NULL": pa.null(),
+}
+
+
+# =============================================================================================
+# Errors of the runner
+# =============================================================================================
+
+
+class FormatError(Exception):
+    """The ``.cqlt`` file itself is malformed (an unknown directive, a missing ``----`` ...)."""
+
+
+class Failure(AssertionError):
+    """A block did not hold: ``file:line: what was expected / what was found``."""
+
+
+class Skipped(Exception):
+    """A ``skip <reason>`` block was reached: ``reason`` says why the rest of the file is
+    skipped, ``where`` is ``file:line`` of the block."""
+
+    def __init__(self, reason: str, where: str):
+        self.reason = reason
+        self.where = where
+        super().__init__(f"{where}: {reason}")
+
+
+def _bool(v: str) -> bool:
+    if v.lower() in ("true", "1", "yes"):
+        return True
+    if v.lower() in ("false", "0", "no"):
+        return False
+    raise ValueError(f"expected true or false, found {v!r}")
+
+
+# =============================================================================================
+# Parsing
+# =============================================================================================
+
+
+@dataclass
+class Line:
+    text: str
+    lineno: int  # 1-based line in the file
+
+
+@dataclass
+class Block:
+    """One directive with its body.
+
+    ``kind`` is the directive (``options``, ``statement``, ``explain``, ``push``, ``advance``,
+    ``close``, ``query``, ``skip``); ``args`` the words after it; ``body`` the lines before ``----``
+    (CQL, or a CSV header and rows); ``expected`` the lines after ``----`` (None when absent).
+    """
+
+    kind: str
+    args: list[str]
+    lineno: int
+    body: list[Line] = field(default_factory=list)
+    expected: Optional[list[Line]] = None
+    error: bool = False  # the `... error` form: the action must fail
+    error_class: Optional[str] = None
+    at: Optional[tuple[int, int]] = None
+    raw_args: str = ""
+    ts: str = "ts"  # push: the timestamp column (`ts=` argument)
+    rowsort: bool = False  # query: compare the rows sorted
+
+    @property
+    def text(self) -> str:
+        return "\n".join(l.text for l in self.body)
+
+
+def _is_comment(line: str) -> bool:
+    # `#3 Window ...` (an operator id at the start of an explain line) is not a comment.
+    return line.startswith("#") and not (len(line) > 1 and line[1].isdigit())
+
+
+def parse(text: str, where: str = "<cqlt>") -> list[Block]:
+    """The blocks of a ``.cqlt`` text; ``where`` names the file in error messages."""
+    groups: list[list[Line]] = []
+    current: list[Line] = []
+    for i, raw in enumerate(text.splitlines(), start=1):
+        line = raw.rstrip()
+        if not line.strip():
+            if current:
+                groups.append(current)
+                current = []
+            continue
+        if _is_comment(line):
+            continue
+        current.append(Line(line, i))
+    if current:
+        groups.append(current)
+    blocks = [_block(g, where) for g in groups]
+    for k, b in enumerate(blocks):
+        if b.kind == "options" and k != 0:
+            raise FormatError(f"{where}:{b.lineno}: 'options' must be the first block of the file")
+    return blocks
+
+
+def _block(lines: list[Line], where: str) -> Block:
+    head = lines[0]
+    words = head.text.split()
+    kind, args = words[0].lower(), words[1:]
+    raw_args = head.text.strip()[len(words[0]):].strip()
+    rest = lines[1:]
+
+    def fail(msg: str, lineno: int = head.lineno) -> FormatError:
+        return FormatError(f"{where}:{lineno}: {msg}")
+
+    body, expected = rest, None
+    seps = [k for k, l in enumerate(rest) if l.text.strip() == SEPARATOR]
+    if seps:
+        if len(seps) > 1:
+            raise fail(f"more than one '{SEPARATOR}' in one block", rest[seps[1]].lineno)
+        body, expected = rest[:seps[0]], rest[seps[0] + 1:]
+    b = Block(kind, args, head.lineno, body, expected, raw_args=raw_args)
+
+    if kind == "options":
+        if rest:
+            raise fail("'options' takes one line")
+        for a in args:
+            key, eq, value = a.partition("=")
+            if not eq or key not in OPTIONS:
+                raise fail(f"unknown option {a!r}; options are "
+                           f"{', '.join(k + '=...' for k in OPTIONS)}")
+            try:
+                v = OPTIONS[key](value)
+            except ValueError as e:
+                raise fail(f"option {key}: {e}") from None
+            if key == "mode" and v not in MODES:
+                raise fail(f"mode must be run or plan, found {value!r}")
+    elif kind == "statement":
+        if not args or args[0] not in ("ok", "error"):
+            raise fail("expected 'statement ok' or 'statement error'")
+        b.error = args[0] == "error"
+        if not b.error:
+            if len(args) > 1:
+                raise fail("'statement ok' takes no arguments")
+            if expected is not None:
+                raise fail(f"'statement ok' has no '{SEPARATOR}' section")
+        else:
+            _error_args(b, args[1:], fail, allow_at=True)
+        if not body:
+            raise fail("a statement block needs at least one line of CQL")
+    elif kind == "explain":
+        if args:
+            raise fail("'explain' takes no arguments")
+        if body:
+            raise fail(f"'explain' is followed directly by '{SEPARATOR}'", body[0].lineno)
+        if not expected:
+            raise fail(f"'explain' needs '{SEPARATOR}' and at least one expected line")
+    elif kind == "push":
+        b.error = bool(args) and args[0] == "error" and len(args) > 1
+        rest_args = args[1:] if b.error else args
+        if not rest_args:
+            raise fail("'push' needs a stream name")
+        stream, extra = rest_args[0], rest_args[1:]
+        b.args = [stream]
+        b.ts = "ts"
+        leftover = []
+        for a in extra:
+            if a.startswith("ts="):
+                b.ts = a[3:]
+            else:
+                leftover.append(a)
+        if b.error:
+            _error_args(b, leftover, fail, allow_at=False)
+        elif leftover:
+            raise fail(f"unexpected {' '.join(leftover)!r} after the stream name")
+        elif expected is not None:
+            raise fail(f"'push' has no '{SEPARATOR}' section (use 'push error' to expect an error)")
+        if not body:
+            raise fail("a push block needs a CSV header line")
+    elif kind == "advance":
+        b.error = bool(args) and args[0] == "error"
+        rest_args = args[1:] if b.error else args
+        if not rest_args:
+            raise fail("'advance' needs a time")
+        try:
+            b.args = [str(int(rest_args[0]))]
+        except ValueError:
+            raise fail(f"'advance' needs an integer time, found {rest_args[0]!r}") from None
+        if b.error:
+            _error_args(b, rest_args[1:], fail, allow_at=False)
+        elif len(rest_args) > 1 or expected is not None or body:
+            raise fail("'advance <t>' takes one line")
+        if body:
+            raise fail(f"'advance error' is followed directly by '{SEPARATOR}'", body[0].lineno)
+    elif kind == "close":
+        if args or rest:
+            raise fail("'close' takes one line and no arguments")
+    elif kind == "query":
+        b.error = bool(args) and args[0] == "error"
+        rest_args = args[1:] if b.error else args
+        if not rest_args:
+            raise fail("'query' needs a query name")
+        b.args = [rest_args[0]]
+        b.rowsort = False
+        if b.error:
+            _error_args(b, rest_args[1:], fail, allow_at=False)
+        else:
+            for a in rest_args[1:]:
+                if a != "rowsort":
+                    raise fail(f"unknown query option {a!r} (only 'rowsort')")
+                b.rowsort = True
+            if body:
+                raise fail(f"'query' is followed directly by '{SEPARATOR}'", body[0].lineno)
+            if not expected:
+                raise fail(f"'query' needs '{SEPARATOR}' and a CSV header line")
+    elif kind == "skip":
+        if not raw_args:
+            raise fail("'skip' needs a reason")
+    else:
+        raise fail(f"unknown directive {words[0]!r}; directives are options, statement, explain, "
+                   "push, advance, close, query, skip")
+    return b
+
+
+def _error_args(b: Block, args: list[str], fail, allow_at: bool) -> None:
+    k = 0
+    while k < len(args):
+        a = args[k]
+        if a in ERROR_CLASSES:
+            b.error_class = a
+        elif a == "at" and allow_at and k + 1 < len(args):
+            line, _, col = args[k + 1].partition(":")
+            try:
+                b.at = (int(line), int(col))
+            except ValueError:
+                raise fail(f"'at' needs LINE:COLUMN, found {args[k + 1]!r}") from None
+            k += 1
+        else:
+            raise fail(f"unexpected {a!r}; expected {' or '.join(ERROR_CLASSES)}"
+                       + (" or 'at L:C'" if allow_at else ""))
+        k += 1
+
+
+# =============================================================================================
+# CSV cells
+# =============================================================================================
+
+
+@dataclass(frozen=True)
+class Cell:
+    text: str
+    quoted: bool
+
+
+def split_csv(line: str) -> list[Cell]:
+    """Cells of one CSV line: ``,`` separates, ``"..."`` quotes (``""`` inside is one quote);
+    unquoted cells are stripped of surrounding spaces."""
+    cells: list[Cell] = []
+    i, n = 0, len(line)
+    while True:
+        while i < n and line[i] == " ":
+            i += 1
+        if i < n and line[i] == '"':
+            i += 1
+            buf = []
+            while True:
+                if i >= n:
+                    raise ValueError(f"unterminated quote in {line!r}")
+                if line[i] == '"':
+                    if i + 1 < n and line[i + 1] == '"':
+                        buf.append('"')
+                        i += 2
+                        continue
+                    i += 1
+                    break
+                buf.append(line[i])
+                i += 1
+            while i < n and line[i] == " ":
+                i += 1
+            if i < n and line[i] != ",":
+                raise ValueError(f"text after a closing quote in {line!r}")
+            cells.append(Cell("".join(buf), True))
+        else:
+            j = line.find(",", i)
+            j = n if j < 0 else j
+            cells.append(Cell(line[i:j].strip(), False))
+            i = j
+        if i >= n:
+            return cells
+        i += 1  # the comma
+        if i >= n:
+            cells.append(Cell("", False))
+            return cells
+
+
+def is_null(c: Cell) -> bool:
+    return not c.quoted and (c.text == "" or c.text.upper() == "NULL")
+
+
+def to_value(c: Cell, type_: pa.DataType) -> Any:
+    """A CSV cell as a Python value of ``type_`` (empty or unquoted NULL = None)."""
+    if is_null(c):
+        return None
+    t = c.text
+    if pa.types.is_integer(type_):
+        return int(t)
+    if pa.types.is_floating(type_):
+        return float(t)
+    if pa.types.is_boolean(type_):
+        return _bool(t)
+    if pa.types.is_null(type_):
+        raise ValueError(f"a NULL column holds only empty cells, found {t!r}")
+    return t
+
+
+def render(v: Any) -> str:
+    """A value as the expectation compares it: floats by repr, NULL as NULL, strings quoted."""
+    if v is None:
+        return "NULL"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float):
+        if math.isnan(v):
+            return "nan"
+        return repr(v)
+    if isinstance(v, str):
+        return '"' + v.replace('"', '""') + '"'
+    return str(v)
+
+
+# =============================================================================================
+# Executing
+# =============================================================================================
+
+
+class _Runner:
+    def __init__(self, blocks: list[Block], where: str, ignore_skips: bool = False):
+        self.blocks = blocks
+        self.where = where
+        self.ignore_skips = ignore_skips
+        self.options: dict[str, Any] = {}
+        if blocks and blocks[0].kind == "options":
+            for a in blocks[0].args:
+                key, _, value = a.partition("=")
+                self.options[key] = OPTIONS[key](value)
+        self.mode = self.options.pop("mode", "run")
+        self.engine: Optional[cq_py.Engine] = None
+        self.script: list[str] = []  # plan mode: the accumulated statements
+        self.checked = 0  # blocks that checked something
+
+    # -- helpers --------------------------------------------------------------------------------
+
+    def fail(self, b: Block, msg: str) -> Failure:
+        return Failure(f"{self.where}:{b.lineno}: {msg}")
+
+    def eng(self) -> cq_py.Engine:
+        if self.engine is None:
+            self.engine = cq_py.Engine(**self.options)
+        return self.engine
+
+    def run(self) -> int:
+        for b in self.blocks:
+            if b.kind == "options":
+                continue
+            if b.kind == "skip":
+                if self.ignore_skips:
+                    continue
+                raise Skipped(b.raw_args, f"{self.where}:{b.lineno}")
+            if self.mode == "plan" and b.kind not in ("statement", "explain"):
+                raise FormatError(f"{self.where}:{b.lineno}: '{b.kind}' is not allowed in "
+                                  "mode=plan (nothing runs there)")
+            getattr(self, "_" + b.kind)(b)
+            self.checked += 1
+        return self.checked
+
+    # -- expected errors ------------------------------------------------------------------------
+
+    def expect_error(self, b: Block, action: Callable[[], Any], what: str,
+                     line_offset: int = 0) -> None:
+        want = b.error_class or "an error of cq_py"
+        try:
+            action()
+        except cq_py.CQError as e:
+            self.check_error(b, e, line_offset)
+            return
+        except Exception as e:  # noqa: BLE001 - anything else is an engine bug to report
+            raise self.fail(b, f"{what}: expected {want}, found {type(e).__name__} (not an "
+                               f"exception of cq_py: an engine bug?): {e}") from e
+        raise self.fail(b, f"{what}: expected {want}, but it succeeded")
+
+    def check_error(self, b: Block, e: Exception, line_offset: int) -> None:
+        name = type(e).__name__
+        msg = str(e)
+        if b.error_class and not isinstance(e, ERROR_CLASSES[b.error_class]):
+            raise self.fail(b, f"expected {b.error_class}, found {name}: {msg}")
+        if b.at is not None:
+            line, col = getattr(e, "line", None), getattr(e, "column", None)
+            if line is None:
+                raise self.fail(b, f"expected an error at {b.at[0]}:{b.at[1]}, found {name} "
+                                   f"without a position: {msg}")
+            got = (line - line_offset, col)
+            if got != b.at:
+                raise self.fail(b, f"expected an error at {b.at[0]}:{b.at[1]} of the block, found "
+                                   f"it at {got[0]}:{got[1]}: {msg}")
+        for l in b.expected or []:
+            if l.text.strip() not in msg:
+                raise Failure(f"{self.where}:{l.lineno}: expected the error message to contain "
+                              f"{l.text.strip()!r}; found {name}: {msg}")
+
+    # -- directives -----------------------------------------------------------------------------
+
+    def _statement(self, b: Block) -> None:
+        if self.mode == "plan":
+            prefix = "".join(s + "\n" for s in self.script)
+            script = prefix + b.text + "\n"
+            offset = prefix.count("\n")
+            if b.error:
+                self.expect_error(b, lambda: cq_py.explain(script, **self.options),
+                                  "statement error", offset)
+                return
+            try:
+                cq_py.explain(script, **self.options)
+            except Exception as e:  # noqa: BLE001
+                line = getattr(e, "line", None)
+                at = f" (at {line - offset}:{e.column} of the block)" if line else ""
+                raise self.fail(b, f"statement ok: expected success, found "
+                                   f"{type(e).__name__}{at}: {e}") from e
+            self.script.append(b.text)
+            return
+        if b.error:
+            self.expect_error(b, lambda: self.eng().execute(b.text), "statement error")
+            return
+        try:
+            self.eng().execute(b.text)
+        except Exception as e:  # noqa: BLE001
+            raise self.fail(b, f"statement ok: expected success, found "
+                               f"{type(e).__name__}: {e}") from e
+
+    def _explain(self, b: Block) -> None:
+        try:
+            if self.mode == "plan":
+                text = cq_py.explain("".join(s + "\n" for s in self.script), **self.options)
+            else:
+                text = self.eng().explain()
+        except Exception as e:  # noqa: BLE001
+            raise self.fail(b, f"explain: found {type(e).__name__}: {e}") from e
+        actual = text.splitlines()
+        pos = 0
+        last = None
+        for l in b.expected or []:
+            want = l.text
+            k = next((i for i in range(pos, len(actual)) if want in actual[i]), None)
+            if k is None:
+                anywhere = [a for a in actual if want in a]
+                why = (f" (it occurs only before the line matched by {last!r})" if anywhere
+                       else "")
+                raise Failure(f"{self.where}:{l.lineno}: explain: expected a line containing "
+                              f"{want!r}{' after ' + repr(last) if last else ''}{why}; found:\n"
+                              + text)
+            pos, last = k + 1, want
+
+    def _push(self, b: Block) -> None:
+        stream, ts = b.args[0], b.ts
+        eng = self.eng()
+        try:
+            table = self.table(b, eng, stream, ts)
+        except ValueError as e:
+            raise FormatError(f"{self.where}:{b.lineno}: push {stream}: {e}") from None
+        if b.error:
+            self.expect_error(b, lambda: eng.push(stream, table, ts=ts), f"push {stream}")
+            return
+        try:
+            eng.push(stream, table, ts=ts)
+        except Exception as e:  # noqa: BLE001
+            raise self.fail(b, f"push {stream}: expected success, found "
+                               f"{type(e).__name__}: {e}") from e
+
+    def table(self, b: Block, eng: cq_py.Engine, stream: str, ts: str) -> pa.Table:
+        """The push block's CSV as a table typed by the stream's declared columns (a header cell
+        ``name:TYPE`` overrides; undeclared columns are VARCHAR, the timestamp BIGINT)."""
+        try:
+            declared = {f.name.lower(): f.type for f in eng.stream_schema(stream)}
+        except cq_py.CQError:
+            declared = {}  # an unknown stream: the push itself reports it
+        header = split_csv(b.body[0].text)
+        names, types = [], []
+        for c in header:
+            name, _, tname = c.text.partition(":")
+            if tname:
+                if tname.upper() not in HEADER_TYPES:
+                    raise ValueError(f"unknown type {tname!r} in the header; types are "
+                                     f"{', '.join(HEADER_TYPES)}")
+                t = HEADER_TYPES[tname.upper()]
+            elif name == ts:
+                t = pa.int64()
+            else:
+                t = declared.get(name.lower(), pa.string())
+            names.append(name)
+            types.append(t)
+        cols: list[list[Any]] = [[] for _ in names]
+        for l in b.body[1:]:
+            cells = split_csv(l.text)
+            if len(cells) != len(names):
+                raise ValueError(f"line {l.lineno}: {len(cells)} cells for {len(names)} columns")
+            for k, (c, t) in enumerate(zip(cells, types)):
+                try:
+                    cols[k].append(to_value(c, t))
+                except ValueError as e:
+                    raise ValueError(f"line {l.lineno}: column {names[k]} ({t}): {e}") from None
+        return pa.table([pa.array(v, t) for v, t in zip(cols, types)], names=names)
+
+    def _advance(self, b: Block) -> None:
+        t = int(b.args[0])
+        if b.error:
+            self.expect_error(b, lambda: self.eng().advance(t), f"advance {t}")
+            return
+        try:
+            self.eng().advance(t)
+        except Exception as e:  # noqa: BLE001
+            raise self.fail(b, f"advance {t}: expected success, found "
+                               f"{type(e).__name__}: {e}") from e
+
+    def _close(self, b: Block) -> None:
+        try:
+            self.eng().close()
+        except Exception as e:  # noqa: BLE001
+            raise self.fail(b, f"close: expected success, found {type(e).__name__}: {e}") from e
+
+    def _query(self, b: Block) -> None:
+        name = b.args[0]
+        eng = self.eng()
+        if b.error:
+            self.expect_error(b, lambda: eng.fetch(name), f"query {name}")
+            return
+        try:
+            schema = eng.query_schema(name)
+            got = eng.fetch(name)
+        except Exception as e:  # noqa: BLE001
+            raise self.fail(b, f"query {name}: found {type(e).__name__}: {e}") from e
+        exp = b.expected or []
+        header = [c.text for c in split_csv(exp[0].text)]
+        if header != schema.names:
+            raise Failure(f"{self.where}:{exp[0].lineno}: query {name}: expected the columns "
+                          f"{','.join(header)}; found {','.join(schema.names)}")
+        want: list[tuple[str, ...]] = []
+        for l in exp[1:]:
+            cells = split_csv(l.text)
+            if len(cells) != len(header):
+                raise FormatError(f"{self.where}:{l.lineno}: {len(cells)} cells for "
+                                  f"{len(header)} columns")
+            try:
+                want.append(tuple(render(to_value(c, f.type)) for c, f in zip(cells, schema)))
+            except ValueError as e:
+                raise FormatError(f"{self.where}:{l.lineno}: {e}") from None
+        found = [tuple(render(r[n]) for n in schema.names) for r in got.to_pylist()]
+        if b.rowsort:
+            want.sort()
+            found.sort()
+        if want != found:
+            def show(rows: list[tuple[str, ...]]) -> str:
+                return "\n".join("  " + ",".join(r) for r in rows) or "  (no rows)"
+
+            first = next((k for k, (w, f) in enumerate(zip(want, found)) if w != f),
+                         min(len(want), len(found)))
+            raise self.fail(b, f"query {name}{' (rowsort)' if b.rowsort else ''}: rows differ "
+                               f"from row {first + 1} on\nexpected ({len(want)} rows):\n"
+                               f"{show(want)}\nfound ({len(found)} rows):\n{show(found)}")
+
+
+# =============================================================================================
+# Entry points
+# =============================================================================================
+
+
+def run_text(text: str, where: str = "<cqlt>", ignore_skips: bool = False) -> int:
+    """Runs a ``.cqlt`` text; returns the number of blocks checked. Raises :class:`Failure`,
+    :class:`FormatError` or :class:`Skipped`. With ``ignore_skips``, ``skip`` blocks are passed
+    over (to see whether the cases behind them still fail)."""
+    blocks = parse(text, where)
+    if not [b for b in blocks if b.kind != "options"]:
+        raise FormatError(f"{where}: the file has no blocks")
+    return _Runner(blocks, where, ignore_skips).run()
+
+
+def run_file(path: Union[str, Path], root: Optional[Path] = None,
+             ignore_skips: bool = False) -> int:
+    path = Path(path)
+    where = str(path.relative_to(root)) if root else str(path)
+    return run_text(path.read_text(), where, ignore_skips)
+

@@ -1,0 +1,164 @@
+"""Runs every ``*.cqlt`` file under tests/conformance (one test per file; see README.md here), and
+checks that the runner itself cannot pass vacuously."""
+
+import os
+from pathlib import Path
+
+import pytest
+
+from conformance.cqlt import Failure, FormatError, Skipped, run_file, run_text
+
+HERE = Path(__file__).resolve().parent
+FILES = sorted(HERE.rglob("*.cqlt"))
+# CQLT_IGNORE_SKIPS=1 runs the cases behind `skip` blocks too (are the known bugs still there?).
+IGNORE_SKIPS = os.environ.get("CQLT_IGNORE_SKIPS", "") not in ("", "0")
+
+
+def test_the_corpus_is_there():
+    areas = {p.parent.name for p in FILES}
+    assert {"frontend", "slice"} <= areas, f"conformance areas found: {sorted(areas)}"
+
+
+@pytest.mark.parametrize("path", FILES, ids=[str(p.relative_to(HERE)) for p in FILES])
+def test_conformance(path):
+    skipped = failed = None
+    try:
+        checked = run_file(path, root=HERE, ignore_skips=IGNORE_SKIPS)
+    except Skipped as s:
+        skipped = f"{s.where}: {s.reason}"
+    except (Failure, FormatError) as e:
+        failed = str(e)
+    # Outside the except clauses, so that pytest shows the message and not a chain of tracebacks.
+    if skipped:
+        pytest.skip(skipped)
+    if failed:
+        pytest.fail(failed, pytrace=False)
+    assert checked > 0
+
+
+# ---------------------------------------------------------------------------------------------
+# The runner must catch mistakes: each case is a good file and the same file with one mistake.
+# ---------------------------------------------------------------------------------------------
+
+RUN = """\
+statement ok
+REGISTER STREAM s(a INT, b DOUBLE);
+REGISTER QUERY q AS ISTREAM(SELECT a, b * 2 AS c FROM s [Range 10] WHERE b > 0.5);
+
+push s
+a,b,ts
+1,0.9,0
+2,0.1,1
+3,1,4
+
+query q
+----
+a,c,ts
+{rows}
+"""
+
+STATEMENT_ERROR = """\
+statement error {cls} at {at}
+REGISTER STREAM s(a INT);
+REGISTER QUERY q AS SELECT zz FROM s;
+----
+{message}
+"""
+
+PLAN = """\
+options mode=plan
+
+statement ok
+REGISTER STREAM s(a INT);
+REGISTER QUERY q AS SELECT a FROM s [Range 5];
+
+explain
+----
+{line1}
+{line2}
+
+statement {verdict}
+REGISTER QUERY r AS SELECT a FROM q [Now];
+"""
+
+PUSH_ERROR = """\
+statement ok
+REGISTER STREAM s(a INT);
+
+push s
+a,ts
+1,5
+
+push error s {cls}
+a,ts
+2,{ts}
+----
+must not decrease
+"""
+
+GOOD_AND_BAD = {
+    "wrong expected rows": (
+        RUN.format(rows="1,1.8,0\n3,2.0,4"), RUN.format(rows="1,1.8,0\n3,2.2,4")),
+    "a missing expected row": (
+        RUN.format(rows="1,1.8,0\n3,2.0,4"), RUN.format(rows="1,1.8,0")),
+    "an extra expected row": (
+        RUN.format(rows="1,1.8,0\n3,2.0,4"), RUN.format(rows="1,1.8,0\n3,2.0,4\n3,2.0,4")),
+    "rows in the wrong order": (
+        RUN.format(rows="1,1.8,0\n3,2.0,4"), RUN.format(rows="3,2.0,4\n1,1.8,0")),
+    "NULL expected where a value is": (
+        RUN.format(rows="1,1.8,0\n3,2.0,4"), RUN.format(rows="1,,0\n3,2.0,4")),
+    "wrong header": (
+        RUN.format(rows="1,1.8,0\n3,2.0,4"),
+        RUN.format(rows="1,1.8,0\n3,2.0,4").replace("a,c,ts", "a,b,ts")),
+    "wrong error text": (
+        STATEMENT_ERROR.format(cls="CQLSemanticError", at="2:28", message="unknown column 'zz'"),
+        STATEMENT_ERROR.format(cls="CQLSemanticError", at="2:28", message="unknown column 'yy'")),
+    "wrong error class": (
+        STATEMENT_ERROR.format(cls="CQLSemanticError", at="2:28", message="'zz'"),
+        STATEMENT_ERROR.format(cls="CQLSyntaxError", at="2:28", message="'zz'")),
+    "wrong error position": (
+        STATEMENT_ERROR.format(cls="CQLSemanticError", at="2:28", message="'zz'"),
+        STATEMENT_ERROR.format(cls="CQLSemanticError", at="1:28", message="'zz'")),
+    "an expected error that does not happen": (
+        STATEMENT_ERROR.format(cls="CQLSemanticError", at="2:28", message="'zz'"),
+        STATEMENT_ERROR.format(cls="CQLSemanticError", at="2:28", message="'zz'").replace(
+            "zz", "a")),
+    "a wrong explain line": (
+        PLAN.format(line1="Window [Range 5] <- #0", line2="Output q", verdict="error"),
+        PLAN.format(line1="Window [Range 6] <- #0", line2="Output q", verdict="error")),
+    "explain lines out of order": (
+        PLAN.format(line1="Window [Range 5] <- #0", line2="Output q", verdict="error"),
+        PLAN.format(line1="Output q", line2="Window [Range 5] <- #0", verdict="error")),
+    "plan mode: an expected error that does not happen": (
+        PLAN.format(line1="StreamScan s", line2="Output q", verdict="error"),
+        PLAN.format(line1="StreamScan s", line2="Output q", verdict="error").replace(
+            "FROM q [Now]", "FROM q")),
+    "plan mode: statement ok that fails": (
+        PLAN.format(line1="StreamScan s", line2="Output q", verdict="error"),
+        PLAN.format(line1="StreamScan s", line2="Output q", verdict="ok")),
+    "a push error that does not happen": (
+        PUSH_ERROR.format(cls="InputError", ts=4), PUSH_ERROR.format(cls="InputError", ts=6)),
+    "a push error of the wrong class": (
+        PUSH_ERROR.format(cls="InputError", ts=4), PUSH_ERROR.format(cls="CQLSemanticError", ts=4)),
+}
+
+
+@pytest.mark.parametrize("mistake", list(GOOD_AND_BAD))
+def test_runner_catches_mistakes(mistake):
+    good, bad = GOOD_AND_BAD[mistake]
+    assert run_text(good, "good.cqlt") > 0  # the same file without the mistake passes
+    with pytest.raises(Failure) as e:
+        run_text(bad, "bad.cqlt")
+    assert str(e.value).startswith("bad.cqlt:")
+
+
+def test_runner_rejects_malformed_files_and_reports_skips():
+    for text in ["statment ok\nREGISTER STREAM s(a INT);\n",  # unknown directive
+                 "query q\na,ts\n",  # no ----
+                 "statement ok\nREGISTER STREAM s(a INT);\n\noptions mode=plan\n",  # options late
+                 "options mode=plan\n\npush s\na,ts\n1,1\n"]:  # push in plan mode
+        with pytest.raises(FormatError):
+            run_text(text, "bad.cqlt")
+    with pytest.raises(Skipped, match="not built yet"):
+        run_text("statement ok\nREGISTER STREAM s(a INT);\n\nskip not built yet\n\n"
+                 "query nope\n----\nx\n", "skip.cqlt")
