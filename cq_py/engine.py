@@ -266,6 +266,11 @@ class Engine:
         """The table's declared columns and timestamp, in declared order and types (zero-copy when
         they already match), as record batches whose last column is the timestamp in ticks."""
         have = {f.name: f for f in table.schema}
+        # Names match as in CQL, whatever the case, when the exact spelling is not there.
+        folded = {f.name.lower(): f for f in table.schema}
+        for name, _ in columns:
+            if name not in have and name.lower() in folded:
+                have[name] = folded[name.lower()]
         found = ", ".join(table.schema.names) or "(none)"
         if ts not in have:
             raise InputError(f"push to '{stream}': missing timestamp column '{ts}'; found columns: "
@@ -279,7 +284,7 @@ class Engine:
             if f is None:
                 raise InputError(f"push to '{stream}': missing column '{name}' "
                                  f"({T.CQL_NAME[type_]}); found columns: {found}", stream=stream)
-            arrays.append(self._cast_column(table.column(name), f.type, type_, stream, name))
+            arrays.append(self._cast_column(table.column(f.name), f.type, type_, stream, name))
             names.append(name)
         arrays.append(self._ticks(table.column(ts), have[ts].type, stream, ts))
         names.append(ts)

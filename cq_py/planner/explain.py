@@ -72,9 +72,9 @@ def _loops(order: loops.Order, cat: Catalog, out: list[str], depth: int) -> None
             if cat.nodes[v].owner not in owners:
                 owners.append(cat.nodes[v].owner)
         cut = cat.nodes[item.cut_at[0]]
+        where = "" if cut.inserted else f" of {cut.owner}"  # an inserted delay's label says where
         out.append(f"{'  ' * depth}loop of {', '.join(owners)}: operators "
-                   f"{' '.join(f'#{v}' for v in item.members)}; cut at #{cut.id} {cut.label} "
-                   f"of {cut.owner}")
+                   f"{' '.join(f'#{v}' for v in item.members)}; cut at #{cut.id} {cut.label}{where}")
         _loops(item.order, cat, out, depth + 1)
 
 

@@ -9,7 +9,7 @@ core has that kernel yet is checked when a plan is executed (:func:`missing_kern
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Callable, Iterator, Optional
 
@@ -57,6 +57,7 @@ class TypedExpr:
     distinct: bool = False
     text: str = field(default="", compare=False)
     pos: ast.Pos = field(default=ast.NOPOS, compare=False)
+    prec: int = field(default=9, compare=False)  # how tightly `text` binds (PRECEDENCE)
 
     def to_plan(self) -> dict:
         if self.kind == "column":
@@ -84,6 +85,25 @@ class TypedExpr:
             return self
         return TypedExpr(self.kind, self.type, self.index, self.value, self.fn,
                          tuple(a.shifted(mapping) for a in self.args), self.distinct, self.text, self.pos)
+
+
+# How tightly each operator binds, as the parser reads them (higher binds tighter); expression
+# texts get the parentheses this requires and no more, so ``(i + 1) * 2`` reads back as written.
+PRECEDENCE = {"or": 1, "and": 2, "not": 3, "equal": 4, "not_equal": 4, "less": 4, "less_equal": 4,
+              "greater": 4, "greater_equal": 4, "is_null": 4, "is_not_null": 4, "add": 5,
+              "subtract": 5, "multiply": 6, "divide": 6, "modulo": 6, "negate": 7}
+COMPARISON_PREC = 4
+NON_ASSOCIATIVE = {"subtract", "divide", "modulo"}
+
+
+def paren(t: TypedExpr, parent: int = 9, right_of: str = "") -> str:
+    """``t``'s text as an operand of an operator of precedence ``parent`` (``right_of``: the
+    operator when ``t`` is its right operand)."""
+    if t.kind == "call" and t.fn == "cast_float64" and t.args:  # implicit: shows as its operand
+        return paren(t.args[0], parent, right_of)
+    wrap = t.prec < parent or (t.prec == parent and (
+        parent == COMPARISON_PREC or (right_of in NON_ASSOCIATIVE)))
+    return f"({t.text})" if wrap else t.text
 
 
 def literal(value: object, type_: str, text: str = "", pos: ast.Pos = ast.NOPOS) -> TypedExpr:
@@ -215,7 +235,8 @@ class ExpressionBinder:
 
     @staticmethod
     def call(fn: str, args: tuple[TypedExpr, ...], result: str, text: str, pos: ast.Pos) -> TypedExpr:
-        return TypedExpr("call", result, fn=fn, args=args, text=text, pos=pos)
+        return TypedExpr("call", result, fn=fn, args=args, text=text, pos=pos,
+                         prec=PRECEDENCE.get(fn, 9))
 
     # -- the cases --------------------------------------------------------------------------
 
@@ -231,20 +252,28 @@ class ExpressionBinder:
         if isinstance(e, ast.IsNull):
             arg = self._bind(e.operand)
             fn = "is_not_null" if e.negated else "is_null"
-            return self.call(fn, (arg,), T.BOOL, f"{arg.text} IS {'NOT ' if e.negated else ''}NULL",
+            return self.call(fn, (arg,), T.BOOL,
+                             f"{paren(arg, COMPARISON_PREC + 1)} IS {'NOT ' if e.negated else ''}NULL",
                              e.pos)
         if isinstance(e, ast.Between):
             # x BETWEEN a AND b  ≡  x >= a AND x <= b (SQL's definition)
             lo = ast.Binary(">=", e.operand, e.low, e.pos)
             hi = ast.Binary("<=", e.operand, e.high, e.pos)
             both: ast.Expr = ast.Binary("AND", lo, hi, e.pos)
-            return self._bind(ast.Unary("NOT", both, e.pos) if e.negated else both)
+            bound = self._bind(ast.Unary("NOT", both, e.pos) if e.negated else both)
+            x, a, b = (paren(self._bind(v), COMPARISON_PREC + 1) for v in (e.operand, e.low, e.high))
+            return replace(bound, text=f"{x} {'NOT ' if e.negated else ''}BETWEEN {a} AND {b}",
+                           prec=COMPARISON_PREC)
         if isinstance(e, ast.InList):
             # x IN (a, b)  ≡  x = a OR x = b, which gives SQL's NULL behaviour for free
             ors: ast.Expr = ast.Binary("=", e.operand, e.items[0], e.pos)
             for item in e.items[1:]:
                 ors = ast.Binary("OR", ors, ast.Binary("=", e.operand, item, e.pos), e.pos)
-            return self._bind(ast.Unary("NOT", ors, e.pos) if e.negated else ors)
+            bound = self._bind(ast.Unary("NOT", ors, e.pos) if e.negated else ors)
+            items = ", ".join(self._bind(i).text for i in e.items)
+            x = paren(self._bind(e.operand), COMPARISON_PREC + 1)
+            return replace(bound, text=f"{x} {'NOT ' if e.negated else ''}IN ({items})",
+                           prec=COMPARISON_PREC)
         if isinstance(e, ast.Case):
             return self._case(e)
         if isinstance(e, ast.Cast):
@@ -285,17 +314,17 @@ class ExpressionBinder:
             if arg.type != T.BOOL:
                 raise self.err(f"NOT expects BOOLEAN, found {T.CQL_NAME[arg.type]} ('{arg.text}')",
                                e.pos)
-            return self.call("not", (arg,), T.BOOL, f"NOT {arg.text}", e.pos)
+            return self.call("not", (arg,), T.BOOL, f"NOT {paren(arg, PRECEDENCE['not'])}", e.pos)
         arg = self.coerce_null(arg, T.INT64)
         if arg.type not in T.NUMERIC:
             raise self.err(f"unary '-' expects a number, found {T.CQL_NAME[arg.type]} ('{arg.text}')",
                            e.pos)
-        return self.call("negate", (arg,), arg.type, f"-{arg.text}", e.pos)
+        return self.call("negate", (arg,), arg.type, f"-{paren(arg, PRECEDENCE['negate'])}", e.pos)
 
     def _binary(self, e: ast.Binary) -> TypedExpr:
         left, right = self._bind(e.left), self._bind(e.right)
-        text = f"{left.text} {e.op} {right.text}"
         fn = BINARY_KERNELS[e.op]
+        text = f"{paren(left, PRECEDENCE[fn])} {e.op} {paren(right, PRECEDENCE[fn], fn)}"
         if e.op in ("AND", "OR"):
             left, right = self.coerce_null(left, T.BOOL), self.coerce_null(right, T.BOOL)
             for side in (left, right):

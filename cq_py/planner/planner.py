@@ -11,13 +11,15 @@ is inserted after one of the loop's stream operators instead.
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
 from typing import Optional, Union
 
 from cq_py.errors import CQLSemanticError
 from cq_py.parser import ast
 from cq_py.planner import loops
 from cq_py.planner import types as T
-from cq_py.planner.expressions import ExpressionBinder, Scope, TypedExpr, conjuncts, literal
+from cq_py.planner.expressions import (ExpressionBinder, Scope, TypedExpr, conjuncts, literal,
+                                       paren)
 from cq_py.planner.logical import (KNOWN, PENDING, STREAM, UNBOUNDED, Catalog, Node, QueryDef,
                                    StreamDef, constant)
 
@@ -150,28 +152,48 @@ class Planner:
     # =========================================================================================
 
     def _infer_schemas(self, queries: list[ast.RegisterQuery]) -> None:
+        """Every script query's kind and columns, before any is planned: first from the branches
+        that can be typed (a loop closes through the others), then again with every query known
+        until nothing changes — a type only widens (BIGINT to DOUBLE), so this ends."""
         self.schemas: dict[str, tuple[str, list[tuple[str, str]]]] = {}
         pending = list(queries)
         while pending:
             progress = False
             for q in list(pending):
-                saved_nodes, saved_id = dict(self.cat.nodes), self.cat.next_id
-                self.lenient = True
                 try:
-                    kind, cols, _ = self._query(q.query, q.name)
+                    self.schemas[q.name.lower()] = self._try_infer(q, lenient=True)
                 except Deferred:
                     continue
-                finally:
-                    self.lenient = False
-                    self.cat.nodes, self.cat.next_id = saved_nodes, saved_id
-                self.schemas[q.name.lower()] = (kind, cols)
                 pending.remove(q)
                 progress = True
             if not progress:
                 names = ", ".join(q.name for q in pending)
-                raise self.err(f"cannot determine the columns of {names}: they only read each "
-                               "other; give one of them a source whose columns are known (e.g. the "
-                               "first branch of a UNION ALL)", pending[0].pos)
+                what = (f"{names}: it only reads itself" if len(pending) == 1 else
+                        f"{names}: they only read each other")
+                raise self.err(f"cannot determine the columns of {what}; give it a source whose "
+                               "columns are known (e.g. the first branch of a UNION ALL)",
+                               pending[0].pos)
+        for _ in range(4 * len(queries) + 4):
+            changed = False
+            for q in queries:
+                again = self._try_infer(q, lenient=False)
+                if again != self.schemas[q.name.lower()]:
+                    self.schemas[q.name.lower()] = again
+                    changed = True
+            if not changed:
+                return
+        raise AssertionError("column types of named queries did not settle")
+
+    def _try_infer(self, q: ast.RegisterQuery, lenient: bool) -> tuple[str, list[tuple[str, str]]]:
+        """Plans ``q`` for its output columns only, leaving the catalog as it was."""
+        saved_nodes, saved_id = dict(self.cat.nodes), self.cat.next_id
+        self.lenient = lenient
+        try:
+            kind, cols, _ = self._query(q.query, q.name)
+            return kind, cols
+        finally:
+            self.lenient = False
+            self.cat.nodes, self.cat.next_id = saved_nodes, saved_id
 
     def _dependency_order(self, queries: list[ast.RegisterQuery]) -> list[ast.RegisterQuery]:
         """Queries after the queries they read (so that lifetimes are known), loops in script order."""
@@ -201,6 +223,7 @@ class Planner:
         self.lenient = False
         self.references: list[str] = []
         kind, columns, out = self._query(st.query, st.name)
+        assert (kind, columns) == self.schemas[st.name.lower()], "inferred and planned columns differ"
         reserved = (["ts"] + (["ts_step"] if self.expose_steps else [])) if kind == "stream" else \
             (["start", "end"] + (["start_step", "end_step"] if self.expose_steps else []))
         for name, _ in columns:
@@ -306,8 +329,12 @@ class Planner:
         """``node`` with its columns cast to ``cols`` (a set operation's common types)."""
         if [t for _, t in node.schema] == [t for _, t in cols]:
             return node
-        exprs = [ExpressionBinder.cast(TypedExpr("column", t, index=i, text=n), ct)
-                 for i, ((n, t), (_, ct)) in enumerate(zip(node.schema, cols))]
+        exprs = []
+        for i, ((n, t), (_, ct)) in enumerate(zip(node.schema, cols)):
+            e = ExpressionBinder.cast(TypedExpr("column", t, index=i, text=n), ct)
+            if e.type != t:  # say so in explain: the branch's column changes type here
+                e = replace(e, text=f"CAST({n} AS {T.CQL_NAME[ct]})")
+            exprs.append(e)
         return self._project(node, exprs, [n for n, _ in node.schema], owner, pos)
 
     # =========================================================================================
@@ -322,8 +349,9 @@ class Planner:
             if key in self.script_queries:
                 assert self.lenient, "every query's columns are inferred before planning"
                 raise Deferred(src.name)
-            known = ", ".join(self.cat.names() + [q.name for q in self.script_queries.values()
-                                                  if q.name.lower() not in self.cat.queries])
+            known = ", ".join(n for n in self.cat.names() + [
+                q.name for q in self.script_queries.values() if q.name.lower() not in self.cat.queries]
+                if n.lower() != owner.lower())
             raise self.err(f"unknown stream, relation or query '{src.name}'; registered: "
                            f"{known or '(none)'}", src.pos)
         label = f"'{src.name}'" + (f" (as {src.alias})" if src.alias else "")
@@ -335,7 +363,7 @@ class Planner:
                     raise self.err(f"a window applies to a stream; '{src.name}' is a relation",
                                    src.window.pos)
                 return scan, label
-            return self._window(scan, src.window, owner, src.pos), label
+            return self._window(scan, src.window, owner, src.pos, src), label
         # A named query, possibly registered in this script and not planned yet.
         if isinstance(target, QueryDef):
             kind, cols, ref = target.kind, target.columns, target.out_id
@@ -350,7 +378,7 @@ class Planner:
                 raise self.err(f"a window applies to a stream; the query '{src.name}' is "
                                "relation-valued (use it without a window)", src.window.pos)
             return self._reference(placeholder, out), label
-        return self._window(self._reference(placeholder, out), src.window, owner, src.pos), label
+        return self._window(self._reference(placeholder, out), src.window, owner, src.pos, src), label
 
     def _reference(self, placeholder: Node, out: Union[int, str]) -> Node:
         """A stand-in for another query's output node: its id, or its name until it is planned."""
@@ -360,7 +388,8 @@ class Planner:
         ref.id = out  # type: ignore[assignment]
         return ref
 
-    def _window(self, input_: Node, w: Optional[ast.Window], owner: str, pos: ast.Pos) -> Node:
+    def _window(self, input_: Node, w: Optional[ast.Window], owner: str, pos: ast.Pos,
+                src: Optional[ast.Source] = None) -> Node:
         if w is None or w.kind == "unbounded":
             params, op, life, label = {"kind": "unbounded"}, "window", UNBOUNDED, "[Range Unbounded]"
         elif w.kind == "now":
@@ -379,14 +408,16 @@ class Planner:
             life, label = f"{KNOWN} (slices of {slide} ticks)", f"[Range {rng} Slide {slide}]"
         elif w.kind == "rows":
             assert w.rows is not None
-            if w.rows <= 0:
-                raise self.err("a row window holds at least one row", w.pos)
+            if w.rows <= 0 or w.rows >= 2**63:
+                raise self.err("a row window holds at least one row (and fewer than 2^63)", w.pos)
             params, op, life, label = {"rows": w.rows}, "row_window", PENDING, f"[Rows {w.rows}]"
         else:  # partition_rows
             assert w.rows is not None
-            if w.rows <= 0:
-                raise self.err("a row window holds at least one row", w.pos)
-            scope = Scope(list(input_.schema), [({input_.owner.lower()}, f"'{input_.owner}'", 0,
+            if w.rows <= 0 or w.rows >= 2**63:
+                raise self.err("a row window holds at least one row (and fewer than 2^63)", w.pos)
+            names = {input_.owner.lower()} | ({src.name.lower()} if src else set()) | (
+                {src.alias.lower()} if src and src.alias else set())
+            scope = Scope(list(input_.schema), [(names, f"'{src.name if src else input_.owner}'", 0,
                                                  len(input_.schema))])
             keys = [scope.resolve(c, self.err) for c in w.partition_by]
             params, op = {"rows": w.rows, "keys": [k.index for k in keys]}, "partition_row_window"
@@ -538,7 +569,8 @@ class Planner:
             schema = list(current.schema) + list(right.schema)
             pred = residual[0] if residual else None
             for extra in residual[1:]:
-                pred = ExpressionBinder.call("and", (pred, extra), T.BOOL, f"{pred.text} AND {extra.text}", extra.pos)  # type: ignore[arg-type]
+                pred = ExpressionBinder.call("and", (pred, extra), T.BOOL,  # type: ignore[arg-type]
+                                             f"{paren(pred, 2)} AND {paren(extra, 2)}", extra.pos)  # type: ignore[arg-type]
             lifetimes = {current.lifetime, right.lifetime}
             life = PENDING if PENDING in lifetimes else (UNBOUNDED if lifetimes == {UNBOUNDED} else KNOWN)
             on = [f"{l.text} = {r.text}" for l, r in zip(left_keys, right_keys)]
@@ -553,6 +585,8 @@ class Planner:
                 schema, kind="relation", lifetime=life, owner=owner, pos=q.sources[k].pos, label=label,
                 checks=left_keys + right_keys + ([pred] if pred is not None else [])))
             joined.add(k)
+        # What is left runs as one filter per conjunct, in the order written: each later conjunct
+        # sees only the rows the earlier ones kept.
         for a, e in remaining:
             current = self._filter(current, e, owner, a.pos)
         return current
@@ -627,13 +661,19 @@ class Planner:
     def ticks(self, d: ast.Duration) -> int:
         """A CQL duration in ticks of the engine's time unit (a bare integer is ticks already)."""
         if d.unit is None:
-            return d.value
-        ns = d.value * UNIT_NS[d.unit]
-        per_tick = TIME_UNIT_NS[self.time_unit]
-        if ns % per_tick:
-            raise self.err(f"{d.value} {UNIT_WORDS[d.unit]} is not a whole number of ticks of the "
-                           f"engine's time unit '{self.time_unit}'", d.pos)
-        return ns // per_tick
+            ticks = d.value
+        else:
+            ns = d.value * UNIT_NS[d.unit]
+            per_tick = TIME_UNIT_NS[self.time_unit]
+            if ns % per_tick:
+                raise self.err(f"{d.value} {UNIT_WORDS[d.unit]} is not a whole number of ticks of "
+                               f"the engine's time unit '{self.time_unit}'", d.pos)
+            ticks = ns // per_tick
+        if ticks >= 2**63:
+            raise self.err(f"the duration {d.value}{' ' + UNIT_WORDS[d.unit] if d.unit else ''} is "
+                           f"{ticks} ticks, beyond the largest time (2^63 - 1 ticks); use "
+                           "[Range Unbounded] for a window that never ends", d.pos)
+        return ticks
 
 
 def derived_lifetime(node: Node, inputs: list[Node]) -> str:

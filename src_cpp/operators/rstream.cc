@@ -33,13 +33,12 @@ void RStream::EmitTicks(int64_t from, int64_t to, Emitter& out) {
 }
 
 void RStream::AdvanceTo(Time progress, Emitter& out) {
-  // Ticks T with (T, 0) < progress are complete; at close, ticks end where the input ended (the
-  // relation may stay non-empty for ever).
-  int64_t limit;
-  if (progress.IsInfinite()) {
-    if (last_finite_ == Time::kMinTick) return;
-    limit = last_finite_ + 1;
-  } else {
+  // Ticks T with (T, 0) < progress are complete. At close, time goes to infinity: R is emitted at
+  // every tick while it is non-empty — up to its last change; if it then stays non-empty for ever
+  // (tuples that never end), up to the furthest tick the input reached.
+  const bool closing = progress.IsInfinite();
+  int64_t limit = Time::kInfTick;
+  if (!closing) {
     limit = progress.step == 0 ? progress.tick : progress.tick + 1;
     last_finite_ = std::max(last_finite_, progress.tick);
   }
@@ -54,10 +53,19 @@ void RStream::AdvanceTo(Time progress, Emitter& out) {
     tracker_->AdvanceTo(std::min(progress, Time{next_tick_, 1}), [](Time, const auto&, const auto&) {});
     // Until the next change, every tick sees the same R: emit the run at once.
     const Time change = tracker_->next_instant();
-    const int64_t run_end =
-        change.IsInfinite() ? limit : std::min(limit, change.step > 0 ? change.tick + 1 : change.tick);
-    EmitTicks(next_tick_, std::max(run_end, next_tick_ + 1), out);
-    next_tick_ = std::max(run_end, next_tick_ + 1);
+    if (change.IsInfinite()) {
+      if (closing) {
+        if (next_tick_ <= last_finite_) EmitTicks(next_tick_, last_finite_ + 1, out);
+        next_tick_ = std::max(next_tick_, last_finite_ + 1);
+        return;
+      }
+      EmitTicks(next_tick_, limit, out);
+      next_tick_ = limit;
+      return;
+    }
+    const int64_t run_end = std::max(next_tick_ + 1, std::min(limit, change.step > 0 ? change.tick + 1 : change.tick));
+    EmitTicks(next_tick_, run_end, out);
+    next_tick_ = run_end;
   }
 }
 

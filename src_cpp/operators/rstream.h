@@ -1,8 +1,9 @@
 #pragma once
 // RSTREAM(R): at every tick t (step 0) while R is non-empty, emits every tuple of R(t) with
 // timestamp t (SPEC §4). A firing point of the DTS executor (paper 000 §3.2): it produces output at
-// ticks where its input is silent. Ticks are emitted once complete; close() emits up to the last
-// tick the input reached (its latest timestamp or advance), not to infinity.
+// ticks where its input is silent. Ticks are emitted once complete; at close() R keeps being
+// emitted until it is empty, or, when it holds tuples that never end, up to the last tick the
+// input reached (not to infinity).
 #include "lifetime/instant_tracker.h"
 #include "operators/operator.h"
 

@@ -180,13 +180,16 @@ def dstream(rel: list[tuple[tuple, tuple, tuple]]) -> Counter:
 
 
 def rstream(rel: list[tuple[tuple, tuple, tuple]], last_tick: int) -> Counter:
-    """RSTREAM as bags per tick: all of R((T, 0)) at every tick T from the first start up to
-    ``last_tick`` (the furthest the input reached; close() does not emit to infinity)."""
+    """RSTREAM as bags per tick: all of R((T, 0)) at every tick T from the first start while R is
+    non-empty; close() stops at the last finite change of R, or at ``last_tick`` (the furthest the
+    input reached) for tuples that never end."""
     out: Counter = Counter()
     if not rel:
         return out
     first = min(s[0] for _, s, _ in rel)
-    for tick in range(first, last_tick + 1):
+    finite_ends = [e[0] for _, _, e in rel if e != INF]
+    last = max([last_tick] + [e - 1 for e in finite_ends])
+    for tick in range(first, last + 1):
         for v, n in alive_at(rel, (tick, 0)).items():
             out[(v, (tick, 0))] += n
     return out
