@@ -41,7 +41,9 @@ class Engine:
 
     Options: ``time_unit`` gives durations (``[Range 5 SECONDS]``) and Arrow timestamp inputs their
     meaning in ticks ('s', 'ms', 'us' or 'ns'); ``lifetime`` and ``executor`` choose the execution
-    strategy (SPEC §5); ``expose_steps=True`` adds the ε-step columns to results.
+    strategy (SPEC §5); ``expose_steps=True`` adds the ε-step columns to results; ``auto_delay=True``
+    puts an ε delay into each loop that has none; ``expiration="insertion_sort"`` replaces the lazy
+    sorting of expiration sets by insertion sort (the baseline of paper 003 §4.2).
 
     >>> import pyarrow as pa, cq_py
     >>> eng = cq_py.Engine()
@@ -53,7 +55,10 @@ class Engine:
     """
 
     def __init__(self, time_unit: str = "ms", lifetime: str = "direct", executor: str = "dts",
-                 *, expose_steps: bool = False, auto_delay: bool = False):
+                 *, expose_steps: bool = False, auto_delay: bool = False, expiration: str = "lazy"):
+        if expiration not in ("lazy", "insertion_sort"):
+            raise ValueError(f"expiration must be 'lazy' or 'insertion_sort'; found {expiration!r}")
+        self.expiration = expiration
         if time_unit not in TIME_UNITS:
             raise ValueError(f"time_unit must be one of {', '.join(TIME_UNITS)}; found {time_unit!r}")
         if lifetime not in LIFETIMES:
@@ -85,7 +90,8 @@ class Engine:
         ['q']
         """
         script = parse(cql)
-        planner = Planner(self._catalog, self.time_unit, cql, self.expose_steps, self.auto_delay)
+        planner = Planner(self._catalog, self.time_unit, cql, self.expose_steps, self.auto_delay,
+                          self.expiration)
         catalog, ops = planner.plan(script)
         _check_runnable(ops, planner)
         if ops:

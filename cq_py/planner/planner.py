@@ -51,12 +51,13 @@ class Planner:
     """
 
     def __init__(self, catalog: Catalog, time_unit: str = "ms", source: str = "",
-                 expose_steps: bool = False, auto_delay: bool = False):
+                 expose_steps: bool = False, auto_delay: bool = False, expiration: str = "lazy"):
         self.catalog = catalog
         self.time_unit = time_unit
         self.lines = source.splitlines()
         self.expose_steps = expose_steps
         self.auto_delay = auto_delay
+        self.expiration = expiration
 
     # =========================================================================================
     # Errors
@@ -115,6 +116,7 @@ class Planner:
                 # The core's fast path needs lifetimes of one duration known at plan time.
                 source = cat.nodes[node.inputs[0]]  # type: ignore[index]
                 node.params["lifetime"] = "constant" if is_constant(source.lifetime) else "general"
+                node.params["expiration"] = self.expiration
         new = [cat.nodes[i] for i in sorted(cat.nodes) if i >= first_new]
         return cat, new
 
