@@ -1,6 +1,7 @@
 #include "operators/query_sink.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "batch/row_equal.h"
 #include "batch/row_hash.h"
@@ -124,32 +125,41 @@ void QuerySink::Push(int, const Batch& in, Emitter&) {
 }
 
 void QuerySink::PushEnds(int, const EndBatch& ends, Emitter&) {
-  // Collect the rows that wait here, batch by batch (ends of one producer come in arrival order,
-  // so runs of one batch are long).
-  const HolderId* ids = ends.ids();
-  std::vector<uint32_t> rows, which;
-  uint32_t run_seq = 0;
-  auto flush = [&] {
-    if (rows.empty()) return;
-    const Retained& r = retained_[run_seq - retained_.front().seq];
-    TimeColumn e = GatherTime(ends.ends, which.data(), static_cast<int64_t>(which.size()));
-    Output(r.batch, rows.data(), static_cast<int64_t>(rows.size()), &e);
-    retained_[run_seq - retained_.front().seq].live -= static_cast<int64_t>(rows.size());
-    waiting_ -= static_cast<int64_t>(rows.size());
-    rows.clear();
-    which.clear();
+  // The rows that wait here, sorted back into arrival order (batch, row) whatever order the ends
+  // came in (a partitioned window fixes them key by key, all over the batches).
+  struct Hit {
+    uint32_t seq, row, k;
   };
+  std::vector<Hit> hits;
+  const HolderId* ids = ends.ids();
   for (int64_t k = 0; k < ends.length; ++k) {
     const HolderId id = ids[k];
     if (id >= slots_.size() || slots_[id].row == Slot::kEmpty) continue;  // never reached this query
-    const Slot s = slots_[id];
+    hits.push_back({slots_[id].seq, slots_[id].row, static_cast<uint32_t>(k)});
     slots_[id].row = Slot::kEmpty;
-    if (!rows.empty() && s.seq != run_seq) flush();
-    run_seq = s.seq;
-    rows.push_back(s.row);
-    which.push_back(static_cast<uint32_t>(k));
   }
-  flush();
+  if (hits.empty()) return;
+  std::sort(hits.begin(), hits.end(), [](const Hit& a, const Hit& b) {
+    return a.seq != b.seq ? a.seq < b.seq : a.row < b.row;
+  });
+  // One output chunk per batch the rows came from: sorted, so chunks are as few as batches.
+  std::vector<uint32_t> rows, which;
+  size_t i = 0;
+  while (i < hits.size()) {
+    const uint32_t seq = hits[i].seq;
+    rows.clear();
+    which.clear();
+    for (; i < hits.size() && hits[i].seq == seq; ++i) {
+      rows.push_back(hits[i].row);
+      which.push_back(hits[i].k);
+    }
+    Retained& r = retained_[seq - retained_.front().seq];
+    const int64_t m = static_cast<int64_t>(rows.size());
+    TimeColumn e = GatherTime(ends.ends, which.data(), m);
+    Output(r.batch, rows.data(), m, &e);
+    r.live -= m;
+    waiting_ -= m;
+  }
   while (!retained_.empty() && retained_.front().live == 0) retained_.pop_front();
 }
 

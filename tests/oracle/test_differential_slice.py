@@ -102,7 +102,10 @@ def data(draw):
         ts.append(t)
     rows = [{"a": draw(ints), "b": draw(doubles), "c": draw(strs), "f": draw(bools), "ts": x}
             for x in ts]
-    cuts = sorted(set(draw(st.lists(st.integers(0, n), max_size=6))))
+    if draw(st.integers(0, 7)) == 0:
+        cuts = list(range(1, n))  # batch size 1
+    else:
+        cuts = sorted(set(draw(st.lists(st.integers(0, n), max_size=6))))
     return rows, cuts
 
 
