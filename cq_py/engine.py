@@ -199,7 +199,13 @@ class Engine:
         """
         q = self._query(query)
         batches = self._drain(q.name)
-        return pa.Table.from_batches(batches, schema=self.query_schema(q.name))
+        table = pa.Table.from_batches(batches, schema=self.query_schema(q.name))
+        if q.kind == "relation" and table.num_rows > 1:
+            # Rows become final in the order their ends are fixed; they are handed out in start
+            # order (SPEC §6), stably, by one vectorized sort.
+            keys = [("start", "ascending")] + ([("start_step", "ascending")] if self.expose_steps else [])
+            table = table.sort_by(keys)
+        return table
 
     def subscribe(self, query: str, callback: Callable[[pa.RecordBatch], Any]) -> None:
         """Calls ``callback(batch)`` with each batch of ``query``'s results as they become final,

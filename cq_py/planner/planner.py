@@ -319,8 +319,7 @@ class Planner:
         if lk == "stream":
             life = STREAM
         elif q.op == "UNION ALL":
-            life = ln.lifetime if ln.lifetime == rn.lifetime else (
-                PENDING if PENDING in (ln.lifetime, rn.lifetime) else KNOWN)
+            life = union_all_lifetime({ln.lifetime, rn.lifetime})
         else:
             life = PENDING  # duplicates removed: a value's lifetime depends on its copies
         node = self._add(Node(self._new_id(), op, [ln.id, rn.id], {}, cols, kind=lk, lifetime=life,
@@ -686,8 +685,16 @@ def derived_lifetime(node: Node, inputs: list[Node]) -> str:
     if node.op == "join":
         return PENDING if PENDING in lifes else (UNBOUNDED if lifes == {UNBOUNDED} else KNOWN)
     if node.op == "union_all" and node.kind == "relation":
-        return lifes.pop() if len(lifes) == 1 else (PENDING if PENDING in lifes else KNOWN)
+        return union_all_lifetime(lifes)
     return node.lifetime
+
+
+def union_all_lifetime(lifes: set[str]) -> str:
+    """Lifetimes of a bag union: pending if any input's are; never constant, since two inputs
+    interleave out of time order (a constant-duration FIFO needs starts in order)."""
+    if PENDING in lifes:
+        return PENDING
+    return UNBOUNDED if lifes == {UNBOUNDED} else KNOWN
 
 
 def propagate_lifetimes(cat: Catalog) -> None:

@@ -19,8 +19,18 @@ void RelationTracker::Push(const Batch& in) {
   const HolderId* h = b.holders.empty() ? nullptr : b.holders.as<const HolderId>();
   for (int64_t i = 0; i < n; ++i) {
     const bool pending = h && h[i] != kNoHolder;
-    if (pending) held_pending_[h[i]] = held_base_ + held_.size();
-    held_.push_back({{seq, static_cast<uint32_t>(i)}, pending ? Time::MinusInfinity() : b.EndAt(i)});
+    uint32_t slot;
+    if (!free_slots_.empty()) {
+      slot = free_slots_.back();
+      free_slots_.pop_back();
+    } else {
+      slot = static_cast<uint32_t>(slab_.size());
+      slab_.emplace_back();
+    }
+    slab_[slot] = {{seq, static_cast<uint32_t>(i)}, pending ? Time::MinusInfinity() : b.EndAt(i)};
+    if (pending) held_pending_[h[i]] = slot;
+    heap_.push_back({b.StartAt(i), arrivals_++, slot});
+    std::push_heap(heap_.begin(), heap_.end(), std::greater<HeapItem>());
   }
 }
 
@@ -41,7 +51,7 @@ void RelationTracker::PushEnds(const EndBatch& ends) {
       continue;
     }
     if (auto it = held_pending_.find(id); it != held_pending_.end()) {
-      held_[it->second - held_base_].end = end;
+      slab_[it->second].end = end;
       held_pending_.erase(it);
     }
   }
@@ -75,7 +85,7 @@ void RelationTracker::Ended(RowRef r) {
 
 Time RelationTracker::next_instant() const {
   Time t = expiring_.next_end();
-  if (!held_.empty()) t = std::min(t, batch(held_.front().ref.seq).StartAt(held_.front().ref.row));
+  if (!heap_.empty()) t = std::min(t, heap_.front().start);
   return t;
 }
 
@@ -88,13 +98,14 @@ void RelationTracker::AdvanceTo(Time progress, const Visitor& visit) {
     starts.clear();
     ends.clear();
     expiring_.ExpireThrough(t, [&](const Entry& e) { ends.push_back(e.ref); });
-    while (!held_.empty()) {
-      const RowRef r = held_.front().ref;
+    while (!heap_.empty() && heap_.front().start == t) {
+      std::pop_heap(heap_.begin(), heap_.end(), std::greater<HeapItem>());
+      const uint32_t slot = heap_.back().slot;
+      heap_.pop_back();
+      const RowRef r = slab_[slot].ref;
+      const Time end = slab_[slot].end;
+      free_slots_.push_back(slot);
       const Batch& b = batch(r.seq);
-      if (b.StartAt(r.row) != t) break;
-      const Time end = held_.front().end;
-      held_.pop_front();
-      ++held_base_;
       const bool pending = end == Time::MinusInfinity();
       if (pending) {
         const HolderId id = b.holders.as<const HolderId>()[r.row];

@@ -44,9 +44,21 @@ class RelationTracker final : public InstantTracker {
     RowRef ref;
     Time end;  // MinusInfinity(): still pending
   };
-  std::deque<Held> held_;
-  uint64_t held_base_ = 0;  // absolute position of held_.front()
-  std::unordered_map<HolderId, uint64_t> held_pending_;  // holder -> absolute position in held_
+  // Starts of several inputs (a union) interleave out of order: held rows live in a slab and a
+  // min-heap on (start, arrival) hands them out in start order, arrival order within an instant.
+  std::vector<Held> slab_;
+  std::vector<uint32_t> free_slots_;
+  struct HeapItem {
+    Time start;
+    uint64_t order;
+    uint32_t slot;
+    bool operator>(const HeapItem& o) const {
+      return start != o.start ? o.start < start : order > o.order;
+    }
+  };
+  std::vector<HeapItem> heap_;
+  uint64_t arrivals_ = 0;
+  std::unordered_map<HolderId, uint32_t> held_pending_;  // holder -> slot in slab_
   std::vector<RowRef> undetermined_;  // by holder id; row == kNone when empty
   ExpirationSet<Entry> expiring_;
   // track_alive: alive rows, with their position for O(1) removal.

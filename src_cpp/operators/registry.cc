@@ -20,6 +20,7 @@ const OperatorRegistry& OperatorRegistry::Global() {
     RegisterPartitionRowWindow(r);
     RegisterNegativeTimeWindow(r);
     RegisterNegativeRowWindow(r);
+    RegisterUnionAll(r);
     return r;
   }();
   return registry;

@@ -44,5 +44,6 @@ void RegisterSlideWindow(OperatorRegistry& r);
 void RegisterPartitionRowWindow(OperatorRegistry& r);
 void RegisterNegativeTimeWindow(OperatorRegistry& r);
 void RegisterNegativeRowWindow(OperatorRegistry& r);
+void RegisterUnionAll(OperatorRegistry& r);
 
 }  // namespace cq

@@ -44,8 +44,9 @@ void RStream::AdvanceTo(Time progress, Emitter& out) {
   }
   for (;;) {
     if (next_tick_ == Time::kMinTick) {
+      // Start at the first change, once it is complete (an earlier start may still arrive before).
       const Time first = tracker_->next_instant();
-      if (first.IsInfinite()) return;
+      if (first.IsInfinite() || first.tick >= limit) return;
       next_tick_ = first.tick;
     }
     if (next_tick_ >= limit) return;

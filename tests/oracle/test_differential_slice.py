@@ -176,3 +176,36 @@ def test_engine_equals_reference(dataset, window, where, select, lifetime):
     for query in ("i", "d", "rs"):
         stamps = [(r["ts"], r["ts_step"]) for r in out[query].to_pylist()]
         assert stamps == sorted(stamps), (query, cql)
+
+
+@settings(max_examples=max(50, EXAMPLES // 3), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(data(), windows, windows, st.one_of(st.none(), bool_expr()), st.one_of(st.none(), bool_expr()),
+       st.lists(plain_select_expr(), min_size=1, max_size=2),
+       st.sampled_from(["direct", "negative"]))
+def test_union_all_equals_reference(dataset, w1, w2, where1, where2, select, lifetime):
+    """UNION ALL of two windows of the stream (a bag union of lifetimes), as a relation and
+    under the three relation-to-stream operators."""
+    rows, cuts = dataset
+    items = ", ".join(f"{render(e)} AS x{i}" for i, e in enumerate(select))
+
+    def branch(w, where):
+        return f"SELECT {items} FROM s {window_sql(w)}" + (f" WHERE {render(where)}" if where else "")
+
+    body = f"{branch(w1, where1)} UNION ALL {branch(w2, where2)}"
+    cql = SCHEMA + (f"REGISTER QUERY r AS {body}; REGISTER QUERY i AS ISTREAM({body});"
+                    f"REGISTER QUERY d AS DSTREAM({body}); REGISTER QUERY rs AS RSTREAM({body});")
+    out = run_engine(cql, rows, cuts, lifetime)
+    names = [f"x{i}" for i in range(len(select))]
+    expected = relation(rows, w1, where1, select) + relation(rows, w2, where2, select)
+    got = [(tuple(r[n] for n in names), (r["start"], r["start_step"]),
+            INF if r["end"] is None else (r["end"], r["end_step"])) for r in out["r"].to_pylist()]
+    assert equivalent(got, expected), cql
+
+    def bag(query):
+        return Counter((tuple(r[n] for n in names), (r["ts"], r["ts_step"]))
+                       for r in out[query].to_pylist())
+
+    assert bag("i") == istream(expected), cql
+    assert bag("d") == dstream(expected), cql
+    assert bag("rs") == rstream(expected, rows[-1]["ts"] if rows else 0), cql
