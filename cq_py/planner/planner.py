@@ -572,8 +572,9 @@ class Planner:
             for extra in residual[1:]:
                 pred = ExpressionBinder.call("and", (pred, extra), T.BOOL,  # type: ignore[arg-type]
                                              f"{paren(pred, 2)} AND {paren(extra, 2)}", extra.pos)  # type: ignore[arg-type]
-            lifetimes = {current.lifetime, right.lifetime}
-            life = PENDING if PENDING in lifetimes else (UNBOUNDED if lifetimes == {UNBOUNDED} else KNOWN)
+            # Pending if either side is; otherwise known (intersections: no constant duration, and
+            # results come in the merged order of two inputs).
+            life = PENDING if PENDING in {current.lifetime, right.lifetime} else KNOWN
             on = [f"{l.text} = {r.text}" for l, r in zip(left_keys, right_keys)]
             label = ("HashJoin on " + " AND ".join(on)) if on else "Join (nested loops)"
             if pred is not None:
@@ -683,7 +684,7 @@ def derived_lifetime(node: Node, inputs: list[Node]) -> str:
     if node.op in ("filter", "project", "sink"):
         return inputs[0].lifetime
     if node.op == "join":
-        return PENDING if PENDING in lifes else (UNBOUNDED if lifes == {UNBOUNDED} else KNOWN)
+        return PENDING if PENDING in lifes else KNOWN
     if node.op == "union_all" and node.kind == "relation":
         return union_all_lifetime(lifes)
     return node.lifetime

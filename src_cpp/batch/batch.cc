@@ -69,3 +69,21 @@ Batch Batch::WithMaterializedEnd() const {
 }
 
 }  // namespace cq
+
+namespace cq {
+
+TimeColumn MakeTimeColumn(const std::vector<Time>& times) {
+  const int64_t n = static_cast<int64_t>(times.size());
+  TimeColumn t;
+  t.ticks = Buffer::Allocate(n * 8);
+  bool steps = false;
+  for (const Time& x : times) steps |= x.step != 0;
+  if (steps) t.steps = Buffer::Allocate(n * 8);
+  for (int64_t i = 0; i < n; ++i) {
+    t.ticks.as<int64_t>()[i] = times[i].tick;
+    if (steps) t.steps.as<int64_t>()[i] = times[i].step;
+  }
+  return t;
+}
+
+}  // namespace cq

@@ -87,3 +87,40 @@ struct EndBatch {
 };
 
 }  // namespace cq
+
+namespace cq {
+
+// A row of one of several batches: which batch (as its owner numbers them) and which row.
+struct BatchRow {
+  uint32_t batch;
+  uint32_t row;
+};
+
+// The columns of `rows`, in that order, gathered run by run of one batch and concatenated.
+// `batch_of(i)` returns the batch numbered i.
+template <typename BatchOf>
+std::vector<Column> GatherRows(const BatchOf& batch_of, const std::vector<BatchRow>& rows, size_t width) {
+  std::vector<std::vector<Column>> parts;
+  std::vector<uint32_t> idx;
+  size_t i = 0;
+  while (i < rows.size()) {
+    const uint32_t b = rows[i].batch;
+    idx.clear();
+    while (i < rows.size() && rows[i].batch == b) idx.push_back(rows[i++].row);
+    std::vector<Column> cols;
+    for (const Column& c : batch_of(b).columns) cols.push_back(Gather(c, idx.data(), static_cast<int64_t>(idx.size())));
+    parts.push_back(std::move(cols));
+  }
+  std::vector<Column> out;
+  for (size_t c = 0; c < width; ++c) {
+    std::vector<const Column*> ptrs;
+    for (const auto& p : parts) ptrs.push_back(&p[c]);
+    out.push_back(ptrs.size() == 1 ? *ptrs[0] : Concat(ptrs.data(), static_cast<int64_t>(ptrs.size())));
+  }
+  return out;
+}
+
+// A time column of the given times.
+TimeColumn MakeTimeColumn(const std::vector<Time>& times);
+
+}  // namespace cq

@@ -51,72 +51,43 @@ void NegativeRowWindow::Push(int, const Batch& in, Emitter& out) {
   const uint32_t seq = next_seq_++;
   kept_.push_back({seq, b, n});
 
-  // Positives: the tuples themselves, ends open.
-  Batch pos = b;
-  pos.kind = BatchKind::kLifetime;
-  pos.other = {};
-  pos.constant_duration = Duration::Infinite();
-  out.Emit(pos);
-
-  // Negatives: each arrival pushes out the tuple N places before it (in its partition).
-  std::vector<Ref> gone;
-  std::vector<uint32_t> by;  // the arriving row that ends it
+  // In arrival order: each arrival first pushes out the tuple N places before it in its partition
+  // (a negative stamped with the arrival's time), then goes out as a positive.
+  std::vector<BatchRow> rows;
+  std::vector<Time> sync, other;
+  rows.reserve(2 * n);
   std::string key;
   for (int64_t i = 0; i < n; ++i) {
+    const Time t = b.sync.At(i);
     Queue& q = QueueOf(b, i, &key);
     if (static_cast<int64_t>(q.size()) == rows_) {
-      gone.push_back(q.items[q.head++]);
-      by.push_back(static_cast<uint32_t>(i));
+      const Ref old = q.items[q.head++];
+      rows.push_back({old.seq, old.row});
+      sync.push_back(t);
+      other.push_back(kept_[old.seq - kept_.front().seq].batch.sync.At(old.row));
       if (q.head > 64 && q.head * 2 > q.items.size()) {
         q.items.erase(q.items.begin(), q.items.begin() + static_cast<std::ptrdiff_t>(q.head));
         q.head = 0;
       }
     }
     q.items.push_back({seq, static_cast<uint32_t>(i)});
+    rows.push_back({seq, static_cast<uint32_t>(i)});
+    sync.push_back(t);
+    other.push_back(Time::Infinity());
   }
-  if (!gone.empty()) {
-    const int64_t m = static_cast<int64_t>(gone.size());
-    Batch neg;
-    neg.kind = BatchKind::kLifetime;
-    neg.schema = b.schema;
-    neg.length = m;
-    // Copy the values of the leaving tuples, run by run of one batch.
-    std::vector<std::vector<Column>> parts;
-    std::vector<uint32_t> idx;
-    std::vector<int64_t> start_ticks, start_steps;
-    bool steps = false;
-    size_t k = 0;
-    while (k < gone.size()) {
-      const uint32_t s = gone[k].seq;
-      idx.clear();
-      while (k < gone.size() && gone[k].seq == s) idx.push_back(gone[k++].row);
-      Kept& kept = kept_[s - kept_.front().seq];
-      std::vector<Column> cols;
-      for (const Column& c : kept.batch.columns) cols.push_back(Gather(c, idx.data(), static_cast<int64_t>(idx.size())));
-      parts.push_back(std::move(cols));
-      for (uint32_t r : idx) {
-        const Time st = kept.batch.sync.At(r);
-        start_ticks.push_back(st.tick);
-        start_steps.push_back(st.step);
-        steps |= st.step != 0;
-      }
-      kept.live -= static_cast<int64_t>(idx.size());
-    }
-    for (size_t c = 0; c < schema_.size(); ++c) {
-      std::vector<const Column*> ptrs;
-      for (const auto& p : parts) ptrs.push_back(&p[c]);
-      neg.columns.push_back(ptrs.size() == 1 ? *ptrs[0] : Concat(ptrs.data(), static_cast<int64_t>(ptrs.size())));
-    }
-    neg.sync = GatherTime(b.sync, by.data(), m);
-    neg.other.ticks = Buffer::Allocate(m * 8);
-    std::memcpy(neg.other.ticks.data, start_ticks.data(), static_cast<size_t>(m) * 8);
-    if (steps) {
-      neg.other.steps = Buffer::Allocate(m * 8);
-      std::memcpy(neg.other.steps.data, start_steps.data(), static_cast<size_t>(m) * 8);
-    }
-    out.Emit(std::move(neg));
-    while (!kept_.empty() && kept_.front().live == 0) kept_.pop_front();
-  }
+  Batch o;
+  o.kind = BatchKind::kLifetime;
+  o.schema = b.schema;
+  o.length = static_cast<int64_t>(rows.size());
+  // The negatives copy the values of the leaving tuples: the method's overhead.
+  o.columns = GatherRows([&](uint32_t k) -> const Batch& { return kept_[k - kept_.front().seq].batch; },
+                         rows, schema_.size());
+  o.sync = MakeTimeColumn(sync);
+  o.other = MakeTimeColumn(other);
+  out.Emit(std::move(o));
+  for (size_t k = 0; k < rows.size(); ++k)
+    if (!other[k].IsInfinite()) --kept_[rows[k].batch - kept_.front().seq].live;
+  while (!kept_.empty() && kept_.front().live == 0) kept_.pop_front();
 }
 
 void RegisterNegativeRowWindow(OperatorRegistry& r) {

@@ -22,72 +22,98 @@ void NegativeTimeWindow::Push(int, const Batch& in, Emitter& out) {
   Batch b = in.Compact();
   const int64_t n = b.length;
   if (n == 0) return;
+  if (kind_ == "unbounded") {
+    // Nothing ever ends: the tuples themselves are the positives, in order, no copy.
+    b.kind = BatchKind::kLifetime;
+    b.constant_duration = Duration::Infinite();
+    out.Emit(std::move(b));
+    return;
+  }
   const Time last = b.sync.At(n - 1);
-  // Starts and ends of the lifetimes.
   TimeColumn start = b.sync, end;
-  if (kind_ != "unbounded") {
-    end.ticks = Buffer::Allocate(n * 8);
-    int64_t* et = end.ticks.as<int64_t>();
-    const int64_t* t = b.sync.tick_data();
-    if (kind_ == "now") {
-      std::copy(t, t + n, et);
-      end.steps = Buffer::Allocate(n * 8);
-      for (int64_t i = 0; i < n; ++i) end.steps.as<int64_t>()[i] = b.sync.At(i).step + 1;
-    } else if (kind_ == "range") {
-      for (int64_t i = 0; i < n; ++i) et[i] = (b.sync.At(i) + Duration::Ticks(range_)).tick;
-      end.steps = b.sync.steps;
-    } else {  // slide
-      start.ticks = Buffer::Allocate(n * 8);
-      start.steps = {};
-      for (int64_t i = 0; i < n; ++i) {
-        start.ticks.as<int64_t>()[i] = CeilTo(t[i], slide_);
-        int64_t te;
-        et[i] = __builtin_add_overflow(t[i], range_, &te) ? Time::kInfTick : CeilTo(te, slide_);
-      }
+  end.ticks = Buffer::Allocate(n * 8);
+  int64_t* et = end.ticks.as<int64_t>();
+  const int64_t* t = b.sync.tick_data();
+  if (kind_ == "now") {
+    std::copy(t, t + n, et);
+    end.steps = Buffer::Allocate(n * 8);
+    for (int64_t i = 0; i < n; ++i) end.steps.as<int64_t>()[i] = b.sync.At(i).step + 1;
+  } else if (kind_ == "range") {
+    for (int64_t i = 0; i < n; ++i) et[i] = (b.sync.At(i) + Duration::Ticks(range_)).tick;
+    end.steps = b.sync.steps;
+  } else {  // slide
+    start.ticks = Buffer::Allocate(n * 8);
+    start.steps = {};
+    for (int64_t i = 0; i < n; ++i) {
+      start.ticks.as<int64_t>()[i] = CeilTo(t[i], slide_);
+      int64_t te;
+      et[i] = __builtin_add_overflow(t[i], range_, &te) ? Time::kInfTick : CeilTo(te, slide_);
     }
   }
-  // Positives: the tuples themselves, their ends open.
-  Batch pos = b;
-  pos.kind = BatchKind::kLifetime;
-  pos.sync = start;
-  pos.other = {};
-  pos.constant_duration = Duration::Infinite();
-  out.Emit(pos);
-  if (kind_ != "unbounded") {
-    Batch kept = b;
-    kept.sync = start;
-    kept.other = end;
-    kept_.push_back({std::move(kept)});
-  }
-  EmitNegatives(last, out);
+  b.sync = start;
+  b.other = end;
+  b.kind = BatchKind::kLifetime;
+  b.constant_duration.reset();
+  kept_.push_back(std::move(b));
+  EmitThrough(last, out);
 }
 
-void NegativeTimeWindow::AdvanceTo(Time progress, Emitter& out) { EmitNegatives(progress, out); }
+void NegativeTimeWindow::AdvanceTo(Time progress, Emitter& out) { EmitThrough(progress, out); }
 
-void NegativeTimeWindow::EmitNegatives(Time through, Emitter& out) {
-  while (!kept_.empty()) {
-    const Batch& b = kept_.front().batch;
-    std::vector<uint32_t> rows;
-    int64_t k = cursor_;
-    while (k < b.length && !(through < b.other.At(k))) rows.push_back(static_cast<uint32_t>(k++));
-    if (!rows.empty()) {
-      const int64_t m = static_cast<int64_t>(rows.size());
-      Batch neg;
-      neg.kind = BatchKind::kLifetime;
-      neg.schema = b.schema;
-      neg.length = m;
-      // The negative copies the values: the paper's overhead of the method.
-      for (const Column& c : b.columns) neg.columns.push_back(Gather(c, rows.data(), m));
-      neg.sync = GatherTime(b.other, rows.data(), m);   // at its end
-      neg.other = GatherTime(b.sync, rows.data(), m);   // the start it ends
-      out.Emit(std::move(neg));
+void NegativeTimeWindow::EmitThrough(Time through, Emitter& out) {
+  auto batch_of = [&](uint32_t k) -> const Batch& { return kept_[k - front_]; };
+  auto valid = [&](const BatchRow& r) { return r.batch - front_ < kept_.size(); };
+  auto advance = [&](BatchRow& r) {
+    if (++r.row >= batch_of(r.batch).length) {
+      ++r.batch;
+      r.row = 0;
     }
-    if (k < b.length) {
-      cursor_ = k;
-      return;
+  };
+  std::vector<BatchRow> rows;
+  std::vector<Time> sync, other;
+  for (;;) {
+    const bool has_pos = valid(next_positive_) && !(through < batch_of(next_positive_.batch).sync.At(next_positive_.row));
+    bool has_neg = valid(next_negative_);
+    Time neg_at = Time::Infinity();
+    if (has_neg) {
+      neg_at = batch_of(next_negative_.batch).other.At(next_negative_.row);
+      has_neg = !(through < neg_at) && !neg_at.IsInfinite();
     }
+    if (!has_pos && !has_neg) break;
+    const Time pos_at = has_pos ? batch_of(next_positive_.batch).sync.At(next_positive_.row) : Time::Infinity();
+    if (has_neg && !(pos_at < neg_at)) {  // negatives first within an instant
+      // A negative may only follow its own positive: with a zero-length lifetime it waits for it.
+      const bool own_positive_out = next_negative_.batch < next_positive_.batch ||
+                                    (next_negative_.batch == next_positive_.batch && next_negative_.row < next_positive_.row);
+      if (own_positive_out || !has_pos) {
+        if (!own_positive_out) break;
+        const Batch& kb = batch_of(next_negative_.batch);
+        rows.push_back(next_negative_);
+        sync.push_back(neg_at);
+        other.push_back(kb.sync.At(next_negative_.row));
+        advance(next_negative_);
+        continue;
+      }
+    }
+    rows.push_back(next_positive_);
+    sync.push_back(pos_at);
+    other.push_back(Time::Infinity());
+    advance(next_positive_);
+  }
+  if (!rows.empty()) {
+    Batch o;
+    o.kind = BatchKind::kLifetime;
+    o.schema = kept_.front().schema;
+    o.length = static_cast<int64_t>(rows.size());
+    o.columns = GatherRows(batch_of, rows, schema_.size());
+    o.sync = MakeTimeColumn(sync);
+    o.other = MakeTimeColumn(other);
+    out.Emit(std::move(o));
+  }
+  // Batches whose every negative is out are done.
+  while (!kept_.empty() && next_negative_.batch > front_ && next_positive_.batch > front_) {
     kept_.pop_front();
-    cursor_ = 0;
+    ++front_;
   }
 }
 

@@ -3,7 +3,8 @@
 // Tuple method (paper 003 §2): each tuple goes out as a positive tuple at its start, with an open
 // end, and the window keeps it until time reaches its end, when it sends the same values again as
 // a negative tuple (`sync` = the end, `other` = the start it ends). Twice the tuples of the direct
-// method, and a copy for every negative: the cost the paper measures.
+// method, and a copy for every negative: the cost the paper measures. Positives and negatives
+// leave in time order (negatives first within an instant), as operators that merge inputs need.
 #include <deque>
 
 #include "operators/operator.h"
@@ -21,16 +22,15 @@ class NegativeTimeWindow final : public Operator {
   std::string Explain() const override { return "Window " + kind_ + " (negative tuples)"; }
 
  private:
-  void EmitNegatives(Time through, Emitter& out);  // every negative with end <= through
+  // Every positive with start <= through and negative with end <= through not sent yet, merged.
+  void EmitThrough(Time through, Emitter& out);
 
-  struct Kept {
-    Batch batch;  // compact; sync = start, other = end
-  };
   std::string kind_;
   int64_t range_, slide_;
   Schema schema_;
-  std::deque<Kept> kept_;  // in end order (ends are monotone for these windows)
-  int64_t cursor_ = 0;     // first row of kept_.front() whose negative is not out yet
+  std::deque<Batch> kept_;  // sync = start, other = end; starts and ends are both monotone
+  uint32_t front_ = 0;      // number of kept_.front()
+  BatchRow next_positive_{0, 0}, next_negative_{0, 0};
 };
 
 }  // namespace cq

@@ -181,6 +181,13 @@ void QuerySink::PushNegative(const Batch& b) {
   // method avoids) and makes the row final: values and start from the negative, end its instant.
   std::vector<uint32_t> pos, neg;
   for (int64_t i = 0; i < n; ++i) (b.EndAt(i).IsInfinite() ? pos : neg).push_back(static_cast<uint32_t>(i));
+  // Positives first: a negative may end a positive of the same batch.
+  if (!pos.empty()) {
+    const uint32_t seq = next_seq_++;
+    const std::vector<uint64_t> h = HashWithStart(b, b.sync);
+    for (uint32_t i : pos) positives_.emplace(h[i], std::make_pair(seq, i));
+    retained_.push_back({seq, b, static_cast<int64_t>(pos.size())});
+  }
   if (!neg.empty()) {
     const std::vector<uint64_t> h = HashWithStart(b, b.other);
     RowEqual eq(input_);
@@ -206,12 +213,6 @@ void QuerySink::PushNegative(const Batch& b) {
     TimeColumn ends = GatherTime(b.sync, neg.data(), rows.length);
     Output(rows, nullptr, rows.length, &ends);
     while (!retained_.empty() && retained_.front().live == 0) retained_.pop_front();
-  }
-  if (!pos.empty()) {
-    const uint32_t seq = next_seq_++;
-    const std::vector<uint64_t> h = HashWithStart(b, b.sync);
-    for (uint32_t i : pos) positives_.emplace(h[i], std::make_pair(seq, i));
-    retained_.push_back({seq, b, static_cast<int64_t>(pos.size())});
   }
 }
 

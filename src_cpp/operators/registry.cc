@@ -21,6 +21,7 @@ const OperatorRegistry& OperatorRegistry::Global() {
     RegisterNegativeTimeWindow(r);
     RegisterNegativeRowWindow(r);
     RegisterUnionAll(r);
+    RegisterHashJoin(r);
     return r;
   }();
   return registry;

@@ -45,5 +45,6 @@ void RegisterPartitionRowWindow(OperatorRegistry& r);
 void RegisterNegativeTimeWindow(OperatorRegistry& r);
 void RegisterNegativeRowWindow(OperatorRegistry& r);
 void RegisterUnionAll(OperatorRegistry& r);
+void RegisterHashJoin(OperatorRegistry& r);
 
 }  // namespace cq

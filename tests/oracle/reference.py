@@ -204,3 +204,27 @@ def equivalent(rel_a, rel_b) -> bool:
     instants = {s for _, s, _ in rel_a} | {e for _, _, e in rel_a} | \
         {s for _, s, _ in rel_b} | {e for _, _, e in rel_b}
     return all(alive_at(rel_a, t) == alive_at(rel_b, t) for t in instants)
+
+
+def instants(*rels) -> list[tuple]:
+    """Every instant at which one of the relations changes, in order."""
+    return sorted({s for rel in rels for _, s, _ in rel} | {e for rel in rels for _, _, e in rel if e != INF})
+
+
+def join_at(t, left, right, on) -> Counter:
+    """The SQL join of left(t) and right(t) (lists of (values, start, end)) on on(lv, rv)."""
+    lv = [v for v, s, e in left if s <= t < e]
+    rv = [v for v, s, e in right if s <= t < e]
+    return Counter(a + b for a in lv for b in rv if on(a, b))
+
+
+def istream_of(at, points) -> Counter:
+    """ISTREAM of a relation given as R(t) at its change instants: R(t) − R(previous instant)."""
+    out: Counter = Counter()
+    before: Counter = Counter()
+    for t in points:
+        now = at(t)
+        for v, n in (now - before).items():
+            out[(v, t)] += n
+        before = now
+    return out

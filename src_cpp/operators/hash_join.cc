@@ -1,0 +1,428 @@
+#include "operators/hash_join.h"
+
+#include <algorithm>
+
+#include "batch/row_equal.h"
+#include "batch/row_hash.h"
+#include "engine/errors.h"
+#include "operators/registry.h"
+
+namespace cq {
+
+namespace {
+
+constexpr uint32_t kNoSeq = 0xFFFFFFFFu;
+
+uint64_t HashStart(uint64_t h, Time t) {
+  return MixHash(h ^ MixHash(static_cast<uint64_t>(t.tick) * 31 + static_cast<uint64_t>(t.step)));
+}
+
+}  // namespace
+
+HashJoin::HashJoin(const Schema& left, const Schema& right, std::vector<std::unique_ptr<Expression>> left_keys,
+                   std::vector<std::unique_ptr<Expression>> right_keys, std::unique_ptr<Expression> residual,
+                   bool negative, HolderTable* holders)
+    : left_(left), right_(right), residual_(std::move(residual)), negative_(negative), holders_(holders) {
+  schema_ = left_;
+  schema_.insert(schema_.end(), right_.begin(), right_.end());
+  shared_ = std::make_shared<const Schema>(schema_);
+  sides_[0].keys = std::move(left_keys);
+  sides_[1].keys = std::move(right_keys);
+  CQ_CHECK(sides_[0].keys.size() == sides_[1].keys.size(), "join keys differ in number");
+  Schema key_types;
+  for (size_t c = 0; c < sides_[0].keys.size(); ++c) {
+    CQ_CHECK(sides_[0].keys[c]->type() == sides_[1].keys[c]->type(), "join keys differ in type");
+    key_types.push_back({"", sides_[0].keys[c]->type()});
+  }
+  key_equal_ = std::make_unique<RowEqual>(key_types);
+  row_equal_ = std::make_unique<RowEqual>(left_);
+  row_equal_right_ = std::make_unique<RowEqual>(right_);
+}
+
+void HashJoin::Push(int port, const Batch& in, Emitter&) {
+  if (in.num_rows() == 0) return;
+  Side& s = sides_[port];
+  Kept k;
+  k.seq = s.next_seq++;
+  k.batch = in.Compact();
+  const int64_t n = k.batch.length;
+  for (const auto& e : s.keys) k.key_cols.push_back(e->Evaluate(k.batch));
+  k.keys.resize(static_cast<size_t>(n));
+  HashRows(k.key_cols, n, k.keys.data());
+  if (negative_) {
+    k.rows.resize(static_cast<size_t>(n));
+    HashRows(k.batch.columns, n, k.rows.data());
+    for (int64_t i = 0; i < n; ++i) {
+      // A positive is identified by its own start; a negative by the start it ends (`other`).
+      const bool positive = k.batch.EndAt(i).IsInfinite();
+      k.rows[i] = HashStart(k.rows[i], positive ? k.batch.StartAt(i) : k.batch.other.At(i));
+    }
+  } else {
+    k.ends.resize(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) {
+      if (k.batch.EndPending(i)) {
+        k.ends[i] = Time::MinusInfinity();
+        s.pending[k.batch.holders.as<const HolderId>()[i]] = {k.seq, static_cast<uint32_t>(i)};
+      } else {
+        k.ends[i] = k.batch.EndAt(i);
+      }
+    }
+  }
+  if (s.kept.empty()) s.cursor_batch = k.seq, s.cursor_row = 0;
+  k.live = n;
+  s.kept.push_back(std::move(k));
+}
+
+Time HashJoin::NextStart(int side) const {
+  const Side& s = sides_[side];
+  if (s.kept.empty()) return Time::Infinity();
+  const uint32_t front = s.kept.front().seq;
+  if (s.cursor_batch - front >= s.kept.size()) return Time::Infinity();
+  const Kept& k = s.kept[s.cursor_batch - front];
+  const Batch& b = k.batch;
+  // The instant a row is met at: its start, or for a negative tuple its end (`sync` either way).
+  return b.StartAt(s.cursor_row);
+}
+
+bool HashJoin::KeysEqual(const Kept& a, uint32_t i, const Kept& b, uint32_t j) const {
+  for (size_t c = 0; c < a.key_cols.size(); ++c)
+    if (!a.key_cols[c].IsValid(i) || !b.key_cols[c].IsValid(j)) return false;  // NULL joins nothing
+  return (*key_equal_)(a.key_cols, i, b.key_cols, j);
+}
+
+void HashJoin::RemoveFromTable(Side& s, uint64_t hash, Ref ref) {
+  auto range = s.table.equal_range(hash);
+  for (auto it = range.first; it != range.second; ++it) {
+    if (it->second.seq == ref.seq && it->second.row == ref.row) {
+      s.table.erase(it);
+      --s.at(ref.seq).live;
+      return;
+    }
+  }
+}
+
+void HashJoin::Expire(int side, Time t) {
+  Side& s = sides_[side];
+  s.expiring.ExpireThrough(t, [&](const Side::Expiry& e) {
+    RemoveFromTable(s, s.at(e.ref.seq).keys[e.ref.row], e.ref);
+  });
+}
+
+void HashJoin::ProcessRow(int side, Ref x, Emitted& em) {
+  Side& s = sides_[side];
+  Side& o = sides_[1 - side];
+  Kept& k = s.at(x.seq);
+  const Batch& b = k.batch;
+  const uint64_t h = k.keys[x.row];
+  auto probe = [&](auto&& f) {
+    auto range = o.table.equal_range(h);
+    for (auto it = range.first; it != range.second; ++it) {
+      const Ref y = it->second;
+      const Kept& ky = o.at(y.seq);
+      if (KeysEqual(k, x.row, ky, y.row)) f(y, ky);
+    }
+  };
+  auto add = [&](Ref y, Time start, Time end, bool open) {
+    em.l.push_back(side == 0 ? x : y);
+    em.r.push_back(side == 0 ? y : x);
+    em.start.push_back(start);
+    em.end.push_back(end);
+    em.open.push_back(open);
+  };
+  const Time sx = b.StartAt(x.row);
+  if (negative_) {
+    const bool positive = b.EndAt(x.row).IsInfinite();
+    if (positive) {
+      probe([&](Ref y, const Kept&) { add(y, sx, Time::Infinity(), false); });
+      s.table.emplace(h, x);
+      return;
+    }
+    // A negative tuple at `sx` ends the positive that started at `other`: it leaves the table, and
+    // the pairs it made leave with it.
+    const Time started = b.other.At(x.row);
+    const RowEqual& eq = side == 0 ? *row_equal_ : *row_equal_right_;
+    auto range = s.table.equal_range(h);
+    auto it = range.first;
+    for (; it != range.second; ++it) {
+      const Kept& kp = s.at(it->second.seq);
+      if (kp.rows[it->second.row] == k.rows[x.row] && kp.batch.StartAt(it->second.row) == started &&
+          eq(kp.batch.columns, it->second.row, b.columns, x.row))
+        break;
+    }
+    CQ_CHECK(it != range.second, "join: a negative tuple without its positive");
+    const Ref positive_ref = it->second;
+    s.table.erase(it);
+    --s.at(positive_ref.seq).live;
+    probe([&](Ref y, const Kept& ky) { add(y, std::max(started, ky.batch.StartAt(y.row)), sx, false); });
+    --k.live;  // the negative itself is not kept
+    return;
+  }
+  const Time ex = k.ends[x.row];
+  const bool x_pending = ex == Time::MinusInfinity();
+  if (!x_pending && !(sx < ex)) {  // a ghost joins nothing
+    --k.live;
+    return;
+  }
+  Expire(1 - side, sx);
+  probe([&](Ref y, const Kept& ky) {
+    const Time ey = ky.ends[y.row];
+    const bool y_pending = ey == Time::MinusInfinity();
+    if (!x_pending && !y_pending) {
+      const Time end = std::min(ex, ey);
+      if (sx < end) add(y, sx, end, false);
+      return;
+    }
+    add(y, sx, Time::Infinity(), true);
+  });
+  s.table.emplace(h, x);
+  if (!x_pending && !ex.IsInfinite()) s.expiring.Insert({ex, x});
+}
+
+void HashJoin::Process(Time progress, Emitter& out) {
+  Emitted em;
+  for (;;) {
+    const Time l = NextStart(0), r = NextStart(1);
+    const int side = l <= r ? 0 : 1;
+    const Time t = side == 0 ? l : r;
+    if (t.IsInfinite() || progress < t) break;
+    Side& s = sides_[side];
+    ProcessRow(side, {s.cursor_batch, static_cast<uint32_t>(s.cursor_row)}, em);
+    if (++s.cursor_row >= s.at(s.cursor_batch).batch.length) {
+      ++s.cursor_batch;
+      s.cursor_row = 0;
+    }
+    if (em.l.size() >= 65536) EmitResults(em, out);
+  }
+  EmitResults(em, out);
+}
+
+void HashJoin::EmitResults(Emitted& em, Emitter& out) {
+  const int64_t n = static_cast<int64_t>(em.l.size());
+  if (n == 0) return;
+  Batch o;
+  o.kind = BatchKind::kLifetime;
+  o.schema = shared_;
+  o.length = n;
+  // Columns of each side, gathered run by run of one kept batch.
+  auto gather = [&](int side, const std::vector<Ref>& refs) {
+    Side& s = sides_[side];
+    const size_t width = (side == 0 ? left_ : right_).size();
+    std::vector<std::vector<Column>> parts;
+    std::vector<uint32_t> idx;
+    size_t i = 0;
+    while (i < refs.size()) {
+      const uint32_t seq = refs[i].seq;
+      idx.clear();
+      while (i < refs.size() && refs[i].seq == seq) idx.push_back(refs[i++].row);
+      std::vector<Column> cols;
+      for (const Column& c : s.at(seq).batch.columns) cols.push_back(Gather(c, idx.data(), static_cast<int64_t>(idx.size())));
+      parts.push_back(std::move(cols));
+    }
+    for (size_t c = 0; c < width; ++c) {
+      std::vector<const Column*> ptrs;
+      for (const auto& p : parts) ptrs.push_back(&p[c]);
+      o.columns.push_back(ptrs.size() == 1 ? *ptrs[0] : Concat(ptrs.data(), static_cast<int64_t>(ptrs.size())));
+    }
+  };
+  gather(0, em.l);
+  gather(1, em.r);
+  // Times: direct intervals (end open where pending); negative: a positive at its start with an
+  // open end, a negative at its end with `other` = the start it ends.
+  o.sync.ticks = Buffer::Allocate(n * 8);
+  o.other.ticks = Buffer::Allocate(n * 8);
+  bool steps = false;
+  for (int64_t i = 0; i < n; ++i) steps |= em.start[i].step != 0 || (!em.end[i].IsInfinite() && em.end[i].step != 0);
+  if (steps) {
+    o.sync.steps = Buffer::AllocateZeroed(n * 8);
+    o.other.steps = Buffer::AllocateZeroed(n * 8);
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    const bool neg = negative_ && !em.end[i].IsInfinite();
+    const Time sync = neg ? em.end[i] : em.start[i];
+    const Time other = neg ? em.start[i] : em.end[i];
+    o.sync.ticks.as<int64_t>()[i] = sync.tick;
+    o.other.ticks.as<int64_t>()[i] = other.IsInfinite() ? Time::kInfTick : other.tick;
+    if (steps) {
+      o.sync.steps.as<int64_t>()[i] = sync.step;
+      o.other.steps.as<int64_t>()[i] = other.IsInfinite() ? 0 : other.step;
+    }
+  }
+  // The residual predicate decides which pairs are results.
+  std::vector<uint32_t> keep;
+  if (residual_) {
+    Column pred = residual_->Evaluate(o);
+    for (int64_t i = 0; i < n; ++i)
+      if (pred.IsValid(i) && pred.BoolAt(i)) keep.push_back(static_cast<uint32_t>(i));
+  } else {
+    keep.resize(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) keep[i] = static_cast<uint32_t>(i);
+  }
+  if (!keep.empty()) {
+    if (!negative_) {
+      bool any_open = false;
+      for (uint32_t i : keep) any_open |= em.open[i] != 0;
+      if (any_open) {
+        o.holders = Buffer::Allocate(n * sizeof(HolderId));
+        HolderId* h = o.holders.as<HolderId>();
+        for (int64_t i = 0; i < n; ++i) h[i] = kNoHolder;
+        for (uint32_t i : keep) {
+          if (!em.open[i]) continue;
+          holders_->Allocate(1, &h[i]);
+          const Ref l = em.l[i], r = em.r[i];
+          Open op{l, r, kNoHolder, kNoHolder, em.start[i], next_serial_++};
+          const Kept& kl = sides_[0].at(l.seq);
+          const Kept& kr = sides_[1].at(r.seq);
+          if (kl.ends[l.row] == Time::MinusInfinity()) op.lh = kl.batch.holders.as<const HolderId>()[l.row];
+          if (kr.ends[r.row] == Time::MinusInfinity()) op.rh = kr.batch.holders.as<const HolderId>()[r.row];
+          if (op.lh != kNoHolder) open_by_input_[0].emplace(op.lh, h[i]);
+          if (op.rh != kNoHolder) open_by_input_[1].emplace(op.rh, h[i]);
+          // One side known: that end is the result's once the other side's progress reaches it.
+          if (op.lh == kNoHolder) waiting_.Insert({kl.ends[l.row], h[i], op.serial});
+          if (op.rh == kNoHolder) waiting_.Insert({kr.ends[r.row], h[i], op.serial});
+          open_[h[i]] = op;
+        }
+      }
+    }
+    if (keep.size() != static_cast<size_t>(n)) {
+      o.has_selection = true;
+      o.selection = Buffer::Allocate(static_cast<int64_t>(keep.size()) * 4);
+      std::copy(keep.begin(), keep.end(), o.selection.as<uint32_t>());
+      o.selection_count = static_cast<int64_t>(keep.size());
+    }
+    out.Emit(o.Compact());
+  }
+  em = Emitted{};
+}
+
+void HashJoin::ResolveOpen(Time progress, std::vector<std::pair<HolderId, Time>>& fixed) {
+  waiting_.ExpireThrough(progress, [&](const Waiting& w) {
+    auto it = open_.find(w.result);
+    if (it == open_.end() || it->second.serial != w.serial) return;  // fixed already
+    const Open& op = it->second;
+    for (int side = 0; side < 2; ++side) {
+      const HolderId in = side == 0 ? op.lh : op.rh;
+      if (in == kNoHolder) continue;
+      auto range = open_by_input_[side].equal_range(in);
+      for (auto j = range.first; j != range.second; ++j)
+        if (j->second == w.result) {
+          open_by_input_[side].erase(j);
+          break;
+        }
+    }
+    fixed.push_back({w.result, w.end});
+    open_.erase(it);
+  });
+}
+
+void HashJoin::PushEnds(int port, const EndBatch& ends, Emitter& out) {
+  if (negative_) return;
+  Side& s = sides_[port];
+  std::vector<std::pair<HolderId, Time>> fixed;
+  for (int64_t k = 0; k < ends.length; ++k) {
+    const HolderId id = ends.ids()[k];
+    const Time e = ends.ends.At(k);
+    auto p = s.pending.find(id);
+    if (p == s.pending.end()) continue;  // a tuple that never reached the join
+    const Ref ref = p->second;
+    s.pending.erase(p);
+    Kept& kept = s.at(ref.seq);
+    kept.ends[ref.row] = e;
+    const bool processed = ref.seq < s.cursor_batch || (ref.seq == s.cursor_batch && ref.row < s.cursor_row);
+    if (processed && !e.IsInfinite()) s.expiring.Insert({e, ref});
+    // Results with this tuple: fixed now if the other end is known, else once the other side's
+    // progress reaches e.
+    auto range = open_by_input_[port].equal_range(id);
+    std::vector<HolderId> results;
+    for (auto j = range.first; j != range.second; ++j) results.push_back(j->second);
+    open_by_input_[port].erase(id);
+    for (HolderId r : results) {
+      Open& op = open_.at(r);
+      (port == 0 ? op.lh : op.rh) = kNoHolder;
+      if (op.lh == kNoHolder && op.rh == kNoHolder) {
+        const Time el = sides_[0].at(op.l.seq).ends[op.l.row];
+        const Time er = sides_[1].at(op.r.seq).ends[op.r.row];
+        fixed.push_back({r, std::min(el, er)});
+        open_.erase(r);
+      } else {
+        waiting_.Insert({e, r, op.serial});
+      }
+    }
+  }
+  ResolveOpen(progress_, fixed);
+  if (!fixed.empty()) {
+    EndBatch eb;
+    eb.length = static_cast<int64_t>(fixed.size());
+    eb.holders = Buffer::Allocate(eb.length * sizeof(HolderId));
+    eb.ends.ticks = Buffer::Allocate(eb.length * 8);
+    bool steps = false;
+    for (const auto& f : fixed) steps |= f.second.step != 0;
+    if (steps) eb.ends.steps = Buffer::AllocateZeroed(eb.length * 8);
+    for (int64_t i = 0; i < eb.length; ++i) {
+      eb.holders.as<HolderId>()[i] = fixed[i].first;
+      eb.ends.ticks.as<int64_t>()[i] = fixed[i].second.tick;
+      if (steps) eb.ends.steps.as<int64_t>()[i] = fixed[i].second.step;
+    }
+    out.EmitEnds(eb);
+    holders_->Release(eb.holders.as<HolderId>(), eb.length);
+  }
+}
+
+void HashJoin::Trim(Side& s) {
+  while (!s.kept.empty() && s.kept.front().live == 0 && s.kept.front().seq < s.cursor_batch) s.kept.pop_front();
+}
+
+void HashJoin::AdvanceTo(Time progress, Emitter& out) {
+  progress_ = progress;
+  Process(progress, out);
+  if (!negative_) {
+    Expire(0, progress);
+    Expire(1, progress);
+    std::vector<std::pair<HolderId, Time>> fixed;
+    ResolveOpen(progress, fixed);
+    if (!fixed.empty()) {
+      EndBatch eb;
+      eb.length = static_cast<int64_t>(fixed.size());
+      eb.holders = Buffer::Allocate(eb.length * sizeof(HolderId));
+      eb.ends.ticks = Buffer::Allocate(eb.length * 8);
+      for (int64_t i = 0; i < eb.length; ++i) {
+        eb.holders.as<HolderId>()[i] = fixed[i].first;
+        eb.ends.ticks.as<int64_t>()[i] = fixed[i].second.tick;
+      }
+      bool steps = false;
+      for (const auto& f : fixed) steps |= f.second.step != 0;
+      if (steps) {
+        eb.ends.steps = Buffer::AllocateZeroed(eb.length * 8);
+        for (int64_t i = 0; i < eb.length; ++i) eb.ends.steps.as<int64_t>()[i] = fixed[i].second.step;
+      }
+      out.EmitEnds(eb);
+      holders_->Release(eb.holders.as<HolderId>(), eb.length);
+    }
+  }
+  Trim(sides_[0]);
+  Trim(sides_[1]);
+}
+
+std::string HashJoin::Explain() const {
+  return std::string(sides_[0].keys.empty() ? "Join (nested loops)" : "HashJoin") +
+         (negative_ ? " (negative tuples)" : "");
+}
+
+void RegisterHashJoin(OperatorRegistry& r) {
+  r.Register("join", [](const OperatorSpec& s, const std::vector<OperatorInput>& in,
+                        const OperatorContext& ctx) -> std::unique_ptr<Operator> {
+    CQ_CHECK(in.size() == 2 && in[0].kind == BatchKind::kLifetime && in[1].kind == BatchKind::kLifetime,
+             "a join reads two relations");
+    std::vector<std::unique_ptr<Expression>> lk, rk;
+    for (const json::Value& e : s.params["left_keys"].array()) lk.push_back(Expression::Compile(e, *in[0].schema));
+    for (const json::Value& e : s.params["right_keys"].array()) rk.push_back(Expression::Compile(e, *in[1].schema));
+    Schema both = *in[0].schema;
+    both.insert(both.end(), in[1].schema->begin(), in[1].schema->end());
+    std::unique_ptr<Expression> residual;
+    if (const json::Value* res = s.params.find("residual"); res && !res->is_null())
+      residual = Expression::Compile(*res, both);
+    return std::make_unique<HashJoin>(*in[0].schema, *in[1].schema, std::move(lk), std::move(rk),
+                                      std::move(residual), ctx.negative, ctx.holders);
+  });
+}
+
+}  // namespace cq
