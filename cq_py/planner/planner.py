@@ -639,6 +639,8 @@ class Planner:
             "keys": [k.to_plan() for k in keys],
             "aggregates": [{"fn": a.fn, "distinct": a.distinct, "type": a.type,
                             "arg": a.args[0].to_plan() if a.args else None} for a in aggs],
+            "names": [n for n, _ in schema],
+            "expiration": self.expiration,
         }
         label = "Aggregate " + ", ".join(a.text for a in aggs)
         if keys:

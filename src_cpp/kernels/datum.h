@@ -2,6 +2,7 @@
 // Kernel arguments: a column of the batch's length, or a scalar (a literal) that stands for every
 // row. Kernels are templated over both, so `b * 2` never materializes the 2.
 #include <string>
+#include <vector>
 
 #include "batch/column.h"
 
@@ -26,5 +27,9 @@ struct Datum {
 
 // A column of `n` copies of `s`.
 Column Broadcast(const Scalar& s, int64_t n);
+// Row i of `c` as a scalar.
+Scalar ScalarAt(const Column& c, int64_t i);
+// A column of the given scalars, all of type `type` (invalid ones are NULL).
+Column ColumnOf(TypeId type, const std::vector<Scalar>& values);
 
 }  // namespace cq

@@ -25,21 +25,6 @@ Scalar ScalarFromJson(TypeId type, const json::Value& v) {
   return s;
 }
 
-Scalar ScalarAt(const Column& c, int64_t i) {
-  Scalar s;
-  s.type = c.type;
-  if (c.type == TypeId::kNull || !c.IsValid(i)) return s;
-  s.valid = true;
-  switch (c.type) {
-    case TypeId::kInt64: s.i64 = c.i64()[i]; break;
-    case TypeId::kFloat64: s.f64 = c.f64()[i]; break;
-    case TypeId::kBool: s.b = c.BoolAt(i); break;
-    case TypeId::kUtf8: s.str = std::string(c.StrAt(i)); break;
-    case TypeId::kNull: break;
-  }
-  return s;
-}
-
 std::string ScalarToString(const Scalar& s) {
   if (!s.valid) return "NULL";
   switch (s.type) {

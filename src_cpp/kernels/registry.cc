@@ -64,4 +64,71 @@ Column Broadcast(const Scalar& s, int64_t n) {
   return c;
 }
 
+Scalar ScalarAt(const Column& c, int64_t i) {
+  Scalar s;
+  s.type = c.type;
+  if (c.type == TypeId::kNull || !c.IsValid(i)) return s;
+  s.valid = true;
+  switch (c.type) {
+    case TypeId::kInt64: s.i64 = c.i64()[i]; break;
+    case TypeId::kFloat64: s.f64 = c.f64()[i]; break;
+    case TypeId::kBool: s.b = c.BoolAt(i); break;
+    case TypeId::kUtf8: s.str = std::string(c.StrAt(i)); break;
+    case TypeId::kNull: break;
+  }
+  return s;
+}
+
+Column ColumnOf(TypeId type, const std::vector<Scalar>& values) {
+  const int64_t n = static_cast<int64_t>(values.size());
+  Column c;
+  c.type = type;
+  c.length = n;
+  if (type == TypeId::kNull) {
+    c.null_count = n;
+    return c;
+  }
+  int64_t nulls = 0;
+  for (const Scalar& v : values) nulls += !v.valid;
+  if (nulls) {
+    c.validity = Buffer::AllocateZeroed(bitmap::Bytes(n));
+    for (int64_t i = 0; i < n; ++i)
+      if (values[i].valid) bitmap::Set(c.validity.data, i);
+    c.null_count = nulls;
+  }
+  switch (type) {
+    case TypeId::kInt64:
+      c.values = Buffer::AllocateZeroed(n * 8);
+      for (int64_t i = 0; i < n; ++i) c.values.as<int64_t>()[i] = values[i].valid ? values[i].i64 : 0;
+      break;
+    case TypeId::kFloat64:
+      c.values = Buffer::AllocateZeroed(n * 8);
+      for (int64_t i = 0; i < n; ++i) c.values.as<double>()[i] = values[i].valid ? values[i].f64 : 0;
+      break;
+    case TypeId::kBool:
+      c.values = Buffer::AllocateZeroed(bitmap::Bytes(n));
+      for (int64_t i = 0; i < n; ++i)
+        if (values[i].valid && values[i].b) bitmap::Set(c.values.data, i);
+      break;
+    case TypeId::kUtf8: {
+      int64_t total = 0;
+      for (const Scalar& v : values) total += v.valid ? static_cast<int64_t>(v.str.size()) : 0;
+      c.offsets = Buffer::Allocate((n + 1) * 4);
+      c.values = Buffer::Allocate(total);
+      int32_t pos = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        c.offsets.as<int32_t>()[i] = pos;
+        if (values[i].valid) {
+          std::memcpy(c.values.data + pos, values[i].str.data(), values[i].str.size());
+          pos += static_cast<int32_t>(values[i].str.size());
+        }
+      }
+      c.offsets.as<int32_t>()[n] = pos;
+      break;
+    }
+    case TypeId::kNull: break;
+  }
+  return c;
+}
+
 }  // namespace cq

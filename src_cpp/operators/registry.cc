@@ -22,6 +22,7 @@ const OperatorRegistry& OperatorRegistry::Global() {
     RegisterNegativeRowWindow(r);
     RegisterUnionAll(r);
     RegisterHashJoin(r);
+    RegisterAggregate(r);
     return r;
   }();
   return registry;

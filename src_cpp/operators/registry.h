@@ -46,5 +46,6 @@ void RegisterNegativeTimeWindow(OperatorRegistry& r);
 void RegisterNegativeRowWindow(OperatorRegistry& r);
 void RegisterUnionAll(OperatorRegistry& r);
 void RegisterHashJoin(OperatorRegistry& r);
+void RegisterAggregate(OperatorRegistry& r);
 
 }  // namespace cq
