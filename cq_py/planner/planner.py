@@ -315,16 +315,66 @@ class Planner:
             cols.append((ln_, t))
         ln = self._conform(ln, cols, owner, q.pos)
         rn = self._conform(rn, cols, owner, q.pos)
-        op = q.op.lower().replace(" ", "_")
-        if lk == "stream":
-            life = STREAM
-        elif q.op == "UNION ALL":
-            life = union_all_lifetime({ln.lifetime, rn.lifetime})
-        else:
-            life = PENDING  # duplicates removed: a value's lifetime depends on its copies
-        node = self._add(Node(self._new_id(), op, [ln.id, rn.id], {}, cols, kind=lk, lifetime=life,
-                              owner=owner, pos=q.pos, label=q.op))
+        if q.op in ("EXCEPT", "INTERSECT"):
+            return lk, cols, self._except_intersect(q, ln, rn, cols, owner)
+        life = STREAM if lk == "stream" else union_all_lifetime({ln.lifetime, rn.lifetime})
+        node = self._add(Node(self._new_id(), "union_all", [ln.id, rn.id], {}, cols, kind=lk,
+                              lifetime=life, owner=owner, pos=q.pos, label="UNION ALL"))
+        if q.op == "UNION":  # UNION removes duplicates: the bag union, made distinct
+            node = self._distinct(node, owner, q.pos, "UNION: distinct rows")
         return lk, cols, node
+
+    def _distinct(self, input_: Node, owner: str, pos: ast.Pos, label: str) -> Node:
+        """SELECT DISTINCT as an aggregate grouping by every column and computing nothing: one
+        result per distinct row while it has copies (its lifetime pends until the last goes)."""
+        keys = [TypedExpr("column", t, index=i, text=n) for i, (n, t) in enumerate(input_.schema)]
+        return self._add(Node(
+            self._new_id(), "aggregate", [input_.id],
+            {"keys": [k.to_plan() for k in keys], "aggregates": [],
+             "names": [n for n, _ in input_.schema], "expiration": self.expiration},
+            list(input_.schema), kind="relation", lifetime=PENDING, owner=owner, pos=pos, label=label,
+            checks=keys))
+
+    def _except_intersect(self, q: ast.SetOp, ln: Node, rn: Node, cols: list[tuple[str, str]],
+                          owner: str) -> Node:
+        """EXCEPT / INTERSECT (SQL: on distinct rows) from operators that exist: each side tags
+        its rows (1 for the left, 0 for the right, and the reverse), the tagged rows are united,
+        grouped by value with MAX of each tag (a row's presence on that side), and the groups with
+        the right presence kept: left and not right (EXCEPT), left and right (INTERSECT)."""
+        width = len(cols)
+        tagged = []
+        for side, node in ((0, ln), (1, rn)):
+            exprs = [TypedExpr("column", t, index=i, text=n) for i, (n, t) in enumerate(cols)]
+            exprs += [literal(int(side == 0), T.INT64, "left"), literal(int(side == 1), T.INT64, "right")]
+            tagged.append(self._project(node, exprs, [n for n, _ in cols] + ["__left", "__right"],
+                                        owner, q.pos))
+        union = self._add(Node(self._new_id(), "union_all", [tagged[0].id, tagged[1].id], {},
+                               list(tagged[0].schema), kind="relation",
+                               lifetime=union_all_lifetime({ln.lifetime, rn.lifetime}), owner=owner,
+                               pos=q.pos, label=f"UNION ALL (tagged sides of {q.op})"))
+        keys = [TypedExpr("column", t, index=i, text=n) for i, (n, t) in enumerate(cols)]
+        presence = [TypedExpr("agg", T.INT64, fn="max", args=(TypedExpr("column", T.INT64, index=width + k,
+                                                                         text=tag),), text=f"MAX({tag})")
+                    for k, tag in enumerate(("__left", "__right"))]
+        agg = self._add(Node(
+            self._new_id(), "aggregate", [union.id],
+            {"keys": [k.to_plan() for k in keys],
+             "aggregates": [{"fn": "max", "distinct": False, "type": T.INT64, "arg": p.args[0].to_plan()}
+                            for p in presence],
+             "names": [n for n, _ in cols] + ["__left", "__right"], "expiration": self.expiration},
+            list(cols) + [("__left", T.INT64), ("__right", T.INT64)], kind="relation",
+            lifetime=PENDING, owner=owner, pos=q.pos, label=f"{q.op}: presence of each row on each side",
+            checks=keys))
+        want_right = 0 if q.op == "EXCEPT" else 1
+        left_in = ExpressionBinder.call("equal", (TypedExpr("column", T.INT64, index=width, text="__left"),
+                                                  literal(1, T.INT64, "1")), T.BOOL, "__left = 1", q.pos)
+        right_in = ExpressionBinder.call("equal", (TypedExpr("column", T.INT64, index=width + 1, text="__right"),
+                                                   literal(want_right, T.INT64, str(want_right))), T.BOOL,
+                                         f"__right = {want_right}", q.pos)
+        both = ExpressionBinder.call("and", (left_in, right_in), T.BOOL,
+                                     f"__left = 1 AND __right = {want_right}", q.pos)
+        kept = self._filter(agg, both, owner, q.pos)
+        return self._project(kept, keys, [n for n, _ in cols], owner, q.pos)
 
     def _conform(self, node: Node, cols: list[tuple[str, str]], owner: str, pos: ast.Pos) -> Node:
         """``node`` with its columns cast to ``cols`` (a set operation's common types)."""
@@ -507,9 +557,7 @@ class Planner:
             seen.add(n.lower())
         current = self._project(current, exprs, names, owner, q.pos)
         if q.distinct:
-            current = self._add(Node(self._new_id(), "distinct", [current.id], {}, current.schema,
-                                     kind="relation", lifetime=PENDING, owner=owner, pos=q.pos,
-                                     label="Distinct"))
+            current = self._distinct(current, owner, q.pos, "Distinct")
         return "relation", list(current.schema), current
 
     @staticmethod
