@@ -341,6 +341,16 @@ def _check_runnable(nodes: list[Node], planner: Planner) -> None:
     """Refuses, before anything is registered, a plan that uses operators or kernels the core does
     not have yet (``explain`` shows such plans all the same)."""
     available = set(_core_operator_names())
+    from cq_py.planner import loops
+
+    ids = {n.id for n in nodes}
+    for comp in loops.strongly_connected(planner.cat.nodes, loops.successors(planner.cat.nodes)):
+        if ids & set(comp) and loops.is_loop(comp, loops.successors(planner.cat.nodes)):
+            names = loops.queries_on(comp, planner.cat)
+            first = planner.cat.queries.get(names[0].lower()) if names else None
+            raise planner.err(f"recursive queries (the loop {' → '.join(names + names[:1])}) are "
+                              "not available in this build yet; cq_py.explain() shows the plan",
+                              first.pos if first else nodes[0].pos)
     for n in nodes:
         if n.op not in available:
             raise planner.err(f"{DESCRIPTIONS.get(n.op, n.op)} (in '{n.owner}') is not available in "

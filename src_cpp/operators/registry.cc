@@ -23,6 +23,7 @@ const OperatorRegistry& OperatorRegistry::Global() {
     RegisterUnionAll(r);
     RegisterHashJoin(r);
     RegisterAggregate(r);
+    RegisterDelay(r);
     return r;
   }();
   return registry;

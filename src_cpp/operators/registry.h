@@ -47,5 +47,6 @@ void RegisterNegativeRowWindow(OperatorRegistry& r);
 void RegisterUnionAll(OperatorRegistry& r);
 void RegisterHashJoin(OperatorRegistry& r);
 void RegisterAggregate(OperatorRegistry& r);
+void RegisterDelay(OperatorRegistry& r);
 
 }  // namespace cq

@@ -154,7 +154,8 @@ def test_engine_equals_reference(dataset, window, where, select, lifetime):
     items = ", ".join(f"{render(e)} AS x{i}" for i, e in enumerate(select))
     body = f"SELECT {items} FROM s {window_sql(window)}" + (f" WHERE {render(where)}" if where else "")
     cql = SCHEMA + (f"REGISTER QUERY r AS {body}; REGISTER QUERY i AS ISTREAM({body});"
-                    f"REGISTER QUERY d AS DSTREAM({body}); REGISTER QUERY rs AS RSTREAM({body});")
+                    f"REGISTER QUERY d AS DSTREAM({body}); REGISTER QUERY rs AS RSTREAM({body});"
+                    f"REGISTER QUERY dl AS ISTREAM({body}) <3>; REGISTER QUERY dn AS DSTREAM({body}) <Now>;")
     out = run_engine(cql, rows, cuts, lifetime)
     names = [f"x{i}" for i in range(len(select))]
 
@@ -170,6 +171,9 @@ def test_engine_equals_reference(dataset, window, where, select, lifetime):
 
     assert bag("i") == istream(expected_rel), cql
     assert bag("d") == dstream(expected_rel), cql
+    # Delays: <d> adds d ticks, <Now> one ε-step (SPEC §2).
+    assert bag("dl") == Counter({(v, (t[0] + 3, t[1])): n for (v, t), n in istream(expected_rel).items()}), cql
+    assert bag("dn") == Counter({(v, (t[0], t[1] + 1)): n for (v, t), n in dstream(expected_rel).items()}), cql
     last_tick = rows[-1]["ts"] if rows else 0
     assert bag("rs") == rstream(expected_rel, last_tick), cql
     # Stream rows come in time order.
@@ -194,7 +198,8 @@ def test_union_all_equals_reference(dataset, w1, w2, where1, where2, select, lif
 
     body = f"{branch(w1, where1)} UNION ALL {branch(w2, where2)}"
     cql = SCHEMA + (f"REGISTER QUERY r AS {body}; REGISTER QUERY i AS ISTREAM({body});"
-                    f"REGISTER QUERY d AS DSTREAM({body}); REGISTER QUERY rs AS RSTREAM({body});")
+                    f"REGISTER QUERY d AS DSTREAM({body}); REGISTER QUERY rs AS RSTREAM({body});"
+                    f"REGISTER QUERY dl AS ISTREAM({body}) <3>; REGISTER QUERY dn AS DSTREAM({body}) <Now>;")
     out = run_engine(cql, rows, cuts, lifetime)
     names = [f"x{i}" for i in range(len(select))]
     expected = relation(rows, w1, where1, select) + relation(rows, w2, where2, select)

@@ -105,8 +105,13 @@ void DtsExecutor::AdvanceTo(const std::map<int, Time>& source_progress) {
       auto it = source_progress.find(id);
       p = it == source_progress.end() ? n.progress : it->second;
     } else {
+      // An input's progress is its producer's, moved forward by the producer's delay: a delay's
+      // output holds nothing below its input's progress plus the delay.
       p = Time::Infinity();
-      for (int in : n.inputs) p = std::min(p, nodes_.at(in).progress);
+      for (int in : n.inputs) {
+        const Node& i = nodes_.at(in);
+        p = std::min(p, i.progress == Time::MinusInfinity() ? i.progress : i.progress + i.op->delay());
+      }
     }
     if (p > n.progress) {
       n.progress = p;
