@@ -631,7 +631,8 @@ class Planner:
                 self._new_id(), "join", [current.id, right.id],
                 {"left_keys": [x.to_plan() for x in left_keys],
                  "right_keys": [x.to_plan() for x in right_keys],
-                 "residual": pred.to_plan() if pred is not None else None},
+                 "residual": pred.to_plan() if pred is not None else None,
+                 "expiration": self.expiration},
                 schema, kind="relation", lifetime=life, owner=owner, pos=q.sources[k].pos, label=label,
                 checks=left_keys + right_keys + ([pred] if pred is not None else [])))
             joined.add(k)

@@ -96,26 +96,34 @@ struct BatchRow {
   uint32_t row;
 };
 
-// The columns of `rows`, in that order, gathered run by run of one batch and concatenated.
+// The columns of `rows`, in that order (rows of several batches, interleaved any way).
 // `batch_of(i)` returns the batch numbered i.
 template <typename BatchOf>
 std::vector<Column> GatherRows(const BatchOf& batch_of, const std::vector<BatchRow>& rows, size_t width) {
-  std::vector<std::vector<Column>> parts;
-  std::vector<uint32_t> idx;
-  size_t i = 0;
-  while (i < rows.size()) {
-    const uint32_t b = rows[i].batch;
-    idx.clear();
-    while (i < rows.size() && rows[i].batch == b) idx.push_back(rows[i++].row);
-    std::vector<Column> cols;
-    for (const Column& c : batch_of(b).columns) cols.push_back(Gather(c, idx.data(), static_cast<int64_t>(idx.size())));
-    parts.push_back(std::move(cols));
+  // Number the distinct batches, then take every column in one pass.
+  std::vector<const Batch*> batches;
+  std::vector<uint32_t> which(rows.size()), idx(rows.size());
+  uint32_t last = 0;
+  bool have_last = false;
+  for (size_t k = 0; k < rows.size(); ++k) {
+    if (!have_last || rows[k].batch != last) {
+      const Batch* b = &batch_of(rows[k].batch);
+      size_t pos = 0;
+      while (pos < batches.size() && batches[pos] != b) ++pos;
+      if (pos == batches.size()) batches.push_back(b);
+      last = rows[k].batch;
+      have_last = true;
+      which[k] = static_cast<uint32_t>(pos);
+    } else {
+      which[k] = which[k - 1];
+    }
+    idx[k] = rows[k].row;
   }
   std::vector<Column> out;
+  std::vector<const Column*> srcs(batches.size());
   for (size_t c = 0; c < width; ++c) {
-    std::vector<const Column*> ptrs;
-    for (const auto& p : parts) ptrs.push_back(&p[c]);
-    out.push_back(ptrs.size() == 1 ? *ptrs[0] : Concat(ptrs.data(), static_cast<int64_t>(ptrs.size())));
+    for (size_t b = 0; b < batches.size(); ++b) srcs[b] = &batches[b]->columns[c];
+    out.push_back(GatherMulti(srcs, which.data(), idx.data(), static_cast<int64_t>(rows.size())));
   }
   return out;
 }

@@ -123,6 +123,62 @@ Column SliceColumn(const Column& col, int64_t offset, int64_t n) {
   return out;
 }
 
+Column GatherMulti(const std::vector<const Column*>& srcs, const uint32_t* which, const uint32_t* rows, int64_t n) {
+  Column out;
+  out.type = srcs.empty() ? TypeId::kNull : srcs[0]->type;
+  out.length = n;
+  if (out.type == TypeId::kNull) {
+    out.null_count = n;
+    return out;
+  }
+  bool nulls = false;
+  for (const Column* c : srcs) nulls |= c->has_nulls();
+  if (nulls) {
+    out.validity = Buffer::AllocateZeroed(bitmap::Bytes(n));
+    int64_t valid = 0;
+    for (int64_t k = 0; k < n; ++k)
+      if (srcs[which[k]]->IsValid(rows[k])) {
+        bitmap::Set(out.validity.data, k);
+        ++valid;
+      }
+    out.null_count = n - valid;
+    if (out.null_count == 0) out.validity = {};
+  }
+  switch (out.type) {
+    case TypeId::kInt64:
+    case TypeId::kFloat64: {
+      out.values = Buffer::Allocate(n * 8);
+      int64_t* dst = out.values.as<int64_t>();
+      for (int64_t k = 0; k < n; ++k) dst[k] = srcs[which[k]]->values.as<const int64_t>()[rows[k]];
+      break;
+    }
+    case TypeId::kBool:
+      out.values = Buffer::AllocateZeroed(bitmap::Bytes(n));
+      for (int64_t k = 0; k < n; ++k)
+        if (srcs[which[k]]->BoolAt(rows[k])) bitmap::Set(out.values.data, k);
+      break;
+    case TypeId::kUtf8: {
+      int64_t total = 0;
+      for (int64_t k = 0; k < n; ++k) total += static_cast<int64_t>(srcs[which[k]]->StrAt(rows[k]).size());
+      if (total > INT32_MAX) throw std::length_error("utf8 column exceeds 2 GiB in one batch");
+      out.offsets = Buffer::Allocate((n + 1) * 4);
+      out.values = Buffer::Allocate(total);
+      int32_t* o = out.offsets.as<int32_t>();
+      int32_t pos = 0;
+      for (int64_t k = 0; k < n; ++k) {
+        o[k] = pos;
+        const std::string_view v = srcs[which[k]]->StrAt(rows[k]);
+        std::memcpy(out.values.data + pos, v.data(), v.size());
+        pos += static_cast<int32_t>(v.size());
+      }
+      o[n] = pos;
+      break;
+    }
+    case TypeId::kNull: break;
+  }
+  return out;
+}
+
 Column Concat(const Column* const* cols, int64_t count) {
   if (count == 1) return *cols[0];
   Column out;

@@ -4,6 +4,7 @@
 // share their buffers freely.
 #include <cstdint>
 #include <string_view>
+#include <vector>
 
 #include "batch/bitmap.h"
 #include "batch/buffer.h"
@@ -44,5 +45,8 @@ Column Gather(const Column& col, const uint32_t* idx, int64_t n);
 Column SliceColumn(const Column& col, int64_t offset, int64_t n);
 // The concatenation of several columns of one type.
 Column Concat(const Column* const* cols, int64_t count);
+// Rows taken from several columns of one type: row k is srcs[which[k]][rows[k]]. One pass, no
+// allocation per row, whatever the interleaving of sources.
+Column GatherMulti(const std::vector<const Column*>& srcs, const uint32_t* which, const uint32_t* rows, int64_t n);
 
 }  // namespace cq

@@ -33,8 +33,9 @@ class ExpirationSet {
         sorted_.push_back(e);
         return;
       case ExpirationPolicy::kInsertionSort: {
-        auto at = std::upper_bound(sorted_.begin() + static_cast<std::ptrdiff_t>(head_), sorted_.end(), e,
-                                   [](const Entry& a, const Entry& b) { return a.end < b.end; });
+        // As the paper's baseline: walk the sorted list from its earliest end to the place.
+        auto at = sorted_.begin() + static_cast<std::ptrdiff_t>(head_);
+        while (at != sorted_.end() && !(e.end < at->end)) ++at;
         sorted_.insert(at, e);
         return;
       }

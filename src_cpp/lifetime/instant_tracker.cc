@@ -33,24 +33,9 @@ Batch InstantTracker::Gather(const std::vector<RowRef>& rows, const std::vector<
   const int64_t n = static_cast<int64_t>(rows.size());
   out.length = n;
   CQ_CHECK(n > 0, "gathering no rows");
-  // Gather runs of rows from one batch, then concatenate the runs column by column.
-  std::vector<std::vector<Column>> parts;
-  std::vector<uint32_t> idx;
-  size_t i = 0;
-  while (i < rows.size()) {
-    const uint32_t seq = rows[i].seq;
-    idx.clear();
-    while (i < rows.size() && rows[i].seq == seq) idx.push_back(rows[i++].row);
-    const Batch& b = batch(seq);
-    std::vector<Column> cols;
-    for (const Column& c : b.columns) cols.push_back(cq::Gather(c, idx.data(), static_cast<int64_t>(idx.size())));
-    parts.push_back(std::move(cols));
-  }
-  for (size_t c = 0; c < schema->size(); ++c) {
-    std::vector<const Column*> ptrs;
-    for (const auto& p : parts) ptrs.push_back(&p[c]);
-    out.columns.push_back(ptrs.size() == 1 ? *ptrs[0] : Concat(ptrs.data(), static_cast<int64_t>(ptrs.size())));
-  }
+  std::vector<BatchRow> refs(rows.size());
+  for (size_t k = 0; k < rows.size(); ++k) refs[k] = {rows[k].seq, rows[k].row};
+  out.columns = GatherRows([&](uint32_t seq) -> const Batch& { return batch(seq); }, refs, schema->size());
   out.sync.ticks = Buffer::Allocate(n * 8);
   bool steps = false;
   for (const Time& t : ts) steps |= t.step != 0;

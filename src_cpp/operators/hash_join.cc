@@ -6,6 +6,7 @@
 #include "batch/row_hash.h"
 #include "engine/errors.h"
 #include "operators/registry.h"
+#include "plan/plan_util.h"
 
 namespace cq {
 
@@ -21,8 +22,10 @@ uint64_t HashStart(uint64_t h, Time t) {
 
 HashJoin::HashJoin(const Schema& left, const Schema& right, std::vector<std::unique_ptr<Expression>> left_keys,
                    std::vector<std::unique_ptr<Expression>> right_keys, std::unique_ptr<Expression> residual,
-                   bool negative, HolderTable* holders)
+                   bool negative, HolderTable* holders, ExpirationPolicy policy)
     : left_(left), right_(right), residual_(std::move(residual)), negative_(negative), holders_(holders) {
+  sides_[0].expiring = ExpirationSet<Side::Expiry>(policy);
+  sides_[1].expiring = ExpirationSet<Side::Expiry>(policy);
   schema_ = left_;
   schema_.insert(schema_.end(), right_.begin(), right_.end());
   shared_ = std::make_shared<const Schema>(schema_);
@@ -203,26 +206,14 @@ void HashJoin::EmitResults(Emitted& em, Emitter& out) {
   o.kind = BatchKind::kLifetime;
   o.schema = shared_;
   o.length = n;
-  // Columns of each side, gathered run by run of one kept batch.
+  // Columns of each side (rows of many kept batches, interleaved).
   auto gather = [&](int side, const std::vector<Ref>& refs) {
     Side& s = sides_[side];
-    const size_t width = (side == 0 ? left_ : right_).size();
-    std::vector<std::vector<Column>> parts;
-    std::vector<uint32_t> idx;
-    size_t i = 0;
-    while (i < refs.size()) {
-      const uint32_t seq = refs[i].seq;
-      idx.clear();
-      while (i < refs.size() && refs[i].seq == seq) idx.push_back(refs[i++].row);
-      std::vector<Column> cols;
-      for (const Column& c : s.at(seq).batch.columns) cols.push_back(Gather(c, idx.data(), static_cast<int64_t>(idx.size())));
-      parts.push_back(std::move(cols));
-    }
-    for (size_t c = 0; c < width; ++c) {
-      std::vector<const Column*> ptrs;
-      for (const auto& p : parts) ptrs.push_back(&p[c]);
-      o.columns.push_back(ptrs.size() == 1 ? *ptrs[0] : Concat(ptrs.data(), static_cast<int64_t>(ptrs.size())));
-    }
+    std::vector<BatchRow> rows(refs.size());
+    for (size_t k = 0; k < refs.size(); ++k) rows[k] = {refs[k].seq, refs[k].row};
+    auto cols = GatherRows([&](uint32_t seq) -> const Batch& { return s.at(seq).batch; }, rows,
+                           (side == 0 ? left_ : right_).size());
+    for (Column& c : cols) o.columns.push_back(std::move(c));
   };
   gather(0, em.l);
   gather(1, em.r);
@@ -421,7 +412,7 @@ void RegisterHashJoin(OperatorRegistry& r) {
     if (const json::Value* res = s.params.find("residual"); res && !res->is_null())
       residual = Expression::Compile(*res, both);
     return std::make_unique<HashJoin>(*in[0].schema, *in[1].schema, std::move(lk), std::move(rk),
-                                      std::move(residual), ctx.negative, ctx.holders);
+                                      std::move(residual), ctx.negative, ctx.holders, PlannedPolicy(s.params));
   });
 }
 

@@ -26,7 +26,7 @@ class HashJoin final : public Operator {
  public:
   HashJoin(const Schema& left, const Schema& right, std::vector<std::unique_ptr<Expression>> left_keys,
            std::vector<std::unique_ptr<Expression>> right_keys, std::unique_ptr<Expression> residual,
-           bool negative, HolderTable* holders);
+           bool negative, HolderTable* holders, ExpirationPolicy policy = ExpirationPolicy::kLazy);
   void Push(int port, const Batch& batch, Emitter& out) override;
   void PushEnds(int port, const EndBatch& ends, Emitter& out) override;
   void AdvanceTo(Time progress, Emitter& out) override;
