@@ -16,6 +16,31 @@ uint64_t HashBytes(std::string_view s) {
 }
 }  // namespace
 
+void AppendKey(const Column& c, int64_t row, std::string* out) {
+  if (c.type == TypeId::kNull || !c.IsValid(row)) {
+    out->push_back('\0');
+    return;
+  }
+  out->push_back('\1');
+  switch (c.type) {
+    case TypeId::kInt64: out->append(reinterpret_cast<const char*>(&c.i64()[row]), 8); break;
+    case TypeId::kFloat64: {
+      const double v = c.f64()[row] == 0 ? 0.0 : c.f64()[row];
+      out->append(reinterpret_cast<const char*>(&v), 8);
+      break;
+    }
+    case TypeId::kBool: out->push_back(c.BoolAt(row) ? '\1' : '\0'); break;
+    case TypeId::kUtf8: {
+      const std::string_view s = c.StrAt(row);
+      const uint32_t len = static_cast<uint32_t>(s.size());
+      out->append(reinterpret_cast<const char*>(&len), 4);
+      out->append(s);
+      break;
+    }
+    case TypeId::kNull: break;
+  }
+}
+
 void HashRows(const std::vector<Column>& columns, int64_t n, uint64_t* hashes) {
   for (int64_t i = 0; i < n; ++i) hashes[i] = 0x2545F4914F6CDD1DULL;
   for (const Column& c : columns) {

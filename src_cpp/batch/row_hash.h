@@ -4,6 +4,7 @@
 // method avoids), and set operations and DISTINCT group by value. Consistent with RowEqual: equal
 // rows (NULL = NULL, NaN = NaN, -0.0 = 0.0) hash alike.
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "batch/column.h"
@@ -12,6 +13,10 @@ namespace cq {
 
 // hashes[i] for rows [0, n) of `columns` (compact).
 void HashRows(const std::vector<Column>& columns, int64_t n, uint64_t* hashes);
+
+// Appends row `row` of `c` to `out` as bytes that are equal exactly when the values are equal as
+// grouping keys (NULL is one key, -0.0 = 0.0): hash-map keys for partitions and groups.
+void AppendKey(const Column& c, int64_t row, std::string* out);
 
 inline uint64_t MixHash(uint64_t x) {
   x ^= x >> 33;

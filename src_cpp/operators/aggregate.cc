@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "batch/row_hash.h"
 #include "engine/errors.h"
 #include "operators/registry.h"
 #include "plan/plan_util.h"
@@ -9,30 +10,6 @@
 namespace cq {
 
 namespace {
-
-void EncodeScalar(const Scalar& s, std::string* out) {
-  if (!s.valid) {
-    out->push_back('\0');  // NULL is one group, as in SQL's GROUP BY
-    return;
-  }
-  out->push_back('\1');
-  switch (s.type) {
-    case TypeId::kInt64: out->append(reinterpret_cast<const char*>(&s.i64), 8); break;
-    case TypeId::kFloat64: {
-      double v = s.f64 == 0 ? 0.0 : s.f64;
-      out->append(reinterpret_cast<const char*>(&v), 8);
-      break;
-    }
-    case TypeId::kBool: out->push_back(s.b ? '\1' : '\0'); break;
-    case TypeId::kUtf8: {
-      const uint32_t len = static_cast<uint32_t>(s.str.size());
-      out->append(reinterpret_cast<const char*>(&len), 4);
-      out->append(s.str);
-      break;
-    }
-    case TypeId::kNull: break;
-  }
-}
 
 bool SameScalar(const Scalar& a, const Scalar& b) {
   if (a.valid != b.valid) return false;
@@ -79,13 +56,11 @@ void Aggregate::PushEnds(int, const EndBatch& ends, Emitter&) { tracker_->PushEn
 void Aggregate::Apply(const Batch& b, uint32_t row, int sign) {
   std::string key;
   std::vector<Scalar> keys;
-  for (size_t k = 0; k < keys_.size(); ++k) {
-    keys.push_back(ScalarAt(b.columns[k], row));
-    EncodeScalar(keys.back(), &key);
-  }
+  for (size_t k = 0; k < keys_.size(); ++k) AppendKey(b.columns[k], row, &key);
   auto [it, fresh] = group_of_.try_emplace(key, static_cast<uint32_t>(groups_.size()));
   if (fresh) {
     groups_.emplace_back();
+    for (size_t k = 0; k < keys_.size(); ++k) keys.push_back(ScalarAt(b.columns[k], row));
     groups_.back().keys = std::move(keys);
     groups_.back().accs.resize(aggs_.size());
     is_touched_.push_back(0);

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "batch/row_hash.h"
 #include "engine/errors.h"
 #include "operators/registry.h"
 
@@ -15,32 +16,7 @@ NegativeRowWindow::NegativeRowWindow(int64_t rows, std::vector<int> keys, const 
 NegativeRowWindow::Queue& NegativeRowWindow::QueueOf(const Batch& b, int64_t row, std::string* key) {
   if (keys_.empty()) return all_;
   key->clear();
-  for (int k : keys_) {
-    const Column& c = b.columns[k];
-    if (!c.IsValid(row)) {
-      key->push_back('\0');
-      continue;
-    }
-    key->push_back('\1');
-    switch (c.type) {
-      case TypeId::kInt64: key->append(reinterpret_cast<const char*>(&c.i64()[row]), 8); break;
-      case TypeId::kFloat64: {
-        double v = c.f64()[row];
-        if (v == 0) v = 0;
-        key->append(reinterpret_cast<const char*>(&v), 8);
-        break;
-      }
-      case TypeId::kBool: key->push_back(c.BoolAt(row) ? '\1' : '\0'); break;
-      case TypeId::kUtf8: {
-        std::string_view s = c.StrAt(row);
-        const uint32_t len = static_cast<uint32_t>(s.size());
-        key->append(reinterpret_cast<const char*>(&len), 4);
-        key->append(s);
-        break;
-      }
-      case TypeId::kNull: break;
-    }
-  }
+  for (int k : keys_) AppendKey(b.columns[k], row, key);
   return partitions_[*key];
 }
 

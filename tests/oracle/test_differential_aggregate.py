@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import cq_py
+from oracle.test_differential_slice import window_sql
 from oracle.reference import INF, alive_at, instants, istream_of, lifetimes
 
 EXAMPLES = int(os.environ.get("CQ_HYPOTHESIS_EXAMPLES", "300"))
@@ -24,16 +25,6 @@ windows = st.one_of(
     st.integers(1, 4).map(lambda N: ("rows", N)),
     st.tuples(st.sampled_from(["a", "c"]), st.integers(1, 2)).map(lambda p: ("partition", p[0], p[1])),
 )
-
-
-def window_sql(w) -> str:
-    if w[0] == "slide":
-        return f"[Range {w[1]} Slide {w[2]}]"
-    if w[0] == "partition":
-        return f"[Partition By {w[1]} Rows {w[2]}]"
-    if w[0] in ("range", "rows"):
-        return f"[{w[0].title()} {w[1]}]"
-    return "[Now]" if w[0] == "now" else "[Range Unbounded]"
 
 
 @st.composite

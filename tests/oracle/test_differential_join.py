@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import cq_py
+from oracle.test_differential_slice import window_sql
 from oracle.reference import INF, alive_at, instants, istream_of, join_at, lifetimes
 
 EXAMPLES = int(os.environ.get("CQ_HYPOTHESIS_EXAMPLES", "300"))
@@ -26,14 +27,6 @@ windows = st.one_of(
     st.tuples(st.integers(0, 7), st.integers(1, 4)).map(lambda p: ("slide", p[0], p[1])),
     st.integers(1, 3).map(lambda N: ("rows", N)),
 )
-
-
-def window_sql(w) -> str:
-    if w[0] == "slide":
-        return f"[Range {w[1]} Slide {w[2]}]"
-    if w[0] in ("range", "rows"):
-        return f"[{w[0].title()} {w[1]}]"
-    return "[Now]" if w[0] == "now" else "[Range Unbounded]"
 
 
 @st.composite
