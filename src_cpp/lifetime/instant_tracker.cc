@@ -25,6 +25,20 @@ int64_t InstantTracker::retained_rows() const {
   return n;
 }
 
+void InstantTracker::AppendBagDifference(Time t, const std::vector<RowRef>& a, const std::vector<RowRef>& b,
+                                         std::vector<RowRef>& out, std::vector<Time>& ts) const {
+  std::vector<uint8_t> used(b.size(), 0);
+  for (const RowRef& x : a) {
+    bool cancelled = false;
+    for (size_t k = 0; k < b.size() && !cancelled; ++k)
+      if (!used[k] && RowsEqual(b[k], x)) used[k] = cancelled = true;
+    if (!cancelled) {
+      out.push_back(x);
+      ts.push_back(t);
+    }
+  }
+}
+
 Batch InstantTracker::Gather(const std::vector<RowRef>& rows, const std::vector<Time>& ts,
                              const std::shared_ptr<const Schema>& schema) const {
   Batch out;

@@ -40,6 +40,10 @@ class InstantTracker {
   bool RowsEqual(RowRef a, RowRef b) const {
     return (*equal_)(batch(a.seq).columns, a.row, batch(b.seq).columns, b.row);
   }
+  // The rows of `a` left after taking away, as bags, rows of `b` with equal values: appended to
+  // `out`, each with timestamp t (ISTREAM is starts − ends, DSTREAM ends − starts).
+  void AppendBagDifference(Time t, const std::vector<RowRef>& a, const std::vector<RowRef>& b,
+                           std::vector<RowRef>& out, std::vector<Time>& ts) const;
   // Rows (by reference) as one compact stream batch, each with its own timestamp.
   Batch Gather(const std::vector<RowRef>& rows, const std::vector<Time>& ts,
                const std::shared_ptr<const Schema>& schema) const;

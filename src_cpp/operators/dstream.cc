@@ -16,19 +16,9 @@ void DStream::PushEnds(int, const EndBatch& ends, Emitter&) { tracker_->PushEnds
 void DStream::AdvanceTo(Time progress, Emitter& out) {
   std::vector<InstantTracker::RowRef> rows;
   std::vector<Time> ts;
-  std::vector<uint8_t> used;
   tracker_->AdvanceTo(progress, [&](Time t, const std::vector<InstantTracker::RowRef>& starts,
                                    const std::vector<InstantTracker::RowRef>& ends) {
-    used.assign(starts.size(), 0);
-    for (const auto& e : ends) {
-      bool cancelled = false;
-      for (size_t x = 0; x < starts.size() && !cancelled; ++x)
-        if (!used[x] && tracker_->RowsEqual(starts[x], e)) used[x] = cancelled = true;
-      if (!cancelled) {
-        rows.push_back(e);
-        ts.push_back(t);
-      }
-    }
+    tracker_->AppendBagDifference(t, ends, starts, rows, ts);  // D(t) − I(t)
   });
   if (!rows.empty()) out.Emit(tracker_->Gather(rows, ts, schema_));
 }

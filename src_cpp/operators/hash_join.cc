@@ -340,22 +340,24 @@ void HashJoin::PushEnds(int port, const EndBatch& ends, Emitter& out) {
     }
   }
   ResolveOpen(progress_, fixed);
-  if (!fixed.empty()) {
-    EndBatch eb;
-    eb.length = static_cast<int64_t>(fixed.size());
-    eb.holders = Buffer::Allocate(eb.length * sizeof(HolderId));
-    eb.ends.ticks = Buffer::Allocate(eb.length * 8);
-    bool steps = false;
-    for (const auto& f : fixed) steps |= f.second.step != 0;
-    if (steps) eb.ends.steps = Buffer::AllocateZeroed(eb.length * 8);
-    for (int64_t i = 0; i < eb.length; ++i) {
-      eb.holders.as<HolderId>()[i] = fixed[i].first;
-      eb.ends.ticks.as<int64_t>()[i] = fixed[i].second.tick;
-      if (steps) eb.ends.steps.as<int64_t>()[i] = fixed[i].second.step;
-    }
-    out.EmitEnds(eb);
-    holders_->Release(eb.holders.as<HolderId>(), eb.length);
+  EmitFixed(fixed, out);
+}
+
+void HashJoin::EmitFixed(const std::vector<std::pair<HolderId, Time>>& fixed, Emitter& out) {
+  if (fixed.empty()) return;
+  std::vector<HolderId> ids;
+  std::vector<Time> at;
+  for (const auto& [id, end] : fixed) {
+    ids.push_back(id);
+    at.push_back(end);
   }
+  EndBatch eb;
+  eb.length = static_cast<int64_t>(ids.size());
+  eb.holders = Buffer::Allocate(eb.length * sizeof(HolderId));
+  std::copy(ids.begin(), ids.end(), eb.holders.as<HolderId>());
+  eb.ends = MakeTimeColumn(at);
+  out.EmitEnds(eb);
+  holders_->Release(ids.data(), eb.length);  // every consumer has seen them
 }
 
 void HashJoin::Trim(Side& s) {
@@ -370,24 +372,7 @@ void HashJoin::AdvanceTo(Time progress, Emitter& out) {
     Expire(1, progress);
     std::vector<std::pair<HolderId, Time>> fixed;
     ResolveOpen(progress, fixed);
-    if (!fixed.empty()) {
-      EndBatch eb;
-      eb.length = static_cast<int64_t>(fixed.size());
-      eb.holders = Buffer::Allocate(eb.length * sizeof(HolderId));
-      eb.ends.ticks = Buffer::Allocate(eb.length * 8);
-      for (int64_t i = 0; i < eb.length; ++i) {
-        eb.holders.as<HolderId>()[i] = fixed[i].first;
-        eb.ends.ticks.as<int64_t>()[i] = fixed[i].second.tick;
-      }
-      bool steps = false;
-      for (const auto& f : fixed) steps |= f.second.step != 0;
-      if (steps) {
-        eb.ends.steps = Buffer::AllocateZeroed(eb.length * 8);
-        for (int64_t i = 0; i < eb.length; ++i) eb.ends.steps.as<int64_t>()[i] = fixed[i].second.step;
-      }
-      out.EmitEnds(eb);
-      holders_->Release(eb.holders.as<HolderId>(), eb.length);
-    }
+    EmitFixed(fixed, out);
   }
   Trim(sides_[0]);
   Trim(sides_[1]);

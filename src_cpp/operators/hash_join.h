@@ -84,6 +84,7 @@ class HashJoin final : public Operator {
   bool KeysEqual(const Kept& a, uint32_t i, const Kept& b, uint32_t j) const;
   void EmitResults(Emitted& em, Emitter& out);
   void ResolveOpen(Time progress, std::vector<std::pair<HolderId, Time>>& fixed);
+  void EmitFixed(const std::vector<std::pair<HolderId, Time>>& fixed, Emitter& out);
   void Trim(Side& s);
 
   Schema left_, right_, schema_;

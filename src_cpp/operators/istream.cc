@@ -264,20 +264,9 @@ void IStream::AdvanceTo(Time progress, Emitter& out) {
     // I(t) − D(t) as bags, for every instant completed by `progress`.
     std::vector<InstantTracker::RowRef> rows;
     std::vector<Time> ts;
-    std::vector<uint8_t> used;
     tracker_->AdvanceTo(progress, [&](Time t, const std::vector<InstantTracker::RowRef>& starts,
                                       const std::vector<InstantTracker::RowRef>& ends) {
-      used.assign(ends.size(), 0);
-      for (const auto& s : starts) {
-        bool cancelled = false;
-        for (size_t x = 0; x < ends.size() && !cancelled; ++x) {
-          if (!used[x] && tracker_->RowsEqual(ends[x], s)) used[x] = cancelled = true;
-        }
-        if (!cancelled) {
-          rows.push_back(s);
-          ts.push_back(t);
-        }
-      }
+      tracker_->AppendBagDifference(t, starts, ends, rows, ts);
     });
     if (!rows.empty()) out.Emit(tracker_->Gather(rows, ts, out_schema_));
     return;
