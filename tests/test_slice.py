@@ -199,3 +199,18 @@ def test_explain_lists_the_operators_in_execution_order():
                  "Project a, b * 2 AS c <- #2", "ISTREAM <- #3", "Output q <- #4",
                  "constant duration 10 ticks", "Execution order (DTS): #0 #1 #2 #3 #4 #5"]:
         assert part in text, part
+
+
+def test_union_all_of_streams_merges_them_by_time():
+    # A row window over the union counts tuples in time order, whichever stream was pushed first.
+    cql = ("REGISTER STREAM s(a INT); REGISTER STREAM t(a INT);"
+           "REGISTER QUERY st AS ISTREAM(SELECT a FROM s [Now]) UNION ALL ISTREAM(SELECT a FROM t [Now]);"
+           "REGISTER QUERY w AS SELECT * FROM st [Rows 2];")
+    eng = cq_py.Engine()
+    eng.execute(cql)
+    eng.push("s", pa.table({"a": [1, 2], "ts": [0, 10]}))
+    eng.push("t", pa.table({"a": [3, 4], "ts": [5, 6]}))
+    eng.close()
+    assert [(r["a"], r["ts"]) for r in eng.fetch("st").to_pylist()] == [(1, 0), (3, 5), (4, 6), (2, 10)]
+    assert [(r["a"], r["start"], r["end"]) for r in eng.fetch("w").to_pylist()] == [
+        (1, 0, 6), (3, 5, 10), (4, 6, None), (2, 10, None)]

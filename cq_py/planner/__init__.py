@@ -2,6 +2,6 @@
 
 from cq_py.planner.explain import render as explain
 from cq_py.planner.logical import Catalog, Node, QueryDef, StreamDef
-from cq_py.planner.planner import LogicalOp, Planner
+from cq_py.planner.planner import Planner
 
-__all__ = ["Catalog", "LogicalOp", "Node", "Planner", "QueryDef", "StreamDef", "explain"]
+__all__ = ["Catalog", "Node", "Planner", "QueryDef", "StreamDef", "explain"]

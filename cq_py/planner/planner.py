@@ -36,10 +36,6 @@ class Deferred(Exception):
         self.name = name
 
 
-# Kept for callers that import LogicalOp from earlier versions of the planner.
-LogicalOp = Node
-
-
 class Planner:
     """Plans a parsed script against a copy of ``catalog``.
 
@@ -777,5 +773,5 @@ def is_constant(lifetime: str) -> bool:
     return lifetime.startswith("constant") or lifetime == UNBOUNDED
 
 
-__all__ = ["Catalog", "Deferred", "LogicalOp", "Node", "Planner", "QueryDef", "StreamDef",
+__all__ = ["Catalog", "Deferred", "Node", "Planner", "QueryDef", "StreamDef",
            "is_constant", "literal"]

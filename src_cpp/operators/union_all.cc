@@ -23,86 +23,53 @@ void UnionAll::Push(int port, const Batch& batch, Emitter& out) {
 
 void UnionAll::AdvanceTo(Time progress, Emitter& out) {
   if (kind_ == BatchKind::kLifetime) return;
-  // Rows below `progress` are final on every input: merge them by time.
-  std::vector<std::vector<std::pair<const Batch*, int64_t>>> rows(waiting_.size());
-  for (size_t in = 0; in < waiting_.size(); ++in) {
-    for (const Batch& b : waiting_[in]) {
-      int64_t k = 0;
-      while (k < b.length && b.StartAt(k) < progress) ++k;
-      for (int64_t r = 0; r < k; ++r) rows[in].push_back({&b, r});
-      if (k < b.length) break;
-    }
-  }
-  // A k-way merge of the inputs' sorted rows, ties in input order.
-  std::vector<size_t> pos(waiting_.size(), 0);
-  std::vector<std::pair<const Batch*, int64_t>> merged;
+  // Rows below `progress` are final on every input: a k-way merge by time, ties in input order.
+  // Waiting batches are numbered per input: input i's k-th batch is (i << 24) | k.
+  std::vector<size_t> batch(waiting_.size(), 0);
+  std::vector<int64_t> row(waiting_.size(), 0);
+  auto head = [&](size_t in) -> const Batch* {
+    while (batch[in] < waiting_[in].size() && row[in] >= waiting_[in][batch[in]].length) ++batch[in], row[in] = 0;
+    if (batch[in] == waiting_[in].size()) return nullptr;
+    const Batch* b = &waiting_[in][batch[in]];
+    return b->StartAt(row[in]) < progress ? b : nullptr;
+  };
+  std::vector<BatchRow> merged;
+  std::vector<Time> ts;
   for (;;) {
     int best = -1;
-    for (size_t in = 0; in < rows.size(); ++in) {
-      if (pos[in] == rows[in].size()) continue;
-      const auto& [b, r] = rows[in][pos[in]];
-      if (best < 0 || b->StartAt(r) < rows[best][pos[best]].first->StartAt(rows[best][pos[best]].second))
+    for (size_t in = 0; in < waiting_.size(); ++in) {
+      const Batch* b = head(in);
+      if (b && (best < 0 || b->StartAt(row[in]) < waiting_[best][batch[best]].StartAt(row[best])))
         best = static_cast<int>(in);
     }
     if (best < 0) break;
-    merged.push_back(rows[best][pos[best]++]);
+    ts.push_back(waiting_[best][batch[best]].StartAt(row[best]));
+    merged.push_back({(static_cast<uint32_t>(best) << 24) | static_cast<uint32_t>(batch[best]),
+                      static_cast<uint32_t>(row[best]++)});
   }
-  if (!merged.empty()) {
-    // Gather the merged rows run by run of one batch.
-    Batch o;
-    o.kind = BatchKind::kStream;
-    o.schema = shared_;
-    o.length = static_cast<int64_t>(merged.size());
-    std::vector<std::vector<Column>> parts;
-    std::vector<TimeColumn> times;
-    size_t i = 0;
-    while (i < merged.size()) {
-      const Batch* b = merged[i].first;
-      std::vector<uint32_t> idx;
-      while (i < merged.size() && merged[i].first == b) idx.push_back(static_cast<uint32_t>(merged[i++].second));
-      std::vector<Column> cols;
-      for (const Column& c : b->columns) cols.push_back(Gather(c, idx.data(), static_cast<int64_t>(idx.size())));
-      parts.push_back(std::move(cols));
-      times.push_back(GatherTime(b->sync, idx.data(), static_cast<int64_t>(idx.size())));
+  if (merged.empty()) return;
+  Batch o;
+  o.kind = BatchKind::kStream;
+  o.schema = shared_;
+  o.length = static_cast<int64_t>(merged.size());
+  o.columns = GatherRows([&](uint32_t k) -> const Batch& { return waiting_[k >> 24][k & 0xFFFFFF]; },
+                         merged, schema_.size());
+  o.sync = MakeTimeColumn(ts);
+  // Drop what went out: whole batches, and the taken front of a partly taken one.
+  for (size_t in = 0; in < waiting_.size(); ++in) {
+    for (size_t k = 0; k < batch[in]; ++k) waiting_[in].pop_front();
+    if (row[in] > 0 && !waiting_[in].empty()) {
+      Batch& b = waiting_[in].front();
+      Batch rest;
+      rest.kind = b.kind;
+      rest.schema = b.schema;
+      rest.length = b.length - row[in];
+      for (const Column& c : b.columns) rest.columns.push_back(SliceColumn(c, row[in], rest.length));
+      rest.sync = SliceTime(b.sync, row[in], rest.length);
+      b = std::move(rest);
     }
-    for (size_t c = 0; c < schema_.size(); ++c) {
-      std::vector<const Column*> ptrs;
-      for (const auto& p : parts) ptrs.push_back(&p[c]);
-      o.columns.push_back(ptrs.size() == 1 ? *ptrs[0] : Concat(ptrs.data(), static_cast<int64_t>(ptrs.size())));
-    }
-    o.sync.ticks = Buffer::Allocate(o.length * 8);
-    bool steps = false;
-    for (const auto& t : times) steps |= t.has_steps();
-    if (steps) o.sync.steps = Buffer::AllocateZeroed(o.length * 8);
-    int64_t p = 0;
-    for (const auto& t : times) {
-      const int64_t len = t.ticks.size / 8;
-      std::copy(t.tick_data(), t.tick_data() + len, o.sync.ticks.as<int64_t>() + p);
-      if (t.has_steps()) std::copy(t.step_data(), t.step_data() + len, o.sync.steps.as<int64_t>() + p);
-      p += len;
-    }
-    // Drop what went out.
-    for (size_t in = 0; in < waiting_.size(); ++in) {
-      int64_t n = static_cast<int64_t>(rows[in].size());
-      while (n > 0 && !waiting_[in].empty()) {
-        Batch& b = waiting_[in].front();
-        if (n >= b.length) {
-          n -= b.length;
-          waiting_[in].pop_front();
-        } else {
-          Batch rest;
-          rest.kind = b.kind;
-          rest.schema = b.schema;
-          rest.length = b.length - n;
-          for (const Column& c : b.columns) rest.columns.push_back(SliceColumn(c, n, rest.length));
-          rest.sync = SliceTime(b.sync, n, rest.length);
-          b = std::move(rest);
-          n = 0;
-        }
-      }
-    }
-    out.Emit(std::move(o));
   }
+  out.Emit(std::move(o));
 }
 
 void RegisterUnionAll(OperatorRegistry& r) {

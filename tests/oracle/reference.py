@@ -149,34 +149,36 @@ def relation(rows: list[dict], window: tuple, where: Optional[Expr],
     return out
 
 
-def istream(rel: list[tuple[tuple, tuple, tuple]]) -> Counter:
-    """ISTREAM as bags per instant: Counter of (values, instant) for v in R(t) − R(t⁻)."""
+def _changes(rel) -> tuple[dict, dict]:
+    """Bags of the values starting and ending at each instant."""
     starts: dict[tuple, Counter] = {}
     ends: dict[tuple, Counter] = {}
     for v, s, e in rel:
         starts.setdefault(s, Counter())[v] += 1
         ends.setdefault(e, Counter())[v] += 1
+    return starts, ends
+
+
+def _difference(first: dict, second: dict) -> Counter:
+    """Counter of (values, t) for first(t) − second(t) as bags, at every finite instant."""
     out: Counter = Counter()
-    for t, born in starts.items():
-        for v, n in (born - ends.get(t, Counter())).items():
-            out[(v, t)] += n
+    for t, bag in first.items():
+        if t != INF:
+            for v, n in (bag - second.get(t, Counter())).items():
+                out[(v, t)] += n
     return out
+
+
+def istream(rel: list[tuple[tuple, tuple, tuple]]) -> Counter:
+    """ISTREAM as bags per instant: Counter of (values, instant) for v in R(t) − R(t⁻)."""
+    starts, ends = _changes(rel)
+    return _difference(starts, ends)
 
 
 def dstream(rel: list[tuple[tuple, tuple, tuple]]) -> Counter:
     """DSTREAM as bags per instant: Counter of (values, instant) for v in R(t⁻) − R(t)."""
-    starts: dict[tuple, Counter] = {}
-    ends: dict[tuple, Counter] = {}
-    for v, s, e in rel:
-        starts.setdefault(s, Counter())[v] += 1
-        ends.setdefault(e, Counter())[v] += 1
-    out: Counter = Counter()
-    for t, died in ends.items():
-        if t == INF:
-            continue
-        for v, n in (died - starts.get(t, Counter())).items():
-            out[(v, t)] += n
-    return out
+    starts, ends = _changes(rel)
+    return _difference(ends, starts)
 
 
 def rstream(rel: list[tuple[tuple, tuple, tuple]], last_tick: int) -> Counter:

@@ -13,19 +13,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import cq_py
-from oracle.test_differential_slice import window_sql
+from oracle.test_differential_slice import window_sql, windows
 from oracle.reference import INF, alive_at, instants, istream_of, lifetimes
 
 EXAMPLES = int(os.environ.get("CQ_HYPOTHESIS_EXAMPLES", "300"))
 SCHEMA = "REGISTER STREAM s(a INT, b DOUBLE, c VARCHAR);"
-
-windows = st.one_of(
-    st.just(("now",)), st.just(("unbounded",)), st.integers(0, 6).map(lambda T: ("range", T)),
-    st.tuples(st.integers(0, 7), st.integers(1, 4)).map(lambda p: ("slide", p[0], p[1])),
-    st.integers(1, 4).map(lambda N: ("rows", N)),
-    st.tuples(st.sampled_from(["a", "c"]), st.integers(1, 2)).map(lambda p: ("partition", p[0], p[1])),
-)
-
 
 @st.composite
 def stream(draw):
