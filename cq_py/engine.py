@@ -43,7 +43,11 @@ class Engine:
     meaning in ticks ('s', 'ms', 'us' or 'ns'); ``lifetime`` and ``executor`` choose the execution
     strategy (SPEC §5); ``expose_steps=True`` adds the ε-step columns to results; ``auto_delay=True``
     puts an ε delay into each loop that has none; ``expiration="insertion_sort"`` replaces the lazy
-    sorting of expiration sets by insertion sort (the baseline of paper 003 §4.2).
+    sorting of expiration sets by insertion sort (the baseline of paper 003 §4.2). For
+    ``executor="dts"``, ``hybrid=False`` splits time per instant everywhere instead of only inside
+    loops (paper 000 as published), and ``max_loop_steps`` bounds the ε steps one loop may take in
+    one tick before it is reported as a runaway; ``max_run`` is the heartbeat executor's limit on
+    consecutive executions of one operator.
 
     >>> import pyarrow as pa, cq_py
     >>> eng = cq_py.Engine()
@@ -55,7 +59,8 @@ class Engine:
     """
 
     def __init__(self, time_unit: str = "ms", lifetime: str = "direct", executor: str = "dts",
-                 *, expose_steps: bool = False, auto_delay: bool = False, expiration: str = "lazy"):
+                 *, expose_steps: bool = False, auto_delay: bool = False, expiration: str = "lazy",
+                 hybrid: bool = True, max_loop_steps: int = 1_000_000, max_run: int = 20):
         if expiration not in ("lazy", "insertion_sort"):
             raise ValueError(f"expiration must be 'lazy' or 'insertion_sort'; found {expiration!r}")
         self.expiration = expiration
@@ -74,7 +79,12 @@ class Engine:
         self.expose_steps = expose_steps
         self.auto_delay = auto_delay
         self._catalog = Catalog()
-        self._core = _core.Engine(lifetime=lifetime, executor=executor, expose_steps=expose_steps)
+        for name, value in (("max_loop_steps", max_loop_steps), ("max_run", max_run)):
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive integer; found {value!r}")
+        self.hybrid = hybrid
+        self._core = _core.Engine(lifetime=lifetime, executor=executor, expose_steps=expose_steps,
+                                  hybrid=hybrid, max_loop_steps=max_loop_steps, max_run=max_run)
         self._subscribers: dict[str, list[Callable[[pa.RecordBatch], Any]]] = {}
 
     # -- CQL ----------------------------------------------------------------------------------

@@ -1,5 +1,6 @@
 #include "engine/engine.h"
 
+#include "executors/dts/dts_executor.h"
 #include "operators/registry.h"
 #include "operators/stream_scan.h"
 #include "plan/json.h"
@@ -7,9 +8,15 @@
 namespace cq {
 
 Engine::Engine(EngineOptions options) : options_(std::move(options)) {
+  if (options_.max_loop_steps < 1)
+    throw CqError(ErrorKind::kSemantic, "max_loop_steps must be at least 1; found " + std::to_string(options_.max_loop_steps));
+  if (options_.max_run < 1)
+    throw CqError(ErrorKind::kSemantic, "max_run must be at least 1; found " + std::to_string(options_.max_run));
   if (options_.lifetime != "direct" && options_.lifetime != "negative")
     throw CqError(ErrorKind::kSemantic, "lifetime='" + options_.lifetime + "': expected 'direct' or 'negative'");
-  if (options_.executor != "dts")
+  if (options_.executor == "dts")
+    executor_ = std::make_unique<DtsExecutor>(options_.hybrid, options_.max_loop_steps);
+  else
     throw CqError(ErrorKind::kSemantic, "executor='" + options_.executor + "' is not available; expected 'dts'");
 }
 
@@ -33,7 +40,7 @@ void Engine::AddPlan(const std::string& plan_json) {
       if (auto it = fresh.find(in); it != fresh.end()) {
         inputs.push_back(it->second);
       } else {
-        Operator* existing = executor_.op(in);
+        Operator* existing = executor_->op(in);
         CQ_CHECK(existing, "plan refers to unknown operator " + std::to_string(in));
         inputs.push_back({&existing->output_schema(), existing->output_kind()});
       }
@@ -55,7 +62,7 @@ void Engine::AddPlan(const std::string& plan_json) {
     }
     built.emplace_back(std::move(spec), std::move(op));
   }
-  executor_.Add(std::move(built));  // atomic; nothing below can fail
+  executor_->Add(std::move(built));  // atomic; nothing below can fail
   streams_.merge(new_streams);
   sinks_.merge(new_sinks);
   PropagateProgress();
@@ -133,7 +140,7 @@ void Engine::Push(const std::string& stream, std::vector<ImportedBatch> batches)
     for (size_t c = 0; c < schema.size(); ++c)
       if (b.columns[c].type == TypeId::kNull) b.columns[c] = Column::Nulls(schema[c].type, b.length);
     batch.columns = std::move(b.columns);
-    executor_.Push(st.source_id, batch);
+    executor_->Push(st.source_id, batch);
   }
   if (last > st.progress) {
     st.progress = last;
@@ -144,7 +151,7 @@ void Engine::Push(const std::string& stream, std::vector<ImportedBatch> batches)
 void Engine::PropagateProgress() {
   std::map<int, Time> progress;
   for (const auto& [name, s] : streams_) progress[s.source_id] = s.progress;
-  executor_.AdvanceTo(progress);
+  executor_->AdvanceTo(progress);
 }
 
 void Engine::Advance(Time t) {
@@ -171,7 +178,7 @@ QuerySink* Engine::Sink(const std::string& query) const {
     throw CqError(ErrorKind::kSemantic, "unknown query '" + query + "'; registered queries: " +
                   (known.empty() ? "(none)" : known));
   }
-  return static_cast<QuerySink*>(executor_.op(it->second));
+  return static_cast<QuerySink*>(executor_->op(it->second));
 }
 
 std::vector<OutputChunk> Engine::Drain(const std::string& query) { return Sink(query)->Drain(); }
@@ -186,10 +193,10 @@ std::vector<std::string> Engine::Queries() const {
 
 std::string Engine::Explain() const {
   std::string s;
-  for (int id : executor_.order()) {
+  for (int id : executor_->order()) {
     s += '#';
     s += std::to_string(id);
-    const auto& ins = executor_.inputs(id);
+    const auto& ins = executor_->inputs(id);
     if (!ins.empty()) {
       s += " <- ";
       for (size_t i = 0; i < ins.size(); ++i) {
@@ -197,7 +204,7 @@ std::string Engine::Explain() const {
         s += std::to_string(ins[i]);
       }
     }
-    s += ": " + executor_.op(id)->Explain() + "\n";
+    s += ": " + executor_->op(id)->Explain() + "\n";
   }
   return s;
 }

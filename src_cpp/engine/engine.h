@@ -8,7 +8,7 @@
 
 #include "arrow/bridge.h"
 #include "engine/errors.h"
-#include "executors/dts/dts_executor.h"
+#include "executors/executor.h"
 #include "operators/query_sink.h"
 
 namespace cq {
@@ -17,6 +17,12 @@ struct EngineOptions {
   std::string lifetime = "direct";
   std::string executor = "dts";
   bool expose_steps = false;
+  // DTS: time-split only inside loops (false: every operator instant by instant, as in paper 000).
+  bool hybrid = true;
+  // DTS: ε steps one loop may take inside one tick before it is reported as a runaway.
+  int64_t max_loop_steps = 1000000;
+  // Heartbeat: consecutive executions of one operator before the scheduler moves on.
+  int64_t max_run = 20;
 };
 
 class Engine {
@@ -54,7 +60,7 @@ class Engine {
 
   EngineOptions options_;
   HolderTable holders_;  // before the executor: operators may release ids as they are destroyed
-  DtsExecutor executor_;
+  std::unique_ptr<Executor> executor_;
   std::map<std::string, StreamState> streams_;
   std::map<std::string, int> sinks_;
   Time advanced_ = Time::MinusInfinity();

@@ -8,24 +8,23 @@
 #include <memory>
 #include <vector>
 
-#include "operators/operator.h"
+#include "executors/executor.h"
 
 namespace cq {
 
-class DtsExecutor {
+class DtsExecutor final : public Executor {
  public:
-  // Adds operators (ids must be new; inputs must name existing or newly added operators). Either
-  // every operator is added or, on an exception, none is.
-  void Add(std::vector<std::pair<OperatorSpec, std::unique_ptr<Operator>>> ops);
+  // `hybrid`: split time per instant only inside loops; `max_loop_steps`: ε steps a loop may take
+  // inside one tick before it is a runaway.
+  explicit DtsExecutor(bool hybrid = true, int64_t max_loop_steps = 1000000)
+      : hybrid_(hybrid), max_loop_steps_(max_loop_steps) {}
+  void Add(std::vector<std::pair<OperatorSpec, std::unique_ptr<Operator>>> ops) override;
+  void Push(int source, const Batch& batch) override;
+  void AdvanceTo(const std::map<int, Time>& source_progress) override;
 
-  // Rows entering at source operator `source`.
-  void Push(int source, const Batch& batch);
-  // Source `source` will not produce anything below `progress` any more.
-  void AdvanceTo(const std::map<int, Time>& source_progress);
-
-  Operator* op(int id) const;
-  const std::vector<int>& order() const { return order_; }
-  const std::vector<int>& inputs(int id) const { return nodes_.at(id).inputs; }
+  Operator* op(int id) const override;
+  const std::vector<int>& order() const override { return order_; }
+  const std::vector<int>& inputs(int id) const override { return nodes_.at(id).inputs; }
 
  private:
   struct Consumer {
@@ -55,6 +54,8 @@ class DtsExecutor {
   void DeliverEnds(const Consumer& c, const EndBatch& ends);
   std::vector<int> TopologicalOrder() const;
 
+  bool hybrid_;
+  int64_t max_loop_steps_;
   std::map<int, Node> nodes_;
   std::vector<int> order_;
 };

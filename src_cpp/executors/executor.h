@@ -1,0 +1,31 @@
+#pragma once
+// What the engine needs of an executor (SPEC §5): the DTS executor (paper 000 §3.2, run as a
+// hybrid) and the heartbeat baseline (§2.3) run the same operators over the same plan; they differ
+// only in when each operator runs. Operators own their state; executors own scheduling.
+#include <map>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "operators/operator.h"
+
+namespace cq {
+
+class Executor {
+ public:
+  virtual ~Executor() = default;
+  // Adds operators (ids must be new; inputs must name existing or newly added operators). Either
+  // every operator is added or, on an exception, none is.
+  virtual void Add(std::vector<std::pair<OperatorSpec, std::unique_ptr<Operator>>> ops) = 0;
+  // Rows entering at source operator `source`.
+  virtual void Push(int source, const Batch& batch) = 0;
+  // Source `source` will not produce anything below `progress` any more.
+  virtual void AdvanceTo(const std::map<int, Time>& source_progress) = 0;
+
+  virtual Operator* op(int id) const = 0;
+  // Operator ids in the order explain() shows them (the executor's schedule order).
+  virtual const std::vector<int>& order() const = 0;
+  virtual const std::vector<int>& inputs(int id) const = 0;
+};
+
+}  // namespace cq
