@@ -68,6 +68,7 @@ PYBIND11_MODULE(_core, m) {
     } catch (const cq::CqError& e) {
       const char* kind = e.kind() == cq::ErrorKind::kInput      ? "input"
                          : e.kind() == cq::ErrorKind::kSemantic ? "semantic"
+                         : e.kind() == cq::ErrorKind::kRunaway  ? "runaway"
                                                                 : "internal";
       py::object row = e.row() < 0 ? py::object(py::none()) : py::object(py::int_(e.row()));
       py::object stream = e.stream().empty() ? py::object(py::none()) : py::object(py::str(e.stream()));

@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cq_core import _core
-from cq_py.errors import CQError, CQLSemanticError, InputError
+from cq_py.errors import CQError, CQLSemanticError, InputError, RunawayLoopError
 from cq_py.parser import parse
 from cq_py.planner import Catalog, Planner
 from cq_py.planner import explain as render_plan
@@ -33,6 +33,8 @@ def _core_error(e: _core.CoreError) -> CQError | RuntimeError:
         return InputError(message, stream=stream, row=row)
     if kind == "semantic":
         return CQLSemanticError(message)
+    if kind == "runaway":
+        return RunawayLoopError(message)
     return RuntimeError(f"cq internal error (please report): {message}")
 
 
@@ -190,7 +192,10 @@ class Engine:
 
         >>> eng = Engine(); eng.close()
         """
-        self._core.close()
+        try:
+            self._core.close()
+        except _core.CoreError as e:
+            raise _core_error(e) from None
         self._deliver()
 
     # -- results out --------------------------------------------------------------------------
@@ -353,14 +358,6 @@ def _check_runnable(nodes: list[Node], planner: Planner) -> None:
     available = set(_core_operator_names())
     from cq_py.planner import loops
 
-    ids = {n.id for n in nodes}
-    for comp in loops.strongly_connected(planner.cat.nodes, loops.successors(planner.cat.nodes)):
-        if ids & set(comp) and loops.is_loop(comp, loops.successors(planner.cat.nodes)):
-            names = loops.queries_on(comp, planner.cat)
-            first = planner.cat.queries.get(names[0].lower()) if names else None
-            raise planner.err(f"recursive queries (the loop {' → '.join(names + names[:1])}) are "
-                              "not available in this build yet; cq_py.explain() shows the plan",
-                              first.pos if first else nodes[0].pos)
     for n in nodes:
         if n.op not in available:
             raise planner.err(f"{DESCRIPTIONS.get(n.op, n.op)} (in '{n.owner}') is not available in "

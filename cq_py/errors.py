@@ -69,3 +69,21 @@ class InputError(CQError):
         self.stream = stream
         self.row = row
         super().__init__(message)
+
+
+class RunawayLoopError(CQError):
+    """A recursive query's loop did not settle: it took more than ``max_loop_steps`` ε steps inside
+    one tick (SPEC §2). The message names the loop's queries. The engine cannot go on after it
+    (operators stopped half way through an instant); every later call says so.
+
+    >>> import cq_py
+    >>> eng = cq_py.Engine(max_loop_steps=100)
+    >>> eng.execute("REGISTER STREAM s(a INT);"
+    ...             "REGISTER QUERY c AS ISTREAM(SELECT a FROM s [Now] UNION ALL "
+    ...             "SELECT a + 1 AS a FROM c [Now]) <Now>;")
+    >>> try:
+    ...     eng.push("s", [{"a": 1, "ts": 0}]); eng.close()
+    ... except cq_py.RunawayLoopError as e:
+    ...     print(str(e)[:33])
+    runaway loop: more than 100 ε ste
+    """

@@ -132,8 +132,6 @@ def test_unknown_query_in_fetch_and_bad_options():
 
 def test_features_of_later_issues_are_refused_clearly():
     for cql, needle in [
-        ("REGISTER STREAM s(a INT); REGISTER QUERY q AS "
-         "ISTREAM(SELECT a FROM s [Now] UNION ALL SELECT a FROM q [Now]) <Now>;", "recursive"),
         ("REGISTER STREAM s(a INT); REGISTER QUERY q AS SELECT CASE WHEN a > 1 THEN 1 END FROM s;",
          "case_when"),
     ]:

@@ -56,7 +56,12 @@ class Node:
     checks: list = field(default_factory=list, repr=False)
 
     def to_plan(self) -> dict:
-        return {"id": self.id, "op": self.op, "inputs": list(self.inputs), **self.params}
+        plan = {"id": self.id, "op": self.op, "inputs": list(self.inputs), **self.params}
+        if self.owner:
+            plan["query"] = self.owner
+        # What the operator produces: a loop's back edge reads an operator built after its reader.
+        plan["output"] = {"kind": self.kind, "schema": [list(c) for c in self.schema]}
+        return plan
 
     @property
     def delay(self) -> Optional[str]:

@@ -2,23 +2,76 @@
 
 #include <cstdlib>
 #include <new>
+#include <vector>
 
 namespace cq {
 
 namespace {
+
 int64_t Padded(int64_t size) { return ((size + 63) / 64) * 64 + 64; }
+
+// Small buffers are recycled through per-thread free lists by size class. Loops run instant by
+// instant (paper 000 §3.2), so their batches hold a row or two, and aligned_alloc/free of a few
+// hundred bytes (glibc's memalign path, which bypasses its fast caches) cost more than the rows'
+// processing. Blocks freed on another thread join that thread's lists.
+constexpr int kClasses = 7;           // capacities 128, 256, ..., 8192 bytes
+constexpr size_t kKeepPerClass = 4096;  // blocks kept per class and thread
+
+struct Pool {
+  std::vector<void*> free[kClasses];
+  ~Pool();
+};
+thread_local bool pool_alive = false;  // trivially destructible: readable after the pool is gone
+thread_local Pool pool;
+
+Pool::~Pool() {
+  pool_alive = false;
+  for (auto& list : free)
+    for (void* p : list) std::free(p);
+}
+
+int ClassOf(int64_t cap) {
+  int k = 0;
+  while ((int64_t{128} << k) < cap) ++k;
+  return k;
+}
+
+void Recycle(int k, void* p) {
+  if (pool_alive && pool.free[k].size() < kKeepPerClass) {
+    pool.free[k].push_back(p);
+  } else {
+    std::free(p);
+  }
+}
+
 }  // namespace
 
 Buffer Buffer::Allocate(int64_t size) {
   int64_t cap = Padded(size);
-  void* p = std::aligned_alloc(64, static_cast<size_t>(cap));
-  if (!p) throw std::bad_alloc();
+  void* p = nullptr;
+  Buffer b;
+  if (cap <= (int64_t{128} << (kClasses - 1))) {
+    const int k = ClassOf(cap);
+    cap = int64_t{128} << k;
+    pool_alive = true;
+    auto& list = pool.free[k];
+    if (!list.empty()) {
+      p = list.back();
+      list.pop_back();
+    } else {
+      p = std::aligned_alloc(64, static_cast<size_t>(cap));
+      if (!p) throw std::bad_alloc();
+    }
+    b.owner = std::shared_ptr<void>(p, [k](void* q) { Recycle(k, q); });
+  } else {
+    p = std::aligned_alloc(64, static_cast<size_t>(cap));
+    if (!p) throw std::bad_alloc();
+    b.owner = std::shared_ptr<void>(p, [](void* q) { std::free(q); });
+  }
   // Only the tail padding is cleared: callers overwrite the payload, and bitmap loops may read the
   // padding as whole words.
-  int64_t tail_start = (size / 64) * 64;
+  const int64_t tail_start = (size / 64) * 64;
   std::memset(static_cast<uint8_t*>(p) + tail_start, 0, static_cast<size_t>(cap - tail_start));
-  Buffer b;
-  b.owner = std::shared_ptr<void>(p, [](void* q) { std::free(q); });
   b.data = static_cast<uint8_t*>(p);
   b.size = size;
   return b;

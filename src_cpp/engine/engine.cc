@@ -4,6 +4,7 @@
 #include "operators/registry.h"
 #include "operators/stream_scan.h"
 #include "plan/json.h"
+#include "plan/plan_util.h"
 
 namespace cq {
 
@@ -20,7 +21,27 @@ Engine::Engine(EngineOptions options) : options_(std::move(options)) {
     throw CqError(ErrorKind::kSemantic, "executor='" + options_.executor + "' is not available; expected 'dts'");
 }
 
+template <typename F>
+void Engine::Run(F&& f) {
+  try {
+    f();
+  } catch (const CqError& e) {
+    failed_ = std::make_unique<CqError>(e.kind(), e.what());
+    throw;
+  } catch (const std::exception& e) {
+    failed_ = std::make_unique<CqError>(ErrorKind::kInternal, e.what());
+    throw;
+  }
+}
+
+void Engine::CheckUsable() const {
+  if (failed_)
+    throw CqError(failed_->kind(), std::string("the engine stopped at an earlier error and cannot go on (create a new "
+                                               "Engine): ") + failed_->what());
+}
+
 void Engine::AddPlan(const std::string& plan_json) {
+  CheckUsable();
   if (closed_) throw CqError(ErrorKind::kInput, "the engine is closed; no query can be added");
   json::Value plan = json::Parse(plan_json);
   std::vector<std::pair<OperatorSpec, std::unique_ptr<Operator>>> built;
@@ -28,6 +49,14 @@ void Engine::AddPlan(const std::string& plan_json) {
   std::map<int, OperatorInput> fresh;
   std::map<std::string, StreamState> new_streams;
   std::map<std::string, int> new_sinks;
+  // What each operator of the fragment says it produces: a loop's back edge reads an operator that
+  // is built after its reader; what it really produces is checked against this once it is built.
+  std::map<int, std::pair<Schema, BatchKind>> declared;
+  std::vector<std::pair<int, int>> forward;  // (reader, operator read before it was built)
+  for (const json::Value& o : plan["operators"].array())
+    if (const json::Value* out = o.find("output"))
+      declared[static_cast<int>(o["id"].integer())] = {
+          SchemaFromJson((*out)["schema"]), (*out)["kind"].str() == "stream" ? BatchKind::kStream : BatchKind::kLifetime};
   for (const json::Value& o : plan["operators"].array()) {
     OperatorSpec spec;
     spec.id = static_cast<int>(o["id"].integer());
@@ -39,6 +68,9 @@ void Engine::AddPlan(const std::string& plan_json) {
     for (int in : spec.inputs) {
       if (auto it = fresh.find(in); it != fresh.end()) {
         inputs.push_back(it->second);
+      } else if (auto d = declared.find(in); d != declared.end() && !executor_->op(in)) {
+        inputs.push_back({&d->second.first, d->second.second});
+        forward.push_back({spec.id, in});
       } else {
         Operator* existing = executor_->op(in);
         CQ_CHECK(existing, "plan refers to unknown operator " + std::to_string(in));
@@ -62,13 +94,21 @@ void Engine::AddPlan(const std::string& plan_json) {
     }
     built.emplace_back(std::move(spec), std::move(op));
   }
+  for (const auto& [reader, id] : forward) {
+    CQ_CHECK(fresh.count(id), "plan refers to unknown operator " + std::to_string(id));
+    const auto& [schema, kind] = declared.at(id);
+    bool same = fresh.at(id).kind == kind && fresh.at(id).schema->size() == schema.size();
+    for (size_t c = 0; same && c < schema.size(); ++c) same = (*fresh.at(id).schema)[c].type == schema[c].type;
+    CQ_CHECK(same, "operator " + std::to_string(reader) + " was built for another output of operator " + std::to_string(id));
+  }
   executor_->Add(std::move(built));  // atomic; nothing below can fail
   streams_.merge(new_streams);
   sinks_.merge(new_sinks);
-  PropagateProgress();
+  Run([&] { PropagateProgress(); });
 }
 
 void Engine::Push(const std::string& stream, std::vector<ImportedBatch> batches) {
+  CheckUsable();
   auto it = streams_.find(stream);
   if (it == streams_.end()) {
     std::string known;
@@ -129,6 +169,7 @@ void Engine::Push(const std::string& stream, std::vector<ImportedBatch> batches)
   }
 
   // 2. Run.
+  Run([&] {
   for (ImportedBatch& b : batches) {
     if (b.length == 0) continue;
     Batch batch;
@@ -146,6 +187,7 @@ void Engine::Push(const std::string& stream, std::vector<ImportedBatch> batches)
     st.progress = last;
     PropagateProgress();
   }
+  });
 }
 
 void Engine::PropagateProgress() {
@@ -155,18 +197,20 @@ void Engine::PropagateProgress() {
 }
 
 void Engine::Advance(Time t) {
+  CheckUsable();
   if (closed_) throw CqError(ErrorKind::kInput, "the engine is closed; advance rejected");
   if (t <= advanced_) return;
   advanced_ = t;
   for (auto& [name, s] : streams_) s.progress = std::max(s.progress, t);
-  PropagateProgress();
+  Run([&] { PropagateProgress(); });
 }
 
 void Engine::Close() {
   if (closed_) return;
+  CheckUsable();
   advanced_ = Time::Infinity();
   for (auto& [name, s] : streams_) s.progress = Time::Infinity();
-  PropagateProgress();
+  Run([&] { PropagateProgress(); });
   closed_ = true;
 }
 

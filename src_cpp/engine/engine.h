@@ -57,6 +57,11 @@ class Engine {
   };
   QuerySink* Sink(const std::string& query) const;
   void PropagateProgress();
+  // Runs `f`, the part of a call that moves data. An error there (a runaway loop) leaves operators
+  // half way through an instant, so the engine refuses every later call, saying why.
+  template <typename F>
+  void Run(F&& f);
+  void CheckUsable() const;
 
   EngineOptions options_;
   HolderTable holders_;  // before the executor: operators may release ids as they are destroyed
@@ -65,6 +70,7 @@ class Engine {
   std::map<std::string, int> sinks_;
   Time advanced_ = Time::MinusInfinity();
   bool closed_ = false;
+  std::unique_ptr<CqError> failed_;
 };
 
 }  // namespace cq

@@ -7,7 +7,8 @@
 
 namespace cq {
 
-enum class ErrorKind : uint8_t { kInput, kSemantic, kInternal };
+// kRunaway: a loop did not settle within max_loop_steps ε steps of one tick.
+enum class ErrorKind : uint8_t { kInput, kSemantic, kRunaway, kInternal };
 
 class CqError : public std::runtime_error {
  public:

@@ -153,6 +153,8 @@ std::vector<Scalar> Aggregate::Result(const Group& g) const {
   return out;
 }
 
+Time Aggregate::next_firing(int64_t) const { return tracker_->next_instant(); }
+
 void Aggregate::AdvanceTo(Time progress, Emitter& out) {
   // Rows going out: their values, start, end (direct: open ends get a holder) and, for the
   // negative method, whether they are negative tuples; ends fixed for earlier results.

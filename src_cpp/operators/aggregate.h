@@ -35,6 +35,7 @@ class Aggregate final : public Operator {
   void Push(int port, const Batch& batch, Emitter& out) override;
   void PushEnds(int port, const EndBatch& ends, Emitter& out) override;
   void AdvanceTo(Time progress, Emitter& out) override;
+  Time next_firing(int64_t last_tick) const override;
   const Schema& output_schema() const override { return output_; }
   BatchKind output_kind() const override { return BatchKind::kLifetime; }
   std::string Explain() const override { return negative_ ? "Aggregate (negative tuples)" : "Aggregate"; }

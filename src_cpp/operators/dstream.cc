@@ -13,6 +13,8 @@ void DStream::Push(int, const Batch& batch, Emitter&) { tracker_->Push(batch); }
 
 void DStream::PushEnds(int, const EndBatch& ends, Emitter&) { tracker_->PushEnds(ends); }
 
+Time DStream::next_firing(int64_t) const { return tracker_->next_instant(); }
+
 void DStream::AdvanceTo(Time progress, Emitter& out) {
   std::vector<InstantTracker::RowRef> rows;
   std::vector<Time> ts;

@@ -364,6 +364,13 @@ void HashJoin::Trim(Side& s) {
   while (!s.kept.empty() && s.kept.front().live == 0 && s.kept.front().seq < s.cursor_batch) s.kept.pop_front();
 }
 
+Time HashJoin::next_firing(int64_t) const {
+  // Rows waiting for the other side, and results whose end waits for progress to reach it.
+  Time t = std::min(NextStart(0), NextStart(1));
+  if (!negative_) t = std::min(t, waiting_.next_end());
+  return t;
+}
+
 void HashJoin::AdvanceTo(Time progress, Emitter& out) {
   progress_ = progress;
   Process(progress, out);

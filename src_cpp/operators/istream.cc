@@ -259,6 +259,11 @@ void IStream::EmitStream(const Batch& batch, const std::vector<uint32_t>& keep, 
   out.Emit(std::move(o));
 }
 
+Time IStream::next_firing(int64_t) const {
+  // The constant-duration strategy decides each instant as its rows arrive.
+  return tracker_ ? tracker_->next_instant() : Time::Infinity();
+}
+
 void IStream::AdvanceTo(Time progress, Emitter& out) {
   if (tracker_) {
     // I(t) − D(t) as bags, for every instant completed by `progress`.

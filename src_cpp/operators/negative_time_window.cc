@@ -1,5 +1,7 @@
 #include "operators/negative_time_window.h"
 
+#include <algorithm>
+
 #include "engine/errors.h"
 #include "operators/registry.h"
 #include "plan/plan_util.h"
@@ -59,6 +61,14 @@ void NegativeTimeWindow::Push(int, const Batch& in, Emitter& out) {
 }
 
 void NegativeTimeWindow::AdvanceTo(Time progress, Emitter& out) { EmitThrough(progress, out); }
+
+Time NegativeTimeWindow::next_firing(int64_t) const {
+  auto valid = [&](const BatchRow& r) { return r.batch - front_ < kept_.size(); };
+  Time t = Time::Infinity();
+  if (valid(next_positive_)) t = kept_[next_positive_.batch - front_].sync.At(next_positive_.row);
+  if (valid(next_negative_)) t = std::min(t, kept_[next_negative_.batch - front_].other.At(next_negative_.row));
+  return t;
+}
 
 void NegativeTimeWindow::EmitThrough(Time through, Emitter& out) {
   auto batch_of = [&](uint32_t k) -> const Batch& { return kept_[k - front_]; };

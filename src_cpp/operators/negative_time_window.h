@@ -17,6 +17,7 @@ class NegativeTimeWindow final : public Operator {
   NegativeTimeWindow(std::string kind, int64_t range, int64_t slide, const Schema& input);
   void Push(int port, const Batch& batch, Emitter& out) override;
   void AdvanceTo(Time progress, Emitter& out) override;
+  Time next_firing(int64_t last_tick) const override;
   const Schema& output_schema() const override { return schema_; }
   BatchKind output_kind() const override { return BatchKind::kLifetime; }
   std::string Explain() const override { return "Window " + kind_ + " (negative tuples)"; }

@@ -46,6 +46,14 @@ class Operator {
   // until they are final (expirations, pending ends) release them here. Time::Infinity() is close().
   virtual void AdvanceTo(Time progress, Emitter& out) {}
 
+  // The next instant at which the operator emits by itself once progress passes it — held rows,
+  // expirations, pending ends it will fix, RSTREAM's ticks: its next firing time (paper 000 §3.2)
+  // — or Time::Infinity() when everything it holds waits on more input. The DTS executor asks
+  // only inside loops, where the next instant to run is the minimum of these. `last_tick` is the
+  // furthest tick the loop's inputs have reached (RSTREAM fires at every tick up to it while its
+  // relation is non-empty).
+  virtual Time next_firing(int64_t last_tick) const { return Time::Infinity(); }
+
   // How far the operator moves time forward: zero for all but delays (paper 000 §3.1), which the
   // executors use to cut loops.
   virtual Duration delay() const { return {}; }

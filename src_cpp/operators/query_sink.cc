@@ -60,7 +60,34 @@ QuerySink::QuerySink(std::string query, BatchKind kind, const Schema& input, boo
 
 void QuerySink::Append(OutputChunk chunk) {
   queued_rows_ += chunk.length;
-  queue_.push_back(std::move(chunk));
+  // Loops run instant by instant and hand over a row or two at a time: small chunks are gathered
+  // and joined into one, so that users get batches of useful size.
+  if (chunk.length >= kSmallChunk) {
+    FlushSmall();
+    queue_.push_back(std::move(chunk));
+    return;
+  }
+  small_rows_ += chunk.length;
+  small_.push_back(std::move(chunk));
+  if (small_rows_ >= kSmallChunk) FlushSmall();
+}
+
+void QuerySink::FlushSmall() {
+  if (small_.empty()) return;
+  if (small_.size() == 1) {
+    queue_.push_back(std::move(small_.front()));
+  } else {
+    OutputChunk joined;
+    joined.length = small_rows_;
+    std::vector<const Column*> parts(small_.size());
+    for (size_t c = 0; c < small_.front().columns.size(); ++c) {
+      for (size_t k = 0; k < small_.size(); ++k) parts[k] = &small_[k].columns[c];
+      joined.columns.push_back(Concat(parts.data(), static_cast<int64_t>(parts.size())));
+    }
+    queue_.push_back(std::move(joined));
+  }
+  small_.clear();
+  small_rows_ = 0;
 }
 
 void QuerySink::Output(const Batch& b, const uint32_t* rows, int64_t n, const TimeColumn* ends) {
@@ -239,6 +266,7 @@ void QuerySink::AdvanceTo(Time progress, Emitter&) {
 }
 
 std::vector<OutputChunk> QuerySink::Drain() {
+  FlushSmall();
   std::vector<OutputChunk> out(std::make_move_iterator(queue_.begin()), std::make_move_iterator(queue_.end()));
   queue_.clear();
   queued_rows_ = 0;

@@ -39,6 +39,7 @@ class QuerySink final : public Operator {
   // The Negative Tuple method: a relation row is final when its negative tuple arrives.
   void PushNegative(const Batch& b);
   void Append(OutputChunk chunk);
+  void FlushSmall();
 
   std::string query_;
   BatchKind kind_;
@@ -47,6 +48,9 @@ class QuerySink final : public Operator {
   bool expose_steps_;
   std::deque<OutputChunk> queue_;
   int64_t queued_rows_ = 0;
+  static constexpr int64_t kSmallChunk = 4096;
+  std::vector<OutputChunk> small_;  // chunks under kSmallChunk rows, not yet joined
+  int64_t small_rows_ = 0;
 
   // Rows waiting for their end: retained batches, and for each holder id where its row is.
   struct Retained {

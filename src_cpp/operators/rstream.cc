@@ -1,5 +1,7 @@
 #include "operators/rstream.h"
 
+#include <algorithm>
+
 #include "engine/errors.h"
 #include "operators/registry.h"
 #include "plan/plan_util.h"
@@ -30,6 +32,12 @@ void RStream::EmitTicks(int64_t from, int64_t to, Emitter& out) {
     }
   }
   if (!rows.empty()) out.Emit(tracker_->Gather(rows, ts, schema_));
+}
+
+Time RStream::next_firing(int64_t last_tick) const {
+  const Time change = tracker_->next_instant();
+  if (next_tick_ == Time::kMinTick || next_tick_ > last_tick || tracker_->alive().empty()) return change;
+  return std::min(change, Time{next_tick_, 0});
 }
 
 void RStream::AdvanceTo(Time progress, Emitter& out) {

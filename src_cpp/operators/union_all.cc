@@ -21,6 +21,13 @@ void UnionAll::Push(int port, const Batch& batch, Emitter& out) {
   waiting_[port].push_back(batch.Compact());
 }
 
+Time UnionAll::next_firing(int64_t) const {
+  Time t = Time::Infinity();
+  for (const auto& w : waiting_)
+    if (!w.empty()) t = std::min(t, w.front().StartAt(0));
+  return t;
+}
+
 void UnionAll::AdvanceTo(Time progress, Emitter& out) {
   if (kind_ == BatchKind::kLifetime) return;
   // Rows below `progress` are final on every input: a k-way merge by time, ties in input order.

@@ -14,6 +14,7 @@ class UnionAll final : public Operator {
   UnionAll(const Schema& schema, BatchKind kind, int inputs);
   void Push(int port, const Batch& batch, Emitter& out) override;
   void AdvanceTo(Time progress, Emitter& out) override;
+  Time next_firing(int64_t last_tick) const override;
   const Schema& output_schema() const override { return schema_; }
   BatchKind output_kind() const override { return kind_; }
   std::string Explain() const override { return "UnionAll"; }

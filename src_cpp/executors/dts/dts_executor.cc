@@ -1,6 +1,9 @@
 #include "executors/dts/dts_executor.h"
 
 #include <algorithm>
+#include <cstring>
+#include <functional>
+#include <set>
 
 #include "engine/errors.h"
 
@@ -8,23 +11,102 @@ namespace cq {
 
 void DtsExecutor::NodeEmitter::Emit(Batch batch) {
   const Node& n = ex_->nodes_.at(node_);
-  for (const Consumer& c : n.consumers) ex_->Deliver(c, batch);
+  for (const Consumer& c : n.consumers) ex_->Deliver(node_, c, batch);
 }
 
 void DtsExecutor::NodeEmitter::EmitEnds(EndBatch ends) {
   if (ends.length == 0) return;
   const Node& n = ex_->nodes_.at(node_);
-  for (const Consumer& c : n.consumers) ex_->DeliverEnds(c, ends);
+  for (const Consumer& c : n.consumers) ex_->DeliverEnds(node_, c, ends);
 }
 
-void DtsExecutor::DeliverEnds(const Consumer& c, const EndBatch& ends) {
+namespace {
+
+// The entry queue of an edge into a region, or null when the edge stays inside one (or outside).
+template <typename Nodes, typename Entries>
+auto* EntryOf(Nodes& nodes, Entries& entries, int from, int node, int port) {
+  using Entry = typename Entries::value_type;
+  const auto& n = nodes.at(node);
+  if (n.region < 0 || nodes.at(from).region == n.region) return static_cast<Entry*>(nullptr);
+  for (Entry& e : entries)
+    if (e.node == node && e.port == port) return &e;
+  return static_cast<Entry*>(nullptr);
+}
+
+}  // namespace
+
+void DtsExecutor::Deliver(int from, const Consumer& c, const Batch& batch) {
+  if (auto* e = EntryOf(nodes_, entries_, from, c.node, c.port)) {
+    if (batch.num_rows() > 0) Enqueue(*e, batch);
+    return;
+  }
+  Node& n = nodes_.at(c.node);
+  n.op->Push(c.port, batch, *n.emitter);
+}
+
+void DtsExecutor::DeliverEnds(int from, const Consumer& c, const EndBatch& ends) {
+  if (auto* e = EntryOf(nodes_, entries_, from, c.node, c.port); e && !e->waiting_ends.empty()) {
+    EnqueueEnds(*e, ends);
+    return;
+  }
   Node& n = nodes_.at(c.node);
   n.op->PushEnds(c.port, ends, *n.emitter);
 }
 
-void DtsExecutor::Deliver(const Consumer& c, const Batch& batch) {
-  Node& n = nodes_.at(c.node);
-  n.op->Push(c.port, batch, *n.emitter);
+void DtsExecutor::Enqueue(Entry& e, const Batch& batch) {
+  const uint64_t id = e.next_run++;
+  Entry::Run& run = e.runs[id];
+  run.batch = batch.Compact();
+  if (!run.batch.holders.empty()) {
+    const HolderId* h = run.batch.holders.as<const HolderId>();
+    for (int64_t i = 0; i < run.batch.length; ++i)
+      if (h[i] != kNoHolder) e.waiting_ends[h[i]] = {id, i};
+  }
+  e.heap.push_back({run.batch.StartAt(0), id});
+  std::push_heap(e.heap.begin(), e.heap.end(), std::greater<>());
+}
+
+void DtsExecutor::EnqueueEnds(Entry& e, const EndBatch& ends) {
+  std::vector<HolderId> pass_ids;
+  std::vector<Time> pass_ends;
+  for (int64_t k = 0; k < ends.length; ++k) {
+    const HolderId h = ends.ids()[k];
+    const Time end = ends.ends.At(k);
+    auto it = e.waiting_ends.find(h);
+    if (it == e.waiting_ends.end()) {
+      pass_ids.push_back(h);
+      pass_ends.push_back(end);
+      continue;
+    }
+    auto [id, row] = it->second;
+    e.waiting_ends.erase(it);
+    Entry::Run& run = e.runs.at(id);
+    Batch& b = run.batch;
+    if (!run.own_ends) {
+      // Other consumers share these buffers: write into copies. Pending rows get a placeholder end.
+      std::vector<Time> other(b.length);
+      const HolderId* old = b.holders.as<const HolderId>();
+      for (int64_t i = 0; i < b.length; ++i) other[i] = old[i] != kNoHolder ? Time::Infinity() : b.EndAt(i);
+      Buffer holders = Buffer::Allocate(b.length * sizeof(HolderId));
+      std::memcpy(holders.data, old, b.length * sizeof(HolderId));
+      b.holders = holders;
+      b.other = MakeTimeColumn(other);
+      b.constant_duration.reset();
+      run.own_ends = true;
+    }
+    if (end.step != 0 && !b.other.has_steps()) b.other.steps = Buffer::AllocateZeroed(b.length * 8);
+    b.holders.as<HolderId>()[row] = kNoHolder;
+    b.other.ticks.as<int64_t>()[row] = end.tick;
+    if (b.other.has_steps()) b.other.steps.as<int64_t>()[row] = end.step;
+  }
+  if (pass_ids.empty()) return;
+  EndBatch pass;
+  pass.length = static_cast<int64_t>(pass_ids.size());
+  pass.holders = Buffer::Allocate(pass.length * sizeof(HolderId));
+  std::memcpy(pass.holders.data, pass_ids.data(), pass_ids.size() * sizeof(HolderId));
+  pass.ends = MakeTimeColumn(pass_ends);
+  Node& n = nodes_.at(e.node);
+  n.op->PushEnds(e.port, pass, *n.emitter);
 }
 
 Operator* DtsExecutor::op(int id) const {
@@ -43,13 +125,13 @@ void DtsExecutor::Add(std::vector<std::pair<OperatorSpec, std::unique_ptr<Operat
     for (int in : spec.inputs)
       CQ_CHECK(nodes_.count(in) || fresh.count(in), "operator " + std::to_string(spec.id) + " reads unknown operator " + std::to_string(in));
 
-  auto saved_order = order_;
   std::vector<int> added;
   for (auto& [spec, op] : ops) {
     Node n;
     n.op = std::move(op);
     n.inputs = spec.inputs;
     n.emitter = std::make_unique<NodeEmitter>(this, spec.id);
+    if (const json::Value* q = spec.params.find("query"); q && q->is_string()) n.query = q->str();
     nodes_.emplace(spec.id, std::move(n));
     added.push_back(spec.id);
   }
@@ -59,7 +141,7 @@ void DtsExecutor::Add(std::vector<std::pair<OperatorSpec, std::unique_ptr<Operat
       nodes_.at(ins[port]).consumers.push_back({id, static_cast<int>(port)});
   }
   try {
-    order_ = TopologicalOrder();
+    Schedule();
   } catch (...) {
     for (int id : added) {
       for (int in : nodes_.at(id).inputs) {
@@ -68,28 +150,169 @@ void DtsExecutor::Add(std::vector<std::pair<OperatorSpec, std::unique_ptr<Operat
       }
     }
     for (int id : added) nodes_.erase(id);
-    order_ = saved_order;
     throw;
   }
 }
 
-std::vector<int> DtsExecutor::TopologicalOrder() const {
-  std::map<int, int> indegree;
-  for (const auto& [id, n] : nodes_) indegree[id] = static_cast<int>(n.inputs.size());
-  std::vector<int> ready, order;
-  for (const auto& [id, d] : indegree)
-    if (d == 0) ready.push_back(id);
+void DtsExecutor::Schedule() {
+  // Strongly connected components (Tarjan).
+  std::map<int, int> index, low;
+  std::set<int> on_stack;
+  std::vector<int> stack;
+  std::vector<std::vector<int>> comps;
+  std::map<int, int> comp_of;
+  int counter = 0;
+  std::function<void(int)> visit = [&](int v) {
+    index[v] = low[v] = counter++;
+    stack.push_back(v);
+    on_stack.insert(v);
+    for (const Consumer& c : nodes_.at(v).consumers) {
+      if (!index.count(c.node)) {
+        visit(c.node);
+        low[v] = std::min(low[v], low[c.node]);
+      } else if (on_stack.count(c.node)) {
+        low[v] = std::min(low[v], index[c.node]);
+      }
+    }
+    if (low[v] == index[v]) {
+      comps.emplace_back();
+      int w;
+      do {
+        w = stack.back();
+        stack.pop_back();
+        on_stack.erase(w);
+        comps.back().push_back(w);
+        comp_of[w] = static_cast<int>(comps.size()) - 1;
+      } while (w != v);
+      std::sort(comps.back().begin(), comps.back().end());
+    }
+  };
+  for (const auto& [id, n] : nodes_)
+    if (!index.count(id)) visit(id);
+
+  auto is_loop = [&](const std::vector<int>& c) {
+    if (c.size() > 1) return true;
+    for (const Consumer& k : nodes_.at(c[0]).consumers)
+      if (k.node == c[0]) return true;
+    return false;
+  };
+  // Producers before consumers among `members`, ignoring edges out of delays when `cut` (the
+  // loop is cut there); smallest id first among the ready ones, so the order follows registration.
+  auto order_of = [&](const std::vector<int>& members, bool cut) {
+    std::set<int> in(members.begin(), members.end());
+    std::map<int, int> indegree;
+    for (int id : members) indegree[id] = 0;
+    for (int id : members) {
+      if (cut && !nodes_.at(id).op->delay().IsZero()) continue;
+      for (const Consumer& c : nodes_.at(id).consumers)
+        if (in.count(c.node)) ++indegree[c.node];
+    }
+    std::set<int> ready;
+    for (const auto& [id, d] : indegree)
+      if (d == 0) ready.insert(id);
+    std::vector<int> out;
+    while (!ready.empty()) {
+      const int id = *ready.begin();
+      ready.erase(ready.begin());
+      out.push_back(id);
+      if (cut && !nodes_.at(id).op->delay().IsZero()) continue;
+      for (const Consumer& c : nodes_.at(id).consumers)
+        if (in.count(c.node) && --indegree[c.node] == 0) ready.insert(c.node);
+    }
+    return out;
+  };
+
+  // The condensation in order: components whose producers are all placed, smallest id first.
+  std::map<int, int> comp_indegree;
+  for (size_t k = 0; k < comps.size(); ++k) comp_indegree[static_cast<int>(k)] = 0;
+  for (const auto& [id, n] : nodes_)
+    for (const Consumer& c : n.consumers)
+      if (comp_of[c.node] != comp_of[id]) ++comp_indegree[comp_of[c.node]];
+  auto first_id = [&](int k) { return comps[k].front(); };
+  std::set<std::pair<int, int>> ready;  // (smallest id, component)
+  for (const auto& [k, d] : comp_indegree)
+    if (d == 0) ready.insert({first_id(k), k});
+  std::vector<int> order;
+  std::vector<Step> schedule;
+  std::vector<Region> regions;
   while (!ready.empty()) {
-    // Smallest id first: a stable order that follows registration, which explain() shows.
-    auto it = std::min_element(ready.begin(), ready.end());
-    int id = *it;
-    ready.erase(it);
-    order.push_back(id);
-    for (const Consumer& c : nodes_.at(id).consumers)
-      if (--indegree[c.node] == 0) ready.push_back(c.node);
+    const int k = ready.begin()->second;
+    ready.erase(ready.begin());
+    const std::vector<int>& c = comps[k];
+    if (is_loop(c)) {
+      std::vector<int> inner = order_of(c, true);
+      if (inner.size() != c.size()) {
+        std::string ops;
+        for (int id : c) ops += (ops.empty() ? "#" : " #") + std::to_string(id);
+        throw CqError(ErrorKind::kSemantic, "a loop without a delay (operators " + ops +
+                      "): every loop of a recursive query needs a delay such as <Now>");
+      }
+      order.insert(order.end(), inner.begin(), inner.end());
+      if (hybrid_) {
+        regions.emplace_back();
+        regions.back().nodes = inner;
+        schedule.push_back({-1, static_cast<int>(regions.size()) - 1});
+      }
+    } else {
+      order.push_back(c[0]);
+      if (hybrid_) schedule.push_back({c[0], -1});
+    }
+    for (int id : c)
+      for (const Consumer& x : nodes_.at(id).consumers) {
+        const int kx = comp_of[x.node];
+        if (kx != k && --comp_indegree[kx] == 0) ready.insert({first_id(kx), kx});
+      }
   }
-  CQ_CHECK(order.size() == nodes_.size(), "the plan has a cycle; recursive queries need the DTS loop executor");
-  return order;
+  CQ_CHECK(order.size() == nodes_.size(), "the operator graph could not be ordered");
+  if (!hybrid_) {
+    // One region below the sources: every operator runs instant by instant.
+    regions.emplace_back();
+    for (int id : order) {
+      if (nodes_.at(id).inputs.empty()) schedule.push_back({id, -1});
+      else regions.back().nodes.push_back(id);
+    }
+    if (regions.back().nodes.empty()) regions.pop_back();
+    else schedule.push_back({-1, 0});
+  }
+
+  // Nothing below can fail: commit. Regions keep their place in time and their queued rows.
+  std::map<int, int> region_of;
+  for (size_t r = 0; r < regions.size(); ++r)
+    for (int id : regions[r].nodes) region_of[id] = static_cast<int>(r);
+  for (Region& r : regions) {
+    for (const Region& old : regions_)
+      if (!old.nodes.empty() && std::find(r.nodes.begin(), r.nodes.end(), old.nodes.front()) != r.nodes.end()) {
+        r.progress = old.progress;
+        r.last_tick = old.last_tick;
+      }
+  }
+  std::vector<Entry> entries;
+  for (size_t r = 0; r < regions.size(); ++r) {
+    for (int id : regions[r].nodes) {
+      const auto& ins = nodes_.at(id).inputs;
+      for (size_t port = 0; port < ins.size(); ++port) {
+        auto it = region_of.find(ins[port]);
+        if (it != region_of.end() && it->second == static_cast<int>(r)) continue;
+        Entry e;
+        e.node = id;
+        e.port = static_cast<int>(port);
+        for (Entry& old : entries_)
+          if (old.node == e.node && old.port == e.port) e = std::move(old);
+        regions[r].entries.push_back(entries.size());
+        entries.push_back(std::move(e));
+        auto& p = regions[r].producers;
+        if (std::find(p.begin(), p.end(), ins[port]) == p.end()) p.push_back(ins[port]);
+      }
+    }
+  }
+  for (auto& [id, n] : nodes_) {
+    auto it = region_of.find(id);
+    n.region = it == region_of.end() ? -1 : it->second;
+  }
+  order_ = std::move(order);
+  schedule_ = std::move(schedule);
+  regions_ = std::move(regions);
+  entries_ = std::move(entries);
 }
 
 void DtsExecutor::Push(int source, const Batch& batch) {
@@ -97,27 +320,107 @@ void DtsExecutor::Push(int source, const Batch& batch) {
   n.op->Push(0, batch, *n.emitter);
 }
 
+Time DtsExecutor::InputProgress(int producer) const {
+  // An input's progress is its producer's, moved forward by the producer's delay: a delay's
+  // output holds nothing below its input's progress plus the delay.
+  const Node& i = nodes_.at(producer);
+  return i.progress == Time::MinusInfinity() ? i.progress : i.progress + i.op->delay();
+}
+
 void DtsExecutor::AdvanceTo(const std::map<int, Time>& source_progress) {
-  for (int id : order_) {
-    Node& n = nodes_.at(id);
+  for (const Step& s : schedule_) {
+    if (s.region >= 0) {
+      RunRegion(regions_[s.region]);
+      continue;
+    }
+    Node& n = nodes_.at(s.node);
     Time p;
     if (n.inputs.empty()) {
-      auto it = source_progress.find(id);
+      auto it = source_progress.find(s.node);
       p = it == source_progress.end() ? n.progress : it->second;
     } else {
-      // An input's progress is its producer's, moved forward by the producer's delay: a delay's
-      // output holds nothing below its input's progress plus the delay.
       p = Time::Infinity();
-      for (int in : n.inputs) {
-        const Node& i = nodes_.at(in);
-        p = std::min(p, i.progress == Time::MinusInfinity() ? i.progress : i.progress + i.op->delay());
-      }
+      for (int in : n.inputs) p = std::min(p, InputProgress(in));
     }
     if (p > n.progress) {
       n.progress = p;
       n.op->AdvanceTo(p, *n.emitter);
     }
   }
+}
+
+void DtsExecutor::Release(Entry& e, Time next) {
+  Node& n = nodes_.at(e.node);
+  while (!e.heap.empty() && e.heap.front().first < next) {
+    std::pop_heap(e.heap.begin(), e.heap.end(), std::greater<>());
+    const uint64_t id = e.heap.back().second;
+    e.heap.pop_back();
+    Entry::Run& run = e.runs.at(id);
+    const Batch& b = run.batch;
+    int64_t k = run.offset;
+    while (k < b.length && b.StartAt(k) < next) ++k;
+    if (!b.holders.empty()) {
+      const HolderId* h = b.holders.as<const HolderId>();
+      for (int64_t i = run.offset; i < k; ++i)
+        if (h[i] != kNoHolder) e.waiting_ends.erase(h[i]);
+    }
+    n.op->Push(e.port, b.Slice(run.offset, k - run.offset), *n.emitter);
+    run.offset = k;
+    if (k < b.length) {
+      e.heap.push_back({b.StartAt(k), id});
+      std::push_heap(e.heap.begin(), e.heap.end(), std::greater<>());
+    } else {
+      e.runs.erase(id);
+    }
+  }
+}
+
+void DtsExecutor::AdvanceRegion(Region& r, Time p) {
+  r.progress = p;
+  for (int id : r.nodes) {
+    Node& n = nodes_.at(id);
+    if (p > n.progress) {
+      n.progress = p;
+      n.op->AdvanceTo(p, *n.emitter);
+    }
+  }
+}
+
+std::string DtsExecutor::LoopName(const Region& r) const {
+  std::vector<std::string> queries;
+  std::string ops;
+  for (int id : r.nodes) {
+    const std::string& q = nodes_.at(id).query;
+    if (!q.empty() && std::find(queries.begin(), queries.end(), q) == queries.end()) queries.push_back(q);
+    ops += (ops.empty() ? "#" : " #") + std::to_string(id);
+  }
+  std::string s;
+  for (const std::string& q : queries) s += (s.empty() ? "" : ", ") + q;
+  return (s.empty() ? "" : "queries " + s + "; ") + "operators " + ops;
+}
+
+void DtsExecutor::RunRegion(Region& r) {
+  Time bound = Time::Infinity();
+  for (int p : r.producers) bound = std::min(bound, InputProgress(p));
+  if (!bound.IsInfinite() && bound != Time::MinusInfinity()) r.last_tick = std::max(r.last_tick, bound.tick);
+  for (;;) {
+    // The next instant: rows waiting at the entries, or an operator firing by itself.
+    Time t = Time::Infinity();
+    for (size_t e : r.entries) t = std::min(t, EntryHead(entries_[e]));
+    for (int id : r.nodes) t = std::min(t, nodes_.at(id).op->next_firing(r.last_tick));
+    if (!(t < bound)) break;
+    CQ_CHECK(!(t < r.progress), "an operator of a loop fires at " + t.ToString() + ", below the loop's progress " +
+                                    r.progress.ToString());
+    if (t.step > max_loop_steps_)
+      throw CqError(ErrorKind::kRunaway,
+                    "runaway loop: more than " + std::to_string(max_loop_steps_) + " ε steps at tick " +
+                        std::to_string(t.tick) + " in the loop of " + LoopName(r) +
+                        " (a loop must settle within a tick; Engine(max_loop_steps=...) raises the limit)");
+    const Time next{t.tick, t.step + 1};
+    for (size_t e : r.entries) Release(entries_[e], next);
+    AdvanceRegion(r, next);
+  }
+  if (bound > r.progress) AdvanceRegion(r, bound);
 }
 
 }  // namespace cq

@@ -1,11 +1,25 @@
 #pragma once
-// Delay-based Time-Splitting (paper 000 §3.2), run as a hybrid (SPEC §5): outside strongly
-// connected parts of the graph an operator consumes whole multi-timestamp batches in time order,
-// handed on depth-first as soon as they are produced, and progress (AdvanceTo) runs through the
-// operators in topological order. Splitting execution per instant inside loops comes with the
-// recursive-query issue; a plan with a cycle is rejected here until then.
+// Delay-based Time-Splitting (paper 000 §3.2), run as a hybrid (SPEC §5, the paper's §6 future
+// work).
+//
+// Operators run in an order where producers come before consumers, with every loop cut at a
+// delay: a delay's output lies in the future, so the instant ends there (Fig. 6 cuts nested loops
+// recursively; cutting every delay's outgoing edges inside a strongly connected part does the same
+// in one pass, since every cycle holds a delay).
+//
+// Outside strongly connected parts an operator consumes whole multi-timestamp batches, handed on
+// depth-first as they are produced, and progress runs through the operators in order. A strongly
+// connected part (a loop, with its nested loops) is a *region* run instant by instant: rows and
+// ends entering it from outside wait in entry queues; the next instant t is the minimum of the
+// queues' heads and the firing times of the region's operators (held rows, expirations, RSTREAM
+// ticks); the rows at t are released and every operator of the region is advanced past t, in
+// order; what the delays emit lands at t + δ, a later instant. When nothing is due before the
+// region's inputs' progress, the region jumps there at once. With hybrid = false the whole graph
+// below the sources is one region, which is the executor of the paper.
+#include <deque>
 #include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "executors/executor.h"
@@ -18,6 +32,7 @@ class DtsExecutor final : public Executor {
   // inside one tick before it is a runaway.
   explicit DtsExecutor(bool hybrid = true, int64_t max_loop_steps = 1000000)
       : hybrid_(hybrid), max_loop_steps_(max_loop_steps) {}
+
   void Add(std::vector<std::pair<OperatorSpec, std::unique_ptr<Operator>>> ops) override;
   void Push(int source, const Batch& batch) override;
   void AdvanceTo(const std::map<int, Time>& source_progress) override;
@@ -31,7 +46,6 @@ class DtsExecutor final : public Executor {
     int node;
     int port;
   };
-  struct Node;
   class NodeEmitter final : public Emitter {
    public:
     NodeEmitter(DtsExecutor* ex, int node) : ex_(ex), node_(node) {}
@@ -48,16 +62,60 @@ class DtsExecutor final : public Executor {
     std::vector<Consumer> consumers;
     std::unique_ptr<NodeEmitter> emitter;
     Time progress = Time::MinusInfinity();
+    int region = -1;    // the region it runs in, or -1
+    std::string query;  // the query it belongs to (for errors)
+  };
+  // What waits on one edge into a region. Each emitted batch is a run sorted by time, but runs
+  // may interleave (a UNION ALL of relations forwards its inputs as they come), so runs wait in a
+  // heap by their first unreleased row. An end fixed for a row still waiting is written into the
+  // row itself (it leaves with a known end); other ends go on at once, their rows being in already.
+  struct Entry {
+    int node, port;
+    struct Run {
+      Batch batch;  // compact
+      int64_t offset = 0;
+      bool own_ends = false;  // `holders`/`other` copied, so that ends can be written in
+    };
+    std::map<uint64_t, Run> runs;
+    uint64_t next_run = 0;
+    std::vector<std::pair<Time, uint64_t>> heap;  // (head time, run), a min-heap
+    std::map<HolderId, std::pair<uint64_t, int64_t>> waiting_ends;  // holder -> (run, row)
+  };
+  struct Region {
+    std::vector<int> nodes;      // in execution order
+    std::vector<size_t> entries;  // into entries_
+    std::vector<int> producers;   // nodes outside the region that feed it
+    Time progress = Time::MinusInfinity();
+    int64_t last_tick = Time::kMinTick;  // the furthest finite tick its inputs reached
+  };
+  struct Step {  // one element of the schedule: a node outside regions, or a region
+    int node = -1;
+    int region = -1;
   };
 
-  void Deliver(const Consumer& c, const Batch& batch);
-  void DeliverEnds(const Consumer& c, const EndBatch& ends);
-  std::vector<int> TopologicalOrder() const;
+  void Deliver(int from, const Consumer& c, const Batch& batch);
+  void DeliverEnds(int from, const Consumer& c, const EndBatch& ends);
+  // Orders the graph, cuts loops at delays and forms the regions; throws (changing nothing) on a
+  // loop without a delay.
+  void Schedule();
+  void RunRegion(Region& r);
+  void AdvanceRegion(Region& r, Time p);
+  void Enqueue(Entry& e, const Batch& batch);
+  // Ends that arrive at an entry: written into rows still waiting, passed on for the others.
+  void EnqueueEnds(Entry& e, const EndBatch& ends);
+  // Hands the consumer the entry's rows below `next`.
+  void Release(Entry& e, Time next);
+  static Time EntryHead(const Entry& e) { return e.heap.empty() ? Time::Infinity() : e.heap.front().first; }
+  std::string LoopName(const Region& r) const;
+  Time InputProgress(int producer) const;
 
   bool hybrid_;
   int64_t max_loop_steps_;
   std::map<int, Node> nodes_;
   std::vector<int> order_;
+  std::vector<Step> schedule_;
+  std::vector<Region> regions_;
+  std::vector<Entry> entries_;
 };
 
 }  // namespace cq
