@@ -1,5 +1,6 @@
 #include "batch/buffer.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <new>
 #include <vector>
@@ -10,12 +11,13 @@ namespace {
 
 int64_t Padded(int64_t size) { return ((size + 63) / 64) * 64 + 64; }
 
-// Small buffers are recycled through per-thread free lists by size class. Loops run instant by
-// instant (paper 000 §3.2), so their batches hold a row or two, and aligned_alloc/free of a few
+// Buffers up to 1 MiB are recycled through per-thread free lists by size class. Loops run instant
+// by instant (paper 000 §3.2), so their batches hold a row or two, and aligned_alloc/free of a few
 // hundred bytes (glibc's memalign path, which bypasses its fast caches) cost more than the rows'
-// processing. Blocks freed on another thread join that thread's lists.
-constexpr int kClasses = 7;           // capacities 128, 256, ..., 8192 bytes
-constexpr size_t kKeepPerClass = 4096;  // blocks kept per class and thread
+// processing; whole batches' buffers (512 KiB for 65,536 int64) would otherwise be fresh pages
+// each time. Blocks freed on another thread join that thread's lists.
+constexpr int kClasses = 14;                  // capacities 128, 256, ..., 1 MiB
+constexpr int64_t kKeepBytes = int64_t{8} << 20;  // kept per class and thread (at least 4 blocks)
 
 struct Pool {
   std::vector<void*> free[kClasses];
@@ -37,7 +39,8 @@ int ClassOf(int64_t cap) {
 }
 
 void Recycle(int k, void* p) {
-  if (pool_alive && pool.free[k].size() < kKeepPerClass) {
+  const size_t keep = static_cast<size_t>(std::max<int64_t>(4, kKeepBytes >> (7 + k)));
+  if (pool_alive && pool.free[k].size() < keep) {
     pool.free[k].push_back(p);
   } else {
     std::free(p);
