@@ -104,11 +104,23 @@ class Engine:
         self._catalog = catalog
 
     def stream_names(self) -> list[str]:
-        """Names of the registered streams, in registration order."""
+        """Names of the registered inputs — streams and relations — in registration order."""
         return [s.name for s in self._catalog.streams.values()]
 
+    def relation_names(self) -> list[str]:
+        """Names of the registered relations (``REGISTER RELATION``), in registration order: the
+        inputs that take changes (an ``op`` column) rather than a stream of rows.
+
+        >>> eng = Engine()
+        >>> eng.execute("REGISTER STREAM s(a INT); REGISTER RELATION r(k INT);")
+        >>> eng.stream_names(), eng.relation_names()
+        (['s', 'r'], ['r'])
+        """
+        return [s.name for s in self._catalog.streams.values() if s.relation]
+
     def stream_schema(self, stream: str) -> pa.Schema:
-        """The declared user columns of ``stream`` (without the timestamp)."""
+        """The declared user columns of ``stream`` or relation (without the timestamp, and
+        without a relation's ``op`` column)."""
         return T.arrow_schema(self._stream(stream).columns)
 
     def query_names(self) -> list[str]:
