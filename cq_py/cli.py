@@ -26,7 +26,7 @@ import pyarrow.csv as pacsv
 from tqdm import tqdm
 
 import cq_py
-from cq_py.engine import TIME_UNITS
+from cq_py.engine import OP, TIME_UNITS
 from cq_py.errors import CQError, CQLSemanticError, CQLSyntaxError, InputError
 from cq_py.io.readers import detect_format, merge_by_time, open_input, row_count
 from cq_py.io.writers import EXTENSIONS, QueryWriter, open_writer
@@ -118,8 +118,9 @@ def cli() -> None:
 @click.argument("script", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--input", "-i", "inputs", multiple=True, metavar="NAME=PATH",
               callback=_parse_inputs,
-              help="Feed stream NAME from a .csv, .parquet/.pq or .jsonl/.ndjson/.json file "
-                   "(repeatable).")
+              help="Feed stream or relation NAME from a .csv, .parquet/.pq or "
+                   ".jsonl/.ndjson/.json file (repeatable); a relation's file holds changes, "
+                   "with an op column of '+' (insert) and '-' (delete).")
 @click.option("--output", "-o", type=click.Path(file_okay=False, path_type=Path), metavar="DIR",
               help="Write each query's results to DIR/<query>.<ext> (created if needed); "
                    "without it, results are printed to stdout as CSV.")
@@ -150,8 +151,9 @@ def run_command(script: Path, inputs: list[tuple[str, Path]], output: Path | Non
     for name, _ in inputs:
         if name.lower() not in streams:
             known = ", ".join(streams.values()) or "(none)"
-            raise click.BadParameter(f"{script} registers no stream {name!r}; its streams: {known}",
-                                     param_hint="'--input'")
+            raise click.BadParameter(f"{script} registers no stream or relation {name!r}; its "
+                                     f"streams and relations: {known}", param_hint="'--input'")
+    relations = set(eng.relation_names())
 
     with ExitStack() as stack:
         writers: dict[str, QueryWriter] = {}
@@ -164,8 +166,9 @@ def run_command(script: Path, inputs: list[tuple[str, Path]], output: Path | Non
                 eng.subscribe(query, writer.write)
 
         paths = {streams[name.lower()]: path for name, path in inputs}
+        # A relation's file holds changes: its op column ('+' / '-') is read as text.
         sources = {
-            stream: open_input(path, batch_size=batch_size, schema=eng.stream_schema(stream))
+            stream: open_input(path, batch_size=batch_size, schema=_input_schema(eng, stream, relations))
             for stream, path in paths.items()
         }
         # A total only when every input knows its size cheaply; a partial one would mislead.
@@ -191,6 +194,12 @@ def run_command(script: Path, inputs: list[tuple[str, Path]], output: Path | Non
     else:
         for query in eng.query_names():
             _print_csv(query, eng.fetch(query))
+
+
+def _input_schema(eng: cq_py.Engine, name: str, relations: set[str]) -> pa.Schema:
+    """The types of the columns an input file of ``name`` must have (the timestamp aside)."""
+    schema = eng.stream_schema(name)
+    return schema.append(pa.field(OP, pa.string())) if name in relations else schema
 
 
 def _progress(total: int | None, disabled: bool) -> tqdm:

@@ -24,6 +24,7 @@ from cq_py.planner.logical import DESCRIPTIONS, Node
 LIFETIMES = ("direct", "negative")
 EXECUTORS = ("dts", "heartbeat")
 TIME_UNITS = ("s", "ms", "us", "ns")
+OP = "op"  # the column of a relation's input that marks inserts ('+') and deletes ('-')
 
 
 def _core_error(e: _core.CoreError) -> CQError | RuntimeError:
@@ -115,11 +116,23 @@ class Engine:
         self._catalog = catalog
 
     def stream_names(self) -> list[str]:
-        """Names of the registered streams, in registration order."""
+        """Names of the registered inputs — streams and relations — in registration order."""
         return [s.name for s in self._catalog.streams.values()]
 
+    def relation_names(self) -> list[str]:
+        """Names of the registered relations (``REGISTER RELATION``), in registration order: the
+        inputs that take changes (an ``op`` column) rather than a stream of rows.
+
+        >>> eng = Engine()
+        >>> eng.execute("REGISTER STREAM s(a INT); REGISTER RELATION r(k INT);")
+        >>> eng.stream_names(), eng.relation_names()
+        (['s', 'r'], ['r'])
+        """
+        return [s.name for s in self._catalog.streams.values() if s.relation]
+
     def stream_schema(self, stream: str) -> pa.Schema:
-        """The declared user columns of ``stream`` (without the timestamp)."""
+        """The declared user columns of ``stream`` or relation (without the timestamp, and
+        without a relation's ``op`` column)."""
         return T.arrow_schema(self._stream(stream).columns)
 
     def query_names(self) -> list[str]:
@@ -145,9 +158,10 @@ class Engine:
     # -- data in ------------------------------------------------------------------------------
 
     def push(self, stream: str, data: Any, ts: str = "ts") -> None:
-        """Pushes rows to ``stream``: a pyarrow Table or RecordBatch, a pandas DataFrame, a list of
-        dicts, or anything exporting the Arrow PyCapsule stream interface. ``ts`` names the column
-        holding each row's timestamp (int ticks, or an Arrow timestamp converted to ``time_unit``).
+        """Pushes rows to ``stream`` (a stream or a relation): a pyarrow Table or RecordBatch, a
+        pandas DataFrame, a list of dicts, or anything exporting the Arrow PyCapsule stream
+        interface. ``ts`` names the column holding each row's timestamp (int ticks, or an Arrow
+        timestamp converted to ``time_unit``).
 
         Timestamps must be non-null and non-decreasing, also across pushes. A rejected push raises
         :class:`cq_py.InputError` and changes nothing.
@@ -157,6 +171,18 @@ class Engine:
         >>> eng.push("s", [{"a": 1, "ts": 5}])
         >>> eng.fetch("q").to_pylist()
         [{'a': 1, 'ts': 5}]
+
+        A relation (``REGISTER RELATION``) takes changes: an ``op`` column says ``'+'`` (insert)
+        or ``'-'`` (delete) for each row; without it every row is an insert. A delete ends the
+        oldest alive copy of its values; deleting a row that is not alive is an ``InputError``.
+
+        >>> eng = Engine()
+        >>> eng.execute("REGISTER RELATION r(k INT); REGISTER QUERY q AS SELECT k FROM r;")
+        >>> eng.push("r", [{"k": 1, "op": "+", "ts": 2}, {"k": 2, "op": "+", "ts": 3},
+        ...                {"k": 1, "op": "-", "ts": 7}])
+        >>> eng.close()
+        >>> eng.fetch("q").to_pylist()
+        [{'k': 1, 'start': 2, 'end': 7}, {'k': 2, 'start': 3, 'end': None}]
         """
         sdef = self._catalog.streams.get(stream.lower()) if isinstance(stream, str) else None
         if sdef is None:
@@ -167,7 +193,7 @@ class Engine:
         table = self._to_table(data, sdef.name)
         if table is None:
             return
-        batches = self._conform(table, sdef.name, sdef.columns, ts)
+        batches = self._conform(table, sdef.name, sdef.columns, ts, sdef.relation)
         try:
             self._core.push(sdef.name, [b.__arrow_c_array__() for b in batches])
         except _core.CoreError as e:
@@ -289,9 +315,11 @@ class Engine:
                          f"DataFrame or a list of dicts; found {type(data).__name__}", stream=stream)
 
     def _conform(self, table: pa.Table, stream: str, columns: list[tuple[str, str]],
-                 ts: str) -> list[pa.RecordBatch]:
+                 ts: str, relation: bool = False) -> list[pa.RecordBatch]:
         """The table's declared columns and timestamp, in declared order and types (zero-copy when
-        they already match), as record batches whose last column is the timestamp in ticks."""
+        they already match), as record batches whose last column is the timestamp in ticks. A
+        relation's ``op`` column, when there is one, goes just before the timestamp (the core
+        checks its values)."""
         have = {f.name: f for f in table.schema}
         # Names match as in CQL, whatever the case, when the exact spelling is not there.
         folded = {f.name.lower(): f for f in table.schema}
@@ -313,10 +341,38 @@ class Engine:
                                  f"({T.CQL_NAME[type_]}); found columns: {found}", stream=stream)
             arrays.append(self._cast_column(table.column(f.name), f.type, type_, stream, name))
             names.append(name)
+        op = self._op_column(table, folded, columns, stream, relation)
+        if op is not None:
+            arrays.append(op)
+            names.append(OP)
         arrays.append(self._ticks(table.column(ts), have[ts].type, stream, ts))
         names.append(ts)
         conformed = pa.Table.from_arrays(arrays, names=names)
         return [b for b in conformed.to_batches() if b.num_rows]
+
+    @staticmethod
+    def _op_column(table: pa.Table, folded: dict[str, pa.Field], columns: list[tuple[str, str]],
+                   stream: str, relation: bool) -> Optional[pa.ChunkedArray]:
+        """The ``op`` column of a push to a relation, as utf8; None when there is none (all
+        inserts). An ``op`` column pushed to a stream that does not declare one is refused: only
+        relations take deletes."""
+        f = folded.get(OP)
+        if f is None or any(name.lower() == OP for name, _ in columns):
+            return None
+        if not relation:
+            raise InputError(f"push to '{stream}': column '{f.name}' marks inserts and deletes, "
+                             f"which only a relation takes; '{stream}' is a stream (REGISTER "
+                             "STREAM), whose rows are all inserts: drop the column, or register "
+                             "a relation", stream=stream)
+        col = table.column(f.name)
+        if pa.types.is_dictionary(f.type) and pa.types.is_string(f.type.value_type):
+            col = col.cast(pa.string())
+        elif pa.types.is_large_string(f.type) or pa.types.is_string_view(f.type) or pa.types.is_null(f.type):
+            col = col.cast(pa.string())
+        elif not pa.types.is_string(f.type):
+            raise InputError(f"push to '{stream}': column '{f.name}' must hold '+' (insert) or '-' "
+                             f"(delete) as strings; found Arrow type {f.type}", stream=stream)
+        return col
 
     @staticmethod
     def _cast_column(col: pa.ChunkedArray, have: pa.DataType, want: str, stream: str,

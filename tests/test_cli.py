@@ -171,6 +171,56 @@ def test_timestamp_column_option_and_time_unit(tmp_path: Path) -> None:
         '"v","start","end"', "1,1000000,3000000", "2,5000000,7000000"]
 
 
+RELATION_SCRIPT = (
+    "REGISTER STREAM orders(id INT, qty INT);\nREGISTER RELATION prices(id INT, price DOUBLE);\n"
+    "REGISTER QUERY cost AS ISTREAM(SELECT o.id, o.qty * p.price AS total "
+    "FROM orders [Now] AS o, prices AS p WHERE o.id = p.id);\n"
+    "REGISTER QUERY current AS SELECT id, price FROM prices;\n")
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl", "parquet"])
+def test_run_feeds_a_relation_from_a_file_of_changes(tmp_path: Path, fmt: str) -> None:
+    script = tmp_path / "r.cql"
+    script.write_text(RELATION_SCRIPT)
+    prices = pa.table({"ts": [0, 0, 4, 4], "id": [1, 2, 1, 1], "price": [10.0, 20.0, 10.0, 12.0],
+                       "op": ["+", "+", "-", "+"]})
+    path = tmp_path / f"prices.{fmt}"
+    if fmt == "csv":
+        pacsv.write_csv(prices, path)
+    elif fmt == "parquet":
+        pq.write_table(prices, path)
+    else:
+        path.write_text("\n".join(json.dumps(r) for r in prices.to_pylist()) + "\n")
+    pacsv.write_csv(pa.table({"ts": [1, 2, 5], "id": [1, 2, 1], "qty": [2, 1, 3]}), tmp_path / "o.csv")
+    result = cq("run", script, "-i", f"prices={path}", "-i", f"orders={tmp_path / 'o.csv'}",
+                "--batch-size", "2")
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[lines.index("-- cost") + 1:lines.index("-- current")] == [
+        '"id","total","ts"', "1,20,1", "2,20,2", "1,36,5"]
+    assert lines[lines.index("-- current") + 1:] == [
+        '"id","price","start","end"', "1,10,0,4", "2,20,0,", "1,12,4,"]
+
+
+def test_run_relation_file_without_op_inserts_every_row(tmp_path: Path) -> None:
+    script = tmp_path / "r.cql"
+    script.write_text(RELATION_SCRIPT)
+    pacsv.write_csv(pa.table({"ts": [0, 3], "id": [1, 2], "price": [1.5, 2.5]}), tmp_path / "p.csv")
+    result = cq("run", script, "-i", f"prices={tmp_path / 'p.csv'}")
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[lines.index("-- current") + 1:] == ['"id","price","start","end"', "1,1.5,0,", "2,2.5,3,"]
+
+
+def test_run_relation_delete_of_a_missing_row_names_the_file_row(tmp_path: Path) -> None:
+    script = tmp_path / "r.cql"
+    script.write_text(RELATION_SCRIPT)
+    path = tmp_path / "p.csv"
+    path.write_text("ts,id,price,op\n0,1,1.5,+\n1,1,1.5,-\n2,1,1.5,-\n")
+    assert_fails(cq("run", script, "-i", f"prices={path}", "--batch-size", "2"), 1,
+                 "relation 'prices': row 0 deletes (id=1, price=1.5) at ts 2", "data row 3")
+
+
 def test_a_query_with_no_rows_gets_a_header_only_file(tmp_path: Path) -> None:
     script = tmp_path / "s.cql"
     script.write_text(SCRIPT.read_text() + "\nREGISTER QUERY never AS "
@@ -232,7 +282,7 @@ def test_unknown_input_extension(tmp_path: Path) -> None:
 
 def test_unknown_stream_name(tmp_path: Path) -> None:
     assert_fails(cq("run", SCRIPT, "-i", f"temps={READINGS}"), 2,
-                 "registers no stream 'temps'", "readings")
+                 "registers no stream or relation 'temps'", "readings")
 
 
 def test_duplicate_stream(tmp_path: Path) -> None:

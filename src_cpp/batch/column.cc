@@ -1,5 +1,6 @@
 #include "batch/column.h"
 
+#include <charconv>
 #include <cstring>
 #include <stdexcept>
 
@@ -248,6 +249,26 @@ Column Concat(const Column* const* cols, int64_t count) {
     case TypeId::kNull: break;
   }
   return out;
+}
+
+std::string ValueToString(const Column& c, int64_t i) {
+  if (c.type == TypeId::kNull || !c.IsValid(i)) return "NULL";
+  switch (c.type) {
+    case TypeId::kInt64: return std::to_string(c.i64()[i]);
+    case TypeId::kFloat64: {
+      char buf[32];
+      auto r = std::to_chars(buf, buf + sizeof buf, c.f64()[i]);  // shortest round-trip form
+      return std::string(buf, r.ptr);
+    }
+    case TypeId::kBool: return c.BoolAt(i) ? "true" : "false";
+    case TypeId::kUtf8: {
+      std::string s = "'";
+      for (char ch : c.StrAt(i)) s += ch == '\'' ? std::string("''") : std::string(1, ch);
+      return s + "'";
+    }
+    case TypeId::kNull: break;
+  }
+  return "NULL";
 }
 
 }  // namespace cq

@@ -3,6 +3,7 @@
 // array offset already applied, so kernels index from 0. Columns are immutable once built and
 // share their buffers freely.
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -48,5 +49,7 @@ Column Concat(const Column* const* cols, int64_t count);
 // Rows taken from several columns of one type: row k is srcs[which[k]][rows[k]]. One pass, no
 // allocation per row, whatever the interleaving of sources.
 Column GatherMulti(const std::vector<const Column*>& srcs, const uint32_t* which, const uint32_t* rows, int64_t n);
+// Row `i` of `c` as a user reads it in a message: 42, 2.5, 'text' (quotes doubled), true, NULL.
+std::string ValueToString(const Column& c, int64_t i);
 
 }  // namespace cq

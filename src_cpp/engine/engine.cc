@@ -2,6 +2,7 @@
 
 #include "executors/dts/dts_executor.h"
 #include "operators/registry.h"
+#include "operators/relation_scan.h"
 #include "operators/stream_scan.h"
 #include "plan/json.h"
 #include "plan/plan_util.h"
@@ -87,6 +88,11 @@ void Engine::AddPlan(const std::string& plan_json) {
                "stream '" + scan->stream() + "' registered twice");
       new_streams[scan->stream()] = {spec.id, scan->shared_schema(), advanced_};
     }
+    if (auto* scan = dynamic_cast<RelationScan*>(op.get())) {
+      CQ_CHECK(!streams_.count(scan->relation()) && !new_streams.count(scan->relation()),
+               "relation '" + scan->relation() + "' registered twice");
+      new_streams[scan->relation()] = {spec.id, scan->shared_schema(), advanced_, scan};
+    }
     if (auto* sink = dynamic_cast<QuerySink*>(op.get())) {
       CQ_CHECK(!sinks_.count(sink->query()) && !new_sinks.count(sink->query()),
                "query '" + sink->query() + "' registered twice");
@@ -116,61 +122,110 @@ void Engine::Push(const std::string& stream, std::vector<ImportedBatch> batches)
     throw CqError(ErrorKind::kInput, "unknown stream '" + stream + "'; registered streams: " +
                   (known.empty() ? "(none)" : known), stream);
   }
-  if (closed_) throw CqError(ErrorKind::kInput, "the engine is closed; push to '" + stream + "' rejected", stream);
   StreamState& st = it->second;
-  const Schema& schema = *st.schema;
+  const std::string what = Describe(stream, st);
+  if (closed_) throw CqError(ErrorKind::kInput, "the engine is closed; push to '" + stream + "' rejected", stream);
 
-  // 1. Validate all batches; nothing changes if any is rejected.
+  // 1. Validate everything; nothing changes if anything is rejected.
   Time last = st.progress;
+  std::vector<Batch> ready = Validate(stream, st, std::move(batches), &last);
+  if (st.relation) {
+    // Deletes are checked against the alive copies as the push would change them, before any runs.
+    const int64_t r = st.relation->FirstMissingDelete(ready);
+    if (r >= 0) {
+      int64_t row = r;
+      size_t k = 0;
+      while (row >= ready[k].length) row -= ready[k++].length;
+      const Batch& b = ready[k];
+      std::string values;
+      for (size_t c = 0; c < st.schema->size(); ++c)
+        values += (c ? ", " : "") + (*st.schema)[c].name + "=" + ValueToString(b.columns[c], row);
+      throw CqError(ErrorKind::kInput,
+                    what + ": row " + std::to_string(r) + " deletes (" + values + ") at ts " +
+                        std::to_string(b.sync.tick_data()[row]) +
+                        ", which is not in the relation: a delete must match a row inserted before "
+                        "it and not deleted yet",
+                    stream, r);
+    }
+  }
+
+  // 2. Run.
+  Run([&] {
+    for (const Batch& batch : ready) executor_->Push(st.source_id, batch);
+    if (last > st.progress) {
+      st.progress = last;
+      PropagateProgress();
+    }
+  });
+}
+
+std::string Engine::Describe(const std::string& name, const StreamState& st) {
+  return (st.relation ? "relation '" : "stream '") + name + "'";
+}
+
+std::vector<Batch> Engine::Validate(const std::string& stream, const StreamState& st,
+                                    std::vector<ImportedBatch> batches, Time* last) const {
+  const Schema& schema = *st.schema;
+  const std::string what = Describe(stream, st);
+  std::vector<Batch> ready;
   int64_t row_base = 0;
-  for (const ImportedBatch& b : batches) {
-    if (b.columns.size() != schema.size() + 1)
-      throw CqError(ErrorKind::kInput, "stream '" + stream + "' expects " + std::to_string(schema.size()) +
-                    " columns " + SchemaToString(schema) + " and a timestamp; found " +
-                    std::to_string(b.columns.size()) + " columns", stream);
+  for (ImportedBatch& b : batches) {
+    // A relation's changes may carry the op column between its columns and the timestamp.
+    const bool has_op = st.relation && b.columns.size() == schema.size() + 2;
+    if (b.columns.size() != schema.size() + 1 && !has_op)
+      throw CqError(ErrorKind::kInput, what + " expects " + std::to_string(schema.size()) + " columns " +
+                    SchemaToString(schema) + (st.relation ? ", optionally an op column," : "") +
+                    " and a timestamp; found " + std::to_string(b.columns.size()) + " columns", stream);
     for (size_t c = 0; c < schema.size(); ++c) {
       const Column& col = b.columns[c];
       if (col.type != schema[c].type && col.type != TypeId::kNull)
-        throw CqError(ErrorKind::kInput, "stream '" + stream + "' column '" + schema[c].name + "': expected " +
+        throw CqError(ErrorKind::kInput, what + " column '" + schema[c].name + "': expected " +
                       std::string(TypeName(schema[c].type)) + ", found " + std::string(TypeName(col.type)), stream);
+    }
+    if (has_op) {
+      const Column& op = b.columns[schema.size()];
+      if (op.type != TypeId::kUtf8)
+        throw CqError(ErrorKind::kInput, what + ": the op column must hold the strings '+' (insert) or '-' "
+                      "(delete); found " + std::string(TypeName(op.type)), stream);
+      for (int64_t r = 0; r < b.length; ++r) {
+        if (op.IsValid(r) && op.StrAt(r).size() == 1 && (op.StrAt(r)[0] == '+' || op.StrAt(r)[0] == '-')) continue;
+        throw CqError(ErrorKind::kInput, what + ": op at row " + std::to_string(row_base + r) + " is " +
+                      ValueToString(op, r) + "; expected '+' (insert) or '-' (delete)", stream, row_base + r);
+      }
     }
     const Column& ts = b.columns.back();
     if (ts.type != TypeId::kInt64)
-      throw CqError(ErrorKind::kInput, "stream '" + stream + "': the timestamp must be int64 ticks, found " +
+      throw CqError(ErrorKind::kInput, what + ": the timestamp must be int64 ticks, found " +
                     std::string(TypeName(ts.type)), stream);
     if (ts.has_nulls()) {
       int64_t r = 0;
       while (ts.IsValid(r)) ++r;
-      throw CqError(ErrorKind::kInput, "stream '" + stream + "': null timestamp at row " + std::to_string(row_base + r),
+      throw CqError(ErrorKind::kInput, what + ": null timestamp at row " + std::to_string(row_base + r),
                     stream, row_base + r);
     }
     const int64_t* t = ts.i64();
     // Inputs sit at step 0 (SPEC §2): a row at tick x is acceptable when (x, 0) is not below the
     // progress, which an advance may have set to a later step of the same tick.
     // A branch-free pass first (it vectorizes); the offending row is looked for only on failure.
-    bool ordered = b.length == 0 || Time{t[0], 0} >= last;
+    bool ordered = b.length == 0 || Time{t[0], 0} >= *last;
     for (int64_t r = 1; r < b.length; ++r) ordered &= t[r] >= t[r - 1];
     if (!ordered) {
       for (int64_t r = 0; r < b.length; ++r) {
-        if (Time{t[r], 0} < last) {
+        if (Time{t[r], 0} < *last) {
           const bool in_push = r > 0 || row_base > 0;
           throw CqError(ErrorKind::kInput,
-                        "stream '" + stream + "': timestamps must not decrease; row " + std::to_string(row_base + r) +
+                        what + ": timestamps must not decrease; row " + std::to_string(row_base + r) +
                             " has ts " + std::to_string(t[r]) + " after " +
-                            (in_push ? "ts " + last.ToString() + " of the row before it"
-                                     : last.ToString() + ", the stream's progress (its latest timestamp or advance)"),
+                            (in_push ? "ts " + last->ToString() + " of the row before it"
+                                     : last->ToString() + ", the " + (st.relation ? "relation" : "stream") +
+                                           "'s progress (its latest timestamp or advance)"),
                         stream, row_base + r);
         }
-        last = {t[r], 0};
+        *last = {t[r], 0};
       }
     }
-    if (b.length) last = {t[b.length - 1], 0};
+    if (b.length) *last = {t[b.length - 1], 0};
     row_base += b.length;
-  }
-
-  // 2. Run.
-  Run([&] {
-  for (ImportedBatch& b : batches) {
     if (b.length == 0) continue;
     Batch batch;
     batch.kind = BatchKind::kStream;
@@ -181,13 +236,9 @@ void Engine::Push(const std::string& stream, std::vector<ImportedBatch> batches)
     for (size_t c = 0; c < schema.size(); ++c)
       if (b.columns[c].type == TypeId::kNull) b.columns[c] = Column::Nulls(schema[c].type, b.length);
     batch.columns = std::move(b.columns);
-    executor_->Push(st.source_id, batch);
+    ready.push_back(std::move(batch));
   }
-  if (last > st.progress) {
-    st.progress = last;
-    PropagateProgress();
-  }
-  });
+  return ready;
 }
 
 void Engine::PropagateProgress() {

@@ -10,6 +10,7 @@
 #include "engine/errors.h"
 #include "executors/executor.h"
 #include "operators/query_sink.h"
+#include "operators/relation_scan.h"
 
 namespace cq {
 
@@ -34,8 +35,10 @@ class Engine {
   void AddPlan(const std::string& plan_json);
 
   // Validates every batch (columns, types, timestamps: non-null, non-decreasing, not below the
-  // stream's progress), then runs them. The last column of each batch is the timestamp in ticks.
-  // On a validation error nothing runs and nothing changes.
+  // input's progress), then runs them. The last column of each batch is the timestamp in ticks.
+  // `stream` names a stream or a relation; a relation's batches may hold, before the timestamp,
+  // an op column (utf8 "+" insert, "-" delete; without it every row is an insert), and each delete
+  // must find an alive copy of its values. On a validation error nothing runs and nothing changes.
   void Push(const std::string& stream, std::vector<ImportedBatch> batches);
   // Promise: no input below `t` on any stream.
   void Advance(Time t);
@@ -50,11 +53,19 @@ class Engine {
   std::string Explain() const;
 
  private:
+  // A registered input: a stream, or a relation (REGISTER RELATION) fed with changes.
   struct StreamState {
     int source_id;
     std::shared_ptr<const Schema> schema;
     Time progress = Time::MinusInfinity();  // no input below this any more
+    const RelationScan* relation = nullptr;  // a relation's source; null for a stream
   };
+  // "stream 's'" or "relation 'r'", for messages.
+  static std::string Describe(const std::string& name, const StreamState& st);
+  // The batches of a push to `name`, checked (columns, types, op values, timestamps from `*last`
+  // on, which ends at the push's last timestamp) and ready to run; throws CqError(kInput).
+  std::vector<Batch> Validate(const std::string& name, const StreamState& st,
+                              std::vector<ImportedBatch> batches, Time* last) const;
   QuerySink* Sink(const std::string& query) const;
   void PropagateProgress();
   // Runs `f`, the part of a call that moves data. An error there (a runaway loop) leaves operators
@@ -66,7 +77,7 @@ class Engine {
   EngineOptions options_;
   HolderTable holders_;  // before the executor: operators may release ids as they are destroyed
   std::unique_ptr<Executor> executor_;
-  std::map<std::string, StreamState> streams_;
+  std::map<std::string, StreamState> streams_;  // streams and relations, by name
   std::map<std::string, int> sinks_;
   Time advanced_ = Time::MinusInfinity();
   bool closed_ = false;

@@ -8,6 +8,7 @@ const OperatorRegistry& OperatorRegistry::Global() {
   static const OperatorRegistry registry = [] {
     OperatorRegistry r;
     RegisterStreamScan(r);
+    RegisterRelationScan(r);
     RegisterWindow(r);
     RegisterFilter(r);
     RegisterProject(r);

@@ -32,6 +32,7 @@ class OperatorRegistry {
 
 // One per operator file.
 void RegisterStreamScan(OperatorRegistry& r);
+void RegisterRelationScan(OperatorRegistry& r);
 void RegisterWindow(OperatorRegistry& r);
 void RegisterFilter(OperatorRegistry& r);
 void RegisterProject(OperatorRegistry& r);

@@ -149,6 +149,25 @@ def relation(rows: list[dict], window: tuple, where: Optional[Expr],
     return out
 
 
+def change_lifetimes(changes: list[dict], columns: list[str]) -> list[tuple[tuple, tuple, tuple]]:
+    """The lifetime tuples (values, start, end) of a REGISTER RELATION input (SPEC §6): a table of
+    changes in time order, each row an insert (``op`` '+', or no ``op``) or a delete ('-'). An
+    insert at t starts a copy [t, ...); a delete at t ends the oldest copy of its values still
+    alive (bag semantics, NULL equals NULL); copies alive at the end never end. A delete with no
+    alive copy raises ValueError."""
+    copies: list[list] = []  # [values, start, end or None], in insertion order: oldest first
+    for i, r in enumerate(changes):
+        v, t = tuple(r[c] for c in columns), (r["ts"], 0)
+        if r.get("op", "+") == "+":
+            copies.append([v, t, None])
+            continue
+        alive = [c for c in copies if c[2] is None and c[0] == v]
+        if not alive:
+            raise ValueError(f"row {i} deletes {v}, which is not alive")
+        alive[0][2] = t
+    return [(v, s, INF if e is None else e) for v, s, e in copies]
+
+
 def _changes(rel) -> tuple[dict, dict]:
     """Bags of the values starting and ending at each instant."""
     starts: dict[tuple, Counter] = {}

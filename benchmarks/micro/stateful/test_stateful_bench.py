@@ -3,6 +3,8 @@ grouped AVG over [Range T] >= 20M tuples/s; single thread, 65,536-row batches).
 
     join: SELECT * FROM a [Range 100], b [Range 100] WHERE a.ca = b.ca   (each tuple matches one)
     avg:  SELECT cb, AVG(ca) FROM a [Range 1000] GROUP BY cb            (10 groups)
+    relation: ISTREAM(SELECT a.ca FROM a [Now], r WHERE a.ca = r.ca)   (r: a relation whose row
+          ca = i is inserted at 2i and deleted at 2i + 201; each tuple of a, at 2i + 1, matches one)
 
 over CQ_BENCH_ROWS tuples per stream (default 1,000,000), one per tick, results consumed as they
 come. pytest-benchmark's factors in each group are negative / direct.
@@ -17,6 +19,7 @@ import pyarrow as pa
 import pytest
 
 import cq_py
+from cq_py.io.readers import merge_by_time
 
 ROWS = int(os.environ.get("CQ_BENCH_ROWS", "1000000"))
 BATCH = 65536
@@ -65,3 +68,35 @@ def test_grouped_avg(benchmark, streams, lifetime):
                                         lifetime, False), rounds=3, warmup_rounds=1)
     assert out > 0
     record(benchmark, ROWS)
+
+
+@pytest.fixture(scope="module")
+def stream_and_changes():
+    ca = np.arange(ROWS)
+    t = np.concatenate([2 * ca, 2 * ca + 201])
+    order = np.argsort(t, kind="stable")
+    changes = pa.table({"ca": np.concatenate([ca, ca])[order],
+                        "op": np.repeat(np.array(["+", "-"]), ROWS)[order],
+                        "ts": t[order]})
+    a = pa.table({"ca": ca, "ts": 2 * ca + 1})
+    return a.to_batches(max_chunksize=BATCH), changes.to_batches(max_chunksize=BATCH)
+
+
+def run_relation(inputs, lifetime):
+    eng = cq_py.Engine(lifetime=lifetime)
+    eng.execute("REGISTER STREAM a(ca INT); REGISTER RELATION r(ca INT);"
+                "REGISTER QUERY q AS ISTREAM(SELECT a.ca FROM a [Now], r WHERE a.ca = r.ca);")
+    out = [0]
+    eng.subscribe("q", lambda rb: out.__setitem__(0, out[0] + rb.num_rows))
+    for name, batch in merge_by_time({"a": iter(inputs[0]), "r": iter(inputs[1])}):
+        eng.push(name, batch)
+    eng.close()
+    return out[0]
+
+
+@pytest.mark.parametrize("lifetime", ["direct", "negative"])
+def test_stream_relation_join(benchmark, stream_and_changes, lifetime):
+    benchmark.group = "stream [Now] x relation (inserts and deletes)"
+    out = benchmark.pedantic(run_relation, args=(stream_and_changes, lifetime), rounds=3, warmup_rounds=1)
+    assert out == ROWS
+    record(benchmark, 3 * ROWS)  # a's tuples and r's inserts and deletes

@@ -1,0 +1,202 @@
+#include "operators/relation_scan.h"
+
+#include "batch/row_hash.h"
+#include "engine/errors.h"
+#include "operators/registry.h"
+#include "plan/plan_util.h"
+
+namespace cq {
+
+RelationScan::RelationScan(std::string relation, Schema schema, bool negative, HolderTable* holders)
+    : relation_(std::move(relation)),
+      schema_(std::make_shared<const Schema>(std::move(schema))),
+      negative_(negative),
+      holders_(holders) {}
+
+const Column* RelationScan::Ops(const Batch& changes) const {
+  return changes.columns.size() > schema_->size() ? &changes.columns[schema_->size()] : nullptr;
+}
+
+void RelationScan::Key(const Batch& changes, int64_t row, std::string* out) const {
+  out->clear();
+  for (size_t c = 0; c < schema_->size(); ++c) AppendKey(changes.columns[c], row, out);
+}
+
+RelationScan::Copy RelationScan::TakeOldest(const std::string& key) {
+  auto it = alive_.find(key);
+  CQ_CHECK(it != alive_.end() && it->second.size() > 0,
+           "relation '" + relation_ + "': a delete without an alive copy reached the scan");
+  Copies& q = it->second;
+  const Copy c = q.items[q.head++];
+  if (q.size() == 0) {
+    alive_.erase(it);
+  } else if (q.head > 32 && q.head * 2 > q.items.size()) {
+    q.items.erase(q.items.begin(), q.items.begin() + static_cast<std::ptrdiff_t>(q.head));
+    q.head = 0;
+  }
+  --alive_count_;
+  return c;
+}
+
+int64_t RelationScan::FirstMissingDelete(const std::vector<Batch>& changes) const {
+  bool any_delete = false;
+  for (const Batch& b : changes) {
+    const Column* ops = Ops(b);
+    for (int64_t i = 0; ops && !any_delete && i < b.length; ++i) any_delete = IsDelete(ops, i);
+  }
+  if (!any_delete) return -1;
+  // Simulate the alive multiset by value: copies alive now, plus the push's changes so far.
+  std::unordered_map<std::string, int64_t> delta;
+  std::string key;
+  int64_t base = 0;
+  for (const Batch& b : changes) {
+    CQ_CHECK(!b.has_selection, "changes reach a relation compact");
+    const Column* ops = Ops(b);
+    for (int64_t i = 0; i < b.length; ++i) {
+      Key(b, i, &key);
+      int64_t& d = delta[key];
+      if (!IsDelete(ops, i)) {
+        ++d;
+        continue;
+      }
+      auto it = alive_.find(key);
+      if ((it == alive_.end() ? 0 : static_cast<int64_t>(it->second.size())) + d <= 0) return base + i;
+      --d;
+    }
+    base += b.length;
+  }
+  return -1;
+}
+
+void RelationScan::Push(int, const Batch& in, Emitter& out) {
+  const Batch b = in.Compact();
+  const int64_t n = b.length;
+  if (n == 0) return;
+  const Column* ops = Ops(b);
+  const uint32_t seq = batch_seq_++;
+  const size_t width = schema_->size();
+  Batch o;
+  o.kind = BatchKind::kLifetime;
+  o.schema = schema_;
+  o.length = n;
+  o.columns.assign(b.columns.begin(), b.columns.begin() + static_cast<std::ptrdiff_t>(width));
+  o.sync = b.sync;
+  std::string key;
+
+  if (negative_) {
+    // Every change goes out in input order: an insert as a positive (its end open), a delete as a
+    // negative ending the oldest alive copy (`other` = that copy's start).
+    std::vector<Time> other(static_cast<size_t>(n), Time::Infinity());
+    for (int64_t i = 0; i < n; ++i) {
+      Key(b, i, &key);
+      if (IsDelete(ops, i)) {
+        other[i] = TakeOldest(key).start;
+      } else {
+        Copies& q = alive_[key];
+        q.items.push_back({b.sync.At(i), kNoHolder, seq, static_cast<uint32_t>(i)});
+        ++alive_count_;
+      }
+    }
+    o.other = MakeTimeColumn(other);
+    out.Emit(std::move(o));
+    return;
+  }
+
+  // Direct: every insert gets a holder; a delete ends the oldest copy — a copy of an earlier batch
+  // through an EndBatch, a copy of this batch by setting its end here (its holder never leaves).
+  int64_t inserts = 0;
+  for (int64_t i = 0; i < n; ++i) inserts += !IsDelete(ops, i);
+  std::vector<HolderId> ids(static_cast<size_t>(inserts));
+  holders_->Allocate(inserts, ids.data());
+  o.holders = Buffer::Allocate(n * sizeof(HolderId));
+  HolderId* h = o.holders.as<HolderId>();
+  o.other.ticks = Buffer::Allocate(n * 8);
+  int64_t* et = o.other.ticks.as<int64_t>();
+  const bool steps = b.sync.has_steps();
+  if (steps) o.other.steps = Buffer::AllocateZeroed(n * 8);
+  std::vector<uint8_t> keep(static_cast<size_t>(n), 0);
+  std::vector<HolderId> ended_ids, unused;
+  std::vector<uint32_t> ended_by;  // the row whose delete fixes the end
+  int64_t next_id = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    Key(b, i, &key);
+    et[i] = Time::kInfTick;  // pending (see `holders`) or, for a delete row, never emitted
+    if (!IsDelete(ops, i)) {
+      h[i] = ids[next_id++];
+      keep[i] = 1;
+      alive_[key].items.push_back({b.sync.At(i), h[i], seq, static_cast<uint32_t>(i)});
+      ++alive_count_;
+      continue;
+    }
+    h[i] = kNoHolder;
+    const Copy c = TakeOldest(key);
+    if (c.batch != seq) {
+      ended_ids.push_back(c.holder);
+      ended_by.push_back(static_cast<uint32_t>(i));
+      continue;
+    }
+    et[c.row] = b.sync.tick_data()[i];
+    if (steps) o.other.steps.as<int64_t>()[c.row] = b.sync.step_data()[i];
+    unused.push_back(h[c.row]);
+    h[c.row] = kNoHolder;
+    keep[c.row] = b.sync.At(c.row) < b.sync.At(i);  // a ghost need not go out at all
+  }
+  holders_->Release(unused.data(), static_cast<int64_t>(unused.size()));
+  if (!ended_ids.empty()) {
+    EndBatch ends;
+    ends.length = static_cast<int64_t>(ended_ids.size());
+    ends.holders = Buffer::Allocate(ends.length * sizeof(HolderId));
+    std::copy(ended_ids.begin(), ended_ids.end(), ends.holders.as<HolderId>());
+    ends.ends = GatherTime(b.sync, ended_by.data(), ends.length);
+    out.EmitEnds(ends);
+    holders_->Release(ended_ids.data(), ends.length);  // every consumer has seen the ends
+  }
+  std::vector<uint32_t> rows;
+  for (int64_t i = 0; i < n; ++i)
+    if (keep[i]) rows.push_back(static_cast<uint32_t>(i));
+  if (rows.empty()) return;
+  if (static_cast<int64_t>(rows.size()) != n) {  // deletes and ghosts are deselected, not copied
+    o.has_selection = true;
+    o.selection_count = static_cast<int64_t>(rows.size());
+    o.selection = Buffer::Allocate(o.selection_count * 4);
+    std::copy(rows.begin(), rows.end(), o.selection.as<uint32_t>());
+  }
+  out.Emit(std::move(o));
+}
+
+void RelationScan::AdvanceTo(Time progress, Emitter& out) {
+  // At close the tuples still alive never end: their pending ends become final as ∞.
+  if (!progress.IsInfinite() || alive_.empty()) return;
+  if (!negative_) {
+    EndBatch ends;
+    ends.length = alive_count_;
+    ends.holders = Buffer::Allocate(ends.length * sizeof(HolderId));
+    ends.ends.ticks = Buffer::Allocate(ends.length * 8);
+    int64_t k = 0;
+    for (const auto& [key, q] : alive_) {
+      for (size_t j = q.head; j < q.items.size(); ++j, ++k) {
+        ends.holders.as<HolderId>()[k] = q.items[j].holder;
+        ends.ends.ticks.as<int64_t>()[k] = Time::kInfTick;
+      }
+    }
+    out.EmitEnds(ends);
+    holders_->Release(ends.holders.as<HolderId>(), ends.length);
+  }
+  alive_.clear();
+  alive_count_ = 0;
+}
+
+std::string RelationScan::Explain() const {
+  return "RelationScan " + relation_ + SchemaToString(*schema_) + (negative_ ? " (negative tuples)" : "");
+}
+
+void RegisterRelationScan(OperatorRegistry& r) {
+  r.Register("relation_scan", [](const OperatorSpec& s, const std::vector<OperatorInput>& in,
+                                 const OperatorContext& ctx) -> std::unique_ptr<Operator> {
+    CQ_CHECK(in.empty(), "a relation scan reads no operator");
+    return std::make_unique<RelationScan>(s.params["relation"].str(), SchemaFromJson(s.params["schema"]),
+                                          ctx.negative, ctx.holders);
+  });
+}
+
+}  // namespace cq
