@@ -59,38 +59,110 @@ QuerySink::QuerySink(std::string query, BatchKind kind, const Schema& input, boo
 }
 
 void QuerySink::Append(OutputChunk chunk) {
+  FlushSmall();
   queued_rows_ += chunk.length;
-  // Loops run instant by instant and hand over a row or two at a time: small chunks are gathered
-  // and joined into one, so that users get batches of useful size.
-  if (chunk.length >= kSmallChunk) {
-    FlushSmall();
-    queue_.push_back(std::move(chunk));
-    return;
+  queue_.push_back(std::move(chunk));
+}
+
+void QuerySink::ColumnBuilder::AddInt(int64_t v, bool is_valid) {
+  i64.push_back(is_valid ? v : 0);
+  valid.push_back(is_valid);
+  nulls += !is_valid;
+}
+
+void QuerySink::ColumnBuilder::Add(const Column& c, int64_t row) {
+  const bool ok = c.type != TypeId::kNull && c.IsValid(row);
+  valid.push_back(ok);
+  nulls += !ok;
+  switch (type) {
+    case TypeId::kInt64: i64.push_back(ok ? c.i64()[row] : 0); break;
+    case TypeId::kFloat64: f64.push_back(ok ? c.f64()[row] : 0.0); break;
+    case TypeId::kBool: i64.push_back(ok && c.BoolAt(row)); break;
+    case TypeId::kUtf8:
+      if (ok) bytes.append(c.StrAt(row));
+      offsets.push_back(static_cast<int32_t>(bytes.size()));
+      break;
+    case TypeId::kNull: break;
   }
-  small_rows_ += chunk.length;
-  small_.push_back(std::move(chunk));
-  if (small_rows_ >= kSmallChunk) FlushSmall();
+}
+
+Column QuerySink::ColumnBuilder::Finish() {
+  const int64_t n = static_cast<int64_t>(valid.size());
+  Column c;
+  c.type = type;
+  c.length = n;
+  c.null_count = nulls;
+  if (type == TypeId::kNull) {
+    c.null_count = n;
+  } else if (nulls) {
+    c.validity = Buffer::Allocate(bitmap::Bytes(n));
+    for (int64_t i = 0; i < n; ++i) bitmap::SetTo(c.validity.data, i, valid[i]);
+  }
+  switch (type) {
+    case TypeId::kInt64:
+      c.values = Buffer::Allocate(n * 8);
+      std::memcpy(c.values.data, i64.data(), static_cast<size_t>(n * 8));
+      break;
+    case TypeId::kFloat64:
+      c.values = Buffer::Allocate(n * 8);
+      std::memcpy(c.values.data, f64.data(), static_cast<size_t>(n * 8));
+      break;
+    case TypeId::kBool:
+      c.values = Buffer::AllocateZeroed(bitmap::Bytes(n));
+      for (int64_t i = 0; i < n; ++i) bitmap::SetTo(c.values.data, i, i64[i] != 0);
+      break;
+    case TypeId::kUtf8:
+      c.offsets = Buffer::Allocate(static_cast<int64_t>(offsets.size()) * 4);
+      std::memcpy(c.offsets.data, offsets.data(), offsets.size() * 4);
+      c.values = Buffer::Allocate(static_cast<int64_t>(bytes.size()));
+      std::memcpy(c.values.data, bytes.data(), bytes.size());
+      break;
+    case TypeId::kNull: break;
+  }
+  i64.clear();
+  f64.clear();
+  bytes.clear();
+  offsets.assign(1, 0);
+  valid.clear();
+  nulls = 0;
+  return c;
 }
 
 void QuerySink::FlushSmall() {
-  if (small_.empty()) return;
-  if (small_.size() == 1) {
-    queue_.push_back(std::move(small_.front()));
-  } else {
-    OutputChunk joined;
-    joined.length = small_rows_;
-    std::vector<const Column*> parts(small_.size());
-    for (size_t c = 0; c < small_.front().columns.size(); ++c) {
-      for (size_t k = 0; k < small_.size(); ++k) parts[k] = &small_[k].columns[c];
-      joined.columns.push_back(Concat(parts.data(), static_cast<int64_t>(parts.size())));
-    }
-    queue_.push_back(std::move(joined));
-  }
-  small_.clear();
+  if (small_rows_ == 0) return;
+  OutputChunk chunk;
+  chunk.length = small_rows_;
+  for (ColumnBuilder& b : small_) chunk.columns.push_back(b.Finish());
+  queue_.push_back(std::move(chunk));
   small_rows_ = 0;
 }
 
 void QuerySink::Output(const Batch& b, const uint32_t* rows, int64_t n, const TimeColumn* ends) {
+  if (n < 64) {
+    if (small_.empty())
+      for (const Field& f : output_) small_.push_back({f.type});
+    for (int64_t k = 0; k < n; ++k) {
+      const int64_t row = rows ? rows[k] : k;
+      size_t c = 0;
+      for (; c < b.columns.size(); ++c) small_[c].Add(b.columns[c], row);
+      const Time start = b.sync.At(row);
+      small_[c++].AddInt(start.tick, true);
+      if (kind_ == BatchKind::kStream) {
+        if (expose_steps_) small_[c++].AddInt(start.step, true);
+        continue;
+      }
+      const Time end = ends ? ends->At(k) : b.EndAt(row);
+      small_[c++].AddInt(end.tick, !end.IsInfinite());
+      if (expose_steps_) {
+        small_[c++].AddInt(start.step, true);
+        small_[c++].AddInt(end.step, true);
+      }
+    }
+    small_rows_ += n;
+    queued_rows_ += n;
+    if (small_rows_ >= kSmallChunk) FlushSmall();
+    return;
+  }
   OutputChunk chunk;
   chunk.length = n;
   TimeColumn start, end;

@@ -48,8 +48,22 @@ class QuerySink final : public Operator {
   bool expose_steps_;
   std::deque<OutputChunk> queue_;
   int64_t queued_rows_ = 0;
+  // Loops run instant by instant and hand over a row or two at a time: such rows are copied into
+  // growing columns, which become one chunk, so that users get batches of useful size.
   static constexpr int64_t kSmallChunk = 4096;
-  std::vector<OutputChunk> small_;  // chunks under kSmallChunk rows, not yet joined
+  struct ColumnBuilder {
+    TypeId type;
+    std::vector<int64_t> i64;  // int64, and bool as 0/1
+    std::vector<double> f64;
+    std::string bytes;
+    std::vector<int32_t> offsets{0};
+    std::vector<uint8_t> valid;
+    int64_t nulls = 0;
+    void Add(const Column& c, int64_t row);
+    void AddInt(int64_t v, bool is_valid);
+    Column Finish();
+  };
+  std::vector<ColumnBuilder> small_;  // one per output column
   int64_t small_rows_ = 0;
 
   // Rows waiting for their end: retained batches, and for each holder id where its row is.
