@@ -80,8 +80,7 @@ def main(directory: str | None = None) -> list[str]:
         path = os.path.join(directory, f"{stream}.csv")
         with open(path, "w", encoding="utf-8", newline="\n") as out:
             out.write(",".join((*columns, "ts")) + "\n")
-            for row in rows(stream):
-                out.write(",".join(map(str, row)) + "\n")
+            out.writelines(",".join(map(str, row)) + "\n" for row in rows(stream))
         paths.append(path)
     return paths
 

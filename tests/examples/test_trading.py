@@ -201,6 +201,15 @@ def test_the_script_without_its_delay_is_refused_naming_the_loop():
     assert ring[start:-1] + ring[:start] == LOOP
 
 
+def test_a_delay_on_buy_event_instead_leaves_the_inner_loop_without_one():
+    # resource_stream reads resource, which reads resource_stream: a loop of its own, which a
+    # delay on buy_event does not cut.
+    text = script_without_delay().replace("m.price * 1000);", "m.price * 1000) <Now>;")
+    inner = "(resource_stream → resource → resource_stream|resource → resource_stream → resource)"
+    with pytest.raises(cq_py.CQLSemanticError, match=f"the queries {inner} form a loop"):
+        cq_py.Engine().execute(text)
+
+
 @pytest.mark.parametrize("options", OPTIONS)
 def test_auto_delay_runs_the_script_without_its_delay_and_buys_the_same(options):
     eng = cq_py.Engine(auto_delay=True, **options)
