@@ -132,10 +132,13 @@ def cli() -> None:
               help="Rows per batch read from each input.")
 @click.option("--time-unit", type=click.Choice(TIME_UNITS), default="ms", show_default=True,
               help="What one tick is: durations and timestamp inputs are read in this unit.")
+@click.option("--auto-delay", is_flag=True,
+              help="Insert an ε delay into each loop that has none (paper 000 §3.1).")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 @_reports_errors
 def run_command(script: Path, inputs: list[tuple[str, Path]], output: Path | None,
-                fmt: str | None, ts: str, batch_size: int, time_unit: str, quiet: bool) -> None:
+                fmt: str | None, ts: str, batch_size: int, time_unit: str, auto_delay: bool,
+                quiet: bool) -> None:
     """Run SCRIPT over the --input files until they end, then report every query's output.
 
     \b
@@ -145,7 +148,7 @@ def run_command(script: Path, inputs: list[tuple[str, Path]], output: Path | Non
     """
     if fmt is not None and fmt != "csv" and output is None:
         raise click.UsageError(f"--format {fmt} needs --output DIR (stdout is always CSV)")
-    eng = _load_script(script, time_unit)
+    eng = _load_script(script, time_unit, auto_delay)
 
     streams = {s.lower(): s for s in eng.stream_names()}
     for name, _ in inputs:

@@ -424,3 +424,16 @@ def test_progress_total_comes_from_parquet_metadata(tmp_path: Path, monkeypatch:
     assert {t for t, _ in seen} == {total}
     assert sum(n for _, n in seen) == len(readings())
     assert max(n for _, n in seen) <= 300
+
+
+def test_run_with_auto_delay_runs_a_loop_that_has_no_delay(tmp_path):
+    script = tmp_path / "loop.cql"
+    script.write_text("REGISTER STREAM s(a INT);\nREGISTER QUERY c AS ISTREAM(SELECT a FROM s [Now] "
+                      "UNION ALL SELECT a + 1 AS a FROM c [Now] WHERE a + 1 < 3);\n")
+    data = tmp_path / "s.csv"
+    data.write_text("a,ts\n1,0\n")
+    refused = cq("run", script, "--input", f"s={data}", "-q")
+    assert refused.exit_code == 1 and "c → c" in refused.output
+    ran = cq("run", script, "--input", f"s={data}", "-q", "--auto-delay", "--output", tmp_path / "out")
+    assert ran.exit_code == 0, ran.output
+    assert (tmp_path / "out" / "c.csv").read_text().split() == ['"a","ts"', "1,0", "2,0"]

@@ -155,7 +155,7 @@ void QuerySink::Output(const Batch& b, const uint32_t* rows, int64_t n, const Ti
       small_[c++].AddInt(end.tick, !end.IsInfinite());
       if (expose_steps_) {
         small_[c++].AddInt(start.step, true);
-        small_[c++].AddInt(end.step, true);
+        small_[c++].AddInt(end.step, !end.IsInfinite());
       }
     }
     small_rows_ += n;
@@ -185,10 +185,14 @@ void QuerySink::Output(const Batch& b, const uint32_t* rows, int64_t n, const Ti
     Batch m = b.WithMaterializedEnd();
     end = rows ? GatherTime(m.other, rows, n) : m.other;
   }
-  chunk.columns.push_back(EndColumn(end, n));
+  const Column end_ticks = EndColumn(end, n);
+  chunk.columns.push_back(end_ticks);
   if (expose_steps_) {
     chunk.columns.push_back(StepsColumn(start, n));
-    chunk.columns.push_back(StepsColumn(end, n));
+    Column end_steps = StepsColumn(end, n);
+    end_steps.validity = end_ticks.validity;  // NULL where `end` is
+    end_steps.null_count = end_ticks.null_count;
+    chunk.columns.push_back(end_steps);
   }
   Append(std::move(chunk));
 }
