@@ -57,7 +57,12 @@ void RStream::AdvanceTo(Time progress, Emitter& out) {
       if (first.IsInfinite() || first.tick >= limit) return;
       next_tick_ = first.tick;
     }
-    if (next_tick_ >= limit) return;
+    if (next_tick_ >= limit) {
+      // No tick to emit yet, but the instants before `progress` are complete: R follows them, so
+      // that a loop through this RSTREAM sees its next firing time move on.
+      tracker_->AdvanceTo(std::min(progress, Time{next_tick_, 1}), [](Time, const auto&, const auto&) {});
+      return;
+    }
     // R(T, 0): every instant up to (T, 0) processed.
     tracker_->AdvanceTo(std::min(progress, Time{next_tick_, 1}), [](Time, const auto&, const auto&) {});
     // Until the next change, every tick sees the same R: emit the run at once.

@@ -30,7 +30,7 @@ ERROR_CLASSES = {
 # Options of the `options` block: name -> how its value is read.
 OPTIONS: dict[str, Callable[[str], Any]] = {
     "mode": str, "time_unit": str, "lifetime": str, "executor": str,
-    "auto_delay": lambda v: _bool(v), "expose_steps": lambda v: _bool(v),
+    "auto_delay": lambda v: _bool(v), "expose_steps": lambda v: _bool(v), "hybrid": lambda v: _bool(v),
 }
 MODES = ("run", "plan")
 # Column types a `push` header may name explicitly (`a:VARCHAR`) to override the declared type.
