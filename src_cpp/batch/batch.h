@@ -74,6 +74,13 @@ struct Batch {
 
   // A compact copy of the selected rows (zero-copy when nothing is deselected).
   Batch Compact() const;
+  // The batch itself when nothing is deselected, else a compact copy put in `storage`: operators
+  // that only read spare the copy (and its reference counting) on the common path.
+  const Batch& CompactInto(Batch& storage) const {
+    if (!has_selection) return *this;
+    storage = Compact();
+    return storage;
+  }
   // Rows [offset, offset + n) of a compact batch, zero-copy.
   Batch Slice(int64_t offset, int64_t n) const;
   // `other` filled in from `constant_duration` (needed when lifetimes of different durations meet).

@@ -6,10 +6,10 @@
 
 namespace cq {
 
-uint32_t InstantTracker::Retain(const Batch& compact, int64_t live) {
+uint32_t InstantTracker::Retain(Batch compact, int64_t live) {
   if (!equal_) equal_ = std::make_unique<RowEqual>(*compact.schema);
   const uint32_t seq = next_seq_++;
-  retained_.push_back({seq, compact, live});
+  retained_.push_back({seq, std::move(compact), live});
   return seq;
 }
 

@@ -57,7 +57,7 @@ class InstantTracker {
     int64_t live;  // references to its rows still held
   };
   // Keeps a compact copy of the batch's rows (by reference) with `live` references; its seq.
-  uint32_t Retain(const Batch& compact, int64_t live);
+  uint32_t Retain(Batch compact, int64_t live);
   void Release(RowRef r) { released_.push_back(r); }
   void FlushReleases();
 

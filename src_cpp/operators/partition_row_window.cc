@@ -20,7 +20,8 @@ void PartitionRowWindow::EncodeKey(const Batch& b, int64_t row, std::string* out
 }
 
 void PartitionRowWindow::Push(int, const Batch& in, Emitter& out) {
-  const Batch batch = in.Compact();
+  Batch storage;
+  const Batch& batch = in.CompactInto(storage);
   const int64_t n = batch.length;
   if (n == 0) return;
   const uint32_t seq = batch_seq_++;

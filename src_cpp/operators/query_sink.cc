@@ -200,7 +200,8 @@ void QuerySink::Output(const Batch& b, const uint32_t* rows, int64_t n, const Ti
 void QuerySink::Push(int, const Batch& in, Emitter&) {
   if (in.num_rows() == 0) return;
   CQ_CHECK(in.kind == kind_, "query sink got the wrong kind of batch");
-  Batch b = in.Compact();
+  Batch storage;
+  const Batch& b = in.CompactInto(storage);
   const int64_t n = b.length;
   if (negative_) {
     PushNegative(b);

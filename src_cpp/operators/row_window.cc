@@ -11,7 +11,8 @@ RowWindow::RowWindow(int64_t rows, const Schema& input, HolderTable* holders)
 }
 
 void RowWindow::Push(int, const Batch& in, Emitter& out) {
-  const Batch batch = in.Compact();
+  Batch storage;
+  const Batch& batch = in.CompactInto(storage);
   const int64_t n = batch.length;
   if (n == 0) return;
   const int64_t N = rows_, p = count_;
