@@ -35,8 +35,11 @@ void RStream::EmitTicks(int64_t from, int64_t to, Emitter& out) {
 }
 
 Time RStream::next_firing(int64_t last_tick) const {
+  // Every tick while R is non-empty: up to the furthest tick the input reached, and on to R's
+  // next change when there is one (what close() emits outside loops).
   const Time change = tracker_->next_instant();
-  if (next_tick_ == Time::kMinTick || next_tick_ > last_tick || tracker_->alive().empty()) return change;
+  if (next_tick_ == Time::kMinTick || tracker_->alive().empty()) return change;
+  if (next_tick_ > last_tick && change.IsInfinite()) return change;
   return std::min(change, Time{next_tick_, 0});
 }
 

@@ -1,20 +1,20 @@
 #pragma once
-// UNION ALL: the bag union of its inputs (SPEC §4). Over relations every tuple keeps its lifetime,
-// so batches (and the ends of pending holders) pass straight through, for both lifetime methods.
-// Over streams the union must stay in time order for what reads it (a row window counts tuples
-// in arrival order), so rows wait until every input's progress has passed them and go out merged.
-#include <deque>
-
+// UNION ALL: the bag union of its inputs (SPEC §4); every tuple keeps its lifetime. What reads a
+// union must see it in time order (a join merges its inputs by time, a row window counts tuples in
+// arrival order), so rows wait until every input's progress has passed them and go out merged;
+// ends fixed for rows still waiting are written into them, the others pass straight on.
+#include "lifetime/ordered_runs.h"
 #include "operators/operator.h"
 
 namespace cq {
 
 class UnionAll final : public Operator {
  public:
-  UnionAll(const Schema& schema, BatchKind kind, int inputs);
+  UnionAll(const Schema& schema, BatchKind kind);
   void Push(int port, const Batch& batch, Emitter& out) override;
+  void PushEnds(int port, const EndBatch& ends, Emitter& out) override;
   void AdvanceTo(Time progress, Emitter& out) override;
-  Time next_firing(int64_t last_tick) const override;
+  Time next_firing(int64_t) const override { return waiting_.head(); }
   const Schema& output_schema() const override { return schema_; }
   BatchKind output_kind() const override { return kind_; }
   std::string Explain() const override { return "UnionAll"; }
@@ -23,7 +23,7 @@ class UnionAll final : public Operator {
   Schema schema_;
   BatchKind kind_;
   std::shared_ptr<const Schema> shared_;
-  std::vector<std::deque<Batch>> waiting_;  // streams: per input, compact batches in time order
+  OrderedRuns waiting_;
 };
 
 }  // namespace cq

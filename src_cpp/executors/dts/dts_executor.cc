@@ -37,7 +37,7 @@ auto* EntryOf(Nodes& nodes, Entries& entries, int from, int node, int port) {
 
 void DtsExecutor::Deliver(int from, const Consumer& c, const Batch& batch) {
   if (auto* e = EntryOf(nodes_, entries_, from, c.node, c.port)) {
-    if (batch.num_rows() > 0) Enqueue(*e, batch);
+    e->runs.Add(batch);
     return;
   }
   Node& n = nodes_.at(c.node);
@@ -45,68 +45,13 @@ void DtsExecutor::Deliver(int from, const Consumer& c, const Batch& batch) {
 }
 
 void DtsExecutor::DeliverEnds(int from, const Consumer& c, const EndBatch& ends) {
-  if (auto* e = EntryOf(nodes_, entries_, from, c.node, c.port); e && !e->waiting_ends.empty()) {
-    EnqueueEnds(*e, ends);
+  Node& n = nodes_.at(c.node);
+  if (auto* e = EntryOf(nodes_, entries_, from, c.node, c.port)) {
+    EndBatch rest = e->runs.AddEnds(ends);
+    if (rest.length) n.op->PushEnds(c.port, rest, *n.emitter);
     return;
   }
-  Node& n = nodes_.at(c.node);
   n.op->PushEnds(c.port, ends, *n.emitter);
-}
-
-void DtsExecutor::Enqueue(Entry& e, const Batch& batch) {
-  const uint64_t id = e.next_run++;
-  Entry::Run& run = e.runs[id];
-  run.batch = batch.Compact();
-  if (!run.batch.holders.empty()) {
-    const HolderId* h = run.batch.holders.as<const HolderId>();
-    for (int64_t i = 0; i < run.batch.length; ++i)
-      if (h[i] != kNoHolder) e.waiting_ends[h[i]] = {id, i};
-  }
-  e.heap.push_back({run.batch.StartAt(0), id});
-  std::push_heap(e.heap.begin(), e.heap.end(), std::greater<>());
-}
-
-void DtsExecutor::EnqueueEnds(Entry& e, const EndBatch& ends) {
-  std::vector<HolderId> pass_ids;
-  std::vector<Time> pass_ends;
-  for (int64_t k = 0; k < ends.length; ++k) {
-    const HolderId h = ends.ids()[k];
-    const Time end = ends.ends.At(k);
-    auto it = e.waiting_ends.find(h);
-    if (it == e.waiting_ends.end()) {
-      pass_ids.push_back(h);
-      pass_ends.push_back(end);
-      continue;
-    }
-    auto [id, row] = it->second;
-    e.waiting_ends.erase(it);
-    Entry::Run& run = e.runs.at(id);
-    Batch& b = run.batch;
-    if (!run.own_ends) {
-      // Other consumers share these buffers: write into copies. Pending rows get a placeholder end.
-      std::vector<Time> other(b.length);
-      const HolderId* old = b.holders.as<const HolderId>();
-      for (int64_t i = 0; i < b.length; ++i) other[i] = old[i] != kNoHolder ? Time::Infinity() : b.EndAt(i);
-      Buffer holders = Buffer::Allocate(b.length * sizeof(HolderId));
-      std::memcpy(holders.data, old, b.length * sizeof(HolderId));
-      b.holders = holders;
-      b.other = MakeTimeColumn(other);
-      b.constant_duration.reset();
-      run.own_ends = true;
-    }
-    if (end.step != 0 && !b.other.has_steps()) b.other.steps = Buffer::AllocateZeroed(b.length * 8);
-    b.holders.as<HolderId>()[row] = kNoHolder;
-    b.other.ticks.as<int64_t>()[row] = end.tick;
-    if (b.other.has_steps()) b.other.steps.as<int64_t>()[row] = end.step;
-  }
-  if (pass_ids.empty()) return;
-  EndBatch pass;
-  pass.length = static_cast<int64_t>(pass_ids.size());
-  pass.holders = Buffer::Allocate(pass.length * sizeof(HolderId));
-  std::memcpy(pass.holders.data, pass_ids.data(), pass_ids.size() * sizeof(HolderId));
-  pass.ends = MakeTimeColumn(pass_ends);
-  Node& n = nodes_.at(e.node);
-  n.op->PushEnds(e.port, pass, *n.emitter);
 }
 
 Operator* DtsExecutor::op(int id) const {
@@ -350,29 +295,10 @@ void DtsExecutor::AdvanceTo(const std::map<int, Time>& source_progress) {
 }
 
 void DtsExecutor::Release(Entry& e, Time next) {
+  Batch b = e.runs.Release(next);
+  if (b.length == 0) return;
   Node& n = nodes_.at(e.node);
-  while (!e.heap.empty() && e.heap.front().first < next) {
-    std::pop_heap(e.heap.begin(), e.heap.end(), std::greater<>());
-    const uint64_t id = e.heap.back().second;
-    e.heap.pop_back();
-    Entry::Run& run = e.runs.at(id);
-    const Batch& b = run.batch;
-    int64_t k = run.offset;
-    while (k < b.length && b.StartAt(k) < next) ++k;
-    if (!b.holders.empty()) {
-      const HolderId* h = b.holders.as<const HolderId>();
-      for (int64_t i = run.offset; i < k; ++i)
-        if (h[i] != kNoHolder) e.waiting_ends.erase(h[i]);
-    }
-    n.op->Push(e.port, b.Slice(run.offset, k - run.offset), *n.emitter);
-    run.offset = k;
-    if (k < b.length) {
-      e.heap.push_back({b.StartAt(k), id});
-      std::push_heap(e.heap.begin(), e.heap.end(), std::greater<>());
-    } else {
-      e.runs.erase(id);
-    }
-  }
+  n.op->Push(e.port, b, *n.emitter);
 }
 
 void DtsExecutor::AdvanceRegion(Region& r, Time p) {
@@ -406,7 +332,7 @@ void DtsExecutor::RunRegion(Region& r) {
   for (;;) {
     // The next instant: rows waiting at the entries, or an operator firing by itself.
     Time t = Time::Infinity();
-    for (size_t e : r.entries) t = std::min(t, EntryHead(entries_[e]));
+    for (size_t e : r.entries) t = std::min(t, entries_[e].runs.head());
     for (int id : r.nodes) t = std::min(t, nodes_.at(id).op->next_firing(r.last_tick));
     if (!(t < bound)) break;
     CQ_CHECK(!(t < r.progress), "an operator of a loop fires at " + t.ToString() + ", below the loop's progress " +

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "executors/executor.h"
+#include "lifetime/ordered_runs.h"
 
 namespace cq {
 
@@ -65,21 +66,11 @@ class DtsExecutor final : public Executor {
     int region = -1;    // the region it runs in, or -1
     std::string query;  // the query it belongs to (for errors)
   };
-  // What waits on one edge into a region. Each emitted batch is a run sorted by time, but runs
-  // may interleave (a UNION ALL of relations forwards its inputs as they come), so runs wait in a
-  // heap by their first unreleased row. An end fixed for a row still waiting is written into the
-  // row itself (it leaves with a known end); other ends go on at once, their rows being in already.
+  // What waits on one edge into a region: runs that may interleave (see OrderedRuns), released
+  // instant by instant.
   struct Entry {
     int node, port;
-    struct Run {
-      Batch batch;  // compact
-      int64_t offset = 0;
-      bool own_ends = false;  // `holders`/`other` copied, so that ends can be written in
-    };
-    std::map<uint64_t, Run> runs;
-    uint64_t next_run = 0;
-    std::vector<std::pair<Time, uint64_t>> heap;  // (head time, run), a min-heap
-    std::map<HolderId, std::pair<uint64_t, int64_t>> waiting_ends;  // holder -> (run, row)
+    OrderedRuns runs;
   };
   struct Region {
     std::vector<int> nodes;      // in execution order
@@ -100,12 +91,8 @@ class DtsExecutor final : public Executor {
   void Schedule();
   void RunRegion(Region& r);
   void AdvanceRegion(Region& r, Time p);
-  void Enqueue(Entry& e, const Batch& batch);
-  // Ends that arrive at an entry: written into rows still waiting, passed on for the others.
-  void EnqueueEnds(Entry& e, const EndBatch& ends);
   // Hands the consumer the entry's rows below `next`.
   void Release(Entry& e, Time next);
-  static Time EntryHead(const Entry& e) { return e.heap.empty() ? Time::Infinity() : e.heap.front().first; }
   std::string LoopName(const Region& r) const;
   Time InputProgress(int producer) const;
 
