@@ -1,0 +1,129 @@
+#pragma once
+// The heartbeat method (paper 000 §2.3, SPEC §5 executor="heartbeat"): the baseline DTS is measured
+// against. Operators are joined by FIFO queues, one per edge (consumer, port), holding
+//   * data: the rows of one timestamp (input batches and operators' outputs are cut per distinct
+//     timestamp, so that every queued item has one time and a binary operator can merge its
+//     inputs exactly by time, tuple arrival by tuple arrival as the paper measured it),
+//   * end fixes (EndBatch), in order with the data, stamped with the edge's latest time,
+//   * heartbeats: the producer's progress, moved by its delay.
+// One execution of an operator takes one item: a unary operator its queue's head; an n-ary operator
+// the head with the smallest time, but only when every other input has a queued item or has
+// already delivered that time (data or heartbeat). Otherwise it stalls, as §2.3 describes, until a
+// heartbeat or data arrives on the empty input. After an execution the operator's progress is the
+// minimum over its inputs of what their producers promised (the latest heartbeat, capped by the
+// first queued data), exactly the progress DTS computes once the queues are drained; when it rises
+// the operator's AdvanceTo runs and a heartbeat goes to its consumers.
+//
+// Scheduling follows §4.2: a stack of operators. The operator on top runs up to `max_run`
+// consecutive executions while it has a consumable item; if they produced output (data, end
+// fixes or heartbeats), its consumers are stacked on top of it and control moves to them; an
+// operator with nothing consumable left is popped, one that hit `max_run` stays under its
+// consumers and resumes when they are done. Push and AdvanceTo return only when no operator can
+// execute any more: what is left queued is stalled, and is stalled below the progress DTS would
+// have reached, so both executors give the same rows, final at the same progress.
+//
+// A cycle cannot run: a binary operator on it would wait for a heartbeat from its own output.
+// Add refuses it (kSemantic) and points to executor='dts'.
+#include <deque>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "executors/executor.h"
+
+namespace cq {
+
+class HeartbeatExecutor final : public Executor {
+ public:
+  // `holders`: the engine's table, whose ids stay pinned while their end fixes wait in a queue.
+  HeartbeatExecutor(int64_t max_run, HolderTable* holders);
+  void Add(std::vector<std::pair<OperatorSpec, std::unique_ptr<Operator>>> ops) override;
+  void Push(int source, const Batch& batch) override;
+  void AdvanceTo(const std::map<int, Time>& source_progress) override;
+
+  Operator* op(int id) const override;
+  const std::vector<int>& order() const override { return order_; }
+  const std::vector<int>& inputs(int id) const override { return nodes_.at(index_.at(id)).inputs; }
+
+  // What the scheduler did, for tests and benchmarks.
+  struct Stats {
+    int64_t executions = 0;  // items taken by an operator (data, end fixes, heartbeats)
+    int64_t stalls = 0;      // visits of an operator whose smallest head had to wait
+    int64_t switches = 0;    // times control moved to another operator
+  };
+  const Stats& stats() const { return stats_; }
+  // Items waiting in the queues of operator `id` (all ports).
+  int64_t queued(int id) const;
+
+ private:
+  struct Item {
+    enum class Kind : uint8_t { kData, kEnds, kHeartbeat };
+    Kind kind;
+    Time time;
+    Batch batch;    // kData
+    EndBatch ends;  // kEnds
+  };
+  struct Port {
+    std::deque<Item> queue;
+    Time seen = Time::MinusInfinity();      // latest time taken from the queue (data or heartbeat)
+    Time promised = Time::MinusInfinity();  // latest heartbeat queued: the producer's promise
+    Time tail = Time::MinusInfinity();      // latest time queued (stamps end fixes)
+    uint64_t wave = 0;                      // the AdvanceTo call `promised` is from
+  };
+  struct Consumer {
+    int node;  // index into nodes_
+    int port;
+  };
+  class NodeEmitter final : public Emitter {
+   public:
+    NodeEmitter(HeartbeatExecutor* ex, int node) : ex_(ex), node_(node) {}
+    void Emit(Batch batch) override { ex_->EnqueueData(node_, batch); }
+    void EmitEnds(EndBatch ends) override { ex_->EnqueueEnds(node_, ends); }
+
+   private:
+    HeartbeatExecutor* ex_;
+    int node_;
+  };
+  struct Node {
+    int id;
+    std::unique_ptr<Operator> op;
+    std::vector<int> inputs;  // operator ids, as the plan gives them
+    std::vector<Consumer> consumers;
+    std::vector<Port> ports;  // a source has one, fed by Push and AdvanceTo
+    std::unique_ptr<NodeEmitter> emitter;
+    Duration delay;
+    Time progress = Time::MinusInfinity();
+    uint64_t wave = 0;  // the last wave passed on to the consumers
+    uint64_t fed_mark = 0;  // == turn_ when it was fed during the current turn
+  };
+
+  // Cuts `batch` into runs of one timestamp and appends them to `port`.
+  void Append(Port& port, const Batch& batch);
+  void EnqueueData(int node, const Batch& batch);
+  void EnqueueEnds(int node, const EndBatch& ends);
+  // A heartbeat of the current wave: `p`'s producer will send nothing below `t` any more.
+  void Promise(Port& p, Time t);
+  void EnqueueHeartbeat(int node, Time t);
+  void Fed(int consumer);
+  // The port whose head the operator may take now, or -1 (nothing queued, or stalled).
+  int Consumable(const Node& n, bool* stalled) const;
+  void Execute(int node, int port);
+  // Once every input has its heartbeat of the current wave and nothing queued lies below the new
+  // progress: runs the operator's AdvanceTo if its progress rose and sends the wave on.
+  void Refresh(int node);
+  // Runs the stack until no operator can execute.
+  void Drain();
+
+  int64_t max_run_;
+  HolderTable* holders_;
+  std::vector<Node> nodes_;
+  std::map<int, int> index_;  // operator id -> index into nodes_
+  std::vector<int> order_;    // operator ids, topological
+  std::vector<int> stack_;    // node indices
+  std::vector<int> fed_;      // consumers fed during the current turn, in feeding order
+  uint64_t turn_ = 1;
+  uint64_t wave_ = 0;  // AdvanceTo calls so far
+  Stats stats_;
+};
+
+}  // namespace cq
