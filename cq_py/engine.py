@@ -128,14 +128,15 @@ class Engine:
 
     def explain(self) -> str:
         """The registered streams and queries, every operator (inputs, window, lifetime property,
-        delay), the loops and the DTS execution order.
+        delay), the loops and the execution order (DTS's, or the heartbeat executor's topological
+        order).
 
         >>> eng = Engine()
         >>> eng.execute("REGISTER STREAM s(a INT); REGISTER QUERY q AS SELECT a FROM s [Range 5];")
         >>> print(eng.explain().splitlines()[0])
         Streams:
         """
-        return render_plan(self._catalog)
+        return render_plan(self._catalog, self.executor)
 
     # -- data in ------------------------------------------------------------------------------
 

@@ -37,7 +37,7 @@ std::vector<int> Topological(const std::map<int, const std::vector<int>*>& graph
 }
 
 // One cycle among `left` (every one of them has an input in `left`): walk inputs until an
-// operator repeats. Returned in data-flow order, first = last.
+// operator repeats. Returned in data-flow order from its smallest id, first = last.
 std::vector<int> OneCycle(const std::map<int, const std::vector<int>*>& graph, const std::vector<int>& left) {
   const std::set<int> rest(left.begin(), left.end());
   std::vector<int> path{left.front()};
@@ -52,6 +52,7 @@ std::vector<int> OneCycle(const std::map<int, const std::vector<int>*>& graph, c
     if (auto it = at.find(next); it != at.end()) {
       std::vector<int> cycle(path.begin() + static_cast<std::ptrdiff_t>(it->second), path.end());
       std::reverse(cycle.begin(), cycle.end());
+      std::rotate(cycle.begin(), std::min_element(cycle.begin(), cycle.end()), cycle.end());
       cycle.push_back(cycle.front());
       return cycle;
     }
@@ -61,6 +62,27 @@ std::vector<int> OneCycle(const std::map<int, const std::vector<int>*>& graph, c
 }
 
 }  // namespace
+
+void HeartbeatExecutor::Port::QueueData(Item item) {
+  if (item.kind == Item::Kind::kData) {
+    while (!floor.empty() && floor.back().second >= item.time) floor.pop_back();
+    floor.emplace_back(taken + queue.size(), item.time);
+  }
+  queue.push_back(std::move(item));
+}
+
+HeartbeatExecutor::Item HeartbeatExecutor::Port::TakeData() {
+  Item it = std::move(queue.front());
+  queue.pop_front();
+  ++taken;
+  while (!floor.empty() && floor.front().first < taken) floor.pop_front();
+  seen = std::max(seen, it.time);
+  return it;
+}
+
+bool HeartbeatExecutor::Port::Clear(Time t) const {
+  return (floor.empty() || floor.front().second >= t) && (ends_floor.empty() || *ends_floor.begin() >= t);
+}
 
 HeartbeatExecutor::HeartbeatExecutor(int64_t max_run, HolderTable* holders) : max_run_(max_run), holders_(holders) {
   CQ_CHECK(max_run_ >= 1, "max_run must be at least 1");
@@ -74,7 +96,7 @@ Operator* HeartbeatExecutor::op(int id) const {
 
 int64_t HeartbeatExecutor::queued(int id) const {
   int64_t k = 0;
-  for (const Port& p : nodes_.at(index_.at(id)).ports) k += static_cast<int64_t>(p.queue.size());
+  for (const Port& p : nodes_.at(index_.at(id)).ports) k += static_cast<int64_t>(p.queue.size() + p.ends.size());
   return k;
 }
 
@@ -121,7 +143,7 @@ void HeartbeatExecutor::Add(std::vector<std::pair<OperatorSpec, std::unique_ptr<
       // which lies at or after the producer's progress.
       if (producer.progress > Time::MinusInfinity()) {
         Port& p = n.ports[port];
-        p.seen = p.promised = p.tail = producer.progress + producer.delay;
+        p.seen = p.promised = producer.progress + producer.delay;
       }
     }
   }
@@ -135,8 +157,7 @@ void HeartbeatExecutor::Append(Port& port, const Batch& batch) {
     const Time t = batch.StartAt(batch.Physical(start));
     int64_t end = start + 1;
     while (end < rows && batch.StartAt(batch.Physical(end)) == t) ++end;
-    port.queue.push_back({Item::Kind::kData, t, batch.Slice(start, end - start), {}});
-    port.tail = std::max(port.tail, t);
+    port.QueueData({Item::Kind::kData, t, batch.Slice(start, end - start), {}});
     start = end;
   }
 }
@@ -160,8 +181,30 @@ void HeartbeatExecutor::EnqueueEnds(int node, const EndBatch& ends) {
   if (ends.length == 0) return;
   for (const Consumer& c : nodes_[node].consumers) {
     Port& p = nodes_[c.node].ports[c.port];
-    holders_->Pin(ends.ids(), ends.length);  // released at the consumer's PushEnds (Execute)
-    p.queue.push_back({Item::Kind::kEnds, p.tail, {}, ends});
+    // An end e may be about a queued row that starts at or before e, never a later one: it waits
+    // for the queued items up to the last at or before e (times are in order: a binary search).
+    // The fixes of one batch are grouped by what they wait for.
+    std::map<uint64_t, std::vector<uint32_t>> groups;
+    for (int64_t k = 0; k < ends.length; ++k) {
+      const Time e = ends.ends.At(k);
+      auto after = std::upper_bound(p.queue.begin(), p.queue.end(), e,
+                                    [](Time t, const Item& it) { return t < it.time; });
+      groups[p.taken + static_cast<uint64_t>(after - p.queue.begin())].push_back(static_cast<uint32_t>(k));
+    }
+    for (auto& [after, rows] : groups) {
+      EndBatch part = ends;
+      if (rows.size() != static_cast<size_t>(ends.length)) {
+        part.length = static_cast<int64_t>(rows.size());
+        part.holders = Buffer::Allocate(part.length * static_cast<int64_t>(sizeof(HolderId)));
+        for (int64_t k = 0; k < part.length; ++k) part.holders.as<HolderId>()[k] = ends.ids()[rows[k]];
+        part.ends = GatherTime(ends.ends, rows.data(), part.length);
+      }
+      Time lowest = Time::Infinity();
+      for (int64_t k = 0; k < part.length; ++k) lowest = std::min(lowest, part.ends.At(k));
+      holders_->Pin(part.ids(), part.length);  // released at the consumer's PushEnds (Execute)
+      p.ends.emplace(after, Item{Item::Kind::kEnds, lowest, {}, std::move(part)});
+      p.ends_floor.insert(lowest);
+    }
     Fed(c.node);
   }
 }
@@ -171,9 +214,8 @@ void HeartbeatExecutor::Promise(Port& p, Time t) {
     if (!p.queue.empty() && p.queue.back().kind == Item::Kind::kHeartbeat)
       p.queue.back().time = t;  // a later heartbeat says all the earlier one did
     else
-      p.queue.push_back({Item::Kind::kHeartbeat, t, {}, {}});
+      p.QueueData({Item::Kind::kHeartbeat, t, {}, {}});
     p.promised = t;
-    p.tail = std::max(p.tail, t);
   }
   p.wave = wave_;
 }
@@ -185,41 +227,40 @@ void HeartbeatExecutor::EnqueueHeartbeat(int node, Time t) {
   }
 }
 
-int HeartbeatExecutor::Consumable(const Node& n, bool* stalled) const {
+HeartbeatExecutor::Pick HeartbeatExecutor::Consumable(const Node& n, bool* stalled) const {
   int best = -1;
   for (size_t p = 0; p < n.ports.size(); ++p) {
-    const auto& q = n.ports[p].queue;
-    if (!q.empty() && (best < 0 || q.front().time < n.ports[best].queue.front().time)) best = static_cast<int>(p);
+    const Port& port = n.ports[p];
+    if (!port.ends.empty() && port.ends.begin()->first <= port.taken) return {static_cast<int>(p), true};
+    if (!port.queue.empty() && (best < 0 || port.queue.front().time < n.ports[best].queue.front().time))
+      best = static_cast<int>(p);
   }
-  if (best < 0 || n.ports.size() == 1) return best;
+  if (best < 0 || n.ports.size() == 1) return {best, false};
   // The stall of §2.3: an input with nothing queued must already have delivered the head's time.
   const Time t = n.ports[best].queue.front().time;
   for (const Port& p : n.ports) {
     if (p.queue.empty() && p.seen < t) {
       *stalled = true;
-      return -1;
+      return {};
     }
   }
-  return best;
+  return {best, false};
 }
 
-void HeartbeatExecutor::Execute(int node, int port) {
+void HeartbeatExecutor::Execute(int node, Pick pick) {
   Node& n = nodes_[node];
-  Port& p = n.ports[port];
-  Item it = std::move(p.queue.front());
-  p.queue.pop_front();
+  Port& p = n.ports[pick.port];
   ++stats_.executions;
-  p.seen = std::max(p.seen, it.time);
-  switch (it.kind) {
-    case Item::Kind::kData:
-      n.op->Push(port, it.batch, *n.emitter);
-      break;
-    case Item::Kind::kEnds:
-      n.op->PushEnds(port, it.ends, *n.emitter);
-      holders_->Unpin(it.ends.ids(), it.ends.length);  // after: what the consumer passed on is pinned again
-      break;
-    case Item::Kind::kHeartbeat:
-      break;
+  if (pick.ends) {
+    auto first = p.ends.begin();
+    Item it = std::move(first->second);
+    p.ends.erase(first);
+    p.ends_floor.erase(p.ends_floor.find(it.time));
+    n.op->PushEnds(pick.port, it.ends, *n.emitter);
+    holders_->Unpin(it.ends.ids(), it.ends.length);  // after: what the consumer passed on is pinned again
+  } else {
+    Item it = p.TakeData();
+    if (it.kind == Item::Kind::kData) n.op->Push(pick.port, it.batch, *n.emitter);
   }
   Refresh(node);
 }
@@ -232,14 +273,9 @@ void HeartbeatExecutor::Refresh(int node) {
     if (p.wave != wave_) return;  // an input's heartbeat of this wave is still on its way
     progress = std::min(progress, p.promised);
   }
-  // Data (or end fixes) below the new progress must reach the operator first. Heartbeats are
-  // coalesced at the back of a queue, so the first item that is not one is the head or the next.
-  for (const Port& p : n.ports) {
-    const auto& q = p.queue;
-    if (q.empty()) continue;
-    const Item& first = q.front().kind != Item::Kind::kHeartbeat ? q.front() : q.size() > 1 ? q[1] : q.front();
-    if (first.kind != Item::Kind::kHeartbeat && first.time < progress) return;
-  }
+  // Data and end fixes below the new progress must reach the operator first.
+  for (const Port& p : n.ports)
+    if (!p.Clear(progress)) return;
   n.wave = wave_;
   if (progress > n.progress) {
     n.progress = progress;
@@ -278,15 +314,13 @@ void HeartbeatExecutor::Drain() {
       while (!stack_.empty()) {
         const int node = stack_.back();
         Refresh(node);
-        int runs = 0, port;
+        int runs = 0;
         bool stalled = false;
-        while (runs < max_run_ && (port = Consumable(nodes_[node], &stalled)) >= 0) {
-          Execute(node, port);
-          ++runs;
-        }
+        for (Pick pick; runs < max_run_ && (pick = Consumable(nodes_[node], &stalled)).port >= 0; ++runs)
+          Execute(node, pick);
         if (stalled && runs == 0) ++stats_.stalls;
         // Hit max_run with more to do: it stays, under its consumers, and resumes after them.
-        if (runs < max_run_ || Consumable(nodes_[node], &stalled) < 0) stack_.pop_back();
+        if (runs < max_run_ || Consumable(nodes_[node], &stalled).port < 0) stack_.pop_back();
         if (!fed_.empty()) ++stats_.switches;
         for (auto it = fed_.rbegin(); it != fed_.rend(); ++it)
           if (stack_.empty() || stack_.back() != *it) stack_.push_back(*it);
@@ -300,7 +334,7 @@ void HeartbeatExecutor::Drain() {
         const int node = index_.at(id);
         Refresh(node);
         bool stalled = false;
-        if (!fed_.empty() || Consumable(nodes_[node], &stalled) >= 0) {
+        if (!fed_.empty() || Consumable(nodes_[node], &stalled).port >= 0) {
           stack_.push_back(node);
           again = true;
           break;

@@ -27,6 +27,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <set>
 #include <vector>
 
 #include "executors/executor.h"
@@ -59,16 +60,35 @@ class HeartbeatExecutor final : public Executor {
   struct Item {
     enum class Kind : uint8_t { kData, kEnds, kHeartbeat };
     Kind kind;
-    Time time;
+    Time time;      // data: the rows' time; heartbeat: the promise; end fix: its smallest end
     Batch batch;    // kData
     EndBatch ends;  // kEnds
   };
   struct Port {
+    // Data and heartbeats, in time order, merged with the other inputs by time.
     std::deque<Item> queue;
-    Time seen = Time::MinusInfinity();      // latest time taken from the queue (data or heartbeat)
+    uint64_t taken = 0;  // items taken from `queue` so far (numbers them)
+    // Sliding minimum of the queued data times, (item number, time): what must reach the
+    // operator before its progress passes it.
+    std::deque<std::pair<uint64_t, Time>> floor;
+    // End fixes, by the number of `queue` items that must be taken before each: those holding a
+    // row the fix may be about (a row starts at or before its end). They need no merging by
+    // time: one is taken as soon as the data before it is.
+    std::multimap<uint64_t, Item> ends;
+    std::multiset<Time> ends_floor;  // the smallest end of each
+    Time seen = Time::MinusInfinity();      // latest time taken from `queue` (data or heartbeat)
     Time promised = Time::MinusInfinity();  // latest heartbeat queued: the producer's promise
-    Time tail = Time::MinusInfinity();      // latest time queued (stamps end fixes)
     uint64_t wave = 0;                      // the AdvanceTo call `promised` is from
+
+    void QueueData(Item item);
+    Item TakeData();
+    // Whether the operator's progress may move to `t`: nothing queued must reach it first.
+    bool Clear(Time t) const;
+  };
+  // What an operator takes next: the head of a port's queue or an end fix that is due.
+  struct Pick {
+    int port = -1;
+    bool ends = false;
   };
   struct Consumer {
     int node;  // index into nodes_
@@ -105,9 +125,9 @@ class HeartbeatExecutor final : public Executor {
   void Promise(Port& p, Time t);
   void EnqueueHeartbeat(int node, Time t);
   void Fed(int consumer);
-  // The port whose head the operator may take now, or -1 (nothing queued, or stalled).
-  int Consumable(const Node& n, bool* stalled) const;
-  void Execute(int node, int port);
+  // What the operator may take now; port -1: nothing queued, or stalled (§2.3).
+  Pick Consumable(const Node& n, bool* stalled) const;
+  void Execute(int node, Pick pick);
   // Once every input has its heartbeat of the current wave and nothing queued lies below the new
   // progress: runs the operator's AdvanceTo if its progress rose and sends the wave on.
   void Refresh(int node);
