@@ -63,6 +63,18 @@ std::vector<int> OneCycle(const std::map<int, const std::vector<int>*>& graph, c
 
 }  // namespace
 
+HeartbeatExecutor::Item HeartbeatExecutor::Fifo::pop_front() {
+  Item it = std::move(items_[head_++]);
+  if (head_ == items_.size()) {
+    items_.clear();
+    head_ = 0;
+  } else if (head_ >= 1024 && 2 * head_ >= items_.size()) {  // drop the taken half: amortized O(1)
+    items_.erase(items_.begin(), items_.begin() + static_cast<std::ptrdiff_t>(head_));
+    head_ = 0;
+  }
+  return it;
+}
+
 void HeartbeatExecutor::Port::QueueData(Item item) {
   if (item.kind == Item::Kind::kData) {
     while (!floor.empty() && floor.back().second >= item.time) floor.pop_back();
@@ -72,8 +84,7 @@ void HeartbeatExecutor::Port::QueueData(Item item) {
 }
 
 HeartbeatExecutor::Item HeartbeatExecutor::Port::TakeData() {
-  Item it = std::move(queue.front());
-  queue.pop_front();
+  Item it = queue.pop_front();
   ++taken;
   while (!floor.empty() && floor.front().first < taken) floor.pop_front();
   seen = std::max(seen, it.time);

@@ -1,29 +1,40 @@
 #pragma once
 // The heartbeat method (paper 000 §2.3, SPEC §5 executor="heartbeat"): the baseline DTS is measured
 // against. Operators are joined by FIFO queues, one per edge (consumer, port), holding
-//   * data: the rows of one timestamp (input batches and operators' outputs are cut per distinct
-//     timestamp, so that every queued item has one time and a binary operator can merge its
-//     inputs exactly by time, tuple arrival by tuple arrival as the paper measured it),
-//   * end fixes (EndBatch), in order with the data, stamped with the edge's latest time,
-//   * heartbeats: the producer's progress, moved by its delay.
-// One execution of an operator takes one item: a unary operator its queue's head; an n-ary operator
-// the head with the smallest time, but only when every other input has a queued item or has
-// already delivered that time (data or heartbeat). Otherwise it stalls, as §2.3 describes, until a
-// heartbeat or data arrives on the empty input. After an execution the operator's progress is the
-// minimum over its inputs of what their producers promised (the latest heartbeat, capped by the
-// first queued data), exactly the progress DTS computes once the queues are drained; when it rises
-// the operator's AdvanceTo runs and a heartbeat goes to its consumers.
+//   * data: the rows of one timestamp. Input batches and operators' outputs alike are cut per
+//     distinct timestamp, so that every item has one time and a binary operator merges its inputs
+//     exactly by time, arrival by arrival, as the paper measured it (outputs are mostly one
+//     timestamp already, since each execution moves time by one instant, so cutting them costs
+//     little);
+//   * heartbeats: the producer's progress, moved by its delay (consecutive ones coalesce);
+//   * end fixes (EndBatch), beside the data: each is due once the queued rows it may be about
+//     (those starting at or before its end) have been taken, so it keeps its order with its rows
+//     but is not held up by later rows stalled behind them.
+// One execution of an operator takes one item: a due end fix, else for a unary operator its
+// queue's head, for an n-ary one the head with the smallest time, but only when every other input
+// has a queued item or has already delivered that time. Otherwise the operator stalls (§2.3) until
+// data or a heartbeat arrives on the empty input.
+//
+// Progress moves in waves, one per AdvanceTo: every source queues a heartbeat behind its data, and
+// an operator passes the wave on (its own heartbeat, progress + delay) once every input has sent
+// its heartbeat of the wave and no queued data or end fix lies below the minimum of their
+// promises; if that minimum rose, the operator's AdvanceTo runs first. So each operator sees the
+// progress DTS gives it, and has everything DTS would have given it below that progress.
 //
 // Scheduling follows §4.2: a stack of operators. The operator on top runs up to `max_run`
 // consecutive executions while it has a consumable item; if they produced output (data, end
-// fixes or heartbeats), its consumers are stacked on top of it and control moves to them; an
-// operator with nothing consumable left is popped, one that hit `max_run` stays under its
-// consumers and resumes when they are done. Push and AdvanceTo return only when no operator can
-// execute any more: what is left queued is stalled, and is stalled below the progress DTS would
-// have reached, so both executors give the same rows, final at the same progress.
+// fixes or heartbeats), its consumers are stacked on top of it (the first consumer on top) and
+// control moves to them. An operator with nothing consumable left is popped; one that hit
+// `max_run` stays under its consumers and resumes when they are done. Push and AdvanceTo return
+// when no operator can execute any more: what is left queued is stalled, above the progress DTS
+// would have reached, so both executors give the same rows, final at the same progress (rows
+// beyond the progress that DTS passes through early may wait here until the stall ends).
 //
-// A cycle cannot run: a binary operator on it would wait for a heartbeat from its own output.
-// Add refuses it (kSemantic) and points to executor='dts'.
+// End fixes wait in queues, but a producer releases a holder id right after emitting its end: the
+// ids of queued fixes are pinned in the HolderTable so that none is reused before every consumer
+// has taken its end. A cycle cannot run (a binary operator on it would wait for a heartbeat from
+// its own output): Add refuses it (kSemantic) and points to executor='dts'.
+#include <cstddef>
 #include <deque>
 #include <map>
 #include <memory>
@@ -64,9 +75,27 @@ class HeartbeatExecutor final : public Executor {
     Batch batch;    // kData
     EndBatch ends;  // kEnds
   };
+  // A FIFO over a vector: once warm it allocates nothing per item (std::deque would allocate a
+  // block for each item this large).
+  class Fifo {
+   public:
+    bool empty() const { return head_ == items_.size(); }
+    size_t size() const { return items_.size() - head_; }
+    Item& front() { return items_[head_]; }
+    const Item& front() const { return items_[head_]; }
+    Item& back() { return items_.back(); }
+    std::vector<Item>::const_iterator begin() const { return items_.begin() + static_cast<std::ptrdiff_t>(head_); }
+    std::vector<Item>::const_iterator end() const { return items_.end(); }
+    void push_back(Item item) { items_.push_back(std::move(item)); }
+    Item pop_front();
+
+   private:
+    std::vector<Item> items_;
+    size_t head_ = 0;
+  };
   struct Port {
     // Data and heartbeats, in time order, merged with the other inputs by time.
-    std::deque<Item> queue;
+    Fifo queue;
     uint64_t taken = 0;  // items taken from `queue` so far (numbers them)
     // Sliding minimum of the queued data times, (item number, time): what must reach the
     // operator before its progress passes it.
