@@ -187,6 +187,26 @@ def test_streams_meeting_give_the_dts_results_final_at_the_same_progress(cql, st
         assert stamps == sorted(stamps), (q, cql)
 
 
+def test_queries_added_to_a_running_engine_see_what_dts_shows_them():
+    def go(executor: str) -> dict[str, list]:
+        eng = cq_py.Engine(executor=executor)
+        eng.execute("REGISTER STREAM s(a INT); REGISTER STREAM t(b INT);"
+                    "REGISTER QUERY q1 AS ISTREAM(SELECT a FROM s [Rows 2]);")
+        eng.push("s", [{"a": 1, "ts": 1}, {"a": 2, "ts": 2}])
+        eng.push("t", [{"b": 1, "ts": 1}])
+        eng.execute("REGISTER QUERY q2 AS DSTREAM(SELECT a, b FROM s [Rows 1], t [Range 3] WHERE a = b);")
+        out: dict[str, list] = {}
+        for action in (lambda: eng.push("s", [{"a": 1, "ts": 3}, {"a": 3, "ts": 4}]),
+                       lambda: eng.push("t", [{"b": 1, "ts": 3}, {"b": 3, "ts": 4}]),
+                       lambda: eng.advance(6), eng.close):
+            action()
+            for q in eng.query_names():
+                out.setdefault(q, []).append(eng.fetch(q).to_pylist())
+        return out
+
+    assert go("heartbeat") == go("dts")  # the same rows at every fetch
+
+
 @pytest.mark.parametrize("executor", [
     pytest.param("dts", marks=pytest.mark.xfail(strict=True, reason=(
         "DTS passes a UNION ALL of relations through in arrival order, so a join reading it "
