@@ -73,11 +73,8 @@ class Engine:
             raise ValueError(f"lifetime must be one of {', '.join(LIFETIMES)}; found {lifetime!r}")
         if executor not in EXECUTORS:
             raise ValueError(f"executor must be one of {', '.join(EXECUTORS)}; found {executor!r}")
-        if executor != "dts":
-            raise NotImplementedError(
-                f"executor={executor!r}: this build runs executor='dts'; the heartbeat executor is "
-                "not built yet")
         self.lifetime = lifetime
+        self.executor = executor
         self.time_unit = time_unit
         self.expose_steps = expose_steps
         self.auto_delay = auto_delay
@@ -106,7 +103,7 @@ class Engine:
         planner = Planner(self._catalog, self.time_unit, cql, self.expose_steps, self.auto_delay,
                           self.expiration)
         catalog, ops = planner.plan(script)
-        _check_runnable(ops, planner)
+        _check_runnable(ops, planner, self.executor)
         if ops:
             plan = json.dumps({"operators": [op.to_plan() for op in ops]})
             try:
@@ -146,14 +143,15 @@ class Engine:
 
     def explain(self) -> str:
         """The registered streams and queries, every operator (inputs, window, lifetime property,
-        delay), the loops and the DTS execution order.
+        delay), the loops and the execution order (DTS's, or the heartbeat executor's topological
+        order).
 
         >>> eng = Engine()
         >>> eng.execute("REGISTER STREAM s(a INT); REGISTER QUERY q AS SELECT a FROM s [Range 5];")
         >>> print(eng.explain().splitlines()[0])
         Streams:
         """
-        return render_plan(self._catalog)
+        return render_plan(self._catalog, self.executor)
 
     # -- data in ------------------------------------------------------------------------------
 
@@ -408,12 +406,25 @@ class Engine:
                          f"an Arrow timestamp; found {have}", stream=stream)
 
 
-def _check_runnable(nodes: list[Node], planner: Planner) -> None:
+def _check_runnable(nodes: list[Node], planner: Planner, executor: str) -> None:
     """Refuses, before anything is registered, a plan that uses operators or kernels the core does
-    not have yet (``explain`` shows such plans all the same)."""
+    not have yet (``explain`` shows such plans all the same), and a recursive plan under the
+    heartbeat executor, which would deadlock on it."""
     available = set(_core_operator_names())
     from cq_py.planner import loops
 
+    ids = {n.id for n in nodes}
+    succ = loops.successors(planner.cat.nodes)
+    for comp in loops.strongly_connected(planner.cat.nodes, succ):
+        if executor == "heartbeat" and ids & set(comp) and loops.is_loop(comp, succ):
+            names = _from_first_registered(
+                loops.queries_on(loops.find_cycle(comp, succ), planner.cat), planner)
+            ring = " → ".join(names + names[:1])
+            first = planner.cat.queries.get(names[0].lower()) if names else None
+            raise planner.err(f"executor='heartbeat' cannot run the recursive loop {ring} (it would "
+                              "deadlock: a binary operator on the loop waits for a heartbeat from its "
+                              "own output, paper 000 §2.3); use executor='dts'",
+                              first.pos if first else nodes[0].pos)
     for n in nodes:
         if n.op not in available:
             raise planner.err(f"{DESCRIPTIONS.get(n.op, n.op)} (in '{n.owner}') is not available in "
@@ -423,6 +434,15 @@ def _check_runnable(nodes: list[Node], planner: Planner) -> None:
                 args = ", ".join(T.CQL_NAME[a.type] for a in call.args)
                 raise planner.err(f"'{call.text}' ({call.fn} of {args}) is not available in this "
                                   "build yet", call.pos)
+
+
+def _from_first_registered(names: list[str], planner: Planner) -> list[str]:
+    """The queries of a loop (in data-flow order), rotated to start at the first registered."""
+    registered = [q.lower() for q in planner.cat.queries]
+    if not names or any(n.lower() not in registered for n in names):
+        return names
+    k = min(range(len(names)), key=lambda i: registered.index(names[i].lower()))
+    return names[k:] + names[:k]
 
 
 def _core_operator_names() -> list[str]:

@@ -1,5 +1,5 @@
 """``explain()``: the registered streams and queries, every operator with its inputs, window,
-lifetime property and delay, the loops (strongly connected parts) and the DTS execution order."""
+lifetime property and delay, the loops (strongly connected parts) and the execution order."""
 
 from __future__ import annotations
 
@@ -12,8 +12,10 @@ def _cols(cols: list[tuple[str, str]]) -> str:
     return ", ".join(f"{n} {T.CQL_NAME[t]}" for n, t in cols)
 
 
-def render(cat: Catalog) -> str:
-    """The catalog's plan as text (stable: tests and conformance files compare it).
+def render(cat: Catalog, executor: str = "dts") -> str:
+    """The catalog's plan as text (stable: tests and conformance files compare it). The execution
+    order is the DTS order, or for ``executor="heartbeat"`` (which runs no loops) the topological
+    order its core executor reports.
 
     >>> from cq_py.parser import parse
     >>> from cq_py.planner import Planner, Catalog
@@ -54,7 +56,10 @@ def render(cat: Catalog) -> str:
     loop_lines: list[str] = []
     _loops(order, cat, loop_lines, 1)
     lines += ["Loops:"] + loop_lines if loop_lines else ["Loops: none"]
-    lines.append("Execution order (DTS): " + _order(order))
+    if executor == "heartbeat":
+        lines.append("Execution order (heartbeat, topological): " + _order(order))
+    else:
+        lines.append("Execution order (DTS): " + _order(order))
     fire = [f"#{i} ({FIRING_POINTS[n.op] if n.op != 'window' or n.params.get('kind') != 'unbounded' else 'input'})"
             for i, n in sorted(cat.nodes.items()) if n.op in FIRING_POINTS
             and not (n.op == "window" and n.params.get("kind") == "unbounded")]

@@ -48,17 +48,28 @@ Batch Batch::Compact() const {
 }
 
 Batch Batch::Slice(int64_t offset, int64_t n) const {
-  if (offset == 0 && n == length) return *this;
+  if (offset == 0 && n == num_rows()) return *this;
   Batch out;
   out.kind = kind;
   out.schema = schema;
-  out.length = n;
   out.constant_duration = constant_duration;
+  if (has_selection) {  // the rows stay where they are; only the selection is cut
+    out.columns = columns;
+    out.length = length;
+    out.sync = sync;
+    out.other = other;
+    out.holders = holders;
+    out.has_selection = true;
+    out.selection = Buffer::Slice(selection, offset * 4, n * 4);
+    out.selection_count = n;
+    return out;
+  }
+  out.length = n;
   out.columns.reserve(columns.size());
   for (const Column& c : columns) out.columns.push_back(SliceColumn(c, offset, n));
   out.sync = SliceTime(sync, offset, n);
   out.other = SliceTime(other, offset, n);
-  if (!holders.empty()) out.holders = Buffer::Slice(holders, offset * sizeof(HolderId), n * sizeof(HolderId));
+  if (!holders.empty()) out.holders = Buffer::Slice(holders, offset * static_cast<int64_t>(sizeof(HolderId)), n * static_cast<int64_t>(sizeof(HolderId)));
   return out;
 }
 

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <unordered_map>
 #include <vector>
 
 #include "batch/column.h"
@@ -81,7 +82,7 @@ struct Batch {
     storage = Compact();
     return storage;
   }
-  // Rows [offset, offset + n) of a compact batch, zero-copy.
+  // Selected rows [offset, offset + n) (in selection order), sharing this batch's buffers.
   Batch Slice(int64_t offset, int64_t n) const;
   // `other` filled in from `constant_duration` (needed when lifetimes of different durations meet).
   Batch WithMaterializedEnd() const;
@@ -109,16 +110,17 @@ struct BatchRow {
 // `batch_of(i)` returns the batch numbered i.
 template <typename BatchOf>
 std::vector<Column> GatherRows(const BatchOf& batch_of, const std::vector<BatchRow>& rows, size_t width) {
-  // Number the distinct batches, then take every column in one pass.
+  // Number the distinct batches, then take every column in one pass. Rows may come from very
+  // many small batches (the heartbeat executor's one-timestamp items): a hash map numbers them.
   std::vector<const Batch*> batches;
+  std::unordered_map<const Batch*, uint32_t> number;
   std::vector<uint32_t> which(rows.size()), idx(rows.size());
   uint32_t last = 0;
   bool have_last = false;
   for (size_t k = 0; k < rows.size(); ++k) {
     if (!have_last || rows[k].batch != last) {
       const Batch* b = &batch_of(rows[k].batch);
-      size_t pos = 0;
-      while (pos < batches.size() && batches[pos] != b) ++pos;
+      const size_t pos = number.try_emplace(b, static_cast<uint32_t>(batches.size())).first->second;
       if (pos == batches.size()) batches.push_back(b);
       last = rows[k].batch;
       have_last = true;

@@ -1,6 +1,7 @@
 #include "engine/engine.h"
 
 #include "executors/dts/dts_executor.h"
+#include "executors/heartbeat/heartbeat_executor.h"
 #include "operators/registry.h"
 #include "operators/relation_scan.h"
 #include "operators/stream_scan.h"
@@ -18,8 +19,10 @@ Engine::Engine(EngineOptions options) : options_(std::move(options)) {
     throw CqError(ErrorKind::kSemantic, "lifetime='" + options_.lifetime + "': expected 'direct' or 'negative'");
   if (options_.executor == "dts")
     executor_ = std::make_unique<DtsExecutor>(options_.hybrid, options_.max_loop_steps);
+  else if (options_.executor == "heartbeat")
+    executor_ = std::make_unique<HeartbeatExecutor>(options_.max_run, &holders_);
   else
-    throw CqError(ErrorKind::kSemantic, "executor='" + options_.executor + "' is not available; expected 'dts'");
+    throw CqError(ErrorKind::kSemantic, "executor='" + options_.executor + "': expected 'dts' or 'heartbeat'");
 }
 
 template <typename F>

@@ -4,12 +4,39 @@
 // only in when each operator runs. Operators own their state; executors own scheduling.
 #include <map>
 #include <memory>
+#include <set>
 #include <utility>
 #include <vector>
 
 #include "operators/operator.h"
 
 namespace cq {
+
+// Producers before consumers among `ids`, the smallest ready id first (the order registration
+// gives, which explain() shows). `feeds(id, visit)` calls visit(consumer) for each edge to follow.
+// Ids it cannot order (on or behind a cycle) go to `left`.
+template <typename Feeds>
+std::vector<int> ProducersFirst(const std::vector<int>& ids, const Feeds& feeds, std::vector<int>* left = nullptr) {
+  std::map<int, int> indegree;
+  for (int id : ids) indegree[id] = 0;
+  for (int id : ids) feeds(id, [&](int c) { ++indegree[c]; });
+  std::set<int> ready;
+  for (const auto& [id, d] : indegree)
+    if (d == 0) ready.insert(id);
+  std::vector<int> order;
+  while (!ready.empty()) {
+    const int id = *ready.begin();
+    ready.erase(ready.begin());
+    order.push_back(id);
+    feeds(id, [&](int c) {
+      if (--indegree[c] == 0) ready.insert(c);
+    });
+  }
+  if (left)
+    for (const auto& [id, d] : indegree)
+      if (d > 0) left->push_back(id);
+  return order;
+}
 
 class Executor {
  public:

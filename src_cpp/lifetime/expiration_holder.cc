@@ -15,6 +15,40 @@ void HolderTable::Allocate(int64_t n, HolderId* out) {
   for (; k < n; ++k) out[k] = next_++;
 }
 
-void HolderTable::Release(const HolderId* ids, int64_t n) { free_.insert(free_.end(), ids, ids + n); }
+void HolderTable::Release(const HolderId* ids, int64_t n) {
+  if (pins_.empty()) {
+    free_.insert(free_.end(), ids, ids + n);
+    return;
+  }
+  for (int64_t k = 0; k < n; ++k) {
+    const HolderId id = ids[k];
+    if (id < pins_.size() && pins_[id] > 0)
+      released_[id] = 1;
+    else
+      free_.push_back(id);
+  }
+}
+
+void HolderTable::Pin(const HolderId* ids, int64_t n) {
+  if (pins_.size() < next_) {
+    pins_.resize(next_, 0);
+    released_.resize(next_, 0);
+  }
+  for (int64_t k = 0; k < n; ++k) {
+    CQ_CHECK(ids[k] < next_, "pinning holder id " + std::to_string(ids[k]) + " that was never handed out");
+    ++pins_[ids[k]];
+  }
+}
+
+void HolderTable::Unpin(const HolderId* ids, int64_t n) {
+  for (int64_t k = 0; k < n; ++k) {
+    const HolderId id = ids[k];
+    CQ_CHECK(id < pins_.size() && pins_[id] > 0, "unpinning holder id " + std::to_string(id) + " that is not pinned");
+    if (--pins_[id] == 0 && released_[id]) {
+      released_[id] = 0;
+      free_.push_back(id);
+    }
+  }
+}
 
 }  // namespace cq

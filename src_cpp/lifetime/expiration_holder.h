@@ -16,8 +16,15 @@ class HolderTable {
  public:
   // `n` ids not in use, written to `out`. Recycled ids come first, so ids stay dense.
   void Allocate(int64_t n, HolderId* out);
-  // The ids' ends have been emitted (and so seen by every consumer): they may be reused.
+  // The ids' ends have been emitted (and so seen by every consumer): they may be reused. A pinned
+  // id is reused only after its last Unpin.
   void Release(const HolderId* ids, int64_t n);
+  // An executor that queues end fixes between operators (the heartbeat executor) pins the ids of
+  // each queued EndBatch until the consumer has taken it: the producer releases an id right after
+  // emitting its end, and reusing it while that end still waits in a queue would let a new tuple
+  // meet the old tuple's end downstream. Pins count (one per queued batch naming the id).
+  void Pin(const HolderId* ids, int64_t n);
+  void Unpin(const HolderId* ids, int64_t n);
   int64_t live() const { return static_cast<int64_t>(next_) - static_cast<int64_t>(free_.size()); }
   // One past the largest id ever handed out: the size a flat array indexed by id needs.
   HolderId capacity() const { return next_; }
@@ -25,6 +32,8 @@ class HolderTable {
  private:
   std::vector<HolderId> free_;
   HolderId next_ = 0;
+  std::vector<uint32_t> pins_;     // by id: queued end batches naming it (empty: nothing ever pinned)
+  std::vector<uint8_t> released_;  // by id: released while pinned, free at its last Unpin
 };
 
 }  // namespace cq

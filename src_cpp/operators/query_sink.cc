@@ -344,7 +344,30 @@ void QuerySink::AdvanceTo(Time progress, Emitter&) {
 
 std::vector<OutputChunk> QuerySink::Drain() {
   FlushSmall();
-  std::vector<OutputChunk> out(std::make_move_iterator(queue_.begin()), std::make_move_iterator(queue_.end()));
+  // Runs of small chunks (the heartbeat executor's output comes one timestamp at a time) go out
+  // concatenated, up to kDrainRows rows, so that a reader is not handed thousands of tiny
+  // batches; a chunk that stands alone goes out as it is (zero-copy).
+  constexpr int64_t kDrainRows = 65536;
+  std::vector<OutputChunk> out;
+  size_t first = 0;
+  while (first < queue_.size()) {
+    size_t last = first + 1;
+    int64_t rows = queue_[first].length;
+    while (last < queue_.size() && rows + queue_[last].length <= kDrainRows) rows += queue_[last++].length;
+    if (last == first + 1) {
+      out.push_back(std::move(queue_[first]));
+    } else {
+      OutputChunk merged;
+      merged.length = rows;
+      std::vector<const Column*> parts(last - first);
+      for (size_t c = 0; c < queue_[first].columns.size(); ++c) {
+        for (size_t k = first; k < last; ++k) parts[k - first] = &queue_[k].columns[c];
+        merged.columns.push_back(Concat(parts.data(), static_cast<int64_t>(parts.size())));
+      }
+      out.push_back(std::move(merged));
+    }
+    first = last;
+  }
   queue_.clear();
   queued_rows_ = 0;
   return out;

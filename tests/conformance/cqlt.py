@@ -19,7 +19,8 @@ import pyarrow as pa
 
 import cq_py
 
-__all__ = ["Block", "FormatError", "Failure", "Skipped", "parse", "run_file", "run_text"]
+__all__ = ["Block", "FormatError", "Failure", "Skipped", "file_options", "parse", "run_file",
+           "run_text"]
 
 SEPARATOR = "----"
 ERROR_CLASSES = {
@@ -367,11 +368,12 @@ def render(v: Any) -> str:
 
 
 class _Runner:
-    def __init__(self, blocks: list[Block], where: str, ignore_skips: bool = False):
+    def __init__(self, blocks: list[Block], where: str, ignore_skips: bool = False,
+                 defaults: Optional[dict[str, Any]] = None):
         self.blocks = blocks
         self.where = where
         self.ignore_skips = ignore_skips
-        self.options: dict[str, Any] = {}
+        self.options: dict[str, Any] = dict(defaults or {})
         if blocks and blocks[0].kind == "options":
             for a in blocks[0].args:
                 key, _, value = a.partition("=")
@@ -605,19 +607,29 @@ class _Runner:
 # =============================================================================================
 
 
-def run_text(text: str, where: str = "<cqlt>", ignore_skips: bool = False) -> int:
+def run_text(text: str, where: str = "<cqlt>", ignore_skips: bool = False,
+             defaults: Optional[dict[str, Any]] = None) -> int:
     """Runs a ``.cqlt`` text; returns the number of blocks checked. Raises :class:`Failure`,
     :class:`FormatError` or :class:`Skipped`. With ``ignore_skips``, ``skip`` blocks are passed
-    over (to see whether the cases behind them still fail)."""
+    over (to see whether the cases behind them still fail). ``defaults`` are engine options for
+    those the file's ``options`` block does not set (the option matrix: ``executor=...``)."""
     blocks = parse(text, where)
     if not [b for b in blocks if b.kind != "options"]:
         raise FormatError(f"{where}: the file has no blocks")
-    return _Runner(blocks, where, ignore_skips).run()
+    return _Runner(blocks, where, ignore_skips, defaults).run()
 
 
 def run_file(path: Union[str, Path], root: Optional[Path] = None,
-             ignore_skips: bool = False) -> int:
+             ignore_skips: bool = False, defaults: Optional[dict[str, Any]] = None) -> int:
     path = Path(path)
     where = str(path.relative_to(root)) if root else str(path)
-    return run_text(path.read_text(), where, ignore_skips)
+    return run_text(path.read_text(), where, ignore_skips, defaults)
+
+
+def file_options(text: str, where: str = "<cqlt>") -> dict[str, Any]:
+    """The options a file's ``options`` block sets (``mode`` included), read as the runner does."""
+    blocks = parse(text, where)
+    if not blocks or blocks[0].kind != "options":
+        return {}
+    return {k: OPTIONS[k](v) for k, _, v in (a.partition("=") for a in blocks[0].args)}
 

@@ -51,12 +51,12 @@ def aggregate(values: list[dict], key: str | None, x: str, having: bool) -> Coun
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(stream(), windows, st.sampled_from([None, "a", "c"]), st.sampled_from(["a", "b"]),
        st.booleans(), st.integers(1, 5), st.sampled_from(["direct", "negative"]))
-def test_aggregate_equals_reference(rows, window, key, x, having, batch, lifetime):
+def test_aggregate_equals_reference(executor, rows, window, key, x, having, batch, lifetime):
     items = (f"{key}, " if key else "") + (f"COUNT(*) AS n, COUNT({x}) AS nx, SUM({x}) AS sx, "
                                            f"AVG({x}) AS ax, MIN({x}) AS mn, MAX({x}) AS mx")
     body = (f"SELECT {items} FROM s {window_sql(window)}" + (f" GROUP BY {key}" if key else "")
             + (" HAVING COUNT(*) > 1" if having else ""))
-    eng = cq_py.Engine(expose_steps=True, lifetime=lifetime)
+    eng = cq_py.Engine(expose_steps=True, lifetime=lifetime, **executor)
     eng.execute(SCHEMA + f"REGISTER QUERY r AS {body}; REGISTER QUERY i AS ISTREAM({body});")
     table = pa.Table.from_pylist(rows, schema=pa.schema([("a", pa.int64()), ("b", pa.float64()),
                                                          ("c", pa.string()), ("ts", pa.int64())]))

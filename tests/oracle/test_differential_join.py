@@ -65,13 +65,13 @@ def interleaving(draw, s_rows, t_rows):
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(st.data(), windows, windows, st.sampled_from(["", "s.b < t.d", "s.b + t.d > 2"]),
        st.sampled_from(["", "s.b IS NOT NULL", "s.a > 0"]), st.sampled_from(["direct", "negative"]))
-def test_join_equals_reference(data, w1, w2, residual, filter_s, lifetime):
+def test_join_equals_reference(executor, data, w1, w2, residual, filter_s, lifetime):
     s_rows = data.draw(stream(("a", "b")))
     t_rows = data.draw(stream(("k", "d")))
     conds = ["s.a = t.k"] + [c for c in (residual, filter_s) if c]
     body = (f"SELECT s.a, s.b, t.d FROM s {window_sql(w1)}, t {window_sql(w2)} "
             f"WHERE {' AND '.join(conds)}")
-    eng = cq_py.Engine(expose_steps=True, lifetime=lifetime)
+    eng = cq_py.Engine(expose_steps=True, lifetime=lifetime, **executor)
     eng.execute(SCHEMA + f"REGISTER QUERY r AS {body}; REGISTER QUERY i AS ISTREAM({body});")
     schemas = {"s": pa.schema([("a", pa.int64()), ("b", pa.float64()), ("ts", pa.int64())]),
                "t": pa.schema([("k", pa.int64()), ("d", pa.float64()), ("ts", pa.int64())])}

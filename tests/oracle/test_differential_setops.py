@@ -25,7 +25,7 @@ OPS = {
 @given(data(), windows, windows, st.one_of(st.none(), bool_expr()), st.one_of(st.none(), bool_expr()),
        st.lists(plain_select_expr(), min_size=1, max_size=2), st.sampled_from(sorted(OPS)),
        st.sampled_from(["direct", "negative"]))
-def test_set_operation_equals_reference(dataset, w1, w2, where1, where2, select, op, lifetime):
+def test_set_operation_equals_reference(executor, dataset, w1, w2, where1, where2, select, op, lifetime):
     rows, cuts = dataset
     items = ", ".join(f"{render(e)} AS x{i}" for i, e in enumerate(select))
 
@@ -36,7 +36,7 @@ def test_set_operation_equals_reference(dataset, w1, w2, where1, where2, select,
     body = branch(w1, where1, "DISTINCT ") if op == "DISTINCT" else \
         f"{branch(w1, where1)} {op} {branch(w2, where2)}"
     out = run_engine(SCHEMA + f"REGISTER QUERY r AS {body}; REGISTER QUERY i AS ISTREAM({body});",
-                     rows, cuts, lifetime)
+                     rows, cuts, lifetime, executor)
     names = [f"x{i}" for i in range(len(select))]
     left = relation(rows, w1, where1, select)
     right = relation(rows, w2, where2, select) if op != "DISTINCT" else []

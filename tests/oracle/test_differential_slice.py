@@ -128,8 +128,9 @@ def window_sql(w) -> str:
     return {"now": "[Now]", "unbounded": "[Range Unbounded]"}.get(w[0]) or f"[Range {w[1]}]"
 
 
-def run_engine(cql: str, rows: list[dict], cuts: list[int], lifetime: str) -> dict[str, pa.Table]:
-    eng = cq_py.Engine(expose_steps=True, lifetime=lifetime)
+def run_engine(cql: str, rows: list[dict], cuts: list[int], lifetime: str,
+               executor: dict) -> dict[str, pa.Table]:
+    eng = cq_py.Engine(expose_steps=True, lifetime=lifetime, **executor)
     eng.execute(cql)
     schema = pa.schema([("a", pa.int64()), ("b", pa.float64()), ("c", pa.string()),
                         ("f", pa.bool_()), ("ts", pa.int64())])
@@ -148,7 +149,7 @@ def run_engine(cql: str, rows: list[dict], cuts: list[int], lifetime: str) -> di
 @given(data(), windows, st.one_of(st.none(), bool_expr()),
        st.lists(plain_select_expr(), min_size=1, max_size=3),
        st.sampled_from(["direct", "negative"]))
-def test_engine_equals_reference(dataset, window, where, select, lifetime):
+def test_engine_equals_reference(executor, dataset, window, where, select, lifetime):
     """Both lifetime methods (SPEC §5) against the reference: direct = negative = oracle."""
     rows, cuts = dataset
     items = ", ".join(f"{render(e)} AS x{i}" for i, e in enumerate(select))
@@ -156,7 +157,7 @@ def test_engine_equals_reference(dataset, window, where, select, lifetime):
     cql = SCHEMA + (f"REGISTER QUERY r AS {body}; REGISTER QUERY i AS ISTREAM({body});"
                     f"REGISTER QUERY d AS DSTREAM({body}); REGISTER QUERY rs AS RSTREAM({body});"
                     f"REGISTER QUERY dl AS ISTREAM({body}) <3>; REGISTER QUERY dn AS DSTREAM({body}) <Now>;")
-    out = run_engine(cql, rows, cuts, lifetime)
+    out = run_engine(cql, rows, cuts, lifetime, executor)
     names = [f"x{i}" for i in range(len(select))]
 
     expected_rel = relation(rows, window, where, select)
@@ -187,7 +188,7 @@ def test_engine_equals_reference(dataset, window, where, select, lifetime):
 @given(data(), windows, windows, st.one_of(st.none(), bool_expr()), st.one_of(st.none(), bool_expr()),
        st.lists(plain_select_expr(), min_size=1, max_size=2),
        st.sampled_from(["direct", "negative"]))
-def test_union_all_equals_reference(dataset, w1, w2, where1, where2, select, lifetime):
+def test_union_all_equals_reference(executor, dataset, w1, w2, where1, where2, select, lifetime):
     """UNION ALL of two windows of the stream (a bag union of lifetimes), as a relation and
     under the three relation-to-stream operators."""
     rows, cuts = dataset
@@ -200,7 +201,7 @@ def test_union_all_equals_reference(dataset, w1, w2, where1, where2, select, lif
     cql = SCHEMA + (f"REGISTER QUERY r AS {body}; REGISTER QUERY i AS ISTREAM({body});"
                     f"REGISTER QUERY d AS DSTREAM({body}); REGISTER QUERY rs AS RSTREAM({body});"
                     f"REGISTER QUERY dl AS ISTREAM({body}) <3>; REGISTER QUERY dn AS DSTREAM({body}) <Now>;")
-    out = run_engine(cql, rows, cuts, lifetime)
+    out = run_engine(cql, rows, cuts, lifetime, executor)
     names = [f"x{i}" for i in range(len(select))]
     expected = relation(rows, w1, where1, select) + relation(rows, w2, where2, select)
     got = [(tuple(r[n] for n in names), (r["start"], r["start_step"]),

@@ -145,26 +145,11 @@ void DtsExecutor::Schedule() {
   // loop is cut there); smallest id first among the ready ones, so the order follows registration.
   auto order_of = [&](const std::vector<int>& members, bool cut) {
     std::set<int> in(members.begin(), members.end());
-    std::map<int, int> indegree;
-    for (int id : members) indegree[id] = 0;
-    for (int id : members) {
-      if (cut && !nodes_.at(id).op->delay().IsZero()) continue;
+    return ProducersFirst(members, [&](int id, const auto& visit) {
+      if (cut && !nodes_.at(id).op->delay().IsZero()) return;
       for (const Consumer& c : nodes_.at(id).consumers)
-        if (in.count(c.node)) ++indegree[c.node];
-    }
-    std::set<int> ready;
-    for (const auto& [id, d] : indegree)
-      if (d == 0) ready.insert(id);
-    std::vector<int> out;
-    while (!ready.empty()) {
-      const int id = *ready.begin();
-      ready.erase(ready.begin());
-      out.push_back(id);
-      if (cut && !nodes_.at(id).op->delay().IsZero()) continue;
-      for (const Consumer& c : nodes_.at(id).consumers)
-        if (in.count(c.node) && --indegree[c.node] == 0) ready.insert(c.node);
-    }
-    return out;
+        if (in.count(c.node)) visit(c.node);
+    });
   };
 
   // The condensation in order: components whose producers are all placed, smallest id first.

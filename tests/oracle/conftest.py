@@ -1,0 +1,18 @@
+"""Every differential test runs under each executor, since all strategies must give the same
+results (SPEC §5): DTS, and the heartbeat executor with max_run 1 (control moves to the consumers
+after every execution) and 20 (the default: runs of executions, output queued meanwhile)."""
+
+import pytest
+
+EXECUTORS = {
+    "dts": {"executor": "dts"},
+    "heartbeat-run1": {"executor": "heartbeat", "max_run": 1},
+    "heartbeat-run20": {"executor": "heartbeat", "max_run": 20},
+}
+
+
+@pytest.fixture(scope="module", params=list(EXECUTORS))
+def executor(request) -> dict:
+    """Engine options choosing the executor (module scope: hypothesis runs its examples in one
+    test call, which a function-scoped fixture would not reset between)."""
+    return EXECUTORS[request.param]
