@@ -54,6 +54,12 @@ class Operator {
   // relation is non-empty).
   virtual Time next_firing(int64_t last_tick) const { return Time::Infinity(); }
 
+  // The inputs have ended (close()): nothing more will come than what is in already, and
+  // `last_tick` is the furthest tick they reached. Outside loops AdvanceTo(Time::Infinity()) says
+  // it; inside a loop the last instants still run one by one after it, so the DTS executor says it
+  // first (RSTREAM then stops at the tick where close() stops it outside loops).
+  virtual void Closing(int64_t last_tick) {}
+
   // How far the operator moves time forward: zero for all but delays (paper 000 §3.1), which the
   // executors use to cut loops.
   virtual Duration delay() const { return {}; }

@@ -39,19 +39,26 @@ Time RStream::next_firing(int64_t last_tick) const {
   // next change when there is one (what close() emits outside loops).
   const Time change = tracker_->next_instant();
   if (next_tick_ == Time::kMinTick || tracker_->alive().empty()) return change;
-  if (next_tick_ > last_tick && change.IsInfinite()) return change;
+  if (next_tick_ > (closing_ ? last_finite_ : last_tick) && change.IsInfinite()) return change;
   return std::min(change, Time{next_tick_, 0});
+}
+
+void RStream::Closing(int64_t last_tick) {
+  closing_ = true;
+  last_finite_ = std::max(last_finite_, last_tick);
 }
 
 void RStream::AdvanceTo(Time progress, Emitter& out) {
   // Ticks T with (T, 0) < progress are complete. At close, time goes to infinity: R is emitted at
   // every tick while it is non-empty — up to its last change; if it then stays non-empty for ever
   // (tuples that never end), up to the furthest tick the input reached.
-  const bool closing = progress.IsInfinite();
+  // Inside a loop, close() comes as Closing() and then instants one by one: the same rule, with
+  // ticks emitted only as far as `progress` has gone.
+  const bool closing = progress.IsInfinite() || closing_;
   int64_t limit = Time::kInfTick;
-  if (!closing) {
+  if (!progress.IsInfinite()) {
     limit = progress.step == 0 ? progress.tick : progress.tick + 1;
-    last_finite_ = std::max(last_finite_, progress.tick);
+    if (!closing_) last_finite_ = std::max(last_finite_, progress.tick);
   }
   for (;;) {
     if (next_tick_ == Time::kMinTick) {
@@ -72,8 +79,9 @@ void RStream::AdvanceTo(Time progress, Emitter& out) {
     const Time change = tracker_->next_instant();
     if (change.IsInfinite()) {
       if (closing) {
-        if (next_tick_ <= last_finite_) EmitTicks(next_tick_, last_finite_ + 1, out);
-        next_tick_ = std::max(next_tick_, last_finite_ + 1);
+        const int64_t end = std::min(limit, last_finite_ + 1);
+        if (next_tick_ < end) EmitTicks(next_tick_, end, out);
+        next_tick_ = std::max(next_tick_, end);
         return;
       }
       EmitTicks(next_tick_, limit, out);

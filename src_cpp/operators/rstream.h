@@ -16,6 +16,7 @@ class RStream final : public Operator {
   void PushEnds(int port, const EndBatch& ends, Emitter& out) override;
   void AdvanceTo(Time progress, Emitter& out) override;
   Time next_firing(int64_t last_tick) const override;
+  void Closing(int64_t last_tick) override;
   const Schema& output_schema() const override { return *schema_; }
   BatchKind output_kind() const override { return BatchKind::kStream; }
   std::string Explain() const override { return "RStream (every tick)"; }
@@ -27,6 +28,7 @@ class RStream final : public Operator {
   std::unique_ptr<InstantTracker> tracker_;
   int64_t next_tick_ = Time::kMinTick;  // the first tick not emitted yet
   int64_t last_finite_ = Time::kMinTick;  // the furthest finite progress seen
+  bool closing_ = false;                   // the inputs have ended (inside a loop)
 };
 
 }  // namespace cq

@@ -1,11 +1,14 @@
 """Every differential test runs under each executor, since all strategies must give the same
-results (SPEC §5): DTS, and the heartbeat executor with max_run 1 (control moves to the consumers
-after every execution) and 20 (the default: runs of executions, output queued meanwhile)."""
+results (SPEC §5): DTS as cq runs it (hybrid: whole batches outside loops) and as published
+(hybrid=False: every operator instant by instant), and the heartbeat executor with max_run 1
+(control moves to the consumers after every execution) and 20 (the default: runs of executions,
+output queued meanwhile)."""
 
 import pytest
 
 EXECUTORS = {
     "dts": {"executor": "dts"},
+    "dts-published": {"executor": "dts", "hybrid": False},
     "heartbeat-run1": {"executor": "heartbeat", "max_run": 1},
     "heartbeat-run20": {"executor": "heartbeat", "max_run": 20},
 }

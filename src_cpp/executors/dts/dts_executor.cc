@@ -314,6 +314,10 @@ void DtsExecutor::RunRegion(Region& r) {
   Time bound = Time::Infinity();
   for (int p : r.producers) bound = std::min(bound, InputProgress(p));
   if (!bound.IsInfinite() && bound != Time::MinusInfinity()) r.last_tick = std::max(r.last_tick, bound.tick);
+  if (bound.IsInfinite() && !r.closing) {
+    r.closing = true;
+    for (int id : r.nodes) nodes_.at(id).op->Closing(r.last_tick);
+  }
   for (;;) {
     // The next instant: rows waiting at the entries, or an operator firing by itself.
     Time t = Time::Infinity();

@@ -78,6 +78,7 @@ class DtsExecutor final : public Executor {
     std::vector<int> producers;   // nodes outside the region that feed it
     Time progress = Time::MinusInfinity();
     int64_t last_tick = Time::kMinTick;  // the furthest finite tick its inputs reached
+    bool closing = false;                 // its inputs have ended (told to its operators)
   };
   struct Step {  // one element of the schedule: a node outside regions, or a region
     int node = -1;
