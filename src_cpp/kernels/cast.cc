@@ -4,15 +4,17 @@
 //                      (Java's (long) cast)
 //   BIGINT -> DOUBLE   the nearest double
 //   number -> BOOLEAN  non-zero is TRUE (NaN too); BOOLEAN -> number: 1 / 0
-//   -> VARCHAR         decimal integers; doubles as Java's Double.toString (shortest round-trip
-//                      digits, plain for 1e-3 <= |x| < 1e7: "1.0", "-0.5", "0.001", else
-//                      "1.0E10", "1.5E-4"; "NaN", "Infinity", "-Infinity"); "true" / "false"
-//   VARCHAR -> BIGINT  trimmed [+-]digits[.digits], the fraction truncated ("1.9" -> 1); NULL on
-//                      anything else or on overflow
-//   VARCHAR -> DOUBLE  trimmed Java number syntax (1, -1.5, .5, 1e3, 1.5d, 0x1p3) or, in any case,
-//                      nan, [+-]inf, [+-]infinity
-//   VARCHAR -> BOOLEAN trimmed, any case: t true y yes 1 / f false n no 0
-// "Trimmed" drops ASCII control characters and spaces at both ends. The planner also inserts
+//   -> VARCHAR         decimal integers; "true" / "false"; doubles as Java's Double.toString
+//                      (as JDK 19 and later print them: the shortest digits that read back, at
+//                      least two; plain for 1e-3 <= |x| < 1e7: "1.0", "-0.5", "0.001", else
+//                      "1.0E10", "1.5E-4"; "NaN", "Infinity", "-Infinity")
+//   VARCHAR -> BIGINT  [+-]digits[.digits], the fraction dropped ("1.9" -> 1, ".5" -> 0); NULL on
+//                      anything else and on overflow. Spark reads "." as 0; here it is NULL.
+//   VARCHAR -> DOUBLE  Java's number syntax (1, -1.5, .5, 1e3, 1.5d, 0x1p3), or in any case nan,
+//                      [+-]inf, [+-]infinity (Spark's additions); out of range is ±Inf or ±0
+//   VARCHAR -> BOOLEAN any case: t true y yes 1 / f false n no 0
+// Strings are trimmed first of ASCII control characters and spaces at both ends (Spark trims
+// those for integers and booleans; Java's parseDouble trims all but DEL). The planner also inserts
 // cast_float64(BIGINT) itself, to type mixed arithmetic and comparisons.
 #include <charconv>
 #include <cmath>
@@ -62,19 +64,29 @@ void Float64ToText(double d, std::string& out) {
     out += std::signbit(d) ? "-0.0" : "0.0";
     return;
   }
-  // The shortest digits that read back as d, in scientific form: [-]d[.ddd]e±XX.
+  // The shortest digits that read back as d, from the scientific form [-]d[.ddd]e±XX.
   char buf[40];
-  const std::string_view sci(buf, static_cast<size_t>(
-      std::to_chars(buf, buf + sizeof buf, d, std::chars_format::scientific).ptr - buf));
-  const size_t e = sci.find('e');
-  const size_t lead = sci[0] == '-' ? 1 : 0;
-  std::string digits(1, sci[lead]);
-  if (sci[lead + 1] == '.') digits.append(sci.substr(lead + 2, e - lead - 2));
-  std::string_view exp_text = sci.substr(e + 1);
-  if (exp_text[0] == '+') exp_text.remove_prefix(1);
+  std::string digits;
   int exp = 0;
-  std::from_chars(exp_text.data(), exp_text.data() + exp_text.size(), exp);
-  if (lead) out += '-';
+  auto scientific = [&](std::to_chars_result r) {
+    const std::string_view sci(buf, static_cast<size_t>(r.ptr - buf));
+    const size_t e = sci.find('e'), lead = sci[0] == '-' ? 1 : 0;
+    digits.assign(1, sci[lead]);
+    if (sci[lead + 1] == '.') digits.append(sci.substr(lead + 2, e - lead - 2));
+    std::string_view exp_text = sci.substr(e + 1);
+    if (exp_text[0] == '+') exp_text.remove_prefix(1);
+    std::from_chars(exp_text.data(), exp_text.data() + exp_text.size(), exp);
+  };
+  scientific(std::to_chars(buf, buf + sizeof buf, d, std::chars_format::scientific));
+  if (digits.size() == 1 && std::fabs(d) < std::numeric_limits<double>::min()) {
+    // Java prints two digits at least (d.d), the pair nearest to d that still reads back as d:
+    // that differs from "d.0" only for deep subnormals (4.9E-324, not 5.0E-324).
+    const auto r = std::to_chars(buf, buf + sizeof buf, d, std::chars_format::scientific, 1);
+    double back = 0;
+    std::from_chars(buf, r.ptr, back);
+    if (back == d) scientific(r);
+  }
+  if (std::signbit(d)) out += '-';
   if (exp < -3 || exp > 6) {  // d.dddE±n, at least one digit after the point
     out += digits[0];
     out += '.';
