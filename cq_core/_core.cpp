@@ -128,7 +128,7 @@ PYBIND11_MODULE(_core, m) {
     for (const auto& k : cq::KernelRegistry::Global().kernels()) {
       py::list args;
       for (auto t : k.args) args.append(std::string(cq::TypeName(t)));
-      out.append(py::make_tuple(k.name, args, std::string(cq::TypeName(k.result)), k.doc));
+      out.append(py::make_tuple(k.name, args, std::string(cq::TypeName(k.result)), k.doc, k.repeat));
     }
     return out;
   });

@@ -25,8 +25,10 @@ class Engine:
     def queries(self) -> list[str]: ...
     def explain(self) -> str: ...
 
-def kernel_signatures() -> list[tuple[str, list[str], str, str]]:
-    """(name, argument types, result type, doc) of every registered kernel."""
+def kernel_signatures() -> list[tuple[str, list[str], str, str, int]]:
+    """(name, argument types, result type, doc, repeat) of every registered kernel. A variadic
+    kernel has repeat > 0: its first `repeat` argument types recur one or more times, the rest
+    follow once (case_when: [bool, T, T] with repeat 2 is (bool, T)+ T)."""
 
 def operator_names() -> list[str]:
     """Names of the operators the core can build from a plan."""

@@ -31,12 +31,41 @@ CAST_KERNELS = {T.INT64: "cast_int64", T.FLOAT64: "cast_float64", T.UTF8: "cast_
 Err = Callable[[str, ast.Pos], CQLSemanticError]
 
 
+@dataclass(frozen=True)
+class KernelSignature:
+    """A kernel the core registered (src_cpp/kernels/registry.h). A variadic kernel has
+    ``repeat`` > 0: its first ``repeat`` argument types recur one or more times and the rest
+    follow once, so case_when over T, ``(bool, T, T)`` with repeat 2, takes (bool, T)+ T."""
+
+    name: str
+    args: tuple[str, ...]
+    result: str
+    repeat: int = 0
+
+    def accepts(self, args: tuple[str, ...]) -> bool:
+        """Whether a call with these argument types binds to this kernel (Kernel::Accepts)."""
+        if not self.repeat:
+            return args == self.args
+        n, m, r = len(args), len(self.args), self.repeat
+        if n < m or (n - m) % r:
+            return False
+        groups, tail = args[:n - (m - r)], args[n - (m - r):]
+        return all(t == self.args[i % r] for i, t in enumerate(groups)) and tail == self.args[r:]
+
+
 @lru_cache(maxsize=1)
-def kernel_signatures() -> frozenset[tuple[str, tuple[str, ...], str]]:
-    """(name, argument types, result type) of every kernel the core registered."""
+def kernel_signatures() -> dict[str, list[KernelSignature]]:
+    """The kernels the core registered, by name."""
     from cq_core import kernel_signatures as sigs
 
-    return frozenset((name, tuple(args), result) for name, args, result, _doc in sigs())
+    out: dict[str, list[KernelSignature]] = {}
+    for name, args, result, _doc, repeat in sigs():
+        out.setdefault(name, []).append(KernelSignature(name, tuple(args), result, repeat))
+    return out
+
+
+def has_kernel(fn: str, args: tuple[str, ...], result: str) -> bool:
+    return any(k.result == result and k.accepts(args) for k in kernel_signatures().get(fn, []))
 
 
 @dataclass(frozen=True)
@@ -112,12 +141,8 @@ def literal(value: object, type_: str, text: str = "", pos: ast.Pos = ast.NOPOS)
 
 def missing_kernels(e: TypedExpr) -> list[TypedExpr]:
     """The calls of ``e`` that the core cannot compute (yet)."""
-    have = kernel_signatures()
-    out = []
-    for sub in e.walk():
-        if sub.kind == "call" and (sub.fn, tuple(a.type for a in sub.args), sub.type) not in have:
-            out.append(sub)
-    return out
+    return [sub for sub in e.walk()
+            if sub.kind == "call" and not has_kernel(sub.fn, tuple(a.type for a in sub.args), sub.type)]
 
 
 def conjuncts(e: Optional[ast.Expr]) -> list[ast.Expr]:

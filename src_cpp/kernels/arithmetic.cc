@@ -45,13 +45,13 @@ const T* Ptr(const Datum& d) { return d.column->values.as<const T>(); }
 
 // Dispatches the four column/scalar combinations of a binary kernel to one templated loop.
 template <typename T, typename Op>
-Column Binary(const Datum* args, int64_t n) {
+Column Binary(std::span<const Datum> args, int64_t n) {
   const TypeId type = std::is_same_v<T, int64_t> ? TypeId::kInt64 : TypeId::kFloat64;
-  if (kernel::AnyNullScalar(args, 2)) return Column::Nulls(type, n);
+  if (kernel::AnyNullScalar(args)) return Column::Nulls(type, n);
   Column out;
   out.type = type;
   out.length = n;
-  out.validity = kernel::AndValidity(args, 2, n, &out.null_count);
+  out.validity = kernel::AndValidity(args, n, &out.null_count);
   out.values = Buffer::Allocate(n * 8);
   T* o = out.values.as<T>();
   const Datum &a = args[0], &b = args[1];
@@ -65,16 +65,16 @@ Column Binary(const Datum* args, int64_t n) {
 // Division and modulo: a zero divisor yields NULL, so the result validity is the inputs' validity
 // minus the rows whose divisor is zero.
 template <typename T, typename Fn>
-Column DivLike(const Datum* args, int64_t n, Fn fn) {
+Column DivLike(std::span<const Datum> args, int64_t n, Fn fn) {
   const TypeId type = std::is_same_v<T, int64_t> ? TypeId::kInt64 : TypeId::kFloat64;
-  if (kernel::AnyNullScalar(args, 2)) return Column::Nulls(type, n);
+  if (kernel::AnyNullScalar(args)) return Column::Nulls(type, n);
   const Datum &a = args[0], &b = args[1];
   if (b.is_scalar() && In<T>(b) == 0) return Column::Nulls(type, n);
   Column out;
   out.type = type;
   out.length = n;
   int64_t nulls = 0;
-  Buffer in_valid = kernel::AndValidity(args, 2, n, &nulls);
+  Buffer in_valid = kernel::AndValidity(args, n, &nulls);
   out.values = Buffer::Allocate(n * 8);
   T* o = out.values.as<T>();
   auto av = [&](int64_t i) -> T { return a.is_scalar() ? In<T>(a) : Ptr<T>(a)[i]; };
@@ -106,25 +106,25 @@ Column DivLike(const Datum* args, int64_t n, Fn fn) {
   return out;
 }
 
-Column DivF64(const Datum* args, int64_t n) {
+Column DivF64(std::span<const Datum> args, int64_t n) {
   return DivLike<double>(args, n, [](double x, double y) { return x / y; });
 }
-Column ModI64(const Datum* args, int64_t n) {
+Column ModI64(std::span<const Datum> args, int64_t n) {
   // INT64_MIN % -1 overflows in C++; mathematically it is 0.
   return DivLike<int64_t>(args, n, [](int64_t x, int64_t y) { return y == -1 ? int64_t(0) : x % y; });
 }
-Column ModF64(const Datum* args, int64_t n) {
+Column ModF64(std::span<const Datum> args, int64_t n) {
   return DivLike<double>(args, n, [](double x, double y) { return std::fmod(x, y); });
 }
 
 template <typename T>
-Column Negate(const Datum* args, int64_t n) {
+Column Negate(std::span<const Datum> args, int64_t n) {
   const TypeId type = std::is_same_v<T, int64_t> ? TypeId::kInt64 : TypeId::kFloat64;
-  if (kernel::AnyNullScalar(args, 1)) return Column::Nulls(type, n);
+  if (kernel::AnyNullScalar(args)) return Column::Nulls(type, n);
   Column out;
   out.type = type;
   out.length = n;
-  out.validity = kernel::AndValidity(args, 1, n, &out.null_count);
+  out.validity = kernel::AndValidity(args, n, &out.null_count);
   out.values = Buffer::Allocate(n * 8);
   T* o = out.values.as<T>();
   const T* p = Ptr<T>(args[0]);

@@ -23,12 +23,12 @@ void Fill(uint8_t* out, int64_t n, L l, R r) {
 }
 
 template <typename Op>
-Column Compare(const Datum* args, int64_t n) {
-  if (AnyNullScalar(args, 2)) return Column::Nulls(TypeId::kBool, n);
+Column Compare(std::span<const Datum> args, int64_t n) {
+  if (AnyNullScalar(args)) return Column::Nulls(TypeId::kBool, n);
   Column out;
   out.type = TypeId::kBool;
   out.length = n;
-  out.validity = AndValidity(args, 2, n, &out.null_count);
+  out.validity = AndValidity(args, n, &out.null_count);
   out.values = Buffer::Allocate(bitmap::Bytes(n));
   uint8_t* o = out.values.data;
   const Datum &a = args[0], &b = args[1];

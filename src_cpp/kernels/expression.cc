@@ -95,7 +95,7 @@ std::unique_ptr<Expression> Expression::Compile(const json::Value& spec, const S
     for (size_t i = 0; i < args.size(); ++i) args[i].scalar = e->args_[i]->literal_;
     // Kernels require one column argument: give them the first argument as a one-row column.
     if (!args.empty()) args[0].column = &one_row;
-    Column r = e->kernel_->fn(args.data(), 1);
+    Column r = e->kernel_->fn(args, 1);
     e->literal_ = ScalarAt(r, 0);
     e->kind_ = Kind::kLiteral;
     e->args_.clear();
@@ -130,7 +130,7 @@ Column Expression::Evaluate(const Batch& batch) const {
   std::vector<Datum> args;
   args.reserve(args_.size());
   for (const auto& a : args_) args.push_back(a->EvalDatum(batch, keep));
-  return kernel_->fn(args.data(), n);
+  return kernel_->fn(args, n);
 }
 
 std::string Expression::ToString(const Schema& input) const {

@@ -1,7 +1,9 @@
 #pragma once
 // Building blocks shared by the kernel families: per-row accessors for columns and scalars (so one
 // template serves column-column, column-scalar and scalar-column), and validity combination.
+#include <algorithm>
 #include <cstring>
+#include <span>
 #include <string_view>
 
 #include "kernels/datum.h"
@@ -32,30 +34,34 @@ struct StrScalarIn {
 };
 
 // True when some argument is a null scalar: the whole result of a null-propagating kernel is null.
-inline bool AnyNullScalar(const Datum* args, int n) {
-  for (int i = 0; i < n; ++i)
-    if (args[i].is_scalar() && !args[i].scalar.valid) return true;
+inline bool AnyNullScalar(std::span<const Datum> args) {
+  for (const Datum& a : args)
+    if (a.is_scalar() && !a.scalar.valid) return true;
   return false;
 }
 
 // The AND of the arguments' validity bitmaps over `length` rows; empty when every row is valid.
-inline Buffer AndValidity(const Datum* args, int n, int64_t length, int64_t* null_count) {
-  const Column* with_nulls[4];
-  int k = 0;
-  for (int i = 0; i < n; ++i)
-    if (!args[i].is_scalar() && args[i].column->has_nulls()) with_nulls[k++] = args[i].column;
+inline Buffer AndValidity(std::span<const Datum> args, int64_t length, int64_t* null_count) {
   *null_count = 0;
-  if (k == 0) return {};
-  if (k == 1) {
-    *null_count = with_nulls[0]->null_count;
-    return with_nulls[0]->validity;  // shared, not copied
+  const Column* first = nullptr;
+  int with_nulls = 0;
+  for (const Datum& a : args) {
+    if (a.is_scalar() || !a.column->has_nulls()) continue;
+    if (!first) first = a.column;
+    ++with_nulls;
+  }
+  if (with_nulls == 0) return {};
+  if (with_nulls == 1) {
+    *null_count = first->null_count;
+    return first->validity;  // shared, not copied
   }
   Buffer out = Buffer::Allocate(bitmap::Bytes(length));
   const int64_t words = bitmap::Words(length);
   uint64_t* o = out.as<uint64_t>();
-  std::memcpy(o, with_nulls[0]->validity.data, static_cast<size_t>(bitmap::Bytes(length)));
-  for (int j = 1; j < k; ++j) {
-    const uint8_t* v = with_nulls[j]->validity.data;
+  std::memcpy(o, first->validity.data, static_cast<size_t>(bitmap::Bytes(length)));
+  for (const Datum& a : args) {
+    if (a.is_scalar() || !a.column->has_nulls() || a.column == first) continue;
+    const uint8_t* v = a.column->validity.data;
     for (int64_t w = 0; w < words; ++w) {
       uint64_t x = 0;
       std::memcpy(&x, v + w * 8, static_cast<size_t>(std::min<int64_t>(8, bitmap::Bytes(length) - w * 8)));
@@ -65,6 +71,35 @@ inline Buffer AndValidity(const Datum* args, int n, int64_t length, int64_t* nul
   *null_count = length - bitmap::CountSet(out.data, length);
   return out;
 }
+
+// A bool argument read 64 rows at a time: its values and its validity, as words (a scalar is the
+// same word for every row). Three-valued logic and CASE's conditions work on these words.
+struct BoolWords {
+  const uint8_t* values = nullptr;
+  const uint8_t* valid = nullptr;
+  uint64_t const_value = 0, const_valid = ~0ull;
+
+  explicit BoolWords(const Datum& d) {
+    if (d.is_scalar()) {
+      const_value = (d.scalar.valid && d.scalar.b) ? ~0ull : 0;
+      const_valid = d.scalar.valid ? ~0ull : 0;
+    } else {
+      values = d.column->bits();
+      if (d.column->has_nulls()) valid = d.column->validity.data;
+    }
+  }
+  static uint64_t Load(const uint8_t* p, int64_t w, int64_t nbytes) {
+    uint64_t x = 0;
+    std::memcpy(&x, p + w * 8, static_cast<size_t>(std::min<int64_t>(8, nbytes - w * 8)));
+    return x;
+  }
+  // Word w of the values and of the validity; `nbytes` is the bitmaps' size in bytes.
+  uint64_t value(int64_t w, int64_t nbytes) const { return values ? Load(values, w, nbytes) : const_value; }
+  uint64_t validity(int64_t w, int64_t nbytes) const {
+    if (values) return valid ? Load(valid, w, nbytes) : ~0ull;
+    return const_valid;
+  }
+};
 
 // Writes pred(i) for i in [0, n) as a bitmap. The predicate fills 64 bytes at a time (a loop the
 // compiler vectorizes); a multiply then packs each 8 bytes of 0/1 into one byte of bits.

@@ -8,36 +8,11 @@
 namespace cq {
 namespace {
 
-// One 64-row word of a bool argument: its values and its validity.
-struct Words {
-  const uint8_t* values = nullptr;
-  const uint8_t* valid = nullptr;
-  uint64_t const_value = 0, const_valid = ~0ull;
-
-  explicit Words(const Datum& d) {
-    if (d.is_scalar()) {
-      const_value = (d.scalar.valid && d.scalar.b) ? ~0ull : 0;
-      const_valid = d.scalar.valid ? ~0ull : 0;
-    } else {
-      values = d.column->bits();
-      if (d.column->has_nulls()) valid = d.column->validity.data;
-    }
-  }
-  static uint64_t Load(const uint8_t* p, int64_t w, int64_t nbytes) {
-    uint64_t x = 0;
-    std::memcpy(&x, p + w * 8, static_cast<size_t>(std::min<int64_t>(8, nbytes - w * 8)));
-    return x;
-  }
-  uint64_t value(int64_t w, int64_t nbytes) const { return values ? Load(values, w, nbytes) : const_value; }
-  uint64_t validity(int64_t w, int64_t nbytes) const {
-    if (values) return valid ? Load(valid, w, nbytes) : ~0ull;
-    return const_valid;
-  }
-};
+using kernel::BoolWords;
 
 template <bool kAnd>
-Column AndOr(const Datum* args, int64_t n) {
-  Words a(args[0]), b(args[1]);
+Column AndOr(std::span<const Datum> args, int64_t n) {
+  BoolWords a(args[0]), b(args[1]);
   Column out;
   out.type = TypeId::kBool;
   out.length = n;
@@ -72,7 +47,7 @@ Column AndOr(const Datum* args, int64_t n) {
   return out;
 }
 
-Column Not(const Datum* args, int64_t n) {
+Column Not(std::span<const Datum> args, int64_t n) {
   if (args[0].is_scalar()) {
     Scalar s = args[0].scalar;
     s.b = !s.b;

@@ -6,7 +6,7 @@ namespace cq {
 namespace {
 
 template <bool kIsNull>
-Column NullTest(const Datum* args, int64_t n) {
+Column NullTest(std::span<const Datum> args, int64_t n) {
   const Datum& a = args[0];
   Column out;
   out.type = TypeId::kBool;

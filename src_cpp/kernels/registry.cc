@@ -12,6 +12,7 @@ const KernelRegistry& KernelRegistry::Global() {
     RegisterLogicalKernels(r);
     RegisterNullKernels(r);
     RegisterCastKernels(r);
+    RegisterConditionalKernels(r);
     return r;
   }();
   return registry;
@@ -19,9 +20,19 @@ const KernelRegistry& KernelRegistry::Global() {
 
 void KernelRegistry::Register(Kernel k) { kernels_.push_back(std::move(k)); }
 
+bool Kernel::Accepts(const std::vector<TypeId>& actual) const {
+  if (repeat == 0) return actual == args;
+  const size_t n = actual.size(), m = args.size(), r = static_cast<size_t>(repeat);
+  if (n < m || (n - m) % r != 0) return false;
+  const size_t tail = n - (m - r);  // where the arguments after the repeated groups begin
+  for (size_t i = 0; i < n; ++i)
+    if (actual[i] != (i < tail ? args[i % r] : args[i - (n - m)])) return false;
+  return true;
+}
+
 const Kernel* KernelRegistry::Find(const std::string& name, const std::vector<TypeId>& args) const {
   for (const Kernel& k : kernels_)
-    if (k.name == name && k.args == args) return &k;
+    if (k.name == name && k.Accepts(args)) return &k;
   return nullptr;
 }
 

@@ -4,6 +4,7 @@
 // lookup happens per batch; Python reads the same registry (cq_core.kernel_signatures()) to type
 // expressions, so the two sides cannot disagree about what exists.
 #include <functional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -16,8 +17,9 @@ namespace cq {
 enum class NullHandling : uint8_t { kPropagate, kCustom };
 
 // At least one argument is a column: calls over scalars only are folded to a scalar when the
-// expression is compiled (kernels/expression.cc), so kernels need no all-scalar path.
-using KernelFn = Column (*)(const Datum* args, int64_t length);
+// expression is compiled (kernels/expression.cc), so kernels need no all-scalar path. `args` has
+// as many Datums as the call has arguments (a variadic kernel reads its arity from it).
+using KernelFn = Column (*)(std::span<const Datum> args, int64_t length);
 
 struct Kernel {
   std::string name;
@@ -26,6 +28,13 @@ struct Kernel {
   NullHandling nulls;
   std::string doc;
   KernelFn fn;
+  // Variadic kernels (after Arrow's VarArgs): the first `repeat` types of `args` are a group that
+  // occurs one or more times, the rest follow once. case_when over T is args {bool, T, T} with
+  // repeat 2: (bool, T)+ T. 0 means exactly `args`.
+  int repeat = 0;
+
+  // Whether a call with these argument types binds to this kernel (the name aside).
+  bool Accepts(const std::vector<TypeId>& actual) const;
 };
 
 class KernelRegistry {
@@ -45,5 +54,6 @@ void RegisterComparisonKernels(KernelRegistry& r);
 void RegisterLogicalKernels(KernelRegistry& r);
 void RegisterNullKernels(KernelRegistry& r);
 void RegisterCastKernels(KernelRegistry& r);
+void RegisterConditionalKernels(KernelRegistry& r);
 
 }  // namespace cq

@@ -128,6 +128,12 @@ CQ_TEST(calls_over_literals_are_folded_when_compiled) {
       {CallOf("equal", "bool", {Literal("utf8", R"("\u00e9")"), Literal("utf8", R"("\u00e9")")}), "true"},
       {CallOf("less", "bool", {Literal("utf8", R"("a")"), Literal("utf8", "null")}), N},
       {CallOf("cast_float64", "float64", {Literal("int64", "3")}), "3"},
+      {CallOf("cast_int64", "int64", {Literal("utf8", R"(" 12.7 ")")}), "12"},
+      {CallOf("cast_utf8", "utf8", {Literal("float64", "1e10")}), "1.0E10"},
+      {CallOf("cast_bool", "bool", {Literal("utf8", R"("maybe")")}), N},
+      {CallOf("case_when", "int64", {Literal("bool", "false"), one, null_bool, two, Literal("int64", "3")}), "3"},
+      {CallOf("case_when", "int64", {Literal("bool", "true"), one, Literal("bool", "true"), two, Literal("int64", "null")}), "1"},
+      {CallOf("case_when", "utf8", {null_bool, Literal("utf8", R"("x")"), Literal("utf8", "null")}), N},
   };
   for (const Case& c : cases) {
     auto e = Compile(c.spec);
@@ -145,11 +151,30 @@ CQ_TEST(calls_over_literals_are_folded_when_compiled) {
   CQ_EXPECT_EQ(ReadI64(e->Evaluate(b)), (I64s{4, 5, 6, N, 8, 9}));
 }
 
+CQ_TEST(case_when_and_casts_evaluate_over_a_selection) {
+  Batch b = TestBatch();
+  Select(b, {5, 0, 3, 4, 2});
+  // CASE WHEN f THEN a WHEN s = 'x' THEN -a ELSE 0 END over rows 5, 0, 3, 4, 2:
+  // f FALSE / s 'x' -> -6; f TRUE -> 1; f TRUE -> NULL (a NULL); f TRUE -> 5; f NULL / s 'x' -> -3.
+  auto e = Compile(CallOf("case_when", "int64", {F, A, CallOf("equal", "bool", {S, Literal("utf8", R"("x")")}),
+                                                 CallOf("negate", "int64", {A}), Literal("int64", "0")}));
+  CQ_EXPECT_EQ(ReadI64(e->Evaluate(b)), (I64s{-6, 1, N, 5, -3}));
+  CQ_EXPECT_EQ(e->ToString(kSchema), "case_when(f, a, equal(s, 'x'), negate(a), 0)");
+  auto text = Compile(CallOf("cast_utf8", "utf8", {X}));
+  CQ_EXPECT_EQ(ReadStr(text->Evaluate(b)), (Strs{"5.5", "0.5", "3.5", "4.5", N}));
+  auto back = Compile(CallOf("cast_float64", "float64", {CallOf("cast_utf8", "utf8", {X})}));
+  CQ_EXPECT_EQ(ReadF64(back->Evaluate(b)), (F64s{5.5, 0.5, 3.5, 4.5, N}));
+}
+
 CQ_TEST(compile_rejects_plans_the_planner_cannot_produce) {
   auto kind_of = [](const std::optional<CqError>& e) { return e ? e->kind() : ErrorKind::kInput; };
   // No such kernel (mixed types are the planner's to cast).
   auto e1 = CQ_CATCH(Compile(CallOf("add", "int64", {A, X})));
   CQ_EXPECT_EQ(kind_of(e1), ErrorKind::kInternal);
+  // case_when without its ELSE, or with branches of another type than the result.
+  CQ_EXPECT_THROWS(Compile(CallOf("case_when", "int64", {F, A})), CqError);
+  CQ_EXPECT_THROWS(Compile(CallOf("case_when", "int64", {F, A, X})), CqError);
+  CQ_EXPECT_THROWS(Compile(CallOf("case_when", "float64", {F, A, A})), CqError);
   // The planner's type disagrees with the kernel's or the input's.
   CQ_EXPECT_THROWS(Compile(CallOf("greater", "int64", {A, A})), CqError);
   CQ_EXPECT_THROWS(Compile(ColumnRef(0, "float64")), CqError);

@@ -2,6 +2,7 @@
 // and argument types, over hand-built columns. Several cases use 130 rows so that the 64-row word
 // loops run twice and then a tail; Call() also checks that each result is well formed.
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <set>
@@ -340,6 +341,269 @@ CQ_TEST(is_null_and_is_not_null_on_every_type_are_never_null) {
   CQ_EXPECT_EQ(ReadBool(Call("is_not_null", {ScalarStr("x")}, 2)), (Bools{true, true}));
 }
 
+// ---- CASE ------------------------------------------------------------------------------------
+
+// Row i of a kernel argument (a column's row, or the scalar), as ValueToString prints it.
+std::string Cell(const Datum& d, int64_t i) {
+  if (!d.is_scalar()) return ValueToString(*d.column, i);
+  Column one = Broadcast(d.scalar, 1);
+  return ValueToString(one, 0);
+}
+std::vector<std::string> Cells(const Column& c) {
+  std::vector<std::string> out;
+  for (int64_t i = 0; i < c.length; ++i) out.push_back(ValueToString(c, i));
+  return out;
+}
+
+// CASE row by row: the value of the first condition that is TRUE, else the last argument.
+std::vector<std::string> CaseReference(const std::vector<Datum>& args, int64_t n) {
+  std::vector<std::string> out;
+  for (int64_t i = 0; i < n; ++i) {
+    size_t pick = args.size() - 1;
+    for (size_t j = 0; j + 1 < args.size(); j += 2) {
+      if (Cell(args[j], i) == "true") {
+        pick = j + 1;
+        break;
+      }
+    }
+    out.push_back(Cell(args[pick], i));
+  }
+  return out;
+}
+
+Column RandomColumn(Rng& rng, TypeId type, int64_t n, int null_every) {
+  switch (type) {
+    case TypeId::kInt64: return I64(RandomI64(rng, n, -50, 50, null_every));
+    case TypeId::kFloat64: {
+      F64s v;
+      for (int64_t i = 0; i < n; ++i)
+        v.push_back(null_every && rng.Below(null_every) == 0 ? std::optional<double>() : rng.Below(1000) / 8.0 - 60);
+      return F64(v);
+    }
+    case TypeId::kUtf8: {
+      const std::vector<std::string> words = {"", "a", "bb", "ccc", "\xc3\xa9t\xc3\xa9", "a longer string than most"};
+      Strs v;
+      for (int64_t i = 0; i < n; ++i)
+        v.push_back(null_every && rng.Below(null_every) == 0 ? std::optional<std::string>() : words[rng.Below(6)]);
+      return Str(v);
+    }
+    default: return Bool(RandomBools(rng, n, null_every));
+  }
+}
+
+Datum RandomScalar(Rng& rng, TypeId type) {
+  Column one = RandomColumn(rng, type, 1, 4);
+  Datum d;
+  d.scalar = ScalarAt(one, 0);
+  return d;
+}
+
+CQ_TEST(case_when_takes_the_first_true_condition_and_null_is_not_true) {
+  Column c1 = Bool({true, false, N, false, N, true});
+  Column c2 = Bool({false, true, true, N, N, true});
+  Column v1 = I64({1, 2, 3, 4, 5, 6});
+  Column e = I64({-1, -2, -3, -4, N, -6});
+  Column r = Call("case_when", {Col(c1), Col(v1), Col(c2), ScalarI64(100), Col(e)}, 6);
+  CQ_EXPECT_EQ(ReadI64(r), (I64s{1, 100, 100, -4, N, 6}));
+  // Without ELSE (the planner's NULL), and with a NULL THEN value.
+  CQ_EXPECT_EQ(ReadI64(Call("case_when", {Col(c1), ScalarI64(N), Col(c2), Col(v1), ScalarI64(N)}, 6)),
+               (I64s{N, 2, 3, N, N, N}));
+  // Every result type.
+  Column s = Str({"a", "b", "c", "d", "e", "f"});
+  CQ_EXPECT_EQ(ReadStr(Call("case_when", {Col(c1), Col(s), Col(c2), ScalarStr("two"), ScalarStr("")}, 6)),
+               (Strs{"a", "two", "two", "", "", "f"}));
+  CQ_EXPECT_EQ(ReadF64(Call("case_when", {Col(c2), ScalarF64(0.5), ScalarF64(-1.0)}, 6)),
+               (F64s{-1.0, 0.5, 0.5, -1.0, -1.0, 0.5}));
+  CQ_EXPECT_EQ(ReadBool(Call("case_when", {Col(c1), Col(c2), ScalarBool(N)}, 6)), (Bools{false, N, N, N, N, true}));
+}
+
+CQ_TEST(case_when_every_type_and_arity_against_a_row_wise_reference) {
+  Rng rng(5);
+  for (TypeId type : {TypeId::kInt64, TypeId::kFloat64, TypeId::kUtf8, TypeId::kBool}) {
+    for (int whens : {1, 2, 3, 7, 15, 16, 40}) {
+      for (int64_t n : {1, 64, 130}) {
+        std::vector<Column> cols;
+        cols.reserve(static_cast<size_t>(2 * whens + 1));
+        std::vector<Datum> args;
+        for (int a = 0; a < 2 * whens + 1; ++a) {
+          const TypeId t = (a % 2 == 0 && a < 2 * whens) ? TypeId::kBool : type;
+          // About one argument in four is a scalar (NULL ones too); the first is always a column.
+          if (a > 0 && rng.Below(4) == 0) {
+            args.push_back(RandomScalar(rng, t));
+          } else {
+            // Sparse conditions, so that later branches get rows too.
+            cols.push_back(t == TypeId::kBool && a < 2 * whens ? Bool([&] {
+              Bools v;
+              for (int64_t i = 0; i < n; ++i)
+                v.push_back(rng.Below(5) == 0 ? std::optional<bool>() : rng.Below(whens + 1) == 0);
+              return v;
+            }()) : RandomColumn(rng, t, n, 5));
+            args.push_back(Col(cols.back()));
+          }
+        }
+        const std::string tag = std::string(TypeName(type)) + " whens=" + std::to_string(whens) +
+                                " n=" + std::to_string(n) + ": ";
+        CQ_EXPECT_EQ(tag + Show(Cells(Call("case_when", args, n))), tag + Show(CaseReference(args, n)));
+      }
+    }
+  }
+}
+
+CQ_TEST(case_when_one_branch_for_every_row_is_that_branch) {
+  Column v = I64({1, N, 3});
+  Column c = Bool({false, false, N});
+  // A constant TRUE condition: the column itself, not a copy.
+  Column r = Call("case_when", {ScalarBool(true), Col(v), ScalarI64(0)}, 3);
+  CQ_EXPECT(r.values.data == v.values.data);
+  CQ_EXPECT_EQ(ReadI64(r), (I64s{1, N, 3}));
+  // No condition is ever TRUE: the ELSE scalar, repeated.
+  CQ_EXPECT_EQ(ReadI64(Call("case_when", {Col(c), Col(v), ScalarBool(N), Col(v), ScalarI64(7)}, 3)), (I64s{7, 7, 7}));
+  CQ_EXPECT_EQ(ReadStr(Call("case_when", {Col(c), ScalarStr("x"), ScalarStr(N)}, 3)), (Strs{N, N, N}));
+  // Zero rows.
+  Column empty_b = Bool({}), empty_i = I64({});
+  CQ_EXPECT_EQ(Call("case_when", {Col(empty_b), Col(empty_i), ScalarI64(1)}, 0).length, 0);
+}
+
+// ---- CAST --------------------------------------------------------------------------------------
+
+// A table of (input, expected) cases as the input values and the expected values, with a NULL row
+// at the end (NULL in, NULL out).
+template <typename A, typename B>
+auto Unzip(const std::vector<std::pair<A, B>>& cases) {
+  using OptB = std::conditional_t<IsOptional<B>::value, B, std::optional<B>>;
+  std::pair<std::vector<std::optional<A>>, std::vector<OptB>> out;
+  for (const auto& [a, b] : cases) {
+    out.first.push_back(a);
+    out.second.push_back(b);
+  }
+  out.first.push_back(std::nullopt);
+  out.second.push_back(std::nullopt);
+  return out;
+}
+
+CQ_TEST(cast_float64_to_int64_truncates_saturates_and_nan_is_zero) {
+  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  Column a = F64({1.9, -1.9, 0.5, -0.5, -0.0, nan, inf, -inf, 9.3e18, -9.3e18, 9223372036854775807.0,
+                  -9223372036854775808.0, 9223372036854774784.0, N});
+  CQ_EXPECT_EQ(ReadI64(Call("cast_int64", {Col(a)}, 14)),
+               (I64s{1, -1, 0, 0, 0, 0, kMax, kMin, kMax, kMin, kMax, kMin, 9223372036854774784, N}));
+}
+
+CQ_TEST(cast_between_numbers_and_booleans) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  Column i = I64({0, 1, -1, kMin, N});
+  CQ_EXPECT_EQ(ReadBool(Call("cast_bool", {Col(i)}, 5)), (Bools{false, true, true, true, N}));
+  Column f = F64({0.0, -0.0, 1e-300, -2.5, nan, N});
+  CQ_EXPECT_EQ(ReadBool(Call("cast_bool", {Col(f)}, 6)), (Bools{false, false, true, true, true, N}));
+  Column b = Bool({true, false, N});
+  CQ_EXPECT_EQ(ReadI64(Call("cast_int64", {Col(b)}, 3)), (I64s{1, 0, N}));
+  CQ_EXPECT_EQ(ReadF64(Call("cast_float64", {Col(b)}, 3)), (F64s{1.0, 0.0, N}));
+  // Casts that cannot fail share the input's validity.
+  Column r = Call("cast_float64", {Col(i)}, 5);
+  CQ_EXPECT(r.validity.data == i.validity.data);
+  // Over 130 rows: the bit-packing loop and its tail.
+  Rng rng(6);
+  I64s iv = RandomI64(rng, 130, -2, 2, 7);
+  Bools want;
+  for (auto x : iv) want.push_back(x ? std::optional<bool>(*x != 0) : std::nullopt);
+  CQ_EXPECT_EQ(ReadBool(Call("cast_bool", {Col(I64(iv))}, 130)), want);
+}
+
+// Doubles as Java's Double.toString (JDK 19 and later: the shortest digits, at least two; JDK 17
+// prints a few values otherwise, 1e23 as 9.999999999999999E22).
+CQ_TEST(cast_to_utf8_prints_integers_booleans_and_doubles_as_java_does) {
+  Column i = I64({0, -7, kMax, kMin, N});
+  CQ_EXPECT_EQ(ReadStr(Call("cast_utf8", {Col(i)}, 5)),
+               (Strs{"0", "-7", "9223372036854775807", "-9223372036854775808", N}));
+  Column b = Bool({true, false, N});
+  CQ_EXPECT_EQ(ReadStr(Call("cast_utf8", {Col(b)}, 3)), (Strs{"true", "false", N}));
+  const double inf = std::numeric_limits<double>::infinity();
+  const std::vector<std::pair<double, std::string>> doubles = {
+      {0.0, "0.0"}, {-0.0, "-0.0"}, {1.0, "1.0"}, {-0.5, "-0.5"}, {100.0, "100.0"}, {1.5, "1.5"},
+      {0.1 + 0.2, "0.30000000000000004"}, {1e7, "1.0E7"}, {9999999.0, "9999999.0"}, {9999999.5, "9999999.5"},
+      {12345678.9, "1.23456789E7"}, {1e10, "1.0E10"}, {-1e10, "-1.0E10"}, {0.001, "0.001"}, {0.00123, "0.00123"},
+      {0.0001, "1.0E-4"}, {-1.5e-5, "-1.5E-5"}, {1e21, "1.0E21"}, {1e23, "1.0E23"}, {123456.789, "123456.789"},
+      {1.7976931348623157e308, "1.7976931348623157E308"}, {2.2250738585072014e-308, "2.2250738585072014E-308"},
+      {4.9e-324, "4.9E-324"}, {1e-323, "9.9E-324"}, {-4.9e-324, "-4.9E-324"}, {5e-322, "5.0E-322"},
+      {std::numeric_limits<double>::quiet_NaN(), "NaN"}, {inf, "Infinity"}, {-inf, "-Infinity"},
+      {9007199254740993.0, "9.007199254740992E15"}, {1234567.0, "1234567.0"}};
+  const auto [in, want] = Unzip(doubles);
+  CQ_EXPECT_EQ(ReadStr(Call("cast_utf8", {Col(F64(in))}, static_cast<int64_t>(in.size()))), want);
+}
+
+CQ_TEST(cast_utf8_to_int64_trims_truncates_fractions_and_refuses_the_rest) {
+  const std::vector<std::pair<std::string, std::optional<int64_t>>> cases = {
+      {"42", 42}, {"-42", -42}, {"+42", 42}, {"  42\t\n", 42}, {"\x7f" "5\x01", 5}, {"007", 7}, {"1.9", 1},
+      {"-1.9", -1}, {"1.", 1}, {".5", 0}, {"-.5", 0}, {"9223372036854775807", kMax},
+      {"-9223372036854775808", kMin}, {"9223372036854775807.99", kMax}, {"9223372036854775808", N},
+      {"-9223372036854775809", N}, {"99999999999999999999", N}, {"", N}, {"  ", N}, {"-", N}, {"+", N},
+      {".", N}, {"-.", N}, {"1e3", N}, {"1.5e3", N}, {"0x10", N}, {"1 2", N}, {"1.2.3", N}, {"1.x", N},
+      {"--1", N}, {"+-1", N}, {"abc", N}, {"1,000", N}, {"\xef\xbc\x91", N} /* fullwidth 1 */};
+  const auto [in, want] = Unzip(cases);
+  CQ_EXPECT_EQ(ReadI64(Call("cast_int64", {Col(Str(in))}, static_cast<int64_t>(in.size()))), want);
+}
+
+CQ_TEST(cast_utf8_to_float64_reads_java_numbers_and_spark_special_values) {
+  const double inf = std::numeric_limits<double>::infinity();
+  const std::vector<std::pair<std::string, std::optional<double>>> cases = {
+      {"1", 1.0}, {"-1.5", -1.5}, {"+2.25", 2.25}, {" 3.5\t", 3.5}, {"1.", 1.0}, {".5", 0.5}, {"-.5", -0.5},
+      {"1e3", 1000.0}, {"1E+3", 1000.0}, {"2.5e-3", 0.0025}, {"1.5d", 1.5}, {"1.5F", 1.5}, {"7f", 7.0},
+      {"0x1p3", 8.0}, {"0X1.8P1", 3.0}, {"-0x10p0", -16.0}, {"0x1p-1074", 4.9e-324}, {"0x1.8p1d", 3.0},
+      {"0x.8p1", 1.0}, {"0x1.p1", 2.0},
+      {"0.30000000000000004", 0.1 + 0.2}, {"123456789012345678901234567890", 1.2345678901234568e29},
+      {"1e400", inf}, {"-1e400", -inf}, {"1e-400", 0.0}, {"4.9e-324", 4.9e-324}, {"2e-324", 0.0},
+      {"1.7976931348623157e308", 1.7976931348623157e308}, {"0.0000001e99999999999999999999", inf},
+      {"Infinity", inf}, {"-Infinity", -inf}, {"+Infinity", inf}, {"infinity", inf}, {"INF", inf},
+      {"-inf", -inf}, {" +Inf ", inf},
+      {"", N}, {" ", N}, {"-", N}, {".", N}, {"e5", N}, {"1e", N}, {"1e+", N}, {"1.2.3", N}, {"1 2", N},
+      {"1_000", N}, {"0x10", N}, {"0x", N}, {"0xp1", N}, {"0x1.p", N}, {"1d5", N}, {"1.5dd", N}, {"d", N},
+      {"infinityx", N}, {"nanx", N}, {"-nan", N}, {"++1", N}, {"1,5", N}, {"abc", N}};
+  const auto [in, want] = Unzip(cases);
+  CQ_EXPECT_EQ(ReadF64(Call("cast_float64", {Col(Str(in))}, static_cast<int64_t>(in.size()))), want);
+  // NaN in any case (and Java's signed NaN), which == cannot compare.
+  Column nans = Str({"NaN", "nan", " NAN ", "-NaN", "+NaN"});
+  for (std::optional<double> v : ReadF64(Call("cast_float64", {Col(nans)}, 5))) CQ_EXPECT(v && std::isnan(*v));
+  // The sign of zero survives.
+  F64s zeros = ReadF64(Call("cast_float64", {Col(Str({"-0", "-1e-400", "0"}))}, 3));
+  CQ_EXPECT(std::signbit(*zeros[0]) && std::signbit(*zeros[1]) && !std::signbit(*zeros[2]));
+}
+
+CQ_TEST(cast_utf8_to_bool_accepts_spark_words_in_any_case) {
+  Strs in = {"t", "TRUE", " True ", "y", "Yes", "1", "f", "false", "\tFALSE\n", "n", "NO", "0",
+             "", "2", "1.0", "on", "off", "tru", "yess", "-1", "null", N};
+  Bools want = {true, true, true, true, true, true, false, false, false, false, false, false,
+                N, N, N, N, N, N, N, N, N, N};
+  CQ_EXPECT_EQ(ReadBool(Call("cast_bool", {Col(Str(in))}, static_cast<int64_t>(in.size()))), want);
+}
+
+CQ_TEST(cast_float64_to_utf8_reads_back_as_the_same_double) {
+  // Random bit patterns: every finite double's text parses back to it, bit for bit.
+  Rng rng(7);
+  const int64_t n = 4000;
+  F64s in;
+  for (int64_t i = 0; i < n; ++i) {
+    uint64_t bits = rng.Next();
+    if (i % 4 == 0) bits &= 0x800FFFFFFFFFFFFFull;  // subnormals too
+    double d;
+    std::memcpy(&d, &bits, 8);
+    in.push_back(std::isfinite(d) ? d : 1.0);
+  }
+  Column text = Call("cast_utf8", {Col(F64(in))}, n);
+  F64s back = ReadF64(Call("cast_float64", {Col(text)}, n));
+  int64_t same = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    uint64_t a, b;
+    std::memcpy(&a, &*in[i], 8);
+    std::memcpy(&b, &*back[i], 8);
+    same += a == b;
+  }
+  CQ_EXPECT_EQ(same, n);
+  // And integers of the whole BIGINT range, through VARCHAR.
+  I64s iv = {kMin, kMax, N};
+  for (int k = 0; k < 199; ++k) iv.push_back(static_cast<int64_t>(rng.Next() >> (k % 64)));
+  CQ_EXPECT_EQ(ReadI64(Call("cast_int64", {Col(Call("cast_utf8", {Col(I64(iv))}, 202))}, 202)), iv);
+}
+
 // ---- the registry -----------------------------------------------------------------------------
 
 CQ_TEST(registry_finds_by_exact_signature_and_signatures_are_unique) {
@@ -353,6 +617,22 @@ CQ_TEST(registry_finds_by_exact_signature_and_signatures_are_unique) {
   CQ_EXPECT_EQ(r.Find("less", {S, S})->result, B);
   CQ_EXPECT_EQ(r.Find("is_null", {TypeId::kNull})->result, B);
   CQ_EXPECT_EQ(r.Find("cast_float64", {I})->result, F);
+  // Every cast between two different types.
+  for (TypeId from : {I, F, S, B})
+    for (const auto& [name, to] : {std::pair{"cast_int64", I}, {"cast_float64", F}, {"cast_utf8", S}, {"cast_bool", B}})
+      if (from != to) CQ_EXPECT_EQ(std::string(name) + (r.Find(name, {from}) ? " found" : " missing"), std::string(name) + " found");
+  // case_when is variadic: (bool, T)+ T, for any number of WHENs.
+  CQ_EXPECT_EQ(r.Find("case_when", {B, S, S})->result, S);
+  CQ_EXPECT_EQ(r.Find("case_when", {B, F, B, F, F})->result, F);
+  std::vector<TypeId> many;
+  for (int k = 0; k < 100; ++k) many.insert(many.end(), {B, I});
+  many.push_back(I);
+  CQ_EXPECT_EQ(r.Find("case_when", many)->result, I);
+  CQ_EXPECT(r.Find("case_when", {B, I}) == nullptr);            // no ELSE: the planner adds NULL
+  CQ_EXPECT(r.Find("case_when", {I}) == nullptr);
+  CQ_EXPECT(r.Find("case_when", {B, I, I, I}) == nullptr);      // a value where a condition goes
+  CQ_EXPECT(r.Find("case_when", {B, I, B, F, I}) == nullptr);   // branches of different types
+  CQ_EXPECT(r.Find("case_when", {I, I, I}) == nullptr);         // a condition that is not BOOLEAN
   std::set<std::pair<std::string, std::vector<TypeId>>> seen;
   for (const Kernel& k : r.kernels()) {
     CQ_EXPECT(k.fn != nullptr);
@@ -361,7 +641,8 @@ CQ_TEST(registry_finds_by_exact_signature_and_signatures_are_unique) {
   }
   for (const char* name : {"add", "subtract", "multiply", "divide", "modulo", "negate", "equal", "not_equal",
                            "less", "less_equal", "greater", "greater_equal", "and", "or", "not", "is_null",
-                           "is_not_null", "cast_float64"}) {
+                           "is_not_null", "cast_int64", "cast_float64", "cast_utf8", "cast_bool",
+                           "case_when"}) {
     bool found = false;
     for (const Kernel& k : r.kernels()) found |= k.name == name;
     CQ_EXPECT_EQ(std::string(name) + (found ? " registered" : " missing"), std::string(name) + " registered");

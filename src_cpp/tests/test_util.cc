@@ -142,7 +142,7 @@ Column Call(const std::string& fn, const std::vector<Datum>& args, int64_t n) {
     Fail(__FILE__, __LINE__, "no kernel " + sig + ")");
     throw AssertionAbort{};
   }
-  Column out = k->fn(args.data(), n);
+  Column out = k->fn(args, n);
   // Every kernel result must be a well-formed column of the kernel's type and the batch's length.
   CQ_EXPECT_EQ(out.type, k->result);
   CQ_EXPECT_EQ(out.length, n);

@@ -9,8 +9,10 @@ the bag difference R(t) − R(t⁻) at every instant where something starts or e
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any, Optional, Union
 
 INF = (math.inf, 0)
@@ -35,16 +37,103 @@ class Lit:
 
 @dataclass(frozen=True)
 class Op:
-    op: str  # + - * / % neg = <> < <= > >= AND OR NOT ISNULL ISNOTNULL
+    # + - * / % neg = <> < <= > >= AND OR NOT ISNULL ISNOTNULL; CASE (c1, v1, ..., [else]: an
+    # odd number of args has an ELSE); CAST_int CAST_double CAST_str CAST_bool (x,)
+    op: str
     args: tuple
 
 
 Expr = Union[Col, Lit, Op]
 
+# ---- CAST as Spark's non-ANSI CAST (README; src_cpp/kernels/cast.cc has the same rules) -------
+
+_SPACE = "".join(map(chr, range(0x21))) + "\x7f"  # trimmed at both ends of a string
+
+
+def java_long(d: float) -> int:
+    """Java's (long) d: truncation toward zero, NaN is 0, saturation out of range."""
+    if math.isnan(d):
+        return 0
+    return max(-2**63, min(2**63 - 1, int(d))) if math.isfinite(d) else (2**63 - 1 if d > 0 else -2**63)
+
+
+def java_string(d: float) -> str:
+    """Java's Double.toString: the shortest digits that read back as d (Python's repr has them),
+    plain for exponents -3..6, else d.dddE±n."""
+    if math.isnan(d):
+        return "NaN"
+    if math.isinf(d):
+        return "Infinity" if d > 0 else "-Infinity"
+    sign = "-" if math.copysign(1.0, d) < 0 else ""
+    if d == 0:
+        return sign + "0.0"
+    _, digit_tuple, exponent = Decimal(repr(abs(d))).as_tuple()
+    digits = "".join(map(str, digit_tuple)).rstrip("0")
+    e = len(digit_tuple) + int(exponent) - 1  # d = 0.<digits> x 10^(e+1)
+    if e < -3 or e > 6:
+        return f"{sign}{digits[0]}.{digits[1:] or '0'}E{e}"
+    if e < 0:
+        return f"{sign}0.{'0' * (-e - 1)}{digits}"
+    whole = digits.ljust(e + 1, "0")
+    return f"{sign}{whole[:e + 1]}.{whole[e + 1:] or '0'}"
+
+
+def string_to_long(s: str) -> Optional[int]:
+    m = re.fullmatch(r"([+-]?)([0-9]*)(?:\.([0-9]*))?", s.strip(_SPACE))
+    if not m or not (m.group(2) or m.group(3)):
+        return None
+    v = int(m.group(2) or "0") * (-1 if m.group(1) == "-" else 1)
+    return v if -2**63 <= v < 2**63 else None
+
+
+def string_to_double(s: str) -> Optional[float]:
+    t = s.strip(_SPACE)
+    if t.lower() == "nan" or t in ("+NaN", "-NaN"):
+        return math.nan
+    if t.lower() in ("inf", "+inf", "infinity", "+infinity"):
+        return math.inf
+    if t.lower() in ("-inf", "-infinity"):
+        return -math.inf
+    if re.fullmatch(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?[fFdD]?", t):
+        return float(t.rstrip("fFdD"))
+    m = re.fullmatch(r"([+-]?)(0[xX]([0-9a-fA-F]+\.?[0-9a-fA-F]*|\.[0-9a-fA-F]+)[pP][+-]?[0-9]+)[fFdD]?", t)
+    return float.fromhex(m.group(1) + m.group(2)) if m else None
+
+
+def string_to_bool(s: str) -> Optional[bool]:
+    t = s.strip(_SPACE).lower()
+    return True if t in ("t", "true", "y", "yes", "1") else False if t in ("f", "false", "n", "no", "0") \
+        else None
+
+
+def cast(v: Any, from_: str, to: str) -> Any:
+    if v is None or from_ == to:
+        return v
+    if from_ == "str":
+        return {"int": string_to_long, "double": string_to_double, "bool": string_to_bool}[to](v)
+    if to == "str":
+        return java_string(v) if from_ == "double" else ("true" if v else "false") if from_ == "bool" \
+            else str(v)
+    if to == "bool":
+        return v != 0
+    if to == "int":
+        return java_long(v) if from_ == "double" else int(v)
+    return float(v)
+
+
+def case_values(e: Op) -> list:
+    """The value arguments of a CASE: each THEN, and the ELSE if there is one."""
+    return list(e.args[1::2]) + ([e.args[-1]] if len(e.args) % 2 else [])
+
 
 def result_type(e: Expr) -> str:
     if isinstance(e, (Col, Lit)):
         return e.type
+    if e.op.startswith("CAST_"):
+        return e.op[5:]
+    if e.op == "CASE":
+        ts = {result_type(v) for v in case_values(e)}
+        return "double" if ts == {"int", "double"} else ts.pop()
     if e.op in ("+", "-", "*", "%"):
         ts = [result_type(a) for a in e.args]
         return "double" if "double" in ts else "int"
@@ -75,6 +164,15 @@ def evaluate(e: Expr, row: dict) -> Any:
         return evaluate(e.args[0], row) is None
     if op == "ISNOTNULL":
         return evaluate(e.args[0], row) is not None
+    if op == "CASE":
+        for cond, value in zip(e.args[0::2], e.args[1::2]):
+            if evaluate(cond, row) is True:
+                return cast(evaluate(value, row), result_type(value), result_type(e))
+        if len(e.args) % 2 == 0:
+            return None
+        return cast(evaluate(e.args[-1], row), result_type(e.args[-1]), result_type(e))
+    if op.startswith("CAST_"):
+        return cast(evaluate(e.args[0], row), result_type(e.args[0]), result_type(e))
     vals = [evaluate(a, row) for a in e.args]
     if any(v is None for v in vals):
         return None

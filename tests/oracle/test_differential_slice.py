@@ -1,9 +1,9 @@
 """The engine against the reference evaluator on generated queries and data (hypothesis).
 
-Queries: SELECT <generated expressions> FROM s <every window of SPEC §4> [WHERE <generated
-condition>], as a relation and under ISTREAM, DSTREAM and RSTREAM. Data: nulls, ties and bursts of
-equal timestamps, pushed in random batch sizes (batch boundaries inside runs of equal timestamps
-included), with heartbeats in between. Set CQ_HYPOTHESIS_EXAMPLES to run more than the default 300.
+Queries: SELECT <generated expressions, CASE and CAST included> FROM s <every window of SPEC §4>
+[WHERE <generated condition>], as a relation and under ISTREAM, DSTREAM and RSTREAM. Data: nulls,
+ties and bursts of equal timestamps, pushed in random batch sizes (batch boundaries inside runs of
+equal timestamps included), with heartbeats in between. Set CQ_HYPOTHESIS_EXAMPLES to run more than the default 300.
 """
 
 from __future__ import annotations
@@ -25,7 +25,9 @@ SCHEMA = "REGISTER STREAM s(a INT, b DOUBLE, c VARCHAR, f BOOLEAN);"
 
 ints = st.one_of(st.none(), st.integers(-4, 4))
 doubles = st.one_of(st.none(), st.sampled_from([0.0, 0.5, -1.5, 2.0, 3.25]))
-strs = st.one_of(st.none(), st.sampled_from(["", "x", "y", "xy"]))
+# Besides words, strings that CAST reads as numbers or booleans (none that reads as NaN, which no
+# equality would match).
+strs = st.one_of(st.none(), st.sampled_from(["", "x", "y", "xy", "1", " -2 ", "2.5", "1e1", "t", "No"]))
 bools = st.one_of(st.none(), st.booleans())
 
 
@@ -35,7 +37,27 @@ def num_leaf():
         st.integers(-3, 3).map(lambda v: Lit(v, "int")),
         st.sampled_from([0.0, 0.5, -2.5]).map(lambda v: Lit(v, "double")),
         st.just(Lit(None, "int")),
+        st.sampled_from(["CAST_int", "CAST_double"]).map(lambda op: Op(op, (Col("c", "str"),))),
     )
+
+
+def cond_leaf():
+    """A WHEN condition: TRUE, FALSE, NULL or a comparison that may be NULL."""
+    return st.one_of(
+        st.just(Col("f", "bool")), st.sampled_from([True, False, None]).map(lambda v: Lit(v, "bool")),
+        st.tuples(st.sampled_from(["=", "<", ">="]), num_leaf(), num_leaf()).map(
+            lambda t: Op(t[0], (t[1], t[2]))),
+        st.tuples(st.sampled_from(["=", "<"]), st.just(Col("c", "str")),
+                  st.sampled_from(["x", "1"]).map(lambda v: Lit(v, "str"))).map(
+            lambda t: Op(t[0], (t[1], t[2]))),
+    )
+
+
+def case_of(values, min_size=1):
+    """CASE WHEN c THEN v ... [ELSE e] END over values drawn from ``values``."""
+    return st.tuples(st.lists(st.tuples(cond_leaf(), values), min_size=min_size, max_size=3),
+                     st.one_of(st.none(), values)).map(
+        lambda t: Op("CASE", tuple(x for pair in t[0] for x in pair) + ((t[1],) if t[1] is not None else ())))
 
 
 def num_expr():
@@ -43,7 +65,20 @@ def num_expr():
         st.tuples(st.sampled_from(["+", "-", "*", "/", "%"]), inner, inner).map(
             lambda t: Op(t[0], (t[1], t[2]))),
         inner.map(lambda x: Op("neg", (x,))),
+        st.tuples(st.sampled_from(["CAST_int", "CAST_double"]),
+                  st.one_of(inner, st.just(Col("c", "str")), st.just(Col("f", "bool")))).map(
+            lambda t: Op(t[0], (t[1],))),
+        case_of(inner),
     ), max_leaves=4)
+
+
+def str_expr():
+    return st.one_of(
+        st.just(Col("c", "str")),
+        st.one_of(num_expr(), st.just(Col("f", "bool"))).map(lambda x: Op("CAST_str", (x,))),
+        case_of(st.one_of(st.just(Col("c", "str")), st.sampled_from(["", "x", "1"]).map(lambda v: Lit(v, "str")),
+                          num_leaf().map(lambda x: Op("CAST_str", (x,))))),
+    )
 
 
 def bool_expr():
@@ -51,12 +86,16 @@ def bool_expr():
         st.just(Col("f", "bool")), st.booleans().map(lambda v: Lit(v, "bool")),
         st.tuples(st.sampled_from(["=", "<>", "<", "<=", ">", ">="]), num_expr(), num_expr()).map(
             lambda t: Op(t[0], (t[1], t[2]))),
-        st.tuples(st.sampled_from(["=", "<", ">="]), st.just(Col("c", "str")),
-                  st.sampled_from(["", "x", "xy", "z"]).map(lambda v: Lit(v, "str"))).map(
+        st.tuples(st.sampled_from(["=", "<", ">="]), str_expr(),
+                  st.sampled_from(["", "x", "xy", "z", "1"]).map(lambda v: Lit(v, "str"))).map(
             lambda t: Op(t[0], (t[1], t[2]))),
         st.tuples(st.sampled_from(["ISNULL", "ISNOTNULL"]),
-                  st.one_of(num_expr(), st.just(Col("c", "str")), st.just(Col("f", "bool")))).map(
+                  st.one_of(num_expr(), str_expr(), st.just(Col("f", "bool")))).map(
             lambda t: Op(t[0], (t[1],))),
+        st.one_of(num_expr(), st.just(Col("c", "str"))).map(lambda x: Op("CAST_bool", (x,))),
+        # Not a NULL literal as a value: a CASE of NULLs only would be a BIGINT.
+        case_of(st.one_of(cond_leaf().filter(lambda e: not (isinstance(e, Lit) and e.value is None)),
+                          st.just(Col("c", "str")).map(lambda x: Op("CAST_bool", (x,))))),
     )
     return st.recursive(leaf, lambda inner: st.one_of(
         st.tuples(st.sampled_from(["AND", "OR"]), inner, inner).map(lambda t: Op(t[0], (t[1], t[2]))),
@@ -76,6 +115,11 @@ def render(e) -> str:
             return "'" + e.value + "'"
         return f"({e.value!r})" if e.value < 0 else repr(e.value)
     a = [render(x) for x in e.args]
+    if e.op == "CASE":
+        whens = " ".join(f"WHEN {c} THEN {v}" for c, v in zip(a[0::2], a[1::2]))
+        return f"(CASE {whens}{f' ELSE {a[-1]}' if len(a) % 2 else ''} END)"
+    if e.op.startswith("CAST_"):
+        return f"CAST({a[0]} AS {CQL_TYPES[e.op[5:]]})"
     if e.op == "neg":
         return f"(-{a[0]})"
     if e.op == "NOT":
@@ -87,9 +131,12 @@ def render(e) -> str:
     return f"({a[0]} {e.op} {a[1]})"
 
 
+CQL_TYPES = {"int": "BIGINT", "double": "DOUBLE", "str": "VARCHAR", "bool": "BOOLEAN"}
+
+
 def plain_select_expr():
     # A select item may not be a bare NULL (it would have no type).
-    return st.one_of(num_expr(), bool_expr(), st.just(Col("c", "str"))).filter(
+    return st.one_of(num_expr(), bool_expr(), str_expr()).filter(
         lambda e: not (isinstance(e, Lit) and e.value is None))
 
 
