@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <functional>
+#include <unordered_map>
 
 namespace cq {
 
@@ -17,48 +18,49 @@ void OrderedRuns::Add(const Batch& batch) {
   const uint64_t id = next_run_++;
   Run& run = runs_[id];
   run.batch = batch.Compact();
-  if (!run.batch.holders.empty()) {
-    const HolderId* h = run.batch.holders.as<const HolderId>();
-    for (int64_t i = 0; i < run.batch.length; ++i)
-      if (h[i] != kNoHolder) held_pending_[h[i]] = {id, i};
-  }
+  pending_runs_ += !run.batch.holders.empty();
   PushHead(id);
 }
 
 EndBatch OrderedRuns::AddEnds(const EndBatch& ends) {
-  if (held_pending_.empty()) return ends;
+  if (pending_runs_ == 0) return ends;
+  // Ends are rare next to rows and held rows few: look the ids up by scanning what is held.
+  std::unordered_map<HolderId, int64_t> wanted;  // id -> position in `ends`
+  for (int64_t k = 0; k < ends.length; ++k) wanted[ends.ids()[k]] = k;
+  std::vector<uint8_t> taken(ends.length, 0);
+  for (auto& [id, run] : runs_) {
+    Batch& b = run.batch;
+    if (b.holders.empty()) continue;
+    for (int64_t row = run.offset; row < b.length; ++row) {
+      auto it = wanted.find(b.holders.as<const HolderId>()[row]);
+      if (it == wanted.end()) continue;
+      const Time end = ends.ends.At(it->second);
+      taken[it->second] = 1;
+      if (!run.own_ends) {
+        // Other consumers share these buffers: write into copies. Pending rows get a placeholder.
+        std::vector<Time> other(b.length);
+        const HolderId* old = b.holders.as<const HolderId>();
+        for (int64_t i = 0; i < b.length; ++i) other[i] = old[i] != kNoHolder ? Time::Infinity() : b.EndAt(i);
+        Buffer holders = Buffer::Allocate(b.length * sizeof(HolderId));
+        std::memcpy(holders.data, old, b.length * sizeof(HolderId));
+        b.holders = holders;
+        b.other = MakeTimeColumn(other);
+        b.constant_duration.reset();
+        run.own_ends = true;
+      }
+      if (end.step != 0 && !b.other.has_steps()) b.other.steps = Buffer::AllocateZeroed(b.length * 8);
+      b.holders.as<HolderId>()[row] = kNoHolder;
+      b.other.ticks.as<int64_t>()[row] = end.tick;
+      if (b.other.has_steps()) b.other.steps.as<int64_t>()[row] = end.step;
+    }
+  }
   std::vector<HolderId> pass_ids;
   std::vector<Time> pass_ends;
-  for (int64_t k = 0; k < ends.length; ++k) {
-    const HolderId h = ends.ids()[k];
-    const Time end = ends.ends.At(k);
-    auto it = held_pending_.find(h);
-    if (it == held_pending_.end()) {
-      pass_ids.push_back(h);
-      pass_ends.push_back(end);
-      continue;
+  for (int64_t k = 0; k < ends.length; ++k)
+    if (!taken[k]) {
+      pass_ids.push_back(ends.ids()[k]);
+      pass_ends.push_back(ends.ends.At(k));
     }
-    const auto [id, row] = it->second;
-    held_pending_.erase(it);
-    Run& run = runs_.at(id);
-    Batch& b = run.batch;
-    if (!run.own_ends) {
-      // Other consumers share these buffers: write into copies. Pending rows get a placeholder.
-      std::vector<Time> other(b.length);
-      const HolderId* old = b.holders.as<const HolderId>();
-      for (int64_t i = 0; i < b.length; ++i) other[i] = old[i] != kNoHolder ? Time::Infinity() : b.EndAt(i);
-      Buffer holders = Buffer::Allocate(b.length * sizeof(HolderId));
-      std::memcpy(holders.data, old, b.length * sizeof(HolderId));
-      b.holders = holders;
-      b.other = MakeTimeColumn(other);
-      b.constant_duration.reset();
-      run.own_ends = true;
-    }
-    if (end.step != 0 && !b.other.has_steps()) b.other.steps = Buffer::AllocateZeroed(b.length * 8);
-    b.holders.as<HolderId>()[row] = kNoHolder;
-    b.other.ticks.as<int64_t>()[row] = end.tick;
-    if (b.other.has_steps()) b.other.steps.as<int64_t>()[row] = end.step;
-  }
   EndBatch pass;
   pass.length = static_cast<int64_t>(pass_ids.size());
   if (pass.length == 0) return pass;
@@ -69,52 +71,57 @@ EndBatch OrderedRuns::AddEnds(const EndBatch& ends) {
 }
 
 Batch OrderedRuns::Release(Time next) {
-  std::vector<Segment> segments;
+  // The runs with rows below `next`, merged by a linear pick among them (there are few).
+  std::vector<uint64_t> live;
   while (!heap_.empty() && heap_.front().first < next) {
     std::pop_heap(heap_.begin(), heap_.end(), std::greater<>());
-    const uint64_t id = heap_.back().second;
+    live.push_back(heap_.back().second);
     heap_.pop_back();
-    Run& run = runs_.at(id);
-    const Batch& b = run.batch;
-    // Take rows while they come before every other run's next row (and below `next`).
-    const std::pair<Time, uint64_t> other = heap_.empty() ? std::pair{next, uint64_t{0}} : heap_.front();
-    int64_t k = run.offset;
-    while (k < b.length) {
-      const Time t = b.StartAt(k);
-      if (!(t < next) || !(std::pair{t, id} < other)) break;
-      ++k;
-    }
-    if (!b.holders.empty()) {
-      const HolderId* h = b.holders.as<const HolderId>();
-      for (int64_t i = run.offset; i < k; ++i)
-        if (h[i] != kNoHolder) held_pending_.erase(h[i]);
-    }
-    segments.push_back({id, run.offset, k});
-    run.offset = k;
-    if (k < b.length) PushHead(id);
   }
-  Batch out = segments.empty() ? Batch{} : Gather(segments);
-  for (const Segment& s : segments)  // a run may have given several segments
-    if (auto it = runs_.find(s.run); it != runs_.end() && it->second.offset == it->second.batch.length)
-      runs_.erase(it);
+  if (live.empty()) return Batch{};
+  std::sort(live.begin(), live.end());  // arrival order breaks ties
+  std::vector<Run*> runs;
+  for (uint64_t id : live) runs.push_back(&runs_.at(id));
+  Batch out;
+  if (runs.size() == 1) {
+    Run& r = *runs[0];
+    int64_t k = r.offset;
+    while (k < r.batch.length && r.batch.StartAt(k) < next) ++k;
+    out = r.batch.Slice(r.offset, k - r.offset);
+    r.offset = k;
+  } else {
+    std::vector<BatchRow> rows;
+    std::vector<Time> heads(runs.size());
+    for (size_t i = 0; i < runs.size(); ++i) heads[i] = runs[i]->batch.StartAt(runs[i]->offset);
+    for (;;) {
+      size_t best = runs.size();
+      for (size_t i = 0; i < runs.size(); ++i)
+        if (heads[i] < next && (best == runs.size() || heads[i] < heads[best])) best = i;
+      if (best == runs.size()) break;
+      Run& r = *runs[best];
+      rows.push_back({static_cast<uint32_t>(best), static_cast<uint32_t>(r.offset)});
+      heads[best] = ++r.offset < r.batch.length ? r.batch.StartAt(r.offset) : Time::Infinity();
+    }
+    out = Gather(runs, rows);
+  }
+  for (size_t i = 0; i < runs.size(); ++i) {
+    if (runs[i]->offset < runs[i]->batch.length) {
+      PushHead(live[i]);
+    } else {
+      pending_runs_ -= !runs[i]->batch.holders.empty();
+      runs_.erase(live[i]);
+    }
+  }
   return out;
 }
 
-Batch OrderedRuns::Gather(const std::vector<Segment>& segments) const {
-  // One run, or runs that follow one another: consecutive rows of one batch need no gather.
-  if (segments.size() == 1) {
-    const Segment& s = segments[0];
-    return runs_.at(s.run).batch.Slice(s.from, s.to - s.from);
-  }
+Batch OrderedRuns::Gather(const std::vector<Run*>& runs, const std::vector<BatchRow>& rows) const {
   std::vector<const Batch*> batches;
-  std::vector<BatchRow> rows;
   bool same_duration = true, any_holders = false;
-  const Batch& first = runs_.at(segments[0].run).batch;
-  for (const Segment& s : segments) {
-    const Batch& b = runs_.at(s.run).batch;
+  const Batch& first = runs[0]->batch;
+  for (const Run* r : runs) {
+    const Batch& b = r->batch;
     batches.push_back(&b);
-    for (int64_t i = s.from; i < s.to; ++i)
-      rows.push_back({static_cast<uint32_t>(batches.size() - 1), static_cast<uint32_t>(i)});
     same_duration &= b.constant_duration.has_value() && first.constant_duration == b.constant_duration;
     any_holders |= !b.holders.empty();
   }

@@ -34,18 +34,15 @@ class OrderedRuns {
     int64_t offset = 0;
     bool own_ends = false;  // holders/other copied, so that ends can be written into them
   };
-  struct Segment {
-    uint64_t run;
-    int64_t from, to;
-  };
   void PushHead(uint64_t id);
-  Batch Gather(const std::vector<Segment>& segments) const;
+  // `rows` of `runs` (BatchRow::batch indexes `runs`) as one compact batch.
+  Batch Gather(const std::vector<Run*>& runs, const std::vector<BatchRow>& rows) const;
 
   std::map<uint64_t, Run> runs_;
   uint64_t next_run_ = 0;
   // A min-heap of (time of the run's next row, run id): the id breaks ties in arrival order.
   std::vector<std::pair<Time, uint64_t>> heap_;
-  std::map<HolderId, std::pair<uint64_t, int64_t>> held_pending_;  // holder -> (run, row)
+  int64_t pending_runs_ = 0;  // runs with holders (whose ends may still arrive here)
 };
 
 }  // namespace cq
