@@ -4,6 +4,7 @@
 #include <cstring>
 #include <functional>
 #include <stdexcept>
+#include <limits>
 #include <string_view>
 
 #include "batch/row_hash.h"
@@ -28,27 +29,32 @@ inline uint64_t KeyBits(const Column& c, int64_t row) {
 
 GroupIndex::GroupIndex(std::vector<TypeId> key_types) : types_(std::move(key_types)) {
   fixed_ = types_.size() == 1 && FixedWidth(types_[0]);
+  direct_ = types_.size() == 1 && types_[0] == TypeId::kInt64;
   for (TypeId t : types_) stores_.emplace_back(t);
-  slot_key_.assign(16, 0);
-  slot_group_.assign(16, kEmpty);
+  slots_.resize(16);
   mask_ = 15;
 }
 
 void GroupIndex::Reserve() {
-  if ((static_cast<uint64_t>(entries_) + 1) * 2 <= slot_group_.size()) return;
-  std::vector<uint64_t> keys(slot_key_.size() * 2, 0);
-  std::vector<uint32_t> groups(slot_group_.size() * 2, kEmpty);
-  const uint64_t mask = keys.size() - 1;
-  for (size_t s = 0; s < slot_group_.size(); ++s) {
-    if (slot_group_[s] == kEmpty) continue;
-    uint64_t pos = MixHash(slot_key_[s]) & mask;
-    while (groups[pos] != kEmpty) pos = (pos + 1) & mask;
-    keys[pos] = slot_key_[s];
-    groups[pos] = slot_group_[s];
+  if ((static_cast<uint64_t>(entries_) + 1) * 2 <= slots_.size()) return;
+  std::vector<Slot> bigger(slots_.size() * 2);
+  const uint64_t mask = bigger.size() - 1;
+  for (const Slot& s : slots_) {
+    if (s.group == kEmpty) continue;
+    uint64_t pos = MixHash(s.key) & mask;
+    while (bigger[pos].group != kEmpty) pos = (pos + 1) & mask;
+    bigger[pos] = s;
   }
-  slot_key_ = std::move(keys);
-  slot_group_ = std::move(groups);
+  slots_ = std::move(bigger);
   mask_ = mask;
+}
+
+void GroupIndex::Insert(uint64_t key, uint32_t group) {
+  Reserve();
+  uint64_t pos = MixHash(key) & mask_;
+  while (slots_[pos].group != kEmpty) pos = (pos + 1) & mask_;
+  slots_[pos] = {key, group};
+  ++entries_;
 }
 
 uint32_t GroupIndex::NewGroup(const std::vector<Column>& keys, int64_t row) {
@@ -69,12 +75,9 @@ void GroupIndex::Map(const std::vector<Column>& keys, int64_t n, uint32_t* gids)
 }
 
 void GroupIndex::MapFixed(const Column& key, int64_t n, uint32_t* gids) {
+  if (direct_ && MapDirect(key, n, gids)) return;
   const std::vector<Column> one{key};
   const bool nulls = key.has_nulls();
-  // Runs of one key are common (a burst from one source, a sorted input): the last lookup is
-  // remembered.
-  uint64_t last_key = 0;
-  uint32_t last_group = kEmpty;
   for (int64_t i = 0; i < n; ++i) {
     if (nulls && !key.IsValid(i)) {
       if (null_group_ == kEmpty) null_group_ = NewGroup(one, i);
@@ -82,25 +85,59 @@ void GroupIndex::MapFixed(const Column& key, int64_t n, uint32_t* gids) {
       continue;
     }
     const uint64_t k = KeyBits(key, i);
-    if (k == last_key && last_group != kEmpty) {
-      gids[i] = last_group;
+    uint64_t pos = MixHash(k) & mask_;
+    while (slots_[pos].group != kEmpty && slots_[pos].key != k) pos = (pos + 1) & mask_;
+    uint32_t g = slots_[pos].group;
+    if (g == kEmpty) {
+      g = NewGroup(one, i);
+      Insert(k, g);
+    }
+    gids[i] = g;
+  }
+}
+
+bool GroupIndex::MapDirect(const Column& key, int64_t n, uint32_t* gids) {
+  const int64_t* v = key.i64();
+  const bool nulls = key.has_nulls();
+  int64_t lo = std::numeric_limits<int64_t>::max(), hi = std::numeric_limits<int64_t>::min();
+  if (nulls) {
+    for (int64_t i = 0; i < n; ++i)
+      if (key.IsValid(i)) lo = std::min(lo, v[i]), hi = std::max(hi, v[i]);
+  } else {
+    for (int64_t i = 0; i < n; ++i) lo = std::min(lo, v[i]), hi = std::max(hi, v[i]);
+  }
+  const int64_t size = static_cast<int64_t>(direct_groups_.size());
+  if (lo <= hi && (size == 0 || lo < direct_base_ || hi - direct_base_ >= size)) {
+    // The table grows (at least doubling, so that a drifting range costs amortized O(1) a key)
+    // toward the side it has to; past kDirectMax slots, the keys move to the hash table for good.
+    if (size) lo = std::min(lo, direct_base_), hi = std::max(hi, direct_base_ + size - 1);
+    const uint64_t span = static_cast<uint64_t>(hi) - static_cast<uint64_t>(lo) + 1;
+    if (span > kDirectMax || span == 0) {
+      direct_ = false;
+      for (int64_t d = 0; d < size; ++d)
+        if (direct_groups_[d] != kEmpty) Insert(static_cast<uint64_t>(direct_base_ + d), direct_groups_[d]);
+      direct_groups_ = {};
+      return false;
+    }
+    const int64_t grown = std::max<int64_t>(static_cast<int64_t>(span), std::min<int64_t>(std::max<int64_t>(2 * size, 64), kDirectMax));
+    const int64_t base = size && lo < direct_base_ ? hi - grown + 1 : lo;
+    std::vector<uint32_t> table(static_cast<size_t>(grown), kEmpty);
+    for (int64_t d = 0; d < size; ++d) table[direct_base_ + d - base] = direct_groups_[d];
+    direct_groups_ = std::move(table);
+    direct_base_ = base;
+  }
+  const std::vector<Column> one{key};
+  for (int64_t i = 0; i < n; ++i) {
+    if (nulls && !key.IsValid(i)) {
+      if (null_group_ == kEmpty) null_group_ = NewGroup(one, i);
+      gids[i] = null_group_;
       continue;
     }
-    uint64_t pos = MixHash(k) & mask_;
-    uint32_t g;
-    while ((g = slot_group_[pos]) != kEmpty && slot_key_[pos] != k) pos = (pos + 1) & mask_;
-    if (g == kEmpty) {
-      Reserve();
-      pos = MixHash(k) & mask_;
-      while (slot_group_[pos] != kEmpty) pos = (pos + 1) & mask_;
-      g = NewGroup(one, i);
-      slot_key_[pos] = k;
-      slot_group_[pos] = g;
-      ++entries_;
-    }
-    gids[i] = last_group = g;
-    last_key = k;
+    uint32_t& g = direct_groups_[v[i] - direct_base_];
+    if (g == kEmpty) g = NewGroup(one, i);
+    gids[i] = g;
   }
+  return true;
 }
 
 void GroupIndex::MapEncoded(const std::vector<Column>& keys, int64_t n, uint32_t* gids) {
@@ -110,25 +147,18 @@ void GroupIndex::MapEncoded(const std::vector<Column>& keys, int64_t n, uint32_t
     const uint64_t h = std::hash<std::string_view>{}(scratch_);
     uint64_t pos = MixHash(h) & mask_;
     uint32_t g;
-    for (;;) {
-      g = slot_group_[pos];
+    for (;; pos = (pos + 1) & mask_) {
+      g = slots_[pos].group;
       if (g == kEmpty) break;
-      if (slot_key_[pos] == h) {
-        const uint64_t at = encoded_at_[g], len = encoded_at_[g + 1] - at;
-        if (len == scratch_.size() && std::memcmp(encoded_.data() + at, scratch_.data(), len) == 0) break;
-      }
-      pos = (pos + 1) & mask_;
+      if (slots_[pos].key != h) continue;
+      const uint64_t at = encoded_at_[g], len = encoded_at_[g + 1] - at;
+      if (len == scratch_.size() && std::memcmp(encoded_.data() + at, scratch_.data(), len) == 0) break;
     }
     if (g == kEmpty) {
-      Reserve();
-      pos = MixHash(h) & mask_;
-      while (slot_group_[pos] != kEmpty) pos = (pos + 1) & mask_;
       g = NewGroup(keys, i);
       encoded_ += scratch_;
       encoded_at_.push_back(encoded_.size());
-      slot_key_[pos] = h;
-      slot_group_[pos] = g;
-      ++entries_;
+      Insert(h, g);
     }
     gids[i] = g;
   }

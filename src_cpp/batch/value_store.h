@@ -19,6 +19,10 @@ class ValueStore {
 
   TypeId type() const { return type_; }
   int64_t size() const { return static_cast<int64_t>(valid_.size()); }
+  void Reserve(int64_t n) {
+    bits_.Reserve(n);
+    valid_.reserve(static_cast<size_t>(n));
+  }
 
   // Row `row` of `c` (of this store's type, or kNull).
   void Append(const Column& c, int64_t row);

@@ -180,7 +180,7 @@ inline void Aggregate::ApplyRow(const Column* args, int64_t row, uint32_t g, int
         const Column& c = args[agg.arg];
         if (!c.IsValid(row)) break;
         acc[a].count += sign;
-        acc[a].isum += static_cast<__int128>(sign) * c.i64()[row];
+        acc[a].isum += sign > 0 ? c.i64()[row] : -static_cast<__int128>(c.i64()[row]);
         break;
       }
       case Op::kDouble: {
@@ -234,7 +234,7 @@ void Aggregate::ApplyMultiset(const Agg& agg, const Column& c, int64_t row, uint
   if (c.type == TypeId::kFloat64) acc.dsum = acc.count == 0 ? 0 : acc.dsum + static_cast<double>(d) * c.f64()[row];
 }
 
-Aggregate::Value Aggregate::Compute(uint32_t g, size_t a, std::string* s) const {
+inline Aggregate::Value Aggregate::Compute(uint32_t g, size_t a, std::string* s) const {
   const Agg& agg = aggs_[a];
   const Acc& acc = accs_[g * aggs_.size() + a];
   Value v;
@@ -253,35 +253,40 @@ Aggregate::Value Aggregate::Compute(uint32_t g, size_t a, std::string* s) const 
         v.bits = static_cast<uint64_t>(acc.isum);  // wraps, as int64 arithmetic does
         return v;
       }
-      double x = ints ? static_cast<double>(acc.isum) : acc.dsum;
+      // (A sum that fits 64 bits converts in one instruction; the 128-bit conversion is a call.)
+      const int64_t narrow = static_cast<int64_t>(acc.isum);
+      double x = !ints ? acc.dsum : narrow == acc.isum ? static_cast<double>(narrow) : static_cast<double>(acc.isum);
       if (agg.fn == Fn::kAvg) x /= static_cast<double>(acc.count);
       v.bits = DoubleBits(x);
       return v;
     }
     case Fn::kMin:
-    case Fn::kMax: {
-      const Multiset& set = sets_[g * sets_per_group_ + agg.set];
-      const bool min = agg.fn == Fn::kMin;
-      switch (agg.arg_type) {
-        case TypeId::kInt64:
-        case TypeId::kBool:
-          if (set.ints.empty()) return v;
-          v.bits = static_cast<uint64_t>(min ? set.ints.begin()->first : set.ints.rbegin()->first);
-          break;
-        case TypeId::kFloat64:
-          if (set.doubles.empty()) return v;
-          v.bits = DoubleBits(min ? set.doubles.begin()->first : set.doubles.rbegin()->first);
-          break;
-        case TypeId::kUtf8:
-          if (set.strings.empty()) return v;
-          *s = min ? set.strings.begin()->first : set.strings.rbegin()->first;
-          break;
-        case TypeId::kNull: return v;
-      }
-      v.valid = true;
-      return v;
-    }
+    case Fn::kMax: return Extreme(g, agg, s);
   }
+  return v;
+}
+
+Aggregate::Value Aggregate::Extreme(uint32_t g, const Agg& agg, std::string* s) const {
+  const Multiset& set = sets_[g * sets_per_group_ + agg.set];
+  const bool min = agg.fn == Fn::kMin;
+  Value v;
+  switch (agg.arg_type) {
+    case TypeId::kInt64:
+    case TypeId::kBool:
+      if (set.ints.empty()) return v;
+      v.bits = static_cast<uint64_t>(min ? set.ints.begin()->first : set.ints.rbegin()->first);
+      break;
+    case TypeId::kFloat64:
+      if (set.doubles.empty()) return v;
+      v.bits = DoubleBits(min ? set.doubles.begin()->first : set.doubles.rbegin()->first);
+      break;
+    case TypeId::kUtf8:
+      if (set.strings.empty()) return v;
+      *s = min ? set.strings.begin()->first : set.strings.rbegin()->first;
+      break;
+    case TypeId::kNull: return v;
+  }
+  v.valid = true;
   return v;
 }
 
@@ -323,7 +328,7 @@ void Aggregate::EndInstant(Time t) {
   touched_.clear();
 }
 
-void Aggregate::Open(uint32_t g, Time t) {
+inline void Aggregate::Open(uint32_t g, Time t) {
   const size_t na = aggs_.size();
   open_[g] = 1;
   started_[g] = t;
@@ -334,7 +339,7 @@ void Aggregate::Open(uint32_t g, Time t) {
   AppendRow(g, t, Time::Infinity(), now_.data(), now_str_.data());
 }
 
-void Aggregate::Close(uint32_t g, Time t) {
+inline void Aggregate::Close(uint32_t g, Time t) {
   open_[g] = 0;
   if (input_ == Input::kNegative) {
     const size_t na = aggs_.size();
@@ -349,7 +354,7 @@ void Aggregate::Close(uint32_t g, Time t) {
   }
 }
 
-void Aggregate::AppendRow(uint32_t g, Time sync, Time other, const Value* values, const std::string* strs) {
+inline void Aggregate::AppendRow(uint32_t g, Time sync, Time other, const Value* values, const std::string* strs) {
   out_group_.Append(g);
   out_start_.Append(sync);
   out_end_.Append(other);
@@ -359,60 +364,28 @@ void Aggregate::AppendRow(uint32_t g, Time sync, Time other, const Value* values
   }
 }
 
-void Aggregate::TimeBuilder::Append(Time t) {
-  if (t.step != 0 && !has_steps) {
-    has_steps = true;
-    while (steps.size() < ticks.size()) steps.Append(0);
-  }
-  ticks.Append(t.tick);
-  if (has_steps) steps.Append(t.step);
-}
-
-void Aggregate::TimeBuilder::Set(int64_t i, Time t) {
-  if (t.step != 0 && !has_steps) {
-    has_steps = true;
-    while (steps.size() < ticks.size()) steps.Append(0);
-  }
-  ticks[i] = t.tick;
-  if (has_steps) steps[i] = t.step;
-}
-
-TimeColumn Aggregate::TimeBuilder::Finish() {
-  TimeColumn c;
-  c.ticks = ticks.Finish();
-  Buffer s = steps.Finish();
-  if (has_steps) c.steps = std::move(s);
-  has_steps = false;
-  return c;
-}
-
 // ---- instants --------------------------------------------------------------------------------
 
-void Aggregate::Normalize(Cursor& c) const {
+void Aggregate::Load(Cursor& c) const {
   while (c.chunk < chunks_.size() && c.row >= chunks_[c.chunk].length) {
     ++c.chunk;
     c.row = 0;
   }
-}
-
-inline void Aggregate::Step(Cursor& c) const {
-  if (++c.row >= chunks_[c.chunk].length) {
-    ++c.chunk;
-    c.row = 0;
-    Normalize(c);
-  }
-}
-
-inline void Aggregate::ApplyAt(const Cursor& c, int64_t sign) {
+  if (c.chunk == chunks_.size()) return;
   const Chunk& ch = chunks_[c.chunk];
-  ApplyRow(ch.args.data(), c.row, ch.groups.as<const uint32_t>()[c.row], sign);
+  c.length = ch.length;
+  c.ticks = ch.sync.tick_data();
+  c.steps = ch.sync.has_steps() ? ch.sync.step_data() : nullptr;
+  c.groups = ch.groups.as<const uint32_t>();
+  c.signs = ch.signs.as<const int8_t>();
+  c.args = ch.args.data();
 }
 
 void Aggregate::SortUnstarted() {
   // Every row not started yet, in time order (arrival order within an instant), as one chunk
   // that replaces the chunks they were in.
   disordered_ = false;
-  Normalize(next_start_);
+  Load(next_start_);
   if (!Valid(next_start_)) return;
   struct Ref {
     Time t;
@@ -451,53 +424,57 @@ void Aggregate::SortUnstarted() {
   chunks_[first].length = next_start_.row;
   chunks_.resize(first + 1);
   chunks_.push_back(std::move(m));
-  Normalize(next_start_);
-  Normalize(next_end_);
 }
 
 void Aggregate::RunOrdered(Time progress) {
   if (disordered_) SortUnstarted();
   const bool ends = input_ == Input::kConstant;
   const Duration d = duration_.value_or(Duration::Infinite());
-  auto started = [&](const Cursor& c) {  // c is before next_start_: its row has started
-    return c.chunk < next_start_.chunk || (c.chunk == next_start_.chunk && c.row < next_start_.row);
-  };
-  Normalize(next_start_);
-  Normalize(next_end_);
+  // The cursors are copied in and out, so that the compiler keeps them in registers while the
+  // accumulators are written.
+  Cursor s = next_start_, e = next_end_;
+  Load(s);
+  Load(e);
   for (;;) {
-    const Time ts = Valid(next_start_) ? TimeAt(next_start_) : Time::Infinity();
+    const Time ts = Valid(s) ? s.At() : Time::Infinity();
     Time te = Time::Infinity();
-    if (ends && started(next_end_)) {
-      te = TimeAt(next_end_) + d;
-      if (te.IsInfinite()) next_end_ = next_start_;  // ends are in start order: none of these rows ends
+    if (ends && e.Before(s)) {
+      te = e.At() + d;
+      if (te.IsInfinite()) e = s;  // ends are in start order: none of these rows ends
     }
     const Time t = std::min(ts, te);
     if (!(t < progress)) break;
     if (te == t) {
       do {
-        ApplyAt(next_end_, -1);
-        Step(next_end_);
-      } while (started(next_end_) && TimeAt(next_end_) + d == t);
+        ApplyRow(e.args, e.row, e.groups[e.row], -1);
+        Step(e);
+      } while (e.Before(s) && e.At() + d == t);
     }
     if (ts == t) {
       do {
-        ApplyAt(next_start_, input_ == Input::kNegative ? chunks_[next_start_.chunk].signs.as<const int8_t>()[next_start_.row] : 1);
-        Step(next_start_);
-      } while (Valid(next_start_) && TimeAt(next_start_) == t);
+        ApplyRow(s.args, s.row, s.groups[s.row], s.signs ? s.signs[s.row] : 1);
+        Step(s);
+      } while (Valid(s) && s.At() == t);
     }
     EndInstant(t);
   }
-  if (!ends) next_end_ = next_start_;
+  if (!ends) e = s;
   // Chunks both cursors have left behind are done.
-  const size_t done = std::min(next_start_.chunk, next_end_.chunk);
+  const size_t done = std::min(s.chunk, e.chunk);
   if (done > 0) {
     chunks_.erase(chunks_.begin(), chunks_.begin() + static_cast<std::ptrdiff_t>(done));
-    next_start_.chunk -= done;
-    next_end_.chunk -= done;
+    s.chunk -= done;
+    e.chunk -= done;
   }
+  next_start_ = s;
+  next_end_ = e;
 }
 
 void Aggregate::AdvanceTo(Time progress, Emitter& out) {
+  out_group_.Reserve(out_hint_);
+  out_start_.Reserve(out_hint_);
+  out_end_.Reserve(out_hint_);
+  for (ValueStore& v : out_values_) v.Reserve(out_hint_);
   if (tracker_) {
     tracker_->AdvanceTo(progress, [&](Time t, const std::vector<InstantTracker::RowRef>& starts,
                                       const std::vector<InstantTracker::RowRef>& ends) {
@@ -531,6 +508,7 @@ void Aggregate::AdvanceTo(Time progress, Emitter& out) {
     fixed_at_.clear();
   }
   const int64_t n = out_group_.size();
+  out_hint_ = n;
   if (n == 0) return;
   Batch o;
   o.kind = BatchKind::kLifetime;

@@ -101,34 +101,38 @@ class Aggregate final : public Operator {
     Buffer signs;   // kNegative: int8 per row, +1 for a positive tuple, -1 for a negative one
     int64_t length = 0;
   };
+  // A row of chunks_, with what the loops read of its chunk unpacked (reloaded whenever chunks_
+  // may have changed).
   struct Cursor {
-    size_t chunk = 0;  // index into chunks_
+    size_t chunk = 0;  // index into chunks_; chunks_.size() when past the last row
     int64_t row = 0;
+    int64_t length = 0;
+    const int64_t* ticks = nullptr;
+    const int64_t* steps = nullptr;
+    const uint32_t* groups = nullptr;
+    const int8_t* signs = nullptr;
+    const Column* args = nullptr;
+    Time At() const { return {ticks[row], steps ? steps[row] : 0}; }
+    bool Before(const Cursor& o) const { return chunk < o.chunk || (chunk == o.chunk && row < o.row); }
   };
-  struct TimeBuilder {
-    BufferBuilder<int64_t> ticks, steps;
-    bool has_steps = false;
-    void Append(Time t);
-    void Set(int64_t i, Time t);
-    TimeColumn Finish();
-  };
-
   void Grow(uint32_t groups);
   void ApplyRow(const Column* args, int64_t row, uint32_t g, int64_t sign);
   void ApplyMultiset(const Agg& agg, const Column& c, int64_t row, uint32_t g, int64_t sign);
   // The groups touched at instant t get their new results.
   void EndInstant(Time t);
   Value Compute(uint32_t g, size_t a, std::string* s) const;
+  Value Extreme(uint32_t g, const Agg& agg, std::string* s) const;  // MIN, MAX
   void Open(uint32_t g, Time t);
   void Close(uint32_t g, Time t);
   void AppendRow(uint32_t g, Time start, Time end, const Value* values, const std::string* strs);
 
   // kConstant / kNegative
   bool Valid(const Cursor& c) const { return c.chunk < chunks_.size(); }
-  Time TimeAt(const Cursor& c) const { return chunks_[c.chunk].sync.At(c.row); }
-  void Step(Cursor& c) const;
-  void Normalize(Cursor& c) const;
-  void ApplyAt(const Cursor& c, int64_t sign);
+  // Moves c past empty chunk ends and unpacks its chunk.
+  void Load(Cursor& c) const;
+  void Step(Cursor& c) const {
+    if (++c.row >= c.length) Load(c);
+  }
   void RunOrdered(Time progress);
   void SortUnstarted();
 
@@ -173,6 +177,7 @@ class Aggregate final : public Operator {
   std::vector<ValueStore> out_values_;
   std::vector<HolderId> fixed_ids_;
   std::vector<Time> fixed_at_;
+  int64_t out_hint_ = 0;  // rows of the last output: room made before the next
 };
 
 }  // namespace cq
