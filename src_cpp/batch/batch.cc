@@ -47,6 +47,20 @@ Batch Batch::Compact() const {
   return out;
 }
 
+Batch Batch::Slice(int64_t offset, int64_t n) const {
+  Batch out;
+  out.kind = kind;
+  out.schema = schema;
+  out.length = n;
+  out.constant_duration = constant_duration;
+  out.columns.reserve(columns.size());
+  for (const Column& c : columns) out.columns.push_back(SliceColumn(c, offset, n));
+  out.sync = SliceTime(sync, offset, n);
+  out.other = SliceTime(other, offset, n);
+  if (!holders.empty()) out.holders = Buffer::Slice(holders, offset * sizeof(HolderId), n * sizeof(HolderId));
+  return out;
+}
+
 Batch Batch::WithMaterializedEnd() const {
   if (!constant_duration) return *this;
   Batch out = *this;

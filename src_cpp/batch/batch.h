@@ -74,6 +74,8 @@ struct Batch {
 
   // A compact copy of the selected rows (zero-copy when nothing is deselected).
   Batch Compact() const;
+  // Rows [offset, offset + n) of a compact batch, without copying values.
+  Batch Slice(int64_t offset, int64_t n) const;
   // `other` filled in from `constant_duration` (needed when lifetimes of different durations meet).
   Batch WithMaterializedEnd() const;
 };

@@ -17,8 +17,7 @@ void ValueStore::Append(const Column& c, int64_t row) {
 }
 
 void ValueStore::AppendString(std::string_view s, bool valid) {
-  valid_.push_back(valid);
-  nulls_ += !valid;
+  AppendValid(valid);
   if (valid) chars_.append(s);
   ends_.push_back(static_cast<int64_t>(chars_.size()));
 }
@@ -39,6 +38,7 @@ Column ValueStore::Take() {
     else FillValues(out, nullptr);
   }
   bits_.Finish();
+  size_ = 0;
   valid_.clear();
   nulls_ = 0;
   ends_.clear();
@@ -57,9 +57,9 @@ Column ValueStore::Header(int64_t n) const {
 void ValueStore::FillValidity(Column& out, const uint32_t* idx) const {
   const int64_t n = out.length;
   auto at = [idx](int64_t k) -> int64_t { return idx ? idx[k] : k; };
+  if (nulls_ == 0) return;
   int64_t nulls = 0;
-  if (nulls_)
-    for (int64_t k = 0; k < n; ++k) nulls += !valid_[at(k)];
+  for (int64_t k = 0; k < n; ++k) nulls += !valid_[at(k)];
   if (nulls == 0) return;
   out.null_count = nulls;
   out.validity = Buffer::AllocateZeroed(bitmap::Bytes(n));

@@ -18,18 +18,14 @@ class ValueStore {
   explicit ValueStore(TypeId type) : type_(type) {}
 
   TypeId type() const { return type_; }
-  int64_t size() const { return static_cast<int64_t>(valid_.size()); }
-  void Reserve(int64_t n) {
-    bits_.Reserve(n);
-    valid_.reserve(static_cast<size_t>(n));
-  }
+  int64_t size() const { return size_; }
+  void Reserve(int64_t n) { bits_.Reserve(n); }
 
   // Row `row` of `c` (of this store's type, or kNull).
   void Append(const Column& c, int64_t row);
   // int64, double (its bits) or bool (0/1).
   void AppendBits(uint64_t bits, bool valid) {
-    valid_.push_back(valid);
-    nulls_ += !valid;
+    AppendValid(valid);
     bits_.Append(valid ? bits : 0);
   }
   void AppendString(std::string_view s, bool valid);
@@ -45,9 +41,17 @@ class ValueStore {
   void FillValidity(Column& out, const uint32_t* idx) const;
   void FillValues(Column& out, const uint32_t* idx) const;
 
+  void AppendValid(bool valid) {
+    if (!valid && nulls_ == 0) valid_.assign(static_cast<size_t>(size_), 1);
+    if (!valid || nulls_) valid_.push_back(valid);
+    nulls_ += !valid;
+    ++size_;
+  }
+
   TypeId type_;
+  int64_t size_ = 0;
   BufferBuilder<uint64_t> bits_;
-  std::vector<uint8_t> valid_;
+  std::vector<uint8_t> valid_;  // one a value, from the first NULL on (all valid until then)
   int64_t nulls_ = 0;
   std::vector<int64_t> ends_;  // utf8: where each value's bytes end in chars_
   std::string chars_;

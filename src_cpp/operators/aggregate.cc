@@ -86,18 +86,13 @@ std::string Aggregate::Explain() const {
 }
 
 void Aggregate::Grow(uint32_t groups) {
-  if (groups <= rows_.size()) return;
+  if (groups <= groups_.size()) return;
   const size_t na = aggs_.size();
-  rows_.resize(groups, 0);
+  groups_.resize(groups);
   accs_.resize(groups * na);
   sets_.resize(groups * sets_per_group_);
-  open_.resize(groups, 0);
   current_.resize(groups * na);
   if (has_strings_) current_str_.resize(groups * na);
-  started_.resize(groups);
-  holder_.resize(groups, kNoHolder);
-  out_row_.resize(groups, -1);
-  touched_flag_.resize(groups, 0);
 }
 
 void Aggregate::Push(int, const Batch& in, Emitter&) {
@@ -162,11 +157,12 @@ void Aggregate::PushEnds(int, const EndBatch& ends, Emitter&) {
 // ---- accumulators ----------------------------------------------------------------------------
 
 inline void Aggregate::ApplyRow(const Column* args, int64_t row, uint32_t g, int64_t sign) {
-  if (!touched_flag_[g]) {
-    touched_flag_[g] = 1;
+  Group& gr = groups_[g];
+  if (!gr.touched) {
+    gr.touched = true;
     touched_.push_back(g);
   }
-  rows_[g] += sign;
+  gr.rows += sign;
   Acc* acc = &accs_[g * aggs_.size()];
   for (size_t a = 0; a < aggs_.size(); ++a) {
     const Agg& agg = aggs_[a];
@@ -295,12 +291,13 @@ Aggregate::Value Aggregate::Extreme(uint32_t g, const Agg& agg, std::string* s) 
 void Aggregate::EndInstant(Time t) {
   const size_t na = aggs_.size();
   for (uint32_t g : touched_) {
-    touched_flag_[g] = 0;
-    if (rows_[g] == 0) {
-      if (open_[g]) Close(g, t);
+    Group& gr = groups_[g];
+    gr.touched = false;
+    if (gr.rows == 0) {
+      if (gr.open) Close(g, t);
       continue;
     }
-    bool same = open_[g];
+    bool same = gr.open;
     const Value* cur = &current_[g * na];
     for (size_t a = 0; a < na; ++a) {
       now_[a] = Compute(g, a, &now_str_[a]);
@@ -322,7 +319,7 @@ void Aggregate::EndInstant(Time t) {
       }
     }
     if (same) continue;  // the value did not change: the result tuple lives on
-    if (open_[g]) Close(g, t);
+    if (gr.open) Close(g, t);
     Open(g, t);
   }
   touched_.clear();
@@ -330,26 +327,28 @@ void Aggregate::EndInstant(Time t) {
 
 inline void Aggregate::Open(uint32_t g, Time t) {
   const size_t na = aggs_.size();
-  open_[g] = 1;
-  started_[g] = t;
+  Group& gr = groups_[g];
+  gr.open = true;
+  gr.started = t;
   std::copy(now_.begin(), now_.end(), current_.begin() + static_cast<std::ptrdiff_t>(g * na));
   if (has_strings_)
     for (size_t a = 0; a < na; ++a) current_str_[g * na + a] = now_str_[a];
-  if (input_ != Input::kNegative) out_row_[g] = out_group_.size();
+  if (input_ != Input::kNegative) gr.out_row = out_group_.size();
   AppendRow(g, t, Time::Infinity(), now_.data(), now_str_.data());
 }
 
 inline void Aggregate::Close(uint32_t g, Time t) {
-  open_[g] = 0;
+  Group& gr = groups_[g];
+  gr.open = false;
   if (input_ == Input::kNegative) {
     const size_t na = aggs_.size();
-    AppendRow(g, t, started_[g], &current_[g * na], has_strings_ ? &current_str_[g * na] : now_str_.data());
-  } else if (out_row_[g] >= 0) {
+    AppendRow(g, t, gr.started, &current_[g * na], has_strings_ ? &current_str_[g * na] : now_str_.data());
+  } else if (gr.out_row >= 0) {
     // Started in this call: it goes out with its end, without a holder.
-    out_end_.Set(out_row_[g], t);
-    out_row_[g] = -1;
+    out_end_.Set(gr.out_row, t);
+    gr.out_row = -1;
   } else {
-    fixed_ids_.push_back(holder_[g]);
+    fixed_ids_.push_back(gr.holder);
     fixed_at_.push_back(t);
   }
 }
@@ -491,8 +490,8 @@ void Aggregate::AdvanceTo(Time progress, Emitter& out) {
   }
   if (progress.IsInfinite() && input_ != Input::kNegative) {
     // Close: the current results never end.
-    for (uint32_t g = 0; g < open_.size(); ++g)
-      if (open_[g]) Close(g, Time::Infinity());
+    for (uint32_t g = 0; g < groups_.size(); ++g)
+      if (groups_[g].open) Close(g, Time::Infinity());
   }
 
   // Ends first (they belong to rows already out), then the new rows.
@@ -518,7 +517,7 @@ void Aggregate::AdvanceTo(Time progress, Emitter& out) {
   if (input_ != Input::kNegative) {
     // Results still open leave with a holder, through which their end is fixed later.
     int64_t pending = 0;
-    for (int64_t r = 0; r < n; ++r) pending += out_row_[groups[r]] == r;
+    for (int64_t r = 0; r < n; ++r) pending += groups_[groups[r]].out_row == r;
     if (pending) {
       std::vector<HolderId> ids(static_cast<size_t>(pending));
       holders_->Allocate(pending, ids.data());
@@ -527,9 +526,9 @@ void Aggregate::AdvanceTo(Time progress, Emitter& out) {
       size_t k = 0;
       for (int64_t r = 0; r < n; ++r) {
         const uint32_t g = groups[r];
-        if (out_row_[g] == r) {
-          h[r] = holder_[g] = ids[k++];
-          out_row_[g] = -1;
+        if (groups_[g].out_row == r) {
+          h[r] = groups_[g].holder = ids[k++];
+          groups_[g].out_row = -1;
         } else {
           h[r] = kNoHolder;
         }

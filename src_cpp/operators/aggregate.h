@@ -147,16 +147,19 @@ class Aggregate final : public Operator {
   size_t sets_per_group_ = 0;
 
   // Per group, indexed by group id (per group and aggregate: [g * aggs_.size() + a]).
-  std::vector<int64_t> rows_;
+  struct Group {
+    int64_t rows = 0;
+    int64_t out_row = -1;  // the row of its open result in the output being built, or -1
+    Time started;          // its open result's start
+    HolderId holder = kNoHolder;
+    bool open = false;     // a result tuple is alive
+    bool touched = false;  // in touched_
+  };
+  std::vector<Group> groups_;
   std::vector<Acc> accs_;
   std::vector<Multiset> sets_;
-  std::vector<uint8_t> open_;         // a result tuple is alive
-  std::vector<Value> current_;        // its values
+  std::vector<Value> current_;  // the open result's values
   std::vector<std::string> current_str_;
-  std::vector<Time> started_;
-  std::vector<HolderId> holder_;
-  std::vector<int64_t> out_row_;      // its row in the output being built, or -1
-  std::vector<uint8_t> touched_flag_;
   std::vector<uint32_t> touched_;
   std::vector<Value> now_;            // scratch: a group's new values
   std::vector<std::string> now_str_;

@@ -107,12 +107,16 @@ void QuerySink::Push(int, const Batch& in, Emitter&) {
     Output(b, nullptr, n, nullptr);
     return;
   }
-  // Rows whose end is known go out now; the others wait for their holder's end.
+  // Rows whose end is known go out now; the others wait for their holder's end. The rows before
+  // the first that waits go out as they are, without a copy: producers fix most ends within the
+  // batch (an aggregate's results but each group's last), so that is usually most of the batch.
   const HolderId* h = b.holders.as<const HolderId>();
+  int64_t first = 0;
+  while (first < n && h[first] == kNoHolder) ++first;
+  if (first > 0) Output(b.Slice(0, first), nullptr, first, nullptr);
   std::vector<uint32_t> now, wait;
-  for (int64_t i = 0; i < n; ++i) (h[i] == kNoHolder ? now : wait).push_back(static_cast<uint32_t>(i));
-  if (!now.empty()) Output(b, now.size() == static_cast<size_t>(n) ? nullptr : now.data(),
-                           static_cast<int64_t>(now.size()), nullptr);
+  for (int64_t i = first; i < n; ++i) (h[i] == kNoHolder ? now : wait).push_back(static_cast<uint32_t>(i));
+  if (!now.empty()) Output(b, now.data(), static_cast<int64_t>(now.size()), nullptr);
   if (wait.empty()) return;
   const uint32_t seq = next_seq_++;
   for (uint32_t i : wait) {

@@ -60,13 +60,7 @@ void UnionAll::AdvanceTo(Time progress, Emitter& out) {
     for (size_t k = 0; k < batch[in]; ++k) waiting_[in].pop_front();
     if (row[in] > 0 && !waiting_[in].empty()) {
       Batch& b = waiting_[in].front();
-      Batch rest;
-      rest.kind = b.kind;
-      rest.schema = b.schema;
-      rest.length = b.length - row[in];
-      for (const Column& c : b.columns) rest.columns.push_back(SliceColumn(c, row[in], rest.length));
-      rest.sync = SliceTime(b.sync, row[in], rest.length);
-      b = std::move(rest);
+      b = b.Slice(row[in], b.length - row[in]);
     }
   }
   out.Emit(std::move(o));
