@@ -58,7 +58,7 @@ class BufferBuilder {
   }
 
  private:
-  void Grow(int64_t need) {
+  [[gnu::noinline]] void Grow(int64_t need) {  // out of line: Append stays small enough to inline
     int64_t cap = capacity_ < 64 ? 64 : capacity_ * 2;
     while (cap < need) cap *= 2;
     Buffer bigger = Buffer::Allocate(cap * static_cast<int64_t>(sizeof(T)));

@@ -71,8 +71,9 @@ Aggregate::Aggregate(std::vector<std::unique_ptr<Expression>> keys, std::vector<
   }
   derived.push_back({"group", TypeId::kInt64});
   derived_schema_ = std::make_shared<const Schema>(std::move(derived));
-  now_.resize(aggs_.size());
-  now_str_.resize(aggs_.size());
+  na_ = aggs_.size();
+  now_.resize(na_);
+  now_str_.resize(na_);
   if (input_ == Input::kGeneral) tracker_ = MakeInstantTracker(false, static_cast<int>(policy), false);
 }
 
@@ -87,8 +88,9 @@ std::string Aggregate::Explain() const {
 
 void Aggregate::Grow(uint32_t groups) {
   if (groups <= groups_.size()) return;
-  const size_t na = aggs_.size();
+  const size_t na = na_;
   groups_.resize(groups);
+  touched_.resize(groups);  // a group is in it once at most
   accs_.resize(groups * na);
   sets_.resize(groups * sets_per_group_);
   current_.resize(groups * na);
@@ -156,15 +158,15 @@ void Aggregate::PushEnds(int, const EndBatch& ends, Emitter&) {
 
 // ---- accumulators ----------------------------------------------------------------------------
 
-inline void Aggregate::ApplyRow(const Column* args, int64_t row, uint32_t g, int64_t sign) {
+[[gnu::always_inline]] inline void Aggregate::ApplyRow(const Column* args, int64_t row, uint32_t g, int64_t sign) {
   Group& gr = groups_[g];
   if (!gr.touched) {
     gr.touched = true;
-    touched_.push_back(g);
+    touched_[touched_count_++] = g;
   }
   gr.rows += sign;
-  Acc* acc = &accs_[g * aggs_.size()];
-  for (size_t a = 0; a < aggs_.size(); ++a) {
+  Acc* acc = &accs_[g * na_];
+  for (size_t a = 0; a < na_; ++a) {
     const Agg& agg = aggs_[a];
     switch (agg.op) {
       case Op::kRows: acc[a].count += sign; break;
@@ -197,7 +199,7 @@ inline void Aggregate::ApplyRow(const Column* args, int64_t row, uint32_t g, int
 
 void Aggregate::ApplyMultiset(const Agg& agg, const Column& c, int64_t row, uint32_t g, int64_t sign) {
   Multiset& set = sets_[g * sets_per_group_ + agg.set];
-  Acc& acc = accs_[g * aggs_.size() + (&agg - aggs_.data())];
+  Acc& acc = accs_[g * na_ + (&agg - aggs_.data())];
   // Copies of the value before and after; DISTINCT aggregates count and sum the values whose
   // copies go from 0 to 1 or back.
   int64_t after = 0;
@@ -230,9 +232,9 @@ void Aggregate::ApplyMultiset(const Agg& agg, const Column& c, int64_t row, uint
   if (c.type == TypeId::kFloat64) acc.dsum = acc.count == 0 ? 0 : acc.dsum + static_cast<double>(d) * c.f64()[row];
 }
 
-inline Aggregate::Value Aggregate::Compute(uint32_t g, size_t a, std::string* s) const {
+[[gnu::always_inline]] inline Aggregate::Value Aggregate::Compute(uint32_t g, size_t a, std::string* s) const {
   const Agg& agg = aggs_[a];
-  const Acc& acc = accs_[g * aggs_.size() + a];
+  const Acc& acc = accs_[g * na_ + a];
   Value v;
   switch (agg.fn) {
     case Fn::kCountStar:
@@ -288,9 +290,10 @@ Aggregate::Value Aggregate::Extreme(uint32_t g, const Agg& agg, std::string* s) 
 
 // ---- results ---------------------------------------------------------------------------------
 
-void Aggregate::EndInstant(Time t) {
-  const size_t na = aggs_.size();
-  for (uint32_t g : touched_) {
+[[gnu::always_inline]] inline void Aggregate::EndInstant(Time t) {
+  const size_t na = na_;
+  for (size_t k = 0; k < touched_count_; ++k) {
+    const uint32_t g = touched_[k];
     Group& gr = groups_[g];
     gr.touched = false;
     if (gr.rows == 0) {
@@ -322,26 +325,27 @@ void Aggregate::EndInstant(Time t) {
     if (gr.open) Close(g, t);
     Open(g, t);
   }
-  touched_.clear();
+  touched_count_ = 0;
 }
 
-inline void Aggregate::Open(uint32_t g, Time t) {
-  const size_t na = aggs_.size();
+[[gnu::always_inline]] inline void Aggregate::Open(uint32_t g, Time t) {
+  const size_t na = na_;
   Group& gr = groups_[g];
   gr.open = true;
   gr.started = t;
-  std::copy(now_.begin(), now_.end(), current_.begin() + static_cast<std::ptrdiff_t>(g * na));
+  Value* cur = &current_[g * na];
+  for (size_t a = 0; a < na; ++a) cur[a] = now_[a];  // (a loop: std::copy calls memmove)
   if (has_strings_)
     for (size_t a = 0; a < na; ++a) current_str_[g * na + a] = now_str_[a];
   if (input_ != Input::kNegative) gr.out_row = out_group_.size();
   AppendRow(g, t, Time::Infinity(), now_.data(), now_str_.data());
 }
 
-inline void Aggregate::Close(uint32_t g, Time t) {
+[[gnu::always_inline]] inline void Aggregate::Close(uint32_t g, Time t) {
   Group& gr = groups_[g];
   gr.open = false;
   if (input_ == Input::kNegative) {
-    const size_t na = aggs_.size();
+    const size_t na = na_;
     AppendRow(g, t, gr.started, &current_[g * na], has_strings_ ? &current_str_[g * na] : now_str_.data());
   } else if (gr.out_row >= 0) {
     // Started in this call: it goes out with its end, without a holder.
@@ -353,11 +357,11 @@ inline void Aggregate::Close(uint32_t g, Time t) {
   }
 }
 
-inline void Aggregate::AppendRow(uint32_t g, Time sync, Time other, const Value* values, const std::string* strs) {
+[[gnu::always_inline]] inline void Aggregate::AppendRow(uint32_t g, Time sync, Time other, const Value* values, const std::string* strs) {
   out_group_.Append(g);
   out_start_.Append(sync);
   out_end_.Append(other);
-  for (size_t a = 0; a < aggs_.size(); ++a) {
+  for (size_t a = 0; a < na_; ++a) {
     if (aggs_[a].type == TypeId::kUtf8) out_values_[a].AppendString(strs[a], values[a].valid);
     else out_values_[a].AppendBits(values[a].bits, values[a].valid);
   }
@@ -427,44 +431,76 @@ void Aggregate::SortUnstarted() {
 
 void Aggregate::RunOrdered(Time progress) {
   if (disordered_) SortUnstarted();
+  bool steps = duration_ && duration_->steps != 0;
+  for (const Chunk& c : chunks_) steps |= c.sync.has_steps();
+  if (steps) RunInstants<Time>(progress);
+  else RunInstants<int64_t>(progress);
+  // Chunks both cursors have left behind are done.
+  const size_t done = std::min(next_start_.chunk, next_end_.chunk);
+  if (done > 0) {
+    chunks_.erase(chunks_.begin(), chunks_.begin() + static_cast<std::ptrdiff_t>(done));
+    next_start_.chunk -= done;
+    next_end_.chunk -= done;
+  }
+}
+
+template <typename T>
+void Aggregate::RunInstants(Time progress) {
+  // T is Time, or int64_t ticks when no time in play has an ε-step: one compare instead of two
+  // on every row.
+  constexpr bool kTicks = std::is_same_v<T, int64_t>;
   const bool ends = input_ == Input::kConstant;
   const Duration d = duration_.value_or(Duration::Infinite());
+  auto at = [](const Cursor& c) -> T {
+    if constexpr (kTicks) return c.ticks[c.row];
+    else return c.At();
+  };
+  auto end_of = [&](T start) -> T {  // start + d, saturating at infinity
+    if constexpr (kTicks) {
+      int64_t r;
+      return d.infinite || __builtin_add_overflow(start, d.ticks, &r) ? Time::kInfTick : r;
+    } else {
+      return start + d;
+    }
+  };
+  T inf, limit;  // instants below `limit` are complete
+  if constexpr (kTicks) {
+    inf = Time::kInfTick;
+    limit = progress.step > 0 ? progress.tick + 1 : progress.tick;
+  } else {
+    inf = Time::Infinity();
+    limit = progress;
+  }
   // The cursors are copied in and out, so that the compiler keeps them in registers while the
   // accumulators are written.
   Cursor s = next_start_, e = next_end_;
   Load(s);
   Load(e);
   for (;;) {
-    const Time ts = Valid(s) ? s.At() : Time::Infinity();
-    Time te = Time::Infinity();
+    const T ts = Valid(s) ? at(s) : inf;
+    T te = inf;
     if (ends && e.Before(s)) {
-      te = e.At() + d;
-      if (te.IsInfinite()) e = s;  // ends are in start order: none of these rows ends
+      te = end_of(at(e));
+      if (te == inf) e = s;  // ends are in start order: none of these rows ends
     }
-    const Time t = std::min(ts, te);
-    if (!(t < progress)) break;
+    const T t = std::min(ts, te);
+    if (!(t < limit)) break;
     if (te == t) {
       do {
         ApplyRow(e.args, e.row, e.groups[e.row], -1);
         Step(e);
-      } while (e.Before(s) && e.At() + d == t);
+      } while (e.Before(s) && end_of(at(e)) == t);
     }
     if (ts == t) {
       do {
         ApplyRow(s.args, s.row, s.groups[s.row], s.signs ? s.signs[s.row] : 1);
         Step(s);
-      } while (Valid(s) && s.At() == t);
+      } while (Valid(s) && at(s) == t);
     }
-    EndInstant(t);
+    if constexpr (kTicks) EndInstant(Time{t, 0});
+    else EndInstant(t);
   }
   if (!ends) e = s;
-  // Chunks both cursors have left behind are done.
-  const size_t done = std::min(s.chunk, e.chunk);
-  if (done > 0) {
-    chunks_.erase(chunks_.begin(), chunks_.begin() + static_cast<std::ptrdiff_t>(done));
-    s.chunk -= done;
-    e.chunk -= done;
-  }
   next_start_ = s;
   next_end_ = e;
 }

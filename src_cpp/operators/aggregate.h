@@ -134,10 +134,13 @@ class Aggregate final : public Operator {
     if (++c.row >= c.length) Load(c);
   }
   void RunOrdered(Time progress);
+  template <typename T>
+  void RunInstants(Time progress);
   void SortUnstarted();
 
   std::vector<std::unique_ptr<Expression>> keys_;
   std::vector<Agg> aggs_;
+  size_t na_ = 0;  // aggs_.size()
   Schema output_;
   std::shared_ptr<const Schema> shared_output_;
   Input input_;
@@ -160,7 +163,8 @@ class Aggregate final : public Operator {
   std::vector<Multiset> sets_;
   std::vector<Value> current_;  // the open result's values
   std::vector<std::string> current_str_;
-  std::vector<uint32_t> touched_;
+  std::vector<uint32_t> touched_;  // groups touched at the current instant: the first touched_count_
+  size_t touched_count_ = 0;
   std::vector<Value> now_;            // scratch: a group's new values
   std::vector<std::string> now_str_;
 
