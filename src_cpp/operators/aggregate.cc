@@ -337,7 +337,13 @@ Aggregate::Value Aggregate::Extreme(uint32_t g, const Agg& agg, std::string* s) 
   for (size_t a = 0; a < na; ++a) cur[a] = now_[a];  // (a loop: std::copy calls memmove)
   if (has_strings_)
     for (size_t a = 0; a < na; ++a) current_str_[g * na + a] = now_str_[a];
-  if (input_ != Input::kNegative) gr.out_row = out_group_.size();
+  if (input_ != Input::kNegative) {
+    gr.out_row = out_group_.size();
+    if (!gr.listed) {
+      gr.listed = true;
+      opened_.push_back(g);
+    }
+  }
   AppendRow(g, t, Time::Infinity(), now_.data(), now_str_.data());
 }
 
@@ -506,10 +512,11 @@ void Aggregate::RunInstants(Time progress) {
 }
 
 void Aggregate::AdvanceTo(Time progress, Emitter& out) {
-  out_group_.Reserve(out_hint_);
-  out_start_.Reserve(out_hint_);
-  out_end_.Reserve(out_hint_);
-  for (ValueStore& v : out_values_) v.Reserve(out_hint_);
+  const int64_t room = out_hint_ + out_hint_ / 4;
+  out_group_.Reserve(room);
+  out_start_.Reserve(room);
+  out_end_.Reserve(room);
+  for (ValueStore& v : out_values_) v.Reserve(room);
   if (tracker_) {
     tracker_->AdvanceTo(progress, [&](Time t, const std::vector<InstantTracker::RowRef>& starts,
                                       const std::vector<InstantTracker::RowRef>& ends) {
@@ -549,29 +556,28 @@ void Aggregate::AdvanceTo(Time progress, Emitter& out) {
   o.kind = BatchKind::kLifetime;
   o.schema = shared_output_;
   o.length = n;
-  const uint32_t* groups = out_group_.data();
   if (input_ != Input::kNegative) {
     // Results still open leave with a holder, through which their end is fixed later.
-    int64_t pending = 0;
-    for (int64_t r = 0; r < n; ++r) pending += groups_[groups[r]].out_row == r;
+    size_t pending = 0;
+    for (uint32_t g : opened_) {
+      groups_[g].listed = false;
+      if (groups_[g].out_row >= 0) opened_[pending++] = g;
+    }
     if (pending) {
-      std::vector<HolderId> ids(static_cast<size_t>(pending));
-      holders_->Allocate(pending, ids.data());
+      std::vector<HolderId> ids(pending);
+      holders_->Allocate(static_cast<int64_t>(pending), ids.data());
       o.holders = Buffer::Allocate(n * sizeof(HolderId));
       HolderId* h = o.holders.as<HolderId>();
-      size_t k = 0;
-      for (int64_t r = 0; r < n; ++r) {
-        const uint32_t g = groups[r];
-        if (groups_[g].out_row == r) {
-          h[r] = groups_[g].holder = ids[k++];
-          groups_[g].out_row = -1;
-        } else {
-          h[r] = kNoHolder;
-        }
+      std::fill(h, h + n, kNoHolder);
+      for (size_t k = 0; k < pending; ++k) {
+        Group& gr = groups_[opened_[k]];
+        h[gr.out_row] = gr.holder = ids[k];
+        gr.out_row = -1;
       }
     }
+    opened_.clear();
   }
-  for (size_t k = 0; k < keys_.size(); ++k) o.columns.push_back(index_.GatherKeys(k, groups, n));
+  for (size_t k = 0; k < keys_.size(); ++k) o.columns.push_back(index_.GatherKeys(k, out_group_.data(), n));
   for (ValueStore& v : out_values_) o.columns.push_back(v.Take());
   out_group_.Finish();
   o.sync = out_start_.Finish();

@@ -157,6 +157,7 @@ class Aggregate final : public Operator {
     HolderId holder = kNoHolder;
     bool open = false;     // a result tuple is alive
     bool touched = false;  // in touched_
+    bool listed = false;   // in opened_
   };
   std::vector<Group> groups_;
   std::vector<Acc> accs_;
@@ -182,6 +183,7 @@ class Aggregate final : public Operator {
   BufferBuilder<uint32_t> out_group_;
   TimeBuilder out_start_, out_end_;
   std::vector<ValueStore> out_values_;
+  std::vector<uint32_t> opened_;  // groups that opened a result in the output being built
   std::vector<HolderId> fixed_ids_;
   std::vector<Time> fixed_at_;
   int64_t out_hint_ = 0;  // rows of the last output: room made before the next
