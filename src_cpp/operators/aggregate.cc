@@ -75,6 +75,7 @@ Aggregate::Aggregate(std::vector<std::unique_ptr<Expression>> keys, std::vector<
   now_.resize(na_);
   now_str_.resize(na_);
   if (input_ == Input::kGeneral) tracker_ = MakeInstantTracker(false, static_cast<int>(policy), false);
+  views_.resize(static_cast<size_t>(args));
 }
 
 std::string Aggregate::Explain() const {
@@ -139,8 +140,11 @@ void Aggregate::Push(int, const Batch& in, Emitter&) {
   Chunk c;
   c.sync = b.sync;
   c.args = std::move(args);
+  for (const Column& a : c.args) c.views.push_back(ArgView::Of(a));
   c.groups = std::move(groups);
   c.length = n;
+  c.base = retained_;
+  retained_ += n;
   if (input_ == Input::kNegative) {
     // A positive tuple's end is open; a negative tuple's `other` holds the start it ends.
     c.signs = Buffer::Allocate(n);
@@ -158,36 +162,39 @@ void Aggregate::PushEnds(int, const EndBatch& ends, Emitter&) {
 
 // ---- accumulators ----------------------------------------------------------------------------
 
-[[gnu::always_inline]] inline void Aggregate::ApplyRow(const Column* args, int64_t row, uint32_t g, int64_t sign) {
+template <size_t kNa>
+[[gnu::always_inline]] inline void Aggregate::ApplyRow(const ArgView* views, const Column* args, int64_t row, uint32_t g,
+                                                       int64_t sign) {
+  const size_t na = kNa ? kNa : na_;
   Group& gr = groups_[g];
   if (!gr.touched) {
     gr.touched = true;
     touched_[touched_count_++] = g;
   }
   gr.rows += sign;
-  Acc* acc = &accs_[g * na_];
-  for (size_t a = 0; a < na_; ++a) {
+  Acc* acc = &accs_[g * na];
+  for (size_t a = 0; a < na; ++a) {
     const Agg& agg = aggs_[a];
     switch (agg.op) {
       case Op::kRows: acc[a].count += sign; break;
       case Op::kNothing: break;
       case Op::kCountValid:
-        if (args[agg.arg].IsValid(row)) acc[a].count += sign;
+        if (views[agg.arg].IsValid(row)) acc[a].count += sign;
         break;
       case Op::kInt: {
-        const Column& c = args[agg.arg];
-        if (!c.IsValid(row)) break;
+        const ArgView& v = views[agg.arg];
+        if (!v.IsValid(row)) break;
         acc[a].count += sign;
-        acc[a].isum += sign > 0 ? c.i64()[row] : -static_cast<__int128>(c.i64()[row]);
+        acc[a].isum += sign > 0 ? v.I64(row) : -static_cast<__int128>(v.I64(row));
         break;
       }
       case Op::kDouble: {
-        const Column& c = args[agg.arg];
-        if (!c.IsValid(row)) break;
+        const ArgView& v = views[agg.arg];
+        if (!v.IsValid(row)) break;
         // A sum of doubles that added and took away the same values need not be 0 again: an
         // empty group starts from 0 exactly.
         if ((acc[a].count += sign) == 0) acc[a].dsum = 0;
-        else acc[a].dsum += static_cast<double>(sign) * c.f64()[row];
+        else acc[a].dsum += static_cast<double>(sign) * v.F64(row);
         break;
       }
       case Op::kMultiset:
@@ -232,9 +239,11 @@ void Aggregate::ApplyMultiset(const Agg& agg, const Column& c, int64_t row, uint
   if (c.type == TypeId::kFloat64) acc.dsum = acc.count == 0 ? 0 : acc.dsum + static_cast<double>(d) * c.f64()[row];
 }
 
+template <size_t kNa>
 [[gnu::always_inline]] inline Aggregate::Value Aggregate::Compute(uint32_t g, size_t a, std::string* s) const {
+  const size_t na = kNa ? kNa : na_;
   const Agg& agg = aggs_[a];
-  const Acc& acc = accs_[g * na_ + a];
+  const Acc& acc = accs_[g * na + a];
   Value v;
   switch (agg.fn) {
     case Fn::kCountStar:
@@ -290,20 +299,21 @@ Aggregate::Value Aggregate::Extreme(uint32_t g, const Agg& agg, std::string* s) 
 
 // ---- results ---------------------------------------------------------------------------------
 
+template <size_t kNa>
 [[gnu::always_inline]] inline void Aggregate::EndInstant(Time t) {
-  const size_t na = na_;
+  const size_t na = kNa ? kNa : na_;
   for (size_t k = 0; k < touched_count_; ++k) {
     const uint32_t g = touched_[k];
     Group& gr = groups_[g];
     gr.touched = false;
     if (gr.rows == 0) {
-      if (gr.open) Close(g, t);
+      if (gr.open) Close<kNa>(g, t);
       continue;
     }
     bool same = gr.open;
     const Value* cur = &current_[g * na];
     for (size_t a = 0; a < na; ++a) {
-      now_[a] = Compute(g, a, &now_str_[a]);
+      now_[a] = Compute<kNa>(g, a, &now_str_[a]);
       if (!same) continue;
       const Value& x = now_[a];
       const Value& y = cur[a];
@@ -322,14 +332,15 @@ Aggregate::Value Aggregate::Extreme(uint32_t g, const Agg& agg, std::string* s) 
       }
     }
     if (same) continue;  // the value did not change: the result tuple lives on
-    if (gr.open) Close(g, t);
-    Open(g, t);
+    if (gr.open) Close<kNa>(g, t);
+    Open<kNa>(g, t);
   }
   touched_count_ = 0;
 }
 
+template <size_t kNa>
 [[gnu::always_inline]] inline void Aggregate::Open(uint32_t g, Time t) {
-  const size_t na = na_;
+  const size_t na = kNa ? kNa : na_;
   Group& gr = groups_[g];
   gr.open = true;
   gr.started = t;
@@ -344,15 +355,16 @@ Aggregate::Value Aggregate::Extreme(uint32_t g, const Agg& agg, std::string* s) 
       opened_.push_back(g);
     }
   }
-  AppendRow(g, t, Time::Infinity(), now_.data(), now_str_.data());
+  AppendRow<kNa>(g, t, Time::Infinity(), now_.data(), now_str_.data());
 }
 
+template <size_t kNa>
 [[gnu::always_inline]] inline void Aggregate::Close(uint32_t g, Time t) {
   Group& gr = groups_[g];
   gr.open = false;
   if (input_ == Input::kNegative) {
-    const size_t na = na_;
-    AppendRow(g, t, gr.started, &current_[g * na], has_strings_ ? &current_str_[g * na] : now_str_.data());
+    const size_t na = kNa ? kNa : na_;
+    AppendRow<kNa>(g, t, gr.started, &current_[g * na], has_strings_ ? &current_str_[g * na] : now_str_.data());
   } else if (gr.out_row >= 0) {
     // Started in this call: it goes out with its end, without a holder.
     out_end_.Set(gr.out_row, t);
@@ -363,11 +375,13 @@ Aggregate::Value Aggregate::Extreme(uint32_t g, const Agg& agg, std::string* s) 
   }
 }
 
+template <size_t kNa>
 [[gnu::always_inline]] inline void Aggregate::AppendRow(uint32_t g, Time sync, Time other, const Value* values, const std::string* strs) {
+  const size_t na = kNa ? kNa : na_;
   out_group_.Append(g);
   out_start_.Append(sync);
   out_end_.Append(other);
-  for (size_t a = 0; a < na_; ++a) {
+  for (size_t a = 0; a < na; ++a) {
     if (aggs_[a].type == TypeId::kUtf8) out_values_[a].AppendString(strs[a], values[a].valid);
     else out_values_[a].AppendBits(values[a].bits, values[a].valid);
   }
@@ -380,14 +394,19 @@ void Aggregate::Load(Cursor& c) const {
     ++c.chunk;
     c.row = 0;
   }
-  if (c.chunk == chunks_.size()) return;
+  if (c.chunk == chunks_.size()) {
+    c.base = retained_;
+    return;
+  }
   const Chunk& ch = chunks_[c.chunk];
+  c.base = ch.base;
   c.length = ch.length;
   c.ticks = ch.sync.tick_data();
   c.steps = ch.sync.has_steps() ? ch.sync.step_data() : nullptr;
   c.groups = ch.groups.as<const uint32_t>();
   c.signs = ch.signs.as<const int8_t>();
   c.args = ch.args.data();
+  c.views = ch.views.data();
 }
 
 void Aggregate::SortUnstarted() {
@@ -416,6 +435,7 @@ void Aggregate::SortUnstarted() {
   }
   Chunk m;
   m.length = n;
+  m.base = chunks_[first].base + next_start_.row;
   m.sync = MakeTimeColumn(times);
   m.groups = Buffer::Allocate(n * 4);
   if (input_ == Input::kNegative) m.signs = Buffer::Allocate(n);
@@ -428,6 +448,7 @@ void Aggregate::SortUnstarted() {
   for (size_t a = 0; a < chunks_[first].args.size(); ++a) {
     for (size_t k = first; k < chunks_.size(); ++k) srcs[k - first] = &chunks_[k].args[a];
     m.args.push_back(GatherMulti(srcs, which.data(), rows.data(), n));
+    m.views.push_back(ArgView::Of(m.args.back()));
   }
   // The started part of the first chunk stays (its rows may still have to end).
   chunks_[first].length = next_start_.row;
@@ -439,8 +460,9 @@ void Aggregate::RunOrdered(Time progress) {
   if (disordered_) SortUnstarted();
   bool steps = duration_ && duration_->steps != 0;
   for (const Chunk& c : chunks_) steps |= c.sync.has_steps();
-  if (steps) RunInstants<Time>(progress);
-  else RunInstants<int64_t>(progress);
+  if (steps) RunInstants<Time, 0>(progress);
+  else if (na_ == 1) RunInstants<int64_t, 1>(progress);
+  else RunInstants<int64_t, 0>(progress);
   // Chunks both cursors have left behind are done.
   const size_t done = std::min(next_start_.chunk, next_end_.chunk);
   if (done > 0) {
@@ -450,7 +472,7 @@ void Aggregate::RunOrdered(Time progress) {
   }
 }
 
-template <typename T>
+template <typename T, size_t kNa>
 void Aggregate::RunInstants(Time progress) {
   // T is Time, or int64_t ticks when no time in play has an ε-step: one compare instead of two
   // on every row.
@@ -493,18 +515,18 @@ void Aggregate::RunInstants(Time progress) {
     if (!(t < limit)) break;
     if (te == t) {
       do {
-        ApplyRow(e.args, e.row, e.groups[e.row], -1);
+        ApplyRow<kNa>(e.views, e.args, e.row, e.groups[e.row], -1);
         Step(e);
       } while (e.Before(s) && end_of(at(e)) == t);
     }
     if (ts == t) {
       do {
-        ApplyRow(s.args, s.row, s.groups[s.row], s.signs ? s.signs[s.row] : 1);
+        ApplyRow<kNa>(s.views, s.args, s.row, s.groups[s.row], s.signs ? s.signs[s.row] : 1);
         Step(s);
       } while (Valid(s) && at(s) == t);
     }
-    if constexpr (kTicks) EndInstant(Time{t, 0});
-    else EndInstant(t);
+    if constexpr (kTicks) EndInstant<kNa>(Time{t, 0});
+    else EndInstant<kNa>(t);
   }
   if (!ends) e = s;
   next_start_ = s;
@@ -522,11 +544,12 @@ void Aggregate::AdvanceTo(Time progress, Emitter& out) {
                                       const std::vector<InstantTracker::RowRef>& ends) {
       auto apply = [&](const InstantTracker::RowRef& r, int64_t sign) {
         const Batch& b = tracker_->batch(r.seq);
-        ApplyRow(b.columns.data(), r.row, static_cast<uint32_t>(b.columns.back().i64()[r.row]), sign);
+        for (size_t k = 0; k + 1 < b.columns.size(); ++k) views_[k] = ArgView::Of(b.columns[k]);
+        ApplyRow<0>(views_.data(), b.columns.data(), r.row, static_cast<uint32_t>(b.columns.back().i64()[r.row]), sign);
       };
       for (const auto& r : ends) apply(r, -1);
       for (const auto& r : starts) apply(r, +1);
-      EndInstant(t);
+      EndInstant<0>(t);
     });
   } else {
     RunOrdered(progress);
@@ -534,7 +557,7 @@ void Aggregate::AdvanceTo(Time progress, Emitter& out) {
   if (progress.IsInfinite() && input_ != Input::kNegative) {
     // Close: the current results never end.
     for (uint32_t g = 0; g < groups_.size(); ++g)
-      if (groups_[g].open) Close(g, Time::Infinity());
+      if (groups_[g].open) Close<0>(g, Time::Infinity());
   }
 
   // Ends first (they belong to rows already out), then the new rows.

@@ -94,36 +94,58 @@ class Aggregate final : public Operator {
   };
   // Input rows retained by kConstant and kNegative, in time order: one chunk per input batch, or a
   // merge of several when a union delivered them out of order.
+  // An argument column as the per-row loop reads it: no indirection through Column and Buffer.
+  struct ArgView {
+    const uint8_t* validity;  // null when there is no NULL
+    const void* values;
+    bool IsValid(int64_t row) const { return !validity || bitmap::Get(validity, row); }
+    int64_t I64(int64_t row) const { return static_cast<const int64_t*>(values)[row]; }
+    double F64(int64_t row) const { return static_cast<const double*>(values)[row]; }
+    static ArgView Of(const Column& c) { return {c.has_nulls() ? c.validity.data : nullptr, c.values.data}; }
+  };
   struct Chunk {
     TimeColumn sync;
     std::vector<Column> args;
+    std::vector<ArgView> views;  // of args
     Buffer groups;  // uint32 per row
     Buffer signs;   // kNegative: int8 per row, +1 for a positive tuple, -1 for a negative one
     int64_t length = 0;
+    int64_t base = 0;  // the position of its first row among all rows ever retained
   };
   // A row of chunks_, with what the loops read of its chunk unpacked (reloaded whenever chunks_
   // may have changed).
   struct Cursor {
     size_t chunk = 0;  // index into chunks_; chunks_.size() when past the last row
     int64_t row = 0;
+    int64_t base = 0;  // of its chunk (past the last row: the position after it)
     int64_t length = 0;
     const int64_t* ticks = nullptr;
     const int64_t* steps = nullptr;
     const uint32_t* groups = nullptr;
     const int8_t* signs = nullptr;
     const Column* args = nullptr;
+    const ArgView* views = nullptr;
     Time At() const { return {ticks[row], steps ? steps[row] : 0}; }
-    bool Before(const Cursor& o) const { return chunk < o.chunk || (chunk == o.chunk && row < o.row); }
+    bool Before(const Cursor& o) const { return base + row < o.base + o.row; }
   };
   void Grow(uint32_t groups);
-  void ApplyRow(const Column* args, int64_t row, uint32_t g, int64_t sign);
+  // The per-row and per-result helpers take the number of aggregates as a template argument
+  // when it is 1 (the commonest query), so that their loops over aggregates disappear; 0 means
+  // na_.
+  template <size_t kNa>
+  void ApplyRow(const ArgView* views, const Column* args, int64_t row, uint32_t g, int64_t sign);
   void ApplyMultiset(const Agg& agg, const Column& c, int64_t row, uint32_t g, int64_t sign);
   // The groups touched at instant t get their new results.
+  template <size_t kNa>
   void EndInstant(Time t);
+  template <size_t kNa>
   Value Compute(uint32_t g, size_t a, std::string* s) const;
   Value Extreme(uint32_t g, const Agg& agg, std::string* s) const;  // MIN, MAX
+  template <size_t kNa>
   void Open(uint32_t g, Time t);
+  template <size_t kNa>
   void Close(uint32_t g, Time t);
+  template <size_t kNa>
   void AppendRow(uint32_t g, Time start, Time end, const Value* values, const std::string* strs);
 
   // kConstant / kNegative
@@ -134,7 +156,7 @@ class Aggregate final : public Operator {
     if (++c.row >= c.length) Load(c);
   }
   void RunOrdered(Time progress);
-  template <typename T>
+  template <typename T, size_t kNa>
   void RunInstants(Time progress);
   void SortUnstarted();
 
@@ -174,10 +196,12 @@ class Aggregate final : public Operator {
   std::vector<Chunk> chunks_;
   Cursor next_start_, next_end_;  // the next start (kNegative: event) and, kConstant, the next end
   Time max_sync_ = Time::MinusInfinity();
+  int64_t retained_ = 0;  // rows ever retained: the next chunk's base
   bool disordered_ = false;
   // kGeneral
   std::unique_ptr<InstantTracker> tracker_;
   std::shared_ptr<const Schema> derived_schema_;  // arguments, then the group id
+  std::vector<ArgView> views_;  // scratch: a tracked row's arguments
 
   // The output being built by AdvanceTo: group, start, end and values of each row.
   BufferBuilder<uint32_t> out_group_;
