@@ -106,25 +106,30 @@ bool GroupIndex::MapDirect(const Column& key, int64_t n, uint32_t* gids) {
   } else {
     for (int64_t i = 0; i < n; ++i) lo = std::min(lo, v[i]), hi = std::max(hi, v[i]);
   }
-  const int64_t size = static_cast<int64_t>(direct_groups_.size());
-  if (lo <= hi && (size == 0 || lo < direct_base_ || hi - direct_base_ >= size)) {
-    // The table grows (at least doubling, so that a drifting range costs amortized O(1) a key)
-    // toward the side it has to; past kDirectMax slots, the keys move to the hash table for good.
-    if (size) lo = std::min(lo, direct_base_), hi = std::max(hi, direct_base_ + size - 1);
-    const uint64_t span = static_cast<uint64_t>(hi) - static_cast<uint64_t>(lo) + 1;
-    if (span > kDirectMax || span == 0) {
+  // Bounds in 128 bits: keys may sit anywhere in int64, up to its ends.
+  using Wide = __int128;
+  const Wide size = static_cast<Wide>(direct_groups_.size()), old_base = direct_base_;
+  if (lo <= hi && (size == 0 || lo < old_base || hi >= old_base + size)) {
+    // The table grows (at least doubling, so that a drifting range costs amortized O(1) a key),
+    // with its slack on the side it had to grow; past kDirectMax slots, the keys move to the hash
+    // table for good.
+    Wide low = lo, high = hi;
+    if (size) low = std::min(low, old_base), high = std::max(high, old_base + size - 1);
+    const Wide span = high - low + 1;
+    if (span > static_cast<Wide>(kDirectMax)) {
       direct_ = false;
-      for (int64_t d = 0; d < size; ++d)
-        if (direct_groups_[d] != kEmpty) Insert(static_cast<uint64_t>(direct_base_ + d), direct_groups_[d]);
+      for (Wide d = 0; d < size; ++d)
+        if (direct_groups_[d] != kEmpty) Insert(static_cast<uint64_t>(old_base + d), direct_groups_[d]);
       direct_groups_ = {};
       return false;
     }
-    const int64_t grown = std::max<int64_t>(static_cast<int64_t>(span), std::min<int64_t>(std::max<int64_t>(2 * size, 64), kDirectMax));
-    const int64_t base = size && lo < direct_base_ ? hi - grown + 1 : lo;
+    const Wide grown = std::max<Wide>(span, std::min<Wide>(std::max<Wide>(2 * size, 64), kDirectMax));
+    Wide base = size && lo < old_base ? high - grown + 1 : low;
+    base = std::clamp<Wide>(base, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max() - grown + 1);
     std::vector<uint32_t> table(static_cast<size_t>(grown), kEmpty);
-    for (int64_t d = 0; d < size; ++d) table[direct_base_ + d - base] = direct_groups_[d];
+    for (Wide d = 0; d < size; ++d) table[static_cast<size_t>(old_base + d - base)] = direct_groups_[d];
     direct_groups_ = std::move(table);
-    direct_base_ = base;
+    direct_base_ = static_cast<int64_t>(base);
   }
   const std::vector<Column> one{key};
   for (int64_t i = 0; i < n; ++i) {

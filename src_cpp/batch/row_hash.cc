@@ -44,10 +44,13 @@ void HashRows(const std::vector<Column>& columns, int64_t n, uint64_t* hashes) {
   for (const Column& c : columns) {
     // A column at a time, its type decided once: the loops below are free of per-row switches.
     auto mix = [&](auto value_hash) {
-      const bool nulls = c.type == TypeId::kNull || c.has_nulls();
-      for (int64_t i = 0; i < n; ++i) {
-        const uint64_t v = nulls && (c.type == TypeId::kNull || !c.IsValid(i)) ? kNullHash : value_hash(i);
-        hashes[i] = MixHash(hashes[i] * 31 + v);
+      if (c.type == TypeId::kNull || c.has_nulls()) {
+        for (int64_t i = 0; i < n; ++i) {
+          const uint64_t v = c.type == TypeId::kNull || !c.IsValid(i) ? kNullHash : value_hash(i);
+          hashes[i] = MixHash(hashes[i] * 31 + v);
+        }
+      } else {
+        for (int64_t i = 0; i < n; ++i) hashes[i] = MixHash(hashes[i] * 31 + value_hash(i));
       }
     };
     switch (c.type) {
