@@ -1,10 +1,12 @@
 #pragma once
 // A multimap from 64-bit hashes (of row values, of join keys) to row references, flat: one array
-// of 16-byte slots (for an 8-byte reference) probed linearly, at most half full counting removed
-// slots, no node per entry. For the operators that find earlier rows by value: the negative method
-// pairs a negative tuple with its positive, a hash join probes the other side's rows. Entries with
-// one hash sit in one probe run, so visiting them is a scan of adjacent slots. Callers compare the
-// rows themselves: equal hashes do not mean equal values. Hashes must be well mixed (MixHash).
+// of 16-byte slots (for an 8-byte reference) probed linearly, at most half full, no node per
+// entry. For the operators that find earlier rows by value: the negative method pairs a negative
+// tuple with its positive, a hash join probes the other side's rows. Entries with one hash sit in
+// one probe run, so visiting them is a scan of adjacent slots; removal shifts the run back (no
+// tombstones), so runs stay as short as the live entries make them, however many come and go.
+// Callers compare the rows themselves: equal hashes do not mean equal values. Hashes must be well
+// mixed (MixHash): the low bits pick the slot.
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -21,15 +23,14 @@ class HashMultimap {
   void clear() {
     slots_.assign(16, Slot{kEmpty, Ref{}});
     mask_ = 15;
-    live_ = removed_ = 0;
+    live_ = 0;
   }
 
   void Insert(uint64_t hash, const Ref& ref) {
-    if ((live_ + removed_ + 1) * 2 > slots_.size()) Rebuild(live_ * 4 + 2 > slots_.size() ? slots_.size() * 2 : slots_.size());
+    if ((live_ + 1) * 2 > slots_.size()) Grow();
     const uint64_t key = Key(hash);
     size_t pos = key & mask_;
-    while (slots_[pos].key > kRemoved) pos = (pos + 1) & mask_;
-    removed_ -= slots_[pos].key == kRemoved;
+    while (slots_[pos].key != kEmpty) pos = (pos + 1) & mask_;
     slots_[pos] = {key, ref};
     ++live_;
   }
@@ -48,53 +49,51 @@ class HashMultimap {
   bool Take(uint64_t hash, Match&& match, Ref* out) {
     const uint64_t key = Key(hash);
     for (size_t pos = key & mask_; slots_[pos].key != kEmpty; pos = (pos + 1) & mask_) {
-      Slot& s = slots_[pos];
-      if (s.key != key || !match(s.ref)) continue;
-      *out = s.ref;
-      s.key = kRemoved;
-      --live_;
-      ++removed_;
+      if (slots_[pos].key != key || !match(slots_[pos].ref)) continue;
+      *out = slots_[pos].ref;
+      EraseAt(pos);
       return true;
     }
     return false;
-  }
-
-  // Removes every entry for which drop(ref) holds.
-  template <typename Drop>
-  void RemoveIf(Drop&& drop) {
-    for (Slot& s : slots_)
-      if (s.key > kRemoved && drop(s.ref)) {
-        s.key = kRemoved;
-        --live_;
-        ++removed_;
-      }
   }
 
   // f(ref) for every entry, in no particular order.
   template <typename F>
   void ForEach(F&& f) const {
     for (const Slot& s : slots_)
-      if (s.key > kRemoved) f(s.ref);
+      if (s.key != kEmpty) f(s.ref);
   }
 
  private:
-  // Two hash values mark free slots; a hash that happens to be one of them is stored as another
-  // value (a collision like any other).
-  static constexpr uint64_t kEmpty = 0, kRemoved = 1;
-  static uint64_t Key(uint64_t hash) { return hash > kRemoved ? hash : hash + 2; }
+  // One hash value marks a free slot; a hash that happens to be it is stored as another value (a
+  // collision like any other).
+  static constexpr uint64_t kEmpty = 0;
+  static uint64_t Key(uint64_t hash) { return hash != kEmpty ? hash : 1; }
   struct Slot {
     uint64_t key;
     Ref ref;
   };
 
-  // Rebuilt with `n` slots (a power of two), without the removed ones.
-  void Rebuild(size_t n) {
-    std::vector<Slot> old(n, Slot{kEmpty, Ref{}});
+  // Backward-shift deletion: entries after the hole move into it when the hole lies between
+  // their home slot and where they are, so every entry stays reachable from its home slot.
+  void EraseAt(size_t hole) {
+    for (size_t j = (hole + 1) & mask_; slots_[j].key != kEmpty; j = (j + 1) & mask_) {
+      const size_t home = slots_[j].key & mask_;
+      const bool movable = hole <= j ? (home <= hole || home > j) : (home <= hole && home > j);
+      if (!movable) continue;
+      slots_[hole] = slots_[j];
+      hole = j;
+    }
+    slots_[hole].key = kEmpty;
+    --live_;
+  }
+
+  void Grow() {
+    std::vector<Slot> old(slots_.size() * 2, Slot{kEmpty, Ref{}});
     old.swap(slots_);
-    mask_ = n - 1;
-    removed_ = 0;
+    mask_ = slots_.size() - 1;
     for (const Slot& s : old) {
-      if (s.key <= kRemoved) continue;
+      if (s.key == kEmpty) continue;
       size_t pos = s.key & mask_;
       while (slots_[pos].key != kEmpty) pos = (pos + 1) & mask_;
       slots_[pos] = s;
@@ -104,7 +103,6 @@ class HashMultimap {
   std::vector<Slot> slots_;
   size_t mask_ = 0;
   size_t live_ = 0;
-  size_t removed_ = 0;
 };
 
 }  // namespace cq

@@ -77,14 +77,19 @@ class ExpirationSet {
   void Merge() {
     if (unsorted_.empty()) return;
     auto by_end = [](const Entry& a, const Entry& b) { return a.end < b.end; };
-    std::sort(unsorted_.begin(), unsorted_.end(), by_end);
+    // Ends that came in order (constant-duration lifetimes, the commonest case) need neither the
+    // sort nor the merge: the checks are linear and the sort is not.
+    if (!std::is_sorted(unsorted_.begin(), unsorted_.end(), by_end))
+      std::sort(unsorted_.begin(), unsorted_.end(), by_end);
     if (head_ > 0) {
       sorted_.erase(sorted_.begin(), sorted_.begin() + static_cast<std::ptrdiff_t>(head_));
       head_ = 0;
     }
     const size_t mid = sorted_.size();
+    const bool after = mid == 0 || !(unsorted_.front().end < sorted_.back().end);
     sorted_.insert(sorted_.end(), unsorted_.begin(), unsorted_.end());
-    std::inplace_merge(sorted_.begin(), sorted_.begin() + static_cast<std::ptrdiff_t>(mid), sorted_.end(), by_end);
+    if (!after)
+      std::inplace_merge(sorted_.begin(), sorted_.begin() + static_cast<std::ptrdiff_t>(mid), sorted_.end(), by_end);
     unsorted_.clear();
     unsorted_min_ = Time::Infinity();
   }

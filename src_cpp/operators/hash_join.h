@@ -15,6 +15,7 @@
 #include <deque>
 #include <unordered_map>
 
+#include "batch/hash_multimap.h"
 #include "batch/row_equal.h"
 #include "kernels/expression.h"
 #include "lifetime/expiration_set.h"
@@ -54,7 +55,13 @@ class HashJoin final : public Operator {
     uint32_t next_seq = 0;
     size_t cursor_batch = 0;  // next row to process: kept[cursor_batch], row cursor_row
     int64_t cursor_row = 0;
-    std::unordered_multimap<uint64_t, Ref> table;  // rows that can still join, by key hash
+    // The cursor's batch unpacked (null when every kept row is processed), so that choosing the
+    // side to go next, once per row, is two loads.
+    const int64_t* cursor_ticks = nullptr;
+    const int64_t* cursor_steps = nullptr;
+    int64_t cursor_length = 0;
+    void LoadCursor();
+    HashMultimap<Ref> table;                       // rows that can still join, by key hash
     std::unordered_map<HolderId, Ref> pending;     // direct: rows whose end is not known yet
     struct Expiry {
       Time end;
@@ -91,6 +98,7 @@ class HashJoin final : public Operator {
   std::shared_ptr<const Schema> shared_;
   std::unique_ptr<Expression> residual_;
   std::unique_ptr<RowEqual> key_equal_, row_equal_, row_equal_right_;
+  bool int64_key_ = false;
   bool negative_;
   HolderTable* holders_;
   Side sides_[2];
