@@ -12,7 +12,7 @@
 //    is never below its input's progress (§4.3), so the minimum is then e.
 //  * negative: a positive tuple probes the other side and yields positive results; a negative
 //    tuple leaves its side's table and yields the negative results of the pairs still alive.
-#include <deque>
+#include <memory>
 #include <unordered_map>
 
 #include "batch/hash_multimap.h"
@@ -51,7 +51,30 @@ class HashJoin final : public Operator {
   };
   struct Side {
     std::vector<std::unique_ptr<Expression>> keys;
-    std::deque<Kept> kept;
+    // Kept batches by sequence number, oldest first: a vector of pointers indexed from the
+    // first number it holds (a lookup per probe, so no deque arithmetic).
+    struct Batches {
+      std::vector<std::unique_ptr<Kept>> slots;
+      size_t head = 0;         // slots[head] is the oldest kept
+      uint32_t first_seq = 0;  // the number of slots[0]
+      bool empty() const { return head == slots.size(); }
+      size_t size() const { return slots.size() - head; }
+      Kept& front() const { return *slots[head]; }
+      Kept& at(uint32_t seq) const { return *slots[seq - first_seq]; }
+      void push_back(Kept&& k) {
+        if (slots.empty()) first_seq = k.seq;
+        slots.push_back(std::make_unique<Kept>(std::move(k)));
+      }
+      void pop_front() {
+        slots[head++].reset();
+        if (head >= 64 && head * 2 >= slots.size()) {
+          slots.erase(slots.begin(), slots.begin() + static_cast<std::ptrdiff_t>(head));
+          first_seq += static_cast<uint32_t>(head);
+          head = 0;
+        }
+      }
+    };
+    Batches kept;
     uint32_t next_seq = 0;
     size_t cursor_batch = 0;  // next row to process: kept[cursor_batch], row cursor_row
     int64_t cursor_row = 0;
@@ -68,7 +91,7 @@ class HashJoin final : public Operator {
       Ref ref;
     };
     ExpirationSet<Expiry> expiring;  // direct: table rows by known end
-    Kept& at(uint32_t seq) { return kept[seq - kept.front().seq]; }
+    Kept& at(uint32_t seq) { return kept.at(seq); }
   };
   // A direct result whose end is still pending.
   struct Open {
