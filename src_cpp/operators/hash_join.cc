@@ -131,11 +131,7 @@ void HashJoin::ProcessRow(int side, Ref x, Emitted& em) {
     });
   };
   auto add = [&](Ref y, Time start, Time end, bool open) {
-    em.l.push_back(side == 0 ? x : y);
-    em.r.push_back(side == 0 ? y : x);
-    em.start.push_back(start);
-    em.end.push_back(end);
-    em.open.push_back(open);
+    em.push_back({side == 0 ? x : y, side == 0 ? y : x, start, end, open});
   };
   const Time sx = b.StartAt(x.row);
   if (negative_) {
@@ -196,43 +192,46 @@ void HashJoin::Process(Time progress, Emitter& out) {
       s.cursor_row = 0;
       s.LoadCursor();
     }
-    if (em.l.size() >= 65536) EmitResults(em, out);
+    if (em.size() >= 65536) EmitResults(em, out);
   }
   EmitResults(em, out);
 }
 
 void HashJoin::EmitResults(Emitted& em, Emitter& out) {
-  const int64_t n = static_cast<int64_t>(em.l.size());
+  const int64_t n = static_cast<int64_t>(em.size());
   if (n == 0) return;
   Batch o;
   o.kind = BatchKind::kLifetime;
   o.schema = shared_;
   o.length = n;
   // Columns of each side (rows of many kept batches, interleaved).
-  auto gather = [&](int side, const std::vector<Ref>& refs) {
+  auto gather = [&](int side) {
     Side& s = sides_[side];
-    std::vector<BatchRow> rows(refs.size());
-    for (size_t k = 0; k < refs.size(); ++k) rows[k] = {refs[k].seq, refs[k].row};
+    std::vector<BatchRow> rows(em.size());
+    for (size_t k = 0; k < em.size(); ++k) {
+      const Ref ref = side == 0 ? em[k].l : em[k].r;
+      rows[k] = {ref.seq, ref.row};
+    }
     auto cols = GatherRows([&](uint32_t seq) -> const Batch& { return s.at(seq).batch; }, rows,
                            (side == 0 ? left_ : right_).size());
     for (Column& c : cols) o.columns.push_back(std::move(c));
   };
-  gather(0, em.l);
-  gather(1, em.r);
+  gather(0);
+  gather(1);
   // Times: direct intervals (end open where pending); negative: a positive at its start with an
   // open end, a negative at its end with `other` = the start it ends.
   o.sync.ticks = Buffer::Allocate(n * 8);
   o.other.ticks = Buffer::Allocate(n * 8);
   bool steps = false;
-  for (int64_t i = 0; i < n; ++i) steps |= em.start[i].step != 0 || (!em.end[i].IsInfinite() && em.end[i].step != 0);
+  for (const Result& e : em) steps |= e.start.step != 0 || (!e.end.IsInfinite() && e.end.step != 0);
   if (steps) {
     o.sync.steps = Buffer::AllocateZeroed(n * 8);
     o.other.steps = Buffer::AllocateZeroed(n * 8);
   }
   for (int64_t i = 0; i < n; ++i) {
-    const bool neg = negative_ && !em.end[i].IsInfinite();
-    const Time sync = neg ? em.end[i] : em.start[i];
-    const Time other = neg ? em.start[i] : em.end[i];
+    const bool neg = negative_ && !em[i].end.IsInfinite();
+    const Time sync = neg ? em[i].end : em[i].start;
+    const Time other = neg ? em[i].start : em[i].end;
     o.sync.ticks.as<int64_t>()[i] = sync.tick;
     o.other.ticks.as<int64_t>()[i] = other.IsInfinite() ? Time::kInfTick : other.tick;
     if (steps) {
@@ -253,16 +252,16 @@ void HashJoin::EmitResults(Emitted& em, Emitter& out) {
   if (!keep.empty()) {
     if (!negative_) {
       bool any_open = false;
-      for (uint32_t i : keep) any_open |= em.open[i] != 0;
+      for (uint32_t i : keep) any_open |= em[i].open;
       if (any_open) {
         o.holders = Buffer::Allocate(n * sizeof(HolderId));
         HolderId* h = o.holders.as<HolderId>();
         for (int64_t i = 0; i < n; ++i) h[i] = kNoHolder;
         for (uint32_t i : keep) {
-          if (!em.open[i]) continue;
+          if (!em[i].open) continue;
           holders_->Allocate(1, &h[i]);
-          const Ref l = em.l[i], r = em.r[i];
-          Open op{l, r, kNoHolder, kNoHolder, em.start[i], next_serial_++};
+          const Ref l = em[i].l, r = em[i].r;
+          Open op{l, r, kNoHolder, kNoHolder, em[i].start, next_serial_++};
           const Kept& kl = sides_[0].at(l.seq);
           const Kept& kr = sides_[1].at(r.seq);
           if (kl.ends[l.row] == Time::MinusInfinity()) op.lh = kl.batch.holders.as<const HolderId>()[l.row];
@@ -284,7 +283,7 @@ void HashJoin::EmitResults(Emitted& em, Emitter& out) {
     }
     out.Emit(o.Compact());
   }
-  em = Emitted{};
+  em.clear();
 }
 
 void HashJoin::ResolveOpen(Time progress, std::vector<std::pair<HolderId, Time>>& fixed) {

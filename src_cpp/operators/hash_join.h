@@ -100,11 +100,12 @@ class HashJoin final : public Operator {
     Time start;
     uint64_t serial;  // result ids are recycled: waiting entries check they still mean this one
   };
-  struct Emitted {  // results of one processing round, gathered into one batch
-    std::vector<Ref> l, r;
-    std::vector<Time> start, end;
-    std::vector<uint8_t> open;  // direct: end pending
+  struct Result {  // a pair of rows of one processing round, gathered with the others into a batch
+    Ref l, r;
+    Time start, end;
+    bool open;  // direct: end pending
   };
+  using Emitted = std::vector<Result>;
 
   Time NextStart(int side) const;
   void Process(Time progress, Emitter& out);
