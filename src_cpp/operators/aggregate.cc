@@ -17,6 +17,13 @@ uint64_t DoubleBits(double x) {
   return b;
 }
 
+// "k0", "a1", ...: an output column's name when the plan gives none.
+std::string DefaultName(char prefix, size_t i) {
+  std::string name(1, prefix);
+  name += std::to_string(i);
+  return name;
+}
+
 double BitsDouble(uint64_t b) {
   double x;
   std::memcpy(&x, &b, 8);
@@ -616,7 +623,7 @@ void RegisterAggregate(OperatorRegistry& r) {
     Schema output;
     for (const json::Value& k : s.params["keys"].array()) {
       keys.push_back(Expression::Compile(k, *in[0].schema));
-      output.push_back({"k" + std::to_string(output.size()), keys.back()->type()});
+      output.push_back({DefaultName('k', output.size()), keys.back()->type()});
     }
     std::vector<Aggregate::Spec> aggs;
     for (const json::Value& a : s.params["aggregates"].array()) {
@@ -627,7 +634,7 @@ void RegisterAggregate(OperatorRegistry& r) {
       CQ_CHECK(t.has_value(), "unknown aggregate type");
       spec.type = *t;
       if (!a["arg"].is_null()) spec.arg = Expression::Compile(a["arg"], *in[0].schema);
-      output.push_back({"a" + std::to_string(aggs.size()), spec.type});
+      output.push_back({DefaultName('a', aggs.size()), spec.type});
       aggs.push_back(std::move(spec));
     }
     if (const json::Value* names = s.params.find("names"))

@@ -186,7 +186,7 @@ void HashJoin::Process(Time progress, Emitter& out) {
     const Time t = side == 0 ? l : r;
     if (t.IsInfinite() || progress < t) break;
     Side& s = sides_[side];
-    ProcessRow(side, {s.cursor_batch, static_cast<uint32_t>(s.cursor_row)}, em);
+    ProcessRow(side, {static_cast<uint32_t>(s.cursor_batch), static_cast<uint32_t>(s.cursor_row)}, em);
     if (++s.cursor_row >= s.cursor_length) {
       ++s.cursor_batch;
       s.cursor_row = 0;
