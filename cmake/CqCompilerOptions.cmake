@@ -12,6 +12,11 @@ if(CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
   # run on any x86-64 of the same OS.
   string(APPEND CMAKE_CXX_FLAGS_RELEASE " -O3")
 endif()
+# The core is linked into one extension module whose only export is its init function. Hidden
+# symbols let the compiler call and inline the core's functions directly, where -fPIC code must go
+# through the PLT for every exported function (GCC assumes it may be interposed).
+set(CMAKE_CXX_VISIBILITY_PRESET hidden)
+set(CMAKE_VISIBILITY_INLINES_HIDDEN ON)
 option(CQ_SANITIZE "Build with address and undefined-behaviour sanitizers" OFF)
 if(CQ_SANITIZE)
   add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer)

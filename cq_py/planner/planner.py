@@ -108,8 +108,8 @@ class Planner:
         loops.check(cat, first_new, self.auto_delay, self.err, self._new_id)
         propagate_lifetimes(cat)
         for node in cat.nodes.values():
-            if node.id >= first_new and node.op in ("istream", "dstream", "rstream"):
-                # The core's fast path needs lifetimes of one duration known at plan time.
+            if node.id >= first_new and node.op in ("istream", "dstream", "rstream", "aggregate"):
+                # The core's fast paths need lifetimes of one duration known at plan time.
                 source = cat.nodes[node.inputs[0]]  # type: ignore[index]
                 node.params["lifetime"] = "constant" if is_constant(source.lifetime) else "general"
                 node.params["expiration"] = self.expiration

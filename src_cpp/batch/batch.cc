@@ -112,4 +112,18 @@ TimeColumn MakeTimeColumn(const std::vector<Time>& times) {
   return t;
 }
 
+void TimeBuilder::EnableSteps() {
+  has_steps_ = true;
+  while (steps_.size() < ticks_.size()) steps_.Append(0);
+}
+
+TimeColumn TimeBuilder::Finish() {
+  TimeColumn c;
+  c.ticks = ticks_.Finish();
+  Buffer steps = steps_.Finish();
+  if (has_steps_) c.steps = std::move(steps);
+  has_steps_ = false;
+  return c;
+}
+
 }  // namespace cq

@@ -142,4 +142,28 @@ std::vector<Column> GatherRows(const BatchOf& batch_of, const std::vector<BatchR
 // A time column of the given times.
 TimeColumn MakeTimeColumn(const std::vector<Time>& times);
 
+// A time column built a time at a time, with steps only once some time has a non-zero step.
+class TimeBuilder {
+ public:
+  void Append(Time t) {
+    if (t.step != 0 && !has_steps_) EnableSteps();
+    ticks_.Append(t.tick);
+    if (has_steps_) steps_.Append(t.step);
+  }
+  void Set(int64_t i, Time t) {
+    if (t.step != 0 && !has_steps_) EnableSteps();
+    ticks_[i] = t.tick;
+    if (has_steps_) steps_[i] = t.step;
+  }
+  void Reserve(int64_t n) { ticks_.Reserve(n); }
+  int64_t size() const { return ticks_.size(); }
+  // The times so far; the builder is empty afterwards.
+  TimeColumn Finish();
+
+ private:
+  void EnableSteps();
+  BufferBuilder<int64_t> ticks_, steps_;
+  bool has_steps_ = false;
+};
+
 }  // namespace cq

@@ -28,4 +28,47 @@ struct Buffer {
   }
 };
 
+// Values of one fixed-width type appended to a Buffer that doubles as it fills, then handed over
+// without a copy: for operators that cannot know their output's length before they have made it.
+template <typename T>
+class BufferBuilder {
+ public:
+  void Append(T v) {
+    if (size_ == capacity_) Grow(size_ + 1);
+    data()[size_++] = v;
+  }
+  void Reserve(int64_t n) {
+    if (n > capacity_) Grow(n);
+  }
+  T* data() const { return buffer_.as<T>(); }
+  T& operator[](int64_t i) const { return data()[i]; }
+  int64_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  // The values so far (the builder is empty afterwards). The tail past them is zeroed up to the
+  // next 64 bytes, as Buffer::Allocate promises.
+  Buffer Finish() {
+    Buffer out = buffer_;
+    const int64_t bytes = size_ * static_cast<int64_t>(sizeof(T));
+    if (out.data) std::memset(out.data + bytes, 0, static_cast<size_t>((bytes / 64 + 1) * 64 - bytes));
+    else out = Buffer::Allocate(0);
+    out.size = bytes;
+    buffer_ = {};
+    size_ = capacity_ = 0;
+    return out;
+  }
+
+ private:
+  [[gnu::noinline]] void Grow(int64_t need) {  // out of line: Append stays small enough to inline
+    int64_t cap = capacity_ < 64 ? 64 : capacity_ * 2;
+    while (cap < need) cap *= 2;
+    Buffer bigger = Buffer::Allocate(cap * static_cast<int64_t>(sizeof(T)));
+    if (size_) std::memcpy(bigger.data, buffer_.data, static_cast<size_t>(size_) * sizeof(T));
+    buffer_ = std::move(bigger);
+    capacity_ = cap;
+  }
+  Buffer buffer_;
+  int64_t size_ = 0;
+  int64_t capacity_ = 0;
+};
+
 }  // namespace cq

@@ -70,24 +70,7 @@ Column Gather(const Column& col, const uint32_t* idx, int64_t n) {
         if (bitmap::Get(col.values.data, idx[k])) bitmap::Set(out.values.data, k);
       break;
     }
-    case TypeId::kUtf8: {
-      const int32_t* so = col.offs();
-      int64_t total = 0;
-      for (int64_t k = 0; k < n; ++k) total += so[idx[k] + 1] - so[idx[k]];
-      if (total > INT32_MAX) throw std::length_error("utf8 column exceeds 2 GiB in one batch");
-      out.offsets = Buffer::Allocate((n + 1) * 4);
-      out.values = Buffer::Allocate(total);
-      int32_t* dof = out.offsets.as<int32_t>();
-      int32_t pos = 0;
-      for (int64_t k = 0; k < n; ++k) {
-        dof[k] = pos;
-        int32_t len = so[idx[k] + 1] - so[idx[k]];
-        std::memcpy(out.values.data + pos, col.values.data + so[idx[k]], static_cast<size_t>(len));
-        pos += len;
-      }
-      dof[n] = pos;
-      break;
-    }
+    case TypeId::kUtf8: FillStrings(out, n, [&](int64_t k) { return col.StrAt(idx[k]); }); break;
     case TypeId::kNull: break;
   }
   return out;
@@ -158,23 +141,9 @@ Column GatherMulti(const std::vector<const Column*>& srcs, const uint32_t* which
       for (int64_t k = 0; k < n; ++k)
         if (srcs[which[k]]->BoolAt(rows[k])) bitmap::Set(out.values.data, k);
       break;
-    case TypeId::kUtf8: {
-      int64_t total = 0;
-      for (int64_t k = 0; k < n; ++k) total += static_cast<int64_t>(srcs[which[k]]->StrAt(rows[k]).size());
-      if (total > INT32_MAX) throw std::length_error("utf8 column exceeds 2 GiB in one batch");
-      out.offsets = Buffer::Allocate((n + 1) * 4);
-      out.values = Buffer::Allocate(total);
-      int32_t* o = out.offsets.as<int32_t>();
-      int32_t pos = 0;
-      for (int64_t k = 0; k < n; ++k) {
-        o[k] = pos;
-        const std::string_view v = srcs[which[k]]->StrAt(rows[k]);
-        std::memcpy(out.values.data + pos, v.data(), v.size());
-        pos += static_cast<int32_t>(v.size());
-      }
-      o[n] = pos;
+    case TypeId::kUtf8:
+      FillStrings(out, n, [&](int64_t k) { return srcs[which[k]]->StrAt(rows[k]); });
       break;
-    }
     case TypeId::kNull: break;
   }
   return out;

@@ -3,6 +3,8 @@
 // array offset already applied, so kernels index from 0. Columns are immutable once built and
 // share their buffers freely.
 #include <cstdint>
+#include <cstring>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -38,6 +40,10 @@ struct Column {
   static Column Nulls(TypeId type, int64_t length);
 };
 
+// Fills the offsets and bytes of `out`, a utf8 column of n values, value k being view(k).
+template <typename View>
+void FillStrings(Column& out, int64_t n, View view);
+
 // Rows `idx[0..n)` of `col`, in that order, as a new compact column. This is the one place where a
 // selection is turned into data; operators call it only where they must materialize.
 Column Gather(const Column& col, const uint32_t* idx, int64_t n);
@@ -51,5 +57,23 @@ Column Concat(const Column* const* cols, int64_t count);
 Column GatherMulti(const std::vector<const Column*>& srcs, const uint32_t* which, const uint32_t* rows, int64_t n);
 // Row `i` of `c` as a user reads it in a message: 42, 2.5, 'text' (quotes doubled), true, NULL.
 std::string ValueToString(const Column& c, int64_t i);
+
+template <typename View>
+void FillStrings(Column& out, int64_t n, View view) {
+  int64_t total = 0;
+  for (int64_t k = 0; k < n; ++k) total += static_cast<int64_t>(view(k).size());
+  if (total > INT32_MAX) throw std::length_error("utf8 column exceeds 2 GiB in one batch");
+  out.offsets = Buffer::Allocate((n + 1) * 4);
+  out.values = Buffer::Allocate(total);
+  int32_t* o = out.offsets.as<int32_t>();
+  int32_t pos = 0;
+  for (int64_t k = 0; k < n; ++k) {
+    o[k] = pos;
+    const std::string_view v = view(k);
+    std::memcpy(out.values.data + pos, v.data(), v.size());
+    pos += static_cast<int32_t>(v.size());
+  }
+  o[n] = pos;
+}
 
 }  // namespace cq

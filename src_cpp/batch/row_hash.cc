@@ -1,7 +1,5 @@
 #include "batch/row_hash.h"
 
-#include <cmath>
-#include <cstring>
 #include <string_view>
 
 namespace cq {
@@ -25,7 +23,7 @@ void AppendKey(const Column& c, int64_t row, std::string* out) {
   switch (c.type) {
     case TypeId::kInt64: out->append(reinterpret_cast<const char*>(&c.i64()[row]), 8); break;
     case TypeId::kFloat64: {
-      const double v = c.f64()[row] == 0 ? 0.0 : c.f64()[row];
+      const uint64_t v = KeyBitsOf(c.f64()[row]);
       out->append(reinterpret_cast<const char*>(&v), 8);
       break;
     }
@@ -44,28 +42,23 @@ void AppendKey(const Column& c, int64_t row, std::string* out) {
 void HashRows(const std::vector<Column>& columns, int64_t n, uint64_t* hashes) {
   for (int64_t i = 0; i < n; ++i) hashes[i] = 0x2545F4914F6CDD1DULL;
   for (const Column& c : columns) {
-    for (int64_t i = 0; i < n; ++i) {
-      uint64_t v;
-      if (c.type == TypeId::kNull || !c.IsValid(i)) {
-        v = kNullHash;
-      } else {
-        switch (c.type) {
-          case TypeId::kInt64: v = MixHash(static_cast<uint64_t>(c.i64()[i])); break;
-          case TypeId::kFloat64: {
-            double d = c.f64()[i];
-            if (d == 0) d = 0;                                 // -0.0 = 0.0
-            if (std::isnan(d)) d = std::numeric_limits<double>::quiet_NaN();
-            uint64_t bits;
-            std::memcpy(&bits, &d, 8);
-            v = MixHash(bits);
-            break;
-          }
-          case TypeId::kBool: v = MixHash(c.BoolAt(i) ? 1 : 2); break;
-          case TypeId::kUtf8: v = HashBytes(c.StrAt(i)); break;
-          default: v = kNullHash;
+    // A column at a time, its type decided once: the loops below are free of per-row switches.
+    auto mix = [&](auto value_hash) {
+      if (c.type == TypeId::kNull || c.has_nulls()) {
+        for (int64_t i = 0; i < n; ++i) {
+          const uint64_t v = c.type == TypeId::kNull || !c.IsValid(i) ? kNullHash : value_hash(i);
+          hashes[i] = MixHash(hashes[i] * 31 + v);
         }
+      } else {
+        for (int64_t i = 0; i < n; ++i) hashes[i] = MixHash(hashes[i] * 31 + value_hash(i));
       }
-      hashes[i] = MixHash(hashes[i] * 31 + v);
+    };
+    switch (c.type) {
+      case TypeId::kInt64: mix([&](int64_t i) { return MixHash(static_cast<uint64_t>(c.i64()[i])); }); break;
+      case TypeId::kFloat64: mix([&](int64_t i) { return MixHash(KeyBitsOf(c.f64()[i])); }); break;
+      case TypeId::kBool: mix([&](int64_t i) { return MixHash(c.BoolAt(i) ? 1 : 2); }); break;
+      case TypeId::kUtf8: mix([&](int64_t i) { return HashBytes(c.StrAt(i)); }); break;
+      case TypeId::kNull: mix([](int64_t) { return kNullHash; }); break;
     }
   }
 }

@@ -4,6 +4,8 @@
 // method avoids), and set operations and DISTINCT group by value. Consistent with RowEqual: equal
 // rows (NULL = NULL, NaN = NaN, -0.0 = 0.0) hash alike.
 #include <cstdint>
+#include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -17,6 +19,15 @@ void HashRows(const std::vector<Column>& columns, int64_t n, uint64_t* hashes);
 // Appends row `row` of `c` to `out` as bytes that are equal exactly when the values are equal as
 // grouping keys (NULL is one key, -0.0 = 0.0): hash-map keys for partitions and groups.
 void AppendKey(const Column& c, int64_t row, std::string* out);
+
+// The bits of a double as a grouping key: -0.0 = 0.0 and every NaN is one NaN.
+inline uint64_t KeyBitsOf(double v) {
+  if (v == 0) v = 0;
+  if (v != v) v = std::numeric_limits<double>::quiet_NaN();
+  uint64_t bits;
+  std::memcpy(&bits, &v, 8);
+  return bits;
+}
 
 inline uint64_t MixHash(uint64_t x) {
   x ^= x >> 33;

@@ -29,7 +29,5 @@ struct Datum {
 Column Broadcast(const Scalar& s, int64_t n);
 // Row i of `c` as a scalar.
 Scalar ScalarAt(const Column& c, int64_t i);
-// A column of the given scalars, all of type `type` (invalid ones are NULL).
-Column ColumnOf(TypeId type, const std::vector<Scalar>& values);
 
 }  // namespace cq

@@ -38,15 +38,13 @@ void NegativeTracker::AdvanceTo(Time progress, const Visitor& visit) {
     Instant& at = node.mapped();
     if (track_alive_) {
       // R(t): positives join, then negatives leave (a ghost's positive and negative are both at t).
-      for (size_t k = 0; k < at.positives.size(); ++k) alive_.emplace(at.positive_hashes[k], at.positives[k]);
+      for (size_t k = 0; k < at.positives.size(); ++k) alive_.Insert(at.positive_hashes[k], at.positives[k]);
       for (size_t k = 0; k < at.negatives.size(); ++k) {
         const RowRef& q = at.negatives[k];
-        auto range = alive_.equal_range(at.negative_hashes[k]);
-        auto it = range.first;
-        while (it != range.second && !RowsEqual(it->second, q)) ++it;
-        CQ_CHECK(it != range.second, "a negative tuple without its positive");
-        Release(it->second);
-        alive_.erase(it);
+        RowRef p;
+        const bool found = alive_.Take(at.negative_hashes[k], [&](const RowRef& r) { return RowsEqual(r, q); }, &p);
+        CQ_CHECK(found, "a negative tuple without its positive");
+        Release(p);
       }
     }
     visit(t, at.positives, at.negatives);
@@ -59,7 +57,7 @@ void NegativeTracker::AdvanceTo(Time progress, const Visitor& visit) {
 std::vector<InstantTracker::RowRef> NegativeTracker::alive() const {
   std::vector<RowRef> out;
   out.reserve(alive_.size());
-  for (const auto& [h, r] : alive_) out.push_back(r);
+  alive_.ForEach([&](const RowRef& r) { out.push_back(r); });
   return out;
 }
 

@@ -4,8 +4,8 @@
 // starts and ends are simply the positives and negatives stamped with it; nothing waits for an
 // expiration, but every tuple travels twice and RSTREAM must find a negative's positive by value.
 #include <map>
-#include <unordered_map>
 
+#include "batch/hash_multimap.h"
 #include "lifetime/instant_tracker.h"
 
 namespace cq {
@@ -26,7 +26,7 @@ class NegativeTracker final : public InstantTracker {
   };
   bool track_alive_;
   std::map<Time, Instant> pending_;  // events of instants not complete yet
-  std::unordered_multimap<uint64_t, RowRef> alive_;  // by value hash (track_alive)
+  HashMultimap<RowRef> alive_;  // by value hash (track_alive)
 };
 
 }  // namespace cq

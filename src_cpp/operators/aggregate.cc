@@ -1,8 +1,8 @@
 #include "operators/aggregate.h"
 
+#include <algorithm>
 #include <cstring>
 
-#include "batch/row_hash.h"
 #include "engine/errors.h"
 #include "operators/registry.h"
 #include "plan/plan_util.h"
@@ -11,249 +11,629 @@ namespace cq {
 
 namespace {
 
-bool SameScalar(const Scalar& a, const Scalar& b) {
-  if (a.valid != b.valid) return false;
-  if (!a.valid) return true;
-  switch (a.type) {
-    case TypeId::kInt64: return a.i64 == b.i64;
-    case TypeId::kFloat64: return a.f64 == b.f64 || (a.f64 != a.f64 && b.f64 != b.f64);
-    case TypeId::kBool: return a.b == b.b;
-    case TypeId::kUtf8: return a.str == b.str;
-    case TypeId::kNull: return true;
-  }
-  return false;
+uint64_t DoubleBits(double x) {
+  uint64_t b;
+  std::memcpy(&b, &x, 8);
+  return b;
+}
+
+// "k0", "a1", ...: an output column's name when the plan gives none.
+std::string DefaultName(char prefix, size_t i) {
+  std::string name(1, prefix);
+  name += std::to_string(i);
+  return name;
+}
+
+double BitsDouble(uint64_t b) {
+  double x;
+  std::memcpy(&x, &b, 8);
+  return x;
 }
 
 }  // namespace
 
-Aggregate::Aggregate(const Schema& input, std::vector<std::unique_ptr<Expression>> keys, std::vector<Spec> aggs,
-                     Schema output, std::unique_ptr<InstantTracker> tracker, bool negative, HolderTable* holders)
-    : input_(input), output_(std::move(output)), keys_(std::move(keys)), aggs_(std::move(aggs)),
-      tracker_(std::move(tracker)), negative_(negative), holders_(holders) {
+Aggregate::Aggregate(std::vector<std::unique_ptr<Expression>> keys, std::vector<Spec> aggs, Schema output,
+                     Input input, ExpirationPolicy policy, HolderTable* holders)
+    : keys_(std::move(keys)), output_(std::move(output)), input_(input), holders_(holders),
+      index_([&] {
+        std::vector<TypeId> types;
+        for (const auto& k : keys_) types.push_back(k->type());
+        return types;
+      }()) {
   shared_output_ = std::make_shared<const Schema>(output_);
   Schema derived;
-  for (size_t k = 0; k < keys_.size(); ++k) derived.push_back({"k" + std::to_string(k), keys_[k]->type()});
-  for (size_t a = 0; a < aggs_.size(); ++a)
-    if (aggs_[a].arg) derived.push_back({"a" + std::to_string(a), aggs_[a].arg->type()});
+  int args = 0;
+  for (Spec& s : aggs) {
+    Agg a;
+    a.fn = s.fn == "count_star" ? Fn::kCountStar
+           : s.fn == "count"    ? Fn::kCount
+           : s.fn == "sum"      ? Fn::kSum
+           : s.fn == "avg"      ? Fn::kAvg
+           : s.fn == "min"      ? Fn::kMin
+                                : Fn::kMax;
+    CQ_CHECK(a.fn != Fn::kMax || s.fn == "max", "unknown aggregate function '" + s.fn + "'");
+    a.distinct = s.distinct;
+    a.type = s.type;
+    a.arg_type = s.arg ? s.arg->type() : TypeId::kNull;
+    if (a.fn == Fn::kCountStar) {
+      a.op = Op::kRows;
+    } else if (a.arg_type == TypeId::kNull) {
+      a.op = Op::kNothing;  // an untyped NULL: nothing to count or add
+    } else if (a.distinct || a.fn == Fn::kMin || a.fn == Fn::kMax) {
+      a.op = Op::kMultiset;
+      a.set = static_cast<int>(sets_per_group_++);
+    } else if (a.fn == Fn::kCount) {
+      a.op = Op::kCountValid;
+    } else {
+      a.op = a.arg_type == TypeId::kInt64 ? Op::kInt : Op::kDouble;
+    }
+    if (s.arg) {
+      a.arg = args++;
+      derived.push_back({"arg", a.arg_type});
+    }
+    a.expr = std::move(s.arg);
+    has_strings_ |= a.type == TypeId::kUtf8;
+    out_values_.emplace_back(a.type);
+    aggs_.push_back(std::move(a));
+  }
+  derived.push_back({"group", TypeId::kInt64});
   derived_schema_ = std::make_shared<const Schema>(std::move(derived));
+  na_ = aggs_.size();
+  now_.resize(na_);
+  now_str_.resize(na_);
+  if (input_ == Input::kGeneral) tracker_ = MakeInstantTracker(false, static_cast<int>(policy), false);
+  views_.resize(static_cast<size_t>(args));
+}
+
+std::string Aggregate::Explain() const {
+  switch (input_) {
+    case Input::kConstant: return "Aggregate (constant-duration input: FIFO)";
+    case Input::kNegative: return "Aggregate (negative tuples)";
+    case Input::kGeneral: break;
+  }
+  return "Aggregate";
+}
+
+void Aggregate::Grow(uint32_t groups) {
+  if (groups <= groups_.size()) return;
+  const size_t na = na_;
+  groups_.resize(groups);
+  touched_.resize(groups);  // a group is in it once at most
+  accs_.resize(groups * na);
+  sets_.resize(groups * sets_per_group_);
+  current_.resize(groups * na);
+  if (has_strings_) current_str_.resize(groups * na);
 }
 
 void Aggregate::Push(int, const Batch& in, Emitter&) {
   if (in.num_rows() == 0) return;
-  // What the groups need of each row: its keys and arguments, with its lifetime.
   const Batch b = in.Compact();
-  Batch d = b;
-  d.schema = derived_schema_;
-  d.columns.clear();
-  for (const auto& k : keys_) d.columns.push_back(k->Evaluate(b));
-  for (const auto& a : aggs_)
-    if (a.arg) d.columns.push_back(a.arg->Evaluate(b));
-  tracker_->Push(d);
+  const int64_t n = b.length;
+  std::vector<Column> keys, args;
+  for (const auto& k : keys_) keys.push_back(k->Evaluate(b));
+  for (const Agg& a : aggs_)
+    if (a.expr) args.push_back(a.expr->Evaluate(b));
+  Buffer groups = Buffer::Allocate(n * 4);
+  index_.Map(keys, n, groups.as<uint32_t>());
+  Grow(index_.size());
+
+  if (input_ == Input::kGeneral) {
+    // The tracker keeps what the groups need of each row: its arguments and group, with its
+    // lifetime.
+    Batch d;
+    d.kind = BatchKind::kLifetime;
+    d.schema = derived_schema_;
+    d.length = n;
+    d.columns = std::move(args);
+    Column g;
+    g.type = TypeId::kInt64;
+    g.length = n;
+    g.values = Buffer::Allocate(n * 8);
+    for (int64_t i = 0; i < n; ++i) g.values.as<int64_t>()[i] = groups.as<const uint32_t>()[i];
+    d.columns.push_back(std::move(g));
+    d.sync = b.sync;
+    d.other = b.other;
+    d.constant_duration = b.constant_duration;
+    d.holders = b.holders;
+    tracker_->Push(d);
+    return;
+  }
+  if (input_ == Input::kConstant) {
+    CQ_CHECK(b.constant_duration && b.holders.empty() && (!duration_ || *duration_ == *b.constant_duration),
+             "the aggregate's input was planned with lifetimes of one duration");
+    duration_ = b.constant_duration;
+    if (duration_->IsZero()) return;  // ghosts ⟨v, t, t⟩ are never in R(t)
+  }
+  Chunk c;
+  c.sync = b.sync;
+  c.args = std::move(args);
+  for (const Column& a : c.args) c.views.push_back(ArgView::Of(a));
+  c.groups = std::move(groups);
+  c.length = n;
+  c.base = retained_;
+  retained_ += n;
+  if (input_ == Input::kNegative) {
+    // A positive tuple's end is open; a negative tuple's `other` holds the start it ends.
+    c.signs = Buffer::Allocate(n);
+    int8_t* s = c.signs.as<int8_t>();
+    for (int64_t i = 0; i < n; ++i) s[i] = b.EndAt(i).IsInfinite() ? 1 : -1;
+  }
+  if (b.sync.At(0) < max_sync_) disordered_ = true;
+  max_sync_ = std::max(max_sync_, b.sync.At(n - 1));
+  chunks_.push_back(std::move(c));
 }
 
-void Aggregate::PushEnds(int, const EndBatch& ends, Emitter&) { tracker_->PushEnds(ends); }
+void Aggregate::PushEnds(int, const EndBatch& ends, Emitter&) {
+  if (tracker_) tracker_->PushEnds(ends);
+}
 
-void Aggregate::Apply(const Batch& b, uint32_t row, int sign) {
-  std::string key;
-  std::vector<Scalar> keys;
-  for (size_t k = 0; k < keys_.size(); ++k) AppendKey(b.columns[k], row, &key);
-  auto [it, fresh] = group_of_.try_emplace(key, static_cast<uint32_t>(groups_.size()));
-  if (fresh) {
-    groups_.emplace_back();
-    for (size_t k = 0; k < keys_.size(); ++k) keys.push_back(ScalarAt(b.columns[k], row));
-    groups_.back().keys = std::move(keys);
-    groups_.back().accs.resize(aggs_.size());
-    is_touched_.push_back(0);
+// ---- accumulators ----------------------------------------------------------------------------
+// The helpers that run once per row or per result are forced inline: GCC's heuristics leave them
+// out of line in the instant loop, and the calls cost a tenth of the grouped-AVG benchmark.
+
+template <size_t kNa>
+[[gnu::always_inline]] inline void Aggregate::ApplyRow(const ArgView* views, const Column* args, int64_t row, uint32_t g,
+                                                       int64_t sign) {
+  const size_t na = kNa ? kNa : na_;
+  Group& gr = groups_[g];
+  if (!gr.touched) {
+    gr.touched = true;
+    touched_[touched_count_++] = g;
   }
-  const uint32_t gi = it->second;
-  Group& g = groups_[gi];
-  if (!is_touched_[gi]) {
-    is_touched_[gi] = 1;
-    touched_.push_back(gi);
+  gr.rows += sign;
+  Acc* acc = &accs_[g * na];
+  for (size_t a = 0; a < na; ++a) {
+    const Agg& agg = aggs_[a];
+    switch (agg.op) {
+      case Op::kRows: acc[a].count += sign; break;
+      case Op::kNothing: break;
+      case Op::kCountValid:
+        if (views[agg.arg].IsValid(row)) acc[a].count += sign;
+        break;
+      case Op::kInt: {
+        const ArgView& v = views[agg.arg];
+        if (!v.IsValid(row)) break;
+        acc[a].count += sign;
+        acc[a].isum += sign > 0 ? v.I64(row) : -static_cast<__int128>(v.I64(row));
+        break;
+      }
+      case Op::kDouble: {
+        const ArgView& v = views[agg.arg];
+        if (!v.IsValid(row)) break;
+        // A sum of doubles that added and took away the same values need not be 0 again: an
+        // empty group starts from 0 exactly.
+        if ((acc[a].count += sign) == 0) acc[a].dsum = 0;
+        else acc[a].dsum += static_cast<double>(sign) * v.F64(row);
+        break;
+      }
+      case Op::kMultiset:
+        if (args[agg.arg].IsValid(row)) ApplyMultiset(agg, args[agg.arg], row, g, sign);
+        break;
+    }
   }
-  g.rows += sign;
-  size_t col = keys_.size();
-  for (size_t a = 0; a < aggs_.size(); ++a) {
-    Acc& acc = g.accs[a];
-    const Spec& spec = aggs_[a];
-    if (!spec.arg) {  // COUNT(*)
-      acc.count += sign;
+}
+
+void Aggregate::ApplyMultiset(const Agg& agg, const Column& c, int64_t row, uint32_t g, int64_t sign) {
+  Multiset& set = sets_[g * sets_per_group_ + agg.set];
+  Acc& acc = accs_[g * na_ + (&agg - aggs_.data())];
+  // Copies of the value before and after; DISTINCT aggregates count and sum the values whose
+  // copies go from 0 to 1 or back.
+  int64_t after = 0;
+  auto update = [&](auto& map, auto key) {
+    auto [it, added] = map.try_emplace(std::move(key), 0);
+    after = it->second += sign;
+    if (after == 0) map.erase(it);
+  };
+  switch (c.type) {
+    case TypeId::kInt64: update(set.ints, c.i64()[row]); break;
+    case TypeId::kBool: update(set.ints, int64_t{c.BoolAt(row)}); break;
+    case TypeId::kFloat64: update(set.doubles, c.f64()[row] == 0 ? 0.0 : c.f64()[row]); break;
+    case TypeId::kUtf8: {
+      const std::string_view v = c.StrAt(row);
+      if (auto it = set.strings.find(v); it != set.strings.end()) {
+        after = it->second += sign;
+        if (after == 0) set.strings.erase(it);
+      } else {
+        set.strings.emplace(std::string(v), sign);
+        after = sign;
+      }
+      break;
+    }
+    case TypeId::kNull: return;
+  }
+  if (!agg.distinct || !(after == 0 || (after == 1 && sign > 0))) return;
+  const int64_t d = after == 0 ? -1 : 1;  // a distinct value left or came
+  acc.count += d;
+  if (c.type == TypeId::kInt64) acc.isum += static_cast<__int128>(d) * c.i64()[row];
+  if (c.type == TypeId::kFloat64) acc.dsum = acc.count == 0 ? 0 : acc.dsum + static_cast<double>(d) * c.f64()[row];
+}
+
+template <size_t kNa>
+[[gnu::always_inline]] inline Aggregate::Value Aggregate::Compute(uint32_t g, size_t a, std::string* s) const {
+  const size_t na = kNa ? kNa : na_;
+  const Agg& agg = aggs_[a];
+  const Acc& acc = accs_[g * na + a];
+  Value v;
+  switch (agg.fn) {
+    case Fn::kCountStar:
+    case Fn::kCount:
+      v.valid = true;
+      v.bits = static_cast<uint64_t>(acc.count);
+      return v;
+    case Fn::kSum:
+    case Fn::kAvg: {
+      if (acc.count == 0) return v;
+      v.valid = true;
+      const bool ints = agg.arg_type != TypeId::kFloat64;
+      if (agg.fn == Fn::kSum && agg.type == TypeId::kInt64) {
+        v.bits = static_cast<uint64_t>(acc.isum);  // wraps, as int64 arithmetic does
+        return v;
+      }
+      // (A sum that fits 64 bits converts in one instruction; the 128-bit conversion is a call.)
+      const int64_t narrow = static_cast<int64_t>(acc.isum);
+      double x = !ints ? acc.dsum : narrow == acc.isum ? static_cast<double>(narrow) : static_cast<double>(acc.isum);
+      if (agg.fn == Fn::kAvg) x /= static_cast<double>(acc.count);
+      v.bits = DoubleBits(x);
+      return v;
+    }
+    case Fn::kMin:
+    case Fn::kMax: return Extreme(g, agg, s);
+  }
+  return v;
+}
+
+Aggregate::Value Aggregate::Extreme(uint32_t g, const Agg& agg, std::string* s) const {
+  const Multiset& set = sets_[g * sets_per_group_ + agg.set];
+  const bool min = agg.fn == Fn::kMin;
+  Value v;
+  switch (agg.arg_type) {
+    case TypeId::kInt64:
+    case TypeId::kBool:
+      if (set.ints.empty()) return v;
+      v.bits = static_cast<uint64_t>(min ? set.ints.begin()->first : set.ints.rbegin()->first);
+      break;
+    case TypeId::kFloat64:
+      if (set.doubles.empty()) return v;
+      v.bits = DoubleBits(min ? set.doubles.begin()->first : set.doubles.rbegin()->first);
+      break;
+    case TypeId::kUtf8:
+      if (set.strings.empty()) return v;
+      *s = min ? set.strings.begin()->first : set.strings.rbegin()->first;
+      break;
+    case TypeId::kNull: return v;
+  }
+  v.valid = true;
+  return v;
+}
+
+// ---- results ---------------------------------------------------------------------------------
+
+template <size_t kNa>
+[[gnu::always_inline]] inline void Aggregate::EndInstant(Time t) {
+  const size_t na = kNa ? kNa : na_;
+  for (size_t k = 0; k < touched_count_; ++k) {
+    const uint32_t g = touched_[k];
+    Group& gr = groups_[g];
+    gr.touched = false;
+    if (gr.rows == 0) {
+      if (gr.open) Close<kNa>(g, t);
       continue;
     }
-    const Scalar v = ScalarAt(b.columns[col++], row);
-    if (!v.valid) continue;  // aggregates skip NULLs (SQL)
-    acc.count += sign;
-    Key k;
-    switch (v.type) {
-      case TypeId::kInt64:
-        k = v.i64;
-        acc.isum = static_cast<int64_t>(static_cast<uint64_t>(acc.isum) + static_cast<uint64_t>(sign) * static_cast<uint64_t>(v.i64));
-        acc.dsum += sign * static_cast<double>(v.i64);
-        break;
-      case TypeId::kFloat64:
-        k = v.f64 == 0 ? 0.0 : v.f64;
-        acc.dsum += sign * v.f64;
-        break;
-      case TypeId::kUtf8: k = v.str; break;
-      case TypeId::kBool: k = v.b; break;
-      case TypeId::kNull: break;
-    }
-    if (spec.distinct || spec.fn == "min" || spec.fn == "max") {
-      auto [vit, added] = acc.values.try_emplace(k, 0);
-      vit->second += sign;
-      if (vit->second == 0) acc.values.erase(vit);
-    }
-  }
-}
-
-std::vector<Scalar> Aggregate::Result(const Group& g) const {
-  std::vector<Scalar> out = g.keys;
-  for (size_t a = 0; a < aggs_.size(); ++a) {
-    const Acc& acc = g.accs[a];
-    const Spec& spec = aggs_[a];
-    Scalar r;
-    r.type = spec.type;
-    if (spec.fn == "count_star" || spec.fn == "count") {
-      r.valid = true;
-      r.i64 = spec.distinct ? static_cast<int64_t>(acc.values.size()) : acc.count;
-    } else if (acc.count > 0) {
-      r.valid = true;
-      if (spec.distinct && (spec.fn == "sum" || spec.fn == "avg")) {
-        int64_t is = 0;
-        double ds = 0;
-        for (const auto& [k, n] : acc.values) {
-          if (const int64_t* i = std::get_if<int64_t>(&k)) {
-            is = static_cast<int64_t>(static_cast<uint64_t>(is) + static_cast<uint64_t>(*i));
-            ds += static_cast<double>(*i);
-          } else {
-            ds += std::get<double>(k);
+    bool same = gr.open;
+    const Value* cur = &current_[g * na];
+    for (size_t a = 0; a < na; ++a) {
+      now_[a] = Compute<kNa>(g, a, &now_str_[a]);
+      if (!same) continue;
+      const Value& x = now_[a];
+      const Value& y = cur[a];
+      if (x.valid != y.valid) {
+        same = false;
+      } else if (x.valid) {
+        switch (aggs_[a].type) {
+          case TypeId::kFloat64: {
+            const double p = BitsDouble(x.bits), q = BitsDouble(y.bits);
+            same = p == q || (p != p && q != q);
+            break;
           }
+          case TypeId::kUtf8: same = now_str_[a] == current_str_[g * na + a]; break;
+          default: same = x.bits == y.bits;
         }
-        if (spec.fn == "avg") r.f64 = ds / static_cast<double>(acc.values.size());
-        else if (spec.type == TypeId::kInt64) r.i64 = is;
-        else r.f64 = ds;
-      } else if (spec.fn == "sum") {
-        if (spec.type == TypeId::kInt64) r.i64 = acc.isum;
-        else r.f64 = acc.dsum;
-      } else if (spec.fn == "avg") {
-        r.f64 = acc.dsum / static_cast<double>(acc.count);
-      } else {
-        const Key& k = spec.fn == "min" ? acc.values.begin()->first : acc.values.rbegin()->first;
-        std::visit([&](const auto& x) {
-          using T = std::decay_t<decltype(x)>;
-          if constexpr (std::is_same_v<T, int64_t>) r.i64 = x;
-          else if constexpr (std::is_same_v<T, double>) r.f64 = x;
-          else if constexpr (std::is_same_v<T, std::string>) r.str = x;
-          else r.b = x;
-        }, k);
       }
     }
-    out.push_back(std::move(r));
+    if (same) continue;  // the value did not change: the result tuple lives on
+    if (gr.open) Close<kNa>(g, t);
+    Open<kNa>(g, t);
   }
-  return out;
+  touched_count_ = 0;
 }
 
-Time Aggregate::next_firing(int64_t) const { return tracker_->next_instant(); }
+template <size_t kNa>
+[[gnu::always_inline]] inline void Aggregate::Open(uint32_t g, Time t) {
+  const size_t na = kNa ? kNa : na_;
+  Group& gr = groups_[g];
+  gr.open = true;
+  gr.started = t;
+  Value* cur = &current_[g * na];
+  for (size_t a = 0; a < na; ++a) cur[a] = now_[a];  // (a loop: std::copy calls memmove)
+  if (has_strings_)
+    for (size_t a = 0; a < na; ++a) current_str_[g * na + a] = now_str_[a];
+  if (input_ != Input::kNegative) {
+    gr.out_row = out_group_.size();
+    if (!gr.listed) {
+      gr.listed = true;
+      opened_.push_back(g);
+    }
+  }
+  AppendRow<kNa>(g, t, Time::Infinity(), now_.data(), now_str_.data());
+}
+
+template <size_t kNa>
+[[gnu::always_inline]] inline void Aggregate::Close(uint32_t g, Time t) {
+  Group& gr = groups_[g];
+  gr.open = false;
+  if (input_ == Input::kNegative) {
+    const size_t na = kNa ? kNa : na_;
+    AppendRow<kNa>(g, t, gr.started, &current_[g * na], has_strings_ ? &current_str_[g * na] : now_str_.data());
+  } else if (gr.out_row >= 0) {
+    // Started in this call: it goes out with its end, without a holder.
+    out_end_.Set(gr.out_row, t);
+    gr.out_row = -1;
+  } else {
+    fixed_ids_.push_back(gr.holder);
+    fixed_at_.push_back(t);
+  }
+}
+
+template <size_t kNa>
+[[gnu::always_inline]] inline void Aggregate::AppendRow(uint32_t g, Time sync, Time other, const Value* values, const std::string* strs) {
+  const size_t na = kNa ? kNa : na_;
+  out_group_.Append(g);
+  out_start_.Append(sync);
+  out_end_.Append(other);
+  for (size_t a = 0; a < na; ++a) {
+    if (aggs_[a].type == TypeId::kUtf8) out_values_[a].AppendString(strs[a], values[a].valid);
+    else out_values_[a].AppendBits(values[a].bits, values[a].valid);
+  }
+}
+
+// ---- instants --------------------------------------------------------------------------------
+
+void Aggregate::Load(Cursor& c) const {
+  while (c.chunk < chunks_.size() && c.row >= chunks_[c.chunk].length) {
+    ++c.chunk;
+    c.row = 0;
+  }
+  if (c.chunk == chunks_.size()) {
+    c.base = retained_;
+    return;
+  }
+  const Chunk& ch = chunks_[c.chunk];
+  c.base = ch.base;
+  c.length = ch.length;
+  c.ticks = ch.sync.tick_data();
+  c.steps = ch.sync.has_steps() ? ch.sync.step_data() : nullptr;
+  c.groups = ch.groups.as<const uint32_t>();
+  c.signs = ch.signs.as<const int8_t>();
+  c.args = ch.args.data();
+  c.views = ch.views.data();
+}
+
+void Aggregate::SortUnstarted() {
+  // Every row not started yet, in time order (arrival order within an instant), as one chunk
+  // that replaces the chunks they were in.
+  disordered_ = false;
+  Load(next_start_);
+  if (!Valid(next_start_)) return;
+  struct Ref {
+    Time t;
+    uint32_t which, row;
+  };
+  std::vector<Ref> refs;
+  const size_t first = next_start_.chunk;
+  for (size_t k = first; k < chunks_.size(); ++k)
+    for (int64_t r = k == first ? next_start_.row : 0; r < chunks_[k].length; ++r)
+      refs.push_back({chunks_[k].sync.At(r), static_cast<uint32_t>(k - first), static_cast<uint32_t>(r)});
+  std::stable_sort(refs.begin(), refs.end(), [](const Ref& a, const Ref& b) { return a.t < b.t; });
+  const int64_t n = static_cast<int64_t>(refs.size());
+  std::vector<uint32_t> which(refs.size()), rows(refs.size());
+  std::vector<Time> times(refs.size());
+  for (size_t i = 0; i < refs.size(); ++i) {
+    which[i] = refs[i].which;
+    rows[i] = refs[i].row;
+    times[i] = refs[i].t;
+  }
+  Chunk m;
+  m.length = n;
+  m.base = chunks_[first].base + next_start_.row;
+  m.sync = MakeTimeColumn(times);
+  m.groups = Buffer::Allocate(n * 4);
+  if (input_ == Input::kNegative) m.signs = Buffer::Allocate(n);
+  for (int64_t i = 0; i < n; ++i) {
+    const Chunk& src = chunks_[first + which[i]];
+    m.groups.as<uint32_t>()[i] = src.groups.as<const uint32_t>()[rows[i]];
+    if (input_ == Input::kNegative) m.signs.as<int8_t>()[i] = src.signs.as<const int8_t>()[rows[i]];
+  }
+  std::vector<const Column*> srcs(chunks_.size() - first);
+  for (size_t a = 0; a < chunks_[first].args.size(); ++a) {
+    for (size_t k = first; k < chunks_.size(); ++k) srcs[k - first] = &chunks_[k].args[a];
+    m.args.push_back(GatherMulti(srcs, which.data(), rows.data(), n));
+    m.views.push_back(ArgView::Of(m.args.back()));
+  }
+  // The started part of the first chunk stays (its rows may still have to end).
+  chunks_[first].length = next_start_.row;
+  chunks_.resize(first + 1);
+  chunks_.push_back(std::move(m));
+}
+
+void Aggregate::RunOrdered(Time progress) {
+  if (disordered_) SortUnstarted();
+  bool steps = duration_ && duration_->steps != 0;
+  for (const Chunk& c : chunks_) steps |= c.sync.has_steps();
+  if (steps) RunInstants<Time, 0>(progress);
+  else if (na_ == 1) RunInstants<int64_t, 1>(progress);
+  else RunInstants<int64_t, 0>(progress);
+  // Chunks both cursors have left behind are done.
+  const size_t done = std::min(next_start_.chunk, next_end_.chunk);
+  if (done > 0) {
+    chunks_.erase(chunks_.begin(), chunks_.begin() + static_cast<std::ptrdiff_t>(done));
+    next_start_.chunk -= done;
+    next_end_.chunk -= done;
+  }
+}
+
+template <typename T, size_t kNa>
+void Aggregate::RunInstants(Time progress) {
+  // T is Time, or int64_t ticks when no time in play has an ε-step: one compare instead of two
+  // on every row.
+  constexpr bool kTicks = std::is_same_v<T, int64_t>;
+  const bool ends = input_ == Input::kConstant;
+  const Duration d = duration_.value_or(Duration::Infinite());
+  auto at = [](const Cursor& c) -> T {
+    if constexpr (kTicks) return c.ticks[c.row];
+    else return c.At();
+  };
+  auto end_of = [&](T start) -> T {  // start + d, saturating at infinity
+    if constexpr (kTicks) {
+      int64_t r;
+      return d.infinite || __builtin_add_overflow(start, d.ticks, &r) ? Time::kInfTick : r;
+    } else {
+      return start + d;
+    }
+  };
+  T inf, limit;  // instants below `limit` are complete
+  if constexpr (kTicks) {
+    inf = Time::kInfTick;
+    limit = progress.step > 0 ? progress.tick + 1 : progress.tick;
+  } else {
+    inf = Time::Infinity();
+    limit = progress;
+  }
+  // The cursors are copied in and out, so that the compiler keeps them in registers while the
+  // accumulators are written.
+  Cursor s = next_start_, e = next_end_;
+  Load(s);
+  Load(e);
+  for (;;) {
+    const T ts = Valid(s) ? at(s) : inf;
+    T te = inf;
+    if (ends && e.Before(s)) {
+      te = end_of(at(e));
+      if (te == inf) e = s;  // ends are in start order: none of these rows ends
+    }
+    const T t = std::min(ts, te);
+    if (!(t < limit)) break;
+    if (te == t) {
+      do {
+        ApplyRow<kNa>(e.views, e.args, e.row, e.groups[e.row], -1);
+        Step(e);
+      } while (e.Before(s) && end_of(at(e)) == t);
+    }
+    if (ts == t) {
+      do {
+        ApplyRow<kNa>(s.views, s.args, s.row, s.groups[s.row], s.signs ? s.signs[s.row] : 1);
+        Step(s);
+      } while (Valid(s) && at(s) == t);
+    }
+    if constexpr (kTicks) EndInstant<kNa>(Time{t, 0});
+    else EndInstant<kNa>(t);
+  }
+  if (!ends) e = s;
+  next_start_ = s;
+  next_end_ = e;
+}
+
+Time Aggregate::next_firing(int64_t) const {
+  if (tracker_) return tracker_->next_instant();
+  // The next start not applied yet (the earliest unapplied row when a union left them out of
+  // order), and for constant durations the next end.
+  Time t = Time::Infinity();
+  if (next_start_.chunk < chunks_.size()) {
+    if (!disordered_) {
+      t = chunks_[next_start_.chunk].sync.At(next_start_.row);
+    } else {
+      for (size_t c = next_start_.chunk; c < chunks_.size(); ++c)
+        for (int64_t r = c == next_start_.chunk ? next_start_.row : 0; r < chunks_[c].length; ++r)
+          t = std::min(t, chunks_[c].sync.At(r));
+    }
+  }
+  if (input_ == Input::kConstant && duration_ && !duration_->infinite && next_end_.chunk < chunks_.size())
+    t = std::min(t, chunks_[next_end_.chunk].sync.At(next_end_.row) + *duration_);
+  return t;
+}
 
 void Aggregate::AdvanceTo(Time progress, Emitter& out) {
-  // Rows going out: their values, start, end (direct: open ends get a holder) and, for the
-  // negative method, whether they are negative tuples; ends fixed for earlier results.
-  std::vector<std::vector<Scalar>> rows;
-  std::vector<Time> sync, other;
-  std::vector<HolderId> holders;
-  std::vector<HolderId> fixed_ids;
-  std::vector<Time> fixed_at;
-  std::unordered_map<HolderId, size_t> fresh;  // results started in this call: holder -> row
-  std::vector<HolderId> unused;                 // their ids, when they also ended in this call
-  auto close = [&](Group& g, Time t) {
-    if (!g.open) return;
-    if (negative_) {
-      rows.push_back(g.result);
-      sync.push_back(t);
-      other.push_back(g.start);
-      holders.push_back(kNoHolder);
-    } else if (auto it = fresh.find(g.holder); it != fresh.end()) {
-      // Started and ended in this call: it goes out with its end, without a holder.
-      other[it->second] = t;
-      holders[it->second] = kNoHolder;
-      unused.push_back(g.holder);
-      fresh.erase(it);
-    } else {
-      fixed_ids.push_back(g.holder);
-      fixed_at.push_back(t);
-    }
-    g.open = false;
-  };
-  tracker_->AdvanceTo(progress, [&](Time t, const std::vector<InstantTracker::RowRef>& starts,
-                                    const std::vector<InstantTracker::RowRef>& ends) {
-    for (const auto& r : ends) Apply(tracker_->batch(r.seq), r.row, -1);
-    for (const auto& r : starts) Apply(tracker_->batch(r.seq), r.row, +1);
-    for (uint32_t gi : touched_) {
-      is_touched_[gi] = 0;
-      Group& g = groups_[gi];
-      if (g.rows == 0) {
-        close(g, t);
-        continue;
-      }
-      std::vector<Scalar> now = Result(g);
-      if (g.open) {
-        bool same = true;
-        for (size_t c = 0; c < now.size() && same; ++c) same = SameScalar(now[c], g.result[c]);
-        if (same) continue;  // the value did not change: the result tuple lives on
-        close(g, t);
-      }
-      g.open = true;
-      g.result = now;
-      g.start = t;
-      rows.push_back(std::move(now));
-      sync.push_back(t);
-      other.push_back(Time::Infinity());
-      if (negative_) {
-        holders.push_back(kNoHolder);
-      } else {
-        HolderId h;
-        holders_->Allocate(1, &h);
-        g.holder = h;
-        fresh[h] = holders.size();
-        holders.push_back(h);
-      }
-    }
-    touched_.clear();
-  });
-  if (progress.IsInfinite() && !negative_) {
+  const int64_t room = out_hint_ + out_hint_ / 4;
+  out_group_.Reserve(room);
+  out_start_.Reserve(room);
+  out_end_.Reserve(room);
+  for (ValueStore& v : out_values_) v.Reserve(room);
+  if (tracker_) {
+    tracker_->AdvanceTo(progress, [&](Time t, const std::vector<InstantTracker::RowRef>& starts,
+                                      const std::vector<InstantTracker::RowRef>& ends) {
+      auto apply = [&](const InstantTracker::RowRef& r, int64_t sign) {
+        const Batch& b = tracker_->batch(r.seq);
+        for (size_t k = 0; k + 1 < b.columns.size(); ++k) views_[k] = ArgView::Of(b.columns[k]);
+        ApplyRow<0>(views_.data(), b.columns.data(), r.row, static_cast<uint32_t>(b.columns.back().i64()[r.row]), sign);
+      };
+      for (const auto& r : ends) apply(r, -1);
+      for (const auto& r : starts) apply(r, +1);
+      EndInstant<0>(t);
+    });
+  } else {
+    RunOrdered(progress);
+  }
+  if (progress.IsInfinite() && input_ != Input::kNegative) {
     // Close: the current results never end.
-    for (Group& g : groups_) close(g, Time::Infinity());
+    for (uint32_t g = 0; g < groups_.size(); ++g)
+      if (groups_[g].open) Close<0>(g, Time::Infinity());
   }
-  holders_->Release(unused.data(), static_cast<int64_t>(unused.size()));
+
   // Ends first (they belong to rows already out), then the new rows.
-  if (!fixed_ids.empty()) {
+  if (!fixed_ids_.empty()) {
     EndBatch eb;
-    eb.length = static_cast<int64_t>(fixed_ids.size());
+    eb.length = static_cast<int64_t>(fixed_ids_.size());
     eb.holders = Buffer::Allocate(eb.length * sizeof(HolderId));
-    std::memcpy(eb.holders.data, fixed_ids.data(), fixed_ids.size() * sizeof(HolderId));
-    eb.ends = MakeTimeColumn(fixed_at);
+    std::memcpy(eb.holders.data, fixed_ids_.data(), fixed_ids_.size() * sizeof(HolderId));
+    eb.ends = MakeTimeColumn(fixed_at_);
     out.EmitEnds(eb);
-    holders_->Release(fixed_ids.data(), eb.length);
+    holders_->Release(fixed_ids_.data(), eb.length);
+    fixed_ids_.clear();
+    fixed_at_.clear();
   }
-  if (!rows.empty()) {
-    Batch o;
-    o.kind = BatchKind::kLifetime;
-    o.schema = shared_output_;
-    o.length = static_cast<int64_t>(rows.size());
-    for (size_t c = 0; c < output_.size(); ++c) {
-      std::vector<Scalar> col;
-      col.reserve(rows.size());
-      for (const auto& r : rows) col.push_back(r[c]);
-      o.columns.push_back(ColumnOf(output_[c].type, col));
+  const int64_t n = out_group_.size();
+  out_hint_ = n;
+  if (n == 0) return;
+  Batch o;
+  o.kind = BatchKind::kLifetime;
+  o.schema = shared_output_;
+  o.length = n;
+  if (input_ != Input::kNegative) {
+    // Results still open leave with a holder, through which their end is fixed later.
+    size_t pending = 0;
+    for (uint32_t g : opened_) {
+      groups_[g].listed = false;
+      if (groups_[g].out_row >= 0) opened_[pending++] = g;
     }
-    o.sync = MakeTimeColumn(sync);
-    o.other = MakeTimeColumn(other);
-    if (!negative_) {
-      o.holders = Buffer::Allocate(o.length * sizeof(HolderId));
-      std::memcpy(o.holders.data, holders.data(), holders.size() * sizeof(HolderId));
+    if (pending) {
+      std::vector<HolderId> ids(pending);
+      holders_->Allocate(static_cast<int64_t>(pending), ids.data());
+      o.holders = Buffer::Allocate(n * sizeof(HolderId));
+      HolderId* h = o.holders.as<HolderId>();
+      std::fill(h, h + n, kNoHolder);
+      for (size_t k = 0; k < pending; ++k) {
+        Group& gr = groups_[opened_[k]];
+        h[gr.out_row] = gr.holder = ids[k];
+        gr.out_row = -1;
+      }
     }
-    out.Emit(std::move(o));
+    opened_.clear();
   }
+  for (size_t k = 0; k < keys_.size(); ++k) o.columns.push_back(index_.GatherKeys(k, out_group_.data(), n));
+  for (ValueStore& v : out_values_) o.columns.push_back(v.Take());
+  out_group_.Finish();
+  o.sync = out_start_.Finish();
+  o.other = out_end_.Finish();
+  out.Emit(std::move(o));
 }
 
 void RegisterAggregate(OperatorRegistry& r) {
@@ -264,7 +644,7 @@ void RegisterAggregate(OperatorRegistry& r) {
     Schema output;
     for (const json::Value& k : s.params["keys"].array()) {
       keys.push_back(Expression::Compile(k, *in[0].schema));
-      output.push_back({"k" + std::to_string(output.size()), keys.back()->type()});
+      output.push_back({DefaultName('k', output.size()), keys.back()->type()});
     }
     std::vector<Aggregate::Spec> aggs;
     for (const json::Value& a : s.params["aggregates"].array()) {
@@ -275,14 +655,16 @@ void RegisterAggregate(OperatorRegistry& r) {
       CQ_CHECK(t.has_value(), "unknown aggregate type");
       spec.type = *t;
       if (!a["arg"].is_null()) spec.arg = Expression::Compile(a["arg"], *in[0].schema);
-      output.push_back({"a" + std::to_string(aggs.size()), spec.type});
+      output.push_back({DefaultName('a', aggs.size()), spec.type});
       aggs.push_back(std::move(spec));
     }
     if (const json::Value* names = s.params.find("names"))
       for (size_t i = 0; i < output.size() && i < names->array().size(); ++i) output[i].name = names->array()[i].str();
-    return std::make_unique<Aggregate>(*in[0].schema, std::move(keys), std::move(aggs), std::move(output),
-                                       MakeInstantTracker(ctx.negative, static_cast<int>(PlannedPolicy(s.params)), false),
-                                       ctx.negative, ctx.holders);
+    const Aggregate::Input input = ctx.negative              ? Aggregate::Input::kNegative
+                                   : PlannedConstant(s.params) ? Aggregate::Input::kConstant
+                                                               : Aggregate::Input::kGeneral;
+    return std::make_unique<Aggregate>(std::move(keys), std::move(aggs), std::move(output), input,
+                                       PlannedPolicy(s.params), ctx.holders);
   });
 }
 

@@ -38,6 +38,7 @@ HashJoin::HashJoin(const Schema& left, const Schema& right, std::vector<std::uni
     key_types.push_back({"", sides_[0].keys[c]->type()});
   }
   key_equal_ = std::make_unique<RowEqual>(key_types);
+  int64_key_ = key_types.size() == 1 && key_types[0].type == TypeId::kInt64;
   row_equal_ = std::make_unique<RowEqual>(left_);
   row_equal_right_ = std::make_unique<RowEqual>(right_);
 }
@@ -74,34 +75,40 @@ void HashJoin::Push(int port, const Batch& in, Emitter&) {
   if (s.kept.empty()) s.cursor_batch = k.seq, s.cursor_row = 0;
   k.live = n;
   s.kept.push_back(std::move(k));
+  s.LoadCursor();
+}
+
+void HashJoin::Side::LoadCursor() {
+  cursor_ticks = nullptr;
+  if (kept.empty() || cursor_batch - kept.front().seq >= kept.size()) return;
+  const TimeColumn& sync = at(static_cast<uint32_t>(cursor_batch)).batch.sync;
+  cursor_ticks = sync.tick_data();
+  cursor_steps = sync.has_steps() ? sync.step_data() : nullptr;
+  cursor_length = at(static_cast<uint32_t>(cursor_batch)).batch.length;
 }
 
 Time HashJoin::NextStart(int side) const {
-  const Side& s = sides_[side];
-  if (s.kept.empty()) return Time::Infinity();
-  const uint32_t front = s.kept.front().seq;
-  if (s.cursor_batch - front >= s.kept.size()) return Time::Infinity();
-  const Kept& k = s.kept[s.cursor_batch - front];
-  const Batch& b = k.batch;
   // The instant a row is met at: its start, or for a negative tuple its end (`sync` either way).
-  return b.StartAt(s.cursor_row);
+  const Side& s = sides_[side];
+  if (!s.cursor_ticks) return Time::Infinity();
+  return {s.cursor_ticks[s.cursor_row], s.cursor_steps ? s.cursor_steps[s.cursor_row] : 0};
 }
 
 bool HashJoin::KeysEqual(const Kept& a, uint32_t i, const Kept& b, uint32_t j) const {
+  if (int64_key_) {  // the commonest join: one int64 key
+    const Column& x = a.key_cols[0];
+    const Column& y = b.key_cols[0];
+    return x.i64()[i] == y.i64()[j] && x.IsValid(i) && y.IsValid(j);
+  }
   for (size_t c = 0; c < a.key_cols.size(); ++c)
     if (!a.key_cols[c].IsValid(i) || !b.key_cols[c].IsValid(j)) return false;  // NULL joins nothing
   return (*key_equal_)(a.key_cols, i, b.key_cols, j);
 }
 
 void HashJoin::RemoveFromTable(Side& s, uint64_t hash, Ref ref) {
-  auto range = s.table.equal_range(hash);
-  for (auto it = range.first; it != range.second; ++it) {
-    if (it->second.seq == ref.seq && it->second.row == ref.row) {
-      s.table.erase(it);
-      --s.at(ref.seq).live;
-      return;
-    }
-  }
+  Ref taken;
+  if (s.table.Take(hash, [&](const Ref& r) { return r.seq == ref.seq && r.row == ref.row; }, &taken))
+    --s.at(ref.seq).live;
 }
 
 void HashJoin::Expire(int side, Time t) {
@@ -118,43 +125,33 @@ void HashJoin::ProcessRow(int side, Ref x, Emitted& em) {
   const Batch& b = k.batch;
   const uint64_t h = k.keys[x.row];
   auto probe = [&](auto&& f) {
-    auto range = o.table.equal_range(h);
-    for (auto it = range.first; it != range.second; ++it) {
-      const Ref y = it->second;
+    o.table.ForEachWith(h, [&](const Ref& y) {
       const Kept& ky = o.at(y.seq);
       if (KeysEqual(k, x.row, ky, y.row)) f(y, ky);
-    }
+    });
   };
   auto add = [&](Ref y, Time start, Time end, bool open) {
-    em.l.push_back(side == 0 ? x : y);
-    em.r.push_back(side == 0 ? y : x);
-    em.start.push_back(start);
-    em.end.push_back(end);
-    em.open.push_back(open);
+    em.push_back({side == 0 ? x : y, side == 0 ? y : x, start, end, open});
   };
   const Time sx = b.StartAt(x.row);
   if (negative_) {
     const bool positive = b.EndAt(x.row).IsInfinite();
     if (positive) {
       probe([&](Ref y, const Kept&) { add(y, sx, Time::Infinity(), false); });
-      s.table.emplace(h, x);
+      s.table.Insert(h, x);
       return;
     }
     // A negative tuple at `sx` ends the positive that started at `other`: it leaves the table, and
     // the pairs it made leave with it.
     const Time started = b.other.At(x.row);
     const RowEqual& eq = side == 0 ? *row_equal_ : *row_equal_right_;
-    auto range = s.table.equal_range(h);
-    auto it = range.first;
-    for (; it != range.second; ++it) {
-      const Kept& kp = s.at(it->second.seq);
-      if (kp.rows[it->second.row] == k.rows[x.row] && kp.batch.StartAt(it->second.row) == started &&
-          eq(kp.batch.columns, it->second.row, b.columns, x.row))
-        break;
-    }
-    CQ_CHECK(it != range.second, "join: a negative tuple without its positive");
-    const Ref positive_ref = it->second;
-    s.table.erase(it);
+    Ref positive_ref;
+    const bool found = s.table.Take(h, [&](const Ref& p) {
+      const Kept& kp = s.at(p.seq);
+      return kp.rows[p.row] == k.rows[x.row] && kp.batch.StartAt(p.row) == started &&
+             eq(kp.batch.columns, p.row, b.columns, x.row);
+    }, &positive_ref);
+    CQ_CHECK(found, "join: a negative tuple without its positive");
     --s.at(positive_ref.seq).live;
     probe([&](Ref y, const Kept& ky) { add(y, std::max(started, ky.batch.StartAt(y.row)), sx, false); });
     --k.live;  // the negative itself is not kept
@@ -177,7 +174,7 @@ void HashJoin::ProcessRow(int side, Ref x, Emitted& em) {
     }
     add(y, sx, Time::Infinity(), true);
   });
-  s.table.emplace(h, x);
+  s.table.Insert(h, x);
   if (!x_pending && !ex.IsInfinite()) s.expiring.Insert({ex, x});
 }
 
@@ -189,48 +186,52 @@ void HashJoin::Process(Time progress, Emitter& out) {
     const Time t = side == 0 ? l : r;
     if (t.IsInfinite() || progress < t) break;
     Side& s = sides_[side];
-    ProcessRow(side, {s.cursor_batch, static_cast<uint32_t>(s.cursor_row)}, em);
-    if (++s.cursor_row >= s.at(s.cursor_batch).batch.length) {
+    ProcessRow(side, {static_cast<uint32_t>(s.cursor_batch), static_cast<uint32_t>(s.cursor_row)}, em);
+    if (++s.cursor_row >= s.cursor_length) {
       ++s.cursor_batch;
       s.cursor_row = 0;
+      s.LoadCursor();
     }
-    if (em.l.size() >= 65536) EmitResults(em, out);
+    if (em.size() >= 65536) EmitResults(em, out);
   }
   EmitResults(em, out);
 }
 
 void HashJoin::EmitResults(Emitted& em, Emitter& out) {
-  const int64_t n = static_cast<int64_t>(em.l.size());
+  const int64_t n = static_cast<int64_t>(em.size());
   if (n == 0) return;
   Batch o;
   o.kind = BatchKind::kLifetime;
   o.schema = shared_;
   o.length = n;
   // Columns of each side (rows of many kept batches, interleaved).
-  auto gather = [&](int side, const std::vector<Ref>& refs) {
+  auto gather = [&](int side) {
     Side& s = sides_[side];
-    std::vector<BatchRow> rows(refs.size());
-    for (size_t k = 0; k < refs.size(); ++k) rows[k] = {refs[k].seq, refs[k].row};
+    std::vector<BatchRow> rows(em.size());
+    for (size_t k = 0; k < em.size(); ++k) {
+      const Ref ref = side == 0 ? em[k].l : em[k].r;
+      rows[k] = {ref.seq, ref.row};
+    }
     auto cols = GatherRows([&](uint32_t seq) -> const Batch& { return s.at(seq).batch; }, rows,
                            (side == 0 ? left_ : right_).size());
     for (Column& c : cols) o.columns.push_back(std::move(c));
   };
-  gather(0, em.l);
-  gather(1, em.r);
+  gather(0);
+  gather(1);
   // Times: direct intervals (end open where pending); negative: a positive at its start with an
   // open end, a negative at its end with `other` = the start it ends.
   o.sync.ticks = Buffer::Allocate(n * 8);
   o.other.ticks = Buffer::Allocate(n * 8);
   bool steps = false;
-  for (int64_t i = 0; i < n; ++i) steps |= em.start[i].step != 0 || (!em.end[i].IsInfinite() && em.end[i].step != 0);
+  for (const Result& e : em) steps |= e.start.step != 0 || (!e.end.IsInfinite() && e.end.step != 0);
   if (steps) {
     o.sync.steps = Buffer::AllocateZeroed(n * 8);
     o.other.steps = Buffer::AllocateZeroed(n * 8);
   }
   for (int64_t i = 0; i < n; ++i) {
-    const bool neg = negative_ && !em.end[i].IsInfinite();
-    const Time sync = neg ? em.end[i] : em.start[i];
-    const Time other = neg ? em.start[i] : em.end[i];
+    const bool neg = negative_ && !em[i].end.IsInfinite();
+    const Time sync = neg ? em[i].end : em[i].start;
+    const Time other = neg ? em[i].start : em[i].end;
     o.sync.ticks.as<int64_t>()[i] = sync.tick;
     o.other.ticks.as<int64_t>()[i] = other.IsInfinite() ? Time::kInfTick : other.tick;
     if (steps) {
@@ -251,16 +252,16 @@ void HashJoin::EmitResults(Emitted& em, Emitter& out) {
   if (!keep.empty()) {
     if (!negative_) {
       bool any_open = false;
-      for (uint32_t i : keep) any_open |= em.open[i] != 0;
+      for (uint32_t i : keep) any_open |= em[i].open;
       if (any_open) {
         o.holders = Buffer::Allocate(n * sizeof(HolderId));
         HolderId* h = o.holders.as<HolderId>();
         for (int64_t i = 0; i < n; ++i) h[i] = kNoHolder;
         for (uint32_t i : keep) {
-          if (!em.open[i]) continue;
+          if (!em[i].open) continue;
           holders_->Allocate(1, &h[i]);
-          const Ref l = em.l[i], r = em.r[i];
-          Open op{l, r, kNoHolder, kNoHolder, em.start[i], next_serial_++};
+          const Ref l = em[i].l, r = em[i].r;
+          Open op{l, r, kNoHolder, kNoHolder, em[i].start, next_serial_++};
           const Kept& kl = sides_[0].at(l.seq);
           const Kept& kr = sides_[1].at(r.seq);
           if (kl.ends[l.row] == Time::MinusInfinity()) op.lh = kl.batch.holders.as<const HolderId>()[l.row];
@@ -282,7 +283,7 @@ void HashJoin::EmitResults(Emitted& em, Emitter& out) {
     }
     out.Emit(o.Compact());
   }
-  em = Emitted{};
+  em.clear();
 }
 
 void HashJoin::ResolveOpen(Time progress, std::vector<std::pair<HolderId, Time>>& fixed) {

@@ -12,9 +12,10 @@
 //    is never below its input's progress (§4.3), so the minimum is then e.
 //  * negative: a positive tuple probes the other side and yields positive results; a negative
 //    tuple leaves its side's table and yields the negative results of the pairs still alive.
-#include <deque>
+#include <memory>
 #include <unordered_map>
 
+#include "batch/hash_multimap.h"
 #include "batch/row_equal.h"
 #include "kernels/expression.h"
 #include "lifetime/expiration_set.h"
@@ -51,18 +52,47 @@ class HashJoin final : public Operator {
   };
   struct Side {
     std::vector<std::unique_ptr<Expression>> keys;
-    std::deque<Kept> kept;
+    // Kept batches by sequence number, oldest first: a vector of pointers indexed from the
+    // first number it holds (a lookup per probe, so no deque arithmetic).
+    struct Batches {
+      std::vector<std::unique_ptr<Kept>> slots;
+      size_t head = 0;         // slots[head] is the oldest kept
+      uint32_t first_seq = 0;  // the number of slots[0]
+      bool empty() const { return head == slots.size(); }
+      size_t size() const { return slots.size() - head; }
+      Kept& front() const { return *slots[head]; }
+      Kept& at(uint32_t seq) const { return *slots[seq - first_seq]; }
+      void push_back(Kept&& k) {
+        if (slots.empty()) first_seq = k.seq;
+        slots.push_back(std::make_unique<Kept>(std::move(k)));
+      }
+      void pop_front() {
+        slots[head++].reset();
+        if (head >= 64 && head * 2 >= slots.size()) {
+          slots.erase(slots.begin(), slots.begin() + static_cast<std::ptrdiff_t>(head));
+          first_seq += static_cast<uint32_t>(head);
+          head = 0;
+        }
+      }
+    };
+    Batches kept;
     uint32_t next_seq = 0;
     size_t cursor_batch = 0;  // next row to process: kept[cursor_batch], row cursor_row
     int64_t cursor_row = 0;
-    std::unordered_multimap<uint64_t, Ref> table;  // rows that can still join, by key hash
+    // The cursor's batch unpacked (null when every kept row is processed), so that choosing the
+    // side to go next, once per row, is two loads.
+    const int64_t* cursor_ticks = nullptr;
+    const int64_t* cursor_steps = nullptr;
+    int64_t cursor_length = 0;
+    void LoadCursor();
+    HashMultimap<Ref> table;                       // rows that can still join, by key hash
     std::unordered_map<HolderId, Ref> pending;     // direct: rows whose end is not known yet
     struct Expiry {
       Time end;
       Ref ref;
     };
     ExpirationSet<Expiry> expiring;  // direct: table rows by known end
-    Kept& at(uint32_t seq) { return kept[seq - kept.front().seq]; }
+    Kept& at(uint32_t seq) { return kept.at(seq); }
   };
   // A direct result whose end is still pending.
   struct Open {
@@ -71,11 +101,12 @@ class HashJoin final : public Operator {
     Time start;
     uint64_t serial;  // result ids are recycled: waiting entries check they still mean this one
   };
-  struct Emitted {  // results of one processing round, gathered into one batch
-    std::vector<Ref> l, r;
-    std::vector<Time> start, end;
-    std::vector<uint8_t> open;  // direct: end pending
+  struct Result {  // a pair of rows of one processing round, gathered with the others into a batch
+    Ref l, r;
+    Time start, end;
+    bool open;  // direct: end pending
   };
+  using Emitted = std::vector<Result>;
 
   Time NextStart(int side) const;
   void Process(Time progress, Emitter& out);
@@ -92,6 +123,7 @@ class HashJoin final : public Operator {
   std::shared_ptr<const Schema> shared_;
   std::unique_ptr<Expression> residual_;
   std::unique_ptr<RowEqual> key_equal_, row_equal_, row_equal_right_;
+  bool int64_key_ = false;
   bool negative_;
   HolderTable* holders_;
   Side sides_[2];

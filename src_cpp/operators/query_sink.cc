@@ -44,7 +44,7 @@ Column EndColumn(const TimeColumn& ends, int64_t n) {
 QuerySink::QuerySink(std::string query, BatchKind kind, const Schema& input, bool expose_steps,
                      bool negative)
     : query_(std::move(query)), kind_(kind), input_(input), output_(input), expose_steps_(expose_steps),
-      negative_(negative && kind == BatchKind::kLifetime) {
+      negative_(negative && kind == BatchKind::kLifetime), equal_(input) {
   if (kind_ == BatchKind::kStream) {
     output_.push_back({"ts", TypeId::kInt64});
     if (expose_steps_) output_.push_back({"ts_step", TypeId::kInt64});
@@ -211,12 +211,16 @@ void QuerySink::Push(int, const Batch& in, Emitter&) {
     Output(b, nullptr, n, nullptr);
     return;
   }
-  // Rows whose end is known go out now; the others wait for their holder's end.
+  // Rows whose end is known go out now; the others wait for their holder's end. The rows before
+  // the first that waits go out as they are, without a copy: producers fix most ends within the
+  // batch (an aggregate's results but each group's last), so that is usually most of the batch.
   const HolderId* h = b.holders.as<const HolderId>();
+  int64_t first = 0;
+  while (first < n && h[first] == kNoHolder) ++first;
+  if (first > 0) Output(b.Slice(0, first), nullptr, first, nullptr);
   std::vector<uint32_t> now, wait;
-  for (int64_t i = 0; i < n; ++i) (h[i] == kNoHolder ? now : wait).push_back(static_cast<uint32_t>(i));
-  if (!now.empty()) Output(b, now.size() == static_cast<size_t>(n) ? nullptr : now.data(),
-                           static_cast<int64_t>(now.size()), nullptr);
+  for (int64_t i = first; i < n; ++i) (h[i] == kNoHolder ? now : wait).push_back(static_cast<uint32_t>(i));
+  if (!now.empty()) Output(b, now.data(), static_cast<int64_t>(now.size()), nullptr);
   if (wait.empty()) return;
   const uint32_t seq = next_seq_++;
   for (uint32_t i : wait) {
@@ -268,14 +272,9 @@ void QuerySink::PushEnds(int, const EndBatch& ends, Emitter&) {
 }
 
 namespace {
-std::vector<uint64_t> HashWithStart(const Batch& b, const TimeColumn& start) {
-  std::vector<uint64_t> h(static_cast<size_t>(b.length));
-  HashRows(b.columns, b.length, h.data());
-  for (int64_t i = 0; i < b.length; ++i) {
-    const Time t = start.At(i);
-    h[i] = MixHash(h[i] ^ MixHash(static_cast<uint64_t>(t.tick) * 31 + static_cast<uint64_t>(t.step)));
-  }
-  return h;
+// A row's value hash combined with a start: positives and negatives pair on both.
+uint64_t WithStart(uint64_t h, Time t) {
+  return MixHash(h ^ MixHash(static_cast<uint64_t>(t.tick) * 31 + static_cast<uint64_t>(t.step)));
 }
 }  // namespace
 
@@ -283,30 +282,31 @@ void QuerySink::PushNegative(const Batch& b) {
   const int64_t n = b.length;
   // Positives wait; each negative finds its positive by value and start (the lookup the direct
   // method avoids) and makes the row final: values and start from the negative, end its instant.
-  std::vector<uint32_t> pos, neg;
-  for (int64_t i = 0; i < n; ++i) (b.EndAt(i).IsInfinite() ? pos : neg).push_back(static_cast<uint32_t>(i));
-  // Positives first: a negative may end a positive of the same batch.
-  if (!pos.empty()) {
-    const uint32_t seq = next_seq_++;
-    const std::vector<uint64_t> h = HashWithStart(b, b.sync);
-    for (uint32_t i : pos) positives_.emplace(h[i], std::make_pair(seq, i));
-    retained_.push_back({seq, b, static_cast<int64_t>(pos.size())});
+  // Rows are taken in order, as the method guarantees a negative comes after its positive: the
+  // table then holds only the positives still alive, not a whole batch of them.
+  std::vector<uint64_t> h(static_cast<size_t>(n));
+  HashRows(b.columns, n, h.data());
+  const uint32_t seq = next_seq_++;
+  retained_.push_back({seq, b, 0});
+  std::vector<uint32_t> neg;
+  for (int64_t i = 0; i < n; ++i) {
+    const uint32_t row = static_cast<uint32_t>(i);
+    if (b.EndAt(i).IsInfinite()) {
+      positives_.Insert(WithStart(h[i], b.StartAt(i)), {seq, row});
+      ++retained_.back().live;
+      continue;
+    }
+    const Time start = b.other.At(i);
+    Positive p;
+    const bool found = positives_.Take(WithStart(h[i], start), [&](const Positive& q) {
+      const Batch& pb = retained_[q.seq - retained_.front().seq].batch;
+      return pb.StartAt(q.row) == start && equal_(pb.columns, q.row, b.columns, i);
+    }, &p);
+    CQ_CHECK(found, "a negative tuple without its positive");
+    --retained_[p.seq - retained_.front().seq].live;
+    neg.push_back(row);
   }
   if (!neg.empty()) {
-    const std::vector<uint64_t> h = HashWithStart(b, b.other);
-    RowEqual eq(input_);
-    for (uint32_t i : neg) {
-      auto range = positives_.equal_range(h[i]);
-      auto it = range.first;
-      for (; it != range.second; ++it) {
-        const auto [seq, row] = it->second;
-        const Batch& p = retained_[seq - retained_.front().seq].batch;
-        if (p.StartAt(row) == b.other.At(i) && eq(p.columns, row, b.columns, i)) break;
-      }
-      CQ_CHECK(it != range.second, "a negative tuple without its positive");
-      --retained_[it->second.first - retained_.front().seq].live;
-      positives_.erase(it);
-    }
     // Rows of the negatives: values and start (other) from them, end = their instant (sync).
     Batch rows;
     rows.kind = BatchKind::kLifetime;
@@ -316,15 +316,19 @@ void QuerySink::PushNegative(const Batch& b) {
     rows.sync = GatherTime(b.other, neg.data(), rows.length);
     TimeColumn ends = GatherTime(b.sync, neg.data(), rows.length);
     Output(rows, nullptr, rows.length, &ends);
-    while (!retained_.empty() && retained_.front().live == 0) retained_.pop_front();
   }
+  if (retained_.back().live == 0) {  // no positive of it waits: forget it, and its number
+    retained_.pop_back();
+    --next_seq_;
+  }
+  while (!retained_.empty() && retained_.front().live == 0) retained_.pop_front();
 }
 
 void QuerySink::AdvanceTo(Time progress, Emitter&) {
   if (!negative_ || !progress.IsInfinite() || positives_.empty()) return;
   // Close: the positives still waiting never end.
   std::vector<std::pair<uint32_t, uint32_t>> left;
-  for (const auto& [h, ref] : positives_) left.push_back(ref);
+  positives_.ForEach([&](const Positive& p) { left.emplace_back(p.seq, p.row); });
   positives_.clear();
   std::sort(left.begin(), left.end());
   size_t k = 0;

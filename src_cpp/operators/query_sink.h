@@ -7,7 +7,9 @@
 // A relation row is final when its end is: rows that arrive with a pending holder wait here (the
 // undetermined set of paper 003 §4.1, indexed by holder id) until their end is fixed.
 #include <deque>
-#include <unordered_map>
+
+#include "batch/hash_multimap.h"
+#include "batch/row_equal.h"
 
 #include "operators/operator.h"
 
@@ -81,7 +83,11 @@ class QuerySink final : public Operator {
   std::vector<Slot> slots_;
   // Negative Tuple method: positives waiting for their negative, by hash of (values, start).
   bool negative_;
-  std::unordered_multimap<uint64_t, std::pair<uint32_t, uint32_t>> positives_;
+  RowEqual equal_;
+  struct Positive {
+    uint32_t seq = 0, row = 0;
+  };
+  HashMultimap<Positive> positives_;
   uint32_t next_seq_ = 0;
   int64_t waiting_ = 0;
 };

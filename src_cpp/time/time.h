@@ -45,6 +45,16 @@ struct Time {
   }
 
   friend constexpr auto operator<=>(const Time&, const Time&) = default;
+  // Spelled out: GCC does not always inline the comparisons it derives from <=>, and these sit on
+  // every hot path of the engine.
+  friend constexpr bool operator==(const Time& a, const Time& b) { return a.tick == b.tick && a.step == b.step; }
+  friend constexpr bool operator!=(const Time& a, const Time& b) { return !(a == b); }
+  friend constexpr bool operator<(const Time& a, const Time& b) {
+    return a.tick < b.tick || (a.tick == b.tick && a.step < b.step);
+  }
+  friend constexpr bool operator>(const Time& a, const Time& b) { return b < a; }
+  friend constexpr bool operator<=(const Time& a, const Time& b) { return !(b < a); }
+  friend constexpr bool operator>=(const Time& a, const Time& b) { return !(a < b); }
   std::string ToString() const;
 };
 

@@ -1,0 +1,96 @@
+#include "batch/value_store.h"
+
+#include <cstring>
+#include <stdexcept>
+
+namespace cq {
+
+void ValueStore::Append(const Column& c, int64_t row) {
+  const bool ok = c.type != TypeId::kNull && c.IsValid(row);
+  switch (type_) {
+    case TypeId::kInt64:
+    case TypeId::kFloat64: AppendBits(ok ? c.values.as<const uint64_t>()[row] : 0, ok); break;
+    case TypeId::kBool: AppendBits(ok && c.BoolAt(row), ok); break;
+    case TypeId::kUtf8: AppendString(ok ? c.StrAt(row) : std::string_view(), ok); break;
+    case TypeId::kNull: AppendBits(0, false); break;
+  }
+}
+
+void ValueStore::AppendString(std::string_view s, bool valid) {
+  AppendValid(valid);
+  if (valid) chars_.append(s);
+  ends_.push_back(static_cast<int64_t>(chars_.size()));
+}
+
+Column ValueStore::Gather(const uint32_t* idx, int64_t n) const {
+  Column out = Header(n);
+  if (type_ == TypeId::kNull) return out;
+  FillValidity(out, idx);
+  FillValues(out, idx);
+  return out;
+}
+
+Column ValueStore::Take() {
+  Column out = Header(size());
+  if (type_ != TypeId::kNull) {
+    FillValidity(out, nullptr);
+    if (type_ == TypeId::kInt64 || type_ == TypeId::kFloat64) out.values = bits_.Finish();  // already in place
+    else FillValues(out, nullptr);
+  }
+  bits_.Finish();
+  size_ = 0;
+  valid_.clear();
+  nulls_ = 0;
+  ends_.clear();
+  chars_.clear();
+  return out;
+}
+
+Column ValueStore::Header(int64_t n) const {
+  Column out;
+  out.type = type_;
+  out.length = n;
+  if (type_ == TypeId::kNull) out.null_count = n;
+  return out;
+}
+
+void ValueStore::FillValidity(Column& out, const uint32_t* idx) const {
+  const int64_t n = out.length;
+  auto at = [idx](int64_t k) -> int64_t { return idx ? idx[k] : k; };
+  if (nulls_ == 0) return;
+  int64_t nulls = 0;
+  for (int64_t k = 0; k < n; ++k) nulls += !valid_[at(k)];
+  if (nulls == 0) return;
+  out.null_count = nulls;
+  out.validity = Buffer::AllocateZeroed(bitmap::Bytes(n));
+  for (int64_t k = 0; k < n; ++k)
+    if (valid_[at(k)]) bitmap::Set(out.validity.data, k);
+}
+
+void ValueStore::FillValues(Column& out, const uint32_t* idx) const {
+  const int64_t n = out.length;
+  auto at = [idx](int64_t k) -> int64_t { return idx ? idx[k] : k; };
+  switch (type_) {
+    case TypeId::kInt64:
+    case TypeId::kFloat64: {
+      out.values = Buffer::Allocate(n * 8);
+      uint64_t* v = out.values.as<uint64_t>();
+      for (int64_t k = 0; k < n; ++k) v[k] = bits_[at(k)];
+      break;
+    }
+    case TypeId::kBool:
+      out.values = Buffer::AllocateZeroed(bitmap::Bytes(n));
+      for (int64_t k = 0; k < n; ++k)
+        if (bits_[at(k)]) bitmap::Set(out.values.data, k);
+      break;
+    case TypeId::kUtf8:
+      FillStrings(out, n, [&](int64_t k) {
+        const int64_t i = at(k), from = i == 0 ? 0 : ends_[i - 1];
+        return std::string_view(chars_.data() + from, static_cast<size_t>(ends_[i] - from));
+      });
+      break;
+    case TypeId::kNull: break;
+  }
+}
+
+}  // namespace cq

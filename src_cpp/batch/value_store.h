@@ -1,0 +1,60 @@
+#pragma once
+// Values of one column type kept one at a time — 8 bytes each (int64, double bits, bool as 0/1) or
+// utf8 bytes in one arena — and turned into compact columns: all of them in order (Take, which
+// hands the 8-byte values over without a copy), or some of them by index (Gather). For operators
+// that make their output a value at a time (aggregate results) or keep values by a dense id
+// (group keys).
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "batch/column.h"
+
+namespace cq {
+
+class ValueStore {
+ public:
+  explicit ValueStore(TypeId type) : type_(type) {}
+
+  TypeId type() const { return type_; }
+  int64_t size() const { return size_; }
+  void Reserve(int64_t n) { bits_.Reserve(n); }
+
+  // Row `row` of `c` (of this store's type, or kNull).
+  void Append(const Column& c, int64_t row);
+  // int64, double (its bits) or bool (0/1).
+  void AppendBits(uint64_t bits, bool valid) {
+    AppendValid(valid);
+    bits_.Append(valid ? bits : 0);
+  }
+  void AppendString(std::string_view s, bool valid);
+
+  // Values idx[0..n), in that order, as a compact column.
+  Column Gather(const uint32_t* idx, int64_t n) const;
+  // Every value, in order; the store is empty afterwards.
+  Column Take();
+
+ private:
+  // Pieces of a column of values idx[0..n) (idx == nullptr: all values, in order).
+  Column Header(int64_t n) const;
+  void FillValidity(Column& out, const uint32_t* idx) const;
+  void FillValues(Column& out, const uint32_t* idx) const;
+
+  void AppendValid(bool valid) {
+    if (!valid && nulls_ == 0) valid_.assign(static_cast<size_t>(size_), 1);
+    if (!valid || nulls_) valid_.push_back(valid);
+    nulls_ += !valid;
+    ++size_;
+  }
+
+  TypeId type_;
+  int64_t size_ = 0;
+  BufferBuilder<uint64_t> bits_;
+  std::vector<uint8_t> valid_;  // one a value, from the first NULL on (all valid until then)
+  int64_t nulls_ = 0;
+  std::vector<int64_t> ends_;  // utf8: where each value's bytes end in chars_
+  std::string chars_;
+};
+
+}  // namespace cq
