@@ -23,7 +23,21 @@ class InstantTracker {
     uint32_t seq;
     uint32_t row;
   };
-  using Visitor = std::function<void(Time, const std::vector<RowRef>&, const std::vector<RowRef>&)>;
+  // A non-owning reference to the caller's visitor (a lambda that lives through the call): loops
+  // call AdvanceTo at every instant, and a std::function would allocate for each call.
+  class Visitor {
+   public:
+    template <typename F>
+    Visitor(const F& f)  // NOLINT: implicit, so that a lambda can be passed as is
+        : obj_(&f), call_([](const void* o, Time t, const std::vector<RowRef>& s, const std::vector<RowRef>& e) {
+            (*static_cast<const F*>(o))(t, s, e);
+          }) {}
+    void operator()(Time t, const std::vector<RowRef>& s, const std::vector<RowRef>& e) const { call_(obj_, t, s, e); }
+
+   private:
+    const void* obj_;
+    void (*call_)(const void*, Time, const std::vector<RowRef>&, const std::vector<RowRef>&);
+  };
 
   virtual ~InstantTracker() = default;
   virtual void Push(const Batch& batch) = 0;
