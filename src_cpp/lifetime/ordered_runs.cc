@@ -18,49 +18,48 @@ void OrderedRuns::Add(const Batch& batch) {
   const uint64_t id = next_run_++;
   Run& run = runs_[id];
   run.batch = batch.Compact();
-  pending_runs_ += !run.batch.holders.empty();
+  if (!run.batch.holders.empty()) {
+    const HolderId* h = run.batch.holders.as<const HolderId>();
+    for (int64_t i = 0; i < run.batch.length; ++i)
+      if (h[i] != kNoHolder) held_pending_[h[i]] = {id, i};
+  }
   PushHead(id);
 }
 
 EndBatch OrderedRuns::AddEnds(const EndBatch& ends) {
-  if (pending_runs_ == 0) return ends;
-  // Ends are rare next to rows and held rows few: look the ids up by scanning what is held.
-  std::unordered_map<HolderId, int64_t> wanted;  // id -> position in `ends`
-  for (int64_t k = 0; k < ends.length; ++k) wanted[ends.ids()[k]] = k;
-  std::vector<uint8_t> taken(ends.length, 0);
-  for (auto& [id, run] : runs_) {
-    Batch& b = run.batch;
-    if (b.holders.empty()) continue;
-    for (int64_t row = run.offset; row < b.length; ++row) {
-      auto it = wanted.find(b.holders.as<const HolderId>()[row]);
-      if (it == wanted.end()) continue;
-      const Time end = ends.ends.At(it->second);
-      taken[it->second] = 1;
-      if (!run.own_ends) {
-        // Other consumers share these buffers: write into copies. Pending rows get a placeholder.
-        std::vector<Time> other(b.length);
-        const HolderId* old = b.holders.as<const HolderId>();
-        for (int64_t i = 0; i < b.length; ++i) other[i] = old[i] != kNoHolder ? Time::Infinity() : b.EndAt(i);
-        Buffer holders = Buffer::Allocate(b.length * sizeof(HolderId));
-        std::memcpy(holders.data, old, b.length * sizeof(HolderId));
-        b.holders = holders;
-        b.other = MakeTimeColumn(other);
-        b.constant_duration.reset();
-        run.own_ends = true;
-      }
-      if (end.step != 0 && !b.other.has_steps()) b.other.steps = Buffer::AllocateZeroed(b.length * 8);
-      b.holders.as<HolderId>()[row] = kNoHolder;
-      b.other.ticks.as<int64_t>()[row] = end.tick;
-      if (b.other.has_steps()) b.other.steps.as<int64_t>()[row] = end.step;
-    }
-  }
+  if (held_pending_.empty()) return ends;
   std::vector<HolderId> pass_ids;
   std::vector<Time> pass_ends;
-  for (int64_t k = 0; k < ends.length; ++k)
-    if (!taken[k]) {
-      pass_ids.push_back(ends.ids()[k]);
-      pass_ends.push_back(ends.ends.At(k));
+  for (int64_t k = 0; k < ends.length; ++k) {
+    const HolderId h = ends.ids()[k];
+    const Time end = ends.ends.At(k);
+    auto it = held_pending_.find(h);
+    if (it == held_pending_.end()) {
+      pass_ids.push_back(h);
+      pass_ends.push_back(end);
+      continue;
     }
+    const auto [id, row] = it->second;
+    held_pending_.erase(it);
+    Run& run = runs_.at(id);
+    Batch& b = run.batch;
+    if (!run.own_ends) {
+      // Other consumers share these buffers: write into copies. Pending rows get a placeholder.
+      std::vector<Time> other(b.length);
+      const HolderId* old = b.holders.as<const HolderId>();
+      for (int64_t i = 0; i < b.length; ++i) other[i] = old[i] != kNoHolder ? Time::Infinity() : b.EndAt(i);
+      Buffer holders = Buffer::Allocate(b.length * sizeof(HolderId));
+      std::memcpy(holders.data, old, b.length * sizeof(HolderId));
+      b.holders = holders;
+      b.other = MakeTimeColumn(other);
+      b.constant_duration.reset();
+      run.own_ends = true;
+    }
+    if (end.step != 0 && !b.other.has_steps()) b.other.steps = Buffer::AllocateZeroed(b.length * 8);
+    b.holders.as<HolderId>()[row] = kNoHolder;
+    b.other.ticks.as<int64_t>()[row] = end.tick;
+    if (b.other.has_steps()) b.other.steps.as<int64_t>()[row] = end.step;
+  }
   EndBatch pass;
   pass.length = static_cast<int64_t>(pass_ids.size());
   if (pass.length == 0) return pass;
@@ -81,7 +80,11 @@ Batch OrderedRuns::Release(Time next) {
   if (live.empty()) return Batch{};
   std::sort(live.begin(), live.end());  // arrival order breaks ties
   std::vector<Run*> runs;
-  for (uint64_t id : live) runs.push_back(&runs_.at(id));
+  std::vector<int64_t> first;  // each run's offset before this call
+  for (uint64_t id : live) {
+    runs.push_back(&runs_.at(id));
+    first.push_back(runs.back()->offset);
+  }
   Batch out;
   if (runs.size() == 1) {
     Run& r = *runs[0];
@@ -91,24 +94,43 @@ Batch OrderedRuns::Release(Time next) {
     r.offset = k;
   } else {
     std::vector<BatchRow> rows;
-    std::vector<Time> heads(runs.size());
-    for (size_t i = 0; i < runs.size(); ++i) heads[i] = runs[i]->batch.StartAt(runs[i]->offset);
-    for (;;) {
-      size_t best = runs.size();
-      for (size_t i = 0; i < runs.size(); ++i)
-        if (heads[i] < next && (best == runs.size() || heads[i] < heads[best])) best = i;
-      if (best == runs.size()) break;
-      Run& r = *runs[best];
-      rows.push_back({static_cast<uint32_t>(best), static_cast<uint32_t>(r.offset)});
-      heads[best] = ++r.offset < r.batch.length ? r.batch.StartAt(r.offset) : Time::Infinity();
+    if (runs.size() <= 4) {
+      // A few runs (the inputs of a union): a linear pick of the earliest head for every row.
+      std::vector<Time> heads(runs.size());
+      for (size_t i = 0; i < runs.size(); ++i) heads[i] = runs[i]->batch.StartAt(runs[i]->offset);
+      for (;;) {
+        size_t best = runs.size();
+        for (size_t i = 0; i < runs.size(); ++i)
+          if (heads[i] < next && (best == runs.size() || heads[i] < heads[best])) best = i;
+        if (best == runs.size()) break;
+        Run& r = *runs[best];
+        rows.push_back({static_cast<uint32_t>(best), static_cast<uint32_t>(r.offset)});
+        heads[best] = ++r.offset < r.batch.length ? r.batch.StartAt(r.offset) : Time::Infinity();
+      }
+    } else {
+      // Many runs (the heartbeat executor hands over one timestamp per batch): each run's rows in
+      // arrival order of the runs, then a stable sort by time, so ties keep arrival order.
+      std::vector<std::pair<Time, BatchRow>> keyed;
+      for (size_t i = 0; i < runs.size(); ++i) {
+        Run& r = *runs[i];
+        for (; r.offset < r.batch.length && r.batch.StartAt(r.offset) < next; ++r.offset)
+          keyed.push_back({r.batch.StartAt(r.offset), {static_cast<uint32_t>(i), static_cast<uint32_t>(r.offset)}});
+      }
+      std::stable_sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+      for (const auto& k : keyed) rows.push_back(k.second);
     }
     out = Gather(runs, rows);
   }
   for (size_t i = 0; i < runs.size(); ++i) {
-    if (runs[i]->offset < runs[i]->batch.length) {
+    const Batch& b = runs[i]->batch;
+    if (!b.holders.empty() && !held_pending_.empty()) {  // rows gone out: their ends pass on now
+      const HolderId* h = b.holders.as<const HolderId>();
+      for (int64_t r = first[i]; r < runs[i]->offset; ++r)
+        if (h[r] != kNoHolder) held_pending_.erase(h[r]);
+    }
+    if (runs[i]->offset < b.length) {
       PushHead(live[i]);
     } else {
-      pending_runs_ -= !runs[i]->batch.holders.empty();
       runs_.erase(live[i]);
     }
   }

@@ -8,6 +8,7 @@
 // (its holder is never seen downstream); ends of rows already out are handed back, to be passed on
 // after the rows they are about. Between runs, equal times keep arrival order.
 #include <map>
+#include <unordered_map>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -42,7 +43,7 @@ class OrderedRuns {
   uint64_t next_run_ = 0;
   // A min-heap of (time of the run's next row, run id): the id breaks ties in arrival order.
   std::vector<std::pair<Time, uint64_t>> heap_;
-  int64_t pending_runs_ = 0;  // runs with holders (whose ends may still arrive here)
+  std::unordered_map<HolderId, std::pair<uint64_t, int64_t>> held_pending_;  // holder -> (run, row)
 };
 
 }  // namespace cq
