@@ -202,7 +202,7 @@ def plot(results: dict, small: list[int], rows: int) -> None:
         ax.bar(range(len(values)), values, color=kinds)
         ax.set_xticks(range(len(values)), labels, fontsize=6)
         ax.set_ylabel("time relative to DTS, 1 small query, non-recursive")
-        ax.set_title(f"Fig. 10 ({pattern}): recursive vs non-recursive (small queries / query / DTS)")
+        ax.set_title(f"Fig. 10 ({pattern}): recursive vs non-recursive", fontsize=10)
     fig.suptitle(f"paper 000 on cq: {rows:,} input tuples, single thread")
     fig.tight_layout()
     fig.savefig(HERE / "fig8_10.png", dpi=110)
