@@ -266,12 +266,22 @@ void HashJoin::EmitResults(Emitted& em, Emitter& out) {
           const Kept& kr = sides_[1].at(r.seq);
           if (kl.ends[l.row] == Time::MinusInfinity()) op.lh = kl.batch.holders.as<const HolderId>()[l.row];
           if (kr.ends[r.row] == Time::MinusInfinity()) op.rh = kr.batch.holders.as<const HolderId>()[r.row];
-          if (op.lh != kNoHolder) open_by_input_[0].emplace(op.lh, h[i]);
-          if (op.rh != kNoHolder) open_by_input_[1].emplace(op.rh, h[i]);
+          for (int side = 0; side < 2; ++side) {
+            const HolderId in = side == 0 ? op.lh : op.rh;
+            if (in == kNoHolder) continue;
+            auto& by = open_by_input_[side];
+            if (in >= by.size()) by.resize(std::max<size_t>(in + 1, by.size() * 2));
+            by[in].push_back(h[i]);
+          }
           // One side known: that end is the result's once the other side's progress reaches it.
           if (op.lh == kNoHolder) waiting_.Insert({kl.ends[l.row], h[i], op.serial});
           if (op.rh == kNoHolder) waiting_.Insert({kr.ends[r.row], h[i], op.serial});
+          if (h[i] >= open_.size()) {
+            open_.resize(std::max<size_t>(h[i] + 1, open_.size() * 2));
+            open_live_.resize(open_.size(), 0);
+          }
           open_[h[i]] = op;
+          open_live_[h[i]] = 1;
         }
       }
     }
@@ -288,21 +298,20 @@ void HashJoin::EmitResults(Emitted& em, Emitter& out) {
 
 void HashJoin::ResolveOpen(Time progress, std::vector<std::pair<HolderId, Time>>& fixed) {
   waiting_.ExpireThrough(progress, [&](const Waiting& w) {
-    auto it = open_.find(w.result);
-    if (it == open_.end() || it->second.serial != w.serial) return;  // fixed already
-    const Open& op = it->second;
+    if (!IsOpen(w.result) || open_[w.result].serial != w.serial) return;  // fixed already
+    const Open& op = open_[w.result];
     for (int side = 0; side < 2; ++side) {
       const HolderId in = side == 0 ? op.lh : op.rh;
       if (in == kNoHolder) continue;
-      auto range = open_by_input_[side].equal_range(in);
-      for (auto j = range.first; j != range.second; ++j)
-        if (j->second == w.result) {
-          open_by_input_[side].erase(j);
-          break;
-        }
+      std::vector<HolderId>& results = open_by_input_[side][in];
+      auto j = std::find(results.begin(), results.end(), w.result);
+      if (j != results.end()) {
+        *j = results.back();
+        results.pop_back();
+      }
     }
     fixed.push_back({w.result, w.end});
-    open_.erase(it);
+    open_live_[w.result] = 0;
   });
 }
 
@@ -323,18 +332,17 @@ void HashJoin::PushEnds(int port, const EndBatch& ends, Emitter& out) {
     if (processed && !e.IsInfinite()) s.expiring.Insert({e, ref});
     // Results with this tuple: fixed now if the other end is known, else once the other side's
     // progress reaches e.
-    auto range = open_by_input_[port].equal_range(id);
-    std::vector<HolderId> results;
-    for (auto j = range.first; j != range.second; ++j) results.push_back(j->second);
-    open_by_input_[port].erase(id);
-    for (HolderId r : results) {
-      Open& op = open_.at(r);
+    // The tuple's results, taken out; its list gets the scratch buffer, so both keep a capacity.
+    scratch_.clear();
+    if (id < open_by_input_[port].size()) scratch_.swap(open_by_input_[port][id]);
+    for (HolderId r : scratch_) {
+      Open& op = open_[r];
       (port == 0 ? op.lh : op.rh) = kNoHolder;
       if (op.lh == kNoHolder && op.rh == kNoHolder) {
         const Time el = sides_[0].at(op.l.seq).ends[op.l.row];
         const Time er = sides_[1].at(op.r.seq).ends[op.r.row];
         fixed.push_back({r, std::min(el, er)});
-        open_.erase(r);
+        open_live_[r] = 0;
       } else {
         waiting_.Insert({e, r, op.serial});
       }

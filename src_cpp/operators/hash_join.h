@@ -130,8 +130,13 @@ class HashJoin final : public Operator {
   Time progress_ = Time::MinusInfinity();
   // direct: open results by their holder id, the ids by input holder, and those whose end is
   // known on one side and wait for the other side's progress (by that end).
-  std::unordered_map<HolderId, Open> open_;
-  std::unordered_multimap<HolderId, HolderId> open_by_input_[2];
+  // Holder ids are small and recycled, so both are flat arrays indexed by id (an input's list of
+  // results keeps its capacity when the id comes back): no node per result.
+  std::vector<Open> open_;          // by result holder id; live when `live` is set
+  std::vector<uint8_t> open_live_;
+  std::vector<std::vector<HolderId>> open_by_input_[2];  // by input holder id
+  std::vector<HolderId> scratch_;
+  bool IsOpen(HolderId r) const { return r < open_live_.size() && open_live_[r]; }
   struct Waiting {
     Time end;
     HolderId result;
