@@ -8,7 +8,6 @@
 // Rows are kept by reference to the batches they came in (no copy); the rows a visit sees stay
 // readable until the next call into the tracker.
 #include <deque>
-#include <functional>
 #include <memory>
 #include <vector>
 
@@ -49,6 +48,7 @@ class InstantTracker {
   virtual Time next_instant() const = 0;
   // The tuples alive now (only when the tracker was made to track them, for RSTREAM).
   virtual std::vector<RowRef> alive() const = 0;
+  virtual bool any_alive() const = 0;
 
   const Batch& batch(uint32_t seq) const { return retained_[seq - retained_.front().seq].batch; }
   bool RowsEqual(RowRef a, RowRef b) const {

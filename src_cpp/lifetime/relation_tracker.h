@@ -27,6 +27,7 @@ class RelationTracker final : public InstantTracker {
   void AdvanceTo(Time progress, const Visitor& visit) override;
   Time next_instant() const override;
   std::vector<RowRef> alive() const override;
+  bool any_alive() const override { return !alive_.empty(); }
 
  private:
   struct Entry {

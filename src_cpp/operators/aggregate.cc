@@ -158,8 +158,9 @@ void Aggregate::Push(int, const Batch& in, Emitter&) {
     int8_t* s = c.signs.as<int8_t>();
     for (int64_t i = 0; i < n; ++i) s[i] = b.EndAt(i).IsInfinite() ? 1 : -1;
   }
-  if (b.sync.At(0) < max_sync_) disordered_ = true;
-  max_sync_ = std::max(max_sync_, b.sync.At(n - 1));
+  // Rows come in time order per port (operator.h; a UNION ALL merges its inputs to keep it).
+  CQ_CHECK(!(b.sync.At(0) < max_sync_), "an aggregate's input went back in time");
+  max_sync_ = b.sync.At(n - 1);
   chunks_.push_back(std::move(c));
 }
 
@@ -418,55 +419,7 @@ void Aggregate::Load(Cursor& c) const {
   c.views = ch.views.data();
 }
 
-void Aggregate::SortUnstarted() {
-  // Every row not started yet, in time order (arrival order within an instant), as one chunk
-  // that replaces the chunks they were in.
-  disordered_ = false;
-  Load(next_start_);
-  if (!Valid(next_start_)) return;
-  struct Ref {
-    Time t;
-    uint32_t which, row;
-  };
-  std::vector<Ref> refs;
-  const size_t first = next_start_.chunk;
-  for (size_t k = first; k < chunks_.size(); ++k)
-    for (int64_t r = k == first ? next_start_.row : 0; r < chunks_[k].length; ++r)
-      refs.push_back({chunks_[k].sync.At(r), static_cast<uint32_t>(k - first), static_cast<uint32_t>(r)});
-  std::stable_sort(refs.begin(), refs.end(), [](const Ref& a, const Ref& b) { return a.t < b.t; });
-  const int64_t n = static_cast<int64_t>(refs.size());
-  std::vector<uint32_t> which(refs.size()), rows(refs.size());
-  std::vector<Time> times(refs.size());
-  for (size_t i = 0; i < refs.size(); ++i) {
-    which[i] = refs[i].which;
-    rows[i] = refs[i].row;
-    times[i] = refs[i].t;
-  }
-  Chunk m;
-  m.length = n;
-  m.base = chunks_[first].base + next_start_.row;
-  m.sync = MakeTimeColumn(times);
-  m.groups = Buffer::Allocate(n * 4);
-  if (input_ == Input::kNegative) m.signs = Buffer::Allocate(n);
-  for (int64_t i = 0; i < n; ++i) {
-    const Chunk& src = chunks_[first + which[i]];
-    m.groups.as<uint32_t>()[i] = src.groups.as<const uint32_t>()[rows[i]];
-    if (input_ == Input::kNegative) m.signs.as<int8_t>()[i] = src.signs.as<const int8_t>()[rows[i]];
-  }
-  std::vector<const Column*> srcs(chunks_.size() - first);
-  for (size_t a = 0; a < chunks_[first].args.size(); ++a) {
-    for (size_t k = first; k < chunks_.size(); ++k) srcs[k - first] = &chunks_[k].args[a];
-    m.args.push_back(GatherMulti(srcs, which.data(), rows.data(), n));
-    m.views.push_back(ArgView::Of(m.args.back()));
-  }
-  // The started part of the first chunk stays (its rows may still have to end).
-  chunks_[first].length = next_start_.row;
-  chunks_.resize(first + 1);
-  chunks_.push_back(std::move(m));
-}
-
 void Aggregate::RunOrdered(Time progress) {
-  if (disordered_) SortUnstarted();
   bool steps = duration_ && duration_->steps != 0;
   for (const Chunk& c : chunks_) steps |= c.sync.has_steps();
   if (steps) RunInstants<Time, 0>(progress);
@@ -544,18 +497,9 @@ void Aggregate::RunInstants(Time progress) {
 
 Time Aggregate::next_firing(int64_t) const {
   if (tracker_) return tracker_->next_instant();
-  // The next start not applied yet (the earliest unapplied row when a union left them out of
-  // order), and for constant durations the next end.
+  // The next start not applied yet, and for constant durations the next end.
   Time t = Time::Infinity();
-  if (next_start_.chunk < chunks_.size()) {
-    if (!disordered_) {
-      t = chunks_[next_start_.chunk].sync.At(next_start_.row);
-    } else {
-      for (size_t c = next_start_.chunk; c < chunks_.size(); ++c)
-        for (int64_t r = c == next_start_.chunk ? next_start_.row : 0; r < chunks_[c].length; ++r)
-          t = std::min(t, chunks_[c].sync.At(r));
-    }
-  }
+  if (next_start_.chunk < chunks_.size()) t = chunks_[next_start_.chunk].sync.At(next_start_.row);
   if (input_ == Input::kConstant && duration_ && !duration_->infinite && next_end_.chunk < chunks_.size())
     t = std::min(t, chunks_[next_end_.chunk].sync.At(next_end_.row) + *duration_);
   return t;

@@ -23,8 +23,6 @@
 //              order; one cursor walks them.
 //   kGeneral   direct method, anything else (known ends of any length, pending ends): a
 //              RelationTracker hands over each complete instant.
-// A union may deliver the first two out of time order (never below the progress); the rows not yet
-// processed are then sorted once before the next instant is.
 #include <map>
 #include <memory>
 #include <optional>
@@ -159,7 +157,6 @@ class Aggregate final : public Operator {
   void RunOrdered(Time progress);
   template <typename T, size_t kNa>
   void RunInstants(Time progress);
-  void SortUnstarted();
 
   std::vector<std::unique_ptr<Expression>> keys_;
   std::vector<Agg> aggs_;
@@ -198,7 +195,6 @@ class Aggregate final : public Operator {
   Cursor next_start_, next_end_;  // the next start (kNegative: event) and, kConstant, the next end
   Time max_sync_ = Time::MinusInfinity();
   int64_t retained_ = 0;  // rows ever retained: the next chunk's base
-  bool disordered_ = false;
   // kGeneral
   std::unique_ptr<InstantTracker> tracker_;
   std::shared_ptr<const Schema> derived_schema_;  // arguments, then the group id

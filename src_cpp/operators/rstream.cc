@@ -38,7 +38,7 @@ Time RStream::next_firing(int64_t last_tick) const {
   // Every tick while R is non-empty: up to the furthest tick the input reached, and on to R's
   // next change when there is one (what close() emits outside loops).
   const Time change = tracker_->next_instant();
-  if (next_tick_ == Time::kMinTick || tracker_->alive().empty()) return change;
+  if (next_tick_ == Time::kMinTick || !tracker_->any_alive()) return change;
   if (next_tick_ > (closing_ ? last_finite_ : last_tick) && change.IsInfinite()) return change;
   return std::min(change, Time{next_tick_, 0});
 }

@@ -20,23 +20,16 @@ void DtsExecutor::NodeEmitter::EmitEnds(EndBatch ends) {
   for (const Consumer& c : n.consumers) ex_->DeliverEnds(node_, c, ends);
 }
 
-namespace {
-
-// The entry queue of an edge into a region, or null when the edge stays inside one (or outside).
-template <typename Nodes, typename Entries>
-auto* EntryOf(Nodes& nodes, Entries& entries, int from, int node, int port) {
-  using Entry = typename Entries::value_type;
-  const auto& n = nodes.at(node);
-  if (n.region < 0 || nodes.at(from).region == n.region) return static_cast<Entry*>(nullptr);
-  for (Entry& e : entries)
-    if (e.node == node && e.port == port) return &e;
-  return static_cast<Entry*>(nullptr);
+DtsExecutor::Entry* DtsExecutor::EntryOf(int from, const Consumer& c) {
+  const Node& n = nodes_.at(c.node);
+  if (n.region < 0 || nodes_.at(from).region == n.region) return nullptr;
+  for (Entry& e : entries_)
+    if (e.node == c.node && e.port == c.port) return &e;
+  return nullptr;
 }
 
-}  // namespace
-
 void DtsExecutor::Deliver(int from, const Consumer& c, const Batch& batch) {
-  if (auto* e = EntryOf(nodes_, entries_, from, c.node, c.port)) {
+  if (auto* e = EntryOf(from, c)) {
     e->runs.Add(batch);
     return;
   }
@@ -46,7 +39,7 @@ void DtsExecutor::Deliver(int from, const Consumer& c, const Batch& batch) {
 
 void DtsExecutor::DeliverEnds(int from, const Consumer& c, const EndBatch& ends) {
   Node& n = nodes_.at(c.node);
-  if (auto* e = EntryOf(nodes_, entries_, from, c.node, c.port)) {
+  if (auto* e = EntryOf(from, c)) {
     EndBatch rest = e->runs.AddEnds(ends);
     if (rest.length) n.op->PushEnds(c.port, rest, *n.emitter);
     return;

@@ -16,7 +16,6 @@
 // order; what the delays emit lands at t + δ, a later instant. When nothing is due before the
 // region's inputs' progress, the region jumps there at once. With hybrid = false the whole graph
 // below the sources is one region, which is the executor of the paper.
-#include <deque>
 #include <map>
 #include <memory>
 #include <string>
@@ -85,6 +84,8 @@ class DtsExecutor final : public Executor {
     int region = -1;
   };
 
+  // The entry queue of an edge into a region; null when the edge stays inside one or outside.
+  Entry* EntryOf(int from, const Consumer& c);
   void Deliver(int from, const Consumer& c, const Batch& batch);
   void DeliverEnds(int from, const Consumer& c, const EndBatch& ends);
   // Orders the graph, cuts loops at delays and forms the regions; throws (changing nothing) on a
