@@ -29,8 +29,35 @@ void RelationTracker::Push(const Batch& in) {
     }
     slab_[slot] = {{seq, static_cast<uint32_t>(i)}, pending ? Time::MinusInfinity() : b.EndAt(i)};
     if (pending) held_pending_[h[i]] = slot;
-    heap_.push_back({b.StartAt(i), arrivals_++, slot});
-    std::push_heap(heap_.begin(), heap_.end(), std::greater<HeapItem>());
+    const HeapItem item{b.StartAt(i), arrivals_++, slot};
+    if (fifo_head_ == fifo_.size() || !(item.start < fifo_.back().start)) {
+      fifo_.push_back(item);
+    } else {
+      heap_.push_back(item);
+      std::push_heap(heap_.begin(), heap_.end(), std::greater<HeapItem>());
+    }
+  }
+}
+
+const RelationTracker::HeapItem* RelationTracker::NextHeld() const {
+  const HeapItem* f = fifo_head_ < fifo_.size() ? &fifo_[fifo_head_] : nullptr;
+  if (heap_.empty()) return f;
+  if (!f || *f > heap_.front()) return &heap_.front();
+  return f;
+}
+
+void RelationTracker::PopHeld(const HeapItem* item) {
+  if (!heap_.empty() && item == &heap_.front()) {
+    std::pop_heap(heap_.begin(), heap_.end(), std::greater<HeapItem>());
+    heap_.pop_back();
+    return;
+  }
+  if (++fifo_head_ == fifo_.size()) {
+    fifo_.clear();
+    fifo_head_ = 0;
+  } else if (fifo_head_ >= 4096 && fifo_head_ * 2 >= fifo_.size()) {
+    fifo_.erase(fifo_.begin(), fifo_.begin() + static_cast<std::ptrdiff_t>(fifo_head_));
+    fifo_head_ = 0;
   }
 }
 
@@ -85,7 +112,7 @@ void RelationTracker::Ended(RowRef r) {
 
 Time RelationTracker::next_instant() const {
   Time t = expiring_.next_end();
-  if (!heap_.empty()) t = std::min(t, heap_.front().start);
+  if (const HeapItem* h = NextHeld()) t = std::min(t, h->start);
   return t;
 }
 
@@ -98,10 +125,9 @@ void RelationTracker::AdvanceTo(Time progress, const Visitor& visit) {
     starts.clear();
     ends.clear();
     expiring_.ExpireThrough(t, [&](const Entry& e) { ends.push_back(e.ref); });
-    while (!heap_.empty() && heap_.front().start == t) {
-      std::pop_heap(heap_.begin(), heap_.end(), std::greater<HeapItem>());
-      const uint32_t slot = heap_.back().slot;
-      heap_.pop_back();
+    for (const HeapItem* h = NextHeld(); h && h->start == t; h = NextHeld()) {
+      const uint32_t slot = h->slot;
+      PopHeld(h);
       const RowRef r = slab_[slot].ref;
       const Time end = slab_[slot].end;
       free_slots_.push_back(slot);

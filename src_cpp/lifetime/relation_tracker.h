@@ -45,8 +45,10 @@ class RelationTracker final : public InstantTracker {
     RowRef ref;
     Time end;  // MinusInfinity(): still pending
   };
-  // Starts of several inputs (a union) interleave out of order: held rows live in a slab and a
-  // min-heap on (start, arrival) hands them out in start order, arrival order within an instant.
+  // Held rows live in a slab and are handed out in (start, arrival) order. Input arrives in start
+  // order on the common path (one port, or a union that merged its inputs): those rows queue in
+  // a FIFO, which costs O(1) per row. Only a start below the FIFO's tail (several inputs
+  // interleaving) goes to a min-heap; the next row out is the smaller of the two heads.
   std::vector<Held> slab_;
   std::vector<uint32_t> free_slots_;
   struct HeapItem {
@@ -58,7 +60,12 @@ class RelationTracker final : public InstantTracker {
     }
   };
   std::vector<HeapItem> heap_;
+  std::vector<HeapItem> fifo_;  // non-decreasing start; consumed from fifo_head_
+  size_t fifo_head_ = 0;
   uint64_t arrivals_ = 0;
+  // The held row that comes out next: the FIFO's or the heap's head, whichever is smaller.
+  const HeapItem* NextHeld() const;
+  void PopHeld(const HeapItem* item);
   std::unordered_map<HolderId, uint32_t> held_pending_;  // holder -> slot in slab_
   std::vector<RowRef> undetermined_;  // by holder id; row == kNone when empty
   ExpirationSet<Entry> expiring_;

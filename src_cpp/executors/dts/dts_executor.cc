@@ -10,37 +10,26 @@
 namespace cq {
 
 void DtsExecutor::NodeEmitter::Emit(Batch batch) {
-  const Node& n = ex_->nodes_.at(node_);
-  for (const Consumer& c : n.consumers) ex_->Deliver(node_, c, batch);
+  for (const Consumer& c : self_->consumers) ex_->Deliver(c, batch);
 }
 
 void DtsExecutor::NodeEmitter::EmitEnds(EndBatch ends) {
   if (ends.length == 0) return;
-  const Node& n = ex_->nodes_.at(node_);
-  for (const Consumer& c : n.consumers) ex_->DeliverEnds(node_, c, ends);
+  for (const Consumer& c : self_->consumers) ex_->DeliverEnds(c, ends);
 }
 
-DtsExecutor::Entry* DtsExecutor::EntryOf(int from, const Consumer& c) {
-  const Node& n = nodes_.at(c.node);
-  if (n.region < 0 || nodes_.at(from).region == n.region) return nullptr;
-  for (Entry& e : entries_)
-    if (e.node == c.node && e.port == c.port) return &e;
-  return nullptr;
-}
-
-void DtsExecutor::Deliver(int from, const Consumer& c, const Batch& batch) {
-  if (auto* e = EntryOf(from, c)) {
-    e->runs.Add(batch);
+void DtsExecutor::Deliver(const Consumer& c, const Batch& batch) {
+  if (c.entry >= 0) {
+    entries_[c.entry].runs.Add(batch);
     return;
   }
-  Node& n = nodes_.at(c.node);
-  n.op->Push(c.port, batch, *n.emitter);
+  c.target->op->Push(c.port, batch, *c.target->emitter);
 }
 
-void DtsExecutor::DeliverEnds(int from, const Consumer& c, const EndBatch& ends) {
-  Node& n = nodes_.at(c.node);
-  if (auto* e = EntryOf(from, c)) {
-    EndBatch rest = e->runs.AddEnds(ends);
+void DtsExecutor::DeliverEnds(const Consumer& c, const EndBatch& ends) {
+  Node& n = *c.target;
+  if (c.entry >= 0) {
+    EndBatch rest = entries_[c.entry].runs.AddEnds(ends);
     if (rest.length) n.op->PushEnds(c.port, rest, *n.emitter);
     return;
   }
@@ -70,13 +59,14 @@ void DtsExecutor::Add(std::vector<std::pair<OperatorSpec, std::unique_ptr<Operat
     n.inputs = spec.inputs;
     n.emitter = std::make_unique<NodeEmitter>(this, spec.id);
     if (const json::Value* q = spec.params.find("query"); q && q->is_string()) n.query = q->str();
-    nodes_.emplace(spec.id, std::move(n));
+    Node& placed = nodes_.emplace(spec.id, std::move(n)).first->second;
+    placed.emitter->self_ = &placed;
     added.push_back(spec.id);
   }
   for (int id : added) {
     const auto& ins = nodes_.at(id).inputs;
     for (size_t port = 0; port < ins.size(); ++port)
-      nodes_.at(ins[port]).consumers.push_back({id, static_cast<int>(port)});
+      nodes_.at(ins[port]).consumers.push_back({id, static_cast<int>(port), &nodes_.at(id)});
   }
   try {
     Schedule();
@@ -221,6 +211,7 @@ void DtsExecutor::Schedule() {
         e.port = static_cast<int>(port);
         for (Entry& old : entries_)
           if (old.node == e.node && old.port == e.port) e = std::move(old);
+        e.target = &nodes_.at(id);
         regions[r].entries.push_back(entries.size());
         entries.push_back(std::move(e));
         auto& p = regions[r].producers;
@@ -232,6 +223,15 @@ void DtsExecutor::Schedule() {
     auto it = region_of.find(id);
     n.region = it == region_of.end() ? -1 : it->second;
   }
+  for (Region& r : regions)
+    for (int id : r.nodes) r.members.push_back(&nodes_.at(id));
+  for (auto& [id, n] : nodes_)
+    for (Consumer& c : n.consumers) {
+      c.entry = -1;
+      if (c.target->region < 0 || c.target->region == n.region) continue;
+      for (size_t e = 0; e < entries.size(); ++e)
+        if (entries[e].node == c.node && entries[e].port == c.port) c.entry = static_cast<int>(e);
+    }
   order_ = std::move(order);
   schedule_ = std::move(schedule);
   regions_ = std::move(regions);
@@ -275,14 +275,14 @@ void DtsExecutor::AdvanceTo(const std::map<int, Time>& source_progress) {
 void DtsExecutor::Release(Entry& e, Time next) {
   Batch b = e.runs.Release(next);
   if (b.length == 0) return;
-  Node& n = nodes_.at(e.node);
+  Node& n = *e.target;
   n.op->Push(e.port, b, *n.emitter);
 }
 
 void DtsExecutor::AdvanceRegion(Region& r, Time p) {
   r.progress = p;
-  for (int id : r.nodes) {
-    Node& n = nodes_.at(id);
+  for (Node* m : r.members) {
+    Node& n = *m;
     if (p > n.progress) {
       n.progress = p;
       n.op->AdvanceTo(p, *n.emitter);
@@ -309,13 +309,13 @@ void DtsExecutor::RunRegion(Region& r) {
   if (!bound.IsInfinite() && bound != Time::MinusInfinity()) r.last_tick = std::max(r.last_tick, bound.tick);
   if (bound.IsInfinite() && !r.closing) {
     r.closing = true;
-    for (int id : r.nodes) nodes_.at(id).op->Closing(r.last_tick);
+    for (Node* n : r.members) n->op->Closing(r.last_tick);
   }
   for (;;) {
     // The next instant: rows waiting at the entries, or an operator firing by itself.
     Time t = Time::Infinity();
     for (size_t e : r.entries) t = std::min(t, entries_[e].runs.head());
-    for (int id : r.nodes) t = std::min(t, nodes_.at(id).op->next_firing(r.last_tick));
+    for (const Node* n : r.members) t = std::min(t, n->op->next_firing(r.last_tick));
     if (!(t < bound)) break;
     CQ_CHECK(!(t < r.progress), "an operator of a loop fires at " + t.ToString() + ", below the loop's progress " +
                                     r.progress.ToString());

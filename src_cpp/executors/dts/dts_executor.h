@@ -42,9 +42,15 @@ class DtsExecutor final : public Executor {
   const std::vector<int>& inputs(int id) const override { return nodes_.at(id).inputs; }
 
  private:
+  struct Node;
+  // Loops deliver a row or two per instant, so the routing is resolved once, when the graph is
+  // scheduled: the consumer's node, and the entry queue the edge feeds (or -1 when it stays inside
+  // a region or outside all).
   struct Consumer {
     int node;
     int port;
+    Node* target = nullptr;
+    int entry = -1;
   };
   class NodeEmitter final : public Emitter {
    public:
@@ -53,8 +59,10 @@ class DtsExecutor final : public Executor {
     void EmitEnds(EndBatch ends) override;
 
    private:
+    friend class DtsExecutor;
     DtsExecutor* ex_;
     int node_;
+    Node* self_ = nullptr;
   };
   struct Node {
     std::unique_ptr<Operator> op;
@@ -69,10 +77,12 @@ class DtsExecutor final : public Executor {
   // instant by instant.
   struct Entry {
     int node, port;
+    Node* target = nullptr;
     OrderedRuns runs;
   };
   struct Region {
     std::vector<int> nodes;      // in execution order
+    std::vector<Node*> members;  // the same nodes
     std::vector<size_t> entries;  // into entries_
     std::vector<int> producers;   // nodes outside the region that feed it
     Time progress = Time::MinusInfinity();
@@ -84,10 +94,8 @@ class DtsExecutor final : public Executor {
     int region = -1;
   };
 
-  // The entry queue of an edge into a region; null when the edge stays inside one or outside.
-  Entry* EntryOf(int from, const Consumer& c);
-  void Deliver(int from, const Consumer& c, const Batch& batch);
-  void DeliverEnds(int from, const Consumer& c, const EndBatch& ends);
+  void Deliver(const Consumer& c, const Batch& batch);
+  void DeliverEnds(const Consumer& c, const EndBatch& ends);
   // Orders the graph, cuts loops at delays and forms the regions; throws (changing nothing) on a
   // loop without a delay.
   void Schedule();
