@@ -16,6 +16,7 @@ from typing import Any, Iterator, Optional
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as ST
@@ -47,7 +48,7 @@ class CQPartitionWarning(UserWarning):
 
 def run(spark: SparkSession, cql_text: str, inputs: Optional[dict[str, DataFrame]] = None,
         ts: str = "ts", *, partitions: Optional[int] = None, chunk_rows: int = 1 << 18,
-        **engine_options: Any) -> dict[str, DataFrame]:
+        persist: bool = False, **engine_options: Any) -> dict[str, DataFrame]:
     """Runs ``cql_text`` on Spark over DataFrames and returns every query's output as a DataFrame.
 
     ``inputs`` maps stream and relation names to DataFrames whose timestamp column is ``ts``
@@ -63,7 +64,8 @@ def run(spark: SparkSession, cql_text: str, inputs: Optional[dict[str, DataFrame
     partition and warns (:class:`CQPartitionWarning`) naming the operator that needs every row.
     Each task pushes its rows to its engine ``chunk_rows`` at a time. ``engine_options`` go to
     :class:`cq_py.Engine`. The DataFrames are lazy and share one plan: each action runs the engines
-    again, so ``persist()`` what you read more than once (the CLI does).
+    again, unless ``persist=True`` keeps the engines' output (memory and disk) for all of them —
+    worth it when several queries' results are read (the CLI does so).
 
     >>> out = run(spark, "REGISTER STREAM s(k INT, v DOUBLE);"  # doctest: +SKIP
     ...           "REGISTER QUERY q AS SELECT k, AVG(v) AS a FROM s [Partition By k Rows 10] GROUP BY k;",
@@ -121,6 +123,8 @@ def run(spark: SparkSession, cql_text: str, inputs: Optional[dict[str, DataFrame
             # reach the same last tick as one engine over all the data would.
             worker.last_tick = data.agg(F.max(TS)).first()[0]
         result = data.drop(PART).mapInArrow(worker, _spark_schema(out_schema))
+        if persist:
+            result = result.persist(StorageLevel.MEMORY_AND_DISK)
     else:
         result = spark.createDataFrame([], _spark_schema(out_schema))
     return {q: result.filter(F.col(QUERY) == i).select(
