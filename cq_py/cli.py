@@ -142,7 +142,7 @@ def cli() -> None:
                    "by a partition key proved safe, one engine per partition; with --output each "
                    "query is written by Spark to DIR/<query>.<ext>/ (part files).")
 @click.option("--partitions", type=click.IntRange(min=1), default=None,
-              help="With --spark: how many partitions [default: spark.sql.shuffle.partitions].")
+              help="With --spark: how many partitions [default: Spark's default parallelism].")
 @_reports_errors
 def run_command(script: Path, inputs: list[tuple[str, Path]], output: Path | None,
                 fmt: str | None, ts: str, batch_size: int, time_unit: str, auto_delay: bool,

@@ -75,7 +75,12 @@ def generate(spark: SparkSession, n: int, keys: int, path: str) -> None:
 # -- the four jobs ------------------------------------------------------------------------------
 
 def cq_sliding(spark: SparkSession, df: DataFrame) -> DataFrame:
-    return cq_py.spark.run(spark, SLIDING, {"s": df})["q"]
+    return cq_py.spark.run(spark, SLIDING, {"s": df}, partitions=_partitions(spark))["q"]
+
+
+def _partitions(spark: SparkSession) -> int:
+    # cq splits its input as Spark SQL's shuffles do in this session.
+    return int(spark.conf.get("spark.sql.shuffle.partitions"))
 
 
 def sql_sliding(df: DataFrame) -> DataFrame:
@@ -84,7 +89,7 @@ def sql_sliding(df: DataFrame) -> DataFrame:
 
 
 def cq_rows(spark: SparkSession, df: DataFrame) -> DataFrame:
-    return cq_py.spark.run(spark, ROWS, {"s": df})["q"]
+    return cq_py.spark.run(spark, ROWS, {"s": df}, partitions=_partitions(spark))["q"]
 
 
 def sql_rows(df: DataFrame) -> DataFrame:
@@ -145,6 +150,42 @@ def measure(spark: SparkSession, df: DataFrame, repeat: int, check: bool) -> dic
     return results
 
 
+def profile(spark: SparkSession, df: DataFrame, path: str, partitions: int) -> dict:
+    """Where cq's time goes on the rows workload: the same pipeline cut after each step (each
+    forced to the noop sink), and the engine alone on one core over the same events."""
+    import pyarrow.parquet as pq
+
+    import cq_py
+
+    def drop(batches):
+        for _ in batches:
+            pass
+        return iter([])
+
+    keyed = df.select(F.hash("key").alias("p"), F.monotonically_increasing_id().alias("seq"), "*")
+    shuffled = keyed.repartition(partitions, "p")
+    ordered = shuffled.sortWithinPartitions("ts", "seq").drop("p")
+    steps = {"read": df, "+ key hash, sequence": keyed, "+ shuffle": shuffled,
+             "+ sort by time": ordered,
+             "+ Arrow to Python (nothing done)": ordered.mapInArrow(drop, ordered.schema),
+             "cq on Spark (all)": cq_rows(spark, df)}
+    out = {}
+    for name, job in steps.items():
+        force(job)
+        out[name] = min(force(job) for _ in range(2))
+    table = pq.read_table(path).sort_by("ts")
+    eng = cq_py.Engine()
+    eng.execute(ROWS)
+    start = time.perf_counter()
+    for batch in table.to_batches(max_chunksize=1 << 18):
+        eng.push("s", batch)
+        eng.fetch("q")
+    eng.close()
+    eng.fetch("q")
+    out["engine alone, one core (driver)"] = time.perf_counter() - start
+    return out
+
+
 def chart(results: dict, events: int, path: Path) -> None:
     import matplotlib
 
@@ -176,12 +217,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--events", type=int, default=10_000_000)
     p.add_argument("--keys", type=int, default=1000)
     p.add_argument("--master", default="local[2]")
-    p.add_argument("--partitions", type=int, default=8, help="spark.sql.shuffle.partitions (both sides)")
+    p.add_argument("--partitions", type=int, default=2,
+                   help="spark.sql.shuffle.partitions (both sides; cq's partitions too)")
     p.add_argument("--arrow-batch", type=int, default=100_000,
                    help="spark.sql.execution.arrow.maxRecordsPerBatch (cq's side only)")
     p.add_argument("--repeat", type=int, default=1, help="runs per job; the best is reported")
     p.add_argument("--check", action=argparse.BooleanOptionalAction, default=None,
                    help="compare the results (default: when --events <= 1,000,000)")
+    p.add_argument("--profile", action="store_true",
+                   help="also time the steps of cq's pipeline on the rows workload")
     p.add_argument("--data", help="Parquet directory for the generated events (kept if given)")
     p.add_argument("--png", type=Path, help="bar chart of the throughputs")
     p.add_argument("--json", type=Path, help="write the figures as JSON")
@@ -203,6 +247,7 @@ def main(argv: list[str] | None = None) -> int:
         for job in (cq_sliding(spark, small), sql_sliding(small), cq_rows(spark, small), sql_rows(small)):
             force(job)
         results = measure(spark, df, args.repeat, check)
+        steps = profile(spark, df, data, args.partitions) if args.profile else None
     finally:
         spark.stop()
         if tmp is not None:
@@ -215,11 +260,16 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{name:<10}{r['cq_s']:>9.2f}{args.events / r['cq_s']:>14,.0f}{r['sql_s']:>9.2f}"
               f"{args.events / r['sql_s']:>14,.0f}{r['sql_s'] / r['cq_s']:>7.2f}×"
               + (f"   checked {r['checked_rows']:,} rows" if "checked_rows" in r else ""))
+    if steps:
+        print("\nrows workload, cq's pipeline cut after each step (seconds):")
+        for name, seconds in steps.items():
+            print(f"  {name:<36}{seconds:>7.2f}")
     if args.png:
         chart(results, args.events, args.png)
     if args.json:
         args.json.write_text(json.dumps({"events": args.events, "keys": args.keys,
-                                         "master": args.master, "results": results}, indent=2))
+                                         "master": args.master, "partitions": args.partitions,
+                                         "results": results, "profile": steps}, indent=2))
     return 0
 
 

@@ -59,7 +59,7 @@ def run(spark: SparkSession, cql_text: str, inputs: Optional[dict[str, DataFrame
     data, as bags (Spark does not keep an order): a stream-valued query's rows carry its columns and
     ``ts``, a relation-valued query's its columns and ``start``, ``end`` (null: alive at the end).
 
-    The inputs are split into ``partitions`` parts (default ``spark.sql.shuffle.partitions``) by
+    The inputs are split into ``partitions`` parts (default: Spark's default parallelism) by
     the key :func:`cq_py.spark.partition_plan` proves safe; a script without one runs in a single
     partition and warns (:class:`CQPartitionWarning`) naming the operator that needs every row.
     Each task pushes its rows to its engine ``chunk_rows`` at a time. ``engine_options`` go to
@@ -93,7 +93,9 @@ def run(spark: SparkSession, cql_text: str, inputs: Optional[dict[str, DataFrame
                              stream=name)
         given.append((streams[name.lower()], df))
     if partitions is None:
-        partitions = int(spark.conf.get("spark.sql.shuffle.partitions") or 200)
+        # One engine per core: each Python task costs a worker round trip, and an engine streams
+        # through a large partition as fast as through a small one.
+        partitions = spark.sparkContext.defaultParallelism
     if not plan.partitionable:
         warnings.warn(f"cq on Spark: the script runs in one partition: {plan.blocker}",
                       CQPartitionWarning, stacklevel=2)
