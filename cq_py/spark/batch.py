@@ -112,6 +112,10 @@ def run(spark: SparkSession, cql_text: str, inputs: Optional[dict[str, DataFrame
         data = parts[0]
         for p in parts[1:]:
             data = data.union(p)
+        if plan.rstream:
+            # RSTREAM emits at every tick up to the furthest the input reached: every engine must
+            # reach the same last tick as one engine over all the data would.
+            worker.last_tick = data.agg(F.max(TS)).first()[0]
         if not plan.partitionable:
             data = data.repartition(1)
         elif plan.stateful or plan.relations:
@@ -120,11 +124,8 @@ def run(spark: SparkSession, cql_text: str, inputs: Optional[dict[str, DataFrame
             data = data.repartition(partitions, PART)
         # else: rows meet no other row; Spark's partitions stay as they are.
         data = data.sortWithinPartitions(*([TS, SEQ] if plan.ordered else [TS]))
-        if plan.rstream:
-            # RSTREAM emits at every tick up to the furthest the input reached: every engine must
-            # reach the same last tick as one engine over all the data would.
-            worker.last_tick = data.agg(F.max(TS)).first()[0]
-        result = data.drop(PART).mapInArrow(worker, _spark_schema(out_schema))
+        # The sequence only orders ties: it is not sent to Python (every column costs there).
+        result = data.drop(PART, SEQ).mapInArrow(worker, _spark_schema(out_schema))
         if persist:
             result = result.persist(StorageLevel.MEMORY_AND_DISK)
     else:
@@ -216,7 +217,9 @@ def _tagged(df: DataFrame, spec: _InputSpec, specs: list[_InputSpec], ts: str, p
     else:
         # Any split is right for an input no stateful operator reads; a relation's changes must
         # still find their rows, so the hash is over the values.
-        part = F.hash(*cols.values()) if cols else F.lit(0)
+        # (not over the op column: a delete must meet its insert).
+        values = [c for name, c in cols.items() if not (spec.relation and name == OP)]
+        part = F.hash(*values) if values else F.lit(0)
     # One input needs no tag (every column moved costs in the shuffle and the Arrow transfer).
     select = [F.lit(spec.tag).cast("int").alias(TAG)] if len(specs) > 1 else []
     select += [part.alias(PART), ticks.alias(TS)]

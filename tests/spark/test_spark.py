@@ -142,6 +142,27 @@ def test_relation_with_deletes_joined_on_the_key(spark):
     assert counts["tagged"] > 50 and counts["alive"] == 5
 
 
+def test_relation_no_operator_keys_is_split_by_its_values(spark):
+    # dim meets no stateful operator (no key), but s's aggregate makes the script split: dim's
+    # deletes must land where their inserts did.
+    n = 60
+    ids = np.arange(n) % 20
+    rel = pa.table({"id": np.concatenate([ids, ids[:30]]),
+                    "label": [f"l{i}" for i in np.concatenate([ids, ids[:30]])],
+                    "op": ["+"] * n + ["-"] * 30, "ts": np.concatenate([np.arange(n), 100 + np.arange(30)])})
+    cql = """
+    REGISTER STREAM s(k INT, v DOUBLE, w INT);
+    REGISTER RELATION dim(id INT, label VARCHAR);
+    REGISTER QUERY per_k AS SELECT k, COUNT(*) AS n FROM s [Range 10] GROUP BY k;
+    REGISTER QUERY alive AS SELECT id, label FROM dim WHERE id > 2;
+    """
+    p = partition_plan(cql)
+    assert p.keys == {"s": "k", "dim": None} and p.stateful
+    with no_warning():
+        counts = spark_vs_local(spark, cql, {"s": events(300, 6, 150, 13), "dim": rel}, partitions=4)
+    assert counts["alive"] == 51
+
+
 def test_rstream_reaches_the_same_last_tick_in_every_partition(spark):
     # Rows that never end: RSTREAM emits them at every tick up to the last input tick, which
     # only one partition's data reaches.
