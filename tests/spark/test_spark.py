@@ -229,3 +229,22 @@ def test_no_inputs_gives_empty_results_with_the_declared_schema(spark):
     out = run(spark, "REGISTER STREAM s(k INT, v DOUBLE); REGISTER QUERY q AS ISTREAM(SELECT k FROM s [Now]);")
     got = out["q"].toArrow()
     assert got.num_rows == 0 and got.schema.names == ["k", "ts"]
+
+
+def test_double_keys_that_the_engine_equates_meet_in_one_partition(spark):
+    # The engine joins and groups -0.0 with 0.0 and NaN with NaN; the partition hash must too.
+    a = pa.table({"x": [0.0, float("nan"), -0.0, 1.5, 0.0], "ts": [0, 0, 1, 1, 2]})
+    b = pa.table({"y": [-0.0, float("nan"), 0.0, 1.5], "ts": [2, 2, 3, 3]})
+    cql = ("REGISTER STREAM a(x DOUBLE); REGISTER STREAM b(y DOUBLE);"
+           "REGISTER QUERY j AS ISTREAM(SELECT x, y FROM a [Range 10], b [Now] WHERE a.x = b.y);"
+           "REGISTER QUERY g AS SELECT x, COUNT(*) AS n FROM a GROUP BY x;")
+    local = cq_py.run(cql, inputs={"a": a, "b": b})
+    out = run(spark, cql, inputs={"a": spark.createDataFrame(a), "b": spark.createDataFrame(b)},
+              partitions=4)
+
+    def norm(t):
+        return sorted((tuple("NaN" if v != v else v for v in r.values())
+                       for r in t.to_pylist()), key=repr)
+    for q in ("j", "g"):
+        assert norm(out[q].toArrow()) == norm(local[q]), q
+    assert local["j"].num_rows == 8
