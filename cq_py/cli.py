@@ -244,9 +244,15 @@ def _run_on_spark(script: Path, eng: cq_py.Engine, inputs: list[tuple[str, Path]
             target = write_output(df, output, query, fmt)
             click.echo(f"{query}: {df.count()} rows -> {target}/")
     except Exception as exc:
-        # A failure inside a Spark task reaches the driver wrapped; its first line says what.
+        # A failure inside a Spark task reaches the driver wrapped in Spark's exception: report
+        # cq's own error (bad data found by an engine) as cq reports it, anything else briefly.
         if exc.__class__.__module__.startswith(("pyspark", "py4j")):
-            raise CQFailure(f"Spark job failed: {str(exc).strip().splitlines()[0]}") from exc
+            lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+            ours = [line.split(": ", 1)[1] for line in lines
+                    if line.startswith("cq_py.errors.") and ": " in line]
+            if ours:
+                raise CQFailure(f"{ours[-1]} (in a Spark task)") from exc
+            raise CQFailure(f"Spark job failed: {lines[0] if lines else type(exc).__name__}") from exc
         raise
     finally:
         if created:

@@ -63,7 +63,10 @@ def run(spark: SparkSession, cql_text: str, inputs: Optional[dict[str, DataFrame
     the key :func:`cq_py.spark.partition_plan` proves safe; a script without one runs in a single
     partition and warns (:class:`CQPartitionWarning`) naming the operator that needs every row.
     Each task pushes its rows to its engine ``chunk_rows`` at a time. ``engine_options`` go to
-    :class:`cq_py.Engine`. The DataFrames are lazy and share one plan: each action runs the engines
+    :class:`cq_py.Engine`. Errors in the script or the inputs' columns are raised here; errors in
+    the data that an engine finds (a null timestamp, a delete of a row that is not there) come when
+    a result is computed, as Spark's exception from the task, whose message ends with cq's. The
+    DataFrames are lazy and share one plan: each action runs the engines
     again, unless ``persist=True`` keeps the engines' output (memory and disk) for all of them —
     worth it when several queries' results are read (the CLI does so).
 

@@ -84,3 +84,15 @@ def test_partitions_needs_spark(tmp_path: Path):
     result = CliRunner().invoke(cli, ["run", str(SCRIPT), "--input", f"readings={READINGS}",
                                       "--partitions", "2"])
     assert result.exit_code == 2 and "--partitions needs --spark" in result.output
+
+
+def test_bad_data_found_in_a_task_is_reported_as_cq_reports_it(spark, tmp_path: Path):
+    path = tmp_path / "s.parquet"
+    pq.write_table(pa.table({"k": [1, 2, 3], "v": [1.0, 2.0, 3.0],
+                             "ts": pa.array([1, None, 3], pa.int64())}), path)
+    script = tmp_path / "q.cql"
+    script.write_text("REGISTER STREAM s(k INT, v DOUBLE);\n"
+                      "REGISTER QUERY q AS SELECT k, COUNT(*) AS n FROM s [Range 5] GROUP BY k;\n")
+    result = CliRunner().invoke(cli, ["run", str(script), "--input", f"s={path}", "--spark"])
+    assert result.exit_code == 1
+    assert "cq: error: stream 's': null timestamp at row 0 (in a Spark task)" in result.stderr
