@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "engine/errors.h"
+#include "engine/snapshot.h"
 #include "operators/registry.h"
 #include "plan/plan_util.h"
 
@@ -143,4 +144,30 @@ void RegisterNegativeTimeWindow(OperatorRegistry& r) {
   });
 }
 
+
+// The kept batches and the two cursors: the next positive and the next negative to send.
+void NegativeTimeWindow::Snapshot(SnapshotWriter& w) const {
+  w.U32(front_);
+  w.U64(kept_.size());
+  for (const Batch& b : kept_) w.WriteBatch(b);
+  w.Pod(next_positive_);
+  w.Pod(next_negative_);
+}
+
+void NegativeTimeWindow::Restore(SnapshotReader& r) {
+  front_ = r.U32();
+  kept_.clear();
+  for (size_t n = r.Count(1); n > 0; --n) {
+    kept_.push_back(r.ReadBatch());
+    CQ_SNAPSHOT_CHECK(!kept_.back().has_selection, "a time window keeps a batch with a selection");
+  }
+  next_positive_ = r.Pod<BatchRow>();
+  next_negative_ = r.Pod<BatchRow>();
+  auto in_range = [&](const BatchRow& c) {
+    // A cursor names a kept batch and a row in it, or sits just past the last kept batch.
+    const uint64_t k = static_cast<uint64_t>(c.batch) - front_;
+    return c.batch >= front_ && (k == kept_.size() ? c.row == 0 : k < kept_.size() && c.row < kept_[k].length);
+  };
+  CQ_SNAPSHOT_CHECK(in_range(next_positive_) && in_range(next_negative_), "a time window's cursors are out of range");
+}
 }  // namespace cq
