@@ -613,7 +613,6 @@ void RegisterAggregate(OperatorRegistry& r) {
   });
 }
 
-
 // ---- snapshots -------------------------------------------------------------------------------
 
 // Between calls the output being built is empty (AdvanceTo hands it all out) and no group is
