@@ -323,10 +323,12 @@ constexpr char kMagic[8] = {'C', 'Q', 'S', 'N', 'A', 'P', '\r', '\n'};
 constexpr uint32_t kFormatVersion = 1;
 constexpr size_t kHeaderSize = 32;
 
+}  // namespace
+
 // A 64-bit checksum of the payload: four lanes of multiply-xorshift steps over 8-byte words.
 // Every step is a bijection of the lane for a given word and injective in the word, so a change
 // to any one word always changes the result; it runs at memory speed.
-uint64_t Checksum(const char* p, size_t n) {
+uint64_t SnapshotChecksum(const char* p, size_t n) {
   constexpr uint64_t kMul = 0xff51afd7ed558ccdull;
   uint64_t lane[4] = {0x9E3779B97F4A7C15ull ^ n, 0xC2B2AE3D27D4EB4Full, 0x165667B19E3779F9ull, 0x27D4EB2F165667C5ull};
   auto step = [](uint64_t h, uint64_t w) {
@@ -353,6 +355,8 @@ uint64_t Checksum(const char* p, size_t n) {
   for (int k = 1; k < 4; ++k) h = step(h, lane[k]);
   return h;
 }
+
+namespace {
 
 std::string OptionsText(const EngineOptions& o) {
   return "lifetime='" + o.lifetime + "', executor='" + o.executor + "', expose_steps=" +
@@ -406,7 +410,7 @@ std::string Engine::Snapshot(std::string_view annex) const {
   }
 
   const uint64_t size = out.size() - kHeaderSize;
-  const uint64_t sum = Checksum(out.data() + kHeaderSize, size);
+  const uint64_t sum = SnapshotChecksum(out.data() + kHeaderSize, size);
   std::memcpy(out.data(), kMagic, 8);
   std::memcpy(out.data() + 8, &kFormatVersion, 4);
   std::memcpy(out.data() + 16, &size, 8);
@@ -434,7 +438,7 @@ std::string_view Engine::SnapshotPayload(std::string_view s) {
     SnapshotReader::Corrupt(size > have ? "it is truncated (" + std::to_string(have) + " of " + std::to_string(size) +
                                               " payload bytes)"
                                         : std::to_string(have - size) + " bytes follow its end");
-  if (Checksum(s.data() + kHeaderSize, size) != sum) SnapshotReader::Corrupt("its checksum does not match (damaged)");
+  if (SnapshotChecksum(s.data() + kHeaderSize, size) != sum) SnapshotReader::Corrupt("its checksum does not match (damaged)");
   return s.substr(kHeaderSize);
 }
 

@@ -175,7 +175,7 @@ void SnapshotWriter::WriteBatch(const Batch& b) {
   I64(b.selection_count);
 }
 
-Batch SnapshotReader::ReadBatch() {
+Batch SnapshotReader::ReadBatch(const Schema* expect) {
   Batch b;
   const uint8_t kind = Pod<uint8_t>();
   Check(kind <= static_cast<uint8_t>(BatchKind::kLifetime), "unknown batch kind");
@@ -192,6 +192,11 @@ Batch SnapshotReader::ReadBatch() {
   b.selection_count = I64();
   const int64_t n = b.length;
   Check(n >= 0, "a batch's length is negative");
+  if (expect) {
+    bool same = b.schema && b.columns.size() == expect->size();
+    for (size_t c = 0; same && c < expect->size(); ++c) same = b.columns[c].type == (*expect)[c].type;
+    Check(same, "a batch's columns are not of the types the plan gives");
+  }
   Check(!b.schema || b.columns.size() == b.schema->size(), "a batch has other columns than its schema");
   for (size_t c = 0; c < b.columns.size(); ++c)
     Check(b.columns[c].length >= n && (!b.schema || b.columns[c].type == (*b.schema)[c].type ||

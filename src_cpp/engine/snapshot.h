@@ -31,7 +31,9 @@ static_assert(std::endian::native == std::endian::little,
 
 class SnapshotWriter {
  public:
-  void Bytes(const void* p, size_t n) { out_.append(static_cast<const char*>(p), n); }
+  void Bytes(const void* p, size_t n) {
+    if (n) out_.append(static_cast<const char*>(p), n);  // (an empty vector's data() may be null)
+  }
   template <typename T>
   void Pod(const T& v) {
     static_assert(std::is_trivially_copyable_v<T>);
@@ -119,7 +121,7 @@ class SnapshotReader {
   size_t left() const { return static_cast<size_t>(end_ - p_); }
   void Bytes(void* out, size_t n) {
     if (n > left()) Corrupt("it ends in the middle (truncated)");
-    std::memcpy(out, p_, n);
+    if (n) std::memcpy(out, p_, n);
     p_ += n;
   }
   const char* Skip(size_t n) {
@@ -186,8 +188,10 @@ class SnapshotReader {
   std::vector<Column> Cols();
   TimeColumn TimeCol();
   std::shared_ptr<const Schema> SchemaRef();
-  // A batch, checked: columns as its schema says, every buffer as long as its rows need.
-  Batch ReadBatch();
+  // A batch, checked: columns as its schema says, every buffer as long as its rows need. With
+  // `expect`, the batch's columns must have its types: operators read columns by the types their
+  // plan gives, so a restored batch must not bring other ones.
+  Batch ReadBatch(const Schema* expect = nullptr);
   EndBatch ReadEnds();
 
   // A section written by SnapshotWriter::Begin/End, read by `read`, which must consume it exactly.
@@ -210,6 +214,17 @@ class SnapshotReader {
   std::vector<Buffer> buffers_;
   std::vector<std::shared_ptr<const Schema>> schemas_;
 };
+
+// Whether a bool member of a struct read as raw bytes holds 0 or 1 (checked without loading it:
+// loading any other byte as a bool is undefined).
+inline bool ValidBool(const bool& b) {
+  uint8_t v;
+  std::memcpy(&v, &b, 1);
+  return v <= 1;
+}
+
+// The checksum of a snapshot's payload (engine.cc): a change to any one 8-byte word changes it.
+uint64_t SnapshotChecksum(const char* p, size_t n);
 
 // Checks `ok` while reading a snapshot: state that restored bytes describe must be consistent
 // before the engine runs on it.

@@ -78,12 +78,12 @@ void InstantTracker::SnapshotRetained(SnapshotWriter& w) const {
   w.PodVec(released_);
 }
 
-void InstantTracker::RestoreRetained(SnapshotReader& r) {
+void InstantTracker::RestoreRetained(SnapshotReader& r, const Schema& expect) {
   retained_.clear();
   next_seq_ = r.U32();
   for (size_t n = r.Count(1); n > 0; --n) {
     const uint32_t seq = r.U32();
-    Batch b = r.ReadBatch();
+    Batch b = r.ReadBatch(&expect);
     const int64_t live = r.I64();
     CQ_SNAPSHOT_CHECK(b.schema && !b.has_selection && seq < next_seq_ &&
                           (retained_.empty() || seq == retained_.back().seq + 1) && live >= 0,
@@ -91,7 +91,8 @@ void InstantTracker::RestoreRetained(SnapshotReader& r) {
     retained_.push_back({seq, std::move(b), live});
   }
   r.PodVec(released_);
-  bool ok = true;
+  // Numbers go to retained batches only, in order: the last retained has the last number.
+  bool ok = retained_.empty() || retained_.back().seq + 1 == next_seq_;
   for (const RowRef& x : released_) ok &= Holds(x);
   CQ_SNAPSHOT_CHECK(ok, "a tracker releases rows it does not hold");
   equal_ = retained_.empty() ? nullptr : std::make_unique<RowEqual>(*retained_.front().batch.schema);

@@ -65,9 +65,16 @@ class InstantTracker {
   // Rows still held (for tests: zero once everything has ended and been seen).
   int64_t retained_rows() const;
 
-  // Engine snapshots: the retained rows and the strategy's own state.
+  // Engine snapshots: the retained rows and the strategy's own state. `expect`: the schema of the
+  // batches the owner pushes.
   virtual void Snapshot(SnapshotWriter& w) const = 0;
-  virtual void Restore(SnapshotReader& r) = 0;
+  virtual void Restore(SnapshotReader& r, const Schema& expect) = 0;
+  // The batches retained, oldest first (for owners that check what restored rows hold).
+  std::vector<const Batch*> retained_batches() const {
+    std::vector<const Batch*> out;
+    for (const Retained& r : retained_) out.push_back(&r.batch);
+    return out;
+  }
 
  protected:
   struct Retained {
@@ -81,7 +88,7 @@ class InstantTracker {
   void FlushReleases();
   // The retained batches and the references let go of, shared by both strategies.
   void SnapshotRetained(SnapshotWriter& w) const;
-  void RestoreRetained(SnapshotReader& r);
+  void RestoreRetained(SnapshotReader& r, const Schema& expect);
   // A restored reference names a row of a retained batch.
   bool Holds(RowRef r) const {
     return !retained_.empty() && r.seq >= retained_.front().seq && r.seq - retained_.front().seq < retained_.size() &&

@@ -75,8 +75,8 @@ void NegativeTracker::Snapshot(SnapshotWriter& w) const {
   alive_.Snapshot(w);
 }
 
-void NegativeTracker::Restore(SnapshotReader& r) {
-  RestoreRetained(r);
+void NegativeTracker::Restore(SnapshotReader& r, const Schema& expect) {
+  RestoreRetained(r, expect);
   pending_.clear();
   bool ok = true;
   for (size_t n = r.Count(16); n > 0; --n) {

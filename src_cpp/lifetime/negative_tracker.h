@@ -20,7 +20,7 @@ class NegativeTracker final : public InstantTracker {
   std::vector<RowRef> alive() const override;
   bool any_alive() const override { return !alive_.empty(); }
   void Snapshot(SnapshotWriter& w) const override;
-  void Restore(SnapshotReader& r) override;
+  void Restore(SnapshotReader& r, const Schema& expect) override;
 
  private:
   struct Instant {

@@ -202,7 +202,7 @@ void OrderedRuns::Snapshot(SnapshotWriter& w) const {
   }
 }
 
-void OrderedRuns::Restore(SnapshotReader& r) {
+void OrderedRuns::Restore(SnapshotReader& r, const Schema& expect) {
   runs_.clear();
   heap_.clear();
   held_pending_.clear();
@@ -210,7 +210,7 @@ void OrderedRuns::Restore(SnapshotReader& r) {
   for (size_t n = r.Count(1); n > 0; --n) {
     const uint64_t id = r.U64();
     Run& run = runs_[id];
-    run.batch = r.ReadBatch();
+    run.batch = r.ReadBatch(&expect);
     run.offset = r.I64();
     run.own_ends = r.Bool();
     CQ_SNAPSHOT_CHECK(id < next_run_ && run.offset >= 0 && run.offset < run.batch.length && !run.batch.has_selection,

@@ -32,7 +32,7 @@ class OrderedRuns {
 
   // Engine snapshots: the held runs, the heap and the pending holders, as they are.
   void Snapshot(SnapshotWriter& w) const;
-  void Restore(SnapshotReader& r);
+  void Restore(SnapshotReader& r, const Schema& expect);
 
  private:
   struct Run {

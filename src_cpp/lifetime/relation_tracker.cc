@@ -153,8 +153,8 @@ void RelationTracker::Snapshot(SnapshotWriter& w) const {
   w.PodVec(alive_);
 }
 
-void RelationTracker::Restore(SnapshotReader& r) {
-  RestoreRetained(r);
+void RelationTracker::Restore(SnapshotReader& r, const Schema& expect) {
+  RestoreRetained(r, expect);
   r.PodVec(slab_);
   r.PodVec(free_slots_);
   r.PodVec(heap_);

@@ -689,6 +689,10 @@ void Aggregate::Restore(SnapshotReader& r) {
       m.strings[std::move(v)] = r.I64();
     }
   }
+  bool bools = true;
+  for (const Group& g : groups_) bools &= ValidBool(g.open) && ValidBool(g.touched) && ValidBool(g.listed);
+  for (const Value& v : current_) bools &= ValidBool(v.valid);
+  CQ_SNAPSHOT_CHECK(bools, "a flag is neither 0 nor 1");
   const size_t groups = groups_.size();
   bool ok = groups == index_.size() && accs_.size() == groups * na_ && current_.size() == groups * na_ &&
             current_str_.size() == (has_strings_ ? groups * na_ : 0) && sets_.size() == groups * sets_per_group_;
@@ -712,6 +716,8 @@ void Aggregate::Restore(SnapshotReader& r) {
          (c.sync.steps.empty() || c.sync.steps.size >= c.length * 8) && c.groups.size >= c.length * 4 &&
          (input_ == Input::kNegative ? c.signs.size >= c.length : c.signs.empty()) && c.base > base;
     for (const Column& a : c.args) ok &= a.length >= c.length;
+    for (const Agg& a : aggs_)
+      if (a.expr && ok) ok &= c.args[a.arg].type == a.arg_type;
     for (int64_t i = 0; ok && i < c.length; ++i) ok &= c.groups.as<const uint32_t>()[i] < groups;
     CQ_SNAPSHOT_CHECK(ok, "an aggregate's retained rows are inconsistent");
     base = c.base;
@@ -733,7 +739,16 @@ void Aggregate::Restore(SnapshotReader& r) {
   Load(next_start_);  // unpacks the cursors' chunks (pointers are not saved)
   Load(next_end_);
   CQ_SNAPSHOT_CHECK(r.Bool() == (tracker_ != nullptr), "an aggregate's strategy differs from its plan's");
-  if (tracker_) tracker_->Restore(r);
+  if (tracker_) {
+    tracker_->Restore(r, *derived_schema_);
+    // The tracked rows carry their group id last: it indexes the groups.
+    bool ok = true;
+    for (const Batch* b : tracker_->retained_batches()) {
+      const int64_t* g = b->columns.back().i64();
+      for (int64_t i = 0; i < b->length; ++i) ok &= g[i] >= 0 && static_cast<uint64_t>(g[i]) < groups;
+    }
+    CQ_SNAPSHOT_CHECK(ok, "an aggregate's tracked rows name groups it does not have");
+  }
   out_hint_ = r.I64();
 }
 }  // namespace cq

@@ -37,5 +37,5 @@ void RegisterDStream(OperatorRegistry& r) {
 
 
 void DStream::Snapshot(SnapshotWriter& w) const { tracker_->Snapshot(w); }
-void DStream::Restore(SnapshotReader& r) { tracker_->Restore(r); }
+void DStream::Restore(SnapshotReader& r) { tracker_->Restore(r, *schema_); }
 }  // namespace cq

@@ -460,13 +460,14 @@ void HashJoin::Snapshot(SnapshotWriter& w) const {
 void HashJoin::Restore(SnapshotReader& r) {
   progress_ = r.Pod<Time>();
   bool ok = true;
-  for (Side& s : sides_) {
+  for (int side = 0; side < 2; ++side) {
+    Side& s = sides_[side];
     s.next_seq = r.U32();
     s.kept = Side::Batches{};
     for (size_t n = r.Count(1); n > 0; --n) {
       Kept k;
       k.seq = r.U32();
-      k.batch = r.ReadBatch();
+      k.batch = r.ReadBatch(side == 0 ? &left_ : &right_);
       r.PodVec(k.keys);
       k.key_cols = r.Cols();
       r.Times(k.ends);
@@ -477,9 +478,11 @@ void HashJoin::Restore(SnapshotReader& r) {
                             (s.kept.empty() || k.seq == s.kept.slots.back()->seq + 1) && k.keys.size() == len &&
                             k.key_cols.size() == s.keys.size() && (negative_ ? k.rows.size() : k.ends.size()) == len,
                         "a join's kept batches are inconsistent");
-      for (const Column& c : k.key_cols) ok &= c.length >= k.batch.length;
+      for (size_t c = 0; c < k.key_cols.size(); ++c)
+        ok &= k.key_cols[c].length >= k.batch.length && k.key_cols[c].type == s.keys[c]->type();
       s.kept.push_back(std::move(k));
     }
+    CQ_SNAPSHOT_CHECK(s.kept.empty() || s.kept.slots.back()->seq + 1 == s.next_seq, "a join's kept batches are out of sequence");
     s.cursor_batch = r.U64();
     s.cursor_row = r.I64();
     auto holds = [&s](const Ref& x) {

@@ -329,7 +329,7 @@ void IStream::Restore(SnapshotReader& r) {
   retained_.clear();
   for (size_t n = r.Count(1); n > 0; --n) {
     const uint64_t seq = r.U64();
-    Batch b = r.ReadBatch();
+    Batch b = r.ReadBatch(&schema_);
     CQ_SNAPSHOT_CHECK(seq < next_seq_ && (retained_.empty() || seq == retained_.back().seq + 1),
                       "an ISTREAM's retained batches are out of sequence");
     retained_.push_back({seq, std::move(b)});
@@ -337,11 +337,11 @@ void IStream::Restore(SnapshotReader& r) {
   duration_ = r.OptDur();
   cursor_ = r.I64();
   CQ_SNAPSHOT_CHECK(r.Bool() == (tracker_ != nullptr), "an ISTREAM's strategy differs from its plan's");
-  if (tracker_) tracker_->Restore(r);
+  if (tracker_) tracker_->Restore(r, schema_);
   current_ = r.Pod<Time>();
   r.PodVec(ending_now_);
   r.PodVec(consumed_);
-  bool ok = cursor_ >= 0 && (retained_.empty() ? cursor_ == 0 : cursor_ <= retained_.front().batch.num_rows()) &&
+  bool ok = (retained_.empty() || retained_.back().seq + 1 == next_seq_) && cursor_ >= 0 && (retained_.empty() ? cursor_ == 0 : cursor_ <= retained_.front().batch.num_rows()) &&
             consumed_.size() == ending_now_.size() && (retained_.empty() || duration_);
   for (const RowRef& x : ending_now_)
     ok &= !retained_.empty() && x.seq >= retained_.front().seq && x.seq - retained_.front().seq < retained_.size() &&

@@ -105,7 +105,7 @@ void NegativeRowWindow::Restore(SnapshotReader& r) {
   kept_.clear();
   for (size_t n = r.Count(1); n > 0; --n) {
     const uint32_t seq = r.U32();
-    Batch b = r.ReadBatch();
+    Batch b = r.ReadBatch(&schema_);
     const int64_t live = r.I64();
     CQ_SNAPSHOT_CHECK(!b.has_selection && seq < next_seq_ && (kept_.empty() || seq == kept_.back().seq + 1),
                       "a row window's kept batches are out of sequence");
@@ -118,6 +118,7 @@ void NegativeRowWindow::Restore(SnapshotReader& r) {
             x.row < static_cast<uint64_t>(kept_[x.seq - kept_.front().seq].batch.length);
     return ok;
   };
+  CQ_SNAPSHOT_CHECK(kept_.empty() || kept_.back().seq + 1 == next_seq_, "a row window's kept batches are out of sequence");
   all_ = Queue{};
   r.PodVec(all_.items);
   bool ok = holds(all_);

@@ -158,7 +158,7 @@ void NegativeTimeWindow::Restore(SnapshotReader& r) {
   front_ = r.U32();
   kept_.clear();
   for (size_t n = r.Count(1); n > 0; --n) {
-    kept_.push_back(r.ReadBatch());
+    kept_.push_back(r.ReadBatch(&schema_));
     CQ_SNAPSHOT_CHECK(!kept_.back().has_selection, "a time window keeps a batch with a selection");
   }
   next_positive_ = r.Pod<BatchRow>();

@@ -472,21 +472,36 @@ void QuerySink::Restore(SnapshotReader& r) {
   retained_.clear();
   for (size_t n = r.Count(1); n > 0; --n) {
     const uint32_t seq = r.U32();
-    Batch b = r.ReadBatch();
+    Batch b = r.ReadBatch(&input_);
     const int64_t live = r.I64();
     CQ_SNAPSHOT_CHECK(!b.has_selection && seq < next_seq_ && (retained_.empty() || seq == retained_.back().seq + 1) &&
                           b.columns.size() == input_.size(),
                       "a query's waiting rows are out of sequence");
     retained_.push_back({seq, std::move(b), live});
   }
+  // Numbers are handed out in order and only to kept batches: the last kept has the last number.
+  ok &= retained_.empty() || retained_.back().seq + 1 == next_seq_;
   auto holds = [&](uint32_t seq, uint32_t row) {
     return !retained_.empty() && seq >= retained_.front().seq && seq - retained_.front().seq < retained_.size() &&
            row < static_cast<uint64_t>(retained_[seq - retained_.front().seq].batch.length);
   };
   r.PodVec(slots_);
-  for (const Slot& s : slots_) ok &= s.row == Slot::kEmpty || holds(s.seq, s.row);
-  positives_.Restore(r, [&](const Positive& p) { return holds(p.seq, p.row); });
+  // Each kept batch is kept for exactly the rows that still refer to it.
+  std::vector<int64_t> refs(retained_.size(), 0);
+  int64_t waiting = 0;
+  for (const Slot& s : slots_) {
+    if (s.row == Slot::kEmpty) continue;
+    ok &= holds(s.seq, s.row);
+    if (ok) ++refs[s.seq - retained_.front().seq], ++waiting;
+  }
+  positives_.Restore(r, [&](const Positive& p) {
+    if (!holds(p.seq, p.row)) return false;
+    ++refs[p.seq - retained_.front().seq];
+    return true;
+  });
   waiting_ = r.I64();
+  ok &= negative_ ? waiting == 0 : waiting == waiting_;
+  for (size_t k = 0; k < retained_.size(); ++k) ok &= retained_[k].live == refs[k];
   CQ_SNAPSHOT_CHECK(ok, "a query's waiting rows refer to batches it does not keep");
 }
 }  // namespace cq

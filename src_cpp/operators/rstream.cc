@@ -114,7 +114,7 @@ void RStream::Snapshot(SnapshotWriter& w) const {
 }
 
 void RStream::Restore(SnapshotReader& r) {
-  tracker_->Restore(r);
+  tracker_->Restore(r, *schema_);
   next_tick_ = r.I64();
   last_finite_ = r.I64();
   closing_ = r.Bool();

@@ -42,5 +42,5 @@ void RegisterUnionAll(OperatorRegistry& r) {
 
 // The rows waiting to go out in time order.
 void UnionAll::Snapshot(SnapshotWriter& w) const { waiting_.Snapshot(w); }
-void UnionAll::Restore(SnapshotReader& r) { waiting_.Restore(r); }
+void UnionAll::Restore(SnapshotReader& r) { waiting_.Restore(r, schema_); }
 }  // namespace cq

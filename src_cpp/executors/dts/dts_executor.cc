@@ -369,7 +369,7 @@ void DtsExecutor::Restore(SnapshotReader& r) {
   CQ_SNAPSHOT_CHECK(r.Count(16) == entries_.size(), "the executor has another number of loop entries");
   for (Entry& e : entries_) {
     CQ_SNAPSHOT_CHECK(r.I64() == e.node && r.I64() == e.port, "the executor's loop entries differ");
-    e.runs.Restore(r);
+    e.runs.Restore(r, nodes_.at(nodes_.at(e.node).inputs[e.port]).op->output_schema());
   }
 }
 
