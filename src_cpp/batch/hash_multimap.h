@@ -69,6 +69,14 @@ class HashMultimap {
   // Engine snapshots: the slots as they are (probe runs depend on the insertion history, so the
   // table is not rebuilt). `valid(ref)` checks a restored reference.
   void Snapshot(SnapshotWriter& w) const { w.PodVec(slots_); }
+  // The same, each reference written as map(ref) (an owner that compacts what refs point into).
+  template <typename Map>
+  void Snapshot(SnapshotWriter& w, Map&& map) const {
+    std::vector<Slot> out = slots_;
+    for (Slot& s : out)
+      if (s.key != kEmpty) s.ref = map(s.ref);
+    w.PodVec(out);
+  }
   template <typename Valid>
   void Restore(SnapshotReader& r, Valid&& valid) {
     r.PodVec(slots_);

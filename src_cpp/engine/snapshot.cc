@@ -24,6 +24,7 @@ void SnapshotWriter::Buf(const Buffer& b) {
     U64(it->second);
     return;
   }
+  written_.push_back(b);
   Pod(kBytes);
   U64(static_cast<uint64_t>(b.size));
   Bytes(b.data, static_cast<size_t>(b.size));
@@ -130,6 +131,7 @@ void SnapshotWriter::SchemaRef(const std::shared_ptr<const Schema>& s) {
     U64(it->second);
     return;
   }
+  written_schemas_.push_back(s);
   Pod(kBytes);
   U64(s->size());
   for (const Field& f : *s) {

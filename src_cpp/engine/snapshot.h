@@ -106,6 +106,11 @@ class SnapshotWriter {
   };
   std::unordered_map<BufKey, uint64_t, BufKeyHash> buffers_;
   std::unordered_map<const Schema*, uint64_t> schemas_;
+  // Every buffer and schema written, held until the writer goes: operators may write temporaries
+  // (a compacted copy), and a freed temporary's address could come back for another buffer and
+  // be taken for the first.
+  std::vector<Buffer> written_;
+  std::vector<std::shared_ptr<const Schema>> written_schemas_;
 };
 
 class SnapshotReader {

@@ -647,18 +647,25 @@ void Aggregate::Snapshot(SnapshotWriter& w) const {
     }
   }
   w.OptDur(duration_);
+  // Rows behind both cursors are never read again: the first chunk is written from the earlier
+  // cursor on (a chunk is a whole input batch, kept until both cursors leave it).
+  const Cursor& first = next_end_.Before(next_start_) ? next_end_ : next_start_;
+  const int64_t skip = chunks_.empty() || first.chunk != 0 ? 0 : std::min<int64_t>(first.row, chunks_[0].length);
   w.U64(chunks_.size());
-  for (const Chunk& c : chunks_) {
-    w.TimeCol(c.sync);
-    w.Cols(c.args);
-    w.Buf(c.groups);
-    w.Buf(c.signs);
-    w.I64(c.length);
-    w.I64(c.base);
+  for (size_t k = 0; k < chunks_.size(); ++k) {
+    const Chunk& c = chunks_[k];
+    const int64_t from = k == 0 ? skip : 0, n = c.length - from;
+    w.TimeCol(from ? SliceTime(c.sync, from, n) : c.sync);
+    w.U64(c.args.size());
+    for (const Column& a : c.args) w.Col(from ? SliceColumn(a, from, n) : a);
+    w.Buf(from ? Buffer::Slice(c.groups, from * 4, n * 4) : c.groups);
+    w.Buf(from && !c.signs.empty() ? Buffer::Slice(c.signs, from, n) : c.signs);
+    w.I64(n);
+    w.I64(c.base + from);
   }
   for (const Cursor* c : {&next_start_, &next_end_}) {
     w.U64(c->chunk);
-    w.I64(c->row);
+    w.I64(c->chunk == 0 ? c->row - skip : c->row);
   }
   w.Pod(max_sync_);
   w.I64(retained_);

@@ -413,15 +413,43 @@ void QuerySink::Snapshot(SnapshotWriter& w) const {
     w.PodVec(b.valid);
     w.I64(b.nulls);
   }
+  // A kept batch is a whole output batch of its producer, kept for the few rows that wait (an
+  // aggregate's open results): only the waiting rows are written, and references renumbered.
+  std::vector<std::vector<uint32_t>> rows(retained_.size());
+  const uint32_t front = retained_.empty() ? 0 : retained_.front().seq;
+  for (const Slot& s : slots_)
+    if (s.row != Slot::kEmpty) rows[s.seq - front].push_back(s.row);
+  positives_.ForEach([&](const Positive& p) { rows[p.seq - front].push_back(p.row); });
+  std::vector<uint8_t> compacted(retained_.size(), 0);
   w.U32(next_seq_);
   w.U64(retained_.size());
-  for (const Retained& r : retained_) {
+  for (size_t k = 0; k < retained_.size(); ++k) {
+    const Retained& r = retained_[k];
+    std::sort(rows[k].begin(), rows[k].end());
     w.U32(r.seq);
-    w.WriteBatch(r.batch);
+    if (static_cast<int64_t>(rows[k].size()) * 2 < r.batch.length) {
+      compacted[k] = 1;
+      Batch waiting = r.batch;
+      waiting.has_selection = true;
+      waiting.selection = Buffer::Allocate(static_cast<int64_t>(rows[k].size()) * 4);
+      std::copy(rows[k].begin(), rows[k].end(), waiting.selection.as<uint32_t>());
+      waiting.selection_count = static_cast<int64_t>(rows[k].size());
+      w.WriteBatch(waiting.Compact());
+    } else {
+      w.WriteBatch(r.batch);
+    }
     w.I64(r.live);
   }
-  w.PodVec(slots_);
-  positives_.Snapshot(w);
+  auto renumber = [&](uint32_t seq, uint32_t row) -> uint32_t {
+    const auto& rs = rows[seq - front];
+    return compacted[seq - front] ? static_cast<uint32_t>(std::lower_bound(rs.begin(), rs.end(), row) - rs.begin())
+                                  : row;
+  };
+  std::vector<Slot> slots = slots_;
+  for (Slot& s : slots)
+    if (s.row != Slot::kEmpty) s.row = renumber(s.seq, s.row);
+  w.PodVec(slots);
+  positives_.Snapshot(w, [&](const Positive& p) { return Positive{p.seq, renumber(p.seq, p.row)}; });
   w.I64(waiting_);
 }
 
