@@ -145,13 +145,21 @@ void RegisterNegativeTimeWindow(OperatorRegistry& r) {
 }
 
 
-// The kept batches and the two cursors: the next positive and the next negative to send.
+// The kept batches and the two cursors: the next positive and the next negative to send. The
+// first batch (a whole input batch, kept until both cursors leave it) is written from the earlier
+// cursor on.
 void NegativeTimeWindow::Snapshot(SnapshotWriter& w) const {
+  auto before = [](const BatchRow& a, const BatchRow& b) { return a.batch != b.batch ? a.batch < b.batch : a.row < b.row; };
+  const BatchRow first = before(next_negative_, next_positive_) ? next_negative_ : next_positive_;
+  const uint32_t skip = !kept_.empty() && first.batch == front_ ? first.row : 0;
   w.U32(front_);
   w.U64(kept_.size());
-  for (const Batch& b : kept_) w.WriteBatch(b);
-  w.Pod(next_positive_);
-  w.Pod(next_negative_);
+  for (size_t k = 0; k < kept_.size(); ++k)
+    w.WriteBatch(k == 0 && skip ? kept_[0].Slice(skip, kept_[0].length - skip) : kept_[k]);
+  for (BatchRow c : {next_positive_, next_negative_}) {
+    if (c.batch == front_) c.row -= skip;
+    w.Pod(c);
+  }
 }
 
 void NegativeTimeWindow::Restore(SnapshotReader& r) {
