@@ -337,9 +337,13 @@ class Engine:
                 raise ValueError("a malformed engine description")
         except (ValueError, KeyError, UnicodeDecodeError) as e:
             raise SnapshotError(f"not a snapshot of a cq_py.Engine ({e}); was it taken by Engine.snapshot()?") from None
-        eng = cls(**options)
-        for text in cql:
-            eng.execute(text)
+        try:
+            eng = cls(**options)
+            for text in cql:
+                eng.execute(text)
+        except (CQError, TypeError, ValueError) as e:
+            # The bytes are sound (checksummed) but this cq cannot rebuild the engine they describe.
+            raise SnapshotError(f"the snapshot's engine cannot be rebuilt here: {e}") from None
         try:
             eng._core.restore(data)
         except _core.CoreError as e:

@@ -195,6 +195,14 @@ def core_restore(eng: cq_py.Engine, blob: bytes) -> None:
         raise _core_error(e) from None
 
 
+def test_a_snapshot_whose_engine_cannot_be_rebuilt_is_refused():
+    core = _core.Engine()
+    with pytest.raises(cq_py.SnapshotError, match="cannot be rebuilt here: .*time_unit"):
+        cq_py.Engine.restore(core.snapshot(b'{"cq_py": 1, "options": {"time_unit": "days"}, "cql": []}'))
+    with pytest.raises(cq_py.SnapshotError, match="cannot be rebuilt here"):
+        cq_py.Engine.restore(core.snapshot(b'{"cq_py": 1, "options": {}, "cql": ["REGISTER QUERY q AS SELECT"]}'))
+
+
 def test_a_snapshot_of_other_queries_is_refused_and_changes_nothing(blob):
     eng = cq_py.Engine()
     eng.execute(AGG.replace("[Range 5]", "[Range 6]"))
