@@ -55,6 +55,13 @@ std::vector<std::string> Names(const cq::Schema& s) {
   return n;
 }
 
+// The bytes of a contiguous buffer (bytes, bytearray, a memoryview of one), without a copy.
+std::string_view BufferBytes(const py::buffer& data, const py::buffer_info& info) {
+  if (info.ndim > 1 || (info.ndim == 1 && info.strides[0] != info.itemsize))
+    throw py::type_error("a snapshot must be a contiguous bytes-like object");
+  return {static_cast<const char*>(info.ptr), static_cast<size_t>(info.size * info.itemsize)};
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_core, m) {
@@ -69,6 +76,7 @@ PYBIND11_MODULE(_core, m) {
       const char* kind = e.kind() == cq::ErrorKind::kInput      ? "input"
                          : e.kind() == cq::ErrorKind::kSemantic ? "semantic"
                          : e.kind() == cq::ErrorKind::kRunaway  ? "runaway"
+                         : e.kind() == cq::ErrorKind::kSnapshot ? "snapshot"
                                                                 : "internal";
       py::object row = e.row() < 0 ? py::object(py::none()) : py::object(py::int_(e.row()));
       py::object stream = e.stream().empty() ? py::object(py::none()) : py::object(py::str(e.stream()));
@@ -119,7 +127,31 @@ PYBIND11_MODULE(_core, m) {
              return fields;
            })
       .def("queries", &cq::Engine::Queries)
-      .def("explain", &cq::Engine::Explain);
+      .def("explain", &cq::Engine::Explain)
+      // Snapshots cross as bytes: one copy out (std::string -> bytes); in, the caller's buffer is
+      // read where it is.
+      .def("snapshot",
+           [](const cq::Engine& e, const py::bytes& annex) {
+             const std::string_view a = annex;
+             std::string s;
+             {
+               py::gil_scoped_release release;
+               s = e.Snapshot(a);
+             }
+             return py::bytes(s);
+           },
+           py::arg("annex") = py::bytes())
+      .def("restore", [](cq::Engine& e, const py::buffer& data) {
+        const py::buffer_info info = data.request();
+        const std::string_view s = BufferBytes(data, info);
+        py::gil_scoped_release release;
+        e.Restore(s);
+      });
+
+  m.def("snapshot_annex", [](const py::buffer& data) {
+    const py::buffer_info info = data.request();
+    return py::bytes(cq::Engine::SnapshotAnnex(BufferBytes(data, info)));
+  });
 
   m.def("operator_names", [] { return cq::OperatorRegistry::Global().names(); });
 

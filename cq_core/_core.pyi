@@ -3,7 +3,8 @@
 from typing import Optional
 
 class CoreError(RuntimeError):
-    """args = (kind: 'input' | 'semantic' | 'internal', message, stream | None, row | None)."""
+    """args = (kind: 'input' | 'semantic' | 'runaway' | 'snapshot' | 'internal', message, stream | None,
+    row | None)."""
 
 # (schema capsule "arrow_schema", array capsule "arrow_array") of one record batch.
 ArrowCapsules = tuple[object, object]
@@ -24,6 +25,13 @@ class Engine:
     def output_schema(self, query: str) -> list[tuple[str, str]]: ...
     def queries(self) -> list[str]: ...
     def explain(self) -> str: ...
+    # The whole engine's state between calls, with `annex` stored unread beside it.
+    def snapshot(self, annex: bytes = b"") -> bytes: ...
+    # Replaces the state by a snapshot of an engine with the same options and plans (atomic).
+    def restore(self, data: bytes | bytearray | memoryview) -> None: ...
+
+def snapshot_annex(data: bytes | bytearray | memoryview) -> bytes:
+    """The annex of a snapshot, once its header and checksum are checked."""
 
 def kernel_signatures() -> list[tuple[str, list[str], str, str, int]]:
     """(name, argument types, result type, doc, repeat) of every registered kernel. A variadic

@@ -71,6 +71,21 @@ class InputError(CQError):
         super().__init__(message)
 
 
+class SnapshotError(InputError):
+    """Bytes given to :meth:`cq_py.Engine.restore` are not a snapshot cq can restore: damaged or
+    truncated, of another format version, or (restoring into a core directly) taken of other
+    queries or options; or a snapshot was asked of an engine that cannot take one
+    (``executor='heartbeat'``). A subclass of :class:`InputError`: a snapshot is input too.
+
+    >>> import cq_py
+    >>> try:
+    ...     cq_py.Engine.restore(b"not a snapshot")
+    ... except cq_py.SnapshotError as e:
+    ...     print(e)
+    not a cq snapshot (its first bytes are not a snapshot's)
+    """
+
+
 class RunawayLoopError(CQError):
     """A recursive query's loop did not settle: it took more than ``max_loop_steps`` ε steps inside
     one tick (SPEC §2). The message names the loop's queries. The engine cannot go on after it

@@ -40,6 +40,13 @@ class BufferBuilder {
   void Reserve(int64_t n) {
     if (n > capacity_) Grow(n);
   }
+  // Replaces the contents by n values (a restored snapshot).
+  void Assign(const T* p, int64_t n) {
+    size_ = 0;
+    Reserve(n);
+    if (n) std::memcpy(data(), p, static_cast<size_t>(n) * sizeof(T));
+    size_ = n;
+  }
   T* data() const { return buffer_.as<T>(); }
   T& operator[](int64_t i) const { return data()[i]; }
   int64_t size() const { return size_; }

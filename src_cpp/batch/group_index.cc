@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "batch/row_hash.h"
+#include "engine/snapshot.h"
 
 namespace cq {
 
@@ -171,4 +172,42 @@ void GroupIndex::MapEncoded(const std::vector<Column>& keys, int64_t n, uint32_t
 
 Column GroupIndex::GatherKeys(size_t k, const uint32_t* gids, int64_t n) const { return stores_[k].Gather(gids, n); }
 
+
+void GroupIndex::Snapshot(SnapshotWriter& w) const {
+  w.U32(groups_);
+  w.U32(null_group_);
+  for (const ValueStore& s : stores_) s.Snapshot(w);
+  w.PodVec(slots_);
+  w.U64(mask_);
+  w.U32(entries_);
+  w.Bool(direct_);
+  w.PodVec(direct_groups_);
+  w.I64(direct_base_);
+  w.Str(encoded_);
+  w.PodVec(encoded_at_);
+}
+
+void GroupIndex::Restore(SnapshotReader& r) {
+  groups_ = r.U32();
+  null_group_ = r.U32();
+  for (ValueStore& s : stores_) s.Restore(r);
+  r.PodVec(slots_);
+  mask_ = r.U64();
+  entries_ = r.U32();
+  direct_ = r.Bool();
+  r.PodVec(direct_groups_);
+  direct_base_ = r.I64();
+  encoded_ = r.Str();
+  r.PodVec(encoded_at_);
+  bool ok = !slots_.empty() && mask_ == slots_.size() - 1 && (slots_.size() & mask_) == 0 &&
+            entries_ * uint64_t{2} <= slots_.size() && (null_group_ == kEmpty || null_group_ < groups_);
+  for (const ValueStore& s : stores_) ok &= s.size() == groups_;
+  for (const Slot& s : slots_) ok &= s.group == kEmpty || s.group < groups_;
+  for (uint32_t g : direct_groups_) ok &= g == kEmpty || g < groups_;
+  if (!fixed_) {
+    ok &= !encoded_at_.empty() && encoded_at_.front() == 0 && std::is_sorted(encoded_at_.begin(), encoded_at_.end()) &&
+          encoded_at_.back() == encoded_.size() && (stores_.empty() || encoded_at_.size() == groups_ + size_t{1});
+  }
+  CQ_SNAPSHOT_CHECK(ok, "a group index is inconsistent");
+}
 }  // namespace cq

@@ -17,6 +17,9 @@
 
 namespace cq {
 
+class SnapshotWriter;
+class SnapshotReader;
+
 class GroupIndex {
  public:
   explicit GroupIndex(std::vector<TypeId> key_types);
@@ -26,6 +29,10 @@ class GroupIndex {
   uint32_t size() const { return groups_; }
   // Key column k of the groups gids[0..n), as a compact column.
   Column GatherKeys(size_t k, const uint32_t* gids, int64_t n) const;
+
+  // Engine snapshots: the keys and the table as they are (group ids must not change).
+  void Snapshot(SnapshotWriter& w) const;
+  void Restore(SnapshotReader& r);
 
  private:
   static constexpr uint32_t kEmpty = 0xFFFFFFFFu;

@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "engine/snapshot.h"
+
 namespace cq {
 
 template <typename Ref>
@@ -62,6 +64,33 @@ class HashMultimap {
   void ForEach(F&& f) const {
     for (const Slot& s : slots_)
       if (s.key != kEmpty) f(s.ref);
+  }
+
+  // Engine snapshots: the slots as they are (probe runs depend on the insertion history, so the
+  // table is not rebuilt). `valid(ref)` checks a restored reference.
+  void Snapshot(SnapshotWriter& w) const { w.PodVec(slots_); }
+  // The same, each reference written as map(ref) (an owner that compacts what refs point into).
+  template <typename Map>
+  void Snapshot(SnapshotWriter& w, Map&& map) const {
+    std::vector<Slot> out = slots_;
+    for (Slot& s : out)
+      if (s.key != kEmpty) s.ref = map(s.ref);
+    w.PodVec(out);
+  }
+  template <typename Valid>
+  void Restore(SnapshotReader& r, Valid&& valid) {
+    r.PodVec(slots_);
+    const size_t n = slots_.size();
+    CQ_SNAPSHOT_CHECK(n >= 16 && (n & (n - 1)) == 0, "a hash table's size is not a power of two");
+    mask_ = n - 1;
+    live_ = 0;
+    bool ok = true;
+    for (const Slot& s : slots_)
+      if (s.key != kEmpty) {
+        ++live_;
+        ok &= valid(s.ref);
+      }
+    CQ_SNAPSHOT_CHECK(ok && live_ * 2 <= n, "a hash table refers to rows it does not hold");
   }
 
  private:

@@ -1,7 +1,10 @@
 #include "batch/value_store.h"
 
+#include <algorithm>
 #include <cstring>
 #include <stdexcept>
+
+#include "engine/snapshot.h"
 
 namespace cq {
 
@@ -93,4 +96,31 @@ void ValueStore::FillValues(Column& out, const uint32_t* idx) const {
   }
 }
 
+
+void ValueStore::Snapshot(SnapshotWriter& w) const {
+  w.I64(size_);
+  w.PodVec(bits_.data(), static_cast<size_t>(bits_.size()));
+  w.PodVec(valid_);
+  w.I64(nulls_);
+  w.PodVec(ends_);
+  w.Str(chars_);
+}
+
+void ValueStore::Restore(SnapshotReader& r) {
+  size_ = r.I64();
+  const std::vector<uint64_t> bits = r.PodVec<uint64_t>();
+  bits_.Assign(bits.data(), static_cast<int64_t>(bits.size()));
+  r.PodVec(valid_);
+  nulls_ = r.I64();
+  r.PodVec(ends_);
+  chars_ = r.Str();
+  bool ok = size_ >= 0 && nulls_ >= 0 && nulls_ <= size_ && (valid_.empty() || static_cast<int64_t>(valid_.size()) == size_);
+  if (type_ == TypeId::kUtf8) {
+    ok &= static_cast<int64_t>(ends_.size()) == size_ && std::is_sorted(ends_.begin(), ends_.end()) &&
+          (ends_.empty() || (ends_.front() >= 0 && static_cast<uint64_t>(ends_.back()) <= chars_.size()));
+  } else {
+    ok &= bits_.size() == size_;
+  }
+  CQ_SNAPSHOT_CHECK(ok, "a value store is inconsistent");
+}
 }  // namespace cq

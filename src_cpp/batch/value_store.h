@@ -13,6 +13,9 @@
 
 namespace cq {
 
+class SnapshotWriter;
+class SnapshotReader;
+
 class ValueStore {
  public:
   explicit ValueStore(TypeId type) : type_(type) {}
@@ -34,6 +37,10 @@ class ValueStore {
   Column Gather(const uint32_t* idx, int64_t n) const;
   // Every value, in order; the store is empty afterwards.
   Column Take();
+
+  // Engine snapshots: the values kept so far (the store's type comes from the plan).
+  void Snapshot(SnapshotWriter& w) const;
+  void Restore(SnapshotReader& r);
 
  private:
   // Pieces of a column of values idx[0..n) (idx == nullptr: all values, in order).

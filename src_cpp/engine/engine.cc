@@ -1,5 +1,7 @@
 #include "engine/engine.h"
 
+#include <cstring>
+
 #include "executors/dts/dts_executor.h"
 #include "executors/heartbeat/heartbeat_executor.h"
 #include "operators/registry.h"
@@ -20,7 +22,7 @@ Engine::Engine(EngineOptions options) : options_(std::move(options)) {
   if (options_.executor == "dts")
     executor_ = std::make_unique<DtsExecutor>(options_.hybrid, options_.max_loop_steps);
   else if (options_.executor == "heartbeat")
-    executor_ = std::make_unique<HeartbeatExecutor>(options_.max_run, &holders_);
+    executor_ = std::make_unique<HeartbeatExecutor>(options_.max_run, holders_.get());
   else
     throw CqError(ErrorKind::kSemantic, "executor='" + options_.executor + "': expected 'dts' or 'heartbeat'");
 }
@@ -82,7 +84,7 @@ void Engine::AddPlan(const std::string& plan_json) {
       }
     }
     OperatorContext ctx;
-    ctx.holders = &holders_;
+    ctx.holders = holders_.get();
     ctx.negative = options_.lifetime == "negative";
     std::unique_ptr<Operator> op = OperatorRegistry::Global().Create(spec, inputs, ctx);
     fresh[spec.id] = {&op->output_schema(), op->output_kind()};
@@ -113,6 +115,7 @@ void Engine::AddPlan(const std::string& plan_json) {
   executor_->Add(std::move(built));  // atomic; nothing below can fail
   streams_.merge(new_streams);
   sinks_.merge(new_sinks);
+  plans_.push_back(plan_json);
   Run([&] { PropagateProgress(); });
 }
 
@@ -305,6 +308,223 @@ std::string Engine::Explain() const {
     s += ": " + executor_->op(id)->Explain() + "\n";
   }
   return s;
+}
+
+// ---- snapshots ---------------------------------------------------------------------------------
+//
+// Layout: a 32-byte header — magic, format version, flags (0), payload size, payload checksum —
+// then the payload: the annex, the options, the plans (the text of every AddPlan call), then the
+// state: holder table, inputs' progress, the executor's state, and one section per operator in
+// execution order, each headed by the operator's id and explain() line.
+
+namespace {
+
+constexpr char kMagic[8] = {'C', 'Q', 'S', 'N', 'A', 'P', '\r', '\n'};
+constexpr uint32_t kFormatVersion = 1;
+constexpr size_t kHeaderSize = 32;
+
+}  // namespace
+
+// A 64-bit checksum of the payload: four lanes of multiply-xorshift steps over 8-byte words.
+// Every step is a bijection of the lane for a given word and injective in the word, so a change
+// to any one word always changes the result; it runs at memory speed.
+uint64_t SnapshotChecksum(const char* p, size_t n) {
+  constexpr uint64_t kMul = 0xff51afd7ed558ccdull;
+  uint64_t lane[4] = {0x9E3779B97F4A7C15ull ^ n, 0xC2B2AE3D27D4EB4Full, 0x165667B19E3779F9ull, 0x27D4EB2F165667C5ull};
+  auto step = [](uint64_t h, uint64_t w) {
+    h = (h ^ w) * kMul;
+    return h ^ (h >> 32);
+  };
+  size_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    uint64_t w[4];
+    std::memcpy(w, p + i, 32);
+    for (int k = 0; k < 4; ++k) lane[k] = step(lane[k], w[k]);
+  }
+  for (; i + 8 <= n; i += 8) {
+    uint64_t w;
+    std::memcpy(&w, p + i, 8);
+    lane[0] = step(lane[0], w);
+  }
+  if (i < n) {
+    uint64_t w = 0;
+    std::memcpy(&w, p + i, n - i);
+    lane[1] = step(lane[1], w ^ (uint64_t{1} << 63));
+  }
+  uint64_t h = lane[0];
+  for (int k = 1; k < 4; ++k) h = step(h, lane[k]);
+  return h;
+}
+
+namespace {
+
+std::string OptionsText(const EngineOptions& o) {
+  return "lifetime='" + o.lifetime + "', executor='" + o.executor + "', expose_steps=" +
+         (o.expose_steps ? "true" : "false") + ", hybrid=" + (o.hybrid ? "true" : "false") +
+         ", max_loop_steps=" + std::to_string(o.max_loop_steps) + ", max_run=" + std::to_string(o.max_run);
+}
+
+CqError SnapshotMismatch(const std::string& what) {
+  return CqError(ErrorKind::kSnapshot, "the snapshot does not fit this engine: " + what);
+}
+
+}  // namespace
+
+std::string Engine::Snapshot(std::string_view annex) const {
+  CheckUsable();
+  if (options_.executor != "dts")
+    throw CqError(ErrorKind::kSnapshot, "engine snapshots are supported under executor='dts' only; this engine runs "
+                                        "executor='" + options_.executor + "'");
+  SnapshotWriter w;
+  std::string& out = w.bytes();
+  out.assign(kHeaderSize, '\0');
+  w.Str(annex);
+  w.Str(options_.lifetime);
+  w.Str(options_.executor);
+  w.Bool(options_.expose_steps);
+  w.Bool(options_.hybrid);
+  w.I64(options_.max_loop_steps);
+  w.I64(options_.max_run);
+  w.U64(plans_.size());
+  for (const std::string& p : plans_) w.Str(p);
+
+  holders_->Snapshot(w);
+  w.U64(streams_.size());
+  for (const auto& [name, st] : streams_) {
+    w.Str(name);
+    w.Pod(st.progress);
+  }
+  w.Pod(advanced_);
+  w.Bool(closed_);
+  size_t at = w.Begin();
+  executor_->Snapshot(w);
+  w.End(at);
+  w.U64(executor_->order().size());
+  for (int id : executor_->order()) {
+    const Operator* op = executor_->op(id);
+    w.I64(id);
+    w.Str(op->Explain());
+    at = w.Begin();
+    op->Snapshot(w);
+    w.End(at);
+  }
+
+  const uint64_t size = out.size() - kHeaderSize;
+  const uint64_t sum = SnapshotChecksum(out.data() + kHeaderSize, size);
+  std::memcpy(out.data(), kMagic, 8);
+  std::memcpy(out.data() + 8, &kFormatVersion, 4);
+  std::memcpy(out.data() + 16, &size, 8);
+  std::memcpy(out.data() + 24, &sum, 8);
+  return std::move(out);
+}
+
+std::string_view Engine::SnapshotPayload(std::string_view s) {
+  if (s.size() < kHeaderSize || std::memcmp(s.data(), kMagic, 8) != 0)
+    throw CqError(ErrorKind::kSnapshot, s.size() < kHeaderSize && s.size() >= 8 && std::memcmp(s.data(), kMagic, 8) == 0
+                                            ? "not a valid cq snapshot: it ends in its header (truncated)"
+                                            : "not a cq snapshot (its first bytes are not a snapshot's)");
+  uint32_t version, flags;
+  uint64_t size, sum;
+  std::memcpy(&version, s.data() + 8, 4);
+  std::memcpy(&flags, s.data() + 12, 4);
+  std::memcpy(&size, s.data() + 16, 8);
+  std::memcpy(&sum, s.data() + 24, 8);
+  if (version != kFormatVersion)
+    throw CqError(ErrorKind::kSnapshot, "the snapshot has format version " + std::to_string(version) +
+                                            "; this cq reads version " + std::to_string(kFormatVersion));
+  if (flags != 0) SnapshotReader::Corrupt("unknown header flags");
+  const uint64_t have = s.size() - kHeaderSize;
+  if (size != have)
+    SnapshotReader::Corrupt(size > have ? "it is truncated (" + std::to_string(have) + " of " + std::to_string(size) +
+                                              " payload bytes)"
+                                        : std::to_string(have - size) + " bytes follow its end");
+  if (SnapshotChecksum(s.data() + kHeaderSize, size) != sum) SnapshotReader::Corrupt("its checksum does not match (damaged)");
+  return s.substr(kHeaderSize);
+}
+
+std::string Engine::SnapshotAnnex(std::string_view snapshot) {
+  const std::string_view payload = SnapshotPayload(snapshot);
+  SnapshotReader r(payload.data(), payload.size());
+  return r.Str();
+}
+
+void Engine::Restore(std::string_view snapshot) {
+  const std::string_view payload = SnapshotPayload(snapshot);
+  SnapshotReader r(payload.data(), payload.size());
+  r.Str();  // the annex: the caller's
+  EngineOptions o;
+  o.lifetime = r.Str();
+  o.executor = r.Str();
+  o.expose_steps = r.Bool();
+  o.hybrid = r.Bool();
+  o.max_loop_steps = r.I64();
+  o.max_run = r.I64();
+  if (OptionsText(o) != OptionsText(options_))
+    throw SnapshotMismatch("it was taken with options " + OptionsText(o) + "; this engine has " + OptionsText(options_));
+  if (options_.executor != "dts")
+    throw CqError(ErrorKind::kSnapshot, "engine snapshots are supported under executor='dts' only");
+  const size_t plans = r.Count(8);
+  if (plans != plans_.size())
+    throw SnapshotMismatch("it was taken after " + std::to_string(plans) + " plan fragments (AddPlan calls; one per "
+                           "CQL text that registered operators); this engine has " + std::to_string(plans_.size()));
+  for (size_t k = 0; k < plans; ++k) {
+    const std::string p = r.Str();
+    if (p == plans_[k]) continue;
+    size_t at = 0;
+    while (at < p.size() && at < plans_[k].size() && p[at] == plans_[k][at]) ++at;
+    const size_t from = at < 40 ? 0 : at - 40;
+    throw SnapshotMismatch("plan fragment " + std::to_string(k + 1) + " differs at byte " + std::to_string(at) +
+                           ": the snapshot's has ..." + p.substr(from, 80) + "..., this engine's ..." +
+                           plans_[k].substr(from, 80) + "...");
+  }
+  // The state goes into a rebuilt engine, which replaces this one only once all of it is read:
+  // on any error this engine stays as it was.
+  Engine fresh(options_);
+  for (const std::string& p : plans_) fresh.AddPlan(p);
+  try {
+    fresh.RestoreState(r);
+  } catch (const CqError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw CqError(ErrorKind::kSnapshot, std::string("not a valid cq snapshot: ") + e.what());
+  }
+  if (r.left() != 0) SnapshotReader::Corrupt(std::to_string(r.left()) + " bytes follow the last operator's state");
+  std::swap(holders_, fresh.holders_);
+  std::swap(executor_, fresh.executor_);
+  std::swap(streams_, fresh.streams_);
+  std::swap(sinks_, fresh.sinks_);
+  std::swap(advanced_, fresh.advanced_);
+  std::swap(closed_, fresh.closed_);
+  std::swap(failed_, fresh.failed_);
+}
+
+void Engine::RestoreState(SnapshotReader& r) {
+  holders_->Restore(r);
+  const size_t streams = r.Count(17);
+  if (streams != streams_.size())
+    throw SnapshotMismatch("it has " + std::to_string(streams) + " inputs; this engine has " +
+                           std::to_string(streams_.size()));
+  for (auto& [name, st] : streams_) {
+    const std::string n = r.Str();
+    if (n != name) throw SnapshotMismatch("it has an input '" + n + "' where this engine has '" + name + "'");
+    st.progress = r.Pod<Time>();
+  }
+  advanced_ = r.Pod<Time>();
+  closed_ = r.Bool();
+  r.Section("the executor's state", [&] { executor_->Restore(r); });
+  const size_t ops = r.Count(17);
+  if (ops != executor_->order().size())
+    throw SnapshotMismatch("it has " + std::to_string(ops) + " operators; this engine has " +
+                           std::to_string(executor_->order().size()));
+  for (int id : executor_->order()) {
+    Operator* op = executor_->op(id);
+    const int64_t sid = r.I64();
+    const std::string name = r.Str();
+    const std::string what = "operator #" + std::to_string(id) + " (" + op->Explain() + ")";
+    if (sid != id || name != op->Explain())
+      throw SnapshotMismatch("it has operator #" + std::to_string(sid) + " (" + name + ") where this engine has " + what);
+    r.Section("the state of " + what, [&] { op->Restore(r); });
+  }
 }
 
 }  // namespace cq

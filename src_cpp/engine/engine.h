@@ -4,10 +4,12 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "arrow/bridge.h"
 #include "engine/errors.h"
+#include "engine/snapshot.h"
 #include "executors/executor.h"
 #include "operators/query_sink.h"
 #include "operators/relation_scan.h"
@@ -52,6 +54,21 @@ class Engine {
   // One line per operator, in execution order: "<id> <- <inputs>: <operator>".
   std::string Explain() const;
 
+  // A snapshot of the whole engine between calls (a checkpoint): every operator's state, the
+  // expiration holder table, the executor's queues and place in time, each input's progress,
+  // and the queries' output not drained yet. `annex` is stored with it unread (the Python layer
+  // keeps its options and CQL there). Only under executor='dts'; throws CqError(kSnapshot) for
+  // the heartbeat executor. Cost: linear in the state (columns are copied as raw buffers; a
+  // buffer shared by several operators is written once).
+  std::string Snapshot(std::string_view annex = {}) const;
+  // Replaces the engine's state by a snapshot's. The snapshot must have been taken of an engine
+  // with the same options and the same AddPlan calls, in order; otherwise, or when the bytes are
+  // damaged or truncated, it throws CqError(kSnapshot) naming what differs, and the engine is
+  // left as it was (the state is restored into a rebuilt engine, which then replaces this one).
+  void Restore(std::string_view snapshot);
+  // The annex of a snapshot, after checking its header and checksum (CqError(kSnapshot)).
+  static std::string SnapshotAnnex(std::string_view snapshot);
+
  private:
   // A registered input: a stream, or a relation (REGISTER RELATION) fed with changes.
   struct StreamState {
@@ -74,14 +91,22 @@ class Engine {
   void Run(F&& f);
   void CheckUsable() const;
 
+  // The payload of a snapshot once its header and checksum are checked.
+  static std::string_view SnapshotPayload(std::string_view snapshot);
+  // Everything but the options and plans, read into this engine (freshly built by Restore).
+  void RestoreState(SnapshotReader& r);
+
   EngineOptions options_;
-  HolderTable holders_;  // before the executor: operators may release ids as they are destroyed
+  // Before the executor: operators may release ids as they are destroyed. Behind a pointer so
+  // that Restore can swap a rebuilt engine in without moving the table operators point to.
+  std::unique_ptr<HolderTable> holders_ = std::make_unique<HolderTable>();
   std::unique_ptr<Executor> executor_;
   std::map<std::string, StreamState> streams_;  // streams and relations, by name
   std::map<std::string, int> sinks_;
   Time advanced_ = Time::MinusInfinity();
   bool closed_ = false;
   std::unique_ptr<CqError> failed_;
+  std::vector<std::string> plans_;  // the AddPlan calls that succeeded, in order (for snapshots)
 };
 
 }  // namespace cq

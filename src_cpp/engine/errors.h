@@ -8,7 +8,9 @@
 namespace cq {
 
 // kRunaway: a loop did not settle within max_loop_steps ε steps of one tick.
-enum class ErrorKind : uint8_t { kInput, kSemantic, kRunaway, kInternal };
+// kSnapshot: bytes given to Engine::Restore are not a snapshot of this engine (damaged, truncated,
+// another format version, or taken of other plans or options).
+enum class ErrorKind : uint8_t { kInput, kSemantic, kRunaway, kInternal, kSnapshot };
 
 class CqError : public std::runtime_error {
  public:

@@ -53,6 +53,12 @@ class Executor {
   // Operator ids in the order explain() shows them (the executor's schedule order).
   virtual const std::vector<int>& order() const = 0;
   virtual const std::vector<int>& inputs(int id) const = 0;
+
+  // Engine snapshots: the executor's own state (its place in time, rows queued between
+  // operators), not the operators' (the engine saves those). Restore reads it into an executor
+  // holding the same operators.
+  virtual void Snapshot(SnapshotWriter& w) const = 0;
+  virtual void Restore(SnapshotReader& r) = 0;
 };
 
 }  // namespace cq

@@ -1,6 +1,7 @@
 #include "lifetime/expiration_holder.h"
 
 #include "engine/errors.h"
+#include "engine/snapshot.h"
 
 namespace cq {
 
@@ -49,6 +50,23 @@ void HolderTable::Unpin(const HolderId* ids, int64_t n) {
       free_.push_back(id);
     }
   }
+}
+
+void HolderTable::Snapshot(SnapshotWriter& w) const {
+  w.U32(next_);
+  w.PodVec(free_);
+  w.PodVec(pins_);
+  w.PodVec(released_);
+}
+
+void HolderTable::Restore(SnapshotReader& r) {
+  next_ = r.U32();
+  r.PodVec(free_);
+  r.PodVec(pins_);
+  r.PodVec(released_);
+  bool ok = next_ < kNoHolder && pins_.size() == released_.size() && pins_.size() <= next_;
+  for (HolderId id : free_) ok &= id < next_;
+  CQ_SNAPSHOT_CHECK(ok, "the expiration holder table is inconsistent");
 }
 
 }  // namespace cq

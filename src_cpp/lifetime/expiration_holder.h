@@ -9,6 +9,9 @@
 
 namespace cq {
 
+class SnapshotWriter;
+class SnapshotReader;
+
 using HolderId = uint32_t;
 inline constexpr HolderId kNoHolder = std::numeric_limits<HolderId>::max();
 
@@ -28,6 +31,11 @@ class HolderTable {
   int64_t live() const { return static_cast<int64_t>(next_) - static_cast<int64_t>(free_.size()); }
   // One past the largest id ever handed out: the size a flat array indexed by id needs.
   HolderId capacity() const { return next_; }
+
+  // Engine snapshots: the ids in operators' state stay valid after a restore only if the table
+  // hands out and recycles ids exactly as before, so all of it is saved (free list order too).
+  void Snapshot(SnapshotWriter& w) const;
+  void Restore(SnapshotReader& r);
 
  private:
   std::vector<HolderId> free_;

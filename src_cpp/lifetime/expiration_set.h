@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "engine/snapshot.h"
 #include "time/time.h"
 
 namespace cq {
@@ -78,6 +79,24 @@ class ExpirationSet {
   void ForEach(F&& f) const {
     for (size_t i = head_; i < sorted_.size(); ++i) f(sorted_[i]);
     for (const Entry& e : unsorted_) f(e);
+  }
+
+  // Engine snapshots: the set as it is (sorted and unsorted parts, and the policy, which a FIFO
+  // demoted to lazy sorting has changed).
+  void Snapshot(SnapshotWriter& w) const {
+    w.Pod(policy_);
+    w.PodVec(sorted_.data() + head_, sorted_.size() - head_);
+    w.PodVec(unsorted_);
+    w.Pod(unsorted_min_);
+  }
+  void Restore(SnapshotReader& r) {
+    const auto policy = r.Pod<uint8_t>();
+    CQ_SNAPSHOT_CHECK(policy <= static_cast<uint8_t>(ExpirationPolicy::kInsertionSort), "unknown expiration policy");
+    policy_ = static_cast<ExpirationPolicy>(policy);
+    r.PodVec(sorted_);
+    head_ = 0;
+    r.PodVec(unsorted_);
+    unsorted_min_ = r.Pod<Time>();
   }
 
  private:

@@ -13,6 +13,7 @@
 
 #include "batch/batch.h"
 #include "batch/row_equal.h"
+#include "engine/snapshot.h"
 
 namespace cq {
 
@@ -64,6 +65,17 @@ class InstantTracker {
   // Rows still held (for tests: zero once everything has ended and been seen).
   int64_t retained_rows() const;
 
+  // Engine snapshots: the retained rows and the strategy's own state. `expect`: the schema of the
+  // batches the owner pushes.
+  virtual void Snapshot(SnapshotWriter& w) const = 0;
+  virtual void Restore(SnapshotReader& r, const Schema& expect) = 0;
+  // The batches retained, oldest first (for owners that check what restored rows hold).
+  std::vector<const Batch*> retained_batches() const {
+    std::vector<const Batch*> out;
+    for (const Retained& r : retained_) out.push_back(&r.batch);
+    return out;
+  }
+
  protected:
   struct Retained {
     uint32_t seq;
@@ -74,6 +86,14 @@ class InstantTracker {
   uint32_t Retain(Batch compact, int64_t live);
   void Release(RowRef r) { released_.push_back(r); }
   void FlushReleases();
+  // The retained batches and the references let go of, shared by both strategies.
+  void SnapshotRetained(SnapshotWriter& w) const;
+  void RestoreRetained(SnapshotReader& r, const Schema& expect);
+  // A restored reference names a row of a retained batch.
+  bool Holds(RowRef r) const {
+    return !retained_.empty() && r.seq >= retained_.front().seq && r.seq - retained_.front().seq < retained_.size() &&
+           r.row < static_cast<uint64_t>(batch(r.seq).length);
+  }
 
   std::deque<Retained> retained_;
   uint32_t next_seq_ = 0;

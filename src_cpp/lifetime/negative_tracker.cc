@@ -61,4 +61,37 @@ std::vector<InstantTracker::RowRef> NegativeTracker::alive() const {
   return out;
 }
 
+
+void NegativeTracker::Snapshot(SnapshotWriter& w) const {
+  SnapshotRetained(w);
+  w.U64(pending_.size());
+  for (const auto& [t, at] : pending_) {
+    w.Pod(t);
+    w.PodVec(at.positives);
+    w.PodVec(at.negatives);
+    w.PodVec(at.positive_hashes);
+    w.PodVec(at.negative_hashes);
+  }
+  alive_.Snapshot(w);
+}
+
+void NegativeTracker::Restore(SnapshotReader& r, const Schema& expect) {
+  RestoreRetained(r, expect);
+  pending_.clear();
+  bool ok = true;
+  for (size_t n = r.Count(16); n > 0; --n) {
+    const Time t = r.Pod<Time>();
+    Instant& at = pending_[t];
+    r.PodVec(at.positives);
+    r.PodVec(at.negatives);
+    r.PodVec(at.positive_hashes);
+    r.PodVec(at.negative_hashes);
+    for (const RowRef& x : at.positives) ok &= Holds(x);
+    for (const RowRef& x : at.negatives) ok &= Holds(x);
+    if (track_alive_)
+      ok &= at.positive_hashes.size() == at.positives.size() && at.negative_hashes.size() == at.negatives.size();
+  }
+  CQ_SNAPSHOT_CHECK(ok, "a negative tracker refers to rows it does not hold");
+  alive_.Restore(r, [&](const RowRef& x) { return Holds(x); });
+}
 }  // namespace cq

@@ -19,6 +19,8 @@ class NegativeTracker final : public InstantTracker {
   Time next_instant() const override;
   std::vector<RowRef> alive() const override;
   bool any_alive() const override { return !alive_.empty(); }
+  void Snapshot(SnapshotWriter& w) const override;
+  void Restore(SnapshotReader& r, const Schema& expect) override;
 
  private:
   struct Instant {

@@ -180,4 +180,58 @@ Batch OrderedRuns::Gather(const std::vector<Run*>& runs, const std::vector<Batch
   return out;
 }
 
+void OrderedRuns::Snapshot(SnapshotWriter& w) const {
+  w.U64(next_run_);
+  w.U64(runs_.size());
+  for (const auto& [id, run] : runs_) {
+    w.U64(id);
+    w.WriteBatch(run.batch);
+    w.I64(run.offset);
+    w.Bool(run.own_ends);
+  }
+  w.U64(heap_.size());
+  for (const auto& [t, id] : heap_) {
+    w.Pod(t);
+    w.U64(id);
+  }
+  w.U64(held_pending_.size());
+  for (const auto& [h, at] : held_pending_) {
+    w.U32(h);
+    w.U64(at.first);
+    w.I64(at.second);
+  }
+}
+
+void OrderedRuns::Restore(SnapshotReader& r, const Schema& expect) {
+  runs_.clear();
+  heap_.clear();
+  held_pending_.clear();
+  next_run_ = r.U64();
+  for (size_t n = r.Count(1); n > 0; --n) {
+    const uint64_t id = r.U64();
+    Run& run = runs_[id];
+    run.batch = r.ReadBatch(&expect);
+    run.offset = r.I64();
+    run.own_ends = r.Bool();
+    CQ_SNAPSHOT_CHECK(id < next_run_ && run.offset >= 0 && run.offset < run.batch.length && !run.batch.has_selection,
+                      "a held run is out of range");
+  }
+  for (size_t n = r.Count(24); n > 0; --n) {
+    const Time t = r.Pod<Time>();
+    const uint64_t id = r.U64();
+    CQ_SNAPSHOT_CHECK(runs_.count(id), "the run heap names a run that is not held");
+    heap_.push_back({t, id});
+  }
+  for (size_t n = r.Count(20); n > 0; --n) {
+    const HolderId h = r.U32();
+    const uint64_t id = r.U64();
+    const int64_t row = r.I64();
+    auto it = runs_.find(id);
+    CQ_SNAPSHOT_CHECK(it != runs_.end() && row >= 0 && row < it->second.batch.length &&
+                          !it->second.batch.holders.empty(),
+                      "a pending holder names a row that is not held");
+    held_pending_[h] = {id, row};
+  }
+}
+
 }  // namespace cq

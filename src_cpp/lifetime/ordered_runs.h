@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "batch/batch.h"
+#include "engine/snapshot.h"
 
 namespace cq {
 
@@ -28,6 +29,10 @@ class OrderedRuns {
   // Every held row below `next`, merged in time order, as one compact batch (length 0 if none).
   // Zero-copy when the rows come from one run.
   Batch Release(Time next);
+
+  // Engine snapshots: the held runs, the heap and the pending holders, as they are.
+  void Snapshot(SnapshotWriter& w) const;
+  void Restore(SnapshotReader& r, const Schema& expect);
 
  private:
   struct Run {

@@ -162,4 +162,52 @@ void RelationTracker::AdvanceTo(Time progress, const Visitor& visit) {
 
 std::vector<RelationTracker::RowRef> RelationTracker::alive() const { return alive_; }
 
+void RelationTracker::Snapshot(SnapshotWriter& w) const {
+  SnapshotRetained(w);
+  w.PodVec(slab_);
+  w.PodVec(free_slots_);
+  w.PodVec(heap_);
+  w.PodVec(fifo_.data() + fifo_head_, fifo_.size() - fifo_head_);  // the part not handed out yet
+  w.U64(arrivals_);
+  w.U64(held_pending_.size());
+  for (const auto& [h, slot] : held_pending_) {
+    w.U32(h);
+    w.U32(slot);
+  }
+  w.PodVec(undetermined_);
+  expiring_.Snapshot(w);
+  w.PodVec(alive_);
+}
+
+void RelationTracker::Restore(SnapshotReader& r, const Schema& expect) {
+  RestoreRetained(r, expect);
+  r.PodVec(slab_);
+  r.PodVec(free_slots_);
+  r.PodVec(heap_);
+  r.PodVec(fifo_);
+  fifo_head_ = 0;
+  arrivals_ = r.U64();
+  held_pending_.clear();
+  for (size_t n = r.Count(8); n > 0; --n) {
+    const HolderId h = r.U32();
+    held_pending_[h] = r.U32();
+  }
+  r.PodVec(undetermined_);
+  expiring_.Restore(r);
+  r.PodVec(alive_);
+  // Only what is in use is checked: free slots keep stale references.
+  bool ok = true;
+  for (uint32_t s : free_slots_) ok &= s < slab_.size();
+  for (const HeapItem& x : heap_) ok &= x.slot < slab_.size() && Holds(slab_[x.slot].ref);
+  for (const HeapItem& x : fifo_) ok &= x.slot < slab_.size() && Holds(slab_[x.slot].ref);
+  ok &= std::is_heap(heap_.begin(), heap_.end(), std::greater<HeapItem>());
+  for (size_t k = 1; k < fifo_.size(); ++k) ok &= !(fifo_[k].start < fifo_[k - 1].start);
+  for (const auto& [h, slot] : held_pending_) ok &= slot < slab_.size();
+  for (const RowRef& x : undetermined_) ok &= x.row == kNone || Holds(x);
+  expiring_.ForEach([&](const Entry& e) { ok &= Holds(e.ref); });
+  for (const RowRef& x : alive_) ok &= Holds(x);
+  CQ_SNAPSHOT_CHECK(ok, "a relation tracker refers to rows it does not hold");
+  alive_pos_.clear();
+  for (size_t k = 0; k < alive_.size(); ++k) alive_pos_[Key(alive_[k])] = k;
+}
 }  // namespace cq

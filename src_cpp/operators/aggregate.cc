@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "engine/errors.h"
+#include "engine/snapshot.h"
 #include "operators/registry.h"
 #include "plan/plan_util.h"
 
@@ -612,4 +613,149 @@ void RegisterAggregate(OperatorRegistry& r) {
   });
 }
 
+// ---- snapshots -------------------------------------------------------------------------------
+
+// Between calls the output being built is empty (AdvanceTo hands it all out) and no group is
+// touched, so the state is: the group index, each group's accumulators, multisets and open result
+// (with its holder), and the instants not applied yet — the retained chunks and their cursors, or
+// the tracker.
+void Aggregate::Snapshot(SnapshotWriter& w) const {
+  CQ_CHECK(touched_count_ == 0 && out_group_.empty() && fixed_ids_.empty() && opened_.empty(),
+           "an aggregate snapshot inside an instant");
+  index_.Snapshot(w);
+  w.PodVec(groups_);
+  w.PodVec(accs_);
+  w.PodVec(current_);
+  w.U64(current_str_.size());
+  for (const std::string& s : current_str_) w.Str(s);
+  w.U64(sets_.size());
+  for (const Multiset& m : sets_) {
+    w.U64(m.ints.size());
+    for (const auto& [v, n] : m.ints) {
+      w.I64(v);
+      w.I64(n);
+    }
+    w.U64(m.doubles.size());
+    for (const auto& [v, n] : m.doubles) {
+      w.Pod(v);
+      w.I64(n);
+    }
+    w.U64(m.strings.size());
+    for (const auto& [v, n] : m.strings) {
+      w.Str(v);
+      w.I64(n);
+    }
+  }
+  w.OptDur(duration_);
+  // Rows behind both cursors are never read again: the first chunk is written from the earlier
+  // cursor on (a chunk is a whole input batch, kept until both cursors leave it).
+  const Cursor& first = next_end_.Before(next_start_) ? next_end_ : next_start_;
+  const int64_t skip = chunks_.empty() || first.chunk != 0 ? 0 : std::min<int64_t>(first.row, chunks_[0].length);
+  w.U64(chunks_.size());
+  for (size_t k = 0; k < chunks_.size(); ++k) {
+    const Chunk& c = chunks_[k];
+    const int64_t from = k == 0 ? skip : 0, n = c.length - from;
+    w.TimeCol(from ? SliceTime(c.sync, from, n) : c.sync);
+    w.U64(c.args.size());
+    for (const Column& a : c.args) w.Col(from ? SliceColumn(a, from, n) : a);
+    w.Buf(from ? Buffer::Slice(c.groups, from * 4, n * 4) : c.groups);
+    w.Buf(from && !c.signs.empty() ? Buffer::Slice(c.signs, from, n) : c.signs);
+    w.I64(n);
+    w.I64(c.base + from);
+  }
+  for (const Cursor* c : {&next_start_, &next_end_}) {
+    w.U64(c->chunk);
+    w.I64(c->chunk == 0 ? c->row - skip : c->row);
+  }
+  w.Pod(max_sync_);
+  w.I64(retained_);
+  w.Bool(tracker_ != nullptr);
+  if (tracker_) tracker_->Snapshot(w);
+  w.I64(out_hint_);
+}
+
+void Aggregate::Restore(SnapshotReader& r) {
+  index_.Restore(r);
+  r.PodVec(groups_);
+  r.PodVec(accs_);
+  r.PodVec(current_);
+  current_str_.resize(r.Count(8));
+  for (std::string& s : current_str_) s = r.Str();
+  sets_.assign(r.Count(24), Multiset{});
+  for (Multiset& m : sets_) {
+    for (size_t n = r.Count(16); n > 0; --n) {
+      const int64_t v = r.I64();
+      m.ints[v] = r.I64();
+    }
+    for (size_t n = r.Count(16); n > 0; --n) {
+      const double v = r.Pod<double>();
+      m.doubles[v] = r.I64();
+    }
+    for (size_t n = r.Count(16); n > 0; --n) {
+      std::string v = r.Str();
+      m.strings[std::move(v)] = r.I64();
+    }
+  }
+  bool bools = true;
+  for (const Group& g : groups_) bools &= ValidBool(g.open) && ValidBool(g.touched) && ValidBool(g.listed);
+  for (const Value& v : current_) bools &= ValidBool(v.valid);
+  CQ_SNAPSHOT_CHECK(bools, "a flag is neither 0 nor 1");
+  const size_t groups = groups_.size();
+  bool ok = groups == index_.size() && accs_.size() == groups * na_ && current_.size() == groups * na_ &&
+            current_str_.size() == (has_strings_ ? groups * na_ : 0) && sets_.size() == groups * sets_per_group_;
+  for (const Group& g : groups_) ok &= g.out_row == -1 && !g.touched && !g.listed;
+  CQ_SNAPSHOT_CHECK(ok, "an aggregate's groups are inconsistent");
+  touched_.assign(groups, 0);
+  touched_count_ = 0;
+  duration_ = r.OptDur();
+  chunks_.clear();
+  const size_t nargs = views_.size();
+  int64_t base = -1;
+  for (size_t n = r.Count(1); n > 0; --n) {
+    Chunk c;
+    c.sync = r.TimeCol();
+    c.args = r.Cols();
+    c.groups = r.Buf();
+    c.signs = r.Buf();
+    c.length = r.I64();
+    c.base = r.I64();
+    ok = c.length > 0 && c.args.size() == nargs && c.sync.ticks.size >= c.length * 8 &&
+         (c.sync.steps.empty() || c.sync.steps.size >= c.length * 8) && c.groups.size >= c.length * 4 &&
+         (input_ == Input::kNegative ? c.signs.size >= c.length : c.signs.empty()) && c.base > base;
+    for (const Column& a : c.args) ok &= a.length >= c.length;
+    for (const Agg& a : aggs_)
+      if (a.expr && ok) ok &= c.args[a.arg].type == a.arg_type;
+    for (int64_t i = 0; ok && i < c.length; ++i) ok &= c.groups.as<const uint32_t>()[i] < groups;
+    CQ_SNAPSHOT_CHECK(ok, "an aggregate's retained rows are inconsistent");
+    base = c.base;
+    for (const Column& a : c.args) c.views.push_back(ArgView::Of(a));
+    chunks_.push_back(std::move(c));
+  }
+  for (Cursor* c : {&next_start_, &next_end_}) {
+    *c = Cursor{};
+    c->chunk = r.U64();
+    c->row = r.I64();
+    CQ_SNAPSHOT_CHECK(c->chunk <= chunks_.size() && c->row >= 0 &&
+                          (c->chunk == chunks_.size() ? c->row == 0 : c->row <= chunks_[c->chunk].length),
+                      "an aggregate's cursors are out of range");
+  }
+  max_sync_ = r.Pod<Time>();
+  retained_ = r.I64();
+  CQ_SNAPSHOT_CHECK(chunks_.empty() || chunks_.back().base + chunks_.back().length <= retained_,
+                    "an aggregate's retained rows are inconsistent");
+  Load(next_start_);  // unpacks the cursors' chunks (pointers are not saved)
+  Load(next_end_);
+  CQ_SNAPSHOT_CHECK(r.Bool() == (tracker_ != nullptr), "an aggregate's strategy differs from its plan's");
+  if (tracker_) {
+    tracker_->Restore(r, *derived_schema_);
+    // The tracked rows carry their group id last: it indexes the groups.
+    bool ok = true;
+    for (const Batch* b : tracker_->retained_batches()) {
+      const int64_t* g = b->columns.back().i64();
+      for (int64_t i = 0; i < b->length; ++i) ok &= g[i] >= 0 && static_cast<uint64_t>(g[i]) < groups;
+    }
+    CQ_SNAPSHOT_CHECK(ok, "an aggregate's tracked rows name groups it does not have");
+  }
+  out_hint_ = r.I64();
+}
 }  // namespace cq

@@ -56,6 +56,8 @@ class Aggregate final : public Operator {
   const Schema& output_schema() const override { return output_; }
   BatchKind output_kind() const override { return BatchKind::kLifetime; }
   std::string Explain() const override;
+  void Snapshot(SnapshotWriter& w) const override;
+  void Restore(SnapshotReader& r) override;
 
  private:
   enum class Fn : uint8_t { kCountStar, kCount, kSum, kAvg, kMin, kMax };

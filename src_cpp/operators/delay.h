@@ -14,6 +14,9 @@ class DelayOperator final : public Operator {
   const Schema& output_schema() const override { return schema_; }
   BatchKind output_kind() const override { return BatchKind::kStream; }
   std::string Explain() const override { return "Delay " + delay_.ToString(); }
+  // Stateless: its output depends on the row in hand only.
+  void Snapshot(SnapshotWriter&) const override {}
+  void Restore(SnapshotReader&) override {}
 
  private:
   Duration delay_;

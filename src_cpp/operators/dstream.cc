@@ -1,6 +1,7 @@
 #include "operators/dstream.h"
 
 #include "engine/errors.h"
+#include "engine/snapshot.h"
 #include "operators/registry.h"
 #include "plan/plan_util.h"
 
@@ -34,4 +35,7 @@ void RegisterDStream(OperatorRegistry& r) {
   });
 }
 
+
+void DStream::Snapshot(SnapshotWriter& w) const { tracker_->Snapshot(w); }
+void DStream::Restore(SnapshotReader& r) { tracker_->Restore(r, *schema_); }
 }  // namespace cq

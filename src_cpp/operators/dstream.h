@@ -19,6 +19,8 @@ class DStream final : public Operator {
   const Schema& output_schema() const override { return *schema_; }
   BatchKind output_kind() const override { return BatchKind::kStream; }
   std::string Explain() const override { return "DStream"; }
+  void Snapshot(SnapshotWriter& w) const override;
+  void Restore(SnapshotReader& r) override;
 
  private:
   std::shared_ptr<const Schema> schema_;

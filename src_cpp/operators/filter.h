@@ -13,6 +13,9 @@ class Filter final : public Operator {
   const Schema& output_schema() const override { return schema_; }
   BatchKind output_kind() const override { return kind_; }
   std::string Explain() const override;
+  // Stateless: its output depends on the row in hand only.
+  void Snapshot(SnapshotWriter&) const override {}
+  void Restore(SnapshotReader&) override {}
 
  private:
   std::unique_ptr<Expression> predicate_;

@@ -5,6 +5,7 @@
 #include "batch/row_equal.h"
 #include "batch/row_hash.h"
 #include "engine/errors.h"
+#include "engine/snapshot.h"
 #include "operators/registry.h"
 #include "plan/plan_util.h"
 
@@ -417,4 +418,116 @@ void RegisterHashJoin(OperatorRegistry& r) {
   });
 }
 
+
+// Per side: the kept batches (with their key columns, key hashes and ends as fixed so far), the
+// cursor, the probe table, the pending holders and the expiration set. Then the open results
+// (direct method) and the ends that wait for the other side's progress.
+void HashJoin::Snapshot(SnapshotWriter& w) const {
+  w.Pod(progress_);
+  for (const Side& s : sides_) {
+    w.U32(s.next_seq);
+    w.U64(s.kept.size());
+    for (size_t i = s.kept.head; i < s.kept.slots.size(); ++i) {
+      const Kept& k = *s.kept.slots[i];
+      w.U32(k.seq);
+      w.WriteBatch(k.batch);
+      w.PodVec(k.keys);
+      w.Cols(k.key_cols);
+      w.Times(k.ends);
+      w.PodVec(k.rows);
+      w.I64(k.live);
+    }
+    w.U64(s.cursor_batch);
+    w.I64(s.cursor_row);
+    s.table.Snapshot(w);
+    w.U64(s.pending.size());
+    for (const auto& [h, ref] : s.pending) {
+      w.U32(h);
+      w.Pod(ref);
+    }
+    s.expiring.Snapshot(w);
+  }
+  w.PodVec(open_);
+  w.PodVec(open_live_);
+  for (const auto& by : open_by_input_) {
+    w.U64(by.size());
+    for (const auto& results : by) w.PodVec(results);
+  }
+  w.U64(next_serial_);
+  waiting_.Snapshot(w);
+}
+
+void HashJoin::Restore(SnapshotReader& r) {
+  progress_ = r.Pod<Time>();
+  bool ok = true;
+  for (int side = 0; side < 2; ++side) {
+    Side& s = sides_[side];
+    s.next_seq = r.U32();
+    s.kept = Side::Batches{};
+    for (size_t n = r.Count(1); n > 0; --n) {
+      Kept k;
+      k.seq = r.U32();
+      k.batch = r.ReadBatch(side == 0 ? &left_ : &right_);
+      r.PodVec(k.keys);
+      k.key_cols = r.Cols();
+      r.Times(k.ends);
+      r.PodVec(k.rows);
+      k.live = r.I64();
+      const auto len = static_cast<size_t>(k.batch.length);
+      CQ_SNAPSHOT_CHECK(!k.batch.has_selection && k.seq < s.next_seq &&
+                            (s.kept.empty() || k.seq == s.kept.slots.back()->seq + 1) && k.keys.size() == len &&
+                            k.key_cols.size() == s.keys.size() && (negative_ ? k.rows.size() : k.ends.size()) == len,
+                        "a join's kept batches are inconsistent");
+      for (size_t c = 0; c < k.key_cols.size(); ++c)
+        ok &= k.key_cols[c].length >= k.batch.length && k.key_cols[c].type == s.keys[c]->type();
+      s.kept.push_back(std::move(k));
+    }
+    CQ_SNAPSHOT_CHECK(s.kept.empty() || s.kept.slots.back()->seq + 1 == s.next_seq, "a join's kept batches are out of sequence");
+    s.cursor_batch = r.U64();
+    s.cursor_row = r.I64();
+    auto holds = [&s](const Ref& x) {
+      return !s.kept.empty() && x.seq >= s.kept.front().seq && x.seq - s.kept.front().seq < s.kept.size() &&
+             x.row < static_cast<uint64_t>(s.kept.at(x.seq).batch.length);
+    };
+    // The cursor names a kept row, or the batch after the last one.
+    if (s.kept.empty() || s.cursor_batch - s.kept.front().seq >= s.kept.size())
+      ok &= s.cursor_row == 0 && (s.kept.empty() || s.cursor_batch == s.kept.front().seq + s.kept.size());
+    else
+      ok &= s.cursor_row >= 0 && s.cursor_row < s.kept.at(static_cast<uint32_t>(s.cursor_batch)).batch.length;
+    s.table.Restore(r, holds);
+    s.pending.clear();
+    for (size_t n = r.Count(12); n > 0; --n) {
+      const HolderId h = r.U32();
+      const Ref ref = r.Pod<Ref>();
+      ok &= holds(ref);
+      s.pending[h] = ref;
+    }
+    s.expiring.Restore(r);
+    s.expiring.ForEach([&](const Side::Expiry& e) { ok &= holds(e.ref); });
+    s.LoadCursor();
+  }
+  r.PodVec(open_);
+  r.PodVec(open_live_);
+  ok &= open_live_.size() == open_.size();
+  for (size_t i = 0; ok && i < open_.size(); ++i) {
+    if (!open_live_[i]) continue;
+    const Open& op = open_[i];
+    for (int side = 0; side < 2; ++side) {
+      const Side& s = sides_[side];
+      const Ref x = side == 0 ? op.l : op.r;
+      ok &= !s.kept.empty() && x.seq >= s.kept.front().seq && x.seq - s.kept.front().seq < s.kept.size() &&
+            x.row < static_cast<uint64_t>(s.kept.at(x.seq).batch.length);
+    }
+  }
+  for (auto& by : open_by_input_) {
+    by.assign(r.Count(8), {});
+    for (auto& results : by) {
+      r.PodVec(results);
+      for (HolderId h : results) ok &= h < open_.size() && open_live_[h];
+    }
+  }
+  next_serial_ = r.U64();
+  waiting_.Restore(r);
+  CQ_SNAPSHOT_CHECK(ok, "a join's state refers to rows it does not keep");
+}
 }  // namespace cq

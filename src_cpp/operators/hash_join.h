@@ -35,6 +35,8 @@ class HashJoin final : public Operator {
   const Schema& output_schema() const override { return schema_; }
   BatchKind output_kind() const override { return BatchKind::kLifetime; }
   std::string Explain() const override;
+  void Snapshot(SnapshotWriter& w) const override;
+  void Restore(SnapshotReader& r) override;
 
  private:
   struct Ref {

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "engine/errors.h"
+#include "engine/snapshot.h"
 #include "operators/registry.h"
 #include "plan/plan_util.h"
 
@@ -303,4 +304,48 @@ void RegisterIStream(OperatorRegistry& r) {
   });
 }
 
+
+// Constant durations: the retained batches, the expiry cursor and the duration seen; otherwise the
+// tracker. Both: the instant in progress and its bag of ending rows (a later push may carry more
+// rows of that instant).
+void IStream::Snapshot(SnapshotWriter& w) const {
+  w.U64(next_seq_);
+  w.U64(retained_.size());
+  for (const Retained& r : retained_) {
+    w.U64(r.seq);
+    w.WriteBatch(r.batch);
+  }
+  w.OptDur(duration_);
+  w.I64(cursor_);
+  w.Bool(tracker_ != nullptr);
+  if (tracker_) tracker_->Snapshot(w);
+  w.Pod(current_);
+  w.PodVec(ending_now_);
+  w.PodVec(consumed_);
+}
+
+void IStream::Restore(SnapshotReader& r) {
+  next_seq_ = r.U64();
+  retained_.clear();
+  for (size_t n = r.Count(1); n > 0; --n) {
+    const uint64_t seq = r.U64();
+    Batch b = r.ReadBatch(&schema_);
+    CQ_SNAPSHOT_CHECK(seq < next_seq_ && (retained_.empty() || seq == retained_.back().seq + 1),
+                      "an ISTREAM's retained batches are out of sequence");
+    retained_.push_back({seq, std::move(b)});
+  }
+  duration_ = r.OptDur();
+  cursor_ = r.I64();
+  CQ_SNAPSHOT_CHECK(r.Bool() == (tracker_ != nullptr), "an ISTREAM's strategy differs from its plan's");
+  if (tracker_) tracker_->Restore(r, schema_);
+  current_ = r.Pod<Time>();
+  r.PodVec(ending_now_);
+  r.PodVec(consumed_);
+  bool ok = (retained_.empty() || retained_.back().seq + 1 == next_seq_) && cursor_ >= 0 && (retained_.empty() ? cursor_ == 0 : cursor_ <= retained_.front().batch.num_rows()) &&
+            consumed_.size() == ending_now_.size() && (retained_.empty() || duration_);
+  for (const RowRef& x : ending_now_)
+    ok &= !retained_.empty() && x.seq >= retained_.front().seq && x.seq - retained_.front().seq < retained_.size() &&
+          x.row < static_cast<uint64_t>(retained_[x.seq - retained_.front().seq].batch.length);
+  CQ_SNAPSHOT_CHECK(ok, "an ISTREAM's cursor or ending rows are out of range");
+}
 }  // namespace cq

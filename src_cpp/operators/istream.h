@@ -33,6 +33,8 @@ class IStream final : public Operator {
   const Schema& output_schema() const override { return schema_; }
   BatchKind output_kind() const override { return BatchKind::kStream; }
   std::string Explain() const override;
+  void Snapshot(SnapshotWriter& w) const override;
+  void Restore(SnapshotReader& r) override;
 
   // Rows kept because their end is still ahead (for tests).
   int64_t retained_rows() const;

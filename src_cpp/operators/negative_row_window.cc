@@ -4,6 +4,7 @@
 
 #include "batch/row_hash.h"
 #include "engine/errors.h"
+#include "engine/snapshot.h"
 #include "operators/registry.h"
 
 namespace cq {
@@ -81,4 +82,53 @@ void RegisterNegativeRowWindow(OperatorRegistry& r) {
   });
 }
 
+
+// The kept batches (rows whose negative is still to come) and each partition's queue of them.
+void NegativeRowWindow::Snapshot(SnapshotWriter& w) const {
+  w.U32(next_seq_);
+  w.U64(kept_.size());
+  for (const Kept& k : kept_) {
+    w.U32(k.seq);
+    w.WriteBatch(k.batch);
+    w.I64(k.live);
+  }
+  w.PodVec(all_.items.data() + all_.head, all_.size());
+  w.U64(partitions_.size());
+  for (const auto& [key, q] : partitions_) {
+    w.Str(key);
+    w.PodVec(q.items.data() + q.head, q.size());
+  }
+}
+
+void NegativeRowWindow::Restore(SnapshotReader& r) {
+  next_seq_ = r.U32();
+  kept_.clear();
+  for (size_t n = r.Count(1); n > 0; --n) {
+    const uint32_t seq = r.U32();
+    Batch b = r.ReadBatch(&schema_);
+    const int64_t live = r.I64();
+    CQ_SNAPSHOT_CHECK(!b.has_selection && seq < next_seq_ && (kept_.empty() || seq == kept_.back().seq + 1),
+                      "a row window's kept batches are out of sequence");
+    kept_.push_back({seq, std::move(b), live});
+  }
+  auto holds = [&](const Queue& q) {
+    bool ok = static_cast<int64_t>(q.size()) <= rows_;
+    for (const Ref& x : q.items)
+      ok &= !kept_.empty() && x.seq >= kept_.front().seq && x.seq - kept_.front().seq < kept_.size() &&
+            x.row < static_cast<uint64_t>(kept_[x.seq - kept_.front().seq].batch.length);
+    return ok;
+  };
+  CQ_SNAPSHOT_CHECK(kept_.empty() || kept_.back().seq + 1 == next_seq_, "a row window's kept batches are out of sequence");
+  all_ = Queue{};
+  r.PodVec(all_.items);
+  bool ok = holds(all_);
+  partitions_.clear();
+  for (size_t n = r.Count(16); n > 0; --n) {
+    std::string key = r.Str();
+    Queue& q = partitions_[std::move(key)];
+    r.PodVec(q.items);
+    ok &= holds(q);
+  }
+  CQ_SNAPSHOT_CHECK(ok, "a row window's queues refer to rows it does not keep");
+}
 }  // namespace cq

@@ -19,6 +19,8 @@ class NegativeRowWindow final : public Operator {
   const Schema& output_schema() const override { return schema_; }
   BatchKind output_kind() const override { return BatchKind::kLifetime; }
   std::string Explain() const override { return "Window [Rows " + std::to_string(rows_) + "] (negative tuples)"; }
+  void Snapshot(SnapshotWriter& w) const override;
+  void Restore(SnapshotReader& r) override;
 
  private:
   struct Ref {

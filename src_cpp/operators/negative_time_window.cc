@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "engine/errors.h"
+#include "engine/snapshot.h"
 #include "operators/registry.h"
 #include "plan/plan_util.h"
 
@@ -143,4 +144,38 @@ void RegisterNegativeTimeWindow(OperatorRegistry& r) {
   });
 }
 
+
+// The kept batches and the two cursors: the next positive and the next negative to send. The
+// first batch (a whole input batch, kept until both cursors leave it) is written from the earlier
+// cursor on.
+void NegativeTimeWindow::Snapshot(SnapshotWriter& w) const {
+  auto before = [](const BatchRow& a, const BatchRow& b) { return a.batch != b.batch ? a.batch < b.batch : a.row < b.row; };
+  const BatchRow first = before(next_negative_, next_positive_) ? next_negative_ : next_positive_;
+  const uint32_t skip = !kept_.empty() && first.batch == front_ ? first.row : 0;
+  w.U32(front_);
+  w.U64(kept_.size());
+  for (size_t k = 0; k < kept_.size(); ++k)
+    w.WriteBatch(k == 0 && skip ? kept_[0].Slice(skip, kept_[0].length - skip) : kept_[k]);
+  for (BatchRow c : {next_positive_, next_negative_}) {
+    if (c.batch == front_) c.row -= skip;
+    w.Pod(c);
+  }
+}
+
+void NegativeTimeWindow::Restore(SnapshotReader& r) {
+  front_ = r.U32();
+  kept_.clear();
+  for (size_t n = r.Count(1); n > 0; --n) {
+    kept_.push_back(r.ReadBatch(&schema_));
+    CQ_SNAPSHOT_CHECK(!kept_.back().has_selection, "a time window keeps a batch with a selection");
+  }
+  next_positive_ = r.Pod<BatchRow>();
+  next_negative_ = r.Pod<BatchRow>();
+  auto in_range = [&](const BatchRow& c) {
+    // A cursor names a kept batch and a row in it, or sits just past the last kept batch.
+    const uint64_t k = static_cast<uint64_t>(c.batch) - front_;
+    return c.batch >= front_ && (k == kept_.size() ? c.row == 0 : k < kept_.size() && c.row < kept_[k].length);
+  };
+  CQ_SNAPSHOT_CHECK(in_range(next_positive_) && in_range(next_negative_), "a time window's cursors are out of range");
+}
 }  // namespace cq

@@ -21,6 +21,8 @@ class NegativeTimeWindow final : public Operator {
   const Schema& output_schema() const override { return schema_; }
   BatchKind output_kind() const override { return BatchKind::kLifetime; }
   std::string Explain() const override { return "Window " + kind_ + " (negative tuples)"; }
+  void Snapshot(SnapshotWriter& w) const override;
+  void Restore(SnapshotReader& r) override;
 
  private:
   // Every positive with start <= through and negative with end <= through not sent yet, merged.

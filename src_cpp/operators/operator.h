@@ -14,6 +14,9 @@
 
 namespace cq {
 
+class SnapshotWriter;  // engine/snapshot.h
+class SnapshotReader;
+
 // Where an operator's output goes. The executor gives each operator its own emitter.
 class Emitter {
  public:
@@ -67,6 +70,15 @@ class Operator {
   virtual BatchKind output_kind() const = 0;
   // One line for explain(): the operator and its parameters.
   virtual std::string Explain() const = 0;
+
+  // Engine snapshots (checkpoints; engine/snapshot.h): everything the operator holds that later
+  // calls depend on — kept rows, cursors, pending holder ids, its place in time — but not what
+  // its spec gives (the plan is rebuilt before a restore). Restore reads it back into an operator
+  // freshly built from the same spec, and throws CqError(kSnapshot) on bytes that do not fit.
+  // Snapshots are taken between calls, never inside an instant. Pure virtual on purpose: a
+  // stateless operator says so by writing nothing.
+  virtual void Snapshot(SnapshotWriter& w) const = 0;
+  virtual void Restore(SnapshotReader& r) = 0;
 };
 
 struct OperatorSpec {

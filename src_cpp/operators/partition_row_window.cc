@@ -4,6 +4,7 @@
 
 #include "batch/row_hash.h"
 #include "engine/errors.h"
+#include "engine/snapshot.h"
 #include "operators/registry.h"
 
 namespace cq {
@@ -117,4 +118,33 @@ void RegisterPartitionRowWindow(OperatorRegistry& r) {
   });
 }
 
+
+// Each partition's pending rows (holder, and which push and row made them), by partition key.
+void PartitionRowWindow::Snapshot(SnapshotWriter& w) const {
+  w.U32(batch_seq_);
+  w.U64(slot_of_.size());
+  for (const auto& [key, slot] : slot_of_) {
+    w.Str(key);
+    w.U32(slot);
+  }
+  w.U64(queues_.size());
+  for (const Queue& q : queues_) w.PodVec(q.items.data() + q.head, q.size());
+}
+
+void PartitionRowWindow::Restore(SnapshotReader& r) {
+  batch_seq_ = r.U32();
+  slot_of_.clear();
+  for (size_t n = r.Count(12); n > 0; --n) {
+    std::string key = r.Str();
+    slot_of_[std::move(key)] = r.U32();
+  }
+  queues_.assign(r.Count(8), Queue{});
+  bool ok = slot_of_.size() == queues_.size();
+  for (Queue& q : queues_) {
+    r.PodVec(q.items);
+    ok &= static_cast<int64_t>(q.items.size()) <= rows_;
+  }
+  for (const auto& [key, slot] : slot_of_) ok &= slot < queues_.size();
+  CQ_SNAPSHOT_CHECK(ok, "a partitioned row window's queues are inconsistent");
+}
 }  // namespace cq

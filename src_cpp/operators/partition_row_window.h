@@ -21,6 +21,8 @@ class PartitionRowWindow final : public Operator {
   const Schema& output_schema() const override { return schema_; }
   BatchKind output_kind() const override { return BatchKind::kLifetime; }
   std::string Explain() const override;
+  void Snapshot(SnapshotWriter& w) const override;
+  void Restore(SnapshotReader& r) override;
   size_t partitions() const { return slot_of_.size(); }
 
  private:

@@ -14,6 +14,9 @@ class Project final : public Operator {
   const Schema& output_schema() const override { return *schema_; }
   BatchKind output_kind() const override { return kind_; }
   std::string Explain() const override;
+  // Stateless: its output depends on the row in hand only.
+  void Snapshot(SnapshotWriter&) const override {}
+  void Restore(SnapshotReader&) override {}
 
  private:
   std::vector<std::unique_ptr<Expression>> exprs_;

@@ -6,6 +6,7 @@
 #include "batch/row_equal.h"
 #include "batch/row_hash.h"
 #include "engine/errors.h"
+#include "engine/snapshot.h"
 #include "operators/registry.h"
 
 namespace cq {
@@ -391,4 +392,144 @@ void RegisterQuerySink(OperatorRegistry& r) {
   });
 }
 
+
+// The output not drained yet (chunks, and the small rows being gathered into one) and the rows
+// still waiting for their end (direct: by holder id; negative: positives by value and start).
+void QuerySink::Snapshot(SnapshotWriter& w) const {
+  w.U64(queue_.size());
+  for (const OutputChunk& c : queue_) {
+    w.I64(c.length);
+    w.Cols(c.columns);
+  }
+  w.I64(queued_rows_);
+  w.I64(small_rows_);
+  w.U64(small_.size());
+  for (const ColumnBuilder& b : small_) {
+    w.Pod(b.type);
+    w.PodVec(b.i64);
+    w.PodVec(b.f64);
+    w.Str(b.bytes);
+    w.PodVec(b.offsets);
+    w.PodVec(b.valid);
+    w.I64(b.nulls);
+  }
+  // A kept batch is a whole output batch of its producer, kept for the few rows that wait (an
+  // aggregate's open results): only the waiting rows are written, and references renumbered.
+  std::vector<std::vector<uint32_t>> rows(retained_.size());
+  const uint32_t front = retained_.empty() ? 0 : retained_.front().seq;
+  for (const Slot& s : slots_)
+    if (s.row != Slot::kEmpty) rows[s.seq - front].push_back(s.row);
+  positives_.ForEach([&](const Positive& p) { rows[p.seq - front].push_back(p.row); });
+  std::vector<uint8_t> compacted(retained_.size(), 0);
+  w.U32(next_seq_);
+  w.U64(retained_.size());
+  for (size_t k = 0; k < retained_.size(); ++k) {
+    const Retained& r = retained_[k];
+    std::sort(rows[k].begin(), rows[k].end());
+    w.U32(r.seq);
+    if (static_cast<int64_t>(rows[k].size()) * 2 < r.batch.length) {
+      compacted[k] = 1;
+      Batch waiting = r.batch;
+      waiting.has_selection = true;
+      waiting.selection = Buffer::Allocate(static_cast<int64_t>(rows[k].size()) * 4);
+      std::copy(rows[k].begin(), rows[k].end(), waiting.selection.as<uint32_t>());
+      waiting.selection_count = static_cast<int64_t>(rows[k].size());
+      w.WriteBatch(waiting.Compact());
+    } else {
+      w.WriteBatch(r.batch);
+    }
+    w.I64(r.live);
+  }
+  auto renumber = [&](uint32_t seq, uint32_t row) -> uint32_t {
+    const auto& rs = rows[seq - front];
+    return compacted[seq - front] ? static_cast<uint32_t>(std::lower_bound(rs.begin(), rs.end(), row) - rs.begin())
+                                  : row;
+  };
+  std::vector<Slot> slots = slots_;
+  for (Slot& s : slots)
+    if (s.row != Slot::kEmpty) s.row = renumber(s.seq, s.row);
+  w.PodVec(slots);
+  positives_.Snapshot(w, [&](const Positive& p) { return Positive{p.seq, renumber(p.seq, p.row)}; });
+  w.I64(waiting_);
+}
+
+void QuerySink::Restore(SnapshotReader& r) {
+  queue_.clear();
+  int64_t rows = 0;
+  bool ok = true;
+  for (size_t n = r.Count(16); n > 0; --n) {
+    OutputChunk c;
+    c.length = r.I64();
+    c.columns = r.Cols();
+    ok &= c.length >= 0 && c.columns.size() == output_.size();
+    for (size_t k = 0; ok && k < c.columns.size(); ++k)
+      ok &= c.columns[k].length == c.length && (c.columns[k].type == output_[k].type || c.columns[k].type == TypeId::kNull);
+    rows += c.length;
+    queue_.push_back(std::move(c));
+  }
+  queued_rows_ = r.I64();
+  small_rows_ = r.I64();
+  small_.clear();
+  for (size_t n = r.Count(1); n > 0; --n) {
+    ColumnBuilder b{r.Pod<TypeId>()};
+    r.PodVec(b.i64);
+    r.PodVec(b.f64);
+    b.bytes = r.Str();
+    r.PodVec(b.offsets);
+    r.PodVec(b.valid);
+    b.nulls = r.I64();
+    ok &= small_.size() < output_.size() && b.type == output_[small_.size()].type &&
+          static_cast<int64_t>(b.valid.size()) == small_rows_;
+    switch (b.type) {
+      case TypeId::kInt64:
+      case TypeId::kBool: ok &= b.i64.size() == b.valid.size(); break;
+      case TypeId::kFloat64: ok &= b.f64.size() == b.valid.size(); break;
+      case TypeId::kUtf8:
+        ok &= b.offsets.size() == b.valid.size() + 1 && b.offsets.front() == 0 &&
+              std::is_sorted(b.offsets.begin(), b.offsets.end()) &&
+              static_cast<size_t>(b.offsets.back()) == b.bytes.size();
+        break;
+      case TypeId::kNull: break;
+    }
+    small_.push_back(std::move(b));
+  }
+  ok &= small_.empty() ? small_rows_ == 0 : small_.size() == output_.size();
+  ok &= queued_rows_ == rows + small_rows_;
+  CQ_SNAPSHOT_CHECK(ok, "a query's undrained output does not fit its schema");
+  next_seq_ = r.U32();
+  retained_.clear();
+  for (size_t n = r.Count(1); n > 0; --n) {
+    const uint32_t seq = r.U32();
+    Batch b = r.ReadBatch(&input_);
+    const int64_t live = r.I64();
+    CQ_SNAPSHOT_CHECK(!b.has_selection && seq < next_seq_ && (retained_.empty() || seq == retained_.back().seq + 1) &&
+                          b.columns.size() == input_.size(),
+                      "a query's waiting rows are out of sequence");
+    retained_.push_back({seq, std::move(b), live});
+  }
+  // Numbers are handed out in order and only to kept batches: the last kept has the last number.
+  ok &= retained_.empty() || retained_.back().seq + 1 == next_seq_;
+  auto holds = [&](uint32_t seq, uint32_t row) {
+    return !retained_.empty() && seq >= retained_.front().seq && seq - retained_.front().seq < retained_.size() &&
+           row < static_cast<uint64_t>(retained_[seq - retained_.front().seq].batch.length);
+  };
+  r.PodVec(slots_);
+  // Each kept batch is kept for exactly the rows that still refer to it.
+  std::vector<int64_t> refs(retained_.size(), 0);
+  int64_t waiting = 0;
+  for (const Slot& s : slots_) {
+    if (s.row == Slot::kEmpty) continue;
+    ok &= holds(s.seq, s.row);
+    if (ok) ++refs[s.seq - retained_.front().seq], ++waiting;
+  }
+  positives_.Restore(r, [&](const Positive& p) {
+    if (!holds(p.seq, p.row)) return false;
+    ++refs[p.seq - retained_.front().seq];
+    return true;
+  });
+  waiting_ = r.I64();
+  ok &= negative_ ? waiting == 0 : waiting == waiting_;
+  for (size_t k = 0; k < retained_.size(); ++k) ok &= retained_[k].live == refs[k];
+  CQ_SNAPSHOT_CHECK(ok, "a query's waiting rows refer to batches it does not keep");
+}
 }  // namespace cq

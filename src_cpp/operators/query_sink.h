@@ -29,6 +29,8 @@ class QuerySink final : public Operator {
   const Schema& output_schema() const override { return output_; }
   BatchKind output_kind() const override { return kind_; }
   std::string Explain() const override;
+  void Snapshot(SnapshotWriter& w) const override;
+  void Restore(SnapshotReader& r) override;
 
   const std::string& query() const { return query_; }
   std::vector<OutputChunk> Drain();

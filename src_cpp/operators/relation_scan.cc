@@ -2,6 +2,7 @@
 
 #include "batch/row_hash.h"
 #include "engine/errors.h"
+#include "engine/snapshot.h"
 #include "operators/registry.h"
 #include "plan/plan_util.h"
 
@@ -199,4 +200,29 @@ void RegisterRelationScan(OperatorRegistry& r) {
   });
 }
 
+
+// The alive copies of each value (start, holder, where they arrived), oldest first.
+void RelationScan::Snapshot(SnapshotWriter& w) const {
+  w.U32(batch_seq_);
+  w.I64(alive_count_);
+  w.U64(alive_.size());
+  for (const auto& [key, copies] : alive_) {
+    w.Str(key);
+    w.PodVec(copies.items.data() + copies.head, copies.size());
+  }
+}
+
+void RelationScan::Restore(SnapshotReader& r) {
+  batch_seq_ = r.U32();
+  alive_count_ = r.I64();
+  alive_.clear();
+  int64_t count = 0;
+  for (size_t n = r.Count(16); n > 0; --n) {
+    std::string key = r.Str();
+    Copies& c = alive_[std::move(key)];
+    r.PodVec(c.items);
+    count += static_cast<int64_t>(c.items.size());
+  }
+  CQ_SNAPSHOT_CHECK(count == alive_count_, "a relation's alive count does not match its copies");
+}
 }  // namespace cq

@@ -34,6 +34,8 @@ class RelationScan final : public Operator {
   const Schema& output_schema() const override { return *schema_; }
   BatchKind output_kind() const override { return BatchKind::kLifetime; }
   std::string Explain() const override;
+  void Snapshot(SnapshotWriter& w) const override;
+  void Restore(SnapshotReader& r) override;
 
   const std::string& relation() const { return relation_; }
   const std::shared_ptr<const Schema>& shared_schema() const { return schema_; }

@@ -1,6 +1,7 @@
 #include "operators/row_window.h"
 
 #include "engine/errors.h"
+#include "engine/snapshot.h"
 #include "operators/registry.h"
 
 namespace cq {
@@ -104,4 +105,20 @@ void RegisterRowWindow(OperatorRegistry& r) {
   });
 }
 
+
+// The ring as it is: the pending holders of the last rows, oldest first from head_.
+void RowWindow::Snapshot(SnapshotWriter& w) const {
+  w.PodVec(ring_);
+  w.I64(head_);
+  w.I64(count_);
+}
+
+void RowWindow::Restore(SnapshotReader& r) {
+  r.PodVec(ring_);
+  head_ = r.I64();
+  count_ = r.I64();
+  const auto size = static_cast<int64_t>(ring_.size());
+  CQ_SNAPSHOT_CHECK(count_ >= 0 && count_ <= size && count_ <= rows_ && (size == 0 ? head_ == 0 : head_ >= 0 && head_ < size),
+                    "a row window's ring is out of range");
+}
 }  // namespace cq

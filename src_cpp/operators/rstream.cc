@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "engine/errors.h"
+#include "engine/snapshot.h"
 #include "operators/registry.h"
 #include "plan/plan_util.h"
 
@@ -103,4 +104,19 @@ void RegisterRStream(OperatorRegistry& r) {
   });
 }
 
+
+// The tracker (the relation alive now) and where the ticks emitted so far stop.
+void RStream::Snapshot(SnapshotWriter& w) const {
+  tracker_->Snapshot(w);
+  w.I64(next_tick_);
+  w.I64(last_finite_);
+  w.Bool(closing_);
+}
+
+void RStream::Restore(SnapshotReader& r) {
+  tracker_->Restore(r, *schema_);
+  next_tick_ = r.I64();
+  last_finite_ = r.I64();
+  closing_ = r.Bool();
+}
 }  // namespace cq

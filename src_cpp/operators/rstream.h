@@ -20,6 +20,8 @@ class RStream final : public Operator {
   const Schema& output_schema() const override { return *schema_; }
   BatchKind output_kind() const override { return BatchKind::kStream; }
   std::string Explain() const override { return "RStream (every tick)"; }
+  void Snapshot(SnapshotWriter& w) const override;
+  void Restore(SnapshotReader& r) override;
 
  private:
   void EmitTicks(int64_t from, int64_t to, Emitter& out);  // ticks [from, to) of the current R

@@ -13,6 +13,9 @@ class SlideWindow final : public Operator {
   const Schema& output_schema() const override { return schema_; }
   BatchKind output_kind() const override { return BatchKind::kLifetime; }
   std::string Explain() const override;
+  // Stateless: its output depends on the row in hand only.
+  void Snapshot(SnapshotWriter&) const override {}
+  void Restore(SnapshotReader&) override {}
 
  private:
   int64_t range_, slide_;

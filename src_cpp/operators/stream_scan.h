@@ -12,6 +12,9 @@ class StreamScan final : public Operator {
   const Schema& output_schema() const override { return *schema_; }
   BatchKind output_kind() const override { return BatchKind::kStream; }
   std::string Explain() const override;
+  // Stateless: its output depends on the row in hand only.
+  void Snapshot(SnapshotWriter&) const override {}
+  void Restore(SnapshotReader&) override {}
   const std::string& stream() const { return stream_; }
   const std::shared_ptr<const Schema>& shared_schema() const { return schema_; }
 

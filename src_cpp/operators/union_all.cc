@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "engine/errors.h"
+#include "engine/snapshot.h"
 #include "operators/registry.h"
 
 namespace cq {
@@ -38,4 +39,8 @@ void RegisterUnionAll(OperatorRegistry& r) {
   });
 }
 
+
+// The rows waiting to go out in time order.
+void UnionAll::Snapshot(SnapshotWriter& w) const { waiting_.Snapshot(w); }
+void UnionAll::Restore(SnapshotReader& r) { waiting_.Restore(r, schema_); }
 }  // namespace cq

@@ -18,6 +18,8 @@ class UnionAll final : public Operator {
   const Schema& output_schema() const override { return schema_; }
   BatchKind output_kind() const override { return kind_; }
   std::string Explain() const override { return "UnionAll"; }
+  void Snapshot(SnapshotWriter& w) const override;
+  void Restore(SnapshotReader& r) override;
 
  private:
   Schema schema_;

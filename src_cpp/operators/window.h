@@ -14,6 +14,9 @@ class ConstantDurationWindow final : public Operator {
   const Schema& output_schema() const override { return schema_; }
   BatchKind output_kind() const override { return BatchKind::kLifetime; }
   std::string Explain() const override;
+  // Stateless: its output depends on the row in hand only.
+  void Snapshot(SnapshotWriter&) const override {}
+  void Restore(SnapshotReader&) override {}
   Duration duration() const { return duration_; }
 
  private:

@@ -27,6 +27,8 @@ class Probe final : public Operator {
   const Schema& output_schema() const override { return kSchema; }
   BatchKind output_kind() const override { return BatchKind::kStream; }
   std::string Explain() const override { return "Probe " + name_; }
+  void Snapshot(SnapshotWriter&) const override {}  // logs to the test, keeps nothing
+  void Restore(SnapshotReader&) override {}
 
  private:
   std::string name_;

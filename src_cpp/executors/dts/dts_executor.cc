@@ -6,6 +6,7 @@
 #include <set>
 
 #include "engine/errors.h"
+#include "engine/snapshot.h"
 
 namespace cq {
 
@@ -329,6 +330,47 @@ void DtsExecutor::RunRegion(Region& r) {
     AdvanceRegion(r, next);
   }
   if (bound > r.progress) AdvanceRegion(r, bound);
+}
+
+// Every node's progress; each region's place in time; the rows waiting at the regions' entries.
+// The schedule itself follows from the plan.
+void DtsExecutor::Snapshot(SnapshotWriter& w) const {
+  w.U64(nodes_.size());
+  for (const auto& [id, n] : nodes_) {
+    w.I64(id);
+    w.Pod(n.progress);
+  }
+  w.U64(regions_.size());
+  for (const Region& r : regions_) {
+    w.Pod(r.progress);
+    w.I64(r.last_tick);
+    w.Bool(r.closing);
+  }
+  w.U64(entries_.size());
+  for (const Entry& e : entries_) {
+    w.I64(e.node);
+    w.I64(e.port);
+    e.runs.Snapshot(w);
+  }
+}
+
+void DtsExecutor::Restore(SnapshotReader& r) {
+  CQ_SNAPSHOT_CHECK(r.Count(24) == nodes_.size(), "the executor holds another number of operators");
+  for (auto& [id, n] : nodes_) {
+    CQ_SNAPSHOT_CHECK(r.I64() == id, "the executor's operators differ");
+    n.progress = r.Pod<Time>();
+  }
+  CQ_SNAPSHOT_CHECK(r.Count(25) == regions_.size(), "the executor has another number of loops");
+  for (Region& g : regions_) {
+    g.progress = r.Pod<Time>();
+    g.last_tick = r.I64();
+    g.closing = r.Bool();
+  }
+  CQ_SNAPSHOT_CHECK(r.Count(16) == entries_.size(), "the executor has another number of loop entries");
+  for (Entry& e : entries_) {
+    CQ_SNAPSHOT_CHECK(r.I64() == e.node && r.I64() == e.port, "the executor's loop entries differ");
+    e.runs.Restore(r, nodes_.at(nodes_.at(e.node).inputs[e.port]).op->output_schema());
+  }
 }
 
 }  // namespace cq

@@ -40,6 +40,8 @@ class DtsExecutor final : public Executor {
   Operator* op(int id) const override;
   const std::vector<int>& order() const override { return order_; }
   const std::vector<int>& inputs(int id) const override { return nodes_.at(id).inputs; }
+  void Snapshot(SnapshotWriter& w) const override;
+  void Restore(SnapshotReader& r) override;
 
  private:
   struct Node;

@@ -349,4 +349,12 @@ void HeartbeatExecutor::Drain() {
   }
 }
 
+void HeartbeatExecutor::Snapshot(SnapshotWriter&) const {
+  throw CqError(ErrorKind::kSnapshot, "engine snapshots are supported under executor='dts' only");
+}
+
+void HeartbeatExecutor::Restore(SnapshotReader&) {
+  throw CqError(ErrorKind::kSnapshot, "engine snapshots are supported under executor='dts' only");
+}
+
 }  // namespace cq

@@ -56,6 +56,11 @@ class HeartbeatExecutor final : public Executor {
   Operator* op(int id) const override;
   const std::vector<int>& order() const override { return order_; }
   const std::vector<int>& inputs(int id) const override { return nodes_.at(index_.at(id)).inputs; }
+  // Snapshots are not supported here (the engine says so before it gets this far): the queued
+  // one-timestamp items, heartbeats and pinned holder ids between every pair of operators would
+  // all have to be saved. The DTS executor keeps no queue outside loops.
+  void Snapshot(SnapshotWriter&) const override;
+  void Restore(SnapshotReader&) override;
 
   // What the scheduler did, for tests and benchmarks.
   struct Stats {

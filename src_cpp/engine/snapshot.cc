@@ -1,0 +1,240 @@
+#include "engine/snapshot.h"
+
+#include "batch/bitmap.h"
+
+namespace cq {
+
+namespace {
+// How a buffer is written: absent, its bytes, or the number of one written before.
+enum BufTag : uint8_t { kAbsent = 0, kBytes = 1, kShared = 2 };
+}  // namespace
+
+void SnapshotReader::Corrupt(const std::string& what) {
+  throw CqError(ErrorKind::kSnapshot, "not a valid cq snapshot: " + what);
+}
+
+void SnapshotWriter::Buf(const Buffer& b) {
+  if (b.empty()) {
+    Pod(kAbsent);
+    return;
+  }
+  auto [it, fresh] = buffers_.try_emplace(BufKey{b.data, b.size}, buffers_.size());
+  if (!fresh) {
+    Pod(kShared);
+    U64(it->second);
+    return;
+  }
+  written_.push_back(b);
+  Pod(kBytes);
+  U64(static_cast<uint64_t>(b.size));
+  Bytes(b.data, static_cast<size_t>(b.size));
+}
+
+Buffer SnapshotReader::Buf() {
+  switch (Pod<uint8_t>()) {
+    case kAbsent: return {};
+    case kBytes: {
+      const size_t n = Count(1);
+      // Allocate pads and zeroes past the size, as every buffer of the engine is (bitmap loops
+      // read whole words).
+      Buffer b = Buffer::Allocate(static_cast<int64_t>(n));
+      Bytes(b.data, n);
+      buffers_.push_back(b);
+      return b;
+    }
+    case kShared: {
+      const uint64_t k = U64();
+      Check(k < buffers_.size(), "a shared buffer refers to one not written before it");
+      return buffers_[k];
+    }
+    default: Corrupt("unknown buffer tag");
+  }
+}
+
+void SnapshotWriter::Col(const Column& c) {
+  Pod(c.type);
+  I64(c.length);
+  I64(c.null_count);
+  Buf(c.validity);
+  Buf(c.values);
+  Buf(c.offsets);
+}
+
+Column SnapshotReader::Col() {
+  Column c;
+  const uint8_t type = Pod<uint8_t>();
+  Check(type <= static_cast<uint8_t>(TypeId::kUtf8), "unknown column type");
+  c.type = static_cast<TypeId>(type);
+  c.length = I64();
+  c.null_count = I64();
+  c.validity = Buf();
+  c.values = Buf();
+  c.offsets = Buf();
+  const int64_t n = c.length;
+  Check(n >= 0 && c.null_count >= 0 && c.null_count <= n, "a column's length or null count is out of range");
+  Check(c.validity.empty() || c.validity.size >= bitmap::Bytes(n), "a validity bitmap is shorter than its column");
+  if (n == 0) return c;
+  switch (c.type) {
+    case TypeId::kNull: break;
+    case TypeId::kBool: Check(c.values.size >= bitmap::Bytes(n), "a bool column's bits are short"); break;
+    case TypeId::kInt64:
+    case TypeId::kFloat64: Check(!c.values.empty() && c.values.size >= n * 8, "a column's values are short"); break;
+    case TypeId::kUtf8: {
+      Check(!c.offsets.empty() && c.offsets.size >= (n + 1) * 4, "a utf8 column's offsets are short");
+      const int32_t* o = c.offs();
+      bool ok = o[0] >= 0;
+      for (int64_t i = 0; i < n; ++i) ok &= o[i + 1] >= o[i];
+      Check(ok && (o[n] == 0 || (!c.values.empty() && o[n] <= c.values.size)),
+            "a utf8 column's offsets are out of order or past its bytes");
+      break;
+    }
+  }
+  return c;
+}
+
+void SnapshotWriter::Cols(const std::vector<Column>& cols) {
+  U64(cols.size());
+  for (const Column& c : cols) Col(c);
+}
+
+std::vector<Column> SnapshotReader::Cols() {
+  std::vector<Column> cols(Count(1));
+  for (Column& c : cols) c = Col();
+  return cols;
+}
+
+void SnapshotWriter::TimeCol(const TimeColumn& t) {
+  Buf(t.ticks);
+  Buf(t.steps);
+}
+
+TimeColumn SnapshotReader::TimeCol() {
+  TimeColumn t;
+  t.ticks = Buf();
+  t.steps = Buf();
+  return t;
+}
+
+void SnapshotReader::CheckTimes(const TimeColumn& t, int64_t n, const char* what) {
+  if (t.empty() && t.steps.empty()) return;
+  Check(t.ticks.size >= n * 8 && (t.steps.empty() || t.steps.size >= n * 8), what);
+}
+
+void SnapshotWriter::SchemaRef(const std::shared_ptr<const Schema>& s) {
+  if (!s) {
+    Pod(kAbsent);
+    return;
+  }
+  auto [it, fresh] = schemas_.try_emplace(s.get(), schemas_.size());
+  if (!fresh) {
+    Pod(kShared);
+    U64(it->second);
+    return;
+  }
+  written_schemas_.push_back(s);
+  Pod(kBytes);
+  U64(s->size());
+  for (const Field& f : *s) {
+    Str(f.name);
+    Pod(f.type);
+  }
+}
+
+std::shared_ptr<const Schema> SnapshotReader::SchemaRef() {
+  switch (Pod<uint8_t>()) {
+    case kAbsent: return nullptr;
+    case kBytes: {
+      auto s = std::make_shared<Schema>(Count(9));
+      for (Field& f : *s) {
+        f.name = Str();
+        const uint8_t type = Pod<uint8_t>();
+        Check(type <= static_cast<uint8_t>(TypeId::kUtf8), "unknown field type");
+        f.type = static_cast<TypeId>(type);
+      }
+      schemas_.push_back(s);
+      return s;
+    }
+    case kShared: {
+      const uint64_t k = U64();
+      Check(k < schemas_.size(), "a schema refers to one not written before it");
+      return schemas_[k];
+    }
+    default: Corrupt("unknown schema tag");
+  }
+}
+
+void SnapshotWriter::WriteBatch(const Batch& b) {
+  Pod(b.kind);
+  SchemaRef(b.schema);
+  I64(b.length);
+  Cols(b.columns);
+  TimeCol(b.sync);
+  TimeCol(b.other);
+  OptDur(b.constant_duration);
+  Buf(b.holders);
+  Bool(b.has_selection);
+  Buf(b.selection);
+  I64(b.selection_count);
+}
+
+Batch SnapshotReader::ReadBatch(const Schema* expect) {
+  Batch b;
+  const uint8_t kind = Pod<uint8_t>();
+  Check(kind <= static_cast<uint8_t>(BatchKind::kLifetime), "unknown batch kind");
+  b.kind = static_cast<BatchKind>(kind);
+  b.schema = SchemaRef();
+  b.length = I64();
+  b.columns = Cols();
+  b.sync = TimeCol();
+  b.other = TimeCol();
+  b.constant_duration = OptDur();
+  b.holders = Buf();
+  b.has_selection = Bool();
+  b.selection = Buf();
+  b.selection_count = I64();
+  const int64_t n = b.length;
+  Check(n >= 0, "a batch's length is negative");
+  if (expect) {
+    bool same = b.schema && b.columns.size() == expect->size();
+    for (size_t c = 0; same && c < expect->size(); ++c) same = b.columns[c].type == (*expect)[c].type;
+    Check(same, "a batch's columns are not of the types the plan gives");
+  }
+  Check(!b.schema || b.columns.size() == b.schema->size(), "a batch has other columns than its schema");
+  for (size_t c = 0; c < b.columns.size(); ++c)
+    Check(b.columns[c].length >= n && (!b.schema || b.columns[c].type == (*b.schema)[c].type ||
+                                       b.columns[c].type == TypeId::kNull),
+          "a batch's column is shorter than the batch or of another type than its schema says");
+  Check(n == 0 || b.sync.ticks.size >= n * 8, "a batch's timestamps are short");
+  CheckTimes(b.sync, n, "a batch's timestamps are short");
+  CheckTimes(b.other, n, "a batch's end times are short");
+  Check(b.holders.empty() || b.holders.size >= n * 4, "a batch's holder ids are short");
+  if (b.has_selection) {
+    Check(b.selection_count >= 0 && b.selection_count <= n &&
+              (b.selection_count == 0 || b.selection.size >= b.selection_count * 4),
+          "a batch's selection is out of range");
+    const uint32_t* s = b.sel();
+    bool ok = true;
+    for (int64_t k = 0; k < b.selection_count; ++k) ok &= s[k] < static_cast<uint64_t>(n);
+    Check(ok, "a batch's selection names rows it does not have");
+  }
+  return b;
+}
+
+void SnapshotWriter::WriteEnds(const EndBatch& e) {
+  I64(e.length);
+  Buf(e.holders);
+  TimeCol(e.ends);
+}
+
+EndBatch SnapshotReader::ReadEnds() {
+  EndBatch e;
+  e.length = I64();
+  e.holders = Buf();
+  e.ends = TimeCol();
+  Check(e.length >= 0 && (e.length == 0 || (e.holders.size >= e.length * 4 && e.ends.ticks.size >= e.length * 8)),
+        "an end batch is short");
+  CheckTimes(e.ends, e.length, "an end batch's times are short");
+  return e;
+}
+
+}  // namespace cq
