@@ -1,0 +1,318 @@
+"""A CQL script over Spark DataFrames: one cq engine per partition, through ``mapInArrow``.
+
+The inputs are tagged and united into one DataFrame (a tag, a partition hash, the timestamp in
+ticks, an arrival sequence when ties must keep their order, and each input's columns under its
+own prefix), repartitioned by the key :func:`~cq_py.spark.partitioning.partition_plan` proved
+safe, sorted by time within each partition, and handed to ``mapInArrow``: each task runs one
+:class:`cq_py.Engine` over its Arrow batches and emits every query's rows in one wide schema (a
+query tag and each query's columns under its own prefix), which :func:`run` splits per query.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any, Iterator, Optional
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as ST
+
+from cq_py.engine import OP, Engine
+from cq_py.errors import InputError
+from cq_py.planner import types as T
+from cq_py.spark.partitioning import PartitionPlan, partition_plan
+
+__all__ = ["CQPartitionWarning", "run"]
+
+TAG, PART, TS, SEQ, QUERY = "__cq_tag", "__cq_part", "__cq_ts", "__cq_seq", "__cq_query"
+SPARK_TYPES = {T.INT64: ST.LongType(), T.FLOAT64: ST.DoubleType(), T.UTF8: ST.StringType(),
+               T.BOOL: ST.BooleanType()}
+# Spark types each core type accepts from an input DataFrame (as Engine.push accepts Arrow types).
+ACCEPTS = {
+    T.INT64: (ST.ByteType, ST.ShortType, ST.IntegerType, ST.LongType, ST.NullType),
+    T.FLOAT64: (ST.ByteType, ST.ShortType, ST.IntegerType, ST.LongType, ST.FloatType,
+                ST.DoubleType, ST.NullType),
+    T.UTF8: (ST.StringType, ST.NullType),
+    T.BOOL: (ST.BooleanType, ST.NullType),
+}
+MICROS_PER_TICK = {"s": 1_000_000, "ms": 1_000, "us": 1}
+
+
+class CQPartitionWarning(UserWarning):
+    """The script has no partition key cq can prove safe: it runs in one Spark partition."""
+
+
+def run(spark: SparkSession, cql_text: str, inputs: Optional[dict[str, DataFrame]] = None,
+        ts: str = "ts", *, partitions: Optional[int] = None, chunk_rows: int = 1 << 18,
+        **engine_options: Any) -> dict[str, DataFrame]:
+    """Runs ``cql_text`` on Spark over DataFrames and returns every query's output as a DataFrame.
+
+    ``inputs`` maps stream and relation names to DataFrames whose timestamp column is ``ts``
+    (integer ticks or a Spark TIMESTAMP, read in the engine's ``time_unit``); a relation's
+    DataFrame holds changes, with an optional ``op`` column ('+' / '-'). Unlike local
+    :func:`cq_py.run`, inputs need not be in time order: each partition is sorted by time, rows with
+    equal timestamps keeping their input order. The results equal :func:`cq_py.run`'s on the same
+    data, as bags (Spark does not keep an order): a stream-valued query's rows carry its columns and
+    ``ts``, a relation-valued query's its columns and ``start``, ``end`` (null: alive at the end).
+
+    The inputs are split into ``partitions`` parts (default ``spark.sql.shuffle.partitions``) by
+    the key :func:`cq_py.spark.partition_plan` proves safe; a script without one runs in a single
+    partition and warns (:class:`CQPartitionWarning`) naming the operator that needs every row.
+    Each task pushes its rows to its engine ``chunk_rows`` at a time. ``engine_options`` go to
+    :class:`cq_py.Engine`. The DataFrames are lazy and share one plan: each action runs the engines
+    again, so ``persist()`` what you read more than once (the CLI does).
+
+    >>> out = run(spark, "REGISTER STREAM s(k INT, v DOUBLE);"  # doctest: +SKIP
+    ...           "REGISTER QUERY q AS SELECT k, AVG(v) AS a FROM s [Partition By k Rows 10] GROUP BY k;",
+    ...           inputs={"s": spark.createDataFrame([(1, 2.0, 0), (2, 3.0, 1)], "k int, v double, ts long")})
+    >>> sorted(out["q"].collect())  # doctest: +SKIP
+    [Row(k=1, a=2.0, start=0, end=None), Row(k=2, a=3.0, start=1, end=None)]
+    """
+    inputs = dict(inputs or {})
+    if not isinstance(chunk_rows, int) or chunk_rows < 1:
+        raise ValueError(f"chunk_rows must be a positive integer; found {chunk_rows!r}")
+    if partitions is not None and (not isinstance(partitions, int) or partitions < 1):
+        raise ValueError(f"partitions must be a positive integer; found {partitions!r}")
+    # The script is checked on the driver, with the engine's own errors, before any job runs.
+    eng = Engine(**engine_options)
+    eng.execute(cql_text)
+    plan = partition_plan(cql_text, eng.time_unit)
+    streams = {name.lower(): name for name in eng.stream_names()}
+    given: list[tuple[str, DataFrame]] = []
+    for name, df in inputs.items():
+        if not isinstance(name, str) or name.lower() not in streams:
+            known = ", ".join(eng.stream_names()) or "(none)"
+            raise InputError(f"unknown stream {name!r}; registered streams: {known}", stream=name)
+        if not isinstance(df, DataFrame):
+            raise InputError(f"input '{name}' must be a Spark DataFrame; found {type(df).__name__}",
+                             stream=name)
+        given.append((streams[name.lower()], df))
+    if partitions is None:
+        partitions = int(spark.conf.get("spark.sql.shuffle.partitions") or 200)
+    if not plan.partitionable:
+        warnings.warn(f"cq on Spark: the script runs in one partition: {plan.blocker}",
+                      CQPartitionWarning, stacklevel=2)
+
+    specs = [_InputSpec(tag, name, eng, plan) for tag, (name, _) in enumerate(given)]
+    key_type = _key_type(plan, [s.name for s in specs])
+    parts = [_tagged(df, spec, specs, ts, plan, key_type, eng.time_unit)
+             for spec, (_, df) in zip(specs, given)]
+    queries = [(q, eng.query_schema(q)) for q in eng.query_names()]
+    out_schema = _output_schema(queries)
+    worker = _PartitionEngine(cql_text, engine_options, specs, queries, out_schema, chunk_rows)
+
+    if parts:
+        data = parts[0]
+        for p in parts[1:]:
+            data = data.union(p)
+        if not plan.partitionable:
+            data = data.repartition(1)
+        elif plan.stateful or plan.relations:
+            # A relation's deletes must meet their inserts: split it by its values even when no
+            # operator needs a key (an unkeyed input's hash is over all its columns).
+            data = data.repartition(partitions, PART)
+        # else: rows meet no other row; Spark's partitions stay as they are.
+        data = data.sortWithinPartitions(*([TS, SEQ] if plan.ordered else [TS]))
+        if plan.rstream:
+            # RSTREAM emits at every tick up to the furthest the input reached: every engine must
+            # reach the same last tick as one engine over all the data would.
+            worker.last_tick = data.agg(F.max(TS)).first()[0]
+        result = data.drop(PART).mapInArrow(worker, _spark_schema(out_schema))
+    else:
+        result = spark.createDataFrame([], _spark_schema(out_schema))
+    return {q: result.filter(F.col(QUERY) == i).select(
+        *[F.col(_qcol(i, f.name)).alias(f.name) for f in schema])
+        for i, (q, schema) in enumerate(queries)}
+
+
+# -- inputs ---------------------------------------------------------------------------------------
+
+class _InputSpec:
+    """One input's place in the united DataFrame: its tag, columns and key."""
+
+    def __init__(self, tag: int, name: str, eng: Engine, plan: PartitionPlan):
+        self.tag = tag
+        self.name = name
+        self.relation = name in plan.relations
+        self.columns = [(f.name, _core_type(f.type)) for f in eng.stream_schema(name)]
+        self.key = plan.keys.get(name)
+        # The united DataFrame's columns for this input (user columns, then a relation's op).
+        self.fields = [(_icol(tag, c), t) for c, t in self.columns]
+        if self.relation:
+            self.fields.append((_icol(tag, OP), T.UTF8))
+
+
+def _core_type(t: pa.DataType) -> str:
+    return next(k for k, v in T.TO_ARROW.items() if v == t)
+
+
+def _icol(tag: int, name: str) -> str:
+    return f"__cq_i{tag}_{name}"
+
+
+def _qcol(query: int, name: str) -> str:
+    return f"__cq_q{query}_{name}"
+
+
+def _key_type(plan: PartitionPlan, names: list[str]) -> Optional[ST.DataType]:
+    """One Spark type for all keys, so that equal keys (1 and 1.0) hash alike."""
+    types = {plan.key_types[n] for n in names if plan.keys.get(n) is not None}
+    if not types:
+        return None
+    if types <= {T.INT64, T.FLOAT64}:
+        return SPARK_TYPES[T.FLOAT64 if T.FLOAT64 in types else T.INT64]
+    (only,) = types  # the planner only equates keys of one type (or numbers)
+    return SPARK_TYPES[only]
+
+
+def _find(df: DataFrame, name: str) -> Optional[str]:
+    """``name`` among ``df``'s columns: exactly, else whatever the case (as CQL names match)."""
+    if name in df.columns:
+        return name
+    return next((c for c in df.columns if c.lower() == name.lower()), None)
+
+
+def _tagged(df: DataFrame, spec: _InputSpec, specs: list[_InputSpec], ts: str, plan: PartitionPlan,
+            key_type: Optional[ST.DataType], time_unit: str) -> DataFrame:
+    """``df`` in the united schema: tag, partition hash, ticks, sequence, every input's columns
+    (this one's checked and cast, the others' null)."""
+    types = {f.name: f.dataType for f in df.schema.fields}
+    found = ", ".join(df.columns) or "(none)"
+    cols: dict[str, Column] = {}
+    for name, t in spec.columns:
+        have = _find(df, name)
+        if have is None:
+            raise InputError(f"input '{spec.name}': missing column '{name}' ({T.CQL_NAME[t]}); "
+                             f"found columns: {found}", stream=spec.name)
+        if not isinstance(types[have], ACCEPTS[t]):
+            raise InputError(f"input '{spec.name}': column '{name}' must be {T.CQL_NAME[t]}; found "
+                             f"Spark type {types[have].simpleString()}", stream=spec.name)
+        cols[name] = F.col(have).cast(SPARK_TYPES[t])
+    op = _find(df, OP) if spec.relation else None
+    if spec.relation:
+        cols[OP] = F.col(op).cast("string") if op is not None else F.lit("+")
+    elif _find(df, OP) is not None and not any(c.lower() == OP for c, _ in spec.columns):
+        raise InputError(f"input '{spec.name}': column '{_find(df, OP)}' marks inserts and deletes, "
+                         f"which only a relation takes; '{spec.name}' is a stream",
+                         stream=spec.name)
+    if ts not in types:
+        raise InputError(f"input '{spec.name}': missing timestamp column '{ts}'; found columns: "
+                         f"{found}", stream=spec.name)
+    ticks = _ticks(F.col(ts), types[ts], spec.name, ts, time_unit)
+
+    if spec.key is not None:
+        part = F.hash(cols[spec.key].cast(key_type))
+    else:
+        # Any split is right for an input no stateful operator reads; a relation's changes must
+        # still find their rows, so the hash is over the values.
+        part = F.hash(*cols.values()) if cols else F.lit(0)
+    select = [F.lit(spec.tag).cast("int").alias(TAG), part.alias(PART), ticks.alias(TS)]
+    if plan.ordered:
+        # The input's own order, for rows with equal timestamps (row windows count in arrival
+        # order; a relation's delete ends the oldest copy).
+        select.append(F.monotonically_increasing_id().alias(SEQ))
+    for other in specs:
+        for (name, t), (col, _) in zip(other.columns + ([(OP, T.UTF8)] if other.relation else []),
+                                       other.fields):
+            value = cols[name] if other is spec else F.lit(None).cast(SPARK_TYPES[t])
+            select.append(value.alias(col))
+    return df.select(*select)
+
+
+def _ticks(col: Column, t: ST.DataType, stream: str, ts: str, unit: str) -> Column:
+    if isinstance(t, (ST.ByteType, ST.ShortType, ST.IntegerType, ST.LongType)):
+        return col.cast("long")
+    if isinstance(t, ST.TimestampType):
+        micros = F.unix_micros(col)
+        if unit == "ns":
+            return micros * F.lit(1000)
+        # Floor to the engine's unit, as the local engine floors an Arrow timestamp.
+        d = MICROS_PER_TICK[unit]
+        return F.floor(micros / F.lit(d)).cast("long") if d != 1 else micros
+    raise InputError(f"input '{stream}': timestamp column '{ts}' must hold integers (ticks) or a "
+                     f"Spark TIMESTAMP; found {t.simpleString()}", stream=stream)
+
+
+# -- outputs --------------------------------------------------------------------------------------
+
+def _output_schema(queries: list[tuple[str, pa.Schema]]) -> pa.Schema:
+    fields = [pa.field(QUERY, pa.int32(), nullable=False)]
+    for i, (_, schema) in enumerate(queries):
+        fields += [pa.field(_qcol(i, f.name), f.type) for f in schema]
+    return pa.schema(fields)
+
+
+def _spark_schema(schema: pa.Schema) -> ST.StructType:
+    types = {pa.int32(): ST.IntegerType(), pa.int64(): ST.LongType(), pa.float64(): ST.DoubleType(),
+             pa.string(): ST.StringType(), pa.bool_(): ST.BooleanType()}
+    return ST.StructType([ST.StructField(f.name, types[f.type], f.nullable) for f in schema])
+
+
+class _PartitionEngine:
+    """The function each task runs: one engine over the task's sorted Arrow batches."""
+
+    def __init__(self, cql: str, options: dict[str, Any], specs: list[_InputSpec],
+                 queries: list[tuple[str, pa.Schema]], out_schema: pa.Schema, chunk_rows: int):
+        self.cql = cql
+        self.options = options
+        self.inputs = [(s.tag, s.name, [c for c, _ in s.fields],
+                        [c for c, _ in s.columns] + ([OP] if s.relation else [])) for s in specs]
+        self.queries = [q for q, _ in queries]
+        self.schemas = queries
+        self.out_schema = out_schema
+        self.chunk_rows = chunk_rows
+        self.last_tick: Optional[int] = None
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        eng: Optional[Engine] = None
+        pending: list[pa.RecordBatch] = []
+        rows = 0
+        for batch in batches:
+            if not batch.num_rows:
+                continue
+            if eng is None:
+                eng = Engine(**self.options)
+                eng.execute(self.cql)
+            pending.append(batch)
+            rows += batch.num_rows
+            if rows >= self.chunk_rows:
+                yield from self._feed(eng, pa.Table.from_batches(pending))
+                pending, rows = [], 0
+        if eng is None:
+            return  # an empty partition: no engine, no rows
+        if pending:
+            yield from self._feed(eng, pa.Table.from_batches(pending))
+        if self.last_tick is not None:
+            eng.advance(self.last_tick)
+        eng.close()
+        yield from self._results(eng)
+
+    def _feed(self, eng: Engine, chunk: pa.Table) -> Iterator[pa.RecordBatch]:
+        tags = chunk.column(TAG)
+        single = len(self.inputs) == 1
+        for tag, name, cols, names in self.inputs:
+            part = chunk if single else chunk.filter(pc.equal(tags, tag))
+            if part.num_rows:
+                eng.push(name, part.select(cols + [TS]).rename_columns(names + [TS]), ts=TS)
+        # The partition is sorted by time: no later row of any input is earlier than this one.
+        eng.advance(chunk.column(TS)[-1].as_py())
+        yield from self._results(eng)
+
+    def _results(self, eng: Engine) -> Iterator[pa.RecordBatch]:
+        for i, q in enumerate(self.queries):
+            table = eng.fetch(q)
+            if table.num_rows:
+                for batch in table.combine_chunks().to_batches():
+                    yield self._wide(i, batch)
+
+    def _wide(self, query: int, batch: pa.RecordBatch) -> pa.RecordBatch:
+        """``batch`` of query number ``query`` in the shared output schema (others' columns null)."""
+        n = batch.num_rows
+        arrays = [pa.array(np.full(n, query, dtype=np.int32))]
+        for i, (_, schema) in enumerate(self.schemas):
+            for f in schema:
+                arrays.append(batch.column(f.name) if i == query else pa.nulls(n, f.type))
+        return pa.RecordBatch.from_arrays(arrays, schema=self.out_schema)

@@ -1,0 +1,297 @@
+"""Which key a script can be partitioned on, proved from its plan (SPEC §7).
+
+Splitting the inputs by a key and running one engine per part gives the local engine's result (as
+a bag) exactly when every operator that relates several rows only relates rows of one key value:
+
+* ``[Rows n]`` counts every row of its stream: never partitionable.
+* ``[Partition By k, ... Rows n]`` must partition on the key (one of its columns carries it).
+* A join must have an equality between the key columns of both sides.
+* An aggregate must GROUP BY the key; so must DISTINCT, UNION, EXCEPT and INTERSECT, which the
+  planner builds as aggregates over all compared columns (so the key must be one of them).
+* ISTREAM and DSTREAM compare whole rows (a value ending and starting again at one instant emits
+  nothing, SPEC §4): the key must be one of the compared columns — unless the lifetimes never end
+  (``[Range Unbounded]``), so no end can meet a start.
+* RSTREAM emits R(t) at every tick, a union over keys: safe with any key (the Spark runner
+  advances every part to the same last tick, which is where a never-ending R stops).
+* Time windows (``[Range]``, ``[Now]``, ``[Range d Slide d]``, unbounded), filters, projections,
+  UNION ALL and delays act per row: safe with any key.
+
+"Carries the key" is traced through the plan: a column keeps the key through filters, windows,
+renames and projections that copy it (a widening cast BIGINT → DOUBLE keeps equal values equal),
+through joins (each side's columns) and UNION ALL (both branches' column at that position must
+carry it), and through the GROUP BY columns of an aggregate; a column computed by any other
+expression does not carry it. Loops are followed around, so a recursive script is partitionable
+only if every operator on the loop is. Each stateful operator thus demands that one of a few
+(input, column) choices be the key; a small search finds one choice per input consistent with all
+demands. Inputs no stateful operator reads get no key (any split works for them).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+from cq_py.parser import parse
+from cq_py.planner import Catalog, Node, Planner
+from cq_py.planner.logical import UNBOUNDED, constant
+
+__all__ = ["PartitionPlan", "partition_plan"]
+
+# A set of (input name, column name) that must all be the key of their input; None when a column
+# is computed (it cannot carry the key).
+Origins = Optional[frozenset]
+
+
+@dataclass(frozen=True)
+class PartitionPlan:
+    """How to split a script's inputs so that one engine per part gives the whole result.
+
+    ``keys`` maps every registered input (stream or relation) to its key column, or None when the
+    input may be split any way (no stateful operator reads it — or nothing is partitionable, in
+    which case every value is None). ``partitionable`` is False when some operator needs all rows
+    in one place; ``blocker`` then says which. ``ordered`` is True when rows with equal timestamps
+    must keep their arrival order (row windows count in arrival order; a relation's deletes end the
+    oldest copy), ``relations`` names the inputs that are relations, and ``stateful`` is False for
+    a script any split gives right (no operator relates two rows).
+
+    >>> p = partition_plan("REGISTER STREAM s(k INT, v DOUBLE);"
+    ...                    "REGISTER QUERY q AS SELECT k, AVG(v) FROM s [Partition By k Rows 10] GROUP BY k;")
+    >>> p.keys, p.partitionable, p.blocker
+    ({'s': 'k'}, True, None)
+    """
+
+    keys: dict[str, Optional[str]]
+    partitionable: bool
+    blocker: Optional[str] = None
+    ordered: bool = False
+    relations: frozenset = frozenset()
+    stateful: bool = False
+    key_types: dict[str, str] = field(default_factory=dict)  # input -> core type of its key column
+    rstream: bool = False  # RSTREAM runs to the last input tick: every part must reach the same
+
+
+@dataclass
+class _Demand:
+    """A stateful operator's demand: one of ``options`` must hold; ``what`` names it in messages."""
+
+    node: Node
+    options: list[frozenset]
+    what: str
+
+    @property
+    def name(self) -> str:
+        """The operator in a few words, for a conflict message."""
+        n = self.node
+        if n.op == "join":
+            return f"the join of query {n.owner}"
+        if n.op == "aggregate":
+            return f"{_aggregate(n)} in query {n.owner}"
+        if n.op == "partition_row_window":
+            return f"{_window(n)} in query {n.owner}"
+        return f"{n.op.upper()} in query {n.owner}"
+
+
+def partition_plan(cql_text: str, time_unit: str = "ms") -> PartitionPlan:
+    """The partition key of every input of ``cql_text``, or why there is none.
+
+    The script is parsed and planned as the engine would (errors are the engine's:
+    :class:`cq_py.CQLSyntaxError`, :class:`cq_py.CQLSemanticError`).
+
+    >>> p = partition_plan("REGISTER STREAM s(k INT, v DOUBLE);"
+    ...                    "REGISTER QUERY q2 AS SELECT k, v FROM s [Rows 10];")
+    >>> p.partitionable, p.blocker
+    (False, "query q2: [Rows 10] on stream 's' is not partitioned (it counts the rows of every key)")
+    """
+    planner = Planner(Catalog(), time_unit, cql_text)
+    cat, _ = planner.plan(parse(cql_text))
+    nodes = cat.nodes
+    inputs = {s.name: s for s in cat.streams.values()}
+    relations = frozenset(s.name for s in cat.streams.values() if s.relation)
+    tracer = _Tracer(nodes)
+    demands: list[_Demand] = []
+    ordered = bool(relations)
+    rstream = any(n.op == "rstream" for n in nodes.values())
+    for node in sorted(nodes.values(), key=lambda n: n.id):
+        d = _demand(node, nodes, tracer)
+        if node.op in ("row_window", "partition_row_window"):
+            ordered = True
+        if d is not None:
+            demands.append(d)
+
+    none = {name: None for name in inputs}
+    for d in demands:
+        if not d.options:
+            return PartitionPlan(none, False, d.what, ordered, relations, True, rstream=rstream)
+    chosen = _solve(demands)
+    if chosen is None:
+        return PartitionPlan(none, False, _conflict(demands), ordered, relations, True,
+                             rstream=rstream)
+    keys = {name: chosen.get(name) for name in inputs}
+    types = {name: dict(inputs[name].columns)[col] for name, col in keys.items() if col is not None}
+    return PartitionPlan(keys, True, None, ordered, relations, bool(demands), types, rstream)
+
+
+class _Tracer:
+    """Which input columns a plan column copies (its origins), followed through loops."""
+
+    def __init__(self, nodes: dict[int, Node]):
+        self.nodes = nodes
+
+    def origins(self, node_id: int, index: int) -> Origins:
+        return self._trace(node_id, index, set())
+
+    def _trace(self, node_id: int, index: int, visiting: set) -> Origins:
+        if (node_id, index) in visiting:
+            # Around a loop and back: what enters the loop elsewhere decides (induction on steps).
+            return frozenset()
+        visiting = visiting | {(node_id, index)}
+        n = self.nodes[node_id]
+        if n.op in ("stream_scan", "relation_scan"):
+            name = n.params.get("stream") or n.params.get("relation")
+            return frozenset({(name, n.schema[index][0])})
+        if n.op == "project":
+            return self._expr(n.inputs[0], n.params["exprs"][index], visiting)
+        if n.op == "aggregate":
+            keys = n.params["keys"]
+            return self._expr(n.inputs[0], keys[index], visiting) if index < len(keys) else None
+        if n.op == "join":
+            width = len(self.nodes[n.inputs[0]].schema)
+            if index < width:
+                return self._trace(n.inputs[0], index, visiting)
+            return self._trace(n.inputs[1], index - width, visiting)
+        if n.op == "union_all":
+            found: set = set()
+            for i in n.inputs:
+                o = self._trace(i, index, visiting)
+                if o is None:
+                    return None
+                found |= o
+            return frozenset(found)
+        # Filters, windows, ISTREAM/DSTREAM/RSTREAM, delays and sinks pass columns on unchanged.
+        return self._trace(n.inputs[0], index, visiting)
+
+    def _expr(self, input_id: int, expr: dict, visiting: set) -> Origins:
+        # A widening cast keeps equal keys equal (and the runner hashes keys in a common type).
+        while expr.get("kind") == "call" and expr.get("fn") == "cast_float64":
+            expr = expr["args"][0]
+        if expr.get("kind") != "column":
+            return None
+        return self._trace(input_id, expr["index"], visiting)
+
+    def options(self, node_id: int, indexes) -> list[frozenset]:
+        out = []
+        for i in indexes:
+            o = self.origins(node_id, i)
+            if o is not None and o not in out:
+                out.append(o)
+        return out
+
+
+def _demand(n: Node, nodes: dict[int, Node], tracer: _Tracer) -> Optional[_Demand]:
+    """What ``n`` needs of the key, or None if it acts per row."""
+    where = f"query {n.owner}"
+    if n.op == "row_window":
+        return _Demand(n, [], f"{where}: {_window(n)} on {_source(n, nodes)} is not partitioned "
+                              "(it counts the rows of every key)")
+    if n.op == "partition_row_window":
+        return _Demand(n, tracer.options(n.inputs[0], n.params["keys"]),
+                       f"{where}: {_window(n)} on {_source(n, nodes)} does not partition on the key")
+    if n.op == "join":
+        options = []
+        for lk, rk in zip(n.params["left_keys"], n.params["right_keys"]):
+            lo = tracer._expr(n.inputs[0], lk, set())
+            ro = tracer._expr(n.inputs[1], rk, set())
+            if lo is not None and ro is not None and (lo | ro) not in options:
+                options.append(lo | ro)
+        if not n.params["left_keys"]:
+            return _Demand(n, [], f"join in query {n.owner} has no equality between its sides "
+                                  "(every row meets every row)")
+        return _Demand(n, options, f"join in query {n.owner} is not on the partition key "
+                                   f"({n.label.removeprefix('HashJoin ')})")
+    if n.op == "aggregate":
+        options = tracer.options(n.id, range(len(n.params["keys"])))
+        if not n.params["keys"]:
+            return _Demand(n, [], f"{where}: the aggregate without GROUP BY "
+                                  f"({n.label.removeprefix('Aggregate ')}) needs every row")
+        return _Demand(n, options, f"{where}: {_aggregate(n)} does not group by the key")
+    if n.op in ("istream", "dstream"):
+        source = nodes[n.inputs[0]]
+        if source.lifetime == UNBOUNDED or (source.lifetime == constant("ε")
+                                            and not _delayed(source, nodes)):
+            # No end can meet a start of an equal row: [Range Unbounded] never ends; [Now] ends
+            # one ε after its start, at step 1, where no row starts unless a delay put it there.
+            return None
+        return _Demand(n, tracer.options(n.inputs[0], range(len(source.schema))),
+                       f"{where}: {n.op.upper()} compares whole rows, and none of their columns can be "
+                       "the partition key")
+    return None
+
+
+def _delayed(n: Node, nodes: dict[int, Node]) -> bool:
+    """Whether rows reaching ``n`` may have passed a delay (and so start after step 0)."""
+    seen, todo = set(), [n.id]
+    while todo:
+        i = todo.pop()
+        if i in seen:
+            continue
+        seen.add(i)
+        if nodes[i].op == "delay":
+            return True
+        todo.extend(nodes[i].inputs)  # type: ignore[arg-type]
+    return False
+
+
+def _window(n: Node) -> str:
+    return n.label.removeprefix("Window ")
+
+
+def _aggregate(n: Node) -> str:
+    if n.label == "Distinct":
+        return "SELECT DISTINCT"
+    if n.label.startswith("UNION"):
+        return "UNION"
+    for op in ("EXCEPT", "INTERSECT"):
+        if n.label.startswith(op):
+            return op
+    return f"the aggregate {n.label.removeprefix('Aggregate ')}"
+
+
+def _source(n: Node, nodes: dict[int, Node]) -> str:
+    src = nodes[n.inputs[0]]
+    if src.op == "stream_scan":
+        return f"stream '{src.params['stream']}'"
+    return f"the output of query '{src.owner}'"
+
+
+def _solve(demands: list[_Demand]) -> Optional[dict[str, str]]:
+    """One key column per input that meets every demand (depth-first, fewest options first)."""
+    order = sorted(demands, key=lambda d: len(d.options))
+
+    def search(k: int, chosen: dict[str, str]) -> Optional[dict[str, str]]:
+        if k == len(order):
+            return chosen
+        for option in order[k].options:
+            if all(chosen.get(s, c) == c for s, c in option):
+                # An option naming one input twice (two different columns) can never hold.
+                if len({s for s, _ in option}) != len(option):
+                    continue
+                found = search(k + 1, chosen | dict(option))
+                if found is not None:
+                    return found
+        return None
+
+    return search(0, {})
+
+
+def _conflict(demands: list[_Demand]) -> str:
+    """The first operator, in plan order, whose demand cannot be met together with the earlier."""
+    for k in range(1, len(demands) + 1):
+        if _solve(demands[:k]) is None:
+            earlier = demands[:k - 1]
+            first = _solve(earlier) or {}
+            keyed = ", ".join(f"'{c}' of {s}" for s, c in sorted(first.items()))
+            inputs = {s for o in demands[k - 1].options for s, _ in o}
+            others = [d.name for d in earlier if any(s in inputs for o in d.options for s, _ in o)]
+            return (f"{demands[k - 1].what}, which {', '.join(others) or 'the operators before it'} "
+                    f"need{'s' if len(others) == 1 else ''} (they partition on {keyed})")
+    raise AssertionError("no conflict among demands that cannot all be met")
