@@ -5,16 +5,19 @@ DataFrame per registered query. ``cq_py.spark.run`` comes here when any input ``
 
 How it runs
 -----------
-* Every input row goes to a *bucket*: ``pmod(hash(key), buckets)`` where ``key`` is the column
+* Every input row goes to a *bucket*: ``pmod(hash(key), partitions)`` where ``key`` is the column
   :func:`cq_py.spark.partition_plan` proves safe for that input (cast to one type for all inputs,
   so equal keys of joined streams meet), a hash of the whole row for an input no stateful operator
   reads, and bucket 0 for everything when the script is not partitionable (it then runs in one
-  engine, and a :class:`~cq_py.spark.CQPartitionWarning` says why). ``buckets`` defaults to
-  ``spark.sql.shuffle.partitions``.
-* Rows stay Arrow end to end: each Spark task packs its rows per bucket into Arrow IPC blobs
-  (``mapInArrow``); the stateful step sees a few blob rows per bucket, never a pandas row per input
-  row; results leave as IPC blobs that a last ``mapInArrow`` unpacks into the query's columns.
-* The stateful step is ``groupBy(bucket).applyInPandasWithState`` with an event-time timeout. Its
+  engine, and a :class:`~cq_py.spark.CQPartitionWarning` says why). ``partitions`` (the number of
+  buckets) defaults to ``spark.sql.shuffle.partitions``.
+* Rows stay Arrow end to end: the inputs are repartitioned by bucket and each task packs a
+  bucket's rows of the micro-batch into one Arrow IPC blob (``mapInArrow``); the stateful step
+  sees one blob row per bucket, never a pandas row per input row; results leave as IPC blobs that
+  a last ``mapInArrow`` unpacks into the query's columns.
+* The stateful step is ``groupBy(bucket).applyInPandasWithState`` with an event-time timeout
+  (chosen over Spark 4's ``transformWithStateInPandas``, which needs the RocksDB state store
+  provider set on the session; this one works with Spark's default state store). Its
   state per bucket is the engine snapshot (``Engine.snapshot()`` bytes: options, script and all
   operator state) plus a little bookkeeping. Spark writes that state to the query's checkpoint with
   every micro-batch, atomically with the batch's offsets, so a query restarted from its checkpoint
@@ -51,7 +54,7 @@ Each returned DataFrame is a projection of one stateful plan. Spark runs every s
 ``writeStream`` as its own query with its own checkpoint, so each sink runs its own copy of the
 engines (correct, but the work is repeated per query sink).
 
-Changing the script, the engine options, ``ts`` or ``buckets`` between runs on one checkpoint is
+Changing the script, the engine options, ``ts`` or ``partitions`` between runs on one checkpoint is
 refused with a :class:`cq_py.CQError` from the first micro-batch that restores a bucket.
 """
 
