@@ -8,6 +8,7 @@ watermark), which is where the local engine's pushes leave it.
 """
 
 import os
+import time
 
 import numpy as np
 import pyarrow as pa
@@ -24,6 +25,7 @@ REGISTER QUERY agg AS ISTREAM(SELECT k, SUM(v) AS total, COUNT(*) AS n FROM s [R
 REGISTER QUERY last3 AS SELECT k, MAX(v) AS top FROM s [Partition By k Rows 3] GROUP BY k;
 """
 SCHEMA = "k BIGINT, v DOUBLE, ts BIGINT"
+_T0 = int(time.time())
 
 
 def _data(n=240, seed=7):
@@ -35,11 +37,15 @@ def _data(n=240, seed=7):
 
 
 def _write_parts(folder, table, parts, first=0):
-    """Time-ordered slices of ``table`` as Parquet files part-<i> (file order = time order)."""
+    """Time-ordered slices of ``table`` as Parquet files part-<i>. A file source takes files in
+    modification-time order, so each file gets its own second (files written within one
+    millisecond could come in any order, and later rows before earlier ones would be late)."""
     bounds = np.linspace(0, table.num_rows, len(parts) + 1).astype(int) if parts else []
     for i, p in enumerate(parts):
-        pq.write_table(table.slice(bounds[i], bounds[i + 1] - bounds[i]),
-                       os.path.join(folder, f"part-{first + p:03d}.parquet"))
+        path = os.path.join(folder, f"part-{first + p:03d}.parquet")
+        pq.write_table(table.slice(bounds[i], bounds[i + 1] - bounds[i]), path)
+        mtime = _T0 + first + p
+        os.utime(path, (mtime, mtime))
 
 
 def _expected(table, cql=SCRIPT):
