@@ -16,6 +16,7 @@ from typing import Any, Iterator, Optional
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as ST
@@ -47,7 +48,7 @@ class CQPartitionWarning(UserWarning):
 
 def run(spark: SparkSession, cql_text: str, inputs: Optional[dict[str, DataFrame]] = None,
         ts: str = "ts", *, partitions: Optional[int] = None, chunk_rows: int = 1 << 18,
-        **engine_options: Any) -> dict[str, DataFrame]:
+        persist: bool = False, **engine_options: Any) -> dict[str, DataFrame]:
     """Runs ``cql_text`` on Spark over DataFrames and returns every query's output as a DataFrame.
 
     ``inputs`` maps stream and relation names to DataFrames whose timestamp column is ``ts``
@@ -63,7 +64,8 @@ def run(spark: SparkSession, cql_text: str, inputs: Optional[dict[str, DataFrame
     partition and warns (:class:`CQPartitionWarning`) naming the operator that needs every row.
     Each task pushes its rows to its engine ``chunk_rows`` at a time. ``engine_options`` go to
     :class:`cq_py.Engine`. The DataFrames are lazy and share one plan: each action runs the engines
-    again, so ``persist()`` what you read more than once (the CLI does).
+    again, unless ``persist=True`` keeps the engines' output (memory and disk) for all of them —
+    worth it when several queries' results are read (the CLI does so).
 
     >>> out = run(spark, "REGISTER STREAM s(k INT, v DOUBLE);"  # doctest: +SKIP
     ...           "REGISTER QUERY q AS SELECT k, AVG(v) AS a FROM s [Partition By k Rows 10] GROUP BY k;",
@@ -125,8 +127,12 @@ def run(spark: SparkSession, cql_text: str, inputs: Optional[dict[str, DataFrame
             # reach the same last tick as one engine over all the data would.
             worker.last_tick = data.agg(F.max(TS)).first()[0]
         result = data.drop(PART).mapInArrow(worker, _spark_schema(out_schema))
+        if persist:
+            result = result.persist(StorageLevel.MEMORY_AND_DISK)
     else:
         result = spark.createDataFrame([], _spark_schema(out_schema))
+    if len(queries) == 1:
+        return {queries[0][0]: result}
     return {q: result.filter(F.col(QUERY) == i).select(
         *[F.col(_qcol(i, f.name)).alias(f.name) for f in schema])
         for i, (q, schema) in enumerate(queries)}
@@ -213,7 +219,9 @@ def _tagged(df: DataFrame, spec: _InputSpec, specs: list[_InputSpec], ts: str, p
         # Any split is right for an input no stateful operator reads; a relation's changes must
         # still find their rows, so the hash is over the values.
         part = F.hash(*cols.values()) if cols else F.lit(0)
-    select = [F.lit(spec.tag).cast("int").alias(TAG), part.alias(PART), ticks.alias(TS)]
+    # One input needs no tag (every column moved costs in the shuffle and the Arrow transfer).
+    select = [F.lit(spec.tag).cast("int").alias(TAG)] if len(specs) > 1 else []
+    select += [part.alias(PART), ticks.alias(TS)]
     if plan.ordered:
         # The input's own order, for rows with equal timestamps (row windows count in arrival
         # order; a relation's delete ends the oldest copy).
@@ -243,6 +251,10 @@ def _ticks(col: Column, t: ST.DataType, stream: str, ts: str, unit: str) -> Colu
 # -- outputs --------------------------------------------------------------------------------------
 
 def _output_schema(queries: list[tuple[str, pa.Schema]]) -> pa.Schema:
+    """What the tasks emit: one query's own columns, or for several a query number and each
+    query's columns under its prefix (the others' null)."""
+    if len(queries) == 1:
+        return pa.schema([f.with_nullable(True) for f in queries[0][1]])
     fields = [pa.field(QUERY, pa.int32(), nullable=False)]
     for i, (_, schema) in enumerate(queries):
         fields += [pa.field(_qcol(i, f.name), f.type) for f in schema]
@@ -295,8 +307,8 @@ class _PartitionEngine:
         yield from self._results(eng)
 
     def _feed(self, eng: Engine, chunk: pa.Table) -> Iterator[pa.RecordBatch]:
-        tags = chunk.column(TAG)
         single = len(self.inputs) == 1
+        tags = None if single else chunk.column(TAG)
         for tag, name, cols, names in self.inputs:
             part = chunk if single else chunk.filter(pc.equal(tags, tag))
             if part.num_rows:
@@ -315,6 +327,8 @@ class _PartitionEngine:
     def _wide(self, query: int, batch: pa.RecordBatch) -> pa.RecordBatch:
         """``batch`` of query number ``query`` in the shared output schema (others' columns null)."""
         n = batch.num_rows
+        if len(self.schemas) == 1:
+            return pa.RecordBatch.from_arrays(batch.columns, schema=self.out_schema)
         arrays = [pa.array(np.full(n, query, dtype=np.int32))]
         for i, (_, schema) in enumerate(self.schemas):
             for f in schema:
