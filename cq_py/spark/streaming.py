@@ -321,7 +321,9 @@ class _Step:
         rows = pa.concat_tables(parts, promote_options="default")
         tables = {}
         for tag, stream, prefixed, declared in self.layout:
-            table = rows.filter(pc.equal(rows.column(TAG), tag))
+            # batch._tagged adds no tag column when there is one input.
+            table = rows.filter(pc.equal(rows.column(TAG), tag)) if TAG in rows.column_names \
+                else rows
             if table.num_rows == 0:
                 continue
             table = table.select(prefixed + [TS]).rename_columns(declared + [TS])
