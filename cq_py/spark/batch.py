@@ -77,6 +77,10 @@ def run(spark: SparkSession, cql_text: str, inputs: Optional[dict[str, DataFrame
     [Row(k=1, a=2.0, start=0, end=None), Row(k=2, a=3.0, start=1, end=None)]
     """
     inputs = dict(inputs or {})
+    if any(getattr(df, "isStreaming", False) for df in inputs.values()):
+        from cq_py.spark import streaming  # Structured Streaming: engine state across micro-batches
+
+        return streaming.run(spark, cql_text, inputs, ts, partitions=partitions, **engine_options)
     if not isinstance(chunk_rows, int) or chunk_rows < 1:
         raise ValueError(f"chunk_rows must be a positive integer; found {chunk_rows!r}")
     if partitions is not None and (not isinstance(partitions, int) or partitions < 1):
