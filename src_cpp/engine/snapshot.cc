@@ -72,15 +72,15 @@ Column SnapshotReader::Col() {
   c.offsets = Buf();
   const int64_t n = c.length;
   Check(n >= 0 && c.null_count >= 0 && c.null_count <= n, "a column's length or null count is out of range");
-  Check(c.validity.empty() || c.validity.size >= bitmap::Bytes(n), "a validity bitmap is shorter than its column");
+  Check(c.validity.empty() || Covers(c.validity, n, 0), "a validity bitmap is shorter than its column");
   if (n == 0) return c;
   switch (c.type) {
     case TypeId::kNull: break;
-    case TypeId::kBool: Check(c.values.size >= bitmap::Bytes(n), "a bool column's bits are short"); break;
+    case TypeId::kBool: Check(Covers(c.values, n, 0), "a bool column's bits are short"); break;
     case TypeId::kInt64:
-    case TypeId::kFloat64: Check(!c.values.empty() && c.values.size >= n * 8, "a column's values are short"); break;
+    case TypeId::kFloat64: Check(Covers(c.values, n, 8), "a column's values are short"); break;
     case TypeId::kUtf8: {
-      Check(!c.offsets.empty() && c.offsets.size >= (n + 1) * 4, "a utf8 column's offsets are short");
+      Check(n < INT64_MAX && Covers(c.offsets, n + 1, 4), "a utf8 column's offsets are short");
       const int32_t* o = c.offs();
       bool ok = o[0] >= 0;
       for (int64_t i = 0; i < n; ++i) ok &= o[i + 1] >= o[i];
@@ -117,7 +117,7 @@ TimeColumn SnapshotReader::TimeCol() {
 
 void SnapshotReader::CheckTimes(const TimeColumn& t, int64_t n, const char* what) {
   if (t.empty() && t.steps.empty()) return;
-  Check(t.ticks.size >= n * 8 && (t.steps.empty() || t.steps.size >= n * 8), what);
+  Check(Covers(t.ticks, n, 8) && (t.steps.empty() || Covers(t.steps, n, 8)), what);
 }
 
 void SnapshotWriter::SchemaRef(const std::shared_ptr<const Schema>& s) {
@@ -204,13 +204,13 @@ Batch SnapshotReader::ReadBatch(const Schema* expect) {
     Check(b.columns[c].length >= n && (!b.schema || b.columns[c].type == (*b.schema)[c].type ||
                                        b.columns[c].type == TypeId::kNull),
           "a batch's column is shorter than the batch or of another type than its schema says");
-  Check(n == 0 || b.sync.ticks.size >= n * 8, "a batch's timestamps are short");
+  Check(Covers(b.sync.ticks, n, 8), "a batch's timestamps are short");
   CheckTimes(b.sync, n, "a batch's timestamps are short");
   CheckTimes(b.other, n, "a batch's end times are short");
-  Check(b.holders.empty() || b.holders.size >= n * 4, "a batch's holder ids are short");
+  Check(b.holders.empty() || Covers(b.holders, n, 4), "a batch's holder ids are short");
   if (b.has_selection) {
     Check(b.selection_count >= 0 && b.selection_count <= n &&
-              (b.selection_count == 0 || b.selection.size >= b.selection_count * 4),
+              Covers(b.selection, b.selection_count, 4),
           "a batch's selection is out of range");
     const uint32_t* s = b.sel();
     bool ok = true;
@@ -231,7 +231,7 @@ EndBatch SnapshotReader::ReadEnds() {
   e.length = I64();
   e.holders = Buf();
   e.ends = TimeCol();
-  Check(e.length >= 0 && (e.length == 0 || (e.holders.size >= e.length * 4 && e.ends.ticks.size >= e.length * 8)),
+  Check(Covers(e.holders, e.length, 4) && Covers(e.ends.ticks, e.length, 8),
         "an end batch is short");
   CheckTimes(e.ends, e.length, "an end batch's times are short");
   return e;

@@ -220,6 +220,15 @@ class SnapshotReader {
   std::vector<std::shared_ptr<const Schema>> schemas_;
 };
 
+// Whether `b` holds n items of `width` bytes, or n bits (width 0), for a restored n of any size
+// (no multiplication that could overflow).
+inline bool Covers(const Buffer& b, int64_t n, int64_t width) {
+  if (n < 0) return false;
+  if (n == 0) return true;
+  if (b.empty() || b.size < 0) return false;
+  return width == 0 ? b.size >= n / 8 + (n % 8 != 0) : b.size / width >= n;
+}
+
 // Whether a bool member of a struct read as raw bytes holds 0 or 1 (checked without loading it:
 // loading any other byte as a bool is undefined).
 inline bool ValidBool(const bool& b) {

@@ -719,9 +719,9 @@ void Aggregate::Restore(SnapshotReader& r) {
     c.signs = r.Buf();
     c.length = r.I64();
     c.base = r.I64();
-    ok = c.length > 0 && c.args.size() == nargs && c.sync.ticks.size >= c.length * 8 &&
-         (c.sync.steps.empty() || c.sync.steps.size >= c.length * 8) && c.groups.size >= c.length * 4 &&
-         (input_ == Input::kNegative ? c.signs.size >= c.length : c.signs.empty()) && c.base > base;
+    ok = c.length > 0 && c.args.size() == nargs && Covers(c.sync.ticks, c.length, 8) &&
+         (c.sync.steps.empty() || Covers(c.sync.steps, c.length, 8)) && Covers(c.groups, c.length, 4) &&
+         (input_ == Input::kNegative ? Covers(c.signs, c.length, 1) : c.signs.empty()) && c.base > base;
     for (const Column& a : c.args) ok &= a.length >= c.length;
     for (const Agg& a : aggs_)
       if (a.expr && ok) ok &= c.args[a.arg].type == a.arg_type;
@@ -741,7 +741,8 @@ void Aggregate::Restore(SnapshotReader& r) {
   }
   max_sync_ = r.Pod<Time>();
   retained_ = r.I64();
-  CQ_SNAPSHOT_CHECK(chunks_.empty() || chunks_.back().base + chunks_.back().length <= retained_,
+  CQ_SNAPSHOT_CHECK(chunks_.empty() || (chunks_.back().length <= retained_ &&
+                                         chunks_.back().base <= retained_ - chunks_.back().length),
                     "an aggregate's retained rows are inconsistent");
   Load(next_start_);  // unpacks the cursors' chunks (pointers are not saved)
   Load(next_end_);

@@ -463,8 +463,8 @@ void QuerySink::Restore(SnapshotReader& r) {
     c.columns = r.Cols();
     ok &= c.length >= 0 && c.columns.size() == output_.size();
     for (size_t k = 0; ok && k < c.columns.size(); ++k)
-      ok &= c.columns[k].length == c.length && (c.columns[k].type == output_[k].type || c.columns[k].type == TypeId::kNull);
-    rows += c.length;
+      ok &= c.columns[k].length == c.length && c.columns[k].type == output_[k].type;
+    if (ok) rows += c.length;  // bounded: the columns' buffers hold that many values
     queue_.push_back(std::move(c));
   }
   queued_rows_ = r.I64();
@@ -494,7 +494,7 @@ void QuerySink::Restore(SnapshotReader& r) {
     small_.push_back(std::move(b));
   }
   ok &= small_.empty() ? small_rows_ == 0 : small_.size() == output_.size();
-  ok &= queued_rows_ == rows + small_rows_;
+  if (ok) ok = queued_rows_ == rows + small_rows_;
   CQ_SNAPSHOT_CHECK(ok, "a query's undrained output does not fit its schema");
   next_seq_ = r.U32();
   retained_.clear();
