@@ -107,9 +107,9 @@ CQ_TEST(HeartbeatBinaryOperatorStallsOnAnEmptyInputUntilAHeartbeat) {
 
   // A row of b at 5: j merges by time, takes a's row at 3, and stalls on b's row at 5.
   ex.Push(1, Rows({5}));
-  CQ_EXPECT_EQ(Of(log, "j:").back(), "j:0@3");
+  CQ_EXPECT_EQ(std::string(Of(log, "j:").back()), "j:0@3");
   ex.AdvanceTo({{0, Time{3, 0}}, {1, Time{5, 0}}});
-  CQ_EXPECT_EQ(Of(log, "j:").back(), "j:advance@3");
+  CQ_EXPECT_EQ(std::string(Of(log, "j:").back()), "j:advance@3");
   CQ_EXPECT_EQ(ex.queued(2), 2);  // b's row at 5 and its heartbeat
 
   // Close: everything drains.
