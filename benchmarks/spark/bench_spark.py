@@ -40,6 +40,7 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 import cq_py.spark
+from cq_py.spark.files import start_session
 
 HERE = Path(__file__).resolve().parent
 SLIDING = ("REGISTER STREAM s(key INT, v DOUBLE);"
@@ -49,14 +50,13 @@ ROWS = ("REGISTER STREAM s(key INT, v DOUBLE);"
 
 
 def session(master: str, partitions: int, arrow_batch: int) -> SparkSession:
-    spark = (SparkSession.builder.master(master).appName("cq-spark-bench")
+    spark = start_session(SparkSession.builder.master(master).appName("cq-spark-bench")
              .config("spark.sql.shuffle.partitions", str(partitions))
              .config("spark.ui.enabled", "false")
              .config("spark.ui.showConsoleProgress", "false")
              .config("spark.driver.memory", "2g")
              # Rows per Arrow batch handed to cq's tasks (Spark SQL's own plans do not use Arrow).
-             .config("spark.sql.execution.arrow.maxRecordsPerBatch", str(arrow_batch))
-             .getOrCreate())
+             .config("spark.sql.execution.arrow.maxRecordsPerBatch", str(arrow_batch)))
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 

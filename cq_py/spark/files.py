@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import csv
 import os
+import sys
+import tempfile
 from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
@@ -16,7 +18,7 @@ from cq_py.errors import InputError
 from cq_py.io.readers import detect_format
 from cq_py.spark.batch import SPARK_TYPES, _core_type
 
-__all__ = ["read_input", "session", "write_output"]
+__all__ = ["read_input", "session", "start_session", "write_output"]
 
 
 def session(master: str) -> tuple[SparkSession, bool]:
@@ -28,12 +30,37 @@ def session(master: str) -> tuple[SparkSession, bool]:
     running = SparkSession.getActiveSession()
     if running is not None:
         return running, False
-    spark = (SparkSession.builder.master(master).appName("cq")
-             .config("spark.ui.showConsoleProgress", "false")
-             .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-             .getOrCreate())
+    spark = start_session(SparkSession.builder.master(master).appName("cq")
+                          .config("spark.ui.showConsoleProgress", "false")
+                          .config("spark.sql.execution.arrow.pyspark.enabled", "true"))
     spark.sparkContext.setLogLevel("ERROR")
     return spark, True
+
+
+def start_session(builder: SparkSession.Builder) -> SparkSession:
+    """``builder.getOrCreate()``, with the Python workers able to import this cq.
+
+    Spark starts its Python workers as ``python3 -m pyspark.daemon`` in the JVM's working
+    directory, which the driver's directory becomes; ``-m`` puts that directory first on the
+    workers' ``sys.path``. Started from a source checkout, workers would then import its
+    ``cq_core/`` (which holds no compiled module) instead of the installed package, so the JVM is
+    started in a directory of its own. On a local master the workers also run the driver's
+    interpreter (``PYSPARK_PYTHON``, when not set) rather than whatever ``python3`` is on the PATH,
+    which may lack cq.
+
+    >>> spark = start_session(SparkSession.builder.master("local[2]"))  # doctest: +SKIP
+    """
+    if SparkSession.getActiveSession() is not None:
+        return builder.getOrCreate()
+    master = builder._options.get("spark.master", "") if hasattr(builder, "_options") else ""
+    if not master or master.startswith("local"):
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    cwd = os.getcwd()
+    os.chdir(tempfile.mkdtemp(prefix="cq-spark-"))
+    try:
+        return builder.getOrCreate()
+    finally:
+        os.chdir(cwd)
 
 
 def read_input(spark: SparkSession, path: str | os.PathLike[str], eng: Engine, stream: str,
