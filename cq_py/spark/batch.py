@@ -329,7 +329,7 @@ class _PartitionEngine:
         for i, q in enumerate(self.queries):
             table = eng.fetch(q)
             if table.num_rows:
-                for batch in table.combine_chunks().to_batches():
+                for batch in table.to_batches():  # the engine's chunks, not copied
                     yield self._wide(i, batch)
 
     def _wide(self, query: int, batch: pa.RecordBatch) -> pa.RecordBatch:

@@ -244,4 +244,42 @@ uint64_t SnapshotChecksum(const char* p, size_t n);
 // before the engine runs on it.
 #define CQ_SNAPSHOT_CHECK(cond, what) ::cq::SnapshotReader::Check((cond), (what))
 
+// Batches an operator keeps, numbered consecutively by `seq` (its rows are referred to by number),
+// each with the count of its rows still referenced when the item has one (`live`). Trackers, row
+// windows and ISTREAM keep such runs; they are written and checked in one way.
+template <typename Items>
+void WriteNumberedBatches(SnapshotWriter& w, const Items& items) {
+  w.U64(items.size());
+  for (const auto& k : items) {
+    w.U64(k.seq);
+    w.WriteBatch(k.batch);
+    if constexpr (requires { k.live; }) w.I64(k.live);
+  }
+}
+
+// Reads what WriteNumberedBatches wrote into `items` (cleared first): batches of the columns
+// `expect` gives, numbers consecutive and below `next_seq`; with `compact`, batches without a
+// selection (owners that keep compact copies refer to rows by physical index). `what` names the
+// run in errors.
+template <typename Items>
+void ReadNumberedBatches(SnapshotReader& r, const Schema& expect, uint64_t next_seq, bool compact,
+                         Items& items, const char* what) {
+  using Item = typename Items::value_type;
+  items.clear();
+  for (size_t n = r.Count(1); n > 0; --n) {
+    Item k{};
+    const uint64_t seq = r.U64();
+    k.batch = r.ReadBatch(&expect);
+    bool ok = k.batch.schema && !(compact && k.batch.has_selection) && seq < next_seq &&
+              (items.empty() || seq == static_cast<uint64_t>(items.back().seq) + 1);
+    if constexpr (requires { k.live; }) {
+      k.live = r.I64();
+      ok &= k.live >= 0;
+    }
+    if (!ok) SnapshotReader::Corrupt(std::string(what) + " are out of sequence");
+    k.seq = static_cast<decltype(k.seq)>(seq);
+    items.push_back(std::move(k));
+  }
+}
+
 }  // namespace cq

@@ -66,30 +66,15 @@ std::unique_ptr<InstantTracker> MakeInstantTracker(bool negative, int policy, bo
   return std::make_unique<RelationTracker>(static_cast<ExpirationPolicy>(policy), track_alive);
 }
 
-
 void InstantTracker::SnapshotRetained(SnapshotWriter& w) const {
   w.U32(next_seq_);
-  w.U64(retained_.size());
-  for (const Retained& r : retained_) {
-    w.U32(r.seq);
-    w.WriteBatch(r.batch);
-    w.I64(r.live);
-  }
+  WriteNumberedBatches(w, retained_);
   w.PodVec(released_);
 }
 
 void InstantTracker::RestoreRetained(SnapshotReader& r, const Schema& expect) {
-  retained_.clear();
   next_seq_ = r.U32();
-  for (size_t n = r.Count(1); n > 0; --n) {
-    const uint32_t seq = r.U32();
-    Batch b = r.ReadBatch(&expect);
-    const int64_t live = r.I64();
-    CQ_SNAPSHOT_CHECK(b.schema && !b.has_selection && seq < next_seq_ &&
-                          (retained_.empty() || seq == retained_.back().seq + 1) && live >= 0,
-                      "a tracker's retained batches are out of sequence");
-    retained_.push_back({seq, std::move(b), live});
-  }
+  ReadNumberedBatches(r, expect, next_seq_, true, retained_, "a tracker's retained batches");
   r.PodVec(released_);
   // Numbers go to retained batches only, in order: the last retained has the last number.
   bool ok = retained_.empty() || retained_.back().seq + 1 == next_seq_;

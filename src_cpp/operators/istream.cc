@@ -304,17 +304,12 @@ void RegisterIStream(OperatorRegistry& r) {
   });
 }
 
-
 // Constant durations: the retained batches, the expiry cursor and the duration seen; otherwise the
 // tracker. Both: the instant in progress and its bag of ending rows (a later push may carry more
 // rows of that instant).
 void IStream::Snapshot(SnapshotWriter& w) const {
   w.U64(next_seq_);
-  w.U64(retained_.size());
-  for (const Retained& r : retained_) {
-    w.U64(r.seq);
-    w.WriteBatch(r.batch);
-  }
+  WriteNumberedBatches(w, retained_);
   w.OptDur(duration_);
   w.I64(cursor_);
   w.Bool(tracker_ != nullptr);
@@ -326,14 +321,7 @@ void IStream::Snapshot(SnapshotWriter& w) const {
 
 void IStream::Restore(SnapshotReader& r) {
   next_seq_ = r.U64();
-  retained_.clear();
-  for (size_t n = r.Count(1); n > 0; --n) {
-    const uint64_t seq = r.U64();
-    Batch b = r.ReadBatch(&schema_);
-    CQ_SNAPSHOT_CHECK(seq < next_seq_ && (retained_.empty() || seq == retained_.back().seq + 1),
-                      "an ISTREAM's retained batches are out of sequence");
-    retained_.push_back({seq, std::move(b)});
-  }
+  ReadNumberedBatches(r, schema_, next_seq_, false, retained_, "an ISTREAM's retained batches");
   duration_ = r.OptDur();
   cursor_ = r.I64();
   CQ_SNAPSHOT_CHECK(r.Bool() == (tracker_ != nullptr), "an ISTREAM's strategy differs from its plan's");

@@ -82,16 +82,10 @@ void RegisterNegativeRowWindow(OperatorRegistry& r) {
   });
 }
 
-
 // The kept batches (rows whose negative is still to come) and each partition's queue of them.
 void NegativeRowWindow::Snapshot(SnapshotWriter& w) const {
   w.U32(next_seq_);
-  w.U64(kept_.size());
-  for (const Kept& k : kept_) {
-    w.U32(k.seq);
-    w.WriteBatch(k.batch);
-    w.I64(k.live);
-  }
+  WriteNumberedBatches(w, kept_);
   w.PodVec(all_.items.data() + all_.head, all_.size());
   w.U64(partitions_.size());
   for (const auto& [key, q] : partitions_) {
@@ -102,15 +96,7 @@ void NegativeRowWindow::Snapshot(SnapshotWriter& w) const {
 
 void NegativeRowWindow::Restore(SnapshotReader& r) {
   next_seq_ = r.U32();
-  kept_.clear();
-  for (size_t n = r.Count(1); n > 0; --n) {
-    const uint32_t seq = r.U32();
-    Batch b = r.ReadBatch(&schema_);
-    const int64_t live = r.I64();
-    CQ_SNAPSHOT_CHECK(!b.has_selection && seq < next_seq_ && (kept_.empty() || seq == kept_.back().seq + 1),
-                      "a row window's kept batches are out of sequence");
-    kept_.push_back({seq, std::move(b), live});
-  }
+  ReadNumberedBatches(r, schema_, next_seq_, true, kept_, "a row window's kept batches");
   auto holds = [&](const Queue& q) {
     bool ok = static_cast<int64_t>(q.size()) <= rows_;
     for (const Ref& x : q.items)
