@@ -127,12 +127,13 @@ def run(spark: SparkSession, cql_text: str, inputs: Optional[dict[str, DataFrame
             data = data.repartition(1)
         elif plan.stateful or plan.relations:
             # A relation's deletes must meet their inserts: split it by its values even when no
-            # operator needs a key (an unkeyed input's hash is over all its columns).
-            data = data.repartition(partitions, PART)
+            # operator needs a key (an unkeyed input's hash is over all its columns). Spark hashes
+            # the expression as it shuffles: a stored hash column would be one more column moved.
+            data = data.repartition(partitions, _partition_by(specs, key_type))
         # else: rows meet no other row; Spark's partitions stay as they are.
         data = data.sortWithinPartitions(*([TS, SEQ] if plan.ordered else [TS]))
         # The sequence only orders ties: it is not sent to Python (every column costs there).
-        result = data.drop(PART, SEQ).mapInArrow(worker, _spark_schema(out_schema))
+        result = data.drop(SEQ).mapInArrow(worker, _spark_schema(out_schema))
         if persist:
             result = result.persist(StorageLevel.MEMORY_AND_DISK)
     else:
@@ -192,9 +193,9 @@ def _find(df: DataFrame, name: str) -> Optional[str]:
 
 
 def _tagged(df: DataFrame, spec: _InputSpec, specs: list[_InputSpec], ts: str, plan: PartitionPlan,
-            key_type: Optional[ST.DataType], time_unit: str) -> DataFrame:
-    """``df`` in the united schema: tag, partition hash, ticks, sequence, every input's columns
-    (this one's checked and cast, the others' null)."""
+            key_type: Optional[ST.DataType], time_unit: str, part: bool = False) -> DataFrame:
+    """``df`` in the united schema: tag, partition hash (if ``part``), ticks, sequence, every
+    input's columns (this one's checked and cast, the others' null)."""
     types = {f.name: f.dataType for f in df.schema.fields}
     found = ", ".join(df.columns) or "(none)"
     cols: dict[str, Column] = {}
@@ -219,17 +220,11 @@ def _tagged(df: DataFrame, spec: _InputSpec, specs: list[_InputSpec], ts: str, p
                          f"{found}", stream=spec.name)
     ticks = _ticks(F.col(ts), types[ts], spec.name, ts, time_unit)
 
-    if spec.key is not None:
-        part = F.hash(cols[spec.key].cast(key_type))
-    else:
-        # Any split is right for an input no stateful operator reads; a relation's changes must
-        # still find their rows, so the hash is over the values.
-        # (not over the op column: a delete must meet its insert).
-        values = [c for name, c in cols.items() if not (spec.relation and name == OP)]
-        part = F.hash(*values) if values else F.lit(0)
     # One input needs no tag (every column moved costs in the shuffle and the Arrow transfer).
     select = [F.lit(spec.tag).cast("int").alias(TAG)] if len(specs) > 1 else []
-    select += [part.alias(PART), ticks.alias(TS)]
+    if part:
+        select.append(_input_hash(spec, cols, key_type).alias(PART))
+    select.append(ticks.alias(TS))
     if plan.ordered:
         # The input's own order, for rows with equal timestamps (row windows count in arrival
         # order; a relation's delete ends the oldest copy).
@@ -240,6 +235,32 @@ def _tagged(df: DataFrame, spec: _InputSpec, specs: list[_InputSpec], ts: str, p
             value = cols[name] if other is spec else F.lit(None).cast(SPARK_TYPES[t])
             select.append(value.alias(col))
     return df.select(*select)
+
+
+def _input_hash(spec: _InputSpec, cols: dict[str, Column],
+                key_type: Optional[ST.DataType]) -> Column:
+    """The hash that places a row of ``spec``: of its key, else of all its values."""
+    if spec.key is not None:
+        return F.hash(cols[spec.key].cast(key_type))
+    # Any split is right for an input no stateful operator reads; a relation's changes must
+    # still find their rows, so the hash is over the values
+    # (not over the op column: a delete must meet its insert).
+    values = [c for name, c in cols.items() if not (spec.relation and name == OP)]
+    return F.hash(*values) if values else F.lit(0)
+
+
+def _partition_by(specs: list[_InputSpec], key_type: Optional[ST.DataType]) -> Column:
+    """:func:`_input_hash` over the united DataFrame's columns: by each row's tag, its input's."""
+    def own(spec: _InputSpec) -> Column:
+        return _input_hash(spec, {name: F.col(col) for (name, _), (col, _)
+                                  in zip(spec.columns + [(OP, T.UTF8)] * spec.relation,
+                                         spec.fields)}, key_type)
+    if len(specs) == 1:
+        return own(specs[0])
+    by_tag = F.when(F.col(TAG) == specs[0].tag, own(specs[0]))
+    for spec in specs[1:]:
+        by_tag = by_tag.when(F.col(TAG) == spec.tag, own(spec))
+    return by_tag
 
 
 def _ticks(col: Column, t: ST.DataType, stream: str, ts: str, unit: str) -> Column:

@@ -146,7 +146,8 @@ def run(spark, cql_text: str, inputs: Optional[dict[str, Any]] = None, ts: str =
     unsequenced = dataclasses.replace(plan, ordered=False)
     frames = []
     for spec, (_, df) in zip(specs, given):
-        frame = batch._tagged(df, spec, specs, ts, unsequenced, key_type, eng.time_unit)
+        frame = batch._tagged(df, spec, specs, ts, unsequenced, key_type, eng.time_unit,
+                              part=True)
         bucket = F.pmod(F.col(batch.PART), F.lit(partitions)) if partitions > 1 else F.lit(0)
         frame = (frame.withColumn(batch.PART, bucket.cast("int"))
                  .withColumn(_EVENT, _event_time(F.col(batch.TS), eng.time_unit))
