@@ -13,6 +13,7 @@
 //   * pending: `holders` holds an ExpirationHolder id per row (kNoHolder where the end is known);
 //     the end is fixed later by the holder's producer (paper 003 §4.1; see lifetime/).
 // Rows are in non-decreasing `sync` order inside a batch and across the batches of one edge.
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -108,21 +109,44 @@ struct BatchRow {
 
 // The columns of `rows`, in that order (rows of several batches, interleaved any way).
 // `batch_of(i)` returns the batch numbered i.
-template <typename BatchOf>
-std::vector<Column> GatherRows(const BatchOf& batch_of, const std::vector<BatchRow>& rows, size_t width) {
+inline uint32_t BatchOfRow(const BatchRow& r) { return r.batch; }
+
+// `Row` is BatchRow or any row reference with a `row` field and a BatchOfRow overload (found by
+// argument-dependent lookup), so that callers need not convert their references first.
+template <typename BatchOf, typename Row>
+std::vector<Column> GatherRows(const BatchOf& batch_of, const std::vector<Row>& rows, size_t width) {
   // Number the distinct batches, then take every column in one pass. Rows may come from very
   // many small batches (the heartbeat executor's one-timestamp items): a hash map numbers them.
   std::vector<const Batch*> batches;
   std::unordered_map<const Batch*, uint32_t> number;
-  std::vector<uint32_t> which(rows.size()), idx(rows.size());
+  // Each row's batch number and row in it: on the stack for a loop instant's few rows.
+  constexpr size_t kFew = 16;
+  uint32_t which_few[kFew], idx_few[kFew];
+  std::vector<uint32_t> which_many, idx_many;
+  if (rows.size() > kFew) {
+    which_many.resize(rows.size());
+    idx_many.resize(rows.size());
+  }
+  uint32_t* which = rows.size() > kFew ? which_many.data() : which_few;
+  uint32_t* idx = rows.size() > kFew ? idx_many.data() : idx_few;
   uint32_t last = 0;
   bool have_last = false;
   for (size_t k = 0; k < rows.size(); ++k) {
-    if (!have_last || rows[k].batch != last) {
-      const Batch* b = &batch_of(rows[k].batch);
-      const size_t pos = number.try_emplace(b, static_cast<uint32_t>(batches.size())).first->second;
+    const uint32_t batch_k = BatchOfRow(rows[k]);
+    if (!have_last || batch_k != last) {
+      const Batch* b = &batch_of(batch_k);
+      // Loops gather a row or two from one or two batches: a look along the list beats hashing
+      // (and the table's allocations) until there are many.
+      size_t pos;
+      if (batches.size() < 16) {
+        pos = static_cast<size_t>(std::find(batches.begin(), batches.end(), b) - batches.begin());
+      } else {
+        if (number.empty())
+          for (size_t i = 0; i < batches.size(); ++i) number.emplace(batches[i], static_cast<uint32_t>(i));
+        pos = number.try_emplace(b, static_cast<uint32_t>(batches.size())).first->second;
+      }
       if (pos == batches.size()) batches.push_back(b);
-      last = rows[k].batch;
+      last = batch_k;
       have_last = true;
       which[k] = static_cast<uint32_t>(pos);
     } else {
@@ -131,10 +155,11 @@ std::vector<Column> GatherRows(const BatchOf& batch_of, const std::vector<BatchR
     idx[k] = rows[k].row;
   }
   std::vector<Column> out;
+  out.reserve(width);
   std::vector<const Column*> srcs(batches.size());
   for (size_t c = 0; c < width; ++c) {
     for (size_t b = 0; b < batches.size(); ++b) srcs[b] = &batches[b]->columns[c];
-    out.push_back(GatherMulti(srcs, which.data(), idx.data(), static_cast<int64_t>(rows.size())));
+    out.push_back(GatherMulti(srcs, which, idx, static_cast<int64_t>(rows.size())));
   }
   return out;
 }

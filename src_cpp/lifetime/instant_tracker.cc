@@ -27,7 +27,10 @@ int64_t InstantTracker::retained_rows() const {
 
 void InstantTracker::AppendBagDifference(Time t, const std::vector<RowRef>& a, const std::vector<RowRef>& b,
                                          std::vector<RowRef>& out, std::vector<Time>& ts) const {
-  std::vector<uint8_t> used(b.size(), 0);
+  // Which rows of b have cancelled one of a: on the stack for the few rows of a loop's instant.
+  uint8_t few[64] = {};
+  std::vector<uint8_t> many(b.size() > 64 ? b.size() : 0, 0);
+  uint8_t* used = b.size() > 64 ? many.data() : few;
   for (const RowRef& x : a) {
     bool cancelled = false;
     for (size_t k = 0; k < b.size() && !cancelled; ++k)
@@ -47,9 +50,7 @@ Batch InstantTracker::Gather(const std::vector<RowRef>& rows, const std::vector<
   const int64_t n = static_cast<int64_t>(rows.size());
   out.length = n;
   CQ_CHECK(n > 0, "gathering no rows");
-  std::vector<BatchRow> refs(rows.size());
-  for (size_t k = 0; k < rows.size(); ++k) refs[k] = {rows[k].seq, rows[k].row};
-  out.columns = GatherRows([&](uint32_t seq) -> const Batch& { return batch(seq); }, refs, schema->size());
+  out.columns = GatherRows([&](uint32_t seq) -> const Batch& { return batch(seq); }, rows, schema->size());
   out.sync.ticks = Buffer::Allocate(n * 8);
   bool steps = false;
   for (const Time& t : ts) steps |= t.step != 0;

@@ -101,6 +101,9 @@ class InstantTracker {
   std::vector<RowRef> released_;  // let go of at the next call, so visitors can still read them
 };
 
+// The batch a tracker's row reference points into, for GatherRows.
+inline uint32_t BatchOfRow(const InstantTracker::RowRef& r) { return r.seq; }
+
 // One of the two strategies, as the engine's lifetime method says.
 std::unique_ptr<InstantTracker> MakeInstantTracker(bool negative, int policy, bool track_alive);
 

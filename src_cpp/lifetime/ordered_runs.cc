@@ -69,66 +69,81 @@ EndBatch OrderedRuns::AddEnds(const EndBatch& ends) {
   return pass;
 }
 
+void OrderedRuns::ForgetPending(const Batch& b, int64_t from, int64_t to) {
+  // Rows gone out: their ends pass on from now.
+  if (b.holders.empty() || held_pending_.empty()) return;
+  const HolderId* h = b.holders.as<const HolderId>();
+  for (int64_t r = from; r < to; ++r)
+    if (h[r] != kNoHolder) held_pending_.erase(h[r]);
+}
+
 Batch OrderedRuns::Release(Time next) {
-  // The runs with rows below `next`, merged by a linear pick among them (there are few).
-  std::vector<uint64_t> live;
+  // The runs with rows below `next`, merged by a linear pick among them (there are few). Inside
+  // loops this runs once per instant for a row or two, so its lists are kept between calls.
+  std::vector<uint64_t>& live = live_;
+  live.clear();
   while (!heap_.empty() && heap_.front().first < next) {
     std::pop_heap(heap_.begin(), heap_.end(), std::greater<>());
     live.push_back(heap_.back().second);
     heap_.pop_back();
   }
   if (live.empty()) return Batch{};
+  if (live.size() == 1) {
+    const uint64_t id = live[0];
+    Run& r = runs_.at(id);
+    int64_t k = r.offset;
+    while (k < r.batch.length && r.batch.StartAt(k) < next) ++k;
+    ForgetPending(r.batch, r.offset, k);
+    if (k < r.batch.length) {
+      Batch out = r.batch.Slice(r.offset, k - r.offset);
+      r.offset = k;
+      PushHead(id);
+      return out;
+    }
+    // The whole rest of the run goes out: a run released whole moves its batch out, no copy.
+    Batch out = r.offset == 0 ? std::move(r.batch) : r.batch.Slice(r.offset, k - r.offset);
+    runs_.erase(id);
+    return out;
+  }
   std::sort(live.begin(), live.end());  // arrival order breaks ties
-  std::vector<Run*> runs;
-  std::vector<int64_t> first;  // each run's offset before this call
+  std::vector<Run*>& runs = picked_;
+  std::vector<int64_t>& first = first_;  // each run's offset before this call
+  runs.clear();
+  first.clear();
   for (uint64_t id : live) {
     runs.push_back(&runs_.at(id));
     first.push_back(runs.back()->offset);
   }
-  Batch out;
-  if (runs.size() == 1) {
-    Run& r = *runs[0];
-    int64_t k = r.offset;
-    while (k < r.batch.length && r.batch.StartAt(k) < next) ++k;
-    out = r.batch.Slice(r.offset, k - r.offset);
-    r.offset = k;
+  std::vector<BatchRow> rows;
+  if (runs.size() <= 4) {
+    // A few runs (the inputs of a union): a linear pick of the earliest head for every row.
+    Time heads[4];
+    for (size_t i = 0; i < runs.size(); ++i) heads[i] = runs[i]->batch.StartAt(runs[i]->offset);
+    for (;;) {
+      size_t best = runs.size();
+      for (size_t i = 0; i < runs.size(); ++i)
+        if (heads[i] < next && (best == runs.size() || heads[i] < heads[best])) best = i;
+      if (best == runs.size()) break;
+      Run& r = *runs[best];
+      rows.push_back({static_cast<uint32_t>(best), static_cast<uint32_t>(r.offset)});
+      heads[best] = ++r.offset < r.batch.length ? r.batch.StartAt(r.offset) : Time::Infinity();
+    }
   } else {
-    std::vector<BatchRow> rows;
-    if (runs.size() <= 4) {
-      // A few runs (the inputs of a union): a linear pick of the earliest head for every row.
-      std::vector<Time> heads(runs.size());
-      for (size_t i = 0; i < runs.size(); ++i) heads[i] = runs[i]->batch.StartAt(runs[i]->offset);
-      for (;;) {
-        size_t best = runs.size();
-        for (size_t i = 0; i < runs.size(); ++i)
-          if (heads[i] < next && (best == runs.size() || heads[i] < heads[best])) best = i;
-        if (best == runs.size()) break;
-        Run& r = *runs[best];
-        rows.push_back({static_cast<uint32_t>(best), static_cast<uint32_t>(r.offset)});
-        heads[best] = ++r.offset < r.batch.length ? r.batch.StartAt(r.offset) : Time::Infinity();
-      }
-    } else {
-      // Many runs (the heartbeat executor hands over one timestamp per batch): each run's rows in
-      // arrival order of the runs, then a stable sort by time, so ties keep arrival order.
-      std::vector<std::pair<Time, BatchRow>> keyed;
-      for (size_t i = 0; i < runs.size(); ++i) {
-        Run& r = *runs[i];
-        for (; r.offset < r.batch.length && r.batch.StartAt(r.offset) < next; ++r.offset)
-          keyed.push_back({r.batch.StartAt(r.offset), {static_cast<uint32_t>(i), static_cast<uint32_t>(r.offset)}});
-      }
-      std::stable_sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-      for (const auto& k : keyed) rows.push_back(k.second);
+    // Many runs (the heartbeat executor hands over one timestamp per batch): each run's rows in
+    // arrival order of the runs, then a stable sort by time, so ties keep arrival order.
+    std::vector<std::pair<Time, BatchRow>> keyed;
+    for (size_t i = 0; i < runs.size(); ++i) {
+      Run& r = *runs[i];
+      for (; r.offset < r.batch.length && r.batch.StartAt(r.offset) < next; ++r.offset)
+        keyed.push_back({r.batch.StartAt(r.offset), {static_cast<uint32_t>(i), static_cast<uint32_t>(r.offset)}});
     }
-    out = Gather(runs, rows);
+    std::stable_sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (const auto& k : keyed) rows.push_back(k.second);
   }
+  Batch out = Gather(runs, rows);
   for (size_t i = 0; i < runs.size(); ++i) {
-    const Batch& b = runs[i]->batch;
-    if (!b.holders.empty() && !held_pending_.empty()) {  // rows gone out: their ends pass on now
-      const HolderId* h = b.holders.as<const HolderId>();
-      for (int64_t r = first[i]; r < runs[i]->offset; ++r)
-        if (h[r] != kNoHolder) held_pending_.erase(h[r]);
-    }
-    if (runs[i]->offset < b.length) {
+    ForgetPending(runs[i]->batch, first[i], runs[i]->offset);
+    if (runs[i]->offset < runs[i]->batch.length) {
       PushHead(live[i]);
     } else {
       runs_.erase(live[i]);

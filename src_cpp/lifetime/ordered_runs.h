@@ -41,6 +41,7 @@ class OrderedRuns {
     bool own_ends = false;  // holders/other copied, so that ends can be written into them
   };
   void PushHead(uint64_t id);
+  void ForgetPending(const Batch& b, int64_t from, int64_t to);
   // `rows` of `runs` (BatchRow::batch indexes `runs`) as one compact batch.
   Batch Gather(const std::vector<Run*>& runs, const std::vector<BatchRow>& rows) const;
 
@@ -49,6 +50,10 @@ class OrderedRuns {
   // A min-heap of (time of the run's next row, run id): the id breaks ties in arrival order.
   std::vector<std::pair<Time, uint64_t>> heap_;
   std::unordered_map<HolderId, std::pair<uint64_t, int64_t>> held_pending_;  // holder -> (run, row)
+  // Release's working lists, kept so that a loop's instants do not allocate them each time.
+  std::vector<uint64_t> live_;
+  std::vector<Run*> picked_;
+  std::vector<int64_t> first_;
 };
 
 }  // namespace cq

@@ -118,7 +118,9 @@ Time RelationTracker::next_instant() const {
 
 void RelationTracker::AdvanceTo(Time progress, const Visitor& visit) {
   FlushReleases();
-  std::vector<RowRef> starts, ends;
+  // Loops call this at every instant: the lists keep their capacity between calls (taken out of
+  // the tracker while in use, so that a visitor calling back in would get lists of its own).
+  std::vector<RowRef> starts = std::move(starts_), ends = std::move(ends_);
   for (;;) {
     const Time t = next_instant();
     if (!(t < progress)) break;
@@ -158,6 +160,10 @@ void RelationTracker::AdvanceTo(Time progress, const Visitor& visit) {
     visit(t, starts, ends);
     for (const RowRef& r : ends) Release(r);
   }
+  starts.clear();
+  ends.clear();
+  starts_ = std::move(starts);
+  ends_ = std::move(ends);
 }
 
 std::vector<RelationTracker::RowRef> RelationTracker::alive() const { return alive_; }

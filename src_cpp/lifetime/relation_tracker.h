@@ -74,6 +74,7 @@ class RelationTracker final : public InstantTracker {
   // track_alive: alive rows, with their position for O(1) removal.
   std::vector<RowRef> alive_;
   std::unordered_map<uint64_t, size_t> alive_pos_;
+  std::vector<RowRef> starts_, ends_;  // AdvanceTo's lists, kept for their capacity
   static constexpr uint32_t kNone = 0xFFFFFFFFu;
 };
 

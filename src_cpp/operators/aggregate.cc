@@ -108,7 +108,8 @@ void Aggregate::Grow(uint32_t groups) {
 
 void Aggregate::Push(int, const Batch& in, Emitter&) {
   if (in.num_rows() == 0) return;
-  const Batch b = in.Compact();
+  Batch storage;  // only when `in` has a selection to apply
+  const Batch& b = in.CompactInto(storage);
   const int64_t n = b.length;
   std::vector<Column> keys, args;
   for (const auto& k : keys_) keys.push_back(k->Evaluate(b));
