@@ -156,10 +156,11 @@ class _InputSpec:
         self.relation = name in plan.relations
         self.columns = [(f.name, _core_type(f.type)) for f in eng.stream_schema(name)]
         self.key = plan.keys.get(name)
-        # The united DataFrame's columns for this input (user columns, then a relation's op).
-        self.fields = [(_icol(tag, c), t) for c, t in self.columns]
+        # (own name, united DataFrame column, core type) for each of this input's columns: user
+        # columns, then a relation's op.
+        self.united = [(c, _icol(tag, c), t) for c, t in self.columns]
         if self.relation:
-            self.fields.append((_icol(tag, OP), T.UTF8))
+            self.united.append((OP, _icol(tag, OP), T.UTF8))
 
 
 def _core_type(t: pa.DataType) -> str:
@@ -230,8 +231,7 @@ def _tagged(df: DataFrame, spec: _InputSpec, specs: list[_InputSpec], ts: str, p
         # order; a relation's delete ends the oldest copy).
         select.append(F.monotonically_increasing_id().alias(SEQ))
     for other in specs:
-        for (name, t), (col, _) in zip(other.columns + ([(OP, T.UTF8)] if other.relation else []),
-                                       other.fields):
+        for name, col, t in other.united:
             value = cols[name] if other is spec else F.lit(None).cast(SPARK_TYPES[t])
             select.append(value.alias(col))
     return df.select(*select)
@@ -252,9 +252,7 @@ def _input_hash(spec: _InputSpec, cols: dict[str, Column],
 def _partition_by(specs: list[_InputSpec], key_type: Optional[ST.DataType]) -> Column:
     """:func:`_input_hash` over the united DataFrame's columns: by each row's tag, its input's."""
     def own(spec: _InputSpec) -> Column:
-        return _input_hash(spec, {name: F.col(col) for (name, _), (col, _)
-                                  in zip(spec.columns + [(OP, T.UTF8)] * spec.relation,
-                                         spec.fields)}, key_type)
+        return _input_hash(spec, {name: F.col(col) for name, col, _ in spec.united}, key_type)
     if len(specs) == 1:
         return own(specs[0])
     by_tag = F.when(F.col(TAG) == specs[0].tag, own(specs[0]))
@@ -303,8 +301,8 @@ class _PartitionEngine:
                  queries: list[tuple[str, pa.Schema]], out_schema: pa.Schema, chunk_rows: int):
         self.cql = cql
         self.options = options
-        self.inputs = [(s.tag, s.name, [c for c, _ in s.fields],
-                        [c for c, _ in s.columns] + ([OP] if s.relation else [])) for s in specs]
+        self.inputs = [(s.tag, s.name, [col for _, col, _ in s.united],
+                        [name for name, _, _ in s.united]) for s in specs]
         self.queries = [q for q, _ in queries]
         self.schemas = queries
         self.out_schema = out_schema

@@ -71,7 +71,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cq_py.engine import OP, Engine
+from cq_py.engine import Engine
 from cq_py.errors import CQError, InputError
 from cq_py.spark import batch
 from cq_py.spark.batch import PART, TAG, TS
@@ -172,8 +172,8 @@ def run(spark, cql_text: str, inputs: Optional[dict[str, Any]] = None, ts: str =
     fingerprint = hashlib.sha256(json.dumps(
         [cql_text, ts, partitions, sorted((k, repr(v)) for k, v in engine_options.items())]
     ).encode()).hexdigest()
-    layout = [(s.tag, s.name, [c for c, _ in s.fields],
-               [c for c, _ in s.columns] + ([OP] if s.relation else [])) for s in specs]
+    layout = [(s.tag, s.name, [col for _, col, _ in s.united],
+               [name for name, _, _ in s.united]) for s in specs]
     step = _Step(cql_text, dict(engine_options), layout, fingerprint, plan.ordered)
     tagged = packed.groupBy(batch.PART).applyInPandasWithState(
         step, f"{_QUERY} string, {_DATA} binary", _STATE_SCHEMA, "append",
