@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "batch/column.h"
+#include "batch/few_on_stack.h"
 #include "lifetime/expiration_holder.h"
 #include "time/time.h"
 
@@ -119,16 +120,7 @@ std::vector<Column> GatherRows(const BatchOf& batch_of, const std::vector<Row>& 
   // many small batches (the heartbeat executor's one-timestamp items): a hash map numbers them.
   std::vector<const Batch*> batches;
   std::unordered_map<const Batch*, uint32_t> number;
-  // Each row's batch number and row in it: on the stack for a loop instant's few rows.
-  constexpr size_t kFew = 16;
-  uint32_t which_few[kFew], idx_few[kFew];
-  std::vector<uint32_t> which_many, idx_many;
-  if (rows.size() > kFew) {
-    which_many.resize(rows.size());
-    idx_many.resize(rows.size());
-  }
-  uint32_t* which = rows.size() > kFew ? which_many.data() : which_few;
-  uint32_t* idx = rows.size() > kFew ? idx_many.data() : idx_few;
+  FewOnStack<uint32_t, 16> which(rows.size()), idx(rows.size());  // each row's batch number, row
   uint32_t last = 0;
   bool have_last = false;
   for (size_t k = 0; k < rows.size(); ++k) {
@@ -159,7 +151,7 @@ std::vector<Column> GatherRows(const BatchOf& batch_of, const std::vector<Row>& 
   std::vector<const Column*> srcs(batches.size());
   for (size_t c = 0; c < width; ++c) {
     for (size_t b = 0; b < batches.size(); ++b) srcs[b] = &batches[b]->columns[c];
-    out.push_back(GatherMulti(srcs, which, idx, static_cast<int64_t>(rows.size())));
+    out.push_back(GatherMulti(srcs, which.data(), idx.data(), static_cast<int64_t>(rows.size())));
   }
   return out;
 }

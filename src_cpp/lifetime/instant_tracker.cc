@@ -1,5 +1,6 @@
 #include "lifetime/instant_tracker.h"
 
+#include "batch/few_on_stack.h"
 #include "engine/errors.h"
 #include "lifetime/negative_tracker.h"
 #include "lifetime/relation_tracker.h"
@@ -27,10 +28,7 @@ int64_t InstantTracker::retained_rows() const {
 
 void InstantTracker::AppendBagDifference(Time t, const std::vector<RowRef>& a, const std::vector<RowRef>& b,
                                          std::vector<RowRef>& out, std::vector<Time>& ts) const {
-  // Which rows of b have cancelled one of a: on the stack for the few rows of a loop's instant.
-  uint8_t few[64] = {};
-  std::vector<uint8_t> many(b.size() > 64 ? b.size() : 0, 0);
-  uint8_t* used = b.size() > 64 ? many.data() : few;
+  FewOnStack<uint8_t, 64> used(b.size(), 0);  // which rows of b have cancelled one of a
   for (const RowRef& x : a) {
     bool cancelled = false;
     for (size_t k = 0; k < b.size() && !cancelled; ++k)
