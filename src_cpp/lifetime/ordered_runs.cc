@@ -13,10 +13,24 @@ void OrderedRuns::PushHead(uint64_t id) {
   std::push_heap(heap_.begin(), heap_.end(), std::greater<>());
 }
 
+OrderedRuns::Run& OrderedRuns::NewRun(uint64_t id) {
+  if (spare_.empty()) return runs_[id];
+  auto node = std::move(spare_.back());
+  spare_.pop_back();
+  node.key() = id;
+  return runs_.insert(std::move(node)).position->second;
+}
+
+void OrderedRuns::DropRun(uint64_t id) {
+  auto node = runs_.extract(id);
+  node.mapped() = Run{};  // its rows go now, not when the node is reused
+  if (spare_.size() < 8) spare_.push_back(std::move(node));
+}
+
 void OrderedRuns::Add(const Batch& batch) {
   if (batch.num_rows() == 0) return;
   const uint64_t id = next_run_++;
-  Run& run = runs_[id];
+  Run& run = NewRun(id);
   run.batch = batch.Compact();
   if (!run.batch.holders.empty()) {
     const HolderId* h = run.batch.holders.as<const HolderId>();
@@ -102,7 +116,7 @@ Batch OrderedRuns::Release(Time next) {
     }
     // The whole rest of the run goes out: a run released whole moves its batch out, no copy.
     Batch out = r.offset == 0 ? std::move(r.batch) : r.batch.Slice(r.offset, k - r.offset);
-    runs_.erase(id);
+    DropRun(id);
     return out;
   }
   std::sort(live.begin(), live.end());  // arrival order breaks ties
@@ -114,7 +128,8 @@ Batch OrderedRuns::Release(Time next) {
     runs.push_back(&runs_.at(id));
     first.push_back(runs.back()->offset);
   }
-  std::vector<BatchRow> rows;
+  std::vector<BatchRow>& rows = rows_;
+  rows.clear();
   if (runs.size() <= 4) {
     // A few runs (the inputs of a union): a linear pick of the earliest head for every row.
     Time heads[4];
@@ -146,7 +161,7 @@ Batch OrderedRuns::Release(Time next) {
     if (runs[i]->offset < runs[i]->batch.length) {
       PushHead(live[i]);
     } else {
-      runs_.erase(live[i]);
+      DropRun(live[i]);
     }
   }
   return out;

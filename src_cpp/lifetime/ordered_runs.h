@@ -45,7 +45,13 @@ class OrderedRuns {
   // `rows` of `runs` (BatchRow::batch indexes `runs`) as one compact batch.
   Batch Gather(const std::vector<Run*>& runs, const std::vector<BatchRow>& rows) const;
 
+  // Runs come and go at every instant of a loop: their map nodes are kept for reuse instead of
+  // being allocated and freed each time.
+  Run& NewRun(uint64_t id);
+  void DropRun(uint64_t id);
+
   std::map<uint64_t, Run> runs_;
+  std::vector<std::map<uint64_t, Run>::node_type> spare_;
   uint64_t next_run_ = 0;
   // A min-heap of (time of the run's next row, run id): the id breaks ties in arrival order.
   std::vector<std::pair<Time, uint64_t>> heap_;
@@ -54,6 +60,7 @@ class OrderedRuns {
   std::vector<uint64_t> live_;
   std::vector<Run*> picked_;
   std::vector<int64_t> first_;
+  std::vector<BatchRow> rows_;
 };
 
 }  // namespace cq

@@ -15,6 +15,17 @@ void DelayOperator::Push(int, const Batch& in, Emitter& out) {
   const int64_t n = b.length;
   if (n == 0) return;
   TimeColumn t;
+  if (delay_.ticks == 0) {
+    // <Now> (ε steps only, the delay of every loop): the ticks stay, only the steps move.
+    t.ticks = b.sync.ticks;
+    t.steps = Buffer::Allocate(n * 8);
+    const int64_t* ticks = b.sync.tick_data();
+    for (int64_t i = 0; i < n; ++i)
+      t.steps.as<int64_t>()[i] = ticks[i] == Time::kInfTick ? 0 : b.sync.At(i).step + delay_.steps;
+    b.sync = t;
+    out.Emit(std::move(b));
+    return;
+  }
   t.ticks = Buffer::Allocate(n * 8);
   const bool steps = b.sync.has_steps() || delay_.steps != 0;
   if (steps) t.steps = Buffer::Allocate(n * 8);

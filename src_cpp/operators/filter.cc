@@ -14,33 +14,38 @@ void Filter::Push(int, const Batch& batch, Emitter& out) {
   const int64_t n = batch.num_rows();
   if (n == 0) return;
   Column pred = predicate_->Evaluate(batch);
-  // TRUE and not NULL, a word at a time.
+  // TRUE and not NULL, a word at a time: counted first, so that a batch every row passes (or
+  // none) costs no selection buffer.
   const int64_t words = bitmap::Words(n);
   const uint8_t* vals = pred.bits();
   const uint8_t* valid = pred.has_nulls() ? pred.validity.data : nullptr;
-  Buffer sel = Buffer::Allocate(n * 4);
-  uint32_t* s = sel.as<uint32_t>();
-  const uint32_t* old = batch.has_selection ? batch.sel() : nullptr;
-  int64_t count = 0;
-  for (int64_t w = 0; w < words; ++w) {
+  auto word_at = [&](int64_t w) {
     uint64_t word = 0, v = ~0ull;
     const int64_t nbytes = std::min<int64_t>(8, bitmap::Bytes(n) - w * 8);
     std::memcpy(&word, vals + w * 8, static_cast<size_t>(nbytes));
     if (valid) std::memcpy(&v, valid + w * 8, static_cast<size_t>(nbytes));
     word &= v;
     if (w == words - 1 && n % 64) word &= (1ull << (n % 64)) - 1;
-    while (word) {
-      const int64_t k = w * 64 + __builtin_ctzll(word);
-      s[count++] = old ? old[k] : static_cast<uint32_t>(k);
-      word &= word - 1;
-    }
-  }
+    return word;
+  };
+  int64_t count = 0;
+  for (int64_t w = 0; w < words; ++w) count += __builtin_popcountll(word_at(w));
   if (count == 0) return;
-  Batch b = batch;
   if (count == n) {
-    out.Emit(std::move(b));  // every row passed: the selection stays as it was
+    out.Forward(batch);  // every row passed: the selection stays as it was
     return;
   }
+  Buffer sel = Buffer::Allocate(count * 4);
+  uint32_t* s = sel.as<uint32_t>();
+  const uint32_t* old = batch.has_selection ? batch.sel() : nullptr;
+  int64_t k = 0;
+  for (int64_t w = 0; w < words; ++w) {
+    for (uint64_t word = word_at(w); word; word &= word - 1) {
+      const int64_t i = w * 64 + __builtin_ctzll(word);
+      s[k++] = old ? old[i] : static_cast<uint32_t>(i);
+    }
+  }
+  Batch b = batch;
   b.has_selection = true;
   b.selection = sel;
   b.selection_count = count;

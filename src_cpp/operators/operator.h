@@ -22,6 +22,10 @@ class Emitter {
  public:
   virtual ~Emitter() = default;
   virtual void Emit(Batch batch) = 0;
+  // A batch the operator received, handed on as it is (a filter that every row passed). An
+  // executor that delivers at once (DTS) passes the caller's batch on by reference: in a loop,
+  // where a batch holds a row or two, the copy costs as much as the filtering.
+  virtual void Forward(const Batch& batch) { Emit(batch); }
   // End times fixed for tuples that went out with a pending holder (paper 003 §4.1). A producer
   // emits the ends a batch of input fixes before the rows that batch produces, and emits each
   // holder's end exactly once; after that the id may be recycled.
@@ -66,6 +70,11 @@ class Operator {
   // How far the operator moves time forward: zero for all but delays (paper 000 §3.1), which the
   // executors use to cut loops.
   virtual Duration delay() const { return {}; }
+  // True when the operator hands on every batch and every end batch as it received them (same
+  // columns and types, same rows, same lifetimes): a projection that renames nothing or only
+  // renames. The DTS executor then gives its input to its consumers directly — in a loop, where
+  // batches hold a row or two, building the copy cost as much as the work of a whole operator.
+  virtual bool passes_through() const { return false; }
   virtual const Schema& output_schema() const = 0;
   virtual BatchKind output_kind() const = 0;
   // One line for explain(): the operator and its parameters.

@@ -35,6 +35,15 @@ void Project::Push(int, const Batch& batch, Emitter& out) {
   out.Emit(std::move(b));
 }
 
+bool Project::passes_through() const {
+  if (exprs_.size() != input_.size()) return false;
+  for (size_t i = 0; i < exprs_.size(); ++i)
+    if (!exprs_[i]->is_column() || exprs_[i]->column_index() != static_cast<int>(i) ||
+        exprs_[i]->type() != input_[i].type)
+      return false;
+  return true;
+}
+
 std::string Project::Explain() const {
   std::string s = "Project ";
   for (size_t i = 0; i < exprs_.size(); ++i) {

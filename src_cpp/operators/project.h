@@ -14,6 +14,8 @@ class Project final : public Operator {
   const Schema& output_schema() const override { return *schema_; }
   BatchKind output_kind() const override { return kind_; }
   std::string Explain() const override;
+  // Every output column is the input column at the same place (SELECT * over one input; a rename).
+  bool passes_through() const override;
   // Stateless: its output depends on the row in hand only.
   void Snapshot(SnapshotWriter&) const override {}
   void Restore(SnapshotReader&) override {}

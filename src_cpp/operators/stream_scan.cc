@@ -9,7 +9,7 @@ StreamScan::StreamScan(std::string stream, Schema schema)
     : stream_(std::move(stream)), schema_(std::make_shared<const Schema>(std::move(schema))) {}
 
 void StreamScan::Push(int, const Batch& batch, Emitter& out) {
-  if (batch.num_rows() > 0) out.Emit(batch);
+  if (batch.num_rows() > 0) out.Forward(batch);
 }
 
 std::string StreamScan::Explain() const { return "StreamScan " + stream_ + SchemaToString(*schema_); }

@@ -12,6 +12,7 @@ n=${1:-10000}
 here=$(cd "$(dirname "$0")" && pwd)
 out=$(mktemp -d)
 py=$(python -c "import sys; print(sys.executable)")  # the interpreter itself, not a shim
+cd "$out"  # not the checkout: `python -` puts the working directory first on sys.path
 OPENBLAS_NUM_THREADS=1 valgrind --tool=callgrind --callgrind-out-file="$out/cg.out" \
   --toggle-collect='*DtsExecutor::AdvanceTo*' --toggle-collect='*DtsExecutor::Push*' \
   "$py" - "$n" "$here" <<'PY' 2> "$out/valgrind.log"

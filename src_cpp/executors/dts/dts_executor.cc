@@ -10,7 +10,7 @@
 
 namespace cq {
 
-void DtsExecutor::NodeEmitter::Emit(Batch batch) {
+void DtsExecutor::NodeEmitter::Forward(const Batch& batch) {
   for (const Consumer& c : self_->consumers) ex_->Deliver(c, batch);
 }
 
@@ -24,6 +24,11 @@ void DtsExecutor::Deliver(const Consumer& c, const Batch& batch) {
     entries_[c.entry].runs.Add(batch);
     return;
   }
+  if (c.bypass) {
+    if (batch.num_rows() == 0) return;  // as the operator itself would: nothing to hand on
+    for (const Consumer& next : c.target->consumers) Deliver(next, batch);
+    return;
+  }
   c.target->op->Push(c.port, batch, *c.target->emitter);
 }
 
@@ -32,6 +37,10 @@ void DtsExecutor::DeliverEnds(const Consumer& c, const EndBatch& ends) {
   if (c.entry >= 0) {
     EndBatch rest = entries_[c.entry].runs.AddEnds(ends);
     if (rest.length) n.op->PushEnds(c.port, rest, *n.emitter);
+    return;
+  }
+  if (c.bypass) {
+    for (const Consumer& next : n.consumers) DeliverEnds(next, ends);
     return;
   }
   n.op->PushEnds(c.port, ends, *n.emitter);
@@ -229,9 +238,10 @@ void DtsExecutor::Schedule() {
   for (auto& [id, n] : nodes_)
     for (Consumer& c : n.consumers) {
       c.entry = -1;
-      if (c.target->region < 0 || c.target->region == n.region) continue;
-      for (size_t e = 0; e < entries.size(); ++e)
-        if (entries[e].node == c.node && entries[e].port == c.port) c.entry = static_cast<int>(e);
+      if (c.target->region >= 0 && c.target->region != n.region)
+        for (size_t e = 0; e < entries.size(); ++e)
+          if (entries[e].node == c.node && entries[e].port == c.port) c.entry = static_cast<int>(e);
+      c.bypass = c.entry < 0 && c.target->op->passes_through();
     }
   order_ = std::move(order);
   schedule_ = std::move(schedule);

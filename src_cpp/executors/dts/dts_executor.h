@@ -53,11 +53,16 @@ class DtsExecutor final : public Executor {
     int port;
     Node* target = nullptr;
     int entry = -1;
+    // The target passes its input on unchanged (Operator::passes_through) and the edge feeds no
+    // entry queue: deliver to the target's consumers instead. The target still runs in the
+    // schedule (its progress is its consumers' input progress); it just never sees a batch.
+    bool bypass = false;
   };
   class NodeEmitter final : public Emitter {
    public:
     NodeEmitter(DtsExecutor* ex, int node) : ex_(ex), node_(node) {}
-    void Emit(Batch batch) override;
+    void Emit(Batch batch) override { Forward(batch); }
+    void Forward(const Batch& batch) override;
     void EmitEnds(EndBatch ends) override;
 
    private:
