@@ -76,6 +76,12 @@ def _loops(order: loops.Order, cat: Catalog, out: list[str], depth: int) -> None
         for v in item.members:
             if cat.nodes[v].owner not in owners:
                 owners.append(cat.nodes[v].owner)
+        # A query on the loop whose operators are all shared with another query (sub-plan reuse):
+        # its output is in the loop and a query of the loop reads it.
+        readers = {r.lower() for q in cat.queries.values() if q.name in owners for r in q.references}
+        for q in cat.queries.values():
+            if q.out_id in item.members and q.name not in owners and q.name.lower() in readers:
+                owners.append(q.name)
         cut = cat.nodes[item.cut_at[0]]
         where = "" if cut.inserted else f" of {cut.owner}"  # an inserted delay's label says where
         out.append(f"{'  ' * depth}loop of {', '.join(owners)}: operators "

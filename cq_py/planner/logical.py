@@ -36,6 +36,7 @@ DESCRIPTIONS = {
     "aggregate": "aggregates / GROUP BY", "distinct": "SELECT DISTINCT", "union_all": "UNION ALL",
     "union": "UNION", "except": "EXCEPT", "intersect": "INTERSECT", "istream": "ISTREAM",
     "dstream": "DSTREAM", "rstream": "RSTREAM", "delay": "a delay (<Now>, <d>)", "sink": "a query output",
+    "reissue_holders": "a second read of a relation in one union",
 }
 
 

@@ -20,6 +20,8 @@ from cq_py.planner import loops
 from cq_py.planner import types as T
 from cq_py.planner.expressions import (ExpressionBinder, Scope, TypedExpr, conjuncts, literal,
                                        paren)
+from cq_py.planner.identity import separate_identities
+from cq_py.planner.sharing import share_subplans
 from cq_py.planner.logical import (KNOWN, PENDING, STREAM, UNBOUNDED, Catalog, Node, QueryDef,
                                    StreamDef, constant)
 
@@ -113,6 +115,8 @@ class Planner:
                 source = cat.nodes[node.inputs[0]]  # type: ignore[index]
                 node.params["lifetime"] = "constant" if is_constant(source.lifetime) else "general"
                 node.params["expiration"] = self.expiration
+        share_subplans(cat, first_new)
+        separate_identities(cat, first_new, self._new_id)
         new = [cat.nodes[i] for i in sorted(cat.nodes) if i >= first_new]
         return cat, new
 

@@ -25,6 +25,7 @@ const OperatorRegistry& OperatorRegistry::Global() {
     RegisterHashJoin(r);
     RegisterAggregate(r);
     RegisterDelay(r);
+    RegisterReissueHolders(r);
     return r;
   }();
   return registry;

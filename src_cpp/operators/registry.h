@@ -49,5 +49,6 @@ void RegisterUnionAll(OperatorRegistry& r);
 void RegisterHashJoin(OperatorRegistry& r);
 void RegisterAggregate(OperatorRegistry& r);
 void RegisterDelay(OperatorRegistry& r);
+void RegisterReissueHolders(OperatorRegistry& r);
 
 }  // namespace cq

@@ -137,7 +137,9 @@ def test_slice_and_union_survive_snapshots(draw, dataset, w1, w2, where, select,
     cql = SCHEMA + (f"REGISTER QUERY r AS {body}; REGISTER QUERY i AS ISTREAM({body});"
                     f"REGISTER QUERY d AS DSTREAM({body}); REGISTER QUERY rs AS RSTREAM({body});"
                     f"REGISTER QUERY dl AS ISTREAM({body}) <3>; REGISTER QUERY dn AS DSTREAM({body}) <Now>;"
-                    f"REGISTER QUERY u AS {union}; REGISTER QUERY ui AS ISTREAM({union});")
+                    f"REGISTER QUERY u AS {union}; REGISTER QUERY ui AS ISTREAM({union});"
+                    # the same relation twice in one union: its second branch is reissued
+                    "REGISTER QUERY uu AS SELECT * FROM r UNION ALL SELECT * FROM r;")
     actions = stream_actions(rows, cuts)
     assert_same({"lifetime": lifetime, "hybrid": hybrid}, cql, actions, draw.draw(cut_plan(len(actions))))
 

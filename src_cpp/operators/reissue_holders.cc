@@ -1,0 +1,89 @@
+#include "operators/reissue_holders.h"
+
+#include <algorithm>
+#include <string>
+
+#include "engine/errors.h"
+#include "engine/snapshot.h"
+#include "operators/registry.h"
+
+namespace cq {
+
+ReissueHolders::ReissueHolders(const Schema& input, BatchKind kind, HolderTable* holders)
+    : schema_(input), kind_(kind), holders_(holders) {}
+
+void ReissueHolders::Push(int, const Batch& batch, Emitter& out) {
+  if (batch.num_rows() == 0) return;
+  if (batch.holders.empty()) {  // every end known: nothing to tell apart
+    out.Forward(batch);
+    return;
+  }
+  Batch b = batch.Compact();
+  const HolderId* in = b.holders.as<const HolderId>();
+  int64_t pending = 0;
+  for (int64_t i = 0; i < b.length; ++i) pending += in[i] != kNoHolder;
+  std::vector<HolderId> fresh(static_cast<size_t>(pending));
+  holders_->Allocate(pending, fresh.data());
+  Buffer ids = Buffer::Allocate(b.length * static_cast<int64_t>(sizeof(HolderId)));
+  HolderId* h = ids.as<HolderId>();
+  int64_t k = 0;
+  for (int64_t i = 0; i < b.length; ++i) {
+    if (in[i] == kNoHolder) {
+      h[i] = kNoHolder;
+      continue;
+    }
+    h[i] = fresh[static_cast<size_t>(k++)];
+    const bool added = issued_.emplace(in[i], h[i]).second;
+    CQ_CHECK(added, "expiration holder " + std::to_string(in[i]) + " reached a reissue twice");
+  }
+  b.holders = ids;
+  out.Emit(std::move(b));
+}
+
+void ReissueHolders::PushEnds(int, const EndBatch& ends, Emitter& out) {
+  std::vector<uint32_t> rows;
+  std::vector<HolderId> mine;
+  for (int64_t k = 0; k < ends.length; ++k) {
+    auto it = issued_.find(ends.ids()[k]);
+    if (it == issued_.end()) continue;  // a tuple that never came this way
+    rows.push_back(static_cast<uint32_t>(k));
+    mine.push_back(it->second);
+    issued_.erase(it);
+  }
+  if (mine.empty()) return;
+  EndBatch e;
+  e.length = static_cast<int64_t>(mine.size());
+  e.holders = Buffer::Allocate(e.length * static_cast<int64_t>(sizeof(HolderId)));
+  std::copy(mine.begin(), mine.end(), e.holders.as<HolderId>());
+  e.ends = GatherTime(ends.ends, rows.data(), e.length);
+  out.EmitEnds(std::move(e));
+  holders_->Release(mine.data(), e.length);  // as every producer does once an end is out
+}
+
+void ReissueHolders::Snapshot(SnapshotWriter& w) const {
+  w.U64(issued_.size());
+  for (const auto& [from, to] : issued_) {
+    w.U32(from);
+    w.U32(to);
+  }
+}
+
+void ReissueHolders::Restore(SnapshotReader& r) {
+  issued_.clear();
+  const uint64_t n = r.Count(8);
+  for (uint64_t i = 0; i < n; ++i) {
+    const HolderId from = r.U32();
+    const HolderId to = r.U32();
+    CQ_SNAPSHOT_CHECK(issued_.emplace(from, to).second, "a reissued expiration holder appears twice");
+  }
+}
+
+void RegisterReissueHolders(OperatorRegistry& r) {
+  r.Register("reissue_holders", [](const OperatorSpec&, const std::vector<OperatorInput>& in,
+                                   const OperatorContext& ctx) -> std::unique_ptr<Operator> {
+    CQ_CHECK(in.size() == 1, "reissue_holders takes one input");
+    return std::make_unique<ReissueHolders>(*in[0].schema, in[0].kind, ctx.holders);
+  });
+}
+
+}  // namespace cq
