@@ -58,8 +58,6 @@ def share_subplans(cat: Catalog, first_new: int) -> None:
         _renumber(cat, first_new)
 
 
-
-
 def _receivers(cat: Catalog, node: int) -> set[int]:
     """The operators that see the tuples of ``node`` with their identity: its readers, and the
     readers of those that pass tuples on unchanged."""
