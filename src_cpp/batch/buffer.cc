@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <new>
+#include <utility>
 #include <vector>
 
 namespace cq {
@@ -16,7 +17,11 @@ int64_t Padded(int64_t size) { return ((size + 63) / 64) * 64 + 64; }
 // hundred bytes (glibc's memalign path, which bypasses its fast caches) cost more than the rows'
 // processing; whole batches' buffers (512 KiB for 65,536 int64) would otherwise be fresh pages
 // each time. Blocks freed on another thread join that thread's lists.
-constexpr int kClasses = 14;                  // capacities 128, 256, ..., 1 MiB
+//
+// A pooled block holds the shared_ptr control block and the bytes together (allocate_shared with
+// the pool as allocator): one pop from a free list per buffer, one push when its last view goes,
+// where a separate control block cost a second list and a deleter call.
+constexpr int kClasses = 14;                      // capacities 128, 256, ..., 1 MiB
 constexpr int64_t kKeepBytes = int64_t{8} << 20;  // kept per class and thread (at least 4 blocks)
 
 struct Pool {
@@ -38,83 +43,83 @@ int ClassOf(int64_t cap) {
   return k;
 }
 
-void Recycle(int k, void* p) {
-  const size_t keep = static_cast<size_t>(std::max<int64_t>(4, kKeepBytes >> (7 + k)));
-  if (pool_alive && pool.free[k].size() < keep) {
-    pool.free[k].push_back(p);
-  } else {
-    std::free(p);
-  }
+constexpr size_t Keep(int k) {
+  return static_cast<size_t>(std::max<int64_t>(4, kKeepBytes >> (7 + k)));
 }
 
-// The shared_ptr control blocks of pooled buffers come from a per-thread free list too: one
-// malloc/free pair per buffer was a third of a loop instant's allocator traffic.
-constexpr size_t kBlockBytes = 64;
-thread_local bool blocks_alive = false;
-struct BlockList {
-  std::vector<void*> free;
-  ~BlockList() {
-    blocks_alive = false;
-    for (void* p : free) ::operator delete(p);
-  }
+// The bytes of a class-K buffer. The constructor is user-provided so that allocate_shared leaves
+// them uninitialized (callers overwrite the payload; Allocate clears the padding).
+template <int K>
+struct alignas(64) Payload {
+  Payload() {}
+  unsigned char bytes[int64_t{128} << K];
 };
-thread_local BlockList blocks;
 
+// Hands allocate_shared blocks from the class's free list. Every block of a class has the same
+// size: that of the one control-block-plus-payload type allocated for it.
 template <typename T>
-struct BlockAllocator {
+struct PoolAllocator {
   using value_type = T;
-  BlockAllocator() = default;
+  int k;
+  explicit PoolAllocator(int cls) : k(cls) {}
   template <typename U>
-  BlockAllocator(const BlockAllocator<U>&) {}
+  PoolAllocator(const PoolAllocator<U>& o) : k(o.k) {}
   T* allocate(size_t n) {
-    static_assert(sizeof(T) <= kBlockBytes, "control block larger than a pooled block");
-    if (n == 1 && blocks_alive && !blocks.free.empty()) {
-      void* p = blocks.free.back();
-      blocks.free.pop_back();
+    if (n == 1 && pool_alive && !pool.free[k].empty()) {
+      void* p = pool.free[k].back();
+      pool.free[k].pop_back();
       return static_cast<T*>(p);
     }
-    blocks_alive = true;
-    return static_cast<T*>(::operator new(n == 1 ? kBlockBytes : n * sizeof(T)));
+    pool_alive = true;
+    const size_t align = std::max<size_t>(64, alignof(T));
+    const size_t bytes = (n * sizeof(T) + align - 1) / align * align;
+    void* p = std::aligned_alloc(align, bytes);
+    if (!p) throw std::bad_alloc();
+    return static_cast<T*>(p);
   }
   void deallocate(T* p, size_t n) {
-    if (n == 1 && blocks_alive && blocks.free.size() < 65536) blocks.free.push_back(p);
-    else ::operator delete(p);
+    if (n == 1 && pool_alive && pool.free[k].size() < Keep(k)) pool.free[k].push_back(p);
+    else std::free(p);
   }
   template <typename U>
-  bool operator==(const BlockAllocator<U>&) const { return true; }
+  bool operator==(const PoolAllocator<U>& o) const { return k == o.k; }
   template <typename U>
-  bool operator!=(const BlockAllocator<U>&) const { return false; }
+  bool operator!=(const PoolAllocator<U>& o) const { return k != o.k; }
 };
+
+template <int K>
+std::shared_ptr<void> MakePooled(uint8_t** data) {
+  auto p = std::allocate_shared<Payload<K>>(PoolAllocator<Payload<K>>(K));
+  *data = p->bytes;
+  return p;
+}
+
+template <int... K>
+std::shared_ptr<void> MakePooled(int k, uint8_t** data, std::integer_sequence<int, K...>) {
+  using Maker = std::shared_ptr<void> (*)(uint8_t**);
+  static constexpr Maker makers[] = {&MakePooled<K>...};
+  return makers[k](data);
+}
 
 }  // namespace
 
 Buffer Buffer::Allocate(int64_t size) {
   int64_t cap = Padded(size);
-  void* p = nullptr;
   Buffer b;
   if (cap <= (int64_t{128} << (kClasses - 1))) {
     const int k = ClassOf(cap);
     cap = int64_t{128} << k;
-    pool_alive = true;
-    auto& list = pool.free[k];
-    if (!list.empty()) {
-      p = list.back();
-      list.pop_back();
-    } else {
-      p = std::aligned_alloc(64, static_cast<size_t>(cap));
-      if (!p) throw std::bad_alloc();
-    }
-    b.owner = std::shared_ptr<void>(p, [k](void* q) { Recycle(k, q); }, BlockAllocator<void>());
+    b.owner = MakePooled(k, &b.data, std::make_integer_sequence<int, kClasses>());
   } else {
-    p = std::aligned_alloc(64, static_cast<size_t>(cap));
+    void* p = std::aligned_alloc(64, static_cast<size_t>(cap));
     if (!p) throw std::bad_alloc();
     b.owner = std::shared_ptr<void>(p, [](void* q) { std::free(q); });
+    b.data = static_cast<uint8_t*>(p);
   }
   // Only the tail padding is cleared: callers overwrite the payload, and bitmap loops may read the
   // padding as whole words.
   const int64_t tail_start = (size / 64) * 64;
-  std::memset(static_cast<uint8_t*>(p) + tail_start, 0, static_cast<size_t>(cap - tail_start));
-  b.data = static_cast<uint8_t*>(p);
+  std::memset(b.data + tail_start, 0, static_cast<size_t>(cap - tail_start));
   b.size = size;
   return b;
 }
