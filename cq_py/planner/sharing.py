@@ -38,7 +38,7 @@ def share_subplans(cat: Catalog, first_new: int) -> None:
     ISTREAM(SELECT * FROM r) <Now>;`` the ISTREAM and the delay of ``b`` go, and ``b``'s output
     reads ``a``'s delay.
     """
-    merged: dict[int, int] = {}
+    any_merged = False
     changed = True
     while changed:  # merging two operators may make their readers identical in turn
         changed = False
@@ -52,24 +52,23 @@ def share_subplans(cat: Catalog, first_new: int) -> None:
                 first[k] = i
             elif not _read_together(cat, i, first[k]):
                 _replace(cat, i, first[k])
-                merged[i] = first[k]
-                changed = True
-    if merged:
+                any_merged = changed = True
+    if any_merged:
         _renumber(cat, first_new)
 
 
 def _receivers(cat: Catalog, node: int) -> set[int]:
     """The operators that see the tuples of ``node`` with their identity: its readers, and the
     readers of those that pass tuples on unchanged."""
+    readers = cat.consumers()
     seen: set[int] = set()
     todo = [node]
     while todo:
-        x = todo.pop()
-        for n in cat.nodes.values():
-            if x in n.inputs and n.id not in seen:
-                seen.add(n.id)
-                if n.op in KEEPS_IDENTITY:
-                    todo.append(n.id)
+        for r in readers[todo.pop()]:
+            if r not in seen:
+                seen.add(r)
+                if cat.nodes[r].op in KEEPS_IDENTITY:
+                    todo.append(r)
     return seen
 
 
@@ -94,9 +93,6 @@ def _replace(cat: Catalog, old: int, new: int) -> None:
 
 def _renumber(cat: Catalog, first_new: int) -> None:
     ids = {old: first_new + k for k, old in enumerate(sorted(i for i in cat.nodes if i >= first_new))}
-    if all(old == new for old, new in ids.items()):
-        cat.next_id = first_new + len(ids)
-        return
 
     def m(i: int) -> int:
         return ids.get(i, i)
