@@ -184,7 +184,7 @@ ImportedBatch ImportStruct(const ArrowSchema* schema, ArrowArray* array) {
   return out;
 }
 
-void ExportStruct(const std::vector<std::string>& names, const std::vector<Column>& columns,
+void ExportStruct(const std::vector<std::string>& names, std::span<const Column> columns,
                   int64_t length, ArrowSchema* schema, ArrowArray* array) {
   const int64_t n = static_cast<int64_t>(columns.size());
   FillSchema(schema, "+s", "", 0, n);

@@ -3,6 +3,7 @@
 // array's buffers become our Buffers (owning a reference that calls the producer's release when the
 // last column using them is gone), and an exported array's buffers are ours, kept alive until the
 // consumer (pyarrow) calls release.
+#include <span>
 #include <string>
 #include <vector>
 
@@ -24,7 +25,7 @@ struct ImportedBatch {
 ImportedBatch ImportStruct(const ArrowSchema* schema, ArrowArray* array);
 
 // Fills `schema` and `array` (a struct of the given columns). On return the consumer owns both.
-void ExportStruct(const std::vector<std::string>& names, const std::vector<Column>& columns,
+void ExportStruct(const std::vector<std::string>& names, std::span<const Column> columns,
                   int64_t length, ArrowSchema* schema, ArrowArray* array);
 
 }  // namespace cq

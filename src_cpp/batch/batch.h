@@ -22,6 +22,7 @@
 
 #include "batch/column.h"
 #include "batch/few_on_stack.h"
+#include "batch/inline_vector.h"
 #include "lifetime/expiration_holder.h"
 #include "time/time.h"
 
@@ -45,12 +46,15 @@ struct TimeColumn {
 TimeColumn GatherTime(const TimeColumn& tc, const uint32_t* idx, int64_t n);
 TimeColumn SliceTime(const TimeColumn& tc, int64_t offset, int64_t n);
 
+// A batch's columns: loops carry two or three, inline (see InlineVector).
+using Columns = InlineVector<Column, 3>;
+
 enum class BatchKind : uint8_t { kStream, kLifetime };
 
 struct Batch {
   BatchKind kind = BatchKind::kStream;
   std::shared_ptr<const Schema> schema;
-  std::vector<Column> columns;
+  Columns columns;
   int64_t length = 0;  // physical rows in the columns
   TimeColumn sync;
   TimeColumn other;
@@ -115,7 +119,7 @@ inline uint32_t BatchOfRow(const BatchRow& r) { return r.batch; }
 // `Row` is BatchRow or any row reference with a `row` field and a BatchOfRow overload (found by
 // argument-dependent lookup), so that callers need not convert their references first.
 template <typename BatchOf, typename Row>
-std::vector<Column> GatherRows(const BatchOf& batch_of, const std::vector<Row>& rows, size_t width) {
+Columns GatherRows(const BatchOf& batch_of, const std::vector<Row>& rows, size_t width) {
   // Number the distinct batches, then take every column in one pass. Rows may come from very
   // many small batches (the heartbeat executor's one-timestamp items): a hash map numbers them.
   std::vector<const Batch*> batches;
@@ -146,7 +150,7 @@ std::vector<Column> GatherRows(const BatchOf& batch_of, const std::vector<Row>& 
     }
     idx[k] = rows[k].row;
   }
-  std::vector<Column> out;
+  Columns out;
   out.reserve(width);
   std::vector<const Column*> srcs(batches.size());
   for (size_t c = 0; c < width; ++c) {

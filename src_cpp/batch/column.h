@@ -11,6 +11,7 @@
 
 #include "batch/bitmap.h"
 #include "batch/buffer.h"
+#include "batch/inline_vector.h"
 #include "batch/types.h"
 
 namespace cq {
@@ -39,6 +40,10 @@ struct Column {
   // An all-null column of the given type and length (used for NULL literals and empty inputs).
   static Column Nulls(TypeId type, int64_t length);
 };
+
+// Three buffers (shared_ptr, pointer, size) and plain fields: relocatable by a copy of its bytes.
+template <>
+struct TriviallyRelocatable<Column> : std::true_type {};
 
 // Fills the offsets and bytes of `out`, a utf8 column of n values, value k being view(k).
 template <typename View>

@@ -58,13 +58,13 @@ void GroupIndex::Insert(uint64_t key, uint32_t group) {
   ++entries_;
 }
 
-uint32_t GroupIndex::NewGroup(const std::vector<Column>& keys, int64_t row) {
+uint32_t GroupIndex::NewGroup(std::span<const Column> keys, int64_t row) {
   if (groups_ == kEmpty - 1) throw std::length_error("more than 4 billion groups");
   for (size_t k = 0; k < keys.size(); ++k) stores_[k].Append(keys[k], row);
   return groups_++;
 }
 
-void GroupIndex::Map(const std::vector<Column>& keys, int64_t n, uint32_t* gids) {
+void GroupIndex::Map(std::span<const Column> keys, int64_t n, uint32_t* gids) {
   if (n == 0) return;
   if (keys.empty()) {  // no GROUP BY: one group
     if (groups_ == 0) NewGroup(keys, 0);
@@ -77,7 +77,7 @@ void GroupIndex::Map(const std::vector<Column>& keys, int64_t n, uint32_t* gids)
 
 void GroupIndex::MapFixed(const Column& key, int64_t n, uint32_t* gids) {
   if (direct_ && MapDirect(key, n, gids)) return;
-  const std::vector<Column> one{key};
+  const std::span<const Column> one(&key, 1);
   const bool nulls = key.has_nulls();
   for (int64_t i = 0; i < n; ++i) {
     if (nulls && !key.IsValid(i)) {
@@ -132,7 +132,7 @@ bool GroupIndex::MapDirect(const Column& key, int64_t n, uint32_t* gids) {
     direct_groups_ = std::move(table);
     direct_base_ = static_cast<int64_t>(base);
   }
-  const std::vector<Column> one{key};
+  const std::span<const Column> one(&key, 1);
   for (int64_t i = 0; i < n; ++i) {
     if (nulls && !key.IsValid(i)) {
       if (null_group_ == kEmpty) null_group_ = NewGroup(one, i);
@@ -146,7 +146,7 @@ bool GroupIndex::MapDirect(const Column& key, int64_t n, uint32_t* gids) {
   return true;
 }
 
-void GroupIndex::MapEncoded(const std::vector<Column>& keys, int64_t n, uint32_t* gids) {
+void GroupIndex::MapEncoded(std::span<const Column> keys, int64_t n, uint32_t* gids) {
   for (int64_t i = 0; i < n; ++i) {
     scratch_.clear();
     for (const Column& c : keys) AppendKey(c, i, &scratch_);

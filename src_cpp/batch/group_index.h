@@ -8,6 +8,7 @@
 // key (several columns, strings) by its encoding as AppendKey writes it, kept in one arena. A
 // single int64 key over a small range (ids, categories) skips hashing altogether: its group sits
 // at key - base in a flat array. Keys compare as grouping keys: NULL is one key, -0.0 = 0.0, NaN = NaN.
+#include <span>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -25,7 +26,7 @@ class GroupIndex {
   explicit GroupIndex(std::vector<TypeId> key_types);
 
   // gids[i] = the group of row i of `keys` (compact, `n` rows); unseen keys get new ids.
-  void Map(const std::vector<Column>& keys, int64_t n, uint32_t* gids);
+  void Map(std::span<const Column> keys, int64_t n, uint32_t* gids);
   uint32_t size() const { return groups_; }
   // Key column k of the groups gids[0..n), as a compact column.
   Column GatherKeys(size_t k, const uint32_t* gids, int64_t n) const;
@@ -42,8 +43,8 @@ class GroupIndex {
   // key - base in a flat array, no hashing. False when the batch leaves that range (the keys
   // then move to the hash table).
   bool MapDirect(const Column& key, int64_t n, uint32_t* gids);
-  void MapEncoded(const std::vector<Column>& keys, int64_t n, uint32_t* gids);
-  uint32_t NewGroup(const std::vector<Column>& keys, int64_t row);
+  void MapEncoded(std::span<const Column> keys, int64_t n, uint32_t* gids);
+  uint32_t NewGroup(std::span<const Column> keys, int64_t row);
   // Adds an entry, rehashing first when the table would be more than half full.
   void Insert(uint64_t key, uint32_t group);
   void Reserve();

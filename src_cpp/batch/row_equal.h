@@ -2,6 +2,7 @@
 // Equality of whole rows across two batches of one schema, for the bag differences of
 // ISTREAM/DSTREAM (and later set operations). NULL equals NULL here, as in SQL's set operations
 // ("not distinct"). The per-column comparisons are chosen once per schema, not per row.
+#include <span>
 #include <vector>
 
 #include "batch/column.h"
@@ -12,7 +13,7 @@ namespace cq {
 class RowEqual {
  public:
   explicit RowEqual(const Schema& schema);
-  bool operator()(const std::vector<Column>& a, int64_t i, const std::vector<Column>& b, int64_t j) const {
+  bool operator()(std::span<const Column> a, int64_t i, std::span<const Column> b, int64_t j) const {
     for (size_t c = 0; c < fns_.size(); ++c)
       if (!fns_[c](a[c], i, b[c], j)) return false;
     return true;

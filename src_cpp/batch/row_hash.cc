@@ -39,7 +39,7 @@ void AppendKey(const Column& c, int64_t row, std::string* out) {
   }
 }
 
-void HashRows(const std::vector<Column>& columns, int64_t n, uint64_t* hashes) {
+void HashRows(std::span<const Column> columns, int64_t n, uint64_t* hashes) {
   for (int64_t i = 0; i < n; ++i) hashes[i] = 0x2545F4914F6CDD1DULL;
   for (const Column& c : columns) {
     // A column at a time, its type decided once: the loops below are free of per-row switches.

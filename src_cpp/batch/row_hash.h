@@ -3,6 +3,7 @@
 // the Negative Tuple method pairs a negative tuple with its positive by value (the cost the Direct
 // method avoids), and set operations and DISTINCT group by value. Consistent with RowEqual: equal
 // rows (NULL = NULL, NaN = NaN, -0.0 = 0.0) hash alike.
+#include <span>
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -14,7 +15,7 @@
 namespace cq {
 
 // hashes[i] for rows [0, n) of `columns` (compact).
-void HashRows(const std::vector<Column>& columns, int64_t n, uint64_t* hashes);
+void HashRows(std::span<const Column> columns, int64_t n, uint64_t* hashes);
 
 // Appends row `row` of `c` to `out` as bytes that are equal exactly when the values are equal as
 // grouping keys (NULL is one key, -0.0 = 0.0): hash-map keys for partitions and groups.

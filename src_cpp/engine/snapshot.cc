@@ -92,7 +92,7 @@ Column SnapshotReader::Col() {
   return c;
 }
 
-void SnapshotWriter::Cols(const std::vector<Column>& cols) {
+void SnapshotWriter::Cols(std::span<const Column> cols) {
   U64(cols.size());
   for (const Column& c : cols) Col(c);
 }

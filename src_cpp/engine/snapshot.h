@@ -9,6 +9,7 @@
 // against its type and length, and a failed check throws CqError(kSnapshot) — a truncated or
 // corrupted snapshot is an error, never a crash. (The engine adds a checksum over the whole
 // payload, so that corruption inside values that no structural check could catch is found too.)
+#include <span>
 #include <bit>
 #include <cstdint>
 #include <cstring>
@@ -71,7 +72,7 @@ class SnapshotWriter {
   // Columnar data. Buffers and schemas are written once per snapshot and referred to after that.
   void Buf(const Buffer& b);
   void Col(const Column& c);
-  void Cols(const std::vector<Column>& cols);
+  void Cols(std::span<const Column> cols);
   void TimeCol(const TimeColumn& t);
   void SchemaRef(const std::shared_ptr<const Schema>& s);
   void WriteBatch(const Batch& b);

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "batch/few_on_stack.h"
 #include "engine/errors.h"
 
 namespace cq {
@@ -104,17 +105,6 @@ std::unique_ptr<Expression> Expression::Compile(const json::Value& spec, const S
   return e;
 }
 
-Datum Expression::EvalDatum(const Batch& batch, std::vector<Column>& keep) const {
-  Datum d;
-  if (kind_ == Kind::kLiteral) {
-    d.scalar = literal_;
-    return d;
-  }
-  keep.push_back(Evaluate(batch));
-  d.column = &keep.back();
-  return d;
-}
-
 Column Expression::Evaluate(const Batch& batch) const {
   const int64_t n = batch.num_rows();
   switch (kind_) {
@@ -125,12 +115,23 @@ Column Expression::Evaluate(const Batch& batch) const {
     case Kind::kLiteral: return Broadcast(literal_, n);
     case Kind::kCall: break;
   }
-  std::vector<Column> keep;
-  keep.reserve(args_.size());  // Datums point into `keep`: it must not reallocate
-  std::vector<Datum> args;
-  args.reserve(args_.size());
-  for (const auto& a : args_) args.push_back(a->EvalDatum(batch, keep));
-  return kernel_->fn(args, n);
+  // Loops evaluate a row or two per call: the arguments live on the stack, and a bare column of an
+  // unselected batch is read where it is.
+  const size_t na = args_.size();
+  FewOnStack<Column, 4> keep(na);  // Datums point into it
+  FewOnStack<Datum, 4> args(na);
+  for (size_t i = 0; i < na; ++i) {
+    const Expression& a = *args_[i];
+    if (a.kind_ == Kind::kLiteral) {
+      args[i].scalar = a.literal_;
+    } else if (a.kind_ == Kind::kColumn && !batch.has_selection) {
+      args[i].column = &batch.columns[a.column_];
+    } else {
+      keep[i] = a.Evaluate(batch);
+      args[i].column = &keep[i];
+    }
+  }
+  return kernel_->fn(std::span<const Datum>(args.data(), na), n);
 }
 
 std::string Expression::ToString(const Schema& input) const {

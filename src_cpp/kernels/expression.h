@@ -29,7 +29,6 @@ class Expression {
 
  private:
   enum class Kind { kColumn, kLiteral, kCall };
-  Datum EvalDatum(const Batch& batch, std::vector<Column>& keep) const;
 
   Kind kind_ = Kind::kLiteral;
   TypeId type_ = TypeId::kNull;

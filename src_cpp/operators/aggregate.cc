@@ -111,7 +111,7 @@ void Aggregate::Push(int, const Batch& in, Emitter&) {
   Batch storage;  // only when `in` has a selection to apply
   const Batch& b = in.CompactInto(storage);
   const int64_t n = b.length;
-  std::vector<Column> keys, args;
+  Columns keys, args;
   for (const auto& k : keys_) keys.push_back(k->Evaluate(b));
   for (const Agg& a : aggs_)
     if (a.expr) args.push_back(a.expr->Evaluate(b));

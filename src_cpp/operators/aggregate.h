@@ -106,7 +106,7 @@ class Aggregate final : public Operator {
   };
   struct Chunk {
     TimeColumn sync;
-    std::vector<Column> args;
+    Columns args;
     std::vector<ArgView> views;  // of args
     Buffer groups;  // uint32 per row
     Buffer signs;   // kNegative: int8 per row, +1 for a positive tuple, -1 for a negative one

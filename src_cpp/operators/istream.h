@@ -83,7 +83,7 @@ class IStream final : public Operator {
 
   // Scratch of PushDistinctTicks, kept to avoid reallocating per batch.
   std::vector<int64_t> h_ticks_;
-  std::vector<const std::vector<Column>*> h_cols_;
+  std::vector<const Columns*> h_cols_;
   std::vector<uint32_t> h_rows_;
   std::vector<uint64_t> h_seqs_;
   std::vector<int32_t> cand_, ks_, drops_;

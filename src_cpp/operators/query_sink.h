@@ -16,7 +16,7 @@
 namespace cq {
 
 struct OutputChunk {
-  std::vector<Column> columns;
+  Columns columns;
   int64_t length = 0;
 };
 

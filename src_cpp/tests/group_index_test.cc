@@ -25,7 +25,7 @@ void CheckInt64Groups(const std::vector<I64s>& batches) {
   std::map<std::optional<int64_t>, uint32_t> model;
   for (const I64s& keys : batches) {
     std::vector<uint32_t> gids(keys.size());
-    index.Map({I64(keys)}, static_cast<int64_t>(keys.size()), gids.data());
+    index.Map(std::vector<Column>{I64(keys)}, static_cast<int64_t>(keys.size()), gids.data());
     for (size_t i = 0; i < keys.size(); ++i) {
       auto [it, fresh] = model.try_emplace(keys[i], static_cast<uint32_t>(model.size()));
       CQ_EXPECT_EQ(gids[i], it->second);
@@ -67,7 +67,7 @@ CQ_TEST(group_index_doubles_group_as_sql_keys) {
   GroupIndex index({TypeId::kFloat64});
   const F64s keys = {0.0, -0.0, nan, other_nan, N, 1.5, N, 0.0};
   std::vector<uint32_t> g(keys.size());
-  index.Map({F64(keys)}, static_cast<int64_t>(keys.size()), g.data());
+  index.Map(std::vector<Column>{F64(keys)}, static_cast<int64_t>(keys.size()), g.data());
   CQ_EXPECT_EQ(g[0], g[1]);  // -0.0 = 0.0
   CQ_EXPECT_EQ(g[2], g[3]);  // NaN = NaN
   CQ_EXPECT_EQ(g[4], g[6]);  // NULL is one key
@@ -81,7 +81,7 @@ CQ_TEST(group_index_several_keys_and_strings) {
   const I64s i = {1, 1, 1, 1, 2, 1, 1, N};
   const Bools b = {true, true, true, true, true, false, true, N};
   std::vector<uint32_t> g(s.size());
-  index.Map({Str(s), I64(i), Bool(b)}, static_cast<int64_t>(s.size()), g.data());
+  index.Map(std::vector<Column>{Str(s), I64(i), Bool(b)}, static_cast<int64_t>(s.size()), g.data());
   CQ_EXPECT_EQ(g, (std::vector<uint32_t>{0, 0, 1, 2, 3, 4, 2, 5}));
   // NULL is not "" (the key encoding tells them apart), and the keys gather back.
   const std::vector<uint32_t> all = {0, 1, 2, 3, 4, 5};
@@ -93,16 +93,16 @@ CQ_TEST(group_index_several_keys_and_strings) {
   Strs many;
   for (int k = 0; k < 5000; ++k) many.push_back(std::to_string(k % 1700));
   std::vector<uint32_t> gm(many.size());
-  big.Map({Str(many)}, static_cast<int64_t>(many.size()), gm.data());
+  big.Map(std::vector<Column>{Str(many)}, static_cast<int64_t>(many.size()), gm.data());
   for (size_t k = 0; k < many.size(); ++k) CQ_EXPECT_EQ(gm[k], static_cast<uint32_t>(k % 1700));
 }
 
 CQ_TEST(group_index_without_keys) {
   GroupIndex index({});
   std::vector<uint32_t> g(3, 7);
-  index.Map({}, 0, g.data());
+  index.Map(std::vector<Column>{}, 0, g.data());
   CQ_EXPECT_EQ(index.size(), 0u);  // no row, no group
-  index.Map({}, 3, g.data());
+  index.Map(std::vector<Column>{}, 3, g.data());
   CQ_EXPECT_EQ(g, (std::vector<uint32_t>{0, 0, 0}));
   CQ_EXPECT_EQ(index.size(), 1u);
 }
