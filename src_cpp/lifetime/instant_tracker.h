@@ -7,11 +7,11 @@
 //   NegativeTracker  (negative)  positive tuples at their start, negative tuples at their end
 // Rows are kept by reference to the batches they came in (no copy); the rows a visit sees stay
 // readable until the next call into the tracker.
-#include <deque>
 #include <memory>
 #include <vector>
 
 #include "batch/batch.h"
+#include "batch/ring.h"
 #include "batch/row_equal.h"
 #include "engine/snapshot.h"
 
@@ -95,7 +95,7 @@ class InstantTracker {
            r.row < static_cast<uint64_t>(batch(r.seq).length);
   }
 
-  std::deque<Retained> retained_;
+  Ring<Retained> retained_;
   uint32_t next_seq_ = 0;
   std::unique_ptr<RowEqual> equal_;
   std::vector<RowRef> released_;  // let go of at the next call, so visitors can still read them

@@ -10,10 +10,10 @@
 //    since no end at it can still be unknown. With d = ∞ nothing is kept.
 //  * anything else (known ends of any length, pending ends): a RelationTracker decides each
 //    instant once it is complete.
-#include <deque>
 #include <memory>
 #include <optional>
 
+#include "batch/ring.h"
 #include "batch/row_equal.h"
 #include "lifetime/instant_tracker.h"
 #include "lifetime/expiration_set.h"
@@ -67,7 +67,7 @@ class IStream final : public Operator {
 
   Schema schema_;
   RowEqual equal_;
-  std::deque<Retained> retained_;
+  Ring<Retained> retained_;
   uint64_t next_seq_ = 0;
 
   bool constant_;

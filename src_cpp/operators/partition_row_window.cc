@@ -37,10 +37,13 @@ void PartitionRowWindow::Push(int, const Batch& in, Emitter& out) {
   HolderId* h = o.holders.as<HolderId>();
   holders_->Allocate(n, h);
 
-  std::vector<HolderId> ended_ids;
-  std::vector<uint32_t> ended_by;  // the row whose arrival fixes the end
-  std::vector<HolderId> unused;    // ids of rows that ended inside this batch: never emitted
-  std::string key;
+  std::vector<HolderId>& ended_ids = ended_ids_;
+  std::vector<uint32_t>& ended_by = ended_by_;
+  std::vector<HolderId>& unused = unused_;
+  std::string& key = key_;
+  ended_ids.clear();
+  ended_by.clear();
+  unused.clear();
   for (int64_t i = 0; i < n; ++i) {
     et[i] = Time::kInfTick;
     EncodeKey(batch, i, &key);

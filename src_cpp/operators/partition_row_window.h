@@ -44,6 +44,11 @@ class PartitionRowWindow final : public Operator {
   HolderTable* holders_;
   std::unordered_map<std::string, uint32_t> slot_of_;
   std::vector<Queue> queues_;
+  // Push's scratch, kept between calls: loops push a row per instant.
+  std::vector<HolderId> ended_ids_;
+  std::vector<uint32_t> ended_by_;  // the row whose arrival fixes the end
+  std::vector<HolderId> unused_;    // ids of rows that ended inside this batch: never emitted
+  std::string key_;
   uint32_t batch_seq_ = 0;
 };
 

@@ -9,6 +9,7 @@
 #include <deque>
 
 #include "batch/hash_multimap.h"
+#include "batch/ring.h"
 #include "batch/row_equal.h"
 
 #include "operators/operator.h"
@@ -81,7 +82,7 @@ class QuerySink final : public Operator {
     uint32_t row = kEmpty;
     static constexpr uint32_t kEmpty = 0xFFFFFFFFu;
   };
-  std::deque<Retained> retained_;
+  Ring<Retained> retained_;
   std::vector<Slot> slots_;
   // Negative Tuple method: positives waiting for their negative, by hash of (values, start).
   bool negative_;
