@@ -46,8 +46,9 @@ struct TimeColumn {
 TimeColumn GatherTime(const TimeColumn& tc, const uint32_t* idx, int64_t n);
 TimeColumn SliceTime(const TimeColumn& tc, int64_t offset, int64_t n);
 
-// A batch's columns: loops carry two or three, inline (see InlineVector).
-using Columns = InlineVector<Column, 3>;
+// A batch's columns, the first two inline (see InlineVector): the loops of paper 000 carry two;
+// wider batches keep theirs on the heap, as before, and move as cheaply.
+using Columns = InlineVector<Column, 2>;
 
 enum class BatchKind : uint8_t { kStream, kLifetime };
 

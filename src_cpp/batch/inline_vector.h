@@ -111,7 +111,7 @@ class InlineVector {
  private:
   T* Inline() { return reinterpret_cast<T*>(inline_); }
   bool OnHeap() const { return data_ != reinterpret_cast<const T*>(inline_); }
-  void Grow(size_t n) {
+  [[gnu::noinline]] void Grow(size_t n) {  // out of line: emplace_back stays small
     T* p = std::allocator<T>().allocate(n);
     for (size_t i = 0; i < size_; ++i) {
       ::new (static_cast<void*>(p + i)) T(std::move(data_[i]));
