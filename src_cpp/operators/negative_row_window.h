@@ -3,11 +3,11 @@
 // positive at its arrival; when the N-th later tuple (of its partition) arrives, the window sends
 // the tuple again as a negative stamped with that arrival's time. The window keeps the last N
 // tuples (per partition) by reference to their batches.
-#include <deque>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "batch/ring.h"
 #include "operators/operator.h"
 
 namespace cq {
@@ -42,7 +42,7 @@ class NegativeRowWindow final : public Operator {
   int64_t rows_;
   std::vector<int> keys_;  // empty: one partition
   Schema schema_;
-  std::deque<Kept> kept_;
+  Ring<Kept> kept_;
   uint32_t next_seq_ = 0;
   Queue all_;
   std::unordered_map<std::string, Queue> partitions_;

@@ -5,8 +5,8 @@
 // a negative tuple (`sync` = the end, `other` = the start it ends). Twice the tuples of the direct
 // method, and a copy for every negative: the cost the paper measures. Positives and negatives
 // leave in time order (negatives first within an instant), as operators that merge inputs need.
-#include <deque>
 
+#include "batch/ring.h"
 #include "operators/operator.h"
 
 namespace cq {
@@ -31,7 +31,7 @@ class NegativeTimeWindow final : public Operator {
   std::string kind_;
   int64_t range_, slide_;
   Schema schema_;
-  std::deque<Batch> kept_;  // sync = start, other = end; starts and ends are both monotone
+  Ring<Batch> kept_;  // sync = start, other = end; starts and ends are both monotone
   uint32_t front_ = 0;      // number of kept_.front()
   BatchRow next_positive_{0, 0}, next_negative_{0, 0};
 };

@@ -37,17 +37,13 @@ void PartitionRowWindow::Push(int, const Batch& in, Emitter& out) {
   HolderId* h = o.holders.as<HolderId>();
   holders_->Allocate(n, h);
 
-  std::vector<HolderId>& ended_ids = ended_ids_;
-  std::vector<uint32_t>& ended_by = ended_by_;
-  std::vector<HolderId>& unused = unused_;
-  std::string& key = key_;
-  ended_ids.clear();
-  ended_by.clear();
-  unused.clear();
+  ended_ids_.clear();
+  ended_by_.clear();
+  unused_.clear();
   for (int64_t i = 0; i < n; ++i) {
     et[i] = Time::kInfTick;
-    EncodeKey(batch, i, &key);
-    auto [it, fresh] = slot_of_.try_emplace(key, static_cast<uint32_t>(queues_.size()));
+    EncodeKey(batch, i, &key_);
+    auto [it, fresh] = slot_of_.try_emplace(key_, static_cast<uint32_t>(queues_.size()));
     if (fresh) queues_.emplace_back();
     Queue& q = queues_[it->second];
     if (static_cast<int64_t>(q.size()) == rows_) {
@@ -56,11 +52,11 @@ void PartitionRowWindow::Push(int, const Batch& in, Emitter& out) {
         // Its N-th successor is in the same batch: it leaves with its end set.
         et[old.row] = batch.sync.tick_data()[i];
         if (steps) o.other.steps.as<int64_t>()[old.row] = batch.sync.step_data()[i];
-        unused.push_back(h[old.row]);
+        unused_.push_back(h[old.row]);
         h[old.row] = kNoHolder;
       } else {
-        ended_ids.push_back(old.id);
-        ended_by.push_back(static_cast<uint32_t>(i));
+        ended_ids_.push_back(old.id);
+        ended_by_.push_back(static_cast<uint32_t>(i));
       }
       if (q.head > 32 && q.head * 2 > q.items.size()) {
         q.items.erase(q.items.begin(), q.items.begin() + q.head);
@@ -71,15 +67,15 @@ void PartitionRowWindow::Push(int, const Batch& in, Emitter& out) {
   }
   // Queue entries keep the id of a row that ended inside the batch no more: it went out without a
   // holder. (They were popped above; only still-queued entries can carry this batch's seq.)
-  holders_->Release(unused.data(), static_cast<int64_t>(unused.size()));
-  if (!ended_ids.empty()) {
+  holders_->Release(unused_.data(), static_cast<int64_t>(unused_.size()));
+  if (!ended_ids_.empty()) {
     EndBatch ends;
-    ends.length = static_cast<int64_t>(ended_ids.size());
+    ends.length = static_cast<int64_t>(ended_ids_.size());
     ends.holders = Buffer::Allocate(ends.length * sizeof(HolderId));
-    std::memcpy(ends.holders.data, ended_ids.data(), ended_ids.size() * sizeof(HolderId));
-    ends.ends = GatherTime(batch.sync, ended_by.data(), ends.length);
+    std::memcpy(ends.holders.data, ended_ids_.data(), ended_ids_.size() * sizeof(HolderId));
+    ends.ends = GatherTime(batch.sync, ended_by_.data(), ends.length);
     out.EmitEnds(ends);
-    holders_->Release(ended_ids.data(), ends.length);
+    holders_->Release(ended_ids_.data(), ends.length);
   }
   out.Emit(std::move(o));
 }
