@@ -23,6 +23,17 @@ def constant(duration: str) -> str:
     return f"constant duration {duration}"
 
 
+def duration_of(lifetime: str) -> Optional[dict]:
+    """The constant duration of an edge's lifetimes as the plan gives it to the core, or None."""
+    if lifetime == UNBOUNDED:
+        return {"infinite": True}
+    if lifetime == constant("ε"):
+        return {"ticks": 0, "steps": 1}
+    if lifetime.startswith(constant("")) and lifetime.endswith(" ticks"):
+        return {"ticks": int(lifetime[len(constant("")):-len(" ticks")])}
+    return None
+
+
 # Operators that create tuples by themselves: the DTS executor's firing points (paper 000 §3.2).
 FIRING_POINTS = {"stream_scan": "input", "relation_scan": "input", "window": "expirations",
                  "slide_window": "expirations", "rstream": "every tick", "delay": "delayed output"}
@@ -62,6 +73,10 @@ class Node:
             plan["query"] = self.owner
         # What the operator produces: a loop's back edge reads an operator built after its reader.
         plan["output"] = {"kind": self.kind, "schema": [list(c) for c in self.schema]}
+        # Its constant duration, if any: where rows leave a loop region, the core gathers them into
+        # batches that must say so (rows/ROWS.md).
+        if self.kind == "relation" and (duration := duration_of(self.lifetime)) is not None:
+            plan["output"]["duration"] = duration
         return plan
 
     @property

@@ -405,7 +405,7 @@ std::string Engine::Snapshot(std::string_view annex) const {
     w.I64(id);
     w.Str(op->Explain());
     at = w.Begin();
-    op->Snapshot(w);
+    executor_->SnapshotOperator(id, w);
     w.End(at);
   }
 
@@ -523,7 +523,7 @@ void Engine::RestoreState(SnapshotReader& r) {
     const std::string what = "operator #" + std::to_string(id) + " (" + op->Explain() + ")";
     if (sid != id || name != op->Explain())
       throw SnapshotMismatch("it has operator #" + std::to_string(sid) + " (" + name + ") where this engine has " + what);
-    r.Section("the state of " + what, [&] { op->Restore(r); });
+    r.Section("the state of " + what, [&] { executor_->RestoreOperator(id, r); });
   }
 }
 

@@ -59,6 +59,10 @@ class Executor {
   // holding the same operators.
   virtual void Snapshot(SnapshotWriter& w) const = 0;
   virtual void Restore(SnapshotReader& r) = 0;
+  // One operator's state, in whatever form the executor runs it (the DTS executor runs loops' in
+  // row form, rows/ROWS.md).
+  virtual void SnapshotOperator(int id, SnapshotWriter& w) const { op(id)->Snapshot(w); }
+  virtual void RestoreOperator(int id, SnapshotReader& r) { op(id)->Restore(r); }
 };
 
 }  // namespace cq

@@ -21,6 +21,10 @@ class Expression {
   int column_index() const { return column_; }
   bool is_literal() const { return kind_ == Kind::kLiteral; }
   const Scalar& literal() const { return literal_; }
+  // A call: its kernel and arguments (rows/row_expression.h compiles the same tree for rows).
+  const Kernel* kernel() const { return kernel_; }
+  size_t arg_count() const { return args_.size(); }
+  const Expression& arg(size_t i) const { return *args_[i]; }
 
   // The value for each selected row of `batch`, as a compact column of batch.num_rows() rows.
   // A bare column reference over an unselected batch is the batch's own column (no copy).

@@ -38,6 +38,24 @@ void DelayOperator::Push(int, const Batch& in, Emitter& out) {
   out.Emit(std::move(b));
 }
 
+namespace {
+class DelayRows final : public RowOperator {
+ public:
+  explicit DelayRows(Duration d) : d_(d) {}
+  void Push(int, const Row& in, RowEmitter& out) override {
+    Row r = in;
+    r.sync = in.sync + d_;
+    out.Emit(r);
+  }
+  bool stateful() const override { return false; }
+
+ private:
+  Duration d_;
+};
+}  // namespace
+
+std::unique_ptr<RowOperator> DelayOperator::ToRows() { return std::make_unique<DelayRows>(delay_); }
+
 void RegisterDelay(OperatorRegistry& r) {
   r.Register("delay", [](const OperatorSpec& s, const std::vector<OperatorInput>& in,
                          const OperatorContext&) -> std::unique_ptr<Operator> {

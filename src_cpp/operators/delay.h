@@ -10,6 +10,7 @@ class DelayOperator final : public Operator {
  public:
   DelayOperator(Duration d, const Schema& input);
   void Push(int port, const Batch& batch, Emitter& out) override;
+  std::unique_ptr<RowOperator> ToRows() override;
   Duration delay() const override { return delay_; }
   const Schema& output_schema() const override { return schema_; }
   BatchKind output_kind() const override { return BatchKind::kStream; }

@@ -4,11 +4,12 @@
 #include "engine/snapshot.h"
 #include "operators/registry.h"
 #include "plan/plan_util.h"
+#include "rows/row_tracker.h"
 
 namespace cq {
 
-DStream::DStream(const Schema& input, std::unique_ptr<InstantTracker> tracker)
-    : schema_(std::make_shared<const Schema>(input)), tracker_(std::move(tracker)) {}
+DStream::DStream(const Schema& input, std::unique_ptr<InstantTracker> tracker, bool negative, ExpirationPolicy policy)
+    : schema_(std::make_shared<const Schema>(input)), tracker_(std::move(tracker)), negative_(negative), policy_(policy) {}
 
 void DStream::Push(int, const Batch& batch, Emitter&) { tracker_->Push(batch); }
 
@@ -26,12 +27,56 @@ void DStream::AdvanceTo(Time progress, Emitter& out) {
   if (!rows.empty()) out.Emit(tracker_->Gather(rows, ts, schema_));
 }
 
+namespace {
+// The row form: each complete instant emits D(t) − I(t).
+class DStreamRows final : public RowOperator {
+ public:
+  explicit DStreamRows(std::unique_ptr<RowTracker> tracker) : tracker_(std::move(tracker)) {}
+  void Push(int, const Row& row, RowEmitter&) override {
+    if (depth_ == 0) tracker_->Collect();
+    tracker_->Push(row);
+  }
+  void PushEnd(int, HolderId id, Time end, RowEmitter&) override { tracker_->PushEnd(id, end); }
+  void AdvanceTo(Time progress, RowEmitter& out) override {
+    if (depth_ == 0) tracker_->Collect();
+    rows_.clear();
+    times_.clear();
+    tracker_->AdvanceTo(progress, [&](Time t, const std::vector<uint32_t>& starts, const std::vector<uint32_t>& ends) {
+      tracker_->AppendBagDifference(ends, starts, rows_);
+      times_.resize(rows_.size(), t);
+    });
+    ++depth_;  // the ended rows stay readable until the next Collect, which waits for this
+    for (size_t k = 0; k < rows_.size(); ++k) {
+      Row r;
+      r.values = tracker_->values(rows_[k]);
+      r.sync = times_[k];
+      out.Emit(r);
+    }
+    --depth_;
+  }
+  Time next_firing(int64_t) const override { return tracker_->next_instant(); }
+  void Snapshot(SnapshotWriter& w) const override { tracker_->Snapshot(w); }
+  void Restore(SnapshotReader& r) override { tracker_->Restore(r); }
+
+ private:
+  std::unique_ptr<RowTracker> tracker_;
+  std::vector<uint32_t> rows_;
+  std::vector<Time> times_;
+  int depth_ = 0;
+};
+}  // namespace
+
+std::unique_ptr<RowOperator> DStream::ToRows() {
+  return std::make_unique<DStreamRows>(MakeRowTracker(negative_, policy_, false, *schema_));
+}
+
 void RegisterDStream(OperatorRegistry& r) {
   r.Register("dstream", [](const OperatorSpec& s, const std::vector<OperatorInput>& in,
                            const OperatorContext& ctx) -> std::unique_ptr<Operator> {
     CQ_CHECK(in.size() == 1 && in[0].kind == BatchKind::kLifetime, "DSTREAM reads one relation");
     return std::make_unique<DStream>(
-        *in[0].schema, MakeInstantTracker(ctx.negative, static_cast<int>(PlannedPolicy(s.params)), false));
+        *in[0].schema, MakeInstantTracker(ctx.negative, static_cast<int>(PlannedPolicy(s.params)), false),
+        ctx.negative, PlannedPolicy(s.params));
   });
 }
 

@@ -4,6 +4,7 @@
 
 #include "engine/errors.h"
 #include "operators/registry.h"
+#include "rows/row_expression.h"
 
 namespace cq {
 
@@ -51,6 +52,22 @@ void Filter::Push(int, const Batch& batch, Emitter& out) {
   b.selection_count = count;
   out.Emit(std::move(b));
 }
+
+namespace {
+class FilterRows final : public RowOperator {
+ public:
+  explicit FilterRows(std::unique_ptr<RowExpression> p) : predicate_(std::move(p)) {}
+  void Push(int, const Row& in, RowEmitter& out) override {
+    if (predicate_->IsTrue(in.values)) out.Emit(in);
+  }
+  bool stateful() const override { return false; }
+
+ private:
+  std::unique_ptr<RowExpression> predicate_;
+};
+}  // namespace
+
+std::unique_ptr<RowOperator> Filter::ToRows() { return std::make_unique<FilterRows>(RowExpression::From(*predicate_)); }
 
 std::string Filter::Explain() const { return "Filter " + predicate_->ToString(schema_); }
 

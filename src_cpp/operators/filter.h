@@ -10,6 +10,7 @@ class Filter final : public Operator {
  public:
   Filter(std::unique_ptr<Expression> predicate, const Schema& input, BatchKind kind);
   void Push(int port, const Batch& batch, Emitter& out) override;
+  std::unique_ptr<RowOperator> ToRows() override;
   const Schema& output_schema() const override { return schema_; }
   BatchKind output_kind() const override { return kind_; }
   std::string Explain() const override;

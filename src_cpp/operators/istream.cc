@@ -6,6 +6,7 @@
 #include "engine/snapshot.h"
 #include "operators/registry.h"
 #include "plan/plan_util.h"
+#include "rows/row_tracker.h"
 
 namespace cq {
 
@@ -16,8 +17,10 @@ struct LaterEnd {
 };
 }  // namespace
 
-IStream::IStream(const Schema& input, bool constant, std::unique_ptr<InstantTracker> tracker)
-    : schema_(input), equal_(input), constant_(constant), tracker_(std::move(tracker)),
+IStream::IStream(const Schema& input, bool constant, std::unique_ptr<InstantTracker> tracker, bool negative,
+                 ExpirationPolicy policy)
+    : schema_(input), equal_(input), constant_(constant), negative_(negative), policy_(policy),
+      tracker_(std::move(tracker)),
       out_schema_(std::make_shared<const Schema>(input)) {
   CQ_CHECK(constant_ != static_cast<bool>(tracker_), "ISTREAM needs exactly one strategy");
 }
@@ -287,6 +290,52 @@ void IStream::AdvanceTo(Time progress, Emitter& out) {
   }
 }
 
+namespace {
+// The row form: every strategy is a RowTracker (constant durations are known ends that come in
+// order, a FIFO); each complete instant emits I(t) − D(t).
+class IStreamRows final : public RowOperator {
+ public:
+  explicit IStreamRows(std::unique_ptr<RowTracker> tracker) : tracker_(std::move(tracker)) {}
+  void Push(int, const Row& row, RowEmitter&) override {
+    if (depth_ == 0) tracker_->Collect();
+    tracker_->Push(row);
+  }
+  void PushEnd(int, HolderId id, Time end, RowEmitter&) override { tracker_->PushEnd(id, end); }
+  void AdvanceTo(Time progress, RowEmitter& out) override {
+    if (depth_ == 0) tracker_->Collect();
+    rows_.clear();
+    times_.clear();
+    tracker_->AdvanceTo(progress, [&](Time t, const std::vector<uint32_t>& starts, const std::vector<uint32_t>& ends) {
+      tracker_->AppendBagDifference(starts, ends, rows_);
+      times_.resize(rows_.size(), t);
+    });
+    // Emitted once the tracker is done: a loop may bring rows back into it. The rows stay in the
+    // store until the next Collect, which waits while any is on its way.
+    ++depth_;
+    for (size_t k = 0; k < rows_.size(); ++k) {
+      Row r;
+      r.values = tracker_->values(rows_[k]);
+      r.sync = times_[k];
+      out.Emit(r);
+    }
+    --depth_;
+  }
+  Time next_firing(int64_t) const override { return tracker_->next_instant(); }
+  void Snapshot(SnapshotWriter& w) const override { tracker_->Snapshot(w); }
+  void Restore(SnapshotReader& r) override { tracker_->Restore(r); }
+
+ private:
+  std::unique_ptr<RowTracker> tracker_;
+  std::vector<uint32_t> rows_;
+  std::vector<Time> times_;
+  int depth_ = 0;
+};
+}  // namespace
+
+std::unique_ptr<RowOperator> IStream::ToRows() {
+  return std::make_unique<IStreamRows>(MakeRowTracker(negative_, policy_, false, schema_));
+}
+
 std::string IStream::Explain() const {
   return constant_ ? "IStream (constant durations: FIFO cursor)" : "IStream (complete instants, expiration set)";
 }
@@ -299,8 +348,8 @@ void RegisterIStream(OperatorRegistry& r) {
     const bool constant = PlannedConstant(s.params) && !ctx.negative;
     return std::make_unique<IStream>(
         *in[0].schema, constant,
-        constant ? nullptr
-                 : MakeInstantTracker(ctx.negative, static_cast<int>(PlannedPolicy(s.params)), false));
+        constant ? nullptr : MakeInstantTracker(ctx.negative, static_cast<int>(PlannedPolicy(s.params)), false),
+        ctx.negative, constant ? ExpirationPolicy::kFifo : PlannedPolicy(s.params));
   });
 }
 

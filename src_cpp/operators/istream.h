@@ -25,10 +25,13 @@ class IStream final : public Operator {
  public:
   // `constant`: the input's lifetimes all have one duration known at plan time.
   // `tracker`: the general strategy (null for the constant-duration one).
-  IStream(const Schema& input, bool constant, std::unique_ptr<InstantTracker> tracker = nullptr);
+  // `negative`, `policy`: the lifetime method and expiration policy, for the row form.
+  IStream(const Schema& input, bool constant, std::unique_ptr<InstantTracker> tracker = nullptr, bool negative = false,
+          ExpirationPolicy policy = ExpirationPolicy::kLazy);
   void Push(int port, const Batch& batch, Emitter& out) override;
   void PushEnds(int port, const EndBatch& ends, Emitter& out) override;
   void AdvanceTo(Time progress, Emitter& out) override;
+  std::unique_ptr<RowOperator> ToRows() override;
   Time next_firing(int64_t last_tick) const override;
   const Schema& output_schema() const override { return schema_; }
   BatchKind output_kind() const override { return BatchKind::kStream; }
@@ -71,6 +74,8 @@ class IStream final : public Operator {
   uint64_t next_seq_ = 0;
 
   bool constant_;
+  bool negative_;
+  ExpirationPolicy policy_;
   std::optional<Duration> duration_;  // constant: set by the first batch
   // constant: the first retained row not yet expired: retained_.front(), logical row `cursor_`.
   int64_t cursor_ = 0;

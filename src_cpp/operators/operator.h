@@ -10,6 +10,7 @@
 #include "batch/batch.h"
 #include "lifetime/expiration_holder.h"
 #include "plan/json.h"
+#include "rows/row_operator.h"
 #include "time/time.h"
 
 namespace cq {
@@ -75,6 +76,11 @@ class Operator {
   // renames. The DTS executor then gives its input to its consumers directly — in a loop, where
   // batches hold a row or two, building the copy cost as much as the work of a whole operator.
   virtual bool passes_through() const { return false; }
+  // The operator's row form (rows/ROWS.md), which the DTS executor runs inside loop regions, where
+  // an instant carries a row or two; null when it has none (it then runs there through a
+  // BatchAdapter). Asked once, before the operator has seen any input. The row form may refer to
+  // this operator, which outlives it.
+  virtual std::unique_ptr<RowOperator> ToRows() { return nullptr; }
   virtual const Schema& output_schema() const = 0;
   virtual BatchKind output_kind() const = 0;
   // One line for explain(): the operator and its parameters.

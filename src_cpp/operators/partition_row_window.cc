@@ -6,6 +6,7 @@
 #include "engine/errors.h"
 #include "engine/snapshot.h"
 #include "operators/registry.h"
+#include "rows/batch_adapter.h"
 
 namespace cq {
 
@@ -98,6 +99,50 @@ void PartitionRowWindow::AdvanceTo(Time progress, Emitter& out) {
   for (int64_t k = 0; k < ends.length; ++k) ends.ends.ticks.as<int64_t>()[k] = Time::kInfTick;
   out.EmitEnds(ends);
   holders_->Release(ids.data(), ends.length);
+}
+
+// The row form works on the same queues, keyed by the same bytes; each row is a push of its own.
+class PartitionRowWindow::Rows final : public RowOperator {
+ public:
+  Rows(PartitionRowWindow* w, std::vector<TypeId> types) : w_(w), types_(std::move(types)) {}
+  void Push(int, const Row& in, RowEmitter& out) override {
+    PartitionRowWindow& w = *w_;
+    const uint32_t seq = w.batch_seq_++;
+    key_.clear();
+    for (int k : w.keys_) AppendKeyValue(types_[k], in.values[k], &key_);
+    auto [it, fresh] = w.slot_of_.try_emplace(key_, static_cast<uint32_t>(w.queues_.size()));
+    if (fresh) w.queues_.emplace_back();
+    Queue& q = w.queues_[it->second];
+    Row r = in;
+    w.holders_->Allocate(1, &r.holder);  // before the ended id is let go, as the batch form does
+    if (static_cast<int64_t>(q.size()) == w.rows_) {
+      const HolderId old = q.items[q.head++].id;
+      if (q.head > 32 && q.head * 2 > q.items.size()) {
+        q.items.erase(q.items.begin(), q.items.begin() + q.head);
+        q.head = 0;
+      }
+      out.EmitEnd(old, in.sync);
+      w.holders_->Release(&old, 1);
+    }
+    w.queues_[it->second].items.push_back({r.holder, seq, 0});
+    out.Emit(r);
+  }
+  void AdvanceTo(Time progress, RowEmitter& out) override {
+    if (!progress.IsInfinite()) return;
+    RowsFromBatches ends(&out);
+    w_->AdvanceTo(progress, ends);
+  }
+
+ private:
+  PartitionRowWindow* w_;
+  std::vector<TypeId> types_;
+  std::string key_;
+};
+
+std::unique_ptr<RowOperator> PartitionRowWindow::ToRows() {
+  std::vector<TypeId> types;
+  for (const Field& f : schema_) types.push_back(f.type);
+  return std::make_unique<Rows>(this, std::move(types));
 }
 
 std::string PartitionRowWindow::Explain() const {

@@ -18,6 +18,7 @@ class PartitionRowWindow final : public Operator {
   PartitionRowWindow(int64_t rows, std::vector<int> keys, const Schema& input, HolderTable* holders);
   void Push(int port, const Batch& batch, Emitter& out) override;
   void AdvanceTo(Time progress, Emitter& out) override;
+  std::unique_ptr<RowOperator> ToRows() override;
   const Schema& output_schema() const override { return schema_; }
   BatchKind output_kind() const override { return BatchKind::kLifetime; }
   std::string Explain() const override;
@@ -26,6 +27,7 @@ class PartitionRowWindow final : public Operator {
   size_t partitions() const { return slot_of_.size(); }
 
  private:
+  class Rows;
   struct Pending {
     HolderId id;
     uint32_t batch;  // which Push created it (to spot tuples of the batch being processed)

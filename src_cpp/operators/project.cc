@@ -2,6 +2,7 @@
 
 #include "engine/errors.h"
 #include "operators/registry.h"
+#include "rows/row_expression.h"
 
 namespace cq {
 
@@ -33,6 +34,46 @@ void Project::Push(int, const Batch& batch, Emitter& out) {
     b.holders = batch.holders;
   }
   out.Emit(std::move(b));
+}
+
+namespace {
+class ProjectRows final : public RowOperator {
+ public:
+  explicit ProjectRows(std::vector<std::unique_ptr<RowExpression>> exprs) : exprs_(std::move(exprs)) {
+    for (const auto& e : exprs_) strings_ |= e->type() == TypeId::kUtf8;
+  }
+  void Push(int, const Row& in, RowEmitter& out) override {
+    // One set of output values per depth of nesting: a loop may bring a row back into this
+    // projection while the last one is still on its way.
+    if (depth_ == scratch_.size()) scratch_.emplace_back(exprs_.size());
+    Value* v = scratch_[depth_].data();
+    ++depth_;
+    struct Leave {
+      size_t& d;
+      ~Leave() { --d; }
+    } leave{depth_};
+    for (size_t k = 0; k < exprs_.size(); ++k) v[k] = exprs_[k]->Evaluate(in.values);
+    Row r = in;
+    r.values = v;
+    out.Emit(r);
+    if (strings_)
+      for (size_t k = 0; k < exprs_.size(); ++k)
+        if (exprs_[k]->type() == TypeId::kUtf8 && v[k].valid) ReleaseString(v[k].s);
+  }
+  bool stateful() const override { return false; }
+
+ private:
+  std::vector<std::unique_ptr<RowExpression>> exprs_;
+  bool strings_ = false;
+  std::vector<std::vector<Value>> scratch_;
+  size_t depth_ = 0;
+};
+}  // namespace
+
+std::unique_ptr<RowOperator> Project::ToRows() {
+  std::vector<std::unique_ptr<RowExpression>> exprs;
+  for (const auto& e : exprs_) exprs.push_back(RowExpression::From(*e));
+  return std::make_unique<ProjectRows>(std::move(exprs));
 }
 
 bool Project::passes_through() const {

@@ -11,6 +11,7 @@ class Project final : public Operator {
  public:
   Project(std::vector<std::unique_ptr<Expression>> exprs, Schema output, const Schema& input, BatchKind kind);
   void Push(int port, const Batch& batch, Emitter& out) override;
+  std::unique_ptr<RowOperator> ToRows() override;
   const Schema& output_schema() const override { return *schema_; }
   BatchKind output_kind() const override { return kind_; }
   std::string Explain() const override;

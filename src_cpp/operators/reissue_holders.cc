@@ -60,6 +60,37 @@ void ReissueHolders::PushEnds(int, const EndBatch& ends, Emitter& out) {
   holders_->Release(mine.data(), e.length);  // as every producer does once an end is out
 }
 
+// The row form shares the map of ids given out.
+class ReissueHolders::Rows final : public RowOperator {
+ public:
+  explicit Rows(ReissueHolders* r) : r_(r) {}
+  void Push(int, const Row& in, RowEmitter& out) override {
+    if (!in.pending()) {
+      out.Emit(in);
+      return;
+    }
+    Row r = in;
+    r_->holders_->Allocate(1, &r.holder);
+    const bool added = r_->issued_.emplace(in.holder, r.holder).second;
+    CQ_CHECK(added, "expiration holder " + std::to_string(in.holder) + " reached a reissue twice");
+    out.Emit(r);
+  }
+  void PushEnd(int, HolderId id, Time end, RowEmitter& out) override {
+    auto it = r_->issued_.find(id);
+    if (it == r_->issued_.end()) return;  // a tuple that never came this way
+    const HolderId mine = it->second;
+    r_->issued_.erase(it);
+    out.EmitEnd(mine, end);
+    r_->holders_->Release(&mine, 1);
+  }
+  bool stateful() const override { return false; }  // (its map is the batch form's)
+
+ private:
+  ReissueHolders* r_;
+};
+
+std::unique_ptr<RowOperator> ReissueHolders::ToRows() { return std::make_unique<Rows>(this); }
+
 void ReissueHolders::Snapshot(SnapshotWriter& w) const {
   w.U64(issued_.size());
   for (const auto& [from, to] : issued_) {

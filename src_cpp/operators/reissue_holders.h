@@ -18,6 +18,7 @@ class ReissueHolders final : public Operator {
  public:
   ReissueHolders(const Schema& input, BatchKind kind, HolderTable* holders);
   void Push(int port, const Batch& batch, Emitter& out) override;
+  std::unique_ptr<RowOperator> ToRows() override;
   void PushEnds(int port, const EndBatch& ends, Emitter& out) override;
   const Schema& output_schema() const override { return schema_; }
   BatchKind output_kind() const override { return kind_; }
@@ -26,6 +27,7 @@ class ReissueHolders final : public Operator {
   void Restore(SnapshotReader& r) override;
 
  private:
+  class Rows;
   Schema schema_;
   BatchKind kind_;
   HolderTable* holders_;

@@ -3,6 +3,7 @@
 #include "engine/errors.h"
 #include "engine/snapshot.h"
 #include "operators/registry.h"
+#include "rows/batch_adapter.h"
 
 namespace cq {
 
@@ -94,6 +95,36 @@ void RowWindow::AdvanceTo(Time progress, Emitter& out) {
   count_ = 0;
   head_ = 0;
 }
+
+// The row form works on the same ring: the N-th earlier tuple ends where this one starts.
+class RowWindow::Rows final : public RowOperator {
+ public:
+  explicit Rows(RowWindow* w) : w_(w) {}
+  void Push(int, const Row& in, RowEmitter& out) override {
+    RowWindow& w = *w_;
+    Row r = in;
+    w.holders_->Allocate(1, &r.holder);  // before the ended id is let go, as the batch form does
+    if (w.count_ == w.rows_) {
+      const HolderId old = w.Slot(0);
+      w.head_ = (w.head_ + 1) % static_cast<int64_t>(w.ring_.size());
+      --w.count_;
+      out.EmitEnd(old, in.sync);
+      w.holders_->Release(&old, 1);
+    }
+    w.Append(r.holder);
+    out.Emit(r);
+  }
+  void AdvanceTo(Time progress, RowEmitter& out) override {
+    if (!progress.IsInfinite()) return;
+    RowsFromBatches ends(&out);
+    w_->AdvanceTo(progress, ends);
+  }
+
+ private:
+  RowWindow* w_;
+};
+
+std::unique_ptr<RowOperator> RowWindow::ToRows() { return std::make_unique<Rows>(this); }
 
 std::string RowWindow::Explain() const { return "Window [Rows " + std::to_string(rows_) + "]"; }
 

@@ -18,6 +18,7 @@ class RowWindow final : public Operator {
   RowWindow(int64_t rows, const Schema& input, HolderTable* holders);
   void Push(int port, const Batch& batch, Emitter& out) override;
   void AdvanceTo(Time progress, Emitter& out) override;
+  std::unique_ptr<RowOperator> ToRows() override;
   const Schema& output_schema() const override { return schema_; }
   BatchKind output_kind() const override { return BatchKind::kLifetime; }
   std::string Explain() const override;
@@ -26,6 +27,7 @@ class RowWindow final : public Operator {
   int64_t pending() const { return count_; }
 
  private:
+  class Rows;
   HolderId& Slot(int64_t k) { return ring_[(head_ + k) % ring_.size()]; }
   void Append(HolderId h);
 

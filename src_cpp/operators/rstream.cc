@@ -6,11 +6,12 @@
 #include "engine/snapshot.h"
 #include "operators/registry.h"
 #include "plan/plan_util.h"
+#include "rows/row_tracker.h"
 
 namespace cq {
 
-RStream::RStream(const Schema& input, std::unique_ptr<InstantTracker> tracker)
-    : schema_(std::make_shared<const Schema>(input)), tracker_(std::move(tracker)) {}
+RStream::RStream(const Schema& input, std::unique_ptr<InstantTracker> tracker, bool negative, ExpirationPolicy policy)
+    : schema_(std::make_shared<const Schema>(input)), tracker_(std::move(tracker)), negative_(negative), policy_(policy) {}
 
 void RStream::Push(int, const Batch& batch, Emitter&) { tracker_->Push(batch); }
 
@@ -95,12 +96,111 @@ void RStream::AdvanceTo(Time progress, Emitter& out) {
   }
 }
 
+namespace {
+// The row form: the same rule over a RowTracker that keeps R(t) (RStream::AdvanceTo says why).
+class RStreamRows final : public RowOperator {
+ public:
+  explicit RStreamRows(std::unique_ptr<RowTracker> tracker) : tracker_(std::move(tracker)) {}
+  void Push(int, const Row& row, RowEmitter&) override {
+    if (depth_ == 0) tracker_->Collect();
+    tracker_->Push(row);
+  }
+  void PushEnd(int, HolderId id, Time end, RowEmitter&) override { tracker_->PushEnd(id, end); }
+  Time next_firing(int64_t last_tick) const override {
+    const Time change = tracker_->next_instant();
+    if (next_tick_ == Time::kMinTick || !tracker_->any_alive()) return change;
+    if (next_tick_ > (closing_ ? last_finite_ : last_tick) && change.IsInfinite()) return change;
+    return std::min(change, Time{next_tick_, 0});
+  }
+  void Closing(int64_t last_tick) override {
+    closing_ = true;
+    last_finite_ = std::max(last_finite_, last_tick);
+  }
+  void AdvanceTo(Time progress, RowEmitter& out) override {
+    if (depth_ == 0) tracker_->Collect();
+    const bool closing = progress.IsInfinite() || closing_;
+    int64_t limit = Time::kInfTick;
+    if (!progress.IsInfinite()) {
+      limit = progress.step == 0 ? progress.tick : progress.tick + 1;
+      if (!closing_) last_finite_ = std::max(last_finite_, progress.tick);
+    }
+    auto nothing = [](Time, const std::vector<uint32_t>&, const std::vector<uint32_t>&) {};
+    for (;;) {
+      if (next_tick_ == Time::kMinTick) {
+        const Time first = tracker_->next_instant();
+        if (first.IsInfinite() || first.tick >= limit) return;
+        next_tick_ = first.tick;
+      }
+      if (next_tick_ >= limit) {
+        tracker_->AdvanceTo(std::min(progress, Time{next_tick_, 1}), nothing);
+        return;
+      }
+      tracker_->AdvanceTo(std::min(progress, Time{next_tick_, 1}), nothing);
+      const Time change = tracker_->next_instant();
+      if (change.IsInfinite()) {
+        if (closing) {
+          const int64_t end = std::min(limit, last_finite_ + 1);
+          if (next_tick_ < end) EmitTicks(next_tick_, end, out);
+          next_tick_ = std::max(next_tick_, end);
+          return;
+        }
+        EmitTicks(next_tick_, limit, out);
+        next_tick_ = limit;
+        return;
+      }
+      const int64_t run_end = std::max(next_tick_ + 1, std::min(limit, change.step > 0 ? change.tick + 1 : change.tick));
+      EmitTicks(next_tick_, run_end, out);
+      next_tick_ = run_end;
+    }
+  }
+  void Snapshot(SnapshotWriter& w) const override {
+    tracker_->Snapshot(w);
+    w.I64(next_tick_);
+    w.I64(last_finite_);
+    w.Bool(closing_);
+  }
+  void Restore(SnapshotReader& r) override {
+    tracker_->Restore(r);
+    next_tick_ = r.I64();
+    last_finite_ = r.I64();
+    closing_ = r.Bool();
+  }
+
+ private:
+  void EmitTicks(int64_t from, int64_t to, RowEmitter& out) {
+    std::vector<uint32_t> alive;
+    tracker_->Alive(alive);
+    if (alive.empty() || from >= to) return;
+    ++depth_;
+    for (int64_t tick = from; tick < to; ++tick) {
+      for (uint32_t s : alive) {
+        Row r;
+        r.values = tracker_->values(s);
+        r.sync = {tick, 0};
+        out.Emit(r);
+      }
+    }
+    --depth_;
+  }
+  std::unique_ptr<RowTracker> tracker_;
+  int64_t next_tick_ = Time::kMinTick;
+  int64_t last_finite_ = Time::kMinTick;
+  bool closing_ = false;
+  int depth_ = 0;
+};
+}  // namespace
+
+std::unique_ptr<RowOperator> RStream::ToRows() {
+  return std::make_unique<RStreamRows>(MakeRowTracker(negative_, policy_, true, *schema_));
+}
+
 void RegisterRStream(OperatorRegistry& r) {
   r.Register("rstream", [](const OperatorSpec& s, const std::vector<OperatorInput>& in,
                            const OperatorContext& ctx) -> std::unique_ptr<Operator> {
     CQ_CHECK(in.size() == 1 && in[0].kind == BatchKind::kLifetime, "RSTREAM reads one relation");
     return std::make_unique<RStream>(
-        *in[0].schema, MakeInstantTracker(ctx.negative, static_cast<int>(PlannedPolicy(s.params)), true));
+        *in[0].schema, MakeInstantTracker(ctx.negative, static_cast<int>(PlannedPolicy(s.params)), true),
+        ctx.negative, PlannedPolicy(s.params));
   });
 }
 

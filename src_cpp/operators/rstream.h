@@ -4,6 +4,7 @@
 // ticks where its input is silent. Ticks are emitted once complete; at close() R keeps being
 // emitted until it is empty, or, when it holds tuples that never end, up to the last tick the
 // input reached (not to infinity).
+#include "lifetime/expiration_set.h"
 #include "lifetime/instant_tracker.h"
 #include "operators/operator.h"
 
@@ -11,12 +12,14 @@ namespace cq {
 
 class RStream final : public Operator {
  public:
-  RStream(const Schema& input, std::unique_ptr<InstantTracker> tracker);
+  RStream(const Schema& input, std::unique_ptr<InstantTracker> tracker, bool negative = false,
+          ExpirationPolicy policy = ExpirationPolicy::kLazy);
   void Push(int port, const Batch& batch, Emitter& out) override;
   void PushEnds(int port, const EndBatch& ends, Emitter& out) override;
   void AdvanceTo(Time progress, Emitter& out) override;
   Time next_firing(int64_t last_tick) const override;
   void Closing(int64_t last_tick) override;
+  std::unique_ptr<RowOperator> ToRows() override;
   const Schema& output_schema() const override { return *schema_; }
   BatchKind output_kind() const override { return BatchKind::kStream; }
   std::string Explain() const override { return "RStream (every tick)"; }
@@ -31,6 +34,8 @@ class RStream final : public Operator {
   int64_t next_tick_ = Time::kMinTick;  // the first tick not emitted yet
   int64_t last_finite_ = Time::kMinTick;  // the furthest finite progress seen
   bool closing_ = false;                   // the inputs have ended (inside a loop)
+  bool negative_;
+  ExpirationPolicy policy_;
 };
 
 }  // namespace cq

@@ -49,6 +49,30 @@ void SlideWindow::Push(int, const Batch& in, Emitter& out) {
   out.Emit(std::move(b));
 }
 
+namespace {
+class SlideWindowRows final : public RowOperator {
+ public:
+  SlideWindowRows(int64_t range, int64_t slide) : range_(range), slide_(slide) {}
+  void Push(int, const Row& in, RowEmitter& out) override {
+    const int64_t t = in.sync.tick;
+    const int64_t s = CeilTo(t, slide_);
+    int64_t te;
+    const int64_t e = __builtin_add_overflow(t, range_, &te) ? Time::kInfTick : CeilTo(te, slide_);
+    Row r = in;
+    // A tuple exactly on a boundary keeps its ε-step; one moved to the next boundary starts at step 0.
+    r.sync = {s, s == t ? in.sync.step : 0};
+    r.other = {e, 0};
+    out.Emit(r);
+  }
+  bool stateful() const override { return false; }
+
+ private:
+  int64_t range_, slide_;
+};
+}  // namespace
+
+std::unique_ptr<RowOperator> SlideWindow::ToRows() { return std::make_unique<SlideWindowRows>(range_, slide_); }
+
 std::string SlideWindow::Explain() const {
   return "Window [Range " + std::to_string(range_) + " Slide " + std::to_string(slide_) + "]";
 }

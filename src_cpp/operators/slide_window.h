@@ -10,6 +10,7 @@ class SlideWindow final : public Operator {
  public:
   SlideWindow(int64_t range, int64_t slide, const Schema& input);
   void Push(int port, const Batch& batch, Emitter& out) override;
+  std::unique_ptr<RowOperator> ToRows() override;
   const Schema& output_schema() const override { return schema_; }
   BatchKind output_kind() const override { return BatchKind::kLifetime; }
   std::string Explain() const override;

@@ -10,10 +10,11 @@ namespace cq {
 
 class UnionAll final : public Operator {
  public:
-  UnionAll(const Schema& schema, BatchKind kind);
+  UnionAll(const Schema& schema, BatchKind kind, int inputs);
   void Push(int port, const Batch& batch, Emitter& out) override;
   void PushEnds(int port, const EndBatch& ends, Emitter& out) override;
   void AdvanceTo(Time progress, Emitter& out) override;
+  std::unique_ptr<RowOperator> ToRows() override;
   Time next_firing(int64_t) const override { return waiting_.head(); }
   const Schema& output_schema() const override { return schema_; }
   BatchKind output_kind() const override { return kind_; }
@@ -24,6 +25,7 @@ class UnionAll final : public Operator {
  private:
   Schema schema_;
   BatchKind kind_;
+  int inputs_;
   std::shared_ptr<const Schema> shared_;
   OrderedRuns waiting_;
 };

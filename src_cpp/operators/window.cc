@@ -16,6 +16,27 @@ void ConstantDurationWindow::Push(int, const Batch& batch, Emitter& out) {
   out.Emit(std::move(b));
 }
 
+namespace {
+// ⟨v, t⟩ becomes ⟨v, t, t + d⟩.
+class ConstantDurationWindowRows final : public RowOperator {
+ public:
+  explicit ConstantDurationWindowRows(Duration d) : d_(d) {}
+  void Push(int, const Row& in, RowEmitter& out) override {
+    Row r = in;
+    r.other = in.sync + d_;
+    out.Emit(r);
+  }
+  bool stateful() const override { return false; }
+
+ private:
+  Duration d_;
+};
+}  // namespace
+
+std::unique_ptr<RowOperator> ConstantDurationWindow::ToRows() {
+  return std::make_unique<ConstantDurationWindowRows>(duration_);
+}
+
 std::string ConstantDurationWindow::Explain() const {
   if (kind_ == "now") return "Window [Now] (lifetime ε)";
   if (kind_ == "unbounded") return "Window [Range Unbounded] (lifetime ∞)";

@@ -11,6 +11,7 @@ class ConstantDurationWindow final : public Operator {
  public:
   ConstantDurationWindow(std::string kind, Duration d, const Schema& input);
   void Push(int port, const Batch& batch, Emitter& out) override;
+  std::unique_ptr<RowOperator> ToRows() override;
   const Schema& output_schema() const override { return schema_; }
   BatchKind output_kind() const override { return BatchKind::kLifetime; }
   std::string Explain() const override;

@@ -7,6 +7,8 @@
 
 #include "engine/errors.h"
 #include "engine/snapshot.h"
+#include "plan/plan_util.h"
+#include "rows/batch_adapter.h"
 
 namespace cq {
 
@@ -17,6 +19,44 @@ void DtsExecutor::NodeEmitter::Forward(const Batch& batch) {
 void DtsExecutor::NodeEmitter::EmitEnds(EndBatch ends) {
   if (ends.length == 0) return;
   for (const Consumer& c : self_->consumers) ex_->DeliverEnds(c, ends);
+}
+
+void DtsExecutor::NodeRowEmitter::Emit(const Row& row) {
+  if (self_->exit) self_->exit->Append(row);
+  for (const Consumer& c : self_->inner) ex_->DeliverRow(c, row);
+}
+
+void DtsExecutor::NodeRowEmitter::EmitEnd(HolderId id, Time end) {
+  if (self_->exit && !self_->exit->FixEnd(id, end)) {
+    // Its row went out already (or never came this way): the end follows it at once. Were it to
+    // wait, the producer could hand the id to a new row that reaches the exit first.
+    EndBatch e;
+    e.length = 1;
+    e.holders = Buffer::Allocate(sizeof(HolderId));
+    e.holders.as<HolderId>()[0] = id;
+    e.ends = MakeTimeColumn({end});
+    for (const Consumer& c : self_->outer) ex_->DeliverEnds(c, e);
+  }
+  for (const Consumer& c : self_->inner) ex_->DeliverRowEnd(c, id, end);
+}
+
+void DtsExecutor::DeliverRow(const Consumer& c, const Row& row) {
+  Node& t = *c.target;
+  if (c.bypass) {
+    if (t.exit) t.exit->Append(row);
+    for (const Consumer& next : t.inner) DeliverRow(next, row);
+    return;
+  }
+  t.rows->Push(c.port, row, *t.row_emitter);
+}
+
+void DtsExecutor::DeliverRowEnd(const Consumer& c, HolderId id, Time end) {
+  Node& t = *c.target;
+  if (c.bypass) {
+    t.row_emitter->EmitEnd(id, end);
+    return;
+  }
+  t.rows->PushEnd(c.port, id, end, *t.row_emitter);
 }
 
 void DtsExecutor::Deliver(const Consumer& c, const Batch& batch) {
@@ -36,7 +76,12 @@ void DtsExecutor::DeliverEnds(const Consumer& c, const EndBatch& ends) {
   Node& n = *c.target;
   if (c.entry >= 0) {
     EndBatch rest = entries_[c.entry].runs.AddEnds(ends);
-    if (rest.length) n.op->PushEnds(c.port, rest, *n.emitter);
+    if (rest.length == 0) return;
+    if (n.rows) {
+      for (int64_t k = 0; k < rest.length; ++k) n.rows->PushEnd(c.port, rest.ids()[k], rest.ends.At(k), *n.row_emitter);
+    } else {
+      n.op->PushEnds(c.port, rest, *n.emitter);
+    }
     return;
   }
   if (c.bypass) {
@@ -69,6 +114,8 @@ void DtsExecutor::Add(std::vector<std::pair<OperatorSpec, std::unique_ptr<Operat
     n.inputs = spec.inputs;
     n.emitter = std::make_unique<NodeEmitter>(this, spec.id);
     if (const json::Value* q = spec.params.find("query"); q && q->is_string()) n.query = q->str();
+    if (const json::Value* o = spec.params.find("output"))
+      if (const json::Value* d = o->find("duration")) n.duration = DurationFromJson(*d);
     Node& placed = nodes_.emplace(spec.id, std::move(n)).first->second;
     placed.emitter->self_ = &placed;
     added.push_back(spec.id);
@@ -79,7 +126,7 @@ void DtsExecutor::Add(std::vector<std::pair<OperatorSpec, std::unique_ptr<Operat
       nodes_.at(ins[port]).consumers.push_back({id, static_cast<int>(port), &nodes_.at(id)});
   }
   try {
-    Schedule();
+    Schedule(std::set<int>(added.begin(), added.end()));
   } catch (...) {
     for (int id : added) {
       for (int in : nodes_.at(id).inputs) {
@@ -92,7 +139,7 @@ void DtsExecutor::Add(std::vector<std::pair<OperatorSpec, std::unique_ptr<Operat
   }
 }
 
-void DtsExecutor::Schedule() {
+void DtsExecutor::Schedule(const std::set<int>& fresh) {
   // Strongly connected components (Tarjan).
   std::map<int, int> index, low;
   std::set<int> on_stack;
@@ -247,11 +294,83 @@ void DtsExecutor::Schedule() {
   schedule_ = std::move(schedule);
   regions_ = std::move(regions);
   entries_ = std::move(entries);
+  MakeRowForms(fresh);
+}
+
+void DtsExecutor::MakeRowForms(const std::set<int>& fresh) {
+  for (Region& r : regions_) {
+    for (size_t k = 0; k < r.members.size(); ++k) {
+      Node* m = r.members[k];
+      Node& n = *m;
+      if (!n.rows) {
+        if (fresh.count(r.nodes[k])) n.rows = n.op->ToRows();
+        if (!n.rows) {
+          std::vector<BatchAdapter::Input> ins;
+          for (int in : n.inputs) {
+            const Node& p = nodes_.at(in);
+            ins.push_back({std::make_shared<const Schema>(p.op->output_schema()), p.op->output_kind(), p.duration});
+          }
+          n.rows = std::make_unique<BatchAdapter>(n.op.get(), std::move(ins));
+          n.adapted = true;
+        }
+        n.row_emitter = std::make_unique<NodeRowEmitter>(this, m);
+      }
+      if (n.rows->stateful()) r.stateful.push_back(m);
+    }
+  }
+  // Each member's consumers, split by where they run; an exit for those outside.
+  for (auto& [id, n] : nodes_) {
+    n.inner.clear();
+    n.outer.clear();
+    if (n.region < 0) {
+      n.exit.reset();
+      continue;
+    }
+    for (const Consumer& c : n.consumers) (c.target->region == n.region ? n.inner : n.outer).push_back(c);
+    if (n.outer.empty()) {
+      n.exit.reset();
+    } else if (!n.exit) {
+      n.exit = std::make_unique<RowBatchBuilder>(std::make_shared<const Schema>(n.op->output_schema()),
+                                                 n.op->output_kind(), n.duration);
+    }
+    if (n.exit) regions_[n.region].exits.push_back(&n);
+  }
+}
+
+std::string DtsExecutor::form(int id) const {
+  const Node& n = nodes_.at(id);
+  return !n.rows ? "batch" : n.adapted ? "adapted" : "rows";
+}
+
+void DtsExecutor::FlushExits(Region& r) {
+  for (Node* m : r.exits) {
+    if (m->exit->empty()) continue;
+    const Batch b = m->exit->Finish();
+    for (const Consumer& c : m->outer) Deliver(c, b);
+  }
+}
+
+void DtsExecutor::FlushAllExits() {
+  for (Region& r : regions_) FlushExits(r);
+}
+
+void DtsExecutor::SnapshotOperator(int id, SnapshotWriter& w) const {
+  const Node& n = nodes_.at(id);
+  n.op->Snapshot(w);
+  if (n.rows) n.rows->Snapshot(w);
+}
+
+void DtsExecutor::RestoreOperator(int id, SnapshotReader& r) {
+  Node& n = nodes_.at(id);
+  n.op->Restore(r);
+  if (n.rows) n.rows->Restore(r);
 }
 
 void DtsExecutor::Push(int source, const Batch& batch) {
   Node& n = nodes_.at(source);
   n.op->Push(0, batch, *n.emitter);
+  // Ends that reached a region's members from outside may have reached its exits too.
+  FlushAllExits();
 }
 
 Time DtsExecutor::InputProgress(int producer) const {
@@ -281,22 +400,24 @@ void DtsExecutor::AdvanceTo(const std::map<int, Time>& source_progress) {
       n.op->AdvanceTo(p, *n.emitter);
     }
   }
+  FlushAllExits();
 }
 
 void DtsExecutor::Release(Entry& e, Time next) {
   Batch b = e.runs.Release(next);
   if (b.length == 0) return;
   Node& n = *e.target;
-  n.op->Push(e.port, b, *n.emitter);
+  ForEachRow(b, [&](const Row& row) { n.rows->Push(e.port, row, *n.row_emitter); });
 }
 
 void DtsExecutor::AdvanceRegion(Region& r, Time p) {
   r.progress = p;
-  for (Node* m : r.members) {
+  // Members that keep nothing have nothing to release: only the others are told.
+  for (Node* m : r.stateful) {
     Node& n = *m;
     if (p > n.progress) {
       n.progress = p;
-      n.op->AdvanceTo(p, *n.emitter);
+      n.rows->AdvanceTo(p, *n.row_emitter);
     }
   }
 }
@@ -320,13 +441,13 @@ void DtsExecutor::RunRegion(Region& r) {
   if (!bound.IsInfinite() && bound != Time::MinusInfinity()) r.last_tick = std::max(r.last_tick, bound.tick);
   if (bound.IsInfinite() && !r.closing) {
     r.closing = true;
-    for (Node* n : r.members) n->op->Closing(r.last_tick);
+    for (Node* n : r.stateful) n->rows->Closing(r.last_tick);
   }
   for (;;) {
     // The next instant: rows waiting at the entries, or an operator firing by itself.
     Time t = Time::Infinity();
     for (size_t e : r.entries) t = std::min(t, entries_[e].runs.head());
-    for (const Node* n : r.members) t = std::min(t, n->op->next_firing(r.last_tick));
+    for (const Node* n : r.stateful) t = std::min(t, n->rows->next_firing(r.last_tick));
     if (!(t < bound)) break;
     CQ_CHECK(!(t < r.progress), "an operator of a loop fires at " + t.ToString() + ", below the loop's progress " +
                                     r.progress.ToString());
@@ -340,6 +461,9 @@ void DtsExecutor::RunRegion(Region& r) {
     AdvanceRegion(r, next);
   }
   if (bound > r.progress) AdvanceRegion(r, bound);
+  // Members without state follow the region (their progress is what their consumers outside read).
+  for (Node* m : r.members) m->progress = std::max(m->progress, r.progress);
+  FlushExits(r);
 }
 
 // Every node's progress; each region's place in time; the rows waiting at the regions' entries.

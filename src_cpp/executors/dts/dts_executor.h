@@ -16,13 +16,22 @@
 // order; what the delays emit lands at t + δ, a later instant. When nothing is due before the
 // region's inputs' progress, the region jumps there at once. With hybrid = false the whole graph
 // below the sources is one region, which is the executor of the paper.
+//
+// A region's operators run in row form (rows/ROWS.md): an instant carries a row or two, which
+// they exchange one at a time, as the paper's tuple-at-a-time engine did, instead of as batches.
+// Rows entering the region leave their entry queues one at a time; rows leaving it for operators
+// outside are gathered into one batch per producer, handed on when the region stops.
 #include <map>
 #include <memory>
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "executors/executor.h"
 #include "lifetime/ordered_runs.h"
+#include "rows/batch_rows.h"
+#include "rows/row_operator.h"
 
 namespace cq {
 
@@ -42,6 +51,10 @@ class DtsExecutor final : public Executor {
   const std::vector<int>& inputs(int id) const override { return nodes_.at(id).inputs; }
   void Snapshot(SnapshotWriter& w) const override;
   void Restore(SnapshotReader& r) override;
+  void SnapshotOperator(int id, SnapshotWriter& w) const override;
+  void RestoreOperator(int id, SnapshotReader& r) override;
+  // The form node `id` runs in, for tests and explain: "batch", "rows" or "adapted".
+  std::string form(int id) const;
 
  private:
   struct Node;
@@ -57,6 +70,18 @@ class DtsExecutor final : public Executor {
     // entry queue: deliver to the target's consumers instead. The target still runs in the
     // schedule (its progress is its consumers' input progress); it just never sees a batch.
     bool bypass = false;
+  };
+  // Where a region member's rows go: its consumers in the region, row by row, and its exit, the
+  // batch being gathered for its consumers outside.
+  class NodeRowEmitter final : public RowEmitter {
+   public:
+    NodeRowEmitter(DtsExecutor* ex, Node* self) : ex_(ex), self_(self) {}
+    void Emit(const Row& row) override;
+    void EmitEnd(HolderId id, Time end) override;
+
+   private:
+    DtsExecutor* ex_;
+    Node* self_;
   };
   class NodeEmitter final : public Emitter {
    public:
@@ -76,6 +101,16 @@ class DtsExecutor final : public Executor {
     std::vector<int> inputs;
     std::vector<Consumer> consumers;
     std::unique_ptr<NodeEmitter> emitter;
+    // In a region: the row form it runs in (its own, or a BatchAdapter around it), the consumers
+    // in the region, and the exit, for its consumers outside (null when it has none).
+    std::unique_ptr<RowOperator> rows;
+    bool adapted = false;
+    std::unique_ptr<NodeRowEmitter> row_emitter;
+    std::vector<Consumer> inner;
+    std::vector<Consumer> outer;
+    std::unique_ptr<RowBatchBuilder> exit;
+    // The constant duration the plan gives its output's lifetimes, if any.
+    std::optional<Duration> duration;
     Time progress = Time::MinusInfinity();
     int region = -1;    // the region it runs in, or -1
     std::string query;  // the query it belongs to (for errors)
@@ -90,6 +125,8 @@ class DtsExecutor final : public Executor {
   struct Region {
     std::vector<int> nodes;      // in execution order
     std::vector<Node*> members;  // the same nodes
+    std::vector<Node*> stateful;  // the members whose row form keeps something between calls
+    std::vector<Node*> exits;     // the members with consumers outside
     std::vector<size_t> entries;  // into entries_
     std::vector<int> producers;   // nodes outside the region that feed it
     Time progress = Time::MinusInfinity();
@@ -103,9 +140,17 @@ class DtsExecutor final : public Executor {
 
   void Deliver(const Consumer& c, const Batch& batch);
   void DeliverEnds(const Consumer& c, const EndBatch& ends);
+  void DeliverRow(const Consumer& c, const Row& row);
+  void DeliverRowEnd(const Consumer& c, HolderId id, Time end);
+  // Row forms for the region members that have none yet: their own for `fresh` ones (added in
+  // this call), a BatchAdapter for operators that already ran outside loops.
+  void MakeRowForms(const std::set<int>& fresh);
+  // Hands each exit's gathered rows to the consumers outside.
+  void FlushExits(Region& r);
+  void FlushAllExits();
   // Orders the graph, cuts loops at delays and forms the regions; throws (changing nothing) on a
   // loop without a delay.
-  void Schedule();
+  void Schedule(const std::set<int>& fresh);
   void RunRegion(Region& r);
   void AdvanceRegion(Region& r, Time p);
   // Hands the consumer the entry's rows below `next`.

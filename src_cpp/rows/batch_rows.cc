@@ -1,0 +1,118 @@
+#include "rows/batch_rows.h"
+
+#include "engine/snapshot.h"
+
+namespace cq {
+
+RowBatchBuilder::RowBatchBuilder(std::shared_ptr<const Schema> schema, BatchKind kind,
+                                 std::optional<Duration> duration)
+    : schema_(std::move(schema)), kind_(kind), duration_(kind == BatchKind::kLifetime ? duration : std::nullopt) {
+  for (const Field& f : *schema_) cols_.emplace_back(f.type);
+}
+
+void RowBatchBuilder::Append(const Row& row) {
+  const Value* v = row.values;
+  for (size_t c = 0; c < cols_.size(); ++c) {
+    ValueStore& s = cols_[c];
+    if (s.type() == TypeId::kUtf8) s.AppendString(v[c].valid ? v[c].s->view() : std::string_view(), v[c].valid);
+    else s.AppendBits(static_cast<uint64_t>(v[c].i), v[c].valid && s.type() != TypeId::kNull);
+  }
+  sync_.Append(row.sync);
+  if (kind_ == BatchKind::kLifetime) {
+    other_.Append(row.pending() ? Time::Infinity() : row.other);
+    holders_.push_back(row.holder);
+    if (row.pending()) {
+      ++pending_;
+      uniform_ = false;
+      if (row.holder >= row_of_.size()) row_of_.resize(std::max<size_t>(row.holder + 1, row_of_.size() * 2), -1);
+      row_of_[row.holder] = static_cast<int32_t>(n_);
+    } else if (uniform_ && duration_) {
+      uniform_ = row.other == row.sync + *duration_;
+    }
+  }
+  ++n_;
+}
+
+bool RowBatchBuilder::FixEnd(HolderId id, Time end) {
+  if (id >= row_of_.size() || row_of_[id] < 0) return false;
+  const int32_t r = row_of_[id];
+  row_of_[id] = -1;
+  other_.Set(r, end);
+  holders_[r] = kNoHolder;
+  --pending_;
+  return true;
+}
+
+Batch RowBatchBuilder::Finish() {
+  Batch b;
+  b.kind = kind_;
+  b.schema = schema_;
+  b.length = n_;
+  if (n_ == 0) return b;
+  for (ValueStore& s : cols_) b.columns.push_back(s.Take());
+  b.sync = sync_.Finish();
+  if (kind_ == BatchKind::kLifetime) {
+    TimeColumn other = other_.Finish();
+    if (duration_ && uniform_) {
+      b.constant_duration = duration_;
+    } else {
+      b.other = std::move(other);
+      if (pending_) {
+        b.holders = Buffer::Allocate(n_ * static_cast<int64_t>(sizeof(HolderId)));
+        std::memcpy(b.holders.data, holders_.data(), holders_.size() * sizeof(HolderId));
+      }
+    }
+    for (HolderId h : holders_)
+      if (h != kNoHolder) row_of_[h] = -1;
+    holders_.clear();
+  }
+  pending_ = 0;
+  uniform_ = true;
+  n_ = 0;
+  return b;
+}
+
+}  // namespace cq
+
+namespace cq {
+
+void RowStore::Snapshot(SnapshotWriter& w, const std::shared_ptr<const Schema>& schema) const {
+  w.PodVec(live_);
+  w.PodVec(free_);
+  RowBatchBuilder rows(schema, BatchKind::kStream, std::nullopt);
+  ForEach([&](uint32_t s) {
+    Row r;
+    r.values = Get(s);
+    rows.Append(r);
+  });
+  w.I64(rows.size());
+  if (rows.size()) w.WriteBatch(rows.Finish());
+}
+
+void RowStore::Restore(SnapshotReader& r, const Schema& schema) {
+  Clear();
+  r.PodVec(live_);
+  r.PodVec(free_);
+  const int64_t n = r.I64();
+  Batch b;
+  if (n) b = r.ReadBatch(&schema);
+  int64_t live = 0;
+  bool ok = b.length == n && schema.size() == layout_.width();
+  for (uint8_t x : live_) {
+    ok &= x <= 1;
+    live += x;
+  }
+  for (uint32_t s : free_) ok &= s < live_.size() && !live_[s];
+  ok &= live == n && static_cast<size_t>(live) + free_.size() == live_.size();
+  SnapshotReader::Check(ok, "a row store's slots are inconsistent");
+  uint32_t slot = 0;
+  ForEachRow(b, [&](const Row& row) {
+    while (!live_[slot]) ++slot;
+    Value* dst = Place(slot++);
+    std::memcpy(static_cast<void*>(dst), row.values, layout_.width() * sizeof(Value));
+    layout_.Retain(dst);
+  });
+  live_count_ = static_cast<size_t>(live);
+}
+
+}  // namespace cq

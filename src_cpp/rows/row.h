@@ -1,0 +1,193 @@
+#pragma once
+// The row format of loop regions (rows/ROWS.md). Inside a strongly connected part of the graph the
+// DTS executor runs instant by instant, and an instant carries a row or two: there a batch's
+// machinery (columns, buffers, selection, reference counts) costs far more than the row's work,
+// so operators exchange single rows instead, as the paper's tuple-at-a-time engine did.
+//
+// A Row is a view: its values belong to whoever emits it and stay valid for the call that hands it
+// on (emission is synchronous and depth-first). An operator that keeps a row copies its values
+// into a RowStore.
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+#include "batch/types.h"
+#include "lifetime/expiration_holder.h"
+#include "time/time.h"
+
+namespace cq {
+
+class SnapshotWriter;
+class SnapshotReader;
+
+// An immutable string shared by reference count (single-threaded: an engine runs on one thread at
+// a time). Rows carry strings rarely; the count lets a kept row share the bytes it was given.
+struct StrBlock {
+  mutable uint32_t refs;
+  uint32_t size;
+  const char* data() const { return reinterpret_cast<const char*>(this + 1); }
+  std::string_view view() const { return {data(), size}; }
+};
+
+// A new string with one reference (the caller's).
+const StrBlock* NewString(std::string_view v);
+inline void RetainString(const StrBlock* s) { ++s->refs; }
+inline void ReleaseString(const StrBlock* s) {
+  if (--s->refs == 0) std::free(const_cast<StrBlock*>(s));
+}
+
+// One value: int64, the bits of a double, a bool as 0/1, or a string; `valid` is false for NULL.
+struct Value {
+  union {
+    int64_t i;
+    double d;
+    const StrBlock* s;
+  };
+  bool valid;
+
+  static Value Int(int64_t v) {
+    Value x;
+    x.i = v;
+    x.valid = true;
+    return x;
+  }
+  static Value Double(double v) {
+    Value x;
+    x.d = v;
+    x.valid = true;
+    return x;
+  }
+  static Value Bool(bool v) { return Int(v ? 1 : 0); }
+  static Value Null() {
+    Value x;
+    x.i = 0;
+    x.valid = false;
+    return x;
+  }
+};
+static_assert(sizeof(Value) == 16 && std::is_trivially_copyable_v<Value>);
+
+// A row on an edge, with the same time fields as a batch row (batch/batch.h):
+//   stream row          sync = its timestamp
+//   relation row        sync = start, other = end (Time::Infinity(): never), or holder = the
+//                       expiration holder through which the end is fixed later
+//   negative tuple      sync = the end, other = the start it ends (negative method)
+struct Row {
+  const Value* values = nullptr;
+  Time sync;
+  Time other = Time::Infinity();
+  HolderId holder = kNoHolder;
+
+  bool pending() const { return holder != kNoHolder; }
+};
+
+// What a schema means to rows: the column types, and which columns hold strings (the only values
+// that need more than a copy of their 16 bytes).
+class RowLayout {
+ public:
+  RowLayout() = default;
+  explicit RowLayout(const Schema& schema);
+  size_t width() const { return types_.size(); }
+  const std::vector<TypeId>& types() const { return types_; }
+  bool has_strings() const { return !strings_.empty(); }
+
+  void Retain(const Value* v) const {
+    for (uint32_t c : strings_)
+      if (v[c].valid) RetainString(v[c].s);
+  }
+  void Release(const Value* v) const {
+    for (uint32_t c : strings_)
+      if (v[c].valid) ReleaseString(v[c].s);
+  }
+  // Equal as set operations and ISTREAM's bag difference see values (batch/row_equal.h): NULL
+  // equals NULL, NaN equals NaN, -0.0 equals 0.0.
+  bool Equal(const Value* a, const Value* b) const;
+  // A hash consistent with Equal (and with batch/row_hash.h's key bits).
+  uint64_t Hash(const Value* v) const;
+  // Some of the columns only (grouping and partition keys).
+  bool EqualOn(const std::vector<int>& cols, const Value* a, const Value* b) const;
+  uint64_t HashOn(const std::vector<int>& cols, const Value* v) const;
+
+ private:
+  std::vector<TypeId> types_;
+  std::vector<uint32_t> strings_;
+};
+
+bool ValueEqual(TypeId type, const Value& a, const Value& b);
+// Appends v as the same key bytes batch/row_hash.h's AppendKey writes for it in a column, so that
+// an operator keyed by those bytes reads the same keys in either form.
+void AppendKeyValue(TypeId type, const Value& v, std::string* out);
+uint64_t ValueHash(TypeId type, const Value& v);
+
+// Rows an operator keeps (waiting rows, alive tuples): values copied in, strings retained, one
+// slot per row, slots reused. Slots live in fixed chunks that never move, so a kept row's values
+// may be handed on (emitted) while more rows are added — a loop can come back into the operator
+// during the emission.
+class RowStore {
+ public:
+  RowStore() = default;
+  explicit RowStore(const RowLayout& layout) : layout_(layout) {}
+  RowStore(const RowStore&) = delete;
+  RowStore& operator=(const RowStore&) = delete;
+  RowStore(RowStore&&) = default;
+  RowStore& operator=(RowStore&&) = default;
+  ~RowStore() { Clear(); }
+
+  const RowLayout& layout() const { return layout_; }
+  uint32_t Add(const Value* values);
+  const Value* Get(uint32_t slot) const {
+    return chunks_[slot >> kChunkBits].get() + (slot & kChunkMask) * layout_.width();
+  }
+  void Remove(uint32_t slot);
+  void Clear();
+  size_t size() const { return live_count_; }
+  bool live(uint32_t slot) const { return slot < live_.size() && live_[slot]; }
+  // Engine snapshots: the slots in use and their rows (as one batch of `schema`), and the free
+  // list, so that a restored store hands out the same slots.
+  void Snapshot(SnapshotWriter& w, const std::shared_ptr<const Schema>& schema) const;
+  void Restore(SnapshotReader& r, const Schema& schema);
+  // Slots in use, in slot order.
+  template <typename F>
+  void ForEach(F&& f) const {
+    for (uint32_t s = 0; s < live_.size(); ++s)
+      if (live_[s]) f(s);
+  }
+
+ private:
+  Value* Place(uint32_t slot);  // the slot's values, its chunk made if needed
+  static constexpr uint32_t kChunkBits = 8;
+  static constexpr uint32_t kChunkMask = (1u << kChunkBits) - 1;
+  RowLayout layout_;
+  std::vector<std::unique_ptr<Value[]>> chunks_;
+  std::vector<uint32_t> free_;
+  std::vector<uint8_t> live_;
+  size_t live_count_ = 0;
+};
+
+// A few values on the stack (most loop schemas are narrow), more on the heap.
+class ValueBuffer {
+ public:
+  explicit ValueBuffer(size_t n) {
+    if (n > kFew) {
+      many_.reset(new Value[n]);
+      data_ = many_.get();
+    } else {
+      data_ = few_;
+    }
+  }
+  Value* data() { return data_; }
+  Value& operator[](size_t i) { return data_[i]; }
+
+ private:
+  static constexpr size_t kFew = 8;
+  Value few_[kFew];
+  std::unique_ptr<Value[]> many_;
+  Value* data_;
+};
+
+}  // namespace cq

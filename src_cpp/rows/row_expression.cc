@@ -1,0 +1,323 @@
+#include "rows/row_expression.h"
+
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "batch/bitmap.h"
+#include "engine/errors.h"
+#include "rows/batch_rows.h"
+
+namespace cq {
+
+namespace {
+
+Value FromScalar(const Scalar& s) {
+  if (!s.valid || s.type == TypeId::kNull) return Value::Null();
+  switch (s.type) {
+    case TypeId::kInt64: return Value::Int(s.i64);
+    case TypeId::kFloat64: return Value::Double(s.f64);
+    case TypeId::kBool: return Value::Bool(s.b);
+    case TypeId::kUtf8: {
+      Value v;
+      v.s = NewString(s.str);
+      v.valid = true;
+      return v;
+    }
+    case TypeId::kNull: break;
+  }
+  return Value::Null();
+}
+
+// A one-row column holding v (for the kernels without a scalar function here).
+Column OneRow(TypeId type, const Value& v) {
+  Column c;
+  c.type = type;
+  c.length = 1;
+  if (type == TypeId::kNull || !v.valid) {
+    if (type == TypeId::kNull) {
+      c.null_count = 1;
+      return c;
+    }
+    c.null_count = 1;
+    c.validity = Buffer::AllocateZeroed(1);
+  }
+  switch (type) {
+    case TypeId::kInt64:
+    case TypeId::kFloat64:
+      c.values = Buffer::Allocate(8);
+      std::memcpy(c.values.data, &v.i, 8);
+      if (!v.valid) std::memset(c.values.data, 0, 8);
+      break;
+    case TypeId::kBool:
+      c.values = Buffer::AllocateZeroed(1);
+      if (v.valid && v.i) bitmap::SetTo(c.values.data, 0, true);
+      break;
+    case TypeId::kUtf8: {
+      const std::string_view s = v.valid ? v.s->view() : std::string_view();
+      c.offsets = Buffer::Allocate(8);
+      c.offsets.as<int32_t>()[0] = 0;
+      c.offsets.as<int32_t>()[1] = static_cast<int32_t>(s.size());
+      c.values = Buffer::Allocate(static_cast<int64_t>(s.size()));
+      if (!s.empty()) std::memcpy(c.values.data, s.data(), s.size());
+      break;
+    }
+    case TypeId::kNull: break;
+  }
+  return c;
+}
+
+int64_t Wrap(uint64_t v) { return static_cast<int64_t>(v); }
+
+}  // namespace
+
+// The scalar functions, one per kernel family, with the kernels' semantics (kernels/*.cc).
+struct Natives {
+  using E = RowExpression;
+
+  // Both arguments evaluated, NULL if either is (kPropagate), the strings released after `f`.
+  template <typename F>
+  static Value Binary(const E& e, const Value* row, F f) {
+    bool oa, ob;
+    const Value a = e.Arg(0, row, &oa);
+    if (!a.valid) {
+      E::Drop(e.arg_type(0), a, oa);
+      return Value::Null();
+    }
+    const Value b = e.Arg(1, row, &ob);
+    Value r = b.valid ? f(a, b) : Value::Null();
+    E::Drop(e.arg_type(0), a, oa);
+    E::Drop(e.arg_type(1), b, ob);
+    return r;
+  }
+  template <typename F>
+  static Value Unary(const E& e, const Value* row, F f) {
+    bool oa;
+    const Value a = e.Arg(0, row, &oa);
+    Value r = a.valid ? f(a) : Value::Null();
+    E::Drop(e.arg_type(0), a, oa);
+    return r;
+  }
+
+  static Value AddI(const E& e, const Value* r) {
+    return Binary(e, r, [](Value a, Value b) { return Value::Int(Wrap(static_cast<uint64_t>(a.i) + static_cast<uint64_t>(b.i))); });
+  }
+  static Value SubI(const E& e, const Value* r) {
+    return Binary(e, r, [](Value a, Value b) { return Value::Int(Wrap(static_cast<uint64_t>(a.i) - static_cast<uint64_t>(b.i))); });
+  }
+  static Value MulI(const E& e, const Value* r) {
+    return Binary(e, r, [](Value a, Value b) { return Value::Int(Wrap(static_cast<uint64_t>(a.i) * static_cast<uint64_t>(b.i))); });
+  }
+  static Value AddF(const E& e, const Value* r) { return Binary(e, r, [](Value a, Value b) { return Value::Double(a.d + b.d); }); }
+  static Value SubF(const E& e, const Value* r) { return Binary(e, r, [](Value a, Value b) { return Value::Double(a.d - b.d); }); }
+  static Value MulF(const E& e, const Value* r) { return Binary(e, r, [](Value a, Value b) { return Value::Double(a.d * b.d); }); }
+  static Value DivF(const E& e, const Value* r) {
+    return Binary(e, r, [](Value a, Value b) { return b.d == 0 ? Value::Null() : Value::Double(a.d / b.d); });
+  }
+  static Value ModI(const E& e, const Value* r) {
+    return Binary(e, r, [](Value a, Value b) {
+      if (b.i == 0) return Value::Null();
+      return Value::Int(b.i == -1 ? 0 : a.i % b.i);  // INT64_MIN % -1 overflows in C++; it is 0
+    });
+  }
+  static Value ModF(const E& e, const Value* r) {
+    return Binary(e, r, [](Value a, Value b) { return b.d == 0 ? Value::Null() : Value::Double(std::fmod(a.d, b.d)); });
+  }
+  static Value NegI(const E& e, const Value* r) {
+    return Unary(e, r, [](Value a) { return Value::Int(Wrap(0ull - static_cast<uint64_t>(a.i))); });
+  }
+  static Value NegF(const E& e, const Value* r) { return Unary(e, r, [](Value a) { return Value::Double(-a.d); }); }
+
+  template <typename Op>
+  static Value Compare(const E& e, const Value* r) {
+    Op op;
+    switch (e.arg_type(0)) {
+      case TypeId::kInt64:
+      case TypeId::kBool: return Binary(e, r, [&](Value a, Value b) { return Value::Bool(op(a.i, b.i)); });
+      case TypeId::kFloat64: return Binary(e, r, [&](Value a, Value b) { return Value::Bool(op(a.d, b.d)); });
+      case TypeId::kUtf8: return Binary(e, r, [&](Value a, Value b) { return Value::Bool(op(a.s->view(), b.s->view())); });
+      case TypeId::kNull: break;
+    }
+    return Value::Null();
+  }
+
+  // Three-valued: FALSE AND x is FALSE, TRUE OR x is TRUE, otherwise NULL if either is.
+  template <bool kAnd>
+  static Value AndOr(const E& e, const Value* r) {
+    bool oa, ob;
+    const Value a = e.Arg(0, r, &oa);
+    if (a.valid && (a.i != 0) != kAnd) return Value::Bool(!kAnd);  // decided by a
+    const Value b = e.Arg(1, r, &ob);
+    if (b.valid && (b.i != 0) != kAnd) return Value::Bool(!kAnd);
+    if (!a.valid || !b.valid) return Value::Null();
+    return Value::Bool(kAnd);
+  }
+  static Value Not(const E& e, const Value* r) { return Unary(e, r, [](Value a) { return Value::Bool(a.i == 0); }); }
+
+  template <bool kIsNull>
+  static Value NullTest(const E& e, const Value* r) {
+    bool oa;
+    const Value a = e.Arg(0, r, &oa);
+    const bool valid = a.valid && e.arg_type(0) != TypeId::kNull;
+    E::Drop(e.arg_type(0), a, oa);
+    return Value::Bool(valid != kIsNull);
+  }
+
+  static Value F64ToI64(const E& e, const Value* r) {
+    return Unary(e, r, [](Value a) {
+      const double d = a.d;
+      if (std::isnan(d)) return Value::Int(0);
+      if (d >= 9223372036854775808.0) return Value::Int(std::numeric_limits<int64_t>::max());
+      if (d <= -9223372036854775808.0) return Value::Int(std::numeric_limits<int64_t>::min());
+      return Value::Int(static_cast<int64_t>(d));
+    });
+  }
+  static Value I64ToF64(const E& e, const Value* r) { return Unary(e, r, [](Value a) { return Value::Double(static_cast<double>(a.i)); }); }
+  static Value BoolToI64(const E& e, const Value* r) { return Unary(e, r, [](Value a) { return Value::Int(a.i ? 1 : 0); }); }
+  static Value BoolToF64(const E& e, const Value* r) { return Unary(e, r, [](Value a) { return Value::Double(a.i ? 1.0 : 0.0); }); }
+  static Value I64ToBool(const E& e, const Value* r) { return Unary(e, r, [](Value a) { return Value::Bool(a.i != 0); }); }
+  static Value F64ToBool(const E& e, const Value* r) { return Unary(e, r, [](Value a) { return Value::Bool(a.d != 0); }); }
+
+  // case_when(c1, v1, ..., e): the value of the first TRUE condition, else e.
+  static Value CaseWhen(const E& e, const Value* r) {
+    const size_t n = e.args_.size();
+    for (size_t k = 0; k + 1 < n; k += 2) {
+      bool oc;
+      const Value c = e.Arg(k, r, &oc);
+      if (c.valid && c.i) return Own(e, k + 1, r);
+    }
+    return Own(e, n - 1, r);
+  }
+  // Argument i as a value the caller owns.
+  static Value Own(const E& e, size_t i, const Value* r) {
+    bool o;
+    Value v = e.Arg(i, r, &o);
+    if (!o && e.arg_type(i) == TypeId::kUtf8 && v.valid) RetainString(v.s);
+    return v;
+  }
+
+  static E::Eval Find(const std::string& fn, const std::vector<TypeId>& args) {
+    const TypeId I = TypeId::kInt64, F = TypeId::kFloat64, B = TypeId::kBool;
+    const TypeId a0 = args.empty() ? TypeId::kNull : args[0];
+    if (args.size() == 2 && args[0] == args[1]) {
+      if (a0 == I) {
+        if (fn == "add") return AddI;
+        if (fn == "subtract") return SubI;
+        if (fn == "multiply") return MulI;
+        if (fn == "modulo") return ModI;
+      }
+      if (a0 == F) {
+        if (fn == "add") return AddF;
+        if (fn == "subtract") return SubF;
+        if (fn == "multiply") return MulF;
+        if (fn == "divide") return DivF;
+        if (fn == "modulo") return ModF;
+      }
+      if (a0 != TypeId::kNull) {
+        if (fn == "equal") return Compare<std::equal_to<>>;
+        if (fn == "not_equal") return Compare<std::not_equal_to<>>;
+        if (fn == "less") return Compare<std::less<>>;
+        if (fn == "less_equal") return Compare<std::less_equal<>>;
+        if (fn == "greater") return Compare<std::greater<>>;
+        if (fn == "greater_equal") return Compare<std::greater_equal<>>;
+      }
+      if (a0 == B) {
+        if (fn == "and") return AndOr<true>;
+        if (fn == "or") return AndOr<false>;
+      }
+    }
+    if (args.size() == 1) {
+      if (fn == "is_null") return NullTest<true>;
+      if (fn == "is_not_null") return NullTest<false>;
+      if (fn == "negate" && a0 == I) return NegI;
+      if (fn == "negate" && a0 == F) return NegF;
+      if (fn == "not" && a0 == B) return Not;
+      if (fn == "cast_int64" && a0 == F) return F64ToI64;
+      if (fn == "cast_int64" && a0 == B) return BoolToI64;
+      if (fn == "cast_float64" && a0 == I) return I64ToF64;
+      if (fn == "cast_float64" && a0 == B) return BoolToF64;
+      if (fn == "cast_bool" && a0 == I) return I64ToBool;
+      if (fn == "cast_bool" && a0 == F) return F64ToBool;
+    }
+    if (fn == "case_when" && args.size() >= 3 && args.size() % 2 == 1) return CaseWhen;
+    return nullptr;
+  }
+};
+
+std::unique_ptr<RowExpression> RowExpression::From(const Expression& e) {
+  std::unique_ptr<RowExpression> r(new RowExpression());
+  r->type_ = e.type();
+  if (e.is_column()) {
+    r->kind_ = Kind::kColumn;
+    r->column_ = e.column_index();
+    r->eval_ = EvalColumn;
+    return r;
+  }
+  if (e.is_literal()) {
+    r->kind_ = Kind::kLiteral;
+    r->literal_ = FromScalar(e.literal());
+    r->eval_ = EvalLiteral;
+    return r;
+  }
+  r->kind_ = Kind::kCall;
+  r->kernel_ = e.kernel();
+  std::vector<TypeId> types;
+  for (size_t i = 0; i < e.arg_count(); ++i) {
+    r->args_.push_back(From(e.arg(i)));
+    types.push_back(r->args_.back()->type_);
+  }
+  r->eval_ = Natives::Find(r->kernel_->name, types);
+  if (!r->eval_) r->eval_ = EvalKernel;
+  return r;
+}
+
+RowExpression::~RowExpression() {
+  if (kind_ == Kind::kLiteral && type_ == TypeId::kUtf8 && literal_.valid) ReleaseString(literal_.s);
+}
+
+Value RowExpression::EvalColumn(const RowExpression& e, const Value* row) {
+  const Value v = row[e.column_];
+  if (e.type_ == TypeId::kUtf8 && v.valid) RetainString(v.s);
+  return v;
+}
+
+Value RowExpression::EvalLiteral(const RowExpression& e, const Value*) {
+  if (e.type_ == TypeId::kUtf8 && e.literal_.valid) RetainString(e.literal_.s);
+  return e.literal_;
+}
+
+Value RowExpression::EvalKernel(const RowExpression& e, const Value* row) {
+  // The kernel over one-row columns; literal arguments stay scalars, as the batch form has them.
+  const size_t n = e.args_.size();
+  std::vector<Column> cols(n);
+  std::vector<Datum> args(n);
+  for (size_t i = 0; i < n; ++i) {
+    const RowExpression& a = *e.args_[i];
+    if (a.kind_ == Kind::kLiteral) {
+      Scalar s;
+      s.type = a.type_;
+      s.valid = a.literal_.valid && a.type_ != TypeId::kNull;
+      if (s.valid) {
+        switch (a.type_) {
+          case TypeId::kInt64: s.i64 = a.literal_.i; break;
+          case TypeId::kFloat64: s.f64 = a.literal_.d; break;
+          case TypeId::kBool: s.b = a.literal_.i != 0; break;
+          case TypeId::kUtf8: s.str = std::string(a.literal_.s->view()); break;
+          case TypeId::kNull: break;
+        }
+      }
+      args[i].scalar = s;
+      continue;
+    }
+    bool owned;
+    const Value v = e.Arg(i, row, &owned);
+    cols[i] = OneRow(a.type_, v);
+    Drop(a.type_, v, owned);
+    args[i].column = &cols[i];
+  }
+  const Column out = e.kernel_->fn(std::span<const Datum>(args.data(), n), 1);
+  Value r = ColumnReader{&out}.At(0);
+  return r;
+}
+
+}  // namespace cq

@@ -1,0 +1,44 @@
+#pragma once
+// The row form of an operator (rows/ROWS.md): the same contract as Operator (operators/operator.h)
+// with a row where it has a batch. The DTS executor runs the members of a loop region in this
+// form; an operator without one runs there through a BatchAdapter.
+//
+//   Push      a row arrived on `port`; rows come in non-decreasing time order per port
+//   PushEnd   the end of a row that arrived earlier with a pending holder
+//   AdvanceTo no input below `progress` will arrive any more: release what is final
+//
+// Emission is synchronous: what an operator emits has reached every consumer when Emit returns,
+// so a row's values need to live only through the call. As in batch form, the ends an input fixes
+// go out before the rows it produces, each holder's end exactly once.
+#include "engine/snapshot.h"
+#include "rows/row.h"
+
+namespace cq {
+
+class RowEmitter {
+ public:
+  virtual ~RowEmitter() = default;
+  virtual void Emit(const Row& row) = 0;
+  virtual void EmitEnd(HolderId id, Time end) = 0;
+};
+
+class RowOperator {
+ public:
+  virtual ~RowOperator() = default;
+  virtual void Push(int port, const Row& row, RowEmitter& out) = 0;
+  virtual void PushEnd(int port, HolderId id, Time end, RowEmitter& out) { out.EmitEnd(id, end); }
+  virtual void AdvanceTo(Time progress, RowEmitter& out) {}
+  // As Operator::next_firing: the next instant at which it emits by itself.
+  virtual Time next_firing(int64_t last_tick) const { return Time::Infinity(); }
+  virtual void Closing(int64_t last_tick) {}
+  // False when the operator keeps nothing between calls (AdvanceTo, next_firing and Closing are
+  // the defaults): the executor then never calls them, which in a loop saves a call per operator
+  // and instant.
+  virtual bool stateful() const { return true; }
+
+  // Engine snapshots of what the row form keeps (the batch form's state is written beside it).
+  virtual void Snapshot(SnapshotWriter& w) const {}
+  virtual void Restore(SnapshotReader& r) {}
+};
+
+}  // namespace cq

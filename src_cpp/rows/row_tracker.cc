@@ -1,0 +1,277 @@
+#include "rows/row_tracker.h"
+
+#include <algorithm>
+
+#include "batch/few_on_stack.h"
+#include "engine/errors.h"
+#include "engine/snapshot.h"
+
+namespace cq {
+
+void RowTracker::AppendBagDifference(const std::vector<uint32_t>& a, const std::vector<uint32_t>& b,
+                                     std::vector<uint32_t>& out) const {
+  FewOnStack<uint8_t, 64> used(b.size(), 0);  // which rows of b have cancelled one of a
+  const RowLayout& l = layout();
+  for (uint32_t x : a) {
+    bool cancelled = false;
+    for (size_t k = 0; k < b.size() && !cancelled; ++k)
+      if (!used[k] && l.Equal(values(b[k]), values(x))) used[k] = cancelled = true;
+    if (!cancelled) out.push_back(x);
+  }
+}
+
+void RowTracker::SnapshotStore(SnapshotWriter& w) const {
+  store_.Snapshot(w, schema_);
+  w.PodVec(released_);
+}
+
+void RowTracker::RestoreStore(SnapshotReader& r) {
+  store_.Restore(r, *schema_);
+  r.PodVec(released_);
+  bool ok = true;
+  for (uint32_t s : released_) ok &= store_.live(s);
+  CQ_SNAPSHOT_CHECK(ok, "a tracker lets go of rows it does not hold");
+}
+
+// ---- direct ----------------------------------------------------------------------------------
+
+void RowRelationTracker::Push(const Row& row) {
+  const uint32_t slot = store_.Add(row.values);
+  uint32_t h;
+  if (!free_held_.empty()) {
+    h = free_held_.back();
+    free_held_.pop_back();
+  } else {
+    h = static_cast<uint32_t>(held_.size());
+    held_.emplace_back();
+  }
+  held_[h] = {slot, row.pending() ? Time::MinusInfinity() : row.other, row.holder};
+  if (row.pending()) Put(held_pending_, row.holder, h);
+  const HeapItem item{row.sync, arrivals_++, h};
+  if (fifo_head_ == fifo_.size() || !(item.start < fifo_.back().start)) {
+    fifo_.push_back(item);
+  } else {
+    heap_.push_back(item);
+    std::push_heap(heap_.begin(), heap_.end(), std::greater<HeapItem>());
+  }
+}
+
+const RowRelationTracker::HeapItem* RowRelationTracker::NextHeld() const {
+  const HeapItem* f = fifo_head_ < fifo_.size() ? &fifo_[fifo_head_] : nullptr;
+  if (heap_.empty()) return f;
+  if (!f || *f > heap_.front()) return &heap_.front();
+  return f;
+}
+
+void RowRelationTracker::PopHeld(const HeapItem* item) {
+  if (!heap_.empty() && item == &heap_.front()) {
+    std::pop_heap(heap_.begin(), heap_.end(), std::greater<HeapItem>());
+    heap_.pop_back();
+    return;
+  }
+  if (++fifo_head_ == fifo_.size()) {
+    fifo_.clear();
+    fifo_head_ = 0;
+  } else if (fifo_head_ >= 4096 && fifo_head_ * 2 >= fifo_.size()) {
+    fifo_.erase(fifo_.begin(), fifo_.begin() + static_cast<std::ptrdiff_t>(fifo_head_));
+    fifo_head_ = 0;
+  }
+}
+
+void RowRelationTracker::PushEnd(HolderId id, Time end) {
+  if (id < undetermined_.size() && undetermined_[id] != kNone) {
+    const uint32_t slot = undetermined_[id];
+    undetermined_[id] = kNone;
+    if (end.IsInfinite()) {
+      if (!track_alive_) Release(slot);  // never ends: nothing more to see of it
+    } else {
+      expiring_.Insert({end, slot});
+    }
+    return;
+  }
+  if (id < held_pending_.size() && held_pending_[id] != kNone) {
+    // Its start is still held: the end is written there (the id may be reused once it is out).
+    held_[held_pending_[id]].end = end;
+    held_[held_pending_[id]].holder = kNoHolder;
+    held_pending_[id] = kNone;
+  }
+}
+
+Time RowRelationTracker::next_instant() const {
+  Time t = expiring_.next_end();
+  if (const HeapItem* h = NextHeld()) t = std::min(t, h->start);
+  return t;
+}
+
+void RowRelationTracker::AddAlive(uint32_t slot) {
+  if (slot >= alive_pos_.size()) alive_pos_.resize(std::max<size_t>(slot + 1, alive_pos_.size() * 2), kNone);
+  alive_pos_[slot] = static_cast<uint32_t>(alive_.size());
+  alive_.push_back(slot);
+}
+
+void RowRelationTracker::RemoveAlive(uint32_t slot) {
+  CQ_CHECK(slot < alive_pos_.size() && alive_pos_[slot] != kNone, "an ending tuple was not alive");
+  const uint32_t pos = alive_pos_[slot];
+  alive_pos_[slot] = kNone;
+  if (pos + 1 != alive_.size()) {
+    alive_[pos] = alive_.back();
+    alive_pos_[alive_[pos]] = pos;
+  }
+  alive_.pop_back();
+}
+
+void RowRelationTracker::AdvanceTo(Time progress, const Visitor& visit) {
+  // The lists are taken out while in use: a visitor whose emission comes back into the tracker
+  // (through a loop) must not find them half way.
+  std::vector<uint32_t> starts = std::move(starts_), ends = std::move(ends_);
+  for (;;) {
+    const Time t = next_instant();
+    if (!(t < progress)) break;
+    starts.clear();
+    ends.clear();
+    expiring_.ExpireThrough(t, [&](const Entry& e) { ends.push_back(e.slot); });
+    for (const HeapItem* h = NextHeld(); h && h->start == t; h = NextHeld()) {
+      const uint32_t k = h->held;
+      PopHeld(h);
+      const Held held = held_[k];
+      free_held_.push_back(k);
+      const bool pending = held.end == Time::MinusInfinity();
+      if (pending) {
+        held_pending_[held.holder] = kNone;
+        Put(undetermined_, held.holder, held.slot);
+      } else if (held.end == t) {
+        Release(held.slot);  // a ghost: in I(t) and D(t) at once, so in neither
+        continue;
+      }
+      starts.push_back(held.slot);
+      if (track_alive_) AddAlive(held.slot);
+      if (!pending) {
+        if (!held.end.IsInfinite()) expiring_.Insert({held.end, held.slot});
+        else if (!track_alive_) Release(held.slot);
+      }
+    }
+    if (track_alive_)
+      for (uint32_t s : ends) RemoveAlive(s);
+    visit(t, starts, ends);
+    for (uint32_t s : ends) Release(s);
+  }
+  starts.clear();
+  ends.clear();
+  starts_ = std::move(starts);
+  ends_ = std::move(ends);
+}
+
+void RowRelationTracker::Snapshot(SnapshotWriter& w) const {
+  SnapshotStore(w);
+  w.PodVec(held_);
+  w.PodVec(free_held_);
+  w.PodVec(heap_);
+  w.PodVec(fifo_.data() + fifo_head_, fifo_.size() - fifo_head_);
+  w.U64(arrivals_);
+  w.PodVec(held_pending_);
+  w.PodVec(undetermined_);
+  expiring_.Snapshot(w);
+  w.PodVec(alive_);
+}
+
+void RowRelationTracker::Restore(SnapshotReader& r) {
+  RestoreStore(r);
+  r.PodVec(held_);
+  r.PodVec(free_held_);
+  r.PodVec(heap_);
+  r.PodVec(fifo_);
+  fifo_head_ = 0;
+  arrivals_ = r.U64();
+  r.PodVec(held_pending_);
+  r.PodVec(undetermined_);
+  expiring_.Restore(r);
+  r.PodVec(alive_);
+  bool ok = std::is_heap(heap_.begin(), heap_.end(), std::greater<HeapItem>());
+  for (uint32_t k : free_held_) ok &= k < held_.size();
+  for (const HeapItem& x : heap_) ok &= x.held < held_.size() && store_.live(held_[x.held].slot);
+  for (const HeapItem& x : fifo_) ok &= x.held < held_.size() && store_.live(held_[x.held].slot);
+  for (size_t k = 1; k < fifo_.size(); ++k) ok &= !(fifo_[k].start < fifo_[k - 1].start);
+  for (uint32_t k : held_pending_) ok &= k == kNone || k < held_.size();
+  for (uint32_t s : undetermined_) ok &= s == kNone || store_.live(s);
+  expiring_.ForEach([&](const Entry& e) { ok &= store_.live(e.slot); });
+  for (uint32_t s : alive_) ok &= store_.live(s);
+  CQ_SNAPSHOT_CHECK(ok, "a relation tracker refers to rows it does not hold");
+  alive_pos_.clear();
+  for (size_t k = 0; k < alive_.size(); ++k) {
+    if (alive_[k] >= alive_pos_.size()) alive_pos_.resize(alive_[k] + 1, kNone);
+    alive_pos_[alive_[k]] = static_cast<uint32_t>(k);
+  }
+}
+
+// ---- negative --------------------------------------------------------------------------------
+
+void RowNegativeTracker::Push(const Row& row) {
+  // Every tuple is stamped with its instant (`sync`): a positive's end is open, a negative's
+  // `other` is the start it ends.
+  const uint32_t slot = store_.Add(row.values);
+  Instant& at = pending_[row.sync];
+  (row.other.IsInfinite() ? at.positives : at.negatives).push_back(slot);
+}
+
+void RowNegativeTracker::AdvanceTo(Time progress, const Visitor& visit) {
+  while (!pending_.empty() && pending_.begin()->first < progress) {
+    auto node = pending_.extract(pending_.begin());
+    const Time t = node.key();
+    const Instant& at = node.mapped();
+    if (track_alive_) {
+      // R(t): positives join, then negatives leave (a ghost's positive and negative are both at t).
+      for (uint32_t p : at.positives) alive_.Insert(layout().Hash(values(p)), p);
+      for (uint32_t q : at.negatives) {
+        uint32_t p;
+        const bool found =
+            alive_.Take(layout().Hash(values(q)), [&](uint32_t x) { return layout().Equal(values(x), values(q)); }, &p);
+        CQ_CHECK(found, "a negative tuple without its positive");
+        Release(p);
+      }
+    }
+    visit(t, at.positives, at.negatives);
+    for (uint32_t q : at.negatives) Release(q);
+    if (!track_alive_)
+      for (uint32_t p : at.positives) Release(p);
+  }
+}
+
+void RowNegativeTracker::Alive(std::vector<uint32_t>& out) const {
+  out.clear();
+  alive_.ForEach([&](uint32_t s) { out.push_back(s); });
+}
+
+void RowNegativeTracker::Snapshot(SnapshotWriter& w) const {
+  SnapshotStore(w);
+  w.U64(pending_.size());
+  for (const auto& [t, at] : pending_) {
+    w.Pod(t);
+    w.PodVec(at.positives);
+    w.PodVec(at.negatives);
+  }
+  alive_.Snapshot(w);
+}
+
+void RowNegativeTracker::Restore(SnapshotReader& r) {
+  RestoreStore(r);
+  pending_.clear();
+  bool ok = true;
+  for (size_t n = r.Count(16); n > 0; --n) {
+    const Time t = r.Pod<Time>();
+    Instant& at = pending_[t];
+    r.PodVec(at.positives);
+    r.PodVec(at.negatives);
+    for (uint32_t s : at.positives) ok &= store_.live(s);
+    for (uint32_t s : at.negatives) ok &= store_.live(s);
+  }
+  CQ_SNAPSHOT_CHECK(ok, "a negative tracker refers to rows it does not hold");
+  alive_.Restore(r, [&](uint32_t s) { return store_.live(s); });
+}
+
+std::unique_ptr<RowTracker> MakeRowTracker(bool negative, ExpirationPolicy policy, bool track_alive,
+                                           const Schema& stored) {
+  if (negative) return std::make_unique<RowNegativeTracker>(stored, track_alive);
+  return std::make_unique<RowRelationTracker>(stored, policy, track_alive);
+}
+
+}  // namespace cq

@@ -1,0 +1,164 @@
+#pragma once
+// The row form of InstantTracker (lifetime/instant_tracker.h): what ISTREAM, DSTREAM, RSTREAM and
+// the aggregate see of their input relation inside a loop region — the bags of tuples that start
+// and that end at each instant, once the instant is complete. The two lifetime methods behind one
+// interface, as there:
+//   RowRelationTracker  (direct)    lifetimes [start, end) with known or pending ends
+//   RowNegativeTracker  (negative)  positive tuples at their start, negative tuples at their end
+// Rows are kept in a RowStore, by slot. A slot let go of stays readable until Collect(), which the
+// owner calls when none of its rows is on its way downstream (a loop may bring a row back into the
+// owner while it emits).
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "batch/hash_multimap.h"
+#include "lifetime/expiration_set.h"
+#include "rows/row.h"
+
+namespace cq {
+
+class RowTracker {
+ public:
+  // A non-owning reference to the owner's visitor (a lambda living through the call).
+  class Visitor {
+   public:
+    template <typename F>
+    Visitor(const F& f)  // NOLINT: implicit, so that a lambda can be passed as is
+        : obj_(&f), call_([](const void* o, Time t, const std::vector<uint32_t>& s, const std::vector<uint32_t>& e) {
+            (*static_cast<const F*>(o))(t, s, e);
+          }) {}
+    void operator()(Time t, const std::vector<uint32_t>& s, const std::vector<uint32_t>& e) const {
+      call_(obj_, t, s, e);
+    }
+
+   private:
+    const void* obj_;
+    void (*call_)(const void*, Time, const std::vector<uint32_t>&, const std::vector<uint32_t>&);
+  };
+
+  // `stored`: the schema of the rows pushed.
+  explicit RowTracker(const Schema& stored)
+      : schema_(std::make_shared<const Schema>(stored)), store_(RowLayout(stored)) {}
+  virtual ~RowTracker() = default;
+
+  virtual void Push(const Row& row) = 0;
+  virtual void PushEnd(HolderId id, Time end) = 0;
+  // visit(t, starts, ends) for every complete instant t < progress where something happens, in
+  // time order; ghosts (start = end) appear in neither list. Rows pushed during a visit wait for
+  // a later instant.
+  virtual void AdvanceTo(Time progress, const Visitor& visit) = 0;
+  // The next instant at which something happens (Time::Infinity() when nothing is pending).
+  virtual Time next_instant() const = 0;
+  // The tuples alive now (only when made to track them, for RSTREAM), in no particular order.
+  virtual void Alive(std::vector<uint32_t>& out) const = 0;
+  virtual bool any_alive() const = 0;
+
+  const Value* values(uint32_t slot) const { return store_.Get(slot); }
+  const RowLayout& layout() const { return store_.layout(); }
+  const std::shared_ptr<const Schema>& schema() const { return schema_; }
+  // Frees the slots let go of since the last call.
+  void Collect() {
+    for (uint32_t s : released_) store_.Remove(s);
+    released_.clear();
+  }
+  // The rows of `a` left after taking away, as bags, rows of `b` with equal values (ISTREAM is
+  // starts − ends, DSTREAM ends − starts), appended to `out`.
+  void AppendBagDifference(const std::vector<uint32_t>& a, const std::vector<uint32_t>& b,
+                           std::vector<uint32_t>& out) const;
+  size_t kept_rows() const { return store_.size() - released_.size(); }
+
+  virtual void Snapshot(SnapshotWriter& w) const = 0;
+  virtual void Restore(SnapshotReader& r) = 0;
+
+ protected:
+  void Release(uint32_t slot) { released_.push_back(slot); }
+  void SnapshotStore(SnapshotWriter& w) const;
+  void RestoreStore(SnapshotReader& r);
+
+  std::shared_ptr<const Schema> schema_;
+  RowStore store_;
+  std::vector<uint32_t> released_;
+};
+
+class RowRelationTracker final : public RowTracker {
+ public:
+  RowRelationTracker(const Schema& stored, ExpirationPolicy policy, bool track_alive)
+      : RowTracker(stored), track_alive_(track_alive), expiring_(policy) {}
+  void Push(const Row& row) override;
+  void PushEnd(HolderId id, Time end) override;
+  void AdvanceTo(Time progress, const Visitor& visit) override;
+  Time next_instant() const override;
+  void Alive(std::vector<uint32_t>& out) const override { out.assign(alive_.begin(), alive_.end()); }
+  bool any_alive() const override { return !alive_.empty(); }
+  void Snapshot(SnapshotWriter& w) const override;
+  void Restore(SnapshotReader& r) override;
+
+ private:
+  static constexpr uint32_t kNone = 0xFFFFFFFFu;
+  // A start held back until its instant is complete, with its end (MinusInfinity: pending).
+  struct Held {
+    uint32_t slot;
+    Time end;
+    HolderId holder;
+  };
+  struct HeapItem {
+    Time start;
+    uint64_t order;
+    uint32_t held;  // into held_
+    bool operator>(const HeapItem& o) const { return start != o.start ? o.start < start : order > o.order; }
+  };
+  struct Entry {
+    Time end;
+    uint32_t slot;
+  };
+  const HeapItem* NextHeld() const;
+  void PopHeld(const HeapItem* item);
+  void AddAlive(uint32_t slot);
+  void RemoveAlive(uint32_t slot);
+  static void Put(std::vector<uint32_t>& by_id, HolderId id, uint32_t v) {
+    if (id >= by_id.size()) by_id.resize(std::max<size_t>(id + 1, by_id.size() * 2), kNone);
+    by_id[id] = v;
+  }
+
+  bool track_alive_;
+  // Held starts: in start order on the common path (a FIFO, O(1) a row), a min-heap for the rows
+  // of several inputs interleaving (a start below the FIFO's tail).
+  std::vector<Held> held_;
+  std::vector<uint32_t> free_held_;
+  std::vector<HeapItem> fifo_, heap_;
+  size_t fifo_head_ = 0;
+  uint64_t arrivals_ = 0;
+  std::vector<uint32_t> held_pending_;  // by holder id: the held_ entry of a held pending start
+  std::vector<uint32_t> undetermined_;  // by holder id: the slot of a started row, end pending
+  ExpirationSet<Entry> expiring_;
+  std::vector<uint32_t> alive_;      // track_alive: the slots alive
+  std::vector<uint32_t> alive_pos_;  // by slot: its place in alive_
+  std::vector<uint32_t> starts_, ends_;  // AdvanceTo's lists, kept for their capacity
+};
+
+class RowNegativeTracker final : public RowTracker {
+ public:
+  RowNegativeTracker(const Schema& stored, bool track_alive) : RowTracker(stored), track_alive_(track_alive) {}
+  void Push(const Row& row) override;
+  void PushEnd(HolderId, Time) override {}  // negative tuples carry the ends
+  void AdvanceTo(Time progress, const Visitor& visit) override;
+  Time next_instant() const override { return pending_.empty() ? Time::Infinity() : pending_.begin()->first; }
+  void Alive(std::vector<uint32_t>& out) const override;
+  bool any_alive() const override { return !alive_.empty(); }
+  void Snapshot(SnapshotWriter& w) const override;
+  void Restore(SnapshotReader& r) override;
+
+ private:
+  struct Instant {
+    std::vector<uint32_t> positives, negatives;
+  };
+  bool track_alive_;
+  std::map<Time, Instant> pending_;  // events of instants not complete yet
+  HashMultimap<uint32_t> alive_;     // track_alive: positives alive, by value hash
+};
+
+std::unique_ptr<RowTracker> MakeRowTracker(bool negative, ExpirationPolicy policy, bool track_alive,
+                                           const Schema& stored);
+
+}  // namespace cq
