@@ -12,12 +12,6 @@ namespace cq {
 
 namespace {
 
-uint64_t DoubleBits(double x) {
-  uint64_t b;
-  std::memcpy(&b, &x, 8);
-  return b;
-}
-
 // "k0", "a1", ...: an output column's name when the plan gives none.
 std::string DefaultName(char prefix, size_t i) {
   std::string name(1, prefix);
@@ -35,7 +29,7 @@ double BitsDouble(uint64_t b) {
 
 Aggregate::Aggregate(std::vector<std::unique_ptr<Expression>> keys, std::vector<Spec> aggs, Schema output,
                      Input input, ExpirationPolicy policy, HolderTable* holders)
-    : keys_(std::move(keys)), output_(std::move(output)), input_(input), holders_(holders),
+    : keys_(std::move(keys)), output_(std::move(output)), input_(input), policy_(policy), holders_(holders),
       index_([&] {
         std::vector<TypeId> types;
         for (const auto& k : keys_) types.push_back(k->type());
@@ -195,18 +189,12 @@ template <size_t kNa>
         break;
       case Op::kInt: {
         const ArgView& v = views[agg.arg];
-        if (!v.IsValid(row)) break;
-        acc[a].count += sign;
-        acc[a].isum += sign > 0 ? v.I64(row) : -static_cast<__int128>(v.I64(row));
+        if (v.IsValid(row)) aggfn::AddInt(acc[a], v.I64(row), sign);
         break;
       }
       case Op::kDouble: {
         const ArgView& v = views[agg.arg];
-        if (!v.IsValid(row)) break;
-        // A sum of doubles that added and took away the same values need not be 0 again: an
-        // empty group starts from 0 exactly.
-        if ((acc[a].count += sign) == 0) acc[a].dsum = 0;
-        else acc[a].dsum += static_cast<double>(sign) * v.F64(row);
+        if (v.IsValid(row)) aggfn::AddDouble(acc[a], v.F64(row), sign);
         break;
       }
       case Op::kMultiset:
@@ -217,38 +205,16 @@ template <size_t kNa>
 }
 
 void Aggregate::ApplyMultiset(const Agg& agg, const Column& c, int64_t row, uint32_t g, int64_t sign) {
-  Multiset& set = sets_[g * sets_per_group_ + agg.set];
-  Acc& acc = accs_[g * na_ + (&agg - aggs_.data())];
-  // Copies of the value before and after; DISTINCT aggregates count and sum the values whose
-  // copies go from 0 to 1 or back.
-  int64_t after = 0;
-  auto update = [&](auto& map, auto key) {
-    auto [it, added] = map.try_emplace(std::move(key), 0);
-    after = it->second += sign;
-    if (after == 0) map.erase(it);
-  };
+  aggfn::Arg v;
   switch (c.type) {
-    case TypeId::kInt64: update(set.ints, c.i64()[row]); break;
-    case TypeId::kBool: update(set.ints, int64_t{c.BoolAt(row)}); break;
-    case TypeId::kFloat64: update(set.doubles, c.f64()[row] == 0 ? 0.0 : c.f64()[row]); break;
-    case TypeId::kUtf8: {
-      const std::string_view v = c.StrAt(row);
-      if (auto it = set.strings.find(v); it != set.strings.end()) {
-        after = it->second += sign;
-        if (after == 0) set.strings.erase(it);
-      } else {
-        set.strings.emplace(std::string(v), sign);
-        after = sign;
-      }
-      break;
-    }
+    case TypeId::kInt64: v.i = c.i64()[row]; break;
+    case TypeId::kBool: v.i = c.BoolAt(row); break;
+    case TypeId::kFloat64: v.d = c.f64()[row]; break;
+    case TypeId::kUtf8: v.s = c.StrAt(row); break;
     case TypeId::kNull: return;
   }
-  if (!agg.distinct || !(after == 0 || (after == 1 && sign > 0))) return;
-  const int64_t d = after == 0 ? -1 : 1;  // a distinct value left or came
-  acc.count += d;
-  if (c.type == TypeId::kInt64) acc.isum += static_cast<__int128>(d) * c.i64()[row];
-  if (c.type == TypeId::kFloat64) acc.dsum = acc.count == 0 ? 0 : acc.dsum + static_cast<double>(d) * c.f64()[row];
+  aggfn::ApplyMultiset(sets_[g * sets_per_group_ + agg.set], accs_[g * na_ + (&agg - aggs_.data())], c.type, v, sign,
+                       agg.distinct);
 }
 
 template <size_t kNa>
@@ -256,57 +222,8 @@ template <size_t kNa>
   const size_t na = kNa ? kNa : na_;
   const Agg& agg = aggs_[a];
   const Acc& acc = accs_[g * na + a];
-  Value v;
-  switch (agg.fn) {
-    case Fn::kCountStar:
-    case Fn::kCount:
-      v.valid = true;
-      v.bits = static_cast<uint64_t>(acc.count);
-      return v;
-    case Fn::kSum:
-    case Fn::kAvg: {
-      if (acc.count == 0) return v;
-      v.valid = true;
-      const bool ints = agg.arg_type != TypeId::kFloat64;
-      if (agg.fn == Fn::kSum && agg.type == TypeId::kInt64) {
-        v.bits = static_cast<uint64_t>(acc.isum);  // wraps, as int64 arithmetic does
-        return v;
-      }
-      // (A sum that fits 64 bits converts in one instruction; the 128-bit conversion is a call.)
-      const int64_t narrow = static_cast<int64_t>(acc.isum);
-      double x = !ints ? acc.dsum : narrow == acc.isum ? static_cast<double>(narrow) : static_cast<double>(acc.isum);
-      if (agg.fn == Fn::kAvg) x /= static_cast<double>(acc.count);
-      v.bits = DoubleBits(x);
-      return v;
-    }
-    case Fn::kMin:
-    case Fn::kMax: return Extreme(g, agg, s);
-  }
-  return v;
-}
-
-Aggregate::Value Aggregate::Extreme(uint32_t g, const Agg& agg, std::string* s) const {
-  const Multiset& set = sets_[g * sets_per_group_ + agg.set];
-  const bool min = agg.fn == Fn::kMin;
-  Value v;
-  switch (agg.arg_type) {
-    case TypeId::kInt64:
-    case TypeId::kBool:
-      if (set.ints.empty()) return v;
-      v.bits = static_cast<uint64_t>(min ? set.ints.begin()->first : set.ints.rbegin()->first);
-      break;
-    case TypeId::kFloat64:
-      if (set.doubles.empty()) return v;
-      v.bits = DoubleBits(min ? set.doubles.begin()->first : set.doubles.rbegin()->first);
-      break;
-    case TypeId::kUtf8:
-      if (set.strings.empty()) return v;
-      *s = min ? set.strings.begin()->first : set.strings.rbegin()->first;
-      break;
-    case TypeId::kNull: return v;
-  }
-  v.valid = true;
-  return v;
+  if (agg.fn != Fn::kMin && agg.fn != Fn::kMax) return aggfn::Compute(agg.fn, agg.type, agg.arg_type, acc);
+  return aggfn::Extreme(agg.fn == Fn::kMin, agg.arg_type, sets_[g * sets_per_group_ + agg.set], s);
 }
 
 // ---- results ---------------------------------------------------------------------------------

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "batch/group_index.h"
+#include "operators/aggregate_functions.h"
 #include "kernels/expression.h"
 #include "lifetime/expiration_set.h"
 #include "lifetime/instant_tracker.h"
@@ -52,6 +53,7 @@ class Aggregate final : public Operator {
   void Push(int port, const Batch& batch, Emitter& out) override;
   void PushEnds(int port, const EndBatch& ends, Emitter& out) override;
   void AdvanceTo(Time progress, Emitter& out) override;
+  std::unique_ptr<RowOperator> ToRows() override;
   Time next_firing(int64_t last_tick) const override;
   const Schema& output_schema() const override { return output_; }
   BatchKind output_kind() const override { return BatchKind::kLifetime; }
@@ -60,9 +62,9 @@ class Aggregate final : public Operator {
   void Restore(SnapshotReader& r) override;
 
  private:
-  enum class Fn : uint8_t { kCountStar, kCount, kSum, kAvg, kMin, kMax };
-  // What a row does to an accumulator, decided once per aggregate rather than per row.
-  enum class Op : uint8_t { kRows, kNothing, kCountValid, kInt, kDouble, kMultiset };
+  class Rows;
+  using Fn = aggfn::Fn;
+  using Op = aggfn::Op;
   struct Agg {
     Fn fn;
     Op op;
@@ -73,26 +75,9 @@ class Aggregate final : public Operator {
     int set = -1;     // multiset (MIN, MAX, DISTINCT)
     std::unique_ptr<Expression> expr;
   };
-  // Non-null values (rows for COUNT(*)) and their sum; with DISTINCT, of the distinct values.
-  // Integers are summed exactly in 128 bits: SUM wraps to int64 at the end as SQL engines do, and
-  // AVG divides the exact sum.
-  struct Acc {
-    int64_t count = 0;
-    __int128 isum = 0;
-    double dsum = 0;
-  };
-  struct DoubleLess {  // a total order, NaN last, so that a NaN cannot break the map
-    bool operator()(double a, double b) const { return a < b || (b != b && a == a); }
-  };
-  struct Multiset {  // value -> copies; one map used, by the argument's type (bool as 0/1)
-    std::map<int64_t, int64_t> ints;
-    std::map<double, int64_t, DoubleLess> doubles;
-    std::map<std::string, int64_t, std::less<>> strings;
-  };
-  struct Value {  // a result: int64, double bits or bool; utf8 results live in a string beside it
-    uint64_t bits = 0;
-    bool valid = false;
-  };
+  using Acc = aggfn::Acc;
+  using Multiset = aggfn::Multiset;
+  using Value = aggfn::Result;
   // Input rows retained by kConstant and kNegative, in time order: one chunk per input batch, or a
   // merge of several when a union delivered them out of order.
   // An argument column as the per-row loop reads it: no indirection through Column and Buffer.
@@ -141,7 +126,6 @@ class Aggregate final : public Operator {
   void EndInstant(Time t);
   template <size_t kNa>
   Value Compute(uint32_t g, size_t a, std::string* s) const;
-  Value Extreme(uint32_t g, const Agg& agg, std::string* s) const;  // MIN, MAX
   template <size_t kNa>
   void Open(uint32_t g, Time t);
   template <size_t kNa>
@@ -166,6 +150,7 @@ class Aggregate final : public Operator {
   Schema output_;
   std::shared_ptr<const Schema> shared_output_;
   Input input_;
+  ExpirationPolicy policy_;
   HolderTable* holders_;
   GroupIndex index_;
   bool has_strings_ = false;  // some result is utf8

@@ -71,6 +71,22 @@ void QuerySink::ColumnBuilder::AddInt(int64_t v, bool is_valid) {
   nulls += !is_valid;
 }
 
+void QuerySink::ColumnBuilder::AddValue(const Value& v) {
+  const bool ok = v.valid && type != TypeId::kNull;
+  valid.push_back(ok);
+  nulls += !ok;
+  switch (type) {
+    case TypeId::kInt64:
+    case TypeId::kBool: i64.push_back(ok ? v.i : 0); break;
+    case TypeId::kFloat64: f64.push_back(ok ? v.d : 0.0); break;
+    case TypeId::kUtf8:
+      if (ok) bytes.append(v.s->view());
+      offsets.push_back(static_cast<int32_t>(bytes.size()));
+      break;
+    case TypeId::kNull: break;
+  }
+}
+
 void QuerySink::ColumnBuilder::Add(const Column& c, int64_t row) {
   const bool ok = c.type != TypeId::kNull && c.IsValid(row);
   valid.push_back(ok);

@@ -27,6 +27,7 @@ class QuerySink final : public Operator {
   void Push(int port, const Batch& batch, Emitter& out) override;
   void PushEnds(int port, const EndBatch& ends, Emitter& out) override;
   void AdvanceTo(Time progress, Emitter& out) override;
+  std::unique_ptr<RowOperator> ToRows() override;
   const Schema& output_schema() const override { return output_; }
   BatchKind output_kind() const override { return kind_; }
   std::string Explain() const override;
@@ -39,6 +40,7 @@ class QuerySink final : public Operator {
   int64_t waiting_rows() const { return waiting_; }
 
  private:
+  class Rows;
   // Rows of `b` (compact) with their ends, as an output chunk.
   void Output(const Batch& b, const uint32_t* rows, int64_t n, const TimeColumn* ends);
   // The Negative Tuple method: a relation row is final when its negative tuple arrives.
@@ -66,6 +68,7 @@ class QuerySink final : public Operator {
     int64_t nulls = 0;
     void Add(const Column& c, int64_t row);
     void AddInt(int64_t v, bool is_valid);
+    void AddValue(const Value& v);
     Column Finish();
   };
   std::vector<ColumnBuilder> small_;  // one per output column

@@ -67,6 +67,11 @@ class RowTracker {
   void AppendBagDifference(const std::vector<uint32_t>& a, const std::vector<uint32_t>& b,
                            std::vector<uint32_t>& out) const;
   size_t kept_rows() const { return store_.size() - released_.size(); }
+  // f(values) for every row kept (for owners checking a restored snapshot).
+  template <typename F>
+  void ForEachKept(F&& f) const {
+    store_.ForEach([&](uint32_t s) { f(store_.Get(s)); });
+  }
 
   virtual void Snapshot(SnapshotWriter& w) const = 0;
   virtual void Restore(SnapshotReader& r) = 0;

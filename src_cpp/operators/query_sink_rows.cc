@@ -1,0 +1,130 @@
+// The query output's row form (rows/ROWS.md): under hybrid=False every operator below the sources
+// runs in a loop region, the outputs too. Rows go into the same growing columns as the batch
+// form's small batches do, and leave as the same chunks; a relation row waits here for its end.
+#include "batch/hash_multimap.h"
+#include "batch/row_hash.h"
+#include "engine/errors.h"
+#include "engine/snapshot.h"
+#include "operators/query_sink.h"
+
+namespace cq {
+
+class QuerySink::Rows final : public RowOperator {
+ public:
+  explicit Rows(QuerySink* sink)
+      : s_(sink), schema_(std::make_shared<const Schema>(sink->input_)), store_(RowLayout(sink->input_)) {}
+
+  void Push(int, const Row& row, RowEmitter&) override {
+    if (s_->kind_ == BatchKind::kStream) {
+      Output(row.values, row.sync, Time::Infinity());
+      return;
+    }
+    if (s_->negative_) {
+      PushNegative(row);
+      return;
+    }
+    if (!row.pending()) {
+      Output(row.values, row.sync, row.other);
+      return;
+    }
+    if (row.holder >= waiting_.size()) waiting_.resize(std::max<size_t>(row.holder + 1, waiting_.size() * 2), kNone);
+    CQ_CHECK(waiting_[row.holder].slot == kNone.slot,
+             "expiration holder " + std::to_string(row.holder) + " in use twice");
+    waiting_[row.holder] = {store_.Add(row.values), row.sync};
+  }
+
+  void PushEnd(int, HolderId id, Time end, RowEmitter&) override {
+    if (id >= waiting_.size() || waiting_[id].slot == kNone.slot) return;  // never reached this query
+    const Waiting w = waiting_[id];
+    waiting_[id] = kNone;
+    Output(store_.Get(w.slot), w.start, end);
+    store_.Remove(w.slot);
+  }
+
+  void AdvanceTo(Time progress, RowEmitter&) override {
+    if (!s_->negative_ || !progress.IsInfinite() || positives_.empty()) return;
+    // Close: the positives still waiting never end.
+    positives_.ForEach([&](const Positive& p) { Output(store_.Get(p.slot), p.start, Time::Infinity()); });
+    positives_.ForEach([&](const Positive& p) { store_.Remove(p.slot); });
+    positives_.clear();
+  }
+  bool stateful() const override { return s_->negative_; }
+
+  void Snapshot(SnapshotWriter& w) const override {
+    store_.Snapshot(w, schema_);
+    w.PodVec(waiting_);
+    positives_.Snapshot(w);
+  }
+  void Restore(SnapshotReader& r) override {
+    store_.Restore(r, *schema_);
+    r.PodVec(waiting_);
+    size_t n = 0;
+    bool ok = true;
+    for (const Waiting& x : waiting_)
+      if (x.slot != kNone.slot) ok &= store_.live(x.slot), ++n;
+    positives_.Restore(r, [&](const Positive& p) { return ++n, store_.live(p.slot); });
+    CQ_SNAPSHOT_CHECK(ok && n == store_.size(), "a query's waiting rows are inconsistent");
+  }
+
+ private:
+  struct Waiting {
+    uint32_t slot;
+    Time start;
+  };
+  struct Positive {
+    uint32_t slot;
+    Time start;
+  };
+  static constexpr Waiting kNone{0xFFFFFFFFu, {}};
+
+  void Output(const Value* v, Time start, Time end) {
+    QuerySink& s = *s_;
+    if (s.small_.empty())
+      for (const Field& f : s.output_) s.small_.push_back({f.type});
+    size_t c = 0;
+    for (; c < s.input_.size(); ++c) s.small_[c].AddValue(v[c]);
+    s.small_[c++].AddInt(start.tick, true);
+    if (s.kind_ == BatchKind::kStream) {
+      if (s.expose_steps_) s.small_[c++].AddInt(start.step, true);
+    } else {
+      s.small_[c++].AddInt(end.tick, !end.IsInfinite());
+      if (s.expose_steps_) {
+        s.small_[c++].AddInt(start.step, true);
+        s.small_[c++].AddInt(end.step, !end.IsInfinite());
+      }
+    }
+    ++s.small_rows_;
+    ++s.queued_rows_;
+    if (s.small_rows_ >= kSmallChunk) s.FlushSmall();
+  }
+
+  // The negative method: a relation row is final when its negative tuple arrives.
+  static uint64_t Key(const RowLayout& l, const Value* v, Time start) {
+    return MixHash(l.Hash(v) ^ MixHash(static_cast<uint64_t>(start.tick) * 31 + static_cast<uint64_t>(start.step)));
+  }
+  void PushNegative(const Row& row) {
+    const RowLayout& l = store_.layout();
+    if (row.other.IsInfinite()) {
+      positives_.Insert(Key(l, row.values, row.sync), {store_.Add(row.values), row.sync});
+      return;
+    }
+    const Time start = row.other;  // a negative tuple: `other` is the start it ends
+    Positive p;
+    const bool found = positives_.Take(Key(l, row.values, start), [&](const Positive& q) {
+      return q.start == start && l.Equal(store_.Get(q.slot), row.values);
+    }, &p);
+    CQ_CHECK(found, "a negative tuple without its positive");
+    Output(row.values, start, row.sync);
+    store_.Remove(p.slot);
+  }
+
+  QuerySink* s_;
+  std::shared_ptr<const Schema> schema_;
+  RowStore store_;
+  std::vector<Waiting> waiting_;  // direct: by holder id
+  HashMultimap<Positive> positives_;  // negative: by hash of values and start
+};
+
+std::unique_ptr<RowOperator> QuerySink::ToRows() { return std::make_unique<Rows>(this); }
+
+}  // namespace cq
