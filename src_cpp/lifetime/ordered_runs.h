@@ -7,6 +7,8 @@
 // An end fixed for a row still held is written into the row, which then leaves with a known end
 // (its holder is never seen downstream); ends of rows already out are handed back, to be passed on
 // after the rows they are about. Between runs, equal times keep arrival order.
+#include <algorithm>
+#include <functional>
 #include <map>
 #include <unordered_map>
 #include <memory>
@@ -29,6 +31,12 @@ class OrderedRuns {
   // Every held row below `next`, merged in time order, as one compact batch (length 0 if none).
   // Zero-copy when the rows come from one run.
   Batch Release(Time next);
+
+  // f(batch, row) for every held row below `next`, in the order Release would give them, without
+  // gathering them into a batch: a loop region's entry hands its rows on one at a time
+  // (rows/ROWS.md). f must not come back into this OrderedRuns.
+  template <typename F>
+  void ReleaseEach(Time next, F&& f);
 
   // Engine snapshots: the held runs, the heap and the pending holders, as they are.
   void Snapshot(SnapshotWriter& w) const;
@@ -62,5 +70,30 @@ class OrderedRuns {
   std::vector<int64_t> first_;
   std::vector<BatchRow> rows_;
 };
+
+template <typename F>
+void OrderedRuns::ReleaseEach(Time next, F&& f) {
+  while (!heap_.empty() && heap_.front().first < next) {
+    std::pop_heap(heap_.begin(), heap_.end(), std::greater<>());
+    const uint64_t id = heap_.back().second;
+    if (!heap_.empty() && heap_.size() > 1 && heap_.front().first < next) {
+      // Several runs hold rows below `next`: the batch path merges them.
+      std::push_heap(heap_.begin(), heap_.end(), std::greater<>());
+      const Batch b = Release(next);
+      for (int64_t k = 0; k < b.length; ++k) f(b, k);
+      return;
+    }
+    heap_.pop_back();
+    // One run: its rows in order, straight from its batch.
+    Run& r = runs_.at(id);
+    const int64_t from = r.offset;
+    int64_t k = r.offset;
+    for (; k < r.batch.length && r.batch.StartAt(k) < next; ++k) f(static_cast<const Batch&>(r.batch), k);
+    r.offset = k;
+    ForgetPending(r.batch, from, k);
+    if (k < r.batch.length) PushHead(id);
+    else DropRun(id);
+  }
+}
 
 }  // namespace cq

@@ -279,8 +279,10 @@ void Aggregate::Rows::AdvanceTo(Time progress, RowEmitter& out) {
     ~Leave() { --d; }
   } leave{depth_};
   tracker_->AdvanceTo(progress, [&](Time t, const std::vector<uint32_t>& starts, const std::vector<uint32_t>& ends) {
-    for (uint32_t s : ends) Apply(tracker_->values(s), -1);
+    // Starts first: under the negative method a ghost's positive and negative are both at t, and
+    // a multiset must see the copy come before it goes.
     for (uint32_t s : starts) Apply(tracker_->values(s), +1);
+    for (uint32_t s : ends) Apply(tracker_->values(s), -1);
     EndInstant(t, out);
   });
   if (progress.IsInfinite() && !negative_) {

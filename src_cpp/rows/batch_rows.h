@@ -33,32 +33,34 @@ struct ColumnReader {
   }
 };
 
-// f(row) for every selected row of `b`, in order. The row's strings live until f returns.
+// f(row) for physical row `p` of `b`. The row's strings live until f returns.
+template <typename F>
+void WithRow(const Batch& b, int64_t p, F&& f) {
+  const size_t w = b.columns.size();
+  ValueBuffer values(w);
+  bool strings = false;
+  for (size_t c = 0; c < w; ++c) {
+    values[c] = ColumnReader{&b.columns[c]}.At(p);
+    strings |= b.columns[c].type == TypeId::kUtf8;
+  }
+  Row row;
+  row.values = values.data();
+  row.sync = b.StartAt(p);
+  if (b.kind == BatchKind::kLifetime) {
+    if (b.EndPending(p)) row.holder = b.holders.as<const HolderId>()[p];
+    else row.other = b.EndAt(p);
+  }
+  f(static_cast<const Row&>(row));
+  if (strings)
+    for (size_t c = 0; c < w; ++c)
+      if (values[c].valid && b.columns[c].type == TypeId::kUtf8) ReleaseString(values[c].s);
+}
+
+// f(row) for every selected row of `b`, in order.
 template <typename F>
 void ForEachRow(const Batch& b, F&& f) {
   const int64_t n = b.num_rows();
-  if (n == 0) return;
-  const size_t w = b.columns.size();
-  bool strings = false;
-  for (const Column& c : b.columns) strings |= c.type == TypeId::kUtf8;
-  ValueBuffer values(w);
-  const HolderId* holders = b.holders.empty() ? nullptr : b.holders.as<const HolderId>();
-  const bool relation = b.kind == BatchKind::kLifetime;
-  for (int64_t k = 0; k < n; ++k) {
-    const int64_t p = b.Physical(k);
-    for (size_t c = 0; c < w; ++c) values[c] = ColumnReader{&b.columns[c]}.At(p);
-    Row row;
-    row.values = values.data();
-    row.sync = b.StartAt(p);
-    if (relation) {
-      if (holders && holders[p] != kNoHolder) row.holder = holders[p];
-      else row.other = b.EndAt(p);
-    }
-    f(static_cast<const Row&>(row));
-    if (strings)
-      for (size_t c = 0; c < w; ++c)
-        if (values[c].valid && b.columns[c].type == TypeId::kUtf8) ReleaseString(values[c].s);
-  }
+  for (int64_t k = 0; k < n; ++k) WithRow(b, b.Physical(k), f);
 }
 
 // Rows gathered into one batch: appended one at a time, handed over together. `duration` is the

@@ -404,10 +404,10 @@ void DtsExecutor::AdvanceTo(const std::map<int, Time>& source_progress) {
 }
 
 void DtsExecutor::Release(Entry& e, Time next) {
-  Batch b = e.runs.Release(next);
-  if (b.length == 0) return;
   Node& n = *e.target;
-  ForEachRow(b, [&](const Row& row) { n.rows->Push(e.port, row, *n.row_emitter); });
+  e.runs.ReleaseEach(next, [&](const Batch& b, int64_t k) {
+    WithRow(b, k, [&](const Row& row) { n.rows->Push(e.port, row, *n.row_emitter); });
+  });
 }
 
 void DtsExecutor::AdvanceRegion(Region& r, Time p) {
