@@ -23,6 +23,7 @@ class Aggregate::Rows final : public RowOperator {
   void PushEnd(int, HolderId id, Time end, RowEmitter&) override { tracker_->PushEnd(id, end); }
   void AdvanceTo(Time progress, RowEmitter& out) override;
   Time next_firing(int64_t) const override { return tracker_->next_instant(); }
+  bool advances_when_due() const override { return true; }
   void Snapshot(SnapshotWriter& w) const override;
   void Restore(SnapshotReader& r) override;
 

@@ -320,6 +320,7 @@ class IStreamRows final : public RowOperator {
     }
     --depth_;
   }
+  bool advances_when_due() const override { return true; }
   Time next_firing(int64_t) const override { return tracker_->next_instant(); }
   void Snapshot(SnapshotWriter& w) const override { tracker_->Snapshot(w); }
   void Restore(SnapshotReader& r) override { tracker_->Restore(r); }

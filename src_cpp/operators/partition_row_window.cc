@@ -127,6 +127,7 @@ class PartitionRowWindow::Rows final : public RowOperator {
     w.queues_[it->second].items.push_back({r.holder, seq, 0});
     out.Emit(r);
   }
+  bool advances_when_due() const override { return true; }  // (at close only)
   void AdvanceTo(Time progress, RowEmitter& out) override {
     if (!progress.IsInfinite()) return;
     RowsFromBatches ends(&out);

@@ -49,6 +49,7 @@ class QuerySink::Rows final : public RowOperator {
     positives_.clear();
   }
   bool stateful() const override { return s_->negative_; }
+  bool advances_when_due() const override { return true; }  // (at close only)
 
   void Snapshot(SnapshotWriter& w) const override {
     store_.Snapshot(w, schema_);

@@ -114,6 +114,7 @@ class RowWindow::Rows final : public RowOperator {
     w.Append(r.holder);
     out.Emit(r);
   }
+  bool advances_when_due() const override { return true; }  // (at close only)
   void AdvanceTo(Time progress, RowEmitter& out) override {
     if (!progress.IsInfinite()) return;
     RowsFromBatches ends(&out);

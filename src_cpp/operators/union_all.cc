@@ -33,7 +33,14 @@ class UnionAllRows final : public RowOperator {
   UnionAllRows(const Schema& schema, size_t inputs)
       : schema_(std::make_shared<const Schema>(schema)), store_(RowLayout(schema)), ports_(inputs) {}
 
-  void Push(int port, const Row& row, RowEmitter&) override {
+  void Push(int port, const Row& row, RowEmitter& out) override {
+    if (!(out.now() < row.sync)) {
+      // The region runs this row's instant: nothing earlier can come any more, so it goes on at
+      // once, after the rows of its instant that came before it.
+      AdvanceTo({row.sync.tick, row.sync.step + 1}, out);
+      out.Emit(row);
+      return;
+    }
     Port& p = ports_[static_cast<size_t>(port)];
     const uint64_t abs = p.base + p.items.size();
     p.items.push_back({store_.Add(row.values), row.sync, row.other, row.holder, arrivals_++});
@@ -88,6 +95,7 @@ class UnionAllRows final : public RowOperator {
     }
   }
 
+  bool advances_when_due() const override { return true; }
   Time next_firing(int64_t) const override {
     Time t = Time::Infinity();
     for (const Port& p : ports_)

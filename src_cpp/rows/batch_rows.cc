@@ -11,6 +11,16 @@ RowBatchBuilder::RowBatchBuilder(std::shared_ptr<const Schema> schema, BatchKind
 }
 
 void RowBatchBuilder::Append(const Row& row) {
+  if (n_ == 0 && hint_ > 0) {
+    // Batches of an exit are alike in size from one region run to the next: growing each one
+    // from nothing copied its columns over and over.
+    for (ValueStore& s : cols_) s.Reserve(hint_);
+    sync_.Reserve(hint_);
+    if (kind_ == BatchKind::kLifetime) {
+      other_.Reserve(hint_);
+      holders_.reserve(static_cast<size_t>(hint_));
+    }
+  }
   const Value* v = row.values;
   for (size_t c = 0; c < cols_.size(); ++c) {
     ValueStore& s = cols_[c];
@@ -49,6 +59,7 @@ Batch RowBatchBuilder::Finish() {
   b.schema = schema_;
   b.length = n_;
   if (n_ == 0) return b;
+  hint_ = n_ + n_ / 4;
   for (ValueStore& s : cols_) b.columns.push_back(s.Take());
   b.sync = sync_.Finish();
   if (kind_ == BatchKind::kLifetime) {

@@ -100,7 +100,7 @@ uint64_t RowLayout::HashOn(const std::vector<int>& cols, const Value* v) const {
   return h;
 }
 
-uint32_t RowStore::Add(const Value* values) {
+uint32_t RowStore::AddSlow(const Value* values) {
   const size_t w = layout_.width();
   uint32_t slot;
   if (!free_.empty()) {
@@ -124,12 +124,6 @@ Value* RowStore::Place(uint32_t slot) {
   return const_cast<Value*>(Get(slot));
 }
 
-void RowStore::Remove(uint32_t slot) {
-  layout_.Release(Get(slot));
-  live_[slot] = 0;
-  --live_count_;
-  free_.push_back(slot);
-}
 
 void RowStore::Clear() {
   if (layout_.has_strings())

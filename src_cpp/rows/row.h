@@ -139,11 +139,25 @@ class RowStore {
   ~RowStore() { Clear(); }
 
   const RowLayout& layout() const { return layout_; }
-  uint32_t Add(const Value* values);
+  uint32_t Add(const Value* values) {
+    if (free_.empty() || layout_.has_strings()) return AddSlow(values);
+    // The common path: a slot to reuse, no string to retain.
+    const uint32_t slot = free_.back();
+    free_.pop_back();
+    std::memcpy(static_cast<void*>(const_cast<Value*>(Get(slot))), values, layout_.width() * sizeof(Value));
+    live_[slot] = 1;
+    ++live_count_;
+    return slot;
+  }
   const Value* Get(uint32_t slot) const {
     return chunks_[slot >> kChunkBits].get() + (slot & kChunkMask) * layout_.width();
   }
-  void Remove(uint32_t slot);
+  void Remove(uint32_t slot) {
+    if (layout_.has_strings()) layout_.Release(Get(slot));
+    live_[slot] = 0;
+    --live_count_;
+    free_.push_back(slot);
+  }
   void Clear();
   size_t size() const { return live_count_; }
   bool live(uint32_t slot) const { return slot < live_.size() && live_[slot]; }
@@ -159,6 +173,7 @@ class RowStore {
   }
 
  private:
+  uint32_t AddSlow(const Value* values);
   Value* Place(uint32_t slot);  // the slot's values, its chunk made if needed
   static constexpr uint32_t kChunkBits = 8;
   static constexpr uint32_t kChunkMask = (1u << kChunkBits) - 1;

@@ -75,28 +75,26 @@ int64_t Wrap(uint64_t v) { return static_cast<int64_t>(v); }
 struct Natives {
   using E = RowExpression;
 
-  // Both arguments evaluated, NULL if either is (kPropagate), the strings released after `f`.
-  template <typename F>
+  // Both arguments evaluated, NULL if either is (kPropagate), strings (kStrings: the arguments
+  // are utf8) released after `f`.
+  template <bool kStrings = false, typename F>
   static Value Binary(const E& e, const Value* row, F f) {
     bool oa, ob;
     const Value a = e.Arg(0, row, &oa);
-    if (!a.valid) {
-      E::Drop(e.arg_type(0), a, oa);
-      return Value::Null();
-    }
+    if (!a.valid) return Value::Null();  // (a NULL holds no string)
     const Value b = e.Arg(1, row, &ob);
     Value r = b.valid ? f(a, b) : Value::Null();
-    E::Drop(e.arg_type(0), a, oa);
-    E::Drop(e.arg_type(1), b, ob);
+    if constexpr (kStrings) {
+      E::Drop(TypeId::kUtf8, a, oa);
+      E::Drop(TypeId::kUtf8, b, ob);
+    }
     return r;
   }
   template <typename F>
-  static Value Unary(const E& e, const Value* row, F f) {
+  static Value Unary(const E& e, const Value* row, F f) {  // (no scalar function here takes a string)
     bool oa;
     const Value a = e.Arg(0, row, &oa);
-    Value r = a.valid ? f(a) : Value::Null();
-    E::Drop(e.arg_type(0), a, oa);
-    return r;
+    return a.valid ? f(a) : Value::Null();
   }
 
   static Value AddI(const E& e, const Value* r) {
@@ -128,17 +126,29 @@ struct Natives {
   }
   static Value NegF(const E& e, const Value* r) { return Unary(e, r, [](Value a) { return Value::Double(-a.d); }); }
 
+  // One function per comparison and type, so that a row pays no dispatch on the type.
   template <typename Op>
-  static Value Compare(const E& e, const Value* r) {
-    Op op;
-    switch (e.arg_type(0)) {
+  static Value CompareInt(const E& e, const Value* r) {
+    return Binary(e, r, [](Value a, Value b) { return Value::Bool(Op()(a.i, b.i)); });
+  }
+  template <typename Op>
+  static Value CompareDouble(const E& e, const Value* r) {
+    return Binary(e, r, [](Value a, Value b) { return Value::Bool(Op()(a.d, b.d)); });
+  }
+  template <typename Op>
+  static Value CompareString(const E& e, const Value* r) {
+    return Binary<true>(e, r, [](Value a, Value b) { return Value::Bool(Op()(a.s->view(), b.s->view())); });
+  }
+  template <typename Op>
+  static E::Eval CompareFor(TypeId t) {
+    switch (t) {
       case TypeId::kInt64:
-      case TypeId::kBool: return Binary(e, r, [&](Value a, Value b) { return Value::Bool(op(a.i, b.i)); });
-      case TypeId::kFloat64: return Binary(e, r, [&](Value a, Value b) { return Value::Bool(op(a.d, b.d)); });
-      case TypeId::kUtf8: return Binary(e, r, [&](Value a, Value b) { return Value::Bool(op(a.s->view(), b.s->view())); });
+      case TypeId::kBool: return CompareInt<Op>;
+      case TypeId::kFloat64: return CompareDouble<Op>;
+      case TypeId::kUtf8: return CompareString<Op>;
       case TypeId::kNull: break;
     }
-    return Value::Null();
+    return nullptr;
   }
 
   // Three-valued: FALSE AND x is FALSE, TRUE OR x is TRUE, otherwise NULL if either is.
@@ -214,12 +224,12 @@ struct Natives {
         if (fn == "modulo") return ModF;
       }
       if (a0 != TypeId::kNull) {
-        if (fn == "equal") return Compare<std::equal_to<>>;
-        if (fn == "not_equal") return Compare<std::not_equal_to<>>;
-        if (fn == "less") return Compare<std::less<>>;
-        if (fn == "less_equal") return Compare<std::less_equal<>>;
-        if (fn == "greater") return Compare<std::greater<>>;
-        if (fn == "greater_equal") return Compare<std::greater_equal<>>;
+        if (fn == "equal") return CompareFor<std::equal_to<>>(a0);
+        if (fn == "not_equal") return CompareFor<std::not_equal_to<>>(a0);
+        if (fn == "less") return CompareFor<std::less<>>(a0);
+        if (fn == "less_equal") return CompareFor<std::less_equal<>>(a0);
+        if (fn == "greater") return CompareFor<std::greater<>>(a0);
+        if (fn == "greater_equal") return CompareFor<std::greater_equal<>>(a0);
       }
       if (a0 == B) {
         if (fn == "and") return AndOr<true>;

@@ -20,6 +20,13 @@ class RowEmitter {
   virtual ~RowEmitter() = default;
   virtual void Emit(const Row& row) = 0;
   virtual void EmitEnd(HolderId id, Time end) = 0;
+  // The instant the region is running: every row below it is out, so a row at it may go on as
+  // soon as it comes (a union need not hold it). Time::MinusInfinity() between instants.
+  Time now() const { return now_ ? *now_ : Time::MinusInfinity(); }
+  void set_now(const Time* now) { now_ = now; }
+
+ private:
+  const Time* now_ = nullptr;
 };
 
 class RowOperator {
@@ -35,6 +42,9 @@ class RowOperator {
   // the defaults): the executor then never calls them, which in a loop saves a call per operator
   // and instant.
   virtual bool stateful() const { return true; }
+  // True when AdvanceTo(p), p finite, does nothing unless next_firing() < p: the executor then
+  // calls it only for operators that were given something or have something due.
+  virtual bool advances_when_due() const { return false; }
 
   // Engine snapshots of what the row form keeps (the batch form's state is written beside it).
   virtual void Snapshot(SnapshotWriter& w) const {}

@@ -47,6 +47,7 @@ void DtsExecutor::DeliverRow(const Consumer& c, const Row& row) {
     for (const Consumer& next : t.inner) DeliverRow(next, row);
     return;
   }
+  t.stale = true;
   t.rows->Push(c.port, row, *t.row_emitter);
 }
 
@@ -56,6 +57,7 @@ void DtsExecutor::DeliverRowEnd(const Consumer& c, HolderId id, Time end) {
     t.row_emitter->EmitEnd(id, end);
     return;
   }
+  t.stale = true;
   t.rows->PushEnd(c.port, id, end, *t.row_emitter);
 }
 
@@ -78,6 +80,7 @@ void DtsExecutor::DeliverEnds(const Consumer& c, const EndBatch& ends) {
     EndBatch rest = entries_[c.entry].runs.AddEnds(ends);
     if (rest.length == 0) return;
     if (n.rows) {
+      n.stale = true;
       for (int64_t k = 0; k < rest.length; ++k) n.rows->PushEnd(c.port, rest.ids()[k], rest.ends.At(k), *n.row_emitter);
     } else {
       n.op->PushEnds(c.port, rest, *n.emitter);
@@ -314,7 +317,10 @@ void DtsExecutor::MakeRowForms(const std::set<int>& fresh) {
           n.adapted = true;
         }
         n.row_emitter = std::make_unique<NodeRowEmitter>(this, m);
+        n.when_due = n.rows->advances_when_due();
       }
+      n.row_emitter->set_now(&r.now);
+      n.stale = true;
       if (n.rows->stateful()) r.stateful.push_back(m);
     }
   }
@@ -405,6 +411,7 @@ void DtsExecutor::AdvanceTo(const std::map<int, Time>& source_progress) {
 
 void DtsExecutor::Release(Entry& e, Time next) {
   Node& n = *e.target;
+  n.stale = true;
   e.runs.ReleaseEach(next, [&](const Batch& b, int64_t k) {
     WithRow(b, k, [&](const Row& row) { n.rows->Push(e.port, row, *n.row_emitter); });
   });
@@ -412,13 +419,15 @@ void DtsExecutor::Release(Entry& e, Time next) {
 
 void DtsExecutor::AdvanceRegion(Region& r, Time p) {
   r.progress = p;
-  // Members that keep nothing have nothing to release: only the others are told.
+  // Members that keep nothing have nothing to release: only the others are told, and of those
+  // that only release what is due, only the ones given something or with something due.
   for (Node* m : r.stateful) {
     Node& n = *m;
-    if (p > n.progress) {
-      n.progress = p;
-      n.rows->AdvanceTo(p, *n.row_emitter);
-    }
+    if (!(p > n.progress)) continue;
+    n.progress = p;
+    if (n.when_due && !n.stale && !(n.next < p) && !p.IsInfinite()) continue;
+    n.stale = true;
+    n.rows->AdvanceTo(p, *n.row_emitter);
   }
 }
 
@@ -443,11 +452,18 @@ void DtsExecutor::RunRegion(Region& r) {
     r.closing = true;
     for (Node* n : r.stateful) n->rows->Closing(r.last_tick);
   }
+  for (Node* n : r.stateful) n->stale = true;  // last_tick may have moved
   for (;;) {
     // The next instant: rows waiting at the entries, or an operator firing by itself.
     Time t = Time::Infinity();
     for (size_t e : r.entries) t = std::min(t, entries_[e].runs.head());
-    for (const Node* n : r.stateful) t = std::min(t, n->rows->next_firing(r.last_tick));
+    for (Node* n : r.stateful) {
+      if (n->stale) {
+        n->next = n->rows->next_firing(r.last_tick);
+        n->stale = false;
+      }
+      t = std::min(t, n->next);
+    }
     if (!(t < bound)) break;
     CQ_CHECK(!(t < r.progress), "an operator of a loop fires at " + t.ToString() + ", below the loop's progress " +
                                     r.progress.ToString());
@@ -457,8 +473,10 @@ void DtsExecutor::RunRegion(Region& r) {
                         std::to_string(t.tick) + " in the loop of " + LoopName(r) +
                         " (a loop must settle within a tick; Engine(max_loop_steps=...) raises the limit)");
     const Time next{t.tick, t.step + 1};
+    r.now = t;
     for (size_t e : r.entries) Release(entries_[e], next);
     AdvanceRegion(r, next);
+    r.now = Time::MinusInfinity();
   }
   if (bound > r.progress) AdvanceRegion(r, bound);
   // Members without state follow the region (their progress is what their consumers outside read).

@@ -105,6 +105,10 @@ class DtsExecutor final : public Executor {
     // in the region, and the exit, for its consumers outside (null when it has none).
     std::unique_ptr<RowOperator> rows;
     bool adapted = false;
+    bool when_due = false;  // rows->advances_when_due()
+    // Its next firing time as last asked, stale once it has been given something or advanced.
+    Time next = Time::MinusInfinity();
+    bool stale = true;
     std::unique_ptr<NodeRowEmitter> row_emitter;
     std::vector<Consumer> inner;
     std::vector<Consumer> outer;
@@ -130,6 +134,7 @@ class DtsExecutor final : public Executor {
     std::vector<size_t> entries;  // into entries_
     std::vector<int> producers;   // nodes outside the region that feed it
     Time progress = Time::MinusInfinity();
+    Time now = Time::MinusInfinity();  // the instant being run (RowEmitter::now)
     int64_t last_tick = Time::kMinTick;  // the furthest finite tick its inputs reached
     bool closing = false;                 // its inputs have ended (told to its operators)
   };
