@@ -64,6 +64,7 @@ class UnionAllRows final : public RowOperator {
   }
 
   void AdvanceTo(Time progress, RowEmitter& out) override {
+    if (store_.size() == 0) return;
     for (;;) {
       Port* best = nullptr;
       for (Port& p : ports_) {

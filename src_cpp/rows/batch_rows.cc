@@ -116,6 +116,7 @@ void RowStore::Restore(SnapshotReader& r, const Schema& schema) {
   for (uint32_t s : free_) ok &= s < live_.size() && !live_[s];
   ok &= live == n && static_cast<size_t>(live) + free_.size() == live_.size();
   SnapshotReader::Check(ok, "a row store's slots are inconsistent");
+  if (!live_.empty()) Place(static_cast<uint32_t>(live_.size() - 1));  // free slots are reused in place
   uint32_t slot = 0;
   ForEachRow(b, [&](const Row& row) {
     while (!live_[slot]) ++slot;

@@ -76,11 +76,6 @@ uint64_t ValueHash(TypeId type, const Value& v) {
   return 0;
 }
 
-bool RowLayout::Equal(const Value* a, const Value* b) const {
-  for (size_t c = 0; c < types_.size(); ++c)
-    if (!ValueEqual(types_[c], a[c], b[c])) return false;
-  return true;
-}
 
 uint64_t RowLayout::Hash(const Value* v) const {
   uint64_t h = 0x2545F4914F6CDD1DULL;

@@ -106,7 +106,25 @@ class RowLayout {
   }
   // Equal as set operations and ISTREAM's bag difference see values (batch/row_equal.h): NULL
   // equals NULL, NaN equals NaN, -0.0 equals 0.0.
-  bool Equal(const Value* a, const Value* b) const;
+  bool Equal(const Value* a, const Value* b) const {
+    for (size_t c = 0; c < types_.size(); ++c) {
+      const Value &x = a[c], &y = b[c];
+      if (x.valid != y.valid) return false;
+      if (!x.valid) continue;
+      switch (types_[c]) {
+        case TypeId::kFloat64:
+          if (!(x.d == y.d || (x.d != x.d && y.d != y.d))) return false;
+          break;
+        case TypeId::kUtf8:
+          if (x.s->view() != y.s->view()) return false;
+          break;
+        case TypeId::kNull: break;
+        default:
+          if (x.i != y.i) return false;
+      }
+    }
+    return true;
+  }
   // A hash consistent with Equal (and with batch/row_hash.h's key bits).
   uint64_t Hash(const Value* v) const;
   // Some of the columns only (grouping and partition keys).

@@ -10,6 +10,10 @@ namespace cq {
 
 void RowTracker::AppendBagDifference(const std::vector<uint32_t>& a, const std::vector<uint32_t>& b,
                                      std::vector<uint32_t>& out) const {
+  if (b.empty()) {
+    out.insert(out.end(), a.begin(), a.end());
+    return;
+  }
   FewOnStack<uint8_t, 64> used(b.size(), 0);  // which rows of b have cancelled one of a
   const RowLayout& l = layout();
   for (uint32_t x : a) {
@@ -36,44 +40,30 @@ void RowTracker::RestoreStore(SnapshotReader& r) {
 // ---- direct ----------------------------------------------------------------------------------
 
 void RowRelationTracker::Push(const Row& row) {
-  const uint32_t slot = store_.Add(row.values);
-  uint32_t h;
-  if (!free_held_.empty()) {
-    h = free_held_.back();
-    free_held_.pop_back();
+  const Held h{row.sync, row.pending() ? Time::MinusInfinity() : row.other, store_.Add(row.values), row.holder};
+  if (fifo_head_ == fifo_.size() || !(h.start < fifo_.back().start)) {
+    if (row.pending()) Put(held_pending_, row.holder, static_cast<uint32_t>(fifo_base_ + fifo_.size()));
+    fifo_.push_back(h);
   } else {
-    h = static_cast<uint32_t>(held_.size());
-    held_.emplace_back();
+    late_.push_back({h, arrivals_});
+    std::push_heap(late_.begin(), late_.end(), std::greater<Late>());
   }
-  held_[h] = {slot, row.pending() ? Time::MinusInfinity() : row.other, row.holder};
-  if (row.pending()) Put(held_pending_, row.holder, h);
-  const HeapItem item{row.sync, arrivals_++, h};
-  if (fifo_head_ == fifo_.size() || !(item.start < fifo_.back().start)) {
-    fifo_.push_back(item);
-  } else {
-    heap_.push_back(item);
-    std::push_heap(heap_.begin(), heap_.end(), std::greater<HeapItem>());
-  }
+  ++arrivals_;
 }
 
-const RowRelationTracker::HeapItem* RowRelationTracker::NextHeld() const {
-  const HeapItem* f = fifo_head_ < fifo_.size() ? &fifo_[fifo_head_] : nullptr;
-  if (heap_.empty()) return f;
-  if (!f || *f > heap_.front()) return &heap_.front();
-  return f;
-}
-
-void RowRelationTracker::PopHeld(const HeapItem* item) {
-  if (!heap_.empty() && item == &heap_.front()) {
-    std::pop_heap(heap_.begin(), heap_.end(), std::greater<HeapItem>());
-    heap_.pop_back();
+void RowRelationTracker::PopHeld(const Held* h) {
+  if (!late_.empty() && h == &late_.front().held) {
+    std::pop_heap(late_.begin(), late_.end(), std::greater<Late>());
+    late_.pop_back();
     return;
   }
   if (++fifo_head_ == fifo_.size()) {
+    fifo_base_ += fifo_.size();
     fifo_.clear();
     fifo_head_ = 0;
   } else if (fifo_head_ >= 4096 && fifo_head_ * 2 >= fifo_.size()) {
     fifo_.erase(fifo_.begin(), fifo_.begin() + static_cast<std::ptrdiff_t>(fifo_head_));
+    fifo_base_ += fifo_head_;
     fifo_head_ = 0;
   }
 }
@@ -89,18 +79,22 @@ void RowRelationTracker::PushEnd(HolderId id, Time end) {
     }
     return;
   }
+  // Its start is still held: the end is written there (the id may be reused once it is out).
   if (id < held_pending_.size() && held_pending_[id] != kNone) {
-    // Its start is still held: the end is written there (the id may be reused once it is out).
-    held_[held_pending_[id]].end = end;
-    held_[held_pending_[id]].holder = kNoHolder;
+    const uint64_t k = static_cast<uint32_t>(held_pending_[id] - static_cast<uint32_t>(fifo_base_));
     held_pending_[id] = kNone;
+    if (k >= fifo_head_ && k < fifo_.size() && fifo_[k].holder == id) {
+      fifo_[k].end = end;
+      fifo_[k].holder = kNoHolder;
+      return;
+    }
   }
-}
-
-Time RowRelationTracker::next_instant() const {
-  Time t = expiring_.next_end();
-  if (const HeapItem* h = NextHeld()) t = std::min(t, h->start);
-  return t;
+  for (Late& l : late_) {  // (rare: a held start that came out of order)
+    if (l.held.holder != id || l.held.end != Time::MinusInfinity()) continue;
+    l.held.end = end;
+    l.held.holder = kNoHolder;
+    return;
+  }
 }
 
 void RowRelationTracker::AddAlive(uint32_t slot) {
@@ -130,14 +124,12 @@ void RowRelationTracker::AdvanceTo(Time progress, const Visitor& visit) {
     starts.clear();
     ends.clear();
     expiring_.ExpireThrough(t, [&](const Entry& e) { ends.push_back(e.slot); });
-    for (const HeapItem* h = NextHeld(); h && h->start == t; h = NextHeld()) {
-      const uint32_t k = h->held;
+    for (const Held* h = NextHeld(); h && h->start == t; h = NextHeld()) {
+      const Held held = *h;
       PopHeld(h);
-      const Held held = held_[k];
-      free_held_.push_back(k);
       const bool pending = held.end == Time::MinusInfinity();
       if (pending) {
-        held_pending_[held.holder] = kNone;
+        if (held.holder < held_pending_.size()) held_pending_[held.holder] = kNone;
         Put(undetermined_, held.holder, held.slot);
       } else if (held.end == t) {
         Release(held.slot);  // a ghost: in I(t) and D(t) at once, so in neither
@@ -163,12 +155,14 @@ void RowRelationTracker::AdvanceTo(Time progress, const Visitor& visit) {
 
 void RowRelationTracker::Snapshot(SnapshotWriter& w) const {
   SnapshotStore(w);
-  w.PodVec(held_);
-  w.PodVec(free_held_);
-  w.PodVec(heap_);
   w.PodVec(fifo_.data() + fifo_head_, fifo_.size() - fifo_head_);
+  w.PodVec(late_);
   w.U64(arrivals_);
-  w.PodVec(held_pending_);
+  // Pending starts still held, by holder: renumbered from the FIFO's head.
+  std::vector<PendingHeld> pending;
+  for (size_t k = fifo_head_; k < fifo_.size(); ++k)
+    if (fifo_[k].end == Time::MinusInfinity()) pending.push_back({fifo_[k].holder, static_cast<uint32_t>(k - fifo_head_)});
+  w.PodVec(pending);
   w.PodVec(undetermined_);
   expiring_.Snapshot(w);
   w.PodVec(alive_);
@@ -176,22 +170,26 @@ void RowRelationTracker::Snapshot(SnapshotWriter& w) const {
 
 void RowRelationTracker::Restore(SnapshotReader& r) {
   RestoreStore(r);
-  r.PodVec(held_);
-  r.PodVec(free_held_);
-  r.PodVec(heap_);
   r.PodVec(fifo_);
   fifo_head_ = 0;
+  fifo_base_ = 0;
+  r.PodVec(late_);
   arrivals_ = r.U64();
-  r.PodVec(held_pending_);
+  std::vector<PendingHeld> pending;
+  r.PodVec(pending);
+  held_pending_.clear();
+  bool ok = true;
+  for (const auto& [h, k] : pending) {
+    ok &= k < fifo_.size() && fifo_[k].holder == h && fifo_[k].end == Time::MinusInfinity();
+    if (ok) Put(held_pending_, h, k);
+  }
   r.PodVec(undetermined_);
   expiring_.Restore(r);
   r.PodVec(alive_);
-  bool ok = std::is_heap(heap_.begin(), heap_.end(), std::greater<HeapItem>());
-  for (uint32_t k : free_held_) ok &= k < held_.size();
-  for (const HeapItem& x : heap_) ok &= x.held < held_.size() && store_.live(held_[x.held].slot);
-  for (const HeapItem& x : fifo_) ok &= x.held < held_.size() && store_.live(held_[x.held].slot);
+  ok &= std::is_heap(late_.begin(), late_.end(), std::greater<Late>());
+  for (const Held& h : fifo_) ok &= store_.live(h.slot);
+  for (const Late& l : late_) ok &= store_.live(l.held.slot);
   for (size_t k = 1; k < fifo_.size(); ++k) ok &= !(fifo_[k].start < fifo_[k - 1].start);
-  for (uint32_t k : held_pending_) ok &= k == kNone || k < held_.size();
   for (uint32_t s : undetermined_) ok &= s == kNone || store_.live(s);
   expiring_.ForEach([&](const Entry& e) { ok &= store_.live(e.slot); });
   for (uint32_t s : alive_) ok &= store_.live(s);

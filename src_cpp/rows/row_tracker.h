@@ -59,6 +59,7 @@ class RowTracker {
   const std::shared_ptr<const Schema>& schema() const { return schema_; }
   // Frees the slots let go of since the last call.
   void Collect() {
+    if (released_.empty()) return;
     for (uint32_t s : released_) store_.Remove(s);
     released_.clear();
   }
@@ -93,7 +94,11 @@ class RowRelationTracker final : public RowTracker {
   void Push(const Row& row) override;
   void PushEnd(HolderId id, Time end) override;
   void AdvanceTo(Time progress, const Visitor& visit) override;
-  Time next_instant() const override;
+  Time next_instant() const override {
+    Time t = expiring_.next_end();
+    if (const Held* h = NextHeld(); h && h->start < t) t = h->start;
+    return t;
+  }
   void Alive(std::vector<uint32_t>& out) const override { out.assign(alive_.begin(), alive_.end()); }
   bool any_alive() const override { return !alive_.empty(); }
   void Snapshot(SnapshotWriter& w) const override;
@@ -103,22 +108,36 @@ class RowRelationTracker final : public RowTracker {
   static constexpr uint32_t kNone = 0xFFFFFFFFu;
   // A start held back until its instant is complete, with its end (MinusInfinity: pending).
   struct Held {
-    uint32_t slot;
+    Time start;
     Time end;
+    uint32_t slot;
     HolderId holder;
   };
-  struct HeapItem {
-    Time start;
+  // A held start that came below the FIFO's tail, with its arrival number for ties.
+  struct Late {
+    Held held;
     uint64_t order;
-    uint32_t held;  // into held_
-    bool operator>(const HeapItem& o) const { return start != o.start ? o.start < start : order > o.order; }
+    bool operator>(const Late& o) const {
+      return held.start != o.held.start ? o.held.start < held.start : order > o.order;
+    }
   };
   struct Entry {
     Time end;
     uint32_t slot;
   };
-  const HeapItem* NextHeld() const;
-  void PopHeld(const HeapItem* item);
+  struct PendingHeld {  // (snapshots) a held start whose end is pending: its holder, its place
+    HolderId holder;
+    uint32_t at;
+  };
+  // The held start that comes out next: the FIFO's head or the late heap's, whichever is smaller
+  // (equal starts: the FIFO's came first).
+  const Held* NextHeld() const {
+    const Held* f = fifo_head_ < fifo_.size() ? &fifo_[fifo_head_] : nullptr;
+    if (late_.empty()) return f;
+    if (!f || late_.front().held.start < f->start) return &late_.front().held;
+    return f;
+  }
+  void PopHeld(const Held* h);
   void AddAlive(uint32_t slot);
   void RemoveAlive(uint32_t slot);
   static void Put(std::vector<uint32_t>& by_id, HolderId id, uint32_t v) {
@@ -127,14 +146,14 @@ class RowRelationTracker final : public RowTracker {
   }
 
   bool track_alive_;
-  // Held starts: in start order on the common path (a FIFO, O(1) a row), a min-heap for the rows
-  // of several inputs interleaving (a start below the FIFO's tail).
-  std::vector<Held> held_;
-  std::vector<uint32_t> free_held_;
-  std::vector<HeapItem> fifo_, heap_;
+  // Held starts: in start order on the common path (a FIFO, O(1) a row); a start below the
+  // FIFO's tail (inputs interleaving) goes to a min-heap.
+  std::vector<Held> fifo_;
   size_t fifo_head_ = 0;
+  uint64_t fifo_base_ = 0;  // the number of fifo_[0] among all rows the FIFO ever held
+  std::vector<Late> late_;
   uint64_t arrivals_ = 0;
-  std::vector<uint32_t> held_pending_;  // by holder id: the held_ entry of a held pending start
+  std::vector<uint32_t> held_pending_;  // by holder id: the FIFO number (mod 2^32) of a held pending start
   std::vector<uint32_t> undetermined_;  // by holder id: the slot of a started row, end pending
   ExpirationSet<Entry> expiring_;
   std::vector<uint32_t> alive_;      // track_alive: the slots alive
