@@ -22,6 +22,21 @@ class HolderTable {
   // The ids' ends have been emitted (and so seen by every consumer): they may be reused. A pinned
   // id is reused only after its last Unpin.
   void Release(const HolderId* ids, int64_t n);
+  // One id at a time (row forms, rows/ROWS.md): the same as Allocate(1) / Release(1), inline.
+  HolderId AllocateOne() {
+    if (!free_.empty()) {
+      const HolderId id = free_.back();
+      free_.pop_back();
+      return id;
+    }
+    HolderId id;
+    Allocate(1, &id);
+    return id;
+  }
+  void ReleaseOne(HolderId id) {
+    if (pins_.empty()) free_.push_back(id);
+    else Release(&id, 1);
+  }
   // An executor that queues end fixes between operators (the heartbeat executor) pins the ids of
   // each queued EndBatch until the consumer has taken it: the producer releases an id right after
   // emitting its end, and reusing it while that end still waits in a queue would let a new tuple

@@ -252,12 +252,12 @@ void Aggregate::Rows::EndInstant(Time t, RowEmitter& out) {
         const HolderId h = old.holder;
         old.holder = kNoHolder;
         out.EmitEnd(h, t);
-        holders_->Release(&h, 1);
+        holders_->ReleaseOne(h);
       }
     }
     if (!rows) continue;
     HolderId h = kNoHolder;
-    if (!negative_) holders_->Allocate(1, &h);
+    if (!negative_) h = holders_->AllocateOne();
     Group& now = groups_[g];
     now.open = true;
     now.started = t;
@@ -294,7 +294,7 @@ void Aggregate::Rows::AdvanceTo(Time progress, RowEmitter& out) {
       const HolderId h = gr.holder;
       gr.holder = kNoHolder;
       out.EmitEnd(h, Time::Infinity());
-      holders_->Release(&h, 1);
+      holders_->ReleaseOne(h);
     }
   }
 }

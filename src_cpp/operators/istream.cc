@@ -334,7 +334,7 @@ class IStreamRows final : public RowOperator {
 }  // namespace
 
 std::unique_ptr<RowOperator> IStream::ToRows() {
-  return std::make_unique<IStreamRows>(MakeRowTracker(negative_, policy_, false, schema_));
+  return std::make_unique<IStreamRows>(MakeRowTracker(negative_, policy_, false, schema_, /*starts_only=*/true));
 }
 
 std::string IStream::Explain() const {

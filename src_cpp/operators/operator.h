@@ -76,6 +76,9 @@ class Operator {
   // renames. The DTS executor then gives its input to its consumers directly — in a loop, where
   // batches hold a row or two, building the copy cost as much as the work of a whole operator.
   virtual bool passes_through() const { return false; }
+  // True for a query's output, which emits nothing. The DTS executor runs an output fed by a loop
+  // inside the loop's region, in row form: its rows then need no batch to get there.
+  virtual bool is_output() const { return false; }
   // The operator's row form (rows/ROWS.md), which the DTS executor runs inside loop regions, where
   // an instant carries a row or two; null when it has none (it then runs there through a
   // BatchAdapter). Asked once, before the operator has seen any input. The row form may refer to

@@ -114,7 +114,7 @@ class PartitionRowWindow::Rows final : public RowOperator {
     if (fresh) w.queues_.emplace_back();
     Queue& q = w.queues_[it->second];
     Row r = in;
-    w.holders_->Allocate(1, &r.holder);  // before the ended id is let go, as the batch form does
+    r.holder = w.holders_->AllocateOne();  // before the ended id is let go, as the batch form does
     if (static_cast<int64_t>(q.size()) == w.rows_) {
       const HolderId old = q.items[q.head++].id;
       if (q.head > 32 && q.head * 2 > q.items.size()) {
@@ -122,7 +122,7 @@ class PartitionRowWindow::Rows final : public RowOperator {
         q.head = 0;
       }
       out.EmitEnd(old, in.sync);
-      w.holders_->Release(&old, 1);
+      w.holders_->ReleaseOne(old);
     }
     w.queues_[it->second].items.push_back({r.holder, seq, 0});
     out.Emit(r);

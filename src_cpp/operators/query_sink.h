@@ -28,6 +28,7 @@ class QuerySink final : public Operator {
   void PushEnds(int port, const EndBatch& ends, Emitter& out) override;
   void AdvanceTo(Time progress, Emitter& out) override;
   std::unique_ptr<RowOperator> ToRows() override;
+  bool is_output() const override { return true; }
   const Schema& output_schema() const override { return output_; }
   BatchKind output_kind() const override { return kind_; }
   std::string Explain() const override;

@@ -6,13 +6,15 @@
 #include "engine/errors.h"
 #include "engine/snapshot.h"
 #include "operators/query_sink.h"
+#include "rows/batch_rows.h"
 
 namespace cq {
 
 class QuerySink::Rows final : public RowOperator {
  public:
   explicit Rows(QuerySink* sink)
-      : s_(sink), schema_(std::make_shared<const Schema>(sink->input_)), store_(RowLayout(sink->input_)) {}
+      : s_(sink), schema_(std::make_shared<const Schema>(sink->input_)), store_(RowLayout(sink->input_)),
+        out_(schema_, sink->kind_, std::nullopt) {}
 
   void Push(int, const Row& row, RowEmitter&) override {
     if (s_->kind_ == BatchKind::kStream) {
@@ -49,6 +51,13 @@ class QuerySink::Rows final : public RowOperator {
     positives_.clear();
   }
   bool stateful() const override { return s_->negative_; }
+  bool gathers() const override { return true; }
+  // The rows gathered since the last flush go to the query's queue as one chunk, columnar.
+  void Flush() override {
+    if (out_.empty()) return;
+    const Batch b = out_.Finish();
+    s_->Output(b, nullptr, b.length, nullptr);
+  }
   bool advances_when_due() const override { return true; }  // (at close only)
 
   void Snapshot(SnapshotWriter& w) const override {
@@ -78,26 +87,16 @@ class QuerySink::Rows final : public RowOperator {
   };
   static constexpr Waiting kNone{0xFFFFFFFFu, {}};
 
+  // A final row: gathered, a row at a time, into the batch the next Flush turns into a chunk.
   void Output(const Value* v, Time start, Time end) {
-    QuerySink& s = *s_;
-    if (s.small_.empty())
-      for (const Field& f : s.output_) s.small_.push_back({f.type});
-    size_t c = 0;
-    for (; c < s.input_.size(); ++c) s.small_[c].AddValue(v[c]);
-    s.small_[c++].AddInt(start.tick, true);
-    if (s.kind_ == BatchKind::kStream) {
-      if (s.expose_steps_) s.small_[c++].AddInt(start.step, true);
-    } else {
-      s.small_[c++].AddInt(end.tick, !end.IsInfinite());
-      if (s.expose_steps_) {
-        s.small_[c++].AddInt(start.step, true);
-        s.small_[c++].AddInt(end.step, !end.IsInfinite());
-      }
-    }
-    ++s.small_rows_;
-    ++s.queued_rows_;
-    if (s.small_rows_ >= kSmallChunk) s.FlushSmall();
+    Row r;
+    r.values = v;
+    r.sync = start;
+    r.other = end;
+    out_.Append(r);
+    if (out_.size() >= kChunk) Flush();
   }
+  static constexpr int64_t kChunk = 65536;
 
   // The negative method: a relation row is final when its negative tuple arrives.
   static uint64_t Key(const RowLayout& l, const Value* v, Time start) {
@@ -124,6 +123,7 @@ class QuerySink::Rows final : public RowOperator {
   RowStore store_;
   std::vector<Waiting> waiting_;  // direct: by holder id
   HashMultimap<Positive> positives_;  // negative: by hash of values and start
+  RowBatchBuilder out_;  // final rows not handed to the query's queue yet
 };
 
 std::unique_ptr<RowOperator> QuerySink::ToRows() { return std::make_unique<Rows>(this); }

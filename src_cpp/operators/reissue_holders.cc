@@ -70,7 +70,7 @@ class ReissueHolders::Rows final : public RowOperator {
       return;
     }
     Row r = in;
-    r_->holders_->Allocate(1, &r.holder);
+    r.holder = r_->holders_->AllocateOne();
     const bool added = r_->issued_.emplace(in.holder, r.holder).second;
     CQ_CHECK(added, "expiration holder " + std::to_string(in.holder) + " reached a reissue twice");
     out.Emit(r);
@@ -81,7 +81,7 @@ class ReissueHolders::Rows final : public RowOperator {
     const HolderId mine = it->second;
     r_->issued_.erase(it);
     out.EmitEnd(mine, end);
-    r_->holders_->Release(&mine, 1);
+    r_->holders_->ReleaseOne(mine);
   }
   bool stateful() const override { return false; }  // (its map is the batch form's)
 

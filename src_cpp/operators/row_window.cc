@@ -103,13 +103,13 @@ class RowWindow::Rows final : public RowOperator {
   void Push(int, const Row& in, RowEmitter& out) override {
     RowWindow& w = *w_;
     Row r = in;
-    w.holders_->Allocate(1, &r.holder);  // before the ended id is let go, as the batch form does
+    r.holder = w.holders_->AllocateOne();  // before the ended id is let go, as the batch form does
     if (w.count_ == w.rows_) {
       const HolderId old = w.Slot(0);
       w.head_ = (w.head_ + 1) % static_cast<int64_t>(w.ring_.size());
       --w.count_;
       out.EmitEnd(old, in.sync);
-      w.holders_->Release(&old, 1);
+      w.holders_->ReleaseOne(old);
     }
     w.Append(r.holder);
     out.Emit(r);

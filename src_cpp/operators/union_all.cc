@@ -98,6 +98,7 @@ class UnionAllRows final : public RowOperator {
 
   bool advances_when_due() const override { return true; }
   Time next_firing(int64_t) const override {
+    if (store_.size() == 0) return Time::Infinity();
     Time t = Time::Infinity();
     for (const Port& p : ports_)
       if (p.head < p.items.size()) t = std::min(t, p.items[p.head].sync);

@@ -162,7 +162,8 @@ class RowStore {
     // The common path: a slot to reuse, no string to retain.
     const uint32_t slot = free_.back();
     free_.pop_back();
-    std::memcpy(static_cast<void*>(const_cast<Value*>(Get(slot))), values, layout_.width() * sizeof(Value));
+    Value* dst = const_cast<Value*>(Get(slot));
+    for (size_t c = 0, w = layout_.width(); c < w; ++c) dst[c] = values[c];  // (rows are narrow: no memcpy call)
     live_[slot] = 1;
     ++live_count_;
     return slot;

@@ -38,6 +38,11 @@ class RowOperator {
   // As Operator::next_firing: the next instant at which it emits by itself.
   virtual Time next_firing(int64_t last_tick) const { return Time::Infinity(); }
   virtual void Closing(int64_t last_tick) {}
+  // The region stops running (at the end of every call into the executor): hand over what was
+  // gathered for the world outside — a query output's rows become a chunk users can fetch.
+  // Called only when gathers() is true.
+  virtual void Flush() {}
+  virtual bool gathers() const { return false; }
   // False when the operator keeps nothing between calls (AdvanceTo, next_firing and Closing are
   // the defaults): the executor then never calls them, which in a loop saves a call per operator
   // and instant.

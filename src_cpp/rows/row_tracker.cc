@@ -115,15 +115,19 @@ void RowRelationTracker::RemoveAlive(uint32_t slot) {
 }
 
 void RowRelationTracker::AdvanceTo(Time progress, const Visitor& visit) {
-  // The lists are taken out while in use: a visitor whose emission comes back into the tracker
-  // (through a loop) must not find them half way.
-  std::vector<uint32_t> starts = std::move(starts_), ends = std::move(ends_);
+  // A visitor's emission may come back into the tracker through a loop, but only to Push (rows
+  // of a later instant) or PushEnd: neither touches these lists.
+  std::vector<uint32_t>& starts = starts_;
+  std::vector<uint32_t>& ends = ends_;
   for (;;) {
     const Time t = next_instant();
     if (!(t < progress)) break;
     starts.clear();
     ends.clear();
-    expiring_.ExpireThrough(t, [&](const Entry& e) { ends.push_back(e.slot); });
+    expiring_.ExpireThrough(t, [&](const Entry& e) {
+      if (!starts_only_ || e.end == t) ends.push_back(e.slot);
+      else Release(e.slot);  // ended at an instant without starts: in no D(t) that matters
+    });
     for (const Held* h = NextHeld(); h && h->start == t; h = NextHeld()) {
       const Held held = *h;
       PopHeld(h);
@@ -147,10 +151,6 @@ void RowRelationTracker::AdvanceTo(Time progress, const Visitor& visit) {
     visit(t, starts, ends);
     for (uint32_t s : ends) Release(s);
   }
-  starts.clear();
-  ends.clear();
-  starts_ = std::move(starts);
-  ends_ = std::move(ends);
 }
 
 void RowRelationTracker::Snapshot(SnapshotWriter& w) const {
@@ -267,9 +267,9 @@ void RowNegativeTracker::Restore(SnapshotReader& r) {
 }
 
 std::unique_ptr<RowTracker> MakeRowTracker(bool negative, ExpirationPolicy policy, bool track_alive,
-                                           const Schema& stored) {
+                                           const Schema& stored, bool starts_only) {
   if (negative) return std::make_unique<RowNegativeTracker>(stored, track_alive);
-  return std::make_unique<RowRelationTracker>(stored, policy, track_alive);
+  return std::make_unique<RowRelationTracker>(stored, policy, track_alive, starts_only);
 }
 
 }  // namespace cq

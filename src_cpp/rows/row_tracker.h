@@ -89,13 +89,16 @@ class RowTracker {
 
 class RowRelationTracker final : public RowTracker {
  public:
-  RowRelationTracker(const Schema& stored, ExpirationPolicy policy, bool track_alive)
-      : RowTracker(stored), track_alive_(track_alive), expiring_(policy) {}
+  // `starts_only`: only instants where a tuple starts are visited, and ends at other instants are
+  // let go of silently — for ISTREAM, whose I(t) − D(t) is empty without starts, so that an
+  // instant where its input only expires is not an instant of its own.
+  RowRelationTracker(const Schema& stored, ExpirationPolicy policy, bool track_alive, bool starts_only = false)
+      : RowTracker(stored), track_alive_(track_alive), starts_only_(starts_only && !track_alive), expiring_(policy) {}
   void Push(const Row& row) override;
   void PushEnd(HolderId id, Time end) override;
   void AdvanceTo(Time progress, const Visitor& visit) override;
   Time next_instant() const override {
-    Time t = expiring_.next_end();
+    Time t = starts_only_ ? Time::Infinity() : expiring_.next_end();
     if (const Held* h = NextHeld(); h && h->start < t) t = h->start;
     return t;
   }
@@ -146,6 +149,7 @@ class RowRelationTracker final : public RowTracker {
   }
 
   bool track_alive_;
+  bool starts_only_;
   // Held starts: in start order on the common path (a FIFO, O(1) a row); a start below the
   // FIFO's tail (inputs interleaving) goes to a min-heap.
   std::vector<Held> fifo_;
@@ -183,6 +187,6 @@ class RowNegativeTracker final : public RowTracker {
 };
 
 std::unique_ptr<RowTracker> MakeRowTracker(bool negative, ExpirationPolicy policy, bool track_alive,
-                                           const Schema& stored);
+                                           const Schema& stored, bool starts_only = false);
 
 }  // namespace cq

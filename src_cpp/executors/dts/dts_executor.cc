@@ -237,6 +237,25 @@ void DtsExecutor::Schedule(const std::set<int>& fresh) {
       }
   }
   CQ_CHECK(order.size() == nodes_.size(), "the operator graph could not be ordered");
+  if (hybrid_ && !regions.empty()) {
+    // A query output whose input is a loop's takes the loop's rows in the loop's region (it emits
+    // nothing, so the region gains no exit; what it keeps is its own).
+    std::map<int, size_t> in_region;
+    for (size_t r = 0; r < regions.size(); ++r)
+      for (int id : regions[r].nodes) in_region[id] = r;
+    std::vector<Step> kept;
+    for (const Step& s : schedule) {
+      if (s.node >= 0) {
+        const Node& n = nodes_.at(s.node);
+        if (n.op->is_output() && n.inputs.size() == 1 && in_region.count(n.inputs[0])) {
+          regions[in_region[n.inputs[0]]].nodes.push_back(s.node);
+          continue;
+        }
+      }
+      kept.push_back(s);
+    }
+    schedule = std::move(kept);
+  }
   if (!hybrid_) {
     // One region below the sources: every operator runs instant by instant.
     regions.emplace_back();
@@ -322,6 +341,7 @@ void DtsExecutor::MakeRowForms(const std::set<int>& fresh) {
       n.row_emitter->set_now(&r.now);
       n.stale = true;
       if (n.rows->stateful()) r.stateful.push_back(m);
+      if (n.rows->gathers()) r.gathering.push_back(m);
     }
   }
   // Each member's consumers, split by where they run; an exit for those outside.
@@ -349,6 +369,7 @@ std::string DtsExecutor::form(int id) const {
 }
 
 void DtsExecutor::FlushExits(Region& r) {
+  for (Node* m : r.gathering) m->rows->Flush();
   for (Node* m : r.exits) {
     if (m->exit->empty()) continue;
     const Batch b = m->exit->Finish();

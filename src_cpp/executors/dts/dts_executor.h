@@ -131,6 +131,7 @@ class DtsExecutor final : public Executor {
     std::vector<Node*> members;  // the same nodes
     std::vector<Node*> stateful;  // the members whose row form keeps something between calls
     std::vector<Node*> exits;     // the members with consumers outside
+    std::vector<Node*> gathering;  // the members whose row form gathers (RowOperator::gathers)
     std::vector<size_t> entries;  // into entries_
     std::vector<int> producers;   // nodes outside the region that feed it
     Time progress = Time::MinusInfinity();
