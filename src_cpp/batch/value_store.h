@@ -49,8 +49,15 @@ class ValueStore {
   void FillValues(Column& out, const uint32_t* idx) const;
 
   void AppendValid(bool valid) {
+    if (valid && nulls_ == 0) {  // no NULL so far: nothing is kept per value
+      ++size_;
+      return;
+    }
+    AppendValidSlow(valid);
+  }
+  [[gnu::noinline]] void AppendValidSlow(bool valid) {
     if (!valid && nulls_ == 0) valid_.assign(static_cast<size_t>(size_), 1);
-    if (!valid || nulls_) valid_.push_back(valid);
+    valid_.push_back(valid);
     nulls_ += !valid;
     ++size_;
   }

@@ -6,6 +6,7 @@
 #include "engine/errors.h"
 #include "engine/snapshot.h"
 #include "operators/query_sink.h"
+#include "batch/value_store.h"
 #include "rows/batch_rows.h"
 
 namespace cq {
@@ -13,8 +14,9 @@ namespace cq {
 class QuerySink::Rows final : public RowOperator {
  public:
   explicit Rows(QuerySink* sink)
-      : s_(sink), schema_(std::make_shared<const Schema>(sink->input_)), store_(RowLayout(sink->input_)),
-        out_(schema_, sink->kind_, std::nullopt) {}
+      : s_(sink), schema_(std::make_shared<const Schema>(sink->input_)), store_(RowLayout(sink->input_)) {
+    for (const Field& f : sink->output_) out_.emplace_back(f.type);
+  }
 
   void Push(int, const Row& row, RowEmitter&) override {
     if (s_->kind_ == BatchKind::kStream) {
@@ -52,11 +54,15 @@ class QuerySink::Rows final : public RowOperator {
   }
   bool stateful() const override { return s_->negative_; }
   bool gathers() const override { return true; }
-  // The rows gathered since the last flush go to the query's queue as one chunk, columnar.
+  // The rows gathered since the last flush go to the query's queue as one chunk.
   void Flush() override {
-    if (out_.empty()) return;
-    const Batch b = out_.Finish();
-    s_->Output(b, nullptr, b.length, nullptr);
+    if (rows_ == 0) return;
+    OutputChunk chunk;
+    chunk.length = rows_;
+    for (ValueStore& c : out_) chunk.columns.push_back(c.Take());
+    hint_ = rows_ + rows_ / 4;
+    rows_ = 0;
+    s_->Append(std::move(chunk));
   }
   bool advances_when_due() const override { return true; }  // (at close only)
 
@@ -87,14 +93,30 @@ class QuerySink::Rows final : public RowOperator {
   };
   static constexpr Waiting kNone{0xFFFFFFFFu, {}};
 
-  // A final row: gathered, a row at a time, into the batch the next Flush turns into a chunk.
+  // A final row, straight into the output columns (SPEC §6: the user columns, then ts or start and
+  // end, then with expose_steps the steps; a never-ending end is NULL).
   void Output(const Value* v, Time start, Time end) {
-    Row r;
-    r.values = v;
-    r.sync = start;
-    r.other = end;
-    out_.Append(r);
-    if (out_.size() >= kChunk) Flush();
+    if (rows_ == 0 && hint_ > 0)
+      for (ValueStore& c : out_) c.Reserve(hint_);
+    const size_t w = s_->input_.size();
+    size_t c = 0;
+    for (; c < w; ++c) {
+      ValueStore& s = out_[c];
+      if (s.type() == TypeId::kUtf8) s.AppendString(v[c].valid ? v[c].s->view() : std::string_view(), v[c].valid);
+      else s.AppendBits(static_cast<uint64_t>(v[c].i), v[c].valid && s.type() != TypeId::kNull);
+    }
+    out_[c++].AppendBits(static_cast<uint64_t>(start.tick), true);
+    if (s_->kind_ == BatchKind::kStream) {
+      if (s_->expose_steps_) out_[c++].AppendBits(static_cast<uint64_t>(start.step), true);
+    } else {
+      const bool ends = !end.IsInfinite();
+      out_[c++].AppendBits(ends ? static_cast<uint64_t>(end.tick) : 0, ends);
+      if (s_->expose_steps_) {
+        out_[c++].AppendBits(static_cast<uint64_t>(start.step), true);
+        out_[c++].AppendBits(ends ? static_cast<uint64_t>(end.step) : 0, ends);
+      }
+    }
+    if (++rows_ >= kChunk) Flush();
   }
   static constexpr int64_t kChunk = 65536;
 
@@ -123,7 +145,9 @@ class QuerySink::Rows final : public RowOperator {
   RowStore store_;
   std::vector<Waiting> waiting_;  // direct: by holder id
   HashMultimap<Positive> positives_;  // negative: by hash of values and start
-  RowBatchBuilder out_;  // final rows not handed to the query's queue yet
+  std::vector<ValueStore> out_;  // final rows not handed to the query's queue yet, by output column
+  int64_t rows_ = 0;
+  int64_t hint_ = 0;  // rows of the last chunk: room made for the next
 };
 
 std::unique_ptr<RowOperator> QuerySink::ToRows() { return std::make_unique<Rows>(this); }

@@ -22,12 +22,16 @@ void DtsExecutor::NodeEmitter::EmitEnds(EndBatch ends) {
 }
 
 void DtsExecutor::NodeRowEmitter::Emit(const Row& row) {
-  if (self_->exit) self_->exit->Append(row);
-  for (const Consumer& c : self_->inner) ex_->DeliverRow(c, row);
+  for (Node* x : exits_) x->exit->Append(row);
+  for (const Target& t : targets_) {
+    t.node->stale = true;
+    t.op->Push(t.port, row, *t.emitter);
+  }
 }
 
 void DtsExecutor::NodeRowEmitter::EmitEnd(HolderId id, Time end) {
-  if (self_->exit && !self_->exit->FixEnd(id, end)) {
+  for (Node* x : exits_) {
+    if (x->exit->FixEnd(id, end)) continue;
     // Its row went out already (or never came this way): the end follows it at once. Were it to
     // wait, the producer could hand the id to a new row that reaches the exit first.
     EndBatch e;
@@ -35,30 +39,20 @@ void DtsExecutor::NodeRowEmitter::EmitEnd(HolderId id, Time end) {
     e.holders = Buffer::Allocate(sizeof(HolderId));
     e.holders.as<HolderId>()[0] = id;
     e.ends = MakeTimeColumn({end});
-    for (const Consumer& c : self_->outer) ex_->DeliverEnds(c, e);
+    for (const Consumer& c : x->outer) ex_->DeliverEnds(c, e);
   }
-  for (const Consumer& c : self_->inner) ex_->DeliverRowEnd(c, id, end);
+  for (const Target& t : targets_) {
+    t.node->stale = true;
+    t.op->PushEnd(t.port, id, end, *t.emitter);
+  }
 }
 
-void DtsExecutor::DeliverRow(const Consumer& c, const Row& row) {
-  Node& t = *c.target;
-  if (c.bypass) {
-    if (t.exit) t.exit->Append(row);
-    for (const Consumer& next : t.inner) DeliverRow(next, row);
-    return;
+void DtsExecutor::ResolveRowTargets(Node& n, NodeRowEmitter& e) {
+  if (n.exit) e.exits_.push_back(&n);
+  for (const Consumer& c : n.inner) {
+    if (c.bypass) ResolveRowTargets(*c.target, e);
+    else e.targets_.push_back({c.target, c.target->rows.get(), c.port, c.target->row_emitter.get()});
   }
-  t.stale = true;
-  t.rows->Push(c.port, row, *t.row_emitter);
-}
-
-void DtsExecutor::DeliverRowEnd(const Consumer& c, HolderId id, Time end) {
-  Node& t = *c.target;
-  if (c.bypass) {
-    t.row_emitter->EmitEnd(id, end);
-    return;
-  }
-  t.stale = true;
-  t.rows->PushEnd(c.port, id, end, *t.row_emitter);
 }
 
 void DtsExecutor::Deliver(const Consumer& c, const Batch& batch) {
@@ -360,6 +354,12 @@ void DtsExecutor::MakeRowForms(const std::set<int>& fresh) {
                                                  n.op->output_kind(), n.duration);
     }
     if (n.exit) regions_[n.region].exits.push_back(&n);
+  }
+  for (auto& [id, n] : nodes_) {
+    if (!n.row_emitter) continue;
+    n.row_emitter->targets_.clear();
+    n.row_emitter->exits_.clear();
+    ResolveRowTargets(n, *n.row_emitter);
   }
 }
 

@@ -72,7 +72,8 @@ class DtsExecutor final : public Executor {
     bool bypass = false;
   };
   // Where a region member's rows go: its consumers in the region, row by row, and its exit, the
-  // batch being gathered for its consumers outside.
+  // batch being gathered for its consumers outside. Resolved when the region is formed, with the
+  // bypassed projections on the way expanded: a row costs a call per consumer that does work.
   class NodeRowEmitter final : public RowEmitter {
    public:
     NodeRowEmitter(DtsExecutor* ex, Node* self) : ex_(ex), self_(self) {}
@@ -80,8 +81,17 @@ class DtsExecutor final : public Executor {
     void EmitEnd(HolderId id, Time end) override;
 
    private:
+    friend class DtsExecutor;
+    struct Target {
+      Node* node;
+      RowOperator* op;
+      int port;
+      RowEmitter* emitter;
+    };
     DtsExecutor* ex_;
     Node* self_;
+    std::vector<Target> targets_;
+    std::vector<Node*> exits_;  // the nodes whose exit the rows reach (this one, bypassed ones)
   };
   class NodeEmitter final : public Emitter {
    public:
@@ -146,8 +156,8 @@ class DtsExecutor final : public Executor {
 
   void Deliver(const Consumer& c, const Batch& batch);
   void DeliverEnds(const Consumer& c, const EndBatch& ends);
-  void DeliverRow(const Consumer& c, const Row& row);
-  void DeliverRowEnd(const Consumer& c, HolderId id, Time end);
+  // The targets and exits a member's rows reach (NodeRowEmitter), through bypassed projections.
+  void ResolveRowTargets(Node& n, NodeRowEmitter& e);
   // Row forms for the region members that have none yet: their own for `fresh` ones (added in
   // this call), a BatchAdapter for operators that already ran outside loops.
   void MakeRowForms(const std::set<int>& fresh);
