@@ -14,8 +14,11 @@ namespace cq {
 class QuerySink::Rows final : public RowOperator {
  public:
   explicit Rows(QuerySink* sink)
-      : s_(sink), schema_(std::make_shared<const Schema>(sink->input_)), store_(RowLayout(sink->input_)) {
-    for (const Field& f : sink->output_) out_.emplace_back(f.type);
+      : s_(sink), schema_(std::make_shared<const Schema>(sink->input_)), store_(RowLayout(sink->input_)),
+        layout_(sink->input_), width_(sink->input_.size()) {}
+  ~Rows() override {
+    if (layout_.has_strings())
+      for (size_t k = 0; k < n_; ++k) layout_.Release(&staged_[k * width_]);
   }
 
   void Push(int, const Row& row, RowEmitter&) override {
@@ -54,14 +57,30 @@ class QuerySink::Rows final : public RowOperator {
   }
   bool stateful() const override { return s_->negative_; }
   bool gathers() const override { return true; }
-  // The rows gathered since the last flush go to the query's queue as one chunk.
+  // The rows staged since the last flush go to the query's queue as one chunk, built a column at
+  // a time.
   void Flush() override {
-    if (rows_ == 0) return;
+    const int64_t n = static_cast<int64_t>(n_);
+    if (n == 0) return;
     OutputChunk chunk;
-    chunk.length = rows_;
-    for (ValueStore& c : out_) chunk.columns.push_back(c.Take());
-    hint_ = rows_ + rows_ / 4;
-    rows_ = 0;
+    chunk.length = n;
+    for (size_t c = 0; c < width_; ++c)
+      chunk.columns.push_back(UserColumn(layout_.types()[c], n, [&](int64_t i) -> const Value& { return staged_[i * width_ + c]; }));
+    chunk.columns.push_back(IntColumn(n, [&](int64_t i) { return times_[i].start.tick; }, [](int64_t) { return true; }));
+    auto ends = [&](int64_t i) { return !times_[i].end.IsInfinite(); };  // a never-ending end is NULL
+    if (s_->kind_ == BatchKind::kStream) {
+      if (s_->expose_steps_)
+        chunk.columns.push_back(IntColumn(n, [&](int64_t i) { return times_[i].start.step; }, [](int64_t) { return true; }));
+    } else {
+      chunk.columns.push_back(IntColumn(n, [&](int64_t i) { return times_[i].end.tick; }, ends));
+      if (s_->expose_steps_) {
+        chunk.columns.push_back(IntColumn(n, [&](int64_t i) { return times_[i].start.step; }, [](int64_t) { return true; }));
+        chunk.columns.push_back(IntColumn(n, [&](int64_t i) { return times_[i].end.step; }, ends));
+      }
+    }
+    if (layout_.has_strings())
+      for (int64_t k = 0; k < n; ++k) layout_.Release(&staged_[k * width_]);
+    n_ = 0;
     s_->Append(std::move(chunk));
   }
   bool advances_when_due() const override { return true; }  // (at close only)
@@ -93,32 +112,88 @@ class QuerySink::Rows final : public RowOperator {
   };
   static constexpr Waiting kNone{0xFFFFFFFFu, {}};
 
-  // A final row, straight into the output columns (SPEC §6: the user columns, then ts or start and
-  // end, then with expose_steps the steps; a never-ending end is NULL).
+  // A final row: its values and times staged as they are (a copy of a few words), to become the
+  // output columns (SPEC §6) at the next Flush.
   void Output(const Value* v, Time start, Time end) {
-    if (rows_ == 0 && hint_ > 0)
-      for (ValueStore& c : out_) c.Reserve(hint_);
-    const size_t w = s_->input_.size();
-    size_t c = 0;
-    for (; c < w; ++c) {
-      ValueStore& s = out_[c];
-      if (s.type() == TypeId::kUtf8) s.AppendString(v[c].valid ? v[c].s->view() : std::string_view(), v[c].valid);
-      else s.AppendBits(static_cast<uint64_t>(v[c].i), v[c].valid && s.type() != TypeId::kNull);
-    }
-    out_[c++].AppendBits(static_cast<uint64_t>(start.tick), true);
-    if (s_->kind_ == BatchKind::kStream) {
-      if (s_->expose_steps_) out_[c++].AppendBits(static_cast<uint64_t>(start.step), true);
-    } else {
-      const bool ends = !end.IsInfinite();
-      out_[c++].AppendBits(ends ? static_cast<uint64_t>(end.tick) : 0, ends);
-      if (s_->expose_steps_) {
-        out_[c++].AppendBits(static_cast<uint64_t>(start.step), true);
-        out_[c++].AppendBits(ends ? static_cast<uint64_t>(end.step) : 0, ends);
-      }
-    }
-    if (++rows_ >= kChunk) Flush();
+    if (n_ == cap_) Grow();
+    Value* dst = staged_.get() + n_ * width_;
+    for (size_t c = 0; c < width_; ++c) dst[c] = v[c];
+    layout_.Retain(v);
+    times_[n_++] = {start, end};
+    if (n_ >= static_cast<size_t>(kChunk)) Flush();
+  }
+  [[gnu::noinline]] void Grow() {
+    const size_t cap = std::max<size_t>(1024, cap_ * 2);
+    std::unique_ptr<Value[]> values(new Value[cap * width_ + 1]);
+    std::unique_ptr<Times[]> times(new Times[cap]);
+    std::copy(staged_.get(), staged_.get() + n_ * width_, values.get());
+    std::copy(times_.get(), times_.get() + n_, times.get());
+    staged_ = std::move(values);
+    times_ = std::move(times);
+    cap_ = cap;
   }
   static constexpr int64_t kChunk = 65536;
+
+  // An int64 column of n values, NULL where !valid(i).
+  template <typename V, typename Ok>
+  static Column IntColumn(int64_t n, V value, Ok valid) {
+    Column c;
+    c.type = TypeId::kInt64;
+    c.length = n;
+    c.values = Buffer::Allocate(n * 8);
+    int64_t* o = c.values.as<int64_t>();
+    int64_t nulls = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const bool ok = valid(i);
+      o[i] = ok ? value(i) : 0;
+      nulls += !ok;
+    }
+    if (nulls) SetValidity(c, n, nulls, valid);
+    return c;
+  }
+  template <typename Ok>
+  static void SetValidity(Column& c, int64_t n, int64_t nulls, Ok valid) {
+    c.null_count = nulls;
+    c.validity = Buffer::AllocateZeroed(bitmap::Bytes(n));
+    for (int64_t i = 0; i < n; ++i)
+      if (valid(i)) bitmap::Set(c.validity.data, i);
+  }
+  // The column of a user column's staged values.
+  template <typename At>
+  static Column UserColumn(TypeId type, int64_t n, At at) {
+    if (type == TypeId::kNull) return Column::Nulls(type, n);
+    Column c;
+    c.type = type;
+    c.length = n;
+    int64_t nulls = 0;
+    switch (type) {
+      case TypeId::kInt64:
+      case TypeId::kFloat64: {
+        c.values = Buffer::Allocate(n * 8);
+        int64_t* o = c.values.as<int64_t>();
+        for (int64_t i = 0; i < n; ++i) {
+          const Value& v = at(i);
+          o[i] = v.valid ? v.i : 0;
+          nulls += !v.valid;
+        }
+        break;
+      }
+      case TypeId::kBool:
+        c.values = Buffer::AllocateZeroed(bitmap::Bytes(n));
+        for (int64_t i = 0; i < n; ++i) {
+          if (at(i).valid && at(i).i) bitmap::Set(c.values.data, i);
+          nulls += !at(i).valid;
+        }
+        break;
+      case TypeId::kUtf8:
+        FillStrings(c, n, [&](int64_t i) { return at(i).valid ? at(i).s->view() : std::string_view(); });
+        for (int64_t i = 0; i < n; ++i) nulls += !at(i).valid;
+        break;
+      case TypeId::kNull: break;
+    }
+    if (nulls) SetValidity(c, n, nulls, [&](int64_t i) { return at(i).valid; });
+    return c;
+  }
 
   // The negative method: a relation row is final when its negative tuple arrives.
   static uint64_t Key(const RowLayout& l, const Value* v, Time start) {
@@ -145,9 +220,15 @@ class QuerySink::Rows final : public RowOperator {
   RowStore store_;
   std::vector<Waiting> waiting_;  // direct: by holder id
   HashMultimap<Positive> positives_;  // negative: by hash of values and start
-  std::vector<ValueStore> out_;  // final rows not handed to the query's queue yet, by output column
-  int64_t rows_ = 0;
-  int64_t hint_ = 0;  // rows of the last chunk: room made for the next
+  // Final rows not handed to the query's queue yet: values (width_ a row, strings retained), times.
+  struct Times {
+    Time start, end;
+  };
+  RowLayout layout_;
+  size_t width_;
+  std::unique_ptr<Value[]> staged_;  // n_ rows of width_ values
+  std::unique_ptr<Times[]> times_;
+  size_t n_ = 0, cap_ = 0;
 };
 
 std::unique_ptr<RowOperator> QuerySink::ToRows() { return std::make_unique<Rows>(this); }
