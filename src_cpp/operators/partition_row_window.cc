@@ -5,6 +5,7 @@
 #include "batch/row_hash.h"
 #include "engine/errors.h"
 #include "engine/snapshot.h"
+#include "batch/hash_multimap.h"
 #include "operators/registry.h"
 #include "rows/batch_adapter.h"
 
@@ -101,18 +102,22 @@ void PartitionRowWindow::AdvanceTo(Time progress, Emitter& out) {
   holders_->Release(ids.data(), ends.length);
 }
 
-// The row form works on the same queues, keyed by the same bytes; each row is a push of its own.
+// The row form works on the same queues, keyed by the same bytes (so that a snapshot of the batch
+// form holds it all); each row is a push of its own. A row finds its queue through a cache keyed
+// by a hash of its key values, not by building the key's bytes and hashing those.
 class PartitionRowWindow::Rows final : public RowOperator {
  public:
-  Rows(PartitionRowWindow* w, std::vector<TypeId> types) : w_(w), types_(std::move(types)) {}
+  Rows(PartitionRowWindow* w, std::vector<TypeId> types) : w_(w), types_(std::move(types)) {
+    Schema key_schema;
+    for (int k : w->keys_) key_schema.push_back({"k", types_[k]});
+    key_layout_ = RowLayout(key_schema);
+    keys_ = RowStore(key_layout_);
+  }
   void Push(int, const Row& in, RowEmitter& out) override {
     PartitionRowWindow& w = *w_;
     const uint32_t seq = w.batch_seq_++;
-    key_.clear();
-    for (int k : w.keys_) AppendKeyValue(types_[k], in.values[k], &key_);
-    auto [it, fresh] = w.slot_of_.try_emplace(key_, static_cast<uint32_t>(w.queues_.size()));
-    if (fresh) w.queues_.emplace_back();
-    Queue& q = w.queues_[it->second];
+    const uint32_t queue = QueueOf(in.values);
+    Queue& q = w.queues_[queue];
     Row r = in;
     r.holder = w.holders_->AllocateOne();  // before the ended id is let go, as the batch form does
     if (static_cast<int64_t>(q.size()) == w.rows_) {
@@ -124,8 +129,29 @@ class PartitionRowWindow::Rows final : public RowOperator {
       out.EmitEnd(old, in.sync);
       w.holders_->ReleaseOne(old);
     }
-    w.queues_[it->second].items.push_back({r.holder, seq, 0});
+    w.queues_[queue].items.push_back({r.holder, seq, 0});
     out.Emit(r);
+  }
+  uint32_t QueueOf(const Value* row) {
+    PartitionRowWindow& w = *w_;
+    ValueBuffer key(w.keys_.size());
+    for (size_t k = 0; k < w.keys_.size(); ++k) key[k] = row[w.keys_[k]];
+    const uint64_t h = key_layout_.Hash(key.data());
+    uint32_t found = kNone;
+    cache_.ForEachWith(h, [&](uint32_t s) {
+      if (found == kNone && key_layout_.Equal(keys_.Get(s), key.data())) found = queue_of_[s];
+    });
+    if (found != kNone) return found;
+    // Not seen by this form yet (a new key, or one from before a restore): by its bytes.
+    key_.clear();
+    for (int k : w.keys_) AppendKeyValue(types_[k], row[k], &key_);
+    auto [it, fresh] = w.slot_of_.try_emplace(key_, static_cast<uint32_t>(w.queues_.size()));
+    if (fresh) w.queues_.emplace_back();
+    const uint32_t s = keys_.Add(key.data());
+    if (s >= queue_of_.size()) queue_of_.resize(s + 1);
+    queue_of_[s] = it->second;
+    cache_.Insert(h, s);
+    return it->second;
   }
   bool advances_when_due() const override { return true; }  // (at close only)
   void AdvanceTo(Time progress, RowEmitter& out) override {
@@ -135,9 +161,14 @@ class PartitionRowWindow::Rows final : public RowOperator {
   }
 
  private:
+  static constexpr uint32_t kNone = 0xFFFFFFFFu;
   PartitionRowWindow* w_;
   std::vector<TypeId> types_;
   std::string key_;
+  RowLayout key_layout_;
+  RowStore keys_;                  // the key values seen, a slot each
+  std::vector<uint32_t> queue_of_;  // by slot of keys_: its queue
+  HashMultimap<uint32_t> cache_;   // key hash -> slot of keys_
 };
 
 std::unique_ptr<RowOperator> PartitionRowWindow::ToRows() {
