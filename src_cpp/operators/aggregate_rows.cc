@@ -131,18 +131,22 @@ uint32_t Aggregate::Rows::GroupOf(const ::cq::Value* keys) {
 
 void Aggregate::Rows::Push(int, const Row& row, RowEmitter&) {
   if (depth_ == 0) tracker_->Collect();
+  // Keys and arguments are mostly bare columns: those are read in place (borrowed), the others
+  // evaluated (owned, released below).
   ValueBuffer keys(keys_.size()), stored(stored_width_);
-  for (size_t k = 0; k < keys_.size(); ++k) keys[k] = keys_[k]->Evaluate(row.values);
+  for (size_t k = 0; k < keys_.size(); ++k)
+    keys[k] = keys_[k]->is_column() ? row.values[keys_[k]->column_index()] : keys_[k]->Evaluate(row.values);
   const uint32_t g = GroupOf(keys.data());
   for (size_t k = 0; k < keys_.size(); ++k)
-    if (keys_[k]->type() == TypeId::kUtf8 && keys[k].valid) ReleaseString(keys[k].s);
-  for (size_t k = 0; k < args_.size(); ++k) stored[k] = args_[k]->Evaluate(row.values);
+    if (!keys_[k]->is_column() && keys_[k]->type() == TypeId::kUtf8 && keys[k].valid) ReleaseString(keys[k].s);
+  for (size_t k = 0; k < args_.size(); ++k)
+    stored[k] = args_[k]->is_column() ? row.values[args_[k]->column_index()] : args_[k]->Evaluate(row.values);
   stored[args_.size()] = ::cq::Value::Int(g);
   Row r = row;
   r.values = stored.data();
   tracker_->Push(r);
   for (size_t k = 0; k < args_.size(); ++k)
-    if (args_[k]->type() == TypeId::kUtf8 && stored[k].valid) ReleaseString(stored[k].s);
+    if (!args_[k]->is_column() && args_[k]->type() == TypeId::kUtf8 && stored[k].valid) ReleaseString(stored[k].s);
 }
 
 void Aggregate::Rows::Apply(const ::cq::Value* stored, int64_t sign) {

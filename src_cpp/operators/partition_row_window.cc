@@ -154,6 +154,7 @@ class PartitionRowWindow::Rows final : public RowOperator {
     return it->second;
   }
   bool advances_when_due() const override { return true; }  // (at close only)
+  bool fires() const override { return false; }
   void AdvanceTo(Time progress, RowEmitter& out) override {
     if (!progress.IsInfinite()) return;
     RowsFromBatches ends(&out);

@@ -84,6 +84,7 @@ class QuerySink::Rows final : public RowOperator {
     s_->Append(std::move(chunk));
   }
   bool advances_when_due() const override { return true; }  // (at close only)
+  bool fires() const override { return false; }
 
   void Snapshot(SnapshotWriter& w) const override {
     store_.Snapshot(w, schema_);

@@ -115,6 +115,7 @@ class RowWindow::Rows final : public RowOperator {
     out.Emit(r);
   }
   bool advances_when_due() const override { return true; }  // (at close only)
+  bool fires() const override { return false; }
   void AdvanceTo(Time progress, RowEmitter& out) override {
     if (!progress.IsInfinite()) return;
     RowsFromBatches ends(&out);

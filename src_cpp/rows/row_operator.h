@@ -50,6 +50,9 @@ class RowOperator {
   // True when AdvanceTo(p), p finite, does nothing unless next_firing() < p: the executor then
   // calls it only for operators that were given something or have something due.
   virtual bool advances_when_due() const { return false; }
+  // False when next_firing() is always Time::Infinity() (an operator that acts only when given
+  // something, or at close): the executor does not ask.
+  virtual bool fires() const { return true; }
 
   // Engine snapshots of what the row form keeps (the batch form's state is written beside it).
   virtual void Snapshot(SnapshotWriter& w) const {}

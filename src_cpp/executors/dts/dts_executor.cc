@@ -331,6 +331,7 @@ void DtsExecutor::MakeRowForms(const std::set<int>& fresh) {
         }
         n.row_emitter = std::make_unique<NodeRowEmitter>(this, m);
         n.when_due = n.rows->advances_when_due();
+        n.fires = n.rows->fires();
       }
       n.row_emitter->set_now(&r.now);
       n.stale = true;
@@ -480,7 +481,7 @@ void DtsExecutor::RunRegion(Region& r) {
     for (size_t e : r.entries) t = std::min(t, entries_[e].runs.head());
     for (Node* n : r.stateful) {
       if (n->stale) {
-        n->next = n->rows->next_firing(r.last_tick);
+        n->next = n->fires ? n->rows->next_firing(r.last_tick) : Time::Infinity();
         n->stale = false;
       }
       t = std::min(t, n->next);

@@ -116,6 +116,7 @@ class DtsExecutor final : public Executor {
     std::unique_ptr<RowOperator> rows;
     bool adapted = false;
     bool when_due = false;  // rows->advances_when_due()
+    bool fires = true;      // rows->fires()
     // Its next firing time as last asked, stale once it has been given something or advanced.
     Time next = Time::MinusInfinity();
     bool stale = true;
