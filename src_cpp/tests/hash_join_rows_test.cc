@@ -185,11 +185,14 @@ struct Driver : RowEmitter {
   int64_t tick = 0;
   bool pushing = false;
   int64_t results = 0;
+  int64_t emitted = 0;  // rows and ends
+  bool given = false;   // since the last advance
   size_t looped = SIZE_MAX;  // inputs from this one on came through the loop, delivered by it
   Time now_;
 
   void Emit(const Row& r) override {
     out.Add(r);
+    ++emitted;
     if (!loop) return;
     if (pushing) {
       FixOneDue();
@@ -208,6 +211,7 @@ struct Driver : RowEmitter {
   }
   void EmitEnd(HolderId id, Time end) override {
     out.End(id, end);
+    ++emitted;
     if (loop && pushing) FixOneDue();
   }
   // A pending end due now, fixed while the join is in the middle of an emission.
@@ -225,6 +229,7 @@ struct Driver : RowEmitter {
     fixed[input] = true;
     const HolderId id = it->second;
     ids.erase(it);
+    given = true;
     op->PushEnd(in.port, id, {in.fix, 0}, *this);
     holders->Release(&id, 1);  // as a producer does once the end is out
   }
@@ -241,6 +246,7 @@ struct Driver : RowEmitter {
       holders->Allocate(1, &r.holder);
       ids[input] = r.holder;
     }
+    given = true;
     op->Push(in.port, r, *this);
   }
 
@@ -261,7 +267,12 @@ struct Driver : RowEmitter {
         }
       }
       pushing = false;
+      // An operator that advances only when due does nothing otherwise (the executor skips it).
+      const bool idle = op->advances_when_due() && !given && !(op->next_firing(tick) < Time{tick, 1});
+      const int64_t before = emitted;
       op->AdvanceTo({tick, 1}, *this);
+      if (idle) CQ_EXPECT_EQ(emitted, before);
+      given = false;
       now_ = Time::MinusInfinity();
       CQ_EXPECT(!(op->next_firing(tick) < Time{tick, 1}));
       if (tick == snapshot_at) {
