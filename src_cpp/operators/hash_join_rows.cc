@@ -9,17 +9,18 @@
 //
 // Each input's rows are kept in a RowStore (with the join keys that are not plain columns
 // computed once, after the row's own columns), found by key hash in a flat table. Rows are joined
-// in time order across the two inputs: a row waits until progress has passed it, or goes at once
-// when the region runs its instant (RowEmitter::now(): every row below it is out on both inputs,
-// so the row meets every row of the other side that started before it; rows of its own instant
-// meet it whichever comes second).
+// in time order across the two inputs, once progress has passed them, as in the batch form. (At
+// the instant the region runs, RowEmitter::now(), a row could go at once: every row below it is
+// out on both inputs. But an end due at that instant may not be: the row would meet a tuple that
+// ends at its start, a ghost result the batch form does not make, for no gain, since the executor
+// advances this join at that instant anyway.)
 //
-// Re-entrancy: rows are joined only by the outermost call (depth 1). A row that comes back through
-// a loop while this join emits waits in its queue, and the loop draining the queues takes it in
-// turn, so the tables never change while an emission is under way (probes emit straight from the
-// table) and no result of a pair goes out before the results of earlier rows. What can come back
-// during an emission is an input's end: it changes only the rows' ends and the open results, which
-// are read afresh for each pair.
+// Re-entrancy: rows are joined only by AdvanceTo. A row that comes back through a loop while this
+// join emits waits in its queue, and the loop draining the queues takes it in turn, so the tables
+// never change while an emission is under way (probes emit straight from the table) and no result
+// of a pair goes out before the results of earlier rows. What can come back during an emission is
+// an input's end: it changes only the rows' ends and the open results, which are read afresh for
+// each pair.
 #include <algorithm>
 #include <cstring>
 
@@ -205,10 +206,9 @@ bool HashJoin::Rows::KeysEqual(const Value* a, const std::vector<int>& ca, const
   return true;
 }
 
-void HashJoin::Rows::Push(int port, const Row& row, RowEmitter& out) {
+void HashJoin::Rows::Push(int port, const Row& row, RowEmitter&) {
   if (!negative_ && !row.pending() && !(row.sync < row.other)) return;  // a ghost joins nothing
   Input& s = sides_[port];
-  Depth depth(*this);
   const size_t nc = s.computed.size();
   ValueBuffer buf(nc ? s.width + nc : 0);
   const Value* v = row.values;
@@ -218,8 +218,7 @@ void HashJoin::Rows::Push(int port, const Row& row, RowEmitter& out) {
     v = buf.data();
   }
   uint64_t h;
-  const bool joins = KeyHash(s, v, &h);
-  if (joins) {
+  if (KeyHash(s, v, &h)) {
     const uint32_t slot = s.store.Add(v);
     if (slot >= s.kept.size()) s.kept.resize(std::max<size_t>(slot + 1, s.kept.size() * 2));
     s.kept[slot] = {row.sync, row.pending() ? Time::MinusInfinity() : row.other, h, row.holder, kWaiting};
@@ -231,8 +230,6 @@ void HashJoin::Rows::Push(int port, const Row& row, RowEmitter& out) {
   }
   for (size_t k = 0; k < nc; ++k)
     if (buf[s.width + k].valid && s.computed[k]->type() == TypeId::kUtf8) ReleaseString(buf[s.width + k].s);
-  // The region runs this row's instant: it is joined now, after the rows that came before it.
-  if (joins && depth_ == 1 && !(out.now() < row.sync)) Drain({row.sync.tick, row.sync.step + 1}, out);
 }
 
 void HashJoin::Rows::Drain(Time below, RowEmitter& out) {
