@@ -24,7 +24,12 @@ uint64_t HashStart(uint64_t h, Time t) {
 HashJoin::HashJoin(const Schema& left, const Schema& right, std::vector<std::unique_ptr<Expression>> left_keys,
                    std::vector<std::unique_ptr<Expression>> right_keys, std::unique_ptr<Expression> residual,
                    bool negative, HolderTable* holders, ExpirationPolicy policy)
-    : left_(left), right_(right), residual_(std::move(residual)), negative_(negative), holders_(holders) {
+    : left_(left),
+      right_(right),
+      residual_(std::move(residual)),
+      negative_(negative),
+      holders_(holders),
+      policy_(policy) {
   sides_[0].expiring = ExpirationSet<Side::Expiry>(policy);
   sides_[1].expiring = ExpirationSet<Side::Expiry>(policy);
   schema_ = left_;

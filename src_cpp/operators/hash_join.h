@@ -12,6 +12,7 @@
 //    is never below its input's progress (§4.3), so the minimum is then e.
 //  * negative: a positive tuple probes the other side and yields positive results; a negative
 //    tuple leaves its side's table and yields the negative results of the pairs still alive.
+// Inside loops the row form (Rows, hash_join_rows.cc) does the same a row at a time.
 #include <memory>
 #include <unordered_map>
 
@@ -31,6 +32,7 @@ class HashJoin final : public Operator {
   void Push(int port, const Batch& batch, Emitter& out) override;
   void PushEnds(int port, const EndBatch& ends, Emitter& out) override;
   void AdvanceTo(Time progress, Emitter& out) override;
+  std::unique_ptr<RowOperator> ToRows() override;
   Time next_firing(int64_t last_tick) const override;
   const Schema& output_schema() const override { return schema_; }
   BatchKind output_kind() const override { return BatchKind::kLifetime; }
@@ -39,6 +41,7 @@ class HashJoin final : public Operator {
   void Restore(SnapshotReader& r) override;
 
  private:
+  class Rows;
   struct Ref {
     uint32_t seq;
     uint32_t row;
@@ -128,6 +131,7 @@ class HashJoin final : public Operator {
   bool int64_key_ = false;
   bool negative_;
   HolderTable* holders_;
+  ExpirationPolicy policy_;
   Side sides_[2];
   Time progress_ = Time::MinusInfinity();
   // direct: open results by their holder id, the ids by input holder, and those whose end is
