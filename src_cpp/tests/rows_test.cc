@@ -612,6 +612,42 @@ CQ_TEST(row_store_snapshot_round_trip_keeps_slots_and_free_list) {
   ReleaseString(s);
 }
 
+CQ_TEST(row_store_restore_refuses_inconsistent_slots) {
+  // A store's snapshot: the live flags, the free list, the live rows as one batch.
+  const Schema ints = {{"k", TypeId::kInt64}};
+  auto forged = [&](const std::vector<uint8_t>& live, const std::vector<uint32_t>& free, const I64s& rows) {
+    SnapshotWriter w;
+    w.PodVec(live);
+    w.PodVec(free);
+    w.I64(static_cast<int64_t>(rows.size()));
+    if (!rows.empty()) {
+      Batch b;
+      b.schema = std::make_shared<const Schema>(ints);
+      b.length = static_cast<int64_t>(rows.size());
+      b.columns.push_back(I64(rows));
+      b.sync = MakeTimeColumn(std::vector<Time>(rows.size(), Time{0, 0}));
+      w.WriteBatch(b);
+    }
+    return w.bytes();
+  };
+  auto restores = [&](const std::string& bytes) {
+    RowStore st{RowLayout(ints)};
+    SnapshotReader r(bytes.data(), bytes.size());
+    try {
+      st.Restore(r, ints);
+    } catch (const CqError&) {
+      return false;
+    }
+    return true;
+  };
+  CQ_EXPECT(restores(forged({1, 0, 0, 1}, {2, 1}, {5, 6})));
+  CQ_EXPECT(!restores(forged({1, 0, 0, 1}, {1, 1}, {5, 6})));  // a free slot twice (then handed out twice)
+  CQ_EXPECT(!restores(forged({1, 0, 0, 1}, {0, 1}, {5, 6})));  // a live slot free
+  CQ_EXPECT(!restores(forged({1, 0, 0, 1}, {2, 1}, {5})));     // fewer rows than live slots
+  CQ_EXPECT(!restores(forged({1, 0, 2, 1}, {1}, {5, 6})));     // a flag that is neither
+  CQ_EXPECT(!restores(forged({1, 0, 0, 1}, {2, 9}, {5, 6})));  // a slot that is not there
+}
+
 // ---- RowBatchBuilder -----------------------------------------------------------------------------
 
 Row RowOf(const Value* values, Time sync, Time other, HolderId holder) {
