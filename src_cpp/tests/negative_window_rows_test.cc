@@ -251,6 +251,11 @@ CQ_TEST(negative_time_window_rows_send_what_the_batch_form_sends) {
       CQ_EXPECT_EQ(got, whole);
       CQ_EXPECT_EQ(got, single);
       ExpectWellFormed(got, Name(c));
+      // No tuple starts before it arrives (in a loop: not below the instant the region runs).
+      bool late_enough = true;
+      for (const Out& o : got)
+        if (o.positive()) late_enough &= !(o.sync < rows[static_cast<size_t>(o.i)].t);
+      if (!late_enough) Fail(__FILE__, __LINE__, Name(c) + " seed " + std::to_string(seed) + ": a positive before its tuple");
       if (got != whole) {
         Fail(__FILE__, __LINE__, Name(c) + " seed " + std::to_string(seed));
         return;
@@ -283,6 +288,21 @@ CQ_TEST(negative_time_window_rows_fixed_cases) {
   CQ_EXPECT_EQ(RunRows([&] { return slide.ToRows(); }, {{6, "x", {6, 0}}, {7, "y", {9, 0}}}),
                (std::vector<Out>{{6, "x", {10, 0}, inf}, {6, "x", {10, 0}, {10, 0}}, {7, "y", {10, 0}, inf},
                                  {7, "y", {15, 0}, {10, 0}}}));
+  // In a loop ([Range 5 Slide 5] at 10+1ε): a tuple on a boundary keeps its ε-step, as the direct
+  // method's slide window has it — starting at 10 would put it below the instant that made it.
+  NegativeTimeWindow on("slide", 5, 5, kSchema);
+  CQ_EXPECT_EQ(RunRows([&] { return on.ToRows(); }, {{1, "a", {10, 1}}, {2, "b", {12, 2}}}),
+               (std::vector<Out>{{1, "a", {10, 1}, inf}, {1, "a", {15, 0}, {10, 1}}, {2, "b", {15, 0}, inf},
+                                 {2, "b", {20, 0}, {15, 0}}}));
+  NegativeTimeWindow on_batch("slide", 5, 5, kSchema);
+  CQ_EXPECT_EQ(RunBatch(on_batch, {{1, "a", {10, 1}}, {2, "b", {12, 2}}}, false),
+               (std::vector<Out>{{1, "a", {10, 1}, inf}, {1, "a", {15, 0}, {10, 1}}, {2, "b", {15, 0}, inf},
+                                 {2, "b", {20, 0}, {15, 0}}}));
+  // ... and with [Range 0 Slide 5] it is a ghost there (never an end before its start).
+  NegativeTimeWindow zero("slide", 0, 5, kSchema);
+  CQ_EXPECT_EQ(RunRows([&] { return zero.ToRows(); }, {{1, "a", {10, 1}}, {2, "b", {12, 0}}}),
+               (std::vector<Out>{{1, "a", {10, 1}, inf}, {1, "a", {10, 1}, {10, 1}}, {2, "b", {15, 0}, inf},
+                                 {2, "b", {15, 0}, {15, 0}}}));
   // [Range Unbounded]: positives only, at once.
   NegativeTimeWindow unb("unbounded", 0, 1, kSchema);
   auto r = unb.ToRows();
