@@ -6,6 +6,7 @@
 #include "engine/errors.h"
 #include "engine/snapshot.h"
 #include "operators/registry.h"
+#include "rows/row_operator.h"
 
 namespace cq {
 
@@ -65,6 +66,151 @@ void NegativeRowWindow::Push(int, const Batch& in, Emitter& out) {
   for (size_t k = 0; k < rows.size(); ++k)
     if (!other[k].IsInfinite()) --kept_[rows[k].batch - kept_.front().seq].live;
   while (!kept_.empty() && kept_.front().live == 0) kept_.pop_front();
+}
+
+// ---- row form ----------------------------------------------------------------------------------
+
+namespace {
+
+// Each arrival, in order: the tuple N places before it in its partition leaves as a negative
+// stamped with the arrival's time, then the arrival goes out as a positive. The last N tuples of
+// each partition are kept (values in a RowStore; per partition a FIFO of slots and starts).
+//
+// A tuple that comes back into the window while it emits (a loop through a delay) is kept and
+// handled once the emission under way is over, as its own push: the window's output stays in
+// arrival order, a negative never overtakes its positive, and a slot is freed only when no row of
+// this window is on its way downstream.
+class NegativeRowWindowRows final : public RowOperator {
+ public:
+  NegativeRowWindowRows(int64_t rows, std::vector<int> keys, const Schema& schema)
+      : rows_(rows), keys_(std::move(keys)), schema_(std::make_shared<const Schema>(schema)),
+        store_(RowLayout(schema)) {
+    if (keys_.empty()) queues_.emplace_back();  // one partition
+  }
+
+  void Push(int, const Row& in, RowEmitter& out) override {
+    const Arrival a{store_.Add(in.values), 0, in.sync};
+    if (depth_ > 0) {
+      later_.push_back(a);
+      return;
+    }
+    ++depth_;
+    Arrive(a, out);
+    for (size_t k = 0; k < later_.size(); ++k) {
+      const Arrival next = later_[k];  // (a copy: later_ may grow meanwhile)
+      Arrive(next, out);
+    }
+    later_.clear();
+    --depth_;
+    for (uint32_t s : ended_) store_.Remove(s);
+    ended_.clear();
+  }
+  // Nothing is ever due by itself: a tuple leaves only when a later one arrives.
+  bool advances_when_due() const override { return true; }
+
+  // The store, then each partition's key and FIFO (oldest first).
+  void Snapshot(SnapshotWriter& w) const override {
+    store_.Snapshot(w, schema_);
+    w.U64(queues_.size());
+    if (keys_.empty()) {
+      const Queue& q = queues_[0];
+      w.PodVec(q.items.data() + q.head, q.size());
+      return;
+    }
+    for (const auto& [key, index] : index_) {
+      const Queue& q = queues_[index];
+      w.Str(key);
+      w.PodVec(q.items.data() + q.head, q.size());
+    }
+  }
+  void Restore(SnapshotReader& r) override {
+    store_.Restore(r, *schema_);
+    const size_t n = r.Count(8);  // (each at least its length)
+    queues_.clear();
+    index_.clear();
+    bool ok = keys_.empty() ? n == 1 : true;
+    size_t kept = 0;
+    std::vector<uint8_t> seen;
+    for (size_t k = 0; k < n && ok; ++k) {
+      if (!keys_.empty()) ok &= index_.try_emplace(r.Str(), static_cast<uint32_t>(k)).second;
+      queues_.emplace_back();
+      Queue& q = queues_.back();
+      r.PodVec(q.items);
+      // (a partition, once made, always holds a tuple or more)
+      ok &= (keys_.empty() || !q.items.empty()) && static_cast<int64_t>(q.items.size()) <= rows_;
+      for (size_t i = 0; i < q.items.size() && ok; ++i) {
+        const uint32_t s = q.items[i].slot;
+        ok &= store_.live(s) && (i == 0 || !(q.items[i].start < q.items[i - 1].start));
+        if (ok && s >= seen.size()) seen.resize(s + 1, 0);
+        ok = ok && !seen[s]++;
+      }
+      kept += q.items.size();
+    }
+    CQ_SNAPSHOT_CHECK(ok && kept == store_.size(), "a row window's kept rows are inconsistent");
+  }
+
+ private:
+  struct Arrival {
+    uint32_t slot;
+    uint32_t unused;  // (no padding: snapshots write these as they are)
+    Time start;
+  };
+  struct Queue {
+    std::vector<Arrival> items;  // from `head` on
+    size_t head = 0;
+    size_t size() const { return items.size() - head; }
+  };
+
+  uint32_t QueueOf(const Value* v) {
+    if (keys_.empty()) return 0;
+    key_.clear();
+    for (int k : keys_) AppendKeyValue(store_.layout().types()[k], v[k], &key_);
+    auto [it, fresh] = index_.try_emplace(key_, static_cast<uint32_t>(queues_.size()));
+    if (fresh) queues_.emplace_back();
+    return it->second;
+  }
+
+  void Arrive(const Arrival& a, RowEmitter& out) {
+    const Value* values = store_.Get(a.slot);
+    Queue& q = queues_[QueueOf(values)];
+    Row neg;
+    const bool full = static_cast<int64_t>(q.size()) == rows_;
+    if (full) {
+      const Arrival old = q.items[q.head++];
+      if (q.head > 64 && q.head * 2 > q.items.size()) {
+        q.items.erase(q.items.begin(), q.items.begin() + static_cast<std::ptrdiff_t>(q.head));
+        q.head = 0;
+      }
+      neg.values = store_.Get(old.slot);
+      neg.sync = a.start;
+      neg.other = old.start;
+      ended_.push_back(old.slot);
+    }
+    q.items.push_back(a);
+    // The state is final before anything goes out (q is not used past this point).
+    if (full) out.Emit(neg);
+    Row pos;
+    pos.values = values;
+    pos.sync = a.start;
+    out.Emit(pos);
+  }
+
+  int64_t rows_;
+  std::vector<int> keys_;  // empty: one partition
+  std::shared_ptr<const Schema> schema_;
+  RowStore store_;
+  std::vector<Queue> queues_;
+  std::unordered_map<std::string, uint32_t> index_;  // partition key bytes -> queues_ index
+  std::string key_;
+  std::vector<Arrival> later_;   // arrivals during an emission of this window
+  std::vector<uint32_t> ended_;  // slots of the negatives sent, freed when no emission is under way
+  int depth_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<RowOperator> NegativeRowWindow::ToRows() {
+  return std::make_unique<NegativeRowWindowRows>(rows_, keys_, schema_);
 }
 
 void RegisterNegativeRowWindow(OperatorRegistry& r) {

@@ -2,7 +2,8 @@
 // [Rows N] and [Partition By k Rows N] under the Negative Tuple method: a tuple goes out as a
 // positive at its arrival; when the N-th later tuple (of its partition) arrives, the window sends
 // the tuple again as a negative stamped with that arrival's time. The window keeps the last N
-// tuples (per partition) by reference to their batches.
+// tuples (per partition) by reference to their batches; the row form (ToRows, for loop regions)
+// keeps its own copies of them.
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -16,6 +17,7 @@ class NegativeRowWindow final : public Operator {
  public:
   NegativeRowWindow(int64_t rows, std::vector<int> keys, const Schema& input);
   void Push(int port, const Batch& batch, Emitter& out) override;
+  std::unique_ptr<RowOperator> ToRows() override;
   const Schema& output_schema() const override { return schema_; }
   BatchKind output_kind() const override { return BatchKind::kLifetime; }
   std::string Explain() const override { return "Window [Rows " + std::to_string(rows_) + "] (negative tuples)"; }

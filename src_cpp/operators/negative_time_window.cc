@@ -6,6 +6,7 @@
 #include "engine/snapshot.h"
 #include "operators/registry.h"
 #include "plan/plan_util.h"
+#include "rows/row_operator.h"
 
 namespace cq {
 
@@ -16,6 +17,8 @@ int64_t CeilTo(int64_t x, int64_t s) {
   int64_t r;
   return __builtin_mul_overflow(q, s, &r) ? Time::kInfTick : r;
 }
+// Where [Range T Slide S] starts a tuple at `t`, given the boundary `start` = ⌈t / S⌉·S.
+Time SlideStart(Time t, int64_t start) { return {start, start == t.tick ? t.step : 0}; }
 }  // namespace
 
 NegativeTimeWindow::NegativeTimeWindow(std::string kind, int64_t range, int64_t slide, const Schema& input)
@@ -47,10 +50,23 @@ void NegativeTimeWindow::Push(int, const Batch& in, Emitter& out) {
   } else {  // slide
     start.ticks = Buffer::Allocate(n * 8);
     start.steps = {};
+    int64_t* st = start.ticks.as<int64_t>();
     for (int64_t i = 0; i < n; ++i) {
-      start.ticks.as<int64_t>()[i] = CeilTo(t[i], slide_);
+      st[i] = CeilTo(t[i], slide_);
       int64_t te;
       et[i] = __builtin_add_overflow(t[i], range_, &te) ? Time::kInfTick : CeilTo(te, slide_);
+    }
+    if (b.sync.has_steps()) {
+      // A tuple exactly on a boundary keeps its ε-step, as SlideWindow has it (one moved to the next
+      // boundary starts at step 0): in a loop it must not start below the instant that made it. Its
+      // end is the boundary's step 0, or with [Range 0] its start (a ghost, never an end before it).
+      start.steps = Buffer::Allocate(n * 8);
+      end.steps = Buffer::Allocate(n * 8);
+      for (int64_t i = 0; i < n; ++i) {
+        const Time s = SlideStart(b.sync.At(i), st[i]);
+        start.steps.as<int64_t>()[i] = s.step;
+        end.steps.as<int64_t>()[i] = et[i] == st[i] ? s.step : 0;
+      }
     }
   }
   b.sync = start;
@@ -126,6 +142,188 @@ void NegativeTimeWindow::EmitThrough(Time through, Emitter& out) {
     kept_.pop_front();
     ++front_;
   }
+}
+
+// ---- row form ----------------------------------------------------------------------------------
+
+namespace {
+
+// [Range Unbounded]: nothing ever ends, so each tuple goes on at once as a positive (open end);
+// nothing is kept.
+class UnboundedNegativeRows final : public RowOperator {
+ public:
+  void Push(int, const Row& in, RowEmitter& out) override {
+    Row r = in;
+    r.other = Time::Infinity();
+    r.holder = kNoHolder;
+    out.Emit(r);
+  }
+  bool stateful() const override { return false; }
+};
+
+// [Now], [Range T], [Range T Slide S]: the batch form's merge of positives and negatives, row by
+// row. Each tuple is kept (values in a RowStore, its start and end in a FIFO, both monotone) from
+// its arrival until its negative is out; two cursors name the next positive and the next negative
+// to send, and the negative cursor never passes the positive one.
+class NegativeTimeWindowRows final : public RowOperator {
+ public:
+  enum class Kind { kNow, kRange, kSlide };
+  NegativeTimeWindowRows(Kind kind, int64_t range, int64_t slide, const Schema& schema)
+      : kind_(kind), range_(range), slide_(slide), schema_(std::make_shared<const Schema>(schema)),
+        store_(RowLayout(schema)) {}
+
+  void Push(int, const Row& in, RowEmitter& out) override {
+    Kept k;
+    Lifetime(in.sync, &k.start, &k.end);
+    k.slot = store_.Add(in.values);
+    kept_.push_back(k);
+    // As the batch form, everything up to the arrival's time goes out — when the region runs that
+    // instant. A row that comes later (through a delay, while this window or another operator is
+    // emitting) waits for its instant: next_firing names it. One that comes back while this
+    // window emits waits for the emission under way, which sends what is due of it.
+    if (depth_ == 0 && !(out.now() < in.sync)) EmitThrough(in.sync, true, out);
+  }
+
+  // Only what is below `progress` (the batch form also sends what is at it): the rest goes out
+  // when the region runs its instant, so AdvanceTo does nothing unless next_firing() < progress.
+  void AdvanceTo(Time progress, RowEmitter& out) override {
+    if (depth_ == 0) EmitThrough(progress, progress.IsInfinite(), out);
+  }
+  bool advances_when_due() const override { return true; }
+  Time next_firing(int64_t) const override {
+    Time t = Time::Infinity();
+    if (pos_ < end()) t = At(pos_).start;
+    if (neg_ < end()) t = std::min(t, At(neg_).end);
+    return t;
+  }
+
+  // The store (slots as they are), then the tuples from the next negative on, and the positive
+  // cursor's distance from it. Nothing is let go of but not yet freed between calls.
+  void Snapshot(SnapshotWriter& w) const override {
+    store_.Snapshot(w, schema_);
+    w.PodVec(kept_.data() + (neg_ - base_), static_cast<size_t>(end() - neg_));
+    w.U64(pos_ - neg_);
+  }
+  void Restore(SnapshotReader& r) override {
+    store_.Restore(r, *schema_);
+    r.PodVec(kept_);
+    base_ = freed_ = neg_ = 0;
+    pos_ = r.U64();
+    bool ok = pos_ <= kept_.size() && kept_.size() == store_.size();
+    std::vector<uint8_t> seen;
+    for (size_t k = 0; k < kept_.size() && ok; ++k) {
+      const Kept& x = kept_[k];
+      ok &= store_.live(x.slot) && !(x.end < x.start);
+      if (k > 0) ok &= !(x.start < kept_[k - 1].start) && !(x.end < kept_[k - 1].end);
+      if (ok && x.slot >= seen.size()) seen.resize(x.slot + 1, 0);
+      ok = ok && !seen[x.slot]++;
+    }
+    CQ_SNAPSHOT_CHECK(ok, "a time window's kept rows are inconsistent");
+  }
+
+ private:
+  struct Kept {
+    Time start, end;
+    uint32_t slot;
+    uint32_t unused = 0;  // (no padding: snapshots write these as they are)
+  };
+  static_assert(sizeof(Kept) == 40);
+
+  // The lifetime the batch form gives a tuple at `t` (NegativeTimeWindow::Push).
+  void Lifetime(Time t, Time* start, Time* end) const {
+    switch (kind_) {
+      case Kind::kNow:
+        *start = t;
+        *end = {t.tick, t.step + 1};
+        return;
+      case Kind::kRange:
+        *start = t;
+        *end = {(t + Duration::Ticks(range_)).tick, t.step};
+        return;
+      case Kind::kSlide: {
+        *start = SlideStart(t, CeilTo(t.tick, slide_));
+        int64_t te;
+        const int64_t e = __builtin_add_overflow(t.tick, range_, &te) ? Time::kInfTick : CeilTo(te, slide_);
+        *end = {e, e == start->tick ? start->step : 0};
+        return;
+      }
+    }
+  }
+
+  uint64_t end() const { return base_ + kept_.size(); }
+  const Kept& At(uint64_t k) const { return kept_[k - base_]; }
+
+  // Sends, merged as the batch form's EmitThrough does, every positive starting and every
+  // negative ending at or before `through` (`inclusive`) or before it. Each row is copied out of
+  // the FIFO before it is emitted (a row coming back may grow the FIFO), and slots are freed only
+  // once no emission of this window is under way.
+  void EmitThrough(Time through, bool inclusive, RowEmitter& out) {
+    auto due = [&](Time t) { return inclusive ? !(through < t) : t < through; };
+    ++depth_;
+    for (;;) {
+      const bool has_pos = pos_ < end() && due(At(pos_).start);
+      bool has_neg = neg_ < end();
+      Time neg_at = Time::Infinity();
+      if (has_neg) {
+        neg_at = At(neg_).end;
+        has_neg = due(neg_at) && !neg_at.IsInfinite();
+      }
+      if (!has_pos && !has_neg) break;
+      const Time pos_at = has_pos ? At(pos_).start : Time::Infinity();
+      Row r;
+      if (has_neg && !(pos_at < neg_at)) {  // negatives first within an instant
+        // A negative only follows its own positive: with a zero-length lifetime it waits for it.
+        const bool own_positive_out = neg_ < pos_;
+        if (own_positive_out || !has_pos) {
+          if (!own_positive_out) break;
+          const Kept k = At(neg_++);
+          r.values = store_.Get(k.slot);
+          r.sync = neg_at;
+          r.other = k.start;
+          out.Emit(r);
+          continue;
+        }
+      }
+      const Kept k = At(pos_++);
+      r.values = store_.Get(k.slot);
+      r.sync = pos_at;
+      r.other = Time::Infinity();
+      out.Emit(r);
+    }
+    if (--depth_ == 0) Collect();
+  }
+
+  // Frees the tuples whose negative is out.
+  void Collect() {
+    for (; freed_ < neg_; ++freed_) store_.Remove(At(freed_).slot);
+    const size_t done = static_cast<size_t>(freed_ - base_);
+    if (done == kept_.size()) {
+      kept_.clear();
+      base_ = freed_;
+    } else if (done >= 1024 && done * 2 >= kept_.size()) {
+      kept_.erase(kept_.begin(), kept_.begin() + static_cast<std::ptrdiff_t>(done));
+      base_ = freed_;
+    }
+  }
+
+  Kind kind_;
+  int64_t range_, slide_;
+  std::shared_ptr<const Schema> schema_;
+  RowStore store_;
+  std::vector<Kept> kept_;  // kept_[0] is the base_-th tuple ever kept
+  uint64_t base_ = 0;
+  uint64_t freed_ = 0;  // tuples before it are freed (and may be dropped from kept_)
+  uint64_t pos_ = 0, neg_ = 0;  // the next positive and the next negative to send
+  int depth_ = 0;  // emissions of this window under way
+};
+
+}  // namespace
+
+std::unique_ptr<RowOperator> NegativeTimeWindow::ToRows() {
+  if (kind_ == "unbounded") return std::make_unique<UnboundedNegativeRows>();
+  using K = NegativeTimeWindowRows::Kind;
+  const K kind = kind_ == "now" ? K::kNow : kind_ == "range" ? K::kRange : K::kSlide;
+  return std::make_unique<NegativeTimeWindowRows>(kind, range_, slide_, schema_);
 }
 
 void RegisterNegativeTimeWindow(OperatorRegistry& r) {

@@ -5,6 +5,7 @@
 // a negative tuple (`sync` = the end, `other` = the start it ends). Twice the tuples of the direct
 // method, and a copy for every negative: the cost the paper measures. Positives and negatives
 // leave in time order (negatives first within an instant), as operators that merge inputs need.
+// The row form (ToRows, for loop regions) keeps its own rows and sends the same sequence.
 
 #include "batch/ring.h"
 #include "operators/operator.h"
@@ -18,6 +19,7 @@ class NegativeTimeWindow final : public Operator {
   void Push(int port, const Batch& batch, Emitter& out) override;
   void AdvanceTo(Time progress, Emitter& out) override;
   Time next_firing(int64_t last_tick) const override;
+  std::unique_ptr<RowOperator> ToRows() override;
   const Schema& output_schema() const override { return schema_; }
   BatchKind output_kind() const override { return BatchKind::kLifetime; }
   std::string Explain() const override { return "Window " + kind_ + " (negative tuples)"; }

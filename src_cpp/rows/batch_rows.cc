@@ -113,7 +113,12 @@ void RowStore::Restore(SnapshotReader& r, const Schema& schema) {
     ok &= x <= 1;
     live += x;
   }
-  for (uint32_t s : free_) ok &= s < live_.size() && !live_[s];
+  // Every slot not in use is free exactly once (a slot listed twice would be handed out twice).
+  std::vector<uint8_t> listed(live_.size(), 0);
+  for (uint32_t s : free_) {
+    ok &= s < live_.size() && !live_[s] && !listed[s];
+    if (ok) listed[s] = 1;
+  }
   ok &= live == n && static_cast<size_t>(live) + free_.size() == live_.size();
   SnapshotReader::Check(ok, "a row store's slots are inconsistent");
   if (!live_.empty()) Place(static_cast<uint32_t>(live_.size() - 1));  // free slots are reused in place

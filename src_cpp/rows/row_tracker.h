@@ -45,8 +45,10 @@ class RowTracker {
   virtual void Push(const Row& row) = 0;
   virtual void PushEnd(HolderId id, Time end) = 0;
   // visit(t, starts, ends) for every complete instant t < progress where something happens, in
-  // time order; ghosts (start = end) appear in neither list. Rows pushed during a visit wait for
-  // a later instant.
+  // time order. A ghost (start = end) appears in neither list under the direct method; under the
+  // negative method its positive and its negative are both at t, in both lists (as in the batch
+  // form's NegativeTracker): owners cancel them as bags, or apply starts before ends. Rows pushed
+  // during a visit wait for a later instant.
   virtual void AdvanceTo(Time progress, const Visitor& visit) = 0;
   // The next instant at which something happens (Time::Infinity() when nothing is pending).
   virtual Time next_instant() const = 0;

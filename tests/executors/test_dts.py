@@ -43,6 +43,26 @@ def test_a_loop_counts_up_one_epsilon_at_a_time(hybrid, lifetime):
         {"a": 2, "ts": 7, "ts_step": 1}, {"a": 3, "ts": 7, "ts_step": 2}]
 
 
+@pytest.mark.parametrize("hybrid", [True, False])
+@pytest.mark.parametrize("window", ["[Range 10 Slide 5]", "[Range 5 Slide 5]", "[Range 0 Slide 5]"])
+def test_a_slide_window_in_a_loop_keeps_the_epsilon_step_of_a_tuple_on_a_boundary(hybrid, window):
+    # At 10+1ε a tuple is on the boundary 10: it starts where it is, under both lifetime methods
+    # (a start at 10 would lie below the instant that made it).
+    cql = ("REGISTER STREAM s(a INT); REGISTER QUERY q AS ISTREAM(SELECT a FROM s [Now] UNION ALL "
+           f"SELECT a + 1 AS a FROM q {window} WHERE a + 1 < 4) <Now>;")
+    data = pa.table({"a": [1, 2], "ts": [10, 12]})
+    out = {lt: cq_py.run(cql, inputs={"s": data}, expose_steps=True, hybrid=hybrid, lifetime=lt)["q"].to_pylist()
+           for lt in ("direct", "negative")}
+    at = [(r["a"], r["ts"], r["ts_step"]) for r in out["negative"]]
+    if window == "[Range 0 Slide 5]":
+        # A ghost at 10+1ε under the negative method: nothing comes round. (The direct method gives
+        # the tuple the lifetime [10+1ε, 10), which ISTREAM takes for a start.)
+        assert at == [(1, 10, 1), (2, 12, 1)]
+    else:
+        assert at[:3] == [(1, 10, 1), (2, 10, 2), (3, 10, 3)]
+        assert sorted(map(str, out["negative"])) == sorted(map(str, out["direct"]))
+
+
 def test_results_of_a_loop_are_final_at_the_inputs_progress():
     eng = run_from(COUNTER, 5, expose_steps=True)
     assert rows(eng, "c") == []  # (5, 0) may still get rows: nothing at tick 5 is final
