@@ -35,15 +35,21 @@ void SlideWindow::Push(int, const Batch& in, Emitter& out) {
     int64_t te;
     e[i] = __builtin_add_overflow(t[i], range_, &te) ? Time::kInfTick : CeilTo(te, slide_);
   }
+  b.other.steps = {};
   if (b.sync.has_steps()) {
     // A tuple exactly on a boundary keeps its ε-step; one moved to the next boundary starts at step 0.
-    Buffer st = Buffer::Allocate(n * 8);
-    for (int64_t i = 0; i < n; ++i) st.as<int64_t>()[i] = s[i] == t[i] ? b.sync.step_data()[i] : 0;
+    // Its end is the boundary's step 0, or with [Range 0] its start: a ghost, never an end before
+    // its start (as the negative method's window has it).
+    Buffer st = Buffer::Allocate(n * 8), es = Buffer::Allocate(n * 8);
+    for (int64_t i = 0; i < n; ++i) {
+      st.as<int64_t>()[i] = s[i] == t[i] ? b.sync.step_data()[i] : 0;
+      es.as<int64_t>()[i] = e[i] == s[i] ? st.as<int64_t>()[i] : 0;
+    }
     b.sync.steps = st;
+    b.other.steps = es;
   }
   b.sync.ticks = start;
   b.other.ticks = end;
-  b.other.steps = {};
   b.kind = BatchKind::kLifetime;
   b.constant_duration.reset();
   out.Emit(std::move(b));
@@ -60,8 +66,9 @@ class SlideWindowRows final : public RowOperator {
     const int64_t e = __builtin_add_overflow(t, range_, &te) ? Time::kInfTick : CeilTo(te, slide_);
     Row r = in;
     // A tuple exactly on a boundary keeps its ε-step; one moved to the next boundary starts at step 0.
+    // Its end is the boundary's step 0, or with [Range 0] its start (a ghost).
     r.sync = {s, s == t ? in.sync.step : 0};
-    r.other = {e, 0};
+    r.other = {e, e == s ? r.sync.step : 0};
     out.Emit(r);
   }
   bool stateful() const override { return false; }

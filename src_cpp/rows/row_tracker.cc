@@ -34,6 +34,9 @@ void RowTracker::RestoreStore(SnapshotReader& r) {
   r.PodVec(released_);
   bool ok = true;
   for (uint32_t s : released_) ok &= store_.live(s);
+  std::vector<uint32_t> sorted = released_;  // a slot let go of twice would be freed twice
+  std::sort(sorted.begin(), sorted.end());
+  ok &= std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end();
   CQ_SNAPSHOT_CHECK(ok, "a tracker lets go of rows it does not hold");
 }
 
