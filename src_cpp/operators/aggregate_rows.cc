@@ -130,7 +130,6 @@ uint32_t Aggregate::Rows::GroupOf(const ::cq::Value* keys) {
 }
 
 void Aggregate::Rows::Push(int, const Row& row, RowEmitter&) {
-  if (depth_ == 0) tracker_->Collect();
   // Keys and arguments are mostly bare columns: those are read in place (borrowed), the others
   // evaluated (owned, released below).
   ValueBuffer keys(keys_.size()), stored(stored_width_);

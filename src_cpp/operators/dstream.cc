@@ -33,7 +33,6 @@ class DStreamRows final : public RowOperator {
  public:
   explicit DStreamRows(std::unique_ptr<RowTracker> tracker) : tracker_(std::move(tracker)) {}
   void Push(int, const Row& row, RowEmitter&) override {
-    if (depth_ == 0) tracker_->Collect();
     tracker_->Push(row);
   }
   void PushEnd(int, HolderId id, Time end, RowEmitter&) override { tracker_->PushEnd(id, end); }

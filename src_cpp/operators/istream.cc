@@ -297,7 +297,6 @@ class IStreamRows final : public RowOperator {
  public:
   explicit IStreamRows(std::unique_ptr<RowTracker> tracker) : tracker_(std::move(tracker)) {}
   void Push(int, const Row& row, RowEmitter&) override {
-    if (depth_ == 0) tracker_->Collect();
     tracker_->Push(row);
   }
   void PushEnd(int, HolderId id, Time end, RowEmitter&) override { tracker_->PushEnd(id, end); }

@@ -102,7 +102,6 @@ class RStreamRows final : public RowOperator {
  public:
   explicit RStreamRows(std::unique_ptr<RowTracker> tracker) : tracker_(std::move(tracker)) {}
   void Push(int, const Row& row, RowEmitter&) override {
-    if (depth_ == 0) tracker_->Collect();
     tracker_->Push(row);
   }
   void PushEnd(int, HolderId id, Time end, RowEmitter&) override { tracker_->PushEnd(id, end); }

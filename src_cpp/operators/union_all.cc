@@ -37,7 +37,7 @@ class UnionAllRows final : public RowOperator {
     if (!(out.now() < row.sync)) {
       // The region runs this row's instant: nothing earlier can come any more, so it goes on at
       // once, after the rows of its instant that came before it.
-      AdvanceTo({row.sync.tick, row.sync.step + 1}, out);
+      if (store_.size() != 0) AdvanceTo({row.sync.tick, row.sync.step + 1}, out);
       out.Emit(row);
       return;
     }

@@ -14,6 +14,10 @@ void RowTracker::AppendBagDifference(const std::vector<uint32_t>& a, const std::
     out.insert(out.end(), a.begin(), a.end());
     return;
   }
+  if (a.size() == 1 && b.size() == 1) {  // a loop's instant: a row against a row
+    if (!layout().Equal(values(b[0]), values(a[0]))) out.push_back(a[0]);
+    return;
+  }
   FewOnStack<uint8_t, 64> used(b.size(), 0);  // which rows of b have cancelled one of a
   const RowLayout& l = layout();
   for (uint32_t x : a) {
@@ -54,13 +58,13 @@ void RowRelationTracker::Push(const Row& row) {
   ++arrivals_;
 }
 
-void RowRelationTracker::PopHeld(const Held* h) {
-  if (!late_.empty() && h == &late_.front().held) {
-    std::pop_heap(late_.begin(), late_.end(), std::greater<Late>());
-    late_.pop_back();
-    return;
-  }
-  if (++fifo_head_ == fifo_.size()) {
+void RowRelationTracker::PopLate() {
+  std::pop_heap(late_.begin(), late_.end(), std::greater<Late>());
+  late_.pop_back();
+}
+
+void RowRelationTracker::CompactFifo() {
+  if (fifo_head_ == fifo_.size()) {
     fifo_base_ += fifo_.size();
     fifo_.clear();
     fifo_head_ = 0;

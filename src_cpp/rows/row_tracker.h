@@ -142,7 +142,12 @@ class RowRelationTracker final : public RowTracker {
     if (!f || late_.front().held.start < f->start) return &late_.front().held;
     return f;
   }
-  void PopHeld(const Held* h);
+  void PopHeld(const Held* h) {
+    if (!late_.empty() && h == &late_.front().held) return PopLate();
+    if (++fifo_head_ == fifo_.size() || fifo_head_ >= 4096) CompactFifo();
+  }
+  void PopLate();
+  void CompactFifo();
   void AddAlive(uint32_t slot);
   void RemoveAlive(uint32_t slot);
   static void Put(std::vector<uint32_t>& by_id, HolderId id, uint32_t v) {

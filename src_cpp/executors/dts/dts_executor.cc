@@ -335,7 +335,7 @@ void DtsExecutor::MakeRowForms(const std::set<int>& fresh) {
       }
       n.row_emitter->set_now(&r.now);
       n.stale = true;
-      if (n.rows->stateful()) r.stateful.push_back(m);
+      if (n.rows->stateful()) (n.when_due && !n.fires ? r.closers : r.stateful).push_back(m);
       if (n.rows->gathers()) r.gathering.push_back(m);
     }
   }
@@ -441,6 +441,16 @@ void DtsExecutor::Release(Entry& e, Time next) {
 
 void DtsExecutor::AdvanceRegion(Region& r, Time p) {
   r.progress = p;
+  if (p.IsInfinite()) {
+    // Close: every member that keeps something, in the region's order (producers first).
+    for (Node* m : r.members)
+      if (p > m->progress && m->rows->stateful()) {
+        m->progress = p;
+        m->stale = true;
+        m->rows->AdvanceTo(p, *m->row_emitter);
+      }
+    return;
+  }
   // Members that keep nothing have nothing to release: only the others are told, and of those
   // that only release what is due, only the ones given something or with something due.
   for (Node* m : r.stateful) {
@@ -473,6 +483,7 @@ void DtsExecutor::RunRegion(Region& r) {
   if (bound.IsInfinite() && !r.closing) {
     r.closing = true;
     for (Node* n : r.stateful) n->rows->Closing(r.last_tick);
+    for (Node* n : r.closers) n->rows->Closing(r.last_tick);
   }
   for (Node* n : r.stateful) n->stale = true;  // last_tick may have moved
   for (;;) {

@@ -141,6 +141,9 @@ class DtsExecutor final : public Executor {
     std::vector<int> nodes;      // in execution order
     std::vector<Node*> members;  // the same nodes
     std::vector<Node*> stateful;  // the members whose row form keeps something between calls
+    // Of those, the ones that act by themselves only at close (they never fire, and advance only
+    // when due): left out of the instants, told once time reaches infinity.
+    std::vector<Node*> closers;
     std::vector<Node*> exits;     // the members with consumers outside
     std::vector<Node*> gathering;  // the members whose row form gathers (RowOperator::gathers)
     std::vector<size_t> entries;  // into entries_
