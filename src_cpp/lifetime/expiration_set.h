@@ -127,4 +127,152 @@ class ExpirationSet {
   Time unsorted_min_ = Time::Infinity();
 };
 
+// Known ends for a tracker that expires many instants at once (RelationTracker::Collect): a few
+// lanes, each a FIFO in end order, and an end joins the first lane whose last end is not after it
+// (first fit, as in patience sorting). Ends from a few interleaved sources that are each in order
+// (ε-long [Now] rows merged by a union with aggregate results ending later, say) then neither
+// sort nor merge on insertion; they are merged once as they expire. An end that fits no lane goes
+// to an ExpirationSet under the plan's policy, which also takes every end under kInsertionSort (the
+// paper's baseline keeps its cost). Equal ends come out in insertion order across lanes (a later
+// end of the same value never joins an earlier lane, since lanes' last ends only grow), before
+// those of the fallback set.
+template <typename Entry>  // Entry has a `Time end` member
+class ExpirationLanes {
+ public:
+  explicit ExpirationLanes(ExpirationPolicy policy = ExpirationPolicy::kLazy)
+      : rest_(policy), max_lanes_(policy == ExpirationPolicy::kInsertionSort ? 0 : kLanes) {}
+
+  void Insert(const Entry& e) {
+    for (size_t k = 0; k < max_lanes_; ++k) {
+      Lane& l = lanes_[k];
+      if (l.head == l.items.size() || !(e.end < l.items.back().end)) {
+        l.items.push_back(e);
+        return;
+      }
+    }
+    rest_.Insert(e);
+  }
+
+  // The earliest end (Time::Infinity() when empty).
+  Time next_end() const {
+    Time t = rest_.next_end();
+    for (size_t k = 0; k < max_lanes_; ++k)
+      if (lanes_[k].head < lanes_[k].items.size() && lanes_[k].items[lanes_[k].head].end < t)
+        t = lanes_[k].items[lanes_[k].head].end;
+    return t;
+  }
+
+  // Calls f(entry) for every entry with end < t, in end order, and removes them.
+  template <typename F>
+  void ExpireBefore(Time t, F&& f) {
+    scratch_.clear();
+    for (Time e = rest_.next_end(); e < t; e = rest_.next_end())
+      rest_.ExpireThrough(e, [&](const Entry& x) { scratch_.push_back(x); });
+    Lane* busy[kLanes];  // the lanes with an entry below t
+    size_t nbusy = 0;
+    for (size_t k = 0; k < max_lanes_; ++k)
+      if (Due(lanes_[k], t)) busy[nbusy++] = &lanes_[k];
+    if (nbusy == 1 && scratch_.empty()) {
+      // One source: its due entries as they lie.
+      Lane& l = *busy[0];
+      while (l.head < l.items.size() && l.items[l.head].end < t) f(l.items[l.head++]);
+    } else if (nbusy == 2 && scratch_.empty()) {
+      // Two sources (a union of two inputs): a two-way merge, the earlier lane first on ties.
+      Lane &a = *busy[0], &b = *busy[1];
+      const size_t na = a.items.size(), nb = b.items.size();
+      while (a.head < na && b.head < nb) {
+        const Entry& x = a.items[a.head];
+        const Entry& y = b.items[b.head];
+        if (!(x.end < t) && !(y.end < t)) break;
+        if (y.end < x.end) {
+          f(y);
+          ++b.head;
+        } else {
+          f(x);
+          ++a.head;
+        }
+      }
+      while (a.head < na && a.items[a.head].end < t) f(a.items[a.head++]);
+      while (b.head < nb && b.items[b.head].end < t) f(b.items[b.head++]);
+    } else if (nbusy + !scratch_.empty() > 0) {
+      size_t s = 0;
+      for (;;) {
+        const Entry* best = nullptr;
+        Lane* from = nullptr;
+        for (size_t k = 0; k < max_lanes_; ++k) {
+          Lane& l = lanes_[k];
+          if (l.head < l.items.size() && l.items[l.head].end < t && (!best || l.items[l.head].end < best->end)) {
+            best = &l.items[l.head];
+            from = &l;
+          }
+        }
+        if (s < scratch_.size() && (!best || scratch_[s].end < best->end)) {
+          best = &scratch_[s];
+          from = nullptr;
+        }
+        if (!best) break;
+        f(*best);
+        if (from) ++from->head;
+        else ++s;
+      }
+    }
+    for (size_t k = 0; k < max_lanes_; ++k) Trim(lanes_[k]);
+  }
+
+  size_t size() const {
+    size_t n = rest_.size();
+    for (const Lane& l : lanes_) n += l.items.size() - l.head;
+    return n;
+  }
+  bool empty() const { return size() == 0; }
+
+  // Every entry, in no particular order.
+  template <typename F>
+  void ForEach(F&& f) const {
+    for (const Lane& l : lanes_)
+      for (size_t i = l.head; i < l.items.size(); ++i) f(l.items[i]);
+    rest_.ForEach(f);
+  }
+
+  // Engine snapshots: the lanes (each in end order, checked) and the fallback set.
+  void Snapshot(SnapshotWriter& w) const {
+    for (const Lane& l : lanes_) w.PodVec(l.items.data() + l.head, l.items.size() - l.head);
+    rest_.Snapshot(w);
+  }
+  void Restore(SnapshotReader& r) {
+    bool ok = true;
+    for (size_t k = 0; k < kLanes; ++k) {
+      Lane& l = lanes_[k];
+      r.PodVec(l.items);
+      l.head = 0;
+      ok &= (k < max_lanes_ || l.items.empty()) &&
+            std::is_sorted(l.items.begin(), l.items.end(), [](const Entry& a, const Entry& b) { return a.end < b.end; });
+    }
+    CQ_SNAPSHOT_CHECK(ok, "an expiration lane is out of order");
+    rest_.Restore(r);
+  }
+
+ private:
+  static constexpr size_t kLanes = 4;
+  struct Lane {
+    std::vector<Entry> items;
+    size_t head = 0;
+  };
+  static bool Due(const Lane& l, Time t) { return l.head < l.items.size() && l.items[l.head].end < t; }
+  static void Trim(Lane& l) {
+    if (l.head == l.items.size()) {
+      l.items.clear();
+      l.head = 0;
+    } else if (l.head > 4096 && l.head * 2 > l.items.size()) {
+      l.items.erase(l.items.begin(), l.items.begin() + static_cast<std::ptrdiff_t>(l.head));
+      l.head = 0;
+    }
+  }
+
+  Lane lanes_[kLanes];
+  ExpirationSet<Entry> rest_;
+  size_t max_lanes_;
+  std::vector<Entry> scratch_;  // the fallback set's due entries, merged with the lanes'
+};
+
 }  // namespace cq

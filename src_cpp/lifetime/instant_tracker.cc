@@ -15,28 +15,60 @@ uint32_t InstantTracker::Retain(Batch compact, int64_t live) {
 }
 
 void InstantTracker::FlushReleases() {
-  for (const RowRef& r : released_) --retained_[r.seq - retained_.front().seq].live;
-  released_.clear();
   while (!retained_.empty() && retained_.front().live == 0) retained_.pop_front();
 }
 
 int64_t InstantTracker::retained_rows() const {
-  int64_t n = -static_cast<int64_t>(released_.size());
+  int64_t n = 0;
   for (const Retained& r : retained_) n += r.live;
   return n;
 }
 
-void InstantTracker::AppendBagDifference(Time t, const std::vector<RowRef>& a, const std::vector<RowRef>& b,
-                                         std::vector<RowRef>& out, std::vector<Time>& ts) const {
-  FewOnStack<uint8_t, 64> used(b.size(), 0);  // which rows of b have cancelled one of a
-  for (const RowRef& x : a) {
-    bool cancelled = false;
-    for (size_t k = 0; k < b.size() && !cancelled; ++k)
-      if (!used[k] && RowsEqual(b[k], x)) used[k] = cancelled = true;
-    if (!cancelled) {
-      out.push_back(x);
-      ts.push_back(t);
+void InstantTracker::Collect(Time progress, Changes& out) {
+  out.clear();
+  AdvanceTo(progress, [&](Time t, const std::vector<RowRef>& s, const std::vector<RowRef>& e) {
+    out.starts.insert(out.starts.end(), s.begin(), s.end());
+    out.start_at.resize(out.starts.size(), t);
+    out.ends.insert(out.ends.end(), e.begin(), e.end());
+    out.end_at.resize(out.ends.size(), t);
+  });
+}
+
+void InstantTracker::AppendBagDifferences(const Changes& c, bool starts_minus_ends, std::vector<RowRef>& out,
+                                          std::vector<Time>& ts) const {
+  const std::vector<RowRef>& a = starts_minus_ends ? c.starts : c.ends;
+  const std::vector<RowRef>& b = starts_minus_ends ? c.ends : c.starts;
+  const Time* at = (starts_minus_ends ? c.start_at : c.end_at).data();
+  const Time* bt = (starts_minus_ends ? c.end_at : c.start_at).data();
+  const size_t na = a.size(), nb = b.size();
+  out.reserve(out.size() + na);
+  ts.reserve(ts.size() + na);
+  size_t j = 0;
+  for (size_t i = 0; i < na;) {
+    const Time t = at[i];
+    size_t i2 = i + 1;
+    while (i2 < na && at[i2] == t) ++i2;
+    while (j < nb && bt[j] < t) ++j;
+    size_t j2 = j;
+    while (j2 < nb && bt[j2] == t) ++j2;
+    if (j == j2) {
+      // Nothing taken away at t: the instant's rows go out as they are.
+      out.insert(out.end(), a.begin() + static_cast<std::ptrdiff_t>(i), a.begin() + static_cast<std::ptrdiff_t>(i2));
+      ts.resize(out.size(), t);
+    } else {
+      FewOnStack<uint8_t, 64> used(j2 - j, 0);
+      for (size_t x = i; x < i2; ++x) {
+        bool cancelled = false;
+        for (size_t k = j; k < j2 && !cancelled; ++k)
+          if (!used[k - j] && RowsEqual(b[k], a[x])) used[k - j] = cancelled = true;
+        if (!cancelled) {
+          out.push_back(a[x]);
+          ts.push_back(t);
+        }
+      }
     }
+    i = i2;
+    j = j2;
   }
 }
 
@@ -68,17 +100,14 @@ std::unique_ptr<InstantTracker> MakeInstantTracker(bool negative, int policy, bo
 void InstantTracker::SnapshotRetained(SnapshotWriter& w) const {
   w.U32(next_seq_);
   WriteNumberedBatches(w, retained_);
-  w.PodVec(released_);
 }
 
 void InstantTracker::RestoreRetained(SnapshotReader& r, const Schema& expect) {
   next_seq_ = r.U32();
   ReadNumberedBatches(r, expect, next_seq_, true, retained_, "a tracker's retained batches");
-  r.PodVec(released_);
   // Numbers go to retained batches only, in order: the last retained has the last number.
   bool ok = retained_.empty() || retained_.back().seq + 1 == next_seq_;
-  for (const RowRef& x : released_) ok &= Holds(x);
-  CQ_SNAPSHOT_CHECK(ok, "a tracker releases rows it does not hold");
+  CQ_SNAPSHOT_CHECK(ok, "a tracker's batch numbers are out of sequence");
   equal_ = retained_.empty() ? nullptr : std::make_unique<RowEqual>(*retained_.front().batch.schema);
 }
 }  // namespace cq

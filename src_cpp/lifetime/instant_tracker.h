@@ -39,12 +39,31 @@ class InstantTracker {
     void (*call_)(const void*, Time, const std::vector<RowRef>&, const std::vector<RowRef>&);
   };
 
+  // What AdvanceTo visits, for all complete instants below a progress at once: the starts and
+  // the ends, each list in time order with the instant of each row. Operators that outside loops
+  // get thousands of instants per call work on these lists a column at a time, with no call per
+  // instant.
+  struct Changes {
+    std::vector<RowRef> starts, ends;
+    std::vector<Time> start_at, end_at;
+    void clear() {
+      starts.clear();
+      ends.clear();
+      start_at.clear();
+      end_at.clear();
+    }
+  };
+
   virtual ~InstantTracker() = default;
   virtual void Push(const Batch& batch) = 0;
   virtual void PushEnds(const EndBatch& ends) = 0;
   // visit(t, starts, ends) for every complete instant t < progress where something happens, in
   // time order. Ghosts (start = end) cancel out.
   virtual void AdvanceTo(Time progress, const Visitor& visit) = 0;
+  // The same instants, flattened into `out` (cleared first); the rows stay readable until the next
+  // call into the tracker. An instant's starts and ends are the runs of equal instants in the two
+  // lists.
+  virtual void Collect(Time progress, Changes& out);
   // The next instant at which something happens (Time::Infinity() when nothing is pending).
   virtual Time next_instant() const = 0;
   // The tuples alive now (only when the tracker was made to track them, for RSTREAM).
@@ -55,10 +74,12 @@ class InstantTracker {
   bool RowsEqual(RowRef a, RowRef b) const {
     return (*equal_)(batch(a.seq).columns, a.row, batch(b.seq).columns, b.row);
   }
-  // The rows of `a` left after taking away, as bags, rows of `b` with equal values: appended to
-  // `out`, each with timestamp t (ISTREAM is starts − ends, DSTREAM ends − starts).
-  void AppendBagDifference(Time t, const std::vector<RowRef>& a, const std::vector<RowRef>& b,
-                           std::vector<RowRef>& out, std::vector<Time>& ts) const;
+  // At every instant of `c`, the rows of one side left after taking away, as bags, rows of the
+  // other with equal values: appended to `out`, each with its instant — I(t) − D(t) with
+  // `starts_minus_ends` (ISTREAM), else D(t) − I(t) (DSTREAM). Rows are compared only at instants
+  // that have both starts and ends.
+  void AppendBagDifferences(const Changes& c, bool starts_minus_ends, std::vector<RowRef>& out,
+                            std::vector<Time>& ts) const;
   // Rows (by reference) as one compact stream batch, each with its own timestamp.
   Batch Gather(const std::vector<RowRef>& rows, const std::vector<Time>& ts,
                const std::shared_ptr<const Schema>& schema) const;
@@ -84,7 +105,9 @@ class InstantTracker {
   };
   // Keeps a compact copy of the batch's rows (by reference) with `live` references; its seq.
   uint32_t Retain(Batch compact, int64_t live);
-  void Release(RowRef r) { released_.push_back(r); }
+  // A reference let go of: its batch goes at the next call (FlushReleases) once nothing else holds
+  // it, so that visitors can still read the row.
+  void Release(RowRef r) { --retained_[r.seq - retained_.front().seq].live; }
   void FlushReleases();
   // The retained batches and the references let go of, shared by both strategies.
   void SnapshotRetained(SnapshotWriter& w) const;
@@ -98,7 +121,6 @@ class InstantTracker {
   Ring<Retained> retained_;
   uint32_t next_seq_ = 0;
   std::unique_ptr<RowEqual> equal_;
-  std::vector<RowRef> released_;  // let go of at the next call, so visitors can still read them
 };
 
 // The batch a tracker's row reference points into, for GatherRows.

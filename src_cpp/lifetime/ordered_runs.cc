@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cstring>
 #include <functional>
-#include <unordered_map>
+#include <optional>
+
+#include "batch/few_on_stack.h"
 
 namespace cq {
 
@@ -34,27 +36,31 @@ void OrderedRuns::Add(const Batch& batch) {
   run.batch = batch.Compact();
   if (!run.batch.holders.empty()) {
     const HolderId* h = run.batch.holders.as<const HolderId>();
-    for (int64_t i = 0; i < run.batch.length; ++i)
-      if (h[i] != kNoHolder) held_pending_[h[i]] = {id, i};
+    for (int64_t i = 0; i < run.batch.length; ++i) {
+      if (h[i] == kNoHolder) continue;
+      if (h[i] >= held_pending_.size())
+        held_pending_.resize(std::max<size_t>(h[i] + size_t{1}, held_pending_.size() * 2), {kNoRun, 0});
+      pending_count_ += held_pending_[h[i]].run == kNoRun;
+      held_pending_[h[i]] = {id, i};
+    }
   }
   PushHead(id);
 }
 
 EndBatch OrderedRuns::AddEnds(const EndBatch& ends) {
-  if (held_pending_.empty()) return ends;
+  if (pending_count_ == 0) return ends;
   std::vector<HolderId> pass_ids;
   std::vector<Time> pass_ends;
   for (int64_t k = 0; k < ends.length; ++k) {
     const HolderId h = ends.ids()[k];
     const Time end = ends.ends.At(k);
-    auto it = held_pending_.find(h);
-    if (it == held_pending_.end()) {
+    if (h >= held_pending_.size() || held_pending_[h].run == kNoRun) {
       pass_ids.push_back(h);
       pass_ends.push_back(end);
       continue;
     }
-    const auto [id, row] = it->second;
-    held_pending_.erase(it);
+    const auto [id, row] = held_pending_[h];
+    Forget(h);
     Run& run = runs_.at(id);
     Batch& b = run.batch;
     if (!run.own_ends) {
@@ -85,15 +91,15 @@ EndBatch OrderedRuns::AddEnds(const EndBatch& ends) {
 
 void OrderedRuns::ForgetPending(const Batch& b, int64_t from, int64_t to) {
   // Rows gone out: their ends pass on from now.
-  if (b.holders.empty() || held_pending_.empty()) return;
+  if (b.holders.empty() || pending_count_ == 0) return;
   const HolderId* h = b.holders.as<const HolderId>();
   for (int64_t r = from; r < to; ++r)
-    if (h[r] != kNoHolder) held_pending_.erase(h[r]);
+    if (h[r] != kNoHolder) Forget(h[r]);
 }
 
 Batch OrderedRuns::Release(Time next) {
-  // The runs with rows below `next`, merged by a linear pick among them (there are few). Inside
-  // loops this runs once per instant for a row or two, so its lists are kept between calls.
+  // The runs with rows below `next`, merged (Merge) into one gather. Inside loops this runs once
+  // per instant for a row or two, so its lists are kept between calls.
   std::vector<uint64_t>& live = live_;
   live.clear();
   while (!heap_.empty() && heap_.front().first < next) {
@@ -128,34 +134,8 @@ Batch OrderedRuns::Release(Time next) {
     runs.push_back(&runs_.at(id));
     first.push_back(runs.back()->offset);
   }
-  std::vector<BatchRow>& rows = rows_;
-  rows.clear();
-  if (runs.size() <= 4) {
-    // A few runs (the inputs of a union): a linear pick of the earliest head for every row.
-    Time heads[4];
-    for (size_t i = 0; i < runs.size(); ++i) heads[i] = runs[i]->batch.StartAt(runs[i]->offset);
-    for (;;) {
-      size_t best = runs.size();
-      for (size_t i = 0; i < runs.size(); ++i)
-        if (heads[i] < next && (best == runs.size() || heads[i] < heads[best])) best = i;
-      if (best == runs.size()) break;
-      Run& r = *runs[best];
-      rows.push_back({static_cast<uint32_t>(best), static_cast<uint32_t>(r.offset)});
-      heads[best] = ++r.offset < r.batch.length ? r.batch.StartAt(r.offset) : Time::Infinity();
-    }
-  } else {
-    // Many runs (the heartbeat executor hands over one timestamp per batch): each run's rows in
-    // arrival order of the runs, then a stable sort by time, so ties keep arrival order.
-    std::vector<std::pair<Time, BatchRow>> keyed;
-    for (size_t i = 0; i < runs.size(); ++i) {
-      Run& r = *runs[i];
-      for (; r.offset < r.batch.length && r.batch.StartAt(r.offset) < next; ++r.offset)
-        keyed.push_back({r.batch.StartAt(r.offset), {static_cast<uint32_t>(i), static_cast<uint32_t>(r.offset)}});
-    }
-    std::stable_sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-    for (const auto& k : keyed) rows.push_back(k.second);
-  }
-  Batch out = Gather(runs, rows);
+  Merge(runs, next);
+  Batch out = Gather(runs, which_.data(), rows_.data(), static_cast<int64_t>(which_.size()));
   for (size_t i = 0; i < runs.size(); ++i) {
     ForgetPending(runs[i]->batch, first[i], runs[i]->offset);
     if (runs[i]->offset < runs[i]->batch.length) {
@@ -167,45 +147,148 @@ Batch OrderedRuns::Release(Time next) {
   return out;
 }
 
-Batch OrderedRuns::Gather(const std::vector<Run*>& runs, const std::vector<BatchRow>& rows) const {
-  std::vector<const Batch*> batches;
-  bool same_duration = true, any_holders = false;
+void OrderedRuns::Merge(const std::vector<Run*>& runs, Time next) {
+  std::vector<uint32_t>& which = which_;
+  std::vector<uint32_t>& rows = rows_;
+  which.clear();
+  rows.clear();
+  // Each run's rows below `next`: [offset, stop), found by bisection (a run is in time order).
+  bool ticks = true;  // no row has an ε-step: rows compare by their ticks
+  int64_t stop[4];
+  size_t total = 0;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const Batch& b = runs[i]->batch;
+    ticks &= !b.sync.has_steps();
+    int64_t lo = runs[i]->offset, hi = b.length;
+    while (lo < hi) {
+      const int64_t mid = lo + (hi - lo) / 2;
+      if (b.StartAt(mid) < next) lo = mid + 1;
+      else hi = mid;
+    }
+    if (i < 4) stop[i] = lo;
+    total += static_cast<size_t>(lo - runs[i]->offset);
+  }
+  if (runs.size() > 4) {
+    // Many runs (the heartbeat executor hands over one timestamp per batch): each run's rows in
+    // arrival order of the runs, then a stable sort by time, so ties keep arrival order.
+    std::vector<std::pair<Time, BatchRow>> keyed;
+    keyed.reserve(total);
+    for (size_t i = 0; i < runs.size(); ++i) {
+      Run& r = *runs[i];
+      for (; r.offset < r.batch.length && r.batch.StartAt(r.offset) < next; ++r.offset)
+        keyed.push_back({r.batch.StartAt(r.offset), {static_cast<uint32_t>(i), static_cast<uint32_t>(r.offset)}});
+    }
+    std::stable_sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (const auto& k : keyed) {
+      which.push_back(k.second.batch);
+      rows.push_back(k.second.row);
+    }
+    return;
+  }
+  which.resize(total);
+  rows.resize(total);
+  uint32_t* w = which.data();
+  uint32_t* r = rows.data();
+  if (ticks && runs.size() == 2) {
+    // The union of two inputs, the commonest case: a two-way merge on ticks, without a branch on
+    // the data (which input comes next is as good as random).
+    const int64_t* a = runs[0]->batch.sync.tick_data();
+    const int64_t* b = runs[1]->batch.sync.tick_data();
+    int64_t i = runs[0]->offset, j = runs[1]->offset;
+    const int64_t ni = stop[0], nj = stop[1];
+    size_t k = 0;
+    while (i < ni && j < nj) {
+      const bool second = b[j] < a[i];
+      w[k] = second;
+      r[k] = static_cast<uint32_t>(second ? j : i);
+      j += second;
+      i += !second;
+      ++k;
+    }
+    for (; i < ni; ++i, ++k) w[k] = 0, r[k] = static_cast<uint32_t>(i);
+    for (; j < nj; ++j, ++k) w[k] = 1, r[k] = static_cast<uint32_t>(j);
+    runs[0]->offset = ni;
+    runs[1]->offset = nj;
+    return;
+  }
+  // A few runs: a linear pick of the earliest head for every row.
+  Time heads[4];
+  for (size_t i = 0; i < runs.size(); ++i)
+    if (runs[i]->offset < stop[i]) heads[i] = runs[i]->batch.StartAt(runs[i]->offset);
+  for (size_t k = 0; k < total; ++k) {
+    size_t best = runs.size();
+    for (size_t i = 0; i < runs.size(); ++i)
+      if (runs[i]->offset < stop[i] && (best == runs.size() || heads[i] < heads[best])) best = i;
+    Run& run = *runs[best];
+    w[k] = static_cast<uint32_t>(best);
+    r[k] = static_cast<uint32_t>(run.offset);
+    if (++run.offset < stop[best]) heads[best] = run.batch.StartAt(run.offset);
+  }
+}
+
+Batch OrderedRuns::Gather(const std::vector<Run*>& runs, const uint32_t* which, const uint32_t* rows, int64_t n) const {
+  bool same_duration = true, any_holders = false, sync_steps = false, end_steps = false;
   const Batch& first = runs[0]->batch;
-  for (const Run* r : runs) {
-    const Batch& b = r->batch;
-    batches.push_back(&b);
+  // What the per-row loops read of each run, unpacked once.
+  struct View {
+    const int64_t *st, *ss, *et, *es;
+    const HolderId* h;
+    std::optional<Duration> d;
+  };
+  FewOnStack<View, 4> views(runs.size());
+  std::vector<const Column*> srcs(runs.size());
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const Batch& b = runs[i]->batch;
     same_duration &= b.constant_duration.has_value() && first.constant_duration == b.constant_duration;
     any_holders |= !b.holders.empty();
+    sync_steps |= b.sync.has_steps();
+    end_steps |= b.constant_duration ? !b.constant_duration->infinite && (b.constant_duration->steps || b.sync.has_steps())
+                                     : b.other.has_steps();
+    views[i] = {b.sync.tick_data(), b.sync.has_steps() ? b.sync.step_data() : nullptr,
+                b.other.empty() ? nullptr : b.other.tick_data(), b.other.has_steps() ? b.other.step_data() : nullptr,
+                b.holders.empty() ? nullptr : b.holders.as<const HolderId>(), b.constant_duration};
   }
   Batch out;
   out.kind = first.kind;
   out.schema = first.schema;
-  out.length = static_cast<int64_t>(rows.size());
-  out.columns = GatherRows([&](uint32_t k) -> const Batch& { return *batches[k]; }, rows, first.columns.size());
-  std::vector<Time> sync(rows.size()), ends;
-  for (size_t k = 0; k < rows.size(); ++k) sync[k] = batches[rows[k].batch]->StartAt(rows[k].row);
-  out.sync = MakeTimeColumn(sync);
-  if (out.kind == BatchKind::kLifetime) {
-    if (same_duration && !any_holders) {
-      out.constant_duration = first.constant_duration;
-    } else {
-      ends.resize(rows.size());
-      for (size_t k = 0; k < rows.size(); ++k) {
-        const Batch& b = *batches[rows[k].batch];
-        ends[k] = b.holders.empty() || b.holders.as<const HolderId>()[rows[k].row] == kNoHolder
-                      ? b.EndAt(rows[k].row)
-                      : Time::Infinity();
-      }
-      out.other = MakeTimeColumn(ends);
+  out.length = n;
+  out.columns.reserve(first.columns.size());
+  for (size_t c = 0; c < first.columns.size(); ++c) {
+    for (size_t i = 0; i < runs.size(); ++i) srcs[i] = &runs[i]->batch.columns[c];
+    out.columns.push_back(GatherMulti(srcs, which, rows, n));
+  }
+  out.sync.ticks = Buffer::Allocate(n * 8);
+  int64_t* st = out.sync.ticks.as<int64_t>();
+  for (int64_t k = 0; k < n; ++k) st[k] = views[which[k]].st[rows[k]];
+  if (sync_steps) {
+    out.sync.steps = Buffer::Allocate(n * 8);
+    int64_t* ss = out.sync.steps.as<int64_t>();
+    for (int64_t k = 0; k < n; ++k) ss[k] = views[which[k]].ss ? views[which[k]].ss[rows[k]] : 0;
+  }
+  if (out.kind != BatchKind::kLifetime) return out;
+  if (same_duration && !any_holders) {
+    out.constant_duration = first.constant_duration;
+  } else {
+    // Ends materialized; a pending row gets a placeholder (its holder says its end is unknown).
+    out.other.ticks = Buffer::Allocate(n * 8);
+    int64_t* et = out.other.ticks.as<int64_t>();
+    int64_t* es = nullptr;
+    if (end_steps) es = (out.other.steps = Buffer::Allocate(n * 8)).as<int64_t>();
+    for (int64_t k = 0; k < n; ++k) {
+      const View& v = views[which[k]];
+      const uint32_t i = rows[k];
+      Time e;
+      if (v.h && v.h[i] != kNoHolder) e = Time::Infinity();
+      else if (v.d) e = Time{v.st[i], v.ss ? v.ss[i] : 0} + *v.d;
+      else e = {v.et[i], v.es ? v.es[i] : 0};
+      et[k] = e.tick;
+      if (es) es[k] = e.step;
     }
-    if (any_holders) {
-      out.holders = Buffer::Allocate(out.length * sizeof(HolderId));
-      HolderId* h = out.holders.as<HolderId>();
-      for (size_t k = 0; k < rows.size(); ++k) {
-        const Batch& b = *batches[rows[k].batch];
-        h[k] = b.holders.empty() ? kNoHolder : b.holders.as<const HolderId>()[rows[k].row];
-      }
-    }
+  }
+  if (any_holders) {
+    out.holders = Buffer::Allocate(out.length * sizeof(HolderId));
+    HolderId* h = out.holders.as<HolderId>();
+    for (int64_t k = 0; k < n; ++k) h[k] = views[which[k]].h ? views[which[k]].h[rows[k]] : kNoHolder;
   }
   return out;
 }
@@ -224,11 +307,12 @@ void OrderedRuns::Snapshot(SnapshotWriter& w) const {
     w.Pod(t);
     w.U64(id);
   }
-  w.U64(held_pending_.size());
-  for (const auto& [h, at] : held_pending_) {
-    w.U32(h);
-    w.U64(at.first);
-    w.I64(at.second);
+  w.U64(pending_count_);
+  for (size_t h = 0; h < held_pending_.size(); ++h) {
+    if (held_pending_[h].run == kNoRun) continue;
+    w.U32(static_cast<HolderId>(h));
+    w.U64(held_pending_[h].run);
+    w.I64(held_pending_[h].row);
   }
 }
 
@@ -236,6 +320,7 @@ void OrderedRuns::Restore(SnapshotReader& r, const Schema& expect) {
   runs_.clear();
   heap_.clear();
   held_pending_.clear();
+  pending_count_ = 0;
   next_run_ = r.U64();
   for (size_t n = r.Count(1); n > 0; --n) {
     const uint64_t id = r.U64();
@@ -260,7 +345,11 @@ void OrderedRuns::Restore(SnapshotReader& r, const Schema& expect) {
     CQ_SNAPSHOT_CHECK(it != runs_.end() && row >= 0 && row < it->second.batch.length &&
                           !it->second.batch.holders.empty(),
                       "a pending holder names a row that is not held");
+    CQ_SNAPSHOT_CHECK(h != kNoHolder && (h >= held_pending_.size() || held_pending_[h].run == kNoRun),
+                      "a pending holder is held twice");
+    if (h >= held_pending_.size()) held_pending_.resize(h + size_t{1}, {kNoRun, 0});
     held_pending_[h] = {id, row};
+    ++pending_count_;
   }
 }
 

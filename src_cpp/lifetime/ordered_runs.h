@@ -10,7 +10,6 @@
 #include <algorithm>
 #include <functional>
 #include <map>
-#include <unordered_map>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -50,8 +49,11 @@ class OrderedRuns {
   };
   void PushHead(uint64_t id);
   void ForgetPending(const Batch& b, int64_t from, int64_t to);
-  // `rows` of `runs` (BatchRow::batch indexes `runs`) as one compact batch.
-  Batch Gather(const std::vector<Run*>& runs, const std::vector<BatchRow>& rows) const;
+  // Fills which_/rows_ with the rows of `runs` below `next` in time order (ties: the earlier run
+  // first), moving each run's offset past them.
+  void Merge(const std::vector<Run*>& runs, Time next);
+  // Rows `rows[k]` of runs `which[k]` as one compact batch.
+  Batch Gather(const std::vector<Run*>& runs, const uint32_t* which, const uint32_t* rows, int64_t n) const;
 
   // Runs come and go at every instant of a loop: their map nodes are kept for reuse instead of
   // being allocated and freed each time.
@@ -63,12 +65,25 @@ class OrderedRuns {
   uint64_t next_run_ = 0;
   // A min-heap of (time of the run's next row, run id): the id breaks ties in arrival order.
   std::vector<std::pair<Time, uint64_t>> heap_;
-  std::unordered_map<HolderId, std::pair<uint64_t, int64_t>> held_pending_;  // holder -> (run, row)
+  // Rows held with a pending end, by holder id (ids are dense): their run and row.
+  struct Where {
+    uint64_t run;
+    int64_t row;
+  };
+  static constexpr uint64_t kNoRun = ~uint64_t{0};
+  std::vector<Where> held_pending_;
+  size_t pending_count_ = 0;  // entries of held_pending_ in use
+  void Forget(HolderId h) {
+    if (h < held_pending_.size() && held_pending_[h].run != kNoRun) {
+      held_pending_[h].run = kNoRun;
+      --pending_count_;
+    }
+  }
   // Release's working lists, kept so that a loop's instants do not allocate them each time.
   std::vector<uint64_t> live_;
   std::vector<Run*> picked_;
   std::vector<int64_t> first_;
-  std::vector<BatchRow> rows_;
+  std::vector<uint32_t> which_, rows_;
 };
 
 template <typename F>

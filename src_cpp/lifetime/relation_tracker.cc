@@ -1,6 +1,7 @@
 #include "lifetime/relation_tracker.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "batch/row_equal.h"
 #include "engine/errors.h"
@@ -13,52 +14,63 @@ RelationTracker::RelationTracker(ExpirationPolicy policy, bool track_alive)
 void RelationTracker::Push(const Batch& in) {
   FlushReleases();
   if (in.num_rows() == 0) return;
-  const uint32_t seq = Retain(in.Compact(), in.num_rows());
+  Batch c = in.Compact();
+  const int64_t n = c.length;
+  const HolderId* h = c.holders.empty() ? nullptr : c.holders.as<const HolderId>();
+  // The ends, in a column of the tracker's own (see SetEnd).
+  TimeColumn ends;
+  ends.ticks = Buffer::Allocate(n * 8);
+  int64_t* et = ends.ticks.as<int64_t>();
+  const std::optional<Duration> d = c.constant_duration;
+  if (d ? !d->infinite && (d->steps != 0 || c.sync.has_steps()) : c.other.has_steps())
+    ends.steps = Buffer::Allocate(n * 8);
+  int64_t* es = ends.has_steps() ? ends.steps.as<int64_t>() : nullptr;
+  if (d && !es && !h) {
+    for (int64_t i = 0; i < n; ++i) et[i] = c.EndAt(i).tick;
+  } else if (!d && !h) {
+    std::memcpy(et, c.other.tick_data(), static_cast<size_t>(n) * 8);
+    if (es) std::memcpy(es, c.other.step_data(), static_cast<size_t>(n) * 8);
+  } else {
+    for (int64_t i = 0; i < n; ++i) {
+      const Time e = h && h[i] != kNoHolder ? kPending : c.EndAt(i);
+      et[i] = e.tick;
+      if (es) es[i] = e.step;
+    }
+  }
+  c.other = std::move(ends);
+  c.constant_duration.reset();
+  const uint32_t seq = Retain(std::move(c), n);
   const Batch& b = batch(seq);
-  const int64_t n = b.length;
-  const HolderId* h = b.holders.empty() ? nullptr : b.holders.as<const HolderId>();
-  for (int64_t i = 0; i < n; ++i) {
-    const bool pending = h && h[i] != kNoHolder;
-    uint32_t slot;
-    if (!free_slots_.empty()) {
-      slot = free_slots_.back();
-      free_slots_.pop_back();
-    } else {
-      slot = static_cast<uint32_t>(slab_.size());
-      slab_.emplace_back();
+
+  const size_t mid = held_.size();
+  held_.resize(mid + static_cast<size_t>(n));
+  Held* out = held_.data() + mid;
+  if (b.sync.has_steps()) {
+    for (int64_t i = 0; i < n; ++i) out[i] = {b.sync.At(i), {seq, static_cast<uint32_t>(i)}};
+  } else {
+    const int64_t* st = b.sync.tick_data();
+    for (int64_t i = 0; i < n; ++i) out[i] = {{st[i], 0}, {seq, static_cast<uint32_t>(i)}};
+  }
+  if (h) {
+    for (int64_t i = 0; i < n; ++i) {
+      if (h[i] == kNoHolder) continue;
+      if (h[i] >= pending_.size())
+        pending_.resize(std::max<size_t>(h[i] + size_t{1}, pending_.size() * 2), {{0, kNone}, 0});
+      pending_[h[i]] = {{seq, static_cast<uint32_t>(i)}, 1};
     }
-    slab_[slot] = {{seq, static_cast<uint32_t>(i)}, pending ? Time::MinusInfinity() : b.EndAt(i)};
-    if (pending) held_pending_[h[i]] = slot;
-    const HeapItem item{b.StartAt(i), arrivals_++, slot};
-    if (fifo_head_ == fifo_.size() || !(item.start < fifo_.back().start)) {
-      fifo_.push_back(item);
-    } else {
-      heap_.push_back(item);
-      std::push_heap(heap_.begin(), heap_.end(), std::greater<HeapItem>());
-    }
+  }
+  if (mid > held_head_ && out[0].start < held_[mid - 1].start) {
+    std::inplace_merge(held_.begin() + static_cast<std::ptrdiff_t>(held_head_),
+                       held_.begin() + static_cast<std::ptrdiff_t>(mid), held_.end(),
+                       [](const Held& a, const Held& b) { return a.start < b.start; });
   }
 }
 
-const RelationTracker::HeapItem* RelationTracker::NextHeld() const {
-  const HeapItem* f = fifo_head_ < fifo_.size() ? &fifo_[fifo_head_] : nullptr;
-  if (heap_.empty()) return f;
-  if (!f || *f > heap_.front()) return &heap_.front();
-  return f;
-}
-
-void RelationTracker::PopHeld(const HeapItem* item) {
-  if (!heap_.empty() && item == &heap_.front()) {
-    std::pop_heap(heap_.begin(), heap_.end(), std::greater<HeapItem>());
-    heap_.pop_back();
-    return;
-  }
-  if (++fifo_head_ == fifo_.size()) {
-    fifo_.clear();
-    fifo_head_ = 0;
-  } else if (fifo_head_ >= 4096 && fifo_head_ * 2 >= fifo_.size()) {
-    fifo_.erase(fifo_.begin(), fifo_.begin() + static_cast<std::ptrdiff_t>(fifo_head_));
-    fifo_head_ = 0;
-  }
+void RelationTracker::SetEnd(RowRef r, Time end) {
+  Batch& b = retained_[r.seq - retained_.front().seq].batch;
+  if (end.step != 0 && !b.other.has_steps()) b.other.steps = Buffer::AllocateZeroed(b.length * 8);
+  b.other.ticks.as<int64_t>()[r.row] = end.tick;
+  if (b.other.has_steps()) b.other.steps.as<int64_t>()[r.row] = end.step;
 }
 
 void RelationTracker::PushEnds(const EndBatch& ends) {
@@ -66,150 +78,174 @@ void RelationTracker::PushEnds(const EndBatch& ends) {
   const HolderId* ids = ends.ids();
   for (int64_t k = 0; k < ends.length; ++k) {
     const HolderId id = ids[k];
+    if (id >= pending_.size() || pending_[id].ref.row == kNone) continue;  // filtered out upstream
+    const Pending p = pending_[id];
+    pending_[id].ref.row = kNone;
     const Time end = ends.ends.At(k);
-    if (id < undetermined_.size() && undetermined_[id].row != kNone) {
-      RowRef r = undetermined_[id];
-      undetermined_[id].row = kNone;
-      if (end.IsInfinite()) {
-        if (!track_alive_) Release(r);  // never ends: nothing more to see of it
-      } else {
-        expiring_.Insert({end, r});
-      }
-      continue;
-    }
-    if (auto it = held_pending_.find(id); it != held_pending_.end()) {
-      slab_[it->second].end = end;
-      held_pending_.erase(it);
+    if (p.held) {
+      SetEnd(p.ref, end);
+    } else if (!end.IsInfinite()) {
+      expiring_.Insert({end, p.ref});
+    } else if (!track_alive_) {
+      Release(p.ref);  // never ends: nothing more to see of it
     }
   }
 }
 
-void RelationTracker::Started(RowRef r, Time start, Time end) {
-  if (track_alive_) {
-    alive_pos_[Key(r)] = alive_.size();
-    alive_.push_back(r);
-  }
-  if (!end.IsInfinite()) {
-    expiring_.Insert({end, r});
-  } else if (!track_alive_) {
-    Release(r);
-  }
+void RelationTracker::AddAlive(RowRef r) {
+  alive_pos_[Key(r)] = alive_.size();
+  alive_.push_back(r);
 }
 
-void RelationTracker::Ended(RowRef r) {
-  if (track_alive_) {
-    auto it = alive_pos_.find(Key(r));
-    CQ_CHECK(it != alive_pos_.end(), "an ending tuple was not alive");
-    const size_t pos = it->second;
-    alive_pos_.erase(it);
-    if (pos + 1 != alive_.size()) {
-      alive_[pos] = alive_.back();
-      alive_pos_[Key(alive_[pos])] = pos;
-    }
-    alive_.pop_back();
+void RelationTracker::RemoveAlive(RowRef r) {
+  auto it = alive_pos_.find(Key(r));
+  CQ_CHECK(it != alive_pos_.end(), "an ending tuple was not alive");
+  const size_t pos = it->second;
+  alive_pos_.erase(it);
+  if (pos + 1 != alive_.size()) {
+    alive_[pos] = alive_.back();
+    alive_pos_[Key(alive_[pos])] = pos;
   }
+  alive_.pop_back();
 }
 
 Time RelationTracker::next_instant() const {
   Time t = expiring_.next_end();
-  if (const HeapItem* h = NextHeld()) t = std::min(t, h->start);
+  if (held_head_ < held_.size()) t = std::min(t, held_[held_head_].start);
   return t;
 }
 
-void RelationTracker::AdvanceTo(Time progress, const Visitor& visit) {
+void RelationTracker::Collect(Time progress, Changes& out) {
   FlushReleases();
+  out.clear();
+  // The starts: every held row below the progress, in order. Their ends join the lanes first, so
+  // that those below the progress come out with the rest.
+  const size_t stop = static_cast<size_t>(
+      std::partition_point(held_.begin() + static_cast<std::ptrdiff_t>(held_head_), held_.end(),
+                           [&](const Held& h) { return h.start < progress; }) -
+      held_.begin());
+  out.starts.resize(stop - held_head_);
+  out.start_at.resize(stop - held_head_);
+  RowRef* starts = out.starts.data();
+  Time* start_at = out.start_at.data();
+  size_t m = 0;
+  uint32_t seq = kNone;
+  const int64_t *et = nullptr, *es = nullptr;
+  const HolderId* hs = nullptr;
+  for (size_t k = held_head_; k < stop; ++k) {
+    const Held& h = held_[k];
+    if (h.ref.seq != seq) {  // rows come a batch at a time: its columns are looked up once
+      seq = h.ref.seq;
+      const Batch& b = batch(seq);
+      et = b.other.tick_data();
+      es = b.other.has_steps() ? b.other.step_data() : nullptr;
+      hs = b.holders.empty() ? nullptr : b.holders.as<const HolderId>();
+    }
+    const uint32_t row = h.ref.row;
+    const Time end{et[row], es ? es[row] : 0};
+    if (end == kPending) {
+      pending_[hs[row]].held = 0;  // now undetermined: its end goes to the lanes when fixed
+    } else if (end == h.start) {
+      Release(h.ref);  // a ghost: in I(t) and D(t) at once, so in neither
+      continue;
+    }
+    starts[m] = h.ref;
+    start_at[m] = h.start;
+    ++m;
+    if (track_alive_) AddAlive(h.ref);
+    if (end == kPending) continue;
+    if (!end.IsInfinite()) expiring_.Insert({end, h.ref});
+    else if (!track_alive_) Release(h.ref);
+  }
+  out.starts.resize(m);
+  out.start_at.resize(m);
+  if (stop == held_.size()) {
+    held_.clear();
+    held_head_ = 0;
+  } else if (stop > 4096 && stop * 2 > held_.size()) {
+    held_.erase(held_.begin(), held_.begin() + static_cast<std::ptrdiff_t>(stop));
+    held_head_ = 0;
+  } else {
+    held_head_ = stop;
+  }
+  // The ends below the progress, merged from the lanes.
+  expiring_.ExpireBefore(progress, [&](const Entry& e) {
+    out.ends.push_back(e.ref);
+    out.end_at.push_back(e.end);
+    if (track_alive_) RemoveAlive(e.ref);
+    Release(e.ref);
+  });
+}
+
+void RelationTracker::AdvanceTo(Time progress, const Visitor& visit) {
   // Loops call this at every instant: the lists keep their capacity between calls (taken out of
   // the tracker while in use, so that a visitor calling back in would get lists of its own).
+  Changes c = std::move(changes_);
   std::vector<RowRef> starts = std::move(starts_), ends = std::move(ends_);
-  for (;;) {
-    const Time t = next_instant();
-    if (!(t < progress)) break;
+  Collect(progress, c);
+  size_t i = 0, j = 0;
+  while (i < c.starts.size() || j < c.ends.size()) {
+    Time t = Time::Infinity();
+    if (i < c.starts.size()) t = c.start_at[i];
+    if (j < c.ends.size()) t = std::min(t, c.end_at[j]);
     starts.clear();
     ends.clear();
-    expiring_.ExpireThrough(t, [&](const Entry& e) { ends.push_back(e.ref); });
-    for (const HeapItem* h = NextHeld(); h && h->start == t; h = NextHeld()) {
-      const uint32_t slot = h->slot;
-      PopHeld(h);
-      const RowRef r = slab_[slot].ref;
-      const Time end = slab_[slot].end;
-      free_slots_.push_back(slot);
-      const Batch& b = batch(r.seq);
-      const bool pending = end == Time::MinusInfinity();
-      if (pending) {
-        const HolderId id = b.holders.as<const HolderId>()[r.row];
-        held_pending_.erase(id);
-        if (id >= undetermined_.size())
-          undetermined_.resize(std::max<size_t>(id + 1, undetermined_.size() * 2), {0, kNone});
-        undetermined_[id] = r;
-      }
-      if (!pending && end == t) {
-        Release(r);  // a ghost: in I(t) and D(t) at once, so in neither
-        continue;
-      }
-      starts.push_back(r);
-      if (pending) {
-        if (track_alive_) {
-          alive_pos_[Key(r)] = alive_.size();
-          alive_.push_back(r);
-        }
-      } else {
-        Started(r, t, end);
-      }
-    }
-    for (const RowRef& r : ends) Ended(r);
+    for (; i < c.starts.size() && c.start_at[i] == t; ++i) starts.push_back(c.starts[i]);
+    for (; j < c.ends.size() && c.end_at[j] == t; ++j) ends.push_back(c.ends[j]);
     visit(t, starts, ends);
-    for (const RowRef& r : ends) Release(r);
   }
   starts.clear();
   ends.clear();
   starts_ = std::move(starts);
   ends_ = std::move(ends);
+  c.clear();
+  changes_ = std::move(c);
 }
 
 std::vector<RelationTracker::RowRef> RelationTracker::alive() const { return alive_; }
 
 void RelationTracker::Snapshot(SnapshotWriter& w) const {
   SnapshotRetained(w);
-  w.PodVec(slab_);
-  w.PodVec(free_slots_);
-  w.PodVec(heap_);
-  w.PodVec(fifo_.data() + fifo_head_, fifo_.size() - fifo_head_);  // the part not handed out yet
-  w.U64(arrivals_);
-  w.U64(held_pending_.size());
-  for (const auto& [h, slot] : held_pending_) {
-    w.U32(h);
-    w.U32(slot);
-  }
-  w.PodVec(undetermined_);
+  w.PodVec(held_.data() + held_head_, held_.size() - held_head_);  // the part not handed out yet
+  w.PodVec(pending_);
   expiring_.Snapshot(w);
   w.PodVec(alive_);
 }
 
 void RelationTracker::Restore(SnapshotReader& r, const Schema& expect) {
   RestoreRetained(r, expect);
-  r.PodVec(slab_);
-  r.PodVec(free_slots_);
-  r.PodVec(heap_);
-  r.PodVec(fifo_);
-  fifo_head_ = 0;
-  arrivals_ = r.U64();
-  held_pending_.clear();
-  for (size_t n = r.Count(8); n > 0; --n) {
-    const HolderId h = r.U32();
-    held_pending_[h] = r.U32();
+  bool ok = true;
+  for (Retained& x : retained_) {
+    // The ends are written into: the tracker's own copy, not a buffer the snapshot may share.
+    Batch& b = x.batch;
+    ok &= !b.constant_duration && Covers(b.other.ticks, b.length, 8) &&
+          (!b.other.has_steps() || Covers(b.other.steps, b.length, 8));
+    if (!ok) break;
+    TimeColumn own;
+    own.ticks = Buffer::Allocate(b.length * 8);
+    std::memcpy(own.ticks.data, b.other.ticks.data, static_cast<size_t>(b.length) * 8);
+    if (b.other.has_steps()) {
+      own.steps = Buffer::Allocate(b.length * 8);
+      std::memcpy(own.steps.data, b.other.steps.data, static_cast<size_t>(b.length) * 8);
+    }
+    b.other = std::move(own);
   }
-  r.PodVec(undetermined_);
+  CQ_SNAPSHOT_CHECK(ok, "a relation tracker's rows have no end times");
+  r.PodVec(held_);
+  held_head_ = 0;
+  r.PodVec(pending_);
   expiring_.Restore(r);
   r.PodVec(alive_);
-  // Only what is in use is checked: free slots keep stale references.
-  bool ok = true;
-  for (uint32_t s : free_slots_) ok &= s < slab_.size();
-  for (const HeapItem& x : heap_) ok &= x.slot < slab_.size() && Holds(slab_[x.slot].ref);
-  for (const HeapItem& x : fifo_) ok &= x.slot < slab_.size() && Holds(slab_[x.slot].ref);
-  ok &= std::is_heap(heap_.begin(), heap_.end(), std::greater<HeapItem>());
-  for (size_t k = 1; k < fifo_.size(); ++k) ok &= !(fifo_[k].start < fifo_[k - 1].start);
-  for (const auto& [h, slot] : held_pending_) ok &= slot < slab_.size();
-  for (const RowRef& x : undetermined_) ok &= x.row == kNone || Holds(x);
+  // Only what is in use is checked.
+  for (size_t k = 0; k < held_.size(); ++k) ok &= Holds(held_[k].ref) && (k == 0 || !(held_[k].start < held_[k - 1].start));
+  for (size_t id = 0; id < pending_.size(); ++id) {
+    const Pending& p = pending_[id];
+    if (p.ref.row == kNone) continue;
+    ok &= p.held <= 1 && Holds(p.ref);
+    if (!ok) break;
+    const Batch& b = batch(p.ref.seq);
+    ok &= !b.holders.empty() && b.holders.as<const HolderId>()[p.ref.row] == id;
+  }
   expiring_.ForEach([&](const Entry& e) { ok &= Holds(e.ref); });
   for (const RowRef& x : alive_) ok &= Holds(x);
   CQ_SNAPSHOT_CHECK(ok, "a relation tracker refers to rows it does not hold");

@@ -5,10 +5,13 @@
 // is past it. Then every pending end that equals it has been fixed too, because the tuple that
 // fixes an end to t arrives at t (paper 003 §4.3: a fixed end is never below the input time).
 // So starts are held back until their instant completes; rows are kept by reference to their
-// batch (no copy); known ends wait in an ExpirationSet; pending ends in the undetermined set, a
-// flat array indexed by holder id, until the producer fixes them.
-#include <deque>
-#include <functional>
+// batch (no copy); known ends wait in expiration lanes; pending ends are found by holder id in a
+// flat array until the producer fixes them.
+//
+// Outside loops a call covers thousands of instants, so the tracker works on whole lists: the
+// held starts below the progress in one pass (their ends join the expiration lanes), then every
+// end below the progress in one merge of the lanes (Collect). Only the per-instant visitor
+// (DSTREAM, RSTREAM) splits the lists again.
 #include <unordered_map>
 #include <vector>
 
@@ -25,6 +28,7 @@ class RelationTracker final : public InstantTracker {
   void Push(const Batch& batch) override;
   void PushEnds(const EndBatch& ends) override;
   void AdvanceTo(Time progress, const Visitor& visit) override;
+  void Collect(Time progress, Changes& out) override;
   Time next_instant() const override;
   std::vector<RowRef> alive() const override;
   bool any_alive() const override { return !alive_.empty(); }
@@ -37,44 +41,38 @@ class RelationTracker final : public InstantTracker {
     RowRef ref;
   };
   static uint64_t Key(RowRef r) { return (static_cast<uint64_t>(r.seq) << 32) | r.row; }
-  void Started(RowRef r, Time start, Time end);  // a start's instant was processed
-  void Ended(RowRef r);                           // an end's instant was processed
+  void AddAlive(RowRef r);
+  void RemoveAlive(RowRef r);
+  // The end of a retained row, kept in its batch's `other` column, which the tracker owns (a
+  // copy made at Push): an end fixed while the row is held is written there, since the holder
+  // id may be recycled as soon as its end is out. A pending end reads as kPending.
+  static constexpr Time kPending = Time::MinusInfinity();
+  void SetEnd(RowRef r, Time end);
 
   bool track_alive_;
-  // Starts whose instant is not complete yet, in start order. A pending end fixed while its start
-  // is held is written here at once: the holder id may be recycled as soon as its end is out.
+  // Starts whose instant is not complete yet, in (start, arrival) order from held_head_ on. Input
+  // comes in start order (operator.h), so a push appends; a batch that starts below the tail
+  // (possible only through restored or hand-fed state) is merged in, keeping arrival order among
+  // equal starts.
   struct Held {
-    RowRef ref;
-    Time end;  // MinusInfinity(): still pending
-  };
-  // Held rows live in a slab and are handed out in (start, arrival) order. Input arrives in start
-  // order on the common path (one port, or a union that merged its inputs): those rows queue in
-  // a FIFO, which costs O(1) per row. Only a start below the FIFO's tail (several inputs
-  // interleaving) goes to a min-heap; the next row out is the smaller of the two heads.
-  std::vector<Held> slab_;
-  std::vector<uint32_t> free_slots_;
-  struct HeapItem {
     Time start;
-    uint64_t order;
-    uint32_t slot;
-    bool operator>(const HeapItem& o) const {
-      return start != o.start ? o.start < start : order > o.order;
-    }
+    RowRef ref;
   };
-  std::vector<HeapItem> heap_;
-  std::vector<HeapItem> fifo_;  // non-decreasing start; consumed from fifo_head_
-  size_t fifo_head_ = 0;
-  uint64_t arrivals_ = 0;
-  // The held row that comes out next: the FIFO's or the heap's head, whichever is smaller.
-  const HeapItem* NextHeld() const;
-  void PopHeld(const HeapItem* item);
-  std::unordered_map<HolderId, uint32_t> held_pending_;  // holder -> slot in slab_
-  std::vector<RowRef> undetermined_;  // by holder id; row == kNone when empty
-  ExpirationSet<Entry> expiring_;
+  std::vector<Held> held_;
+  size_t held_head_ = 0;
+  // Pending ends by holder id: the row, and whether its start is still held (else it started and
+  // waits, undetermined, for its end). row == kNone: no row of this tracker has the id.
+  struct Pending {
+    RowRef ref;
+    uint32_t held;
+  };
+  std::vector<Pending> pending_;
+  ExpirationLanes<Entry> expiring_;
   // track_alive: alive rows, with their position for O(1) removal.
   std::vector<RowRef> alive_;
   std::unordered_map<uint64_t, size_t> alive_pos_;
-  std::vector<RowRef> starts_, ends_;  // AdvanceTo's lists, kept for their capacity
+  Changes changes_;                    // AdvanceTo's lists, kept for their capacity
+  std::vector<RowRef> starts_, ends_;  // an instant's, for the visitor
   static constexpr uint32_t kNone = 0xFFFFFFFFu;
 };
 

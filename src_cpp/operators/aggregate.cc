@@ -414,6 +414,42 @@ void Aggregate::RunInstants(Time progress) {
   next_end_ = e;
 }
 
+template <size_t kNa>
+void Aggregate::RunChanges() {
+  // Instant by instant, as the tracker's visitor would have it: the ends, then the starts.
+  // Starts and ends come from different batches (ends from older ones), so each side keeps the
+  // columns of the batch it last read.
+  struct Side {
+    uint32_t seq = 0xFFFFFFFFu;
+    std::vector<ArgView> views;
+    const Column* args = nullptr;
+    const int64_t* groups = nullptr;
+  };
+  Side sides[2];
+  for (Side& s : sides) s.views.resize(views_.size());
+  auto apply = [&](Side& s, InstantTracker::RowRef r, int64_t sign) {
+    if (r.seq != s.seq) {
+      s.seq = r.seq;
+      const Batch& b = tracker_->batch(r.seq);
+      for (size_t k = 0; k < s.views.size(); ++k) s.views[k] = ArgView::Of(b.columns[k]);
+      s.args = b.columns.data();
+      s.groups = b.columns.back().i64();
+    }
+    ApplyRow<kNa>(s.views.data(), s.args, r.row, static_cast<uint32_t>(s.groups[r.row]), sign);
+  };
+  const InstantTracker::Changes& c = changes_;
+  const size_t ns = c.starts.size(), ne = c.ends.size();
+  size_t i = 0, j = 0;
+  while (i < ns || j < ne) {
+    Time t = Time::Infinity();
+    if (i < ns) t = c.start_at[i];
+    if (j < ne) t = std::min(t, c.end_at[j]);
+    for (; j < ne && c.end_at[j] == t; ++j) apply(sides[0], c.ends[j], -1);
+    for (; i < ns && c.start_at[i] == t; ++i) apply(sides[1], c.starts[i], +1);
+    EndInstant<kNa>(t);
+  }
+}
+
 Time Aggregate::next_firing(int64_t) const {
   if (tracker_) return tracker_->next_instant();
   // The next start not applied yet, and for constant durations the next end.
@@ -431,17 +467,9 @@ void Aggregate::AdvanceTo(Time progress, Emitter& out) {
   out_end_.Reserve(room);
   for (ValueStore& v : out_values_) v.Reserve(room);
   if (tracker_) {
-    tracker_->AdvanceTo(progress, [&](Time t, const std::vector<InstantTracker::RowRef>& starts,
-                                      const std::vector<InstantTracker::RowRef>& ends) {
-      auto apply = [&](const InstantTracker::RowRef& r, int64_t sign) {
-        const Batch& b = tracker_->batch(r.seq);
-        for (size_t k = 0; k + 1 < b.columns.size(); ++k) views_[k] = ArgView::Of(b.columns[k]);
-        ApplyRow<0>(views_.data(), b.columns.data(), r.row, static_cast<uint32_t>(b.columns.back().i64()[r.row]), sign);
-      };
-      for (const auto& r : ends) apply(r, -1);
-      for (const auto& r : starts) apply(r, +1);
-      EndInstant<0>(t);
-    });
+    tracker_->Collect(progress, changes_);
+    if (na_ == 1) RunChanges<1>();
+    else RunChanges<0>();
   } else {
     RunOrdered(progress);
   }

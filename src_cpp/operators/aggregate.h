@@ -185,7 +185,11 @@ class Aggregate final : public Operator {
   // kGeneral
   std::unique_ptr<InstantTracker> tracker_;
   std::shared_ptr<const Schema> derived_schema_;  // arguments, then the group id
-  std::vector<ArgView> views_;  // scratch: a tracked row's arguments
+  std::vector<ArgView> views_;  // kGeneral: one per argument column of the tracked rows
+  InstantTracker::Changes changes_;  // what the tracker hands over, kept for its capacity
+  // Applies changes_ to the groups.
+  template <size_t kNa>
+  void RunChanges();
 
   // The output being built by AdvanceTo: group, start, end and values of each row.
   BufferBuilder<uint32_t> out_group_;

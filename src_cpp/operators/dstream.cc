@@ -18,12 +18,11 @@ void DStream::PushEnds(int, const EndBatch& ends, Emitter&) { tracker_->PushEnds
 Time DStream::next_firing(int64_t) const { return tracker_->next_instant(); }
 
 void DStream::AdvanceTo(Time progress, Emitter& out) {
+  InstantTracker::Changes changes;
+  tracker_->Collect(progress, changes);
   std::vector<InstantTracker::RowRef> rows;
   std::vector<Time> ts;
-  tracker_->AdvanceTo(progress, [&](Time t, const std::vector<InstantTracker::RowRef>& starts,
-                                   const std::vector<InstantTracker::RowRef>& ends) {
-    tracker_->AppendBagDifference(t, ends, starts, rows, ts);  // D(t) − I(t)
-  });
+  tracker_->AppendBagDifferences(changes, /*starts_minus_ends=*/false, rows, ts);  // D(t) − I(t)
   if (!rows.empty()) out.Emit(tracker_->Gather(rows, ts, schema_));
 }
 

@@ -271,13 +271,11 @@ Time IStream::next_firing(int64_t) const {
 void IStream::AdvanceTo(Time progress, Emitter& out) {
   if (tracker_) {
     // I(t) − D(t) as bags, for every instant completed by `progress`.
-    std::vector<InstantTracker::RowRef> rows;
-    std::vector<Time> ts;
-    tracker_->AdvanceTo(progress, [&](Time t, const std::vector<InstantTracker::RowRef>& starts,
-                                      const std::vector<InstantTracker::RowRef>& ends) {
-      tracker_->AppendBagDifference(t, starts, ends, rows, ts);
-    });
-    if (!rows.empty()) out.Emit(tracker_->Gather(rows, ts, out_schema_));
+    tracker_->Collect(progress, changes_);
+    rows_.clear();
+    times_.clear();
+    tracker_->AppendBagDifferences(changes_, /*starts_minus_ends=*/true, rows_, times_);
+    if (!rows_.empty()) out.Emit(tracker_->Gather(rows_, times_, out_schema_));
     return;
   }
   // No start below `progress` can come any more, so rows ending below it can cancel nothing.

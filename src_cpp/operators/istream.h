@@ -80,6 +80,10 @@ class IStream final : public Operator {
   // constant: the first retained row not yet expired: retained_.front(), logical row `cursor_`.
   int64_t cursor_ = 0;
   std::unique_ptr<InstantTracker> tracker_;  // general
+  // AdvanceTo's lists (general), kept for their capacity.
+  InstantTracker::Changes changes_;
+  std::vector<InstantTracker::RowRef> rows_;
+  std::vector<Time> times_;
   std::shared_ptr<const Schema> out_schema_;
 
   Time current_ = Time::MinusInfinity();

@@ -13,7 +13,11 @@ namespace cq {
 
 PartitionRowWindow::PartitionRowWindow(int64_t rows, std::vector<int> keys, const Schema& input,
                                        HolderTable* holders)
-    : rows_(rows), keys_(std::move(keys)), schema_(input), holders_(holders) {
+    : rows_(rows), keys_(std::move(keys)), schema_(input), holders_(holders), key_types_([&] {
+        std::vector<TypeId> t;
+        for (int k : keys_) t.push_back(input[k].type);
+        return t;
+      }()), index_(key_types_) {
   CQ_CHECK(rows_ > 0, "a row window holds at least one row");
 }
 
@@ -39,15 +43,25 @@ void PartitionRowWindow::Push(int, const Batch& in, Emitter& out) {
   HolderId* h = o.holders.as<HolderId>();
   holders_->Allocate(n, h);
 
+  Columns keys;
+  for (int k : keys_) keys.push_back(batch.columns[k]);
+  ids_.resize(static_cast<size_t>(n));
+  index_.Map(std::span<const Column>(keys.data(), keys.size()), n, ids_.data());
+  if (slot_of_id_.size() < index_.size()) slot_of_id_.resize(index_.size(), kNoSlot);
+
   ended_ids_.clear();
   ended_by_.clear();
   unused_.clear();
   for (int64_t i = 0; i < n; ++i) {
     et[i] = Time::kInfTick;
-    EncodeKey(batch, i, &key_);
-    auto [it, fresh] = slot_of_.try_emplace(key_, static_cast<uint32_t>(queues_.size()));
-    if (fresh) queues_.emplace_back();
-    Queue& q = queues_[it->second];
+    uint32_t& slot = slot_of_id_[ids_[i]];
+    if (slot == kNoSlot) {
+      EncodeKey(batch, i, &key_);
+      auto [it, fresh] = slot_of_.try_emplace(key_, static_cast<uint32_t>(queues_.size()));
+      if (fresh) queues_.emplace_back();
+      slot = it->second;
+    }
+    Queue& q = queues_[slot];
     if (static_cast<int64_t>(q.size()) == rows_) {
       const Pending old = q.items[q.head++];
       if (old.batch == seq) {
@@ -223,5 +237,7 @@ void PartitionRowWindow::Restore(SnapshotReader& r) {
   }
   for (const auto& [key, slot] : slot_of_) ok &= slot < queues_.size();
   CQ_SNAPSHOT_CHECK(ok, "a partitioned row window's queues are inconsistent");
+  index_ = GroupIndex(key_types_);
+  slot_of_id_.clear();
 }
 }  // namespace cq

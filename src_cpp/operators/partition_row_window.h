@@ -4,11 +4,14 @@
 // pending until then, exactly as in RowWindow.
 //
 // State per key: the holder ids of its pending tuples, oldest first. Keys are looked up by their
-// encoded bytes; 1,000,000 keys cost a few tens of bytes each.
+// encoded bytes; 1,000,000 keys cost a few tens of bytes each. A batch finds its rows' keys a
+// column at a time (GroupIndex: a flat table probed by value), and the encoded bytes are built
+// only for a key the batch form has not met before.
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "batch/group_index.h"
 #include "operators/operator.h"
 
 namespace cq {
@@ -46,6 +49,13 @@ class PartitionRowWindow final : public Operator {
   HolderTable* holders_;
   std::unordered_map<std::string, uint32_t> slot_of_;
   std::vector<Queue> queues_;
+  // A cache in front of slot_of_ (not part of the state: the row form adds to slot_of_ alone):
+  // the dense id of each key met by Push, and the slot of each id (kNoSlot until looked up).
+  static constexpr uint32_t kNoSlot = 0xFFFFFFFFu;
+  std::vector<TypeId> key_types_;
+  GroupIndex index_;
+  std::vector<uint32_t> slot_of_id_;
+  std::vector<uint32_t> ids_;  // Push's scratch: each row's key id
   // Push's scratch, kept between calls: loops push a row per instant.
   std::vector<HolderId> ended_ids_;
   std::vector<uint32_t> ended_by_;  // the row whose arrival fixes the end
