@@ -28,6 +28,10 @@ struct Buffer {
   }
 };
 
+// Asks the C allocator (glibc's; elsewhere a no-op) to keep what the engine frees for its next
+// batch, once per process. See buffer.cc for why.
+void KeepWorkingMemory();
+
 // Values of one fixed-width type appended to a Buffer that doubles as it fills, then handed over
 // without a copy: for operators that cannot know their output's length before they have made it.
 template <typename T>

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "batch/buffer.h"
 #include "executors/dts/dts_executor.h"
 #include "executors/heartbeat/heartbeat_executor.h"
 #include "operators/registry.h"
@@ -13,6 +14,7 @@
 namespace cq {
 
 Engine::Engine(EngineOptions options) : options_(std::move(options)) {
+  KeepWorkingMemory();
   if (options_.max_loop_steps < 1)
     throw CqError(ErrorKind::kSemantic, "max_loop_steps must be at least 1; found " + std::to_string(options_.max_loop_steps));
   if (options_.max_run < 1)
