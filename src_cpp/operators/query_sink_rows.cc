@@ -1,12 +1,18 @@
 // The query output's row form (rows/ROWS.md): under hybrid=False every operator below the sources
 // runs in a loop region, the outputs too. Rows go into the same growing columns as the batch
 // form's small batches do, and leave as the same chunks; a relation row waits here for its end.
+#include <algorithm>
+#include <cstring>
+
+#include "batch/bitmap.h"
+#include "batch/buffer.h"
+#include "batch/column.h"
 #include "batch/hash_multimap.h"
 #include "batch/row_hash.h"
+#include "batch/value_store.h"
 #include "engine/errors.h"
 #include "engine/snapshot.h"
 #include "operators/query_sink.h"
-#include "batch/value_store.h"
 #include "rows/batch_rows.h"
 
 namespace cq {
@@ -15,25 +21,25 @@ class QuerySink::Rows final : public RowOperator {
  public:
   explicit Rows(QuerySink* sink)
       : s_(sink), schema_(std::make_shared<const Schema>(sink->input_)), store_(RowLayout(sink->input_)),
-        layout_(sink->input_), width_(sink->input_.size()) {}
-  ~Rows() override {
-    if (layout_.has_strings())
-      for (size_t k = 0; k < n_; ++k) layout_.Release(&staged_[k * width_]);
+        width_(sink->input_.size()), nulls_(sink->input_.size()) {
+    for (const Field& f : sink->input_) types_.push_back(f.type);
+    strings_ = RowLayout(sink->input_).has_strings();
+    relation_ = sink->kind_ != BatchKind::kStream;
+    steps_ = sink->expose_steps_;
   }
+  ~Rows() override { ReleaseStaged(); }
 
   void Push(int, const Row& row, RowEmitter&) override {
-    if (s_->kind_ == BatchKind::kStream) {
-      Output(row.values, row.sync, Time::Infinity());
-      return;
+    Time end = Time::Infinity();
+    if (relation_) {
+      if (s_->negative_) return PushNegative(row);
+      if (row.pending()) return Wait(row);
+      end = row.other;
     }
-    if (s_->negative_) {
-      PushNegative(row);
-      return;
-    }
-    if (!row.pending()) {
-      Output(row.values, row.sync, row.other);
-      return;
-    }
+    Output(row.values, row.sync, end);
+  }
+  // A relation row whose end is pending waits for it.
+  [[gnu::noinline]] void Wait(const Row& row) {
     if (row.holder >= waiting_.size()) waiting_.resize(std::max<size_t>(row.holder + 1, waiting_.size() * 2), kNone);
     CQ_CHECK(waiting_[row.holder].slot == kNone.slot,
              "expiration holder " + std::to_string(row.holder) + " in use twice");
@@ -57,30 +63,29 @@ class QuerySink::Rows final : public RowOperator {
   }
   bool stateful() const override { return s_->negative_; }
   bool gathers() const override { return true; }
-  // The rows staged since the last flush go to the query's queue as one chunk, built a column at
-  // a time.
+  // The rows staged since the last flush go to the query's queue as one chunk, their columns
+  // handed over as they are.
   void Flush() override {
     const int64_t n = static_cast<int64_t>(n_);
     if (n == 0) return;
     OutputChunk chunk;
     chunk.length = n;
-    for (size_t c = 0; c < width_; ++c)
-      chunk.columns.push_back(UserColumn(layout_.types()[c], n, [&](int64_t i) -> const Value& { return staged_[i * width_ + c]; }));
-    chunk.columns.push_back(IntColumn(n, [&](int64_t i) { return times_[i].start.tick; }, [](int64_t) { return true; }));
-    auto ends = [&](int64_t i) { return !times_[i].end.IsInfinite(); };  // a never-ending end is NULL
-    if (s_->kind_ == BatchKind::kStream) {
-      if (s_->expose_steps_)
-        chunk.columns.push_back(IntColumn(n, [&](int64_t i) { return times_[i].start.step; }, [](int64_t) { return true; }));
-    } else {
-      chunk.columns.push_back(IntColumn(n, [&](int64_t i) { return times_[i].end.tick; }, ends));
-      if (s_->expose_steps_) {
-        chunk.columns.push_back(IntColumn(n, [&](int64_t i) { return times_[i].start.step; }, [](int64_t) { return true; }));
-        chunk.columns.push_back(IntColumn(n, [&](int64_t i) { return times_[i].end.step; }, ends));
-      }
+    for (size_t c = 0; c < width_; ++c) chunk.columns.push_back(UserColumn(c, n));
+    chunk.columns.push_back(WordColumn(width_ + kStartTick, n, nullptr));
+    if (relation_) chunk.columns.push_back(WordColumn(width_ + kEndTick, n, &never_ends_));
+    if (steps_) {
+      chunk.columns.push_back(WordColumn(width_ + kStartStep, n, nullptr));
+      if (relation_) chunk.columns.push_back(WordColumn(width_ + kEndStep, n, &never_ends_));
     }
-    if (layout_.has_strings())
-      for (int64_t k = 0; k < n; ++k) layout_.Release(&staged_[k * width_]);
-    n_ = 0;
+    ReleaseStaged();
+    for (auto& x : nulls_) x.clear();
+    never_ends_.clear();
+    buffers_.clear();
+    words_.clear();
+    // The next chunk's room: what this one needed, twice over, so that a region's rows mostly fit
+    // in one chunk without moving.
+    next_cap_ = std::clamp<size_t>(n_ == cap_ ? cap_ * 2 : n_ * 2, 1024, kChunk);
+    n_ = cap_ = 0;
     s_->Append(std::move(chunk));
   }
   bool advances_when_due() const override { return true; }  // (at close only)
@@ -113,87 +118,102 @@ class QuerySink::Rows final : public RowOperator {
   };
   static constexpr Waiting kNone{0xFFFFFFFFu, {}};
 
-  // A final row: its values and times staged as they are (a copy of a few words), to become the
-  // output columns (SPEC §6) at the next Flush.
-  void Output(const Value* v, Time start, Time end) {
-    if (n_ == cap_) Grow();
-    Value* dst = staged_.get() + n_ * width_;
-    for (size_t c = 0; c < width_; ++c) dst[c] = v[c];
-    layout_.Retain(v);
-    times_[n_++] = {start, end};
-    if (n_ >= static_cast<size_t>(kChunk)) Flush();
-  }
-  [[gnu::noinline]] void Grow() {
-    const size_t cap = std::max<size_t>(1024, cap_ * 2);
-    std::unique_ptr<Value[]> values(new Value[cap * width_ + 1]);
-    std::unique_ptr<Times[]> times(new Times[cap]);
-    std::copy(staged_.get(), staged_.get() + n_ * width_, values.get());
-    std::copy(times_.get(), times_.get() + n_, times.get());
-    staged_ = std::move(values);
-    times_ = std::move(times);
-    cap_ = cap;
-  }
-  static constexpr int64_t kChunk = 65536;
-
-  // An int64 column of n values, NULL where !valid(i).
-  template <typename V, typename Ok>
-  static Column IntColumn(int64_t n, V value, Ok valid) {
-    Column c;
-    c.type = TypeId::kInt64;
-    c.length = n;
-    c.values = Buffer::Allocate(n * 8);
-    int64_t* o = c.values.as<int64_t>();
-    int64_t nulls = 0;
-    for (int64_t i = 0; i < n; ++i) {
-      const bool ok = valid(i);
-      o[i] = ok ? value(i) : 0;
-      nulls += !ok;
+  // A final row: its values (a word each: int64, double bits, bool 0/1, or a retained string)
+  // and times go straight into the buffers that will be the chunk's columns (SPEC §6). A full
+  // chunk goes out at once.
+  [[gnu::always_inline]] void Output(const Value* v, Time start, Time end) {
+    if (n_ == cap_) Full();
+    const size_t row = n_;
+    int64_t* const* w = words_.data();
+    const size_t width = width_;
+    for (size_t c = 0; c < width; ++c) {
+      const Value& x = v[c];
+      w[c][row] = x.valid ? x.i : 0;
+      if (!x.valid) [[unlikely]] AddNull(c, row);
     }
-    if (nulls) SetValidity(c, n, nulls, valid);
-    return c;
+    if (strings_) [[unlikely]] RetainStrings(v);
+    w += width;
+    const bool never = end.IsInfinite();  // a never-ending end is NULL
+    w[kStartTick][row] = start.tick;
+    if (relation_) {
+      w[kEndTick][row] = never ? 0 : end.tick;
+      if (never) [[unlikely]] never_ends_.push_back(static_cast<int64_t>(row));
+    }
+    if (steps_) {
+      w[kStartStep][row] = start.step;
+      if (relation_) w[kEndStep][row] = never ? 0 : end.step;
+    }
+    ++n_;
   }
-  template <typename Ok>
-  static void SetValidity(Column& c, int64_t n, int64_t nulls, Ok valid) {
-    c.null_count = nulls;
+  [[gnu::noinline]] void AddNull(size_t c, size_t row) { nulls_[c].push_back(static_cast<int64_t>(row)); }
+  [[gnu::noinline]] void RetainStrings(const Value* v) const {
+    for (size_t c = 0; c < width_; ++c)
+      if (types_[c] == TypeId::kUtf8 && v[c].valid) RetainString(v[c].s);
+  }
+  [[gnu::noinline]] void Full() {
+    Flush();
+    cap_ = next_cap_;
+    for (size_t c = 0; c < width_ + kTimes; ++c) {
+      buffers_.push_back(Buffer::Allocate(static_cast<int64_t>(cap_) * 8));
+      words_.push_back(buffers_.back().as<int64_t>());
+    }
+  }
+  void ReleaseStaged() {
+    if (!strings_) return;
+    for (size_t c = 0; c < width_; ++c)
+      if (types_[c] == TypeId::kUtf8)
+        for (size_t i = 0; i < n_; ++i)
+          if (const int64_t x = words_[c][i]) ReleaseString(reinterpret_cast<const StrBlock*>(x));
+  }
+  static constexpr size_t kChunk = 65536;
+  // The time columns, after the user columns.
+  static constexpr size_t kStartTick = 0, kEndTick = 1, kStartStep = 2, kEndStep = 3, kTimes = 4;
+
+  // A validity bitmap of n rows, all valid but `nulls`.
+  static void SetValidity(Column& c, int64_t n, const std::vector<int64_t>& nulls) {
+    c.null_count = static_cast<int64_t>(nulls.size());
     c.validity = Buffer::AllocateZeroed(bitmap::Bytes(n));
-    for (int64_t i = 0; i < n; ++i)
-      if (valid(i)) bitmap::Set(c.validity.data, i);
+    std::memset(c.validity.data, 0xFF, static_cast<size_t>(n / 8));
+    for (int64_t i = n / 8 * 8; i < n; ++i) bitmap::Set(c.validity.data, i);
+    for (int64_t i : nulls) bitmap::Clear(c.validity.data, i);
   }
-  // The column of a user column's staged values.
-  template <typename At>
-  static Column UserColumn(TypeId type, int64_t n, At at) {
+  // Column c's n words as an int64 (or float64) column: its buffer, cut to n values, the tail
+  // zeroed up to 64 bytes as Buffer::Allocate promises.
+  Column WordColumn(size_t c, int64_t n, const std::vector<int64_t>* nulls) const {
+    Column col;
+    col.type = TypeId::kInt64;
+    col.length = n;
+    col.values = buffers_[c];
+    col.values.size = n * 8;
+    const int64_t end = std::min<int64_t>((n * 8 / 64 + 1) * 64, static_cast<int64_t>(cap_) * 8);
+    std::memset(col.values.data + n * 8, 0, static_cast<size_t>(end - n * 8));
+    if (nulls && !nulls->empty()) SetValidity(col, n, *nulls);
+    return col;
+  }
+  Column UserColumn(size_t c, int64_t n) const {
+    const TypeId type = types_[c];
     if (type == TypeId::kNull) return Column::Nulls(type, n);
-    Column c;
-    c.type = type;
-    c.length = n;
-    int64_t nulls = 0;
+    Column col;
+    const int64_t* w = words_[c];
     switch (type) {
       case TypeId::kInt64:
-      case TypeId::kFloat64: {
-        c.values = Buffer::Allocate(n * 8);
-        int64_t* o = c.values.as<int64_t>();
-        for (int64_t i = 0; i < n; ++i) {
-          const Value& v = at(i);
-          o[i] = v.valid ? v.i : 0;
-          nulls += !v.valid;
-        }
-        break;
-      }
+      case TypeId::kFloat64: col = WordColumn(c, n, nullptr); break;
       case TypeId::kBool:
-        c.values = Buffer::AllocateZeroed(bitmap::Bytes(n));
-        for (int64_t i = 0; i < n; ++i) {
-          if (at(i).valid && at(i).i) bitmap::Set(c.values.data, i);
-          nulls += !at(i).valid;
-        }
+        col.values = Buffer::AllocateZeroed(bitmap::Bytes(n));
+        for (int64_t i = 0; i < n; ++i)
+          if (w[i]) bitmap::Set(col.values.data, i);
         break;
       case TypeId::kUtf8:
-        FillStrings(c, n, [&](int64_t i) { return at(i).valid ? at(i).s->view() : std::string_view(); });
-        for (int64_t i = 0; i < n; ++i) nulls += !at(i).valid;
+        FillStrings(col, n, [&](int64_t i) {
+          return w[i] ? reinterpret_cast<const StrBlock*>(w[i])->view() : std::string_view();
+        });
         break;
       case TypeId::kNull: break;
     }
-    if (nulls) SetValidity(c, n, nulls, [&](int64_t i) { return at(i).valid; });
-    return c;
+    col.type = type;
+    col.length = n;
+    if (!nulls_[c].empty()) SetValidity(col, n, nulls_[c]);
+    return col;
   }
 
   // The negative method: a relation row is final when its negative tuple arrives.
@@ -221,15 +241,17 @@ class QuerySink::Rows final : public RowOperator {
   RowStore store_;
   std::vector<Waiting> waiting_;  // direct: by holder id
   HashMultimap<Positive> positives_;  // negative: by hash of values and start
-  // Final rows not handed to the query's queue yet: values (width_ a row, strings retained), times.
-  struct Times {
-    Time start, end;
-  };
-  RowLayout layout_;
+  // Final rows not handed to the query's queue yet: n_ rows of the chunk being built, in
+  // buffers_ (room for cap_ rows; the user columns, then the times), words_ their values; the NULLs
+  // of each user column and the rows that never end, by row number.
   size_t width_;
-  std::unique_ptr<Value[]> staged_;  // n_ rows of width_ values
-  std::unique_ptr<Times[]> times_;
-  size_t n_ = 0, cap_ = 0;
+  std::vector<TypeId> types_;
+  bool strings_, relation_, steps_;
+  std::vector<Buffer> buffers_;
+  std::vector<int64_t*> words_;
+  size_t n_ = 0, cap_ = 0, next_cap_ = 1024;
+  std::vector<std::vector<int64_t>> nulls_;
+  std::vector<int64_t> never_ends_;
 };
 
 std::unique_ptr<RowOperator> QuerySink::ToRows() { return std::make_unique<Rows>(this); }
