@@ -24,6 +24,17 @@ class ExpirationSet {
   explicit ExpirationSet(ExpirationPolicy policy = ExpirationPolicy::kLazy) : policy_(policy) {}
 
   void Insert(const Entry& e) {
+    // An end in order (the common case under kFifo and kLazy) goes on the sorted part, inline.
+    if (policy_ != ExpirationPolicy::kInsertionSort && unsorted_.empty() &&
+        (sorted_.size() == head_ || !(e.end < sorted_.back().end))) {
+      sorted_.push_back(e);
+      return;
+    }
+    InsertSlow(e);
+  }
+
+ private:
+  [[gnu::noinline]] void InsertSlow(const Entry& e) {
     switch (policy_) {
       case ExpirationPolicy::kFifo:
         // Out-of-order ends demote the queue to lazy sorting rather than corrupt it.
@@ -53,6 +64,8 @@ class ExpirationSet {
         return;
     }
   }
+
+ public:
 
   // Calls f(entry) for every entry with end <= t, in end order, and removes them.
   template <typename F>

@@ -37,17 +37,11 @@ class UnionAllRows final : public RowOperator {
     if (!(out.now() < row.sync)) {
       // The region runs this row's instant: nothing earlier can come any more, so it goes on at
       // once, after the rows of its instant that came before it.
-      if (store_.size() != 0) AdvanceTo({row.sync.tick, row.sync.step + 1}, out);
+      if (store_.size() != 0) Release({row.sync.tick, row.sync.step + 1}, out);
       out.Emit(row);
       return;
     }
-    Port& p = ports_[static_cast<size_t>(port)];
-    const uint64_t abs = p.base + p.items.size();
-    p.items.push_back({store_.Add(row.values), row.sync, row.other, row.holder, arrivals_++});
-    if (row.pending()) {
-      if (row.holder >= held_.size()) held_.resize(std::max<size_t>(row.holder + 1, held_.size() * 2), kNone);
-      held_[row.holder] = {static_cast<uint32_t>(port), abs};
-    }
+    Keep(port, row);
   }
 
   void PushEnd(int, HolderId id, Time end, RowEmitter& out) override {
@@ -63,37 +57,9 @@ class UnionAllRows final : public RowOperator {
     out.EmitEnd(id, end);
   }
 
+  // Most calls find nothing waiting: they stay this small.
   void AdvanceTo(Time progress, RowEmitter& out) override {
-    if (store_.size() == 0) return;
-    for (;;) {
-      Port* best = nullptr;
-      for (Port& p : ports_) {
-        if (p.head == p.items.size()) continue;
-        const Item& h = p.items[p.head];
-        if (!(h.sync < progress)) continue;
-        if (!best) {
-          best = &p;
-          continue;
-        }
-        const Item& b = best->items[best->head];
-        if (h.sync < b.sync || (h.sync == b.sync && h.seq < b.seq)) best = &p;
-      }
-      if (!best) break;
-      const Item it = best->items[best->head++];
-      if (best->head == best->items.size()) {
-        best->base += best->items.size();
-        best->items.clear();
-        best->head = 0;
-      }
-      if (it.holder != kNoHolder) held_[it.holder] = kNone;
-      Row r;
-      r.values = store_.Get(it.slot);
-      r.sync = it.sync;
-      r.other = it.other;
-      r.holder = it.holder;
-      out.Emit(r);
-      store_.Remove(it.slot);
-    }
+    if (store_.size() != 0) Release(progress, out);
   }
 
   bool advances_when_due() const override { return true; }
@@ -136,6 +102,50 @@ class UnionAllRows final : public RowOperator {
   }
 
  private:
+  // A row of a later instant waits for it.
+  [[gnu::noinline]] void Keep(int port, const Row& row) {
+    Port& p = ports_[static_cast<size_t>(port)];
+    const uint64_t abs = p.base + p.items.size();
+    p.items.push_back({store_.Add(row.values), row.sync, row.other, row.holder, arrivals_++});
+    if (row.pending()) {
+      if (row.holder >= held_.size()) held_.resize(std::max<size_t>(row.holder + 1, held_.size() * 2), kNone);
+      held_[row.holder] = {static_cast<uint32_t>(port), abs};
+    }
+  }
+
+  // The rows waiting below `progress`, merged by time.
+  [[gnu::noinline]] void Release(Time progress, RowEmitter& out) {
+    for (;;) {
+      Port* best = nullptr;
+      for (Port& p : ports_) {
+        if (p.head == p.items.size()) continue;
+        const Item& h = p.items[p.head];
+        if (!(h.sync < progress)) continue;
+        if (!best) {
+          best = &p;
+          continue;
+        }
+        const Item& b = best->items[best->head];
+        if (h.sync < b.sync || (h.sync == b.sync && h.seq < b.seq)) best = &p;
+      }
+      if (!best) break;
+      const Item it = best->items[best->head++];
+      if (best->head == best->items.size()) {
+        best->base += best->items.size();
+        best->items.clear();
+        best->head = 0;
+      }
+      if (it.holder != kNoHolder) held_[it.holder] = kNone;
+      Row r;
+      r.values = store_.Get(it.slot);
+      r.sync = it.sync;
+      r.other = it.other;
+      r.holder = it.holder;
+      out.Emit(r);
+      store_.Remove(it.slot);
+    }
+  }
+
   struct Item {
     uint32_t slot;
     Time sync, other;

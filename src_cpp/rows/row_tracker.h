@@ -144,7 +144,13 @@ class RowRelationTracker final : public RowTracker {
   }
   void PopHeld(const Held* h) {
     if (!late_.empty() && h == &late_.front().held) return PopLate();
-    if (++fifo_head_ == fifo_.size() || fifo_head_ >= 4096) CompactFifo();
+    if (++fifo_head_ == fifo_.size()) {  // (a loop's instant: the FIFO is empty again)
+      fifo_base_ += fifo_.size();
+      fifo_.clear();
+      fifo_head_ = 0;
+    } else if (fifo_head_ >= 4096) {
+      CompactFifo();
+    }
   }
   void PopLate();
   void CompactFifo();
