@@ -301,19 +301,22 @@ class IStreamRows final : public RowOperator {
   void AdvanceTo(Time progress, RowEmitter& out) override {
     if (depth_ == 0) tracker_->Collect();
     rows_.clear();
-    times_.clear();
+    runs_.clear();
     tracker_->AdvanceTo(progress, [&](Time t, const std::vector<uint32_t>& starts, const std::vector<uint32_t>& ends) {
       tracker_->AppendBagDifference(starts, ends, rows_);
-      times_.resize(rows_.size(), t);
+      if (runs_.empty() || runs_.back().end != rows_.size()) runs_.push_back({rows_.size(), t});
     });
     // Emitted once the tracker is done: a loop may bring rows back into it. The rows stay in the
     // store until the next Collect, which waits while any is on its way.
     ++depth_;
-    for (size_t k = 0; k < rows_.size(); ++k) {
+    size_t k = 0;
+    for (const Run& run : runs_) {
       Row r;
-      r.values = tracker_->values(rows_[k]);
-      r.sync = times_[k];
-      out.Emit(r);
+      r.sync = run.t;
+      for (; k < run.end; ++k) {
+        r.values = tracker_->values(rows_[k]);
+        out.Emit(r);
+      }
     }
     --depth_;
   }
@@ -323,9 +326,13 @@ class IStreamRows final : public RowOperator {
   void Restore(SnapshotReader& r) override { tracker_->Restore(r); }
 
  private:
+  struct Run {  // rows_[.. end) not in an earlier run are ISTREAM's output at t
+    size_t end;
+    Time t;
+  };
   std::unique_ptr<RowTracker> tracker_;
   std::vector<uint32_t> rows_;
-  std::vector<Time> times_;
+  std::vector<Run> runs_;
   int depth_ = 0;
 };
 }  // namespace

@@ -46,6 +46,7 @@ RowLayout::RowLayout(const Schema& schema) {
     types_.push_back(schema[c].type);
     if (schema[c].type == TypeId::kUtf8) strings_.push_back(static_cast<uint32_t>(c));
   }
+  one_int_ = types_.size() == 1 && types_[0] == TypeId::kInt64;
 }
 
 bool ValueEqual(TypeId type, const Value& a, const Value& b) {
@@ -77,8 +78,8 @@ uint64_t ValueHash(TypeId type, const Value& v) {
 }
 
 
-uint64_t RowLayout::Hash(const Value* v) const {
-  uint64_t h = 0x2545F4914F6CDD1DULL;
+uint64_t RowLayout::HashAny(const Value* v) const {
+  uint64_t h = kHashSeed;
   for (size_t c = 0; c < types_.size(); ++c) h = MixHash(h * 31 + ValueHash(types_[c], v[c]));
   return h;
 }
@@ -90,7 +91,7 @@ bool RowLayout::EqualOn(const std::vector<int>& cols, const Value* a, const Valu
 }
 
 uint64_t RowLayout::HashOn(const std::vector<int>& cols, const Value* v) const {
-  uint64_t h = 0x2545F4914F6CDD1DULL;
+  uint64_t h = kHashSeed;
   for (int c : cols) h = MixHash(h * 31 + ValueHash(types_[c], v[c]));
   return h;
 }

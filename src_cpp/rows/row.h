@@ -16,6 +16,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "batch/row_hash.h"
 #include "batch/types.h"
 #include "lifetime/expiration_holder.h"
 #include "time/time.h"
@@ -125,15 +126,23 @@ class RowLayout {
     }
     return true;
   }
-  // A hash consistent with Equal (and with batch/row_hash.h's key bits).
-  uint64_t Hash(const Value* v) const;
+  // A hash consistent with Equal (and with batch/row_hash.h's key bits). A lone integer key (a
+  // partition's or a group's, looked up for every row) is hashed inline, to the same value.
+  uint64_t Hash(const Value* v) const {
+    if (one_int_ && v[0].valid) return MixHash(kHashSeed * 31 + MixHash(static_cast<uint64_t>(v[0].i)));
+    return HashAny(v);
+  }
   // Some of the columns only (grouping and partition keys).
   bool EqualOn(const std::vector<int>& cols, const Value* a, const Value* b) const;
   uint64_t HashOn(const std::vector<int>& cols, const Value* v) const;
 
  private:
+  static constexpr uint64_t kHashSeed = 0x2545F4914F6CDD1DULL;
+  uint64_t HashAny(const Value* v) const;
+
   std::vector<TypeId> types_;
   std::vector<uint32_t> strings_;
+  bool one_int_ = false;  // a single int64 column
 };
 
 bool ValueEqual(TypeId type, const Value& a, const Value& b);
