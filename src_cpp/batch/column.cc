@@ -4,6 +4,8 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "batch/few_on_stack.h"
+
 namespace cq {
 
 namespace {
@@ -133,7 +135,15 @@ Column GatherMulti(const std::vector<const Column*>& srcs, const uint32_t* which
     case TypeId::kFloat64: {
       out.values = Buffer::Allocate(n * 8);
       int64_t* dst = out.values.as<int64_t>();
-      for (int64_t k = 0; k < n; ++k) dst[k] = srcs[which[k]]->values.as<const int64_t>()[rows[k]];
+      // The sources' value arrays, read once: the per-row loop then has one load less per row.
+      FewOnStack<const int64_t*, 8> base(srcs.size());
+      for (size_t s = 0; s < srcs.size(); ++s) base[s] = srcs[s]->values.as<const int64_t>();
+      if (srcs.size() == 1) {
+        const int64_t* b = base[0];
+        for (int64_t k = 0; k < n; ++k) dst[k] = b[rows[k]];
+      } else {
+        for (int64_t k = 0; k < n; ++k) dst[k] = base[which[k]][rows[k]];
+      }
       break;
     }
     case TypeId::kBool:
