@@ -218,19 +218,38 @@ void OrderedRuns::Merge(const std::vector<Run*>& runs, Time next) {
     }
     return;
   }
-  // A few runs: a linear pick of the earliest head for every row.
+  // A few runs: a linear pick of the earliest head for every row, among the runs with rows left,
+  // kept in locals in arrival order (which breaks ties) and dropped as they run out.
+  size_t live = 0;
+  uint32_t id[4];
+  int64_t off[4], end[4];
   Time heads[4];
-  for (size_t i = 0; i < runs.size(); ++i)
-    if (runs[i]->offset < stop[i]) heads[i] = runs[i]->batch.StartAt(runs[i]->offset);
-  for (size_t k = 0; k < total; ++k) {
-    size_t best = runs.size();
-    for (size_t i = 0; i < runs.size(); ++i)
-      if (runs[i]->offset < stop[i] && (best == runs.size() || heads[i] < heads[best])) best = i;
-    Run& run = *runs[best];
-    w[k] = static_cast<uint32_t>(best);
-    r[k] = static_cast<uint32_t>(run.offset);
-    if (++run.offset < stop[best]) heads[best] = run.batch.StartAt(run.offset);
+  for (size_t i = 0; i < runs.size(); ++i) {
+    if (runs[i]->offset == stop[i]) continue;
+    id[live] = static_cast<uint32_t>(i);
+    off[live] = runs[i]->offset;
+    end[live] = stop[i];
+    heads[live++] = runs[i]->batch.StartAt(runs[i]->offset);
   }
+  for (size_t k = 0; live > 0; ++k) {
+    size_t best = 0;
+    for (size_t x = 1; x < live; ++x)
+      if (heads[x] < heads[best]) best = x;
+    w[k] = id[best];
+    r[k] = static_cast<uint32_t>(off[best]);
+    if (++off[best] < end[best]) {
+      heads[best] = runs[id[best]]->batch.StartAt(off[best]);
+      continue;
+    }
+    for (size_t x = best + 1; x < live; ++x) {
+      id[x - 1] = id[x];
+      off[x - 1] = off[x];
+      end[x - 1] = end[x];
+      heads[x - 1] = heads[x];
+    }
+    --live;
+  }
+  for (size_t i = 0; i < runs.size(); ++i) runs[i]->offset = stop[i];
 }
 
 Batch OrderedRuns::Gather(const std::vector<Run*>& runs, const uint32_t* which, const uint32_t* rows, int64_t n) const {
