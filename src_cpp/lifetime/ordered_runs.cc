@@ -278,22 +278,39 @@ Batch OrderedRuns::Gather(const std::vector<Run*>& runs, const uint32_t* which, 
   out.kind = first.kind;
   out.schema = first.schema;
   out.length = n;
-  out.columns.reserve(first.columns.size());
-  for (size_t c = 0; c < first.columns.size(); ++c) {
-    for (size_t i = 0; i < runs.size(); ++i) srcs[i] = &runs[i]->batch.columns[c];
-    out.columns.push_back(GatherMulti(srcs, which, rows, n));
-  }
   out.sync.ticks = Buffer::Allocate(n * 8);
   int64_t* st = out.sync.ticks.as<int64_t>();
-  // Each run's arrays in a list of their own, so that the per-row loops make one load per row
+  // Each run's holders in a list of their own, so that the per-row loop makes one load per row
   // where a View would take two.
-  FewOnStack<const int64_t*, 4> ticks(runs.size());
   FewOnStack<const HolderId*, 4> holders(runs.size());
-  for (size_t i = 0; i < runs.size(); ++i) {
-    ticks[i] = views[i].st;
-    holders[i] = views[i].h;
+  for (size_t i = 0; i < runs.size(); ++i) holders[i] = views[i].h;
+  const size_t width = first.columns.size();
+  bool wide = true;
+  for (size_t i = 0; i < runs.size(); ++i)
+    for (const Column& col : runs[i]->batch.columns) wide &= GathersWide(col);
+  if (wide) {
+    // Numbers without NULLs: the columns and the start ticks in one pass.
+    const size_t w = width + 1;
+    FewOnStack<const int64_t*, 16> base(runs.size() * w);
+    for (size_t i = 0; i < runs.size(); ++i) {
+      for (size_t c = 0; c < width; ++c) base[i * w + c] = runs[i]->batch.columns[c].values.as<const int64_t>();
+      base[i * w + width] = views[i].st;
+    }
+    out.columns.resize(width);
+    FewOnStack<int64_t*, 8> dst(w);
+    AllocateWide(first.columns.data(), width, n, out.columns.data(), dst.data());
+    dst[width] = st;
+    GatherWide(base.data(), w, which, rows, n, dst.data());
+  } else {
+    out.columns.reserve(width);
+    for (size_t c = 0; c < width; ++c) {
+      for (size_t i = 0; i < runs.size(); ++i) srcs[i] = &runs[i]->batch.columns[c];
+      out.columns.push_back(GatherMulti(srcs, which, rows, n));
+    }
+    FewOnStack<const int64_t*, 4> ticks(runs.size());
+    for (size_t i = 0; i < runs.size(); ++i) ticks[i] = views[i].st;
+    for (int64_t k = 0; k < n; ++k) st[k] = ticks[which[k]][rows[k]];
   }
-  for (int64_t k = 0; k < n; ++k) st[k] = ticks[which[k]][rows[k]];
   if (sync_steps) {
     out.sync.steps = Buffer::Allocate(n * 8);
     int64_t* ss = out.sync.steps.as<int64_t>();
