@@ -86,10 +86,22 @@ Batch Batch::WithMaterializedEnd() const {
     out.other.steps = Buffer::Allocate(length * 8);
     es = out.other.steps.as<int64_t>();
   }
+  if (sync.has_steps() || d.infinite) {
+    for (int64_t i = 0; i < length; ++i) {
+      Time e = sync.At(i) + d;
+      et[i] = e.tick;
+      if (es) es[i] = e.step;
+    }
+    return out;
+  }
+  // Starts on ticks alone (the commonest case): Time's sum spelled out on the arrays, with no
+  // per-row test of the layout.
+  const int64_t* st = sync.tick_data();
   for (int64_t i = 0; i < length; ++i) {
-    Time e = sync.At(i) + d;
-    et[i] = e.tick;
-    if (es) es[i] = e.step;
+    int64_t t = 0;
+    const bool inf = st[i] == Time::kInfTick || __builtin_add_overflow(st[i], d.ticks, &t) || t == Time::kInfTick;
+    et[i] = inf ? Time::kInfTick : t;
+    if (es) es[i] = inf ? 0 : d.steps;
   }
   return out;
 }

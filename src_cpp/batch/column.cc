@@ -4,6 +4,8 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "batch/few_on_stack.h"
+
 namespace cq {
 
 namespace {
@@ -133,7 +135,15 @@ Column GatherMulti(const std::vector<const Column*>& srcs, const uint32_t* which
     case TypeId::kFloat64: {
       out.values = Buffer::Allocate(n * 8);
       int64_t* dst = out.values.as<int64_t>();
-      for (int64_t k = 0; k < n; ++k) dst[k] = srcs[which[k]]->values.as<const int64_t>()[rows[k]];
+      // The sources' value arrays, read once: the per-row loop then has one load less per row.
+      FewOnStack<const int64_t*, 8> base(srcs.size());
+      for (size_t s = 0; s < srcs.size(); ++s) base[s] = srcs[s]->values.as<const int64_t>();
+      if (srcs.size() == 1) {
+        const int64_t* b = base[0];
+        for (int64_t k = 0; k < n; ++k) dst[k] = b[rows[k]];
+      } else {
+        for (int64_t k = 0; k < n; ++k) dst[k] = base[which[k]][rows[k]];
+      }
       break;
     }
     case TypeId::kBool:
@@ -147,6 +157,42 @@ Column GatherMulti(const std::vector<const Column*>& srcs, const uint32_t* which
     case TypeId::kNull: break;
   }
   return out;
+}
+
+namespace {
+template <size_t W>
+void GatherWideOf(const int64_t* const* base, const uint32_t* which, const uint32_t* rows, int64_t n,
+                  int64_t* const* dst) {
+  int64_t* d[W];
+  for (size_t c = 0; c < W; ++c) d[c] = dst[c];
+  for (int64_t k = 0; k < n; ++k) {
+    const int64_t* const* b = base + static_cast<size_t>(which[k]) * W;
+    const uint32_t i = rows[k];
+    for (size_t c = 0; c < W; ++c) d[c][k] = b[c][i];
+  }
+}
+}  // namespace
+
+void GatherWide(const int64_t* const* base, size_t width, const uint32_t* which, const uint32_t* rows, int64_t n,
+                int64_t* const* dst) {
+  switch (width) {
+    case 1: return GatherWideOf<1>(base, which, rows, n, dst);
+    case 2: return GatherWideOf<2>(base, which, rows, n, dst);
+    case 3: return GatherWideOf<3>(base, which, rows, n, dst);
+    case 4: return GatherWideOf<4>(base, which, rows, n, dst);
+    default:
+      for (int64_t k = 0; k < n; ++k)
+        for (size_t c = 0; c < width; ++c) dst[c][k] = base[static_cast<size_t>(which[k]) * width + c][rows[k]];
+  }
+}
+
+void AllocateWide(const Column* types, size_t width, int64_t n, Column* out, int64_t** dst) {
+  for (size_t c = 0; c < width; ++c) {
+    out[c].type = types[c].type;
+    out[c].length = n;
+    out[c].values = Buffer::Allocate(n * 8);
+    dst[c] = out[c].values.as<int64_t>();
+  }
 }
 
 Column Concat(const Column* const* cols, int64_t count) {

@@ -185,28 +185,39 @@ class ExpirationLanes {
     size_t nbusy = 0;
     for (size_t k = 0; k < max_lanes_; ++k)
       if (Due(lanes_[k], t)) busy[nbusy++] = &lanes_[k];
+    // The one- and two-lane merges keep positions and arrays in locals: f writes to memory, and
+    // the compiler would otherwise read the lanes back after every call (f does not come back in).
     if (nbusy == 1 && scratch_.empty()) {
       // One source: its due entries as they lie.
       Lane& l = *busy[0];
-      while (l.head < l.items.size() && l.items[l.head].end < t) f(l.items[l.head++]);
+      const Entry* p = l.items.data();
+      const size_t n = l.items.size();
+      size_t i = l.head;
+      while (i < n && p[i].end < t) f(p[i++]);
+      l.head = i;
     } else if (nbusy == 2 && scratch_.empty()) {
       // Two sources (a union of two inputs): a two-way merge, the earlier lane first on ties.
       Lane &a = *busy[0], &b = *busy[1];
+      const Entry* pa = a.items.data();
+      const Entry* pb = b.items.data();
       const size_t na = a.items.size(), nb = b.items.size();
-      while (a.head < na && b.head < nb) {
-        const Entry& x = a.items[a.head];
-        const Entry& y = b.items[b.head];
+      size_t i = a.head, j = b.head;
+      while (i < na && j < nb) {
+        const Entry& x = pa[i];
+        const Entry& y = pb[j];
         if (!(x.end < t) && !(y.end < t)) break;
         if (y.end < x.end) {
           f(y);
-          ++b.head;
+          ++j;
         } else {
           f(x);
-          ++a.head;
+          ++i;
         }
       }
-      while (a.head < na && a.items[a.head].end < t) f(a.items[a.head++]);
-      while (b.head < nb && b.items[b.head].end < t) f(b.items[b.head++]);
+      while (i < na && pa[i].end < t) f(pa[i++]);
+      while (j < nb && pb[j].end < t) f(pb[j++]);
+      a.head = i;
+      b.head = j;
     } else if (nbusy + !scratch_.empty() > 0) {
       size_t s = 0;
       for (;;) {

@@ -1,5 +1,8 @@
 #include "lifetime/instant_tracker.h"
 
+#include <algorithm>
+#include <span>
+
 #include "batch/few_on_stack.h"
 #include "engine/errors.h"
 #include "lifetime/negative_tracker.h"
@@ -27,22 +30,49 @@ int64_t InstantTracker::retained_rows() const {
 void InstantTracker::Collect(Time progress, Changes& out) {
   out.clear();
   AdvanceTo(progress, [&](Time t, const std::vector<RowRef>& s, const std::vector<RowRef>& e) {
-    out.starts.insert(out.starts.end(), s.begin(), s.end());
-    out.start_at.resize(out.starts.size(), t);
-    out.ends.insert(out.ends.end(), e.begin(), e.end());
-    out.end_at.resize(out.ends.size(), t);
+    for (const RowRef& r : s) {
+      out.starts.push_back(r);
+      out.start_at.push_back(t);
+    }
+    for (const RowRef& r : e) {
+      out.ends.push_back(r);
+      out.end_at.push_back(t);
+    }
   });
 }
 
-void InstantTracker::AppendBagDifferences(const Changes& c, bool starts_minus_ends, std::vector<RowRef>& out,
-                                          std::vector<Time>& ts) const {
-  const std::vector<RowRef>& a = starts_minus_ends ? c.starts : c.ends;
-  const std::vector<RowRef>& b = starts_minus_ends ? c.ends : c.starts;
+void InstantTracker::AppendBagDifferences(const Changes& c, bool starts_minus_ends, List<RowRef>& out,
+                                          List<Time>& ts) const {
+  const RowRef* a = (starts_minus_ends ? c.starts : c.ends).data();
+  const RowRef* b = (starts_minus_ends ? c.ends : c.starts).data();
   const Time* at = (starts_minus_ends ? c.start_at : c.end_at).data();
   const Time* bt = (starts_minus_ends ? c.end_at : c.start_at).data();
-  const size_t na = a.size(), nb = b.size();
-  out.reserve(out.size() + na);
-  ts.reserve(ts.size() + na);
+  const size_t na = (starts_minus_ends ? c.starts : c.ends).size();
+  const size_t nb = (starts_minus_ends ? c.ends : c.starts).size();
+  // At most every row of `a` goes out: room is made once, and what is not used given back.
+  const size_t out_base = out.size(), ts_base = ts.size();
+  RowRef* o = out.Append(na);
+  Time* ot = ts.Append(na);
+  size_t m = 0;
+  // The columns of the batch a compared row is in, looked up once per batch and side: an
+  // instant's rows mostly come from the batch the one before came from.
+  const RowEqual& eq = *equal_;
+  struct Cols {
+    uint32_t seq = 0xFFFFFFFFu;
+    std::span<const Column> cols;
+    bool plain = false;
+  } ca, cb;
+  auto cols = [&](Cols& x, RowRef r) -> const Cols& {
+    if (r.seq != x.seq) {
+      x.seq = r.seq;
+      x.cols = batch(r.seq).columns;
+      x.plain = eq.IsPlain(x.cols);
+    }
+    return x;
+  };
+  auto same = [&](const Cols& x, uint32_t i, const Cols& y, uint32_t j) {
+    return x.plain && y.plain ? eq.Plain(x.cols, i, y.cols, j) : eq(x.cols, i, y.cols, j);
+  };
   size_t j = 0;
   for (size_t i = 0; i < na;) {
     const Time t = at[i];
@@ -51,28 +81,45 @@ void InstantTracker::AppendBagDifferences(const Changes& c, bool starts_minus_en
     while (j < nb && bt[j] < t) ++j;
     size_t j2 = j;
     while (j2 < nb && bt[j2] == t) ++j2;
-    if (j == j2) {
-      // Nothing taken away at t: the instant's rows go out as they are.
-      out.insert(out.end(), a.begin() + static_cast<std::ptrdiff_t>(i), a.begin() + static_cast<std::ptrdiff_t>(i2));
-      ts.resize(out.size(), t);
-    } else {
+    if (j2 - j == 1) {
+      // One row taken away, the commonest meeting: it cancels the first equal row, if any.
+      const Cols& cy = cols(cb, b[j]);
+      bool cancelled = false;
+      for (size_t x = i; x < i2; ++x) {
+        if (!cancelled && same(cy, b[j].row, cols(ca, a[x]), a[x].row)) {
+          cancelled = true;
+          continue;
+        }
+        o[m] = a[x];
+        ot[m++] = t;
+      }
+    } else if (j2 > j) {
       FewOnStack<uint8_t, 64> used(j2 - j, 0);
       for (size_t x = i; x < i2; ++x) {
+        const Cols& cx = cols(ca, a[x]);
         bool cancelled = false;
         for (size_t k = j; k < j2 && !cancelled; ++k)
-          if (!used[k - j] && RowsEqual(b[k], a[x])) used[k - j] = cancelled = true;
+          if (!used[k - j] && same(cols(cb, b[k]), b[k].row, cx, a[x].row)) used[k - j] = cancelled = true;
         if (!cancelled) {
-          out.push_back(a[x]);
-          ts.push_back(t);
+          o[m] = a[x];
+          ot[m++] = t;
         }
+      }
+    } else {
+      // Nothing taken away at t: the instant's rows go out as they are.
+      for (size_t x = i; x < i2; ++x) {
+        o[m] = a[x];
+        ot[m++] = t;
       }
     }
     i = i2;
     j = j2;
   }
+  out.Truncate(out_base + m);
+  ts.Truncate(ts_base + m);
 }
 
-Batch InstantTracker::Gather(const std::vector<RowRef>& rows, const std::vector<Time>& ts,
+Batch InstantTracker::Gather(const List<RowRef>& rows, const List<Time>& ts,
                              const std::shared_ptr<const Schema>& schema) const {
   Batch out;
   out.kind = BatchKind::kStream;
@@ -80,14 +127,52 @@ Batch InstantTracker::Gather(const std::vector<RowRef>& rows, const std::vector<
   const int64_t n = static_cast<int64_t>(rows.size());
   out.length = n;
   CQ_CHECK(n > 0, "gathering no rows");
-  out.columns = GatherRows([&](uint32_t seq) -> const Batch& { return batch(seq); }, rows, schema->size());
+  // The rows' batches are retained ones, numbered consecutively: a row's source is its number less
+  // the lowest, with no lookup; the times are written in the same pass.
+  uint32_t lo = rows[0].seq, hi = lo;
+  for (const RowRef& r : rows) {
+    lo = std::min(lo, r.seq);
+    hi = std::max(hi, r.seq);
+  }
+  // Each row's source and row: on the stack for the row or two of a loop's instant, else on the
+  // heap without zero-filling (every slot is written below).
+  uint32_t few[32];
+  ScratchList<uint32_t> many;
+  uint32_t* which = n <= 16 ? few : many.Append(2 * static_cast<size_t>(n));
+  uint32_t* idx = which + n;
   out.sync.ticks = Buffer::Allocate(n * 8);
+  int64_t* ticks = out.sync.ticks.as<int64_t>();
   bool steps = false;
-  for (const Time& t : ts) steps |= t.step != 0;
-  if (steps) out.sync.steps = Buffer::Allocate(n * 8);
   for (int64_t k = 0; k < n; ++k) {
-    out.sync.ticks.as<int64_t>()[k] = ts[k].tick;
-    if (steps) out.sync.steps.as<int64_t>()[k] = ts[k].step;
+    which[k] = rows[k].seq - lo;
+    idx[k] = rows[k].row;
+    ticks[k] = ts[k].tick;
+    steps |= ts[k].step != 0;
+  }
+  if (steps) {
+    int64_t* st = (out.sync.steps = Buffer::Allocate(n * 8)).as<int64_t>();
+    for (int64_t k = 0; k < n; ++k) st[k] = ts[k].step;
+  }
+  const size_t width = schema->size(), nsrc = hi - lo + size_t{1};
+  bool wide = true;
+  for (uint32_t s = 0; s < nsrc; ++s)
+    for (const Column& col : batch(lo + s).columns) wide &= GathersWide(col);
+  if (wide) {
+    // Numbers without NULLs: every column in one pass.
+    FewOnStack<const int64_t*, 16> base(nsrc * width);
+    for (uint32_t s = 0; s < nsrc; ++s)
+      for (size_t c = 0; c < width; ++c) base[s * width + c] = batch(lo + s).columns[c].values.as<const int64_t>();
+    out.columns.resize(width);
+    FewOnStack<int64_t*, 8> dst(width);
+    AllocateWide(batch(lo).columns.data(), width, n, out.columns.data(), dst.data());
+    GatherWide(base.data(), width, which, idx, n, dst.data());
+    return out;
+  }
+  std::vector<const Column*> srcs(nsrc);
+  out.columns.reserve(width);
+  for (size_t c = 0; c < width; ++c) {
+    for (uint32_t s = 0; s < nsrc; ++s) srcs[s] = &batch(lo + s).columns[c];
+    out.columns.push_back(GatherMulti(srcs, which, idx, n));
   }
   return out;
 }

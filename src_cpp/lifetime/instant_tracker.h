@@ -13,6 +13,7 @@
 #include "batch/batch.h"
 #include "batch/ring.h"
 #include "batch/row_equal.h"
+#include "batch/scratch_list.h"
 #include "engine/snapshot.h"
 
 namespace cq {
@@ -39,13 +40,17 @@ class InstantTracker {
     void (*call_)(const void*, Time, const std::vector<RowRef>&, const std::vector<RowRef>&);
   };
 
+  // The lists it hands over are refilled at every call (see ScratchList).
+  template <typename T>
+  using List = ScratchList<T>;
+
   // What AdvanceTo visits, for all complete instants below a progress at once: the starts and
   // the ends, each list in time order with the instant of each row. Operators that outside loops
   // get thousands of instants per call work on these lists a column at a time, with no call per
   // instant.
   struct Changes {
-    std::vector<RowRef> starts, ends;
-    std::vector<Time> start_at, end_at;
+    List<RowRef> starts, ends;
+    List<Time> start_at, end_at;
     void clear() {
       starts.clear();
       ends.clear();
@@ -78,11 +83,9 @@ class InstantTracker {
   // other with equal values: appended to `out`, each with its instant — I(t) − D(t) with
   // `starts_minus_ends` (ISTREAM), else D(t) − I(t) (DSTREAM). Rows are compared only at instants
   // that have both starts and ends.
-  void AppendBagDifferences(const Changes& c, bool starts_minus_ends, std::vector<RowRef>& out,
-                            std::vector<Time>& ts) const;
+  void AppendBagDifferences(const Changes& c, bool starts_minus_ends, List<RowRef>& out, List<Time>& ts) const;
   // Rows (by reference) as one compact stream batch, each with its own timestamp.
-  Batch Gather(const std::vector<RowRef>& rows, const std::vector<Time>& ts,
-               const std::shared_ptr<const Schema>& schema) const;
+  Batch Gather(const List<RowRef>& rows, const List<Time>& ts, const std::shared_ptr<const Schema>& schema) const;
   // Rows still held (for tests: zero once everything has ended and been seen).
   int64_t retained_rows() const;
 

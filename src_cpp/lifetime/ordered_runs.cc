@@ -148,8 +148,8 @@ Batch OrderedRuns::Release(Time next) {
 }
 
 void OrderedRuns::Merge(const std::vector<Run*>& runs, Time next) {
-  std::vector<uint32_t>& which = which_;
-  std::vector<uint32_t>& rows = rows_;
+  ScratchList<uint32_t>& which = which_;
+  ScratchList<uint32_t>& rows = rows_;
   which.clear();
   rows.clear();
   // Each run's rows below `next`: [offset, stop), found by bisection (a run is in time order).
@@ -185,45 +185,71 @@ void OrderedRuns::Merge(const std::vector<Run*>& runs, Time next) {
     }
     return;
   }
-  which.resize(total);
-  rows.resize(total);
-  uint32_t* w = which.data();
-  uint32_t* r = rows.data();
-  if (ticks && runs.size() == 2) {
-    // The union of two inputs, the commonest case: a two-way merge on ticks, without a branch on
-    // the data (which input comes next is as good as random).
-    const int64_t* a = runs[0]->batch.sync.tick_data();
-    const int64_t* b = runs[1]->batch.sync.tick_data();
-    int64_t i = runs[0]->offset, j = runs[1]->offset;
-    const int64_t ni = stop[0], nj = stop[1];
-    size_t k = 0;
-    while (i < ni && j < nj) {
-      const bool second = b[j] < a[i];
-      w[k] = second;
-      r[k] = static_cast<uint32_t>(second ? j : i);
-      j += second;
-      i += !second;
-      ++k;
+  uint32_t* w = which.Append(total);
+  uint32_t* r = rows.Append(total);
+  if (runs.size() == 2) {
+    // The union of two inputs, the commonest case: a two-way merge without a branch on the data
+    // (which input comes next is as good as random), on ticks alone when no row has an ε-step.
+    auto merge2 = [&](auto second_first) {
+      int64_t i = runs[0]->offset, j = runs[1]->offset;
+      const int64_t ni = stop[0], nj = stop[1];
+      size_t k = 0;
+      while (i < ni && j < nj) {
+        const bool second = second_first(i, j);
+        w[k] = second;
+        r[k] = static_cast<uint32_t>(second ? j : i);
+        j += second;
+        i += !second;
+        ++k;
+      }
+      for (; i < ni; ++i, ++k) w[k] = 0, r[k] = static_cast<uint32_t>(i);
+      for (; j < nj; ++j, ++k) w[k] = 1, r[k] = static_cast<uint32_t>(j);
+      runs[0]->offset = ni;
+      runs[1]->offset = nj;
+    };
+    const Batch& x = runs[0]->batch;
+    const Batch& y = runs[1]->batch;
+    if (ticks) {
+      const int64_t* a = x.sync.tick_data();
+      const int64_t* b = y.sync.tick_data();
+      merge2([&](int64_t i, int64_t j) { return b[j] < a[i]; });
+    } else {
+      merge2([&](int64_t i, int64_t j) { return y.StartAt(j) < x.StartAt(i); });
     }
-    for (; i < ni; ++i, ++k) w[k] = 0, r[k] = static_cast<uint32_t>(i);
-    for (; j < nj; ++j, ++k) w[k] = 1, r[k] = static_cast<uint32_t>(j);
-    runs[0]->offset = ni;
-    runs[1]->offset = nj;
     return;
   }
-  // A few runs: a linear pick of the earliest head for every row.
+  // A few runs: a linear pick of the earliest head for every row, among the runs with rows left,
+  // kept in locals in arrival order (which breaks ties) and dropped as they run out.
+  size_t live = 0;
+  uint32_t id[4];
+  int64_t off[4], end[4];
   Time heads[4];
-  for (size_t i = 0; i < runs.size(); ++i)
-    if (runs[i]->offset < stop[i]) heads[i] = runs[i]->batch.StartAt(runs[i]->offset);
-  for (size_t k = 0; k < total; ++k) {
-    size_t best = runs.size();
-    for (size_t i = 0; i < runs.size(); ++i)
-      if (runs[i]->offset < stop[i] && (best == runs.size() || heads[i] < heads[best])) best = i;
-    Run& run = *runs[best];
-    w[k] = static_cast<uint32_t>(best);
-    r[k] = static_cast<uint32_t>(run.offset);
-    if (++run.offset < stop[best]) heads[best] = run.batch.StartAt(run.offset);
+  for (size_t i = 0; i < runs.size(); ++i) {
+    if (runs[i]->offset == stop[i]) continue;
+    id[live] = static_cast<uint32_t>(i);
+    off[live] = runs[i]->offset;
+    end[live] = stop[i];
+    heads[live++] = runs[i]->batch.StartAt(runs[i]->offset);
   }
+  for (size_t k = 0; live > 0; ++k) {
+    size_t best = 0;
+    for (size_t x = 1; x < live; ++x)
+      if (heads[x] < heads[best]) best = x;
+    w[k] = id[best];
+    r[k] = static_cast<uint32_t>(off[best]);
+    if (++off[best] < end[best]) {
+      heads[best] = runs[id[best]]->batch.StartAt(off[best]);
+      continue;
+    }
+    for (size_t x = best + 1; x < live; ++x) {
+      id[x - 1] = id[x];
+      off[x - 1] = off[x];
+      end[x - 1] = end[x];
+      heads[x - 1] = heads[x];
+    }
+    --live;
+  }
+  for (size_t i = 0; i < runs.size(); ++i) runs[i]->offset = stop[i];
 }
 
 Batch OrderedRuns::Gather(const std::vector<Run*>& runs, const uint32_t* which, const uint32_t* rows, int64_t n) const {
@@ -252,14 +278,39 @@ Batch OrderedRuns::Gather(const std::vector<Run*>& runs, const uint32_t* which, 
   out.kind = first.kind;
   out.schema = first.schema;
   out.length = n;
-  out.columns.reserve(first.columns.size());
-  for (size_t c = 0; c < first.columns.size(); ++c) {
-    for (size_t i = 0; i < runs.size(); ++i) srcs[i] = &runs[i]->batch.columns[c];
-    out.columns.push_back(GatherMulti(srcs, which, rows, n));
-  }
   out.sync.ticks = Buffer::Allocate(n * 8);
   int64_t* st = out.sync.ticks.as<int64_t>();
-  for (int64_t k = 0; k < n; ++k) st[k] = views[which[k]].st[rows[k]];
+  // Each run's holders in a list of their own, so that the per-row loop makes one load per row
+  // where a View would take two.
+  FewOnStack<const HolderId*, 4> holders(runs.size());
+  for (size_t i = 0; i < runs.size(); ++i) holders[i] = views[i].h;
+  const size_t width = first.columns.size();
+  bool wide = true;
+  for (size_t i = 0; i < runs.size(); ++i)
+    for (const Column& col : runs[i]->batch.columns) wide &= GathersWide(col);
+  if (wide) {
+    // Numbers without NULLs: the columns and the start ticks in one pass.
+    const size_t w = width + 1;
+    FewOnStack<const int64_t*, 16> base(runs.size() * w);
+    for (size_t i = 0; i < runs.size(); ++i) {
+      for (size_t c = 0; c < width; ++c) base[i * w + c] = runs[i]->batch.columns[c].values.as<const int64_t>();
+      base[i * w + width] = views[i].st;
+    }
+    out.columns.resize(width);
+    FewOnStack<int64_t*, 8> dst(w);
+    AllocateWide(first.columns.data(), width, n, out.columns.data(), dst.data());
+    dst[width] = st;
+    GatherWide(base.data(), w, which, rows, n, dst.data());
+  } else {
+    out.columns.reserve(width);
+    for (size_t c = 0; c < width; ++c) {
+      for (size_t i = 0; i < runs.size(); ++i) srcs[i] = &runs[i]->batch.columns[c];
+      out.columns.push_back(GatherMulti(srcs, which, rows, n));
+    }
+    FewOnStack<const int64_t*, 4> ticks(runs.size());
+    for (size_t i = 0; i < runs.size(); ++i) ticks[i] = views[i].st;
+    for (int64_t k = 0; k < n; ++k) st[k] = ticks[which[k]][rows[k]];
+  }
   if (sync_steps) {
     out.sync.steps = Buffer::Allocate(n * 8);
     int64_t* ss = out.sync.steps.as<int64_t>();
@@ -288,7 +339,10 @@ Batch OrderedRuns::Gather(const std::vector<Run*>& runs, const uint32_t* which, 
   if (any_holders) {
     out.holders = Buffer::Allocate(out.length * sizeof(HolderId));
     HolderId* h = out.holders.as<HolderId>();
-    for (int64_t k = 0; k < n; ++k) h[k] = views[which[k]].h ? views[which[k]].h[rows[k]] : kNoHolder;
+    for (int64_t k = 0; k < n; ++k) {
+      const HolderId* hw = holders[which[k]];
+      h[k] = hw ? hw[rows[k]] : kNoHolder;
+    }
   }
   return out;
 }

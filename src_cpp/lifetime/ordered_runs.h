@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "batch/batch.h"
+#include "batch/scratch_list.h"
 #include "engine/snapshot.h"
 
 namespace cq {
@@ -83,7 +84,7 @@ class OrderedRuns {
   std::vector<uint64_t> live_;
   std::vector<Run*> picked_;
   std::vector<int64_t> first_;
-  std::vector<uint32_t> which_, rows_;
+  ScratchList<uint32_t> which_, rows_;
 };
 
 template <typename F>

@@ -124,10 +124,8 @@ void RelationTracker::Collect(Time progress, Changes& out) {
       std::partition_point(held_.begin() + static_cast<std::ptrdiff_t>(held_head_), held_.end(),
                            [&](const Held& h) { return h.start < progress; }) -
       held_.begin());
-  out.starts.resize(stop - held_head_);
-  out.start_at.resize(stop - held_head_);
-  RowRef* starts = out.starts.data();
-  Time* start_at = out.start_at.data();
+  RowRef* starts = out.starts.Append(stop - held_head_);
+  Time* start_at = out.start_at.Append(stop - held_head_);
   size_t m = 0;
   uint32_t seq = kNone;
   const int64_t *et = nullptr, *es = nullptr;
@@ -157,8 +155,8 @@ void RelationTracker::Collect(Time progress, Changes& out) {
     if (!end.IsInfinite()) expiring_.Insert({end, h.ref});
     else if (!track_alive_) Release(h.ref);
   }
-  out.starts.resize(m);
-  out.start_at.resize(m);
+  out.starts.Truncate(m);
+  out.start_at.Truncate(m);
   if (stop == held_.size()) {
     held_.clear();
     held_head_ = 0;
@@ -169,12 +167,19 @@ void RelationTracker::Collect(Time progress, Changes& out) {
     held_head_ = stop;
   }
   // The ends below the progress, merged from the lanes.
+  // Room for every end held, so that the merge writes without checking for room.
+  const size_t room = expiring_.size();
+  RowRef* ends = out.ends.Append(room);
+  Time* end_at = out.end_at.Append(room);
+  size_t q = 0;
   expiring_.ExpireBefore(progress, [&](const Entry& e) {
-    out.ends.push_back(e.ref);
-    out.end_at.push_back(e.end);
+    ends[q] = e.ref;
+    end_at[q++] = e.end;
     if (track_alive_) RemoveAlive(e.ref);
     Release(e.ref);
   });
+  out.ends.Truncate(q);
+  out.end_at.Truncate(q);
 }
 
 void RelationTracker::AdvanceTo(Time progress, const Visitor& visit) {

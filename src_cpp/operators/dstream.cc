@@ -20,8 +20,8 @@ Time DStream::next_firing(int64_t) const { return tracker_->next_instant(); }
 void DStream::AdvanceTo(Time progress, Emitter& out) {
   InstantTracker::Changes changes;
   tracker_->Collect(progress, changes);
-  std::vector<InstantTracker::RowRef> rows;
-  std::vector<Time> ts;
+  InstantTracker::List<InstantTracker::RowRef> rows;
+  InstantTracker::List<Time> ts;
   tracker_->AppendBagDifferences(changes, /*starts_minus_ends=*/false, rows, ts);  // D(t) − I(t)
   if (!rows.empty()) out.Emit(tracker_->Gather(rows, ts, schema_));
 }

@@ -82,8 +82,8 @@ class IStream final : public Operator {
   std::unique_ptr<InstantTracker> tracker_;  // general
   // AdvanceTo's lists (general), kept for their capacity.
   InstantTracker::Changes changes_;
-  std::vector<InstantTracker::RowRef> rows_;
-  std::vector<Time> times_;
+  InstantTracker::List<InstantTracker::RowRef> rows_;
+  InstantTracker::List<Time> times_;
   std::shared_ptr<const Schema> out_schema_;
 
   Time current_ = Time::MinusInfinity();

@@ -20,8 +20,8 @@ void RStream::PushEnds(int, const EndBatch& ends, Emitter&) { tracker_->PushEnds
 void RStream::EmitTicks(int64_t from, int64_t to, Emitter& out) {
   const auto alive = tracker_->alive();
   if (alive.empty() || from >= to) return;
-  std::vector<InstantTracker::RowRef> rows;
-  std::vector<Time> ts;
+  InstantTracker::List<InstantTracker::RowRef> rows;
+  InstantTracker::List<Time> ts;
   for (int64_t tick = from; tick < to; ++tick) {
     for (const auto& r : alive) {
       rows.push_back(r);
