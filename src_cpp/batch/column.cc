@@ -171,8 +171,8 @@ void GatherWideOf(const int64_t* const* base, const uint32_t* which, const uint3
     for (size_t c = 0; c < W; ++c) d[c][k] = b[c][i];
   }
 }
-}  // namespace
 
+// dst[c][k] = base[which[k] * width + c][rows[k]] for c < width, k < n.
 void GatherWide(const int64_t* const* base, size_t width, const uint32_t* which, const uint32_t* rows, int64_t n,
                 int64_t* const* dst) {
   switch (width) {
@@ -186,13 +186,39 @@ void GatherWide(const int64_t* const* base, size_t width, const uint32_t* which,
   }
 }
 
-void AllocateWide(const Column* types, size_t width, int64_t n, Column* out, int64_t** dst) {
-  for (size_t c = 0; c < width; ++c) {
-    out[c].type = types[c].type;
-    out[c].length = n;
-    out[c].values = Buffer::Allocate(n * 8);
-    dst[c] = out[c].values.as<int64_t>();
+bool GathersWide(const Column& c) { return (c.type == TypeId::kInt64 || c.type == TypeId::kFloat64) && !c.has_nulls(); }
+}  // namespace
+
+void GatherColumns(const Column* const* sources, size_t nsrc, size_t width, const uint32_t* which,
+                   const uint32_t* rows, int64_t n, Column* out, const int64_t* const* extra, int64_t* extra_dst) {
+  bool wide = true;
+  for (size_t s = 0; s < nsrc; ++s)
+    for (size_t c = 0; c < width; ++c) wide &= GathersWide(sources[s][c]);
+  if (wide) {
+    const size_t w = width + (extra ? 1 : 0);
+    FewOnStack<const int64_t*, 16> base(nsrc * w);
+    for (size_t s = 0; s < nsrc; ++s) {
+      for (size_t c = 0; c < width; ++c) base[s * w + c] = sources[s][c].values.as<const int64_t>();
+      if (extra) base[s * w + width] = extra[s];
+    }
+    FewOnStack<int64_t*, 8> dst(w);
+    for (size_t c = 0; c < width; ++c) {
+      out[c].type = sources[0][c].type;
+      out[c].length = n;
+      out[c].values = Buffer::Allocate(n * 8);
+      dst[c] = out[c].values.as<int64_t>();
+    }
+    if (extra) dst[width] = extra_dst;
+    GatherWide(base.data(), w, which, rows, n, dst.data());
+    return;
   }
+  std::vector<const Column*> srcs(nsrc);
+  for (size_t c = 0; c < width; ++c) {
+    for (size_t s = 0; s < nsrc; ++s) srcs[s] = &sources[s][c];
+    out[c] = GatherMulti(srcs, which, rows, n);
+  }
+  if (extra)
+    for (int64_t k = 0; k < n; ++k) extra_dst[k] = extra[which[k]][rows[k]];
 }
 
 Column Concat(const Column* const* cols, int64_t count) {

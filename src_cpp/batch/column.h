@@ -60,18 +60,15 @@ Column Concat(const Column* const* cols, int64_t count);
 // Rows taken from several columns of one type: row k is srcs[which[k]][rows[k]]. One pass, no
 // allocation per row, whatever the interleaving of sources.
 Column GatherMulti(const std::vector<const Column*>& srcs, const uint32_t* which, const uint32_t* rows, int64_t n);
-// Several 8-byte arrays gathered from the same rows at once: dst[c][k] = base[which[k] * width +
-// c][rows[k]] for c < width, k < n. A merge moves every column (and the times) of a row together,
-// and one pass reads `which` and `rows` once per row instead of once per column.
-void GatherWide(const int64_t* const* base, size_t width, const uint32_t* which, const uint32_t* rows, int64_t n,
-                int64_t* const* dst);
-// Whether GatherWide can take the column (8-byte values, no NULL).
-inline bool GathersWide(const Column& c) {
-  return (c.type == TypeId::kInt64 || c.type == TypeId::kFloat64) && !c.has_nulls();
-}
-// Columns of `types` for n rows whose values GatherWide (or the caller) writes: `dst` gets each
-// one's array.
-void AllocateWide(const Column* types, size_t width, int64_t n, Column* out, int64_t** dst);
+// The columns of n rows taken from several sources that share a schema: out[c] row k is column c
+// of source which[k] (its columns at sources[which[k]][0, width)), row rows[k]. When every column
+// holds 8-byte numbers without NULLs, all of them go in one pass over the rows (a merge moves every
+// column of a row together, and reads `which` and `rows` once per row instead of once per column),
+// with `extra` — one more int64 array per source, gathered into `extra_dst` — in the same pass;
+// otherwise a GatherMulti per column and `extra` in a pass of its own.
+void GatherColumns(const Column* const* sources, size_t nsrc, size_t width, const uint32_t* which,
+                   const uint32_t* rows, int64_t n, Column* out, const int64_t* const* extra = nullptr,
+                   int64_t* extra_dst = nullptr);
 // Row `i` of `c` as a user reads it in a message: 42, 2.5, 'text' (quotes doubled), true, NULL.
 std::string ValueToString(const Column& c, int64_t i);
 

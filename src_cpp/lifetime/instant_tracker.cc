@@ -154,26 +154,10 @@ Batch InstantTracker::Gather(const List<RowRef>& rows, const List<Time>& ts,
     for (int64_t k = 0; k < n; ++k) st[k] = ts[k].step;
   }
   const size_t width = schema->size(), nsrc = hi - lo + size_t{1};
-  bool wide = true;
-  for (uint32_t s = 0; s < nsrc; ++s)
-    for (const Column& col : batch(lo + s).columns) wide &= GathersWide(col);
-  if (wide) {
-    // Numbers without NULLs: every column in one pass.
-    FewOnStack<const int64_t*, 16> base(nsrc * width);
-    for (uint32_t s = 0; s < nsrc; ++s)
-      for (size_t c = 0; c < width; ++c) base[s * width + c] = batch(lo + s).columns[c].values.as<const int64_t>();
-    out.columns.resize(width);
-    FewOnStack<int64_t*, 8> dst(width);
-    AllocateWide(batch(lo).columns.data(), width, n, out.columns.data(), dst.data());
-    GatherWide(base.data(), width, which, idx, n, dst.data());
-    return out;
-  }
-  std::vector<const Column*> srcs(nsrc);
-  out.columns.reserve(width);
-  for (size_t c = 0; c < width; ++c) {
-    for (uint32_t s = 0; s < nsrc; ++s) srcs[s] = &batch(lo + s).columns[c];
-    out.columns.push_back(GatherMulti(srcs, which, idx, n));
-  }
+  FewOnStack<const Column*, 8> sources(nsrc);
+  for (uint32_t s = 0; s < nsrc; ++s) sources[s] = batch(lo + s).columns.data();
+  out.columns.resize(width);
+  GatherColumns(sources.data(), nsrc, width, which, idx, n, out.columns.data());
   return out;
 }
 

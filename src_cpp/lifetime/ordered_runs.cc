@@ -262,7 +262,6 @@ Batch OrderedRuns::Gather(const std::vector<Run*>& runs, const uint32_t* which, 
     std::optional<Duration> d;
   };
   FewOnStack<View, 4> views(runs.size());
-  std::vector<const Column*> srcs(runs.size());
   for (size_t i = 0; i < runs.size(); ++i) {
     const Batch& b = runs[i]->batch;
     same_duration &= b.constant_duration.has_value() && first.constant_duration == b.constant_duration;
@@ -284,33 +283,16 @@ Batch OrderedRuns::Gather(const std::vector<Run*>& runs, const uint32_t* which, 
   // where a View would take two.
   FewOnStack<const HolderId*, 4> holders(runs.size());
   for (size_t i = 0; i < runs.size(); ++i) holders[i] = views[i].h;
+  // The start ticks go with the columns, in the same pass when it can take them.
   const size_t width = first.columns.size();
-  bool wide = true;
-  for (size_t i = 0; i < runs.size(); ++i)
-    for (const Column& col : runs[i]->batch.columns) wide &= GathersWide(col);
-  if (wide) {
-    // Numbers without NULLs: the columns and the start ticks in one pass.
-    const size_t w = width + 1;
-    FewOnStack<const int64_t*, 16> base(runs.size() * w);
-    for (size_t i = 0; i < runs.size(); ++i) {
-      for (size_t c = 0; c < width; ++c) base[i * w + c] = runs[i]->batch.columns[c].values.as<const int64_t>();
-      base[i * w + width] = views[i].st;
-    }
-    out.columns.resize(width);
-    FewOnStack<int64_t*, 8> dst(w);
-    AllocateWide(first.columns.data(), width, n, out.columns.data(), dst.data());
-    dst[width] = st;
-    GatherWide(base.data(), w, which, rows, n, dst.data());
-  } else {
-    out.columns.reserve(width);
-    for (size_t c = 0; c < width; ++c) {
-      for (size_t i = 0; i < runs.size(); ++i) srcs[i] = &runs[i]->batch.columns[c];
-      out.columns.push_back(GatherMulti(srcs, which, rows, n));
-    }
-    FewOnStack<const int64_t*, 4> ticks(runs.size());
-    for (size_t i = 0; i < runs.size(); ++i) ticks[i] = views[i].st;
-    for (int64_t k = 0; k < n; ++k) st[k] = ticks[which[k]][rows[k]];
+  FewOnStack<const Column*, 4> sources(runs.size());
+  FewOnStack<const int64_t*, 4> ticks(runs.size());
+  for (size_t i = 0; i < runs.size(); ++i) {
+    sources[i] = runs[i]->batch.columns.data();
+    ticks[i] = views[i].st;
   }
+  out.columns.resize(width);
+  GatherColumns(sources.data(), runs.size(), width, which, rows, n, out.columns.data(), ticks.data(), st);
   if (sync_steps) {
     out.sync.steps = Buffer::Allocate(n * 8);
     int64_t* ss = out.sync.steps.as<int64_t>();

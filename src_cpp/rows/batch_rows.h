@@ -21,12 +21,7 @@ struct ColumnReader {
       case TypeId::kInt64: return Value::Int(c->i64()[row]);
       case TypeId::kFloat64: return Value::Double(c->f64()[row]);
       case TypeId::kBool: return Value::Bool(c->BoolAt(row));
-      case TypeId::kUtf8: {
-        Value v;
-        v.s = NewString(c->StrAt(row));  // the caller owns this reference
-        v.valid = true;
-        return v;
-      }
+      case TypeId::kUtf8: return Value::String(c->StrAt(row));  // the caller owns this reference
       case TypeId::kNull: break;
     }
     return Value::Null();

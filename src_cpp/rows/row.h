@@ -64,6 +64,13 @@ struct Value {
     return x;
   }
   static Value Bool(bool v) { return Int(v ? 1 : 0); }
+  // A new string: the caller owns the reference (RowLayout::Release, or a store's Remove).
+  static Value String(std::string_view v) {
+    Value x;
+    x.s = NewString(v);
+    x.valid = true;
+    return x;
+  }
   static Value Null() {
     Value x;
     x.i = 0;

@@ -18,12 +18,7 @@ Value FromScalar(const Scalar& s) {
     case TypeId::kInt64: return Value::Int(s.i64);
     case TypeId::kFloat64: return Value::Double(s.f64);
     case TypeId::kBool: return Value::Bool(s.b);
-    case TypeId::kUtf8: {
-      Value v;
-      v.s = NewString(s.str);
-      v.valid = true;
-      return v;
-    }
+    case TypeId::kUtf8: return Value::String(s.str);
     case TypeId::kNull: break;
   }
   return Value::Null();

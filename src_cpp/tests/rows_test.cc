@@ -96,12 +96,7 @@ Value ToValue(const TV& v) {
     case TypeId::kInt64:
     case TypeId::kBool: return Value::Int(v.i);
     case TypeId::kFloat64: return Value::Double(v.d);
-    case TypeId::kUtf8: {
-      Value x;
-      x.s = NewString(v.s);
-      x.valid = true;
-      return x;
-    }
+    case TypeId::kUtf8: return Value::String(v.s);
     case TypeId::kNull: break;
   }
   return Value::Null();
@@ -664,12 +659,8 @@ const Schema kBuilderSchema = {{"i", TypeId::kInt64}, {"s", TypeId::kUtf8}, {"x"
 // Appends a row of the builder schema; strings live through the call only.
 void AppendRow(RowBatchBuilder& bb, std::optional<int64_t> i, std::optional<std::string> s, std::optional<double> x,
                std::optional<bool> f, Time sync, Time other = Time::Infinity(), HolderId holder = kNoHolder) {
-  Value v[4] = {i ? Value::Int(*i) : Value::Null(), Value::Null(), x ? Value::Double(*x) : Value::Null(),
-                f ? Value::Bool(*f) : Value::Null()};
-  if (s) {
-    v[1].s = NewString(*s);
-    v[1].valid = true;
-  }
+  Value v[4] = {i ? Value::Int(*i) : Value::Null(), s ? Value::String(*s) : Value::Null(),
+                x ? Value::Double(*x) : Value::Null(), f ? Value::Bool(*f) : Value::Null()};
   bb.Append(RowOf(v, sync, other, holder));
   if (s) ReleaseString(v[1].s);
 }
