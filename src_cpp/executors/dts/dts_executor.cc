@@ -457,7 +457,7 @@ void DtsExecutor::AdvanceRegion(Region& r, Time p) {
     Node& n = *m;
     if (!(p > n.progress)) continue;
     n.progress = p;
-    if (n.when_due && !n.stale && !(n.next < p) && !p.IsInfinite()) continue;
+    if (n.when_due && !n.stale && !(n.next < p)) continue;  // (p is finite here)
     n.stale = true;
     n.rows->AdvanceTo(p, *n.row_emitter);
   }
