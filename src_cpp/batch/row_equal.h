@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "batch/column.h"
+#include "batch/row_hash.h"
 #include "batch/types.h"
 
 namespace cq {
@@ -48,6 +49,19 @@ class RowEqual {
       if (p != q && !((floats_ >> c & 1) && FloatsEqual(a[c].f64()[i], b[c].f64()[j]))) return false;
     }
     return true;
+  }
+  // A hash of a row IsPlain accepts, equal for rows Plain finds equal (-0.0 = 0.0, NaN = NaN): bag
+  // differences of many rows against many compare hashes first, and rows only where they agree.
+  uint64_t PlainHash(std::span<const Column> a, int64_t i) const {
+    uint64_t h = 0x9E3779B97F4A7C15ULL;
+    for (size_t c = 0; c < a.size(); ++c) {
+      uint64_t v;
+      std::memcpy(&v, a[c].values.data + i * 8, 8);
+      if (floats_ >> c & 1) v = KeyBitsOf(a[c].f64()[i]);
+      h = (h ^ v) * 0xff51afd7ed558ccdULL;
+      h ^= h >> 32;
+    }
+    return h;
   }
 
  private:

@@ -10,6 +10,13 @@
 
 namespace cq {
 
+namespace {
+// From this many row pairs in an instant on, rows are hashed before they are compared: a pair then
+// costs an 8-byte compare instead of a row compare (which, between rows that mostly differ, still
+// loads both rows' first columns from their batches).
+constexpr size_t kHashedFrom = 9;
+}  // namespace
+
 uint32_t InstantTracker::Retain(Batch compact, int64_t live) {
   if (!equal_) equal_ = std::make_unique<RowEqual>(*compact.schema);
   const uint32_t seq = next_seq_++;
@@ -94,12 +101,34 @@ void InstantTracker::AppendBagDifferences(const Changes& c, bool starts_minus_en
         ot[m++] = t;
       }
     } else if (j2 > j) {
-      FewOnStack<uint8_t, 64> used(j2 - j, 0);
+      // Many against many. When all are plain numbers, rows are hashed first: a row of `a` whose
+      // hash is not among b's (a 64-bit filter says so at once, as it mostly does: ISTREAM's new
+      // rows rarely equal the ones ending) cancels nothing, and the others are compared only with
+      // rows of an equal hash.
+      const size_t ny = j2 - j;
+      bool hashed = (i2 - i) * ny >= kHashedFrom;
+      FewOnStack<uint64_t, 64> hb(hashed ? ny : 0);
+      uint64_t filter = 0;
+      for (size_t k = 0; hashed && k < ny; ++k) {
+        const Cols& cy = cols(cb, b[j + k]);
+        hashed = cy.plain;
+        hb[k] = hashed ? eq.PlainHash(cy.cols, b[j + k].row) : 0;
+        filter |= uint64_t{1} << (hb[k] & 63);
+      }
+      FewOnStack<uint8_t, 64> used(ny, 0);
       for (size_t x = i; x < i2; ++x) {
         const Cols& cx = cols(ca, a[x]);
         bool cancelled = false;
-        for (size_t k = j; k < j2 && !cancelled; ++k)
-          if (!used[k - j] && same(cols(cb, b[k]), b[k].row, cx, a[x].row)) used[k - j] = cancelled = true;
+        if (hashed && cx.plain) {
+          const uint64_t h = eq.PlainHash(cx.cols, a[x].row);
+          if (filter >> (h & 63) & 1)
+            for (size_t k = 0; k < ny && !cancelled; ++k)
+              if (hb[k] == h && !used[k] && eq.Plain(cols(cb, b[j + k]).cols, b[j + k].row, cx.cols, a[x].row))
+                used[k] = cancelled = true;
+        } else {
+          for (size_t k = 0; k < ny && !cancelled; ++k)
+            if (!used[k] && same(cols(cb, b[j + k]), b[j + k].row, cx, a[x].row)) used[k] = cancelled = true;
+        }
         if (!cancelled) {
           o[m] = a[x];
           ot[m++] = t;

@@ -2,6 +2,7 @@
 // and the general one (materialized ends of any length, batches of different constant durations,
 // ghosts, tuples that never end, selection vectors), which decides an instant once it is
 // complete. Checked against the definition, as in engine_test.cc.
+#include <limits>
 #include <map>
 
 #include "operators/istream.h"
@@ -208,6 +209,40 @@ CQ_TEST(istream_matches_the_reference_on_random_lifetimes) {
     CQ_EXPECT_EQ(tag + Show(out.Rows()), tag + Show(Reference(all)));
     CQ_EXPECT_EQ(tag + std::to_string(op.retained_rows()), tag + "0");
   }
+}
+
+}  // namespace
+}  // namespace cq::test
+
+namespace cq::test {
+namespace {
+
+CQ_TEST(istream_cancels_many_rows_against_many_as_bags_of_floats) {
+  // Five rows end at 1 as five start there: enough pairs that the rows are hashed before they are
+  // compared. -0.0 cancels 0.0 and NaN cancels NaN, once each, as RowEqual has it; a second NaN
+  // and 3.5 are new.
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const Schema schema = {{"k", TypeId::kInt64}, {"v", TypeId::kFloat64}};
+  auto batch = [&](const std::vector<double>& v, int64_t start, int64_t end) {
+    Batch b;
+    b.kind = BatchKind::kLifetime;
+    b.schema = std::make_shared<const Schema>(schema);
+    b.length = static_cast<int64_t>(v.size());
+    b.columns = {I64(I64s(v.size(), 7)), F64(F64s(v.begin(), v.end()))};
+    b.sync.ticks = I64(I64s(v.size(), start)).values;
+    b.other.ticks = I64(I64s(v.size(), end)).values;
+    return b;
+  };
+  IStream op(schema, /*constant=*/false, MakeInstantTracker(false, static_cast<int>(ExpirationPolicy::kLazy), false));
+  Collect out;
+  op.Push(0, batch({0.0, nan, 1.5, 2.5, 1.5}, 0, 1), out);
+  op.Push(0, batch({-0.0, nan, nan, 1.5, 3.5}, 1, 2), out);
+  op.AdvanceTo(Time::Infinity(), out);
+  std::vector<std::string> at1;
+  for (const Batch& b : out.batches)
+    for (int64_t i = 0; i < b.length; ++i)
+      if (b.sync.tick_data()[i] == 1) at1.push_back(std::to_string(b.columns[1].f64()[i]));
+  CQ_EXPECT_EQ(at1, (std::vector<std::string>{"nan", "3.500000"}));
 }
 
 }  // namespace
