@@ -1,5 +1,7 @@
 #include "batch/batch.h"
 
+#include <algorithm>
+
 namespace cq {
 
 TimeColumn GatherTime(const TimeColumn& tc, const uint32_t* idx, int64_t n) {
@@ -86,22 +88,27 @@ Batch Batch::WithMaterializedEnd() const {
     out.other.steps = Buffer::Allocate(length * 8);
     es = out.other.steps.as<int64_t>();
   }
-  if (sync.has_steps() || d.infinite) {
+  if (d.infinite) {  // (past here the compiler knows d is finite and drops the test from each sum)
+    std::fill(et, et + length, Time::kInfTick);
+    if (es) std::fill(es, es + length, 0);
+    return out;
+  }
+  // The start arrays read directly, with no per-row test of their layout; starts on ticks alone
+  // (the commonest case) in a loop of their own.
+  const int64_t* st = sync.tick_data();
+  if (sync.has_steps()) {
+    const int64_t* ss = sync.step_data();
     for (int64_t i = 0; i < length; ++i) {
-      Time e = sync.At(i) + d;
+      const Time e = Time{st[i], ss[i]} + d;
+      et[i] = e.tick;
+      es[i] = e.step;
+    }
+  } else {
+    for (int64_t i = 0; i < length; ++i) {
+      const Time e = Time{st[i], 0} + d;
       et[i] = e.tick;
       if (es) es[i] = e.step;
     }
-    return out;
-  }
-  // Starts on ticks alone (the commonest case): Time's sum spelled out on the arrays, with no
-  // per-row test of the layout.
-  const int64_t* st = sync.tick_data();
-  for (int64_t i = 0; i < length; ++i) {
-    int64_t t = 0;
-    const bool inf = st[i] == Time::kInfTick || __builtin_add_overflow(st[i], d.ticks, &t) || t == Time::kInfTick;
-    et[i] = inf ? Time::kInfTick : t;
-    if (es) es[i] = inf ? 0 : d.steps;
   }
   return out;
 }

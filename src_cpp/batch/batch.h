@@ -167,7 +167,9 @@ TimeColumn MakeTimeColumn(const std::vector<Time>& times);
 // A time column built a time at a time, with steps only once some time has a non-zero step.
 class TimeBuilder {
  public:
-  void Append(Time t) {
+  // Called for every output row of the operators that build times (the aggregate's results):
+  // always inline, which GCC's size heuristics otherwise decide differently from build to build.
+  [[gnu::always_inline]] void Append(Time t) {
     if (t.step != 0 && !has_steps_) EnableSteps();
     ticks_.Append(t.tick);
     if (has_steps_) steps_.Append(t.step);

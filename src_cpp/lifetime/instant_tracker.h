@@ -112,7 +112,7 @@ class InstantTracker {
   // it, so that visitors can still read the row.
   void Release(RowRef r) { --retained_[r.seq - retained_.front().seq].live; }
   void FlushReleases();
-  // The retained batches and the references let go of, shared by both strategies.
+  // The retained batches, shared by both strategies.
   void SnapshotRetained(SnapshotWriter& w) const;
   void RestoreRetained(SnapshotReader& r, const Schema& expect);
   // A restored reference names a row of a retained batch.
@@ -125,9 +125,6 @@ class InstantTracker {
   uint32_t next_seq_ = 0;
   std::unique_ptr<RowEqual> equal_;
 };
-
-// The batch a tracker's row reference points into, for GatherRows.
-inline uint32_t BatchOfRow(const InstantTracker::RowRef& r) { return r.seq; }
 
 // One of the two strategies, as the engine's lifetime method says.
 std::unique_ptr<InstantTracker> MakeInstantTracker(bool negative, int policy, bool track_alive);

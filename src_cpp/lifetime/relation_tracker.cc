@@ -8,37 +8,41 @@
 
 namespace cq {
 
+namespace {
+// A copy of the first n times of `c` in buffers nothing else shares, with kPending (Time's
+// MinusInfinity) for the rows whose holder in `holders` (when given) says their end is pending.
+TimeColumn OwnCopy(const TimeColumn& c, int64_t n, const HolderId* holders = nullptr) {
+  TimeColumn own;
+  own.ticks = Buffer::Allocate(n * 8);
+  if (c.has_steps()) own.steps = Buffer::Allocate(n * 8);
+  int64_t* et = own.ticks.as<int64_t>();
+  int64_t* es = own.has_steps() ? own.steps.as<int64_t>() : nullptr;
+  if (!holders) {
+    std::memcpy(et, c.ticks.data, static_cast<size_t>(n) * 8);
+    if (es) std::memcpy(es, c.steps.data, static_cast<size_t>(n) * 8);
+    return own;
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    const Time e = holders[i] != kNoHolder ? Time::MinusInfinity() : c.At(i);
+    et[i] = e.tick;
+    if (es) es[i] = e.step;
+  }
+  return own;
+}
+}  // namespace
+
 RelationTracker::RelationTracker(ExpirationPolicy policy, bool track_alive)
     : track_alive_(track_alive), expiring_(policy) {}
 
 void RelationTracker::Push(const Batch& in) {
   FlushReleases();
   if (in.num_rows() == 0) return;
-  Batch c = in.Compact();
+  // The ends, in columns of the tracker's own (see SetEnd), a pending one as kPending. A
+  // constant duration is materialized into fresh columns; other ends are copied.
+  Batch c = in.Compact().WithMaterializedEnd();
   const int64_t n = c.length;
   const HolderId* h = c.holders.empty() ? nullptr : c.holders.as<const HolderId>();
-  // The ends, in a column of the tracker's own (see SetEnd).
-  TimeColumn ends;
-  ends.ticks = Buffer::Allocate(n * 8);
-  int64_t* et = ends.ticks.as<int64_t>();
-  const std::optional<Duration> d = c.constant_duration;
-  if (d ? !d->infinite && (d->steps != 0 || c.sync.has_steps()) : c.other.has_steps())
-    ends.steps = Buffer::Allocate(n * 8);
-  int64_t* es = ends.has_steps() ? ends.steps.as<int64_t>() : nullptr;
-  if (d && !es && !h) {
-    for (int64_t i = 0; i < n; ++i) et[i] = c.EndAt(i).tick;
-  } else if (!d && !h) {
-    std::memcpy(et, c.other.tick_data(), static_cast<size_t>(n) * 8);
-    if (es) std::memcpy(es, c.other.step_data(), static_cast<size_t>(n) * 8);
-  } else {
-    for (int64_t i = 0; i < n; ++i) {
-      const Time e = h && h[i] != kNoHolder ? kPending : c.EndAt(i);
-      et[i] = e.tick;
-      if (es) es[i] = e.step;
-    }
-  }
-  c.other = std::move(ends);
-  c.constant_duration.reset();
+  if (!in.constant_duration || h) c.other = OwnCopy(c.other, n, h);
   const uint32_t seq = Retain(std::move(c), n);
   const Batch& b = batch(seq);
 
@@ -226,14 +230,7 @@ void RelationTracker::Restore(SnapshotReader& r, const Schema& expect) {
     ok &= !b.constant_duration && Covers(b.other.ticks, b.length, 8) &&
           (!b.other.has_steps() || Covers(b.other.steps, b.length, 8));
     if (!ok) break;
-    TimeColumn own;
-    own.ticks = Buffer::Allocate(b.length * 8);
-    std::memcpy(own.ticks.data, b.other.ticks.data, static_cast<size_t>(b.length) * 8);
-    if (b.other.has_steps()) {
-      own.steps = Buffer::Allocate(b.length * 8);
-      std::memcpy(own.steps.data, b.other.steps.data, static_cast<size_t>(b.length) * 8);
-    }
-    b.other = std::move(own);
+    b.other = OwnCopy(b.other, b.length);
   }
   CQ_SNAPSHOT_CHECK(ok, "a relation tracker's rows have no end times");
   r.PodVec(held_);

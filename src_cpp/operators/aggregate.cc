@@ -77,7 +77,7 @@ Aggregate::Aggregate(std::vector<std::unique_ptr<Expression>> keys, std::vector<
   now_.resize(na_);
   now_str_.resize(na_);
   if (input_ == Input::kGeneral) tracker_ = MakeInstantTracker(false, static_cast<int>(policy), false);
-  views_.resize(static_cast<size_t>(args));
+  nargs_ = static_cast<size_t>(args);
 }
 
 std::string Aggregate::Explain() const {
@@ -426,7 +426,7 @@ void Aggregate::RunChanges() {
     const int64_t* groups = nullptr;
   };
   Side sides[2];
-  for (Side& s : sides) s.views.resize(views_.size());
+  for (Side& s : sides) s.views.resize(nargs_);
   auto apply = [&](Side& s, InstantTracker::RowRef r, int64_t sign) {
     if (r.seq != s.seq) {
       s.seq = r.seq;
@@ -655,7 +655,6 @@ void Aggregate::Restore(SnapshotReader& r) {
   touched_count_ = 0;
   duration_ = r.OptDur();
   chunks_.clear();
-  const size_t nargs = views_.size();
   int64_t base = -1;
   for (size_t n = r.Count(1); n > 0; --n) {
     Chunk c;
@@ -665,7 +664,7 @@ void Aggregate::Restore(SnapshotReader& r) {
     c.signs = r.Buf();
     c.length = r.I64();
     c.base = r.I64();
-    ok = c.length > 0 && c.args.size() == nargs && Covers(c.sync.ticks, c.length, 8) &&
+    ok = c.length > 0 && c.args.size() == nargs_ && Covers(c.sync.ticks, c.length, 8) &&
          (c.sync.steps.empty() || Covers(c.sync.steps, c.length, 8)) && Covers(c.groups, c.length, 4) &&
          (input_ == Input::kNegative ? Covers(c.signs, c.length, 1) : c.signs.empty()) && c.base > base;
     for (const Column& a : c.args) ok &= a.length >= c.length;

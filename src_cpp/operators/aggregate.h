@@ -185,7 +185,7 @@ class Aggregate final : public Operator {
   // kGeneral
   std::unique_ptr<InstantTracker> tracker_;
   std::shared_ptr<const Schema> derived_schema_;  // arguments, then the group id
-  std::vector<ArgView> views_;  // kGeneral: one per argument column of the tracked rows
+  size_t nargs_ = 0;  // argument columns (the tracked rows' columns before the group id)
   InstantTracker::Changes changes_;  // what the tracker hands over, kept for its capacity
   // Applies changes_ to the groups.
   template <size_t kNa>

@@ -22,8 +22,7 @@ class QuerySink::Rows final : public RowOperator {
   explicit Rows(QuerySink* sink)
       : s_(sink), schema_(std::make_shared<const Schema>(sink->input_)), store_(RowLayout(sink->input_)),
         width_(sink->input_.size()), nulls_(sink->input_.size()) {
-    for (const Field& f : sink->input_) types_.push_back(f.type);
-    strings_ = RowLayout(sink->input_).has_strings();
+    strings_ = store_.layout().has_strings();
     relation_ = sink->kind_ != BatchKind::kStream;
     steps_ = sink->expose_steps_;
   }
@@ -146,10 +145,8 @@ class QuerySink::Rows final : public RowOperator {
     ++n_;
   }
   [[gnu::noinline]] void AddNull(size_t c, size_t row) { nulls_[c].push_back(static_cast<int64_t>(row)); }
-  [[gnu::noinline]] void RetainStrings(const Value* v) const {
-    for (size_t c = 0; c < width_; ++c)
-      if (types_[c] == TypeId::kUtf8 && v[c].valid) RetainString(v[c].s);
-  }
+  // Out of line, so that Output stays small where no column holds strings.
+  [[gnu::noinline]] void RetainStrings(const Value* v) const { store_.layout().Retain(v); }
   [[gnu::noinline]] void Full() {
     Flush();
     cap_ = next_cap_;
@@ -161,7 +158,7 @@ class QuerySink::Rows final : public RowOperator {
   void ReleaseStaged() {
     if (!strings_) return;
     for (size_t c = 0; c < width_; ++c)
-      if (types_[c] == TypeId::kUtf8)
+      if (types()[c] == TypeId::kUtf8)
         for (size_t i = 0; i < n_; ++i)
           if (const int64_t x = words_[c][i]) ReleaseString(reinterpret_cast<const StrBlock*>(x));
   }
@@ -191,7 +188,7 @@ class QuerySink::Rows final : public RowOperator {
     return col;
   }
   Column UserColumn(size_t c, int64_t n) const {
-    const TypeId type = types_[c];
+    const TypeId type = types()[c];
     if (type == TypeId::kNull) return Column::Nulls(type, n);
     Column col;
     const int64_t* w = words_[c];
@@ -245,8 +242,8 @@ class QuerySink::Rows final : public RowOperator {
   // buffers_ (room for cap_ rows; the user columns, then the times), words_ their values; the NULLs
   // of each user column and the rows that never end, by row number.
   size_t width_;
-  std::vector<TypeId> types_;
-  bool strings_, relation_, steps_;
+  const std::vector<TypeId>& types() const { return store_.layout().types(); }  // the user columns
+  bool strings_, relation_, steps_;  // (kept as flags: Output reads them for every row)
   std::vector<Buffer> buffers_;
   std::vector<int64_t*> words_;
   size_t n_ = 0, cap_ = 0, next_cap_ = 1024;

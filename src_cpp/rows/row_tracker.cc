@@ -64,11 +64,8 @@ void RowRelationTracker::PopLate() {
 }
 
 void RowRelationTracker::CompactFifo() {
-  if (fifo_head_ == fifo_.size()) {
-    fifo_base_ += fifo_.size();
-    fifo_.clear();
-    fifo_head_ = 0;
-  } else if (fifo_head_ >= 4096 && fifo_head_ * 2 >= fifo_.size()) {
+  // (PopHeld empties a FIFO it has drained itself, and calls this only past 4,096 pops.)
+  if (fifo_head_ * 2 >= fifo_.size()) {
     fifo_.erase(fifo_.begin(), fifo_.begin() + static_cast<std::ptrdiff_t>(fifo_head_));
     fifo_base_ += fifo_head_;
     fifo_head_ = 0;
