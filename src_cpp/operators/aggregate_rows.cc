@@ -44,6 +44,7 @@ class Aggregate::Rows final : public RowOperator {
     bool touched = false;
   };
   uint32_t GroupOf(const ::cq::Value* keys);
+  uint32_t FindOrAddGroup(const ::cq::Value* keys);
   void Apply(const ::cq::Value* stored, int64_t sign);
   void EndInstant(Time t, RowEmitter& out);
   // Emits group g's tuple: its keys and the values `v` (strings `s`), over [sync, other) or with
@@ -64,6 +65,7 @@ class Aggregate::Rows final : public RowOperator {
   std::shared_ptr<const Schema> key_schema_;
   RowStore keys_store_;
   HashMultimap<uint32_t> by_hash_;
+  DirectIntKeys direct_;  // (one int64 key) in front of by_hash_
   std::vector<int> key_cols_;  // 0 .. keys - 1
   std::vector<Group> groups_;
   std::vector<Acc> accs_;
@@ -116,6 +118,15 @@ void Aggregate::Rows::Grow(uint32_t groups) {
 }
 
 uint32_t Aggregate::Rows::GroupOf(const ::cq::Value* keys) {
+  const RowLayout& l = keys_store_.layout();
+  if (l.one_int())
+    if (const uint32_t g = direct_.Find(keys[0]); g != DirectIntKeys::kNone) return g;
+  const uint32_t g = FindOrAddGroup(keys);
+  if (l.one_int()) direct_.Remember(keys[0], g);
+  return g;
+}
+
+uint32_t Aggregate::Rows::FindOrAddGroup(const ::cq::Value* keys) {
   const RowLayout& l = keys_store_.layout();
   const uint64_t h = l.Hash(keys);
   uint32_t found = 0xFFFFFFFFu;
@@ -366,6 +377,7 @@ void Aggregate::Rows::Restore(SnapshotReader& r) {
   for (const Value& v : current_) flags &= ValidBool(v.valid);
   CQ_SNAPSHOT_CHECK(flags, "a flag is neither 0 nor 1");
   by_hash_.clear();
+  direct_.clear();
   for (uint32_t g = 0; g < n; ++g) by_hash_.Insert(keys_store_.layout().Hash(keys_store_.Get(g)), g);
   touched_.clear();
   tracker_->Restore(r);

@@ -147,6 +147,13 @@ class PartitionRowWindow::Rows final : public RowOperator {
     out.Emit(r);
   }
   uint32_t QueueOf(const Value* row) {
+    if (key_layout_.one_int())
+      if (const uint32_t q = direct_.Find(row[w_->keys_[0]]); q != DirectIntKeys::kNone) return q;
+    const uint32_t q = FindOrAddQueue(row);
+    if (key_layout_.one_int()) direct_.Remember(row[w_->keys_[0]], q);
+    return q;
+  }
+  uint32_t FindOrAddQueue(const Value* row) {
     PartitionRowWindow& w = *w_;
     ValueBuffer key(w.keys_.size());
     for (size_t k = 0; k < w.keys_.size(); ++k) key[k] = row[w.keys_[k]];
@@ -184,6 +191,7 @@ class PartitionRowWindow::Rows final : public RowOperator {
   RowStore keys_;                  // the key values seen, a slot each
   std::vector<uint32_t> queue_of_;  // by slot of keys_: its queue
   HashMultimap<uint32_t> cache_;   // key hash -> slot of keys_
+  DirectIntKeys direct_;           // (one int64 key) key -> queue, in front of cache_
 };
 
 std::unique_ptr<RowOperator> PartitionRowWindow::ToRows() {

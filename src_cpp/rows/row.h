@@ -7,6 +7,7 @@
 // A Row is a view: its values belong to whoever emits it and stay valid for the call that hands it
 // on (emission is synchronous and depth-first). An operator that keeps a row copies its values
 // into a RowStore.
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -103,6 +104,7 @@ class RowLayout {
   size_t width() const { return types_.size(); }
   const std::vector<TypeId>& types() const { return types_; }
   bool has_strings() const { return !strings_.empty(); }
+  bool one_int() const { return one_int_; }  // a single int64 column
 
   void Retain(const Value* v) const {
     for (uint32_t c : strings_)
@@ -157,6 +159,31 @@ bool ValueEqual(TypeId type, const Value& a, const Value& b);
 // an operator keyed by those bytes reads the same keys in either form.
 void AppendKeyValue(TypeId type, const Value& v, std::string* out);
 uint64_t ValueHash(TypeId type, const Value& v);
+
+// A flat array in front of an operator's own index of keys (a group's, a partition's), for the
+// common key of loops: one small non-negative integer (an id). A row's key is found with a load
+// instead of a hash, a probe and a comparison; keys it does not cover (other types, NULL, negative
+// or large numbers, or not seen yet) go to the index, which stays the truth and fills this in.
+class DirectIntKeys {
+ public:
+  static constexpr uint32_t kNone = 0xFFFFFFFFu;
+  static constexpr int64_t kMaxKey = 1 << 16;  // the array's bound: 256 KiB at most
+  // The id remembered for the single int64 key `k`, or kNone.
+  uint32_t Find(const Value& k) const {
+    const uint64_t i = static_cast<uint64_t>(k.i);
+    return k.valid && i < ids_.size() ? ids_[i] : kNone;
+  }
+  void Remember(const Value& k, uint32_t id) {
+    if (!k.valid || k.i < 0 || k.i >= kMaxKey) return;
+    const size_t i = static_cast<size_t>(k.i);
+    if (i >= ids_.size()) ids_.resize(std::min<size_t>(std::max<size_t>(i + 1, ids_.size() * 2), kMaxKey), kNone);
+    ids_[i] = id;
+  }
+  void clear() { ids_.clear(); }
+
+ private:
+  std::vector<uint32_t> ids_;
+};
 
 // Rows an operator keeps (waiting rows, alive tuples): values copied in, strings retained, one
 // slot per row, slots reused. Slots live in fixed chunks that never move, so a kept row's values

@@ -133,3 +133,22 @@ def test_hybrid_and_published_dts_agree_on_the_paper_queries(script):
     for q in out[0]:
         assert out[0][q].num_rows > 0
         assert sorted(out[0][q].to_pylist(), key=repr) == sorted(out[1][q].to_pylist(), key=repr), q
+
+
+@pytest.mark.parametrize("hybrid", [True, False])
+def test_group_and_partition_keys_outside_the_small_id_range_find_their_own_state(hybrid):
+    # Loops find a single integer key's group or partition in a flat array (small non-negative
+    # ids) and every other key through a hash index: NULL, negative and large keys, mixed with
+    # small ones, must each keep to their own partition (Rows 1) and group.
+    keys = [None, -1, 0, 3, 65535, 65536, 2**40, 3, -1, None, 65536, 0, 2**40, 70000, 65535]
+    eng = cq_py.Engine(hybrid=hybrid)
+    eng.execute("REGISTER STREAM s(a INT, b INT); REGISTER QUERY q AS RSTREAM(SELECT a, SUM(b) AS s, "
+                "COUNT(*) AS n FROM s [Partition By a Rows 1] GROUP BY a);")
+    eng.push("s", [{"a": k, "b": i + 1, "ts": i} for i, k in enumerate(keys)])
+    eng.close()
+    last = {(r["a"], r["ts"]): (r["s"], r["n"]) for r in rows(eng, "q")}
+    t = len(keys) - 1
+    # At the last tick each key's one row is its latest: b = 1 + the index of its last occurrence.
+    expected = {k: (max(i for i, x in enumerate(keys) if x == k) + 1, 1) for k in set(keys)}
+    assert {k: last[(k, t)] for k in expected} == expected
+    assert len([key for key, ts in last if ts == t]) == len(expected)
