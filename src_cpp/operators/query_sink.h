@@ -41,6 +41,7 @@ class QuerySink final : public Operator {
   int64_t waiting_rows() const { return waiting_; }
 
  private:
+  template <bool kRelation, bool kSteps>
   class Rows;
   // Rows of `b` (compact) with their ends, as an output chunk.
   void Output(const Batch& b, const uint32_t* rows, int64_t n, const TimeColumn* ends);
