@@ -90,34 +90,19 @@ class OrderedRuns {
 template <typename F>
 void OrderedRuns::ReleaseEach(Time next, F&& f) {
   while (!heap_.empty() && heap_.front().first < next) {
-    if (heap_.size() == 1) {
-      // A lone run (a loop's entry fed in order, instant after instant): no heap to reorder, and
-      // its head goes back without another lookup.
-      const uint64_t id = heap_.front().second;
-      heap_.pop_back();
-      Run& r = runs_.at(id);
-      const int64_t from = r.offset;
-      int64_t k = r.offset;
-      for (; k < r.batch.length && r.batch.StartAt(k) < next; ++k) f(static_cast<const Batch&>(r.batch), k);
-      r.offset = k;
-      ForgetPending(r.batch, from, k);
-      if (k == r.batch.length) {
-        DropRun(id);
-      } else if (heap_.empty()) {
-        heap_.push_back({r.batch.StartAt(k), id});
-      } else {
-        PushHead(id);
+    uint64_t id;
+    if (heap_.size() == 1) {  // a lone run (a loop's entry fed in order): no heap to reorder
+      id = heap_.front().second;
+    } else {
+      std::pop_heap(heap_.begin(), heap_.end(), std::greater<>());
+      id = heap_.back().second;
+      if (heap_.front().first < next) {
+        // Several runs hold rows below `next`: the batch path merges them.
+        std::push_heap(heap_.begin(), heap_.end(), std::greater<>());
+        const Batch b = Release(next);
+        for (int64_t k = 0; k < b.length; ++k) f(b, k);
+        return;
       }
-      continue;
-    }
-    std::pop_heap(heap_.begin(), heap_.end(), std::greater<>());
-    const uint64_t id = heap_.back().second;
-    if (!heap_.empty() && heap_.size() > 1 && heap_.front().first < next) {
-      // Several runs hold rows below `next`: the batch path merges them.
-      std::push_heap(heap_.begin(), heap_.end(), std::greater<>());
-      const Batch b = Release(next);
-      for (int64_t k = 0; k < b.length; ++k) f(b, k);
-      return;
     }
     heap_.pop_back();
     // One run: its rows in order, straight from its batch.
@@ -127,8 +112,9 @@ void OrderedRuns::ReleaseEach(Time next, F&& f) {
     for (; k < r.batch.length && r.batch.StartAt(k) < next; ++k) f(static_cast<const Batch&>(r.batch), k);
     r.offset = k;
     ForgetPending(r.batch, from, k);
-    if (k < r.batch.length) PushHead(id);
-    else DropRun(id);
+    if (k == r.batch.length) DropRun(id);
+    else if (heap_.empty()) heap_.push_back({r.batch.StartAt(k), id});  // (no second lookup)
+    else PushHead(id);
   }
 }
 
