@@ -124,7 +124,10 @@ void RowRelationTracker::AdvanceTo(Time progress, const Visitor& visit) {
   std::vector<uint32_t>& starts = starts_;
   std::vector<uint32_t>& ends = ends_;
   for (;;) {
-    const Time t = next_instant();
+    // The next instant (next_instant(), with the held start it finds kept for the loop below).
+    const Held* h = NextHeld();
+    Time t = h ? h->start : Time::Infinity();
+    if (!starts_only_) t = std::min(t, expiring_.next_end());
     if (!(t < progress)) break;
     starts.clear();
     ends.clear();
@@ -132,7 +135,7 @@ void RowRelationTracker::AdvanceTo(Time progress, const Visitor& visit) {
       if (!starts_only_ || e.end == t) ends.push_back(e.slot);
       else Release(e.slot);  // ended at an instant without starts: in no D(t) that matters
     });
-    for (const Held* h = NextHeld(); h && h->start == t; h = NextHeld()) {
+    for (; h && h->start == t; h = NextHeld()) {
       const Held held = *h;
       PopHeld(h);
       const bool pending = held.end == Time::MinusInfinity();
@@ -153,7 +156,7 @@ void RowRelationTracker::AdvanceTo(Time progress, const Visitor& visit) {
     if (track_alive_)
       for (uint32_t s : ends) RemoveAlive(s);
     visit(t, starts, ends);
-    for (uint32_t s : ends) Release(s);
+    released_.insert(released_.end(), ends.begin(), ends.end());
   }
 }
 

@@ -456,6 +456,32 @@ std::vector<Value> Vals(const StoreRow& r) {
   return {Value::Int(r.k), s, Value::Double(r.x)};
 }
 
+CQ_TEST(row_layout_equal_sees_values_as_set_operations_do_whatever_their_bits) {
+  // Rows of numbers equal bit for bit are equal at once; the others are compared by type: NULLs
+  // are equal whatever bits they carry, -0.0 equals 0.0, NaN equals NaN, NULL never equals 0.
+  const RowLayout l(Schema{{"i", TypeId::kInt64}, {"d", TypeId::kFloat64}, {"b", TypeId::kBool}});
+  auto row = [](Value i, Value d, Value b) { return std::vector<Value>{i, d, b}; };
+  auto null_with_bits = [](int64_t bits) {
+    Value v = Value::Null();
+    v.i = bits;
+    return v;
+  };
+  const double nan1 = std::nan("1"), nan2 = std::nan("2");
+  const auto a = row(Value::Int(7), Value::Double(1.5), Value::Bool(true));
+  CQ_EXPECT(l.Equal(a.data(), row(Value::Int(7), Value::Double(1.5), Value::Bool(true)).data()));
+  CQ_EXPECT(!l.Equal(a.data(), row(Value::Int(8), Value::Double(1.5), Value::Bool(true)).data()));
+  CQ_EXPECT(!l.Equal(a.data(), row(Value::Int(7), Value::Double(2.5), Value::Bool(true)).data()));
+  CQ_EXPECT(!l.Equal(a.data(), row(Value::Int(7), Value::Double(1.5), Value::Bool(false)).data()));
+  CQ_EXPECT(l.Equal(row(null_with_bits(0), Value::Double(-0.0), Value::Bool(false)).data(),
+                    row(null_with_bits(99), Value::Double(0.0), Value::Bool(false)).data()));
+  CQ_EXPECT(l.Equal(row(Value::Int(1), Value::Double(nan1), null_with_bits(1)).data(),
+                    row(Value::Int(1), Value::Double(nan2), null_with_bits(0)).data()));
+  CQ_EXPECT(!l.Equal(row(null_with_bits(0), Value::Double(0.0), Value::Bool(false)).data(),
+                     row(Value::Int(0), Value::Double(0.0), Value::Bool(false)).data()));
+  CQ_EXPECT(!l.Equal(row(Value::Int(0), Value::Double(nan1), Value::Bool(false)).data(),
+                     row(Value::Int(0), Value::Double(0.0), Value::Bool(false)).data()));
+}
+
 CQ_TEST(row_store_adds_removes_and_reuses_slots) {
   RowStore st{RowLayout(kStoreSchema)};
   CQ_EXPECT_EQ(st.size(), 0u);

@@ -22,6 +22,14 @@ void DtsExecutor::NodeEmitter::EmitEnds(EndBatch ends) {
 }
 
 void DtsExecutor::NodeRowEmitter::Emit(const Row& row) {
+  if (lone_) {  // one consumer, no exit (most links of a loop): a tail call, no frame
+    lone_->node->stale = true;
+    return lone_->op->Push(lone_->port, row, *lone_->emitter);
+  }
+  EmitAll(row);
+}
+
+void DtsExecutor::NodeRowEmitter::EmitAll(const Row& row) {
   for (Node* x : exits_) x->exit->Append(row);
   for (const Target& t : targets_) {
     t.node->stale = true;
@@ -361,6 +369,8 @@ void DtsExecutor::MakeRowForms(const std::set<int>& fresh) {
     n.row_emitter->targets_.clear();
     n.row_emitter->exits_.clear();
     ResolveRowTargets(n, *n.row_emitter);
+    NodeRowEmitter& e = *n.row_emitter;
+    e.lone_ = e.exits_.empty() && e.targets_.size() == 1 ? &e.targets_[0] : nullptr;
   }
 }
 

@@ -92,6 +92,8 @@ class DtsExecutor final : public Executor {
     Node* self_;
     std::vector<Target> targets_;
     std::vector<Node*> exits_;  // the nodes whose exit the rows reach (this one, bypassed ones)
+    const Target* lone_ = nullptr;  // targets_[0] when it is the only place rows go
+    [[gnu::noinline]] void EmitAll(const Row& row);  // (out of line: Emit keeps no frame)
   };
   class NodeEmitter final : public Emitter {
    public:
