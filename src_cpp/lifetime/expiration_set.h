@@ -26,7 +26,7 @@ class ExpirationSet {
   void Insert(const Entry& e) {
     // An end in order (the common case under kFifo and kLazy) goes on the sorted part, inline.
     if (policy_ != ExpirationPolicy::kInsertionSort && unsorted_.empty() &&
-        (sorted_.size() == head_ || !(e.end < sorted_.back().end))) {
+        (sorted_.data() + head_ == sorted_.data() + sorted_.size() || !(e.end < sorted_.back().end))) {
       sorted_.push_back(e);
       return;
     }
@@ -71,7 +71,9 @@ class ExpirationSet {
   template <typename F>
   void ExpireThrough(Time t, F&& f) {
     if (!(t < unsorted_min_)) Merge();
-    while (head_ < sorted_.size() && !(t < sorted_[head_].end)) f(sorted_[head_++]);
+    // (Pointers, not sizes, on the paths every instant takes: no division by the entry's size.)
+    while (sorted_.data() + head_ != sorted_.data() + sorted_.size() && !(t < sorted_[head_].end))
+      f(sorted_[head_++]);
     if (head_ > 4096 && head_ * 2 > sorted_.size()) {
       sorted_.erase(sorted_.begin(), sorted_.begin() + static_cast<std::ptrdiff_t>(head_));
       head_ = 0;
@@ -81,7 +83,7 @@ class ExpirationSet {
   // The earliest end in the set (Time::Infinity() when empty).
   Time next_end() const {
     Time t = unsorted_min_;
-    if (head_ < sorted_.size() && sorted_[head_].end < t) t = sorted_[head_].end;
+    if (sorted_.data() + head_ != sorted_.data() + sorted_.size() && sorted_[head_].end < t) t = sorted_[head_].end;
     return t;
   }
   size_t size() const { return sorted_.size() - head_ + unsorted_.size(); }

@@ -137,14 +137,16 @@ class RowRelationTracker final : public RowTracker {
   // The held start that comes out next: the FIFO's head or the late heap's, whichever is smaller
   // (equal starts: the FIFO's came first).
   const Held* NextHeld() const {
-    const Held* f = fifo_head_ < fifo_.size() ? &fifo_[fifo_head_] : nullptr;
+    const Held* f = fifo_.data() + fifo_head_;
+    if (f == fifo_.data() + fifo_.size()) f = nullptr;  // (pointers: no division by the entry's size)
     if (late_.empty()) return f;
     if (!f || late_.front().held.start < f->start) return &late_.front().held;
     return f;
   }
   void PopHeld(const Held* h) {
     if (!late_.empty() && h == &late_.front().held) return PopLate();
-    if (++fifo_head_ == fifo_.size()) {  // (a loop's instant: the FIFO is empty again)
+    ++fifo_head_;  // (h is the FIFO's head)
+    if (h + 1 == fifo_.data() + fifo_.size()) {  // (a loop's instant: the FIFO is empty again)
       fifo_base_ += fifo_.size();
       fifo_.clear();
       fifo_head_ = 0;
