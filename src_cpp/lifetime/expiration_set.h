@@ -16,6 +16,14 @@
 
 namespace cq {
 
+// Whether `v` holds an element at `head` or after: the queues here pop from a head index, and with
+// entries of 24 or 40 bytes `head < v.size()` costs a division on paths every instant takes, where
+// comparing with the end pointer does not.
+template <typename T>
+inline bool HasFrom(const std::vector<T>& v, size_t head) {
+  return v.data() + head != v.data() + v.size();
+}
+
 enum class ExpirationPolicy : uint8_t { kFifo, kLazy, kInsertionSort };
 
 template <typename Entry>  // Entry has a `Time end` member
@@ -26,7 +34,7 @@ class ExpirationSet {
   void Insert(const Entry& e) {
     // An end in order (the common case under kFifo and kLazy) goes on the sorted part, inline.
     if (policy_ != ExpirationPolicy::kInsertionSort && unsorted_.empty() &&
-        (sorted_.data() + head_ == sorted_.data() + sorted_.size() || !(e.end < sorted_.back().end))) {
+        (!HasFrom(sorted_, head_) || !(e.end < sorted_.back().end))) {
       sorted_.push_back(e);
       return;
     }
@@ -71,9 +79,7 @@ class ExpirationSet {
   template <typename F>
   void ExpireThrough(Time t, F&& f) {
     if (!(t < unsorted_min_)) Merge();
-    // (Pointers, not sizes, on the paths every instant takes: no division by the entry's size.)
-    while (sorted_.data() + head_ != sorted_.data() + sorted_.size() && !(t < sorted_[head_].end))
-      f(sorted_[head_++]);
+    while (HasFrom(sorted_, head_) && !(t < sorted_[head_].end)) f(sorted_[head_++]);
     if (head_ > 4096 && head_ * 2 > sorted_.size()) {
       sorted_.erase(sorted_.begin(), sorted_.begin() + static_cast<std::ptrdiff_t>(head_));
       head_ = 0;
@@ -83,7 +89,7 @@ class ExpirationSet {
   // The earliest end in the set (Time::Infinity() when empty).
   Time next_end() const {
     Time t = unsorted_min_;
-    if (sorted_.data() + head_ != sorted_.data() + sorted_.size() && sorted_[head_].end < t) t = sorted_[head_].end;
+    if (HasFrom(sorted_, head_) && sorted_[head_].end < t) t = sorted_[head_].end;
     return t;
   }
   size_t size() const { return sorted_.size() - head_ + unsorted_.size(); }
@@ -160,7 +166,7 @@ class ExpirationLanes {
   void Insert(const Entry& e) {
     for (size_t k = 0; k < max_lanes_; ++k) {
       Lane& l = lanes_[k];
-      if (l.head == l.items.size() || !(e.end < l.items.back().end)) {
+      if (!HasFrom(l.items, l.head) || !(e.end < l.items.back().end)) {
         l.items.push_back(e);
         return;
       }
@@ -172,7 +178,7 @@ class ExpirationLanes {
   Time next_end() const {
     Time t = rest_.next_end();
     for (size_t k = 0; k < max_lanes_; ++k)
-      if (lanes_[k].head < lanes_[k].items.size() && lanes_[k].items[lanes_[k].head].end < t)
+      if (HasFrom(lanes_[k].items, lanes_[k].head) && lanes_[k].items[lanes_[k].head].end < t)
         t = lanes_[k].items[lanes_[k].head].end;
     return t;
   }
@@ -227,7 +233,7 @@ class ExpirationLanes {
         Lane* from = nullptr;
         for (size_t k = 0; k < max_lanes_; ++k) {
           Lane& l = lanes_[k];
-          if (l.head < l.items.size() && l.items[l.head].end < t && (!best || l.items[l.head].end < best->end)) {
+          if (HasFrom(l.items, l.head) && l.items[l.head].end < t && (!best || l.items[l.head].end < best->end)) {
             best = &l.items[l.head];
             from = &l;
           }
@@ -284,9 +290,9 @@ class ExpirationLanes {
     std::vector<Entry> items;
     size_t head = 0;
   };
-  static bool Due(const Lane& l, Time t) { return l.head < l.items.size() && l.items[l.head].end < t; }
+  static bool Due(const Lane& l, Time t) { return HasFrom(l.items, l.head) && l.items[l.head].end < t; }
   static void Trim(Lane& l) {
-    if (l.head == l.items.size()) {
+    if (!HasFrom(l.items, l.head)) {
       l.items.clear();
       l.head = 0;
     } else if (l.head > 4096 && l.head * 2 > l.items.size()) {

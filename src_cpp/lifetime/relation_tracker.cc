@@ -115,7 +115,7 @@ void RelationTracker::RemoveAlive(RowRef r) {
 
 Time RelationTracker::next_instant() const {
   Time t = expiring_.next_end();
-  if (held_head_ < held_.size()) t = std::min(t, held_[held_head_].start);
+  if (HasFrom(held_, held_head_)) t = std::min(t, held_[held_head_].start);
   return t;
 }
 

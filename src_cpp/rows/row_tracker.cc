@@ -48,7 +48,7 @@ void RowTracker::RestoreStore(SnapshotReader& r) {
 
 void RowRelationTracker::Push(const Row& row) {
   const Held h{row.sync, row.pending() ? Time::MinusInfinity() : row.other, store_.Add(row.values), row.holder};
-  if (fifo_.data() + fifo_head_ == fifo_.data() + fifo_.size() || !(h.start < fifo_.back().start)) {
+  if (!HasFrom(fifo_, fifo_head_) || !(h.start < fifo_.back().start)) {
     if (row.pending()) Put(held_pending_, row.holder, static_cast<uint32_t>(fifo_base_ + fifo_.size()));
     fifo_.push_back(h);
   } else {

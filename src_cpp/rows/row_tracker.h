@@ -137,8 +137,7 @@ class RowRelationTracker final : public RowTracker {
   // The held start that comes out next: the FIFO's head or the late heap's, whichever is smaller
   // (equal starts: the FIFO's came first).
   const Held* NextHeld() const {
-    const Held* f = fifo_.data() + fifo_head_;
-    if (f == fifo_.data() + fifo_.size()) f = nullptr;  // (pointers: no division by the entry's size)
+    const Held* f = HasFrom(fifo_, fifo_head_) ? &fifo_[fifo_head_] : nullptr;
     if (late_.empty()) return f;
     if (!f || late_.front().held.start < f->start) return &late_.front().held;
     return f;
