@@ -9,8 +9,7 @@
 
 namespace cq {
 
-void OrderedRuns::PushHead(uint64_t id) {
-  const Run& r = runs_.at(id);
+void OrderedRuns::PushHead(uint64_t id, const Run& r) {
   heap_.push_back({r.batch.StartAt(r.offset), id});
   std::push_heap(heap_.begin(), heap_.end(), std::greater<>());
 }
@@ -44,7 +43,7 @@ void OrderedRuns::Add(const Batch& batch) {
       held_pending_[h[i]] = {id, i};
     }
   }
-  PushHead(id);
+  PushHead(id, run);
 }
 
 EndBatch OrderedRuns::AddEnds(const EndBatch& ends) {
@@ -117,7 +116,7 @@ Batch OrderedRuns::Release(Time next) {
     if (k < r.batch.length) {
       Batch out = r.batch.Slice(r.offset, k - r.offset);
       r.offset = k;
-      PushHead(id);
+      PushHead(id, r);
       return out;
     }
     // The whole rest of the run goes out: a run released whole moves its batch out, no copy.
@@ -139,7 +138,7 @@ Batch OrderedRuns::Release(Time next) {
   for (size_t i = 0; i < runs.size(); ++i) {
     ForgetPending(runs[i]->batch, first[i], runs[i]->offset);
     if (runs[i]->offset < runs[i]->batch.length) {
-      PushHead(live[i]);
+      PushHead(live[i], *runs[i]);
     } else {
       DropRun(live[i]);
     }

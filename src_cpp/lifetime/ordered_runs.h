@@ -48,7 +48,7 @@ class OrderedRuns {
     int64_t offset = 0;
     bool own_ends = false;  // holders/other copied, so that ends can be written into them
   };
-  void PushHead(uint64_t id);
+  void PushHead(uint64_t id, const Run& r);  // (r = runs_.at(id), which every caller has at hand)
   void ForgetPending(const Batch& b, int64_t from, int64_t to);
   // Fills which_/rows_ with the rows of `runs` below `next` in time order (ties: the earlier run
   // first), moving each run's offset past them.
@@ -113,8 +113,7 @@ void OrderedRuns::ReleaseEach(Time next, F&& f) {
     r.offset = k;
     ForgetPending(r.batch, from, k);
     if (k == r.batch.length) DropRun(id);
-    else if (heap_.empty()) heap_.push_back({r.batch.StartAt(k), id});  // (no second lookup)
-    else PushHead(id);
+    else PushHead(id, r);
   }
 }
 

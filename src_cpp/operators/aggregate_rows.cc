@@ -65,7 +65,7 @@ class Aggregate::Rows final : public RowOperator {
   std::shared_ptr<const Schema> key_schema_;
   RowStore keys_store_;
   HashMultimap<uint32_t> by_hash_;
-  DirectIntKeys direct_;  // (one int64 key) in front of by_hash_
+  DirectIntKeys direct_;  // in front of by_hash_
   std::vector<int> key_cols_;  // 0 .. keys - 1
   std::vector<Group> groups_;
   std::vector<Acc> accs_;
@@ -103,6 +103,7 @@ Aggregate::Rows::Rows(const Aggregate& a)
   for (const Field& f : a.output_) out_types_.push_back(f.type);
   key_schema_ = std::make_shared<const Schema>(key_schema);
   keys_store_ = RowStore(RowLayout(key_schema));
+  direct_ = DirectIntKeys(keys_store_.layout());
   for (size_t k = 0; k < keys_.size(); ++k) key_cols_.push_back(static_cast<int>(k));
   tracker_ = MakeRowTracker(negative_, a.policy_, false, stored);
   now_.resize(na_);
@@ -118,12 +119,7 @@ void Aggregate::Rows::Grow(uint32_t groups) {
 }
 
 uint32_t Aggregate::Rows::GroupOf(const ::cq::Value* keys) {
-  const RowLayout& l = keys_store_.layout();
-  if (l.one_int())
-    if (const uint32_t g = direct_.Find(keys[0]); g != DirectIntKeys::kNone) return g;
-  const uint32_t g = FindOrAddGroup(keys);
-  if (l.one_int()) direct_.Remember(keys[0], g);
-  return g;
+  return direct_.FindOr(keys[0], [&] { return FindOrAddGroup(keys); });
 }
 
 uint32_t Aggregate::Rows::FindOrAddGroup(const ::cq::Value* keys) {

@@ -126,6 +126,7 @@ class PartitionRowWindow::Rows final : public RowOperator {
     for (int k : w->keys_) key_schema.push_back({"k", types_[k]});
     key_layout_ = RowLayout(key_schema);
     keys_ = RowStore(key_layout_);
+    direct_ = DirectIntKeys(key_layout_);
   }
   void Push(int, const Row& in, RowEmitter& out) override {
     PartitionRowWindow& w = *w_;
@@ -147,11 +148,7 @@ class PartitionRowWindow::Rows final : public RowOperator {
     out.Emit(r);
   }
   uint32_t QueueOf(const Value* row) {
-    if (key_layout_.one_int())
-      if (const uint32_t q = direct_.Find(row[w_->keys_[0]]); q != DirectIntKeys::kNone) return q;
-    const uint32_t q = FindOrAddQueue(row);
-    if (key_layout_.one_int()) direct_.Remember(row[w_->keys_[0]], q);
-    return q;
+    return direct_.FindOr(row[w_->keys_[0]], [&] { return FindOrAddQueue(row); });
   }
   uint32_t FindOrAddQueue(const Value* row) {
     PartitionRowWindow& w = *w_;
@@ -191,7 +188,7 @@ class PartitionRowWindow::Rows final : public RowOperator {
   RowStore keys_;                  // the key values seen, a slot each
   std::vector<uint32_t> queue_of_;  // by slot of keys_: its queue
   HashMultimap<uint32_t> cache_;   // key hash -> slot of keys_
-  DirectIntKeys direct_;           // (one int64 key) key -> queue, in front of cache_
+  DirectIntKeys direct_;           // key -> queue, in front of cache_
 };
 
 std::unique_ptr<RowOperator> PartitionRowWindow::ToRows() {

@@ -174,22 +174,29 @@ uint64_t ValueHash(TypeId type, const Value& v);
 // or large numbers, or not seen yet) go to the index, which stays the truth and fills this in.
 class DirectIntKeys {
  public:
-  static constexpr uint32_t kNone = 0xFFFFFFFFu;
   static constexpr int64_t kMaxKey = 1 << 16;  // the array's bound: 256 KiB at most
-  // The id remembered for the single int64 key `k`, or kNone.
-  uint32_t Find(const Value& k) const {
+  DirectIntKeys() = default;
+  // For keys of `layout` (used only when it is a single int64 column).
+  explicit DirectIntKeys(const RowLayout& layout) : on_(layout.one_int()) {}
+  // The id of the key whose first value is `k`: from the array, or else from index() (which
+  // finds or adds it), remembered when the array covers k.
+  template <typename Index>
+  uint32_t FindOr(const Value& k, Index&& index) {
+    if (!on_) return index();
     const uint64_t i = static_cast<uint64_t>(k.i);
-    return k.valid && i < ids_.size() ? ids_[i] : kNone;
-  }
-  void Remember(const Value& k, uint32_t id) {
-    if (!k.valid || k.i < 0 || k.i >= kMaxKey) return;
-    const size_t i = static_cast<size_t>(k.i);
-    if (i >= ids_.size()) ids_.resize(std::min<size_t>(std::max<size_t>(i + 1, ids_.size() * 2), kMaxKey), kNone);
-    ids_[i] = id;
+    if (k.valid && i < ids_.size() && ids_[i] != kNone) return ids_[i];
+    const uint32_t id = index();
+    if (k.valid && k.i >= 0 && k.i < kMaxKey) {
+      if (i >= ids_.size()) ids_.resize(std::min<size_t>(std::max<size_t>(i + 1, ids_.size() * 2), kMaxKey), kNone);
+      ids_[i] = id;
+    }
+    return id;
   }
   void clear() { ids_.clear(); }
 
  private:
+  static constexpr uint32_t kNone = 0xFFFFFFFFu;
+  bool on_ = false;
   std::vector<uint32_t> ids_;
 };
 

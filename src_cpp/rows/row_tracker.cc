@@ -124,10 +124,8 @@ void RowRelationTracker::AdvanceTo(Time progress, const Visitor& visit) {
   std::vector<uint32_t>& starts = starts_;
   std::vector<uint32_t>& ends = ends_;
   for (;;) {
-    // The next instant (next_instant(), with the held start it finds kept for the loop below).
-    const Held* h = NextHeld();
-    Time t = h ? h->start : Time::Infinity();
-    if (!starts_only_) t = std::min(t, expiring_.next_end());
+    const Held* h;
+    const Time t = NextInstant(h);
     if (!(t < progress)) break;
     starts.clear();
     ends.clear();
@@ -156,7 +154,7 @@ void RowRelationTracker::AdvanceTo(Time progress, const Visitor& visit) {
     if (track_alive_)
       for (uint32_t s : ends) RemoveAlive(s);
     visit(t, starts, ends);
-    released_.insert(released_.end(), ends.begin(), ends.end());
+    Release(ends);
   }
 }
 

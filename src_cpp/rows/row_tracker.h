@@ -81,6 +81,7 @@ class RowTracker {
 
  protected:
   void Release(uint32_t slot) { released_.push_back(slot); }
+  void Release(const std::vector<uint32_t>& slots) { released_.insert(released_.end(), slots.begin(), slots.end()); }
   void SnapshotStore(SnapshotWriter& w) const;
   void RestoreStore(SnapshotReader& r);
 
@@ -100,9 +101,8 @@ class RowRelationTracker final : public RowTracker {
   void PushEnd(HolderId id, Time end) override;
   void AdvanceTo(Time progress, const Visitor& visit) override;
   Time next_instant() const override {
-    Time t = starts_only_ ? Time::Infinity() : expiring_.next_end();
-    if (const Held* h = NextHeld(); h && h->start < t) t = h->start;
-    return t;
+    const Held* h;
+    return NextInstant(h);
   }
   void Alive(std::vector<uint32_t>& out) const override { out.assign(alive_.begin(), alive_.end()); }
   bool any_alive() const override { return !alive_.empty(); }
@@ -136,6 +136,13 @@ class RowRelationTracker final : public RowTracker {
   };
   // The held start that comes out next: the FIFO's head or the late heap's, whichever is smaller
   // (equal starts: the FIFO's came first).
+  // The next instant, and in `h` the held start that comes out next (null when none): AdvanceTo
+  // starts its instant's loop from it.
+  Time NextInstant(const Held*& h) const {
+    h = NextHeld();
+    const Time t = h ? h->start : Time::Infinity();
+    return starts_only_ ? t : std::min(t, expiring_.next_end());
+  }
   const Held* NextHeld() const {
     const Held* f = HasFrom(fifo_, fifo_head_) ? &fifo_[fifo_head_] : nullptr;
     if (late_.empty()) return f;
@@ -144,8 +151,7 @@ class RowRelationTracker final : public RowTracker {
   }
   void PopHeld(const Held* h) {
     if (!late_.empty() && h == &late_.front().held) return PopLate();
-    ++fifo_head_;  // (h is the FIFO's head)
-    if (h + 1 == fifo_.data() + fifo_.size()) {  // (a loop's instant: the FIFO is empty again)
+    if (!HasFrom(fifo_, ++fifo_head_)) {  // (a loop's instant: the FIFO is empty again)
       fifo_base_ += fifo_.size();
       fifo_.clear();
       fifo_head_ = 0;
