@@ -50,6 +50,16 @@ class RowEqual {
     }
     return true;
   }
+  size_t width() const { return types_.size(); }
+  // The first value of a row IsPlain accepts as bits equal for values Plain finds equal (-0.0 =
+  // 0.0, NaN = NaN): rows whose keys differ differ.
+  uint64_t PlainKey(const Column* cols, int64_t i) const {
+    if (types_.empty()) return 0;
+    if (floats_ & 1) return KeyBitsOf(cols[0].f64()[i]);
+    uint64_t v;
+    std::memcpy(&v, cols[0].values.data + i * 8, 8);
+    return v;
+  }
   // A hash of a row IsPlain accepts, equal for rows Plain finds equal (-0.0 = 0.0, NaN = NaN): bag
   // differences of many rows against many compare hashes first, and rows only where they agree.
   uint64_t PlainHash(std::span<const Column> a, int64_t i) const {

@@ -1,6 +1,7 @@
 #include "lifetime/instant_tracker.h"
 
 #include <algorithm>
+#include <bit>
 #include <span>
 
 #include "batch/few_on_stack.h"
@@ -56,14 +57,25 @@ void InstantTracker::AppendBagDifferences(const Changes& c, bool starts_minus_en
   const Time* bt = (starts_minus_ends ? c.end_at : c.start_at).data();
   const size_t na = (starts_minus_ends ? c.starts : c.ends).size();
   const size_t nb = (starts_minus_ends ? c.ends : c.starts).size();
+  if (na == 0) return;
   // At most every row of `a` goes out: room is made once, and what is not used given back.
   const size_t out_base = out.size(), ts_base = ts.size();
   RowRef* o = out.Append(na);
   Time* ot = ts.Append(na);
   size_t m = 0;
+  const RowEqual& eq = *equal_;
+  // Each retained batch's columns when its rows are plain numbers (else null), by its number less
+  // the first's: an instant's rows come from a few batches, in turns, so a row finds its columns
+  // with a subtraction.
+  const uint32_t base = retained_.empty() ? 0 : retained_.front().seq;
+  plain_cols_.resize(retained_.size());
+  for (size_t r = 0; r < retained_.size(); ++r) {
+    const std::span<const Column> cols = retained_[r].batch.columns;
+    plain_cols_[r] = eq.IsPlain(cols) ? cols.data() : nullptr;
+  }
+  const Column* const* plain = plain_cols_.data();
   // The columns of the batch a compared row is in, looked up once per batch and side: an
   // instant's rows mostly come from the batch the one before came from.
-  const RowEqual& eq = *equal_;
   struct Cols {
     uint32_t seq = 0xFFFFFFFFu;
     std::span<const Column> cols;
@@ -88,7 +100,9 @@ void InstantTracker::AppendBagDifferences(const Changes& c, bool starts_minus_en
     while (j < nb && bt[j] < t) ++j;
     size_t j2 = j;
     while (j2 < nb && bt[j2] == t) ++j2;
-    if (j2 - j == 1) {
+    if (j2 - j >= 2 && j2 - j <= 64 && PlainInstant({a + i, i2 - i}, {b + j, j2 - j}, t, plain, base, o, ot, m)) {
+      // Several rows taken away, all plain numbers (an instant of a batch of many): done there.
+    } else if (j2 - j == 1) {
       // One row taken away, the commonest meeting: it cancels the first equal row, if any.
       const Cols& cy = cols(cb, b[j]);
       bool cancelled = false;
@@ -101,7 +115,8 @@ void InstantTracker::AppendBagDifferences(const Changes& c, bool starts_minus_en
         ot[m++] = t;
       }
     } else if (j2 > j) {
-      // Many against many. When all are plain numbers, rows are hashed first: a row of `a` whose
+      // Many against many, more than PlainInstant takes or not all plain numbers. When the rows
+      // taken away are plain, rows are hashed first: a row of `a` whose
       // hash is not among b's (a 64-bit filter says so at once, as it mostly does: ISTREAM's new
       // rows rarely equal the ones ending) cancels nothing, and the others are compared only with
       // rows of an equal hash.
@@ -146,6 +161,45 @@ void InstantTracker::AppendBagDifferences(const Changes& c, bool starts_minus_en
   }
   out.Truncate(out_base + m);
   ts.Truncate(ts_base + m);
+}
+
+bool InstantTracker::PlainInstant(std::span<const RowRef> a, std::span<const RowRef> b, Time t,
+                                  const Column* const* plain, uint32_t base, RowRef* o, Time* ot, size_t& m) const {
+  // Each row of `b` with its columns and the key of its first value; the rows not used up yet as
+  // bits. A row of `a` is compared in full only with unused rows of an equal first value: in
+  // ISTREAM's instants most rows differ there (an id), and a key compare is one instruction.
+  const RowEqual& eq = *equal_;
+  const size_t width = eq.width();
+  const Column* bc[64];
+  uint64_t bk[64];
+  for (size_t k = 0; k < b.size(); ++k) {
+    bc[k] = plain[b[k].seq - base];
+    if (!bc[k]) return false;
+    bk[k] = eq.PlainKey(bc[k], b[k].row);
+  }
+  uint64_t left = b.size() == 64 ? ~uint64_t{0} : (uint64_t{1} << b.size()) - 1;
+  // Rows of `a` are written from m on, unconditionally (a cancelled one is overwritten by the
+  // next); m moves only once every row has been seen plain, so a fallback starts afresh.
+  size_t w = m;
+  for (const RowRef& r : a) {
+    const Column* ac = plain[r.seq - base];
+    if (!ac) return false;
+    const uint64_t key = eq.PlainKey(ac, r.row);
+    bool cancelled = false;
+    for (uint64_t u = left; u != 0; u &= u - 1) {
+      const int k = std::countr_zero(u);
+      if (bk[k] == key && eq.Plain({bc[k], width}, b[k].row, {ac, width}, r.row)) {
+        left &= ~(uint64_t{1} << k);
+        cancelled = true;
+        break;
+      }
+    }
+    o[w] = r;
+    ot[w] = t;
+    w += !cancelled;
+  }
+  m = w;
+  return true;
 }
 
 Batch InstantTracker::Gather(const List<RowRef>& rows, const List<Time>& ts,

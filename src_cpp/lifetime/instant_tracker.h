@@ -124,6 +124,14 @@ class InstantTracker {
   Ring<Retained> retained_;
   uint32_t next_seq_ = 0;
   std::unique_ptr<RowEqual> equal_;
+
+ private:
+  // AppendBagDifferences at instant t when every row is plain numbers (`plain`: each retained
+  // batch's columns when its rows are, else null, by its number less `base`): the rows of `a` left
+  // go to o/ot from m on, and m moves past them. False, with m unchanged, when a row is not plain.
+  bool PlainInstant(std::span<const RowRef> a, std::span<const RowRef> b, Time t, const Column* const* plain,
+                    uint32_t base, RowRef* o, Time* ot, size_t& m) const;
+  mutable std::vector<const Column*> plain_cols_;  // AppendBagDifferences', kept for its capacity
 };
 
 // One of the two strategies, as the engine's lifetime method says.

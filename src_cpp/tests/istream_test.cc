@@ -219,30 +219,38 @@ namespace {
 
 CQ_TEST(istream_cancels_many_rows_against_many_as_bags_of_floats) {
   // Five rows end at 1 as five start there: enough pairs that the rows are hashed before they are
-  // compared. -0.0 cancels 0.0 and NaN cancels NaN, once each, as RowEqual has it; a second NaN
-  // and 3.5 are new.
+  // compared, or (the float first) keyed by their first value. -0.0 cancels 0.0 and NaN cancels
+  // NaN, once each, as RowEqual has it; a second NaN and 3.5 are new. Both column orders: the
+  // float as the key the plain path compares first, and behind an equal integer.
   const double nan = std::numeric_limits<double>::quiet_NaN();
-  const Schema schema = {{"k", TypeId::kInt64}, {"v", TypeId::kFloat64}};
-  auto batch = [&](const std::vector<double>& v, int64_t start, int64_t end) {
-    Batch b;
-    b.kind = BatchKind::kLifetime;
-    b.schema = std::make_shared<const Schema>(schema);
-    b.length = static_cast<int64_t>(v.size());
-    b.columns = {I64(I64s(v.size(), 7)), F64(F64s(v.begin(), v.end()))};
-    b.sync.ticks = I64(I64s(v.size(), start)).values;
-    b.other.ticks = I64(I64s(v.size(), end)).values;
-    return b;
-  };
-  IStream op(schema, /*constant=*/false, MakeInstantTracker(false, static_cast<int>(ExpirationPolicy::kLazy), false));
-  Collect out;
-  op.Push(0, batch({0.0, nan, 1.5, 2.5, 1.5}, 0, 1), out);
-  op.Push(0, batch({-0.0, nan, nan, 1.5, 3.5}, 1, 2), out);
-  op.AdvanceTo(Time::Infinity(), out);
-  std::vector<std::string> at1;
-  for (const Batch& b : out.batches)
-    for (int64_t i = 0; i < b.length; ++i)
-      if (b.sync.tick_data()[i] == 1) at1.push_back(std::to_string(b.columns[1].f64()[i]));
-  CQ_EXPECT_EQ(at1, (std::vector<std::string>{"nan", "3.500000"}));
+  for (const bool float_first : {false, true}) {
+    const Field k{"k", TypeId::kInt64}, v{"v", TypeId::kFloat64};
+    const Schema schema = float_first ? Schema{v, k} : Schema{k, v};
+    const size_t fc = float_first ? 0 : 1;
+    auto batch = [&](const std::vector<double>& values, int64_t start, int64_t end) {
+      Batch b;
+      b.kind = BatchKind::kLifetime;
+      b.schema = std::make_shared<const Schema>(schema);
+      b.length = static_cast<int64_t>(values.size());
+      Column ks = I64(I64s(values.size(), 7)), vs = F64(F64s(values.begin(), values.end()));
+      b.columns = float_first ? Columns{vs, ks} : Columns{ks, vs};
+      b.sync.ticks = I64(I64s(values.size(), start)).values;
+      b.other.ticks = I64(I64s(values.size(), end)).values;
+      return b;
+    };
+    IStream op(schema, /*constant=*/false, MakeInstantTracker(false, static_cast<int>(ExpirationPolicy::kLazy), false));
+    Collect out;
+    op.Push(0, batch({0.0, nan, 1.5, 2.5, 1.5}, 0, 1), out);
+    op.Push(0, batch({-0.0, nan, nan, 1.5, 3.5}, 1, 2), out);
+    op.AdvanceTo(Time::Infinity(), out);
+    std::vector<std::string> at1;
+    for (const Batch& b : out.batches)
+      for (int64_t i = 0; i < b.length; ++i)
+        if (b.sync.tick_data()[i] == 1) at1.push_back(std::to_string(b.columns[fc].f64()[i]));
+    CQ_EXPECT_EQ(std::string(float_first ? "float first: " : "int first: ") + Show(at1),
+                 std::string(float_first ? "float first: " : "int first: ") +
+                     Show(std::vector<std::string>{"nan", "3.500000"}));
+  }
 }
 
 }  // namespace
