@@ -41,8 +41,9 @@ class RowEqual {
   }
   // operator() for rows of two batches IsPlain accepts: their 8-byte values are compared as bits,
   // and only differing bits of a float column are looked at as numbers.
-  bool Plain(std::span<const Column> a, int64_t i, std::span<const Column> b, int64_t j) const {
-    for (size_t c = 0; c < a.size(); ++c) {
+  // `from`: the first column compared (rows whose PlainKeys are equal agree on column 0).
+  bool Plain(std::span<const Column> a, int64_t i, std::span<const Column> b, int64_t j, size_t from = 0) const {
+    for (size_t c = from; c < a.size(); ++c) {
       int64_t p, q;
       std::memcpy(&p, a[c].values.data + i * 8, 8);
       std::memcpy(&q, b[c].values.data + j * 8, 8);

@@ -1,7 +1,6 @@
 #include "lifetime/instant_tracker.h"
 
 #include <algorithm>
-#include <bit>
 #include <span>
 
 #include "batch/few_on_stack.h"
@@ -186,9 +185,8 @@ bool InstantTracker::PlainInstant(std::span<const RowRef> a, std::span<const Row
     if (!ac) return false;
     const uint64_t key = eq.PlainKey(ac, r.row);
     bool cancelled = false;
-    for (uint64_t u = left; u != 0; u &= u - 1) {
-      const int k = std::countr_zero(u);
-      if (bk[k] == key && eq.Plain({bc[k], width}, b[k].row, {ac, width}, r.row)) {
+    for (size_t k = 0; k < b.size(); ++k) {
+      if (bk[k] == key && (left >> k & 1) && eq.Plain({bc[k], width}, b[k].row, {ac, width}, r.row, /*from=*/1)) {
         left &= ~(uint64_t{1} << k);
         cancelled = true;
         break;

@@ -111,6 +111,17 @@ class InstantTracker {
   // A reference let go of: its batch goes at the next call (FlushReleases) once nothing else holds
   // it, so that visitors can still read the row.
   void Release(RowRef r) { --retained_[r.seq - retained_.front().seq].live; }
+  // Release of each of n references: those of one batch in a row (as a batch's rows mostly end
+  // together) let go of at once.
+  void Release(const RowRef* refs, size_t n) {
+    for (size_t k = 0; k < n;) {
+      const uint32_t seq = refs[k].seq;
+      size_t k2 = k + 1;
+      while (k2 < n && refs[k2].seq == seq) ++k2;
+      retained_[seq - retained_.front().seq].live -= static_cast<int64_t>(k2 - k);
+      k = k2;
+    }
+  }
   void FlushReleases();
   // The retained batches, shared by both strategies.
   void SnapshotRetained(SnapshotWriter& w) const;

@@ -180,8 +180,8 @@ void RelationTracker::Collect(Time progress, Changes& out) {
     ends[q] = e.ref;
     end_at[q++] = e.end;
     if (track_alive_) RemoveAlive(e.ref);
-    Release(e.ref);
   });
+  Release(ends, q);
   out.ends.Truncate(q);
   out.end_at.Truncate(q);
 }
