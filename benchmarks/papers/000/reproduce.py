@@ -15,6 +15,8 @@ time is push + close.
     pip install .[bench]
     python benchmarks/papers/000/reproduce.py              # 200,000 tuples, a few minutes
     python benchmarks/papers/000/reproduce.py --full       # 2,000,000 tuples, as the paper
+    python benchmarks/papers/000/reproduce.py --full --small 1 --repeat 3 --max-runs --no-plot
+                                                           # the targets: DTS only, best of 3
 
 Prints the table and writes fig8_10.png beside this file: the top row is Fig. 8 (non-recursive,
 time relative to published DTS with 1 small query, HB against its max_run), the bottom row Fig. 10
@@ -110,6 +112,8 @@ def main() -> None:
     ap.add_argument("--small", type=int, nargs="*", default=list(SMALL), help="small-query counts")
     ap.add_argument("--repeat", type=int, default=1,
                     help="runs per configuration, the fastest reported (shared machines vary by 1.5x)")
+    ap.add_argument("--max-runs", type=int, nargs="*", default=list(MAX_RUNS),
+                    help="HB's max_run values (default 10 20 100 1000; none: DTS only, e.g. for --repeat 3 at --full)")
     ap.add_argument("--no-plot", action="store_true")
     args = ap.parse_args()
     rows = 2_000_000 if args.full else args.rows
@@ -127,7 +131,7 @@ def main() -> None:
                         {"hybrid": False}),
                        ("non-recursive", "DTS (hybrid)", open_script(n), {"input": table, **dummies}, {})]
             configs += [("non-recursive", f"HB max_run={m}", open_script(n), {"input": table, **dummies},
-                         {"executor": "heartbeat", "max_run": m}) for m in MAX_RUNS]
+                         {"executor": "heartbeat", "max_run": m}) for m in args.max_runs]
             for query, executor, cql, inputs, options in configs:
                 try:
                     seconds = min(run(cql, inputs, args.batch, **options)[0]
