@@ -63,32 +63,18 @@ void InstantTracker::AppendBagDifferences(const Changes& c, bool starts_minus_en
   Time* ot = ts.Append(na);
   size_t m = 0;
   const RowEqual& eq = *equal_;
-  // Each retained batch's columns when its rows are plain numbers (else null), by its number less
-  // the first's: an instant's rows come from a few batches, in turns, so a row finds its columns
-  // with a subtraction.
-  const uint32_t base = retained_.empty() ? 0 : retained_.front().seq;
-  plain_cols_.resize(retained_.size());
+  // Each retained batch's columns, and whether its rows are plain numbers, by its number less the
+  // first's: an instant's rows come from a few batches, in turns, so a row finds them with a
+  // subtraction.
+  const uint32_t base = retained_.front().seq;  // (rows to compare: something is retained)
+  batch_cols_.resize(retained_.size());
   for (size_t r = 0; r < retained_.size(); ++r) {
     const std::span<const Column> cols = retained_[r].batch.columns;
-    plain_cols_[r] = eq.IsPlain(cols) ? cols.data() : nullptr;
+    batch_cols_[r] = {cols, eq.IsPlain(cols)};
   }
-  const Column* const* plain = plain_cols_.data();
-  // The columns of the batch a compared row is in, looked up once per batch and side: an
-  // instant's rows mostly come from the batch the one before came from.
-  struct Cols {
-    uint32_t seq = 0xFFFFFFFFu;
-    std::span<const Column> cols;
-    bool plain = false;
-  } ca, cb;
-  auto cols = [&](Cols& x, RowRef r) -> const Cols& {
-    if (r.seq != x.seq) {
-      x.seq = r.seq;
-      x.cols = batch(r.seq).columns;
-      x.plain = eq.IsPlain(x.cols);
-    }
-    return x;
-  };
-  auto same = [&](const Cols& x, uint32_t i, const Cols& y, uint32_t j) {
+  const BatchCols* table = batch_cols_.data();
+  auto cols = [&](RowRef r) -> const BatchCols& { return table[r.seq - base]; };
+  auto same = [&](const BatchCols& x, uint32_t i, const BatchCols& y, uint32_t j) {
     return x.plain && y.plain ? eq.Plain(x.cols, i, y.cols, j) : eq(x.cols, i, y.cols, j);
   };
   size_t j = 0;
@@ -99,14 +85,14 @@ void InstantTracker::AppendBagDifferences(const Changes& c, bool starts_minus_en
     while (j < nb && bt[j] < t) ++j;
     size_t j2 = j;
     while (j2 < nb && bt[j2] == t) ++j2;
-    if (j2 - j >= 2 && j2 - j <= 64 && PlainInstant({a + i, i2 - i}, {b + j, j2 - j}, t, plain, base, o, ot, m)) {
+    if (j2 - j >= 2 && j2 - j <= 64 && PlainInstant({a + i, i2 - i}, {b + j, j2 - j}, t, table, base, o, ot, m)) {
       // Several rows taken away, all plain numbers (an instant of a batch of many): done there.
     } else if (j2 - j == 1) {
       // One row taken away, the commonest meeting: it cancels the first equal row, if any.
-      const Cols& cy = cols(cb, b[j]);
+      const BatchCols& cy = cols(b[j]);
       bool cancelled = false;
       for (size_t x = i; x < i2; ++x) {
-        if (!cancelled && same(cy, b[j].row, cols(ca, a[x]), a[x].row)) {
+        if (!cancelled && same(cy, b[j].row, cols(a[x]), a[x].row)) {
           cancelled = true;
           continue;
         }
@@ -115,33 +101,32 @@ void InstantTracker::AppendBagDifferences(const Changes& c, bool starts_minus_en
       }
     } else if (j2 > j) {
       // Many against many, more than PlainInstant takes or not all plain numbers. When the rows
-      // taken away are plain, rows are hashed first: a row of `a` whose
-      // hash is not among b's (a 64-bit filter says so at once, as it mostly does: ISTREAM's new
-      // rows rarely equal the ones ending) cancels nothing, and the others are compared only with
-      // rows of an equal hash.
+      // taken away are plain, rows are hashed first: a row of `a` whose hash is not among b's (a
+      // 64-bit filter says so at once, as it mostly does: ISTREAM's new rows rarely equal the
+      // ones ending) cancels nothing, and the others are compared only with rows of an equal hash.
       const size_t ny = j2 - j;
       bool hashed = (i2 - i) * ny >= kHashedFrom;
       FewOnStack<uint64_t, 64> hb(hashed ? ny : 0);
       uint64_t filter = 0;
       for (size_t k = 0; hashed && k < ny; ++k) {
-        const Cols& cy = cols(cb, b[j + k]);
+        const BatchCols& cy = cols(b[j + k]);
         hashed = cy.plain;
         hb[k] = hashed ? eq.PlainHash(cy.cols, b[j + k].row) : 0;
         filter |= uint64_t{1} << (hb[k] & 63);
       }
       FewOnStack<uint8_t, 64> used(ny, 0);
       for (size_t x = i; x < i2; ++x) {
-        const Cols& cx = cols(ca, a[x]);
+        const BatchCols& cx = cols(a[x]);
         bool cancelled = false;
         if (hashed && cx.plain) {
           const uint64_t h = eq.PlainHash(cx.cols, a[x].row);
           if (filter >> (h & 63) & 1)
             for (size_t k = 0; k < ny && !cancelled; ++k)
-              if (hb[k] == h && !used[k] && eq.Plain(cols(cb, b[j + k]).cols, b[j + k].row, cx.cols, a[x].row))
+              if (hb[k] == h && !used[k] && eq.Plain(cols(b[j + k]).cols, b[j + k].row, cx.cols, a[x].row))
                 used[k] = cancelled = true;
         } else {
           for (size_t k = 0; k < ny && !cancelled; ++k)
-            if (!used[k] && same(cols(cb, b[j + k]), b[j + k].row, cx, a[x].row)) used[k] = cancelled = true;
+            if (!used[k] && same(cols(b[j + k]), b[j + k].row, cx, a[x].row)) used[k] = cancelled = true;
         }
         if (!cancelled) {
           o[m] = a[x];
@@ -163,7 +148,7 @@ void InstantTracker::AppendBagDifferences(const Changes& c, bool starts_minus_en
 }
 
 bool InstantTracker::PlainInstant(std::span<const RowRef> a, std::span<const RowRef> b, Time t,
-                                  const Column* const* plain, uint32_t base, RowRef* o, Time* ot, size_t& m) const {
+                                  const BatchCols* table, uint32_t base, RowRef* o, Time* ot, size_t& m) const {
   // Each row of `b` with its columns and the key of its first value; the rows not used up yet as
   // bits. A row of `a` is compared in full only with unused rows of an equal first value: in
   // ISTREAM's instants most rows differ there (an id), and a key compare is one instruction.
@@ -172,8 +157,9 @@ bool InstantTracker::PlainInstant(std::span<const RowRef> a, std::span<const Row
   const Column* bc[64];
   uint64_t bk[64];
   for (size_t k = 0; k < b.size(); ++k) {
-    bc[k] = plain[b[k].seq - base];
-    if (!bc[k]) return false;
+    const BatchCols& x = table[b[k].seq - base];
+    if (!x.plain) return false;
+    bc[k] = x.cols.data();
     bk[k] = eq.PlainKey(bc[k], b[k].row);
   }
   uint64_t left = b.size() == 64 ? ~uint64_t{0} : (uint64_t{1} << b.size()) - 1;
@@ -181,8 +167,9 @@ bool InstantTracker::PlainInstant(std::span<const RowRef> a, std::span<const Row
   // next); m moves only once every row has been seen plain, so a fallback starts afresh.
   size_t w = m;
   for (const RowRef& r : a) {
-    const Column* ac = plain[r.seq - base];
-    if (!ac) return false;
+    const BatchCols& x = table[r.seq - base];
+    if (!x.plain) return false;
+    const Column* ac = x.cols.data();
     const uint64_t key = eq.PlainKey(ac, r.row);
     bool cancelled = false;
     for (size_t k = 0; k < b.size(); ++k) {

@@ -137,12 +137,17 @@ class InstantTracker {
   std::unique_ptr<RowEqual> equal_;
 
  private:
-  // AppendBagDifferences at instant t when every row is plain numbers (`plain`: each retained
-  // batch's columns when its rows are, else null, by its number less `base`): the rows of `a` left
-  // go to o/ot from m on, and m moves past them. False, with m unchanged, when a row is not plain.
-  bool PlainInstant(std::span<const RowRef> a, std::span<const RowRef> b, Time t, const Column* const* plain,
+  // A retained batch's columns, and whether its rows are plain numbers (RowEqual::IsPlain).
+  struct BatchCols {
+    std::span<const Column> cols;
+    bool plain;
+  };
+  // AppendBagDifferences at instant t when every row is plain numbers (`table`: each retained
+  // batch's BatchCols, by its number less `base`): the rows of `a` left go to o/ot from m on, and
+  // m moves past them. False, with m unchanged, when a row is not plain.
+  bool PlainInstant(std::span<const RowRef> a, std::span<const RowRef> b, Time t, const BatchCols* table,
                     uint32_t base, RowRef* o, Time* ot, size_t& m) const;
-  mutable std::vector<const Column*> plain_cols_;  // AppendBagDifferences', kept for its capacity
+  mutable std::vector<BatchCols> batch_cols_;  // AppendBagDifferences', kept for its capacity
 };
 
 // One of the two strategies, as the engine's lifetime method says.

@@ -134,8 +134,6 @@ class RowRelationTracker final : public RowTracker {
     HolderId holder;
     uint32_t at;
   };
-  // The held start that comes out next: the FIFO's head or the late heap's, whichever is smaller
-  // (equal starts: the FIFO's came first).
   // The next instant, and in `h` the held start that comes out next (null when none): AdvanceTo
   // starts its instant's loop from it.
   Time NextInstant(const Held*& h) const {
@@ -143,6 +141,8 @@ class RowRelationTracker final : public RowTracker {
     const Time t = h ? h->start : Time::Infinity();
     return starts_only_ ? t : std::min(t, expiring_.next_end());
   }
+  // The held start that comes out next: the FIFO's head or the late heap's, whichever is smaller
+  // (equal starts: the FIFO's came first).
   const Held* NextHeld() const {
     const Held* f = HasFrom(fifo_, fifo_head_) ? &fifo_[fifo_head_] : nullptr;
     if (late_.empty()) return f;
