@@ -41,9 +41,8 @@ class RowEqual {
   }
   // operator() for rows of two batches IsPlain accepts: their 8-byte values are compared as bits,
   // and only differing bits of a float column are looked at as numbers.
-  // `from`: the first column compared (rows whose PlainKeys are equal agree on column 0).
-  bool Plain(std::span<const Column> a, int64_t i, std::span<const Column> b, int64_t j, size_t from = 0) const {
-    for (size_t c = from; c < a.size(); ++c) {
+  bool Plain(std::span<const Column> a, int64_t i, std::span<const Column> b, int64_t j) const {
+    for (size_t c = 0; c < a.size(); ++c) {
       int64_t p, q;
       std::memcpy(&p, a[c].values.data + i * 8, 8);
       std::memcpy(&q, b[c].values.data + j * 8, 8);
@@ -52,15 +51,6 @@ class RowEqual {
     return true;
   }
   size_t width() const { return types_.size(); }
-  // The first value of a row IsPlain accepts as bits equal for values Plain finds equal (-0.0 =
-  // 0.0, NaN = NaN): rows whose keys differ differ.
-  uint64_t PlainKey(const Column* cols, int64_t i) const {
-    if (types_.empty()) return 0;
-    if (floats_ & 1) return KeyBitsOf(cols[0].f64()[i]);
-    uint64_t v;
-    std::memcpy(&v, cols[0].values.data + i * 8, 8);
-    return v;
-  }
   // A hash of a row IsPlain accepts, equal for rows Plain finds equal (-0.0 = 0.0, NaN = NaN): bag
   // differences of many rows against many compare hashes first, and rows only where they agree.
   uint64_t PlainHash(std::span<const Column> a, int64_t i) const {

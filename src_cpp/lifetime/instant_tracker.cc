@@ -10,13 +10,6 @@
 
 namespace cq {
 
-namespace {
-// From this many row pairs in an instant on, rows are hashed before they are compared: a pair then
-// costs an 8-byte compare instead of a row compare (which, between rows that mostly differ, still
-// loads both rows' first columns from their batches).
-constexpr size_t kHashedFrom = 9;
-}  // namespace
-
 uint32_t InstantTracker::Retain(Batch compact, int64_t live) {
   if (!equal_) equal_ = std::make_unique<RowEqual>(*compact.schema);
   const uint32_t seq = next_seq_++;
@@ -85,7 +78,7 @@ void InstantTracker::AppendBagDifferences(const Changes& c, bool starts_minus_en
     while (j < nb && bt[j] < t) ++j;
     size_t j2 = j;
     while (j2 < nb && bt[j2] == t) ++j2;
-    if (j2 - j >= 2 && j2 - j <= 64 && PlainInstant({a + i, i2 - i}, {b + j, j2 - j}, t, table, base, o, ot, m)) {
+    if (j2 - j >= 2 && PlainInstants({a + i, i2 - i}, {b + j, j2 - j}, t, table, base, o, ot, m)) {
       // Several rows taken away, all plain numbers (an instant of a batch of many): done there.
     } else if (j2 - j == 1) {
       // One row taken away, the commonest meeting: it cancels the first equal row, if any.
@@ -100,34 +93,14 @@ void InstantTracker::AppendBagDifferences(const Changes& c, bool starts_minus_en
         ot[m++] = t;
       }
     } else if (j2 > j) {
-      // Many against many, more than PlainInstant takes or not all plain numbers. When the rows
-      // taken away are plain, rows are hashed first: a row of `a` whose hash is not among b's (a
-      // 64-bit filter says so at once, as it mostly does: ISTREAM's new rows rarely equal the
-      // ones ending) cancels nothing, and the others are compared only with rows of an equal hash.
+      // Many against many, not all plain numbers: each row of `a` against the unused rows of `b`.
       const size_t ny = j2 - j;
-      bool hashed = (i2 - i) * ny >= kHashedFrom;
-      FewOnStack<uint64_t, 64> hb(hashed ? ny : 0);
-      uint64_t filter = 0;
-      for (size_t k = 0; hashed && k < ny; ++k) {
-        const BatchCols& cy = cols(b[j + k]);
-        hashed = cy.plain;
-        hb[k] = hashed ? eq.PlainHash(cy.cols, b[j + k].row) : 0;
-        filter |= uint64_t{1} << (hb[k] & 63);
-      }
       FewOnStack<uint8_t, 64> used(ny, 0);
       for (size_t x = i; x < i2; ++x) {
         const BatchCols& cx = cols(a[x]);
         bool cancelled = false;
-        if (hashed && cx.plain) {
-          const uint64_t h = eq.PlainHash(cx.cols, a[x].row);
-          if (filter >> (h & 63) & 1)
-            for (size_t k = 0; k < ny && !cancelled; ++k)
-              if (hb[k] == h && !used[k] && eq.Plain(cols(b[j + k]).cols, b[j + k].row, cx.cols, a[x].row))
-                used[k] = cancelled = true;
-        } else {
-          for (size_t k = 0; k < ny && !cancelled; ++k)
-            if (!used[k] && same(cols(b[j + k]), b[j + k].row, cx, a[x].row)) used[k] = cancelled = true;
-        }
+        for (size_t k = 0; k < ny && !cancelled; ++k)
+          if (!used[k] && same(cols(b[j + k]), b[j + k].row, cx, a[x].row)) used[k] = cancelled = true;
         if (!cancelled) {
           o[m] = a[x];
           ot[m++] = t;
@@ -147,39 +120,61 @@ void InstantTracker::AppendBagDifferences(const Changes& c, bool starts_minus_en
   ts.Truncate(ts_base + m);
 }
 
+bool InstantTracker::PlainInstants(std::span<const RowRef> a, std::span<const RowRef> b, Time t,
+                                   const BatchCols* table, uint32_t base, RowRef* o, Time* ot, size_t& m) const {
+  // `b` in pieces of at most 64 rows, as a − (b1 + b2) = (a − b1) − b2: what is left of `a` after a
+  // piece is in o from m on, and the next piece takes it from there.
+  const size_t m0 = m;
+  for (size_t k = 0; k < b.size(); k += 64) {
+    const std::span<const RowRef> rows = k == 0 ? a : std::span<const RowRef>(o + m0, m - m0);
+    m = m0;
+    if (!PlainInstant(rows, b.subspan(k, std::min<size_t>(64, b.size() - k)), t, table, base, o, ot, m)) {
+      m = m0;
+      return false;
+    }
+  }
+  return true;
+}
+
 bool InstantTracker::PlainInstant(std::span<const RowRef> a, std::span<const RowRef> b, Time t,
                                   const BatchCols* table, uint32_t base, RowRef* o, Time* ot, size_t& m) const {
-  // Each row of `b` with its columns and the key of its first value; the rows not used up yet as
-  // bits. A row of `a` is compared in full only with unused rows of an equal first value: in
-  // ISTREAM's instants most rows differ there (an id), and a key compare is one instruction.
+  // Each row of `b` with its columns and its hash, the rows not used up yet as bits, and a 64-bit
+  // filter with one bit set per hash of `b`. Most starts of an instant match no end (ISTREAM's new
+  // rows rarely equal the ones ending): the filter turns those away with a hash and a bit test,
+  // and only the others look through `b`, comparing hashes before rows.
   const RowEqual& eq = *equal_;
-  const size_t width = eq.width();
+  const size_t width = eq.width(), nb = b.size();
   const Column* bc[64];
-  uint64_t bk[64];
-  for (size_t k = 0; k < b.size(); ++k) {
+  uint64_t bh[64];
+  uint64_t filter = 0;
+  for (size_t k = 0; k < nb; ++k) {
     const BatchCols& x = table[b[k].seq - base];
     if (!x.plain) return false;
     bc[k] = x.cols.data();
-    bk[k] = eq.PlainKey(bc[k], b[k].row);
+    bh[k] = eq.PlainHash({bc[k], width}, b[k].row);
+    filter |= uint64_t{1} << (bh[k] >> 58);
   }
-  uint64_t left = b.size() == 64 ? ~uint64_t{0} : (uint64_t{1} << b.size()) - 1;
+  uint64_t left = nb == 64 ? ~uint64_t{0} : (uint64_t{1} << nb) - 1;
   // Rows of `a` are written from m on, unconditionally (a cancelled one is overwritten by the
-  // next); m moves only once every row has been seen plain, so a fallback starts afresh.
+  // next), and may be read from there too (a later piece of `b`); m moves only once every row has
+  // been seen plain, so a fallback starts afresh.
   size_t w = m;
   for (const RowRef& r : a) {
     const BatchCols& x = table[r.seq - base];
     if (!x.plain) return false;
     const Column* ac = x.cols.data();
-    const uint64_t key = eq.PlainKey(ac, r.row);
+    const uint64_t h = eq.PlainHash({ac, width}, r.row);
     bool cancelled = false;
-    for (size_t k = 0; k < b.size(); ++k) {
-      if (bk[k] == key && (left >> k & 1) && eq.Plain({bc[k], width}, b[k].row, {ac, width}, r.row, /*from=*/1)) {
-        left &= ~(uint64_t{1} << k);
-        cancelled = true;
-        break;
+    if (filter >> (h >> 58) & 1) {
+      for (size_t k = 0; k < nb; ++k) {
+        if (bh[k] == h && (left >> k & 1) && eq.Plain({bc[k], width}, b[k].row, {ac, width}, r.row)) {
+          left &= ~(uint64_t{1} << k);
+          cancelled = true;
+          break;
+        }
       }
     }
-    o[w] = r;
+    o[w] = r;  // (r may be o[w] itself, or a later row of o)
     ot[w] = t;
     w += !cancelled;
   }

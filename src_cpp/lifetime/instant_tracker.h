@@ -145,6 +145,9 @@ class InstantTracker {
   // AppendBagDifferences at instant t when every row is plain numbers (`table`: each retained
   // batch's BatchCols, by its number less `base`): the rows of `a` left go to o/ot from m on, and
   // m moves past them. False, with m unchanged, when a row is not plain.
+  bool PlainInstants(std::span<const RowRef> a, std::span<const RowRef> b, Time t, const BatchCols* table,
+                     uint32_t base, RowRef* o, Time* ot, size_t& m) const;
+  // One piece of PlainInstants: at most 64 rows of `b`. `a` may lie in o from m on.
   bool PlainInstant(std::span<const RowRef> a, std::span<const RowRef> b, Time t, const BatchCols* table,
                     uint32_t base, RowRef* o, Time* ot, size_t& m) const;
   mutable std::vector<BatchCols> batch_cols_;  // AppendBagDifferences', kept for its capacity
