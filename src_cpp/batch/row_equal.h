@@ -4,6 +4,7 @@
 // ("not distinct"). The column types are read once per schema; numbers without NULLs compare
 // inline, since bag differences compare every start that meets an end at its instant, and the
 // rest (NULLs, booleans, strings) out of line.
+#include <bit>
 #include <cstring>
 #include <span>
 #include <vector>
@@ -51,21 +52,29 @@ class RowEqual {
     return true;
   }
   size_t width() const { return types_.size(); }
-  // A hash of a row IsPlain accepts, equal for rows Plain finds equal (-0.0 = 0.0, NaN = NaN): bag
-  // differences of many rows against many compare hashes first, and rows only where they agree.
+  // A hash of a row IsPlain accepts, equal for rows Plain finds equal: bag differences of many
+  // rows against many compare hashes first, and rows only where they agree. Every value's bits are
+  // read as a double and -0.0 and NaNs made one, with no test of the column's type: an integer is
+  // changed only where its bits are such a double, and then merely shares its hash. The values are
+  // folded by rotate and xor, and mixed by one multiply at the end, which carries every bit into
+  // the top ones (bag differences filter on those); it is odd, so rows collide only where their
+  // folds do.
   uint64_t PlainHash(std::span<const Column> a, int64_t i) const {
-    uint64_t h = 0x9E3779B97F4A7C15ULL;
-    for (size_t c = 0; c < a.size(); ++c) {
+    uint64_t h = 0;
+    for (const Column& c : a) {
       uint64_t v;
-      std::memcpy(&v, a[c].values.data + i * 8, 8);
-      if (floats_ >> c & 1) v = KeyBitsOf(a[c].f64()[i]);
-      h = (h ^ v) * 0xff51afd7ed558ccdULL;
-      h ^= h >> 32;
+      double d;
+      std::memcpy(&v, c.values.data + i * 8, 8);
+      std::memcpy(&d, &v, 8);
+      v = d == 0 ? 0 : v;
+      v = d != d ? kNaNBits : v;
+      h = std::rotl(h, 23) ^ v;
     }
-    return h;
+    return h * 0x9E3779B97F4A7C15ULL;
   }
 
  private:
+  static constexpr uint64_t kNaNBits = 0x7FF8000000000000ULL;  // (KeyBitsOf's NaN)
   // NaN equals NaN for grouping and set operations, as in Spark and DuckDB; 0.0 equals -0.0.
   static bool FloatsEqual(double p, double q) { return p == q || (p != p && q != q); }
   // One column's values, any type, NULLs included.
