@@ -54,7 +54,7 @@ class RowEqual {
   size_t width() const { return types_.size(); }
   // A hash of a row IsPlain accepts, equal for rows Plain finds equal: bag differences of many
   // rows against many compare hashes first, and rows only where they agree. Every value's bits are
-  // read as a double and -0.0 and NaNs made one, with no test of the column's type: an integer is
+  // read as a double and keyed as one (KeyBitsOf), with no test of the column's type: an integer is
   // changed only where its bits are such a double, and then merely shares its hash. The values are
   // folded by rotate and xor, and mixed by one multiply at the end, which carries every bit into
   // the top ones (bag differences filter on those); it is odd, so rows collide only where their
@@ -62,19 +62,14 @@ class RowEqual {
   uint64_t PlainHash(std::span<const Column> a, int64_t i) const {
     uint64_t h = 0;
     for (const Column& c : a) {
-      uint64_t v;
       double d;
-      std::memcpy(&v, c.values.data + i * 8, 8);
-      std::memcpy(&d, &v, 8);
-      v = d == 0 ? 0 : v;
-      v = d != d ? kNaNBits : v;
-      h = std::rotl(h, 23) ^ v;
+      std::memcpy(&d, c.values.data + i * 8, 8);
+      h = std::rotl(h, 23) ^ KeyBitsOf(d);
     }
     return h * 0x9E3779B97F4A7C15ULL;
   }
 
  private:
-  static constexpr uint64_t kNaNBits = 0x7FF8000000000000ULL;  // (KeyBitsOf's NaN)
   // NaN equals NaN for grouping and set operations, as in Spark and DuckDB; 0.0 equals -0.0.
   static bool FloatsEqual(double p, double q) { return p == q || (p != p && q != q); }
   // One column's values, any type, NULLs included.

@@ -127,11 +127,8 @@ bool InstantTracker::PlainInstants(std::span<const RowRef> a, std::span<const Ro
   const size_t m0 = m;
   for (size_t k = 0; k < b.size(); k += 64) {
     const std::span<const RowRef> rows = k == 0 ? a : std::span<const RowRef>(o + m0, m - m0);
-    m = m0;
-    if (!PlainInstant(rows, b.subspan(k, std::min<size_t>(64, b.size() - k)), t, table, base, o, ot, m)) {
-      m = m0;
-      return false;
-    }
+    m = m0;  // (a piece that fails leaves it there)
+    if (!PlainInstant(rows, b.subspan(k, std::min<size_t>(64, b.size() - k)), t, table, base, o, ot, m)) return false;
   }
   return true;
 }

@@ -253,12 +253,6 @@ CQ_TEST(istream_cancels_many_rows_against_many_as_bags_of_floats) {
   }
 }
 
-}  // namespace
-}  // namespace cq::test
-
-namespace cq::test {
-namespace {
-
 CQ_TEST(istream_cancels_against_more_than_64_ending_rows_in_pieces) {
   // 150 rows end at 1 and 200 start there, in shuffled orders, so that a start's equal ends lie in
   // any of the pieces of 64 the plain path takes them in, and a value ends more times than it
