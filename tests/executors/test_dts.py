@@ -123,6 +123,20 @@ def test_queries_registered_later_join_a_running_loop():
     assert [r["a"] for r in rows(eng, "doubled")] == [2, 4, 6, 4, 6]
 
 
+@pytest.mark.parametrize("hybrid", [True, False])
+@pytest.mark.parametrize("advanced, seen", [(0, [10, 20, 40, 80, 160]), (1, [20, 40, 80, 160]), (4, [40, 80, 160])])
+def test_a_query_registered_while_a_delay_holds_rows_takes_what_comes_from_then_on(hybrid, advanced, seen):
+    # The delay holds its row for tick 3 until the loop runs tick 3; `d`, registered at progress 1,
+    # finds that row already on its way (emitted at tick 0), as outside loops: it starts at tick 6.
+    eng = run_from(loop("c", "a * 2", "a * 2 < 20", "<3>"), hybrid=hybrid)
+    if advanced:
+        eng.advance(advanced)
+    eng.execute("REGISTER QUERY d AS ISTREAM(SELECT a * 10 AS a FROM c [Now]);")
+    eng.close()
+    assert [(r["a"], r["ts"]) for r in rows(eng, "c")] == [(1, 3), (2, 6), (4, 9), (8, 12), (16, 15)]
+    assert [r["a"] for r in rows(eng, "d")] == seen
+
+
 @pytest.mark.parametrize("script", ["avg1", "avg2", "avg4"])
 def test_hybrid_and_published_dts_agree_on_the_paper_queries(script):
     with open(f"{__file__.rsplit('/tests/', 1)[0]}/examples/recursive_avg/{script}.cql") as f:

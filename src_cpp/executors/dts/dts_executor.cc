@@ -37,6 +37,65 @@ void DtsExecutor::NodeRowEmitter::EmitAll(const Row& row) {
   }
 }
 
+void DtsExecutor::DelayedRows::Push(int, const Row& row, RowEmitter&) {
+  const Item it{store_.Add(row.values), row.sync};
+  if (!HasFrom(items_, head_) || !(row.sync < items_.back().sync)) {
+    items_.push_back(it);
+    return;
+  }
+  // (Rare: a row behind the last one.) After the rows of its time, as they came.
+  auto at = std::upper_bound(items_.begin() + static_cast<std::ptrdiff_t>(head_), items_.end(), row.sync,
+                             [](Time t, const Item& x) { return t < x.sync; });
+  items_.insert(at, it);
+}
+
+template <typename F>
+void DtsExecutor::DelayedRows::Drain(F&& f) {
+  std::vector<Item> items(items_.begin() + static_cast<std::ptrdiff_t>(head_), items_.end());
+  items_.clear();
+  head_ = 0;
+  for (const Item& it : items) Hand(it, f);
+}
+
+template <typename F>
+void DtsExecutor::DelayedRows::Release(Time next, F&& f) {
+  while (HasFrom(items_, head_) && items_[head_].sync < next) {
+    Hand(items_[head_++], f);  // (by value: f may add rows, and items_ move)
+  }
+  if (!HasFrom(items_, head_)) {
+    items_.clear();
+    head_ = 0;
+  } else if (head_ > 4096 && head_ * 2 > items_.size()) {
+    items_.erase(items_.begin(), items_.begin() + static_cast<std::ptrdiff_t>(head_));
+    head_ = 0;
+  }
+}
+
+void DtsExecutor::DelayedRows::Snapshot(SnapshotWriter& w) const {
+  store_.Snapshot(w, schema_);
+  w.PodVec(items_.data() + head_, items_.size() - head_);
+}
+
+void DtsExecutor::DelayedRows::Restore(SnapshotReader& r) {
+  store_.Restore(r, *schema_);
+  r.PodVec(items_);
+  head_ = 0;
+  bool ok = items_.size() == store_.size();
+  for (size_t k = 0; k < items_.size(); ++k)
+    ok &= store_.live(items_[k].slot) && (k == 0 || !(items_[k].sync < items_[k - 1].sync));
+  CQ_SNAPSHOT_CHECK(ok, "a delay's waiting rows are inconsistent");
+}
+
+void DtsExecutor::ReleaseDelayed(Node& d, Time next) {
+  NodeRowEmitter& e = *d.row_emitter;
+  d.delayed->Release(next, [&](const Row& row) {
+    for (const NodeRowEmitter::Target& t : e.held_targets_) {
+      t.node->stale = true;
+      t.op->Push(t.port, row, *t.emitter);
+    }
+  });
+}
+
 void DtsExecutor::NodeRowEmitter::EmitEnd(HolderId id, Time end) {
   for (Node* x : exits_) {
     if (x->exit->FixEnd(id, end)) continue;
@@ -269,6 +328,17 @@ void DtsExecutor::Schedule(const std::set<int>& fresh) {
     else schedule.push_back({-1, 0});
   }
 
+  // The rows the delays hold go to the consumers they had when they were emitted, at once (each
+  // keeps a row of a later instant until then): a query registered now takes what comes from now
+  // on, as it does outside loops and in every region alike.
+  for (auto& [id, n] : nodes_)
+    if (n.delayed) {
+      const auto& targets = n.row_emitter->held_targets_;
+      n.delayed->Drain([&](const Row& row) {
+        for (const NodeRowEmitter::Target& t : targets) t.op->Push(t.port, row, *t.emitter);
+      });
+    }
+
   // Nothing below can fail: commit. Regions keep their place in time and their queued rows.
   std::map<int, int> region_of;
   for (size_t r = 0; r < regions.size(); ++r)
@@ -366,10 +436,24 @@ void DtsExecutor::MakeRowForms(const std::set<int>& fresh) {
   }
   for (auto& [id, n] : nodes_) {
     if (!n.row_emitter) continue;
-    n.row_emitter->targets_.clear();
-    n.row_emitter->exits_.clear();
-    ResolveRowTargets(n, *n.row_emitter);
     NodeRowEmitter& e = *n.row_emitter;
+    e.targets_.clear();
+    e.exits_.clear();
+    e.held_targets_.clear();
+    ResolveRowTargets(n, e);
+    if (!n.op->delay().IsZero() && n.region >= 0) {
+      // A delay's rows wait for their instant, but for query outputs: a stream's output takes a
+      // future row as final at once, and holding it would only cost a copy.
+      auto out = std::stable_partition(e.targets_.begin(), e.targets_.end(),
+                                       [](const NodeRowEmitter::Target& t) { return t.node->op->is_output(); });
+      e.held_targets_.assign(out, e.targets_.end());
+      e.targets_.erase(out, e.targets_.end());
+      if (!e.held_targets_.empty()) {
+        if (!n.delayed) n.delayed = std::make_unique<DelayedRows>(n.op->output_schema());
+        e.targets_.push_back({&n, n.delayed.get(), 0, &e});
+      }
+    }
+    if (n.delayed && n.region >= 0) regions_[n.region].delays.push_back(&n);  // (what it holds goes out, if to no one)
     e.lone_ = e.exits_.empty() && e.targets_.size() == 1 ? &e.targets_[0] : nullptr;
   }
 }
@@ -500,6 +584,7 @@ void DtsExecutor::RunRegion(Region& r) {
     // The next instant: rows waiting at the entries, or an operator firing by itself.
     Time t = Time::Infinity();
     for (size_t e : r.entries) t = std::min(t, entries_[e].runs.head());
+    for (Node* d : r.delays) t = std::min(t, d->delayed->head());
     for (Node* n : r.stateful) {
       if (n->stale) {
         n->next = n->fires ? n->rows->next_firing(r.last_tick) : Time::Infinity();
@@ -517,6 +602,9 @@ void DtsExecutor::RunRegion(Region& r) {
                         " (a loop must settle within a tick; Engine(max_loop_steps=...) raises the limit)");
     const Time next{t.tick, t.step + 1};
     r.now = t;
+    // The delays' rows first: they were on their way before the entries' rows of the instant.
+    for (Node* d : r.delays)
+      if (d->delayed->head() < next) ReleaseDelayed(*d, next);
     for (size_t e : r.entries) Release(entries_[e], next);
     AdvanceRegion(r, next);
     r.now = Time::MinusInfinity();
@@ -547,6 +635,10 @@ void DtsExecutor::Snapshot(SnapshotWriter& w) const {
     w.I64(e.port);
     e.runs.Snapshot(w);
   }
+  for (const auto& [id, n] : nodes_) {
+    w.Bool(n.delayed != nullptr);
+    if (n.delayed) n.delayed->Snapshot(w);
+  }
 }
 
 void DtsExecutor::Restore(SnapshotReader& r) {
@@ -565,6 +657,10 @@ void DtsExecutor::Restore(SnapshotReader& r) {
   for (Entry& e : entries_) {
     CQ_SNAPSHOT_CHECK(r.I64() == e.node && r.I64() == e.port, "the executor's loop entries differ");
     e.runs.Restore(r, nodes_.at(nodes_.at(e.node).inputs[e.port]).op->output_schema());
+  }
+  for (auto& [id, n] : nodes_) {
+    CQ_SNAPSHOT_CHECK(r.Bool() == (n.delayed != nullptr), "the executor's delays differ");
+    if (n.delayed) n.delayed->Restore(r);
   }
 }
 

@@ -12,8 +12,9 @@
 // connected part (a loop, with its nested loops) is a *region* run instant by instant: rows and
 // ends entering it from outside wait in entry queues; the next instant t is the minimum of the
 // queues' heads and the firing times of the region's operators (held rows, expirations, RSTREAM
-// ticks); the rows at t are released and every operator of the region is advanced past t, in
-// order; what the delays emit lands at t + δ, a later instant. When nothing is due before the
+// ticks) and of the rows the delays hold; the rows at t are released and every operator of the
+// region is advanced past t, in order; what the delays emit waits for t + δ, a later instant, in
+// the delay's queue (the region's own entry, as it were). When nothing is due before the
 // region's inputs' progress, the region jumps there at once. With hybrid = false the whole graph
 // below the sources is one region, which is the executor of the paper.
 //
@@ -29,6 +30,7 @@
 #include <vector>
 
 #include "executors/executor.h"
+#include "lifetime/expiration_set.h"
 #include "lifetime/ordered_runs.h"
 #include "rows/batch_rows.h"
 #include "rows/row_operator.h"
@@ -58,6 +60,48 @@ class DtsExecutor final : public Executor {
 
  private:
   struct Node;
+  // A delay's output for the operators of its region, waiting for its instant (paper 000 §3.2: a
+  // delay's output lies in the future, so the instant ends there). The region releases it when it
+  // runs that instant, before its entries, so no operator of a loop is handed a row of a later
+  // instant and keeps it itself. The rows come in time order (a delay's input is at the instant
+  // being run, and its shift is constant); one that does not goes to its place.
+  // It takes the rows as one more consumer of the delay, so that emitting costs nothing more.
+  class DelayedRows final : public RowOperator {
+   public:
+    explicit DelayedRows(const Schema& schema)
+        : schema_(std::make_shared<const Schema>(schema)), store_(RowLayout(schema)) {}
+    void Push(int, const Row& row, RowEmitter&) override;
+    Time head() const { return HasFrom(items_, head_) ? items_[head_].sync : Time::Infinity(); }
+    // f(row) for the rows below `next`, in time order; a row added meanwhile (a loop without
+    // state between the delay and itself) waits for its own instant.
+    template <typename F>
+    void Release(Time next, F&& f);
+    // f(row) for every row held now, whatever its time (rows added meanwhile stay).
+    template <typename F>
+    void Drain(F&& f);
+    void Snapshot(SnapshotWriter& w) const override;
+    void Restore(SnapshotReader& r) override;
+
+   private:
+    struct Item {
+      uint32_t slot;
+      Time sync;
+    };
+    // f(the item's row), and its slot let go of (a row's values stay where they are while others
+    // are added).
+    template <typename F>
+    void Hand(Item it, F& f) {
+      Row row;
+      row.values = store_.Get(it.slot);
+      row.sync = it.sync;
+      f(row);
+      store_.Remove(it.slot);
+    }
+    std::shared_ptr<const Schema> schema_;
+    RowStore store_;
+    std::vector<Item> items_;  // waiting from head_ on
+    size_t head_ = 0;
+  };
   // Loops deliver a row or two per instant, so the routing is resolved once, when the graph is
   // scheduled: the consumer's node, and the entry queue the edge feeds (or -1 when it stays inside
   // a region or outside all).
@@ -93,6 +137,10 @@ class DtsExecutor final : public Executor {
     std::vector<Target> targets_;
     std::vector<Node*> exits_;  // the nodes whose exit the rows reach (this one, bypassed ones)
     const Target* lone_ = nullptr;  // targets_[0] when it is the only place rows go
+    // A delay's: the consumers in the region that take its rows at their instant (the rows wait
+    // in Node::delayed, one of targets_, meanwhile). Query outputs are not among them: they take
+    // a future row as it is.
+    std::vector<Target> held_targets_;
     [[gnu::noinline]] void EmitAll(const Row& row);  // (out of line: Emit keeps no frame)
   };
   class NodeEmitter final : public Emitter {
@@ -126,6 +174,7 @@ class DtsExecutor final : public Executor {
     std::vector<Consumer> inner;
     std::vector<Consumer> outer;
     std::unique_ptr<RowBatchBuilder> exit;
+    std::unique_ptr<DelayedRows> delayed;  // a delay in a region with consumers there (kept across schedules)
     // The constant duration the plan gives its output's lifetimes, if any.
     std::optional<Duration> duration;
     Time progress = Time::MinusInfinity();
@@ -148,6 +197,7 @@ class DtsExecutor final : public Executor {
     std::vector<Node*> closers;
     std::vector<Node*> exits;     // the members with consumers outside
     std::vector<Node*> gathering;  // the members whose row form gathers (RowOperator::gathers)
+    std::vector<Node*> delays;     // the members whose rows wait for their instant (Node::delayed)
     std::vector<size_t> entries;  // into entries_
     std::vector<int> producers;   // nodes outside the region that feed it
     Time progress = Time::MinusInfinity();
@@ -177,6 +227,8 @@ class DtsExecutor final : public Executor {
   void AdvanceRegion(Region& r, Time p);
   // Hands the consumer the entry's rows below `next`.
   void Release(Entry& e, Time next);
+  // Hands a delay's consumers in its region its rows below `next`.
+  void ReleaseDelayed(Node& d, Time next);
   std::string LoopName(const Region& r) const;
   Time InputProgress(int producer) const;
 
