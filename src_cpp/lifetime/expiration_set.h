@@ -24,6 +24,19 @@ inline bool HasFrom(const std::vector<T>& v, size_t head) {
   return v.data() + head != v.data() + v.size();
 }
 
+// Lets go of the entries of `v` before `head` once they are all gone, or once they are more than
+// half of it (past 4,096): a head-index queue stays O(1) a pop without growing for ever.
+template <typename T>
+inline void TrimFront(std::vector<T>& v, size_t& head) {
+  if (!HasFrom(v, head)) {
+    v.clear();
+    head = 0;
+  } else if (head > 4096 && head * 2 > v.size()) {
+    v.erase(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(head));
+    head = 0;
+  }
+}
+
 enum class ExpirationPolicy : uint8_t { kFifo, kLazy, kInsertionSort };
 
 template <typename Entry>  // Entry has a `Time end` member
@@ -248,7 +261,7 @@ class ExpirationLanes {
         else ++s;
       }
     }
-    for (size_t k = 0; k < max_lanes_; ++k) Trim(lanes_[k]);
+    for (size_t k = 0; k < max_lanes_; ++k) TrimFront(lanes_[k].items, lanes_[k].head);
   }
 
   size_t size() const {
@@ -291,15 +304,6 @@ class ExpirationLanes {
     size_t head = 0;
   };
   static bool Due(const Lane& l, Time t) { return HasFrom(l.items, l.head) && l.items[l.head].end < t; }
-  static void Trim(Lane& l) {
-    if (!HasFrom(l.items, l.head)) {
-      l.items.clear();
-      l.head = 0;
-    } else if (l.head > 4096 && l.head * 2 > l.items.size()) {
-      l.items.erase(l.items.begin(), l.items.begin() + static_cast<std::ptrdiff_t>(l.head));
-      l.head = 0;
-    }
-  }
 
   Lane lanes_[kLanes];
   ExpirationSet<Entry> rest_;

@@ -163,15 +163,8 @@ void RelationTracker::Collect(Time progress, Changes& out) {
   }
   out.starts.Truncate(m);
   out.start_at.Truncate(m);
-  if (stop == held_.size()) {
-    held_.clear();
-    held_head_ = 0;
-  } else if (stop > 4096 && stop * 2 > held_.size()) {
-    held_.erase(held_.begin(), held_.begin() + static_cast<std::ptrdiff_t>(stop));
-    held_head_ = 0;
-  } else {
-    held_head_ = stop;
-  }
+  held_head_ = stop;
+  TrimFront(held_, held_head_);
   // The ends below the progress, merged from the lanes.
   // Room for every end held, so that the merge writes without checking for room.
   const size_t room = expiring_.size();

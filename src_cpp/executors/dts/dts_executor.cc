@@ -62,13 +62,7 @@ void DtsExecutor::DelayedRows::Release(Time next, F&& f) {
   while (HasFrom(items_, head_) && items_[head_].sync < next) {
     Hand(items_[head_++], f);  // (by value: f may add rows, and items_ move)
   }
-  if (!HasFrom(items_, head_)) {
-    items_.clear();
-    head_ = 0;
-  } else if (head_ > 4096 && head_ * 2 > items_.size()) {
-    items_.erase(items_.begin(), items_.begin() + static_cast<std::ptrdiff_t>(head_));
-    head_ = 0;
-  }
+  TrimFront(items_, head_);
 }
 
 void DtsExecutor::DelayedRows::Snapshot(SnapshotWriter& w) const {
@@ -86,14 +80,15 @@ void DtsExecutor::DelayedRows::Restore(SnapshotReader& r) {
   CQ_SNAPSHOT_CHECK(ok, "a delay's waiting rows are inconsistent");
 }
 
+void DtsExecutor::NodeRowEmitter::EmitHeld(const Row& row) {
+  for (const Target& t : held_targets_) {
+    t.node->stale = true;
+    t.op->Push(t.port, row, *t.emitter);
+  }
+}
+
 void DtsExecutor::ReleaseDelayed(Node& d, Time next) {
-  NodeRowEmitter& e = *d.row_emitter;
-  d.delayed->Release(next, [&](const Row& row) {
-    for (const NodeRowEmitter::Target& t : e.held_targets_) {
-      t.node->stale = true;
-      t.op->Push(t.port, row, *t.emitter);
-    }
-  });
+  d.delayed->Release(next, [&](const Row& row) { d.row_emitter->EmitHeld(row); });
 }
 
 void DtsExecutor::NodeRowEmitter::EmitEnd(HolderId id, Time end) {
@@ -332,12 +327,7 @@ void DtsExecutor::Schedule(const std::set<int>& fresh) {
   // keeps a row of a later instant until then): a query registered now takes what comes from now
   // on, as it does outside loops and in every region alike.
   for (auto& [id, n] : nodes_)
-    if (n.delayed) {
-      const auto& targets = n.row_emitter->held_targets_;
-      n.delayed->Drain([&](const Row& row) {
-        for (const NodeRowEmitter::Target& t : targets) t.op->Push(t.port, row, *t.emitter);
-      });
-    }
+    if (n.delayed) n.delayed->Drain([&](const Row& row) { n.row_emitter->EmitHeld(row); });
 
   // Nothing below can fail: commit. Regions keep their place in time and their queued rows.
   std::map<int, int> region_of;

@@ -142,6 +142,8 @@ class DtsExecutor final : public Executor {
     // a future row as it is.
     std::vector<Target> held_targets_;
     [[gnu::noinline]] void EmitAll(const Row& row);  // (out of line: Emit keeps no frame)
+    // A delay's row that waited, to its held targets.
+    void EmitHeld(const Row& row);
   };
   class NodeEmitter final : public Emitter {
    public:
@@ -228,7 +230,7 @@ class DtsExecutor final : public Executor {
   // Hands the consumer the entry's rows below `next`.
   void Release(Entry& e, Time next);
   // Hands a delay's consumers in its region its rows below `next`.
-  void ReleaseDelayed(Node& d, Time next);
+  [[gnu::noinline]] void ReleaseDelayed(Node& d, Time next);  // (out of line: RunRegion stays small)
   std::string LoopName(const Region& r) const;
   Time InputProgress(int producer) const;
 
