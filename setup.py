@@ -3,9 +3,16 @@
 `pip install .` and `pip install -e .` both come through here: setuptools asks for the extension
 `cq_core._core`, and CMakeBuild configures and builds the CMake project at the repository root into
 the directory setuptools expects (the package directory itself for editable installs).
+
+Release builds with GCC are profile-guided (as CPython's --enable-optimizations): an instrumented
+core is built first, cmake/pgo_training.py runs a mix of cq's workloads on it, and the same tree is
+rebuilt with the counts it wrote. This doubles the build (about four minutes on two cores) for a
+core that runs recursive queries about 15 % faster; CQ_PGO=0 builds once, without. If the training
+run fails the build goes on without a profile and says so.
 """
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -27,7 +34,7 @@ class CMakeBuild(build_ext):
 
         out_dir = Path(self.get_ext_fullpath(ext.name)).parent.resolve()
         build_type = os.environ.get("CQ_BUILD_TYPE", "Release")
-        build_temp = Path(self.build_temp) / ext.name
+        build_temp = (Path(self.build_temp) / ext.name).resolve()  # CMake reads paths from its build dir
         build_temp.mkdir(parents=True, exist_ok=True)
         cfg = [
             f"-DCMAKE_LIBRARY_OUTPUT_DIRECTORY={out_dir}{os.sep}",
@@ -45,8 +52,52 @@ class CMakeBuild(build_ext):
         except ImportError:
             pass
         jobs = os.environ.get("CMAKE_BUILD_PARALLEL_LEVEL", str(os.cpu_count() or 2))
-        subprocess.run(["cmake", "-S", str(ROOT), "-B", str(build_temp), *cfg], check=True)
-        subprocess.run(["cmake", "--build", str(build_temp), "--parallel", jobs], check=True)
+
+        def build(*options: str) -> None:
+            subprocess.run(["cmake", "-S", str(ROOT), "-B", str(build_temp), *cfg, *options], check=True)
+            subprocess.run(["cmake", "--build", str(build_temp), "--parallel", jobs], check=True)
+
+        pgo = os.environ.get("CQ_PGO", "1" if build_type == "Release" else "0") not in ("0", "", "off", "OFF")
+        if pgo:
+            trained = build_temp / "pgo-train"
+            build("-DCQ_PGO=GENERATE", f"-DCMAKE_LIBRARY_OUTPUT_DIRECTORY={trained / 'cq_core'}{os.sep}")
+            if _cache_value(build_temp, "CQ_PGO") == "GENERATE" and self._train(build_temp, trained):
+                build("-DCQ_PGO=USE")
+                return
+        build("-DCQ_PGO=OFF")
+
+    @staticmethod
+    def _train(build_temp: Path, trained: Path) -> bool:
+        """Runs the training mix on the instrumented core in `trained`; False if it failed."""
+        for stale in build_temp.rglob("*.gcda"):  # counts of an earlier build of this tree
+            stale.unlink()
+        try:
+            for name in ("__init__.py", "_core.pyi"):
+                shutil.copy2(ROOT / "cq_core" / name, trained / "cq_core" / name)
+            # pip's isolated build environment reaches its packages through PYTHONPATH: keep it.
+            path = [str(trained), str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
+            env = dict(os.environ, PYTHONPATH=os.pathsep.join(path))
+            run = subprocess.run([sys.executable, str(ROOT / "cmake" / "pgo_training.py")], env=env,
+                                 cwd=str(trained), capture_output=True, text=True)
+            failure = (f"{run.stdout}{run.stderr}" if run.returncode != 0
+                       else "" if any(build_temp.rglob("*.gcda")) else "it wrote no counts")
+        except OSError as e:
+            failure = str(e)
+        if failure:
+            print("cq: the profile-guided build's training run failed; building without a profile "
+                  f"(CQ_PGO=0 skips it):\n{failure}", file=sys.stderr)
+        else:
+            print(f"cq: {run.stderr.strip()}", file=sys.stderr)
+        return not failure
+
+
+def _cache_value(build_dir: Path, name: str) -> str | None:
+    """A variable of CMake's cache (the PGO stage CMake settled on: OFF for compilers without
+    GCC's profile format)."""
+    for line in (build_dir / "CMakeCache.txt").read_text().splitlines():
+        if line.startswith(name + ":"):
+            return line.split("=", 1)[1]
+    return None
 
 
 setup(ext_modules=[CMakeExtension("cq_core._core")], cmdclass={"build_ext": CMakeBuild})

@@ -155,6 +155,10 @@ PYBIND11_MODULE(_core, m) {
 
   m.def("operator_names", [] { return cq::OperatorRegistry::Global().names(); });
 
+  // The profile-guided build's stage this core was compiled at (setup.py): USE when profile-guided,
+  // OFF without, GENERATE for the instrumented core of the training run. Benchmarks report it.
+  m.attr("pgo") = CQ_PGO_STAGE;
+
   m.def("kernel_signatures", [] {
     py::list out;
     for (const auto& k : cq::KernelRegistry::Global().kernels()) {

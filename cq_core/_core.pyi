@@ -38,5 +38,8 @@ def kernel_signatures() -> list[tuple[str, list[str], str, str, int]]:
     kernel has repeat > 0: its first `repeat` argument types recur one or more times, the rest
     follow once (case_when: [bool, T, T] with repeat 2 is (bool, T)+ T)."""
 
+# The stage of the profile-guided build this core was compiled at: 'USE', 'OFF' or 'GENERATE'.
+pgo: str
+
 def operator_names() -> list[str]:
     """Names of the operators the core can build from a plan."""

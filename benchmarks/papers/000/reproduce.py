@@ -33,6 +33,7 @@ import numpy as np
 import pyarrow as pa
 
 import cq_py
+from cq_core import _core
 
 HERE = Path(__file__).resolve().parent
 EXAMPLES = HERE.parents[2] / "examples" / "recursive_avg"
@@ -119,7 +120,8 @@ def main() -> None:
     rows = 2_000_000 if args.full else args.rows
 
     results: dict[tuple, float] = {}
-    print(f"paper 000 reproduction: {rows:,} input tuples, batches of {args.batch:,}")
+    print(f"paper 000 reproduction: {rows:,} input tuples, batches of {args.batch:,}; "
+          f"core {'profile-guided' if _core.pgo == 'USE' else 'built without a profile'}")
     print(f"{'pattern':8} {'small':>5}  {'query':14} {'executor':22} {'seconds':>8}  {'M tuples/s':>10}")
     for pattern, per_ts in PATTERNS.items():
         table = data(rows, per_ts)
