@@ -29,7 +29,7 @@ set(CMAKE_VISIBILITY_INLINES_HIDDEN ON)
 # instrumented core that the training run (cmake/pgo_training.py) writes branch counts from, next to
 # the object files; USE rebuilds the same tree with them. The loop executor's row path is branchy
 # code behind virtual calls, whose layout and inlining GCC gets right only with counts: the same
-# sources run paper 000's recursive query about 15 % faster. Partial training keeps what the run
+# sources run paper 000's recursive query 11–15 % faster. Partial training keeps what the run
 # never reached optimized as without a profile. GCC's profile format only; other compilers build
 # without.
 set(CQ_PGO "OFF" CACHE STRING "Profile-guided optimization stage: OFF, GENERATE or USE")

@@ -133,10 +133,7 @@ struct Natives {
     static Value Apply(Value a, Value b) { return Value::Bool(Op()(a.d, b.d)); }
   };
 
-  enum class Read : uint8_t { kColumn, kLiteral, kCall };
-  static Read ReadOf(const E& a) {
-    return a.kind_ == E::Kind::kColumn ? Read::kColumn : a.kind_ == E::Kind::kLiteral ? Read::kLiteral : Read::kCall;
-  }
+  using Read = E::Kind;  // how an argument is read: its kind
   // An argument that is not a string, read as bound (nothing to own or release).
   template <Read K>
   static Value ReadNumber(const E& a, const Value* row) {
@@ -316,7 +313,7 @@ std::unique_ptr<RowExpression> RowExpression::From(const Expression& e) {
   for (size_t i = 0; i < e.arg_count(); ++i) {
     r->args_.push_back(From(e.arg(i)));
     types.push_back(r->args_.back()->type_);
-    reads.push_back(Natives::ReadOf(*r->args_.back()));
+    reads.push_back(r->args_.back()->kind_);
   }
   r->eval_ = Natives::Find(r->kernel_->name, types, reads);
   if (!r->eval_) r->eval_ = EvalKernel;
