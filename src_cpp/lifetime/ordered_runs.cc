@@ -4,6 +4,7 @@
 #include <cstring>
 #include <functional>
 #include <optional>
+#include <tuple>
 
 #include "batch/few_on_stack.h"
 
@@ -153,7 +154,7 @@ void OrderedRuns::Merge(const std::vector<Run*>& runs, Time next) {
   rows.clear();
   // Each run's rows below `next`: [offset, stop), found by bisection (a run is in time order).
   bool ticks = true;  // no row has an ε-step: rows compare by their ticks
-  int64_t stop[4];
+  FewOnStack<int64_t, 4> stop(runs.size());
   size_t total = 0;
   for (size_t i = 0; i < runs.size(); ++i) {
     const Batch& b = runs[i]->batch;
@@ -164,56 +165,70 @@ void OrderedRuns::Merge(const std::vector<Run*>& runs, Time next) {
       if (b.StartAt(mid) < next) lo = mid + 1;
       else hi = mid;
     }
-    if (i < 4) stop[i] = lo;
+    stop[i] = lo;
     total += static_cast<size_t>(lo - runs[i]->offset);
-  }
-  if (runs.size() > 4) {
-    // Many runs (the heartbeat executor hands over one timestamp per batch): each run's rows in
-    // arrival order of the runs, then a stable sort by time, so ties keep arrival order.
-    std::vector<std::pair<Time, BatchRow>> keyed;
-    keyed.reserve(total);
-    for (size_t i = 0; i < runs.size(); ++i) {
-      Run& r = *runs[i];
-      for (; r.offset < r.batch.length && r.batch.StartAt(r.offset) < next; ++r.offset)
-        keyed.push_back({r.batch.StartAt(r.offset), {static_cast<uint32_t>(i), static_cast<uint32_t>(r.offset)}});
-    }
-    std::stable_sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-    for (const auto& k : keyed) {
-      which.push_back(k.second.batch);
-      rows.push_back(k.second.row);
-    }
-    return;
   }
   uint32_t* w = which.Append(total);
   uint32_t* r = rows.Append(total);
-  if (runs.size() == 2) {
-    // The union of two inputs, the commonest case: a two-way merge without a branch on the data
-    // (which input comes next is as good as random), on ticks alone when no row has an ε-step.
-    auto merge2 = [&](auto second_first) {
-      int64_t i = runs[0]->offset, j = runs[1]->offset;
-      const int64_t ni = stop[0], nj = stop[1];
-      size_t k = 0;
-      while (i < ni && j < nj) {
-        const bool second = second_first(i, j);
-        w[k] = second;
-        r[k] = static_cast<uint32_t>(second ? j : i);
-        j += second;
-        i += !second;
-        ++k;
-      }
-      for (; i < ni; ++i, ++k) w[k] = 0, r[k] = static_cast<uint32_t>(i);
-      for (; j < nj; ++j, ++k) w[k] = 1, r[k] = static_cast<uint32_t>(j);
-      runs[0]->offset = ni;
-      runs[1]->offset = nj;
-    };
-    const Batch& x = runs[0]->batch;
-    const Batch& y = runs[1]->batch;
-    if (ticks) {
-      const int64_t* a = x.sync.tick_data();
-      const int64_t* b = y.sync.tick_data();
-      merge2([&](int64_t i, int64_t j) { return b[j] < a[i]; });
+  // Runs that follow one another in time (each run's first row not before the previous one's last)
+  // make a chain, sorted by (time, arrival) as the output is: the chunks of one input, or the rows a
+  // release left at its bound and the next push of the same input. When the runs form at most two
+  // chains, as a union of two inputs does however they were pushed, they are merged two-way, run
+  // pair by run pair, and equal times between the pair go in arrival order.
+  FewOnStack<uint32_t, 4> chain0(runs.size()), chain1(runs.size());
+  size_t n0 = 0, n1 = 0;
+  bool two = true;
+  Time last0, last1;
+  for (size_t i = 0; i < runs.size() && two; ++i) {
+    if (runs[i]->offset == stop[i]) continue;
+    const Batch& b = runs[i]->batch;
+    const Time first = b.StartAt(runs[i]->offset), last = b.StartAt(stop[i] - 1);
+    if (n0 == 0 || last0 <= first) {
+      chain0[n0++] = static_cast<uint32_t>(i);
+      last0 = last;
+    } else if (n1 == 0 || last1 <= first) {
+      chain1[n1++] = static_cast<uint32_t>(i);
+      last1 = last;
     } else {
-      merge2([&](int64_t i, int64_t j) { return y.StartAt(j) < x.StartAt(i); });
+      two = false;
+    }
+  }
+  if (two) {
+    MergeChains(runs, stop.data(), chain0.data(), n0, chain1.data(), n1, ticks, w, r);
+    return;
+  }
+  if (runs.size() > 4) {
+    // Many runs: the heartbeat executor hands over one timestamp per batch, and a union gets an
+    // input pushed in several chunks. A k-way merge over a min-heap of the runs' heads by (time,
+    // arrival), where each pop hands out the whole stretch of its run that comes before every
+    // other head: runs that do not interleave go out a stretch at a time, not row by row.
+    std::vector<std::pair<Time, uint32_t>>& heads = heads_;
+    heads.clear();
+    for (size_t i = 0; i < runs.size(); ++i)
+      if (runs[i]->offset < stop[i]) heads.push_back({runs[i]->batch.StartAt(runs[i]->offset), static_cast<uint32_t>(i)});
+    std::make_heap(heads.begin(), heads.end(), std::greater<>());
+    size_t k = 0;
+    while (!heads.empty()) {
+      std::pop_heap(heads.begin(), heads.end(), std::greater<>());
+      const uint32_t i = heads.back().second;
+      heads.pop_back();
+      const Batch& b = runs[i]->batch;
+      int64_t o = runs[i]->offset;
+      const int64_t e = stop[i];
+      if (heads.empty()) {
+        for (; o < e; ++o, ++k) w[k] = i, r[k] = static_cast<uint32_t>(o);
+      } else {
+        const std::pair<Time, uint32_t> bound = heads.front();
+        do {
+          w[k] = i;
+          r[k++] = static_cast<uint32_t>(o++);
+        } while (o < e && std::pair<Time, uint32_t>{b.StartAt(o), i} < bound);
+        if (o < e) {
+          heads.push_back({b.StartAt(o), i});
+          std::push_heap(heads.begin(), heads.end(), std::greater<>());
+        }
+      }
+      runs[i]->offset = o;
     }
     return;
   }
@@ -249,6 +264,53 @@ void OrderedRuns::Merge(const std::vector<Run*>& runs, Time next) {
     --live;
   }
   for (size_t i = 0; i < runs.size(); ++i) runs[i]->offset = stop[i];
+}
+
+void OrderedRuns::MergeChains(const std::vector<Run*>& runs, const int64_t* stop, const uint32_t* chain0, size_t n0,
+                              const uint32_t* chain1, size_t n1, bool ticks, uint32_t* w, uint32_t* r) {
+  size_t k = 0, a = 0, c = 0;  // a, c: the current run of each chain
+  while (a < n0 && c < n1) {
+    const uint32_t ra = chain0[a], rc = chain1[c];
+    const Batch& x = runs[ra]->batch;
+    const Batch& y = runs[rc]->batch;
+    int64_t i = runs[ra]->offset, j = runs[rc]->offset;
+    const int64_t ni = stop[ra], nj = stop[rc];
+    // Equal times go in arrival order: y's row first only if y's run came first.
+    const bool tie = rc < ra;
+    // Without a branch on the data: which chain comes next is as good as random.
+    auto merge = [&](auto y_first) {
+      while (i < ni && j < nj) {
+        const bool second = y_first(i, j);
+        w[k] = second ? rc : ra;
+        r[k] = static_cast<uint32_t>(second ? j : i);
+        j += second;
+        i += !second;
+        ++k;
+      }
+    };
+    if (ticks) {  // no ε-step anywhere: rows compare by their ticks
+      const int64_t* xt = x.sync.tick_data();
+      const int64_t* yt = y.sync.tick_data();
+      merge([&](int64_t i, int64_t j) { return (yt[j] < xt[i]) | (tie & (yt[j] == xt[i])); });
+    } else {
+      merge([&](int64_t i, int64_t j) {
+        const Time s = y.StartAt(j), t = x.StartAt(i);
+        return s < t || (tie && s == t);
+      });
+    }
+    runs[ra]->offset = i;
+    runs[rc]->offset = j;
+    a += i == ni;
+    c += j == nj;
+  }
+  // What is left of either chain follows in order.
+  for (const auto& [chain, n, from] : {std::tuple{chain0, n0, a}, std::tuple{chain1, n1, c}}) {
+    for (size_t q = from; q < n; ++q) {
+      Run& run = *runs[chain[q]];
+      for (int64_t i = run.offset; i < stop[chain[q]]; ++i, ++k) w[k] = chain[q], r[k] = static_cast<uint32_t>(i);
+      run.offset = stop[chain[q]];
+    }
+  }
 }
 
 Batch OrderedRuns::Gather(const std::vector<Run*>& runs, const uint32_t* which, const uint32_t* rows, int64_t n) const {

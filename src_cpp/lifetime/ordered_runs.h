@@ -53,6 +53,10 @@ class OrderedRuns {
   // Fills which_/rows_ with the rows of `runs` below `next` in time order (ties: the earlier run
   // first), moving each run's offset past them.
   void Merge(const std::vector<Run*>& runs, Time next);
+  // Merge's two-way case: runs `chain0` and `chain1` (indices into `runs`, each chain's runs in
+  // arrival order and one after another in time), rows up to `stop`, into w (run) and r (row).
+  static void MergeChains(const std::vector<Run*>& runs, const int64_t* stop, const uint32_t* chain0, size_t n0,
+                          const uint32_t* chain1, size_t n1, bool ticks, uint32_t* w, uint32_t* r);
   // Rows `rows[k]` of runs `which[k]` as one compact batch.
   Batch Gather(const std::vector<Run*>& runs, const uint32_t* which, const uint32_t* rows, int64_t n) const;
 
@@ -85,6 +89,7 @@ class OrderedRuns {
   std::vector<Run*> picked_;
   std::vector<int64_t> first_;
   ScratchList<uint32_t> which_, rows_;
+  std::vector<std::pair<Time, uint32_t>> heads_;  // Merge's heap when many runs meet
 };
 
 template <typename F>
