@@ -523,7 +523,7 @@ void DtsExecutor::Release(Entry& e, Time next) {
   });
 }
 
-void DtsExecutor::AdvanceRegion(Region& r, Time p) {
+Time DtsExecutor::AdvanceRegion(Region& r, Time p) {
   r.progress = p;
   if (p.IsInfinite()) {
     // Close: every member that keeps something, in the region's order (producers first).
@@ -533,18 +533,26 @@ void DtsExecutor::AdvanceRegion(Region& r, Time p) {
         m->stale = true;
         m->rows->AdvanceTo(p, *m->row_emitter);
       }
-    return;
+    return Time::Infinity();
   }
   // Members that keep nothing have nothing to release: only the others are told, and of those
-  // that only release what is due, only the ones given something or with something due.
+  // that only release what is due, only the ones given something or with something due. What a
+  // member emits reaches only members after it in the region's order within an instant (a loop
+  // goes round through a delay, which holds its rows for a later instant), so once a member has
+  // had its turn its next firing is final: it is asked here, not in another pass over the members.
+  Time due = Time::Infinity();
   for (Node* m : r.stateful) {
     Node& n = *m;
-    if (!(p > n.progress)) continue;
-    n.progress = p;
-    if (n.when_due && !n.stale && !(n.next < p)) continue;  // (p is finite here)
-    n.stale = true;
-    n.rows->AdvanceTo(p, *n.row_emitter);
+    if (p > n.progress) {
+      n.progress = p;
+      if (!n.when_due || n.stale || n.next < p) {  // (p is finite here)
+        n.stale = true;
+        n.rows->AdvanceTo(p, *n.row_emitter);
+      }
+    }
+    due = std::min(due, NextFiring(r, n));
   }
+  return due;
 }
 
 std::string DtsExecutor::LoopName(const Region& r) const {
@@ -569,19 +577,16 @@ void DtsExecutor::RunRegion(Region& r) {
     for (Node* n : r.stateful) n->rows->Closing(r.last_tick);
     for (Node* n : r.closers) n->rows->Closing(r.last_tick);
   }
-  for (Node* n : r.stateful) n->stale = true;  // last_tick may have moved
+  Time due = Time::Infinity();  // the members' next firing
+  for (Node* n : r.stateful) {
+    n->stale = true;  // last_tick may have moved
+    due = std::min(due, NextFiring(r, *n));
+  }
   for (;;) {
     // The next instant: rows waiting at the entries, or an operator firing by itself.
-    Time t = Time::Infinity();
+    Time t = due;
     for (size_t e : r.entries) t = std::min(t, entries_[e].runs.head());
     for (Node* d : r.delays) t = std::min(t, d->delayed->head());
-    for (Node* n : r.stateful) {
-      if (n->stale) {
-        n->next = n->fires ? n->rows->next_firing(r.last_tick) : Time::Infinity();
-        n->stale = false;
-      }
-      t = std::min(t, n->next);
-    }
     if (!(t < bound)) break;
     CQ_CHECK(!(t < r.progress), "an operator of a loop fires at " + t.ToString() + ", below the loop's progress " +
                                     r.progress.ToString());
@@ -596,7 +601,7 @@ void DtsExecutor::RunRegion(Region& r) {
     for (Node* d : r.delays)
       if (d->delayed->head() < next) ReleaseDelayed(*d, next);
     for (size_t e : r.entries) Release(entries_[e], next);
-    AdvanceRegion(r, next);
+    due = AdvanceRegion(r, next);
     r.now = Time::MinusInfinity();
   }
   if (bound > r.progress) AdvanceRegion(r, bound);

@@ -226,7 +226,16 @@ class DtsExecutor final : public Executor {
   // loop without a delay.
   void Schedule(const std::set<int>& fresh);
   void RunRegion(Region& r);
-  void AdvanceRegion(Region& r, Time p);
+  // Tells the region's members that time reached `p`; returns their next firing after it.
+  Time AdvanceRegion(Region& r, Time p);
+  // n's next firing, asked again only when n is stale.
+  static Time NextFiring(const Region& r, Node& n) {
+    if (n.stale) {
+      n.next = n.fires ? n.rows->next_firing(r.last_tick) : Time::Infinity();
+      n.stale = false;
+    }
+    return n.next;
+  }
   // Hands the consumer the entry's rows below `next`.
   void Release(Entry& e, Time next);
   // Hands a delay's consumers in its region its rows below `next`.
