@@ -540,15 +540,19 @@ Time DtsExecutor::AdvanceRegion(Region& r, Time p) {
   // member emits reaches only members after it in the region's order within an instant (a loop
   // goes round through a delay, which holds its rows for a later instant), so once a member has
   // had its turn its next firing is final: it is asked here, not in another pass over the members.
+  // A member passed over keeps its progress until the region's end sets it: nothing reads it
+  // meanwhile, and a loop of many small queries passes over most of its members at each instant.
   Time due = Time::Infinity();
   for (Node* m : r.stateful) {
     Node& n = *m;
+    if (n.when_due && !n.stale && !(n.next < p)) {  // (p is finite here)
+      due = std::min(due, n.next);
+      continue;
+    }
     if (p > n.progress) {
       n.progress = p;
-      if (!n.when_due || n.stale || n.next < p) {  // (p is finite here)
-        n.stale = true;
-        n.rows->AdvanceTo(p, *n.row_emitter);
-      }
+      n.stale = true;
+      n.rows->AdvanceTo(p, *n.row_emitter);
     }
     due = std::min(due, NextFiring(r, n));
   }
