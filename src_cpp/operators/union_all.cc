@@ -41,7 +41,7 @@ class UnionAllRows final : public RowOperator {
       out.Emit(row);
       return;
     }
-    Keep(port, row);
+    Keep(port, row, out);
   }
 
   void PushEnd(int, HolderId id, Time end, RowEmitter& out) override {
@@ -63,6 +63,9 @@ class UnionAllRows final : public RowOperator {
   }
 
   bool advances_when_due() const override { return true; }
+  // Only a kept row changes when it fires next; a row it releases early (in Push) only makes a
+  // firing the executor asks about in vain.
+  bool wakes_itself() const override { return true; }
   Time next_firing(int64_t) const override {
     if (store_.size() == 0) return Time::Infinity();
     Time t = Time::Infinity();
@@ -103,7 +106,8 @@ class UnionAllRows final : public RowOperator {
 
  private:
   // A row of a later instant waits for it.
-  [[gnu::noinline]] void Keep(int port, const Row& row) {
+  [[gnu::noinline]] void Keep(int port, const Row& row, RowEmitter& out) {
+    out.Wake();  // its next firing may be this row's instant
     Port& p = ports_[static_cast<size_t>(port)];
     const uint64_t abs = p.base + p.items.size();
     p.items.push_back({store_.Add(row.values), row.sync, row.other, row.holder, arrivals_++});

@@ -24,9 +24,16 @@ class RowEmitter {
   // soon as it comes (a union need not hold it). Time::MinusInfinity() between instants.
   Time now() const { return now_ ? *now_ : Time::MinusInfinity(); }
   void set_now(const Time* now) { now_ = now; }
+  // An operator that wakes itself (RowOperator::wakes_itself) calls this when what it was given
+  // changes its next firing.
+  void Wake() {
+    if (wake_) *wake_ = true;
+  }
+  void set_wake(bool* wake) { wake_ = wake; }
 
  private:
   const Time* now_ = nullptr;
+  bool* wake_ = nullptr;
 };
 
 class RowOperator {
@@ -53,6 +60,10 @@ class RowOperator {
   // False when next_firing() is always Time::Infinity() (an operator that acts only when given
   // something, or at close): the executor does not ask.
   virtual bool fires() const { return true; }
+  // True (with advances_when_due) when a row or end given to it changes its next firing only
+  // where it says so through RowEmitter::Wake: the executor then does not visit it for every row
+  // it passes on (a union in a loop passes the running instant's rows straight through).
+  virtual bool wakes_itself() const { return false; }
 
   // Engine snapshots of what the row form keeps (the batch form's state is written beside it).
   virtual void Snapshot(SnapshotWriter& w) const {}

@@ -14,6 +14,7 @@
 #include "engine/snapshot.h"
 #include "kernels/expression.h"
 #include "kernels/registry.h"
+#include "operators/union_all.h"
 #include "plan/json.h"
 #include "rows/batch_rows.h"
 #include "rows/row.h"
@@ -1140,6 +1141,47 @@ CQ_TEST(trackers_snapshot_and_restore_mid_stream) {
                                   {T(6), {}, {2}},
                                   {T(7), {}, {1}}}));
   CQ_EXPECT_EQ(alive.back(), (std::vector<int64_t>{4}));
+}
+
+}  // namespace
+}  // namespace cq::test
+
+namespace cq::test {
+namespace {
+
+// A union in a loop wakes itself: a row of the running instant goes straight on and leaves it as
+// it was (the executor need not visit it), a row of a later instant is kept and wakes it, with
+// that instant as its next firing.
+CQ_TEST(a_loop_union_wakes_itself_only_for_a_row_it_keeps) {
+  UnionAll u({{"v", TypeId::kInt64}}, BatchKind::kLifetime, 2);
+  std::unique_ptr<RowOperator> rows = u.ToRows();
+  CQ_ASSERT(rows != nullptr);
+  CQ_EXPECT(rows->advances_when_due() && rows->wakes_itself());
+  struct Out final : RowEmitter {
+    std::vector<int64_t> ticks;
+    void Emit(const Row& r) override { ticks.push_back(r.sync.tick); }
+    void EmitEnd(HolderId, Time) override {}
+  } out;
+  bool woken = false;
+  out.set_wake(&woken);
+  const Time now{5, 0};
+  out.set_now(&now);
+  const Value v[1] = {Value::Int(7)};
+  Row r;
+  r.values = v;
+  r.sync = now;
+  r.other = Time{5, 1};
+  rows->Push(0, r, out);
+  CQ_EXPECT(!woken);
+  CQ_EXPECT(out.ticks == std::vector<int64_t>{5});
+  r.sync = Time{6, 0};
+  r.other = Time{6, 1};
+  rows->Push(1, r, out);
+  CQ_EXPECT(woken);
+  CQ_EXPECT(out.ticks == std::vector<int64_t>{5});
+  CQ_EXPECT(rows->next_firing(0) == (Time{6, 0}));
+  rows->AdvanceTo(Time{6, 1}, out);
+  CQ_EXPECT((out.ticks == std::vector<int64_t>{5, 6}));
 }
 
 }  // namespace

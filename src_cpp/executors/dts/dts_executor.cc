@@ -23,7 +23,7 @@ void DtsExecutor::NodeEmitter::EmitEnds(EndBatch ends) {
 
 void DtsExecutor::NodeRowEmitter::Emit(const Row& row) {
   if (lone_) {  // one consumer, no exit (most links of a loop): a tail call, no frame
-    lone_->node->stale = true;
+    *lone_->stale = true;
     return lone_->op->Push(lone_->port, row, *lone_->emitter);
   }
   EmitAll(row);
@@ -32,7 +32,7 @@ void DtsExecutor::NodeRowEmitter::Emit(const Row& row) {
 void DtsExecutor::NodeRowEmitter::EmitAll(const Row& row) {
   for (Node* x : exits_) x->exit->Append(row);
   for (const Target& t : targets_) {
-    t.node->stale = true;
+    *t.stale = true;
     t.op->Push(t.port, row, *t.emitter);
   }
 }
@@ -82,7 +82,7 @@ void DtsExecutor::DelayedRows::Restore(SnapshotReader& r) {
 
 void DtsExecutor::NodeRowEmitter::EmitHeld(const Row& row) {
   for (const Target& t : held_targets_) {
-    t.node->stale = true;
+    *t.stale = true;
     t.op->Push(t.port, row, *t.emitter);
   }
 }
@@ -104,7 +104,7 @@ void DtsExecutor::NodeRowEmitter::EmitEnd(HolderId id, Time end) {
     for (const Consumer& c : x->outer) ex_->DeliverEnds(c, e);
   }
   for (const Target& t : targets_) {
-    t.node->stale = true;
+    *t.stale = true;
     t.op->PushEnd(t.port, id, end, *t.emitter);
   }
 }
@@ -113,7 +113,7 @@ void DtsExecutor::ResolveRowTargets(Node& n, NodeRowEmitter& e) {
   if (n.exit) e.exits_.push_back(&n);
   for (const Consumer& c : n.inner) {
     if (c.bypass) ResolveRowTargets(*c.target, e);
-    else e.targets_.push_back({c.target, c.target->rows.get(), c.port, c.target->row_emitter.get()});
+    else e.targets_.push_back({c.target, c.target->rows.get(), c.port, c.target->row_emitter.get(), StaleFlag(*c.target)});
   }
 }
 
@@ -400,6 +400,8 @@ void DtsExecutor::MakeRowForms(const std::set<int>& fresh) {
         n.row_emitter = std::make_unique<NodeRowEmitter>(this, m);
         n.when_due = n.rows->advances_when_due();
         n.fires = n.rows->fires();
+        n.wakes_itself = n.when_due && n.rows->wakes_itself();
+        n.row_emitter->set_wake(&n.stale);
       }
       n.row_emitter->set_now(&r.now);
       n.stale = true;
@@ -440,7 +442,7 @@ void DtsExecutor::MakeRowForms(const std::set<int>& fresh) {
       e.targets_.erase(out, e.targets_.end());
       if (!e.held_targets_.empty()) {
         if (!n.delayed) n.delayed = std::make_unique<DelayedRows>(n.op->output_schema());
-        e.targets_.push_back({&n, n.delayed.get(), 0, &e});
+        e.targets_.push_back({&n, n.delayed.get(), 0, &e, &n.stale});
       }
     }
     if (n.delayed && n.region >= 0) regions_[n.region].delays.push_back(&n);  // (what it holds goes out, if to no one)
@@ -517,7 +519,7 @@ void DtsExecutor::AdvanceTo(const std::map<int, Time>& source_progress) {
 
 void DtsExecutor::Release(Entry& e, Time next) {
   Node& n = *e.target;
-  n.stale = true;
+  *StaleFlag(n) = true;
   e.runs.ReleaseEach(next, [&](const Batch& b, int64_t k) {
     WithRow(b, k, [&](const Row& row) { n.rows->Push(e.port, row, *n.row_emitter); });
   });

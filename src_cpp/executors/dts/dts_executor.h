@@ -131,6 +131,7 @@ class DtsExecutor final : public Executor {
       RowOperator* op;
       int port;
       RowEmitter* emitter;
+      bool* stale;  // the node's stale flag, or nowhere for a node that wakes itself
     };
     DtsExecutor* ex_;
     Node* self_;
@@ -169,6 +170,7 @@ class DtsExecutor final : public Executor {
     bool adapted = false;
     bool when_due = false;  // rows->advances_when_due()
     bool fires = true;      // rows->fires()
+    bool wakes_itself = false;  // rows->wakes_itself() (and advances when due)
     // Its next firing time as last asked, stale once it has been given something or advanced.
     Time next = Time::MinusInfinity();
     bool stale = true;
@@ -226,6 +228,10 @@ class DtsExecutor final : public Executor {
   // loop without a delay.
   void Schedule(const std::set<int>& fresh);
   void RunRegion(Region& r);
+  // Where giving `n` a row or an end marks it for a visit: its stale flag, or, for a node that
+  // wakes itself, a flag no one reads.
+  bool* StaleFlag(Node& n) { return n.wakes_itself ? &unread_stale_ : &n.stale; }
+  bool unread_stale_ = false;
   // Tells the region's members that time reached `p`; returns their next firing after it.
   Time AdvanceRegion(Region& r, Time p);
   // n's next firing, asked again only when n is stale.
