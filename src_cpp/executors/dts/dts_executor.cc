@@ -136,7 +136,7 @@ void DtsExecutor::DeliverEnds(const Consumer& c, const EndBatch& ends) {
     EndBatch rest = entries_[c.entry].runs.AddEnds(ends);
     if (rest.length == 0) return;
     if (n.rows) {
-      n.stale = true;
+      *StaleFlag(n) = true;
       for (int64_t k = 0; k < rest.length; ++k) n.rows->PushEnd(c.port, rest.ids()[k], rest.ends.At(k), *n.row_emitter);
     } else {
       n.op->PushEnds(c.port, rest, *n.emitter);
