@@ -112,7 +112,7 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=65_536)
     ap.add_argument("--small", type=int, nargs="*", default=list(SMALL), help="small-query counts")
     ap.add_argument("--repeat", type=int, default=1,
-                    help="runs per configuration, the fastest reported (shared machines vary by 1.5x)")
+                    help="runs per configuration, taken in turns, the fastest reported (shared machines vary by 1.5x)")
     ap.add_argument("--max-runs", type=int, nargs="*", default=list(MAX_RUNS),
                     help="HB's max_run values (default 10 20 100 1000; none: DTS only, e.g. for --repeat 3 at --full)")
     ap.add_argument("--no-plot", action="store_true")
@@ -134,14 +134,25 @@ def main() -> None:
                        ("non-recursive", "DTS (hybrid)", open_script(n), {"input": table, **dummies}, {})]
             configs += [("non-recursive", f"HB max_run={m}", open_script(n), {"input": table, **dummies},
                          {"executor": "heartbeat", "max_run": m}) for m in args.max_runs]
-            for query, executor, cql, inputs, options in configs:
-                try:
-                    seconds = min(run(cql, inputs, args.batch, **options)[0]
-                                  for _ in range(max(args.repeat, 1)))
-                except (NotImplementedError, cq_py.CQError) as e:
-                    print(f"{pattern:8} {n:5}  {query:14} {executor:22}   n/a ({e})")
+            # Repeats go round the configurations (ABCD ABCD ..., not AA.. BB..), so that a slow
+            # phase of a shared machine falls on every configuration alike, not on one side of a ratio.
+            best: dict[int, float] = {}
+            failed: dict[int, Exception] = {}
+            for _ in range(max(args.repeat, 1)):
+                for i, (query, executor, cql, inputs, options) in enumerate(configs):
+                    if i in failed:
+                        continue
+                    try:
+                        seconds = run(cql, inputs, args.batch, **options)[0]
+                    except (NotImplementedError, cq_py.CQError) as e:
+                        failed[i] = e
+                        continue
+                    best[i] = min(best.get(i, seconds), seconds)
+            for i, (query, executor, *_) in enumerate(configs):
+                if i in failed:
+                    print(f"{pattern:8} {n:5}  {query:14} {executor:22}   n/a ({failed[i]})")
                     continue
-                results[(pattern, n, query, executor)] = seconds
+                results[(pattern, n, query, executor)] = seconds = best[i]
                 print(f"{pattern:8} {n:5}  {query:14} {executor:22} {seconds:8.2f}  {rows / seconds / 1e6:10.2f}",
                       flush=True)
     summarize(results, args.small)
