@@ -1143,12 +1143,6 @@ CQ_TEST(trackers_snapshot_and_restore_mid_stream) {
   CQ_EXPECT_EQ(alive.back(), (std::vector<int64_t>{4}));
 }
 
-}  // namespace
-}  // namespace cq::test
-
-namespace cq::test {
-namespace {
-
 // A union in a loop wakes itself: a row of the running instant goes straight on and leaves it as
 // it was (the executor need not visit it), a row of a later instant is kept and wakes it, with
 // that instant as its next firing.
