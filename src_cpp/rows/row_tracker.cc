@@ -18,12 +18,29 @@ void RowTracker::AppendBagDifference(const std::vector<uint32_t>& a, const std::
     if (!layout().Equal(values(b[0]), values(a[0]))) out.push_back(a[0]);
     return;
   }
-  FewOnStack<uint8_t, 64> used(b.size(), 0);  // which rows of b have cancelled one of a
   const RowLayout& l = layout();
+  if (a.size() * b.size() <= kFewPairs) {
+    FewOnStack<uint8_t, 64> used(b.size(), 0);  // which rows of b have cancelled one of a
+    for (uint32_t x : a) {
+      bool cancelled = false;
+      for (size_t k = 0; k < b.size() && !cancelled; ++k) {
+        ++bag_comparisons_;
+        if (!used[k] && l.Equal(values(b[k]), values(x))) used[k] = cancelled = true;
+      }
+      if (!cancelled) out.push_back(x);
+    }
+    return;
+  }
+  // Many against many (an instant of a batch of rows: a loop turns them all at once): each row of
+  // a takes an equal row of b out of a hash table, so the cost is linear in the rows, not their
+  // product. The same rows of a are cancelled (the first ones of each value, as many as b holds).
+  unused_.clear();
+  for (uint32_t y : b) unused_.Insert(l.Hash(values(y)), y);
   for (uint32_t x : a) {
-    bool cancelled = false;
-    for (size_t k = 0; k < b.size() && !cancelled; ++k)
-      if (!used[k] && l.Equal(values(b[k]), values(x))) used[k] = cancelled = true;
+    const Value* v = values(x);
+    uint32_t taken;
+    const bool cancelled = unused_.Take(
+        l.Hash(v), [&](uint32_t y) { return ++bag_comparisons_, l.Equal(values(y), v); }, &taken);
     if (!cancelled) out.push_back(x);
   }
 }

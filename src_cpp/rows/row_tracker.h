@@ -66,9 +66,12 @@ class RowTracker {
     released_.clear();
   }
   // The rows of `a` left after taking away, as bags, rows of `b` with equal values (ISTREAM is
-  // starts − ends, DSTREAM ends − starts), appended to `out`.
+  // starts − ends, DSTREAM ends − starts), appended to `out`, in a's order. Linear in the rows.
   void AppendBagDifference(const std::vector<uint32_t>& a, const std::vector<uint32_t>& b,
                            std::vector<uint32_t>& out) const;
+  // Row comparisons AppendBagDifference made so far (but for a row against a row), for tests
+  // that check its cost grows linearly.
+  uint64_t bag_comparisons() const { return bag_comparisons_; }
   size_t kept_rows() const { return store_.size() - released_.size(); }
   // f(values) for every row kept (for owners checking a restored snapshot).
   template <typename F>
@@ -88,6 +91,12 @@ class RowTracker {
   std::shared_ptr<const Schema> schema_;
   RowStore store_;
   std::vector<uint32_t> released_;
+
+ private:
+  // Below this many pairs, AppendBagDifference compares every row of a with b's (no table).
+  static constexpr size_t kFewPairs = 64;
+  mutable HashMultimap<uint32_t> unused_;  // AppendBagDifference's rows of b not cancelled yet
+  mutable uint64_t bag_comparisons_ = 0;
 };
 
 class RowRelationTracker final : public RowTracker {
