@@ -76,6 +76,14 @@ class Operator {
   // renames. The DTS executor then gives its input to its consumers directly — in a loop, where
   // batches hold a row or two, building the copy cost as much as the work of a whole operator.
   virtual bool passes_through() const { return false; }
+  // True when what the operator emits after close() at an instant depends on how its input goes
+  // on after that instant: RSTREAM emits R(t) beyond the engine's progress only while a tuple of
+  // R(t) has a finite end, and its input may fix that end later (a DISTINCT's or an aggregate's,
+  // when the window under it expires). Run instant by instant together with its producers, it
+  // would learn it too late for its consumers; so the DTS executor with hybrid = false runs such
+  // an operator, when it is on no loop, on whole batches between the regions of its producers
+  // and of its consumers, as the hybrid does, and a loop holding one in a region of its own.
+  virtual bool looks_ahead_at_close() const { return false; }
   // True for a query's output, which emits nothing. The DTS executor runs an output fed by a loop
   // inside the loop's region, in row form: its rows then need no batch to get there.
   virtual bool is_output() const { return false; }

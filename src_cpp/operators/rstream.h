@@ -19,6 +19,7 @@ class RStream final : public Operator {
   void AdvanceTo(Time progress, Emitter& out) override;
   Time next_firing(int64_t last_tick) const override;
   void Closing(int64_t last_tick) override;
+  bool looks_ahead_at_close() const override { return true; }
   std::unique_ptr<RowOperator> ToRows() override;
   const Schema& output_schema() const override { return *schema_; }
   BatchKind output_kind() const override { return BatchKind::kStream; }

@@ -166,3 +166,44 @@ def test_group_and_partition_keys_outside_the_small_id_range_find_their_own_stat
     expected = {k: (max(i for i, x in enumerate(keys) if x == k) + 1, 1) for k in set(keys)}
     assert {k: last[(k, t)] for k in expected} == expected
     assert len([key for key, ts in last if ts == t]) == len(expected)
+
+
+CONFIGS = [pytest.param(dict(executor="dts", hybrid=h, lifetime=lt), id=f"dts-{'hybrid' if h else 'published'}-{lt}")
+           for h in (True, False) for lt in ("direct", "negative")]
+CONFIGS += [pytest.param(dict(executor="heartbeat", lifetime=lt), id=f"heartbeat-{lt}") for lt in ("direct", "negative")]
+
+
+@pytest.mark.parametrize("options", CONFIGS)
+@pytest.mark.parametrize("delay, first", [("<5>", 21), ("<Now>", 16)])
+@pytest.mark.parametrize("select, value", [
+    ("SELECT DISTINCT e AS c FROM s1 [RANGE 7]", 2.0),
+    ("SELECT e AS c FROM s1 [RANGE 7] GROUP BY e", 2.0),
+    ("SELECT COUNT(*) AS c FROM s1 [RANGE 7]", 1)])
+def test_a_delayed_rstream_of_a_pending_end_read_by_another_query(options, delay, first, select, value):
+    # Issue 27 C. R = [16, 23) has an end fixed only when the window expires at 23 (a DISTINCT's
+    # or an aggregate's), so RSTREAM learns at 23 that ticks 17 ... 22 were R's; hybrid=False ran
+    # it instant by instant with its readers and emitted those ticks at 23, below its readers'
+    # progress (an internal error).
+    eng = cq_py.Engine(**options)
+    eng.execute(f"REGISTER STREAM s1 (k VARCHAR, e DOUBLE); REGISTER QUERY q0 AS RSTREAM({select}) {delay};"
+                "REGISTER QUERY q2 AS ISTREAM(SELECT x1.c FROM q0 [NOW] AS x1);")
+    eng.push("s1", [{"k": "b", "e": 2.0, "ts": 16}])
+    eng.close()
+    expected = [(value, t) for t in range(first, first + 7)]
+    assert [(r["c"], r["ts"]) for r in rows(eng, "q0")] == expected
+    assert [(r["c"], r["ts"]) for r in rows(eng, "q2")] == expected
+
+
+@pytest.mark.parametrize("options", CONFIGS)
+def test_a_join_with_an_rstream_of_distinct_starts_when_both_inputs_are_there(options):
+    # Issue 27 D. q0 emits 0 at 36 ... 47; q0 [RANGE 5] meets s2's row from 38 on, and DISTINCT
+    # holds one tuple [38, 52). hybrid=False gave (0, 37, 52) and (0, 38, 41).
+    eng = cq_py.Engine(**options)
+    eng.execute("REGISTER STREAM s0 (k BIGINT); REGISTER STREAM s2 (b BIGINT);"
+                "REGISTER QUERY q0 AS RSTREAM(SELECT DISTINCT k FROM s0 [Range 12]);"
+                "REGISTER QUERY q1 AS SELECT DISTINCT q0.k FROM q0 [RANGE 5], s2 WHERE q0.k = s2.b;")
+    eng.push("s0", [{"k": 0, "ts": 36}])
+    eng.push("s2", [{"b": 0, "ts": 38}])
+    eng.close()
+    assert rows(eng, "q1") == [{"k": 0, "start": 38, "end": 52}]
+    assert [r["ts"] for r in rows(eng, "q0")] == list(range(36, 48))

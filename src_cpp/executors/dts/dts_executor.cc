@@ -313,14 +313,48 @@ void DtsExecutor::Schedule(const std::set<int>& fresh) {
     schedule = std::move(kept);
   }
   if (!hybrid_) {
-    // One region below the sources: every operator runs instant by instant.
+    // Everything below the sources runs instant by instant, as one region — but for operators
+    // that look ahead at close (Operator::looks_ahead_at_close): one on no loop runs on whole
+    // batches between the region before it and the region after it, and a loop holding one is a
+    // region of its own, so that what comes into it is as final as in the hybrid.
+    std::vector<Step> below;
     regions.emplace_back();
+    auto cut = [&] {
+      if (regions.back().nodes.empty()) return;
+      below.push_back({-1, static_cast<int>(regions.size()) - 1});
+      regions.emplace_back();
+    };
+    auto looks_ahead = [&](int k) {
+      for (int id : comps[k])
+        if (nodes_.at(id).op->looks_ahead_at_close()) return true;
+      return false;
+    };
+    int last_comp = -1;
     for (int id : order) {
-      if (nodes_.at(id).inputs.empty()) schedule.push_back({id, -1});
-      else regions.back().nodes.push_back(id);
+      if (nodes_.at(id).inputs.empty()) {
+        schedule.push_back({id, -1});
+        continue;
+      }
+      const int k = comp_of[id];
+      const bool entering = k != last_comp;
+      if (entering && last_comp >= 0 && is_loop(comps[last_comp]) && looks_ahead(last_comp)) cut();
+      last_comp = k;
+      if (!entering) {
+        regions.back().nodes.push_back(id);
+        continue;
+      }
+      if (looks_ahead(k)) {
+        cut();
+        if (!is_loop(comps[k])) {
+          below.push_back({id, -1});
+          continue;
+        }
+      }
+      regions.back().nodes.push_back(id);
     }
-    if (regions.back().nodes.empty()) regions.pop_back();
-    else schedule.push_back({-1, 0});
+    cut();
+    regions.pop_back();  // (empty: cut() leaves one to fill)
+    schedule.insert(schedule.end(), below.begin(), below.end());
   }
 
   // The rows the delays hold go to the consumers they had when they were emitted, at once (each

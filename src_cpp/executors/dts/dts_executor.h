@@ -16,7 +16,9 @@
 // region is advanced past t, in order; what the delays emit waits for t + δ, a later instant, in
 // the delay's queue (the region's own entry, as it were). When nothing is due before the
 // region's inputs' progress, the region jumps there at once. With hybrid = false the whole graph
-// below the sources is one region, which is the executor of the paper.
+// below the sources is one region, which is the executor of the paper — but for the operators
+// that look ahead at close (RSTREAM, Operator::looks_ahead_at_close), which run as the hybrid
+// runs them, between regions.
 //
 // A region's operators run in row form (rows/ROWS.md): an instant carries a row or two, which
 // they exchange one at a time, as the paper's tuple-at-a-time engine did, instead of as batches.
