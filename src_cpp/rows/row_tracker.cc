@@ -24,24 +24,44 @@ void RowTracker::AppendBagDifference(const std::vector<uint32_t>& a, const std::
     for (uint32_t x : a) {
       bool cancelled = false;
       for (size_t k = 0; k < b.size() && !cancelled; ++k) {
-        ++bag_comparisons_;
+        ++bag_work_;
         if (!used[k] && l.Equal(values(b[k]), values(x))) used[k] = cancelled = true;
       }
       if (!cancelled) out.push_back(x);
     }
     return;
   }
-  // Many against many (an instant of a batch of rows: a loop turns them all at once): each row of
-  // a takes an equal row of b out of a hash table, so the cost is linear in the rows, not their
-  // product. The same rows of a are cancelled (the first ones of each value, as many as b holds).
-  unused_.clear();
-  for (uint32_t y : b) unused_.Insert(l.Hash(values(y)), y);
+  // Many against many (an instant of a batch of rows: a loop turns them all at once): the rows of
+  // b are counted by value in a hash table, and each row of a takes one of its value's count, so
+  // the cost is linear in the rows, not their product — however often a value repeats (one entry
+  // per value: a run of equal keys would make every probe and removal walk it). The same rows of
+  // a are cancelled (the first ones of each value, as many as b holds).
+  by_value_.clear();
+  counts_.clear();
+  auto find = [&](uint64_t h, const Value* v) {
+    int64_t found = -1;
+    by_value_.ForEachWith(h, [&](uint32_t k) {
+      ++bag_work_;
+      if (found < 0 && l.Equal(values(counts_[k].slot), v)) found = k;
+    });
+    return found;
+  };
+  for (uint32_t y : b) {
+    const Value* v = values(y);
+    const uint64_t h = l.Hash(v);
+    const int64_t k = find(h, v);
+    if (k >= 0) {
+      ++counts_[k].n;
+    } else {
+      by_value_.Insert(h, static_cast<uint32_t>(counts_.size()));
+      counts_.push_back({y, 1});
+    }
+  }
   for (uint32_t x : a) {
     const Value* v = values(x);
-    uint32_t taken;
-    const bool cancelled = unused_.Take(
-        l.Hash(v), [&](uint32_t y) { return ++bag_comparisons_, l.Equal(values(y), v); }, &taken);
-    if (!cancelled) out.push_back(x);
+    const int64_t k = find(l.Hash(v), v);
+    if (k >= 0 && counts_[k].n > 0) --counts_[k].n;
+    else out.push_back(x);
   }
 }
 

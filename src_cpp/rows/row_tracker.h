@@ -69,9 +69,9 @@ class RowTracker {
   // starts − ends, DSTREAM ends − starts), appended to `out`, in a's order. Linear in the rows.
   void AppendBagDifference(const std::vector<uint32_t>& a, const std::vector<uint32_t>& b,
                            std::vector<uint32_t>& out) const;
-  // Row comparisons AppendBagDifference made so far (but for a row against a row), for tests
-  // that check its cost grows linearly.
-  uint64_t bag_comparisons() const { return bag_comparisons_; }
+  // The rows AppendBagDifference compared and the table entries it visited so far (but for a row
+  // against a row), for tests that check its cost grows linearly.
+  uint64_t bag_work() const { return bag_work_; }
   size_t kept_rows() const { return store_.size() - released_.size(); }
   // f(values) for every row kept (for owners checking a restored snapshot).
   template <typename F>
@@ -95,8 +95,15 @@ class RowTracker {
  private:
   // Below this many pairs, AppendBagDifference compares every row of a with b's (no table).
   static constexpr size_t kFewPairs = 64;
-  mutable HashMultimap<uint32_t> unused_;  // AppendBagDifference's rows of b not cancelled yet
-  mutable uint64_t bag_comparisons_ = 0;
+  // AppendBagDifference's rows of b by value: a value's entry in counts_, its first row and how
+  // many rows of b hold it that have not cancelled a row of a yet.
+  struct ValueCount {
+    uint32_t slot;
+    int64_t n;
+  };
+  mutable HashMultimap<uint32_t> by_value_;
+  mutable std::vector<ValueCount> counts_;
+  mutable uint64_t bag_work_ = 0;
 };
 
 class RowRelationTracker final : public RowTracker {
