@@ -50,9 +50,18 @@ class Engine:
     puts an ε delay into each loop that has none; ``expiration="insertion_sort"`` replaces the lazy
     sorting of expiration sets by insertion sort (the baseline of paper 003 §4.2). For
     ``executor="dts"``, ``hybrid=False`` splits time per instant everywhere instead of only inside
-    loops (paper 000 as published), and ``max_loop_steps`` bounds the ε steps one loop may take in
-    one tick before it is reported as a runaway; ``max_run`` is the heartbeat executor's limit on
-    consecutive executions of one operator.
+    loops (paper 000 as published); ``max_run`` is the heartbeat executor's limit on consecutive
+    executions of one operator.
+
+    A loop of recursive queries that does not settle is stopped with :class:`RunawayLoopError`,
+    naming the loop, when it takes more than ``max_loop_steps`` ε steps in one tick (default
+    1,000,000); when more than ``max_loop_rows`` rows go round it in one tick, or past its inputs'
+    progress in all (default 10,000,000: rows that multiply); or when it still produces rows at
+    more than ``max_loop_ticks`` ticks past its inputs' progress (default 1,000,000: a loop that
+    keeps going after ``close()`` or an ``advance`` far ahead). Ticks are counted where the loop
+    produces rows, not as time passes: a countdown of 3,600 steps with a delay of ``<1 SECOND>``
+    uses 3,600 of them in any ``time_unit``. After the error the engine takes no more input, but
+    :meth:`fetch` still returns the results final before it (below the inputs' progress).
 
     >>> import pyarrow as pa, cq_py
     >>> eng = cq_py.Engine()
@@ -65,7 +74,8 @@ class Engine:
 
     def __init__(self, time_unit: str = "ms", lifetime: str = "direct", executor: str = "dts",
                  *, expose_steps: bool = False, auto_delay: bool = False, expiration: str = "lazy",
-                 hybrid: bool = True, max_loop_steps: int = 1_000_000, max_run: int = 20):
+                 hybrid: bool = True, max_loop_steps: int = 1_000_000, max_run: int = 20,
+                 max_loop_ticks: int = 1_000_000, max_loop_rows: int = 10_000_000):
         if expiration not in ("lazy", "insertion_sort"):
             raise ValueError(f"expiration must be 'lazy' or 'insertion_sort'; found {expiration!r}")
         self.expiration = expiration
@@ -81,15 +91,19 @@ class Engine:
         self.expose_steps = expose_steps
         self.auto_delay = auto_delay
         self._catalog = Catalog()
-        for name, value in (("max_loop_steps", max_loop_steps), ("max_run", max_run)):
-            if not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive integer; found {value!r}")
+        for name, value in (("max_loop_steps", max_loop_steps), ("max_run", max_run),
+                            ("max_loop_ticks", max_loop_ticks), ("max_loop_rows", max_loop_rows)):
+            if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value < 2**63:
+                raise ValueError(f"{name} must be a positive integer below 2**63; found {value!r}")
         self.hybrid = hybrid
         self._max_loop_steps = max_loop_steps
         self._max_run = max_run
+        self._max_loop_ticks = max_loop_ticks
+        self._max_loop_rows = max_loop_rows
         self._cql: list[str] = []  # the texts execute() registered, in order (for snapshots)
         self._core = _core.Engine(lifetime=lifetime, executor=executor, expose_steps=expose_steps,
-                                  hybrid=hybrid, max_loop_steps=max_loop_steps, max_run=max_run)
+                                  hybrid=hybrid, max_loop_steps=max_loop_steps, max_run=max_run,
+                                  max_loop_ticks=max_loop_ticks, max_loop_rows=max_loop_rows)
         self._subscribers: dict[str, list[Callable[[pa.RecordBatch], Any]]] = {}
 
     # -- CQL ----------------------------------------------------------------------------------
@@ -201,7 +215,7 @@ class Engine:
         try:
             self._core.push(sdef.name, [b.__arrow_c_array__() for b in batches])
         except _core.CoreError as e:
-            raise _core_error(e) from None
+            raise self._stopped(e) from None
         self._deliver()
 
     def advance(self, t: int) -> None:
@@ -213,7 +227,7 @@ class Engine:
         try:
             self._core.advance(int(t))
         except _core.CoreError as e:
-            raise _core_error(e) from None
+            raise self._stopped(e) from None
         self._deliver()
 
     def close(self) -> None:
@@ -225,7 +239,7 @@ class Engine:
         try:
             self._core.close()
         except _core.CoreError as e:
-            raise _core_error(e) from None
+            raise self._stopped(e) from None
         self._deliver()
 
     # -- results out --------------------------------------------------------------------------
@@ -296,7 +310,8 @@ class Engine:
             "options": {"time_unit": self.time_unit, "lifetime": self.lifetime, "executor": self.executor,
                         "expose_steps": self.expose_steps, "auto_delay": self.auto_delay,
                         "expiration": self.expiration, "hybrid": self.hybrid,
-                        "max_loop_steps": self._max_loop_steps, "max_run": self._max_run},
+                        "max_loop_steps": self._max_loop_steps, "max_run": self._max_run,
+                        "max_loop_ticks": self._max_loop_ticks, "max_loop_rows": self._max_loop_rows},
             "cql": self._cql,
         }).encode()
         try:
@@ -372,6 +387,14 @@ class Engine:
         except _core.CoreError as e:
             raise _core_error(e) from None
         return [pa.RecordBatch._import_from_c_capsule(s, a) for s, a in caps]
+
+    def _stopped(self, e: _core.CoreError) -> CQError | RuntimeError:
+        """The exception for a core error while data moved; after a runaway loop, subscribers
+        first get what was final before it (fetch() would return it)."""
+        err = _core_error(e)
+        if isinstance(err, RunawayLoopError):
+            self._deliver()
+        return err
 
     def _deliver(self) -> None:
         for name, callbacks in self._subscribers.items():

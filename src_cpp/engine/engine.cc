@@ -15,14 +15,17 @@ namespace cq {
 
 Engine::Engine(EngineOptions options) : options_(std::move(options)) {
   KeepWorkingMemory();
-  if (options_.max_loop_steps < 1)
-    throw CqError(ErrorKind::kSemantic, "max_loop_steps must be at least 1; found " + std::to_string(options_.max_loop_steps));
+  for (const auto& [name, value] : {std::pair<const char*, int64_t>{"max_loop_steps", options_.max_loop_steps},
+                                    {"max_loop_ticks", options_.max_loop_ticks},
+                                    {"max_loop_rows", options_.max_loop_rows}})
+    if (value < 1) throw CqError(ErrorKind::kSemantic, std::string(name) + " must be at least 1; found " + std::to_string(value));
   if (options_.max_run < 1)
     throw CqError(ErrorKind::kSemantic, "max_run must be at least 1; found " + std::to_string(options_.max_run));
   if (options_.lifetime != "direct" && options_.lifetime != "negative")
     throw CqError(ErrorKind::kSemantic, "lifetime='" + options_.lifetime + "': expected 'direct' or 'negative'");
   if (options_.executor == "dts")
-    executor_ = std::make_unique<DtsExecutor>(options_.hybrid, options_.max_loop_steps);
+    executor_ = std::make_unique<DtsExecutor>(
+        options_.hybrid, LoopBounds{options_.max_loop_steps, options_.max_loop_ticks, options_.max_loop_rows});
   else if (options_.executor == "heartbeat")
     executor_ = std::make_unique<HeartbeatExecutor>(options_.max_run, holders_.get());
   else
@@ -31,13 +34,24 @@ Engine::Engine(EngineOptions options) : options_(std::move(options)) {
 
 template <typename F>
 void Engine::Run(F&& f) {
+  // The queries' results as they stand: what was final before the call. A call that fails half
+  // way (a runaway loop) leaves them so, for fetch(), rather than with some of a loop's instants.
+  std::vector<std::pair<QuerySink*, size_t>> before;
+  for (const auto& [name, id] : sinks_) {
+    QuerySink* s = static_cast<QuerySink*>(executor_->op(id));
+    before.emplace_back(s, s->Mark());
+  }
+  auto fail = [&](ErrorKind kind, const char* what) {
+    failed_ = std::make_unique<CqError>(kind, what);
+    for (auto& [s, mark] : before) s->Rollback(mark);
+  };
   try {
     f();
   } catch (const CqError& e) {
-    failed_ = std::make_unique<CqError>(e.kind(), e.what());
+    fail(e.kind(), e.what());
     throw;
   } catch (const std::exception& e) {
-    failed_ = std::make_unique<CqError>(ErrorKind::kInternal, e.what());
+    fail(ErrorKind::kInternal, e.what());
     throw;
   }
 }
@@ -267,6 +281,16 @@ void Engine::Advance(Time t) {
 void Engine::Close() {
   if (closed_) return;
   CheckUsable();
+  // First every input to the furthest any reached (nothing comes below it now): what is final
+  // there reaches the queries even if a loop then runs away past it.
+  Time furthest = Time::MinusInfinity();
+  for (const auto& [name, s] : streams_) furthest = std::max(furthest, s.progress);
+  bool behind = false;
+  for (const auto& [name, s] : streams_) behind |= s.progress < furthest;
+  if (behind && !furthest.IsInfinite()) {
+    for (auto& [name, s] : streams_) s.progress = furthest;
+    Run([&] { PropagateProgress(); });
+  }
   advanced_ = Time::Infinity();
   for (auto& [name, s] : streams_) s.progress = Time::Infinity();
   Run([&] { PropagateProgress(); });

@@ -26,6 +26,10 @@ struct EngineOptions {
   int64_t max_loop_steps = 1000000;
   // Heartbeat: consecutive executions of one operator before the scheduler moves on.
   int64_t max_run = 20;
+  // DTS: ticks at which a loop may produce rows past its inputs' progress, and rows that may go
+  // round a loop in one tick or past its inputs' progress (executors/dts/dts_executor.h, LoopBounds).
+  int64_t max_loop_ticks = 1000000;
+  int64_t max_loop_rows = 10000000;
 };
 
 class Engine {
@@ -86,7 +90,8 @@ class Engine {
   QuerySink* Sink(const std::string& query) const;
   void PropagateProgress();
   // Runs `f`, the part of a call that moves data. An error there (a runaway loop) leaves operators
-  // half way through an instant, so the engine refuses every later call, saying why.
+  // half way through an instant, so the engine refuses every later call, saying why — but Drain:
+  // what the queries produced before (everything final below the inputs' progress) stays there.
   template <typename F>
   void Run(F&& f);
   void CheckUsable() const;

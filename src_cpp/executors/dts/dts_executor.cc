@@ -38,6 +38,7 @@ void DtsExecutor::NodeRowEmitter::EmitAll(const Row& row) {
 }
 
 void DtsExecutor::DelayedRows::Push(int, const Row& row, RowEmitter&) {
+  ++added_;
   const Item it{store_.Add(row.values), row.sync};
   if (!HasFrom(items_, head_) || !(row.sync < items_.back().sync)) {
     items_.push_back(it);
@@ -372,6 +373,7 @@ void DtsExecutor::Schedule(const std::set<int>& fresh) {
       if (!old.nodes.empty() && std::find(r.nodes.begin(), r.nodes.end(), old.nodes.front()) != r.nodes.end()) {
         r.progress = old.progress;
         r.last_tick = old.last_tick;
+        r.fed_tick = old.fed_tick;
       }
   }
   std::vector<Entry> entries;
@@ -397,6 +399,7 @@ void DtsExecutor::Schedule(const std::set<int>& fresh) {
   for (auto& [id, n] : nodes_) {
     auto it = region_of.find(id);
     n.region = it == region_of.end() ? -1 : it->second;
+    n.on_loop = is_loop(comps[comp_of[id]]);
   }
   for (Region& r : regions)
     for (int id : r.nodes) r.members.push_back(&nodes_.at(id));
@@ -479,9 +482,14 @@ void DtsExecutor::MakeRowForms(const std::set<int>& fresh) {
         e.targets_.push_back({&n, n.delayed.get(), 0, &e, &n.stale});
       }
     }
-    if (n.delayed && n.region >= 0) regions_[n.region].delays.push_back(&n);  // (what it holds goes out, if to no one)
+    if (n.delayed && n.region >= 0) {
+      regions_[n.region].delays.push_back(&n);  // (what it holds goes out, if to no one)
+      if (n.on_loop) regions_[n.region].loop_delays.push_back(&n);
+    }
     e.lone_ = e.exits_.empty() && e.targets_.size() == 1 ? &e.targets_[0] : nullptr;
   }
+  for (Region& r : regions_)
+    for (const Node* d : r.loop_delays) r.rows_seen += d->delayed->added();  // (counted from now on)
 }
 
 std::string DtsExecutor::form(int id) const {
@@ -608,9 +616,50 @@ std::string DtsExecutor::LoopName(const Region& r) const {
   return (s.empty() ? "" : "queries " + s + "; ") + "operators " + ops;
 }
 
+void DtsExecutor::CountLoopWork(Region& r, Time t, bool fed) {
+  uint64_t taken = 0;
+  for (const Node* d : r.loop_delays) taken += d->delayed->added();
+  const uint64_t rows = taken - r.rows_seen;
+  r.rows_seen = taken;
+  if (fed && t.tick > r.fed_tick) {
+    r.fed_tick = t.tick;
+    r.past_ticks = 0;
+    r.past_rows = 0;
+  }
+  if (rows == 0) return;
+  const bool past = t.tick > r.fed_tick;
+  if (t.tick != r.tick) {
+    r.tick = t.tick;
+    r.tick_rows = 0;
+    r.past_ticks += past;
+  }
+  r.tick_rows += rows;
+  if (past) r.past_rows += rows;
+  const std::string limit = "more than " + std::to_string(bounds_.rows) + " rows went round ";
+  const std::string past_inputs = "past its inputs' progress (tick " + std::to_string(r.fed_tick) + ")";
+  const std::string kept = "; fetch() still returns the results that were final before this call)";
+  if (r.tick_rows > static_cast<uint64_t>(bounds_.rows))
+    throw CqError(ErrorKind::kRunaway, "runaway loop: " + limit + "at tick " + std::to_string(t.tick) +
+                                           " in the loop of " + LoopName(r) +
+                                           " (its rows multiply as they go round; Engine(max_loop_rows=...) raises "
+                                           "the limit" + kept);
+  if (r.past_rows > static_cast<uint64_t>(bounds_.rows))
+    throw CqError(ErrorKind::kRunaway, "runaway loop: " + limit + past_inputs + ", up to tick " +
+                                           std::to_string(t.tick) + ", in the loop of " + LoopName(r) +
+                                           " (a loop must settle once its inputs stop; Engine(max_loop_rows=...) "
+                                           "raises the limit" + kept);
+  if (r.past_ticks > bounds_.ticks)
+    throw CqError(ErrorKind::kRunaway, "runaway loop: rows at more than " + std::to_string(bounds_.ticks) +
+                                           " ticks " + past_inputs + ", up to tick " + std::to_string(t.tick) +
+                                           ", in the loop of " + LoopName(r) +
+                                           " (a loop must settle once its inputs stop; Engine(max_loop_ticks=...) "
+                                           "raises the limit" + kept);
+}
+
 void DtsExecutor::RunRegion(Region& r) {
   Time bound = Time::Infinity();
   for (int p : r.producers) bound = std::min(bound, InputProgress(p));
+  r.fed_tick = std::max(r.fed_tick, r.last_tick);  // (the inputs' progress before this call)
   if (!bound.IsInfinite() && bound != Time::MinusInfinity()) r.last_tick = std::max(r.last_tick, bound.tick);
   if (bound.IsInfinite() && !r.closing) {
     r.closing = true;
@@ -630,9 +679,9 @@ void DtsExecutor::RunRegion(Region& r) {
     if (!(t < bound)) break;
     CQ_CHECK(!(t < r.progress), "an operator of a loop fires at " + t.ToString() + ", below the loop's progress " +
                                     r.progress.ToString());
-    if (t.step > max_loop_steps_)
+    if (t.step > bounds_.steps)
       throw CqError(ErrorKind::kRunaway,
-                    "runaway loop: more than " + std::to_string(max_loop_steps_) + " ε steps at tick " +
+                    "runaway loop: more than " + std::to_string(bounds_.steps) + " ε steps at tick " +
                         std::to_string(t.tick) + " in the loop of " + LoopName(r) +
                         " (a loop must settle within a tick; Engine(max_loop_steps=...) raises the limit)");
     const Time next{t.tick, t.step + 1};
@@ -640,9 +689,14 @@ void DtsExecutor::RunRegion(Region& r) {
     // The delays' rows first: they were on their way before the entries' rows of the instant.
     for (Node* d : r.delays)
       if (d->delayed->head() < next) ReleaseDelayed(*d, next);
-    for (size_t e : r.entries) Release(entries_[e], next);
+    bool fed = false;
+    for (size_t e : r.entries) {
+      fed |= entries_[e].runs.head() < next;
+      Release(entries_[e], next);
+    }
     due = AdvanceRegion(r, next);
     r.now = Time::MinusInfinity();
+    if (!r.loop_delays.empty()) CountLoopWork(r, t, fed);
   }
   if (bound > r.progress) AdvanceRegion(r, bound);
   // Members without state follow the region (their progress is what their consumers outside read).
@@ -687,6 +741,7 @@ void DtsExecutor::Restore(SnapshotReader& r) {
     g.progress = r.Pod<Time>();
     g.last_tick = r.I64();
     g.closing = r.Bool();
+    g.fed_tick = g.last_tick;
   }
   CQ_SNAPSHOT_CHECK(r.Count(16) == entries_.size(), "the executor has another number of loop entries");
   for (Entry& e : entries_) {

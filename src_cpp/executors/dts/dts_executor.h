@@ -39,12 +39,23 @@
 
 namespace cq {
 
+// The bounds past which a loop is a runaway (RunawayLoopError, naming the loop).
+struct LoopBounds {
+  // ε steps a loop may take inside one tick.
+  int64_t steps = 1000000;
+  // Ticks at which a loop may produce rows past its inputs' progress (after close(), or an
+  // advance far ahead of the last input): counted per tick the loop is busy, not per tick of
+  // time, so that a countdown with a delay of <1 SECOND> uses one per step in any time unit.
+  int64_t ticks = 1000000;
+  // Rows a loop's delays may take in one tick, and past its inputs' progress in all (rows that
+  // multiply as they go round).
+  int64_t rows = 10000000;
+};
+
 class DtsExecutor final : public Executor {
  public:
-  // `hybrid`: split time per instant only inside loops; `max_loop_steps`: ε steps a loop may take
-  // inside one tick before it is a runaway.
-  explicit DtsExecutor(bool hybrid = true, int64_t max_loop_steps = 1000000)
-      : hybrid_(hybrid), max_loop_steps_(max_loop_steps) {}
+  // `hybrid`: split time per instant only inside loops.
+  explicit DtsExecutor(bool hybrid = true, LoopBounds bounds = {}) : hybrid_(hybrid), bounds_(bounds) {}
 
   void Add(std::vector<std::pair<OperatorSpec, std::unique_ptr<Operator>>> ops) override;
   void Push(int source, const Batch& batch) override;
@@ -74,6 +85,7 @@ class DtsExecutor final : public Executor {
         : schema_(std::make_shared<const Schema>(schema)), store_(RowLayout(schema)) {}
     void Push(int, const Row& row, RowEmitter&) override;
     Time head() const { return HasFrom(items_, head_) ? items_[head_].sync : Time::Infinity(); }
+    uint64_t added() const { return added_; }  // rows it has taken, ever (for the loop bounds)
     // f(row) for the rows below `next`, in time order; a row added meanwhile (a loop without
     // state between the delay and itself) waits for its own instant.
     template <typename F>
@@ -103,6 +115,7 @@ class DtsExecutor final : public Executor {
     RowStore store_;
     std::vector<Item> items_;  // waiting from head_ on
     size_t head_ = 0;
+    uint64_t added_ = 0;
   };
   // Loops deliver a row or two per instant, so the routing is resolved once, when the graph is
   // scheduled: the consumer's node, and the entry queue the edge feeds (or -1 when it stays inside
@@ -185,6 +198,7 @@ class DtsExecutor final : public Executor {
     std::optional<Duration> duration;
     Time progress = Time::MinusInfinity();
     int region = -1;    // the region it runs in, or -1
+    bool on_loop = false;  // it is on a cycle of the graph
     std::string query;  // the query it belongs to (for errors)
   };
   // What waits on one edge into a region: runs that may interleave (see OrderedRuns), released
@@ -204,12 +218,22 @@ class DtsExecutor final : public Executor {
     std::vector<Node*> exits;     // the members with consumers outside
     std::vector<Node*> gathering;  // the members whose row form gathers (RowOperator::gathers)
     std::vector<Node*> delays;     // the members whose rows wait for their instant (Node::delayed)
+    std::vector<Node*> loop_delays;  // of those, the ones on a cycle: what goes round is what they take
     std::vector<size_t> entries;  // into entries_
     std::vector<int> producers;   // nodes outside the region that feed it
     Time progress = Time::MinusInfinity();
     Time now = Time::MinusInfinity();  // the instant being run (RowEmitter::now)
     int64_t last_tick = Time::kMinTick;  // the furthest finite tick its inputs reached
     bool closing = false;                 // its inputs have ended (told to its operators)
+    // The loop bounds' counts (CountLoopWork). Not in snapshots: a restored engine counts afresh.
+    // `fed_tick`: its inputs' progress as it knows it — the furthest finite tick they reached
+    // before the current call, or of a row that entered it since.
+    int64_t fed_tick = Time::kMinTick;
+    uint64_t rows_seen = 0;            // rows its loop delays had taken at the last instant
+    int64_t tick = Time::kMinTick;     // the tick of the last instant that produced rows
+    uint64_t tick_rows = 0;            // rows its loop delays took in that tick
+    int64_t past_ticks = 0;            // ticks past fed_tick at which it produced rows
+    uint64_t past_rows = 0;            // rows its loop delays took past fed_tick
   };
   struct Step {  // one element of the schedule: a node outside regions, or a region
     int node = -1;
@@ -249,10 +273,14 @@ class DtsExecutor final : public Executor {
   // Hands a delay's consumers in its region its rows below `next`.
   [[gnu::noinline]] void ReleaseDelayed(Node& d, Time next);  // (out of line: RunRegion stays small)
   std::string LoopName(const Region& r) const;
+  // After an instant `t` of a region with loops: counts the rows its loop delays took and the
+  // ticks it ran at past its inputs' progress (`fed`: rows entered it at t), and throws
+  // CqError(kRunaway) past the bounds.
+  [[gnu::noinline]] void CountLoopWork(Region& r, Time t, bool fed);
   Time InputProgress(int producer) const;
 
   bool hybrid_;
-  int64_t max_loop_steps_;
+  LoopBounds bounds_;
   std::map<int, Node> nodes_;
   std::vector<int> order_;
   std::vector<Step> schedule_;
