@@ -91,19 +91,16 @@ class Engine:
         self.expose_steps = expose_steps
         self.auto_delay = auto_delay
         self._catalog = Catalog()
-        for name, value in (("max_loop_steps", max_loop_steps), ("max_run", max_run),
-                            ("max_loop_ticks", max_loop_ticks), ("max_loop_rows", max_loop_rows)):
+        # The executors' limits, by option name (the core's and snapshots' as well).
+        self._limits = {"max_loop_steps": max_loop_steps, "max_run": max_run,
+                        "max_loop_ticks": max_loop_ticks, "max_loop_rows": max_loop_rows}
+        for name, value in self._limits.items():
             if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value < 2**63:
                 raise ValueError(f"{name} must be a positive integer below 2**63; found {value!r}")
         self.hybrid = hybrid
-        self._max_loop_steps = max_loop_steps
-        self._max_run = max_run
-        self._max_loop_ticks = max_loop_ticks
-        self._max_loop_rows = max_loop_rows
         self._cql: list[str] = []  # the texts execute() registered, in order (for snapshots)
         self._core = _core.Engine(lifetime=lifetime, executor=executor, expose_steps=expose_steps,
-                                  hybrid=hybrid, max_loop_steps=max_loop_steps, max_run=max_run,
-                                  max_loop_ticks=max_loop_ticks, max_loop_rows=max_loop_rows)
+                                  hybrid=hybrid, **self._limits)
         self._subscribers: dict[str, list[Callable[[pa.RecordBatch], Any]]] = {}
 
     # -- CQL ----------------------------------------------------------------------------------
@@ -309,9 +306,7 @@ class Engine:
             "cq_py": 1,
             "options": {"time_unit": self.time_unit, "lifetime": self.lifetime, "executor": self.executor,
                         "expose_steps": self.expose_steps, "auto_delay": self.auto_delay,
-                        "expiration": self.expiration, "hybrid": self.hybrid,
-                        "max_loop_steps": self._max_loop_steps, "max_run": self._max_run,
-                        "max_loop_ticks": self._max_loop_ticks, "max_loop_rows": self._max_loop_rows},
+                        "expiration": self.expiration, "hybrid": self.hybrid, **self._limits},
             "cql": self._cql,
         }).encode()
         try:

@@ -38,7 +38,7 @@ void DtsExecutor::NodeRowEmitter::EmitAll(const Row& row) {
 }
 
 void DtsExecutor::DelayedRows::Push(int, const Row& row, RowEmitter&) {
-  ++added_;
+  ++*count_;
   const Item it{store_.Add(row.values), row.sync};
   if (!HasFrom(items_, head_) || !(row.sync < items_.back().sync)) {
     items_.push_back(it);
@@ -488,8 +488,8 @@ void DtsExecutor::MakeRowForms(const std::set<int>& fresh) {
     }
     e.lone_ = e.exits_.empty() && e.targets_.size() == 1 ? &e.targets_[0] : nullptr;
   }
-  for (Region& r : regions_)
-    for (const Node* d : r.loop_delays) r.rows_seen += d->delayed->added();  // (counted from now on)
+  for (auto& [id, n] : nodes_)
+    if (n.delayed) n.delayed->count_into(n.region >= 0 && n.on_loop ? &regions_[n.region].taken : nullptr);
 }
 
 std::string DtsExecutor::form(int id) const {
@@ -616,44 +616,41 @@ std::string DtsExecutor::LoopName(const Region& r) const {
   return (s.empty() ? "" : "queries " + s + "; ") + "operators " + ops;
 }
 
-void DtsExecutor::CountLoopWork(Region& r, Time t, bool fed) {
-  uint64_t taken = 0;
-  for (const Node* d : r.loop_delays) taken += d->delayed->added();
-  const uint64_t rows = taken - r.rows_seen;
-  r.rows_seen = taken;
-  if (fed && t.tick > r.fed_tick) {
-    r.fed_tick = t.tick;
+void DtsExecutor::NextTick(Region& r, int64_t tick) {
+  if (r.past_from != r.fed_tick) {
+    r.past_from = r.fed_tick;
     r.past_ticks = 0;
     r.past_rows = 0;
   }
-  if (rows == 0) return;
-  const bool past = t.tick > r.fed_tick;
-  if (t.tick != r.tick) {
-    r.tick = t.tick;
-    r.tick_rows = 0;
-    r.past_ticks += past;
+  const uint64_t rows = r.taken - r.tick_taken;
+  if (rows > 0 && r.tick > r.fed_tick) {
+    ++r.past_ticks;
+    r.past_rows += rows;
+    if (r.past_ticks > bounds_.ticks || r.past_rows > static_cast<uint64_t>(bounds_.rows)) RunawayLoop(r, r.tick);
   }
-  r.tick_rows += rows;
-  if (past) r.past_rows += rows;
+  r.tick = tick;
+  r.tick_taken = r.taken;
+}
+
+void DtsExecutor::RunawayLoop(const Region& r, int64_t tick) const {
   const std::string limit = "more than " + std::to_string(bounds_.rows) + " rows went round ";
   const std::string past_inputs = "past its inputs' progress (tick " + std::to_string(r.fed_tick) + ")";
   const std::string kept = "; fetch() still returns the results that were final before this call)";
-  if (r.tick_rows > static_cast<uint64_t>(bounds_.rows))
-    throw CqError(ErrorKind::kRunaway, "runaway loop: " + limit + "at tick " + std::to_string(t.tick) +
+  if (r.taken - r.tick_taken > static_cast<uint64_t>(bounds_.rows))
+    throw CqError(ErrorKind::kRunaway, "runaway loop: " + limit + "at tick " + std::to_string(tick) +
                                            " in the loop of " + LoopName(r) +
                                            " (its rows multiply as they go round; Engine(max_loop_rows=...) raises "
                                            "the limit" + kept);
   if (r.past_rows > static_cast<uint64_t>(bounds_.rows))
     throw CqError(ErrorKind::kRunaway, "runaway loop: " + limit + past_inputs + ", up to tick " +
-                                           std::to_string(t.tick) + ", in the loop of " + LoopName(r) +
+                                           std::to_string(tick) + ", in the loop of " + LoopName(r) +
                                            " (a loop must settle once its inputs stop; Engine(max_loop_rows=...) "
                                            "raises the limit" + kept);
-  if (r.past_ticks > bounds_.ticks)
-    throw CqError(ErrorKind::kRunaway, "runaway loop: rows at more than " + std::to_string(bounds_.ticks) +
-                                           " ticks " + past_inputs + ", up to tick " + std::to_string(t.tick) +
-                                           ", in the loop of " + LoopName(r) +
-                                           " (a loop must settle once its inputs stop; Engine(max_loop_ticks=...) "
-                                           "raises the limit" + kept);
+  throw CqError(ErrorKind::kRunaway, "runaway loop: rows at more than " + std::to_string(bounds_.ticks) + " ticks " +
+                                         past_inputs + ", up to tick " + std::to_string(tick) + ", in the loop of " +
+                                         LoopName(r) +
+                                         " (a loop must settle once its inputs stop; Engine(max_loop_ticks=...) "
+                                         "raises the limit" + kept);
 }
 
 void DtsExecutor::RunRegion(Region& r) {
@@ -673,8 +670,9 @@ void DtsExecutor::RunRegion(Region& r) {
   }
   for (;;) {
     // The next instant: rows waiting at the entries, or an operator firing by itself.
-    Time t = due;
-    for (size_t e : r.entries) t = std::min(t, entries_[e].runs.head());
+    Time entered = Time::Infinity();
+    for (size_t e : r.entries) entered = std::min(entered, entries_[e].runs.head());
+    Time t = std::min(due, entered);
     for (Node* d : r.delays) t = std::min(t, d->delayed->head());
     if (!(t < bound)) break;
     CQ_CHECK(!(t < r.progress), "an operator of a loop fires at " + t.ToString() + ", below the loop's progress " +
@@ -684,19 +682,17 @@ void DtsExecutor::RunRegion(Region& r) {
                     "runaway loop: more than " + std::to_string(bounds_.steps) + " ε steps at tick " +
                         std::to_string(t.tick) + " in the loop of " + LoopName(r) +
                         " (a loop must settle within a tick; Engine(max_loop_steps=...) raises the limit)");
+    if (t.tick != r.tick && !r.loop_delays.empty()) NextTick(r, t.tick);
     const Time next{t.tick, t.step + 1};
     r.now = t;
     // The delays' rows first: they were on their way before the entries' rows of the instant.
     for (Node* d : r.delays)
       if (d->delayed->head() < next) ReleaseDelayed(*d, next);
-    bool fed = false;
-    for (size_t e : r.entries) {
-      fed |= entries_[e].runs.head() < next;
-      Release(entries_[e], next);
-    }
+    for (size_t e : r.entries) Release(entries_[e], next);
     due = AdvanceRegion(r, next);
     r.now = Time::MinusInfinity();
-    if (!r.loop_delays.empty()) CountLoopWork(r, t, fed);
+    if (entered < next) r.fed_tick = std::max(r.fed_tick, t.tick);
+    if (r.taken - r.tick_taken > static_cast<uint64_t>(bounds_.rows)) RunawayLoop(r, t.tick);
   }
   if (bound > r.progress) AdvanceRegion(r, bound);
   // Members without state follow the region (their progress is what their consumers outside read).

@@ -24,6 +24,11 @@
 // they exchange one at a time, as the paper's tuple-at-a-time engine did, instead of as batches.
 // Rows entering the region leave their entry queues one at a time; rows leaving it for operators
 // outside are gathered into one batch per producer, handed on when the region stops.
+//
+// A loop that does not settle is stopped (LoopBounds): ε steps in a tick are counted as the
+// instants come; the rows its delays take (what goes round) into Region::taken as they come,
+// checked after every instant; and, at every new tick, the ticks and rows past its inputs'
+// progress.
 #include <map>
 #include <memory>
 #include <optional>
@@ -85,7 +90,8 @@ class DtsExecutor final : public Executor {
         : schema_(std::make_shared<const Schema>(schema)), store_(RowLayout(schema)) {}
     void Push(int, const Row& row, RowEmitter&) override;
     Time head() const { return HasFrom(items_, head_) ? items_[head_].sync : Time::Infinity(); }
-    uint64_t added() const { return added_; }  // rows it has taken, ever (for the loop bounds)
+    // Rows it takes are counted into *c too (the loop bounds), or nowhere with null.
+    void count_into(uint64_t* c) { count_ = c ? c : &uncounted_; }
     // f(row) for the rows below `next`, in time order; a row added meanwhile (a loop without
     // state between the delay and itself) waits for its own instant.
     template <typename F>
@@ -115,7 +121,8 @@ class DtsExecutor final : public Executor {
     RowStore store_;
     std::vector<Item> items_;  // waiting from head_ on
     size_t head_ = 0;
-    uint64_t added_ = 0;
+    uint64_t uncounted_ = 0;
+    uint64_t* count_ = &uncounted_;
   };
   // Loops deliver a row or two per instant, so the routing is resolved once, when the graph is
   // scheduled: the consumer's node, and the entry queue the edge feeds (or -1 when it stays inside
@@ -225,15 +232,16 @@ class DtsExecutor final : public Executor {
     Time now = Time::MinusInfinity();  // the instant being run (RowEmitter::now)
     int64_t last_tick = Time::kMinTick;  // the furthest finite tick its inputs reached
     bool closing = false;                 // its inputs have ended (told to its operators)
-    // The loop bounds' counts (CountLoopWork). Not in snapshots: a restored engine counts afresh.
+    // The loop bounds' counts (NextTick). Not in snapshots: a restored engine counts afresh.
     // `fed_tick`: its inputs' progress as it knows it — the furthest finite tick they reached
     // before the current call, or of a row that entered it since.
     int64_t fed_tick = Time::kMinTick;
-    uint64_t rows_seen = 0;            // rows its loop delays had taken at the last instant
-    int64_t tick = Time::kMinTick;     // the tick of the last instant that produced rows
-    uint64_t tick_rows = 0;            // rows its loop delays took in that tick
-    int64_t past_ticks = 0;            // ticks past fed_tick at which it produced rows
-    uint64_t past_rows = 0;            // rows its loop delays took past fed_tick
+    uint64_t taken = 0;               // rows its loop delays took (they count into it)
+    int64_t tick = Time::kMinTick;    // the tick of the instants being run
+    uint64_t tick_taken = 0;          // `taken` when that tick began
+    int64_t past_from = Time::kMinTick;  // the fed_tick that the two counts below are past
+    int64_t past_ticks = 0;           // ticks past it at which the loop produced rows
+    uint64_t past_rows = 0;           // rows its loop delays took at those ticks
   };
   struct Step {  // one element of the schedule: a node outside regions, or a region
     int node = -1;
@@ -273,10 +281,11 @@ class DtsExecutor final : public Executor {
   // Hands a delay's consumers in its region its rows below `next`.
   [[gnu::noinline]] void ReleaseDelayed(Node& d, Time next);  // (out of line: RunRegion stays small)
   std::string LoopName(const Region& r) const;
-  // After an instant `t` of a region with loops: counts the rows its loop delays took and the
-  // ticks it ran at past its inputs' progress (`fed`: rows entered it at t), and throws
-  // CqError(kRunaway) past the bounds.
-  [[gnu::noinline]] void CountLoopWork(Region& r, Time t, bool fed);
+  // A region with loops moves on to `tick`: the tick it leaves counts towards the bounds past
+  // its inputs' progress if the loop produced rows there (CqError(kRunaway) beyond them).
+  void NextTick(Region& r, int64_t tick);
+  // The error for a loop past its bounds at `tick` (which bound: the counts say).
+  [[noreturn, gnu::cold]] void RunawayLoop(const Region& r, int64_t tick) const;
   Time InputProgress(int producer) const;
 
   bool hybrid_;
