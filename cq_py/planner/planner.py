@@ -56,6 +56,7 @@ class Planner:
         self.expose_steps = expose_steps
         self.auto_delay = auto_delay
         self.expiration = expiration
+        self.lenient = self.inferring = False
 
     # =========================================================================================
     # Errors
@@ -154,21 +155,41 @@ class Planner:
     # =========================================================================================
 
     def _infer_schemas(self, queries: list[ast.RegisterQuery]) -> None:
-        """Every script query's kind and columns, before any is planned: first from the branches
-        that can be typed (a loop closes through the others), then again with every query known
-        until nothing changes — a type only widens (BIGINT to DOUBLE), so this ends."""
+        """Every script query's kind and columns, before any is planned. A query is typed once the
+        queries it reads are; only when none can be (a loop) is one of them typed from the branches
+        of its set operations that can be (the loop closes through the others) — provisionally,
+        since its column names may then be the right operand's, not the left's. Then every query
+        is typed again with every query known until nothing changes — names settle, and a type
+        only widens (BIGINT to DOUBLE), so this ends."""
         self.schemas: dict[str, tuple[str, list[tuple[str, str]]]] = {}
         pending = list(queries)
+        provisional = False  # some query's columns were typed from part of its branches
+        errors: dict[str, CQLSemanticError] = {}
         while pending:
             progress = False
-            for q in list(pending):
-                try:
-                    self.schemas[q.name.lower()] = self._try_infer(q, lenient=True)
-                except Deferred:
-                    continue
-                pending.remove(q)
-                progress = True
+            for lenient in (False, True):
+                for q in list(pending):
+                    try:
+                        self.schemas[q.name.lower()] = self._try_infer(q, lenient=lenient)
+                    except Deferred:
+                        continue
+                    except CQLSemanticError as e:
+                        # A query read by its columns' names fails while a loop's columns are
+                        # provisional: it is typed again once they are not.
+                        if not provisional:
+                            raise
+                        errors.setdefault(q.name.lower(), e)
+                        continue
+                    pending.remove(q)
+                    progress = True
+                    if lenient:
+                        provisional = True
+                        break  # the others may now be typed in full
+                if progress:
+                    break
             if not progress:
+                if errors:
+                    raise next(iter(errors.values()))
                 names = ", ".join(q.name for q in pending)
                 what = (f"{names}: it only reads itself" if len(pending) == 1 else
                         f"{names}: they only read each other")
@@ -177,24 +198,33 @@ class Planner:
                                pending[0].pos)
         for _ in range(4 * len(queries) + 4):
             changed = False
+            failed: Optional[CQLSemanticError] = None
             for q in queries:
-                again = self._try_infer(q, lenient=False)
+                try:
+                    again = self._try_infer(q, lenient=False)
+                except CQLSemanticError as e:
+                    failed = failed or e
+                    continue
                 if again != self.schemas[q.name.lower()]:
                     self.schemas[q.name.lower()] = again
                     changed = True
             if not changed:
+                if failed is not None:
+                    raise failed
                 return
         raise AssertionError("column types of named queries did not settle")
 
     def _try_infer(self, q: ast.RegisterQuery, lenient: bool) -> tuple[str, list[tuple[str, str]]]:
-        """Plans ``q`` for its output columns only, leaving the catalog as it was."""
+        """Plans ``q`` for its output columns only, leaving the catalog as it was. Raises Deferred
+        when it reads a query not typed yet (with ``lenient``, only when no branch of a set
+        operation can be typed)."""
         saved_nodes, saved_id = dict(self.cat.nodes), self.cat.next_id
-        self.lenient = lenient
+        self.lenient, self.inferring = lenient, True
         try:
             kind, cols, _ = self._query(q.query, q.name)
             return kind, cols
         finally:
-            self.lenient = False
+            self.lenient = self.inferring = False
             self.cat.nodes, self.cat.next_id = saved_nodes, saved_id
 
     def _dependency_order(self, queries: list[ast.RegisterQuery]) -> list[ast.RegisterQuery]:
@@ -292,10 +322,14 @@ class Planner:
             if not self.lenient or left is None:
                 raise
         if left is None or right is None:
-            # Inference only: one branch gives the columns (the loop closes through the other).
+            # Inference only: one branch gives the columns (the loop closes through the other);
+            # the names are the left operand's when it names its columns itself.
             known = left or right
             assert known is not None
-            return known
+            names = _names_of(q.left) if left is None else None
+            if names is None or len(names) != len(known[1]):
+                return known
+            return known[0], [(n, t) for n, (_, t) in zip(names, known[1])], known[2]
         (lk, lc, ln), (rk, rc, rn) = left, right
         if len(lc) != len(rc):
             raise self.err(f"{q.op} needs the same number of columns on both sides; found {len(lc)} "
@@ -398,7 +432,7 @@ class Planner:
         key = src.name.lower()
         if target is None and key not in self.schemas:
             if key in self.script_queries:
-                assert self.lenient, "every query's columns are inferred before planning"
+                assert self.inferring, "every query's columns are inferred before planning"
                 raise Deferred(src.name)
             known = ", ".join(n for n in self.cat.names() + [
                 q.name for q in self.script_queries.values() if q.name.lower() not in self.cat.queries]
@@ -762,6 +796,25 @@ def propagate_lifetimes(cat: Catalog) -> None:
             break
     for q in cat.queries.values():
         q.lifetime = cat.nodes[q.out_id].lifetime
+
+
+def _names_of(q: ast.Query) -> Optional[list[str]]:
+    """The output column names of a query expression as its text gives them, without typing it:
+    a select list of aliases and column references; None when a name needs its sources (``*``, an
+    expression without alias)."""
+    if isinstance(q, ast.StreamOp):
+        return _names_of(q.query)
+    if isinstance(q, ast.SetOp):
+        return _names_of(q.left)
+    names = []
+    for item in q.items:
+        if item.alias:
+            names.append(item.alias)
+        elif isinstance(item.expr, ast.ColumnRef):
+            names.append(item.expr.name)
+        else:
+            return None
+    return names
 
 
 def _sources(q: ast.Query) -> list[ast.Source]:
