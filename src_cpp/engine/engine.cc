@@ -1,5 +1,6 @@
 #include "engine/engine.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "batch/buffer.h"
@@ -88,6 +89,7 @@ void Engine::AddPlan(const std::string& plan_json) {
     OperatorContext ctx;
     ctx.holders = holders_.get();
     ctx.negative = options_.lifetime == "negative";
+    ctx.furthest = furthest_.get();
     std::unique_ptr<Operator> op = OperatorRegistry::Global().Create(spec, inputs, ctx);
     fresh[spec.id] = {&op->output_schema(), op->output_kind()};
     if (auto* scan = dynamic_cast<StreamScan*>(op.get())) {
@@ -162,6 +164,7 @@ void Engine::Push(const std::string& stream, std::vector<ImportedBatch> batches)
     for (const Batch& batch : ready) executor_->Push(st.source_id, batch);
     if (last > st.progress) {
       st.progress = last;
+      UpdateFurthest();
       PropagateProgress();
     }
   });
@@ -249,6 +252,11 @@ std::vector<Batch> Engine::Validate(const std::string& stream, const StreamState
   return ready;
 }
 
+void Engine::UpdateFurthest() {
+  for (const auto& [name, s] : streams_)
+    if (!s.progress.IsInfinite()) *furthest_ = std::max(*furthest_, s.progress.tick);
+}
+
 void Engine::PropagateProgress() {
   std::map<int, Time> progress;
   for (const auto& [name, s] : streams_) progress[s.source_id] = s.progress;
@@ -261,12 +269,14 @@ void Engine::Advance(Time t) {
   if (t <= advanced_) return;
   advanced_ = t;
   for (auto& [name, s] : streams_) s.progress = std::max(s.progress, t);
+  UpdateFurthest();
   Run([&] { PropagateProgress(); });
 }
 
 void Engine::Close() {
   if (closed_) return;
   CheckUsable();
+  // P stays where the inputs left it: RSTREAM emits every tick up to it (SPEC §4).
   advanced_ = Time::Infinity();
   for (auto& [name, s] : streams_) s.progress = Time::Infinity();
   Run([&] { PropagateProgress(); });
@@ -492,6 +502,7 @@ void Engine::Restore(std::string_view snapshot) {
   }
   if (r.left() != 0) SnapshotReader::Corrupt(std::to_string(r.left()) + " bytes follow the last operator's state");
   std::swap(holders_, fresh.holders_);
+  std::swap(furthest_, fresh.furthest_);
   std::swap(executor_, fresh.executor_);
   std::swap(streams_, fresh.streams_);
   std::swap(sinks_, fresh.sinks_);
@@ -513,6 +524,7 @@ void Engine::RestoreState(SnapshotReader& r) {
   }
   advanced_ = r.Pod<Time>();
   closed_ = r.Bool();
+  UpdateFurthest();  // (after close() no operator reads it any more)
   r.Section("the executor's state", [&] { executor_->Restore(r); });
   const size_t ops = r.Count(17);
   if (ops != executor_->order().size())

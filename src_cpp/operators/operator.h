@@ -37,6 +37,11 @@ class Emitter {
 struct OperatorContext {
   HolderTable* holders = nullptr;
   bool negative = false;  // lifetime="negative": the Negative Tuple method (SPEC §5)
+  // The engine's progress P (SPEC §4): the furthest tick any input of the engine has reached — its
+  // latest timestamp or advance, over all streams and relations — as it stood before close(),
+  // which leaves it as it was. Null outside an engine (unit tests): no input is known to be
+  // ahead.
+  const int64_t* furthest = nullptr;
 };
 
 class Operator {
@@ -58,15 +63,23 @@ class Operator {
   // expirations, pending ends it will fix, RSTREAM's ticks: its next firing time (paper 000 §3.2)
   // — or Time::Infinity() when everything it holds waits on more input. The DTS executor asks
   // only inside loops, where the next instant to run is the minimum of these. `last_tick` is the
-  // furthest tick the loop's inputs have reached (RSTREAM fires at every tick up to it while its
-  // relation is non-empty).
+  // furthest tick the loop's inputs have reached.
   virtual Time next_firing(int64_t last_tick) const { return Time::Infinity(); }
 
-  // The inputs have ended (close()): nothing more will come than what is in already, and
-  // `last_tick` is the furthest tick they reached. Outside loops AdvanceTo(Time::Infinity()) says
-  // it; inside a loop the last instants still run one by one after it, so the DTS executor says it
-  // first (RSTREAM then stops at the tick where close() stops it outside loops).
+  // The inputs have ended (close()): nothing more will come than what is in already.
+  // Outside loops AdvanceTo(Time::Infinity()) says it; inside a loop the last instants still run
+  // one by one after it, so the DTS executor says it first (RSTREAM then knows that the engine's
+  // progress P, OperatorContext::furthest, is final).
   virtual void Closing(int64_t last_tick) {}
+
+  // How far the operator's output is complete once its inputs' progress is `progress`: nothing it
+  // emits later lies below this. The executors hand it on as its consumers' input progress. Its
+  // input progress moved forward by its delay, for all but RSTREAM, which holds back the ticks it
+  // cannot decide yet (those beyond the engine's progress P, SPEC §4) until P passes them or
+  // close() comes.
+  virtual Time OutputProgress(Time progress) const {
+    return progress == Time::MinusInfinity() ? progress : progress + delay();
+  }
 
   // How far the operator moves time forward: zero for all but delays (paper 000 §3.1), which the
   // executors use to cut loops.

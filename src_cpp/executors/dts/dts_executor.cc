@@ -488,10 +488,11 @@ void DtsExecutor::Push(int source, const Batch& batch) {
 }
 
 Time DtsExecutor::InputProgress(int producer) const {
-  // An input's progress is its producer's, moved forward by the producer's delay: a delay's
-  // output holds nothing below its input's progress plus the delay.
+  // An input's progress is its producer's, moved forward by the producer's delay (a delay's
+  // output holds nothing below its input's progress plus the delay), or held back by an RSTREAM
+  // that cannot decide a tick yet (Operator::OutputProgress).
   const Node& i = nodes_.at(producer);
-  return i.progress == Time::MinusInfinity() ? i.progress : i.progress + i.op->delay();
+  return i.op->OutputProgress(i.progress);
 }
 
 void DtsExecutor::AdvanceTo(const std::map<int, Time>& source_progress) {

@@ -125,7 +125,6 @@ void HeartbeatExecutor::Add(std::vector<std::pair<OperatorSpec, std::unique_ptr<
   for (auto& [spec, op] : ops) {
     Node n;
     n.id = spec.id;
-    n.delay = op->delay();
     n.op = std::move(op);
     n.inputs = spec.inputs;
     n.ports.resize(std::max<size_t>(1, spec.inputs.size()));
@@ -142,7 +141,7 @@ void HeartbeatExecutor::Add(std::vector<std::pair<OperatorSpec, std::unique_ptr<
       // which lies at or after the producer's progress.
       if (producer.progress > Time::MinusInfinity()) {
         Port& p = n.ports[port];
-        p.seen = p.promised = producer.progress + producer.delay;
+        p.seen = p.promised = producer.op->OutputProgress(producer.progress);
       }
     }
   }
@@ -280,7 +279,7 @@ void HeartbeatExecutor::Refresh(int node) {
     n.progress = progress;
     n.op->AdvanceTo(progress, *n.emitter);
   }
-  EnqueueHeartbeat(node, n.progress + n.delay);
+  EnqueueHeartbeat(node, n.op->OutputProgress(n.progress));
 }
 
 void HeartbeatExecutor::Push(int source, const Batch& batch) {
