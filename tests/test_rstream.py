@@ -102,3 +102,41 @@ def test_an_rstream_read_through_a_delay_in_a_loop_ends_with_its_relation(hybrid
     eng.push("s", pa.table({"a": [1], "ts": [5]}))
     eng.close()
     assert rows(eng, "every") == [(1, 5, 1), (1, 6, 1), (1, 7, 1)]
+
+
+ISSUE_EXAMPLES = [
+    # (script, pushes, expected (values..., ts)) — issue 27 A as reported.
+    pytest.param("REGISTER STREAM s1 (k BIGINT); REGISTER STREAM s2 (k BIGINT);"
+                 "REGISTER QUERY q0 AS RSTREAM(SELECT k FROM s1 UNION ALL SELECT k FROM s2);",
+                 [("s1", {"k": [1, 2], "ts": [10, 12]})],
+                 [(1, 10), (1, 11), (1, 12), (2, 12)], id="union-all-empty-second-input"),
+    pytest.param("REGISTER STREAM s0 (k BIGINT); REGISTER STREAM s1 (k BIGINT);"
+                 "REGISTER QUERY q0 AS RSTREAM(SELECT k FROM s0 UNION ALL SELECT k FROM s1);",
+                 [("s0", {"k": [1], "ts": [2]}), ("s1", {"k": [2], "ts": [5]})],
+                 [(1, 2), (1, 3), (1, 4), (1, 5), (2, 5)], id="union-all"),
+    pytest.param("REGISTER STREAM s1 (k BIGINT); REGISTER STREAM s0 (x VARCHAR);"
+                 "REGISTER QUERY q0 AS RSTREAM(SELECT k FROM s1 EXCEPT SELECT 4 AS k FROM s0 [Range 3]);",
+                 [("s1", {"k": [0], "ts": [7]}), ("s0", {"x": ["a"], "ts": [28]})],
+                 [(0, t) for t in range(7, 29)], id="except"),
+    pytest.param("REGISTER STREAM s0 (k BIGINT); REGISTER RELATION r0 (k BIGINT);"
+                 "REGISTER QUERY q0 AS RSTREAM(SELECT x0.k AS a, x1.k AS b FROM s0 [Range Unbounded] x0, r0 x1 "
+                 "WHERE x0.k <> x1.k);",
+                 [("r0", {"k": [2], "ts": [1]}), ("s0", {"k": [1], "ts": [3]}), ("r0", {"k": [5], "ts": [4]})],
+                 [(1, 2, 3), (1, 2, 4), (1, 5, 4)], id="stream-x-relation"),
+    pytest.param("REGISTER STREAM s1 (k BIGINT); REGISTER STREAM s2 (k BIGINT);"
+                 "REGISTER QUERY q0 AS RSTREAM(SELECT COUNT(*) AS n FROM s1 [Rows 1] EXCEPT "
+                 "SELECT k AS n FROM s2 [Now]);",
+                 [("s1", {"k": [4, 5], "ts": [3, 6]})],
+                 [(1, 3), (1, 4), (1, 5), (1, 6)], id="count-rows-except-empty"),
+]
+
+
+@pytest.mark.parametrize("config", CONFIGURATIONS)
+@pytest.mark.parametrize("script,pushes,expected", ISSUE_EXAMPLES)
+def test_the_issue_examples(script, pushes, expected, config):
+    eng = cq_py.Engine(**config)
+    eng.execute(script)
+    for name, data in pushes:
+        eng.push(name, pa.table(data))
+    eng.close()
+    assert sorted(rows(eng, "q0"), key=lambda r: (r[-1], r)) == expected
