@@ -88,6 +88,10 @@ class Engine:
         self._max_loop_steps = max_loop_steps
         self._max_run = max_run
         self._cql: list[str] = []  # the texts execute() registered, in order (for snapshots)
+        # Whether input has come (a push or an advance): a query registered from then on sees the
+        # relations as they stand and re-derives the relation-valued queries it reads (SPEC §4).
+        self._running = False
+        self._late: list[bool] = []  # for each text of _cql: registered while running
         self._core = _core.Engine(lifetime=lifetime, executor=executor, expose_steps=expose_steps,
                                   hybrid=hybrid, max_loop_steps=max_loop_steps, max_run=max_run)
         self._subscribers: dict[str, list[Callable[[pa.RecordBatch], Any]]] = {}
@@ -106,7 +110,7 @@ class Engine:
         """
         script = parse(cql)
         planner = Planner(self._catalog, self.time_unit, cql, self.expose_steps, self.auto_delay,
-                          self.expiration)
+                          self.expiration, late=self._running)
         catalog, ops = planner.plan(script)
         _check_runnable(ops, planner, self.executor)
         if ops:
@@ -117,6 +121,7 @@ class Engine:
                 raise _core_error(e) from None
         self._catalog = catalog
         self._cql.append(cql)
+        self._late.append(self._running)
 
     def stream_names(self) -> list[str]:
         """Names of the registered inputs — streams and relations — in registration order."""
@@ -202,6 +207,7 @@ class Engine:
             self._core.push(sdef.name, [b.__arrow_c_array__() for b in batches])
         except _core.CoreError as e:
             raise _core_error(e) from None
+        self._running = True
         self._deliver()
 
     def advance(self, t: int) -> None:
@@ -214,6 +220,7 @@ class Engine:
             self._core.advance(int(t))
         except _core.CoreError as e:
             raise _core_error(e) from None
+        self._running = True
         self._deliver()
 
     def close(self) -> None:
@@ -298,6 +305,8 @@ class Engine:
                         "expiration": self.expiration, "hybrid": self.hybrid,
                         "max_loop_steps": self._max_loop_steps, "max_run": self._max_run},
             "cql": self._cql,
+            "late": self._late,
+            "running": self._running,
         }).encode()
         try:
             return self._core.snapshot(annex)
@@ -333,14 +342,20 @@ class Engine:
             if not isinstance(saved, dict) or saved.get("cq_py") != 1:
                 raise ValueError("no cq_py engine description")
             options, cql = saved["options"], saved["cql"]
+            late, running = saved.get("late", [False] * len(cql)), saved.get("running", False)
             if not isinstance(options, dict) or not isinstance(cql, list) or not all(isinstance(c, str) for c in cql):
+                raise ValueError("a malformed engine description")
+            if not isinstance(late, list) or len(late) != len(cql) or not all(isinstance(x, bool) for x in late) \
+                    or not isinstance(running, bool):
                 raise ValueError("a malformed engine description")
         except (ValueError, KeyError, UnicodeDecodeError) as e:
             raise SnapshotError(f"not a snapshot of a cq_py.Engine ({e}); was it taken by Engine.snapshot()?") from None
         try:
             eng = cls(**options)
-            for text in cql:
+            for text, registered_late in zip(cql, late):
+                eng._running = registered_late  # each text planned as it was
                 eng.execute(text)
+            eng._running = running
         except (CQError, TypeError, ValueError) as e:
             # The bytes are sound (checksummed) but this cq cannot rebuild the engine they describe.
             raise SnapshotError(f"the snapshot's engine cannot be rebuilt here: {e}") from None

@@ -49,8 +49,12 @@ class Planner:
     """
 
     def __init__(self, catalog: Catalog, time_unit: str = "ms", source: str = "",
-                 expose_steps: bool = False, auto_delay: bool = False, expiration: str = "lazy"):
+                 expose_steps: bool = False, auto_delay: bool = False, expiration: str = "lazy",
+                 late: bool = False):
         self.catalog = catalog
+        # The engine is running (SPEC §4): the script's queries see a relation as it stands now,
+        # whole, and re-derive the relation-valued queries registered before them.
+        self.late = late
         self.time_unit = time_unit
         self.lines = source.splitlines()
         self.expose_steps = expose_steps
@@ -79,6 +83,7 @@ class Planner:
         cat = copy.deepcopy(self.catalog)
         first_new = cat.next_id
         self.cat = cat
+        self.first_new = first_new
 
         queries: list[ast.RegisterQuery] = []
         seen: dict[str, ast.Pos] = {}
@@ -274,7 +279,8 @@ class Planner:
                               kind=kind, lifetime=out.lifetime, owner=st.name, pos=st.pos,
                               label=f"Output {st.name}"))
         self.cat.queries[st.name.lower()] = QueryDef(st.name, kind, columns, out.id, sink.id, st.pos,
-                                                     out.lifetime, list(dict.fromkeys(self.references)))
+                                                     out.lifetime, list(dict.fromkeys(self.references)),
+                                                     st.query)
 
     def _query(self, q: ast.Query, owner: str) -> tuple[str, list[tuple[str, str]], Node]:
         """(kind, columns, output node) of a query expression."""
@@ -447,8 +453,16 @@ class Planner:
                 if src.window is not None:
                     raise self.err(f"a window applies to a stream; '{src.name}' is a relation",
                                    src.window.pos)
+                if self.late and scan.id < self.first_new:
+                    return self._relation_since(scan, target.name, owner), label
                 return scan, label
             return self._window(scan, src.window, owner, src.pos, src), label
+        if (isinstance(target, QueryDef) and target.kind == "relation" and self.late
+                and target.sink_id < self.first_new and target.query is not None):
+            if src.window is not None:
+                raise self.err(f"a window applies to a stream; the query '{src.name}' is "
+                               "relation-valued (use it without a window)", src.window.pos)
+            return self._rederive(target, owner), label
         # A named query, possibly registered in this script and not planned yet.
         if isinstance(target, QueryDef):
             kind, cols, ref = target.kind, target.columns, target.out_id
@@ -464,6 +478,29 @@ class Planner:
                                "relation-valued (use it without a window)", src.window.pos)
             return self._reference(placeholder, out), label
         return self._window(self._reference(placeholder, out), src.window, owner, src.pos, src), label
+
+    def _relation_since(self, scan: Node, name: str, owner: str) -> Node:
+        """A relation registered before the engine ran, for a query registered now: the tuples
+        alive now, each from now on, then its changes (SPEC §4; the core's RelationSince)."""
+        return self._add(Node(self._new_id(), "relation_since", [scan.id], {}, list(scan.schema),
+                              kind="relation", lifetime=PENDING, owner=owner, pos=scan.pos,
+                              label=f"Relation {name} as of this registration"))
+
+    def _rederive(self, target: QueryDef, owner: str) -> Node:
+        """An earlier relation-valued query read by a query registered while the engine runs: its
+        definition planned again, as if written in place (SPEC §4) — fresh windows over the rows
+        from now on, relations as they stand now, earlier stream-valued queries shared — and not
+        the operators that hold its state from before. explain() marks the operators."""
+        first, references = self.cat.next_id, self.references
+        self.references = []
+        try:
+            _, _, out = self._query(target.query, owner)  # type: ignore[arg-type]
+        finally:
+            self.references = references
+        for i in range(first, self.cat.next_id):  # (a query it re-derives in turn has its mark)
+            if i in self.cat.nodes and "(re-deriving " not in self.cat.nodes[i].label:
+                self.cat.nodes[i].label += f" (re-deriving {target.name} as of this registration)"
+        return out
 
     def _reference(self, placeholder: Node, out: Union[int, str]) -> Node:
         """A stand-in for another query's output node: its id, or its name until it is planned."""

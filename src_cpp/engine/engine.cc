@@ -62,6 +62,10 @@ void Engine::AddPlan(const std::string& plan_json) {
   // is built after its reader; what it really produces is checked against this once it is built.
   std::map<int, std::pair<Schema, BatchKind>> declared;
   std::vector<std::pair<int, int>> forward;  // (reader, operator read before it was built)
+  // The engine's progress now: a relation read by an operator added now is seen as it stands here.
+  Time registered_at = streams_.empty() ? Time::MinusInfinity() : Time::Infinity();
+  for (const auto& [name, st] : streams_) registered_at = std::min(registered_at, st.progress);
+  std::vector<std::pair<int, int>> replays;  // (relation scan, its new reader as of registered_at)
   for (const json::Value& o : plan["operators"].array())
     if (const json::Value* out = o.find("output"))
       declared[static_cast<int>(o["id"].integer())] = {
@@ -90,6 +94,7 @@ void Engine::AddPlan(const std::string& plan_json) {
     ctx.holders = holders_.get();
     ctx.negative = options_.lifetime == "negative";
     ctx.furthest = furthest_.get();
+    ctx.registered_at = registered_at;
     std::unique_ptr<Operator> op = OperatorRegistry::Global().Create(spec, inputs, ctx);
     fresh[spec.id] = {&op->output_schema(), op->output_kind()};
     if (auto* scan = dynamic_cast<StreamScan*>(op.get())) {
@@ -102,6 +107,7 @@ void Engine::AddPlan(const std::string& plan_json) {
                "relation '" + scan->relation() + "' registered twice");
       new_streams[scan->relation()] = {spec.id, scan->shared_schema(), advanced_, scan};
     }
+    if (dynamic_cast<RelationSince*>(op.get()) && !fresh.count(spec.inputs[0])) replays.push_back({spec.inputs[0], spec.id});
     if (auto* sink = dynamic_cast<QuerySink*>(op.get())) {
       CQ_CHECK(!sinks_.count(sink->query()) && !new_sinks.count(sink->query()),
                "query '" + sink->query() + "' registered twice");
@@ -120,7 +126,16 @@ void Engine::AddPlan(const std::string& plan_json) {
   streams_.merge(new_streams);
   sinks_.merge(new_sinks);
   plans_.push_back(plan_json);
-  Run([&] { PropagateProgress(); });
+  Run([&] {
+    // Each relation as it stands, for the query's operators that read it (SPEC §4).
+    for (const auto& [scan, reader] : replays) {
+      const auto* relation = dynamic_cast<const RelationScan*>(executor_->op(scan));
+      CQ_CHECK(relation, "a relation as of a registration reads operator " + std::to_string(scan) + ", not a relation");
+      const Batch alive = relation->AliveFrom(registered_at);
+      if (alive.length > 0) executor_->Replay(scan, reader, alive);
+    }
+    PropagateProgress();
+  });
 }
 
 void Engine::Push(const std::string& stream, std::vector<ImportedBatch> batches) {

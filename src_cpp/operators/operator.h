@@ -42,6 +42,9 @@ struct OperatorContext {
   // which leaves it as it was. Null outside an engine (unit tests): no input is known to be
   // ahead.
   const int64_t* furthest = nullptr;
+  // The engine's progress when the operator is added (the minimum of its inputs' progress):
+  // MinusInfinity before any input has progressed.
+  Time registered_at = Time::MinusInfinity();
 };
 
 class Operator {

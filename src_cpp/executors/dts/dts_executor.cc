@@ -487,6 +487,12 @@ void DtsExecutor::Push(int source, const Batch& batch) {
   FlushAllExits();
 }
 
+void DtsExecutor::Replay(int producer, int consumer, const Batch& batch) {
+  for (const Consumer& c : nodes_.at(producer).consumers)
+    if (c.node == consumer) Deliver(c, batch);
+  FlushAllExits();
+}
+
 Time DtsExecutor::InputProgress(int producer) const {
   // An input's progress is its producer's, moved forward by the producer's delay (a delay's
   // output holds nothing below its input's progress plus the delay), or held back by an RSTREAM

@@ -290,6 +290,14 @@ void HeartbeatExecutor::Push(int source, const Batch& batch) {
   Drain();
 }
 
+void HeartbeatExecutor::Replay(int producer, int consumer, const Batch& batch) {
+  const int node = index_.at(consumer);
+  for (size_t port = 0; port < nodes_[node].inputs.size(); ++port)
+    if (nodes_[node].inputs[port] == producer && batch.num_rows() > 0) Append(nodes_[node].ports[port], batch);
+  stack_.push_back(node);
+  Drain();
+}
+
 void HeartbeatExecutor::AdvanceTo(const std::map<int, Time>& source_progress) {
   // A wave: every source sends a heartbeat, behind its data, whether its progress moved or not, and
   // an operator passes the wave on once it has its inputs' heartbeats of this wave (Refresh). The
