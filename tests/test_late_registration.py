@@ -8,13 +8,9 @@ import pyarrow as pa
 import pytest
 
 import cq_py
+from configurations import CONFIGURATIONS as ALL
 
-CONFIGURATIONS = [
-    pytest.param({"executor": executor, "lifetime": lifetime, **extra},
-                 id=f"{executor}{'-published' if extra else ''}-{lifetime}")
-    for executor, extra in (("dts", {}), ("dts", {"hybrid": False}), ("heartbeat", {}))
-    for lifetime in ("direct", "negative")
-]
+CONFIGURATIONS = [pytest.param(options, id=name) for name, options in ALL.items()]
 SNAPSHOTTING = [c for c in CONFIGURATIONS if c.values[0]["executor"] == "dts"]
 
 
@@ -31,6 +27,21 @@ def changes(*rows_):
 def keys(*pairs):
     """(k, ts) pairs as stream rows."""
     return pa.table({"k": [p[0] for p in pairs], "ts": [p[1] for p in pairs]})
+
+
+def registered_at_5(config, early, late, before=(), after=()):
+    """An engine that ran `early` with the pushes `before`, advanced to 5, registered `late`, then
+    took the pushes `after` and closed. Pushes are (input, table)."""
+    eng = cq_py.Engine(**config)
+    eng.execute(early)
+    for name, data in before:
+        eng.push(name, data)
+    eng.advance(5)
+    eng.execute(late)
+    for name, data in after:
+        eng.push(name, data)
+    eng.close()
+    return eng
 
 
 @pytest.mark.parametrize("config", CONFIGURATIONS)
@@ -67,14 +78,10 @@ def test_a_relation_is_seen_whole_as_it_stands_at_the_registration(config):
 @pytest.mark.parametrize("config", CONFIGURATIONS)
 def test_windows_of_a_late_query_fill_from_its_registration(config):
     # w0 and w have the same sub-plan; w must not get w0's window (which holds the row at 2).
-    eng = cq_py.Engine(**config)
-    eng.execute("REGISTER STREAM s(k INT); REGISTER QUERY w0 AS SELECT k FROM s [Range 10];")
-    eng.push("s", keys((1, 2)))
-    eng.advance(5)
-    eng.execute("REGISTER QUERY w AS SELECT k FROM s [Range 10];"
-                "REGISTER QUERY n AS ISTREAM(SELECT COUNT(*) AS n FROM s [Range 10]);")
-    eng.push("s", keys((2, 6)))
-    eng.close()
+    eng = registered_at_5(config, "REGISTER STREAM s(k INT); REGISTER QUERY w0 AS SELECT k FROM s [Range 10];",
+                          "REGISTER QUERY w AS SELECT k FROM s [Range 10];"
+                          "REGISTER QUERY n AS ISTREAM(SELECT COUNT(*) AS n FROM s [Range 10]);",
+                          before=[("s", keys((1, 2)))], after=[("s", keys((2, 6)))])
     assert rows(eng, "w0") == [(1, 2, 12), (2, 6, 16)]
     assert rows(eng, "w") == [(2, 6, 16)]
     assert rows(eng, "n") == [(1, 6)]
@@ -82,13 +89,9 @@ def test_windows_of_a_late_query_fill_from_its_registration(config):
 
 @pytest.mark.parametrize("config", CONFIGURATIONS)
 def test_an_earlier_stream_valued_query_is_read_from_the_registration_on(config):
-    eng = cq_py.Engine(**config)
-    eng.execute("REGISTER STREAM s(k INT); REGISTER QUERY e AS ISTREAM(SELECT k FROM s [Now]);")
-    eng.push("s", keys((1, 2)))
-    eng.advance(5)
-    eng.execute("REGISTER QUERY l AS SELECT k FROM e [Range 10];")
-    eng.push("s", keys((2, 6)))
-    eng.close()
+    eng = registered_at_5(config, "REGISTER STREAM s(k INT); REGISTER QUERY e AS ISTREAM(SELECT k FROM s [Now]);",
+                          "REGISTER QUERY l AS SELECT k FROM e [Range 10];",
+                          before=[("s", keys((1, 2)))], after=[("s", keys((2, 6)))])
     assert rows(eng, "e") == [(1, 2), (2, 6)]
     assert rows(eng, "l") == [(2, 6, 16)]
 
@@ -97,21 +100,17 @@ def test_an_earlier_stream_valued_query_is_read_from_the_registration_on(config)
 def test_an_earlier_relation_valued_query_is_re_derived_from_the_registration(config):
     # agg counts s over [Range 10]; a query registered at 5 reads agg as if its definition were
     # written in place: its count starts from the rows from 5 on (1 at 6), not agg's (3 at 6).
-    eng = cq_py.Engine(**config)
-    eng.execute("REGISTER STREAM s(k INT); REGISTER RELATION r(k INT, v INT);"
-                "REGISTER QUERY agg AS SELECT COUNT(*) AS n FROM s [Range 10];"
-                "REGISTER QUERY big AS SELECT k FROM r WHERE v > 5;"
-                "REGISTER QUERY seen AS ISTREAM(SELECT n FROM agg);")
-    eng.push("s", keys((1, 1), (1, 2)))
-    eng.push("r", changes((1, 10, "+", 1), (2, 3, "+", 1)))
-    eng.advance(5)
-    eng.execute("REGISTER QUERY counted AS ISTREAM(SELECT n FROM agg);"
-                "REGISTER QUERY bigger AS ISTREAM(SELECT k FROM big);")
+    eng = registered_at_5(config, "REGISTER STREAM s(k INT); REGISTER RELATION r(k INT, v INT);"
+                          "REGISTER QUERY agg AS SELECT COUNT(*) AS n FROM s [Range 10];"
+                          "REGISTER QUERY big AS SELECT k FROM r WHERE v > 5;"
+                          "REGISTER QUERY seen AS ISTREAM(SELECT n FROM agg);",
+                          "REGISTER QUERY counted AS ISTREAM(SELECT n FROM agg);"
+                          "REGISTER QUERY bigger AS ISTREAM(SELECT k FROM big);",
+                          before=[("s", keys((1, 1), (1, 2))), ("r", changes((1, 10, "+", 1), (2, 3, "+", 1)))],
+                          after=[("s", keys((1, 6)))])
     plan = eng.explain()
     assert "re-deriving agg as of this registration" in plan
     assert "Relation r as of this registration" in plan
-    eng.push("s", keys((1, 6)))
-    eng.close()
     assert rows(eng, "seen") == [(1, 1), (1, 12), (2, 2), (2, 11), (3, 6)]
     assert rows(eng, "counted") == [(1, 6)]
     assert rows(eng, "bigger") == [(1, 5)]

@@ -7,13 +7,9 @@ import pyarrow as pa
 import pytest
 
 import cq_py
+from configurations import CONFIGURATIONS as ALL
 
-CONFIGURATIONS = [
-    pytest.param({"executor": executor, "lifetime": lifetime, **extra},
-                 id=f"{executor}{'-published' if extra else ''}-{lifetime}")
-    for executor, extra in (("dts", {}), ("dts", {"hybrid": False}), ("heartbeat", {}))
-    for lifetime in ("direct", "negative")
-]
+CONFIGURATIONS = [pytest.param(options, id=name) for name, options in ALL.items()]
 
 
 def rows(eng, query):

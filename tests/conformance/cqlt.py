@@ -34,15 +34,6 @@ OPTIONS: dict[str, Callable[[str], Any]] = {
     "auto_delay": lambda v: _bool(v), "expose_steps": lambda v: _bool(v), "hybrid": lambda v: _bool(v),
     "configurations": lambda v: _configurations(v),
 }
-# `configurations=all`: the file runs under every execution strategy (SPEC §5), which must all give
-# its results: DTS hybrid and as published (hybrid=false), and the heartbeat executor, each under
-# both lifetime methods. Otherwise a run file runs under executor=dts and executor=heartbeat.
-CONFIGURATIONS: dict[str, dict[str, Any]] = {
-    f"{name}-{lifetime}": {**options, "lifetime": lifetime}
-    for name, options in (("dts", {"executor": "dts"}), ("dts-published", {"executor": "dts", "hybrid": False}),
-                          ("heartbeat", {"executor": "heartbeat"}))
-    for lifetime in ("direct", "negative")
-}
 MODES = ("run", "plan")
 # Column types a `push` header may name explicitly (`a:VARCHAR`) to override the declared type.
 HEADER_TYPES = {
@@ -395,7 +386,7 @@ class _Runner:
                 key, _, value = a.partition("=")
                 self.options[key] = OPTIONS[key](value)
         self.mode = self.options.pop("mode", "run")
-        self.options.pop("configurations", None)  # (the caller's matrix: see CONFIGURATIONS)
+        self.options.pop("configurations", None)  # (the caller's matrix: tests/configurations.py)
         self.engine: Optional[cq_py.Engine] = None
         self.script: list[str] = []  # plan mode: the accumulated statements
         self.checked = 0  # blocks that checked something

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from conformance.cqlt import (CONFIGURATIONS, Failure, FormatError, Skipped, file_options, run_file,
-                              run_text)
+from configurations import CONFIGURATIONS
+from conformance.cqlt import Failure, FormatError, Skipped, file_options, run_file, run_text
 
 HERE = Path(__file__).resolve().parent
 FILES = sorted(HERE.rglob("*.cqlt"))
