@@ -142,3 +142,25 @@ def test_a_snapshot_after_a_registration_while_running_restores(config):
     assert straight["d"] == [(2, 20, 6)]
     assert straight["re"] == [(1, 5), (2, 7)]
     assert finish(cq_py.Engine.restore(start().snapshot())) == straight
+
+
+@pytest.mark.parametrize("config", CONFIGURATIONS)
+def test_a_relation_of_every_type_is_seen_with_its_values(config):
+    # The relation's alive tuples come back from how it keys them by value: every type, NULLs,
+    # copies of one value (bags), and a copy inserted after the registration.
+    eng = cq_py.Engine(**config)
+    eng.execute("REGISTER RELATION r(s VARCHAR, d DOUBLE, b BOOLEAN, i BIGINT);")
+    data = {"s": ["x", None, "", "long text ü", "x"], "d": [1.5, None, -2.25, 0.0, 1.5],
+            "b": [True, None, False, True, True], "i": [1, None, -7, 2**40, 1], "ts": [1, 1, 2, 2, 3]}
+    eng.push("r", pa.table(data))
+    eng.advance(5)
+    eng.execute("REGISTER QUERY q AS SELECT s, d, b, i FROM r;")
+    eng.push("r", pa.table({"s": ["y"], "d": [3.0], "b": [False], "i": [3], "op": ["+"], "ts": [6]}))
+    eng.push("r", pa.table({"s": ["x"], "d": [1.5], "b": [True], "i": [1], "op": ["-"], "ts": [7]}))
+    eng.close()
+    got = sorted((tuple(r.values()) for r in eng.fetch("q").to_pylist()), key=repr)
+    alive = [tuple(data[c][k] for c in "sdbi") for k in range(5)]
+    expected = [v + (5, None) for v in alive] + [("y", 3.0, False, 3, 6, None)]
+    expected.remove(("x", 1.5, True, 1, 5, None))
+    expected.append(("x", 1.5, True, 1, 5, 7))  # one copy of x deleted at 7
+    assert got == sorted(expected, key=repr)
