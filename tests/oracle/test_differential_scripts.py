@@ -29,11 +29,12 @@ from hypothesis import strategies as st
 
 import cq_py
 from oracle.reference import INF, Col, Lit, Op
+from budget import examples
 from oracle.script_reference import (Agg, Evaluator, Input, Query, Relation, Select, SetOp,
                                      Source, Stream, ToStream, compare_relations, item_type, norm_row,
                                      render_inputs, render_queries)
 
-EXAMPLES = int(os.environ.get("CQ_HYPOTHESIS_EXAMPLES", "300"))
+EXAMPLES = examples(300)
 
 CONFIGS = {
     "dts-direct": {"executor": "dts", "lifetime": "direct"},
