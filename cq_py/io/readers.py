@@ -25,6 +25,7 @@ import pyarrow.json as pajson
 import pyarrow.parquet as pq
 
 from cq_py.errors import InputError
+from cq_py.ticks import UNITS, to_ticks
 
 __all__ = ["FORMATS", "Format", "detect_format", "merge_by_time", "open_input", "row_count"]
 
@@ -47,7 +48,6 @@ _MIN_BLOCK_BYTES = 1 << 16
 _MAX_BLOCK_BYTES = 1 << 28
 _SAMPLE_BYTES = 1 << 16
 
-_ARROW_UNITS = ("s", "ms", "us", "ns")
 
 
 def detect_format(path: str | os.PathLike[str]) -> Format:
@@ -235,8 +235,10 @@ def _conform(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
 # merge_by_time
 
 
-def _ts_keys(batch: pa.RecordBatch, name: str, ts: str, time_unit: str | None) -> np.ndarray:
-    """The timestamps of ``batch`` as int64 on one scale, so that inputs compare with each other."""
+def _ts_keys(batch: pa.RecordBatch, name: str, ts: str, time_unit: str | None,
+             base: int = 0) -> np.ndarray:
+    """The timestamps of ``batch`` as int64 on one scale, so that inputs compare with each other.
+    Errors name the row counted from the input's first (``base`` rows come before ``batch``)."""
     index = batch.schema.get_field_index(ts)
     if index < 0:
         raise InputError(
@@ -247,44 +249,40 @@ def _ts_keys(batch: pa.RecordBatch, name: str, ts: str, time_unit: str | None) -
     col = batch.column(index)
     if col.null_count:
         # Report the first offending row; vectorized, no scan in Python.
-        row = int(pc.index(pc.is_null(col), True).as_py())
-        raise InputError(f"input {name!r}: null timestamp in column {ts!r}", stream=name, row=row)
-    if pa.types.is_timestamp(col.type):
-        # Integers are ticks of the engine's unit; timestamps are brought to that unit (or to ns
-        # when the unit is not an Arrow one) so both kinds of input line up.
-        unit = time_unit if time_unit in _ARROW_UNITS else "ns"
-        if col.type.unit != unit:
-            col = col.cast(pa.timestamp(unit, col.type.tz), safe=False)
-        col = col.view(pa.int64())
-    elif pa.types.is_integer(col.type):
-        if col.type != pa.int64():
-            col = col.cast(pa.int64())
-    else:
-        raise InputError(
-            f"input {name!r}: timestamp column {ts!r} must be an integer or an Arrow timestamp, "
-            f"found {col.type}",
-            stream=name,
-        )
-    return col.to_numpy(zero_copy_only=False)
+        row = base + int(pc.index(pc.is_null(col), True).as_py())
+        raise InputError(f"input {name!r}: null timestamp in column {ts!r} at row {row}",
+                         stream=name, row=row)
+    # Integers are ticks of the engine's unit; timestamps are brought to that unit (or to ns when
+    # the unit is not an Arrow one) so both kinds of input line up, as the engine will see them.
+    try:
+        ticks = to_ticks(col, time_unit if time_unit in UNITS else "ns", where=f"input {name!r}",
+                         column=ts, stream=name)
+    except InputError as exc:
+        if exc.row is None:
+            raise
+        raise InputError(exc.message.replace(f"row {exc.row} ", f"row {base + exc.row} ", 1),
+                         stream=name, row=base + exc.row) from None
+    return ticks.to_numpy(zero_copy_only=False)
 
 
 class _Head:
     """The unconsumed part of one input's current batch and its timestamps."""
 
-    __slots__ = ("name", "it", "batch", "keys")
+    __slots__ = ("name", "it", "batch", "keys", "rows")
 
     def __init__(self, name: str, it: Iterator[pa.RecordBatch]):
         self.name = name
         self.it = it
         self.batch: pa.RecordBatch | None = None
         self.keys: np.ndarray = np.empty(0, dtype=np.int64)
+        self.rows = 0  # rows of this input taken so far
 
     def refill(self, ts: str, time_unit: str | None) -> bool:
         """Load the next non-empty batch; False when the input is exhausted."""
         for batch in self.it:
             if batch.num_rows:
+                self.keys = _ts_keys(batch, self.name, ts, time_unit, self.rows)
                 self.batch = batch
-                self.keys = _ts_keys(batch, self.name, ts, time_unit)
                 return True
         self.batch = None
         return False
@@ -293,6 +291,7 @@ class _Head:
         assert self.batch is not None
         out = self.batch.slice(0, n)
         self.batch = self.batch.slice(n)
+        self.rows += n
         self.keys = self.keys[n:]
         return out
 
