@@ -7,8 +7,10 @@
 
 Inputs stream through in bounded memory: each file is read in batches, the inputs are merged in
 time order and pushed to the engine, and with ``--output`` every query's results are appended to
-``DIR/<query>.<ext>`` as they become final. With ``--spark [MASTER]`` the script runs on Spark
-instead (:mod:`cq_py.spark`): Spark reads the files and writes ``DIR/<query>.<ext>/``.
+``DIR/<query>.<ext>`` as they become final (under a temporary name, moved into place when the run
+succeeds). With ``--spark [MASTER]`` the script runs on Spark instead (:mod:`cq_py.spark`): Spark
+reads the files and runs the engines; the outputs are the same files. Paths are relative to the
+directory ``cq`` runs in, also with ``--spark``.
 """
 
 from __future__ import annotations
