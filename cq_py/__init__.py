@@ -10,8 +10,8 @@
 
 from cq_py.engine import Engine, explain, run
 from cq_py.errors import (ArgumentError, CallbackError, CQError, CQLSemanticError, CQLSyntaxError, InputError,
-                          RunawayLoopError, SnapshotError)
+                          MemoryLimitError, RunawayLoopError, SnapshotError)
 
 __version__ = "0.1.0"
 __all__ = ["ArgumentError", "CallbackError", "CQError", "CQLSemanticError", "CQLSyntaxError", "Engine",
-           "InputError", "RunawayLoopError", "SnapshotError", "explain", "run"]
+           "InputError", "MemoryLimitError", "RunawayLoopError", "SnapshotError", "explain", "run"]

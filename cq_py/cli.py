@@ -31,7 +31,8 @@ from tqdm import tqdm
 
 import cq_py
 from cq_py.engine import EXECUTORS, LIFETIMES, OP, TIME_UNITS
-from cq_py.errors import CQError, CQLSemanticError, CQLSyntaxError, InputError, RunawayLoopError
+from cq_py.errors import (CQError, CQLSemanticError, CQLSyntaxError, InputError, MemoryLimitError,
+                          RunawayLoopError)
 from cq_py.io.readers import detect_format, merge_by_time, open_input, row_count, source_line
 from cq_py.io.writers import EXTENSIONS, QueryWriter, open_writer
 
@@ -53,6 +54,8 @@ def _describe(exc: BaseException) -> str:
     or what running out of memory or stack means here."""
     if isinstance(exc, RunawayLoopError):
         return f"{exc} (cq run: --max-loop-steps N)"
+    if isinstance(exc, MemoryLimitError):
+        return f"{exc} (cq run: --max-memory SIZE)"
     if isinstance(exc, CQError):
         return str(exc)
     if isinstance(exc, OSError):
@@ -136,6 +139,24 @@ def _load_script(path: Path, options: dict[str, Any]) -> cq_py.Engine:
     return eng
 
 
+class _Size(click.ParamType):
+    """A number of bytes: 1000000, 512K, 512M, 4G, 1.5G (powers of 1024)."""
+
+    name = "size"
+    _UNITS = {"": 1, "B": 1, "K": 2**10, "KB": 2**10, "M": 2**20, "MB": 2**20, "G": 2**30,
+              "GB": 2**30, "T": 2**40, "TB": 2**40}
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        if isinstance(value, int):
+            return value
+        match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*", str(value))
+        unit = match[2].upper() if match else None
+        if match is None or unit not in self._UNITS or float(match[1]) * self._UNITS[unit] < 1:
+            self.fail(f"expected a size such as 4G, 512M or 1000000 (bytes); found {value!r}",
+                      param, ctx)
+        return int(float(match[1]) * self._UNITS[unit])
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(cq_py.__version__, prog_name="cq")
 def cli() -> None:
@@ -172,6 +193,9 @@ def cli() -> None:
 @click.option("--max-loop-steps", type=click.IntRange(min=1, max=2**63 - 1), default=1_000_000,
               show_default=True, metavar="N",
               help="ε steps a loop may take within one tick before it is a runaway.")
+@click.option("--max-memory", type=_Size(), default=None, metavar="SIZE",
+              help="Stop with an error when the process's memory passes SIZE (e.g. 4G, 512M): "
+                   "windows over unbounded input keep every row they have seen.")
 @click.option("--no-input", is_flag=True,
               help="Run the script with no --input at all: its streams and relations stay empty.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
@@ -186,8 +210,9 @@ def cli() -> None:
 @_reports_errors
 def run_command(script: Path, inputs: list[tuple[str, Path]], output: Path | None,
                 fmt: str | None, ts: str, batch_size: int, time_unit: str, auto_delay: bool,
-                lifetime: str, executor: str, hybrid: bool, max_loop_steps: int, no_input: bool,
-                quiet: bool, spark_master: str | None, partitions: int | None) -> None:
+                lifetime: str, executor: str, hybrid: bool, max_loop_steps: int,
+                max_memory: int | None, no_input: bool, quiet: bool, spark_master: str | None,
+                partitions: int | None) -> None:
     """Run SCRIPT over the --input files until they end, then report every query's output.
 
     Output files are written under temporary names and moved into place when the run succeeds:
@@ -201,7 +226,8 @@ def run_command(script: Path, inputs: list[tuple[str, Path]], output: Path | Non
     if fmt is not None and fmt != "csv" and output is None:
         raise click.UsageError(f"--format {fmt} needs --output DIR (stdout is always CSV)")
     options = {"time_unit": time_unit, "auto_delay": auto_delay, "lifetime": lifetime,
-               "executor": executor, "hybrid": hybrid, "max_loop_steps": max_loop_steps}
+               "executor": executor, "hybrid": hybrid, "max_loop_steps": max_loop_steps,
+               "max_memory": max_memory}
     eng = _load_script(script, options)
 
     streams = {s.lower(): s for s in eng.stream_names()}

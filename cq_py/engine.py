@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from cq_core import _core
 from cq_py.errors import (ArgumentError, CallbackError, CQError, CQLSemanticError, InputError,
-                          RunawayLoopError, SnapshotError)
+                          MemoryLimitError, RunawayLoopError, SnapshotError)
 from cq_py.parser import parse
 from cq_py.planner import Catalog, Planner
 from cq_py.planner import explain as render_plan
@@ -81,6 +81,34 @@ def _cql_text(cql: Any, call: str) -> str:
     return cql
 
 
+def resident_bytes() -> int:
+    """The resident memory of this process, in bytes: from /proc on Linux, the peak from
+    getrusage elsewhere (macOS; a bound on the peak still stops growth)."""
+    try:
+        with open("/proc/self/statm", "rb") as f:
+            return int(f.read().split()[1]) * _PAGE
+    except (OSError, IndexError, ValueError):
+        pass
+    try:
+        import resource
+    except ImportError:
+        raise ArgumentError("Engine option max_memory needs Linux or macOS (the process's memory "
+                            "cannot be measured here)") from None
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # bytes on macOS
+
+
+def _page_size() -> int:
+    import os
+
+    try:
+        return os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return 4096
+
+
+_PAGE = _page_size()
+
+
 class _Subscriber:
     """A callback of :meth:`Engine.subscribe` and the batches it has not taken yet."""
 
@@ -134,6 +162,12 @@ class Engine:
     one tick before it is reported as a runaway; ``max_run`` is the heartbeat executor's limit on
     consecutive executions of one operator.
 
+    ``max_memory`` (bytes; default None, no bound) stops an engine whose state outgrows the
+    machine: windows over unbounded input (``[Range Unbounded]``, relations, DISTINCT, joins and
+    aggregates over them) keep what they have seen, so memory grows with the input. While the
+    process's resident memory is above the bound, ``push`` and ``advance`` are refused with
+    :class:`MemoryLimitError` and change nothing; ``fetch``, ``snapshot`` and ``close`` still work.
+
     >>> import pyarrow as pa, cq_py
     >>> eng = cq_py.Engine()
     >>> eng.execute("REGISTER STREAM s(a INT, b DOUBLE);"
@@ -145,7 +179,8 @@ class Engine:
 
     def __init__(self, time_unit: str = "ms", lifetime: str = "direct", executor: str = "dts",
                  *, expose_steps: bool = False, auto_delay: bool = False, expiration: str = "lazy",
-                 hybrid: bool = True, max_loop_steps: int = 1_000_000, max_run: int = 20):
+                 hybrid: bool = True, max_loop_steps: int = 1_000_000, max_run: int = 20,
+                 max_memory: Optional[int] = None):
         # Every option is checked here, with the package's error: the core's binding would
         # otherwise answer a wrong type with its whole signature, or take "no" for True.
         self.expiration = _choice("expiration", expiration, ("lazy", "insertion_sort"))
@@ -157,6 +192,9 @@ class Engine:
         self.hybrid = _flag("hybrid", hybrid)
         self._max_loop_steps = _count("max_loop_steps", max_loop_steps)
         self._max_run = _count("max_run", max_run)
+        self._max_memory = None if max_memory is None else _count("max_memory", max_memory)
+        if self._max_memory is not None:
+            resident_bytes()  # refuses the option where it cannot be measured
         self._catalog = Catalog()
         self._cql: list[str] = []  # the texts execute() registered, in order (for snapshots)
         self._core = _core.Engine(lifetime=self.lifetime, executor=self.executor,
@@ -268,6 +306,7 @@ class Engine:
             raise ArgumentError(f"push(ts=...) names the timestamp column; found {_found(ts)}")
         if self._core.closed:
             raise InputError(f"the engine is closed; push to '{sdef.name}' rejected", stream=sdef.name)
+        self._check_memory(f"push to '{sdef.name}'")
         table = self._to_table(data, sdef.name)
         if table is None:
             return
@@ -289,6 +328,7 @@ class Engine:
         >>> eng = Engine(); eng.advance(10)
         """
         tick = self._tick(t)
+        self._check_memory(f"advance({t!r})")
         try:
             self._core.advance(tick)
         except _core.CoreError as e:
@@ -387,7 +427,8 @@ class Engine:
             "options": {"time_unit": self.time_unit, "lifetime": self.lifetime, "executor": self.executor,
                         "expose_steps": self.expose_steps, "auto_delay": self.auto_delay,
                         "expiration": self.expiration, "hybrid": self.hybrid,
-                        "max_loop_steps": self._max_loop_steps, "max_run": self._max_run},
+                        "max_loop_steps": self._max_loop_steps, "max_run": self._max_run,
+                        "max_memory": self._max_memory},
             "cql": self._cql,
         }).encode()
         try:
@@ -495,6 +536,19 @@ class Engine:
                 f"{kept} result rows of '{name}' it did not take, from the batch it raised on, "
                 f"are kept: delivered to it again at the next push, advance, close or subscribe, "
                 f"or returned by fetch('{name}')", query=name) from e
+
+    def _check_memory(self, call: str) -> None:
+        if self._max_memory is None:
+            return
+        used = resident_bytes()
+        if used > self._max_memory:
+            raise MemoryLimitError(
+                f"{call} refused: the process holds {used / 2**20:,.0f} MiB, more than "
+                f"Engine(max_memory={self._max_memory}) ({self._max_memory / 2**20:,.0f} MiB); "
+                "nothing changed. Windows over unbounded input ([Range Unbounded], relations, "
+                "DISTINCT, joins and aggregates over them) keep what they have seen: fetch the "
+                "results, snapshot() or close() the engine, or bound the windows",
+                used=used, limit=self._max_memory)
 
     def _tick(self, t: Any) -> int:
         """The tick ``advance(t)`` means: an integer as it is, a datetime converted as a
@@ -754,7 +808,8 @@ def run(cql: str, inputs: Optional[Mapping[str, Any]] = None, ts: str = "ts",
     (insert) and ``'-'`` (delete, of the oldest alive copy of the row's values).
 
     ``engine_options`` are :class:`Engine`'s: ``time_unit`` ('ms'), ``lifetime``, ``executor``,
-    ``expose_steps``, ``auto_delay``, ``hybrid``, ``max_loop_steps``, ``max_run``, ``expiration``.
+    ``expose_steps``, ``auto_delay``, ``hybrid``, ``max_loop_steps``, ``max_run``, ``expiration``,
+    ``max_memory``.
 
     Output: a stream-valued query (ISTREAM / DSTREAM / RSTREAM) gives its columns and ``ts``, in
     time order; a relation-valued query gives its columns, ``start`` and ``end`` (the interval in
@@ -763,8 +818,8 @@ def run(cql: str, inputs: Optional[Mapping[str, Any]] = None, ts: str = "ts",
 
     Errors: :class:`CQLSyntaxError` / :class:`CQLSemanticError` for the script (line, column),
     :class:`InputError` for the data (``stream`` and ``row`` say where), :class:`RunawayLoopError`
-    for a recursive query that does not settle, :class:`ArgumentError` for a wrong argument or
-    option. Nothing is returned on error.
+    for a recursive query that does not settle, :class:`MemoryLimitError` past ``max_memory``,
+    :class:`ArgumentError` for a wrong argument or option. Nothing is returned on error.
 
     >>> import pyarrow as pa, cq_py
     >>> t = pa.table({"a": [1, 2, 3], "b": [0.4, 0.6, 0.9], "ts": [1, 2, 3]})

@@ -130,6 +130,28 @@ class SnapshotError(InputError):
     """
 
 
+class MemoryLimitError(CQError):
+    """The process's resident memory is above ``Engine(max_memory=...)``: the ``push`` or
+    ``advance`` was refused and changed nothing. The engine stays usable: ``fetch``,
+    ``snapshot`` and ``close`` work. ``used`` and ``limit`` are in bytes.
+
+    >>> import cq_py
+    >>> eng = cq_py.Engine(max_memory=1)
+    >>> eng.execute("REGISTER STREAM s(a INT); REGISTER QUERY q AS ISTREAM(SELECT a FROM s [Now]);")
+    >>> try:
+    ...     eng.push("s", [{"a": 1, "ts": 0}])
+    ... except cq_py.MemoryLimitError as e:
+    ...     print(str(e)[:22], e.limit)
+    push to 's' refused: t 1
+    """
+
+    def __init__(self, message: str, used: int, limit: int):
+        self.message = message
+        self.used = used
+        self.limit = limit
+        super().__init__(message)
+
+
 class RunawayLoopError(CQError):
     """A recursive query's loop did not settle: it took more than ``max_loop_steps`` ε steps inside
     one tick (SPEC §2). The message names the loop's queries. The engine cannot go on after it

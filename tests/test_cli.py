@@ -558,7 +558,8 @@ def test_engine_options_reach_the_engine(tmp_path: Path, monkeypatch: pytest.Mon
                 "--executor", "heartbeat", "--no-hybrid", "--max-loop-steps", "77", "--time-unit", "s")
     assert result.exit_code == 0, result.output
     assert seen[0] == {"time_unit": "s", "auto_delay": False, "lifetime": "negative",
-                       "executor": "heartbeat", "hybrid": False, "max_loop_steps": 77}
+                       "executor": "heartbeat", "hybrid": False, "max_loop_steps": 77,
+                       "max_memory": None}
 
 
 def test_a_runaway_loop_names_the_option_that_raises_the_bound(tmp_path: Path) -> None:
