@@ -31,8 +31,8 @@ from tqdm import tqdm
 
 import cq_py
 from cq_py.engine import EXECUTORS, LIFETIMES, OP, TIME_UNITS
-from cq_py.errors import (CQError, CQLSemanticError, CQLSyntaxError, InputError, MemoryLimitError,
-                          RunawayLoopError)
+from cq_py.errors import (CallbackError, CQError, CQLSemanticError, CQLSyntaxError, InputError,
+                          MemoryLimitError, RunawayLoopError)
 from cq_py.io.readers import detect_format, merge_by_time, open_input, row_count, source_line
 from cq_py.io.writers import EXTENSIONS, QueryWriter, open_writer
 
@@ -52,6 +52,8 @@ class CQFailure(click.ClickException):
 def _describe(exc: BaseException) -> str:
     """One line for an exception that ends a run: cq's own message, an I/O failure with its file,
     or what running out of memory or stack means here."""
+    if isinstance(exc, CallbackError) and exc.__cause__ is not None:
+        return _describe(exc.__cause__)  # the callbacks are cq's own writers: their failure
     if isinstance(exc, RunawayLoopError):
         return f"{exc} (cq run: --max-loop-steps N)"
     if isinstance(exc, MemoryLimitError):
@@ -301,7 +303,8 @@ def _feed(eng: cq_py.Engine, streams: dict[str, str], inputs: list[tuple[str, Pa
     paths = {streams[name.lower()]: path for name, path in inputs}
     # A relation's file holds changes: its op column ('+' / '-') is read as text.
     sources = {
-        stream: open_input(path, batch_size=batch_size, schema=_input_schema(eng, stream, relations))
+        stream: open_input(path, batch_size=batch_size,
+                           schema=_input_schema(eng, stream, relations))
         for stream, path in paths.items()
     }
     # A total only when every input knows its size cheaply; a partial one would mislead.

@@ -76,7 +76,8 @@ def _count(name: str, value: Any) -> int:
 
 def _cql_text(cql: Any, call: str) -> str:
     if not isinstance(cql, str):
-        hint = " (decode bytes first: cql.decode('utf-8'))" if isinstance(cql, (bytes, bytearray)) else ""
+        hint = (" (decode bytes first: cql.decode('utf-8'))"
+                if isinstance(cql, (bytes, bytearray)) else "")
         raise ArgumentError(f"{call} takes CQL text as a str; found {type(cql).__name__}{hint}")
     return cql
 
@@ -144,9 +145,11 @@ def _unconvertible(where: str, stream: str, error: Exception,
         detail = "; ".join(map(str, error.args)) if error.args else str(error)
         why = ("Arrow cannot hold" if row == 0 else
                "does not share an Arrow type with the rows before it")
-        return InputError(f"{where}: column '{name}' does not convert to an Arrow column: row {row} "
-                          f"holds {_found(v)}, which {why} ({detail})", stream=stream, row=row)
-    return InputError(f"{where}: the data does not convert to an Arrow table: {error}", stream=stream)
+        return InputError(f"{where}: column '{name}' does not convert to an Arrow column: "
+                          f"row {row} holds {_found(v)}, which {why} ({detail})",
+                          stream=stream, row=row)
+    return InputError(f"{where}: the data does not convert to an Arrow table: {error}",
+                      stream=stream)
 
 
 class Engine:
@@ -408,8 +411,8 @@ class Engine:
         pending expiration holders, each stream's progress, loops' queued rows, and the results not
         fetched yet. :meth:`restore` rebuilds an engine from it that continues exactly where this
         one is (a checkpoint). Subscribed callbacks are not saved, nor the results held for a
-        callback that raised (:class:`CallbackError`: fetch them first). The cost is linear in the state
-        (columns are copied as raw buffers). Only under ``executor='dts'``: a heartbeat engine
+        callback that raised (:class:`CallbackError`: fetch them first). The cost is linear in the
+        state (columns are copied as raw buffers). Only under ``executor='dts'``: a heartbeat engine
         raises :class:`SnapshotError`.
 
         >>> eng = Engine()
@@ -554,15 +557,22 @@ class Engine:
         """The tick ``advance(t)`` means: an integer as it is, a datetime converted as a
         timestamp column is; within the engine's ticks."""
         if isinstance(t, (datetime.datetime, np.datetime64)):
+            coarse = ("Y", "M", "W", "D", "h", "m")  # units Arrow has no timestamps of
+            if isinstance(t, np.datetime64) and np.datetime_data(t.dtype)[0] in coarse:
+                t = t.astype("datetime64[s]")
             try:
                 col = pa.array([t])
             except (pa.ArrowException, ValueError, TypeError) as e:
                 raise ArgumentError(f"advance({t!r}): not a time Arrow can read ({e})") from None
+            if not pa.types.is_timestamp(col.type) or col.null_count:
+                raise ArgumentError(f"advance({t!r}): not a point in time (Arrow reads it as "
+                                    f"{col.type}{', null' if col.null_count else ''})")
             try:
-                return to_ticks(col, self.time_unit)[0].as_py()
+                tick = to_ticks(col, self.time_unit)[0].as_py()
             except InputError:
                 raise InputError(f"advance({t!r}): outside the engine's {tick_range()} in "
                                  f"'{self.time_unit}'; close() ends the input for good") from None
+            return tick
         if isinstance(t, (bool, np.bool_)) or not hasattr(t, "__index__"):
             raise ArgumentError(f"advance() takes a tick (an integer) or a datetime; found "
                                 f"{_found(t)}")
@@ -602,14 +612,16 @@ class Engine:
             twice = sorted({n for n in names if names.count(n) > 1})
             if twice:
                 raise InputError(f"{where}: column {twice[0]!r} appears {names.count(twice[0])} "
-                                 "times in the DataFrame; each column must appear once", stream=stream)
+                                 "times in the DataFrame; each column must appear once",
+                                 stream=stream)
             try:
                 return pa.Table.from_pandas(data, preserve_index=False)
             except (pa.ArrowException, OverflowError, TypeError, ValueError) as e:
                 cols = {str(c): data.iloc[:, i] for i, c in enumerate(data.columns)}
-                raise _unconvertible(where, stream, e, {
-                    k: (lambda n, c=c: pa.array(c.iloc[:n], from_pandas=True)) for k, c in cols.items()},
-                    len(data), lambda k, i: cols[k].iloc[i]) from None
+                prefixes = {k: (lambda n, c=c: pa.array(c.iloc[:n], from_pandas=True))
+                            for k, c in cols.items()}
+                raise _unconvertible(where, stream, e, prefixes, len(data),
+                                     lambda k, i: cols[k].iloc[i]) from None
         if hasattr(data, "__arrow_c_stream__") or hasattr(data, "__arrow_c_array__"):
             try:
                 return pa.table(data)
@@ -644,8 +656,8 @@ class Engine:
         for name in used:
             times = len(table.schema.get_all_field_indices(name))
             if times > 1:
-                raise InputError(f"push to '{stream}': column '{name}' appears {times} times in the "
-                                 "data; each column must appear once", stream=stream)
+                raise InputError(f"push to '{stream}': column '{name}' appears {times} times in "
+                                 "the data; each column must appear once", stream=stream)
         arrays, names = [], []
         for name, type_ in columns:
             if name == ts:
@@ -701,7 +713,8 @@ class Engine:
         values = have.value_type if pa.types.is_dictionary(have) else have
         ok = (pa.types.is_null(values)
               or (want == T.INT64 and pa.types.is_integer(values))
-              or (want == T.FLOAT64 and (pa.types.is_floating(values) or pa.types.is_integer(values)))
+              or (want == T.FLOAT64
+                  and (pa.types.is_floating(values) or pa.types.is_integer(values)))
               or (want == T.UTF8 and (pa.types.is_string(values) or pa.types.is_large_string(values)
                                       or pa.types.is_string_view(values)))
               or (want == T.BOOL and pa.types.is_boolean(values)))
@@ -846,7 +859,8 @@ def run(cql: str, inputs: Optional[Mapping[str, Any]] = None, ts: str = "ts",
         raise ArgumentError(f"run(ts=...) names the timestamp column; found {_found(ts)}")
     eng = Engine(**engine_options)
     eng.execute(_cql_text(cql, "run()"))
-    names = {name: eng._stream(name).name for name in inputs}  # unknown names fail before anything runs
+    # Unknown names fail before anything runs.
+    names = {name: eng._stream(name).name for name in inputs}
     if len(set(names.values())) < len(names):
         twice = [n for n in names if list(names.values()).count(names[n]) > 1]
         raise InputError(f"run(inputs=...): {' and '.join(map(repr, twice))} name the same stream "
@@ -866,7 +880,8 @@ def run(cql: str, inputs: Optional[Mapping[str, Any]] = None, ts: str = "ts",
                 raise
             # The engine counts rows within one push; the user wants the row of the input.
             row = pushed[name] + e.row
-            raise InputError(f"{e.message} (row {row} of inputs[{name!r}])", stream=name, row=row) from None
+            raise InputError(f"{e.message} (row {row} of inputs[{name!r}])", stream=name,
+                             row=row) from None
         pushed[name] += piece.num_rows
     eng.close()
     return {q: eng.fetch(q) for q in eng.query_names()}

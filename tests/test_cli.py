@@ -572,3 +572,16 @@ def test_a_runaway_loop_names_the_option_that_raises_the_bound(tmp_path: Path) -
     assert_fails(result, 1, "more than 50 ε steps", "(cq run: --max-loop-steps N)")
     refused = cq("run", script, "--input", f"s={data}", "--executor", "heartbeat")
     assert_fails(refused, 1, "executor='heartbeat' cannot run the recursive loop")
+
+
+def test_a_failing_output_write_is_reported_as_itself(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    from cq_py.io.writers import QueryWriter
+
+    def full(self, batch):  # type: ignore[no-untyped-def]
+        raise OSError(28, "No space left on device", self.path)
+
+    monkeypatch.setattr(QueryWriter, "write", full)
+    result = cq("run", SCRIPT, "-i", f"readings={READINGS}", "-o", tmp_path / "o", "-q")
+    assert_fails(result, 1, "cq: error: No space left on device: ", "nothing was written")
+    assert "callback" not in result.stderr

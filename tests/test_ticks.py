@@ -108,3 +108,18 @@ def test_merge_by_time_checks_the_range_and_counts_rows_from_the_input_start():
     with pytest.raises(cq_py.InputError) as e:
         list(merge_by_time({"s": batches}))
     assert e.value.row == 3 and "at row 3" in str(e.value)
+
+
+def test_advance_takes_dates_of_any_numpy_unit_and_refuses_nat():
+    import pandas as pd
+
+    eng = engine(time_unit="s")
+    eng.advance(np.datetime64("1970-01-02"))  # a day unit: 86,400 s
+    with pytest.raises(cq_py.InputError, match="progress"):
+        eng.push("s", pa.table({"a": [1], "ts": [86_399]}))
+    eng.advance(pd.Timestamp("1970-01-03", tz="UTC"))
+    with pytest.raises(cq_py.InputError, match="progress"):
+        eng.push("s", pa.table({"a": [1], "ts": [2 * 86_400 - 1]}))
+    for nat in (np.datetime64("NaT"), pd.NaT, np.datetime64("NaT", "ns")):
+        with pytest.raises(cq_py.ArgumentError, match=r"advance\(.*\): not a"):
+            eng.advance(nat)

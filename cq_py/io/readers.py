@@ -27,7 +27,7 @@ import pyarrow.csv as pacsv
 import pyarrow.json as pajson
 import pyarrow.parquet as pq
 
-from cq_py.errors import InputError
+from cq_py.errors import ArgumentError, InputError
 from cq_py.ticks import UNITS, to_ticks
 
 __all__ = ["FORMATS", "Format", "detect_format", "merge_by_time", "open_input", "row_count",
@@ -135,7 +135,7 @@ def open_input(
     ...     engine.push("readings", batch)
     """
     if batch_size <= 0:
-        raise ValueError(f"batch_size must be positive, got {batch_size}")
+        raise ArgumentError(f"batch_size must be positive, got {batch_size!r}")
     fmt = _normalize_format(format, path)
     spath = os.fspath(path)
     if not os.path.exists(spath):
@@ -208,9 +208,11 @@ def _guarded(batches: Iterator[pa.RecordBatch], path: str, fmt: Format,
 # pyarrow's CSV errors name a column by its 0-based number and no line; these look the place up
 # again with Python's csv module, only after an error.
 
-_CONVERSION = re.compile(r"In CSV column #(\d+): CSV conversion error to (\w+): invalid value '(.*)'$", re.S)
+_CONVERSION = re.compile(
+    r"In CSV column #(\d+): CSV conversion error to (\w+): invalid value '(.*)'$", re.S)
 _COLUMNS = re.compile(r"CSV parse error: Expected (\d+) columns?, got (\d+)")
-_CQL_TYPES = {pa.int64(): "BIGINT", pa.float64(): "DOUBLE", pa.string(): "VARCHAR", pa.bool_(): "BOOLEAN"}
+_CQL_TYPES = {pa.int64(): "BIGINT", pa.float64(): "DOUBLE", pa.string(): "VARCHAR",
+              pa.bool_(): "BOOLEAN"}
 
 
 def _csv_records(path: str) -> Iterator[tuple[int, list[str]]]:
@@ -279,7 +281,8 @@ def _locate_csv_error(path: str, message: str, first: int,
                 index, arrow_type, value = int(conversion[1]), conversion[2], conversion[3]
                 if index < len(record) and record[index] == value:
                     name = header[index] if index < len(header) else f"#{index + 1}"
-                    declared = schema.field(name).type if schema is not None and name in schema.names else None
+                    declared = (schema.field(name).type
+                                if schema is not None and name in schema.names else None)
                     want = (_CQL_TYPES.get(declared, str(declared)) if declared is not None
                             else f"{arrow_type} (as in the rows before it)")
                     return row, f"line {line}, column '{name}': expected {want}, found {value!r}"

@@ -25,6 +25,8 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
+from cq_py.errors import ArgumentError
+
 __all__ = ["EXTENSIONS", "OutputFormat", "QueryWriter", "encode_json_lines", "open_writer"]
 
 OutputFormat = Literal["csv", "parquet", "jsonl"]
@@ -53,7 +55,7 @@ class QueryWriter:
     def __init__(self, path: str | os.PathLike[str], format: OutputFormat,
                  schema: pa.Schema | None = None, *, staged: bool = False):
         if format not in EXTENSIONS:
-            raise ValueError(f"unknown output format {format!r}: expected csv, parquet or jsonl")
+            raise ArgumentError(f"unknown output format {format!r}: expected csv, parquet or jsonl")
         self.path = os.fspath(path)
         head, tail = os.path.split(self.path)
         self.staged = staged
@@ -147,7 +149,7 @@ def open_writer(directory: str | os.PathLike[str], query: str, format: OutputFor
     True
     """
     if format not in EXTENSIONS:
-        raise ValueError(f"unknown output format {format!r}: expected csv, parquet or jsonl")
+        raise ArgumentError(f"unknown output format {format!r}: expected csv, parquet or jsonl")
     os.makedirs(directory, exist_ok=True)
     return QueryWriter(os.path.join(directory, f"{query}.{EXTENSIONS[format]}"), format, schema,
                        staged=staged)

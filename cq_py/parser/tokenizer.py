@@ -237,8 +237,8 @@ class _Lexer:
         if is_integer and digits > _MAX_INTEGER_DIGITS:
             # Python refuses to convert such a literal (past sys.get_int_max_str_digits()), and no
             # CQL integer comes near: BIGINT has 19 digits. Shorter ones are checked by the planner.
-            raise self._error(f"integer literal out of range: {digits} digits (a BIGINT has at most "
-                              "19)", line, col, number[:20] + "...")
+            raise self._error(f"integer literal out of range: {digits} digits (a BIGINT has at "
+                              "most 19)", line, col, number[:20] + "...")
         if _is_ident_part(self._peek()):
             # A word glued to a number is only meaningful as a duration unit: "10ms".
             unit_start = self.i

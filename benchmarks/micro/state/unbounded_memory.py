@@ -66,8 +66,8 @@ def main() -> None:
     for name in QUERIES:
         cells = []
         for lifetime in ("direct", "negative"):
-            out = subprocess.run([sys.executable, __file__, "--rows", str(args.rows), "--one", name, lifetime],
-                                 capture_output=True, text=True, check=True)
+            out = subprocess.run([sys.executable, __file__, "--rows", str(args.rows),
+                                  "--one", name, lifetime], capture_output=True, text=True, check=True)
             cells.append(json.loads(out.stdout))
         print(f"{name:28} {cells[0]:8.0f} {cells[1]:9.0f}")
 
