@@ -22,7 +22,7 @@ import sys
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from pathlib import Path
-from typing import IO, Any, TypeVar
+from typing import IO, Any, ClassVar, TypeVar
 
 import click
 import pyarrow as pa
@@ -145,8 +145,9 @@ class _Size(click.ParamType):
     """A number of bytes: 1000000, 512K, 512M, 4G, 1.5G (powers of 1024)."""
 
     name = "size"
-    _UNITS = {"": 1, "B": 1, "K": 2**10, "KB": 2**10, "M": 2**20, "MB": 2**20, "G": 2**30,
-              "GB": 2**30, "T": 2**40, "TB": 2**40}
+    _UNITS: ClassVar[dict[str, int]] = {
+        "": 1, "B": 1, "K": 2**10, "KB": 2**10, "M": 2**20, "MB": 2**20, "G": 2**30, "GB": 2**30,
+        "T": 2**40, "TB": 2**40}
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
         if isinstance(value, int):

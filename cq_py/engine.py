@@ -113,7 +113,7 @@ _PAGE = _page_size()
 class _Subscriber:
     """A callback of :meth:`Engine.subscribe` and the batches it has not taken yet."""
 
-    __slots__ = ("callback", "backlog")
+    __slots__ = ("backlog", "callback")
 
     def __init__(self, callback: Callable[[pa.RecordBatch], Any]):
         self.callback = callback

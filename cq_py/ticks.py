@@ -15,8 +15,6 @@ vectorized (Arrow compute kernels over the whole column), no Python per row.
 
 from __future__ import annotations
 
-from typing import Union
-
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -28,7 +26,7 @@ MAX_TICK = 2**63 - 2  # 2**63 - 1 is +∞ in the core (src_cpp/time/time.h, Time
 MIN_TICK = -(2**63) + 1  # -2**63 is -∞ (Time::kMinTick)
 UNITS = ("s", "ms", "us", "ns")  # coarse to fine, a factor 1000 apart
 
-Column = Union[pa.Array, pa.ChunkedArray]
+Column = pa.Array | pa.ChunkedArray
 
 
 def tick_range() -> str:

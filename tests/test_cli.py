@@ -28,6 +28,17 @@ def cq(*args: str | Path) -> Result:
     return CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
 
 
+def write_file(table: pa.Table, path: Path, fmt: str) -> Path:
+    """``table`` as an input file of ``fmt`` (csv, parquet or jsonl)."""
+    if fmt == "csv":
+        pacsv.write_csv(table, path)
+    elif fmt == "parquet":
+        pq.write_table(table, path)
+    else:
+        path.write_text("".join(json.dumps(r) + "\n" for r in table.to_pylist()))
+    return path
+
+
 def readings() -> pd.DataFrame:
     return pd.read_csv(READINGS)
 
@@ -184,13 +195,7 @@ def test_run_feeds_a_relation_from_a_file_of_changes(tmp_path: Path, fmt: str) -
     script.write_text(RELATION_SCRIPT)
     prices = pa.table({"ts": [0, 0, 4, 4], "id": [1, 2, 1, 1], "price": [10.0, 20.0, 10.0, 12.0],
                        "op": ["+", "+", "-", "+"]})
-    path = tmp_path / f"prices.{fmt}"
-    if fmt == "csv":
-        pacsv.write_csv(prices, path)
-    elif fmt == "parquet":
-        pq.write_table(prices, path)
-    else:
-        path.write_text("\n".join(json.dumps(r) for r in prices.to_pylist()) + "\n")
+    path = write_file(prices, tmp_path / f"prices.{fmt}", fmt)
     pacsv.write_csv(pa.table({"ts": [1, 2, 5], "id": [1, 2, 1], "qty": [2, 1, 3]}), tmp_path / "o.csv")
     result = cq("run", script, "-i", f"prices={path}", "-i", f"orders={tmp_path / 'o.csv'}",
                 "--batch-size", "2")
@@ -352,7 +357,7 @@ def test_out_of_order_row_is_located_in_the_file_across_batches(tmp_path: Path) 
     path = tmp_path / "readings.csv"
     d.to_csv(path, index=False)
     assert_fails(cq("run", SCRIPT, "-i", f"readings={path}", "--batch-size", "100"), 1,
-                 f"line 1236 has ts", f"(in {path})")
+                 "line 1236 has ts", f"(in {path})")
 
 
 def test_missing_timestamp_column(tmp_path: Path) -> None:
@@ -481,17 +486,12 @@ def test_a_csv_row_with_missing_fields_names_its_line(tmp_path: Path) -> None:
                  "line 3 has 3 fields, the header 4 (ts, sensor, temp, humidity)")
 
 
-@pytest.mark.parametrize("fmt, place", [("csv", "line 4"), ("jsonl", "line 3"), ("parquet", "data row 3")])
+@pytest.mark.parametrize("fmt, place", [("csv", "line 4"), ("jsonl", "line 3"),
+                                        ("parquet", "data row 3")])
 def test_a_null_timestamp_names_its_place(tmp_path: Path, fmt: str, place: str) -> None:
     table = pa.table({"ts": pa.array([1, 2, None, 4], pa.int64()), "sensor": ["a"] * 4,
                       "temp": [1.0] * 4, "humidity": [1.0] * 4})
-    path = tmp_path / f"readings.{fmt}"
-    if fmt == "csv":
-        pacsv.write_csv(table, path)
-    elif fmt == "parquet":
-        pq.write_table(table, path)
-    else:
-        path.write_text("".join(json.dumps(r) + "\n" for r in table.to_pylist()))
+    path = write_file(table, tmp_path / f"readings.{fmt}", fmt)
     assert_fails(cq("run", SCRIPT, "-i", f"readings={path}"), 1,
                  f"null timestamp in column 'ts' at {place} (in {path})")
 

@@ -209,7 +209,7 @@ def _guarded(batches: Iterator[pa.RecordBatch], path: str, fmt: Format,
 # again with Python's csv module, only after an error.
 
 _CONVERSION = re.compile(
-    r"In CSV column #(\d+): CSV conversion error to (\w+): invalid value '(.*)'$", re.S)
+    r"In CSV column #(\d+): CSV conversion error to (\w+): invalid value '(.*)'$", re.DOTALL)
 _COLUMNS = re.compile(r"CSV parse error: Expected (\d+) columns?, got (\d+)")
 _CQL_TYPES = {pa.int64(): "BIGINT", pa.float64(): "DOUBLE", pa.string(): "VARCHAR",
               pa.bool_(): "BOOLEAN"}
