@@ -11,7 +11,6 @@ a relation and of two relations, and aggregates over a relation.
 
 from __future__ import annotations
 
-import os
 from collections import Counter
 from itertools import pairwise
 
@@ -25,8 +24,9 @@ from oracle.reference import (INF, alive_at, change_lifetimes, dstream, instants
 from oracle.test_differential_aggregate import aggregate
 from oracle.test_differential_join import interleaving, stream
 from oracle.test_differential_slice import window_sql
+from budget import examples
 
-EXAMPLES = int(os.environ.get("CQ_HYPOTHESIS_EXAMPLES", "300"))
+EXAMPLES = examples(300)
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 LIFETIMES = st.sampled_from(["direct", "negative"])

@@ -8,7 +8,6 @@ equal timestamps included), with heartbeats in between. Set CQ_HYPOTHESIS_EXAMPL
 
 from __future__ import annotations
 
-import os
 from collections import Counter
 
 import pyarrow as pa
@@ -17,8 +16,9 @@ from hypothesis import strategies as st
 
 import cq_py
 from oracle.reference import INF, Col, Lit, Op, dstream, equivalent, istream, relation, rstream
+from budget import examples
 
-EXAMPLES = int(os.environ.get("CQ_HYPOTHESIS_EXAMPLES", "300"))
+EXAMPLES = examples(300)
 
 COLUMNS = {"a": "int", "b": "double", "c": "str", "f": "bool"}
 SCHEMA = "REGISTER STREAM s(a INT, b DOUBLE, c VARCHAR, f BOOLEAN);"
