@@ -97,6 +97,19 @@ def test_an_earlier_stream_valued_query_is_read_from_the_registration_on(config)
 
 
 @pytest.mark.parametrize("config", CONFIGURATIONS)
+def test_a_delayed_stream_valued_query_is_read_from_the_registration_on_also_what_went_out_before(config):
+    # e's rows lie 3 ticks after s's: at the registration (p = 5) e has already emitted 1 at 5 and
+    # 2 at 7 — rows from p on, which the late query reads, as it reads those of e2, e delayed again.
+    eng = registered_at_5(config, "REGISTER STREAM s(k INT); REGISTER QUERY e AS ISTREAM(SELECT k FROM s [Now]) <3>;"
+                          "REGISTER QUERY e2 AS ISTREAM(SELECT k FROM e [Now]) <1>;",
+                          "REGISTER QUERY l AS SELECT k FROM e [Range 10]; REGISTER QUERY l2 AS SELECT k FROM e2 [Now];",
+                          before=[("s", keys((0, 1), (1, 2), (2, 4)))], after=[("s", keys((3, 6)))])
+    assert rows(eng, "e") == [(0, 4), (1, 5), (2, 7), (3, 9)]
+    assert rows(eng, "l") == [(1, 5, 15), (2, 7, 17), (3, 9, 19)]
+    assert rows(eng, "l2") == [(0, 5, 5), (1, 6, 6), (2, 8, 8), (3, 10, 10)]
+
+
+@pytest.mark.parametrize("config", CONFIGURATIONS)
 def test_an_earlier_relation_valued_query_is_re_derived_from_the_registration(config):
     # agg counts s over [Range 10]; a query registered at 5 reads agg as if its definition were
     # written in place: its count starts from the rows from 5 on (1 at 6), not agg's (3 at 6).

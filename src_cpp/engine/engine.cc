@@ -62,10 +62,9 @@ void Engine::AddPlan(const std::string& plan_json) {
   // is built after its reader; what it really produces is checked against this once it is built.
   std::map<int, std::pair<Schema, BatchKind>> declared;
   std::vector<std::pair<int, int>> forward;  // (reader, operator read before it was built)
-  // The engine's progress now: a relation read by an operator added now is seen as it stands here.
-  Time registered_at = streams_.empty() ? Time::MinusInfinity() : Time::Infinity();
-  for (const auto& [name, st] : streams_) registered_at = std::min(registered_at, st.progress);
-  std::vector<std::pair<int, int>> replays;  // (relation scan, its new reader as of registered_at)
+  // The engine's progress now: what an operator added now reads is seen as it stands here.
+  const Time registered_at = *least_;
+  std::vector<std::pair<int, int>> replays;  // (an operator built before, its new reader)
   for (const json::Value& o : plan["operators"].array())
     if (const json::Value* out = o.find("output"))
       declared[static_cast<int>(o["id"].integer())] = {
@@ -94,6 +93,7 @@ void Engine::AddPlan(const std::string& plan_json) {
     ctx.holders = holders_.get();
     ctx.negative = options_.lifetime == "negative";
     ctx.furthest = furthest_.get();
+    ctx.least = least_.get();
     ctx.registered_at = registered_at;
     std::unique_ptr<Operator> op = OperatorRegistry::Global().Create(spec, inputs, ctx);
     fresh[spec.id] = {&op->output_schema(), op->output_kind()};
@@ -107,7 +107,8 @@ void Engine::AddPlan(const std::string& plan_json) {
                "relation '" + scan->relation() + "' registered twice");
       new_streams[scan->relation()] = {spec.id, scan->shared_schema(), advanced_, scan};
     }
-    if (dynamic_cast<RelationSince*>(op.get()) && !fresh.count(spec.inputs[0])) replays.push_back({spec.inputs[0], spec.id});
+    for (int in : spec.inputs)
+      if (!fresh.count(in) && !declared.count(in)) replays.push_back({in, spec.id});
     if (auto* sink = dynamic_cast<QuerySink*>(op.get())) {
       CQ_CHECK(!sinks_.count(sink->query()) && !new_sinks.count(sink->query()),
                "query '" + sink->query() + "' registered twice");
@@ -126,14 +127,12 @@ void Engine::AddPlan(const std::string& plan_json) {
   streams_.merge(new_streams);
   sinks_.merge(new_sinks);
   plans_.push_back(plan_json);
+  UpdateProgress();  // (a new input may be behind the others)
   Run([&] {
-    // Each relation as it stands, for the query's operators that read it (SPEC §4).
-    for (const auto& [scan, reader] : replays) {
-      const auto* relation = dynamic_cast<const RelationScan*>(executor_->op(scan));
-      CQ_CHECK(relation, "a relation as of a registration reads operator " + std::to_string(scan) + ", not a relation");
-      const Batch alive = relation->AliveFrom(registered_at);
-      if (alive.length > 0) executor_->Replay(scan, reader, alive);
-    }
+    // What the new operators must still be handed of the ones they read (SPEC §4): relations as
+    // they stand, delayed rows from now on.
+    for (const auto& [producer, reader] : replays)
+      for (const Batch& b : executor_->op(producer)->Backlog(registered_at)) executor_->Replay(producer, reader, b);
     PropagateProgress();
   });
 }
@@ -179,7 +178,7 @@ void Engine::Push(const std::string& stream, std::vector<ImportedBatch> batches)
     for (const Batch& batch : ready) executor_->Push(st.source_id, batch);
     if (last > st.progress) {
       st.progress = last;
-      UpdateFurthest();
+      UpdateProgress();
       PropagateProgress();
     }
   });
@@ -267,9 +266,13 @@ std::vector<Batch> Engine::Validate(const std::string& stream, const StreamState
   return ready;
 }
 
-void Engine::UpdateFurthest() {
-  for (const auto& [name, s] : streams_)
+void Engine::UpdateProgress() {
+  Time least = streams_.empty() ? Time::MinusInfinity() : Time::Infinity();
+  for (const auto& [name, s] : streams_) {
+    least = std::min(least, s.progress);
     if (!s.progress.IsInfinite()) *furthest_ = std::max(*furthest_, s.progress.tick);
+  }
+  *least_ = least;
 }
 
 void Engine::PropagateProgress() {
@@ -284,7 +287,7 @@ void Engine::Advance(Time t) {
   if (t <= advanced_) return;
   advanced_ = t;
   for (auto& [name, s] : streams_) s.progress = std::max(s.progress, t);
-  UpdateFurthest();
+  UpdateProgress();
   Run([&] { PropagateProgress(); });
 }
 
@@ -294,6 +297,7 @@ void Engine::Close() {
   // P stays where the inputs left it: RSTREAM emits every tick up to it (SPEC §4).
   advanced_ = Time::Infinity();
   for (auto& [name, s] : streams_) s.progress = Time::Infinity();
+  UpdateProgress();
   Run([&] { PropagateProgress(); });
   closed_ = true;
 }
@@ -518,6 +522,7 @@ void Engine::Restore(std::string_view snapshot) {
   if (r.left() != 0) SnapshotReader::Corrupt(std::to_string(r.left()) + " bytes follow the last operator's state");
   std::swap(holders_, fresh.holders_);
   std::swap(furthest_, fresh.furthest_);
+  std::swap(least_, fresh.least_);
   std::swap(executor_, fresh.executor_);
   std::swap(streams_, fresh.streams_);
   std::swap(sinks_, fresh.sinks_);
@@ -539,7 +544,7 @@ void Engine::RestoreState(SnapshotReader& r) {
   }
   advanced_ = r.Pod<Time>();
   closed_ = r.Bool();
-  UpdateFurthest();  // (after close() no operator reads it any more)
+  UpdateProgress();  // (after close() no operator reads it any more)
   r.Section("the executor's state", [&] { executor_->Restore(r); });
   const size_t ops = r.Count(17);
   if (ops != executor_->order().size())

@@ -85,8 +85,8 @@ class Engine {
                               std::vector<ImportedBatch> batches, Time* last) const;
   QuerySink* Sink(const std::string& query) const;
   void PropagateProgress();
-  // P as the inputs' progress gives it (the maximum of their finite progress).
-  void UpdateFurthest();
+  // P and the least progress as the inputs' progress gives them.
+  void UpdateProgress();
   // Runs `f`, the part of a call that moves data. An error there (a runaway loop) leaves operators
   // half way through an instant, so the engine refuses every later call, saying why.
   template <typename F>
@@ -105,6 +105,8 @@ class Engine {
   // The engine's progress P (OperatorContext::furthest): the furthest tick any input reached,
   // frozen by close(). Behind a pointer for the same reason as the holder table.
   std::unique_ptr<int64_t> furthest_ = std::make_unique<int64_t>(Time::kMinTick);
+  // The least progress of the inputs (OperatorContext::least), likewise.
+  std::unique_ptr<Time> least_ = std::make_unique<Time>(Time::MinusInfinity());
   std::unique_ptr<Executor> executor_;
   std::map<std::string, StreamState> streams_;  // streams and relations, by name
   std::map<std::string, int> sinks_;

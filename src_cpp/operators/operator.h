@@ -42,8 +42,11 @@ struct OperatorContext {
   // which leaves it as it was. Null outside an engine (unit tests): no input is known to be
   // ahead.
   const int64_t* furthest = nullptr;
-  // The engine's progress when the operator is added (the minimum of its inputs' progress):
-  // MinusInfinity before any input has progressed.
+  // The engine's least progress (the minimum of its inputs' progress: results below it are final,
+  // and a query registered now sees the engine at it), kept up to date by the engine; null
+  // outside an engine.
+  const Time* least = nullptr;
+  // Its value when the operator is added.
   Time registered_at = Time::MinusInfinity();
 };
 
@@ -100,6 +103,10 @@ class Operator {
   // BatchAdapter). Asked once, before the operator has seen any input. The row form may refer to
   // this operator, which outlives it.
   virtual std::unique_ptr<RowOperator> ToRows() { return nullptr; }
+  // What an operator added now, while the engine runs at progress `p`, must still be handed from
+  // this one, its input (SPEC §4, a query registered at p): the tuples of a relation alive at p,
+  // a delayed stream's rows from p on that went out before. Empty for most.
+  virtual std::vector<Batch> Backlog(Time p) { return {}; }
   virtual const Schema& output_schema() const = 0;
   virtual BatchKind output_kind() const = 0;
   // One line for explain(): the operator and its parameters.

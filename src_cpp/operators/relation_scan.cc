@@ -304,6 +304,12 @@ Batch RelationScan::AliveFrom(Time p) const {
   return o;
 }
 
+std::vector<Batch> RelationScan::Backlog(Time p) {
+  Batch alive = AliveFrom(p);
+  if (alive.length == 0) return {};
+  return {std::move(alive)};
+}
+
 std::string RelationScan::Explain() const {
   return "RelationScan " + relation_ + SchemaToString(*schema_) + (negative_ ? " (negative tuples)" : "");
 }

@@ -49,6 +49,7 @@ class RelationScan final : public Operator {
   // delete; negative: a positive, ended by a later negative). In start order. Copies of one value
   // come with the value all of them compare equal to (-0.0 as 0.0, every NaN as one NaN).
   Batch AliveFrom(Time p) const;
+  std::vector<Batch> Backlog(Time p) override;
 
  private:
   struct Copy {

@@ -488,8 +488,19 @@ void DtsExecutor::Push(int source, const Batch& batch) {
 }
 
 void DtsExecutor::Replay(int producer, int consumer, const Batch& batch) {
-  for (const Consumer& c : nodes_.at(producer).consumers)
-    if (c.node == consumer) Deliver(c, batch);
+  const Node& from = nodes_.at(producer);
+  for (const Consumer& c : from.consumers) {
+    if (c.node != consumer) continue;
+    if (from.region >= 0 && c.target->region == from.region) {
+      // In the producer's region: row by row, as a delay's held rows go to the consumers it has
+      // when the graph changes (Schedule) — each keeps a row of a later instant until then.
+      Node& n = *c.target;
+      *StaleFlag(n) = true;
+      ForEachRow(batch, [&](const Row& row) { n.rows->Push(c.port, row, *n.row_emitter); });
+    } else {
+      Deliver(c, batch);
+    }
+  }
   FlushAllExits();
 }
 
