@@ -73,7 +73,7 @@ def test_a_snapshot_restores_the_options_and_the_queries():
     again = cq_py.Engine.restore(eng.snapshot())
     assert (again.time_unit, again.lifetime, again.expose_steps, again.auto_delay, again.expiration,
             again.hybrid) == ("s", "negative", True, True, "insertion_sort", False)
-    assert again._limits == {"max_loop_steps": 77, "max_run": 3, "max_loop_ticks": 55, "max_loop_rows": 66}
+    assert (again._max_loop_steps, again._max_run, again._max_loop_ticks, again._max_loop_rows) == (77, 3, 55, 66)
     assert again.stream_names() == ["s"] and again.query_names() == ["q"]
     assert again.explain() == eng.explain()
 

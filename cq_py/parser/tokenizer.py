@@ -56,6 +56,7 @@ _OPERATORS: tuple[str, ...] = (
 )
 # A set, not a string: "" (past the end) must not count as a digit.
 _DIGITS = frozenset("0123456789")
+_MAX_INTEGER_DIGITS = 100  # a longer integer literal is refused as it is read (see _number)
 
 
 class TokenKind(enum.Enum):
@@ -232,6 +233,12 @@ class _Lexer:
                 while self._peek() in _DIGITS:
                     self._advance()
         number = self.src[start:self.i]
+        digits = len(number.lstrip("0"))
+        if is_integer and digits > _MAX_INTEGER_DIGITS:
+            # Python refuses to convert such a literal (past sys.get_int_max_str_digits()), and no
+            # CQL integer comes near: BIGINT has 19 digits. Shorter ones are checked by the planner.
+            raise self._error(f"integer literal out of range: {digits} digits (a BIGINT has at "
+                              "most 19)", line, col, number[:20] + "...")
         if _is_ident_part(self._peek()):
             # A word glued to a number is only meaningful as a duration unit: "10ms".
             unit_start = self.i

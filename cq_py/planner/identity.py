@@ -14,7 +14,7 @@ from typing import Callable
 from cq_py.planner.logical import PENDING, Catalog, Node
 
 # Operators that hand each input tuple on with its holder id.
-KEEPS_IDENTITY = ("filter", "project", "union_all")
+KEEPS_IDENTITY = ("filter", "project", "union_all", "relation_since")
 
 
 def identity_sources(cat: Catalog, node: int) -> set[int]:

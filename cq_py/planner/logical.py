@@ -48,6 +48,7 @@ DESCRIPTIONS = {
     "union": "UNION", "except": "EXCEPT", "intersect": "INTERSECT", "istream": "ISTREAM",
     "dstream": "DSTREAM", "rstream": "RSTREAM", "delay": "a delay (<Now>, <d>)", "sink": "a query output",
     "reissue_holders": "a second read of a relation in one union",
+    "relation_since": "a relation as a query registered while the engine runs sees it",
 }
 
 
@@ -105,6 +106,9 @@ class QueryDef:
     pos: ast.Pos = ast.NOPOS
     lifetime: str = STREAM
     references: list[str] = field(default_factory=list)  # names it reads in FROM
+    # Its definition: a query registered later, while the engine runs, re-derives a relation-valued
+    # query from it (SPEC §4) instead of reading the operators that hold its state from before.
+    query: Optional[ast.Query] = field(default=None, repr=False)
 
 
 @dataclass

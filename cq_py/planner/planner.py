@@ -49,13 +49,18 @@ class Planner:
     """
 
     def __init__(self, catalog: Catalog, time_unit: str = "ms", source: str = "",
-                 expose_steps: bool = False, auto_delay: bool = False, expiration: str = "lazy"):
+                 expose_steps: bool = False, auto_delay: bool = False, expiration: str = "lazy",
+                 late: bool = False):
         self.catalog = catalog
+        # The engine is running (SPEC §4): the script's queries see a relation as it stands now,
+        # whole, and re-derive the relation-valued queries registered before them.
+        self.late = late
         self.time_unit = time_unit
         self.lines = source.splitlines()
         self.expose_steps = expose_steps
         self.auto_delay = auto_delay
         self.expiration = expiration
+        self.lenient = self.inferring = False
 
     # =========================================================================================
     # Errors
@@ -78,6 +83,7 @@ class Planner:
         cat = copy.deepcopy(self.catalog)
         first_new = cat.next_id
         self.cat = cat
+        self.first_new = first_new
 
         queries: list[ast.RegisterQuery] = []
         seen: dict[str, ast.Pos] = {}
@@ -154,21 +160,41 @@ class Planner:
     # =========================================================================================
 
     def _infer_schemas(self, queries: list[ast.RegisterQuery]) -> None:
-        """Every script query's kind and columns, before any is planned: first from the branches
-        that can be typed (a loop closes through the others), then again with every query known
-        until nothing changes — a type only widens (BIGINT to DOUBLE), so this ends."""
+        """Every script query's kind and columns, before any is planned. A query is typed once the
+        queries it reads are; only when none can be (a loop) is one of them typed from the branches
+        of its set operations that can be (the loop closes through the others) — provisionally,
+        since its column names may then be the right operand's, not the left's. Then every query
+        is typed again with every query known until nothing changes — names settle, and a type
+        only widens (BIGINT to DOUBLE), so this ends."""
         self.schemas: dict[str, tuple[str, list[tuple[str, str]]]] = {}
         pending = list(queries)
+        provisional = False  # some query's columns were typed from part of its branches
+        errors: dict[str, CQLSemanticError] = {}
         while pending:
             progress = False
-            for q in list(pending):
-                try:
-                    self.schemas[q.name.lower()] = self._try_infer(q, lenient=True)
-                except Deferred:
-                    continue
-                pending.remove(q)
-                progress = True
+            for lenient in (False, True):
+                for q in list(pending):
+                    try:
+                        self.schemas[q.name.lower()] = self._try_infer(q, lenient=lenient)
+                    except Deferred:
+                        continue
+                    except CQLSemanticError as e:
+                        # A query read by its columns' names fails while a loop's columns are
+                        # provisional: it is typed again once they are not.
+                        if not provisional:
+                            raise
+                        errors.setdefault(q.name.lower(), e)
+                        continue
+                    pending.remove(q)
+                    progress = True
+                    if lenient:
+                        provisional = True
+                        break  # the others may now be typed in full
+                if progress:
+                    break
             if not progress:
+                if errors:
+                    raise next(iter(errors.values()))
                 names = ", ".join(q.name for q in pending)
                 what = (f"{names}: it only reads itself" if len(pending) == 1 else
                         f"{names}: they only read each other")
@@ -177,24 +203,33 @@ class Planner:
                                pending[0].pos)
         for _ in range(4 * len(queries) + 4):
             changed = False
+            failed: Optional[CQLSemanticError] = None
             for q in queries:
-                again = self._try_infer(q, lenient=False)
+                try:
+                    again = self._try_infer(q, lenient=False)
+                except CQLSemanticError as e:
+                    failed = failed or e
+                    continue
                 if again != self.schemas[q.name.lower()]:
                     self.schemas[q.name.lower()] = again
                     changed = True
             if not changed:
+                if failed is not None:
+                    raise failed
                 return
         raise AssertionError("column types of named queries did not settle")
 
     def _try_infer(self, q: ast.RegisterQuery, lenient: bool) -> tuple[str, list[tuple[str, str]]]:
-        """Plans ``q`` for its output columns only, leaving the catalog as it was."""
+        """Plans ``q`` for its output columns only, leaving the catalog as it was. Raises Deferred
+        when it reads a query not typed yet (with ``lenient``, only when no branch of a set
+        operation can be typed)."""
         saved_nodes, saved_id = dict(self.cat.nodes), self.cat.next_id
-        self.lenient = lenient
+        self.lenient, self.inferring = lenient, True
         try:
             kind, cols, _ = self._query(q.query, q.name)
             return kind, cols
         finally:
-            self.lenient = False
+            self.lenient = self.inferring = False
             self.cat.nodes, self.cat.next_id = saved_nodes, saved_id
 
     def _dependency_order(self, queries: list[ast.RegisterQuery]) -> list[ast.RegisterQuery]:
@@ -244,7 +279,8 @@ class Planner:
                               kind=kind, lifetime=out.lifetime, owner=st.name, pos=st.pos,
                               label=f"Output {st.name}"))
         self.cat.queries[st.name.lower()] = QueryDef(st.name, kind, columns, out.id, sink.id, st.pos,
-                                                     out.lifetime, list(dict.fromkeys(self.references)))
+                                                     out.lifetime, list(dict.fromkeys(self.references)),
+                                                     st.query)
 
     def _query(self, q: ast.Query, owner: str) -> tuple[str, list[tuple[str, str]], Node]:
         """(kind, columns, output node) of a query expression."""
@@ -292,10 +328,14 @@ class Planner:
             if not self.lenient or left is None:
                 raise
         if left is None or right is None:
-            # Inference only: one branch gives the columns (the loop closes through the other).
+            # Inference only: one branch gives the columns (the loop closes through the other);
+            # the names are the left operand's when it names its columns itself.
             known = left or right
             assert known is not None
-            return known
+            names = _names_of(q.left) if left is None else None
+            if names is None or len(names) != len(known[1]):
+                return known
+            return known[0], [(n, t) for n, (_, t) in zip(names, known[1])], known[2]
         (lk, lc, ln), (rk, rc, rn) = left, right
         if len(lc) != len(rc):
             raise self.err(f"{q.op} needs the same number of columns on both sides; found {len(lc)} "
@@ -398,7 +438,7 @@ class Planner:
         key = src.name.lower()
         if target is None and key not in self.schemas:
             if key in self.script_queries:
-                assert self.lenient, "every query's columns are inferred before planning"
+                assert self.inferring, "every query's columns are inferred before planning"
                 raise Deferred(src.name)
             known = ", ".join(n for n in self.cat.names() + [
                 q.name for q in self.script_queries.values() if q.name.lower() not in self.cat.queries]
@@ -413,8 +453,16 @@ class Planner:
                 if src.window is not None:
                     raise self.err(f"a window applies to a stream; '{src.name}' is a relation",
                                    src.window.pos)
+                if self.late and scan.id < self.first_new:
+                    return self._relation_since(scan, target.name, owner), label
                 return scan, label
             return self._window(scan, src.window, owner, src.pos, src), label
+        if (isinstance(target, QueryDef) and target.kind == "relation" and self.late
+                and target.sink_id < self.first_new and target.query is not None):
+            if src.window is not None:
+                raise self.err(f"a window applies to a stream; the query '{src.name}' is "
+                               "relation-valued (use it without a window)", src.window.pos)
+            return self._rederive(target, owner), label
         # A named query, possibly registered in this script and not planned yet.
         if isinstance(target, QueryDef):
             kind, cols, ref = target.kind, target.columns, target.out_id
@@ -430,6 +478,29 @@ class Planner:
                                "relation-valued (use it without a window)", src.window.pos)
             return self._reference(placeholder, out), label
         return self._window(self._reference(placeholder, out), src.window, owner, src.pos, src), label
+
+    def _relation_since(self, scan: Node, name: str, owner: str) -> Node:
+        """A relation registered before the engine ran, for a query registered now: the tuples
+        alive now, each from now on, then its changes (SPEC §4; the core's RelationSince)."""
+        return self._add(Node(self._new_id(), "relation_since", [scan.id], {}, list(scan.schema),
+                              kind="relation", lifetime=PENDING, owner=owner, pos=scan.pos,
+                              label=f"Relation {name} as of this registration"))
+
+    def _rederive(self, target: QueryDef, owner: str) -> Node:
+        """An earlier relation-valued query read by a query registered while the engine runs: its
+        definition planned again, as if written in place (SPEC §4) — fresh windows over the rows
+        from now on, relations as they stand now, earlier stream-valued queries shared — and not
+        the operators that hold its state from before. explain() marks the operators."""
+        first, references = self.cat.next_id, self.references
+        self.references = []
+        try:
+            _, _, out = self._query(target.query, owner)  # type: ignore[arg-type]
+        finally:
+            self.references = references
+        for i in range(first, self.cat.next_id):  # (a query it re-derives in turn has its mark)
+            if i in self.cat.nodes and "(re-deriving " not in self.cat.nodes[i].label:
+                self.cat.nodes[i].label += f" (re-deriving {target.name} as of this registration)"
+        return out
 
     def _reference(self, placeholder: Node, out: Union[int, str]) -> Node:
         """A stand-in for another query's output node: its id, or its name until it is planned."""
@@ -762,6 +833,25 @@ def propagate_lifetimes(cat: Catalog) -> None:
             break
     for q in cat.queries.values():
         q.lifetime = cat.nodes[q.out_id].lifetime
+
+
+def _names_of(q: ast.Query) -> Optional[list[str]]:
+    """The output column names of a query expression as its text gives them, without typing it:
+    a select list of aliases and column references; None when a name needs its sources (``*``, an
+    expression without alias)."""
+    if isinstance(q, ast.StreamOp):
+        return _names_of(q.query)
+    if isinstance(q, ast.SetOp):
+        return _names_of(q.left)
+    names = []
+    for item in q.items:
+        if item.alias:
+            names.append(item.alias)
+        elif isinstance(item.expr, ast.ColumnRef):
+            names.append(item.expr.name)
+        else:
+            return None
+    return names
 
 
 def _sources(q: ast.Query) -> list[ast.Source]:

@@ -1,5 +1,6 @@
 #include "engine/engine.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "batch/buffer.h"
@@ -75,6 +76,9 @@ void Engine::AddPlan(const std::string& plan_json) {
   // is built after its reader; what it really produces is checked against this once it is built.
   std::map<int, std::pair<Schema, BatchKind>> declared;
   std::vector<std::pair<int, int>> forward;  // (reader, operator read before it was built)
+  // The engine's progress now: what an operator added now reads is seen as it stands here.
+  const Time registered_at = *least_;
+  std::vector<std::pair<int, int>> replays;  // (an operator built before, its new reader)
   for (const json::Value& o : plan["operators"].array())
     if (const json::Value* out = o.find("output"))
       declared[static_cast<int>(o["id"].integer())] = {
@@ -102,6 +106,9 @@ void Engine::AddPlan(const std::string& plan_json) {
     OperatorContext ctx;
     ctx.holders = holders_.get();
     ctx.negative = options_.lifetime == "negative";
+    ctx.furthest = furthest_.get();
+    ctx.least = least_.get();
+    ctx.registered_at = registered_at;
     std::unique_ptr<Operator> op = OperatorRegistry::Global().Create(spec, inputs, ctx);
     fresh[spec.id] = {&op->output_schema(), op->output_kind()};
     if (auto* scan = dynamic_cast<StreamScan*>(op.get())) {
@@ -114,6 +121,8 @@ void Engine::AddPlan(const std::string& plan_json) {
                "relation '" + scan->relation() + "' registered twice");
       new_streams[scan->relation()] = {spec.id, scan->shared_schema(), advanced_, scan};
     }
+    for (int in : spec.inputs)
+      if (!fresh.count(in) && !declared.count(in)) replays.push_back({in, spec.id});
     if (auto* sink = dynamic_cast<QuerySink*>(op.get())) {
       CQ_CHECK(!sinks_.count(sink->query()) && !new_sinks.count(sink->query()),
                "query '" + sink->query() + "' registered twice");
@@ -132,7 +141,14 @@ void Engine::AddPlan(const std::string& plan_json) {
   streams_.merge(new_streams);
   sinks_.merge(new_sinks);
   plans_.push_back(plan_json);
-  Run([&] { PropagateProgress(); });
+  UpdateProgress();  // (a new input may be behind the others)
+  Run([&] {
+    // What the new operators must still be handed of the ones they read (SPEC §4): relations as
+    // they stand, delayed rows from now on.
+    for (const auto& [producer, reader] : replays)
+      for (const Batch& b : executor_->op(producer)->Backlog(registered_at)) executor_->Replay(producer, reader, b);
+    PropagateProgress();
+  });
 }
 
 void Engine::Push(const std::string& stream, std::vector<ImportedBatch> batches) {
@@ -176,6 +192,7 @@ void Engine::Push(const std::string& stream, std::vector<ImportedBatch> batches)
     for (const Batch& batch : ready) executor_->Push(st.source_id, batch);
     if (last > st.progress) {
       st.progress = last;
+      UpdateProgress();
       PropagateProgress();
     }
   });
@@ -263,6 +280,15 @@ std::vector<Batch> Engine::Validate(const std::string& stream, const StreamState
   return ready;
 }
 
+void Engine::UpdateProgress() {
+  Time least = streams_.empty() ? Time::MinusInfinity() : Time::Infinity();
+  for (const auto& [name, s] : streams_) {
+    least = std::min(least, s.progress);
+    if (!s.progress.IsInfinite()) *furthest_ = std::max(*furthest_, s.progress.tick);
+  }
+  *least_ = least;
+}
+
 void Engine::PropagateProgress() {
   std::map<int, Time> progress;
   for (const auto& [name, s] : streams_) progress[s.source_id] = s.progress;
@@ -275,24 +301,28 @@ void Engine::Advance(Time t) {
   if (t <= advanced_) return;
   advanced_ = t;
   for (auto& [name, s] : streams_) s.progress = std::max(s.progress, t);
+  UpdateProgress();
   Run([&] { PropagateProgress(); });
 }
 
 void Engine::Close() {
   if (closed_) return;
   CheckUsable();
-  // First every input to the furthest any reached (nothing comes below it now): what is final
-  // there reaches the queries even if a loop then runs away past it.
+  // P stays where the inputs left it: RSTREAM emits every tick up to it (SPEC §4). First every
+  // input goes to P (nothing comes below it now): what is final there reaches the queries even if
+  // a loop then runs away past it.
   Time furthest = Time::MinusInfinity();
   for (const auto& [name, s] : streams_) furthest = std::max(furthest, s.progress);
   bool behind = false;
   for (const auto& [name, s] : streams_) behind |= s.progress < furthest;
   if (behind && !furthest.IsInfinite()) {
     for (auto& [name, s] : streams_) s.progress = furthest;
+    UpdateProgress();
     Run([&] { PropagateProgress(); });
   }
   advanced_ = Time::Infinity();
   for (auto& [name, s] : streams_) s.progress = Time::Infinity();
+  UpdateProgress();
   Run([&] { PropagateProgress(); });
   closed_ = true;
 }
@@ -516,6 +546,8 @@ void Engine::Restore(std::string_view snapshot) {
   }
   if (r.left() != 0) SnapshotReader::Corrupt(std::to_string(r.left()) + " bytes follow the last operator's state");
   std::swap(holders_, fresh.holders_);
+  std::swap(furthest_, fresh.furthest_);
+  std::swap(least_, fresh.least_);
   std::swap(executor_, fresh.executor_);
   std::swap(streams_, fresh.streams_);
   std::swap(sinks_, fresh.sinks_);
@@ -537,6 +569,7 @@ void Engine::RestoreState(SnapshotReader& r) {
   }
   advanced_ = r.Pod<Time>();
   closed_ = r.Bool();
+  UpdateProgress();  // (after close() no operator reads it any more)
   r.Section("the executor's state", [&] { executor_->Restore(r); });
   const size_t ops = r.Count(17);
   if (ops != executor_->order().size())

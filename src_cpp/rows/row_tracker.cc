@@ -195,6 +195,16 @@ void RowRelationTracker::AdvanceTo(Time progress, const Visitor& visit) {
   }
 }
 
+void RowRelationTracker::ForEachKnownChange(const std::function<void(Time, uint32_t, int)>& f) const {
+  auto held = [&](const Held& h) {
+    f(h.start, h.slot, 1);
+    if (h.end != Time::MinusInfinity() && !h.end.IsInfinite()) f(h.end, h.slot, -1);
+  };
+  for (size_t k = fifo_head_; k < fifo_.size(); ++k) held(fifo_[k]);
+  for (const Late& l : late_) held(l.held);
+  expiring_.ForEach([&](const Entry& e) { f(e.end, e.slot, -1); });
+}
+
 void RowRelationTracker::Snapshot(SnapshotWriter& w) const {
   SnapshotStore(w);
   w.PodVec(fifo_.data() + fifo_head_, fifo_.size() - fifo_head_);
@@ -279,6 +289,13 @@ void RowNegativeTracker::AdvanceTo(Time progress, const Visitor& visit) {
 void RowNegativeTracker::Alive(std::vector<uint32_t>& out) const {
   out.clear();
   alive_.ForEach([&](uint32_t s) { out.push_back(s); });
+}
+
+void RowNegativeTracker::ForEachKnownChange(const std::function<void(Time, uint32_t, int)>& f) const {
+  for (const auto& [t, at] : pending_) {
+    for (uint32_t s : at.positives) f(t, s, 1);
+    for (uint32_t s : at.negatives) f(t, s, -1);
+  }
 }
 
 void RowNegativeTracker::Snapshot(SnapshotWriter& w) const {

@@ -529,11 +529,29 @@ void DtsExecutor::Push(int source, const Batch& batch) {
   FlushAllExits();
 }
 
+void DtsExecutor::Replay(int producer, int consumer, const Batch& batch) {
+  const Node& from = nodes_.at(producer);
+  for (const Consumer& c : from.consumers) {
+    if (c.node != consumer) continue;
+    if (from.region >= 0 && c.target->region == from.region) {
+      // In the producer's region: row by row, as a delay's held rows go to the consumers it has
+      // when the graph changes (Schedule) — each keeps a row of a later instant until then.
+      Node& n = *c.target;
+      *StaleFlag(n) = true;
+      ForEachRow(batch, [&](const Row& row) { n.rows->Push(c.port, row, *n.row_emitter); });
+    } else {
+      Deliver(c, batch);
+    }
+  }
+  FlushAllExits();
+}
+
 Time DtsExecutor::InputProgress(int producer) const {
-  // An input's progress is its producer's, moved forward by the producer's delay: a delay's
-  // output holds nothing below its input's progress plus the delay.
+  // An input's progress is its producer's, moved forward by the producer's delay (a delay's
+  // output holds nothing below its input's progress plus the delay), or held back by an RSTREAM
+  // that cannot decide a tick yet (Operator::OutputProgress).
   const Node& i = nodes_.at(producer);
-  return i.progress == Time::MinusInfinity() ? i.progress : i.progress + i.op->delay();
+  return i.op->OutputProgress(i.progress);
 }
 
 void DtsExecutor::AdvanceTo(const std::map<int, Time>& source_progress) {

@@ -65,6 +65,7 @@ class DtsExecutor final : public Executor {
   void Add(std::vector<std::pair<OperatorSpec, std::unique_ptr<Operator>>> ops) override;
   void Push(int source, const Batch& batch) override;
   void AdvanceTo(const std::map<int, Time>& source_progress) override;
+  void Replay(int producer, int consumer, const Batch& batch) override;
 
   Operator* op(int id) const override;
   const std::vector<int>& order() const override { return order_; }
