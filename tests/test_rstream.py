@@ -67,9 +67,8 @@ def test_ticks_ahead_of_every_input_wait_for_the_progress_or_close(config):
 def test_beyond_the_progress_a_value_ending_where_an_equal_one_starts_does_not_drop(config):
     # R holds 3 on [4, 9) (s [Range 5]) and another 3 from 9 on (t's row at 6, three ticks later):
     # as a relation 3 never drops, so nothing comes beyond P = 6, although a tuple ends at 9.
-    if config.get("hybrid") is False and config["lifetime"] == "direct":
-        pytest.xfail("hybrid=False runs close() instant by instant: at 7 RSTREAM knows the end at 9 "
-                     "and not yet the equal start that the delay holds for 9 (issue 27 A, left open)")
+    # (hybrid=False once ran RSTREAM instant by instant with its inputs: at 7 it knew the end at 9
+    # and not yet the equal start that the delay holds for 9. It runs between regions now.)
     eng = cq_py.Engine(**config)
     eng.execute("REGISTER STREAM s(k INT); REGISTER STREAM t(k INT);"
                 "REGISTER QUERY later3 AS ISTREAM(SELECT 3 AS v FROM t [Now]) <3>;"
