@@ -16,6 +16,7 @@ from typing import Optional, Union
 
 from cq_py.errors import CQLSemanticError
 from cq_py.parser import ast
+from cq_py.parser.tokenizer import source_line
 from cq_py.planner import loops
 from cq_py.planner import types as T
 from cq_py.planner.expressions import (ExpressionBinder, Scope, TypedExpr, balanced, conjuncts,
@@ -54,7 +55,7 @@ class Planner:
                  expose_steps: bool = False, auto_delay: bool = False, expiration: str = "lazy"):
         self.catalog = catalog
         self.time_unit = time_unit
-        self.lines = source.splitlines()
+        self.source = source
         self.expose_steps = expose_steps
         self.auto_delay = auto_delay
         self.expiration = expiration
@@ -66,7 +67,9 @@ class Planner:
     def err(self, message: str, pos: ast.Pos) -> CQLSemanticError:
         if not pos.line:
             return CQLSemanticError(message)
-        text = self.lines[pos.line - 1] if 0 < pos.line <= len(self.lines) else ""
+        # The line as the tokenizer counts lines (at '\n' only, not at every line boundary of
+        # str.splitlines()), so that the line shown is the line numbered.
+        text = source_line(self.source, pos.line)
         return CQLSemanticError(message, pos.line, pos.column, text)
 
     # =========================================================================================
@@ -76,7 +79,7 @@ class Planner:
     def plan(self, script: ast.Script) -> tuple[Catalog, list[Node]]:
         """The catalog after the script, and the operators it adds (in id order)."""
         if script.source:
-            self.lines = script.source.splitlines()
+            self.source = script.source
         cat = copy.deepcopy(self.catalog)
         first_new = cat.next_id
         self.cat = cat
