@@ -38,7 +38,8 @@ def test_text_with_a_lone_surrogate_is_a_syntax_error(where):
     """Found by the crash fuzzer: bytes that are not UTF-8, decoded with surrogateescape, reached
     the core in a string literal as a lone surrogate ('cq internal error ... malformed plan
     JSON'), and a name with one could not become an Arrow column name."""
-    cql = f"REGISTER STREAM s(a VARCHAR);\nREGISTER QUERY q AS SELECT a AS b FROM s WHERE a = {where};"
+    cql = ("REGISTER STREAM s(a VARCHAR);\n"
+           f"REGISTER QUERY q AS SELECT a AS b FROM s WHERE a = {where};")
     for run in (cq_py.explain, cq_py.Engine().execute):
         with pytest.raises(cq_py.CQLSyntaxError, match=r"lone surrogate \\udc80") as e:
             run(cql)

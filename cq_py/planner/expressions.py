@@ -330,9 +330,9 @@ class ExpressionBinder:
 
     def _shallow_enough(self, t: TypedExpr, pos: ast.Pos) -> TypedExpr:
         if t.depth > MAX_EXPRESSION_DEPTH:
-            raise self.err(f"expression nested too deeply: at most {MAX_EXPRESSION_DEPTH} levels of "
-                           "operations (a chain of '-', '/', '%', or of '+' or '*' over DOUBLE, "
-                           "counts one level per operator: group it with parentheses)", pos)
+            raise self.err(f"expression nested too deeply: at most {MAX_EXPRESSION_DEPTH} "
+                           "levels of operations (a chain of '-', '/', '%', or of '+' or '*' over "
+                           "DOUBLE, counts one level per operator: group it with parentheses)", pos)
         return t
 
     def _bind_node(self, e: ast.Expr) -> TypedExpr:
@@ -365,7 +365,8 @@ class ExpressionBinder:
             ors = balanced("or", "OR", [self._bind(ast.Binary("=", e.operand, item, e.pos))
                                         for item in e.items], T.BOOL, e.pos)
             if e.negated:
-                ors = self.call("not", (ors,), T.BOOL, f"NOT {paren(ors, PRECEDENCE['not'])}", e.pos)
+                ors = self.call("not", (ors,), T.BOOL, f"NOT {paren(ors, PRECEDENCE['not'])}",
+                                e.pos)
             bound = self._shallow_enough(ors, e.pos)
             items = ", ".join(self._bind(i).text for i in e.items)
             x = paren(self._bind(e.operand), COMPARISON_PREC + 1)

@@ -19,9 +19,9 @@ KEEPS_IDENTITY = ("filter", "project", "union_all")
 
 def identity_sources(cat: Catalog, node: int, known: dict[int, set[int]] | None = None) -> set[int]:
     """The operators whose holder ids reach ``node``'s output unchanged: up through filters,
-    projections and unions to the first operator of another kind. ``known`` holds the answers
-    for other operators, found earlier in the same graph: a chain of a thousand unions is then
-    walked once, not once per union."""
+    projections and unions to the first operator of another kind. ``known`` holds answers for
+    other operators found earlier in the same graph, taken as they are (separate_identities keeps
+    only the pending ones): a chain of a thousand unions is then walked once, not once per union."""
     out: set[int] = set()
     seen: set[int] = set()
     todo = [node]
@@ -48,6 +48,7 @@ def separate_identities(cat: Catalog, first_new: int, new_id: Callable[[], int])
     UNION ALL SELECT * FROM v;`` reads v's row window directly on the first branch and through a
     reissue on the second.
     """
+    # The pending sources reaching each operator, found so far: a chain of unions is walked once.
     known: dict[int, set[int]] = {}
     for uid in sorted(i for i in cat.nodes if i >= first_new):
         union = cat.nodes[uid]
@@ -56,8 +57,9 @@ def separate_identities(cat: Catalog, first_new: int, new_id: Callable[[], int])
         carried: set[int] = set()
         for port, i in enumerate(list(union.inputs)):
             if i not in known:
-                known[i] = identity_sources(cat, i, known)  # type: ignore[arg-type]
-            pending = {s for s in known[i] if cat.nodes[s].lifetime == PENDING}  # type: ignore[index]
+                known[i] = {s for s in identity_sources(cat, i, known)  # type: ignore[arg-type]
+                            if cat.nodes[s].lifetime == PENDING}
+            pending = known[i]  # type: ignore[index]
             if pending & carried:
                 src = cat.nodes[i]  # type: ignore[index]
                 relay = Node(new_id(), "reissue_holders", [i], {}, list(src.schema), kind=src.kind,

@@ -621,7 +621,8 @@ class Planner:
         nodes = []
         for k, (node, _, src) in enumerate(inputs):
             _, _, start, _ = sources[k]
-            mine = [p for p in remaining if p[1].columns() and {source_of(c) for c in p[1].columns()} == {k}]
+            mine = [p for p in remaining
+                    if p[1].columns() and {source_of(c) for c in p[1].columns()} == {k}]
             if len(inputs) > 1:
                 node = self._filters(node, [(a, local(e, start)) for a, e in mine], owner)
                 # By identity: comparing syntax trees would recurse down them.

@@ -13,10 +13,11 @@ is the same whatever the order, the parallelism or the machine.
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from cq_py.parser.tokenizer import KEYWORDS, tokenize
 
@@ -50,7 +51,7 @@ class Case:
                 "data_seed": self.data_seed}
 
     @staticmethod
-    def from_json(d: dict[str, Any]) -> "Case":
+    def from_json(d: dict[str, Any]) -> Case:
         return Case(d["text"], d["options"], d.get("origin", ""), d.get("data_seed", 0))
 
 
@@ -306,8 +307,8 @@ def m_aggregate(rng: random.Random, toks: list[str]) -> str:
     elif r < 0.7 and i + 1 < len(toks) and toks[i + 1] == "(":
         toks.insert(i + 2, "DISTINCT")
     elif i + 1 < len(toks) and toks[i + 1] == "(":
-        toks[i + 2:_span(toks, i + 1, "(", ")") - 1] = rng.choice([["*"], [], ["1", ",", "2"],
-                                                                     ["NULL"], ["COUNT", "(", "*", ")"]])
+        toks[i + 2:_span(toks, i + 1, "(", ")") - 1] = rng.choice(
+            [["*"], [], ["1", ",", "2"], ["NULL"], ["COUNT", "(", "*", ")"]])
     return "aggregate"
 
 
@@ -405,7 +406,8 @@ def b_random_bytes(rng: random.Random, text: str) -> str:
 
 def b_invalid_utf8(rng: random.Random, text: str) -> str:
     data = bytearray(text.encode("utf-8", "surrogatepass"))
-    bad = rng.choice([b"\xff", b"\xc0\x80", b"\xe2\x82", b"\x80", b"\xed\xa0\x80", b"\xf4\x90\x80\x80"])
+    bad = rng.choice([b"\xff", b"\xc0\x80", b"\xe2\x82", b"\x80", b"\xed\xa0\x80",
+                      b"\xf4\x90\x80\x80"])
     i = rng.randrange(len(data) + 1)
     data[i:i] = bad
     return data.decode("utf-8", rng.choice(["replace", "surrogateescape"]))
@@ -430,7 +432,8 @@ def b_long_literal(rng: random.Random, text: str) -> str:
 
 
 BYTE_MUTATIONS: list[tuple[Callable[[random.Random, str], str], int]] = [
-    (b_random_bytes, 4), (b_invalid_utf8, 2), (b_odd_chars, 4), (b_truncate, 2), (b_long_literal, 1),
+    (b_random_bytes, 4), (b_invalid_utf8, 2), (b_odd_chars, 4), (b_truncate, 2),
+    (b_long_literal, 1),
 ]
 
 

@@ -21,17 +21,17 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Optional
 
 HERE = Path(__file__).resolve().parent
 TESTS = HERE.parent
 if str(TESTS) not in sys.path:
     sys.path.insert(0, str(TESTS))
 
-from fuzz.mutate import Case, _tokens, case  # noqa: E402 - after the path is set
+from fuzz.mutate import Case, _tokens, case
 
 
 @dataclass
@@ -54,7 +54,7 @@ class Result:
 class Finding:
     case: Case
     result: Result
-    reproducer: Optional[Case] = None
+    reproducer: Case | None = None
     index: int = -1
 
     def describe(self) -> str:
@@ -75,7 +75,7 @@ class Worker:
 
     def __init__(self, timeout: float):
         self.timeout = timeout
-        self.proc: Optional[subprocess.Popen] = None
+        self.proc: subprocess.Popen | None = None
         self.buffer = b""
 
     def _start(self) -> subprocess.Popen:
@@ -109,21 +109,28 @@ class Worker:
             return self._died()
         deadline = time.monotonic() + self.timeout
         fd = self.proc.stdout.fileno()
-        while b"\n" not in self.buffer:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                self.stop()
-                return Result("hang", f"no answer in {self.timeout:g} s")
-            ready, _, _ = select.select([fd], [], [], left)
-            if ready:
-                chunk = os.read(fd, 1 << 16)
-                if not chunk:
-                    return self._died()
-                self.buffer += chunk
-        line, self.buffer = self.buffer.split(b"\n", 1)
-        d = json.loads(line)
-        return Result(d["status"], d.get("kind", ""), d.get("message", ""), d.get("where", ""),
-                      d.get("traceback", ""))
+        notes: set[str] = set()  # what the worker said about the case before its answer
+        while True:
+            while b"\n" not in self.buffer:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    self.stop()
+                    notes_ = " and a ".join(sorted(notes))
+                    where = f" (in a script with a {notes_})" if notes else ""
+                    return Result("hang", f"no answer in {self.timeout:g} s{where}")
+                ready, _, _ = select.select([fd], [], [], left)
+                if ready:
+                    chunk = os.read(fd, 1 << 16)
+                    if not chunk:
+                        return self._died()
+                    self.buffer += chunk
+            line, self.buffer = self.buffer.split(b"\n", 1)
+            d = json.loads(line)
+            if "note" in d:
+                notes.add(d["note"])
+                continue
+            return Result(d["status"], d.get("kind", ""), d.get("message", ""),
+                          d.get("where", ""), d.get("traceback", ""))
 
     def _died(self) -> Result:
         assert self.proc is not None
@@ -227,9 +234,10 @@ class Report:
 
 def run(indices: Iterable[int], seed: int, timeout: float, jobs: int = 1,
         max_findings: int = 50, minimise_seconds: float = 120.0,
-        progress: Optional[Callable[[Report], None]] = None) -> Report:
+        progress: Callable[[Report], None] | None = None,
+        known: Callable[[Result], bool] = lambda r: False) -> Report:
     """Cases ``indices`` of the run seeded ``seed``, on ``jobs`` workers. The first finding of
-    each kind (signature) is minimised."""
+    each kind (signature) is minimised, unless it is ``known``."""
     indices = list(indices)
     report = Report()
     start = time.monotonic()
@@ -249,14 +257,15 @@ def run(indices: Iterable[int], seed: int, timeout: float, jobs: int = 1,
         for b in range(0, len(indices), batch):
             part = indices[b:b + batch]
             with ThreadPoolExecutor(jobs) as pool:
-                results = [x for chunk in pool.map(task, workers, [part[j::jobs] for j in range(jobs)])
+                shares = [part[j::jobs] for j in range(jobs)]
+                results = [x for chunk in pool.map(task, workers, shares)
                            for x in chunk]
             for k, c, r in sorted(results, key=lambda x: x[0]):
                 report.cases += 1
                 report.outcomes[r.status if r.status != "ok" else f"ok ({r.kind})"] += 1
                 if r.status != "ok" and len(report.findings) < max_findings:
                     f = Finding(c, r, index=k)
-                    if r.signature not in seen and minimise_seconds > 0:
+                    if r.signature not in seen and minimise_seconds > 0 and not known(r):
                         seen.add(r.signature)
                         f.reproducer = minimise(workers[0], f, minimise_seconds)
                     report.findings.append(f)
@@ -270,7 +279,7 @@ def run(indices: Iterable[int], seed: int, timeout: float, jobs: int = 1,
     return report
 
 
-def main(argv: Optional[list[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cases", type=int, default=1000)
     ap.add_argument("--first", type=int, default=0, help="index of the first case")

@@ -21,6 +21,7 @@ import signal
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from typing import Any
 
 import pyarrow as pa
@@ -31,10 +32,11 @@ from cq_py.parser.tokenizer import tokenize
 
 # A loop gets few ε steps: a runaway is found quickly (RunawayLoopError, a package error).
 MAX_LOOP_STEPS = 300
-# Issue 27 G1: close() runs a loop with a tick delay (<2>, <1 SECOND>) for ever, its memory
-# growing, until a bound on such loops lands. Until then an engine with such a loop is advanced
-# a few ticks past its inputs and not closed; set this to True once close() stops such loops.
-CLOSE_TICK_DELAY_LOOPS = False
+# Issue 27 G1: close() runs a loop that goes on by itself from tick to tick (a tick delay, <2>
+# or <1 SECOND>, or an RSTREAM in the loop) for ever, its memory growing, until a bound on such
+# loops lands. Until then an engine with such a loop is advanced a few ticks past its inputs and
+# not closed; set this to True once close() stops such loops.
+CLOSE_TICKING_LOOPS = False
 # RSTREAM emits its relation at every tick: closed, RSTREAM over [Range 2 d] in milliseconds
 # emits 172,800,000 times per row, correctly and for minutes. An engine whose RSTREAM may emit
 # past this many ticks after its inputs is advanced and not closed.
@@ -129,14 +131,20 @@ def _statements(text: str) -> list[str]:
     return [" ".join(s) for s in out if s]
 
 
-def _has_tick_delay_loop(eng: cq_py.Engine) -> bool:
+def _loops(eng: cq_py.Engine) -> list[list[int]]:
     from cq_py.planner import loops
 
     nodes = eng._catalog.nodes
     succ = loops.successors(nodes)
-    return any(loops.is_loop(comp, succ) and any(
-        nodes[v].op == "delay" and nodes[v].params["duration"]["ticks"] > 0 for v in comp)
-        for comp in loops.strongly_connected(nodes, succ))
+    return [c for c in loops.strongly_connected(nodes, succ) if loops.is_loop(c, succ)]
+
+
+def _has_ticking_loop(eng: cq_py.Engine) -> bool:
+    """A loop that goes on from tick to tick by itself: through a tick delay, or an RSTREAM."""
+    nodes = eng._catalog.nodes
+    return any(nodes[v].op == "rstream" or (nodes[v].op == "delay" and
+                                            nodes[v].params["duration"]["ticks"] > 0)
+               for comp in _loops(eng) for v in comp)
 
 
 def _rstream_runs_long(eng: cq_py.Engine) -> bool:
@@ -147,39 +155,72 @@ def _rstream_runs_long(eng: cq_py.Engine) -> bool:
     return sum(spans) > RSTREAM_TICKS
 
 
-def run_case(case: dict[str, Any]) -> str:
+class _Feed:
+    """Generated rows for each input, handed out in time order across the inputs, a chunk at a
+    time; an input gets its rows when it is first seen registered."""
+
+    def __init__(self, rng: random.Random, eng: cq_py.Engine):
+        self.rng, self.eng = rng, eng
+        self.pending: list[tuple[int, int, str, list[dict[str, Any]]]] = []
+        self.known: set[str] = set()
+        self.last = 0
+
+    def refresh(self) -> None:
+        for name in self.eng.stream_names():
+            if name in self.known:
+                continue
+            self.known.add(name)
+            rows = _rows(self.rng, self.eng, name)
+            # One push per row or per few rows, merged by time across the inputs; an input
+            # registered later starts at the time reached.
+            for r in rows:
+                r["ts"] += self.last
+            chunk = self.rng.choice([1, 2, 100])
+            for i in range(0, len(rows), chunk):
+                self.pending.append((rows[i]["ts"], len(self.pending), name, rows[i:i + chunk]))
+        self.pending.sort()
+
+    def push(self, log: list[str], text: str, count: int) -> None:
+        relations = set(self.eng.relation_names())
+        for ts, _, name, rows in self.pending[:count]:
+            self.last = max(self.last, rows[-1]["ts"])
+            table = _table(rows, self.eng.stream_schema(name), name in relations)
+            _step(log, f"push {name}", text, self.eng.push, name, table)
+        del self.pending[:count]
+
+
+def run_case(case: dict[str, Any], note: Callable[[str], None] = lambda _: None) -> str:
     """Runs one case; raises Bug (or any non-package exception) when it goes wrong. Says how far
-    it went: "rejected" (by execute) or "ran"."""
+    it went: "rejected" (by execute) or "ran". ``note("loop")`` tells the runner, before the
+    data, that the script has a loop (what a hang there is about)."""
     text, options = case["text"], dict(case["options"])
     log: list[str] = []
     _step(log, "explain", text, lambda: cq_py.explain(
         text, **{k: v for k, v in options.items() if k in EXPLAIN_OPTIONS}))
     eng = cq_py.Engine(max_loop_steps=MAX_LOOP_STEPS, **options)
-    _step(log, "execute", text, eng.execute, text)
-    if log and log[-1].startswith("execute"):
-        # Rejected whole, and so left as it was: the statements one by one then, so that what
-        # is valid of a damaged script runs too (and the engine meets rejected statements
-        # between accepted ones).
+    rng = random.Random(case.get("data_seed", 0))
+    feed = _Feed(rng, eng)
+    whole = rng.random() < 0.75
+    if whole:
+        _step(log, "execute", text, eng.execute, text)
+    if not whole or log:
+        # Statement by statement, with rows pushed in between: queries registered mid-run, and
+        # what is valid of a damaged script runs too (a rejected statement leaves the engine as
+        # it was).
         for statement in _statements(text):
             _step(log, "execute statement", statement, eng.execute, statement)
+            feed.refresh()
+            if _loops(eng):
+                note("loop")
+            feed.push(log, text, rng.choice([0, 0, 1, 2]))
         if not eng.stream_names():
             return "rejected"
-    rng = random.Random(case.get("data_seed", 0))
-    pushes = []
-    for name in eng.stream_names():
-        rows = _rows(rng, eng, name)
-        # One push per row or per few rows, merged by time across the inputs.
-        chunk = rng.choice([1, 2, 100])
-        for i in range(0, len(rows), chunk):
-            pushes.append((rows[i]["ts"], name, rows[i:i + chunk]))
-    pushes.sort(key=lambda p: p[0])
-    schemas = {n: eng.stream_schema(n) for n in eng.stream_names()}
-    relations = set(eng.relation_names())
-    for _, name, rows in pushes:
-        _step(log, f"push {name}", text, eng.push, name, _table(rows, schemas[name], name in relations))
-    last = max((p[0] for p in pushes), default=0)
-    _step(log, "advance", text, eng.advance, last + rng.choice([0, 1, 3, 20]))
-    if (CLOSE_TICK_DELAY_LOOPS or not _has_tick_delay_loop(eng)) and not _rstream_runs_long(eng):
+    feed.refresh()
+    if _loops(eng):
+        note("loop")
+    feed.push(log, text, len(feed.pending))
+    _step(log, "advance", text, eng.advance, feed.last + rng.choice([0, 1, 3, 20]))
+    if (CLOSE_TICKING_LOOPS or not _has_ticking_loop(eng)) and not _rstream_runs_long(eng):
         _step(log, "close", text, eng.close)
     for q in eng.query_names():
         _step(log, f"fetch {q}", text, eng.fetch, q)
@@ -187,14 +228,14 @@ def run_case(case: dict[str, Any]) -> str:
     return "ran"
 
 
-def answer(case: dict[str, Any]) -> dict[str, Any]:
+def answer(case: dict[str, Any], note: Callable[[str], None] = lambda _: None) -> dict[str, Any]:
     # How test_fuzz.py checks that a crash and a hang are caught (they are not engine inputs).
     if case["options"].pop("__crash__", False):
         os.kill(os.getpid(), signal.SIGSEGV)
     if case["options"].pop("__hang__", False):
         time.sleep(3600)
     try:
-        return {"status": "ok", "kind": run_case(case)}
+        return {"status": "ok", "kind": run_case(case, note)}
     except Bug as e:
         return {"status": "bug", "kind": "Bug", "message": str(e), "where": "check",
                 "traceback": ""}
@@ -210,8 +251,12 @@ def main() -> None:
     # Results go to the original stdout; anything else printed goes to stderr.
     out = os.fdopen(os.dup(sys.stdout.fileno()), "w", encoding="utf-8")
     sys.stdout = sys.stderr
+    def note(what: str) -> None:
+        out.write(json.dumps({"note": what}) + "\n")
+        out.flush()
+
     for line in sys.stdin:
-        result = answer(json.loads(line))
+        result = answer(json.loads(line), note)
         out.write(json.dumps(result) + "\n")
         out.flush()
 
