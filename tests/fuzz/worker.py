@@ -112,7 +112,9 @@ def _rows(rng: random.Random, eng: cq_py.Engine, name: str) -> list[dict[str, An
 def _table(rows: list[dict[str, Any]], schema: pa.Schema, relation: bool) -> pa.Table:
     fields = list(schema) + ([pa.field("op", pa.string())] if relation else []) + [
         pa.field("ts", pa.int64())]
-    return pa.table({f.name: pa.array([r.get(f.name) for r in rows], f.type) for f in fields})
+    # A declared column named ts (or op) gives way: the engine refuses such a push, by name.
+    by_name = {f.name: f for f in fields}
+    return pa.table({n: pa.array([r.get(n) for r in rows], f.type) for n, f in by_name.items()})
 
 
 def _statements(text: str) -> list[str]:
