@@ -237,6 +237,8 @@ def answer(case: dict[str, Any], note: Callable[[str], None] = lambda _: None) -
     if case["options"].pop("__hang__", False):
         time.sleep(3600)
     try:
+        if case["options"].pop("__raise__", False):
+            raise KeyError("a non-package exception, as a bug in the engine would raise")
         return {"status": "ok", "kind": run_case(case, note)}
     except Bug as e:
         return {"status": "bug", "kind": "Bug", "message": str(e), "where": "check",

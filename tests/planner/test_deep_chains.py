@@ -112,6 +112,11 @@ def test_a_catalog_with_deep_expressions_is_copied_for_the_next_script():
     for k in range(3):
         eng.execute((S if k == 0 else "") + f"REGISTER QUERY q{k} AS SELECT {chain} AS x FROM s;")
     assert eng.query_names() == ["q0", "q1", "q2"]
+    # A flat chain plans balanced, but the catalog keeps the query's syntax tree (to re-derive it
+    # for queries registered later), which is as deep as the chain is long.
+    eng.execute("REGISTER QUERY long AS SELECT " + " + ".join(["a"] * 3000) + " AS x FROM s;")
+    eng.execute("REGISTER QUERY after AS SELECT x FROM long;")
+    assert eng.query_names()[-2:] == ["long", "after"]
 
 
 def test_a_long_chain_of_queries_read_before_they_are_registered():
