@@ -7,7 +7,7 @@ constant durations need only a FIFO, pending ends need expiration holders, STYLE
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Optional, Union
 
 from cq_py.parser import ast
@@ -109,6 +109,11 @@ class QueryDef:
     # Its definition: a query registered later, while the engine runs, re-derives a relation-valued
     # query from it (SPEC §4) instead of reading the operators that hold its state from before.
     query: Optional[ast.Query] = field(default=None, repr=False)
+
+    def __deepcopy__(self, memo: dict) -> "QueryDef":
+        # The syntax tree is immutable (frozen dataclasses): a copied catalog shares it, where a
+        # deep copy would recurse down a long chain of operators (a RecursionError).
+        return replace(self, columns=list(self.columns), references=list(self.references))
 
 
 @dataclass

@@ -16,10 +16,11 @@ from typing import Optional, Union
 
 from cq_py.errors import CQLSemanticError
 from cq_py.parser import ast
+from cq_py.parser.tokenizer import source_line
 from cq_py.planner import loops
 from cq_py.planner import types as T
-from cq_py.planner.expressions import (ExpressionBinder, Scope, TypedExpr, conjuncts, literal,
-                                       paren)
+from cq_py.planner.expressions import (ExpressionBinder, Scope, TypedExpr, balanced, conjuncts,
+                                       literal)
 from cq_py.planner.identity import separate_identities
 from cq_py.planner.sharing import share_subplans
 from cq_py.planner.logical import (KNOWN, PENDING, STREAM, UNBOUNDED, Catalog, Node, QueryDef,
@@ -29,6 +30,8 @@ from cq_py.planner.logical import (KNOWN, PENDING, STREAM, UNBOUNDED, Catalog, N
 UNIT_NS = {"ms": 10**6, "s": 10**9, "min": 60 * 10**9, "h": 3600 * 10**9, "d": 86400 * 10**9}
 TIME_UNIT_NS = {"s": 10**9, "ms": 10**6, "us": 10**3, "ns": 1}
 UNIT_WORDS = {"ms": "MILLISECONDS", "s": "SECONDS", "min": "MINUTES", "h": "HOURS", "d": "DAYS"}
+# Filters one WHERE may become (see Planner._filters).
+MAX_FILTERS = 16
 
 
 class Deferred(Exception):
@@ -56,7 +59,7 @@ class Planner:
         # whole, and re-derive the relation-valued queries registered before them.
         self.late = late
         self.time_unit = time_unit
-        self.lines = source.splitlines()
+        self.source = source
         self.expose_steps = expose_steps
         self.auto_delay = auto_delay
         self.expiration = expiration
@@ -69,7 +72,9 @@ class Planner:
     def err(self, message: str, pos: ast.Pos) -> CQLSemanticError:
         if not pos.line:
             return CQLSemanticError(message)
-        text = self.lines[pos.line - 1] if 0 < pos.line <= len(self.lines) else ""
+        # The line as the tokenizer counts lines (at '\n' only, not at every line boundary of
+        # str.splitlines()), so that the line shown is the line numbered.
+        text = source_line(self.source, pos.line)
         return CQLSemanticError(message, pos.line, pos.column, text)
 
     # =========================================================================================
@@ -79,7 +84,7 @@ class Planner:
     def plan(self, script: ast.Script) -> tuple[Catalog, list[Node]]:
         """The catalog after the script, and the operators it adds (in id order)."""
         if script.source:
-            self.lines = script.source.splitlines()
+            self.source = script.source
         cat = copy.deepcopy(self.catalog)
         first_new = cat.next_id
         self.cat = cat
@@ -237,19 +242,26 @@ class Planner:
         reads = {q.name.lower(): {s.name.lower() for s in _sources(q.query)} & self.script_queries.keys()
                  for q in queries}
         done: list[ast.RegisterQuery] = []
-        state: dict[str, int] = {}
-
-        def visit(q: ast.RegisterQuery) -> None:
-            key = q.name.lower()
-            if state.get(key):
-                return
-            state[key] = 1
-            for dep in sorted(reads[key], key=lambda k: list(self.script_queries).index(k)):
-                visit(self.script_queries[dep])
-            done.append(q)
-
-        for q in queries:
-            visit(q)
+        seen: set[str] = set()
+        rank = {k: i for i, k in enumerate(self.script_queries)}
+        # Depth-first, with an explicit stack: a script may chain a thousand queries, each reading
+        # the one registered after it. An entry is (query, its dependencies still to visit).
+        for root in queries:
+            if root.name.lower() in seen:
+                continue
+            seen.add(root.name.lower())
+            stack = [(root, sorted(reads[root.name.lower()], key=rank.__getitem__, reverse=True))]
+            while stack:
+                q, deps = stack[-1]
+                if deps:
+                    dep = deps.pop()
+                    if dep not in seen:
+                        seen.add(dep)
+                        stack.append((self.script_queries[dep],
+                                      sorted(reads[dep], key=rank.__getitem__, reverse=True)))
+                else:
+                    stack.pop()
+                    done.append(q)
         return done
 
     # =========================================================================================
@@ -316,12 +328,39 @@ class Planner:
                               label=f"Delay {text}", inserted=inserted))
 
     def _set_op(self, q: ast.SetOp, owner: str) -> tuple[str, list[tuple[str, str]], Node]:
-        left = right = None
+        """A chain ``a UNION ALL b UNION ALL c ...`` (left-deep, as parsed) operation by operation
+        from its innermost, without recursing down its left spine: a thousand branches nest a
+        thousand deep. A branch whose columns are not known yet (inference) leaves the operation
+        its other side's; both unknown defers the operation, and the next one takes it as its
+        unknown left side."""
+        spine: list[ast.SetOp] = []
+        x: ast.Query = q
+        while isinstance(x, ast.SetOp):
+            spine.append(x)
+            x = x.left
+        left = deferred = None
         try:
-            left = self._query(q.left, owner)
-        except Deferred:
+            left = self._query(x, owner)
+        except Deferred as d:
             if not self.lenient:
                 raise
+            deferred = d
+        for op in reversed(spine):
+            try:
+                left = self._set_op_step(op, left, owner)
+            except Deferred as d:
+                if not self.lenient:
+                    raise
+                left, deferred = None, d
+        if left is None:
+            assert deferred is not None
+            raise deferred
+        return left
+
+    def _set_op_step(self, q: ast.SetOp, left: Optional[tuple[str, list[tuple[str, str]], Node]],
+                     owner: str) -> tuple[str, list[tuple[str, str]], Node]:
+        """``left`` (planned; None when deferred in inference) ``q.op`` ``q.right``."""
+        right = None
         try:
             right = self._query(q.right, owner)
         except Deferred:
@@ -653,21 +692,24 @@ class Planner:
         nodes = []
         for k, (node, _, src) in enumerate(inputs):
             _, _, start, _ = sources[k]
-            mine = [(a, e) for a, e in remaining if e.columns() and {source_of(c) for c in e.columns()} == {k}]
+            mine = [p for p in remaining
+                    if p[1].columns() and {source_of(c) for c in p[1].columns()} == {k}]
             if len(inputs) > 1:
-                for a, e in mine:
-                    node = self._filter(node, local(e, start), owner, a.pos)
-                    remaining.remove((a, e))
+                node = self._filters(node, [(a, local(e, start)) for a, e in mine], owner)
+                # By identity: comparing syntax trees would recurse down them.
+                taken = {id(p) for p in mine}
+                remaining = [p for p in remaining if id(p) not in taken]
             nodes.append(node)
 
         current = nodes[0]
         joined = {0}
         for k in range(1, len(inputs)):
             _, _, start, stop = sources[k]
-            left_keys, right_keys, residual = [], [], []
-            for a, e in list(remaining):
+            left_keys, right_keys, residual, later = [], [], [], []
+            for a, e in remaining:
                 used = {source_of(c) for c in e.columns()}
                 if not used <= joined | {k} or k not in used:
+                    later.append((a, e))
                     continue
                 if e.kind == "call" and e.fn == "equal":
                     l, r = e.args
@@ -676,21 +718,16 @@ class Planner:
                     if lu and ru and lu <= joined and ru == {k}:
                         left_keys.append(l)
                         right_keys.append(local(r, start))
-                        remaining.remove((a, e))
                         continue
                     if lu and ru and ru <= joined and lu == {k}:
                         left_keys.append(r)
                         right_keys.append(local(l, start))
-                        remaining.remove((a, e))
                         continue
                 residual.append(e)
-                remaining.remove((a, e))
+            remaining = later
             right = nodes[k]
             schema = list(current.schema) + list(right.schema)
-            pred = residual[0] if residual else None
-            for extra in residual[1:]:
-                pred = ExpressionBinder.call("and", (pred, extra), T.BOOL,  # type: ignore[arg-type]
-                                             f"{paren(pred, 2)} AND {paren(extra, 2)}", extra.pos)  # type: ignore[arg-type]
+            pred = balanced("and", "AND", residual, T.BOOL, residual[-1].pos) if residual else None
             # Pending if either side is; otherwise known (intersections: no constant duration, and
             # results come in the merged order of two inputs).
             life = PENDING if PENDING in {current.lifetime, right.lifetime} else KNOWN
@@ -707,11 +744,20 @@ class Planner:
                 schema, kind="relation", lifetime=life, owner=owner, pos=q.sources[k].pos, label=label,
                 checks=left_keys + right_keys + ([pred] if pred is not None else [])))
             joined.add(k)
-        # What is left runs as one filter per conjunct, in the order written: each later conjunct
-        # sees only the rows the earlier ones kept.
-        for a, e in remaining:
-            current = self._filter(current, e, owner, a.pos)
-        return current
+        return self._filters(current, remaining, owner)
+
+    def _filters(self, input_: Node, preds: list[tuple[ast.Expr, TypedExpr]], owner: str) -> Node:
+        """One filter per conjunct, in the order written: each later conjunct sees only the rows
+        the earlier ones kept. From the MAX_FILTERS-th on, the conjuncts share one filter (a
+        balanced AND): the core hands batches down a chain of operators depth-first, so a WHERE of
+        ten thousand conjuncts must not become ten thousand operators."""
+        head, tail = preds[:MAX_FILTERS - 1], preds[MAX_FILTERS - 1:]
+        for a, e in head:
+            input_ = self._filter(input_, e, owner, a.pos)
+        if tail:
+            pred = balanced("and", "AND", [e for _, e in tail], T.BOOL, tail[0][0].pos)
+            input_ = self._filter(input_, pred, owner, tail[0][0].pos)
+        return input_
 
     def _filter(self, input_: Node, pred: TypedExpr, owner: str, pos: ast.Pos) -> Node:
         return self._add(Node(self._new_id(), "filter", [input_.id], {"predicate": pred.to_plan()},
@@ -855,12 +901,19 @@ def _names_of(q: ast.Query) -> Optional[list[str]]:
 
 
 def _sources(q: ast.Query) -> list[ast.Source]:
-    """Every FROM entry of a query expression."""
-    if isinstance(q, ast.Select):
-        return list(q.sources)
-    if isinstance(q, ast.StreamOp):
-        return _sources(q.query)
-    return _sources(q.left) + _sources(q.right)
+    """Every FROM entry of a query expression, in the order written (iterative: a union of a
+    thousand branches is a thousand deep)."""
+    out: list[ast.Source] = []
+    todo = [q]
+    while todo:
+        x = todo.pop()
+        if isinstance(x, ast.Select):
+            out += x.sources
+        elif isinstance(x, ast.StreamOp):
+            todo.append(x.query)
+        else:
+            todo += [x.right, x.left]
+    return out
 
 
 def is_constant(lifetime: str) -> bool:
