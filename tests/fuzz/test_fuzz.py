@@ -23,14 +23,7 @@ TIMEOUT = float(os.environ.get("CQ_FUZZ_TIMEOUT", "30"))
 # Failures the fuzzer finds that other items of issue 27 fix (or that are reported and not fixed
 # yet), by what they raise: warnings here, not failures, until those fixes land (then delete the
 # entry).
-KNOWN = {
-    "issue 27 G4 (and G1): a loop whose rows multiply runs past max_loop_steps":
-        lambda r: r.status == "hang" and "in a script with a loop" in r.kind,
-    # Reported, not fixed here: tests/conformance/operators/late_query_hybrid_off.cqlt.
-    "hybrid=False: a query registered mid-run meets a row below the region's progress":
-        lambda r: "an operator of a loop fires at" in r.message and "below the loop's progress"
-        in r.message,
-}
+KNOWN: dict = {}
 
 
 def _known(r: Result) -> str:

@@ -30,13 +30,12 @@ import cq_py
 from cq_py.errors import CQError
 from cq_py.parser.tokenizer import tokenize
 
-# A loop gets few ε steps: a runaway is found quickly (RunawayLoopError, a package error).
+# A loop gets small bounds: a runaway is found quickly (RunawayLoopError, a package error) — too
+# many ε steps in a tick, too many rows (they multiply), or a loop that goes on by itself from tick
+# to tick after close() (a tick delay, <2> or <1 SECOND>, or an RSTREAM in the loop).
 MAX_LOOP_STEPS = 300
-# Issue 27 G1: close() runs a loop that goes on by itself from tick to tick (a tick delay, <2>
-# or <1 SECOND>, or an RSTREAM in the loop) for ever, its memory growing, until a bound on such
-# loops lands. Until then an engine with such a loop is advanced a few ticks past its inputs and
-# not closed; set this to True once close() stops such loops.
-CLOSE_TICKING_LOOPS = False
+MAX_LOOP_TICKS = 1000
+MAX_LOOP_ROWS = 100_000
 # RSTREAM emits its relation at every tick: closed, RSTREAM over [Range 2 d] in milliseconds
 # emits 172,800,000 times per row, correctly and for minutes. An engine whose RSTREAM may emit
 # past this many ticks after its inputs is advanced and not closed.
@@ -141,14 +140,6 @@ def _loops(eng: cq_py.Engine) -> list[list[int]]:
     return [c for c in loops.strongly_connected(nodes, succ) if loops.is_loop(c, succ)]
 
 
-def _has_ticking_loop(eng: cq_py.Engine) -> bool:
-    """A loop that goes on from tick to tick by itself: through a tick delay, or an RSTREAM."""
-    nodes = eng._catalog.nodes
-    return any(nodes[v].op == "rstream" or (nodes[v].op == "delay" and
-                                            nodes[v].params["duration"]["ticks"] > 0)
-               for comp in _loops(eng) for v in comp)
-
-
 def _rstream_runs_long(eng: cq_py.Engine) -> bool:
     nodes = eng._catalog.nodes.values()
     if not any(n.op == "rstream" for n in nodes):
@@ -199,7 +190,8 @@ def run_case(case: dict[str, Any], note: Callable[[str], None] = lambda _: None)
     log: list[str] = []
     _step(log, "explain", text, lambda: cq_py.explain(
         text, **{k: v for k, v in options.items() if k in EXPLAIN_OPTIONS}))
-    eng = cq_py.Engine(max_loop_steps=MAX_LOOP_STEPS, **options)
+    eng = cq_py.Engine(max_loop_steps=MAX_LOOP_STEPS, max_loop_ticks=MAX_LOOP_TICKS,
+                       max_loop_rows=MAX_LOOP_ROWS, **options)
     rng = random.Random(case.get("data_seed", 0))
     feed = _Feed(rng, eng)
     whole = rng.random() < 0.75
@@ -222,7 +214,7 @@ def run_case(case: dict[str, Any], note: Callable[[str], None] = lambda _: None)
         note("loop")
     feed.push(log, text, len(feed.pending))
     _step(log, "advance", text, eng.advance, feed.last + rng.choice([0, 1, 3, 20]))
-    if (CLOSE_TICKING_LOOPS or not _has_ticking_loop(eng)) and not _rstream_runs_long(eng):
+    if not _rstream_runs_long(eng):
         _step(log, "close", text, eng.close)
     for q in eng.query_names():
         _step(log, f"fetch {q}", text, eng.fetch, q)

@@ -375,6 +375,10 @@ void DtsExecutor::Schedule(const std::set<int>& fresh) {
         r.last_tick = old.last_tick;
         r.fed_tick = old.fed_tick;
       }
+    // A region is no further on than its least member: one that joined it now (a query registered
+    // later, an operator that ran outside loops) may still take rows below the old region's place,
+    // from an input that other members never read (each member keeps its own progress).
+    for (int id : r.nodes) r.progress = std::min(r.progress, nodes_.at(id).progress);
   }
   std::vector<Entry> entries;
   for (size_t r = 0; r < regions.size(); ++r) {
