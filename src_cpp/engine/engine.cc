@@ -79,6 +79,7 @@ void Engine::AddPlan(const std::string& plan_json) {
   // The engine's progress now: what an operator added now reads is seen as it stands here.
   const Time registered_at = *least_;
   std::vector<std::pair<int, int>> replays;  // (an operator built before, its new reader)
+  std::map<int, int> new_depth;
   for (const json::Value& o : plan["operators"].array())
     if (const json::Value* out = o.find("output"))
       declared[static_cast<int>(o["id"].integer())] = {
@@ -90,6 +91,20 @@ void Engine::AddPlan(const std::string& plan_json) {
     spec.params = o;
     if (const json::Value* ins = o.find("inputs"))
       for (const json::Value& i : ins->array()) spec.inputs.push_back(static_cast<int>(i.integer()));
+    int depth = 1;
+    for (int in : spec.inputs) {  // (a back edge of a loop reads an operator not built yet: no depth)
+      if (auto d = new_depth.find(in); d != new_depth.end()) depth = std::max(depth, d->second + 1);
+      else if (auto e = depth_.find(in); e != depth_.end()) depth = std::max(depth, e->second + 1);
+    }
+    if (depth > kMaxPlanDepth) {
+      const json::Value* q = o.find("query");
+      throw CqError(ErrorKind::kSemantic,
+                    "queries read each other too deeply: " + std::string(q ? "query '" + q->str() + "'" : "an operator") +
+                        " would run " + std::to_string(depth) + " operators after its input, and cq runs at most " +
+                        std::to_string(kMaxPlanDepth) + " in a row (a batch is handed down the chain call by call); "
+                        "read an earlier query of the chain, or split the work over engines");
+    }
+    new_depth[spec.id] = depth;
     std::vector<OperatorInput> inputs;
     for (int in : spec.inputs) {
       if (auto it = fresh.find(in); it != fresh.end()) {
@@ -140,6 +155,7 @@ void Engine::AddPlan(const std::string& plan_json) {
   executor_->Add(std::move(built));  // atomic; nothing below can fail
   streams_.merge(new_streams);
   sinks_.merge(new_sinks);
+  depth_.merge(new_depth);
   plans_.push_back(plan_json);
   UpdateProgress();  // (a new input may be behind the others)
   Run([&] {
@@ -546,6 +562,7 @@ void Engine::Restore(std::string_view snapshot) {
   }
   if (r.left() != 0) SnapshotReader::Corrupt(std::to_string(r.left()) + " bytes follow the last operator's state");
   std::swap(holders_, fresh.holders_);
+  std::swap(depth_, fresh.depth_);
   std::swap(furthest_, fresh.furthest_);
   std::swap(least_, fresh.least_);
   std::swap(executor_, fresh.executor_);

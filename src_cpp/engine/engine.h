@@ -119,6 +119,11 @@ class Engine {
   bool closed_ = false;
   std::unique_ptr<CqError> failed_;
   std::vector<std::string> plans_;  // the AddPlan calls that succeeded, in order (for snapshots)
+  // Each operator's place on the longest path from an input to it (back edges of loops aside):
+  // a batch is handed down a path call by call, so a path deeper than kMaxPlanDepth is refused
+  // at AddPlan rather than overflowing the stack at a push.
+  static constexpr int kMaxPlanDepth = 2000;
+  std::map<int, int> depth_;
 };
 
 }  // namespace cq

@@ -138,3 +138,31 @@ def test_conjuncts_of_a_long_where_in_order():
               ).statements[1].query.where
     parts = conjuncts(e)
     assert len(parts) == 10002 and parts[0].right.value == 2 and parts[-1].right.value == "x"
+
+
+def test_a_chain_of_queries_deeper_than_the_core_runs_is_refused_whole():
+    """A batch is handed down a chain of queries call by call: a chain of thousands of queries
+    overflowed the stack at the first push (a segmentation fault). Deeper than 2,000 operators is a
+    CQLSemanticError naming the query, registering nothing; the engine runs on."""
+    def chain(first, last, source):
+        return "".join(f"REGISTER QUERY q{i} AS SELECT a FROM {source if i == first else f'q{i - 1}'} "
+                       f"WHERE a > {-i};" for i in range(first, last))
+
+    eng = cq_py.Engine()
+    eng.execute("REGISTER STREAM s(a BIGINT);" + chain(0, 600, "s [Range 5]"))
+    before = eng.query_names()
+    # Further on in another script: the depth counts from the input, across scripts.
+    with pytest.raises(cq_py.CQLSemanticError, match=r"query 'q998' would run 2001 operators .* at most 2000"):
+        eng.execute(chain(600, 1300, "q599"))
+    assert eng.query_names() == before
+    eng.execute(chain(600, 998, "q599"))
+    snap = eng.snapshot()
+    eng.push("s", [{"a": 1, "ts": 1}, {"a": 2, "ts": 3}])
+    eng.close()
+    assert eng.fetch("q997").column("a").to_pylist() == [1, 2]
+    restored = cq_py.Engine()
+    restored.execute("REGISTER STREAM s(a BIGINT);" + chain(0, 600, "s [Range 5]"))
+    restored.execute(chain(600, 998, "q599"))
+    restored.restore(snap)
+    with pytest.raises(cq_py.CQLSemanticError, match="too deeply"):
+        restored.execute("REGISTER QUERY z0 AS SELECT a FROM q997; REGISTER QUERY z1 AS SELECT a FROM z0 WHERE a > 0;")
