@@ -89,6 +89,7 @@ class Engine {
   // half way through an instant, so the engine refuses every later call, saying why.
   template <typename F>
   void Run(F&& f);
+  CqError Inconsistent(const std::string& what);  // (Run, in a restored engine)
   void CheckUsable() const;
 
   // The payload of a snapshot once its header and checksum are checked.
@@ -106,6 +107,7 @@ class Engine {
   Time advanced_ = Time::MinusInfinity();
   bool closed_ = false;
   std::unique_ptr<CqError> failed_;
+  bool restored_ = false;  // state came from Restore (Run: a broken invariant is the snapshot's)
   std::vector<std::string> plans_;  // the AddPlan calls that succeeded, in order (for snapshots)
 };
 
