@@ -474,7 +474,7 @@ void HashJoin::Rows::Restore(SnapshotReader& r) {
     s.head = 0;
     for (size_t i = 0; i < s.queue.size(); ++i) {
       const uint32_t slot = s.queue[i];
-      ok &= slot < s.kept.size() && s.kept[slot].state == kWaiting &&
+      ok = ok && slot < s.kept.size() && s.kept[slot].state == kWaiting &&
             (i == 0 || !(s.kept[slot].sync < s.kept[s.queue[i - 1]].sync));
     }
     size_t waiting = 0;

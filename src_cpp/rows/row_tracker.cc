@@ -175,13 +175,17 @@ void RowRelationTracker::Snapshot(SnapshotWriter& w) const {
 
 void RowRelationTracker::Restore(SnapshotReader& r) {
   RestoreStore(r);
-  r.PodVec(fifo_);
+  auto valid = [&](const Held& h) {
+    return SnapshotReader::ValidTime(h.start) && SnapshotReader::ValidTime(h.end) &&
+           (h.holder == kNoHolder || r.ValidHolder(h.holder));
+  };
+  r.PodVec(fifo_, "a tracker's held starts", valid);
   fifo_head_ = 0;
   fifo_base_ = 0;
-  r.PodVec(late_);
+  r.PodVec(late_, "a tracker's late starts", [&](const Late& l) { return valid(l.held); });
   arrivals_ = r.U64();
   std::vector<PendingHeld> pending;
-  r.PodVec(pending);
+  r.PodVec(pending, "a tracker's pending starts", [&](const PendingHeld& p) { return r.ValidHolder(p.holder); });
   held_pending_.clear();
   bool ok = true;
   for (const auto& [h, k] : pending) {
