@@ -91,12 +91,14 @@ PYBIND11_MODULE(_core, m) {
 
   py::class_<cq::Engine>(m, "Engine")
       .def(py::init([](const std::string& lifetime, const std::string& executor, bool expose_steps, bool hybrid,
-                       int64_t max_loop_steps, int64_t max_run) {
-             return std::make_unique<cq::Engine>(
-                 cq::EngineOptions{lifetime, executor, expose_steps, hybrid, max_loop_steps, max_run});
+                       int64_t max_loop_steps, int64_t max_run, int64_t max_loop_ticks, int64_t max_loop_rows) {
+             return std::make_unique<cq::Engine>(cq::EngineOptions{lifetime, executor, expose_steps, hybrid,
+                                                                   max_loop_steps, max_run, max_loop_ticks,
+                                                                   max_loop_rows});
            }),
            py::arg("lifetime") = "direct", py::arg("executor") = "dts", py::arg("expose_steps") = false,
-           py::arg("hybrid") = true, py::arg("max_loop_steps") = 1000000, py::arg("max_run") = 20)
+           py::arg("hybrid") = true, py::arg("max_loop_steps") = 1000000, py::arg("max_run") = 20,
+           py::arg("max_loop_ticks") = 1000000, py::arg("max_loop_rows") = 10000000)
       .def("add_plan", &cq::Engine::AddPlan, py::call_guard<py::gil_scoped_release>())
       .def("push",
            [](cq::Engine& e, const std::string& stream, const py::list& batches) {

@@ -12,7 +12,8 @@ ArrowCapsules = tuple[object, object]
 class Engine:
     def __init__(self, lifetime: str = "direct", executor: str = "dts",
                  expose_steps: bool = False, hybrid: bool = True,
-                 max_loop_steps: int = 1000000, max_run: int = 20) -> None: ...
+                 max_loop_steps: int = 1000000, max_run: int = 20,
+                 max_loop_ticks: int = 1000000, max_loop_rows: int = 10000000) -> None: ...
     def add_plan(self, plan_json: str) -> None: ...
     # Each batch: the declared columns, for a relation optionally its op column (utf8 '+'/'-'),
     # then the int64 timestamp in ticks.

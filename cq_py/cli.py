@@ -7,19 +7,22 @@
 
 Inputs stream through in bounded memory: each file is read in batches, the inputs are merged in
 time order and pushed to the engine, and with ``--output`` every query's results are appended to
-``DIR/<query>.<ext>`` as they become final. With ``--spark [MASTER]`` the script runs on Spark
-instead (:mod:`cq_py.spark`): Spark reads the files and writes ``DIR/<query>.<ext>/``.
+``DIR/<query>.<ext>`` as they become final (under a temporary name, moved into place when the run
+succeeds). With ``--spark [MASTER]`` the script runs on Spark instead (:mod:`cq_py.spark`): Spark
+reads the files and runs the engines; the outputs are the same files. Paths are relative to the
+directory ``cq`` runs in, also with ``--spark``.
 """
 
 from __future__ import annotations
 
 import functools
 import os
+import re
 import sys
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from pathlib import Path
-from typing import IO, Any, TypeVar
+from typing import IO, Any, ClassVar, TypeVar
 
 import click
 import pyarrow as pa
@@ -27,9 +30,10 @@ import pyarrow.csv as pacsv
 from tqdm import tqdm
 
 import cq_py
-from cq_py.engine import OP, TIME_UNITS
-from cq_py.errors import CQError, CQLSemanticError, CQLSyntaxError, InputError
-from cq_py.io.readers import detect_format, merge_by_time, open_input, row_count
+from cq_py.engine import EXECUTORS, LIFETIMES, OP, TIME_UNITS
+from cq_py.errors import (CallbackError, CQError, CQLSemanticError, CQLSyntaxError, InputError,
+                          MemoryLimitError, RunawayLoopError)
+from cq_py.io.readers import detect_format, merge_by_time, open_input, row_count, source_line
 from cq_py.io.writers import EXTENSIONS, QueryWriter, open_writer
 
 __all__ = ["cli", "main"]
@@ -45,18 +49,45 @@ class CQFailure(click.ClickException):
         click.echo(f"cq: error: {self.format_message()}", err=True, file=file)
 
 
+def _describe(exc: BaseException) -> str:
+    """One line for an exception that ends a run: cq's own message, an I/O failure with its file,
+    or what running out of memory or stack means here."""
+    if isinstance(exc, CallbackError) and exc.__cause__ is not None:
+        return _describe(exc.__cause__)  # the callbacks are cq's own writers: their failure
+    if isinstance(exc, RunawayLoopError):
+        return f"{exc} (cq run: --max-loop-steps N)"
+    if isinstance(exc, MemoryLimitError):
+        return f"{exc} (cq run: --max-memory SIZE)"
+    if isinstance(exc, CQError):
+        return str(exc)
+    if isinstance(exc, OSError):
+        where = f": {exc.filename}" if exc.filename else ""
+        return f"{exc.strerror or exc}{where}"
+    if isinstance(exc, MemoryError):
+        return ("out of memory: the engine's state outgrew this machine (windows over unbounded "
+                "input, such as [Range Unbounded], relations and GROUP BY over them, keep every "
+                "row: see the README, 'Memory')")
+    if isinstance(exc, RecursionError):
+        return "the script is nested too deeply for cq (Python's recursion limit was reached)"
+    return (f"unexpected {type(exc).__name__}: {exc} (please report it; CQ_TRACEBACK=1 shows "
+            "the traceback)")
+
+
 def _reports_errors(func: F) -> F:
-    """Turn cq's own exceptions (and I/O failures) into ``cq: error: <message>`` and exit 1."""
+    """Turn every failure into ``cq: error: <one line>`` and exit 1: cq's own exceptions, I/O
+    failures, and running out of memory or stack; never a traceback, unless CQ_TRACEBACK=1 asks
+    for one."""
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return func(*args, **kwargs)
-        except CQError as exc:
-            raise CQFailure(str(exc)) from exc
-        except OSError as exc:
-            where = f": {exc.filename}" if exc.filename else ""
-            raise CQFailure(f"{exc.strerror or exc}{where}") from exc
+        except (click.ClickException, click.exceptions.Exit, click.Abort):
+            raise
+        except (Exception, MemoryError, RecursionError) as exc:
+            if os.environ.get("CQ_TRACEBACK") and not isinstance(exc, (CQError, OSError)):
+                raise
+            raise CQFailure(_describe(exc)) from exc
 
     return wrapper  # type: ignore[return-value]
 
@@ -98,15 +129,35 @@ def _read_script(path: Path) -> str:
         raise CQFailure(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
 
 
-def _load_script(path: Path, time_unit: str, auto_delay: bool = False) -> cq_py.Engine:
-    """An engine with ``path``'s streams and queries registered; CQL errors name the file."""
+def _load_script(path: Path, options: dict[str, Any]) -> cq_py.Engine:
+    """An engine with ``options`` and ``path``'s streams and queries registered; CQL errors name
+    the file."""
     text = _read_script(path)
-    eng = cq_py.Engine(time_unit=time_unit, auto_delay=auto_delay)
+    eng = cq_py.Engine(**options)
     try:
         eng.execute(text)
     except (CQLSyntaxError, CQLSemanticError) as exc:
         raise CQFailure(f"{path}: {exc}") from exc
     return eng
+
+
+class _Size(click.ParamType):
+    """A number of bytes: 1000000, 512K, 512M, 4G, 1.5G (powers of 1024)."""
+
+    name = "size"
+    _UNITS: ClassVar[dict[str, int]] = {
+        "": 1, "B": 1, "K": 2**10, "KB": 2**10, "M": 2**20, "MB": 2**20, "G": 2**30, "GB": 2**30,
+        "T": 2**40, "TB": 2**40}
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        if isinstance(value, int):
+            return value
+        match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*", str(value))
+        unit = match[2].upper() if match else None
+        if match is None or unit not in self._UNITS or float(match[1]) * self._UNITS[unit] < 1:
+            self.fail(f"expected a size such as 4G, 512M or 1000000 (bytes); found {value!r}",
+                      param, ctx)
+        return int(float(match[1]) * self._UNITS[unit])
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -135,19 +186,40 @@ def cli() -> None:
               help="What one tick is: durations and timestamp inputs are read in this unit.")
 @click.option("--auto-delay", is_flag=True,
               help="Insert an ε delay into each loop that has none (paper 000 §3.1).")
+@click.option("--lifetime", type=click.Choice(LIFETIMES), default="direct", show_default=True,
+              help="How results' lifetimes are kept: direct (expiration times) or negative "
+                   "(negative tuples).")
+@click.option("--executor", type=click.Choice(EXECUTORS), default="dts", show_default=True,
+              help="The scheduler: dts (delay-aware, runs loops) or heartbeat.")
+@click.option("--hybrid/--no-hybrid", default=True, show_default=True,
+              help="dts: split time per instant only inside loops (--no-hybrid: everywhere).")
+@click.option("--max-loop-steps", type=click.IntRange(min=1, max=2**63 - 1), default=1_000_000,
+              show_default=True, metavar="N",
+              help="ε steps a loop may take within one tick before it is a runaway.")
+@click.option("--max-memory", type=_Size(), default=None, metavar="SIZE",
+              help="Stop with an error when the process's memory passes SIZE (e.g. 4G, 512M): "
+                   "windows over unbounded input keep every row they have seen.")
+@click.option("--no-input", is_flag=True,
+              help="Run the script with no --input at all: its streams and relations stay empty.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 @click.option("--spark", "spark_master", is_flag=False, flag_value="local[*]", default=None,
               metavar="[MASTER]",
               help="Run on Spark (master URL, default local[*]): inputs are read by Spark, split "
-                   "by a partition key proved safe, one engine per partition; with --output each "
-                   "query is written by Spark to DIR/<query>.<ext>/ (part files).")
+                   "by a partition key proved safe, one engine per partition; the outputs are "
+                   "the files a local run writes. Paths are on this machine (on a cluster, a "
+                   "file system the workers share).")
 @click.option("--partitions", type=click.IntRange(min=1), default=None,
               help="With --spark: how many partitions [default: Spark's default parallelism].")
 @_reports_errors
 def run_command(script: Path, inputs: list[tuple[str, Path]], output: Path | None,
                 fmt: str | None, ts: str, batch_size: int, time_unit: str, auto_delay: bool,
-                quiet: bool, spark_master: str | None, partitions: int | None) -> None:
+                lifetime: str, executor: str, hybrid: bool, max_loop_steps: int,
+                max_memory: int | None, no_input: bool, quiet: bool, spark_master: str | None,
+                partitions: int | None) -> None:
     """Run SCRIPT over the --input files until they end, then report every query's output.
+
+    Output files are written under temporary names and moved into place when the run succeeds:
+    a failed run leaves DIR as it was.
 
     \b
     Example:
@@ -156,7 +228,10 @@ def run_command(script: Path, inputs: list[tuple[str, Path]], output: Path | Non
     """
     if fmt is not None and fmt != "csv" and output is None:
         raise click.UsageError(f"--format {fmt} needs --output DIR (stdout is always CSV)")
-    eng = _load_script(script, time_unit, auto_delay)
+    options = {"time_unit": time_unit, "auto_delay": auto_delay, "lifetime": lifetime,
+               "executor": executor, "hybrid": hybrid, "max_loop_steps": max_loop_steps,
+               "max_memory": max_memory}
+    eng = _load_script(script, options)
 
     streams = {s.lower(): s for s in eng.stream_names()}
     for name, _ in inputs:
@@ -164,46 +239,35 @@ def run_command(script: Path, inputs: list[tuple[str, Path]], output: Path | Non
             known = ", ".join(streams.values()) or "(none)"
             raise click.BadParameter(f"{script} registers no stream or relation {name!r}; its "
                                      f"streams and relations: {known}", param_hint="'--input'")
+    _check_inputs_cover(script, streams, inputs, no_input)
     relations = set(eng.relation_names())
     if spark_master is not None:
-        _run_on_spark(script, eng, inputs, output, fmt or "csv", ts, time_unit, auto_delay,
-                      spark_master, partitions)
+        _run_on_spark(script, eng, inputs, output, fmt or "csv", ts, options, spark_master,
+                      partitions)
         return
     if partitions is not None:
         raise click.UsageError("--partitions needs --spark")
 
-    with ExitStack() as stack:
-        writers: dict[str, QueryWriter] = {}
-        if output is not None:
-            for query in eng.query_names():
-                writer = open_writer(output, query, fmt or "csv", eng.query_schema(query))
-                # Closed on any exit, so an interrupted run still leaves readable files.
-                stack.callback(writer.close)
-                writers[query] = writer
-                eng.subscribe(query, writer.write)
-
-        paths = {streams[name.lower()]: path for name, path in inputs}
-        # A relation's file holds changes: its op column ('+' / '-') is read as text.
-        sources = {
-            stream: open_input(path, batch_size=batch_size, schema=_input_schema(eng, stream, relations))
-            for stream, path in paths.items()
-        }
-        # A total only when every input knows its size cheaply; a partial one would mislead.
-        known = [n for n in map(row_count, paths.values()) if n is not None]
-        total = sum(known) if len(known) == len(paths) else None
-        bar = stack.enter_context(_progress(total, disabled=quiet))
-        pushed = dict.fromkeys(paths, 0)
-        for stream, batch in merge_by_time(sources, ts=ts, time_unit=time_unit):
-            try:
-                eng.push(stream, batch, ts=ts)
-            except InputError as exc:
-                # The engine counts rows within one push; the user wants the row of the file.
-                row = f", data row {pushed[stream] + exc.row + 1}" if exc.row is not None else ""
-                raise CQFailure(f"{exc} (in {paths[stream]}{row})") from exc
-            pushed[stream] += batch.num_rows
-            bar.update(batch.num_rows)
-        eng.close()
-    # Writers are closed on leaving the block, so the files are complete when reported.
+    writers: dict[str, QueryWriter] = {}
+    try:
+        with ExitStack() as stack:
+            if output is not None:
+                for query in eng.query_names():
+                    writer = open_writer(output, query, fmt or "csv", eng.query_schema(query),
+                                         staged=True)
+                    writers[query] = writer
+                    eng.subscribe(query, writer.write)
+            _feed(eng, streams, inputs, relations, ts, batch_size, time_unit, quiet, stack)
+            eng.close()
+        for writer in writers.values():
+            writer.commit()
+    except BaseException as exc:
+        for writer in writers.values():
+            writer.discard()
+        failure = _with_output_note(exc, output, bool(writers))
+        if failure is exc:
+            raise
+        raise failure from exc
 
     if output is not None:
         for query, writer in writers.items():
@@ -213,11 +277,95 @@ def run_command(script: Path, inputs: list[tuple[str, Path]], output: Path | Non
             _print_csv(query, eng.fetch(query))
 
 
+def _check_inputs_cover(script: Path, streams: dict[str, str], inputs: list[tuple[str, Path]],
+                        no_input: bool) -> None:
+    """A script whose streams get no input at all is almost surely a slip: refused, unless
+    --no-input says so. A stream left out of several gets a warning."""
+    if no_input and inputs:
+        raise click.UsageError("--no-input runs the script with no input: drop it, or the --input "
+                               "options")
+    if no_input or not streams:
+        return
+    if not inputs:
+        raise click.UsageError(
+            f"no --input given: {script} reads {', '.join(streams.values())}; give --input "
+            "NAME=PATH for each (or --no-input to run it with none)")
+    given = {name.lower() for name, _ in inputs}
+    for key, name in streams.items():
+        if key not in given:
+            click.echo(f"cq: warning: no --input for '{name}': it stays empty", err=True)
+
+
+def _feed(eng: cq_py.Engine, streams: dict[str, str], inputs: list[tuple[str, Path]],
+          relations: set[str], ts: str, batch_size: int, time_unit: str, quiet: bool,
+          stack: ExitStack) -> None:
+    """Streams the input files into ``eng`` in time order; errors in the data name the file and
+    the line (or the row of a Parquet file)."""
+    paths = {streams[name.lower()]: path for name, path in inputs}
+    # A relation's file holds changes: its op column ('+' / '-') is read as text.
+    sources = {
+        stream: open_input(path, batch_size=batch_size,
+                           schema=_input_schema(eng, stream, relations))
+        for stream, path in paths.items()
+    }
+    # A total only when every input knows its size cheaply; a partial one would mislead.
+    known = [n for n in map(row_count, paths.values()) if n is not None]
+    total = sum(known) if len(known) == len(paths) else None
+    bar = stack.enter_context(_progress(total, disabled=quiet))
+    pushed = dict.fromkeys(paths, 0)
+    merged = merge_by_time(sources, ts=ts, time_unit=time_unit)
+    while True:
+        try:
+            stream, batch = next(merged)
+        except StopIteration:
+            return
+        except InputError as exc:
+            # Timestamps are checked as the files are merged; rows count from the file's start.
+            # A file that cannot be read says where itself.
+            if exc.stream not in paths:
+                raise
+            raise CQFailure(_located(exc, paths[exc.stream], exc.row)) from exc
+        try:
+            eng.push(stream, batch, ts=ts)
+        except InputError as exc:
+            # The engine counts rows within one push; the user wants the place in the file.
+            row = pushed[stream] + exc.row if exc.row is not None else None
+            raise CQFailure(_located(exc, paths[stream], row)) from exc
+        pushed[stream] += batch.num_rows
+        bar.update(batch.num_rows)
+
+
+def _located(exc: InputError, path: Path, row: int | None) -> str:
+    """``exc``'s message with the place of its row in ``path``: the line an editor shows (CSV,
+    JSON Lines) or the 1-based data row (Parquet), in place of the row counted within a push."""
+    if row is None:
+        return f"{exc} (in {path})"
+    line = source_line(path, row)
+    place = f"line {line}" if line is not None else f"data row {row + 1}"
+    message, found = re.subn(rf"\brow {exc.row}\b", place, str(exc), count=1)
+    return f"{message} (in {path})" if found else f"{message} (in {path}, {place})"
+
+
+def _with_output_note(exc: BaseException, output: Path | None, wrote: bool) -> BaseException:
+    """``exc`` as the failure to report, saying that the outputs were not written."""
+    if not wrote or output is None or not isinstance(exc, (Exception, MemoryError, RecursionError)):
+        return exc
+    note = f"; nothing was written to {output}/ (partial outputs removed)"
+    if isinstance(exc, click.ClickException):
+        exc.message += note
+        return exc
+    if os.environ.get("CQ_TRACEBACK") and not isinstance(exc, (CQError, OSError)):
+        return exc
+    return CQFailure(_describe(exc) + note)
+
+
 def _run_on_spark(script: Path, eng: cq_py.Engine, inputs: list[tuple[str, Path]],
-                  output: Path | None, fmt: str, ts: str, time_unit: str, auto_delay: bool,
-                  master: str, partitions: int | None) -> None:
-    """``cq run --spark``: Spark reads the inputs, cq_py.spark.run runs the script, and Spark
-    writes each query's output (or, without --output, the driver prints it as CSV)."""
+                  output: Path | None, fmt: str, ts: str, options: dict[str, Any], master: str,
+                  partitions: int | None) -> None:
+    """``cq run --spark``: Spark reads the inputs, cq_py.spark.run runs the script, and each
+    query's output becomes the file a local run writes (or, without --output, the driver prints
+    it as CSV). Paths are resolved here, against the directory cq was started in: the Spark JVM
+    runs in a directory of its own (cq_py.spark.files.start_session)."""
     import warnings
 
     try:
@@ -226,37 +374,55 @@ def _run_on_spark(script: Path, eng: cq_py.Engine, inputs: list[tuple[str, Path]
     except ImportError as exc:
         raise CQFailure(f"--spark needs pyspark ({exc}); pip install 'cq[spark]'") from exc
     spark, created = session(master)
+    writers: list[tuple[str, QueryWriter]] = []
     try:
         streams = {s.lower(): s for s in eng.stream_names()}
-        frames = {streams[name.lower()]: read_input(spark, path, eng, streams[name.lower()], ts)
+        frames = {streams[name.lower()]: read_input(spark, path.absolute(), eng,
+                                                    streams[name.lower()], ts)
                   for name, path in inputs}
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", CQPartitionWarning)
             out = run(spark, _read_script(script), frames, ts=ts, partitions=partitions,
-                      persist=len(eng.query_names()) > 1, time_unit=time_unit,
-                      auto_delay=auto_delay)
+                      persist=len(eng.query_names()) > 1, **options)
         for w in caught:
             click.echo(f"cq: warning: {w.message}", err=True)
         for query, df in out.items():
             if output is None:
                 _print_csv(query, df.toArrow())
                 continue
-            target = write_output(df, output, query, fmt)
-            click.echo(f"{query}: {df.count()} rows -> {target}/")
-    except Exception as exc:
-        # A failure inside a Spark task reaches the driver wrapped in Spark's exception: report
-        # cq's own error (bad data found by an engine) as cq reports it, anything else briefly.
-        if exc.__class__.__module__.startswith(("pyspark", "py4j")):
-            lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-            ours = [line.split(": ", 1)[1] for line in lines
-                    if line.startswith("cq_py.errors.") and ": " in line]
-            if ours:
-                raise CQFailure(f"{ours[-1]} (in a Spark task)") from exc
-            raise CQFailure(f"Spark job failed: {lines[0] if lines else type(exc).__name__}") from exc
-        raise
+            order = ["ts", "ts_step"] if "ts" in df.columns else ["start", "start_step"]
+            writers.append((query, write_output(df, output.absolute(), query, fmt,
+                                                eng.query_schema(query),
+                                                [c for c in order if c in df.columns])))
+        for _, writer in writers:
+            writer.commit()
+    except BaseException as exc:
+        for _, writer in writers:
+            writer.discard()
+        failure = _spark_failure(exc)
+        failure = _with_output_note(failure, output, output is not None)
+        if failure is exc:
+            raise
+        raise failure from exc
     finally:
         if created:
             spark.stop()
+    for query, writer in writers:
+        assert output is not None
+        click.echo(f"{query}: {writer.rows} rows -> {output / os.path.basename(writer.path)}")
+
+
+def _spark_failure(exc: BaseException) -> BaseException:
+    """A failure inside a Spark task reaches the driver wrapped in Spark's exception: cq's own
+    error (bad data found by an engine) as cq reports it, anything else briefly."""
+    if exc.__class__.__module__.startswith(("pyspark", "py4j")):
+        lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+        ours = [line.split(": ", 1)[1] for line in lines
+                if line.startswith("cq_py.errors.") and ": " in line]
+        if ours:
+            return CQFailure(f"{ours[-1]} (in a Spark task)")
+        return CQFailure(f"Spark job failed: {lines[0] if lines else type(exc).__name__}")
+    return exc
 
 
 def _input_schema(eng: cq_py.Engine, name: str, relations: set[str]) -> pa.Schema:

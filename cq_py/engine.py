@@ -6,24 +6,30 @@ that cross the boundary as Arrow C Data Interface capsules, without copies.
 
 from __future__ import annotations
 
+import collections
+import datetime
 import json
+import operator
+from collections.abc import Mapping
 from typing import Any, Callable, Iterable, Optional
 
+import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from cq_core import _core
-from cq_py.errors import CQError, CQLSemanticError, InputError, RunawayLoopError, SnapshotError
+from cq_py.errors import (ArgumentError, CallbackError, CQError, CQLSemanticError, InputError,
+                          MemoryLimitError, RunawayLoopError, SnapshotError)
 from cq_py.parser import parse
 from cq_py.planner import Catalog, Planner
 from cq_py.planner import explain as render_plan
 from cq_py.planner import types as T
 from cq_py.planner.expressions import missing_kernels
 from cq_py.planner.logical import DESCRIPTIONS, Node
+from cq_py.ticks import MAX_TICK, MIN_TICK, UNITS, tick_range, to_ticks
 
 LIFETIMES = ("direct", "negative")
 EXECUTORS = ("dts", "heartbeat")
-TIME_UNITS = ("s", "ms", "us", "ns")
+TIME_UNITS = UNITS
 OP = "op"  # the column of a relation's input that marks inserts ('+') and deletes ('-')
 
 
@@ -51,6 +57,111 @@ def _core_error(e: _core.CoreError) -> CQError | RuntimeError:
     return RuntimeError(f"cq internal error (please report): {message}")
 
 
+def _found(value: Any) -> str:
+    return f"{value!r} ({type(value).__name__})"
+
+
+def _choice(name: str, value: Any, choices: tuple[str, ...]) -> str:
+    if not isinstance(value, str) or value not in choices:
+        raise ArgumentError(f"Engine option {name} must be one of {', '.join(map(repr, choices))}; "
+                            f"found {_found(value)}")
+    return value
+
+
+def _flag(name: str, value: Any) -> bool:
+    # Only a real boolean: "no" or "false" would be true, and 1 is a likely slip for a count.
+    if not isinstance(value, (bool, np.bool_)):
+        raise ArgumentError(f"Engine option {name} must be True or False; found {_found(value)}")
+    return bool(value)
+
+
+def _count(name: str, value: Any) -> int:
+    """A positive integer the core can hold (int64)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) \
+            or not 1 <= value <= 2**63 - 1:
+        raise ArgumentError(f"Engine option {name} must be a positive integer (at most "
+                            f"{2**63 - 1}); found {_found(value)}")
+    return int(value)
+
+
+def _cql_text(cql: Any, call: str) -> str:
+    if not isinstance(cql, str):
+        hint = (" (decode bytes first: cql.decode('utf-8'))"
+                if isinstance(cql, (bytes, bytearray)) else "")
+        raise ArgumentError(f"{call} takes CQL text as a str; found {type(cql).__name__}{hint}")
+    return cql
+
+
+def resident_bytes() -> int:
+    """The resident memory of this process, in bytes: from /proc on Linux, the peak from
+    getrusage elsewhere (macOS; a bound on the peak still stops growth)."""
+    try:
+        with open("/proc/self/statm", "rb") as f:
+            return int(f.read().split()[1]) * _PAGE
+    except (OSError, IndexError, ValueError):
+        pass
+    try:
+        import resource
+    except ImportError:
+        raise ArgumentError("Engine option max_memory needs Linux or macOS (the process's memory "
+                            "cannot be measured here)") from None
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # bytes on macOS
+
+
+def _page_size() -> int:
+    import os
+
+    try:
+        return os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return 4096
+
+
+_PAGE = _page_size()
+
+
+class _Subscriber:
+    """A callback of :meth:`Engine.subscribe` and the batches it has not taken yet."""
+
+    __slots__ = ("backlog", "callback")
+
+    def __init__(self, callback: Callable[[pa.RecordBatch], Any]):
+        self.callback = callback
+        self.backlog: collections.deque[pa.RecordBatch] = collections.deque()
+
+
+def _unconvertible(where: str, stream: str, error: Exception,
+                   columns: dict[str, Callable[[int], pa.Array]], n: int,
+                   value: Callable[[str, int], Any]) -> InputError:
+    """The :class:`InputError` for rows Arrow could not convert: the first column that does not
+    convert on its own and, by bisection over its prefixes (the error path only, a logarithmic
+    number of conversions), the first row that makes it fail."""
+    for name, prefix in columns.items():
+        try:
+            prefix(n)
+            continue
+        except (pa.ArrowException, OverflowError, TypeError, ValueError):
+            pass
+        lo, hi = 0, n  # prefix(lo) converts, prefix(hi) does not
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            try:
+                prefix(mid)
+                lo = mid
+            except (pa.ArrowException, OverflowError, TypeError, ValueError):
+                hi = mid
+        row = hi - 1
+        v = value(name, row)
+        detail = "; ".join(map(str, error.args)) if error.args else str(error)
+        why = ("Arrow cannot hold" if row == 0 else
+               "does not share an Arrow type with the rows before it")
+        return InputError(f"{where}: column '{name}' does not convert to an Arrow column: "
+                          f"row {row} holds {_found(v)}, which {why} ({detail})",
+                          stream=stream, row=row)
+    return InputError(f"{where}: the data does not convert to an Arrow table: {error}",
+                      stream=stream)
+
+
 class Engine:
     """A continuous-query engine on this machine.
 
@@ -60,9 +171,24 @@ class Engine:
     puts an ε delay into each loop that has none; ``expiration="insertion_sort"`` replaces the lazy
     sorting of expiration sets by insertion sort (the baseline of paper 003 §4.2). For
     ``executor="dts"``, ``hybrid=False`` splits time per instant everywhere instead of only inside
-    loops (paper 000 as published), and ``max_loop_steps`` bounds the ε steps one loop may take in
-    one tick before it is reported as a runaway; ``max_run`` is the heartbeat executor's limit on
-    consecutive executions of one operator.
+    loops (paper 000 as published); ``max_run`` is the heartbeat executor's limit on consecutive
+    executions of one operator.
+
+    A loop of recursive queries that does not settle is stopped with :class:`RunawayLoopError`,
+    naming the loop, when it takes more than ``max_loop_steps`` ε steps in one tick (default
+    1,000,000); when more than ``max_loop_rows`` rows go round it in one tick, or past its inputs'
+    progress in all (default 10,000,000: rows that multiply); or when it still produces rows at
+    more than ``max_loop_ticks`` ticks past its inputs' progress (default 1,000,000: a loop that
+    keeps going after ``close()`` or an ``advance`` far ahead). Ticks are counted where the loop
+    produces rows, not as time passes: a countdown of 3,600 steps with a delay of ``<1 SECOND>``
+    uses 3,600 of them in any ``time_unit``. After the error the engine takes no more input, but
+    :meth:`fetch` still returns the results final before it (below the inputs' progress).
+
+    ``max_memory`` (bytes; default None, no bound) stops an engine whose state outgrows the
+    machine: windows over unbounded input (``[Range Unbounded]``, relations, DISTINCT, joins and
+    aggregates over them) keep what they have seen, so memory grows with the input. While the
+    process's resident memory is above the bound, ``push`` and ``advance`` are refused with
+    :class:`MemoryLimitError` and change nothing; ``fetch``, ``snapshot`` and ``close`` still work.
 
     >>> import pyarrow as pa, cq_py
     >>> eng = cq_py.Engine()
@@ -75,32 +201,36 @@ class Engine:
 
     def __init__(self, time_unit: str = "ms", lifetime: str = "direct", executor: str = "dts",
                  *, expose_steps: bool = False, auto_delay: bool = False, expiration: str = "lazy",
-                 hybrid: bool = True, max_loop_steps: int = 1_000_000, max_run: int = 20):
-        if expiration not in ("lazy", "insertion_sort"):
-            raise ValueError(f"expiration must be 'lazy' or 'insertion_sort'; found {expiration!r}")
-        self.expiration = expiration
-        if time_unit not in TIME_UNITS:
-            raise ValueError(f"time_unit must be one of {', '.join(TIME_UNITS)}; found {time_unit!r}")
-        if lifetime not in LIFETIMES:
-            raise ValueError(f"lifetime must be one of {', '.join(LIFETIMES)}; found {lifetime!r}")
-        if executor not in EXECUTORS:
-            raise ValueError(f"executor must be one of {', '.join(EXECUTORS)}; found {executor!r}")
-        self.lifetime = lifetime
-        self.executor = executor
-        self.time_unit = time_unit
-        self.expose_steps = expose_steps
-        self.auto_delay = auto_delay
+                 hybrid: bool = True, max_loop_steps: int = 1_000_000, max_run: int = 20,
+                 max_loop_ticks: int = 1_000_000, max_loop_rows: int = 10_000_000,
+                 max_memory: Optional[int] = None):
+        # Every option is checked here, with the package's error: the core's binding would
+        # otherwise answer a wrong type with its whole signature, or take "no" for True.
+        self.expiration = _choice("expiration", expiration, ("lazy", "insertion_sort"))
+        self.time_unit = _choice("time_unit", time_unit, TIME_UNITS)
+        self.lifetime = _choice("lifetime", lifetime, LIFETIMES)
+        self.executor = _choice("executor", executor, EXECUTORS)
+        self.expose_steps = _flag("expose_steps", expose_steps)
+        self.auto_delay = _flag("auto_delay", auto_delay)
+        self.hybrid = _flag("hybrid", hybrid)
+        self._max_loop_steps = _count("max_loop_steps", max_loop_steps)
+        self._max_run = _count("max_run", max_run)
+        self._max_loop_ticks = _count("max_loop_ticks", max_loop_ticks)
+        self._max_loop_rows = _count("max_loop_rows", max_loop_rows)
+        self._max_memory = None if max_memory is None else _count("max_memory", max_memory)
+        if self._max_memory is not None:
+            resident_bytes()  # refuses the option where it cannot be measured
         self._catalog = Catalog()
-        for name, value in (("max_loop_steps", max_loop_steps), ("max_run", max_run)):
-            if not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive integer; found {value!r}")
-        self.hybrid = hybrid
-        self._max_loop_steps = max_loop_steps
-        self._max_run = max_run
         self._cql: list[str] = []  # the texts execute() registered, in order (for snapshots)
-        self._core = _core.Engine(lifetime=lifetime, executor=executor, expose_steps=expose_steps,
-                                  hybrid=hybrid, max_loop_steps=max_loop_steps, max_run=max_run)
-        self._subscribers: dict[str, list[Callable[[pa.RecordBatch], Any]]] = {}
+        # Whether input has come (a push or an advance): a query registered from then on sees the
+        # relations as they stand and re-derives the relation-valued queries it reads (SPEC §4).
+        self._running = False
+        self._late: list[bool] = []  # for each text of _cql: registered while running
+        self._core = _core.Engine(lifetime=self.lifetime, executor=self.executor,
+                                  expose_steps=self.expose_steps, hybrid=self.hybrid,
+                                  max_loop_steps=self._max_loop_steps, max_run=self._max_run,
+                                  max_loop_ticks=self._max_loop_ticks, max_loop_rows=self._max_loop_rows)
+        self._subscribers: dict[str, list[_Subscriber]] = {}
 
     # -- CQL ----------------------------------------------------------------------------------
 
@@ -114,9 +244,9 @@ class Engine:
         >>> eng.query_names()
         ['q']
         """
-        script = parse(cql)
+        script = parse(_cql_text(cql, "execute()"))
         planner = Planner(self._catalog, self.time_unit, cql, self.expose_steps, self.auto_delay,
-                          self.expiration)
+                          self.expiration, late=self._running)
         catalog, ops = planner.plan(script)
         _check_runnable(ops, planner, self.executor)
         if ops:
@@ -127,6 +257,7 @@ class Engine:
                 raise _core_error(e) from None
         self._catalog = catalog
         self._cql.append(cql)
+        self._late.append(self._running)
 
     def stream_names(self) -> list[str]:
         """Names of the registered inputs — streams and relations — in registration order."""
@@ -202,8 +333,11 @@ class Engine:
         if sdef is None:
             known = ", ".join(self.stream_names()) or "(none)"
             raise InputError(f"unknown stream {stream!r}; registered streams: {known}", stream=stream)
+        if not isinstance(ts, str):
+            raise ArgumentError(f"push(ts=...) names the timestamp column; found {_found(ts)}")
         if self._core.closed:
             raise InputError(f"the engine is closed; push to '{sdef.name}' rejected", stream=sdef.name)
+        self._check_memory(f"push to '{sdef.name}'")
         table = self._to_table(data, sdef.name)
         if table is None:
             return
@@ -211,20 +345,28 @@ class Engine:
         try:
             self._core.push(sdef.name, [b.__arrow_c_array__() for b in batches])
         except _core.CoreError as e:
-            raise _core_error(e) from None
-        self._deliver()
+            raise self._stopped(e, f"push to '{sdef.name}'") from None
+        self._running = True
+        self._deliver(f"push to '{sdef.name}'")
 
-    def advance(self, t: int) -> None:
-        """Promises that no input below tick ``t`` will come on any stream (a heartbeat): results up
-        to ``t`` become final.
+    def advance(self, t: Any) -> None:
+        """Promises that no input below ``t`` will come on any stream (a heartbeat): results up
+        to ``t`` become final. ``t`` is a tick (an integer), or a ``datetime`` /
+        ``numpy.datetime64`` / ``pandas.Timestamp``, converted to ticks of ``time_unit`` as an
+        Arrow timestamp column is. A time outside the engine's ticks (``-(2**63 - 1)`` to
+        ``2**63 - 2``; the extremes stand for ±∞) is an :class:`InputError`: :meth:`close` ends
+        the input; anything else is an :class:`ArgumentError`.
 
         >>> eng = Engine(); eng.advance(10)
         """
+        tick = self._tick(t)
+        self._check_memory(f"advance({t!r})")
         try:
-            self._core.advance(int(t))
+            self._core.advance(tick)
         except _core.CoreError as e:
-            raise _core_error(e) from None
-        self._deliver()
+            raise self._stopped(e, f"advance({t!r})") from None
+        self._running = True
+        self._deliver(f"advance({t!r})")
 
     def close(self) -> None:
         """Ends the input: time advances to infinity and every result becomes final. Pushing
@@ -235,8 +377,8 @@ class Engine:
         try:
             self._core.close()
         except _core.CoreError as e:
-            raise _core_error(e) from None
-        self._deliver()
+            raise self._stopped(e, "close()") from None
+        self._deliver("close()")
 
     # -- results out --------------------------------------------------------------------------
 
@@ -244,7 +386,9 @@ class Engine:
         """What ``query`` produced since the last fetch, as a table (drained).
 
         A stream-valued query's rows carry the user columns and ``ts``; a relation-valued query's
-        carry the user columns and ``start``, ``end`` (null = still alive at close).
+        carry the user columns and ``start``, ``end`` (null = still alive at close). For a query
+        with subscribers, it returns what a callback that raised did not take (see
+        :class:`CallbackError`), which then is no longer delivered to it.
 
         >>> eng = Engine()
         >>> eng.execute("REGISTER STREAM s(a INT); REGISTER QUERY r AS SELECT a FROM s [Range 3];")
@@ -253,7 +397,13 @@ class Engine:
         [{'a': 7, 'start': 1, 'end': 4}]
         """
         q = self._query(query)
-        batches = self._drain(q.name)
+        subscribers = self._subscribers.get(q.name, [])
+        # Every subscriber's backlog is a tail of the same sequence of batches: the longest holds
+        # what some callback has not taken.
+        batches = list(max((s.backlog for s in subscribers), key=len, default=()))
+        for s in subscribers:
+            s.backlog.clear()
+        batches += self._drain(q.name)
         table = pa.Table.from_batches(batches, schema=self.query_schema(q.name))
         if q.kind == "relation" and table.num_rows > 1:
             # Rows become final in the order their ends are fixed; they are handed out in start
@@ -265,7 +415,10 @@ class Engine:
     def subscribe(self, query: str, callback: Callable[[pa.RecordBatch], Any]) -> None:
         """Calls ``callback(batch)`` with each batch of ``query``'s results as they become final,
         starting with what is already there. Results given to subscribers are not also kept for
-        :meth:`fetch`.
+        :meth:`fetch`. When ``callback`` raises, the call that was delivering (``push``,
+        ``advance``, ``close`` or this one) has been applied all the same and raises
+        :class:`CallbackError`; the batch it raised on and the later ones stay for its next
+        delivery or for :meth:`fetch`.
 
         >>> eng = Engine(); got = []
         >>> eng.execute("REGISTER STREAM s(a INT); REGISTER QUERY q AS ISTREAM(SELECT a FROM s [Now]);")
@@ -276,9 +429,9 @@ class Engine:
         """
         q = self._query(query)
         if not callable(callback):
-            raise TypeError(f"callback must be callable, found {type(callback).__name__}")
-        self._subscribers.setdefault(q.name, []).append(callback)
-        self._deliver()
+            raise ArgumentError(f"subscribe: callback must be callable, found {_found(callback)}")
+        self._subscribers.setdefault(q.name, []).append(_Subscriber(callback))
+        self._deliver(f"subscribe({q.name!r})")
 
     # -- snapshots ----------------------------------------------------------------------------
 
@@ -287,8 +440,9 @@ class Engine:
         far (in order), and the core's state — every operator's kept rows and accumulators, the
         pending expiration holders, each stream's progress, loops' queued rows, and the results not
         fetched yet. :meth:`restore` rebuilds an engine from it that continues exactly where this
-        one is (a checkpoint). Subscribed callbacks are not saved. The cost is linear in the state
-        (columns are copied as raw buffers). Only under ``executor='dts'``: a heartbeat engine
+        one is (a checkpoint). Subscribed callbacks are not saved, nor the results held for a
+        callback that raised (:class:`CallbackError`: fetch them first). The cost is linear in the
+        state (columns are copied as raw buffers). Only under ``executor='dts'``: a heartbeat engine
         raises :class:`SnapshotError`.
 
         >>> eng = Engine()
@@ -306,8 +460,12 @@ class Engine:
             "options": {"time_unit": self.time_unit, "lifetime": self.lifetime, "executor": self.executor,
                         "expose_steps": self.expose_steps, "auto_delay": self.auto_delay,
                         "expiration": self.expiration, "hybrid": self.hybrid,
-                        "max_loop_steps": self._max_loop_steps, "max_run": self._max_run},
+                        "max_loop_steps": self._max_loop_steps, "max_run": self._max_run,
+                        "max_loop_ticks": self._max_loop_ticks, "max_loop_rows": self._max_loop_rows,
+                        "max_memory": self._max_memory},
             "cql": self._cql,
+            "late": self._late,
+            "running": self._running,
         }).encode()
         try:
             return self._core.snapshot(annex)
@@ -333,7 +491,7 @@ class Engine:
 {'k': 1, 'm': 4.0, 'start': 10, 'end': 13}]
         """
         if not isinstance(data, (bytes, bytearray, memoryview)):
-            raise TypeError(f"a snapshot is bytes, found {type(data).__name__}")
+            raise ArgumentError(f"restore() takes a snapshot's bytes, found {type(data).__name__}")
         try:
             annex = _core.snapshot_annex(data)
         except _core.CoreError as e:
@@ -345,13 +503,20 @@ class Engine:
             options, cql = saved["options"], saved["cql"]
             if not isinstance(options, dict) or not isinstance(cql, list) or not all(isinstance(c, str) for c in cql):
                 raise ValueError("a malformed engine description")
+            # (Which texts were registered while the engine ran: absent from older snapshots.)
+            late, running = saved.get("late", [False] * len(cql)), saved.get("running", False)
+            if not isinstance(late, list) or len(late) != len(cql) or not all(isinstance(x, bool) for x in late) \
+                    or not isinstance(running, bool):
+                raise ValueError("a malformed engine description")
         except (ValueError, KeyError, UnicodeDecodeError) as e:
             raise SnapshotError(f"not a snapshot of a cq_py.Engine ({_printable(str(e))}); "
                                 "was it taken by Engine.snapshot()?") from None
         try:
             eng = cls(**options)
-            for text in cql:
+            for text, registered_late in zip(cql, late):
+                eng._running = registered_late  # each text planned as it was
                 eng.execute(text)
+            eng._running = running
         except (CQError, TypeError, ValueError) as e:
             # The bytes pass the checksum (which anyone can compute: they may still be damaged), but
             # this cq cannot rebuild the engine they describe.
@@ -365,7 +530,7 @@ class Engine:
     # -- internals ----------------------------------------------------------------------------
 
     def _stream(self, name: str):
-        s = self._catalog.streams.get(name.lower())
+        s = self._catalog.streams.get(name.lower()) if isinstance(name, str) else None
         if s is None:
             known = ", ".join(self.stream_names()) or "(none)"
             raise InputError(f"unknown stream {name!r}; registered streams: {known}", stream=name)
@@ -385,30 +550,143 @@ class Engine:
             raise _core_error(e) from None
         return [pa.RecordBatch._import_from_c_capsule(s, a) for s, a in caps]
 
-    def _deliver(self) -> None:
-        for name, callbacks in self._subscribers.items():
-            for batch in self._drain(name):
-                for cb in callbacks:
-                    cb(batch)
+    def _stopped(self, e: _core.CoreError, call: str) -> CQError | RuntimeError:
+        """The exception for a core error while data moved. After a runaway loop the subscribers
+        first get what was final before the call (what fetch() returns); should a callback raise
+        meanwhile, its batch stays in its backlog and the runaway is still the error raised."""
+        err = _core_error(e)
+        if isinstance(err, RunawayLoopError):
+            try:
+                self._deliver(call)
+            except CallbackError:
+                pass
+        return err
+
+    def _deliver(self, call: str) -> None:
+        """Hands every subscribed query's new results to its callbacks. A callback that raises
+        keeps the batch it raised on and the later ones in its backlog (they are delivered again
+        next time, or fetched); the others are served all the same, then the first failure is
+        raised as a :class:`CallbackError` saying that ``call`` was applied."""
+        failures: list[tuple[str, _Subscriber, Exception]] = []
+        for name, subscribers in self._subscribers.items():
+            batches = self._drain(name)
+            # Queued for every subscriber before any is called, so that an interrupt inside a
+            # callback loses nothing either.
+            for sub in subscribers:
+                sub.backlog.extend(batches)
+            for sub in subscribers:
+                while sub.backlog:
+                    try:
+                        sub.callback(sub.backlog[0])
+                    except Exception as e:  # noqa: BLE001 - the user's code: anything at all
+                        failures.append((name, sub, e))
+                        break
+                    sub.backlog.popleft()
+        if failures:
+            name, sub, e = failures[0]
+            kept = sum(b.num_rows for b in sub.backlog)
+            more = f" ({len(failures) - 1} more callbacks raised too)" if len(failures) > 1 else ""
+            callback = getattr(sub.callback, "__qualname__", None) or repr(sub.callback)
+            raise CallbackError(
+                f"the callback {callback} subscribed to query '{name}' raised "
+                f"{type(e).__name__}: {e}{more}. The {call} was applied: do not retry it. The "
+                f"{kept} result rows of '{name}' it did not take, from the batch it raised on, "
+                f"are kept: delivered to it again at the next push, advance, close or subscribe, "
+                f"or returned by fetch('{name}')", query=name) from e
+
+    def _check_memory(self, call: str) -> None:
+        if self._max_memory is None:
+            return
+        used = resident_bytes()
+        if used > self._max_memory:
+            raise MemoryLimitError(
+                f"{call} refused: the process holds {used / 2**20:,.0f} MiB, more than "
+                f"Engine(max_memory={self._max_memory}) ({self._max_memory / 2**20:,.0f} MiB); "
+                "nothing changed. Windows over unbounded input ([Range Unbounded], relations, "
+                "DISTINCT, joins and aggregates over them) keep what they have seen: fetch the "
+                "results, snapshot() or close() the engine, or bound the windows",
+                used=used, limit=self._max_memory)
+
+    def _tick(self, t: Any) -> int:
+        """The tick ``advance(t)`` means: an integer as it is, a datetime converted as a
+        timestamp column is; within the engine's ticks."""
+        if isinstance(t, (datetime.datetime, np.datetime64)):
+            coarse = ("Y", "M", "W", "D", "h", "m")  # units Arrow has no timestamps of
+            if isinstance(t, np.datetime64) and np.datetime_data(t.dtype)[0] in coarse:
+                t = t.astype("datetime64[s]")
+            try:
+                col = pa.array([t])
+            except (pa.ArrowException, ValueError, TypeError) as e:
+                raise ArgumentError(f"advance({t!r}): not a time Arrow can read ({e})") from None
+            if not pa.types.is_timestamp(col.type) or col.null_count:
+                raise ArgumentError(f"advance({t!r}): not a point in time (Arrow reads it as "
+                                    f"{col.type}{', null' if col.null_count else ''})")
+            try:
+                tick = to_ticks(col, self.time_unit)[0].as_py()
+            except InputError:
+                raise InputError(f"advance({t!r}): outside the engine's {tick_range()} in "
+                                 f"'{self.time_unit}'; close() ends the input for good") from None
+            return tick
+        if isinstance(t, (bool, np.bool_)) or not hasattr(t, "__index__"):
+            raise ArgumentError(f"advance() takes a tick (an integer) or a datetime; found "
+                                f"{_found(t)}")
+        tick = operator.index(t)
+        if not MIN_TICK <= tick <= MAX_TICK:
+            raise InputError(f"advance({tick}): outside the engine's {tick_range()}; close() ends "
+                             "the input for good")
+        return tick
 
     @staticmethod
     def _to_table(data: Any, stream: str) -> Optional[pa.Table]:
+        """``data`` as an Arrow table (None for an empty list). Whatever the conversion to Arrow
+        refuses is an :class:`InputError` naming the column, the row and the value."""
         if isinstance(data, pa.Table):
             return data
         if isinstance(data, pa.RecordBatch):
             return pa.Table.from_batches([data])
+        where = f"push to '{stream}'"
         if isinstance(data, list):
             if not data:
                 return None
             if not all(isinstance(r, dict) for r in data):
-                raise InputError(f"push to '{stream}': a list of rows must hold dicts", stream=stream)
-            return pa.Table.from_pylist(data)
+                raise InputError(f"{where}: a list of rows must hold dicts", stream=stream)
+            try:
+                return pa.Table.from_pylist(data)
+            except (pa.ArrowException, OverflowError, TypeError, ValueError) as e:
+                # As pyarrow does: the first row's keys are the columns.
+                raise _unconvertible(where, stream, e, {
+                    k: (lambda n, k=k: pa.array([r.get(k) for r in data[:n]])) for k in data[0]},
+                    len(data), lambda k, i: data[i].get(k)) from None
         if type(data).__module__.split(".")[0] == "pandas":
-            return pa.Table.from_pandas(data, preserve_index=False)
+            if type(data).__name__ != "DataFrame":
+                raise InputError(f"{where}: expected a pandas DataFrame (with a timestamp column); "
+                                 f"found a pandas {type(data).__name__}: .to_frame() or "
+                                 "pandas.DataFrame({...}) makes one", stream=stream)
+            names = [str(c) for c in data.columns]
+            twice = sorted({n for n in names if names.count(n) > 1})
+            if twice:
+                raise InputError(f"{where}: column {twice[0]!r} appears {names.count(twice[0])} "
+                                 "times in the DataFrame; each column must appear once",
+                                 stream=stream)
+            try:
+                return pa.Table.from_pandas(data, preserve_index=False)
+            except (pa.ArrowException, OverflowError, TypeError, ValueError) as e:
+                cols = {str(c): data.iloc[:, i] for i, c in enumerate(data.columns)}
+                prefixes = {k: (lambda n, c=c: pa.array(c.iloc[:n], from_pandas=True))
+                            for k, c in cols.items()}
+                raise _unconvertible(where, stream, e, prefixes, len(data),
+                                     lambda k, i: cols[k].iloc[i]) from None
         if hasattr(data, "__arrow_c_stream__") or hasattr(data, "__arrow_c_array__"):
-            return pa.table(data)
-        raise InputError(f"push to '{stream}': expected a pyarrow Table or RecordBatch, a pandas "
-                         f"DataFrame or a list of dicts; found {type(data).__name__}", stream=stream)
+            try:
+                return pa.table(data)
+            except (pa.ArrowException, TypeError, ValueError) as e:
+                raise InputError(f"{where}: {type(data).__name__} does not convert to an Arrow "
+                                 f"table: {e}", stream=stream) from None
+        hint = (" (a dict of columns? pyarrow.table(d) makes a table of it)"
+                if isinstance(data, dict) else "")
+        raise InputError(f"{where}: expected a pyarrow Table or RecordBatch, a pandas DataFrame, "
+                         f"a list of dicts or an object with __arrow_c_stream__; found "
+                         f"{type(data).__name__}{hint}", stream=stream)
 
     def _conform(self, table: pa.Table, stream: str, columns: list[tuple[str, str]],
                  ts: str, relation: bool = False) -> list[pa.RecordBatch]:
@@ -426,6 +704,14 @@ class Engine:
         if ts not in have:
             raise InputError(f"push to '{stream}': missing timestamp column '{ts}'; found columns: "
                              f"{found}", stream=stream)
+        used = [ts] + [have[n].name for n, _ in columns if n in have]
+        if OP in folded:
+            used.append(folded[OP].name)
+        for name in used:
+            times = len(table.schema.get_all_field_indices(name))
+            if times > 1:
+                raise InputError(f"push to '{stream}': column '{name}' appears {times} times in "
+                                 "the data; each column must appear once", stream=stream)
         arrays, names = [], []
         for name, type_ in columns:
             if name == ts:
@@ -476,12 +762,16 @@ class Engine:
         target = T.TO_ARROW[want]
         if have == target:
             return col
-        ok = (pa.types.is_null(have)
-              or (want == T.INT64 and pa.types.is_integer(have))
-              or (want == T.FLOAT64 and (pa.types.is_floating(have) or pa.types.is_integer(have)))
-              or (want == T.UTF8 and (pa.types.is_string(have) or pa.types.is_large_string(have)
-                                      or pa.types.is_string_view(have)))
-              or (want == T.BOOL and pa.types.is_boolean(have)))
+        # Dictionary-encoded columns (pandas and polars categoricals) are decoded by the cast:
+        # what counts is the type of their values.
+        values = have.value_type if pa.types.is_dictionary(have) else have
+        ok = (pa.types.is_null(values)
+              or (want == T.INT64 and pa.types.is_integer(values))
+              or (want == T.FLOAT64
+                  and (pa.types.is_floating(values) or pa.types.is_integer(values)))
+              or (want == T.UTF8 and (pa.types.is_string(values) or pa.types.is_large_string(values)
+                                      or pa.types.is_string_view(values)))
+              or (want == T.BOOL and pa.types.is_boolean(values)))
         if not ok:
             raise InputError(f"push to '{stream}': column '{name}' must be {T.CQL_NAME[want]}; found "
                              f"Arrow type {have}", stream=stream)
@@ -492,16 +782,7 @@ class Engine:
                              f"{T.CQL_NAME[want]}: {e}", stream=stream) from None
 
     def _ticks(self, col: pa.ChunkedArray, have: pa.DataType, stream: str, ts: str) -> pa.ChunkedArray:
-        if pa.types.is_int64(have):
-            return col
-        if pa.types.is_integer(have):
-            return col.cast(pa.int64())
-        if pa.types.is_timestamp(have):
-            # Floor to the engine's unit: a tick holds every instant inside it.
-            unit = pa.timestamp(self.time_unit, have.tz)
-            return pc.cast(col, unit, safe=False).cast(pa.int64())
-        raise InputError(f"push to '{stream}': timestamp column '{ts}' must hold integers (ticks) or "
-                         f"an Arrow timestamp; found {have}", stream=stream)
+        return to_ticks(col, self.time_unit, where=f"push to '{stream}'", column=ts, stream=stream)
 
 
 def _check_runnable(nodes: list[Node], planner: Planner, executor: str) -> None:
@@ -557,43 +838,110 @@ def explain(cql: str, time_unit: str = "ms", *, expose_steps: bool = False,
     >>> print(explain("REGISTER STREAM s(a INT); REGISTER QUERY q AS SELECT a FROM s;").splitlines()[3])
       q: relation (a BIGINT, start, end); reads s
     """
-    planner = Planner(Catalog(), time_unit, cql, expose_steps, auto_delay)
+    cql = _cql_text(cql, "explain()")
+    time_unit = _choice("time_unit", time_unit, TIME_UNITS)
+    planner = Planner(Catalog(), time_unit, cql, _flag("expose_steps", expose_steps),
+                      _flag("auto_delay", auto_delay))
     catalog, _ = planner.plan(parse(cql))
     return render_plan(catalog)
 
 
-def run(cql: str, inputs: Optional[dict[str, Any]] = None, ts: str = "ts",
-        **engine_options: Any) -> dict[str, pa.Table]:
-    """Runs ``cql`` over complete inputs and returns the output of every registered query.
+def _engine_options() -> list[str]:
+    import inspect
 
-    Inputs are pushed in time order across streams, then the engine is closed.
+    return [p for p in inspect.signature(Engine.__init__).parameters if p != "self"]
+
+
+def run(cql: str, inputs: Optional[Mapping[str, Any]] = None, ts: str = "ts",
+        **engine_options: Any) -> dict[str, pa.Table]:
+    """Runs the CQL script ``cql`` over complete inputs, closes the engine, and returns
+    ``{query name: pyarrow.Table}`` with the whole output of every registered query.
+
+    ``inputs`` maps the name of each registered stream or relation to its data: a pyarrow Table or
+    RecordBatch, a pandas DataFrame, a list of dicts (one per row), or anything with the Arrow
+    PyCapsule interface (``__arrow_c_stream__``: polars, DuckDB, ...). Columns are matched by name
+    (as in CQL, whatever the case); extra columns are ignored; values are cast to the declared
+    types (any integer to BIGINT, integers or floats to DOUBLE, any string kind or a dictionary /
+    categorical column to VARCHAR). An input left out gets no rows.
+
+    ``ts`` names the column holding each row's timestamp: integers (ticks of the engine's
+    ``time_unit``) or an Arrow / pandas timestamp, floored to ``time_unit``. Ticks lie within
+    ``-(2**63 - 1)`` to ``2**63 - 2`` (the extremes of int64 stand for ±∞). Each input must be in
+    non-decreasing timestamp order (it is not sorted; an out-of-order row is an InputError naming
+    it); the inputs are merged in time order across streams (rows with equal timestamps from
+    different inputs in any order), pushed, then the engine is closed.
+
+    A relation's data (``REGISTER RELATION``) holds changes: an optional ``op`` column of ``'+'``
+    (insert) and ``'-'`` (delete, of the oldest alive copy of the row's values).
+
+    ``engine_options`` are :class:`Engine`'s: ``time_unit`` ('ms'), ``lifetime``, ``executor``,
+    ``expose_steps``, ``auto_delay``, ``hybrid``, ``max_loop_steps``, ``max_run``, ``expiration``,
+    ``max_memory``.
+
+    Output: a stream-valued query (ISTREAM / DSTREAM / RSTREAM) gives its columns and ``ts``, in
+    time order; a relation-valued query gives its columns, ``start`` and ``end`` (the interval in
+    which the row is in the relation; ``end`` null: still there at the end), in start order. With
+    ``expose_steps=True`` the ε-steps come too (``ts_step``, ``start_step``, ``end_step``).
+
+    Errors: :class:`CQLSyntaxError` / :class:`CQLSemanticError` for the script (line, column),
+    :class:`InputError` for the data (``stream`` and ``row`` say where), :class:`RunawayLoopError`
+    for a recursive query that does not settle, :class:`MemoryLimitError` past ``max_memory``,
+    :class:`ArgumentError` for a wrong argument or option. Nothing is returned on error.
 
     >>> import pyarrow as pa, cq_py
     >>> t = pa.table({"a": [1, 2, 3], "b": [0.4, 0.6, 0.9], "ts": [1, 2, 3]})
     >>> out = cq_py.run("REGISTER STREAM s(a INT, b DOUBLE);"
-    ...                 "REGISTER QUERY q AS ISTREAM(SELECT a, b*2 AS c FROM s [Range 10] WHERE b > 0.5);",
+    ...                 "REGISTER QUERY q AS ISTREAM(SELECT a, b*2 AS c FROM s [Range 10] WHERE b > 0.5);"
+    ...                 "REGISTER QUERY w AS SELECT a FROM s [Range 2];",
     ...                 inputs={"s": t})
-    >>> out["q"].column("a").to_pylist()
-    [2, 3]
+    >>> out["q"].to_pylist()
+    [{'a': 2, 'c': 1.2, 'ts': 2}, {'a': 3, 'c': 1.8, 'ts': 3}]
+    >>> out["w"].to_pylist()
+    [{'a': 1, 'start': 1, 'end': 3}, {'a': 2, 'start': 2, 'end': 4}, {'a': 3, 'start': 3, 'end': 5}]
     """
+    known = _engine_options()
+    for option in engine_options:
+        if option not in known:
+            raise ArgumentError(f"run(): unknown engine option {option!r}; the options are "
+                                f"{', '.join(known)}")
+    if inputs is None:
+        inputs = {}
+    if not isinstance(inputs, Mapping):
+        raise ArgumentError(f"run(inputs=...) maps stream names to their data, e.g. "
+                            f"{{'s': table}}; found {type(inputs).__name__}")
+    if not isinstance(ts, str):
+        raise ArgumentError(f"run(ts=...) names the timestamp column; found {_found(ts)}")
     eng = Engine(**engine_options)
-    eng.execute(cql)
-    inputs = inputs or {}
-    for name in inputs:
-        eng._stream(name)  # unknown names fail before anything runs
-    tables = {name: Engine._to_table(data, name) for name, data in inputs.items()}
+    eng.execute(_cql_text(cql, "run()"))
+    # Unknown names fail before anything runs.
+    names = {name: eng._stream(name).name for name in inputs}
+    if len(set(names.values())) < len(names):
+        twice = [n for n in names if list(names.values()).count(names[n]) > 1]
+        raise InputError(f"run(inputs=...): {' and '.join(map(repr, twice))} name the same stream "
+                         f"'{names[twice[0]]}'", stream=names[twice[0]])
+    tables = {names[name]: Engine._to_table(data, names[name]) for name, data in inputs.items()}
     tables = {k: v for k, v in tables.items() if v is not None and v.num_rows}
+    pushed = dict.fromkeys(tables, 0)
     if len(tables) == 1:
-        (name, table), = tables.items()
-        eng.push(name, table, ts=ts)
-    elif tables:
-        for name, batch in _merge_by_time({n: t.to_batches() for n, t in tables.items()}, ts):
-            eng.push(name, batch, ts=ts)
+        pieces: Iterable[tuple[str, Any]] = tables.items()
+    else:
+        pieces = _merge_by_time({n: t.to_batches() for n, t in tables.items()}, ts, eng.time_unit)
+    for name, piece in pieces:
+        try:
+            eng.push(name, piece, ts=ts)
+        except InputError as e:
+            if e.row is None or len(tables) == 1:
+                raise
+            # The engine counts rows within one push; the user wants the row of the input.
+            row = pushed[name] + e.row
+            raise InputError(f"{e.message} (row {row} of inputs[{name!r}])", stream=name,
+                             row=row) from None
+        pushed[name] += piece.num_rows
     eng.close()
     return {q: eng.fetch(q) for q in eng.query_names()}
 
 
-def _merge_by_time(named: dict[str, Iterable[pa.RecordBatch]], ts: str):
+def _merge_by_time(named: dict[str, Iterable[pa.RecordBatch]], ts: str, time_unit: str):
     from cq_py.io.readers import merge_by_time
 
-    return merge_by_time({n: iter(b) for n, b in named.items()}, ts=ts)
+    return merge_by_time({n: iter(b) for n, b in named.items()}, ts=ts, time_unit=time_unit)

@@ -71,6 +71,50 @@ class InputError(CQError):
         super().__init__(message)
 
 
+class ArgumentError(CQError, ValueError, TypeError):
+    """An argument of a cq_py call has the wrong type or value: an :class:`cq_py.Engine` option
+    (``Engine(hybrid="no")``, ``max_loop_steps=2**64``), the time given to ``advance`` (``1.5``,
+    ``"10"``), CQL text that is not a ``str``, ``cq_py.run``'s ``inputs`` or options. The message
+    names the argument, what it takes and what was found. A subclass of ``ValueError`` and
+    ``TypeError`` too, so that code catching either keeps working.
+
+    >>> import cq_py
+    >>> try:
+    ...     cq_py.Engine(hybrid="no")
+    ... except cq_py.ArgumentError as e:
+    ...     print(e)
+    Engine option hybrid must be True or False; found 'no' (str)
+    """
+
+
+class CallbackError(CQError):
+    """A callback given to :meth:`cq_py.Engine.subscribe` raised while results were delivered to
+    it. The call that delivered them (``push``, ``advance``, ``close`` or ``subscribe``) was
+    applied all the same: it must not be retried (a retried push is a decreasing timestamp). The
+    batch the callback raised on and every later result of its query are kept: they are delivered
+    again, from that batch on, at the next call that delivers, or returned by ``fetch(query)``.
+    The callback's exception is ``__cause__``; ``query`` names the query.
+
+    >>> import cq_py
+    >>> eng = cq_py.Engine()
+    >>> eng.execute("REGISTER STREAM s(a INT); REGISTER QUERY q AS ISTREAM(SELECT a FROM s [Now]);")
+    >>> def fails(batch): raise ValueError("disk full")
+    >>> eng.subscribe("q", fails)
+    >>> try:
+    ...     eng.push("s", [{"a": 1, "ts": 0}])
+    ... except cq_py.CallbackError as e:
+    ...     print(e.query, e.__cause__)
+    q disk full
+    >>> eng.fetch("q").to_pylist()  # the row the callback did not take
+    [{'a': 1, 'ts': 0}]
+    """
+
+    def __init__(self, message: str, query: str | None = None):
+        self.message = message
+        self.query = query
+        super().__init__(message)
+
+
 class SnapshotError(InputError):
     """Bytes given to :meth:`cq_py.Engine.restore` are not a snapshot cq can restore: damaged or
     truncated, of another format version, or (restoring into a core directly) taken of other
@@ -86,10 +130,36 @@ class SnapshotError(InputError):
     """
 
 
+class MemoryLimitError(CQError):
+    """The process's resident memory is above ``Engine(max_memory=...)``: the ``push`` or
+    ``advance`` was refused and changed nothing. The engine stays usable: ``fetch``,
+    ``snapshot`` and ``close`` work. ``used`` and ``limit`` are in bytes.
+
+    >>> import cq_py
+    >>> eng = cq_py.Engine(max_memory=1)
+    >>> eng.execute("REGISTER STREAM s(a INT); REGISTER QUERY q AS ISTREAM(SELECT a FROM s [Now]);")
+    >>> try:
+    ...     eng.push("s", [{"a": 1, "ts": 0}])
+    ... except cq_py.MemoryLimitError as e:
+    ...     print(str(e)[:22], e.limit)
+    push to 's' refused: t 1
+    """
+
+    def __init__(self, message: str, used: int, limit: int):
+        self.message = message
+        self.used = used
+        self.limit = limit
+        super().__init__(message)
+
+
 class RunawayLoopError(CQError):
     """A recursive query's loop did not settle: it took more than ``max_loop_steps`` ε steps inside
-    one tick (SPEC §2). The message names the loop's queries. The engine cannot go on after it
-    (operators stopped half way through an instant); every later call says so.
+    one tick (SPEC §2), more than ``max_loop_rows`` rows went round it in one tick or past its
+    inputs' progress, or it kept producing rows at more than ``max_loop_ticks`` ticks past its
+    inputs' progress (after ``close()``, or an ``advance`` far ahead; see :class:`cq_py.Engine`).
+    The message names the loop's queries. The engine takes no more input after it (operators
+    stopped half way through an instant; every later call says so), but ``fetch`` still returns
+    the results that were final before it.
 
     >>> import cq_py
     >>> eng = cq_py.Engine(max_loop_steps=100)

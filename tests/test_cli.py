@@ -28,6 +28,17 @@ def cq(*args: str | Path) -> Result:
     return CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
 
 
+def write_file(table: pa.Table, path: Path, fmt: str) -> Path:
+    """``table`` as an input file of ``fmt`` (csv, parquet or jsonl)."""
+    if fmt == "csv":
+        pacsv.write_csv(table, path)
+    elif fmt == "parquet":
+        pq.write_table(table, path)
+    else:
+        path.write_text("".join(json.dumps(r) + "\n" for r in table.to_pylist()))
+    return path
+
+
 def readings() -> pd.DataFrame:
     return pd.read_csv(READINGS)
 
@@ -184,13 +195,7 @@ def test_run_feeds_a_relation_from_a_file_of_changes(tmp_path: Path, fmt: str) -
     script.write_text(RELATION_SCRIPT)
     prices = pa.table({"ts": [0, 0, 4, 4], "id": [1, 2, 1, 1], "price": [10.0, 20.0, 10.0, 12.0],
                        "op": ["+", "+", "-", "+"]})
-    path = tmp_path / f"prices.{fmt}"
-    if fmt == "csv":
-        pacsv.write_csv(prices, path)
-    elif fmt == "parquet":
-        pq.write_table(prices, path)
-    else:
-        path.write_text("\n".join(json.dumps(r) for r in prices.to_pylist()) + "\n")
+    path = write_file(prices, tmp_path / f"prices.{fmt}", fmt)
     pacsv.write_csv(pa.table({"ts": [1, 2, 5], "id": [1, 2, 1], "qty": [2, 1, 3]}), tmp_path / "o.csv")
     result = cq("run", script, "-i", f"prices={path}", "-i", f"orders={tmp_path / 'o.csv'}",
                 "--batch-size", "2")
@@ -218,7 +223,7 @@ def test_run_relation_delete_of_a_missing_row_names_the_file_row(tmp_path: Path)
     path = tmp_path / "p.csv"
     path.write_text("ts,id,price,op\n0,1,1.5,+\n1,1,1.5,-\n2,1,1.5,-\n")
     assert_fails(cq("run", script, "-i", f"prices={path}", "--batch-size", "2"), 1,
-                 "relation 'prices': row 0 deletes (id=1, price=1.5) at ts 2", "data row 3")
+                 "relation 'prices': line 4 deletes (id=1, price=1.5) at ts 2", f"(in {path})")
 
 
 def test_a_query_with_no_rows_gets_a_header_only_file(tmp_path: Path) -> None:
@@ -231,10 +236,23 @@ def test_a_query_with_no_rows_gets_a_header_only_file(tmp_path: Path) -> None:
     assert f"never: 0 rows -> {tmp_path / 'o' / 'never.csv'}" in result.stdout
 
 
-def test_a_stream_without_input_is_fine(tmp_path: Path) -> None:
-    result = cq("run", SCRIPT, "-o", tmp_path / "o", "--quiet")
+def test_a_run_without_input_is_refused_unless_no_input_says_so(tmp_path: Path) -> None:
+    # It was: empty results and exit code 0, for what is almost surely a forgotten --input.
+    assert_fails(cq("run", SCRIPT, "-o", tmp_path / "o", "--quiet"), 2,
+                 "no --input given", "reads readings", "--no-input")
+    assert not (tmp_path / "o").exists()
+    result = cq("run", SCRIPT, "-o", tmp_path / "o", "--quiet", "--no-input")
     assert result.exit_code == 0, result.output
     assert "hot: 0 rows" in result.stdout and "recent: 0 rows" in result.stdout
+    assert_fails(cq("run", SCRIPT, "--no-input", "-i", f"readings={READINGS}"), 2, "--no-input")
+
+
+def test_a_stream_left_without_input_is_warned_about(tmp_path: Path) -> None:
+    script = tmp_path / "two.cql"
+    script.write_text(SCRIPT.read_text() + "\nREGISTER STREAM other(x INT);\n")
+    result = cq("run", script, "-i", f"readings={READINGS}", "-o", tmp_path / "o")
+    assert result.exit_code == 0, result.output
+    assert "cq: warning: no --input for 'other': it stays empty" in result.stderr
 
 
 # -- cq explain -----------------------------------------------------------------------------
@@ -330,7 +348,7 @@ def test_out_of_order_input(tmp_path: Path) -> None:
     path = tmp_path / "readings.csv"
     path.write_text("ts,sensor,temp,humidity\n5,a,20.5,50\n3,b,31.0,50\n")
     assert_fails(cq("run", SCRIPT, "-i", f"readings={path}", "-o", tmp_path / "o"), 1,
-                 "cq: error:", "'readings'", f"(in {path}, data row 2)")
+                 "cq: error:", "'readings'", f"line 3 has ts 3 after ts 5 of the row before it (in {path})")
 
 
 def test_out_of_order_row_is_located_in_the_file_across_batches(tmp_path: Path) -> None:
@@ -339,7 +357,7 @@ def test_out_of_order_row_is_located_in_the_file_across_batches(tmp_path: Path) 
     path = tmp_path / "readings.csv"
     d.to_csv(path, index=False)
     assert_fails(cq("run", SCRIPT, "-i", f"readings={path}", "--batch-size", "100"), 1,
-                 f"(in {path}, data row 1235)")
+                 "line 1236 has ts", f"(in {path})")
 
 
 def test_missing_timestamp_column(tmp_path: Path) -> None:
@@ -437,3 +455,133 @@ def test_run_with_auto_delay_runs_a_loop_that_has_no_delay(tmp_path):
     ran = cq("run", script, "--input", f"s={data}", "-q", "--auto-delay", "--output", tmp_path / "out")
     assert ran.exit_code == 0, ran.output
     assert (tmp_path / "out" / "c.csv").read_text().split() == ['"a","ts"', "1,0", "2,0"]
+
+
+# -- where a bad value is, and what a failed run leaves ------------------------------------------
+
+
+def test_a_bad_csv_value_names_the_column_and_the_line(tmp_path: Path) -> None:
+    # It was: "In CSV column #2: CSV conversion error to double: invalid value 'warm'", no line.
+    path = tmp_path / "readings.csv"
+    path.write_text('ts,sensor,temp,humidity\n1,"a\nb",20.5,50\n\n2,b,21,50\n3,c,warm,50\n')
+    result = cq("run", SCRIPT, "-i", f"readings={path}")
+    assert_fails(result, 1, f"cannot read '{path}' as CSV: line 6, column 'temp': expected DOUBLE, "
+                            "found 'warm'")
+    assert "#2" not in result.stderr
+
+
+def test_a_bad_csv_value_after_many_blocks_names_its_line(tmp_path: Path) -> None:
+    d = readings().astype({"humidity": object})
+    d.loc[1345, "humidity"] = "n/a"
+    path = tmp_path / "readings.csv"
+    d.to_csv(path, index=False)
+    assert_fails(cq("run", SCRIPT, "-i", f"readings={path}", "--batch-size", "100"), 1,
+                 "line 1347, column 'humidity': expected DOUBLE, found 'n/a'")
+
+
+def test_a_csv_row_with_missing_fields_names_its_line(tmp_path: Path) -> None:
+    path = tmp_path / "readings.csv"
+    path.write_text("ts,sensor,temp,humidity\n1,a,20.5,50\n2,b,21\n")
+    assert_fails(cq("run", SCRIPT, "-i", f"readings={path}"), 1,
+                 "line 3 has 3 fields, the header 4 (ts, sensor, temp, humidity)")
+
+
+@pytest.mark.parametrize("fmt, place", [("csv", "line 4"), ("jsonl", "line 3"),
+                                        ("parquet", "data row 3")])
+def test_a_null_timestamp_names_its_place(tmp_path: Path, fmt: str, place: str) -> None:
+    table = pa.table({"ts": pa.array([1, 2, None, 4], pa.int64()), "sensor": ["a"] * 4,
+                      "temp": [1.0] * 4, "humidity": [1.0] * 4})
+    path = write_file(table, tmp_path / f"readings.{fmt}", fmt)
+    assert_fails(cq("run", SCRIPT, "-i", f"readings={path}"), 1,
+                 f"null timestamp in column 'ts' at {place} (in {path})")
+
+
+def test_a_timestamp_outside_the_engine_range_names_its_line(tmp_path: Path) -> None:
+    path = tmp_path / "readings.csv"
+    path.write_text(f"ts,sensor,temp,humidity\n1,a,20.5,50\n{2**63 - 1},b,21,50\n")
+    assert_fails(cq("run", SCRIPT, "-i", f"readings={path}"), 1,
+                 "timestamp column 'ts': line 3 holds 9223372036854775807: outside the engine's ticks")
+
+
+def test_a_failed_run_writes_nothing_and_says_so(tmp_path: Path) -> None:
+    # It was: the outputs of the rows before the error were left, with no word about them.
+    out = tmp_path / "o"
+    good = cq("run", SCRIPT, "-i", f"readings={READINGS}", "-o", out, "-q")
+    assert good.exit_code == 0, good.output
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    d = readings()
+    d.loc[1500, "ts"] = 0
+    path = tmp_path / "readings.csv"
+    d.to_csv(path, index=False)
+    assert_fails(cq("run", SCRIPT, "-i", f"readings={path}", "-o", out, "--batch-size", "100"), 1,
+                 "line 1502", f"nothing was written to {out}/ (partial outputs removed)")
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before  # the earlier run's files
+
+
+@pytest.mark.parametrize("error, words", [
+    (MemoryError(), "out of memory: the engine's state outgrew this machine"),
+    (RecursionError("maximum recursion depth exceeded"), "nested too deeply"),
+    (ZeroDivisionError("boom"), "unexpected ZeroDivisionError: boom (please report it"),
+])
+def test_no_failure_prints_a_traceback(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                       error: BaseException, words: str) -> None:
+    import cq_py
+
+    def fails(*args, **kwargs):  # type: ignore[no-untyped-def]
+        raise error
+
+    monkeypatch.delenv("CQ_TRACEBACK", raising=False)
+    monkeypatch.setattr(cq_py.Engine, "push", fails)
+    result = CliRunner().invoke(cli, ["run", str(SCRIPT), "-i", f"readings={READINGS}", "-o",
+                                      str(tmp_path / "o")])
+    assert result.exit_code == 1
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+    assert words in result.stderr and "nothing was written" in result.stderr
+    assert list((tmp_path / "o").iterdir()) == []
+    monkeypatch.setattr(cq_py, "explain", fails)
+    result = CliRunner().invoke(cli, ["explain", str(SCRIPT)])
+    assert result.exit_code == 1 and words in result.stderr and result.stderr.count("\n") == 1
+
+
+def test_engine_options_reach_the_engine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import cq_py
+
+    seen: list[dict] = []
+    real = cq_py.Engine.__init__
+
+    def spy(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        seen.append(kwargs)
+        real(self, *args, **kwargs)
+
+    monkeypatch.setattr(cq_py.Engine, "__init__", spy)
+    result = cq("run", SCRIPT, "-i", f"readings={READINGS}", "-q", "--lifetime", "negative",
+                "--executor", "heartbeat", "--no-hybrid", "--max-loop-steps", "77", "--time-unit", "s")
+    assert result.exit_code == 0, result.output
+    assert seen[0] == {"time_unit": "s", "auto_delay": False, "lifetime": "negative",
+                       "executor": "heartbeat", "hybrid": False, "max_loop_steps": 77,
+                       "max_memory": None}
+
+
+def test_a_runaway_loop_names_the_option_that_raises_the_bound(tmp_path: Path) -> None:
+    script = tmp_path / "loop.cql"
+    script.write_text("REGISTER STREAM s(a INT);\nREGISTER QUERY c AS ISTREAM(SELECT a FROM s [Now] "
+                      "UNION ALL SELECT a + 1 AS a FROM c [Now]) <Now>;\n")
+    data = tmp_path / "s.csv"
+    data.write_text("a,ts\n1,0\n")
+    result = cq("run", script, "--input", f"s={data}", "-q", "--max-loop-steps", "50")
+    assert_fails(result, 1, "more than 50 ε steps", "(cq run: --max-loop-steps N)")
+    refused = cq("run", script, "--input", f"s={data}", "--executor", "heartbeat")
+    assert_fails(refused, 1, "executor='heartbeat' cannot run the recursive loop")
+
+
+def test_a_failing_output_write_is_reported_as_itself(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    from cq_py.io.writers import QueryWriter
+
+    def full(self, batch):  # type: ignore[no-untyped-def]
+        raise OSError(28, "No space left on device", self.path)
+
+    monkeypatch.setattr(QueryWriter, "write", full)
+    result = cq("run", SCRIPT, "-i", f"readings={READINGS}", "-o", tmp_path / "o", "-q")
+    assert_fails(result, 1, "cq: error: No space left on device: ", "nothing was written")
+    assert "callback" not in result.stderr

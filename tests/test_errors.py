@@ -23,6 +23,29 @@ def test_syntax_error_reports_line_and_column():
     assert "^" in str(e.value)
 
 
+@pytest.mark.parametrize("separator", ["\x0c", "\x1c", "\x0b", "\u2028", "\x85"])
+def test_a_semantic_error_shows_the_line_it_numbers(separator):
+    """Found by the crash fuzzer: str.splitlines() breaks lines at these characters, the tokenizer
+    (which numbers lines) only at '\\n', so the line shown under an error was another one."""
+    line = f"REGISTER QUERY q AS SELECT a FROM s [Now]{separator}WHERE zz > 1;"
+    with pytest.raises(cq_py.CQLSemanticError) as e:
+        cq_py.Engine().execute("REGISTER STREAM s(a INT);\n" + line)
+    assert (e.value.line, e.value.line_text) == (2, line)
+
+
+@pytest.mark.parametrize("where", ["'x\udc80'", '"x\udc80"', "-- \udc80\n'x'"])
+def test_text_with_a_lone_surrogate_is_a_syntax_error(where):
+    """Found by the crash fuzzer: bytes that are not UTF-8, decoded with surrogateescape, reached
+    the core in a string literal as a lone surrogate ('cq internal error ... malformed plan
+    JSON'), and a name with one could not become an Arrow column name."""
+    cql = ("REGISTER STREAM s(a VARCHAR);\n"
+           f"REGISTER QUERY q AS SELECT a AS b FROM s WHERE a = {where};")
+    for run in (cq_py.explain, cq_py.Engine().execute):
+        with pytest.raises(cq_py.CQLSyntaxError, match=r"lone surrogate \\udc80") as e:
+            run(cql)
+        assert e.value.line == 2 and "\udc80" not in e.value.line_text
+
+
 def test_unknown_column_names_it_and_the_columns_that_exist():
     with pytest.raises(cq_py.CQLSemanticError) as e:
         cq_py.Engine().execute("REGISTER STREAM s(a INT, b DOUBLE);\n"

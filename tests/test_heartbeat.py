@@ -7,7 +7,6 @@ a cycle is tested in src_cpp/tests/heartbeat_test.cc."""
 from __future__ import annotations
 
 import math
-import os
 from collections import Counter
 
 import pytest
@@ -17,6 +16,7 @@ from oracle.reference import INF, equivalent
 
 import cq_py
 from cq_core import _core
+from budget import examples
 
 RECURSIVE = ("REGISTER QUERY a AS ISTREAM(SELECT x FROM s [Now] UNION ALL SELECT x FROM b [Now]) <Now>;"
              "REGISTER QUERY b AS ISTREAM(SELECT x FROM a [Now] WHERE x < 3);")
@@ -140,7 +140,7 @@ def final_part(rows: list[dict], progress: float) -> Counter:
     return Counter(tuple(sorted(r.items())) for r in rows if (r["ts"], r["ts_step"]) < (progress, 0))
 
 
-@settings(max_examples=int(os.environ.get("CQ_HYPOTHESIS_EXAMPLES", "300")), deadline=None,
+@settings(max_examples=examples(300), deadline=None,
           suppress_health_check=[HealthCheck.too_slow])
 @given(two_level_script(), pushes(), st.sampled_from([1, 3, 20]),
        st.sampled_from(["direct", "negative"]))

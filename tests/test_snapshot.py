@@ -66,12 +66,14 @@ def test_results_not_fetched_before_the_snapshot_come_out_after_the_restore():
 
 def test_a_snapshot_restores_the_options_and_the_queries():
     eng = cq_py.Engine(time_unit="s", lifetime="negative", expose_steps=True, auto_delay=True,
-                       expiration="insertion_sort", hybrid=False, max_loop_steps=77, max_run=3)
+                       expiration="insertion_sort", hybrid=False, max_loop_steps=77, max_run=3,
+                       max_loop_ticks=55, max_loop_rows=66)
     eng.execute("REGISTER STREAM s(a INT);")
     eng.execute("REGISTER QUERY q AS ISTREAM(SELECT a FROM s [Range 2 SECONDS]);")
     again = cq_py.Engine.restore(eng.snapshot())
     assert (again.time_unit, again.lifetime, again.expose_steps, again.auto_delay, again.expiration,
             again.hybrid) == ("s", "negative", True, True, "insertion_sort", False)
+    assert (again._max_loop_steps, again._max_run, again._max_loop_ticks, again._max_loop_rows) == (77, 3, 55, 66)
     assert again.stream_names() == ["s"] and again.query_names() == ["q"]
     assert again.explain() == eng.explain()
 

@@ -12,8 +12,11 @@ block of the file in memory at a time, so a file of any size streams in bounded 
 
 from __future__ import annotations
 
+import csv
 import heapq
+import io
 import os
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Literal
 
@@ -24,9 +27,11 @@ import pyarrow.csv as pacsv
 import pyarrow.json as pajson
 import pyarrow.parquet as pq
 
-from cq_py.errors import InputError
+from cq_py.errors import ArgumentError, InputError
+from cq_py.ticks import UNITS, to_ticks
 
-__all__ = ["FORMATS", "Format", "detect_format", "merge_by_time", "open_input", "row_count"]
+__all__ = ["FORMATS", "Format", "detect_format", "merge_by_time", "open_input", "row_count",
+           "source_line"]
 
 Format = Literal["csv", "parquet", "jsonl"]
 
@@ -47,7 +52,6 @@ _MIN_BLOCK_BYTES = 1 << 16
 _MAX_BLOCK_BYTES = 1 << 28
 _SAMPLE_BYTES = 1 << 16
 
-_ARROW_UNITS = ("s", "ms", "us", "ns")
 
 
 def detect_format(path: str | os.PathLike[str]) -> Format:
@@ -131,14 +135,14 @@ def open_input(
     ...     engine.push("readings", batch)
     """
     if batch_size <= 0:
-        raise ValueError(f"batch_size must be positive, got {batch_size}")
+        raise ArgumentError(f"batch_size must be positive, got {batch_size!r}")
     fmt = _normalize_format(format, path)
     spath = os.fspath(path)
     if not os.path.exists(spath):
         raise InputError(f"input file {spath!r} does not exist")
     if os.path.isdir(spath):
         raise InputError(f"input path {spath!r} is a directory, expected a file")
-    return _guarded(_open(spath, fmt, batch_size, schema, block_size), spath, fmt)
+    return _guarded(_open(spath, fmt, batch_size, schema, block_size), spath, fmt, schema)
 
 
 def _open(path: str, fmt: Format, batch_size: int, schema: pa.Schema | None,
@@ -180,16 +184,111 @@ def _open(path: str, fmt: Format, batch_size: int, schema: pa.Schema | None,
             yield from _split(batch, batch_size)
 
 
-def _guarded(batches: Iterator[pa.RecordBatch], path: str, fmt: Format) -> Iterator[pa.RecordBatch]:
+def _guarded(batches: Iterator[pa.RecordBatch], path: str, fmt: Format,
+             schema: pa.Schema | None = None) -> Iterator[pa.RecordBatch]:
     # Readers fail lazily (the first block is parsed on first next()); turn pyarrow's errors into
     # one exception type that names the file, so callers need not know pyarrow's.
+    rows = 0
     try:
-        yield from batches
+        for batch in batches:
+            yield batch
+            rows += batch.num_rows
     except InputError:
         raise
     except (OSError, pa.ArrowException, ValueError) as exc:
         label = {"csv": "CSV", "parquet": "Parquet", "jsonl": "JSON Lines"}[fmt]
+        located = _locate_csv_error(path, str(exc), rows, schema) if fmt == "csv" else None
+        if located is not None:
+            row, message = located
+            raise InputError(f"cannot read {path!r} as CSV: {message}", row=row) from exc
         raise InputError(f"cannot read {path!r} as {label}: {exc}") from exc
+
+
+# -- where in a file: the line an editor shows --------------------------------------------------
+# pyarrow's CSV errors name a column by its 0-based number and no line; these look the place up
+# again with Python's csv module, only after an error.
+
+_CONVERSION = re.compile(
+    r"In CSV column #(\d+): CSV conversion error to (\w+): invalid value '(.*)'$", re.DOTALL)
+_COLUMNS = re.compile(r"CSV parse error: Expected (\d+) columns?, got (\d+)")
+_CQL_TYPES = {pa.int64(): "BIGINT", pa.float64(): "DOUBLE", pa.string(): "VARCHAR",
+              pa.bool_(): "BOOLEAN"}
+
+
+def _csv_records(path: str) -> Iterator[tuple[int, list[str]]]:
+    """The header and every data record of a CSV file as (the line it starts on, its fields),
+    skipping empty lines as pyarrow does."""
+    delimiter = "\t" if _strip_compression(path).lower().endswith(".tsv") else ","
+    # input_stream decompresses by extension, as pyarrow's reader does.
+    with io.TextIOWrapper(pa.input_stream(path), encoding="utf-8-sig", newline="") as f:
+        reader = csv.reader(f, delimiter=delimiter)
+        end = 0
+        for record in reader:
+            start, end = end + 1, reader.line_num
+            if record:
+                yield start, record
+
+
+def source_line(path: str | os.PathLike[str], row: int) -> int | None:
+    """The 1-based line of a CSV or JSON Lines file on which its data row ``row`` (0-based,
+    after a CSV's header) starts, as an editor shows it; None for Parquet or when the file
+    cannot be read again. An error path: it reads the file up to that row in Python.
+
+    >>> import tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "s.csv")
+    >>> _ = open(path, "w").write('ts,note\\n1,"two\\nlines"\\n\\n2,x\\n')
+    >>> source_line(path, 1)
+    5
+    """
+    spath = os.fspath(path)
+    try:
+        fmt = detect_format(spath)
+        if fmt == "csv":
+            for i, (line, _) in enumerate(_csv_records(spath)):
+                if i == row + 1:  # the header comes first
+                    return line
+        elif fmt == "jsonl":
+            with io.TextIOWrapper(pa.input_stream(spath), encoding="utf-8-sig") as f:
+                seen = -1
+                for number, text in enumerate(f, 1):
+                    if text.strip():
+                        seen += 1
+                        if seen == row:
+                            return number
+    except (OSError, ValueError, csv.Error, pa.ArrowException, InputError):
+        pass
+    return None
+
+
+def _locate_csv_error(path: str, message: str, first: int,
+                      schema: pa.Schema | None) -> tuple[int, str] | None:
+    """The data row and a message naming the line and the column by name for pyarrow's CSV
+    conversion and column-count errors, looked for from data row ``first`` on (the rows before
+    were read); None when the message is another or the place is not found."""
+    conversion, count = _CONVERSION.search(message), _COLUMNS.search(message)
+    if conversion is None and count is None:
+        return None
+    try:
+        records = _csv_records(path)
+        _, header = next(records)
+        for row, (line, record) in enumerate(records):
+            if row < first:
+                continue
+            if count is not None and len(record) != len(header):
+                return row, (f"line {line} has {len(record)} fields, the header "
+                             f"{len(header)} ({', '.join(header)})")
+            if conversion is not None:
+                index, arrow_type, value = int(conversion[1]), conversion[2], conversion[3]
+                if index < len(record) and record[index] == value:
+                    name = header[index] if index < len(header) else f"#{index + 1}"
+                    declared = (schema.field(name).type
+                                if schema is not None and name in schema.names else None)
+                    want = (_CQL_TYPES.get(declared, str(declared)) if declared is not None
+                            else f"{arrow_type} (as in the rows before it)")
+                    return row, f"line {line}, column '{name}': expected {want}, found {value!r}"
+    except (OSError, ValueError, csv.Error, pa.ArrowException, StopIteration):
+        pass
+    return None
 
 
 def _strip_compression(path: str) -> str:
@@ -235,8 +334,10 @@ def _conform(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
 # merge_by_time
 
 
-def _ts_keys(batch: pa.RecordBatch, name: str, ts: str, time_unit: str | None) -> np.ndarray:
-    """The timestamps of ``batch`` as int64 on one scale, so that inputs compare with each other."""
+def _ts_keys(batch: pa.RecordBatch, name: str, ts: str, time_unit: str | None,
+             base: int = 0) -> np.ndarray:
+    """The timestamps of ``batch`` as int64 on one scale, so that inputs compare with each other.
+    Errors name the row counted from the input's first (``base`` rows come before ``batch``)."""
     index = batch.schema.get_field_index(ts)
     if index < 0:
         raise InputError(
@@ -247,44 +348,40 @@ def _ts_keys(batch: pa.RecordBatch, name: str, ts: str, time_unit: str | None) -
     col = batch.column(index)
     if col.null_count:
         # Report the first offending row; vectorized, no scan in Python.
-        row = int(pc.index(pc.is_null(col), True).as_py())
-        raise InputError(f"input {name!r}: null timestamp in column {ts!r}", stream=name, row=row)
-    if pa.types.is_timestamp(col.type):
-        # Integers are ticks of the engine's unit; timestamps are brought to that unit (or to ns
-        # when the unit is not an Arrow one) so both kinds of input line up.
-        unit = time_unit if time_unit in _ARROW_UNITS else "ns"
-        if col.type.unit != unit:
-            col = col.cast(pa.timestamp(unit, col.type.tz), safe=False)
-        col = col.view(pa.int64())
-    elif pa.types.is_integer(col.type):
-        if col.type != pa.int64():
-            col = col.cast(pa.int64())
-    else:
-        raise InputError(
-            f"input {name!r}: timestamp column {ts!r} must be an integer or an Arrow timestamp, "
-            f"found {col.type}",
-            stream=name,
-        )
-    return col.to_numpy(zero_copy_only=False)
+        row = base + int(pc.index(pc.is_null(col), True).as_py())
+        raise InputError(f"input {name!r}: null timestamp in column {ts!r} at row {row}",
+                         stream=name, row=row)
+    # Integers are ticks of the engine's unit; timestamps are brought to that unit (or to ns when
+    # the unit is not an Arrow one) so both kinds of input line up, as the engine will see them.
+    try:
+        ticks = to_ticks(col, time_unit if time_unit in UNITS else "ns", where=f"input {name!r}",
+                         column=ts, stream=name)
+    except InputError as exc:
+        if exc.row is None:
+            raise
+        raise InputError(exc.message.replace(f"row {exc.row} ", f"row {base + exc.row} ", 1),
+                         stream=name, row=base + exc.row) from None
+    return ticks.to_numpy(zero_copy_only=False)
 
 
 class _Head:
     """The unconsumed part of one input's current batch and its timestamps."""
 
-    __slots__ = ("name", "it", "batch", "keys")
+    __slots__ = ("name", "it", "batch", "keys", "rows")
 
     def __init__(self, name: str, it: Iterator[pa.RecordBatch]):
         self.name = name
         self.it = it
         self.batch: pa.RecordBatch | None = None
         self.keys: np.ndarray = np.empty(0, dtype=np.int64)
+        self.rows = 0  # rows of this input taken so far
 
     def refill(self, ts: str, time_unit: str | None) -> bool:
         """Load the next non-empty batch; False when the input is exhausted."""
         for batch in self.it:
             if batch.num_rows:
+                self.keys = _ts_keys(batch, self.name, ts, time_unit, self.rows)
                 self.batch = batch
-                self.keys = _ts_keys(batch, self.name, ts, time_unit)
                 return True
         self.batch = None
         return False
@@ -293,6 +390,7 @@ class _Head:
         assert self.batch is not None
         out = self.batch.slice(0, n)
         self.batch = self.batch.slice(n)
+        self.rows += n
         self.keys = self.keys[n:]
         return out
 

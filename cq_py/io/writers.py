@@ -25,6 +25,8 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
+from cq_py.errors import ArgumentError
+
 __all__ = ["EXTENSIONS", "OutputFormat", "QueryWriter", "encode_json_lines", "open_writer"]
 
 OutputFormat = Literal["csv", "parquet", "jsonl"]
@@ -40,6 +42,10 @@ class QueryWriter:
     written. A batch whose schema differs from the file's (e.g. a column that was all-null, hence
     typed ``null``, in the first batch) is cast to the file's schema.
 
+    With ``staged=True`` the rows go to a hidden temporary file beside ``path`` (``.NAME.partial``),
+    which :meth:`commit` moves into place and :meth:`discard` removes: a run that fails half way
+    leaves no partial file, and an earlier run's file stays as it was.
+
     >>> import pyarrow as pa, tempfile, os
     >>> w = QueryWriter(os.path.join(tempfile.mkdtemp(), "q.parquet"), "parquet")
     >>> w.write(pa.record_batch({"x": [1, 2]})); w.close(); w.rows
@@ -47,10 +53,14 @@ class QueryWriter:
     """
 
     def __init__(self, path: str | os.PathLike[str], format: OutputFormat,
-                 schema: pa.Schema | None = None):
+                 schema: pa.Schema | None = None, *, staged: bool = False):
         if format not in EXTENSIONS:
-            raise ValueError(f"unknown output format {format!r}: expected csv, parquet or jsonl")
+            raise ArgumentError(f"unknown output format {format!r}: expected csv, parquet or jsonl")
         self.path = os.fspath(path)
+        head, tail = os.path.split(self.path)
+        self.staged = staged
+        # Beside the target, so that commit() is a rename within one file system.
+        self._file = os.path.join(head, f".{tail}.partial") if staged else self.path
         self.format: OutputFormat = format
         self.schema = schema
         self.rows = 0
@@ -62,11 +72,11 @@ class QueryWriter:
     def _open(self, schema: pa.Schema) -> None:
         self.schema = schema
         if self.format == "csv":
-            self._sink = pacsv.CSVWriter(self.path, schema)
+            self._sink = pacsv.CSVWriter(self._file, schema)
         elif self.format == "parquet":
-            self._sink = pq.ParquetWriter(self.path, schema)
+            self._sink = pq.ParquetWriter(self._file, schema)
         else:
-            self._sink = open(self.path, "wb")
+            self._sink = open(self._file, "wb")
 
     def write(self, batch: pa.RecordBatch | pa.Table) -> None:
         """Append ``batch`` (a record batch or a table) to the file, opening it on first use."""
@@ -100,6 +110,22 @@ class QueryWriter:
         self._closed = True
         self._sink.close()  # type: ignore[union-attr]
 
+    def commit(self, schema: pa.Schema | None = None) -> None:
+        """Finish the file (as :meth:`close`) and, when staged, move it into place."""
+        self.close(schema)
+        if self.staged and os.path.exists(self._file):
+            os.replace(self._file, self.path)
+
+    def discard(self) -> None:
+        """Give the output up: a staged writer's temporary file is removed (``path`` is left as
+        it was); an unstaged writer's file is closed, as far as it was written."""
+        if not self._closed and self._sink is not None:
+            self._closed = True
+            self._sink.close()  # type: ignore[union-attr]
+        self._closed = True
+        if self.staged and os.path.exists(self._file):
+            os.remove(self._file)
+
     @property
     def opened(self) -> bool:
         """Whether the file has been created (a batch came, or the writer was closed)."""
@@ -114,17 +140,19 @@ class QueryWriter:
 
 
 def open_writer(directory: str | os.PathLike[str], query: str, format: OutputFormat,
-                schema: pa.Schema | None = None) -> QueryWriter:
+                schema: pa.Schema | None = None, *, staged: bool = False) -> QueryWriter:
     """A :class:`QueryWriter` for ``directory/<query>.<ext>``; the directory is created if needed.
+    ``staged``: see :class:`QueryWriter`.
 
     >>> import tempfile
     >>> open_writer(tempfile.mkdtemp(), "hot", "jsonl").path.endswith("hot.jsonl")
     True
     """
     if format not in EXTENSIONS:
-        raise ValueError(f"unknown output format {format!r}: expected csv, parquet or jsonl")
+        raise ArgumentError(f"unknown output format {format!r}: expected csv, parquet or jsonl")
     os.makedirs(directory, exist_ok=True)
-    return QueryWriter(os.path.join(directory, f"{query}.{EXTENSIONS[format]}"), format, schema)
+    return QueryWriter(os.path.join(directory, f"{query}.{EXTENSIONS[format]}"), format, schema,
+                       staged=staged)
 
 
 # --------------------------------------------------------------------------------------------

@@ -136,8 +136,9 @@ class _Parser:
         self.depth += 1
         try:
             if self.depth > MAX_NESTING:
-                raise self.error(f"query or expression nested too deeply (more than "
-                                 f"{MAX_NESTING} levels), at {self.tok.describe()}")
+                raise self.error(f"query or expression nested too deeply at "
+                                 f"{self.tok.describe()}: at most {MAX_NESTING} levels of "
+                                 "parentheses, operators and subqueries")
             yield
         finally:
             self.depth -= 1

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import enum
 import math
+import re
 from dataclasses import dataclass
 from typing import Union
 
@@ -54,8 +55,11 @@ _OPERATORS: tuple[str, ...] = (
     "<>", "!=", "<=", ">=",
     "+", "-", "*", "/", "%", "=", "<", ">", "(", ")", ",", ";", ".", "[", "]",
 )
+# Half of a UTF-16 pair, alone: what undecodable bytes become under errors="surrogateescape".
+_SURROGATE = re.compile("[\ud800-\udfff]")
 # A set, not a string: "" (past the end) must not count as a digit.
 _DIGITS = frozenset("0123456789")
+_MAX_INTEGER_DIGITS = 100  # a longer integer literal is refused as it is read (see _number)
 
 
 class TokenKind(enum.Enum):
@@ -232,6 +236,12 @@ class _Lexer:
                 while self._peek() in _DIGITS:
                     self._advance()
         number = self.src[start:self.i]
+        digits = len(number.lstrip("0"))
+        if is_integer and digits > _MAX_INTEGER_DIGITS:
+            # Python refuses to convert such a literal (past sys.get_int_max_str_digits()), and no
+            # CQL integer comes near: BIGINT has 19 digits. Shorter ones are checked by the planner.
+            raise self._error(f"integer literal out of range: {digits} digits (a BIGINT has at "
+                              "most 19)", line, col, number[:20] + "...")
         if _is_ident_part(self._peek()):
             # A word glued to a number is only meaningful as a duration unit: "10ms".
             unit_start = self.i
@@ -297,7 +307,9 @@ def tokenize(source: str) -> list[Token]:
     """Split CQL ``source`` into tokens; the list always ends with one EOF token.
 
     Raises :class:`CQLSyntaxError` (with line and column) on an unterminated string, quoted
-    identifier or block comment, or a character that starts no token.
+    identifier or block comment, a character that starts no token, or a lone surrogate anywhere
+    (text decoded from bytes that are not UTF-8, with ``errors="surrogateescape"``): no name or
+    string may hold one, as Arrow and the core keep text as UTF-8.
 
     >>> [(t.kind.name, t.value) for t in tokenize("SELECT a -- note\\nFROM s [Range 10ms]")]
     ... # doctest: +NORMALIZE_WHITESPACE
@@ -305,4 +317,13 @@ def tokenize(source: str) -> list[Token]:
      ('OPERATOR', '['), ('IDENT', 'Range'), ('DURATION', (10, 'ms')), ('OPERATOR', ']'),
      ('EOF', None)]
     """
+    bad = _SURROGATE.search(source)
+    if bad:
+        i = bad.start()
+        line = source.count("\n", 0, i) + 1
+        column = i - source.rfind("\n", 0, i)
+        shown = _SURROGATE.sub("\ufffd", source_line(source, line))
+        raise CQLSyntaxError(f"the text is not valid Unicode: it holds the lone surrogate "
+                             f"{ascii(bad.group())[1:-1]} (was it decoded from bytes that are not "
+                             "UTF-8?)", line, column, "\ufffd", shown)
     return _Lexer(source).run()

@@ -28,6 +28,12 @@ AGGREGATES = {"COUNT", "SUM", "AVG", "MIN", "MAX"}
 CAST_KERNELS = {T.INT64: "cast_int64", T.FLOAT64: "cast_float64", T.UTF8: "cast_utf8",
                 T.BOOL: "cast_bool"}
 
+#: How deeply a bound expression may nest calls. Long chains of AND, OR, IN items and BIGINT + or *
+#: are balanced (see :meth:`ExpressionBinder._binary`) and stay far below it; what is left — a
+#: chain of hundreds of '-', or of '+' over DOUBLE — is refused with a positioned error rather than
+#: handed on: the plan copies and serialises expressions recursively, and so does the core.
+MAX_EXPRESSION_DEPTH = 100
+
 Err = Callable[[str, ast.Pos], CQLSemanticError]
 
 
@@ -87,6 +93,18 @@ class TypedExpr:
     text: str = field(default="", compare=False)
     pos: ast.Pos = field(default=ast.NOPOS, compare=False)
     prec: int = field(default=9, compare=False)  # how tightly `text` binds (PRECEDENCE)
+    depth: int = field(default=1, init=False, compare=False, repr=False)  # calls nested, plus one
+
+    def __post_init__(self) -> None:
+        if self.args:
+            object.__setattr__(self, "depth", 1 + max([a.depth for a in self.args]))
+
+    # Immutable: a copied catalog shares its expressions (a deep copy would recurse down them).
+    def __copy__(self) -> "TypedExpr":
+        return self
+
+    def __deepcopy__(self, memo: dict) -> "TypedExpr":
+        return self
 
     def to_plan(self) -> dict:
         if self.kind == "column":
@@ -99,9 +117,13 @@ class TypedExpr:
                 "args": [a.to_plan() for a in self.args]}
 
     def walk(self) -> Iterator["TypedExpr"]:
-        yield self
-        for a in self.args:
-            yield from a.walk()
+        """This expression and every sub-expression, depth first (iterative: nested generators
+        would cost each node the depth above it)."""
+        todo = [self]
+        while todo:
+            e = todo.pop()
+            yield e
+            todo += reversed(e.args)
 
     def columns(self) -> set[int]:
         return {e.index for e in self.walk() if e.kind == "column"}
@@ -123,6 +145,9 @@ PRECEDENCE = {"or": 1, "and": 2, "not": 3, "equal": 4, "not_equal": 4, "less": 4
               "subtract": 5, "multiply": 6, "divide": 6, "modulo": 6, "negate": 7}
 COMPARISON_PREC = 4
 NON_ASSOCIATIVE = {"subtract", "divide", "modulo"}
+# The operators, and result types, whose chains give the same value in any grouping: three-valued
+# AND and OR, and '+' and '*' over BIGINT (it wraps). Not DOUBLE, whose rounding depends on it.
+_ASSOCIATIVE = {"AND": (T.BOOL,), "OR": (T.BOOL,), "+": (T.INT64,), "*": (T.INT64,)}
 
 
 def paren(t: TypedExpr, parent: int = 9, right_of: str = "") -> str:
@@ -146,12 +171,47 @@ def missing_kernels(e: TypedExpr) -> list[TypedExpr]:
 
 
 def conjuncts(e: Optional[ast.Expr]) -> list[ast.Expr]:
-    """``a AND b AND c`` as [a, b, c] (the planner places each one where it can run first)."""
-    if e is None:
-        return []
-    if isinstance(e, ast.Binary) and e.op == "AND":
-        return conjuncts(e.left) + conjuncts(e.right)
-    return [e]
+    """``a AND b AND c`` as [a, b, c] (the planner places each one where it can run first).
+
+    Iterative: a WHERE of ten thousand ANDs is a left spine ten thousand deep.
+
+    >>> from cq_py.parser import parse_expression
+    >>> [c.name for c in conjuncts(parse_expression("a AND (b AND c) AND d"))]
+    ['a', 'b', 'c', 'd']
+    """
+    out: list[ast.Expr] = []
+    todo = [] if e is None else [e]
+    while todo:
+        x = todo.pop()
+        if isinstance(x, ast.Binary) and x.op == "AND":
+            todo += [x.right, x.left]
+        else:
+            out.append(x)
+    return out
+
+
+def balanced(fn: str, op: str, operands: list[TypedExpr], result: str, pos: ast.Pos) -> TypedExpr:
+    """``operands[0] op operands[1] op ...`` as a balanced tree of calls of the associative kernel
+    ``fn``, so that ten thousand operands nest fourteen deep. Each node's text is its operands'
+    texts joined by ``op``, as the user would write that part; two operands give the one call
+    ``a op b``.
+
+    >>> a, b, c = (TypedExpr("column", T.BOOL, index=i, text=n) for i, n in enumerate("abc"))
+    >>> t = balanced("and", "AND", [a, b, c], T.BOOL, ast.NOPOS)
+    >>> t.text, t.depth
+    ('a AND b AND c', 3)
+    """
+    prec = PRECEDENCE[fn]
+
+    def build(lo: int, hi: int) -> TypedExpr:  # recursion depth log2(len(operands))
+        if hi - lo == 1:
+            return operands[lo]
+        mid = (lo + hi + 1) // 2  # leans left: three operands group as (a op b) op c, as written
+        left, right = build(lo, mid), build(mid, hi)
+        return ExpressionBinder.call(fn, (left, right), result,
+                                     f"{paren(left, prec)} {op} {paren(right, prec, fn)}", pos)
+
+    return build(0, len(operands))
 
 
 @dataclass
@@ -266,6 +326,16 @@ class ExpressionBinder:
     # -- the cases --------------------------------------------------------------------------
 
     def _bind(self, e: ast.Expr) -> TypedExpr:
+        return self._shallow_enough(self._bind_node(e), e.pos)
+
+    def _shallow_enough(self, t: TypedExpr, pos: ast.Pos) -> TypedExpr:
+        if t.depth > MAX_EXPRESSION_DEPTH:
+            raise self.err(f"expression nested too deeply: at most {MAX_EXPRESSION_DEPTH} "
+                           "levels of operations (a chain of '-', '/', '%', or of '+' or '*' over "
+                           "DOUBLE, counts one level per operator: group it with parentheses)", pos)
+        return t
+
+    def _bind_node(self, e: ast.Expr) -> TypedExpr:
         if isinstance(e, ast.Literal):
             return self._literal(e)
         if isinstance(e, ast.ColumnRef):
@@ -290,11 +360,14 @@ class ExpressionBinder:
             return replace(bound, text=f"{x} {'NOT ' if e.negated else ''}BETWEEN {a} AND {b}",
                            prec=COMPARISON_PREC)
         if isinstance(e, ast.InList):
-            # x IN (a, b)  ≡  x = a OR x = b, which gives SQL's NULL behaviour for free
-            ors: ast.Expr = ast.Binary("=", e.operand, e.items[0], e.pos)
-            for item in e.items[1:]:
-                ors = ast.Binary("OR", ors, ast.Binary("=", e.operand, item, e.pos), e.pos)
-            bound = self._bind(ast.Unary("NOT", ors, e.pos) if e.negated else ors)
+            # x IN (a, b)  ≡  x = a OR x = b, which gives SQL's NULL behaviour for free; a
+            # balanced OR, so that thousands of items nest a dozen deep.
+            ors = balanced("or", "OR", [self._bind(ast.Binary("=", e.operand, item, e.pos))
+                                        for item in e.items], T.BOOL, e.pos)
+            if e.negated:
+                ors = self.call("not", (ors,), T.BOOL, f"NOT {paren(ors, PRECEDENCE['not'])}",
+                                e.pos)
+            bound = self._shallow_enough(ors, e.pos)
             items = ", ".join(self._bind(i).text for i in e.items)
             x = paren(self._bind(e.operand), COMPARISON_PREC + 1)
             return replace(bound, text=f"{x} {'NOT ' if e.negated else ''}IN ({items})",
@@ -347,35 +420,81 @@ class ExpressionBinder:
         return self.call("negate", (arg,), arg.type, f"-{paren(arg, PRECEDENCE['negate'])}", e.pos)
 
     def _binary(self, e: ast.Binary) -> TypedExpr:
-        left, right = self._bind(e.left), self._bind(e.right)
-        fn = BINARY_KERNELS[e.op]
-        text = f"{paren(left, PRECEDENCE[fn])} {e.op} {paren(right, PRECEDENCE[fn], fn)}"
-        if e.op in ("AND", "OR"):
+        """``a op b``. The parser builds ``a op b op c ...`` left-deep, so the chain's left spine
+        is walked here without recursion, one run of equal operators at a time."""
+        spine: list[ast.Binary] = []
+        x: ast.Expr = e
+        while isinstance(x, ast.Binary):
+            spine.append(x)
+            x = x.left
+        spine.reverse()  # the innermost (leftmost) operator first
+        acc = self._bind(x)
+        k = 0
+        while k < len(spine):
+            j = k
+            while j < len(spine) and spine[j].op == spine[k].op:
+                j += 1
+            acc = self._chain(acc, spine[k:j])
+            k = j
+        return acc
+
+    def _chain(self, first: TypedExpr, run: list[ast.Binary]) -> TypedExpr:
+        """``first op r1 op r2 ...`` for a run of one operator, typed and checked step by step
+        as written. While every step is AND, OR, or '+' or '*' over BIGINT, the operands go into
+        one balanced tree: three-valued AND and OR are associative, and BIGINT arithmetic wraps, so
+        any grouping gives the same value. From a step that is not (a DOUBLE operand, another
+        operator) on, the steps nest left to right, as written."""
+        op = run[0].op
+        operands = [first]  # of a balanced tree still to be built, all of one type
+        acc: Optional[TypedExpr] = None  # the left-to-right fold, once there is one
+        for b in run:
+            right = self._bind(b.right)
+            if acc is None:
+                # Checked against a stand-in for the operands so far: their type is all it needs.
+                left = operands[0] if len(operands) == 1 else TypedExpr("column", operands[0].type)
+                step = self._binary_step(op, left, right, b.pos)
+                if op in _ASSOCIATIVE and step.type in _ASSOCIATIVE[op]:
+                    if len(operands) == 1:
+                        operands[0] = self.coerce_null(operands[0], step.type)
+                    operands.append(self.coerce_null(right, step.type))
+                    continue
+                acc = operands[0] if len(operands) == 1 else balanced(
+                    BINARY_KERNELS[op], op, operands, operands[0].type, b.pos)
+            acc = self._shallow_enough(self._binary_step(op, acc, right, b.pos), b.pos)
+        if acc is None:
+            return balanced(BINARY_KERNELS[op], op, operands, operands[0].type, run[-1].pos)
+        return acc
+
+    def _binary_step(self, op: str, left: TypedExpr, right: TypedExpr, pos: ast.Pos) -> TypedExpr:
+        """``left op right``, both bound."""
+        fn = BINARY_KERNELS[op]
+        text = f"{paren(left, PRECEDENCE[fn])} {op} {paren(right, PRECEDENCE[fn], fn)}"
+        if op in ("AND", "OR"):
             left, right = self.coerce_null(left, T.BOOL), self.coerce_null(right, T.BOOL)
             for side in (left, right):
                 if side.type != T.BOOL:
-                    raise self.err(f"{e.op} expects BOOLEAN operands, found {T.CQL_NAME[side.type]} "
-                                   f"('{side.text}')", e.pos)
-            return self.call(fn, (left, right), T.BOOL, text, e.pos)
+                    raise self.err(f"{op} expects BOOLEAN operands, found {T.CQL_NAME[side.type]} "
+                                   f"('{side.text}')", pos)
+            return self.call(fn, (left, right), T.BOOL, text, pos)
         # NULL takes the type of the other side (or BIGINT when both are NULL).
         if left.type == T.NULL:
             left = self.coerce_null(left, right.type if right.type != T.NULL else T.INT64)
         if right.type == T.NULL:
             right = self.coerce_null(right, left.type)
-        if e.op in ARITHMETIC:
+        if op in ARITHMETIC:
             for side in (left, right):
                 if side.type not in T.NUMERIC:
-                    raise self.err(f"'{e.op}' expects numbers, found {T.CQL_NAME[side.type]} "
-                                   f"('{side.text}')", e.pos)
+                    raise self.err(f"'{op}' expects numbers, found {T.CQL_NAME[side.type]} "
+                                   f"('{side.text}')", pos)
             # '/' is always DOUBLE (SPEC §3); otherwise DOUBLE when either side is.
-            target = T.FLOAT64 if e.op == "/" or T.FLOAT64 in (left.type, right.type) else T.INT64
+            target = T.FLOAT64 if op == "/" or T.FLOAT64 in (left.type, right.type) else T.INT64
             return self.call(fn, (self.cast(left, target), self.cast(right, target)), target, text,
-                             e.pos)
+                             pos)
         target = self.unify([left.type, right.type])
         if target is None:
             raise self.err(f"cannot compare {T.CQL_NAME[left.type]} with {T.CQL_NAME[right.type]} "
-                           f"in '{text}'", e.pos)
-        return self.call(fn, (self.cast(left, target), self.cast(right, target)), T.BOOL, text, e.pos)
+                           f"in '{text}'", pos)
+        return self.call(fn, (self.cast(left, target), self.cast(right, target)), T.BOOL, text, pos)
 
     def _case(self, e: ast.Case) -> TypedExpr:
         conds: list[TypedExpr] = []

@@ -14,12 +14,14 @@ from typing import Callable
 from cq_py.planner.logical import PENDING, Catalog, Node
 
 # Operators that hand each input tuple on with its holder id.
-KEEPS_IDENTITY = ("filter", "project", "union_all")
+KEEPS_IDENTITY = ("filter", "project", "union_all", "relation_since")
 
 
-def identity_sources(cat: Catalog, node: int) -> set[int]:
+def identity_sources(cat: Catalog, node: int, known: dict[int, set[int]] | None = None) -> set[int]:
     """The operators whose holder ids reach ``node``'s output unchanged: up through filters,
-    projections and unions to the first operator of another kind."""
+    projections and unions to the first operator of another kind. ``known`` holds answers for
+    other operators found earlier in the same graph, taken as they are (separate_identities keeps
+    only the pending ones): a chain of a thousand unions is then walked once, not once per union."""
     out: set[int] = set()
     seen: set[int] = set()
     todo = [node]
@@ -29,7 +31,9 @@ def identity_sources(cat: Catalog, node: int) -> set[int]:
             continue
         seen.add(x)
         n = cat.nodes[x]
-        if n.op in KEEPS_IDENTITY and n.inputs:
+        if known is not None and x in known:
+            out |= known[x]
+        elif n.op in KEEPS_IDENTITY and n.inputs:
             todo.extend(n.inputs)  # type: ignore[arg-type]
         else:
             out.add(x)
@@ -44,13 +48,18 @@ def separate_identities(cat: Catalog, first_new: int, new_id: Callable[[], int])
     UNION ALL SELECT * FROM v;`` reads v's row window directly on the first branch and through a
     reissue on the second.
     """
+    # The pending sources reaching each operator, found so far: a chain of unions is walked once.
+    known: dict[int, set[int]] = {}
     for uid in sorted(i for i in cat.nodes if i >= first_new):
         union = cat.nodes[uid]
         if union.op != "union_all" or union.kind != "relation":
             continue
         carried: set[int] = set()
         for port, i in enumerate(list(union.inputs)):
-            pending = {s for s in identity_sources(cat, i) if cat.nodes[s].lifetime == PENDING}  # type: ignore[arg-type]
+            if i not in known:
+                known[i] = {s for s in identity_sources(cat, i, known)  # type: ignore[arg-type]
+                            if cat.nodes[s].lifetime == PENDING}
+            pending = known[i]  # type: ignore[index]
             if pending & carried:
                 src = cat.nodes[i]  # type: ignore[index]
                 relay = Node(new_id(), "reissue_holders", [i], {}, list(src.schema), kind=src.kind,
@@ -59,4 +68,5 @@ def separate_identities(cat: Catalog, first_new: int, new_id: Callable[[], int])
                 cat.nodes[relay.id] = relay
                 union.inputs[port] = relay.id
                 pending = {relay.id}
+                known.clear()  # what reached through this union has changed
             carried |= pending

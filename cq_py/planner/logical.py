@@ -7,7 +7,7 @@ constant durations need only a FIFO, pending ends need expiration holders, STYLE
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Optional, Union
 
 from cq_py.parser import ast
@@ -48,6 +48,7 @@ DESCRIPTIONS = {
     "union": "UNION", "except": "EXCEPT", "intersect": "INTERSECT", "istream": "ISTREAM",
     "dstream": "DSTREAM", "rstream": "RSTREAM", "delay": "a delay (<Now>, <d>)", "sink": "a query output",
     "reissue_holders": "a second read of a relation in one union",
+    "relation_since": "a relation as a query registered while the engine runs sees it",
 }
 
 
@@ -105,6 +106,14 @@ class QueryDef:
     pos: ast.Pos = ast.NOPOS
     lifetime: str = STREAM
     references: list[str] = field(default_factory=list)  # names it reads in FROM
+    # Its definition: a query registered later, while the engine runs, re-derives a relation-valued
+    # query from it (SPEC §4) instead of reading the operators that hold its state from before.
+    query: Optional[ast.Query] = field(default=None, repr=False)
+
+    def __deepcopy__(self, memo: dict) -> "QueryDef":
+        # The syntax tree is immutable (frozen dataclasses): a copied catalog shares it, where a
+        # deep copy would recurse down a long chain of operators (a RecursionError).
+        return replace(self, columns=list(self.columns), references=list(self.references))
 
 
 @dataclass

@@ -16,10 +16,11 @@ from typing import Optional, Union
 
 from cq_py.errors import CQLSemanticError
 from cq_py.parser import ast
+from cq_py.parser.tokenizer import source_line
 from cq_py.planner import loops
 from cq_py.planner import types as T
-from cq_py.planner.expressions import (ExpressionBinder, Scope, TypedExpr, conjuncts, literal,
-                                       paren)
+from cq_py.planner.expressions import (ExpressionBinder, Scope, TypedExpr, balanced, conjuncts,
+                                       literal)
 from cq_py.planner.identity import separate_identities
 from cq_py.planner.sharing import share_subplans
 from cq_py.planner.logical import (KNOWN, PENDING, STREAM, UNBOUNDED, Catalog, Node, QueryDef,
@@ -29,6 +30,8 @@ from cq_py.planner.logical import (KNOWN, PENDING, STREAM, UNBOUNDED, Catalog, N
 UNIT_NS = {"ms": 10**6, "s": 10**9, "min": 60 * 10**9, "h": 3600 * 10**9, "d": 86400 * 10**9}
 TIME_UNIT_NS = {"s": 10**9, "ms": 10**6, "us": 10**3, "ns": 1}
 UNIT_WORDS = {"ms": "MILLISECONDS", "s": "SECONDS", "min": "MINUTES", "h": "HOURS", "d": "DAYS"}
+# Filters one WHERE may become (see Planner._filters).
+MAX_FILTERS = 16
 
 
 class Deferred(Exception):
@@ -49,13 +52,18 @@ class Planner:
     """
 
     def __init__(self, catalog: Catalog, time_unit: str = "ms", source: str = "",
-                 expose_steps: bool = False, auto_delay: bool = False, expiration: str = "lazy"):
+                 expose_steps: bool = False, auto_delay: bool = False, expiration: str = "lazy",
+                 late: bool = False):
         self.catalog = catalog
+        # The engine is running (SPEC §4): the script's queries see a relation as it stands now,
+        # whole, and re-derive the relation-valued queries registered before them.
+        self.late = late
         self.time_unit = time_unit
-        self.lines = source.splitlines()
+        self.source = source
         self.expose_steps = expose_steps
         self.auto_delay = auto_delay
         self.expiration = expiration
+        self.lenient = self.inferring = False
 
     # =========================================================================================
     # Errors
@@ -64,7 +72,9 @@ class Planner:
     def err(self, message: str, pos: ast.Pos) -> CQLSemanticError:
         if not pos.line:
             return CQLSemanticError(message)
-        text = self.lines[pos.line - 1] if 0 < pos.line <= len(self.lines) else ""
+        # The line as the tokenizer counts lines (at '\n' only, not at every line boundary of
+        # str.splitlines()), so that the line shown is the line numbered.
+        text = source_line(self.source, pos.line)
         return CQLSemanticError(message, pos.line, pos.column, text)
 
     # =========================================================================================
@@ -74,10 +84,11 @@ class Planner:
     def plan(self, script: ast.Script) -> tuple[Catalog, list[Node]]:
         """The catalog after the script, and the operators it adds (in id order)."""
         if script.source:
-            self.lines = script.source.splitlines()
+            self.source = script.source
         cat = copy.deepcopy(self.catalog)
         first_new = cat.next_id
         self.cat = cat
+        self.first_new = first_new
 
         queries: list[ast.RegisterQuery] = []
         seen: dict[str, ast.Pos] = {}
@@ -154,21 +165,41 @@ class Planner:
     # =========================================================================================
 
     def _infer_schemas(self, queries: list[ast.RegisterQuery]) -> None:
-        """Every script query's kind and columns, before any is planned: first from the branches
-        that can be typed (a loop closes through the others), then again with every query known
-        until nothing changes — a type only widens (BIGINT to DOUBLE), so this ends."""
+        """Every script query's kind and columns, before any is planned. A query is typed once the
+        queries it reads are; only when none can be (a loop) is one of them typed from the branches
+        of its set operations that can be (the loop closes through the others) — provisionally,
+        since its column names may then be the right operand's, not the left's. Then every query
+        is typed again with every query known until nothing changes — names settle, and a type
+        only widens (BIGINT to DOUBLE), so this ends."""
         self.schemas: dict[str, tuple[str, list[tuple[str, str]]]] = {}
         pending = list(queries)
+        provisional = False  # some query's columns were typed from part of its branches
+        errors: dict[str, CQLSemanticError] = {}
         while pending:
             progress = False
-            for q in list(pending):
-                try:
-                    self.schemas[q.name.lower()] = self._try_infer(q, lenient=True)
-                except Deferred:
-                    continue
-                pending.remove(q)
-                progress = True
+            for lenient in (False, True):
+                for q in list(pending):
+                    try:
+                        self.schemas[q.name.lower()] = self._try_infer(q, lenient=lenient)
+                    except Deferred:
+                        continue
+                    except CQLSemanticError as e:
+                        # A query read by its columns' names fails while a loop's columns are
+                        # provisional: it is typed again once they are not.
+                        if not provisional:
+                            raise
+                        errors.setdefault(q.name.lower(), e)
+                        continue
+                    pending.remove(q)
+                    progress = True
+                    if lenient:
+                        provisional = True
+                        break  # the others may now be typed in full
+                if progress:
+                    break
             if not progress:
+                if errors:
+                    raise next(iter(errors.values()))
                 names = ", ".join(q.name for q in pending)
                 what = (f"{names}: it only reads itself" if len(pending) == 1 else
                         f"{names}: they only read each other")
@@ -177,24 +208,33 @@ class Planner:
                                pending[0].pos)
         for _ in range(4 * len(queries) + 4):
             changed = False
+            failed: Optional[CQLSemanticError] = None
             for q in queries:
-                again = self._try_infer(q, lenient=False)
+                try:
+                    again = self._try_infer(q, lenient=False)
+                except CQLSemanticError as e:
+                    failed = failed or e
+                    continue
                 if again != self.schemas[q.name.lower()]:
                     self.schemas[q.name.lower()] = again
                     changed = True
             if not changed:
+                if failed is not None:
+                    raise failed
                 return
         raise AssertionError("column types of named queries did not settle")
 
     def _try_infer(self, q: ast.RegisterQuery, lenient: bool) -> tuple[str, list[tuple[str, str]]]:
-        """Plans ``q`` for its output columns only, leaving the catalog as it was."""
+        """Plans ``q`` for its output columns only, leaving the catalog as it was. Raises Deferred
+        when it reads a query not typed yet (with ``lenient``, only when no branch of a set
+        operation can be typed)."""
         saved_nodes, saved_id = dict(self.cat.nodes), self.cat.next_id
-        self.lenient = lenient
+        self.lenient, self.inferring = lenient, True
         try:
             kind, cols, _ = self._query(q.query, q.name)
             return kind, cols
         finally:
-            self.lenient = False
+            self.lenient = self.inferring = False
             self.cat.nodes, self.cat.next_id = saved_nodes, saved_id
 
     def _dependency_order(self, queries: list[ast.RegisterQuery]) -> list[ast.RegisterQuery]:
@@ -202,19 +242,26 @@ class Planner:
         reads = {q.name.lower(): {s.name.lower() for s in _sources(q.query)} & self.script_queries.keys()
                  for q in queries}
         done: list[ast.RegisterQuery] = []
-        state: dict[str, int] = {}
-
-        def visit(q: ast.RegisterQuery) -> None:
-            key = q.name.lower()
-            if state.get(key):
-                return
-            state[key] = 1
-            for dep in sorted(reads[key], key=lambda k: list(self.script_queries).index(k)):
-                visit(self.script_queries[dep])
-            done.append(q)
-
-        for q in queries:
-            visit(q)
+        seen: set[str] = set()
+        rank = {k: i for i, k in enumerate(self.script_queries)}
+        # Depth-first, with an explicit stack: a script may chain a thousand queries, each reading
+        # the one registered after it. An entry is (query, its dependencies still to visit).
+        for root in queries:
+            if root.name.lower() in seen:
+                continue
+            seen.add(root.name.lower())
+            stack = [(root, sorted(reads[root.name.lower()], key=rank.__getitem__, reverse=True))]
+            while stack:
+                q, deps = stack[-1]
+                if deps:
+                    dep = deps.pop()
+                    if dep not in seen:
+                        seen.add(dep)
+                        stack.append((self.script_queries[dep],
+                                      sorted(reads[dep], key=rank.__getitem__, reverse=True)))
+                else:
+                    stack.pop()
+                    done.append(q)
         return done
 
     # =========================================================================================
@@ -244,7 +291,8 @@ class Planner:
                               kind=kind, lifetime=out.lifetime, owner=st.name, pos=st.pos,
                               label=f"Output {st.name}"))
         self.cat.queries[st.name.lower()] = QueryDef(st.name, kind, columns, out.id, sink.id, st.pos,
-                                                     out.lifetime, list(dict.fromkeys(self.references)))
+                                                     out.lifetime, list(dict.fromkeys(self.references)),
+                                                     st.query)
 
     def _query(self, q: ast.Query, owner: str) -> tuple[str, list[tuple[str, str]], Node]:
         """(kind, columns, output node) of a query expression."""
@@ -280,22 +328,53 @@ class Planner:
                               label=f"Delay {text}", inserted=inserted))
 
     def _set_op(self, q: ast.SetOp, owner: str) -> tuple[str, list[tuple[str, str]], Node]:
-        left = right = None
+        """A chain ``a UNION ALL b UNION ALL c ...`` (left-deep, as parsed) operation by operation
+        from its innermost, without recursing down its left spine: a thousand branches nest a
+        thousand deep. A branch whose columns are not known yet (inference) leaves the operation
+        its other side's; both unknown defers the operation, and the next one takes it as its
+        unknown left side."""
+        spine: list[ast.SetOp] = []
+        x: ast.Query = q
+        while isinstance(x, ast.SetOp):
+            spine.append(x)
+            x = x.left
+        left = deferred = None
         try:
-            left = self._query(q.left, owner)
-        except Deferred:
+            left = self._query(x, owner)
+        except Deferred as d:
             if not self.lenient:
                 raise
+            deferred = d
+        for op in reversed(spine):
+            try:
+                left = self._set_op_step(op, left, owner)
+            except Deferred as d:
+                if not self.lenient:
+                    raise
+                left, deferred = None, d
+        if left is None:
+            assert deferred is not None
+            raise deferred
+        return left
+
+    def _set_op_step(self, q: ast.SetOp, left: Optional[tuple[str, list[tuple[str, str]], Node]],
+                     owner: str) -> tuple[str, list[tuple[str, str]], Node]:
+        """``left`` (planned; None when deferred in inference) ``q.op`` ``q.right``."""
+        right = None
         try:
             right = self._query(q.right, owner)
         except Deferred:
             if not self.lenient or left is None:
                 raise
         if left is None or right is None:
-            # Inference only: one branch gives the columns (the loop closes through the other).
+            # Inference only: one branch gives the columns (the loop closes through the other);
+            # the names are the left operand's when it names its columns itself.
             known = left or right
             assert known is not None
-            return known
+            names = _names_of(q.left) if left is None else None
+            if names is None or len(names) != len(known[1]):
+                return known
+            return known[0], [(n, t) for n, (_, t) in zip(names, known[1])], known[2]
         (lk, lc, ln), (rk, rc, rn) = left, right
         if len(lc) != len(rc):
             raise self.err(f"{q.op} needs the same number of columns on both sides; found {len(lc)} "
@@ -398,7 +477,7 @@ class Planner:
         key = src.name.lower()
         if target is None and key not in self.schemas:
             if key in self.script_queries:
-                assert self.lenient, "every query's columns are inferred before planning"
+                assert self.inferring, "every query's columns are inferred before planning"
                 raise Deferred(src.name)
             known = ", ".join(n for n in self.cat.names() + [
                 q.name for q in self.script_queries.values() if q.name.lower() not in self.cat.queries]
@@ -413,8 +492,16 @@ class Planner:
                 if src.window is not None:
                     raise self.err(f"a window applies to a stream; '{src.name}' is a relation",
                                    src.window.pos)
+                if self.late and scan.id < self.first_new:
+                    return self._relation_since(scan, target.name, owner), label
                 return scan, label
             return self._window(scan, src.window, owner, src.pos, src), label
+        if (isinstance(target, QueryDef) and target.kind == "relation" and self.late
+                and target.sink_id < self.first_new and target.query is not None):
+            if src.window is not None:
+                raise self.err(f"a window applies to a stream; the query '{src.name}' is "
+                               "relation-valued (use it without a window)", src.window.pos)
+            return self._rederive(target, owner), label
         # A named query, possibly registered in this script and not planned yet.
         if isinstance(target, QueryDef):
             kind, cols, ref = target.kind, target.columns, target.out_id
@@ -430,6 +517,29 @@ class Planner:
                                "relation-valued (use it without a window)", src.window.pos)
             return self._reference(placeholder, out), label
         return self._window(self._reference(placeholder, out), src.window, owner, src.pos, src), label
+
+    def _relation_since(self, scan: Node, name: str, owner: str) -> Node:
+        """A relation registered before the engine ran, for a query registered now: the tuples
+        alive now, each from now on, then its changes (SPEC §4; the core's RelationSince)."""
+        return self._add(Node(self._new_id(), "relation_since", [scan.id], {}, list(scan.schema),
+                              kind="relation", lifetime=PENDING, owner=owner, pos=scan.pos,
+                              label=f"Relation {name} as of this registration"))
+
+    def _rederive(self, target: QueryDef, owner: str) -> Node:
+        """An earlier relation-valued query read by a query registered while the engine runs: its
+        definition planned again, as if written in place (SPEC §4) — fresh windows over the rows
+        from now on, relations as they stand now, earlier stream-valued queries shared — and not
+        the operators that hold its state from before. explain() marks the operators."""
+        first, references = self.cat.next_id, self.references
+        self.references = []
+        try:
+            _, _, out = self._query(target.query, owner)  # type: ignore[arg-type]
+        finally:
+            self.references = references
+        for i in range(first, self.cat.next_id):  # (a query it re-derives in turn has its mark)
+            if i in self.cat.nodes and "(re-deriving " not in self.cat.nodes[i].label:
+                self.cat.nodes[i].label += f" (re-deriving {target.name} as of this registration)"
+        return out
 
     def _reference(self, placeholder: Node, out: Union[int, str]) -> Node:
         """A stand-in for another query's output node: its id, or its name until it is planned."""
@@ -582,21 +692,24 @@ class Planner:
         nodes = []
         for k, (node, _, src) in enumerate(inputs):
             _, _, start, _ = sources[k]
-            mine = [(a, e) for a, e in remaining if e.columns() and {source_of(c) for c in e.columns()} == {k}]
+            mine = [p for p in remaining
+                    if p[1].columns() and {source_of(c) for c in p[1].columns()} == {k}]
             if len(inputs) > 1:
-                for a, e in mine:
-                    node = self._filter(node, local(e, start), owner, a.pos)
-                    remaining.remove((a, e))
+                node = self._filters(node, [(a, local(e, start)) for a, e in mine], owner)
+                # By identity: comparing syntax trees would recurse down them.
+                taken = {id(p) for p in mine}
+                remaining = [p for p in remaining if id(p) not in taken]
             nodes.append(node)
 
         current = nodes[0]
         joined = {0}
         for k in range(1, len(inputs)):
             _, _, start, stop = sources[k]
-            left_keys, right_keys, residual = [], [], []
-            for a, e in list(remaining):
+            left_keys, right_keys, residual, later = [], [], [], []
+            for a, e in remaining:
                 used = {source_of(c) for c in e.columns()}
                 if not used <= joined | {k} or k not in used:
+                    later.append((a, e))
                     continue
                 if e.kind == "call" and e.fn == "equal":
                     l, r = e.args
@@ -605,21 +718,16 @@ class Planner:
                     if lu and ru and lu <= joined and ru == {k}:
                         left_keys.append(l)
                         right_keys.append(local(r, start))
-                        remaining.remove((a, e))
                         continue
                     if lu and ru and ru <= joined and lu == {k}:
                         left_keys.append(r)
                         right_keys.append(local(l, start))
-                        remaining.remove((a, e))
                         continue
                 residual.append(e)
-                remaining.remove((a, e))
+            remaining = later
             right = nodes[k]
             schema = list(current.schema) + list(right.schema)
-            pred = residual[0] if residual else None
-            for extra in residual[1:]:
-                pred = ExpressionBinder.call("and", (pred, extra), T.BOOL,  # type: ignore[arg-type]
-                                             f"{paren(pred, 2)} AND {paren(extra, 2)}", extra.pos)  # type: ignore[arg-type]
+            pred = balanced("and", "AND", residual, T.BOOL, residual[-1].pos) if residual else None
             # Pending if either side is; otherwise known (intersections: no constant duration, and
             # results come in the merged order of two inputs).
             life = PENDING if PENDING in {current.lifetime, right.lifetime} else KNOWN
@@ -636,11 +744,20 @@ class Planner:
                 schema, kind="relation", lifetime=life, owner=owner, pos=q.sources[k].pos, label=label,
                 checks=left_keys + right_keys + ([pred] if pred is not None else [])))
             joined.add(k)
-        # What is left runs as one filter per conjunct, in the order written: each later conjunct
-        # sees only the rows the earlier ones kept.
-        for a, e in remaining:
-            current = self._filter(current, e, owner, a.pos)
-        return current
+        return self._filters(current, remaining, owner)
+
+    def _filters(self, input_: Node, preds: list[tuple[ast.Expr, TypedExpr]], owner: str) -> Node:
+        """One filter per conjunct, in the order written: each later conjunct sees only the rows
+        the earlier ones kept. From the MAX_FILTERS-th on, the conjuncts share one filter (a
+        balanced AND): the core hands batches down a chain of operators depth-first, so a WHERE of
+        ten thousand conjuncts must not become ten thousand operators."""
+        head, tail = preds[:MAX_FILTERS - 1], preds[MAX_FILTERS - 1:]
+        for a, e in head:
+            input_ = self._filter(input_, e, owner, a.pos)
+        if tail:
+            pred = balanced("and", "AND", [e for _, e in tail], T.BOOL, tail[0][0].pos)
+            input_ = self._filter(input_, pred, owner, tail[0][0].pos)
+        return input_
 
     def _filter(self, input_: Node, pred: TypedExpr, owner: str, pos: ast.Pos) -> Node:
         return self._add(Node(self._new_id(), "filter", [input_.id], {"predicate": pred.to_plan()},
@@ -764,13 +881,39 @@ def propagate_lifetimes(cat: Catalog) -> None:
         q.lifetime = cat.nodes[q.out_id].lifetime
 
 
-def _sources(q: ast.Query) -> list[ast.Source]:
-    """Every FROM entry of a query expression."""
-    if isinstance(q, ast.Select):
-        return list(q.sources)
+def _names_of(q: ast.Query) -> Optional[list[str]]:
+    """The output column names of a query expression as its text gives them, without typing it:
+    a select list of aliases and column references; None when a name needs its sources (``*``, an
+    expression without alias)."""
     if isinstance(q, ast.StreamOp):
-        return _sources(q.query)
-    return _sources(q.left) + _sources(q.right)
+        return _names_of(q.query)
+    if isinstance(q, ast.SetOp):
+        return _names_of(q.left)
+    names = []
+    for item in q.items:
+        if item.alias:
+            names.append(item.alias)
+        elif isinstance(item.expr, ast.ColumnRef):
+            names.append(item.expr.name)
+        else:
+            return None
+    return names
+
+
+def _sources(q: ast.Query) -> list[ast.Source]:
+    """Every FROM entry of a query expression, in the order written (iterative: a union of a
+    thousand branches is a thousand deep)."""
+    out: list[ast.Source] = []
+    todo = [q]
+    while todo:
+        x = todo.pop()
+        if isinstance(x, ast.Select):
+            out += x.sources
+        elif isinstance(x, ast.StreamOp):
+            todo.append(x.query)
+        else:
+            todo += [x.right, x.left]
+    return out
 
 
 def is_constant(lifetime: str) -> bool:

@@ -14,6 +14,7 @@ already one.
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 
 from cq_py.planner.identity import KEEPS_IDENTITY
 from cq_py.planner.logical import Catalog, Node
@@ -43,6 +44,9 @@ def share_subplans(cat: Catalog, first_new: int) -> None:
     while changed:  # merging two operators may make their readers identical in turn
         changed = False
         first: dict[tuple, int] = {}
+        # Kept until a merge changes the graph: rebuilt per pair, they made a union of a thousand
+        # branches over one window quadratic to plan.
+        readers, known = cat.consumers(), {}
         for i in sorted(cat.nodes):
             n = cat.nodes[i]
             if i < first_new or n.op in _NEVER_SHARED:
@@ -50,36 +54,45 @@ def share_subplans(cat: Catalog, first_new: int) -> None:
             k = _key(n)
             if k not in first:
                 first[k] = i
-            elif not _read_together(cat, i, first[k]):
+            elif not _read_together(cat, readers, known, i, first[k]):
                 _replace(cat, i, first[k])
+                readers, known = cat.consumers(), {}
                 any_merged = changed = True
     if any_merged:
         _renumber(cat, first_new)
 
 
-def _receivers(cat: Catalog, node: int) -> set[int]:
+def _receivers(cat: Catalog, readers: dict[int, list[int]], node: int,
+               stop: Collection[int] = ()) -> set[int]:
     """The operators that see the tuples of ``node`` with their identity: its readers, and the
-    readers of those that pass tuples on unchanged."""
-    readers = cat.consumers()
+    readers of those that pass tuples on unchanged (``readers``: ``cat.consumers()``). The walk
+    ends at the first one in ``stop``."""
     seen: set[int] = set()
     todo = [node]
     while todo:
         for r in readers[todo.pop()]:
             if r not in seen:
                 seen.add(r)
+                if r in stop:
+                    return seen
                 if cat.nodes[r].op in KEEPS_IDENTITY:
                     todo.append(r)
     return seen
 
 
-def _read_together(cat: Catalog, a: int, b: int) -> bool:
+def _read_together(cat: Catalog, readers: dict[int, list[int]], known: dict[int, set[int]],
+                   a: int, b: int) -> bool:
     """Whether merging ``a`` into ``b`` would make one operator see the same relation tuple
     twice (``X EXCEPT X``, a self-join, a union of two filters of one window). Operators keep
     one slot per expiration holder id, so a tuple must reach each of them once. Streams carry no
-    such identity: a stream tuple read twice is just two tuples."""
+    such identity: a stream tuple read twice is just two tuples. ``known`` keeps the receivers of
+    each ``b`` while the graph is unchanged: a thousand branches of a union over one window are
+    each compared with the first, whose receivers are the whole chain of unions."""
     if cat.nodes[a].kind == "stream":
         return False
-    return bool(_receivers(cat, a) & _receivers(cat, b))
+    if b not in known:
+        known[b] = _receivers(cat, readers, b)
+    return bool(_receivers(cat, readers, a, known[b]) & known[b])
 
 
 def _replace(cat: Catalog, old: int, new: int) -> None:

@@ -11,6 +11,7 @@ query tag and each query's columns under its own prefix), which :func:`run` spli
 from __future__ import annotations
 
 import warnings
+from collections.abc import Mapping
 from typing import Any, Iterator, Optional
 
 import numpy as np
@@ -22,7 +23,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as ST
 
 from cq_py.engine import OP, Engine
-from cq_py.errors import InputError
+from cq_py.errors import ArgumentError, InputError
 from cq_py.planner import types as T
 from cq_py.spark.partitioning import PartitionPlan, partition_plan
 
@@ -76,15 +77,18 @@ def run(spark: SparkSession, cql_text: str, inputs: Optional[dict[str, DataFrame
     >>> sorted(out["q"].collect())  # doctest: +SKIP
     [Row(k=1, a=2.0, start=0, end=None), Row(k=2, a=3.0, start=1, end=None)]
     """
+    if inputs is not None and not isinstance(inputs, Mapping):
+        raise ArgumentError(f"run(inputs=...) maps stream names to DataFrames, e.g. {{'s': df}}; "
+                            f"found {type(inputs).__name__}")
     inputs = dict(inputs or {})
     if any(getattr(df, "isStreaming", False) for df in inputs.values()):
         from cq_py.spark import streaming  # Structured Streaming: engine state across micro-batches
 
         return streaming.run(spark, cql_text, inputs, ts, partitions=partitions, **engine_options)
     if not isinstance(chunk_rows, int) or chunk_rows < 1:
-        raise ValueError(f"chunk_rows must be a positive integer; found {chunk_rows!r}")
+        raise ArgumentError(f"chunk_rows must be a positive integer; found {chunk_rows!r}")
     if partitions is not None and (not isinstance(partitions, int) or partitions < 1):
-        raise ValueError(f"partitions must be a positive integer; found {partitions!r}")
+        raise ArgumentError(f"partitions must be a positive integer; found {partitions!r}")
     # The script is checked on the driver, with the engine's own errors, before any job runs.
     eng = Engine(**engine_options)
     eng.execute(cql_text)

@@ -1,21 +1,26 @@
 """Files in and out of cq on Spark, for ``cq run ... --spark``: CSV, Parquet and JSON Lines read by
-Spark (never through the driver), results written by Spark's writers.
+Spark (never through the driver); results written by Spark in parallel, then gathered into the
+files a local run writes.
 """
 
 from __future__ import annotations
 
 import csv
 import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as ST
 
 from cq_py.engine import OP, Engine
 from cq_py.errors import InputError
 from cq_py.io.readers import detect_format
+from cq_py.io.writers import EXTENSIONS, QueryWriter, open_writer
 from cq_py.spark.batch import SPARK_TYPES, _core_type
 
 __all__ = ["read_input", "session", "start_session", "write_output"]
@@ -109,20 +114,33 @@ def _is_int(text: str) -> bool:
     return True
 
 
-def write_output(df: DataFrame, directory: Path, query: str, fmt: str) -> Path:
-    """Writes ``df`` with Spark's writer to ``directory/query.fmt/`` (one part file per task) and
-    returns that path.
+def write_output(df: DataFrame, directory: Path, query: str, fmt: str, schema: pa.Schema,
+                 order: list[str]) -> QueryWriter:
+    """Writes ``df``, sorted by the ``order`` columns, to ``directory/query.<ext>``: the file a
+    local ``cq run`` writes (same name, format and writer). Spark writes the sorted rows as
+    Parquet part files into a hidden directory beside it, in parallel; the driver then streams
+    them, part by part, into a staged :class:`~cq_py.io.writers.QueryWriter` and removes the
+    parts. The writer is returned closed but not committed: :meth:`QueryWriter.commit` moves the
+    file into place, :meth:`QueryWriter.discard` drops it. ``directory`` must be one the Spark
+    workers write to (any directory on a local master; a shared file system on a cluster).
 
-    >>> write_output(out["q"], Path("out"), "q", "csv")  # doctest: +SKIP
-    PosixPath('out/q.csv')
+    >>> w = write_output(out["q"], Path("out").absolute(), "q", "csv", schema, ["ts"])  # doctest: +SKIP
+    >>> w.commit(); w.path, w.rows  # doctest: +SKIP
+    ('/home/me/out/q.csv', 178)
     """
-    target = directory / f"{query}.{fmt}"
-    writer = df.write.mode("overwrite")
-    if fmt == "csv":
-        writer.option("header", True).csv(str(target))
-    elif fmt == "parquet":
-        writer.parquet(str(target))
-    else:  # JSON Lines, nulls written as null as the local writer does
-        writer.option("ignoreNullFields", False).json(str(target))
-    return target
-
+    os.makedirs(directory, exist_ok=True)
+    parts = Path(directory) / f".{query}.{EXTENSIONS[fmt]}.spark-parts"
+    writer = open_writer(directory, query, fmt, schema, staged=True)  # type: ignore[arg-type]
+    try:
+        (df.orderBy(*order) if order else df).write.mode("overwrite").parquet(str(parts))
+        # Range partitioning numbers the parts in sort order.
+        for part in sorted(parts.glob("part-*.parquet")):
+            for batch in pq.ParquetFile(part).iter_batches():
+                writer.write(batch)
+        writer.close(schema)
+    except BaseException:
+        writer.discard()
+        raise
+    finally:
+        shutil.rmtree(parts, ignore_errors=True)
+    return writer

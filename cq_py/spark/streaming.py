@@ -72,7 +72,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cq_py.engine import Engine
-from cq_py.errors import CQError, InputError
+from cq_py.errors import ArgumentError, CQError, InputError
 from cq_py.spark import batch
 from cq_py.spark.batch import PART, TAG, TS
 from cq_py.spark.partitioning import partition_plan
@@ -122,7 +122,7 @@ def run(spark, cql_text: str, inputs: Optional[dict[str, Any]] = None, ts: str =
     if partitions is None:
         partitions = int(spark.conf.get("spark.sql.shuffle.partitions") or 200)
     if not isinstance(partitions, int) or isinstance(partitions, bool) or partitions < 1:
-        raise ValueError(f"partitions must be a positive integer; found {partitions!r}")
+        raise ArgumentError(f"partitions must be a positive integer; found {partitions!r}")
     if not plan.partitionable:
         warnings.warn(f"cq on Spark: the script runs in one engine: {plan.blocker}",
                       batch.CQPartitionWarning, stacklevel=3)

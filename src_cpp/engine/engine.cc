@@ -1,5 +1,6 @@
 #include "engine/engine.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "batch/buffer.h"
@@ -15,14 +16,17 @@ namespace cq {
 
 Engine::Engine(EngineOptions options) : options_(std::move(options)) {
   KeepWorkingMemory();
-  if (options_.max_loop_steps < 1)
-    throw CqError(ErrorKind::kSemantic, "max_loop_steps must be at least 1; found " + std::to_string(options_.max_loop_steps));
+  for (const auto& [name, value] : {std::pair<const char*, int64_t>{"max_loop_steps", options_.max_loop_steps},
+                                    {"max_loop_ticks", options_.max_loop_ticks},
+                                    {"max_loop_rows", options_.max_loop_rows}})
+    if (value < 1) throw CqError(ErrorKind::kSemantic, std::string(name) + " must be at least 1; found " + std::to_string(value));
   if (options_.max_run < 1)
     throw CqError(ErrorKind::kSemantic, "max_run must be at least 1; found " + std::to_string(options_.max_run));
   if (options_.lifetime != "direct" && options_.lifetime != "negative")
     throw CqError(ErrorKind::kSemantic, "lifetime='" + options_.lifetime + "': expected 'direct' or 'negative'");
   if (options_.executor == "dts")
-    executor_ = std::make_unique<DtsExecutor>(options_.hybrid, options_.max_loop_steps);
+    executor_ = std::make_unique<DtsExecutor>(
+        options_.hybrid, LoopBounds{options_.max_loop_steps, options_.max_loop_ticks, options_.max_loop_rows});
   else if (options_.executor == "heartbeat")
     executor_ = std::make_unique<HeartbeatExecutor>(options_.max_run, holders_.get());
   else
@@ -31,15 +35,26 @@ Engine::Engine(EngineOptions options) : options_(std::move(options)) {
 
 template <typename F>
 void Engine::Run(F&& f) {
+  // The queries' results as they stand: what was final before the call. A call that fails half
+  // way (a runaway loop) leaves them so, for fetch(), rather than with some of a loop's instants.
+  std::vector<std::pair<QuerySink*, size_t>> before;
+  for (const auto& [name, id] : sinks_) {
+    QuerySink* s = static_cast<QuerySink*>(executor_->op(id));
+    before.emplace_back(s, s->Mark());
+  }
+  auto fail = [&](ErrorKind kind, const char* what) {
+    failed_ = std::make_unique<CqError>(kind, what);
+    for (auto& [s, mark] : before) s->Rollback(mark);
+  };
   try {
     f();
   } catch (const CqError& e) {
+    fail(e.kind(), e.what());
     if (restored_ && e.kind() == ErrorKind::kInternal) throw Inconsistent(e.what());
-    failed_ = std::make_unique<CqError>(e.kind(), e.what());
     throw;
   } catch (const std::exception& e) {
+    fail(ErrorKind::kInternal, e.what());
     if (restored_) throw Inconsistent(e.what());
-    failed_ = std::make_unique<CqError>(ErrorKind::kInternal, e.what());
     throw;
   }
 }
@@ -74,6 +89,9 @@ void Engine::AddPlan(const std::string& plan_json) {
   // is built after its reader; what it really produces is checked against this once it is built.
   std::map<int, std::pair<Schema, BatchKind>> declared;
   std::vector<std::pair<int, int>> forward;  // (reader, operator read before it was built)
+  // The engine's progress now: what an operator added now reads is seen as it stands here.
+  const Time registered_at = *least_;
+  std::vector<std::pair<int, int>> replays;  // (an operator built before, its new reader)
   for (const json::Value& o : plan["operators"].array())
     if (const json::Value* out = o.find("output"))
       declared[static_cast<int>(o["id"].integer())] = {
@@ -101,6 +119,9 @@ void Engine::AddPlan(const std::string& plan_json) {
     OperatorContext ctx;
     ctx.holders = holders_.get();
     ctx.negative = options_.lifetime == "negative";
+    ctx.furthest = furthest_.get();
+    ctx.least = least_.get();
+    ctx.registered_at = registered_at;
     std::unique_ptr<Operator> op = OperatorRegistry::Global().Create(spec, inputs, ctx);
     fresh[spec.id] = {&op->output_schema(), op->output_kind()};
     if (auto* scan = dynamic_cast<StreamScan*>(op.get())) {
@@ -113,6 +134,8 @@ void Engine::AddPlan(const std::string& plan_json) {
                "relation '" + scan->relation() + "' registered twice");
       new_streams[scan->relation()] = {spec.id, scan->shared_schema(), advanced_, scan};
     }
+    for (int in : spec.inputs)
+      if (!fresh.count(in) && !declared.count(in)) replays.push_back({in, spec.id});
     if (auto* sink = dynamic_cast<QuerySink*>(op.get())) {
       CQ_CHECK(!sinks_.count(sink->query()) && !new_sinks.count(sink->query()),
                "query '" + sink->query() + "' registered twice");
@@ -131,7 +154,14 @@ void Engine::AddPlan(const std::string& plan_json) {
   streams_.merge(new_streams);
   sinks_.merge(new_sinks);
   plans_.push_back(plan_json);
-  Run([&] { PropagateProgress(); });
+  UpdateProgress();  // (a new input may be behind the others)
+  Run([&] {
+    // What the new operators must still be handed of the ones they read (SPEC §4): relations as
+    // they stand, delayed rows from now on.
+    for (const auto& [producer, reader] : replays)
+      for (const Batch& b : executor_->op(producer)->Backlog(registered_at)) executor_->Replay(producer, reader, b);
+    PropagateProgress();
+  });
 }
 
 void Engine::Push(const std::string& stream, std::vector<ImportedBatch> batches) {
@@ -175,6 +205,7 @@ void Engine::Push(const std::string& stream, std::vector<ImportedBatch> batches)
     for (const Batch& batch : ready) executor_->Push(st.source_id, batch);
     if (last > st.progress) {
       st.progress = last;
+      UpdateProgress();
       PropagateProgress();
     }
   });
@@ -262,6 +293,15 @@ std::vector<Batch> Engine::Validate(const std::string& stream, const StreamState
   return ready;
 }
 
+void Engine::UpdateProgress() {
+  Time least = streams_.empty() ? Time::MinusInfinity() : Time::Infinity();
+  for (const auto& [name, s] : streams_) {
+    least = std::min(least, s.progress);
+    if (!s.progress.IsInfinite()) *furthest_ = std::max(*furthest_, s.progress.tick);
+  }
+  *least_ = least;
+}
+
 void Engine::PropagateProgress() {
   std::map<int, Time> progress;
   for (const auto& [name, s] : streams_) progress[s.source_id] = s.progress;
@@ -274,14 +314,28 @@ void Engine::Advance(Time t) {
   if (t <= advanced_) return;
   advanced_ = t;
   for (auto& [name, s] : streams_) s.progress = std::max(s.progress, t);
+  UpdateProgress();
   Run([&] { PropagateProgress(); });
 }
 
 void Engine::Close() {
   if (closed_) return;
   CheckUsable();
+  // P stays where the inputs left it: RSTREAM emits every tick up to it (SPEC §4). First every
+  // input goes to P (nothing comes below it now): what is final there reaches the queries even if
+  // a loop then runs away past it.
+  Time furthest = Time::MinusInfinity();
+  for (const auto& [name, s] : streams_) furthest = std::max(furthest, s.progress);
+  bool behind = false;
+  for (const auto& [name, s] : streams_) behind |= s.progress < furthest;
+  if (behind && !furthest.IsInfinite()) {
+    for (auto& [name, s] : streams_) s.progress = furthest;
+    UpdateProgress();
+    Run([&] { PropagateProgress(); });
+  }
   advanced_ = Time::Infinity();
   for (auto& [name, s] : streams_) s.progress = Time::Infinity();
+  UpdateProgress();
   Run([&] { PropagateProgress(); });
   closed_ = true;
 }
@@ -500,6 +554,8 @@ void Engine::Restore(std::string_view snapshot) {
   SnapshotReader::Guarded([&] { fresh.RestoreState(r); });
   if (r.left() != 0) SnapshotReader::Corrupt(std::to_string(r.left()) + " bytes follow the last operator's state");
   std::swap(holders_, fresh.holders_);
+  std::swap(furthest_, fresh.furthest_);
+  std::swap(least_, fresh.least_);
   std::swap(executor_, fresh.executor_);
   std::swap(streams_, fresh.streams_);
   std::swap(sinks_, fresh.sinks_);
@@ -536,6 +592,7 @@ void Engine::RestoreState(SnapshotReader& r) {
   if (advanced_.IsInfinite() != closed_) SnapshotReader::Corrupt("the engine's progress and its closed flag differ");
   std::map<int, Time> sources;
   for (const auto& [name, st] : streams_) sources[st.source_id] = st.progress;
+  UpdateProgress();  // (after close() no operator reads it any more)
   r.Section("the executor's state", [&] { executor_->Restore(r, sources); });
   const size_t ops = r.Count(17);
   if (ops != executor_->order().size())

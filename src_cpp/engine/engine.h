@@ -26,6 +26,10 @@ struct EngineOptions {
   int64_t max_loop_steps = 1000000;
   // Heartbeat: consecutive executions of one operator before the scheduler moves on.
   int64_t max_run = 20;
+  // DTS: ticks at which a loop may produce rows past its inputs' progress, and rows that may go
+  // round a loop in one tick or past its inputs' progress (executors/dts/dts_executor.h, LoopBounds).
+  int64_t max_loop_ticks = 1000000;
+  int64_t max_loop_rows = 10000000;
 };
 
 class Engine {
@@ -85,8 +89,11 @@ class Engine {
                               std::vector<ImportedBatch> batches, Time* last) const;
   QuerySink* Sink(const std::string& query) const;
   void PropagateProgress();
+  // P and the least progress as the inputs' progress gives them.
+  void UpdateProgress();
   // Runs `f`, the part of a call that moves data. An error there (a runaway loop) leaves operators
-  // half way through an instant, so the engine refuses every later call, saying why.
+  // half way through an instant, so the engine refuses every later call, saying why — but Drain:
+  // what the queries produced before (everything final below the inputs' progress) stays there.
   template <typename F>
   void Run(F&& f);
   CqError Inconsistent(const std::string& what);  // (Run, in a restored engine)
@@ -101,6 +108,11 @@ class Engine {
   // Before the executor: operators may release ids as they are destroyed. Behind a pointer so
   // that Restore can swap a rebuilt engine in without moving the table operators point to.
   std::unique_ptr<HolderTable> holders_ = std::make_unique<HolderTable>();
+  // The engine's progress P (OperatorContext::furthest): the furthest tick any input reached,
+  // frozen by close(). Behind a pointer for the same reason as the holder table.
+  std::unique_ptr<int64_t> furthest_ = std::make_unique<int64_t>(Time::kMinTick);
+  // The least progress of the inputs (OperatorContext::least), likewise.
+  std::unique_ptr<Time> least_ = std::make_unique<Time>(Time::MinusInfinity());
   std::unique_ptr<Executor> executor_;
   std::map<std::string, StreamState> streams_;  // streams and relations, by name
   std::map<std::string, int> sinks_;

@@ -48,6 +48,9 @@ class Executor {
   virtual void Push(int source, const Batch& batch) = 0;
   // Source `source` will not produce anything below `progress` any more.
   virtual void AdvanceTo(const std::map<int, Time>& source_progress) = 0;
+  // Hands `batch` to operator `consumer` alone, as if `producer`, one of its inputs, had emitted
+  // it: what a relation holds, for an operator added while the engine runs (SPEC §4).
+  virtual void Replay(int producer, int consumer, const Batch& batch) = 0;
 
   virtual Operator* op(int id) const = 0;
   // Operator ids in the order explain() shows them (the executor's schedule order).

@@ -10,17 +10,6 @@
 
 namespace cq {
 
-namespace {
-int64_t CeilTo(int64_t x, int64_t s) {
-  int64_t q = x / s;
-  if (q * s < x) ++q;
-  int64_t r;
-  return __builtin_mul_overflow(q, s, &r) ? Time::kInfTick : r;
-}
-// Where [Range T Slide S] starts a tuple at `t`, given the boundary `start` = ⌈t / S⌉·S.
-Time SlideStart(Time t, int64_t start) { return {start, start == t.tick ? t.step : 0}; }
-}  // namespace
-
 NegativeTimeWindow::NegativeTimeWindow(std::string kind, int64_t range, int64_t slide, const Schema& input)
     : kind_(std::move(kind)), range_(range), slide_(slide), schema_(input) {}
 
@@ -47,26 +36,14 @@ void NegativeTimeWindow::Push(int, const Batch& in, Emitter& out) {
   } else if (kind_ == "range") {
     for (int64_t i = 0; i < n; ++i) et[i] = (b.sync.At(i) + Duration::Ticks(range_)).tick;
     end.steps = b.sync.steps;
-  } else {  // slide
+  } else {  // slide: both ends on boundaries, at step 0, as SlideWindow has them
     start.ticks = Buffer::Allocate(n * 8);
     start.steps = {};
     int64_t* st = start.ticks.as<int64_t>();
     for (int64_t i = 0; i < n; ++i) {
-      st[i] = CeilTo(t[i], slide_);
-      int64_t te;
-      et[i] = __builtin_add_overflow(t[i], range_, &te) ? Time::kInfTick : CeilTo(te, slide_);
-    }
-    if (b.sync.has_steps()) {
-      // A tuple exactly on a boundary keeps its ε-step, as SlideWindow has it (one moved to the next
-      // boundary starts at step 0): in a loop it must not start below the instant that made it. Its
-      // end is the boundary's step 0, or with [Range 0] its start (a ghost, never an end before it).
-      start.steps = Buffer::Allocate(n * 8);
-      end.steps = Buffer::Allocate(n * 8);
-      for (int64_t i = 0; i < n; ++i) {
-        const Time s = SlideStart(b.sync.At(i), st[i]);
-        start.steps.as<int64_t>()[i] = s.step;
-        end.steps.as<int64_t>()[i] = et[i] == st[i] ? s.step : 0;
-      }
+      const Time at = b.sync.At(i);
+      st[i] = CeilToBoundary(at, slide_).tick;
+      et[i] = CeilToBoundary(at + Duration::Ticks(range_), slide_).tick;
     }
   }
   b.sync = start;
@@ -241,13 +218,10 @@ class NegativeTimeWindowRows final : public RowOperator {
         *start = t;
         *end = {(t + Duration::Ticks(range_)).tick, t.step};
         return;
-      case Kind::kSlide: {
-        *start = SlideStart(t, CeilTo(t.tick, slide_));
-        int64_t te;
-        const int64_t e = __builtin_add_overflow(t.tick, range_, &te) ? Time::kInfTick : CeilTo(te, slide_);
-        *end = {e, e == start->tick ? start->step : 0};
+      case Kind::kSlide:
+        *start = CeilToBoundary(t, slide_);
+        *end = CeilToBoundary(t + Duration::Ticks(range_), slide_);
         return;
-      }
     }
   }
 

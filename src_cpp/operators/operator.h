@@ -37,6 +37,17 @@ class Emitter {
 struct OperatorContext {
   HolderTable* holders = nullptr;
   bool negative = false;  // lifetime="negative": the Negative Tuple method (SPEC §5)
+  // The engine's progress P (SPEC §4): the furthest tick any input of the engine has reached — its
+  // latest timestamp or advance, over all streams and relations — as it stood before close(),
+  // which leaves it as it was. Null outside an engine (unit tests): no input is known to be
+  // ahead.
+  const int64_t* furthest = nullptr;
+  // The engine's least progress (the minimum of its inputs' progress: results below it are final,
+  // and a query registered now sees the engine at it), kept up to date by the engine; null
+  // outside an engine.
+  const Time* least = nullptr;
+  // Its value when the operator is added.
+  Time registered_at = Time::MinusInfinity();
 };
 
 class Operator {
@@ -58,15 +69,23 @@ class Operator {
   // expirations, pending ends it will fix, RSTREAM's ticks: its next firing time (paper 000 §3.2)
   // — or Time::Infinity() when everything it holds waits on more input. The DTS executor asks
   // only inside loops, where the next instant to run is the minimum of these. `last_tick` is the
-  // furthest tick the loop's inputs have reached (RSTREAM fires at every tick up to it while its
-  // relation is non-empty).
+  // furthest tick the loop's inputs have reached.
   virtual Time next_firing(int64_t last_tick) const { return Time::Infinity(); }
 
-  // The inputs have ended (close()): nothing more will come than what is in already, and
-  // `last_tick` is the furthest tick they reached. Outside loops AdvanceTo(Time::Infinity()) says
-  // it; inside a loop the last instants still run one by one after it, so the DTS executor says it
-  // first (RSTREAM then stops at the tick where close() stops it outside loops).
+  // The inputs have ended (close()): nothing more will come than what is in already.
+  // Outside loops AdvanceTo(Time::Infinity()) says it; inside a loop the last instants still run
+  // one by one after it, so the DTS executor says it first (RSTREAM then knows that the engine's
+  // progress P, OperatorContext::furthest, is final).
   virtual void Closing(int64_t last_tick) {}
+
+  // How far the operator's output is complete once its inputs' progress is `progress`: nothing it
+  // emits later lies below this. The executors hand it on as its consumers' input progress. Its
+  // input progress moved forward by its delay, for all but RSTREAM, which holds back the ticks it
+  // cannot decide yet (those beyond the engine's progress P, SPEC §4) until P passes them or
+  // close() comes.
+  virtual Time OutputProgress(Time progress) const {
+    return progress == Time::MinusInfinity() ? progress : progress + delay();
+  }
 
   // How far the operator moves time forward: zero for all but delays (paper 000 §3.1), which the
   // executors use to cut loops.
@@ -76,6 +95,14 @@ class Operator {
   // renames. The DTS executor then gives its input to its consumers directly — in a loop, where
   // batches hold a row or two, building the copy cost as much as the work of a whole operator.
   virtual bool passes_through() const { return false; }
+  // True when what the operator emits after close() at an instant depends on how its input goes
+  // on after that instant: RSTREAM emits R(t) beyond the engine's progress only while a value of
+  // R(t) later drops, and its input may fix that drop later (the end of a DISTINCT's or an
+  // aggregate's tuple, when the window under it expires). Run instant by instant together with its producers, it
+  // would learn it too late for its consumers; so the DTS executor with hybrid = false runs such
+  // an operator, when it is on no loop, on whole batches between the regions of its producers
+  // and of its consumers, as the hybrid does, and a loop holding one in a region of its own.
+  virtual bool looks_ahead_at_close() const { return false; }
   // True for a query's output, which emits nothing. The DTS executor runs an output fed by a loop
   // inside the loop's region, in row form: its rows then need no batch to get there.
   virtual bool is_output() const { return false; }
@@ -84,6 +111,10 @@ class Operator {
   // BatchAdapter). Asked once, before the operator has seen any input. The row form may refer to
   // this operator, which outlives it.
   virtual std::unique_ptr<RowOperator> ToRows() { return nullptr; }
+  // What an operator added now, while the engine runs at progress `p`, must still be handed from
+  // this one, its input (SPEC §4, a query registered at p): the tuples of a relation alive at p,
+  // a delayed stream's rows from p on that went out before. Empty for most.
+  virtual std::vector<Batch> Backlog(Time p) { return {}; }
   virtual const Schema& output_schema() const = 0;
   virtual BatchKind output_kind() const = 0;
   // One line for explain(): the operator and its parameters.

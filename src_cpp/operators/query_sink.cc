@@ -394,6 +394,19 @@ std::vector<OutputChunk> QuerySink::Drain() {
   return out;
 }
 
+size_t QuerySink::Mark() {
+  FlushSmall();
+  return queue_.size();
+}
+
+void QuerySink::Rollback(size_t mark) {
+  FlushSmall();
+  while (queue_.size() > mark) {
+    queued_rows_ -= queue_.back().length;
+    queue_.pop_back();
+  }
+}
+
 std::string QuerySink::Explain() const {
   return "Output " + query_ + (kind_ == BatchKind::kStream ? " (stream)" : " (relation)");
 }

@@ -37,6 +37,10 @@ class QuerySink final : public Operator {
 
   const std::string& query() const { return query_; }
   std::vector<OutputChunk> Drain();
+  // What is queued now (the rows being gathered become a chunk first), and back to it: a call
+  // into the engine that fails half way leaves the queries' results as they were before it.
+  size_t Mark();
+  void Rollback(size_t mark);
   int64_t queued_rows() const { return queued_rows_; }
   int64_t waiting_rows() const { return waiting_; }
 

@@ -1,5 +1,8 @@
 #include "operators/relation_scan.h"
 
+#include <algorithm>
+#include <cstring>
+
 #include "batch/row_hash.h"
 #include "engine/errors.h"
 #include "engine/snapshot.h"
@@ -187,9 +190,171 @@ void RelationScan::AdvanceTo(Time progress, Emitter& out) {
   alive_count_ = 0;
 }
 
+namespace {
+
+// Reads back the values AppendKey wrote for one row: column by column, a tag (0 NULL, 1 a value)
+// and the value's bytes.
+class KeyReader {
+ public:
+  explicit KeyReader(const std::string& key) : p_(key.data()), end_(key.data() + key.size()) {}
+  bool Valid() { return Take(1)[0] != '\0'; }
+  template <typename T>
+  T Pod() {
+    T v;
+    std::memcpy(&v, Take(sizeof(T)), sizeof(T));
+    return v;
+  }
+  std::string_view Str() {
+    const auto n = Pod<uint32_t>();
+    return {Take(n), n};
+  }
+
+ private:
+  const char* Take(size_t n) {
+    CQ_CHECK(static_cast<size_t>(end_ - p_) >= n, "a relation's value key is shorter than its columns");
+    const char* at = p_;
+    p_ += n;
+    return at;
+  }
+  const char* p_;
+  const char* end_;
+};
+
+}  // namespace
+
+Batch RelationScan::AliveFrom(Time p) const {
+  struct Alive {
+    Time start;
+    const std::string* key;
+    HolderId holder;
+  };
+  std::vector<Alive> rows;
+  rows.reserve(static_cast<size_t>(alive_count_));
+  for (const auto& [key, q] : alive_)
+    for (size_t j = q.head; j < q.items.size(); ++j) rows.push_back({std::max(q.items[j].start, p), &key, q.items[j].holder});
+  std::stable_sort(rows.begin(), rows.end(), [](const Alive& a, const Alive& b) { return a.start < b.start; });
+  const int64_t n = static_cast<int64_t>(rows.size());
+  Batch o;
+  o.kind = BatchKind::kLifetime;
+  o.schema = schema_;
+  o.length = n;
+  if (n == 0) return o;
+  // The values, a column at a time (each key is read once per column it holds).
+  const size_t width = schema_->size();
+  std::vector<KeyReader> readers;
+  readers.reserve(rows.size());
+  for (const Alive& a : rows) readers.emplace_back(*a.key);
+  for (size_t c = 0; c < width; ++c) {
+    const TypeId type = (*schema_)[c].type;
+    Column col;
+    col.type = type;
+    col.length = n;
+    if (type == TypeId::kNull) {
+      for (KeyReader& r : readers) r.Valid();
+      col.null_count = n;
+      o.columns.push_back(std::move(col));
+      continue;
+    }
+    std::vector<uint8_t> valid(static_cast<size_t>(n));
+    std::vector<std::string_view> strings;
+    if (type == TypeId::kUtf8) strings.resize(static_cast<size_t>(n));
+    else col.values = Buffer::AllocateZeroed(type == TypeId::kBool ? bitmap::Bytes(n) : n * 8);
+    for (int64_t i = 0; i < n; ++i) {
+      KeyReader& r = readers[static_cast<size_t>(i)];
+      valid[static_cast<size_t>(i)] = r.Valid();
+      if (!valid[static_cast<size_t>(i)]) {
+        ++col.null_count;
+        continue;
+      }
+      switch (type) {
+        case TypeId::kInt64: col.values.as<int64_t>()[i] = r.Pod<int64_t>(); break;
+        case TypeId::kFloat64: {
+          const uint64_t bits = r.Pod<uint64_t>();
+          std::memcpy(col.values.as<double>() + i, &bits, 8);
+          break;
+        }
+        case TypeId::kBool:
+          if (r.Pod<char>() != '\0') bitmap::Set(col.values.as<uint8_t>(), i);
+          break;
+        case TypeId::kUtf8: strings[static_cast<size_t>(i)] = r.Str(); break;
+        case TypeId::kNull: break;
+      }
+    }
+    if (type == TypeId::kUtf8) FillStrings(col, n, [&](int64_t k) { return strings[static_cast<size_t>(k)]; });
+    if (col.null_count > 0) {
+      col.validity = Buffer::AllocateZeroed(bitmap::Bytes(n));
+      for (int64_t i = 0; i < n; ++i)
+        if (valid[static_cast<size_t>(i)]) bitmap::Set(col.validity.as<uint8_t>(), i);
+    }
+    o.columns.push_back(std::move(col));
+  }
+  std::vector<Time> starts(rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) starts[i] = rows[i].start;
+  o.sync = MakeTimeColumn(starts);
+  if (negative_) {  // positives: their ends open
+    o.other = MakeTimeColumn(std::vector<Time>(rows.size(), Time::Infinity()));
+    return o;
+  }
+  o.other.ticks = Buffer::Allocate(n * 8);
+  o.holders = Buffer::Allocate(n * static_cast<int64_t>(sizeof(HolderId)));
+  for (int64_t i = 0; i < n; ++i) {
+    o.other.ticks.as<int64_t>()[i] = Time::kInfTick;  // pending: `holders` says whose
+    o.holders.as<HolderId>()[i] = rows[static_cast<size_t>(i)].holder;
+  }
+  return o;
+}
+
+std::vector<Batch> RelationScan::Backlog(Time p) {
+  Batch alive = AliveFrom(p);
+  if (alive.length == 0) return {};
+  return {std::move(alive)};
+}
+
 std::string RelationScan::Explain() const {
   return "RelationScan " + relation_ + SchemaToString(*schema_) + (negative_ ? " (negative tuples)" : "");
 }
+
+void RelationSince::Push(int, const Batch& batch, Emitter& out) {
+  if (!negative_) return out.Forward(batch);
+  // A negative ending a tuple that started before p ends the tuple this query saw start at p.
+  const Batch b = batch.Compact();
+  bool before = false;
+  for (int64_t i = 0; i < b.length && !before; ++i) before = !b.other.At(i).IsInfinite() && b.other.At(i) < since_;
+  if (!before) return out.Forward(batch);
+  std::vector<Time> other(static_cast<size_t>(b.length));
+  for (int64_t i = 0; i < b.length; ++i) {
+    const Time o = b.other.At(i);
+    other[static_cast<size_t>(i)] = !o.IsInfinite() && o < since_ ? since_ : o;
+  }
+  Batch moved = b;
+  moved.other = MakeTimeColumn(other);
+  out.Emit(std::move(moved));
+}
+
+namespace {
+// (It reads p from the operator, which outlives it: a restored snapshot sets p there.)
+class RelationSinceRows final : public RowOperator {
+ public:
+  RelationSinceRows(const Time* since, bool negative) : since_(since), negative_(negative) {}
+  void Push(int, const Row& row, RowEmitter& out) override {
+    if (!negative_ || row.other.IsInfinite() || !(row.other < *since_)) return out.Emit(row);
+    Row moved = row;
+    moved.other = *since_;
+    out.Emit(moved);
+  }
+  bool stateful() const override { return false; }
+
+ private:
+  const Time* since_;
+  bool negative_;
+};
+}  // namespace
+
+std::unique_ptr<RowOperator> RelationSince::ToRows() { return std::make_unique<RelationSinceRows>(&since_, negative_); }
+
+void RelationSince::Snapshot(SnapshotWriter& w) const { w.Pod(since_); }
+
+void RelationSince::Restore(SnapshotReader& r) { since_ = r.Pod<Time>(); }
 
 void RegisterRelationScan(OperatorRegistry& r) {
   r.Register("relation_scan", [](const OperatorSpec& s, const std::vector<OperatorInput>& in,
@@ -197,6 +362,11 @@ void RegisterRelationScan(OperatorRegistry& r) {
     CQ_CHECK(in.empty(), "a relation scan reads no operator");
     return std::make_unique<RelationScan>(s.params["relation"].str(), SchemaFromJson(s.params["schema"]),
                                           ctx.negative, ctx.holders);
+  });
+  r.Register("relation_since", [](const OperatorSpec&, const std::vector<OperatorInput>& in,
+                                  const OperatorContext& ctx) -> std::unique_ptr<Operator> {
+    CQ_CHECK(in.size() == 1 && in[0].kind == BatchKind::kLifetime, "a relation as of a registration reads a relation");
+    return std::make_unique<RelationSince>(*in[0].schema, ctx.registered_at, ctx.negative);
   });
 }
 

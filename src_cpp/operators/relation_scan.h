@@ -44,6 +44,12 @@ class RelationScan final : public Operator {
   // Changes nothing.
   int64_t FirstMissingDelete(const std::vector<Batch>& changes) const;
   int64_t alive() const { return alive_count_; }
+  // The tuples alive now, as a query registered now at progress `p` sees them (SPEC §4): each as
+  // [max(its start, p), its end), the end pending (direct: the copy's holder, fixed by a later
+  // delete; negative: a positive, ended by a later negative). In start order. Copies of one value
+  // come with the value all of them compare equal to (-0.0 as 0.0, every NaN as one NaN).
+  Batch AliveFrom(Time p) const;
+  std::vector<Batch> Backlog(Time p) override;
 
  private:
   struct Copy {
@@ -71,6 +77,31 @@ class RelationScan final : public Operator {
   std::unordered_map<std::string, Copies> alive_;  // by value (AppendKey of every column)
   int64_t alive_count_ = 0;
   uint32_t batch_seq_ = 0;
+};
+
+// The relation as a query registered while the engine runs sees it (SPEC §4): whole, as it stood
+// at the registration's progress p — every tuple alive then as [max(its start, p), its end), which
+// the engine hands this operator once it is added (RelationScan::AliveFrom) — and then every change
+// as it comes. The planner puts one between a relation and the operators of such a query. Under
+// the negative method a negative names the start it ends, which for a tuple alive at p is p here.
+class RelationSince final : public Operator {
+ public:
+  RelationSince(const Schema& schema, Time since, bool negative)
+      : schema_(schema), since_(since), negative_(negative) {}
+  void Push(int port, const Batch& batch, Emitter& out) override;
+  std::unique_ptr<RowOperator> ToRows() override;
+  bool passes_through() const override { return !negative_; }
+  const Schema& output_schema() const override { return schema_; }
+  BatchKind output_kind() const override { return BatchKind::kLifetime; }
+  // (Without p: a snapshot's operators are matched by this line, and p is the snapshot's state.)
+  std::string Explain() const override { return "Relation as of its query's registration"; }
+  void Snapshot(SnapshotWriter& w) const override;
+  void Restore(SnapshotReader& r) override;
+
+ private:
+  Schema schema_;
+  Time since_;
+  bool negative_;
 };
 
 }  // namespace cq

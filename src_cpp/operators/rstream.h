@@ -1,9 +1,17 @@
 #pragma once
-// RSTREAM(R): at every tick t (step 0) while R is non-empty, emits every tuple of R(t) with
-// timestamp t (SPEC §4). A firing point of the DTS executor (paper 000 §3.2): it produces output at
-// ticks where its input is silent. Ticks are emitted once complete; at close() R keeps being
-// emitted until it is empty, or, when it holds tuples that never end, up to the last tick the
-// input reached (not to infinity).
+// RSTREAM(R) (SPEC §4): at every tick t (step 0) emits every tuple of R(t) with timestamp t — up to
+// the engine's progress P (the furthest tick any input reached, OperatorContext::furthest), and
+// beyond P only while R(t) holds a value whose multiplicity drops below its multiplicity at t at
+// some later instant (read as a relation: a tuple that ends where an equal one starts is no drop).
+// A firing point of the DTS executor (paper 000 §3.2): it produces output at ticks where its input
+// is silent.
+//
+// A tick is emitted once it is complete (its input's progress is past it) and decided: at or below
+// P, or, at close(), with R's every later change known. A complete tick beyond P (its input runs
+// ahead of every engine input through a delay) waits for P to pass it or for close(), and the
+// operator's output progress waits with it (OutputProgress). Inside a loop (the row form) a tick
+// beyond P after close() is emitted at its instant when a drop is known by then, and otherwise once
+// one becomes known (or at the end of the close).
 #include "lifetime/expiration_set.h"
 #include "lifetime/instant_tracker.h"
 #include "operators/operator.h"
@@ -12,13 +20,15 @@ namespace cq {
 
 class RStream final : public Operator {
  public:
+  // `furthest`: the engine's progress P (null: no input is ahead of this one).
   RStream(const Schema& input, std::unique_ptr<InstantTracker> tracker, bool negative = false,
-          ExpirationPolicy policy = ExpirationPolicy::kLazy);
+          ExpirationPolicy policy = ExpirationPolicy::kLazy, const int64_t* furthest = nullptr);
   void Push(int port, const Batch& batch, Emitter& out) override;
   void PushEnds(int port, const EndBatch& ends, Emitter& out) override;
   void AdvanceTo(Time progress, Emitter& out) override;
   Time next_firing(int64_t last_tick) const override;
-  void Closing(int64_t last_tick) override;
+  Time OutputProgress(Time progress) const override;
+  bool looks_ahead_at_close() const override { return true; }
   std::unique_ptr<RowOperator> ToRows() override;
   const Schema& output_schema() const override { return *schema_; }
   BatchKind output_kind() const override { return BatchKind::kStream; }
@@ -27,15 +37,18 @@ class RStream final : public Operator {
   void Restore(SnapshotReader& r) override;
 
  private:
-  void EmitTicks(int64_t from, int64_t to, Emitter& out);  // ticks [from, to) of the current R
+  // R(t) at every tick of [from, to), `rows` being R.
+  void EmitTicks(int64_t from, int64_t to, const std::vector<InstantTracker::RowRef>& rows, Emitter& out);
+  // close(): every tick from next_tick_ on, with every later change of R known.
+  void Finish(Emitter& out);
 
   std::shared_ptr<const Schema> schema_;
   std::unique_ptr<InstantTracker> tracker_;
-  int64_t next_tick_ = Time::kMinTick;  // the first tick not emitted yet
-  int64_t last_finite_ = Time::kMinTick;  // the furthest finite progress seen
-  bool closing_ = false;                   // the inputs have ended (inside a loop)
+  int64_t next_tick_ = Time::kMinTick;  // the first tick not decided yet (kMinTick: none seen)
+  bool held_ = false;  // next_tick_ is complete but beyond P: the output waits for it
   bool negative_;
   ExpirationPolicy policy_;
+  const int64_t* furthest_;
 };
 
 }  // namespace cq

@@ -6,17 +6,6 @@
 
 namespace cq {
 
-namespace {
-// ⌈x / s⌉ · s for any sign of x, saturating at "never" on overflow.
-int64_t CeilTo(int64_t x, int64_t s) {
-  int64_t q = x / s;
-  if (q * s < x) ++q;  // C++ division truncates toward zero
-  int64_t r;
-  if (__builtin_mul_overflow(q, s, &r)) return Time::kInfTick;
-  return r;
-}
-}  // namespace
-
 SlideWindow::SlideWindow(int64_t range, int64_t slide, const Schema& input)
     : range_(range), slide_(slide), schema_(input) {
   CQ_CHECK(slide_ > 0 && range_ >= 0, "a sliding window needs a positive slide");
@@ -26,28 +15,17 @@ void SlideWindow::Push(int, const Batch& in, Emitter& out) {
   Batch b = in.Compact();
   const int64_t n = b.length;
   if (n == 0) return;
-  const int64_t* t = b.sync.tick_data();
   Buffer start = Buffer::Allocate(n * 8), end = Buffer::Allocate(n * 8);
   int64_t* s = start.as<int64_t>();
   int64_t* e = end.as<int64_t>();
+  // Both ends sit on boundaries, at step 0: a tuple at an ε-step of a boundary tick is after it.
   for (int64_t i = 0; i < n; ++i) {
-    s[i] = CeilTo(t[i], slide_);
-    int64_t te;
-    e[i] = __builtin_add_overflow(t[i], range_, &te) ? Time::kInfTick : CeilTo(te, slide_);
+    const Time t = b.sync.At(i);
+    s[i] = CeilToBoundary(t, slide_).tick;
+    e[i] = CeilToBoundary(t + Duration::Ticks(range_), slide_).tick;
   }
-  b.other.steps = {};
-  if (b.sync.has_steps()) {
-    // A tuple exactly on a boundary keeps its ε-step; one moved to the next boundary starts at step 0.
-    // Its end is the boundary's step 0, or with [Range 0] its start: a ghost, never an end before
-    // its start (as the negative method's window has it).
-    Buffer st = Buffer::Allocate(n * 8), es = Buffer::Allocate(n * 8);
-    for (int64_t i = 0; i < n; ++i) {
-      st.as<int64_t>()[i] = s[i] == t[i] ? b.sync.step_data()[i] : 0;
-      es.as<int64_t>()[i] = e[i] == s[i] ? st.as<int64_t>()[i] : 0;
-    }
-    b.sync.steps = st;
-    b.other.steps = es;
-  }
+  b.sync = {};
+  b.other = {};
   b.sync.ticks = start;
   b.other.ticks = end;
   b.kind = BatchKind::kLifetime;
@@ -60,15 +38,9 @@ class SlideWindowRows final : public RowOperator {
  public:
   SlideWindowRows(int64_t range, int64_t slide) : range_(range), slide_(slide) {}
   void Push(int, const Row& in, RowEmitter& out) override {
-    const int64_t t = in.sync.tick;
-    const int64_t s = CeilTo(t, slide_);
-    int64_t te;
-    const int64_t e = __builtin_add_overflow(t, range_, &te) ? Time::kInfTick : CeilTo(te, slide_);
     Row r = in;
-    // A tuple exactly on a boundary keeps its ε-step; one moved to the next boundary starts at step 0.
-    // Its end is the boundary's step 0, or with [Range 0] its start (a ghost).
-    r.sync = {s, s == t ? in.sync.step : 0};
-    r.other = {e, e == s ? r.sync.step : 0};
+    r.sync = CeilToBoundary(in.sync, slide_);
+    r.other = CeilToBoundary(in.sync + Duration::Ticks(range_), slide_);
     out.Emit(r);
   }
   bool stateful() const override { return false; }

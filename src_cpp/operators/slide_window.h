@@ -1,7 +1,9 @@
 #pragma once
 // [Range T Slide S] (SPEC §4): ⟨v, t⟩ becomes ⟨v, ⌈t/S⌉·S, ⌈(t+T)/S⌉·S⟩ — the window is
 // evaluated at multiples of S, so a tuple appears at the first slide boundary at or after it and
-// leaves at the first boundary at or after t + T. Both ends are known at once (materialized).
+// leaves at the first boundary at or after t + T. The ceiling is taken on (tick, ε-step) time with
+// boundaries at step 0 (CeilToBoundary): a tuple at (15, 1ε) is after the boundary 15. Both ends
+// are known at once (materialized), both at step 0.
 #include "operators/operator.h"
 
 namespace cq {

@@ -14,6 +14,11 @@ namespace {
   throw CqError(ErrorKind::kInternal, "malformed plan JSON: " + what);
 }
 
+// Objects and arrays are read (and freed) recursively, so their nesting is bounded: a million '['
+// must be an error, not a stack overflow. The planner's plans nest far less (it caps expressions
+// at 100 levels, some 200 here).
+constexpr int kMaxDepth = 1000;
+
 class Reader {
  public:
   explicit Reader(std::string_view t) : t_(t) {}
@@ -49,6 +54,9 @@ class Reader {
   Value Any() {
     char c = Peek();
     Value v;
+    if ((c == '{' || c == '[') && ++depth_ > kMaxDepth) {
+      Fail("nested deeper than " + std::to_string(kMaxDepth) + " levels at offset " + std::to_string(i_));
+    }
     if (c == '{') {
       auto obj = std::make_shared<Object>();
       ++i_;
@@ -65,6 +73,7 @@ class Reader {
         }
       }
       v.v = obj;
+      --depth_;
     } else if (c == '[') {
       auto arr = std::make_shared<Array>();
       ++i_;
@@ -79,6 +88,7 @@ class Reader {
         }
       }
       v.v = arr;
+      --depth_;
     } else if (c == '"') {
       v.v = String();
     } else if (Literal("true")) {
@@ -196,6 +206,7 @@ class Reader {
 
   std::string_view t_;
   size_t i_ = 0;
+  int depth_ = 0;  // objects and arrays open around the value being read
 };
 
 }  // namespace

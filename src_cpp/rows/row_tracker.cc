@@ -18,13 +18,50 @@ void RowTracker::AppendBagDifference(const std::vector<uint32_t>& a, const std::
     if (!layout().Equal(values(b[0]), values(a[0]))) out.push_back(a[0]);
     return;
   }
-  FewOnStack<uint8_t, 64> used(b.size(), 0);  // which rows of b have cancelled one of a
   const RowLayout& l = layout();
+  if (a.size() * b.size() <= kFewPairs) {
+    FewOnStack<uint8_t, 64> used(b.size(), 0);  // which rows of b have cancelled one of a
+    for (uint32_t x : a) {
+      bool cancelled = false;
+      for (size_t k = 0; k < b.size() && !cancelled; ++k) {
+        ++bag_work_;
+        if (!used[k] && l.Equal(values(b[k]), values(x))) used[k] = cancelled = true;
+      }
+      if (!cancelled) out.push_back(x);
+    }
+    return;
+  }
+  // Many against many (an instant of a batch of rows: a loop turns them all at once): the rows of
+  // b are counted by value in a hash table, and each row of a takes one of its value's count, so
+  // the cost is linear in the rows, not their product — however often a value repeats (one entry
+  // per value: a run of equal keys would make every probe and removal walk it). The same rows of
+  // a are cancelled (the first ones of each value, as many as b holds).
+  by_value_.clear();
+  counts_.clear();
+  auto find = [&](uint64_t h, const Value* v) {
+    int64_t found = -1;
+    by_value_.ForEachWith(h, [&](uint32_t k) {
+      ++bag_work_;
+      if (found < 0 && l.Equal(values(counts_[k].slot), v)) found = k;
+    });
+    return found;
+  };
+  for (uint32_t y : b) {
+    const Value* v = values(y);
+    const uint64_t h = l.Hash(v);
+    const int64_t k = find(h, v);
+    if (k >= 0) {
+      ++counts_[k].n;
+    } else {
+      by_value_.Insert(h, static_cast<uint32_t>(counts_.size()));
+      counts_.push_back({y, 1});
+    }
+  }
   for (uint32_t x : a) {
-    bool cancelled = false;
-    for (size_t k = 0; k < b.size() && !cancelled; ++k)
-      if (!used[k] && l.Equal(values(b[k]), values(x))) used[k] = cancelled = true;
-    if (!cancelled) out.push_back(x);
+    const Value* v = values(x);
+    const int64_t k = find(l.Hash(v), v);
+    if (k >= 0 && counts_[k].n > 0) --counts_[k].n;
+    else out.push_back(x);
   }
 }
 
@@ -158,6 +195,16 @@ void RowRelationTracker::AdvanceTo(Time progress, const Visitor& visit) {
   }
 }
 
+void RowRelationTracker::ForEachKnownChange(const std::function<void(Time, uint32_t, int)>& f) const {
+  auto held = [&](const Held& h) {
+    f(h.start, h.slot, 1);
+    if (h.end != Time::MinusInfinity() && !h.end.IsInfinite()) f(h.end, h.slot, -1);
+  };
+  for (size_t k = fifo_head_; k < fifo_.size(); ++k) held(fifo_[k]);
+  for (const Late& l : late_) held(l.held);
+  expiring_.ForEach([&](const Entry& e) { f(e.end, e.slot, -1); });
+}
+
 void RowRelationTracker::Snapshot(SnapshotWriter& w) const {
   SnapshotStore(w);
   w.PodVec(fifo_.data() + fifo_head_, fifo_.size() - fifo_head_);
@@ -246,6 +293,13 @@ void RowNegativeTracker::AdvanceTo(Time progress, const Visitor& visit) {
 void RowNegativeTracker::Alive(std::vector<uint32_t>& out) const {
   out.clear();
   alive_.ForEach([&](uint32_t s) { out.push_back(s); });
+}
+
+void RowNegativeTracker::ForEachKnownChange(const std::function<void(Time, uint32_t, int)>& f) const {
+  for (const auto& [t, at] : pending_) {
+    for (uint32_t s : at.positives) f(t, s, 1);
+    for (uint32_t s : at.negatives) f(t, s, -1);
+  }
 }
 
 void RowNegativeTracker::Snapshot(SnapshotWriter& w) const {

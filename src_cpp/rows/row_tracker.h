@@ -8,6 +8,7 @@
 // Rows are kept in a RowStore, by slot. A slot let go of stays readable until Collect(), which the
 // owner calls when none of its rows is on its way downstream (a loop may bring a row back into the
 // owner while it emits).
+#include <functional>
 #include <map>
 #include <memory>
 #include <vector>
@@ -55,6 +56,11 @@ class RowTracker {
   // The tuples alive now (only when made to track them, for RSTREAM), in no particular order.
   virtual void Alive(std::vector<uint32_t>& out) const = 0;
   virtual bool any_alive() const = 0;
+  // f(t, slot, +1) for each start and f(t, slot, -1) for each end it knows of at instants it has
+  // not handed over yet, in no particular order: the starts it holds (and their ends, when known)
+  // and the known ends of tuples alive now — not ends still pending (holders), nor changes that
+  // have not reached it. For RSTREAM beyond the engine's progress (SPEC §4).
+  virtual void ForEachKnownChange(const std::function<void(Time, uint32_t, int)>& f) const = 0;
 
   const Value* values(uint32_t slot) const { return store_.Get(slot); }
   const RowLayout& layout() const { return store_.layout(); }
@@ -66,9 +72,12 @@ class RowTracker {
     released_.clear();
   }
   // The rows of `a` left after taking away, as bags, rows of `b` with equal values (ISTREAM is
-  // starts − ends, DSTREAM ends − starts), appended to `out`.
+  // starts − ends, DSTREAM ends − starts), appended to `out`, in a's order. Linear in the rows.
   void AppendBagDifference(const std::vector<uint32_t>& a, const std::vector<uint32_t>& b,
                            std::vector<uint32_t>& out) const;
+  // The rows AppendBagDifference compared and the table entries it visited so far (but for a row
+  // against a row), for tests that check its cost grows linearly.
+  uint64_t bag_work() const { return bag_work_; }
   size_t kept_rows() const { return store_.size() - released_.size(); }
   // f(values) for every row kept (for owners checking a restored snapshot).
   template <typename F>
@@ -88,6 +97,19 @@ class RowTracker {
   std::shared_ptr<const Schema> schema_;
   RowStore store_;
   std::vector<uint32_t> released_;
+
+ private:
+  // Below this many pairs, AppendBagDifference compares every row of a with b's (no table).
+  static constexpr size_t kFewPairs = 64;
+  // AppendBagDifference's rows of b by value: a value's entry in counts_, its first row and how
+  // many rows of b hold it that have not cancelled a row of a yet.
+  struct ValueCount {
+    uint32_t slot;
+    int64_t n;
+  };
+  mutable HashMultimap<uint32_t> by_value_;
+  mutable std::vector<ValueCount> counts_;
+  mutable uint64_t bag_work_ = 0;
 };
 
 class RowRelationTracker final : public RowTracker {
@@ -106,6 +128,7 @@ class RowRelationTracker final : public RowTracker {
   }
   void Alive(std::vector<uint32_t>& out) const override { out.assign(alive_.begin(), alive_.end()); }
   bool any_alive() const override { return !alive_.empty(); }
+  void ForEachKnownChange(const std::function<void(Time, uint32_t, int)>& f) const override;
   void Snapshot(SnapshotWriter& w) const override;
   void Restore(SnapshotReader& r) override;
 
@@ -194,6 +217,7 @@ class RowNegativeTracker final : public RowTracker {
   Time next_instant() const override { return pending_.empty() ? Time::Infinity() : pending_.begin()->first; }
   void Alive(std::vector<uint32_t>& out) const override;
   bool any_alive() const override { return !alive_.empty(); }
+  void ForEachKnownChange(const std::function<void(Time, uint32_t, int)>& f) const override;
   void Snapshot(SnapshotWriter& w) const override;
   void Restore(SnapshotReader& r) override;
 

@@ -101,5 +101,28 @@ CQ_TEST(json_malformed_input_throws) {
   }
 }
 
+// Nesting is read recursively: deep input is an error at a bound, never a stack overflow, and a
+// plan as deep as the planner writes reads back.
+CQ_TEST(json_deep_nesting_is_an_error_not_a_crash) {
+  for (const char* open : {"[", "{\"a\":"}) {
+    std::string deep;
+    for (int i = 0; i < 1000000; ++i) deep += open;
+    bool threw = false;
+    try {
+      json::Parse(deep);
+    } catch (const CqError& e) {
+      threw = true;
+      CQ_EXPECT_EQ(e.kind(), ErrorKind::kInternal);
+      CQ_EXPECT(std::string(e.what()).find("nested deeper than 1000 levels") != std::string::npos);
+    }
+    CQ_EXPECT(threw);
+  }
+  json::Value doc = json::Parse(std::string(1000, '[') + std::string(1000, ']'));
+  const json::Value* v = &doc;
+  for (int i = 1; i < 1000; ++i) v = &v->array()[0];
+  CQ_EXPECT(v->array().empty());
+  CQ_EXPECT_THROWS(json::Parse(std::string(1001, '[') + std::string(1001, ']')), CqError);
+}
+
 }  // namespace
 }  // namespace cq::test

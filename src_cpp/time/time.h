@@ -58,4 +58,19 @@ struct Time {
   std::string ToString() const;
 };
 
+// ⌈t / s⌉·s on (tick, ε-step) time: the first slide boundary at or after t, boundaries being the
+// multiples of s at step 0 ([Range T Slide S], SPEC §4) — so a tuple at (15, 1ε) is after the
+// boundary 15, and with s = 3 its boundary is 18. Infinity when it lies beyond the representable
+// range (a window that would end there never ends).
+constexpr Time CeilToBoundary(Time t, int64_t s) {
+  if (t.IsInfinite()) return Time::Infinity();
+  int64_t x = t.tick;
+  if (t.step > 0 && __builtin_add_overflow(x, 1, &x)) return Time::Infinity();
+  int64_t q = x / s;
+  if (q * s < x) ++q;  // division truncates toward zero
+  int64_t r;
+  if (__builtin_mul_overflow(q, s, &r) || r == Time::kInfTick) return Time::Infinity();
+  return {r, 0};
+}
+
 }  // namespace cq

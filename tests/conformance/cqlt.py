@@ -32,6 +32,7 @@ ERROR_CLASSES = {
 OPTIONS: dict[str, Callable[[str], Any]] = {
     "mode": str, "time_unit": str, "lifetime": str, "executor": str,
     "auto_delay": lambda v: _bool(v), "expose_steps": lambda v: _bool(v), "hybrid": lambda v: _bool(v),
+    "configurations": lambda v: _configurations(v),
 }
 MODES = ("run", "plan")
 # Column types a `push` header may name explicitly (`a:VARCHAR`) to override the declared type.
@@ -62,6 +63,12 @@ class Skipped(Exception):
         self.reason = reason
         self.where = where
         super().__init__(f"{where}: {reason}")
+
+
+def _configurations(v: str) -> str:
+    if v != "all":
+        raise ValueError(f"configurations={v!r}: the one value is 'all'")
+    return v
 
 
 def _bool(v: str) -> bool:
@@ -379,6 +386,7 @@ class _Runner:
                 key, _, value = a.partition("=")
                 self.options[key] = OPTIONS[key](value)
         self.mode = self.options.pop("mode", "run")
+        self.options.pop("configurations", None)  # (the caller's matrix: tests/configurations.py)
         self.engine: Optional[cq_py.Engine] = None
         self.script: list[str] = []  # plan mode: the accumulated statements
         self.checked = 0  # blocks that checked something

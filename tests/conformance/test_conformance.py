@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from configurations import CONFIGURATIONS
 from conformance.cqlt import Failure, FormatError, Skipped, file_options, run_file, run_text
 
 HERE = Path(__file__).resolve().parent
@@ -19,25 +20,29 @@ def test_the_corpus_is_there():
     assert {"frontend", "slice"} <= areas, f"conformance areas found: {sorted(areas)}"
 
 
-# Run-mode files run under both executors (SPEC §5: the same results), unless a file pins one;
-# plan-mode files do not run anything, so they run once.
-EXECUTORS = ("dts", "heartbeat")
+# Run-mode files run under both executors (SPEC §5: the same results), unless a file pins one, or
+# under every configuration with `configurations=all`; plan-mode files do not run anything, so they
+# run once.
+EXECUTORS = {ex: {"executor": ex} for ex in ("dts", "heartbeat")}
 
 
 def _runs(path: Path) -> list:
     opts = file_options(path.read_text(), str(path))
     name = str(path.relative_to(HERE))
-    if opts.get("mode", "run") != "run" or "executor" in opts:
+    if opts.get("mode", "run") != "run":
         return [pytest.param(path, None, id=name)]
-    return [pytest.param(path, ex, id=f"{name}[{ex}]") for ex in EXECUTORS]
+    if opts.get("configurations") == "all":
+        return [pytest.param(path, c, id=f"{name}[{k}]") for k, c in CONFIGURATIONS.items()]
+    if "executor" in opts:
+        return [pytest.param(path, None, id=name)]
+    return [pytest.param(path, c, id=f"{name}[{k}]") for k, c in EXECUTORS.items()]
 
 
-@pytest.mark.parametrize("path,executor", [r for p in FILES for r in _runs(p)])
-def test_conformance(path, executor):
+@pytest.mark.parametrize("path,config", [r for p in FILES for r in _runs(p)])
+def test_conformance(path, config):
     skipped = failed = None
     try:
-        checked = run_file(path, root=HERE, ignore_skips=IGNORE_SKIPS,
-                           defaults={"executor": executor} if executor else None)
+        checked = run_file(path, root=HERE, ignore_skips=IGNORE_SKIPS, defaults=config)
     except Skipped as s:
         skipped = f"{s.where}: {s.reason}"
     except (Failure, FormatError) as e:

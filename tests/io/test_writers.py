@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from cq_py.io.readers import open_input
 from cq_py.io.writers import QueryWriter, encode_json_lines, open_writer
+from budget import examples
 
 FORMATS = ["csv", "parquet", "jsonl"]
 
@@ -145,7 +146,7 @@ def test_json_rejects_nested_types_clearly() -> None:
         encode_json_lines(pa.record_batch({"l": pa.array([[1, 2]])}))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.lists(st.one_of(st.none(), st.text(st.characters(blacklist_categories=("Cs",)))),
                 min_size=1, max_size=20),
        st.lists(st.floats(allow_nan=True, allow_infinity=True), min_size=1, max_size=20))

@@ -298,18 +298,26 @@ def dstream(rel: list[tuple[tuple, tuple, tuple]]) -> Counter:
     return _difference(ends, starts)
 
 
-def rstream(rel: list[tuple[tuple, tuple, tuple]], last_tick: int) -> Counter:
-    """RSTREAM as bags per tick: all of R((T, 0)) at every tick T from the first start while R is
-    non-empty; close() stops at the last finite change of R, or at ``last_tick`` (the furthest the
-    input reached) for tuples that never end."""
+def rstream(rel: list[tuple[tuple, tuple, tuple]], p: int) -> Counter:
+    """RSTREAM as bags per tick (SPEC §4): all of R((T, 0)) at every tick T while R is non-empty,
+    up to ``p``, the engine's progress before close() (the latest timestamp or advance of any of
+    its inputs), and beyond ``p`` only while R(T) holds a tuple that ends at a finite time — read
+    as a relation, whatever the physical tuples: some value's multiplicity drops below its
+    multiplicity at T at some later instant."""
     out: Counter = Counter()
     if not rel:
         return out
+    changes = instants(rel)
     first = min(s[0] for _, s, _ in rel)
-    finite_ends = [e[0] for _, _, e in rel if e != INF]
-    last = max([last_tick] + [e - 1 for e in finite_ends])
+    last = max([p] + [t[0] for t in changes])
     for tick in range(first, last + 1):
-        for v, n in alive_at(rel, (tick, 0)).items():
+        now = alive_at(rel, (tick, 0))
+        if not now:
+            continue
+        if tick > p and not any(alive_at(rel, t)[v] < n for t in changes if t > (tick, 0)
+                                for v, n in now.items()):
+            continue
+        for v, n in now.items():
             out[(v, (tick, 0))] += n
     return out
 

@@ -5,7 +5,6 @@ and ISTREAM on top.
 
 from __future__ import annotations
 
-import os
 from collections import Counter
 
 import pyarrow as pa
@@ -15,8 +14,9 @@ from hypothesis import strategies as st
 import cq_py
 from oracle.test_differential_slice import window_sql, windows
 from oracle.reference import INF, alive_at, instants, istream_of, lifetimes
+from budget import examples
 
-EXAMPLES = int(os.environ.get("CQ_HYPOTHESIS_EXAMPLES", "300"))
+EXAMPLES = examples(300)
 SCHEMA = "REGISTER STREAM s(a INT, b DOUBLE, c VARCHAR);"
 
 @st.composite

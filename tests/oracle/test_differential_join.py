@@ -8,7 +8,6 @@ alone, pushed in interleaved random batches.
 
 from __future__ import annotations
 
-import os
 from collections import Counter
 
 import pyarrow as pa
@@ -18,8 +17,9 @@ from hypothesis import strategies as st
 import cq_py
 from oracle.test_differential_slice import window_sql
 from oracle.reference import INF, alive_at, instants, istream_of, join_at, lifetimes
+from budget import examples
 
-EXAMPLES = int(os.environ.get("CQ_HYPOTHESIS_EXAMPLES", "300"))
+EXAMPLES = examples(300)
 SCHEMA = "REGISTER STREAM s(a INT, b DOUBLE); REGISTER STREAM t(k INT, d DOUBLE);"
 
 windows = st.one_of(

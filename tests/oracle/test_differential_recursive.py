@@ -7,7 +7,6 @@ loops) and as published (time-split everywhere). Set CQ_HYPOTHESIS_EXAMPLES to r
 
 from __future__ import annotations
 
-import os
 from collections import Counter
 
 import pyarrow as pa
@@ -17,8 +16,9 @@ from hypothesis import strategies as st
 
 import cq_py
 from oracle.recursive import EPS, Branch, Query, evaluate, script
+from budget import examples
 
-EXAMPLES = int(os.environ.get("CQ_HYPOTHESIS_EXAMPLES", "300"))
+EXAMPLES = examples(300)
 
 TIME_WINDOWS = st.sampled_from([("now",), ("range", 1), ("range", 2), ("range", 3), ("unbounded",)])
 # Rows windows only over the input: rows a loop produces at one instant have no arrival order.

@@ -26,8 +26,9 @@ from oracle.test_differential_join import interleaving, stream as join_stream, w
 from oracle.test_differential_recursive import inputs as recursive_inputs, scripts
 from oracle.test_differential_relation import change_table, changes
 from oracle.test_differential_slice import SCHEMA, bool_expr, data, plain_select_expr, render, window_sql, windows
+from budget import examples
 
-EXAMPLES = int(os.environ.get("CQ_SNAPSHOT_EXAMPLES", "120"))
+EXAMPLES = examples(int(os.environ.get("CQ_SNAPSHOT_EXAMPLES", "120")))
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 LIFETIMES = st.sampled_from(["direct", "negative"])

@@ -22,6 +22,7 @@ from cq_py.errors import CQLSyntaxError
 from cq_py.parser import ast, parse, parse_expression, parse_query
 from cq_py.parser.parser import MAX_NESTING
 from cq_py.parser.tokenizer import TokenKind, tokenize
+from budget import examples
 
 # ---------------------------------------------------------------------------------------------
 # Builders that keep the expected trees short
@@ -812,7 +813,7 @@ def mutated_scripts(draw: st.DrawFn) -> str:
     return text
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(400), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(mutated_scripts())
 def test_mutated_scripts_only_raise_syntax_errors(text: str) -> None:
     try:

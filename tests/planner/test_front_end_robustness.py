@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 import cq_py
 from cq_py.parser.tokenizer import tokenize
+from budget import examples
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = [p.read_text() for p in sorted((ROOT / "examples").rglob("*.cql"))]
@@ -29,7 +30,7 @@ def front_end(text: str, **options) -> None:
             assert 1 <= e.line <= max(1, text.count("\n") + 1)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.sampled_from(TOKENS), min_size=1, max_size=40))
 def test_random_token_sequences(tokens):
     front_end(" ".join(tokens))
@@ -55,7 +56,7 @@ def mutated(draw):
     return " ".join(toks)
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(400), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(mutated(), st.booleans())
 def test_mutated_scripts(text, auto_delay):
     front_end(text, auto_delay=auto_delay)

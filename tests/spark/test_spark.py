@@ -223,6 +223,12 @@ def test_bad_inputs_raise_the_packages_errors(spark):
         run(spark, cql, inputs={"s": df}, ts="time")
     with pytest.raises(CQLSemanticError, match="unknown stream"):
         run(spark, "REGISTER QUERY q AS SELECT * FROM s;", inputs={})
+    with pytest.raises(cq_py.ArgumentError, match="maps stream names to DataFrames"):
+        run(spark, cql, inputs=[df])
+    with pytest.raises(cq_py.ArgumentError, match="partitions must be a positive integer"):
+        run(spark, cql, inputs={"s": df}, partitions=0)
+    with pytest.raises(cq_py.ArgumentError, match="hybrid must be True or False"):
+        run(spark, cql, inputs={"s": df}, hybrid="no")
 
 
 def test_no_inputs_gives_empty_results_with_the_declared_schema(spark):

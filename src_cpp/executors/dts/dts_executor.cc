@@ -38,6 +38,7 @@ void DtsExecutor::NodeRowEmitter::EmitAll(const Row& row) {
 }
 
 void DtsExecutor::DelayedRows::Push(int, const Row& row, RowEmitter&) {
+  ++*count_;
   const Item it{store_.Add(row.values), row.sync};
   if (!HasFrom(items_, head_) || !(row.sync < items_.back().sync)) {
     items_.push_back(it);
@@ -319,14 +320,48 @@ void DtsExecutor::Schedule(const std::set<int>& fresh) {
     schedule = std::move(kept);
   }
   if (!hybrid_) {
-    // One region below the sources: every operator runs instant by instant.
+    // Everything below the sources runs instant by instant, as one region — but for operators
+    // that look ahead at close (Operator::looks_ahead_at_close): one on no loop runs on whole
+    // batches between the region before it and the region after it, and a loop holding one is a
+    // region of its own, so that what comes into it is as final as in the hybrid.
+    std::vector<Step> below;
     regions.emplace_back();
+    auto cut = [&] {
+      if (regions.back().nodes.empty()) return;
+      below.push_back({-1, static_cast<int>(regions.size()) - 1});
+      regions.emplace_back();
+    };
+    auto looks_ahead = [&](int k) {
+      for (int id : comps[k])
+        if (nodes_.at(id).op->looks_ahead_at_close()) return true;
+      return false;
+    };
+    int last_comp = -1;
     for (int id : order) {
-      if (nodes_.at(id).inputs.empty()) schedule.push_back({id, -1});
-      else regions.back().nodes.push_back(id);
+      if (nodes_.at(id).inputs.empty()) {
+        schedule.push_back({id, -1});
+        continue;
+      }
+      const int k = comp_of[id];
+      const bool entering = k != last_comp;
+      if (entering && last_comp >= 0 && is_loop(comps[last_comp]) && looks_ahead(last_comp)) cut();
+      last_comp = k;
+      if (!entering) {
+        regions.back().nodes.push_back(id);
+        continue;
+      }
+      if (looks_ahead(k)) {
+        cut();
+        if (!is_loop(comps[k])) {
+          below.push_back({id, -1});
+          continue;
+        }
+      }
+      regions.back().nodes.push_back(id);
     }
-    if (regions.back().nodes.empty()) regions.pop_back();
-    else schedule.push_back({-1, 0});
+    cut();
+    regions.pop_back();  // (empty: cut() leaves one to fill)
+    schedule.insert(schedule.end(), below.begin(), below.end());
   }
 
   // The rows the delays hold go to the consumers they had when they were emitted, at once (each
@@ -344,7 +379,12 @@ void DtsExecutor::Schedule(const std::set<int>& fresh) {
       if (!old.nodes.empty() && std::find(r.nodes.begin(), r.nodes.end(), old.nodes.front()) != r.nodes.end()) {
         r.progress = old.progress;
         r.last_tick = old.last_tick;
+        r.fed_tick = old.fed_tick;
       }
+    // A region is no further on than its least member: one that joined it now (a query registered
+    // later, an operator that ran outside loops) may still take rows below the old region's place,
+    // from an input that other members never read (each member keeps its own progress).
+    for (int id : r.nodes) r.progress = std::min(r.progress, nodes_.at(id).progress);
   }
   std::vector<Entry> entries;
   for (size_t r = 0; r < regions.size(); ++r) {
@@ -369,6 +409,7 @@ void DtsExecutor::Schedule(const std::set<int>& fresh) {
   for (auto& [id, n] : nodes_) {
     auto it = region_of.find(id);
     n.region = it == region_of.end() ? -1 : it->second;
+    n.on_loop = is_loop(comps[comp_of[id]]);
   }
   for (Region& r : regions)
     for (int id : r.nodes) r.members.push_back(&nodes_.at(id));
@@ -451,9 +492,14 @@ void DtsExecutor::MakeRowForms(const std::set<int>& fresh) {
         e.targets_.push_back({&n, n.delayed.get(), 0, &e, &n.stale});
       }
     }
-    if (n.delayed && n.region >= 0) regions_[n.region].delays.push_back(&n);  // (what it holds goes out, if to no one)
+    if (n.delayed && n.region >= 0) {
+      regions_[n.region].delays.push_back(&n);  // (what it holds goes out, if to no one)
+      if (n.on_loop) regions_[n.region].loop_delays.push_back(&n);
+    }
     e.lone_ = e.exits_.empty() && e.targets_.size() == 1 ? &e.targets_[0] : nullptr;
   }
+  for (auto& [id, n] : nodes_)
+    if (n.delayed) n.delayed->count_into(n.region >= 0 && n.on_loop ? &regions_[n.region].taken : nullptr);
 }
 
 std::string DtsExecutor::form(int id) const {
@@ -503,11 +549,29 @@ void DtsExecutor::Push(int source, const Batch& batch) {
   FlushAllExits();
 }
 
+void DtsExecutor::Replay(int producer, int consumer, const Batch& batch) {
+  const Node& from = nodes_.at(producer);
+  for (const Consumer& c : from.consumers) {
+    if (c.node != consumer) continue;
+    if (from.region >= 0 && c.target->region == from.region) {
+      // In the producer's region: row by row, as a delay's held rows go to the consumers it has
+      // when the graph changes (Schedule) — each keeps a row of a later instant until then.
+      Node& n = *c.target;
+      *StaleFlag(n) = true;
+      ForEachRow(batch, [&](const Row& row) { n.rows->Push(c.port, row, *n.row_emitter); });
+    } else {
+      Deliver(c, batch);
+    }
+  }
+  FlushAllExits();
+}
+
 Time DtsExecutor::InputProgress(int producer) const {
-  // An input's progress is its producer's, moved forward by the producer's delay: a delay's
-  // output holds nothing below its input's progress plus the delay.
+  // An input's progress is its producer's, moved forward by the producer's delay (a delay's
+  // output holds nothing below its input's progress plus the delay), or held back by an RSTREAM
+  // that cannot decide a tick yet (Operator::OutputProgress).
   const Node& i = nodes_.at(producer);
-  return i.progress == Time::MinusInfinity() ? i.progress : i.progress + i.op->delay();
+  return i.op->OutputProgress(i.progress);
 }
 
 void DtsExecutor::AdvanceTo(const std::map<int, Time>& source_progress) {
@@ -590,9 +654,47 @@ std::string DtsExecutor::LoopName(const Region& r) const {
   return (s.empty() ? "" : "queries " + s + "; ") + "operators " + ops;
 }
 
+void DtsExecutor::NextTick(Region& r, int64_t tick) {
+  if (r.past_from != r.fed_tick) {
+    r.past_from = r.fed_tick;
+    r.past_ticks = 0;
+    r.past_rows = 0;
+  }
+  const uint64_t rows = r.taken - r.tick_taken;
+  if (rows > 0 && r.tick > r.fed_tick) {
+    ++r.past_ticks;
+    r.past_rows += rows;
+    if (r.past_ticks > bounds_.ticks || r.past_rows > static_cast<uint64_t>(bounds_.rows)) RunawayLoop(r, r.tick);
+  }
+  r.tick = tick;
+  r.tick_taken = r.taken;
+}
+
+void DtsExecutor::RunawayLoop(const Region& r, int64_t tick) const {
+  const std::string limit = "more than " + std::to_string(bounds_.rows) + " rows went round ";
+  const std::string past_inputs = "past its inputs' progress (tick " + std::to_string(r.fed_tick) + ")";
+  const std::string kept = "; fetch() still returns the results that were final before this call)";
+  if (r.taken - r.tick_taken > static_cast<uint64_t>(bounds_.rows))
+    throw CqError(ErrorKind::kRunaway, "runaway loop: " + limit + "at tick " + std::to_string(tick) +
+                                           " in the loop of " + LoopName(r) +
+                                           " (its rows multiply as they go round; Engine(max_loop_rows=...) raises "
+                                           "the limit" + kept);
+  if (r.past_rows > static_cast<uint64_t>(bounds_.rows))
+    throw CqError(ErrorKind::kRunaway, "runaway loop: " + limit + past_inputs + ", up to tick " +
+                                           std::to_string(tick) + ", in the loop of " + LoopName(r) +
+                                           " (a loop must settle once its inputs stop; Engine(max_loop_rows=...) "
+                                           "raises the limit" + kept);
+  throw CqError(ErrorKind::kRunaway, "runaway loop: rows at more than " + std::to_string(bounds_.ticks) + " ticks " +
+                                         past_inputs + ", up to tick " + std::to_string(tick) + ", in the loop of " +
+                                         LoopName(r) +
+                                         " (a loop must settle once its inputs stop; Engine(max_loop_ticks=...) "
+                                         "raises the limit" + kept);
+}
+
 void DtsExecutor::RunRegion(Region& r) {
   Time bound = Time::Infinity();
   for (int p : r.producers) bound = std::min(bound, InputProgress(p));
+  r.fed_tick = std::max(r.fed_tick, r.last_tick);  // (the inputs' progress before this call)
   if (!bound.IsInfinite() && bound != Time::MinusInfinity()) r.last_tick = std::max(r.last_tick, bound.tick);
   if (bound.IsInfinite() && !r.closing) {
     r.closing = true;
@@ -606,17 +708,19 @@ void DtsExecutor::RunRegion(Region& r) {
   }
   for (;;) {
     // The next instant: rows waiting at the entries, or an operator firing by itself.
-    Time t = due;
-    for (size_t e : r.entries) t = std::min(t, entries_[e].runs.head());
+    Time entered = Time::Infinity();
+    for (size_t e : r.entries) entered = std::min(entered, entries_[e].runs.head());
+    Time t = std::min(due, entered);
     for (Node* d : r.delays) t = std::min(t, d->delayed->head());
     if (!(t < bound)) break;
     CQ_CHECK(!(t < r.progress), "an operator of a loop fires at " + t.ToString() + ", below the loop's progress " +
                                     r.progress.ToString());
-    if (t.step > max_loop_steps_)
+    if (t.step > bounds_.steps)
       throw CqError(ErrorKind::kRunaway,
-                    "runaway loop: more than " + std::to_string(max_loop_steps_) + " ε steps at tick " +
+                    "runaway loop: more than " + std::to_string(bounds_.steps) + " ε steps at tick " +
                         std::to_string(t.tick) + " in the loop of " + LoopName(r) +
                         " (a loop must settle within a tick; Engine(max_loop_steps=...) raises the limit)");
+    if (t.tick != r.tick && !r.loop_delays.empty()) NextTick(r, t.tick);
     const Time next{t.tick, t.step + 1};
     r.now = t;
     // The delays' rows first: they were on their way before the entries' rows of the instant.
@@ -625,6 +729,8 @@ void DtsExecutor::RunRegion(Region& r) {
     for (size_t e : r.entries) Release(entries_[e], next);
     due = AdvanceRegion(r, next);
     r.now = Time::MinusInfinity();
+    if (entered < next) r.fed_tick = std::max(r.fed_tick, t.tick);
+    if (r.taken - r.tick_taken > static_cast<uint64_t>(bounds_.rows)) RunawayLoop(r, t.tick);
   }
   if (bound > r.progress) AdvanceRegion(r, bound);
   // Members without state follow the region (their progress is what their consumers outside read).
@@ -669,6 +775,7 @@ void DtsExecutor::Restore(SnapshotReader& r, const std::map<int, Time>& source_p
     g.progress = r.TimeValue("a loop's progress");
     g.last_tick = r.I64();
     g.closing = r.Bool();
+    g.fed_tick = g.last_tick;
   }
   SnapshotReader::Expect(r.Count(16, "the loop entries"), entries_.size(), "the executor's loop entries");
   for (Entry& e : entries_) {

@@ -16,12 +16,19 @@
 // region is advanced past t, in order; what the delays emit waits for t + δ, a later instant, in
 // the delay's queue (the region's own entry, as it were). When nothing is due before the
 // region's inputs' progress, the region jumps there at once. With hybrid = false the whole graph
-// below the sources is one region, which is the executor of the paper.
+// below the sources is one region, which is the executor of the paper — but for the operators
+// that look ahead at close (RSTREAM, Operator::looks_ahead_at_close), which run as the hybrid
+// runs them, between regions.
 //
 // A region's operators run in row form (rows/ROWS.md): an instant carries a row or two, which
 // they exchange one at a time, as the paper's tuple-at-a-time engine did, instead of as batches.
 // Rows entering the region leave their entry queues one at a time; rows leaving it for operators
 // outside are gathered into one batch per producer, handed on when the region stops.
+//
+// A loop that does not settle is stopped (LoopBounds): ε steps in a tick are counted as the
+// instants come; the rows its delays take (what goes round) into Region::taken as they come,
+// checked after every instant; and, at every new tick, the ticks and rows past its inputs'
+// progress.
 #include <map>
 #include <memory>
 #include <optional>
@@ -37,16 +44,28 @@
 
 namespace cq {
 
+// The bounds past which a loop is a runaway (RunawayLoopError, naming the loop).
+struct LoopBounds {
+  // ε steps a loop may take inside one tick.
+  int64_t steps = 1000000;
+  // Ticks at which a loop may produce rows past its inputs' progress (after close(), or an
+  // advance far ahead of the last input): counted per tick the loop is busy, not per tick of
+  // time, so that a countdown with a delay of <1 SECOND> uses one per step in any time unit.
+  int64_t ticks = 1000000;
+  // Rows a loop's delays may take in one tick, and past its inputs' progress in all (rows that
+  // multiply as they go round).
+  int64_t rows = 10000000;
+};
+
 class DtsExecutor final : public Executor {
  public:
-  // `hybrid`: split time per instant only inside loops; `max_loop_steps`: ε steps a loop may take
-  // inside one tick before it is a runaway.
-  explicit DtsExecutor(bool hybrid = true, int64_t max_loop_steps = 1000000)
-      : hybrid_(hybrid), max_loop_steps_(max_loop_steps) {}
+  // `hybrid`: split time per instant only inside loops.
+  explicit DtsExecutor(bool hybrid = true, LoopBounds bounds = {}) : hybrid_(hybrid), bounds_(bounds) {}
 
   void Add(std::vector<std::pair<OperatorSpec, std::unique_ptr<Operator>>> ops) override;
   void Push(int source, const Batch& batch) override;
   void AdvanceTo(const std::map<int, Time>& source_progress) override;
+  void Replay(int producer, int consumer, const Batch& batch) override;
 
   Operator* op(int id) const override;
   const std::vector<int>& order() const override { return order_; }
@@ -72,6 +91,8 @@ class DtsExecutor final : public Executor {
         : schema_(std::make_shared<const Schema>(schema)), store_(RowLayout(schema)) {}
     void Push(int, const Row& row, RowEmitter&) override;
     Time head() const { return HasFrom(items_, head_) ? items_[head_].sync : Time::Infinity(); }
+    // Rows it takes are counted into *c too (the loop bounds), or nowhere with null.
+    void count_into(uint64_t* c) { count_ = c ? c : &uncounted_; }
     // f(row) for the rows below `next`, in time order; a row added meanwhile (a loop without
     // state between the delay and itself) waits for its own instant.
     template <typename F>
@@ -101,6 +122,8 @@ class DtsExecutor final : public Executor {
     RowStore store_;
     std::vector<Item> items_;  // waiting from head_ on
     size_t head_ = 0;
+    uint64_t uncounted_ = 0;
+    uint64_t* count_ = &uncounted_;
   };
   // Loops deliver a row or two per instant, so the routing is resolved once, when the graph is
   // scheduled: the consumer's node, and the entry queue the edge feeds (or -1 when it stays inside
@@ -183,6 +206,7 @@ class DtsExecutor final : public Executor {
     std::optional<Duration> duration;
     Time progress = Time::MinusInfinity();
     int region = -1;    // the region it runs in, or -1
+    bool on_loop = false;  // it is on a cycle of the graph
     std::string query;  // the query it belongs to (for errors)
   };
   // What waits on one edge into a region: runs that may interleave (see OrderedRuns), released
@@ -202,12 +226,23 @@ class DtsExecutor final : public Executor {
     std::vector<Node*> exits;     // the members with consumers outside
     std::vector<Node*> gathering;  // the members whose row form gathers (RowOperator::gathers)
     std::vector<Node*> delays;     // the members whose rows wait for their instant (Node::delayed)
+    std::vector<Node*> loop_delays;  // of those, the ones on a cycle: what goes round is what they take
     std::vector<size_t> entries;  // into entries_
     std::vector<int> producers;   // nodes outside the region that feed it
     Time progress = Time::MinusInfinity();
     Time now = Time::MinusInfinity();  // the instant being run (RowEmitter::now)
     int64_t last_tick = Time::kMinTick;  // the furthest finite tick its inputs reached
     bool closing = false;                 // its inputs have ended (told to its operators)
+    // The loop bounds' counts (NextTick). Not in snapshots: a restored engine counts afresh.
+    // `fed_tick`: its inputs' progress as it knows it — the furthest finite tick they reached
+    // before the current call, or of a row that entered it since.
+    int64_t fed_tick = Time::kMinTick;
+    uint64_t taken = 0;               // rows its loop delays took (they count into it)
+    int64_t tick = Time::kMinTick;    // the tick of the instants being run
+    uint64_t tick_taken = 0;          // `taken` when that tick began
+    int64_t past_from = Time::kMinTick;  // the fed_tick that the two counts below are past
+    int64_t past_ticks = 0;           // ticks past it at which the loop produced rows
+    uint64_t past_rows = 0;           // rows its loop delays took at those ticks
   };
   struct Step {  // one element of the schedule: a node outside regions, or a region
     int node = -1;
@@ -247,10 +282,15 @@ class DtsExecutor final : public Executor {
   // Hands a delay's consumers in its region its rows below `next`.
   [[gnu::noinline]] void ReleaseDelayed(Node& d, Time next);  // (out of line: RunRegion stays small)
   std::string LoopName(const Region& r) const;
+  // A region with loops moves on to `tick`: the tick it leaves counts towards the bounds past
+  // its inputs' progress if the loop produced rows there (CqError(kRunaway) beyond them).
+  void NextTick(Region& r, int64_t tick);
+  // The error for a loop past its bounds at `tick` (which bound: the counts say).
+  [[noreturn, gnu::cold]] void RunawayLoop(const Region& r, int64_t tick) const;
   Time InputProgress(int producer) const;
 
   bool hybrid_;
-  int64_t max_loop_steps_;
+  LoopBounds bounds_;
   std::map<int, Node> nodes_;
   std::vector<int> order_;
   std::vector<Step> schedule_;

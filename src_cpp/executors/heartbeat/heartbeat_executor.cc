@@ -125,7 +125,6 @@ void HeartbeatExecutor::Add(std::vector<std::pair<OperatorSpec, std::unique_ptr<
   for (auto& [spec, op] : ops) {
     Node n;
     n.id = spec.id;
-    n.delay = op->delay();
     n.op = std::move(op);
     n.inputs = spec.inputs;
     n.ports.resize(std::max<size_t>(1, spec.inputs.size()));
@@ -142,7 +141,7 @@ void HeartbeatExecutor::Add(std::vector<std::pair<OperatorSpec, std::unique_ptr<
       // which lies at or after the producer's progress.
       if (producer.progress > Time::MinusInfinity()) {
         Port& p = n.ports[port];
-        p.seen = p.promised = producer.progress + producer.delay;
+        p.seen = p.promised = producer.op->OutputProgress(producer.progress);
       }
     }
   }
@@ -280,13 +279,21 @@ void HeartbeatExecutor::Refresh(int node) {
     n.progress = progress;
     n.op->AdvanceTo(progress, *n.emitter);
   }
-  EnqueueHeartbeat(node, n.progress + n.delay);
+  EnqueueHeartbeat(node, n.op->OutputProgress(n.progress));
 }
 
 void HeartbeatExecutor::Push(int source, const Batch& batch) {
   const int node = index_.at(source);
   CQ_CHECK(nodes_[node].inputs.empty(), "push into operator " + std::to_string(source) + ", which is not a source");
   Append(nodes_[node].ports[0], batch);
+  stack_.push_back(node);
+  Drain();
+}
+
+void HeartbeatExecutor::Replay(int producer, int consumer, const Batch& batch) {
+  const int node = index_.at(consumer);
+  for (size_t port = 0; port < nodes_[node].inputs.size(); ++port)
+    if (nodes_[node].inputs[port] == producer && batch.num_rows() > 0) Append(nodes_[node].ports[port], batch);
   stack_.push_back(node);
   Drain();
 }

@@ -16,8 +16,8 @@
 // data or a heartbeat arrives on the empty input.
 //
 // Progress moves in waves, one per AdvanceTo: every source queues a heartbeat behind its data, and
-// an operator passes the wave on (its own heartbeat, progress + delay) once every input has sent
-// its heartbeat of the wave and no queued data or end fix lies below the minimum of their
+// an operator passes the wave on (its own heartbeat, Operator::OutputProgress) once every input
+// has sent its heartbeat of the wave and no queued data or end fix lies below the minimum of their
 // promises; if that minimum rose, the operator's AdvanceTo runs first. So each operator sees the
 // progress DTS gives it, and has everything DTS would have given it below that progress.
 //
@@ -52,6 +52,7 @@ class HeartbeatExecutor final : public Executor {
   void Add(std::vector<std::pair<OperatorSpec, std::unique_ptr<Operator>>> ops) override;
   void Push(int source, const Batch& batch) override;
   void AdvanceTo(const std::map<int, Time>& source_progress) override;
+  void Replay(int producer, int consumer, const Batch& batch) override;
 
   Operator* op(int id) const override;
   const std::vector<int>& order() const override { return order_; }
@@ -145,7 +146,6 @@ class HeartbeatExecutor final : public Executor {
     std::vector<Consumer> consumers;
     std::vector<Port> ports;  // a source has one, fed by Push and AdvanceTo
     std::unique_ptr<NodeEmitter> emitter;
-    Duration delay;
     Time progress = Time::MinusInfinity();
     uint64_t wave = 0;  // the last wave passed on to the consumers
     uint64_t fed_mark = 0;  // == turn_ when it was fed during the current turn
