@@ -80,7 +80,11 @@ PYBIND11_MODULE(_core, m) {
                                                                 : "internal";
       py::object row = e.row() < 0 ? py::object(py::none()) : py::object(py::int_(e.row()));
       py::object stream = e.stream().empty() ? py::object(py::none()) : py::object(py::str(e.stream()));
-      py::tuple args = py::make_tuple(kind, e.what(), stream, row);
+      // A message may quote bytes that are not UTF-8 (a damaged snapshot's): escaped, not an error.
+      const std::string_view what = e.what();
+      py::object message = py::reinterpret_steal<py::object>(
+          PyUnicode_DecodeUTF8(what.data(), static_cast<Py_ssize_t>(what.size()), "backslashreplace"));
+      py::tuple args = py::make_tuple(kind, message, stream, row);
       PyErr_SetObject(g_core_error, args.ptr());
     }
   });

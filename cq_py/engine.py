@@ -33,6 +33,16 @@ TIME_UNITS = UNITS
 OP = "op"  # the column of a relation's input that marks inserts ('+') and deletes ('-')
 
 
+def _printable(text: str) -> str:
+    r"""`text` with control characters escaped (line breaks kept): a message that quotes damaged
+    bytes stays one readable message.
+
+    >>> _printable("a\x01b")
+    'a\\x01b'
+    """
+    return "".join(c if c.isprintable() or c == "\n" else repr(c)[1:-1] for c in text)
+
+
 def _core_error(e: _core.CoreError) -> CQError | RuntimeError:
     """The one place where the core's error categories become cq_py exceptions."""
     kind, message, stream, row = e.args
@@ -499,7 +509,8 @@ class Engine:
                     or not isinstance(running, bool):
                 raise ValueError("a malformed engine description")
         except (ValueError, KeyError, UnicodeDecodeError) as e:
-            raise SnapshotError(f"not a snapshot of a cq_py.Engine ({e}); was it taken by Engine.snapshot()?") from None
+            raise SnapshotError(f"not a snapshot of a cq_py.Engine ({_printable(str(e))}); "
+                                "was it taken by Engine.snapshot()?") from None
         try:
             eng = cls(**options)
             for text, registered_late in zip(cql, late):
@@ -507,8 +518,9 @@ class Engine:
                 eng.execute(text)
             eng._running = running
         except (CQError, TypeError, ValueError) as e:
-            # The bytes are sound (checksummed) but this cq cannot rebuild the engine they describe.
-            raise SnapshotError(f"the snapshot's engine cannot be rebuilt here: {e}") from None
+            # The bytes pass the checksum (which anyone can compute: they may still be damaged), but
+            # this cq cannot rebuild the engine they describe.
+            raise SnapshotError(f"the snapshot's engine cannot be rebuilt here: {_printable(str(e))}") from None
         try:
             eng._core.restore(data)
         except _core.CoreError as e:

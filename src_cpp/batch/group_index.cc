@@ -202,7 +202,11 @@ void GroupIndex::Restore(SnapshotReader& r) {
   bool ok = !slots_.empty() && mask_ == slots_.size() - 1 && (slots_.size() & mask_) == 0 &&
             entries_ * uint64_t{2} <= slots_.size() && (null_group_ == kEmpty || null_group_ < groups_);
   for (const ValueStore& s : stores_) ok &= s.size() == groups_;
-  for (const Slot& s : slots_) ok &= s.group == kEmpty || s.group < groups_;
+  // Probes stop at a free slot: the table holds as many entries as it says (at most half of it).
+  uint64_t used = 0;
+  for (const Slot& s : slots_) ok &= s.group == kEmpty || s.group < groups_, used += s.group != kEmpty;
+  ok &= used == entries_;
+  ok &= direct_groups_.size() <= kDirectMax && (direct_ || direct_groups_.empty());
   for (uint32_t g : direct_groups_) ok &= g == kEmpty || g < groups_;
   if (!fixed_) {
     ok &= !encoded_at_.empty() && encoded_at_.front() == 0 && std::is_sorted(encoded_at_.begin(), encoded_at_.end()) &&

@@ -88,9 +88,23 @@ class HashMultimap {
     for (const Slot& s : slots_)
       if (s.key != kEmpty) {
         ++live_;
-        ok &= valid(s.ref);
+        ok = ok && valid(s.ref);
       }
     CQ_SNAPSHOT_CHECK(ok && live_ * 2 <= n, "a hash table refers to rows it does not hold");
+  }
+  // The same, where each entry's hash follows from what it refers to (hash_of(ref), called once
+  // `valid` holds): every entry must sit under its hash, in the probe run of its home slot, or a
+  // lookup for its row would not find it.
+  template <typename Valid, typename HashOf>
+  void Restore(SnapshotReader& r, Valid&& valid, HashOf&& hash_of) {
+    Restore(r, valid);
+    for (size_t pos = 0; pos < slots_.size(); ++pos) {
+      const Slot& s = slots_[pos];
+      if (s.key == kEmpty) continue;
+      CQ_SNAPSHOT_CHECK(s.key == Key(hash_of(s.ref)), "a hash table holds an entry under another hash than its row's");
+      for (size_t at = s.key & mask_; at != pos; at = (at + 1) & mask_)
+        CQ_SNAPSHOT_CHECK(slots_[at].key != kEmpty, "a hash table holds an entry out of its probe run");
+    }
   }
 
  private:

@@ -115,6 +115,10 @@ void ValueStore::Restore(SnapshotReader& r) {
   r.PodVec(ends_);
   chars_ = r.Str();
   bool ok = size_ >= 0 && nulls_ >= 0 && nulls_ <= size_ && (valid_.empty() || static_cast<int64_t>(valid_.size()) == size_);
+  // The null count is the flags' (readers skip the flags when it is 0, and read them when not).
+  int64_t nulls = 0;
+  for (uint8_t v : valid_) nulls += v == 0, ok &= v <= 1;
+  ok &= nulls == nulls_;
   if (type_ == TypeId::kUtf8) {
     ok &= static_cast<int64_t>(ends_.size()) == size_ && std::is_sorted(ends_.begin(), ends_.end()) &&
           (ends_.empty() || (ends_.front() >= 0 && static_cast<uint64_t>(ends_.back()) <= chars_.size()));

@@ -50,11 +50,24 @@ void Engine::Run(F&& f) {
     f();
   } catch (const CqError& e) {
     fail(e.kind(), e.what());
+    if (restored_ && e.kind() == ErrorKind::kInternal) throw Inconsistent(e.what());
     throw;
   } catch (const std::exception& e) {
     fail(ErrorKind::kInternal, e.what());
+    if (restored_) throw Inconsistent(e.what());
     throw;
   }
+}
+
+// Restore checks each operator's state on its own, but not whether the states agree with each
+// other (a result an aggregate holds open against the positive its consumer keeps, say): a
+// snapshot damaged in such a value restores, and the disagreement shows when the value is used,
+// as a broken invariant. In a restored engine that is reported as the snapshot's error.
+CqError Engine::Inconsistent(const std::string& what) {
+  failed_ = std::make_unique<CqError>(
+      ErrorKind::kSnapshot, "the state restored from a snapshot is inconsistent (damaged in a way the checks at restore "
+                            "cannot see, or a bug in cq): " + what);
+  return *failed_;
 }
 
 void Engine::CheckUsable() const {
@@ -392,7 +405,8 @@ std::string Engine::Explain() const {
 namespace {
 
 constexpr char kMagic[8] = {'C', 'Q', 'S', 'N', 'A', 'P', '\r', '\n'};
-constexpr uint32_t kFormatVersion = 1;
+// 2: structs written field by field (no padding bytes), so that the same state gives the same bytes.
+constexpr uint32_t kFormatVersion = 2;
 constexpr size_t kHeaderSize = 32;
 
 }  // namespace
@@ -532,7 +546,7 @@ void Engine::Restore(std::string_view snapshot) {
   o.max_loop_steps = r.I64();
   o.max_run = r.I64();
   if (OptionsText(o) != OptionsText(options_))
-    throw SnapshotMismatch("it was taken with options " + OptionsText(o) + "; this engine has " + OptionsText(options_));
+    throw SnapshotMismatch("it was taken with options " + Printable(OptionsText(o)) + "; this engine has " + OptionsText(options_));
   if (options_.executor != "dts")
     throw CqError(ErrorKind::kSnapshot, "engine snapshots are supported under executor='dts' only");
   const size_t plans = r.Count(8);
@@ -546,20 +560,14 @@ void Engine::Restore(std::string_view snapshot) {
     while (at < p.size() && at < plans_[k].size() && p[at] == plans_[k][at]) ++at;
     const size_t from = at < 40 ? 0 : at - 40;
     throw SnapshotMismatch("plan fragment " + std::to_string(k + 1) + " differs at byte " + std::to_string(at) +
-                           ": the snapshot's has ..." + p.substr(from, 80) + "..., this engine's ..." +
-                           plans_[k].substr(from, 80) + "...");
+                           ": the snapshot's has ..." + Printable(p.substr(from, 80)) + "..., this engine's ..." +
+                           Printable(plans_[k].substr(from, 80)) + "...");
   }
   // The state goes into a rebuilt engine, which replaces this one only once all of it is read:
   // on any error this engine stays as it was.
   Engine fresh(options_);
   for (const std::string& p : plans_) fresh.AddPlan(p);
-  try {
-    fresh.RestoreState(r);
-  } catch (const CqError&) {
-    throw;
-  } catch (const std::exception& e) {
-    throw CqError(ErrorKind::kSnapshot, std::string("not a valid cq snapshot: ") + e.what());
-  }
+  SnapshotReader::Guarded([&] { fresh.RestoreState(r); });
   if (r.left() != 0) SnapshotReader::Corrupt(std::to_string(r.left()) + " bytes follow the last operator's state");
   std::swap(holders_, fresh.holders_);
   std::swap(depth_, fresh.depth_);
@@ -571,23 +579,38 @@ void Engine::Restore(std::string_view snapshot) {
   std::swap(advanced_, fresh.advanced_);
   std::swap(closed_, fresh.closed_);
   std::swap(failed_, fresh.failed_);
+  restored_ = true;
 }
 
 void Engine::RestoreState(SnapshotReader& r) {
-  holders_->Restore(r);
+  {
+    auto in = r.In("the expiration holder table");
+    holders_->Restore(r);
+  }
+  r.set_holder_capacity(holders_->capacity());
   const size_t streams = r.Count(17);
   if (streams != streams_.size())
     throw SnapshotMismatch("it has " + std::to_string(streams) + " inputs; this engine has " +
                            std::to_string(streams_.size()));
   for (auto& [name, st] : streams_) {
     const std::string n = r.Str();
-    if (n != name) throw SnapshotMismatch("it has an input '" + n + "' where this engine has '" + name + "'");
-    st.progress = r.Pod<Time>();
+    if (n != name)
+      throw SnapshotMismatch("it has an input '" + Printable(n) + "' where this engine has '" + name + "'");
+    st.progress = r.TimeValue("an input's progress");
   }
-  advanced_ = r.Pod<Time>();
+  advanced_ = r.TimeValue("the engine's progress");
   closed_ = r.Bool();
+  // An advance moves every input at least as far; close() moves everything to the end.
+  for (const auto& [name, st] : streams_) {
+    if (st.progress < advanced_ || st.progress.IsInfinite() != closed_)
+      SnapshotReader::Corrupt("input '" + name + "' is at " + SnapshotReader::Show(st.progress) + ", the engine at " +
+                              SnapshotReader::Show(advanced_) + (closed_ ? ", closed" : ", open"));
+  }
+  if (advanced_.IsInfinite() != closed_) SnapshotReader::Corrupt("the engine's progress and its closed flag differ");
+  std::map<int, Time> sources;
+  for (const auto& [name, st] : streams_) sources[st.source_id] = st.progress;
   UpdateProgress();  // (after close() no operator reads it any more)
-  r.Section("the executor's state", [&] { executor_->Restore(r); });
+  r.Section("the executor's state", [&] { executor_->Restore(r, sources); });
   const size_t ops = r.Count(17);
   if (ops != executor_->order().size())
     throw SnapshotMismatch("it has " + std::to_string(ops) + " operators; this engine has " +
@@ -598,7 +621,8 @@ void Engine::RestoreState(SnapshotReader& r) {
     const std::string name = r.Str();
     const std::string what = "operator #" + std::to_string(id) + " (" + op->Explain() + ")";
     if (sid != id || name != op->Explain())
-      throw SnapshotMismatch("it has operator #" + std::to_string(sid) + " (" + name + ") where this engine has " + what);
+      throw SnapshotMismatch("it has operator #" + std::to_string(sid) + " (" + Printable(name) +
+                             ") where this engine has " + what);
     r.Section("the state of " + what, [&] { executor_->RestoreOperator(id, r); });
   }
 }

@@ -96,6 +96,7 @@ class Engine {
   // what the queries produced before (everything final below the inputs' progress) stays there.
   template <typename F>
   void Run(F&& f);
+  CqError Inconsistent(const std::string& what);  // (Run, in a restored engine)
   void CheckUsable() const;
 
   // The payload of a snapshot once its header and checksum are checked.
@@ -118,6 +119,7 @@ class Engine {
   Time advanced_ = Time::MinusInfinity();
   bool closed_ = false;
   std::unique_ptr<CqError> failed_;
+  bool restored_ = false;  // state came from Restore (Run: a broken invariant is the snapshot's)
   std::vector<std::string> plans_;  // the AddPlan calls that succeeded, in order (for snapshots)
   // Each operator's place on the longest path from an input to it (back edges of loops aside):
   // a batch is handed down a path call by call, so a path deeper than kMaxPlanDepth is refused

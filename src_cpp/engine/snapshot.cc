@@ -1,6 +1,7 @@
 #include "engine/snapshot.h"
 
 #include "batch/bitmap.h"
+#include "lifetime/expiration_holder.h"
 
 namespace cq {
 
@@ -9,8 +10,54 @@ namespace {
 enum BufTag : uint8_t { kAbsent = 0, kBytes = 1, kShared = 2 };
 }  // namespace
 
+namespace {
+// The sections being read (SnapshotReader::In), outermost first. Per thread: a restore runs on one
+// thread, and several engines may restore at once on others.
+thread_local std::vector<std::string> g_where;
+}  // namespace
+
+SnapshotReader::Where::Where(std::string what) { g_where.push_back(std::move(what)); }
+SnapshotReader::Where::~Where() { g_where.pop_back(); }
+
 void SnapshotReader::Corrupt(const std::string& what) {
-  throw CqError(ErrorKind::kSnapshot, "not a valid cq snapshot: " + what);
+  std::string where;
+  for (const std::string& w : g_where) where += "in " + w + ": ";
+  throw CqError(ErrorKind::kSnapshot, "not a valid cq snapshot: " + where + what);
+}
+
+void SnapshotReader::Truncated(size_t n) const {
+  Corrupt("it ends in the middle (truncated): " + std::to_string(n) + " more bytes expected, " +
+          std::to_string(left()) + " left");
+}
+
+std::string Printable(std::string_view s, size_t max) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (size_t i = 0; i < s.size() && i < max; ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x20 && c < 0x7f && c != '\\') {
+      out += static_cast<char>(c);
+    } else {
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  if (s.size() > max) out += "...";
+  return out;
+}
+
+std::string SnapshotReader::Show(const Time& t) {
+  return "(tick " + std::to_string(t.tick) + ", step " + std::to_string(t.step) + ")";
+}
+
+void SnapshotReader::CheckHolders(const Buffer& holders, int64_t n, bool none_ok, const char* what) {
+  if (holders.empty()) return;
+  const HolderId* h = holders.as<HolderId>();
+  for (int64_t i = 0; i < n; ++i)
+    if (!(h[i] < holder_capacity_ || (none_ok && h[i] == kNoHolder)))
+      Corrupt(std::string(what) + ": expected ids below " + std::to_string(holder_capacity_) + ", found " +
+              std::to_string(h[i]) + " at row " + std::to_string(i));
 }
 
 void SnapshotWriter::Buf(const Buffer& b) {
@@ -62,9 +109,7 @@ void SnapshotWriter::Col(const Column& c) {
 
 Column SnapshotReader::Col() {
   Column c;
-  const uint8_t type = Pod<uint8_t>();
-  Check(type <= static_cast<uint8_t>(TypeId::kUtf8), "unknown column type");
-  c.type = static_cast<TypeId>(type);
+  c.type = Enum(TypeId::kUtf8, "a column's type");
   c.length = I64();
   c.null_count = I64();
   c.validity = Buf();
@@ -73,6 +118,13 @@ Column SnapshotReader::Col() {
   const int64_t n = c.length;
   Check(n >= 0 && c.null_count >= 0 && c.null_count <= n, "a column's length or null count is out of range");
   Check(c.validity.empty() || Covers(c.validity, n, 0), "a validity bitmap is shorter than its column");
+  // The null count is exact (kernels size their work by it, and Arrow trusts it on export).
+  const int64_t nulls = c.type == TypeId::kNull  ? n
+                        : c.validity.empty()     ? 0
+                                                 : n - bitmap::CountSet(c.validity.data, n);
+  if (c.null_count != nulls)
+    Corrupt("a column's null count: expected " + std::to_string(nulls) + " (its validity bitmap's), found " +
+            std::to_string(c.null_count));
   if (n == 0) return c;
   switch (c.type) {
     case TypeId::kNull: break;
@@ -115,9 +167,13 @@ TimeColumn SnapshotReader::TimeCol() {
   return t;
 }
 
+// A time column of n rows: its buffers as long as that, and every time valid (ValidTime).
 void SnapshotReader::CheckTimes(const TimeColumn& t, int64_t n, const char* what) {
   if (t.empty() && t.steps.empty()) return;
-  Check(Covers(t.ticks, n, 8) && (t.steps.empty() || Covers(t.steps, n, 8)), what);
+  if (!(Covers(t.ticks, n, 8) && (t.steps.empty() || Covers(t.steps, n, 8))))
+    Corrupt(std::string(what) + ": expected " + std::to_string(n) + " rows, found fewer");
+  for (int64_t i = 0; i < n; ++i)
+    if (!ValidTime(t.At(i))) Corrupt(std::string(what) + ": row " + std::to_string(i) + " is not a time: " + Show(t.At(i)));
 }
 
 void SnapshotWriter::SchemaRef(const std::shared_ptr<const Schema>& s) {
@@ -147,9 +203,7 @@ std::shared_ptr<const Schema> SnapshotReader::SchemaRef() {
       auto s = std::make_shared<Schema>(Count(9));
       for (Field& f : *s) {
         f.name = Str();
-        const uint8_t type = Pod<uint8_t>();
-        Check(type <= static_cast<uint8_t>(TypeId::kUtf8), "unknown field type");
-        f.type = static_cast<TypeId>(type);
+        f.type = Enum(TypeId::kUtf8, "a field's type");
       }
       schemas_.push_back(s);
       return s;
@@ -179,9 +233,7 @@ void SnapshotWriter::WriteBatch(const Batch& b) {
 
 Batch SnapshotReader::ReadBatch(const Schema* expect) {
   Batch b;
-  const uint8_t kind = Pod<uint8_t>();
-  Check(kind <= static_cast<uint8_t>(BatchKind::kLifetime), "unknown batch kind");
-  b.kind = static_cast<BatchKind>(kind);
+  b.kind = Enum(BatchKind::kLifetime, "a batch's kind");
   b.schema = SchemaRef();
   b.length = I64();
   b.columns = Cols();
@@ -205,18 +257,27 @@ Batch SnapshotReader::ReadBatch(const Schema* expect) {
                                        b.columns[c].type == TypeId::kNull),
           "a batch's column is shorter than the batch or of another type than its schema says");
   Check(Covers(b.sync.ticks, n, 8), "a batch's timestamps are short");
-  CheckTimes(b.sync, n, "a batch's timestamps are short");
-  CheckTimes(b.other, n, "a batch's end times are short");
+  CheckTimes(b.sync, n, "a batch's timestamps");
+  CheckTimes(b.other, n, "a batch's end times");
   Check(b.holders.empty() || Covers(b.holders, n, 4), "a batch's holder ids are short");
+  CheckHolders(b.holders, n, true, "a batch's holder ids");
   if (b.has_selection) {
     Check(b.selection_count >= 0 && b.selection_count <= n &&
               Covers(b.selection, b.selection_count, 4),
           "a batch's selection is out of range");
     const uint32_t* s = b.sel();
     bool ok = true;
-    for (int64_t k = 0; k < b.selection_count; ++k) ok &= s[k] < static_cast<uint64_t>(n);
-    Check(ok, "a batch's selection names rows it does not have");
+    for (int64_t k = 0; k < b.selection_count; ++k) ok &= s[k] < static_cast<uint64_t>(n) && (k == 0 || s[k] > s[k - 1]);
+    Check(ok, "a batch's selection names rows it does not have, or not in order");
   }
+  // A lifetime batch has its ends: a constant duration, or a column of them (under the Negative
+  // Tuple method a negative's is the start it ends, so no order between the two is checked).
+  if (b.kind == BatchKind::kLifetime) Check(b.constant_duration || Covers(b.other.ticks, n, 8), "a lifetime batch has no end times");
+  // Rows are in time order (stream order; a relation's changes as they happened).
+  for (int64_t k = 1, rows = b.num_rows(); k < rows; ++k)
+    if (b.StartAt(b.Physical(k)) < b.StartAt(b.Physical(k - 1)))
+      Corrupt("a batch's timestamps: expected in time order, found " + Show(b.StartAt(b.Physical(k))) + " after " +
+              Show(b.StartAt(b.Physical(k - 1))));
   return b;
 }
 
@@ -233,7 +294,8 @@ EndBatch SnapshotReader::ReadEnds() {
   e.ends = TimeCol();
   Check(Covers(e.holders, e.length, 4) && Covers(e.ends.ticks, e.length, 8),
         "an end batch is short");
-  CheckTimes(e.ends, e.length, "an end batch's times are short");
+  CheckTimes(e.ends, e.length, "an end batch's times");
+  CheckHolders(e.holders, e.length, false, "an end batch's holder ids");
   return e;
 }
 

@@ -59,9 +59,9 @@ class Executor {
 
   // Engine snapshots: the executor's own state (its place in time, rows queued between
   // operators), not the operators' (the engine saves those). Restore reads it into an executor
-  // holding the same operators.
+  // holding the same operators, and checks it against the sources' progress as restored.
   virtual void Snapshot(SnapshotWriter& w) const = 0;
-  virtual void Restore(SnapshotReader& r) = 0;
+  virtual void Restore(SnapshotReader& r, const std::map<int, Time>& source_progress) = 0;
   // One operator's state, in whatever form the executor runs it (the DTS executor runs loops' in
   // row form, rows/ROWS.md).
   virtual void SnapshotOperator(int id, SnapshotWriter& w) const { op(id)->Snapshot(w); }

@@ -1,5 +1,7 @@
 #include "lifetime/expiration_holder.h"
 
+#include <algorithm>
+
 #include "engine/errors.h"
 #include "engine/snapshot.h"
 
@@ -60,13 +62,21 @@ void HolderTable::Snapshot(SnapshotWriter& w) const {
 }
 
 void HolderTable::Restore(SnapshotReader& r) {
-  next_ = r.U32();
-  r.PodVec(free_);
-  r.PodVec(pins_);
-  r.PodVec(released_);
-  bool ok = next_ < kNoHolder && pins_.size() == released_.size() && pins_.size() <= next_;
-  for (HolderId id : free_) ok &= id < next_;
-  CQ_SNAPSHOT_CHECK(ok, "the expiration holder table is inconsistent");
+  next_ = r.Below<uint32_t>(kNoHolder, "the ids handed out");
+  r.PodVec(free_, "the free ids", [&](HolderId id) { return id < next_; });
+  r.PodVec(pins_, "the pins");
+  r.PodVec(released_, "the released flags", [](uint8_t b) { return b <= 1; });
+  CQ_SNAPSHOT_CHECK(pins_.size() == released_.size() && pins_.size() <= next_, "the pins do not match the ids");
+  // Each id in use is named by a pending row of the state that follows (4 bytes or more), so a
+  // damaged count cannot make consumers size arrays by ids that no row holds.
+  const uint64_t live = next_ - std::min<uint64_t>(free_.size(), next_);
+  if (live > r.left() / 4)
+    SnapshotReader::Corrupt("the ids in use: expected at most " + std::to_string(r.left() / 4) +
+                            " (one per 4 bytes of the state that follows), found " + std::to_string(live));
+  std::vector<uint8_t> seen(next_, 0);
+  for (HolderId id : free_) {
+    if (seen[id]++) SnapshotReader::Corrupt("the free ids: id " + std::to_string(id) + " is free twice");
+  }
 }
 
 }  // namespace cq

@@ -123,14 +123,21 @@ class ExpirationSet {
     w.PodVec(unsorted_);
     w.Pod(unsorted_min_);
   }
+  // Restore checks what the set relies on: the sorted part in end order, an unsorted part only
+  // under lazy sorting, and its earliest end remembered (else it would never be merged).
   void Restore(SnapshotReader& r) {
-    const auto policy = r.Pod<uint8_t>();
-    CQ_SNAPSHOT_CHECK(policy <= static_cast<uint8_t>(ExpirationPolicy::kInsertionSort), "unknown expiration policy");
-    policy_ = static_cast<ExpirationPolicy>(policy);
-    r.PodVec(sorted_);
+    policy_ = r.Enum(ExpirationPolicy::kInsertionSort, "an expiration set's policy");
+    auto valid = [](const Entry& e) { return SnapshotReader::ValidTime(e.end); };
+    r.PodVec(sorted_, "an expiration set's sorted ends", valid);
     head_ = 0;
-    r.PodVec(unsorted_);
-    unsorted_min_ = r.Pod<Time>();
+    r.PodVec(unsorted_, "an expiration set's unsorted ends", valid);
+    unsorted_min_ = r.TimeValue("an expiration set's earliest unsorted end");
+    CQ_SNAPSHOT_CHECK(std::is_sorted(sorted_.begin(), sorted_.end(), [](const Entry& a, const Entry& b) { return a.end < b.end; }),
+                      "an expiration set's sorted ends are out of order");
+    Time min = Time::Infinity();
+    for (const Entry& e : unsorted_) min = std::min(min, e.end);
+    CQ_SNAPSHOT_CHECK(unsorted_.empty() || policy_ == ExpirationPolicy::kLazy, "an expiration set has unsorted ends it never sorts");
+    SnapshotReader::Expect(unsorted_min_, min, "an expiration set's earliest unsorted end");
   }
 
  private:
@@ -288,7 +295,7 @@ class ExpirationLanes {
     bool ok = true;
     for (size_t k = 0; k < kLanes; ++k) {
       Lane& l = lanes_[k];
-      r.PodVec(l.items);
+      r.PodVec(l.items, "an expiration lane", [](const Entry& e) { return SnapshotReader::ValidTime(e.end); });
       l.head = 0;
       ok &= (k < max_lanes_ || l.items.empty()) &&
             std::is_sorted(l.items.begin(), l.items.end(), [](const Entry& a, const Entry& b) { return a.end < b.end; });

@@ -233,7 +233,7 @@ void InstantTracker::SnapshotRetained(SnapshotWriter& w) const {
 
 void InstantTracker::RestoreRetained(SnapshotReader& r, const Schema& expect) {
   next_seq_ = r.U32();
-  ReadNumberedBatches(r, expect, next_seq_, true, retained_, "a tracker's retained batches");
+  ReadNumberedBatches(r, expect, BatchKind::kLifetime, next_seq_, true, retained_, "a tracker's retained batches");
   // Numbers go to retained batches only, in order: the last retained has the last number.
   bool ok = retained_.empty() || retained_.back().seq + 1 == next_seq_;
   CQ_SNAPSHOT_CHECK(ok, "a tracker's batch numbers are out of sequence");

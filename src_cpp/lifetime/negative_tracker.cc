@@ -1,7 +1,10 @@
 #include "lifetime/negative_tracker.h"
 
+#include <unordered_map>
+
 #include "batch/row_hash.h"
 #include "engine/errors.h"
+#include "engine/snapshot.h"
 
 namespace cq {
 
@@ -79,8 +82,9 @@ void NegativeTracker::Restore(SnapshotReader& r, const Schema& expect) {
   RestoreRetained(r, expect);
   pending_.clear();
   bool ok = true;
-  for (size_t n = r.Count(16); n > 0; --n) {
-    const Time t = r.Pod<Time>();
+  for (size_t n = r.Count(16, "a negative tracker's instants"); n > 0; --n) {
+    const Time t = r.TimeValue("an instant");
+    CQ_SNAPSHOT_CHECK(pending_.empty() || pending_.rbegin()->first < t, "a negative tracker's instants are out of order");
     Instant& at = pending_[t];
     r.PodVec(at.positives);
     r.PodVec(at.negatives);
@@ -92,6 +96,33 @@ void NegativeTracker::Restore(SnapshotReader& r, const Schema& expect) {
       ok &= at.positive_hashes.size() == at.positives.size() && at.negative_hashes.size() == at.negatives.size();
   }
   CQ_SNAPSHOT_CHECK(ok, "a negative tracker refers to rows it does not hold");
-  alive_.Restore(r, [&](const RowRef& x) { return Holds(x); });
+  if (!track_alive_) {
+    alive_.Restore(r, [&](const RowRef& x) { return Holds(x); });
+    return;
+  }
+  // Hashes are of the rows' values: the ones kept with pending rows and the alive table's keys must
+  // be their rows' (lookups go by them), and every negative to come must find its positive.
+  std::unordered_map<uint32_t, std::vector<uint64_t>> hashes;  // by batch number, computed once
+  auto hash_of = [&](const RowRef& x) {
+    auto [it, fresh] = hashes.try_emplace(x.seq);
+    if (fresh) {
+      const Batch& b = batch(x.seq);
+      it->second.resize(static_cast<size_t>(b.length));
+      HashRows(b.columns, b.length, it->second.data());
+    }
+    return it->second[x.row];
+  };
+  for (const auto& [t, at] : pending_) {
+    for (size_t k = 0; k < at.positives.size(); ++k) ok &= at.positive_hashes[k] == hash_of(at.positives[k]);
+    for (size_t k = 0; k < at.negatives.size(); ++k) ok &= at.negative_hashes[k] == hash_of(at.negatives[k]);
+  }
+  CQ_SNAPSHOT_CHECK(ok, "a negative tracker's hashes are not its rows'");
+  alive_.Restore(r, [&](const RowRef& x) { return Holds(x); }, hash_of);
+  std::vector<uint64_t> alive;
+  alive_.ForEach([&](const RowRef& x) { alive.push_back(hash_of(x)); });
+  CQ_SNAPSHOT_CHECK(NegativesFindPositives(std::move(alive), [&](auto&& visit) {
+                      for (const auto& [t, at] : pending_) visit(at.positive_hashes, at.negative_hashes);
+                    }),
+                    "a negative tracker holds a negative tuple that no positive is alive for");
 }
 }  // namespace cq

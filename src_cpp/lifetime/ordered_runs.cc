@@ -4,6 +4,7 @@
 #include <cstring>
 #include <functional>
 #include <optional>
+#include <set>
 #include <tuple>
 
 #include "batch/few_on_stack.h"
@@ -413,41 +414,58 @@ void OrderedRuns::Snapshot(SnapshotWriter& w) const {
   }
 }
 
-void OrderedRuns::Restore(SnapshotReader& r, const Schema& expect) {
+void OrderedRuns::Restore(SnapshotReader& r, const Schema& expect, BatchKind kind) {
   runs_.clear();
   heap_.clear();
   held_pending_.clear();
   pending_count_ = 0;
   next_run_ = r.U64();
-  for (size_t n = r.Count(1); n > 0; --n) {
-    const uint64_t id = r.U64();
+  // The runs, by id (as the map holds them): each a compact batch in time order from its offset
+  // on; one whose ends were written into keeps its own holders and ends.
+  uint64_t last = 0;
+  for (size_t n = r.Count(1, "the held runs"); n > 0; --n) {
+    const uint64_t id = r.Below(next_run_, "a held run's id");
+    CQ_SNAPSHOT_CHECK(runs_.empty() || id > last, "the held runs are not in the order of their ids");
+    last = id;
     Run& run = runs_[id];
-    run.batch = r.ReadBatch(&expect);
-    run.offset = r.I64();
+    run.batch = r.ReadBatch(expect, kind);
+    run.offset = r.I64In(0, run.batch.length - 1, "a held run's offset");
     run.own_ends = r.Bool();
-    CQ_SNAPSHOT_CHECK(id < next_run_ && run.offset >= 0 && run.offset < run.batch.length && !run.batch.has_selection,
-                      "a held run is out of range");
+    CQ_SNAPSHOT_CHECK(!run.batch.has_selection, "a held run is not compact");
+    CQ_SNAPSHOT_CHECK(!run.own_ends || (!run.batch.holders.empty() && !run.batch.constant_duration &&
+                                        Covers(run.batch.other.ticks, run.batch.length, 8)),
+                      "a held run that keeps its own ends has none");
   }
-  for (size_t n = r.Count(24); n > 0; --n) {
-    const Time t = r.Pod<Time>();
+  // The heap: each run once, at the time of its next row, in heap order.
+  CQ_SNAPSHOT_CHECK(r.Count(24, "the run heap") == runs_.size(), "the run heap does not hold every run once");
+  std::set<uint64_t> in_heap;
+  for (size_t n = runs_.size(); n > 0; --n) {
+    const Time t = r.TimeValue("a run's next time");
     const uint64_t id = r.U64();
-    CQ_SNAPSHOT_CHECK(runs_.count(id), "the run heap names a run that is not held");
+    auto it = runs_.find(id);
+    CQ_SNAPSHOT_CHECK(it != runs_.end() && in_heap.insert(id).second, "the run heap does not hold every run once");
+    SnapshotReader::Expect(t, it->second.batch.StartAt(it->second.offset), "a run's time in the heap");
     heap_.push_back({t, id});
   }
-  for (size_t n = r.Count(20); n > 0; --n) {
-    const HolderId h = r.U32();
+  CQ_SNAPSHOT_CHECK(std::is_heap(heap_.begin(), heap_.end(), std::greater<>()), "the run heap is not a heap");
+  // The rows held with a pending end: every one of them, by its holder.
+  for (size_t n = r.Count(20, "the pending holders"); n > 0; --n) {
+    const HolderId h = r.Holder();
     const uint64_t id = r.U64();
     const int64_t row = r.I64();
     auto it = runs_.find(id);
-    CQ_SNAPSHOT_CHECK(it != runs_.end() && row >= 0 && row < it->second.batch.length &&
-                          !it->second.batch.holders.empty(),
-                      "a pending holder names a row that is not held");
-    CQ_SNAPSHOT_CHECK(h != kNoHolder && (h >= held_pending_.size() || held_pending_[h].run == kNoRun),
-                      "a pending holder is held twice");
+    CQ_SNAPSHOT_CHECK(it != runs_.end() && row >= it->second.offset && row < it->second.batch.length &&
+                          it->second.batch.EndPending(row) && it->second.batch.holders.as<const HolderId>()[row] == h,
+                      "a pending holder names a row that is not held, or not under it");
+    CQ_SNAPSHOT_CHECK(h >= held_pending_.size() || held_pending_[h].run == kNoRun, "a pending holder is held twice");
     if (h >= held_pending_.size()) held_pending_.resize(h + size_t{1}, {kNoRun, 0});
     held_pending_[h] = {id, row};
     ++pending_count_;
   }
+  size_t pending = 0;
+  for (const auto& [id, run] : runs_)
+    for (int64_t i = run.offset; i < run.batch.length; ++i) pending += run.batch.EndPending(i);
+  SnapshotReader::Expect(pending_count_, pending, "the pending holders (one per held row with a pending end)");
 }
 
 }  // namespace cq

@@ -38,9 +38,10 @@ class OrderedRuns {
   template <typename F>
   void ReleaseEach(Time next, F&& f);
 
-  // Engine snapshots: the held runs, the heap and the pending holders, as they are.
+  // Engine snapshots: the held runs, the heap and the pending holders, as they are. Restore reads
+  // batches of `expect`'s columns and of `kind`.
   void Snapshot(SnapshotWriter& w) const;
-  void Restore(SnapshotReader& r, const Schema& expect);
+  void Restore(SnapshotReader& r, const Schema& expect, BatchKind kind);
 
  private:
   struct Run {

@@ -228,9 +228,9 @@ void RelationTracker::Restore(SnapshotReader& r, const Schema& expect) {
     b.other = OwnCopy(b.other, b.length);
   }
   CQ_SNAPSHOT_CHECK(ok, "a relation tracker's rows have no end times");
-  r.PodVec(held_);
+  r.PodVec(held_, "a tracker's held starts", [](const Held& h) { return SnapshotReader::ValidTime(h.start); });
   held_head_ = 0;
-  r.PodVec(pending_);
+  r.PodVec(pending_);  // (by holder id: its size is bounded by the bytes like any vector)
   expiring_.Restore(r);
   r.PodVec(alive_);
   // Only what is in use is checked.

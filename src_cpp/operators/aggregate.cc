@@ -575,23 +575,7 @@ void Aggregate::Snapshot(SnapshotWriter& w) const {
   w.U64(current_str_.size());
   for (const std::string& s : current_str_) w.Str(s);
   w.U64(sets_.size());
-  for (const Multiset& m : sets_) {
-    w.U64(m.ints.size());
-    for (const auto& [v, n] : m.ints) {
-      w.I64(v);
-      w.I64(n);
-    }
-    w.U64(m.doubles.size());
-    for (const auto& [v, n] : m.doubles) {
-      w.Pod(v);
-      w.I64(n);
-    }
-    w.U64(m.strings.size());
-    for (const auto& [v, n] : m.strings) {
-      w.Str(v);
-      w.I64(n);
-    }
-  }
+  aggfn::SnapshotSets(w, sets_);
   w.OptDur(duration_);
   // Rows behind both cursors are never read again: the first chunk is written from the earlier
   // cursor on (a chunk is a whole input batch, kept until both cursors leave it).
@@ -627,21 +611,8 @@ void Aggregate::Restore(SnapshotReader& r) {
   r.PodVec(current_);
   current_str_.resize(r.Count(8));
   for (std::string& s : current_str_) s = r.Str();
-  sets_.assign(r.Count(24), Multiset{});
-  for (Multiset& m : sets_) {
-    for (size_t n = r.Count(16); n > 0; --n) {
-      const int64_t v = r.I64();
-      m.ints[v] = r.I64();
-    }
-    for (size_t n = r.Count(16); n > 0; --n) {
-      const double v = r.Pod<double>();
-      m.doubles[v] = r.I64();
-    }
-    for (size_t n = r.Count(16); n > 0; --n) {
-      std::string v = r.Str();
-      m.strings[std::move(v)] = r.I64();
-    }
-  }
+  sets_.assign(r.Count(24, "an aggregate's multisets"), Multiset{});
+  aggfn::RestoreSets(r, sets_);
   bool bools = true;
   for (const Group& g : groups_) bools &= ValidBool(g.open) && ValidBool(g.touched) && ValidBool(g.listed);
   for (const Value& v : current_) bools &= ValidBool(v.valid);
@@ -649,7 +620,10 @@ void Aggregate::Restore(SnapshotReader& r) {
   const size_t groups = groups_.size();
   bool ok = groups == index_.size() && accs_.size() == groups * na_ && current_.size() == groups * na_ &&
             current_str_.size() == (has_strings_ ? groups * na_ : 0) && sets_.size() == groups * sets_per_group_;
-  for (const Group& g : groups_) ok &= g.out_row == -1 && !g.touched && !g.listed;
+  for (const aggfn::Acc& a : accs_) ok &= aggfn::Restorable(a);
+  for (const Group& g : groups_)
+    ok &= g.out_row == -1 && !g.touched && !g.listed && g.rows >= 0 && SnapshotReader::ValidTime(g.started) &&
+          (g.holder == kNoHolder || r.ValidHolder(g.holder));
   CQ_SNAPSHOT_CHECK(ok, "an aggregate's groups are inconsistent");
   touched_.assign(groups, 0);
   touched_count_ = 0;
@@ -668,6 +642,7 @@ void Aggregate::Restore(SnapshotReader& r) {
          (c.sync.steps.empty() || Covers(c.sync.steps, c.length, 8)) && Covers(c.groups, c.length, 4) &&
          (input_ == Input::kNegative ? Covers(c.signs, c.length, 1) : c.signs.empty()) && c.base > base;
     for (const Column& a : c.args) ok &= a.length >= c.length;
+    for (int64_t i = 0; ok && i < c.length; ++i) ok &= SnapshotReader::ValidTime(c.sync.At(i)) && (i == 0 || !(c.sync.At(i) < c.sync.At(i - 1)));
     for (const Agg& a : aggs_)
       if (a.expr && ok) ok &= c.args[a.arg].type == a.arg_type;
     for (int64_t i = 0; ok && i < c.length; ++i) ok &= c.groups.as<const uint32_t>()[i] < groups;
@@ -684,7 +659,7 @@ void Aggregate::Restore(SnapshotReader& r) {
                           (c->chunk == chunks_.size() ? c->row == 0 : c->row <= chunks_[c->chunk].length),
                       "an aggregate's cursors are out of range");
   }
-  max_sync_ = r.Pod<Time>();
+  max_sync_ = r.TimeReached("the latest input time an aggregate saw");
   retained_ = r.I64();
   CQ_SNAPSHOT_CHECK(chunks_.empty() || (chunks_.back().length <= retained_ &&
                                          chunks_.back().base <= retained_ - chunks_.back().length),

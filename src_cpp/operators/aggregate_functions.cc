@@ -1,5 +1,7 @@
 #include "operators/aggregate_functions.h"
 
+#include "engine/snapshot.h"
+
 namespace cq::aggfn {
 
 void ApplyMultiset(Multiset& set, Acc& acc, TypeId type, const Arg& v, int64_t sign, bool distinct) {
@@ -55,6 +57,53 @@ Result Extreme(bool min, TypeId type, const Multiset& set, std::string* s) {
   }
   v.valid = true;
   return v;
+}
+
+namespace {
+// Copies and counts stay far from int64's ends: a restored one is at most this.
+constexpr int64_t kMaxCount = int64_t{1} << 62;
+}  // namespace
+
+void SnapshotSets(SnapshotWriter& w, const std::vector<Multiset>& sets) {
+  for (const Multiset& m : sets) {
+    w.U64(m.ints.size());
+    for (const auto& [v, n] : m.ints) {
+      w.I64(v);
+      w.I64(n);
+    }
+    w.U64(m.doubles.size());
+    for (const auto& [v, n] : m.doubles) {
+      w.Pod(v);
+      w.I64(n);
+    }
+    w.U64(m.strings.size());
+    for (const auto& [v, n] : m.strings) {
+      w.Str(v);
+      w.I64(n);
+    }
+  }
+}
+
+// Into `sets`, sized by the caller: each value once, with a positive number of copies (a value
+// whose copies reach 0 leaves its set).
+void RestoreSets(SnapshotReader& r, std::vector<Multiset>& sets) {
+  auto read = [&r](auto& map, auto read_value) {
+    for (size_t n = r.Count(16, "a multiset's values"); n > 0; --n) {
+      auto v = read_value();
+      const int64_t copies = r.I64In(1, kMaxCount, "a value's copies in a multiset");
+      CQ_SNAPSHOT_CHECK(map.emplace(std::move(v), copies).second, "a multiset holds a value twice");
+    }
+  };
+  for (Multiset& m : sets) {
+    read(m.ints, [&r] { return r.I64(); });
+    read(m.doubles, [&r] { return r.Pod<double>(); });
+    read(m.strings, [&r] { return r.Str(); });
+  }
+}
+
+bool Restorable(const Acc& acc) {
+  constexpr __int128 kMaxSum = static_cast<__int128>(1) << 126;
+  return acc.count >= 0 && acc.count <= kMaxCount && acc.isum < kMaxSum && acc.isum > -kMaxSum;
 }
 
 }  // namespace cq::aggfn

@@ -7,8 +7,14 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "batch/types.h"
+
+namespace cq {
+class SnapshotWriter;
+class SnapshotReader;
+}  // namespace cq
 
 namespace cq::aggfn {
 
@@ -91,5 +97,12 @@ Result Extreme(bool min, TypeId type, const Multiset& set, std::string* s);
   }
   return v;
 }
+
+// Engine snapshots of the per-group state both forms keep: the multisets (each value and its
+// copies), and the check of restored accumulators and multisets — counts that later rows add to and
+// take from without overflow (an overflowing count or sum would be undefined behaviour).
+void SnapshotSets(SnapshotWriter& w, const std::vector<Multiset>& sets);
+void RestoreSets(SnapshotReader& r, std::vector<Multiset>& sets);
+bool Restorable(const Acc& acc);
 
 }  // namespace cq::aggfn

@@ -320,23 +320,7 @@ void Aggregate::Rows::Snapshot(SnapshotWriter& w) const {
   w.PodVec(accs_);
   w.PodVec(current_);
   for (const std::string& s : current_str_) w.Str(s);
-  for (const Multiset& m : sets_) {
-    w.U64(m.ints.size());
-    for (const auto& [v, n] : m.ints) {
-      w.I64(v);
-      w.I64(n);
-    }
-    w.U64(m.doubles.size());
-    for (const auto& [v, n] : m.doubles) {
-      w.Pod(v);
-      w.I64(n);
-    }
-    w.U64(m.strings.size());
-    for (const auto& [v, n] : m.strings) {
-      w.Str(v);
-      w.I64(n);
-    }
-  }
+  aggfn::SnapshotSets(w, sets_);
   tracker_->Snapshot(w);
 }
 
@@ -354,24 +338,14 @@ void Aggregate::Rows::Restore(SnapshotReader& r) {
   current_str_.resize(n * na_);
   for (std::string& s : current_str_) s = r.Str();
   sets_.assign(n * sets_per_group_, Multiset{});
-  for (Multiset& m : sets_) {
-    for (size_t k = r.Count(16); k > 0; --k) {
-      const int64_t v = r.I64();
-      m.ints[v] = r.I64();
-    }
-    for (size_t k = r.Count(16); k > 0; --k) {
-      const double v = r.Pod<double>();
-      m.doubles[v] = r.I64();
-    }
-    for (size_t k = r.Count(16); k > 0; --k) {
-      std::string v = r.Str();
-      m.strings[std::move(v)] = r.I64();
-    }
-  }
+  aggfn::RestoreSets(r, sets_);
   bool flags = true;
-  for (const Group& g : groups_) flags &= ValidBool(g.open) && ValidBool(g.touched) && !g.touched;
+  for (const aggfn::Acc& a : accs_) flags &= aggfn::Restorable(a);
+  for (const Group& g : groups_)
+    flags &= ValidBool(g.open) && ValidBool(g.touched) && !g.touched && g.rows >= 0 &&
+             SnapshotReader::ValidTime(g.started) && (g.holder == kNoHolder || r.ValidHolder(g.holder));
   for (const Value& v : current_) flags &= ValidBool(v.valid);
-  CQ_SNAPSHOT_CHECK(flags, "a flag is neither 0 nor 1");
+  CQ_SNAPSHOT_CHECK(flags, "an aggregate's groups or accumulators are out of range");
   by_hash_.clear();
   direct_.clear();
   for (uint32_t g = 0; g < n; ++g) by_hash_.Insert(keys_store_.layout().Hash(keys_store_.Get(g)), g);

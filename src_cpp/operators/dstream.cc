@@ -55,7 +55,10 @@ class DStreamRows final : public RowOperator {
   bool advances_when_due() const override { return true; }
   Time next_firing(int64_t) const override { return tracker_->next_instant(); }
   void Snapshot(SnapshotWriter& w) const override { tracker_->Snapshot(w); }
-  void Restore(SnapshotReader& r) override { tracker_->Restore(r); }
+  void Restore(SnapshotReader& r) override {
+    tracker_->Restore(r);
+    r.CheckToCome(tracker_->next_instant(), "DSTREAM's next instant");
+  }
 
  private:
   std::unique_ptr<RowTracker> tracker_;
@@ -81,5 +84,8 @@ void RegisterDStream(OperatorRegistry& r) {
 
 
 void DStream::Snapshot(SnapshotWriter& w) const { tracker_->Snapshot(w); }
-void DStream::Restore(SnapshotReader& r) { tracker_->Restore(r, *schema_); }
+void DStream::Restore(SnapshotReader& r) {
+  tracker_->Restore(r, *schema_);
+  r.CheckToCome(tracker_->next_instant(), "DSTREAM's next instant");
+}
 }  // namespace cq

@@ -446,9 +446,9 @@ void HashJoin::Snapshot(SnapshotWriter& w) const {
     w.I64(s.cursor_row);
     s.table.Snapshot(w);
     w.U64(s.pending.size());
-    for (const auto& [h, ref] : s.pending) {
-      w.U32(h);
-      w.Pod(ref);
+    for (const auto* e : SortedEntries(s.pending)) {
+      w.U32(e->first);
+      w.Pod(e->second);
     }
     s.expiring.Snapshot(w);
   }
@@ -463,7 +463,7 @@ void HashJoin::Snapshot(SnapshotWriter& w) const {
 }
 
 void HashJoin::Restore(SnapshotReader& r) {
-  progress_ = r.Pod<Time>();
+  progress_ = r.TimeReached("a join's progress");
   bool ok = true;
   for (int side = 0; side < 2; ++side) {
     Side& s = sides_[side];
@@ -476,6 +476,9 @@ void HashJoin::Restore(SnapshotReader& r) {
       r.PodVec(k.keys);
       k.key_cols = r.Cols();
       r.Times(k.ends);
+      // (direct) an end known is not before its row's start; a pending one is MinusInfinity.
+      for (size_t i = 0; i < k.ends.size() && i < static_cast<size_t>(k.batch.length); ++i)
+        ok &= k.ends[i] == Time::MinusInfinity() || !(k.ends[i] < k.batch.StartAt(static_cast<int64_t>(i)));
       r.PodVec(k.rows);
       k.live = r.I64();
       const auto len = static_cast<size_t>(k.batch.length);
@@ -499,24 +502,34 @@ void HashJoin::Restore(SnapshotReader& r) {
       ok &= s.cursor_row == 0 && (s.kept.empty() || s.cursor_batch == s.kept.front().seq + s.kept.size());
     else
       ok &= s.cursor_row >= 0 && s.cursor_row < s.kept.at(static_cast<uint32_t>(s.cursor_batch)).batch.length;
-    s.table.Restore(r, holds);
+    CQ_SNAPSHOT_CHECK(ok, "a join's kept rows or cursor are out of range");  // (before LoadCursor reads them)
+    // Rows up to progress have been joined: the cursor's is later.
+    if (!s.kept.empty() && s.cursor_batch - s.kept.front().seq < s.kept.size())
+      r.CheckToCome(s.kept.at(static_cast<uint32_t>(s.cursor_batch)).batch.StartAt(s.cursor_row), "a join's next row");
+    s.table.Restore(r, holds, [&s](const Ref& x) { return s.kept.at(x.seq).keys[x.row]; });
     s.pending.clear();
-    for (size_t n = r.Count(12); n > 0; --n) {
-      const HolderId h = r.U32();
+    for (size_t n = r.Count(12, "a join's pending rows"); n > 0; --n) {
+      const HolderId h = r.Holder();
       const Ref ref = r.Pod<Ref>();
-      ok &= holds(ref);
-      s.pending[h] = ref;
+      ok = ok && holds(ref) && !negative_ && s.kept.at(ref.seq).ends[ref.row] == Time::MinusInfinity() &&
+           s.pending.emplace(h, ref).second;
     }
     s.expiring.Restore(r);
-    s.expiring.ForEach([&](const Side::Expiry& e) { ok &= holds(e.ref); });
+    r.CheckToCome(s.expiring.next_end(), "a join's next expiring row");  // (AdvanceTo expires through progress)
+    s.expiring.ForEach([&](const Side::Expiry& e) {
+      ok = ok && holds(e.ref) && !negative_ && s.kept.at(e.ref.seq).ends[e.ref.row] == e.end;
+    });
     s.LoadCursor();
   }
   r.PodVec(open_);
   r.PodVec(open_live_);
   ok &= open_live_.size() == open_.size();
   for (size_t i = 0; ok && i < open_.size(); ++i) {
+    ok &= open_live_[i] <= 1;
     if (!open_live_[i]) continue;
     const Open& op = open_[i];
+    ok &= SnapshotReader::ValidTime(op.start) && (op.lh == kNoHolder || r.ValidHolder(op.lh)) &&
+          (op.rh == kNoHolder || r.ValidHolder(op.rh));
     for (int side = 0; side < 2; ++side) {
       const Side& s = sides_[side];
       const Ref x = side == 0 ? op.l : op.r;
@@ -528,11 +541,17 @@ void HashJoin::Restore(SnapshotReader& r) {
     by.assign(r.Count(8), {});
     for (auto& results : by) {
       r.PodVec(results);
-      for (HolderId h : results) ok &= h < open_.size() && open_live_[h];
+      for (HolderId h : results) ok = ok && h < open_.size() && open_live_[h];
     }
   }
+  // An open result's pending input ends index the lists of results by input holder.
+  for (size_t i = 0; ok && i < open_.size(); ++i)
+    if (open_live_[i])
+      ok &= (open_[i].lh == kNoHolder || open_[i].lh < open_by_input_[0].size()) &&
+            (open_[i].rh == kNoHolder || open_[i].rh < open_by_input_[1].size());
   next_serial_ = r.U64();
   waiting_.Restore(r);
+  r.CheckToCome(waiting_.next_end(), "a join's next result end");
   CQ_SNAPSHOT_CHECK(ok, "a join's state refers to rows it does not keep");
 }
 }  // namespace cq

@@ -447,11 +447,15 @@ void HashJoin::Rows::Snapshot(SnapshotWriter& w) const {
 }
 
 void HashJoin::Rows::Restore(SnapshotReader& r) {
-  progress_ = r.Pod<Time>();
+  progress_ = r.TimeReached("a join's progress");
   bool ok = true;
   for (Input& s : sides_) {
     s.store.Restore(r, *s.stored);
-    r.PodVec(s.kept);
+    // (A free slot holds whatever it last held, or zeros.)
+    r.PodVec(s.kept, "a join's kept rows", [&](const Kept& k) {
+      return k.state == kFree || (SnapshotReader::ValidTime(k.sync) && SnapshotReader::ValidTime(k.other) &&
+                                  k.state <= kLetGo && (k.holder == kNoHolder || r.ValidHolder(k.holder)));
+    });
     s.store.ForEach([&](uint32_t slot) { ok &= slot < s.kept.size(); });
     CQ_SNAPSHOT_CHECK(ok, "a join's kept rows are inconsistent");
     s.pending.clear();
@@ -470,13 +474,14 @@ void HashJoin::Rows::Restore(SnapshotReader& r) {
     s.head = 0;
     for (size_t i = 0; i < s.queue.size(); ++i) {
       const uint32_t slot = s.queue[i];
-      ok &= slot < s.kept.size() && s.kept[slot].state == kWaiting &&
+      ok = ok && slot < s.kept.size() && s.kept[slot].state == kWaiting &&
             (i == 0 || !(s.kept[slot].sync < s.kept[s.queue[i - 1]].sync));
     }
     size_t waiting = 0;
     for (const Kept& k : s.kept) waiting += k.state == kWaiting;
     ok &= waiting == s.queue.size();
-    s.table.Restore(r, [&](uint32_t slot) { return slot < s.kept.size() && s.kept[slot].state == kJoined; });
+    s.table.Restore(r, [&](uint32_t slot) { return slot < s.kept.size() && s.kept[slot].state == kJoined; },
+                    [&](uint32_t slot) { return s.kept[slot].key; });
     size_t joined = 0;
     for (const Kept& k : s.kept) joined += k.state == kJoined;
     ok &= joined == s.table.size();
@@ -488,8 +493,11 @@ void HashJoin::Rows::Restore(SnapshotReader& r) {
     CQ_SNAPSHOT_CHECK(ok, "a join's queue or table refers to rows it does not keep");
   }
   r.PodVec(open_);
-  for (const Open& op : open_)
-    if (op.serial != 0) ok &= !negative_ && (op.in[0] != kNoHolder || op.in[1] != kNoHolder);
+  // Open results are indexed by their holder id.
+  for (size_t h = 0; h < open_.size(); ++h)
+    if (open_[h].serial != 0)
+      ok &= !negative_ && (open_[h].in[0] != kNoHolder || open_[h].in[1] != kNoHolder) && r.ValidHolder(static_cast<HolderId>(h)) &&
+            SnapshotReader::ValidTime(open_[h].end[0]) && SnapshotReader::ValidTime(open_[h].end[1]);
   for (auto& by : by_input_) {
     by.assign(r.Count(8), {});
     for (auto& links : by) {
@@ -497,6 +505,9 @@ void HashJoin::Rows::Restore(SnapshotReader& r) {
       for (const Link& l : links) ok &= l.result < open_.size();
     }
   }
+  // An open result's pending input ends index the lists of results by input holder.
+  for (const Open& op : open_)
+    for (int k = 0; k < 2 && op.serial != 0; ++k) ok &= op.in[k] == kNoHolder || op.in[k] < by_input_[k].size();
   next_serial_ = r.U64();
   waiting_.Restore(r);
   waiting_.ForEach([&](const Waiting& w) { ok &= w.result < open_.size(); });

@@ -323,7 +323,10 @@ class IStreamRows final : public RowOperator {
   bool advances_when_due() const override { return true; }
   Time next_firing(int64_t) const override { return tracker_->next_instant(); }
   void Snapshot(SnapshotWriter& w) const override { tracker_->Snapshot(w); }
-  void Restore(SnapshotReader& r) override { tracker_->Restore(r); }
+  void Restore(SnapshotReader& r) override {
+    tracker_->Restore(r);
+    r.CheckToCome(tracker_->next_instant(), "ISTREAM's next instant");
+  }
 
  private:
   struct Run {  // rows_[.. end) not in an earlier run are ISTREAM's output at t
@@ -375,14 +378,17 @@ void IStream::Snapshot(SnapshotWriter& w) const {
 
 void IStream::Restore(SnapshotReader& r) {
   next_seq_ = r.U64();
-  ReadNumberedBatches(r, schema_, next_seq_, false, retained_, "an ISTREAM's retained batches");
+  ReadNumberedBatches(r, schema_, BatchKind::kLifetime, next_seq_, false, retained_, "an ISTREAM's retained batches");
   duration_ = r.OptDur();
   cursor_ = r.I64();
   CQ_SNAPSHOT_CHECK(r.Bool() == (tracker_ != nullptr), "an ISTREAM's strategy differs from its plan's");
-  if (tracker_) tracker_->Restore(r, schema_);
-  current_ = r.Pod<Time>();
+  if (tracker_) {
+    tracker_->Restore(r, schema_);
+    r.CheckToCome(tracker_->next_instant(), "ISTREAM's next instant");
+  }
+  current_ = r.TimeReached("an ISTREAM's instant");
   r.PodVec(ending_now_);
-  r.PodVec(consumed_);
+  r.PodVec(consumed_, "an ISTREAM's cancelled ends", [](uint8_t c) { return c <= 1; });
   bool ok = (retained_.empty() || retained_.back().seq + 1 == next_seq_) && cursor_ >= 0 && (retained_.empty() ? cursor_ == 0 : cursor_ <= retained_.front().batch.num_rows()) &&
             consumed_.size() == ending_now_.size() && (retained_.empty() || duration_);
   for (const RowRef& x : ending_now_)

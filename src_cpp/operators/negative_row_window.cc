@@ -117,9 +117,9 @@ class NegativeRowWindowRows final : public RowOperator {
       w.PodVec(q.items.data() + q.head, q.size());
       return;
     }
-    for (const auto& [key, index] : index_) {
-      const Queue& q = queues_[index];
-      w.Str(key);
+    for (const auto* e : SortedEntries(index_)) {
+      const Queue& q = queues_[e->second];
+      w.Str(e->first);
       w.PodVec(q.items.data() + q.head, q.size());
     }
   }
@@ -140,7 +140,8 @@ class NegativeRowWindowRows final : public RowOperator {
       ok &= (keys_.empty() || !q.items.empty()) && static_cast<int64_t>(q.items.size()) <= rows_;
       for (size_t i = 0; i < q.items.size() && ok; ++i) {
         const uint32_t s = q.items[i].slot;
-        ok &= store_.live(s) && (i == 0 || !(q.items[i].start < q.items[i - 1].start));
+        ok &= store_.live(s) && SnapshotReader::ValidTime(q.items[i].start) &&
+              (i == 0 || !(q.items[i].start < q.items[i - 1].start));
         if (ok && s >= seen.size()) seen.resize(s + 1, 0);
         ok = ok && !seen[s]++;
       }
@@ -234,15 +235,16 @@ void NegativeRowWindow::Snapshot(SnapshotWriter& w) const {
   WriteNumberedBatches(w, kept_);
   w.PodVec(all_.items.data() + all_.head, all_.size());
   w.U64(partitions_.size());
-  for (const auto& [key, q] : partitions_) {
-    w.Str(key);
+  for (const auto* e : SortedEntries(partitions_)) {
+    const Queue& q = e->second;
+    w.Str(e->first);
     w.PodVec(q.items.data() + q.head, q.size());
   }
 }
 
 void NegativeRowWindow::Restore(SnapshotReader& r) {
   next_seq_ = r.U32();
-  ReadNumberedBatches(r, schema_, next_seq_, true, kept_, "a row window's kept batches");
+  ReadNumberedBatches(r, schema_, BatchKind::kStream, next_seq_, true, kept_, "a row window's kept batches");
   auto holds = [&](const Queue& q) {
     bool ok = static_cast<int64_t>(q.size()) <= rows_;
     for (const Ref& x : q.items)

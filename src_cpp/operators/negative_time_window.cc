@@ -190,7 +190,8 @@ class NegativeTimeWindowRows final : public RowOperator {
     std::vector<uint8_t> seen;
     for (size_t k = 0; k < kept_.size() && ok; ++k) {
       const Kept& x = kept_[k];
-      ok &= store_.live(x.slot) && !(x.end < x.start);
+      ok &= store_.live(x.slot) && SnapshotReader::ValidTime(x.start) && SnapshotReader::ValidTime(x.end) &&
+            !(x.end < x.start);
       if (k > 0) ok &= !(x.start < kept_[k - 1].start) && !(x.end < kept_[k - 1].end);
       if (ok && x.slot >= seen.size()) seen.resize(x.slot + 1, 0);
       ok = ok && !seen[x.slot]++;
@@ -338,7 +339,7 @@ void NegativeTimeWindow::Restore(SnapshotReader& r) {
   front_ = r.U32();
   kept_.clear();
   for (size_t n = r.Count(1); n > 0; --n) {
-    kept_.push_back(r.ReadBatch(&schema_));
+    kept_.push_back(r.ReadBatch(schema_, BatchKind::kLifetime));
     CQ_SNAPSHOT_CHECK(!kept_.back().has_selection, "a time window keeps a batch with a selection");
   }
   next_positive_ = r.Pod<BatchRow>();
@@ -349,5 +350,16 @@ void NegativeTimeWindow::Restore(SnapshotReader& r) {
     return c.batch >= front_ && (k == kept_.size() ? c.row == 0 : k < kept_.size() && c.row < kept_[k].length);
   };
   CQ_SNAPSHOT_CHECK(in_range(next_positive_) && in_range(next_negative_), "a time window's cursors are out of range");
+  // A row's negative follows its positive.
+  CQ_SNAPSHOT_CHECK(next_negative_.batch < next_positive_.batch ||
+                        (next_negative_.batch == next_positive_.batch && next_negative_.row <= next_positive_.row),
+                    "a time window's negative cursor is ahead of its positive one");
+  // What is due up to progress has gone out: the next positive starts, the next negative ends, later.
+  auto at = [&](const BatchRow& c) -> const Batch* {
+    const uint64_t k = static_cast<uint64_t>(c.batch) - front_;
+    return k < kept_.size() ? &kept_[k] : nullptr;
+  };
+  if (const Batch* b = at(next_positive_)) r.CheckToCome(b->StartAt(next_positive_.row), "a time window's next positive");
+  if (const Batch* b = at(next_negative_)) r.CheckToCome(b->EndAt(next_negative_.row), "a time window's next negative");
 }
 }  // namespace cq

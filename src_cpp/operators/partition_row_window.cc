@@ -219,9 +219,9 @@ void RegisterPartitionRowWindow(OperatorRegistry& r) {
 void PartitionRowWindow::Snapshot(SnapshotWriter& w) const {
   w.U32(batch_seq_);
   w.U64(slot_of_.size());
-  for (const auto& [key, slot] : slot_of_) {
-    w.Str(key);
-    w.U32(slot);
+  for (const auto* e : SortedEntries(slot_of_)) {
+    w.Str(e->first);
+    w.U32(e->second);
   }
   w.U64(queues_.size());
   for (const Queue& q : queues_) w.PodVec(q.items.data() + q.head, q.size());
@@ -230,17 +230,20 @@ void PartitionRowWindow::Snapshot(SnapshotWriter& w) const {
 void PartitionRowWindow::Restore(SnapshotReader& r) {
   batch_seq_ = r.U32();
   slot_of_.clear();
-  for (size_t n = r.Count(12); n > 0; --n) {
+  for (size_t n = r.Count(12, "the partitions"); n > 0; --n) {
     std::string key = r.Str();
-    slot_of_[std::move(key)] = r.U32();
+    CQ_SNAPSHOT_CHECK(slot_of_.try_emplace(std::move(key), r.U32()).second, "a partition appears twice");
   }
-  queues_.assign(r.Count(8), Queue{});
+  queues_.assign(r.Count(8, "the partitions' queues"), Queue{});
   bool ok = slot_of_.size() == queues_.size();
+  // Each pending row: a holder handed out, and made by an earlier push (Push compares the number).
   for (Queue& q : queues_) {
-    r.PodVec(q.items);
+    r.PodVec(q.items, "a partition's pending rows",
+             [&](const Pending& p) { return r.ValidHolder(p.id) && p.batch < batch_seq_; });
     ok &= static_cast<int64_t>(q.items.size()) <= rows_;
   }
-  for (const auto& [key, slot] : slot_of_) ok &= slot < queues_.size();
+  std::vector<uint8_t> used(queues_.size(), 0);
+  for (const auto& [key, slot] : slot_of_) ok = ok && slot < queues_.size() && !used[slot]++;
   CQ_SNAPSHOT_CHECK(ok, "a partitioned row window's queues are inconsistent");
   index_ = GroupIndex(key_types_);
   slot_of_id_.clear();

@@ -500,15 +500,17 @@ void QuerySink::Restore(SnapshotReader& r) {
   small_rows_ = r.I64();
   small_.clear();
   for (size_t n = r.Count(1); n > 0; --n) {
-    ColumnBuilder b{r.Pod<TypeId>()};
+    ColumnBuilder b{r.Enum(TypeId::kUtf8, "an output column's type")};
     r.PodVec(b.i64);
     r.PodVec(b.f64);
     b.bytes = r.Str();
     r.PodVec(b.offsets);
     r.PodVec(b.valid);
     b.nulls = r.I64();
+    int64_t nulls = 0;
+    for (uint8_t v : b.valid) nulls += v == 0, ok &= v <= 1;
     ok &= small_.size() < output_.size() && b.type == output_[small_.size()].type &&
-          static_cast<int64_t>(b.valid.size()) == small_rows_;
+          static_cast<int64_t>(b.valid.size()) == small_rows_ && b.nulls == nulls;
     switch (b.type) {
       case TypeId::kInt64:
       case TypeId::kBool: ok &= b.i64.size() == b.valid.size(); break;
@@ -529,7 +531,7 @@ void QuerySink::Restore(SnapshotReader& r) {
   retained_.clear();
   for (size_t n = r.Count(1); n > 0; --n) {
     const uint32_t seq = r.U32();
-    Batch b = r.ReadBatch(&input_);
+    Batch b = r.ReadBatch(input_, kind_);
     const int64_t live = r.I64();
     CQ_SNAPSHOT_CHECK(!b.has_selection && seq < next_seq_ && (retained_.empty() || seq == retained_.back().seq + 1) &&
                           b.columns.size() == input_.size(),
@@ -551,11 +553,22 @@ void QuerySink::Restore(SnapshotReader& r) {
     ok &= holds(s.seq, s.row);
     if (ok) ++refs[s.seq - retained_.front().seq], ++waiting;
   }
+  // (negative) A positive waits under the hash of its values and start, which a negative looks up.
+  std::vector<std::vector<uint64_t>> hashes(retained_.size());
+  auto hash_of = [&](const Positive& p) {
+    const Retained& k = retained_[p.seq - retained_.front().seq];
+    std::vector<uint64_t>& h = hashes[p.seq - retained_.front().seq];
+    if (h.empty()) {
+      h.resize(static_cast<size_t>(k.batch.length));
+      HashRows(k.batch.columns, k.batch.length, h.data());
+    }
+    return WithStart(h[p.row], k.batch.StartAt(p.row));
+  };
   positives_.Restore(r, [&](const Positive& p) {
     if (!holds(p.seq, p.row)) return false;
     ++refs[p.seq - retained_.front().seq];
     return true;
-  });
+  }, hash_of);
   waiting_ = r.I64();
   ok &= negative_ ? waiting == 0 : waiting == waiting_;
   for (size_t k = 0; k < retained_.size(); ++k) ok &= retained_[k].live == refs[k];

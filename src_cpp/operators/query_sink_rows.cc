@@ -100,11 +100,19 @@ class QuerySink::Rows final : public RowOperator {
   void Restore(SnapshotReader& r) override {
     store_.Restore(r, *schema_);
     r.PodVec(waiting_);
+    // Each kept row waits once, by its holder or as a positive.
+    std::vector<uint8_t> named;
+    auto once = [&](uint32_t slot, Time start) {
+      if (!store_.live(slot) || !SnapshotReader::ValidTime(start)) return false;
+      if (slot >= named.size()) named.resize(slot + size_t{1}, 0);
+      return !named[slot]++;
+    };
     size_t n = 0;
     bool ok = true;
     for (const Waiting& x : waiting_)
-      if (x.slot != kNone.slot) ok &= store_.live(x.slot), ++n;
-    positives_.Restore(r, [&](const Positive& p) { return ++n, store_.live(p.slot); });
+      if (x.slot != kNone.slot) ok = ok && once(x.slot, x.start), ++n;
+    positives_.Restore(r, [&](const Positive& p) { return ++n, once(p.slot, p.start); },
+                       [&](const Positive& p) { return Key(store_.layout(), store_.Get(p.slot), p.start); });
     CQ_SNAPSHOT_CHECK(ok && n == store_.size(), "a query's waiting rows are inconsistent");
   }
 

@@ -93,18 +93,18 @@ std::unique_ptr<RowOperator> ReissueHolders::ToRows() { return std::make_unique<
 
 void ReissueHolders::Snapshot(SnapshotWriter& w) const {
   w.U64(issued_.size());
-  for (const auto& [from, to] : issued_) {
-    w.U32(from);
-    w.U32(to);
+  for (const auto* e : SortedEntries(issued_)) {
+    w.U32(e->first);
+    w.U32(e->second);
   }
 }
 
 void ReissueHolders::Restore(SnapshotReader& r) {
   issued_.clear();
-  const uint64_t n = r.Count(8);
+  const uint64_t n = r.Count(8, "the reissued holders");
   for (uint64_t i = 0; i < n; ++i) {
-    const HolderId from = r.U32();
-    const HolderId to = r.U32();
+    const HolderId from = r.Holder();
+    const HolderId to = r.Holder();
     CQ_SNAPSHOT_CHECK(issued_.emplace(from, to).second, "a reissued expiration holder appears twice");
   }
 }

@@ -376,7 +376,8 @@ void RelationScan::Snapshot(SnapshotWriter& w) const {
   w.U32(batch_seq_);
   w.I64(alive_count_);
   w.U64(alive_.size());
-  for (const auto& [key, copies] : alive_) {
+  for (const auto* e : SortedEntries(alive_)) {
+    const auto& [key, copies] = *e;
     w.Str(key);
     w.PodVec(copies.items.data() + copies.head, copies.size());
   }
@@ -387,11 +388,18 @@ void RelationScan::Restore(SnapshotReader& r) {
   alive_count_ = r.I64();
   alive_.clear();
   int64_t count = 0;
-  for (size_t n = r.Count(16); n > 0; --n) {
-    std::string key = r.Str();
-    Copies& c = alive_[std::move(key)];
-    r.PodVec(c.items);
-    count += static_cast<int64_t>(c.items.size());
+  // Each copy: a start, a holder handed out (direct) or none (negative), made by an earlier push
+  // (Push compares the number to find the copies of the batch it processes).
+  auto valid = [&](const Copy& c) {
+    return SnapshotReader::ValidTime(c.start) && c.batch < batch_seq_ &&
+           (negative_ ? c.holder == kNoHolder : r.ValidHolder(c.holder));
+  };
+  for (size_t n = r.Count(16, "a relation's values"); n > 0; --n) {
+    auto [it, fresh] = alive_.try_emplace(r.Str());
+    CQ_SNAPSHOT_CHECK(fresh, "a relation's value appears twice");
+    r.PodVec(it->second.items, "a relation's alive copies", valid);
+    CQ_SNAPSHOT_CHECK(!it->second.items.empty(), "a relation's value has no alive copy");
+    count += static_cast<int64_t>(it->second.items.size());
   }
   CQ_SNAPSHOT_CHECK(count == alive_count_, "a relation's alive count does not match its copies");
 }

@@ -153,5 +153,7 @@ void RowWindow::Restore(SnapshotReader& r) {
   const auto size = static_cast<int64_t>(ring_.size());
   CQ_SNAPSHOT_CHECK(count_ >= 0 && count_ <= size && count_ <= rows_ && (size == 0 ? head_ == 0 : head_ >= 0 && head_ < size),
                     "a row window's ring is out of range");
+  for (int64_t k = 0; k < count_; ++k)
+    CQ_SNAPSHOT_CHECK(r.ValidHolder(Slot(k)), "a row window's pending holder ids are out of range");
 }
 }  // namespace cq

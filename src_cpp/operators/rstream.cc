@@ -249,6 +249,23 @@ void RStream::Finish(Emitter& out) {
 }
 
 namespace {
+// A restored place in the ticks, checked against the operator's progress: AdvanceTo emits R at
+// every complete tick while it is non-empty, and R's changes as they complete, so between calls
+// neither a change still to come nor, while R is non-empty, the next tick is behind progress. A
+// counter or change restored far behind would emit every tick in between at once. Ticks held
+// beyond the engine's progress P, and the last instants of close(), wait by design.
+void CheckTicks(const SnapshotReader& r, int64_t next_tick, Time next_change, bool alive, bool waiting) {
+  const Time p = r.progress();
+  if (waiting || p.IsInfinite() || p == Time::MinusInfinity()) return;  // (after close() nothing runs)
+  const int64_t limit = p.step == 0 ? p.tick : p.tick + 1;
+  if (!next_change.IsInfinite() && next_change.tick < limit - 1)
+    SnapshotReader::Corrupt("RSTREAM's next change " + SnapshotReader::Show(next_change) + " is behind its progress " +
+                            SnapshotReader::Show(p));
+  if (alive && (next_tick == Time::kMinTick || next_tick < limit - 1))
+    SnapshotReader::Corrupt("RSTREAM's next tick " + std::to_string(next_tick) + " is behind its progress " +
+                            SnapshotReader::Show(p));
+}
+
 // The row form: the same rule over a RowTracker that keeps R(t) (RStream::AdvanceTo says why).
 // Inside a loop close() runs its last instants one by one, before R's later changes are all in: a
 // tick beyond P goes out at its instant when a drop is known by then (DropKnown), and otherwise
@@ -315,6 +332,7 @@ class RStreamRows final : public RowOperator {
     next_tick_ = r.I64();
     held_ = r.Bool();
     closing_ = r.Bool();
+    CheckTicks(r, next_tick_, tracker_->next_instant(), tracker_->any_alive(), closing_ || held_);
   }
 
  private:
@@ -430,5 +448,6 @@ void RStream::Restore(SnapshotReader& r) {
   tracker_->Restore(r, *schema_);
   next_tick_ = r.I64();
   held_ = r.Bool();
+  CheckTicks(r, next_tick_, tracker_->next_instant(), tracker_->any_alive(), held_);
 }
 }  // namespace cq

@@ -86,14 +86,20 @@ class UnionAllRows final : public RowOperator {
     CQ_SNAPSHOT_CHECK(r.Count(8) == ports_.size(), "a union's inputs differ");
     held_.clear();
     size_t waiting = 0;
+    std::vector<uint8_t> named;  // each kept row waits once
     for (size_t k = 0; k < ports_.size(); ++k) {
       Port& p = ports_[k];
       p = Port{};
-      r.PodVec(p.items);
+      r.PodVec(p.items, "a union's waiting rows", [&](const Item& it) {
+        return SnapshotReader::ValidTime(it.sync) && SnapshotReader::ValidTime(it.other) &&
+               (it.holder == kNoHolder || r.ValidHolder(it.holder));
+      });
       for (size_t i = 0; i < p.items.size(); ++i) {
         const Item& it = p.items[i];
         CQ_SNAPSHOT_CHECK(store_.live(it.slot) && it.seq < arrivals_ && (i == 0 || !(it.sync < p.items[i - 1].sync)),
                           "a union's waiting rows are inconsistent");
+        if (it.slot >= named.size()) named.resize(it.slot + size_t{1}, 0);
+        CQ_SNAPSHOT_CHECK(!named[it.slot]++, "a union's kept row waits twice");
         if (it.holder != kNoHolder) {
           if (it.holder >= held_.size()) held_.resize(it.holder + 1, kNone);
           held_[it.holder] = {static_cast<uint32_t>(k), i};
@@ -196,5 +202,5 @@ void RegisterUnionAll(OperatorRegistry& r) {
 
 // The rows waiting to go out in time order.
 void UnionAll::Snapshot(SnapshotWriter& w) const { waiting_.Snapshot(w); }
-void UnionAll::Restore(SnapshotReader& r) { waiting_.Restore(r, schema_); }
+void UnionAll::Restore(SnapshotReader& r) { waiting_.Restore(r, schema_, kind_); }
 }  // namespace cq

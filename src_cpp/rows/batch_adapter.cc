@@ -1,6 +1,7 @@
 #include "rows/batch_adapter.h"
 
 #include "engine/errors.h"
+#include "engine/snapshot.h"
 
 namespace cq {
 
@@ -80,7 +81,8 @@ void BatchAdapter::Restore(SnapshotReader& r) {
   for (size_t n = r.Count(8); n > 0; --n) {
     const int64_t port = r.I64();
     CQ_SNAPSHOT_CHECK(port >= 0 && static_cast<size_t>(port) < inputs_.size(), "a waiting run names no input");
-    Batch b = r.ReadBatch(inputs_[static_cast<size_t>(port)].schema.get());
+    const Input& in = inputs_[static_cast<size_t>(port)];
+    Batch b = r.ReadBatch(*in.schema, in.kind);
     Run& run = RunFor(static_cast<int>(port));
     ForEachRow(b, [&](const Row& row) {
       run.rows.Append(row);

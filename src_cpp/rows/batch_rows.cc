@@ -101,34 +101,40 @@ void RowStore::Snapshot(SnapshotWriter& w, const std::shared_ptr<const Schema>& 
 }
 
 void RowStore::Restore(SnapshotReader& r, const Schema& schema) {
+  // Read aside and checked first: the store is destroyed if the restore fails, and releases the
+  // strings of the slots it thinks in use.
   Clear();
-  r.PodVec(live_);
-  r.PodVec(free_);
+  std::vector<uint8_t> live_flags;
+  std::vector<uint32_t> free_slots;
+  r.PodVec(live_flags, "a row store's slots in use");
+  r.PodVec(free_slots, "a row store's free slots");
   const int64_t n = r.I64();
   Batch b;
   if (n) b = r.ReadBatch(&schema);
   int64_t live = 0;
-  bool ok = b.length == n && schema.size() == layout_.width();
-  for (uint8_t x : live_) {
+  bool ok = b.length == n && !b.has_selection && schema.size() == layout_.width();
+  for (uint8_t x : live_flags) {
     ok &= x <= 1;
     live += x;
   }
   // Every slot not in use is free exactly once (a slot listed twice would be handed out twice).
-  std::vector<uint8_t> listed(live_.size(), 0);
-  for (uint32_t s : free_) {
-    ok &= s < live_.size() && !live_[s] && !listed[s];
+  std::vector<uint8_t> listed(live_flags.size(), 0);
+  for (uint32_t s : free_slots) {
+    ok = ok && s < live_flags.size() && !live_flags[s] && !listed[s];
     if (ok) listed[s] = 1;
   }
-  ok &= live == n && static_cast<size_t>(live) + free_.size() == live_.size();
+  ok &= live == n && static_cast<size_t>(live) + free_slots.size() == live_flags.size();
   SnapshotReader::Check(ok, "a row store's slots are inconsistent");
-  if (!live_.empty()) Place(static_cast<uint32_t>(live_.size() - 1));  // free slots are reused in place
+  if (!live_flags.empty()) Place(static_cast<uint32_t>(live_flags.size() - 1));  // free slots are reused in place
   uint32_t slot = 0;
   ForEachRow(b, [&](const Row& row) {
-    while (!live_[slot]) ++slot;
+    while (!live_flags[slot]) ++slot;
     Value* dst = Place(slot++);
     std::memcpy(static_cast<void*>(dst), row.values, layout_.width() * sizeof(Value));
     layout_.Retain(dst);
   });
+  live_ = std::move(live_flags);
+  free_ = std::move(free_slots);
   live_count_ = static_cast<size_t>(live);
 }
 

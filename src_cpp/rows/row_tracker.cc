@@ -222,13 +222,17 @@ void RowRelationTracker::Snapshot(SnapshotWriter& w) const {
 
 void RowRelationTracker::Restore(SnapshotReader& r) {
   RestoreStore(r);
-  r.PodVec(fifo_);
+  auto valid = [&](const Held& h) {
+    return SnapshotReader::ValidTime(h.start) && SnapshotReader::ValidTime(h.end) &&
+           (h.holder == kNoHolder || r.ValidHolder(h.holder));
+  };
+  r.PodVec(fifo_, "a tracker's held starts", valid);
   fifo_head_ = 0;
   fifo_base_ = 0;
-  r.PodVec(late_);
+  r.PodVec(late_, "a tracker's late starts", [&](const Late& l) { return valid(l.held); });
   arrivals_ = r.U64();
   std::vector<PendingHeld> pending;
-  r.PodVec(pending);
+  r.PodVec(pending, "a tracker's pending starts", [&](const PendingHeld& p) { return r.ValidHolder(p.holder); });
   held_pending_.clear();
   bool ok = true;
   for (const auto& [h, k] : pending) {
@@ -313,8 +317,9 @@ void RowNegativeTracker::Restore(SnapshotReader& r) {
   RestoreStore(r);
   pending_.clear();
   bool ok = true;
-  for (size_t n = r.Count(16); n > 0; --n) {
-    const Time t = r.Pod<Time>();
+  for (size_t n = r.Count(16, "a negative tracker's instants"); n > 0; --n) {
+    const Time t = r.TimeValue("an instant");
+    CQ_SNAPSHOT_CHECK(pending_.empty() || pending_.rbegin()->first < t, "a negative tracker's instants are out of order");
     Instant& at = pending_[t];
     r.PodVec(at.positives);
     r.PodVec(at.negatives);
@@ -322,7 +327,23 @@ void RowNegativeTracker::Restore(SnapshotReader& r) {
     for (uint32_t s : at.negatives) ok &= store_.live(s);
   }
   CQ_SNAPSHOT_CHECK(ok, "a negative tracker refers to rows it does not hold");
-  alive_.Restore(r, [&](uint32_t s) { return store_.live(s); });
+  auto hash_of = [&](uint32_t s) { return layout().Hash(values(s)); };
+  alive_.Restore(r, [&](uint32_t s) { return store_.live(s); }, hash_of);
+  if (!track_alive_) return;
+  // Every negative to come must find its positive (the instant would fail otherwise).
+  std::vector<uint64_t> alive;
+  alive_.ForEach([&](uint32_t s) { alive.push_back(hash_of(s)); });
+  std::vector<uint64_t> pos, neg;
+  CQ_SNAPSHOT_CHECK(NegativesFindPositives(std::move(alive), [&](auto&& visit) {
+                      for (const auto& [t, at] : pending_) {
+                        pos.clear();
+                        neg.clear();
+                        for (uint32_t s : at.positives) pos.push_back(hash_of(s));
+                        for (uint32_t s : at.negatives) neg.push_back(hash_of(s));
+                        visit(pos, neg);
+                      }
+                    }),
+                    "a negative tracker holds a negative tuple that no positive is alive for");
 }
 
 std::unique_ptr<RowTracker> MakeRowTracker(bool negative, ExpirationPolicy policy, bool track_alive,

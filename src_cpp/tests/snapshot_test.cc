@@ -155,6 +155,114 @@ CQ_TEST(snapshot_reader_rejects_damaged_lengths_and_offsets) {
   CQ_EXPECT(e->kind() == ErrorKind::kSnapshot);
 }
 
+// A struct with padding after `id` (4 bytes) and after `flag` (7 bytes): what memory held there
+// before must not reach the snapshot.
+struct Padded {
+  uint64_t key;
+  uint32_t id;
+  Time at;
+  bool flag;
+};
+
+std::string WithGarbage(unsigned char fill) {
+  std::vector<Padded> v(3);
+  std::memset(static_cast<void*>(v.data()), fill, v.size() * sizeof(Padded));
+  for (size_t i = 0; i < v.size(); ++i) {
+    v[i].key = i * 10;
+    v[i].id = static_cast<uint32_t>(i);
+    v[i].at = {static_cast<int64_t>(i), 1};
+    v[i].flag = i % 2 == 1;
+  }
+  SnapshotWriter w;
+  w.PodVec(v);
+  w.Pod(v[1]);
+  return w.bytes();
+}
+
+CQ_TEST(snapshot_writer_writes_structs_field_by_field_so_padding_never_reaches_the_bytes) {
+  static_assert(sizeof(Padded) > 8 + 4 + 16 + 1);
+  const std::string a = WithGarbage(0x00), b = WithGarbage(0xAB);
+  CQ_EXPECT(a == b);
+  CQ_EXPECT_EQ(a.size(), 8 + 4 * (8 + 4 + 16 + 1));  // packed: the fields' bytes only
+  SnapshotReader r(a.data(), a.size());
+  const auto v = r.PodVec<Padded>();
+  CQ_ASSERT(v.size() == 3);
+  CQ_EXPECT(v[2].key == 20 && v[2].id == 2 && v[2].at == (Time{2, 1}) && !v[2].flag && v[1].flag);
+  const Padded one = r.Pod<Padded>();
+  CQ_EXPECT(one.id == 1 && one.flag);
+  CQ_EXPECT_EQ(r.left(), 0);
+
+  // A bool field holds 0 or 1 only: any other byte is damage, refused before it is loaded as a bool.
+  std::string bad = a;
+  bad[8 + 8 + 4 + 16] = 2;  // the first item's flag
+  SnapshotReader r2(bad.data(), bad.size());
+  auto e = CQ_CATCH(r2.PodVec<Padded>());
+  CQ_ASSERT(e.has_value());
+  CQ_EXPECT(std::string(e->what()).find("a flag: expected 0 or 1, found 2") != std::string::npos);
+}
+
+CQ_TEST(snapshot_reader_checks_ids_times_and_counts_and_says_where) {
+  SnapshotWriter w;
+  w.U32(7);                   // an id
+  w.U32(3);                   // a holder id
+  w.Pod(Time{5, -1});         // not a time: a negative step
+  w.U64(100);                 // a count of 16-byte items, with far fewer bytes left
+  SnapshotReader r(w.bytes().data(), w.bytes().size());
+  auto e = CQ_CATCH(r.Below<uint32_t>(5, "a queue's id"));
+  CQ_ASSERT(e.has_value());
+  CQ_EXPECT(std::string(e->what()) == "not a valid cq snapshot: a queue's id: expected below 5, found 7");
+  r.set_holder_capacity(3);
+  {
+    auto in = SnapshotReader::In("operator #4 (Window [Rows 2])");
+    e = CQ_CATCH(r.Holder());
+  }
+  CQ_ASSERT(e.has_value());
+  CQ_EXPECT(std::string(e->what()) ==
+            "not a valid cq snapshot: in operator #4 (Window [Rows 2]): an expiration holder id: expected below 3, found 3");
+  e = CQ_CATCH(r.TimeValue("a window's next end"));
+  CQ_ASSERT(e.has_value());
+  CQ_EXPECT(std::string(e->what()).find("a window's next end: expected a time, found (tick 5, step -1)") != std::string::npos);
+  e = CQ_CATCH(r.Count(16, "the kept rows"));
+  CQ_ASSERT(e.has_value());
+  CQ_EXPECT(std::string(e->what()).find("the kept rows of 100 items of 16 bytes or more exceeds the 0 bytes left") !=
+            std::string::npos);
+
+  // A time an operator reached is not past its progress; one still to come is not before it.
+  SnapshotWriter w2;
+  w2.Pod(Time{9, 0});
+  SnapshotReader r2(w2.bytes().data(), w2.bytes().size());
+  r2.set_progress({8, 0});
+  e = CQ_CATCH(r2.TimeReached("a join's progress"));
+  CQ_ASSERT(e.has_value());
+  CQ_EXPECT(std::string(e->what()).find("not past the operator's progress (tick 8, step 0), found (tick 9, step 0)") !=
+            std::string::npos);
+  e = CQ_CATCH(r2.CheckToCome({7, 3}, "a window's next negative"));
+  CQ_ASSERT(e.has_value());
+  r2.CheckToCome({8, 0}, "a window's next negative");  // (at progress: to come)
+}
+
+CQ_TEST(snapshot_reader_refuses_a_lifetime_batch_without_ends_and_holder_ids_out_of_range) {
+  Batch b = SampleBatch();
+  b.other = {};  // a lifetime batch must say when its rows end
+  std::string bytes = Serialized(b);
+  SnapshotReader r(bytes.data(), bytes.size());
+  auto e = CQ_CATCH(r.ReadBatch());
+  CQ_ASSERT(e.has_value());
+  CQ_EXPECT(std::string(e->what()).find("a lifetime batch has no end times") != std::string::npos);
+
+  bytes = Serialized(SampleBatch());  // holder ids 7 and 2
+  SnapshotReader r2(bytes.data(), bytes.size());
+  r2.set_holder_capacity(5);
+  e = CQ_CATCH(r2.ReadBatch());
+  CQ_ASSERT(e.has_value());
+  CQ_EXPECT(std::string(e->what()).find("a batch's holder ids: expected ids below 5, found 7 at row 1") != std::string::npos);
+
+  SnapshotReader r3(bytes.data(), bytes.size());
+  e = CQ_CATCH(r3.ReadBatch(*SampleBatch().schema, BatchKind::kStream));
+  CQ_ASSERT(e.has_value());
+  CQ_EXPECT(std::string(e->what()).find("expected stream rows, found lifetime rows") != std::string::npos);
+}
+
 // ---- the engine ---------------------------------------------------------------------------------
 
 // REGISTER STREAM s(k INT, v INT);

@@ -73,11 +73,17 @@ void DtsExecutor::DelayedRows::Snapshot(SnapshotWriter& w) const {
 
 void DtsExecutor::DelayedRows::Restore(SnapshotReader& r) {
   store_.Restore(r, *schema_);
-  r.PodVec(items_);
+  r.PodVec(items_, "a delay's waiting rows", [](const Item& it) { return SnapshotReader::ValidTime(it.sync); });
   head_ = 0;
+  // One item per row kept, in time order.
   bool ok = items_.size() == store_.size();
-  for (size_t k = 0; k < items_.size(); ++k)
-    ok &= store_.live(items_[k].slot) && (k == 0 || !(items_[k].sync < items_[k - 1].sync));
+  std::vector<uint8_t> named;
+  for (size_t k = 0; ok && k < items_.size(); ++k) {
+    const uint32_t s = items_[k].slot;
+    ok &= store_.live(s) && (k == 0 || !(items_[k].sync < items_[k - 1].sync));
+    if (ok && s >= named.size()) named.resize(s + size_t{1}, 0);
+    ok = ok && !named[s]++;
+  }
   CQ_SNAPSHOT_CHECK(ok, "a delay's waiting rows are inconsistent");
 }
 
@@ -522,8 +528,18 @@ void DtsExecutor::SnapshotOperator(int id, SnapshotWriter& w) const {
 
 void DtsExecutor::RestoreOperator(int id, SnapshotReader& r) {
   Node& n = nodes_.at(id);
+  // A loop's members see its instants before their own progress catches up (AdvanceRegion).
+  r.set_progress(n.region >= 0 ? std::max(n.progress, regions_[static_cast<size_t>(n.region)].progress) : n.progress);
   n.op->Restore(r);
   if (n.rows) n.rows->Restore(r);
+  // A loop runs its instants from its progress on: a member due before it would fire in the past.
+  if (n.region >= 0 && n.rows && n.fires) {
+    const Region& g = regions_[static_cast<size_t>(n.region)];
+    const Time next = n.rows->next_firing(g.last_tick);
+    if (next < g.progress)
+      SnapshotReader::Corrupt("its next firing " + SnapshotReader::Show(next) + " is before its loop's progress " +
+                              SnapshotReader::Show(g.progress));
+  }
 }
 
 void DtsExecutor::Push(int source, const Batch& batch) {
@@ -748,27 +764,69 @@ void DtsExecutor::Snapshot(SnapshotWriter& w) const {
   }
 }
 
-void DtsExecutor::Restore(SnapshotReader& r) {
-  CQ_SNAPSHOT_CHECK(r.Count(24) == nodes_.size(), "the executor holds another number of operators");
+void DtsExecutor::Restore(SnapshotReader& r, const std::map<int, Time>& source_progress) {
+  SnapshotReader::Expect(r.Count(24, "the operators' progress"), nodes_.size(), "the executor's operators");
   for (auto& [id, n] : nodes_) {
-    CQ_SNAPSHOT_CHECK(r.I64() == id, "the executor's operators differ");
-    n.progress = r.Pod<Time>();
+    SnapshotReader::Expect(r.I64(), int64_t{id}, "an operator's id in the executor");
+    n.progress = r.TimeValue("an operator's progress");
   }
-  CQ_SNAPSHOT_CHECK(r.Count(25) == regions_.size(), "the executor has another number of loops");
+  SnapshotReader::Expect(r.Count(25, "the loops"), regions_.size(), "the executor's loops");
   for (Region& g : regions_) {
-    g.progress = r.Pod<Time>();
+    g.progress = r.TimeValue("a loop's progress");
     g.last_tick = r.I64();
     g.closing = r.Bool();
     g.fed_tick = g.last_tick;
   }
-  CQ_SNAPSHOT_CHECK(r.Count(16) == entries_.size(), "the executor has another number of loop entries");
+  SnapshotReader::Expect(r.Count(16, "the loop entries"), entries_.size(), "the executor's loop entries");
   for (Entry& e : entries_) {
     CQ_SNAPSHOT_CHECK(r.I64() == e.node && r.I64() == e.port, "the executor's loop entries differ");
-    e.runs.Restore(r, nodes_.at(nodes_.at(e.node).inputs[e.port]).op->output_schema());
+    const Operator& producer = *nodes_.at(nodes_.at(e.node).inputs[e.port]).op;
+    e.runs.Restore(r, producer.output_schema(), producer.output_kind());
   }
   for (auto& [id, n] : nodes_) {
     CQ_SNAPSHOT_CHECK(r.Bool() == (n.delayed != nullptr), "the executor's delays differ");
     if (n.delayed) n.delayed->Restore(r);
+  }
+  // Progress as a run leaves it between calls: a source where its input is; an operator outside
+  // loops where its inputs are (AdvanceTo), not beyond; a loop where its producers are, its
+  // members not beyond it, its last tick theirs, closing once they have ended; rows waiting at its
+  // entries and delays not before it. Operators that reached a time past their input's would see
+  // it come again.
+  auto where = [](const Time& t) { return SnapshotReader::Show(t); };
+  for (const auto& [id, n] : nodes_) {
+    const std::string what = "operator #" + std::to_string(id) + "'s progress " + where(n.progress);
+    if (n.region >= 0) {
+      const Region& g = regions_[static_cast<size_t>(n.region)];
+      if (g.progress < n.progress) SnapshotReader::Corrupt(what + " is past its loop's " + where(g.progress));
+      continue;
+    }
+    Time p = Time::Infinity();
+    if (n.inputs.empty()) {
+      auto it = source_progress.find(id);
+      p = it == source_progress.end() ? Time::MinusInfinity() : it->second;
+    }
+    for (int in : n.inputs) p = std::min(p, InputProgress(in));
+    if (p < n.progress) SnapshotReader::Corrupt(what + " is past its inputs' " + where(p));
+  }
+  for (const Region& g : regions_) {
+    Time bound = Time::Infinity();
+    for (int p : g.producers) bound = std::min(bound, InputProgress(p));
+    const std::string what = "the loop of " + LoopName(g);
+    if (bound < g.progress)
+      SnapshotReader::Corrupt(what + ": its progress " + where(g.progress) + " is past its inputs' " + where(bound));
+    if (g.closing != bound.IsInfinite())
+      SnapshotReader::Corrupt(what + (g.closing ? " is closing before its inputs have ended" : " has not closed"));
+    if (!bound.IsInfinite() && g.last_tick != Time::kMinTick && g.last_tick > bound.tick)
+      SnapshotReader::Corrupt(what + ": its last tick " + std::to_string(g.last_tick) + " is past its inputs' " +
+                              where(bound));
+    for (size_t e : g.entries)
+      if (entries_[e].runs.head() < g.progress)
+        SnapshotReader::Corrupt(what + ": rows wait at its entry at " + where(entries_[e].runs.head()) +
+                                ", before its progress " + where(g.progress));
+    for (const Node* d : g.delays)
+      if (d->delayed && d->delayed->head() < g.progress)
+        SnapshotReader::Corrupt(what + ": rows wait in a delay at " + where(d->delayed->head()) +
+                                ", before its progress " + where(g.progress));
   }
 }
 

@@ -71,7 +71,7 @@ class DtsExecutor final : public Executor {
   const std::vector<int>& order() const override { return order_; }
   const std::vector<int>& inputs(int id) const override { return nodes_.at(id).inputs; }
   void Snapshot(SnapshotWriter& w) const override;
-  void Restore(SnapshotReader& r) override;
+  void Restore(SnapshotReader& r, const std::map<int, Time>& source_progress) override;
   void SnapshotOperator(int id, SnapshotWriter& w) const override;
   void RestoreOperator(int id, SnapshotReader& r) override;
   // The form node `id` runs in, for tests and explain: "batch", "rows" or "adapted".

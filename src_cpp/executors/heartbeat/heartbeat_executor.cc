@@ -360,7 +360,7 @@ void HeartbeatExecutor::Snapshot(SnapshotWriter&) const {
   throw CqError(ErrorKind::kSnapshot, "engine snapshots are supported under executor='dts' only");
 }
 
-void HeartbeatExecutor::Restore(SnapshotReader&) {
+void HeartbeatExecutor::Restore(SnapshotReader&, const std::map<int, Time>&) {
   throw CqError(ErrorKind::kSnapshot, "engine snapshots are supported under executor='dts' only");
 }
 

@@ -61,7 +61,7 @@ class HeartbeatExecutor final : public Executor {
   // one-timestamp items, heartbeats and pinned holder ids between every pair of operators would
   // all have to be saved. The DTS executor keeps no queue outside loops.
   void Snapshot(SnapshotWriter&) const override;
-  void Restore(SnapshotReader&) override;
+  void Restore(SnapshotReader&, const std::map<int, Time>&) override;
 
   // What the scheduler did, for tests and benchmarks.
   struct Stats {

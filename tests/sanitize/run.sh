@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# The sanitizer run (CONTRIBUTING.md): builds the core, its C++ tests and the Python extension with
+# -fsanitize=address,undefined into a build directory of its own, runs every C++ test, then a subset
+# of the Python suite on the sanitized extension with the ASan runtime preloaded. Any report fails
+# the run (halt_on_error for both sanitizers).
+#
+#   tests/sanitize/run.sh [build-dir] [-- extra pytest arguments]
+#
+# build-dir defaults to build/sanitize/ in the repository; the tree's own cq_core/ is not touched
+# (the sanitized extension goes to <build-dir>/python/cq_core/). CQ_SANITIZE_JOBS sets the build's
+# parallelism (default: the number of cores), CQ_SANITIZE_PYTHON the interpreter (default: python3
+# on PATH, which needs pybind11, pytest, hypothesis, pyarrow and pandas).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+build=${1:-$root/build/sanitize}
+[ $# -gt 0 ] && shift
+[ "${1:-}" = "--" ] && shift
+python=${CQ_SANITIZE_PYTHON:-python3}
+jobs=${CQ_SANITIZE_JOBS:-$(nproc)}
+pyext=$build/python/cq_core
+
+start=$(date +%s)
+if [ ! -f "$build/CMakeCache.txt" ]; then
+  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCQ_SANITIZE=ON \
+    -DCQ_BUILD_PYTHON=ON -DCQ_BUILD_TESTS=ON -DCMAKE_LIBRARY_OUTPUT_DIRECTORY="$pyext" \
+    -DPython3_EXECUTABLE="$(command -v "$python")" \
+    -Dpybind11_DIR="$("$python" -c 'import pybind11; print(pybind11.get_cmake_dir())')"
+fi
+cmake --build "$build" --parallel "$jobs"
+cp "$root/cq_core/__init__.py" "$root/cq_core/py.typed" "$pyext/"
+echo "== built in $(( $(date +%s) - start )) s"
+
+# halt_on_error: the first report ends the process with an error, so that no report goes unseen.
+export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+export ASAN_OPTIONS=halt_on_error=1:abort_on_error=1:detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=1
+
+start=$(date +%s)
+"$build/src_cpp/tests/cq_core_tests"
+echo "== C++ tests in $(( $(date +%s) - start )) s"
+
+# CPython is not built with ASan: its runtime must be loaded first, and CPython's own allocations
+# that live until exit are not leaks to report.
+export ASAN_OPTIONS=halt_on_error=1:abort_on_error=1:detect_leaks=0:detect_stack_use_after_return=1
+libasan=$("${CXX:-c++}" -print-file-name=libasan.so)
+start=$(date +%s)
+cd "$root"
+LD_PRELOAD="$libasan" PYTHONPATH="$build/python:$root" "$python" -m pytest -q -p no:cacheprovider \
+  -o addopts="--import-mode=importlib" \
+  tests/test_snapshot.py tests/test_snapshot_damage.py tests/test_slice.py tests/test_relation.py \
+  tests/test_errors.py tests/executors tests/conformance "$@"
+echo "== Python subset in $(( $(date +%s) - start )) s"
