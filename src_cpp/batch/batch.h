@@ -20,9 +20,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/few_on_stack.h"
+#include "base/inline_vector.h"
 #include "batch/column.h"
-#include "batch/few_on_stack.h"
-#include "batch/inline_vector.h"
 #include "lifetime/expiration_holder.h"
 #include "time/time.h"
 

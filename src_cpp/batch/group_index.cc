@@ -7,8 +7,8 @@
 #include <limits>
 #include <string_view>
 
+#include "base/serializer.h"
 #include "batch/row_hash.h"
-#include "engine/snapshot.h"
 
 namespace cq {
 

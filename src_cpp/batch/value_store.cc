@@ -4,7 +4,7 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "engine/snapshot.h"
+#include "base/serializer.h"
 
 namespace cq {
 

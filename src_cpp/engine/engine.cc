@@ -3,13 +3,13 @@
 #include <algorithm>
 #include <cstring>
 
+#include "base/json.h"
 #include "batch/buffer.h"
 #include "executors/dts/dts_executor.h"
 #include "executors/heartbeat/heartbeat_executor.h"
 #include "operators/registry.h"
 #include "operators/relation_scan.h"
 #include "operators/stream_scan.h"
-#include "plan/json.h"
 #include "plan/plan_util.h"
 
 namespace cq {

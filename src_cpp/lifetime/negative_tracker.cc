@@ -2,9 +2,9 @@
 
 #include <unordered_map>
 
+#include "base/errors.h"
+#include "base/serializer.h"
 #include "batch/row_hash.h"
-#include "engine/errors.h"
-#include "engine/snapshot.h"
 
 namespace cq {
 

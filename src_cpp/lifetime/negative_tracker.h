@@ -5,7 +5,7 @@
 // expiration, but every tuple travels twice and RSTREAM must find a negative's positive by value.
 #include <map>
 
-#include "batch/hash_multimap.h"
+#include "base/hash_multimap.h"
 #include "lifetime/instant_tracker.h"
 
 namespace cq {

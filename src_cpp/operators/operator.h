@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "base/json.h"
 #include "batch/batch.h"
 #include "lifetime/expiration_holder.h"
-#include "plan/json.h"
 #include "rows/row_operator.h"
 #include "time/time.h"
 

@@ -2,12 +2,12 @@
 
 #include <cstring>
 
+#include "base/errors.h"
+#include "base/hash_multimap.h"
+#include "base/serializer.h"
 #include "batch/row_hash.h"
-#include "engine/errors.h"
-#include "engine/snapshot.h"
-#include "batch/hash_multimap.h"
+#include "executors/dts/batch_adapter.h"
 #include "operators/registry.h"
-#include "rows/batch_adapter.h"
 
 namespace cq {
 

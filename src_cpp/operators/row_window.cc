@@ -1,9 +1,9 @@
 #include "operators/row_window.h"
 
-#include "engine/errors.h"
-#include "engine/snapshot.h"
+#include "base/errors.h"
+#include "base/serializer.h"
+#include "executors/dts/batch_adapter.h"
 #include "operators/registry.h"
-#include "rows/batch_adapter.h"
 
 namespace cq {
 

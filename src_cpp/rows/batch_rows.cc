@@ -1,6 +1,6 @@
 #include "rows/batch_rows.h"
 
-#include "engine/snapshot.h"
+#include "base/serializer.h"
 
 namespace cq {
 

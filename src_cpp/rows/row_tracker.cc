@@ -2,9 +2,9 @@
 
 #include <algorithm>
 
-#include "batch/few_on_stack.h"
-#include "engine/errors.h"
-#include "engine/snapshot.h"
+#include "base/errors.h"
+#include "base/few_on_stack.h"
+#include "base/serializer.h"
 
 namespace cq {
 

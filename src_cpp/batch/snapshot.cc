@@ -1,4 +1,4 @@
-#include "engine/snapshot.h"
+#include "base/serializer.h"
 
 #include "batch/bitmap.h"
 #include "lifetime/expiration_holder.h"

@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "engine/snapshot.h"
+#include "base/serializer.h"
 
 namespace cq {
 

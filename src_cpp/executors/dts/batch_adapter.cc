@@ -1,7 +1,7 @@
-#include "rows/batch_adapter.h"
+#include "executors/dts/batch_adapter.h"
 
-#include "engine/errors.h"
-#include "engine/snapshot.h"
+#include "base/errors.h"
+#include "base/serializer.h"
 
 namespace cq {
 

@@ -32,8 +32,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/errors.h"
 #include "batch/batch.h"
-#include "engine/errors.h"
 
 namespace cq {
 
