@@ -9,7 +9,7 @@
 
 #include "arrow/bridge.h"
 #include "base/errors.h"
-#include "base/serializer.h"
+#include "batch/snapshot.h"
 #include "executors/executor.h"
 #include "operators/query_sink.h"
 #include "operators/relation_scan.h"

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "base/errors.h"
-#include "base/serializer.h"
+#include "batch/snapshot.h"
 
 namespace cq {
 

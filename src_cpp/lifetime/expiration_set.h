@@ -11,7 +11,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "base/serializer.h"
+#include "batch/snapshot.h"
 #include "time/time.h"
 
 namespace cq {

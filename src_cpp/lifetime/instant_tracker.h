@@ -12,9 +12,9 @@
 
 #include "base/ring.h"
 #include "base/scratch_list.h"
-#include "base/serializer.h"
 #include "batch/batch.h"
 #include "batch/row_equal.h"
+#include "batch/snapshot.h"
 
 namespace cq {
 

@@ -3,8 +3,8 @@
 #include <unordered_map>
 
 #include "base/errors.h"
-#include "base/serializer.h"
 #include "batch/row_hash.h"
+#include "batch/snapshot.h"
 
 namespace cq {
 

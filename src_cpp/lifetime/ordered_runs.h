@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "base/scratch_list.h"
-#include "base/serializer.h"
 #include "batch/batch.h"
+#include "batch/snapshot.h"
 
 namespace cq {
 

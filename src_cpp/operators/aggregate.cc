@@ -4,7 +4,7 @@
 #include <cstring>
 
 #include "base/errors.h"
-#include "base/serializer.h"
+#include "batch/snapshot.h"
 #include "operators/registry.h"
 #include "plan/plan_util.h"
 

@@ -1,6 +1,6 @@
 #include "operators/aggregate_functions.h"
 
-#include "base/serializer.h"
+#include "batch/snapshot.h"
 
 namespace cq::aggfn {
 

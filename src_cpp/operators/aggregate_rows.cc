@@ -9,7 +9,7 @@
 #include <algorithm>
 
 #include "base/errors.h"
-#include "base/serializer.h"
+#include "batch/snapshot.h"
 #include "operators/aggregate.h"
 #include "rows/row_expression.h"
 #include "rows/row_tracker.h"

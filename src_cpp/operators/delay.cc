@@ -1,7 +1,7 @@
 #include "operators/delay.h"
 
 #include "base/errors.h"
-#include "base/serializer.h"
+#include "batch/snapshot.h"
 #include "operators/registry.h"
 #include "plan/plan_util.h"
 

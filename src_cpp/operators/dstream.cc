@@ -1,7 +1,7 @@
 #include "operators/dstream.h"
 
 #include "base/errors.h"
-#include "base/serializer.h"
+#include "batch/snapshot.h"
 #include "operators/registry.h"
 #include "plan/plan_util.h"
 #include "rows/row_tracker.h"

@@ -3,9 +3,9 @@
 #include <algorithm>
 
 #include "base/errors.h"
-#include "base/serializer.h"
 #include "batch/row_equal.h"
 #include "batch/row_hash.h"
+#include "batch/snapshot.h"
 #include "operators/registry.h"
 #include "plan/plan_util.h"
 

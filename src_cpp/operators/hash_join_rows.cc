@@ -25,8 +25,8 @@
 #include <cstring>
 
 #include "base/errors.h"
-#include "base/serializer.h"
 #include "batch/row_hash.h"
+#include "batch/snapshot.h"
 #include "operators/hash_join.h"
 #include "rows/row_expression.h"
 #include "rows/row_operator.h"

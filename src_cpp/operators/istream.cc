@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "base/errors.h"
-#include "base/serializer.h"
+#include "batch/snapshot.h"
 #include "operators/registry.h"
 #include "plan/plan_util.h"
 #include "rows/row_tracker.h"

@@ -3,8 +3,8 @@
 #include <cstring>
 
 #include "base/errors.h"
-#include "base/serializer.h"
 #include "batch/row_hash.h"
+#include "batch/snapshot.h"
 #include "operators/registry.h"
 #include "rows/row_operator.h"
 

@@ -4,10 +4,10 @@
 
 #include "base/errors.h"
 #include "base/hash_multimap.h"
-#include "base/serializer.h"
 #include "batch/row_hash.h"
-#include "executors/dts/batch_adapter.h"
+#include "batch/snapshot.h"
 #include "operators/registry.h"
+#include "operators/rows_from_batches.h"
 
 namespace cq {
 

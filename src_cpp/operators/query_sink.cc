@@ -4,9 +4,9 @@
 #include <cstring>
 
 #include "base/errors.h"
-#include "base/serializer.h"
 #include "batch/row_equal.h"
 #include "batch/row_hash.h"
+#include "batch/snapshot.h"
 #include "operators/registry.h"
 
 namespace cq {

@@ -6,11 +6,11 @@
 
 #include "base/errors.h"
 #include "base/hash_multimap.h"
-#include "base/serializer.h"
 #include "batch/bitmap.h"
 #include "batch/buffer.h"
 #include "batch/column.h"
 #include "batch/row_hash.h"
+#include "batch/snapshot.h"
 #include "batch/value_store.h"
 #include "operators/query_sink.h"
 #include "rows/batch_rows.h"

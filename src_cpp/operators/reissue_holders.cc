@@ -4,7 +4,7 @@
 #include <string>
 
 #include "base/errors.h"
-#include "base/serializer.h"
+#include "batch/snapshot.h"
 #include "operators/registry.h"
 
 namespace cq {

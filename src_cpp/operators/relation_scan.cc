@@ -4,8 +4,8 @@
 #include <cstring>
 
 #include "base/errors.h"
-#include "base/serializer.h"
 #include "batch/row_hash.h"
+#include "batch/snapshot.h"
 #include "operators/registry.h"
 #include "plan/plan_util.h"
 

@@ -1,9 +1,9 @@
 #include "operators/row_window.h"
 
 #include "base/errors.h"
-#include "base/serializer.h"
-#include "executors/dts/batch_adapter.h"
+#include "batch/snapshot.h"
 #include "operators/registry.h"
+#include "operators/rows_from_batches.h"
 
 namespace cq {
 

@@ -5,8 +5,8 @@
 #include <unordered_map>
 
 #include "base/errors.h"
-#include "base/serializer.h"
 #include "batch/row_hash.h"
+#include "batch/snapshot.h"
 #include "operators/registry.h"
 #include "plan/plan_util.h"
 #include "rows/row_tracker.h"

@@ -4,7 +4,8 @@
 
 #include "base/errors.h"
 #include "base/few_on_stack.h"
-#include "base/serializer.h"
+#include "batch/snapshot.h"
+#include "lifetime/negative_tracker.h"
 
 namespace cq {
 

@@ -10,7 +10,7 @@
 #include <functional>
 #include <map>
 
-#include "base/serializer.h"
+#include "batch/snapshot.h"
 #include "executors/dts/batch_adapter.h"
 #include "operators/hash_join.h"
 #include "rows/row_operator.h"

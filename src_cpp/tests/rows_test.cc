@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "base/json.h"
-#include "base/serializer.h"
+#include "batch/snapshot.h"
 #include "kernels/expression.h"
 #include "kernels/registry.h"
 #include "operators/union_all.h"

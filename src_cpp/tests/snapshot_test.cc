@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "base/serializer.h"
+#include "batch/snapshot.h"
 #include "engine/engine.h"
 #include "tests/test_util.h"
 

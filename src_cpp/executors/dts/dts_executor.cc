@@ -6,7 +6,7 @@
 #include <set>
 
 #include "base/errors.h"
-#include "base/serializer.h"
+#include "batch/snapshot.h"
 #include "executors/dts/batch_adapter.h"
 #include "plan/plan_util.h"
 
