@@ -43,40 +43,38 @@ def test_the_tree_keeps_its_floors():
     assert "all down a floor" in run.stdout
 
 
-def test_an_include_up_a_floor_fails_naming_file_line_and_floors(tree):
-    line = plant(tree / "src_cpp/base/errors.h", "#include <string>", '#include "operators/operator.h"')
-    run = layering(tree)
-    assert run.returncode == 1
-    assert (f'src_cpp/base/errors.h:{line}: #include "operators/operator.h" runs up a floor: '
-            "src_cpp/base/ (floor 1) may not reach src_cpp/operators/ (floor 7)") in run.stdout
-    assert run.stdout.strip().endswith("layering: 1 breach(es) of the floors declared in .ci/layering.py")
-
-
-def test_rows_may_not_include_operators(tree):
+# Each case: the file, the line the tie goes after, the tie, what the check says after "file:line: ".
+PLANTED = {
+    "up a floor": (
+        "src_cpp/base/errors.h", "#include <string>", '#include "operators/operator.h"',
+        ('#include "operators/operator.h" runs up a floor: src_cpp/base/ (floor 1) may not reach '
+         "src_cpp/operators/ (floor 7)")),
     # The tie this layout removed: the row form below the operators that drive it.
-    line = plant(tree / "src_cpp/rows/row_operator.h", "#include", '#include "operators/operator.h"')
-    run = layering(tree)
-    assert run.returncode == 1
-    assert f"src_cpp/rows/row_operator.h:{line}: " in run.stdout
-    assert "src_cpp/rows/ (floor 6) may not reach src_cpp/operators/ (floor 7)" in run.stdout
-
-
-def test_an_include_sideways_fails(tree):
-    line = plant(tree / "src_cpp/kernels/datum.h", "#include", '#include "lifetime/expiration_set.h"')
-    run = layering(tree)
-    assert run.returncode == 1
-    assert (f'src_cpp/kernels/datum.h:{line}: #include "lifetime/expiration_set.h" runs sideways: '
-            "src_cpp/kernels/ and src_cpp/lifetime/ share floor 4") in run.stdout
-
-
-def test_a_lazy_import_up_a_floor_fails(tree):
+    "rows to operators": (
+        "src_cpp/rows/row_operator.h", "#include", '#include "operators/operator.h"',
+        ('#include "operators/operator.h" runs up a floor: src_cpp/rows/ (floor 6) may not reach '
+         "src_cpp/operators/ (floor 7)")),
+    "sideways": (
+        "src_cpp/kernels/datum.h", "#include", '#include "lifetime/expiration_set.h"',
+        ('#include "lifetime/expiration_set.h" runs sideways: src_cpp/kernels/ and src_cpp/lifetime/ '
+         "share floor 4, whose rooms do not reach each other")),
     # The Spark runners' old circle: streaming reached back into batch (inside a function, too).
-    path = tree / "cq_py/spark/streaming.py"
-    plant(path, "    from pyspark.sql import DataFrame", "    from cq_py.spark import batch")
+    "lazy import": (
+        "cq_py/spark/streaming.py", "    from pyspark.sql import DataFrame",
+        "    from cq_py.spark import batch",
+        ("from cq_py.spark import batch runs up a floor: cq_py/spark/streaming.py (floor 17) may not "
+         "reach cq_py/spark/batch.py (floor 18)")),
+}
+
+
+@pytest.mark.parametrize("case", PLANTED)
+def test_a_planted_tie_fails_naming_file_line_and_floors(tree, case):
+    path, after, tie, says = PLANTED[case]
+    line = plant(tree / path, after, tie)
     run = layering(tree)
     assert run.returncode == 1
-    assert ("from cq_py.spark import batch runs up a floor: cq_py/spark/streaming.py (floor 17) "
-            "may not reach cq_py/spark/batch.py (floor 18)") in run.stdout
+    assert run.stdout.splitlines() == [
+        f"{path}:{line}: {says}", "layering: 1 breach(es) of the floors declared in .ci/layering.py"]
 
 
 def test_a_folder_on_no_floor_fails(tree):
