@@ -4,9 +4,9 @@
 #include <string>
 #include <unordered_map>
 
+#include "base/errors.h"
 #include "batch/row_hash.h"
-#include "engine/errors.h"
-#include "engine/snapshot.h"
+#include "batch/snapshot.h"
 #include "operators/registry.h"
 #include "plan/plan_util.h"
 #include "rows/row_tracker.h"

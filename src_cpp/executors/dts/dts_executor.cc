@@ -5,10 +5,10 @@
 #include <functional>
 #include <set>
 
-#include "engine/errors.h"
-#include "engine/snapshot.h"
+#include "base/errors.h"
+#include "batch/snapshot.h"
+#include "executors/dts/batch_adapter.h"
 #include "plan/plan_util.h"
-#include "rows/batch_adapter.h"
 
 namespace cq {
 

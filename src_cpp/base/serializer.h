@@ -1,9 +1,9 @@
 #pragma once
-// The binary form of engine snapshots (Engine::Snapshot/Restore): how operators, trackers and
-// executors write their state and read it back. Little-endian PODs, length-prefixed vectors and
-// strings, columns as their raw buffers. A buffer several batches share (an input batch kept by a
-// window, an ISTREAM and a sink at once) is written once and shared again after a restore, so a
-// snapshot is as large as the state in memory, not as the number of references to it.
+// The byte-level serializer of engine snapshots (Engine::Snapshot/Restore): ByteWriter writes
+// little-endian PODs, length-prefixed vectors and strings, and length-prefixed sections; ByteReader
+// reads them back, checked. What an engine's state is made of above bytes (logical times, holder
+// ids, columns and batches, a buffer written once however many batches share it) is written by
+// SnapshotWriter and read by SnapshotReader (batch/snapshot.h), which add those to these two.
 //
 // Reading never trusts the bytes: the checksum in the header is public (anyone can sign damaged
 // bytes again), so every restored field is checked before the engine runs on it — lengths and
@@ -11,9 +11,10 @@
 // against their types and lengths — and a failed check throws CqError(kSnapshot) saying what was
 // expected, what was found and in which section (an operator's state, the executor's, the holder
 // table): a damaged snapshot is an error, never a crash, a hang or an engine in a state its code
-// cannot be in. The checked reads below (Count, Below, Holder, TimeValue, PodVec with a predicate,
-// In/Section for where) are the one way to read; an owner adds the checks only it can make (that
-// its references point into what it keeps) with CQ_SNAPSHOT_CHECK or Expect.
+// cannot be in. The checked reads (Count, Below, PodVec with a predicate, In/Section for where
+// here; Holder, TimeValue, ReadBatch in batch/snapshot.h) are the one way to read; an owner adds
+// the checks only it can make (that its references point into what it keeps) with
+// CQ_SNAPSHOT_CHECK or Expect.
 //
 // Writing is deterministic: the same state gives the same bytes. Structs are written field by
 // field (their padding, which holds whatever memory held before, never reaches the bytes); a bool
@@ -22,18 +23,14 @@
 #include <bit>
 #include <cstdint>
 #include <cstring>
-#include <deque>
-#include <memory>
-#include <optional>
-#include <span>
 #include <string>
 #include <string_view>
 #include <type_traits>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
-#include "batch/batch.h"
-#include "engine/errors.h"
+#include "base/errors.h"
 
 namespace cq {
 
@@ -118,7 +115,7 @@ constexpr size_t PackedSize() {
 
 }  // namespace snapshot_detail
 
-class SnapshotWriter {
+class ByteWriter {
  public:
   void Bytes(const void* p, size_t n) {
     if (n) out_.append(static_cast<const char*>(p), n);  // (an empty vector's data() may be null)
@@ -154,25 +151,6 @@ class SnapshotWriter {
   void PodVec(const std::vector<T>& v) {
     PodVec(v.data(), v.size());
   }
-  void Times(const std::vector<Time>& v) { PodVec(v); }
-  void Dur(const Duration& d) {
-    I64(d.ticks);
-    I64(d.steps);
-    Bool(d.infinite);
-  }
-  void OptDur(const std::optional<Duration>& d) {
-    Bool(d.has_value());
-    if (d) Dur(*d);
-  }
-
-  // Columnar data. Buffers and schemas are written once per snapshot and referred to after that.
-  void Buf(const Buffer& b);
-  void Col(const Column& c);
-  void Cols(std::span<const Column> cols);
-  void TimeCol(const TimeColumn& t);
-  void SchemaRef(const std::shared_ptr<const Schema>& s);
-  void WriteBatch(const Batch& b);
-  void WriteEnds(const EndBatch& e);
 
   // A length-prefixed section: Begin returns where its length goes, End fills it in. Readers skip
   // nothing, but the length lets them say which section is short or long.
@@ -190,29 +168,11 @@ class SnapshotWriter {
 
  private:
   std::string out_;
-  // Key: the buffer's first byte and size (buffers are immutable while a snapshot is taken).
-  struct BufKey {
-    const uint8_t* data;
-    int64_t size;
-    bool operator==(const BufKey&) const = default;
-  };
-  struct BufKeyHash {
-    size_t operator()(const BufKey& k) const {
-      return std::hash<const void*>()(k.data) ^ (static_cast<size_t>(k.size) * 0x9E3779B97F4A7C15ull);
-    }
-  };
-  std::unordered_map<BufKey, uint64_t, BufKeyHash> buffers_;
-  std::unordered_map<const Schema*, uint64_t> schemas_;
-  // Every buffer and schema written, held until the writer goes: operators may write temporaries
-  // (a compacted copy), and a freed temporary's address could come back for another buffer and
-  // be taken for the first.
-  std::vector<Buffer> written_;
-  std::vector<std::shared_ptr<const Schema>> written_schemas_;
 };
 
-class SnapshotReader {
+class ByteReader {
  public:
-  SnapshotReader(const char* data, size_t size) : p_(data), end_(data + size) {}
+  ByteReader(const char* data, size_t size) : p_(data), end_(data + size) {}
 
   // Throws CqError(kSnapshot) saying the snapshot is damaged, where (the sections being read, see
   // In) and what was wrong.
@@ -248,7 +208,7 @@ class SnapshotReader {
     p_ += n;
     return at;
   }
-  // A value as SnapshotWriter::Pod wrote it; a bool (alone or in a struct) must be 0 or 1.
+  // A value as ByteWriter::Pod wrote it; a bool (alone or in a struct) must be 0 or 1.
   template <typename T>
   T Pod() {
     T v{};
@@ -299,7 +259,7 @@ class SnapshotReader {
     std::string s(Skip(n), n);
     return s;
   }
-  // A vector as SnapshotWriter::PodVec wrote it.
+  // A vector as ByteWriter::PodVec wrote it.
   template <typename T>
   void PodVec(std::vector<T>& v, const char* what = "a vector's length") {
     const size_t n = Count(snapshot_detail::PackedSize<T>(), what);
@@ -325,85 +285,8 @@ class SnapshotReader {
       if (!valid(v[i])) Corrupt(std::string(what) + ": item " + std::to_string(i) + " of " + std::to_string(v.size()) + " is out of range");
   }
 
-  // Logical times (time/time.h): a step is not negative and leaves room for the steps a run adds
-  // (Time + Duration adds steps unchecked). Every time restored goes through these.
-  static bool ValidTime(const Time& t) { return t.step >= 0 && t.step <= kMaxStep; }
-  static constexpr int64_t kMaxStep = int64_t{1} << 62;
-  Time TimeValue(const char* what = "a time") {
-    const Time t = Pod<Time>();
-    if (!ValidTime(t)) Corrupt(std::string(what) + ": expected a time, found " + Show(t));
-    return t;
-  }
-  // Times, each valid and, with `ordered`, none before the one before it.
-  void Times(std::vector<Time>& v, bool ordered = false, const char* what = "times") {
-    PodVec(v, what);
-    for (size_t i = 0; i < v.size(); ++i) {
-      if (!ValidTime(v[i])) Corrupt(std::string(what) + ": item " + std::to_string(i) + " is not a time: " + Show(v[i]));
-      if (ordered && i > 0 && v[i] < v[i - 1])
-        Corrupt(std::string(what) + ": expected in time order, found " + Show(v[i]) + " after " + Show(v[i - 1]));
-    }
-  }
-  Duration Dur() {
-    Duration d;
-    d.ticks = I64In(0, INT64_MAX, "a duration's ticks");
-    d.steps = I64In(0, kMaxStep, "a duration's steps");
-    d.infinite = Bool();
-    return d;
-  }
-  std::optional<Duration> OptDur() {
-    if (!Bool()) return std::nullopt;
-    return Dur();
-  }
 
-  // Expiration holder ids (lifetime/expiration_holder.h) index flat arrays by id: a restored id must
-  // be one the restored holder table handed out. The engine sets the bound once the table is read.
-  void set_holder_capacity(uint64_t n) { holder_capacity_ = n; }
-  uint64_t holder_capacity() const { return holder_capacity_; }
-  bool ValidHolder(uint32_t id) const { return id < holder_capacity_; }
-  uint32_t Holder(const char* what = "an expiration holder id") { return Below<uint32_t>(holder_capacity_, what); }
-  // The progress of the operator being read, as its executor restored it: the times an operator
-  // has reached (the latest input it saw, the instant it is in) are not past it, or the inputs
-  // that come next would go back in time for it. Infinity until an executor says (unit tests).
-  void set_progress(Time t) { progress_ = t; }
-  Time progress() const { return progress_; }
-  // A time reached: valid, and not past progress().
-  Time TimeReached(const char* what) {
-    const Time t = TimeValue(what);
-    if (progress_ < t)
-      Corrupt(std::string(what) + ": expected a time not past the operator's progress " + Show(progress_) + ", found " +
-              Show(t));
-    return t;
-  }
-  // A time still to come (an instant not complete yet, a row waiting for its time): not before
-  // progress(), or it would come out behind what went out already.
-  void CheckToCome(Time t, const char* what) const {
-    if (t < progress_ && !progress_.IsInfinite())
-      Corrupt(std::string(what) + ": expected a time not before the operator's progress " + Show(progress_) +
-              ", found " + Show(t));
-  }
-  // Every id of a holder column (kNoHolder allowed with `none_ok`).
-  void CheckHolders(const Buffer& holders, int64_t n, bool none_ok, const char* what);
-
-  Buffer Buf();
-  Column Col();
-  std::vector<Column> Cols();
-  TimeColumn TimeCol();
-  std::shared_ptr<const Schema> SchemaRef();
-  // A batch, checked: columns as its schema says, every buffer as long as its rows need, valid
-  // times and holder ids. With `expect`, the batch's columns must have its types: operators read
-  // columns by the types their plan gives, so a restored batch must not bring other ones.
-  Batch ReadBatch(const Schema* expect = nullptr);
-  // The same, of the kind the plan gives (a lifetime batch has ends to read, a stream's none).
-  Batch ReadBatch(const Schema& expect, BatchKind kind) {
-    Batch b = ReadBatch(&expect);
-    if (b.kind != kind)
-      Corrupt(std::string("a batch's kind: expected ") + (kind == BatchKind::kStream ? "stream" : "lifetime") +
-              " rows, found " + (b.kind == BatchKind::kStream ? "stream" : "lifetime") + " rows");
-    return b;
-  }
-  EndBatch ReadEnds();
-
-  // A section written by SnapshotWriter::Begin/End, read by `read`, which must consume it exactly.
+  // A section written by ByteWriter::Begin/End, read by `read`, which must consume it exactly.
   // `what` names it in errors (In).
   template <typename F>
   void Section(const std::string& what, F&& read) {
@@ -430,12 +313,14 @@ class SnapshotReader {
     }
   }
 
-  static std::string Show(const Time& t);
+  // How a value reads in an error: numbers, flags and enums here; a type of the engine by the
+  // ShowValue(const T&) declared beside its reader (found by argument-dependent lookup).
   template <typename T>
   static std::string Show(const T& v) {
     if constexpr (std::is_same_v<T, bool>) return v ? "true" : "false";
     else if constexpr (std::is_enum_v<T>) return std::to_string(static_cast<int64_t>(v));
-    else return std::to_string(v);
+    else if constexpr (std::is_arithmetic_v<T>) return std::to_string(v);
+    else return ShowValue(v);
   }
 
  private:
@@ -452,24 +337,10 @@ class SnapshotReader {
     }
   }
   [[noreturn]] void Truncated(size_t n) const;
-  void CheckTimes(const TimeColumn& t, int64_t n, const char* what);
-  Time progress_ = Time::Infinity();
-  uint64_t holder_capacity_ = kNoHolder;  // (unbounded until the engine says: an operator's unit tests)
 
   const char* p_;
   const char* end_;
-  std::vector<Buffer> buffers_;
-  std::vector<std::shared_ptr<const Schema>> schemas_;
 };
-
-// Whether `b` holds n items of `width` bytes, or n bits (width 0), for a restored n of any size
-// (no multiplication that could overflow).
-inline bool Covers(const Buffer& b, int64_t n, int64_t width) {
-  if (n < 0) return false;
-  if (n == 0) return true;
-  if (b.empty() || b.size < 0) return false;
-  return width == 0 ? b.size >= n / 8 + (n % 8 != 0) : b.size / width >= n;
-}
 
 // Whether a bool member of a struct read as raw bytes holds 0 or 1 (checked without loading it:
 // loading any other byte as a bool is undefined).
@@ -494,66 +365,11 @@ std::vector<const typename Map::value_type*> SortedEntries(const Map& m) {
   return out;
 }
 
-// The Negative Tuple method's promise, checked on a restored tracker: replaying its instants in time
-// order (positives join, then negatives leave), every negative finds a positive of its value among
-// those alive or come before it — else the instant would fail when it comes. Values are compared by
-// hash (equal values have equal hashes, so a sound state always passes). `alive` is the hashes
-// alive now; `instants` visits each pending instant's positive and negative hashes in time order.
-template <typename Instants>
-bool NegativesFindPositives(std::vector<uint64_t> alive, Instants&& instants) {
-  std::unordered_map<uint64_t, int64_t> count;
-  for (uint64_t h : alive) ++count[h];
-  bool ok = true;
-  instants([&](const std::vector<uint64_t>& positives, const std::vector<uint64_t>& negatives) {
-    for (uint64_t h : positives) ++count[h];
-    for (uint64_t h : negatives) ok = ok && count[h]-- > 0;
-  });
-  return ok;
-}
-
 // The checksum of a snapshot's payload (engine.cc): a change to any one 8-byte word changes it.
 uint64_t SnapshotChecksum(const char* p, size_t n);
 
 // Checks `ok` while reading a snapshot: state that restored bytes describe must be consistent
 // before the engine runs on it.
-#define CQ_SNAPSHOT_CHECK(cond, what) ::cq::SnapshotReader::Check((cond), (what))
-
-// Batches an operator keeps, numbered consecutively by `seq` (its rows are referred to by number),
-// each with the count of its rows still referenced when the item has one (`live`). Trackers, row
-// windows and ISTREAM keep such runs; they are written and checked in one way.
-template <typename Items>
-void WriteNumberedBatches(SnapshotWriter& w, const Items& items) {
-  w.U64(items.size());
-  for (const auto& k : items) {
-    w.U64(k.seq);
-    w.WriteBatch(k.batch);
-    if constexpr (requires { k.live; }) w.I64(k.live);
-  }
-}
-
-// Reads what WriteNumberedBatches wrote into `items` (cleared first): batches of the columns and
-// kind `expect` and `kind` give, numbers consecutive and below `next_seq`; with `compact`, batches without a
-// selection (owners that keep compact copies refer to rows by physical index). `what` names the
-// run in errors.
-template <typename Items>
-void ReadNumberedBatches(SnapshotReader& r, const Schema& expect, BatchKind kind, uint64_t next_seq, bool compact,
-                         Items& items, const char* what) {
-  using Item = typename Items::value_type;
-  items.clear();
-  for (size_t n = r.Count(1, what); n > 0; --n) {
-    Item k{};
-    const uint64_t seq = r.U64();
-    k.batch = r.ReadBatch(expect, kind);
-    bool ok = k.batch.schema && !(compact && k.batch.has_selection) && seq < next_seq &&
-              (items.empty() || seq == static_cast<uint64_t>(items.back().seq) + 1);
-    if constexpr (requires { k.live; }) {
-      k.live = r.I64();
-      ok &= k.live >= 0;
-    }
-    if (!ok) SnapshotReader::Corrupt(std::string(what) + " are out of sequence");
-    k.seq = static_cast<decltype(k.seq)>(seq);
-    items.push_back(std::move(k));
-  }
-}
+#define CQ_SNAPSHOT_CHECK(cond, what) ::cq::ByteReader::Check((cond), (what))
 
 }  // namespace cq

@@ -1,18 +1,9 @@
-#include "rows/batch_adapter.h"
+#include "executors/dts/batch_adapter.h"
 
-#include "engine/errors.h"
-#include "engine/snapshot.h"
+#include "base/errors.h"
+#include "batch/snapshot.h"
 
 namespace cq {
-
-void RowsFromBatches::Forward(const Batch& batch) {
-  ForEachRow(batch, [&](const Row& row) { out_->Emit(row); });
-}
-
-void RowsFromBatches::EmitEnds(EndBatch ends) {
-  const HolderId* ids = ends.ids();
-  for (int64_t k = 0; k < ends.length; ++k) out_->EmitEnd(ids[k], ends.ends.At(k));
-}
 
 BatchAdapter::BatchAdapter(Operator* op, std::vector<Input> inputs) : op_(op), inputs_(std::move(inputs)) {}
 

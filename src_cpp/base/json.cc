@@ -1,10 +1,10 @@
-#include "plan/json.h"
+#include "base/json.h"
 
 #include <cerrno>
 #include <cstdlib>
 #include <limits>
 
-#include "engine/errors.h"
+#include "base/errors.h"
 
 namespace cq::json {
 

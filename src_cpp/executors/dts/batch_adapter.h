@@ -10,23 +10,11 @@
 #include <vector>
 
 #include "operators/operator.h"
+#include "operators/rows_from_batches.h"
 #include "rows/batch_rows.h"
 #include "rows/row_operator.h"
 
 namespace cq {
-
-// An Emitter that hands what a batch operator emits on as rows.
-class RowsFromBatches final : public Emitter {
- public:
-  explicit RowsFromBatches(RowEmitter* out = nullptr) : out_(out) {}
-  void set(RowEmitter* out) { out_ = out; }
-  void Emit(Batch batch) override { Forward(batch); }
-  void Forward(const Batch& batch) override;
-  void EmitEnds(EndBatch ends) override;
-
- private:
-  RowEmitter* out_;
-};
 
 class BatchAdapter final : public RowOperator {
  public:

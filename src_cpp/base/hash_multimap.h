@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "engine/snapshot.h"
+#include "base/serializer.h"
 
 namespace cq {
 
@@ -68,17 +68,17 @@ class HashMultimap {
 
   // Engine snapshots: the slots as they are (probe runs depend on the insertion history, so the
   // table is not rebuilt). `valid(ref)` checks a restored reference.
-  void Snapshot(SnapshotWriter& w) const { w.PodVec(slots_); }
+  void Snapshot(ByteWriter& w) const { w.PodVec(slots_); }
   // The same, each reference written as map(ref) (an owner that compacts what refs point into).
   template <typename Map>
-  void Snapshot(SnapshotWriter& w, Map&& map) const {
+  void Snapshot(ByteWriter& w, Map&& map) const {
     std::vector<Slot> out = slots_;
     for (Slot& s : out)
       if (s.key != kEmpty) s.ref = map(s.ref);
     w.PodVec(out);
   }
   template <typename Valid>
-  void Restore(SnapshotReader& r, Valid&& valid) {
+  void Restore(ByteReader& r, Valid&& valid) {
     r.PodVec(slots_);
     const size_t n = slots_.size();
     CQ_SNAPSHOT_CHECK(n >= 16 && (n & (n - 1)) == 0, "a hash table's size is not a power of two");
@@ -96,7 +96,7 @@ class HashMultimap {
   // `valid` holds): every entry must sit under its hash, in the probe run of its home slot, or a
   // lookup for its row would not find it.
   template <typename Valid, typename HashOf>
-  void Restore(SnapshotReader& r, Valid&& valid, HashOf&& hash_of) {
+  void Restore(ByteReader& r, Valid&& valid, HashOf&& hash_of) {
     Restore(r, valid);
     for (size_t pos = 0; pos < slots_.size(); ++pos) {
       const Slot& s = slots_[pos];
