@@ -16,14 +16,40 @@ IGNORE_SKIPS = os.environ.get("CQLT_IGNORE_SKIPS", "") not in ("", "0")
 
 
 def test_the_corpus_is_there():
-    areas = {p.parent.name for p in FILES}
-    assert {"frontend", "slice"} <= areas, f"conformance areas found: {sorted(areas)}"
+    areas = {p.relative_to(HERE).parts[0] for p in FILES}
+    assert {"plan", "windows", "joins", "aggregates", "set_operations", "streams", "relations",
+            "recursion", "input_errors"} <= areas, f"conformance areas found: {sorted(areas)}"
+    assert not [p for p in FILES if "slice" in str(p.relative_to(HERE))]  # features, not milestones
 
 
-# Run-mode files run under both executors (SPEC §5: the same results), unless a file pins one, or
-# under every configuration with `configurations=all`; plan-mode files do not run anything, so they
-# run once.
-EXECUTORS = {ex: {"executor": ex} for ex in ("dts", "heartbeat")}
+# The matrix (README.md here): every run-mode file runs under every engine configuration (SPEC §5:
+# the same results) × each way of splitting its push blocks × with or without a snapshot and
+# restore after every push (dts only: a heartbeat engine takes no snapshot). A file that names one
+# of these options in its `options` block runs only where the matrix agrees with it (a file about
+# hybrid=false runs under the dts configurations with hybrid=false); plan-mode files run once.
+BATCHES = {"whole": "all", "by1": 1, "by7": 7}
+
+
+def _matrix() -> dict[str, dict]:
+    out = {}
+    for engine, options in CONFIGURATIONS.items():
+        for batch, rows in BATCHES.items():
+            for snapshot in ((False, True) if options["executor"] == "dts" else (False,)):
+                name = f"{engine}-{batch}{'-snapshot' if snapshot else ''}"
+                out[name] = {**options, "batch_rows": rows, "snapshot": snapshot}
+    return out
+
+
+MATRIX = _matrix()
+
+
+def _agrees(config: dict, opts: dict) -> bool:
+    for key in ("executor", "lifetime", "batch_rows", "snapshot"):
+        if key in opts and config[key] != opts[key]:
+            return False
+    # hybrid is an option of the dts executor: a file that names it is about dts.
+    return "hybrid" not in opts or (config["executor"] == "dts"
+                                    and config.get("hybrid", True) == opts["hybrid"])
 
 
 def _runs(path: Path) -> list:
@@ -31,11 +57,9 @@ def _runs(path: Path) -> list:
     name = str(path.relative_to(HERE))
     if opts.get("mode", "run") != "run":
         return [pytest.param(path, None, id=name)]
-    if opts.get("configurations") == "all":
-        return [pytest.param(path, c, id=f"{name}[{k}]") for k, c in CONFIGURATIONS.items()]
-    if "executor" in opts:
-        return [pytest.param(path, None, id=name)]
-    return [pytest.param(path, c, id=f"{name}[{k}]") for k, c in EXECUTORS.items()]
+    runs = [pytest.param(path, c, id=f"{name}[{k}]") for k, c in MATRIX.items() if _agrees(c, opts)]
+    assert runs, f"{name}: its options leave no configuration of the matrix"
+    return runs
 
 
 @pytest.mark.parametrize("path,config", [r for p in FILES for r in _runs(p)])
