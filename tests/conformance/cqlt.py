@@ -38,11 +38,10 @@ ERROR_CLASSES = {
 OPTIONS: dict[str, Callable[[str], Any]] = {
     "mode": str, "time_unit": str, "lifetime": str, "executor": str,
     "auto_delay": lambda v: _bool(v), "expose_steps": lambda v: _bool(v), "hybrid": lambda v: _bool(v),
+    # The runner's own, not the engine's: how a push block is split into pushes ("all": one push;
+    # N: N rows at a time), and whether the engine is snapshotted and restored after every push.
     "batch_rows": lambda v: _batch_rows(v), "snapshot": lambda v: _bool(v),
 }
-# Options of the runner, not of the engine: how a push block is split into pushes ("all": one
-# push; N: N rows at a time), and whether the engine is snapshotted and restored after every push.
-RUNNER_OPTIONS = ("batch_rows", "snapshot")
 MODES = ("run", "plan")
 # Column types a `push` header may name explicitly (`a:VARCHAR`) to override the declared type.
 HEADER_TYPES = {
@@ -74,7 +73,7 @@ class Skipped(Exception):
         super().__init__(f"{where}: {reason}")
 
 
-def _batch_rows(v: str) -> Union[str, int]:
+def _batch_rows(v: str) -> str | int:
     if v == "all":
         return v
     try:
@@ -412,7 +411,7 @@ class _Runner:
                 self.options[key] = OPTIONS[key](value)
         self.mode = self.options.pop("mode", "run")
         # Runner options are kept apart: self.options are the engine's (tests/spark reads them).
-        self.batch_rows: Union[str, int] = self.options.pop("batch_rows", "all")
+        self.batch_rows: str | int = self.options.pop("batch_rows", "all")
         self.snapshot: bool = self.options.pop("snapshot", False)
         if self.snapshot and self.options.get("executor") == "heartbeat":
             raise FormatError(f"{where}: snapshot=true needs executor=dts (a heartbeat engine "
@@ -423,7 +422,7 @@ class _Runner:
         # What is final (SPEC §4): each input's latest pushed timestamp, the latest advance, close;
         # and what each query reads (named query -> the names in its FROM clauses).
         self.latest: dict[str, int] = {}
-        self.advanced: Optional[int] = None
+        self.advanced: int | None = None
         self.closed = False
         self.reads: dict[str, set[str]] = {}
         # Per query: rows expected by a block but not final yet, and rows fetched before a block
@@ -776,7 +775,7 @@ class _Runner:
         return cell != "NULL" and int(cell) < p
 
     def settle(self) -> None:
-        """At the end of the file (or at a skip): a row fetched that no block expected is an extra
+        """At the end of the file: a row fetched that no block expected is an extra
         row, final or not (the file's blocks list every row the engine gives up to its last
         block); rows a block expected that were not final when it ran must come out once
         everything is final, so the engine is closed (if the file did not) and drained."""
@@ -818,6 +817,7 @@ def _time(row: dict, columns: list[str], rendered: bool = False) -> tuple:
     """The (tick, step) of a stream row (its time columns as values, or as rendered cells)."""
     if "ts" not in columns:
         return ()
+
     def num(v: Any) -> Any:
         return int(v) if rendered and v != "NULL" else v
     return (num(row["ts"]), num(row["ts_step"]) if "ts_step" in columns else 0)

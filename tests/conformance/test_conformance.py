@@ -1,14 +1,14 @@
-"""Runs every ``*.cqlt`` file under tests/conformance (one test per file; see README.md here), and
-checks that the runner itself cannot pass vacuously."""
+"""Runs every ``*.cqlt`` file under tests/conformance, a run-mode file under each configuration of
+the matrix (see README.md here), and checks that the runner itself cannot pass vacuously."""
 
 import os
 from pathlib import Path
 
 import pytest
-
-import cq_py
 from configurations import CONFIGURATIONS
 from conformance.cqlt import Failure, FormatError, Skipped, file_options, run_file, run_text
+
+import cq_py
 
 HERE = Path(__file__).resolve().parent
 FILES = sorted(HERE.rglob("*.cqlt"))

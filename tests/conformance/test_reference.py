@@ -22,18 +22,31 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import pyarrow as pa
 import pytest
-
 from conformance.cqlt import file_options, parse, split_csv, to_value
+from oracle.reference import INF, Col, Lit, Op
+from oracle.script_reference import (
+    Agg,
+    Evaluator,
+    Input,
+    Query,
+    Rel,
+    Relation,
+    Select,
+    SetOp,
+    Source,
+    Stream,
+    ToStream,
+    compare_relations,
+    item_type,
+    norm_row,
+)
+
 from cq_py.parser import ast
 from cq_py.parser.parser import parse as parse_cql
-from oracle.reference import INF, Col, Lit, Op
-from oracle.script_reference import (Agg, Evaluator, Input, Query, Rel, Relation, Select, SetOp,
-                                     Source, Stream, ToStream, compare_relations, item_type,
-                                     norm_row)
 
 HERE = Path(__file__).resolve().parent
 TYPES = {"BIGINT": "int", "DOUBLE": "double", "VARCHAR": "str", "BOOLEAN": "bool"}
@@ -122,7 +135,7 @@ class Translator:
     def ticks(self, d: ast.Duration) -> int:
         return d.value * TICKS[d.unit]
 
-    def window(self, w: Optional[ast.Window], cols: list) -> Optional[tuple]:
+    def window(self, w: ast.Window | None, cols: list) -> tuple | None:
         if w is None:
             return None
         if w.kind == "now":
@@ -212,9 +225,9 @@ class Translator:
                 raise Unsupported("a select item without a name")
             items.append((value, (item.alias or e.name).lower()))
         group_by = tuple(expr(g) for g in q.group_by) if q.group_by else None
-        if group_by is not None or any(isinstance(v, Agg) for v, _ in items):
-            if any(not isinstance(v, Agg) and v not in (group_by or ()) for v, _ in items):
-                raise Unsupported("a select item that is neither an aggregate nor a GROUP BY key")
+        aggregated = group_by is not None or any(isinstance(v, Agg) for v, _ in items)
+        if aggregated and any(not isinstance(v, Agg) and v not in (group_by or ()) for v, _ in items):
+            raise Unsupported("a select item that is neither an aggregate nor a GROUP BY key")
         having = None
         if q.having is not None:
             h = q.having
@@ -293,7 +306,7 @@ def reference_case(path: Path) -> tuple[Evaluator, dict, set, dict]:
     return ev, expected, {n for n, c in last_block_closed.items() if c}, options
 
 
-def compare(name: str, want: Any, header: list[str], rows: list) -> Optional[str]:
+def compare(name: str, want: Any, header: list[str], rows: list) -> str | None:
     """None when the file's rows for a query are the reference's result; else what differs."""
     types = [t for _, t in want.columns]
     n = len(types)
@@ -301,7 +314,7 @@ def compare(name: str, want: Any, header: list[str], rows: list) -> Optional[str
     def values(cells) -> tuple:
         return norm_row(to_value(c, ARROW[t]) for c, t in zip(cells[:n], types))
 
-    def cell(cells, col: str) -> Optional[int]:
+    def cell(cells, col: str) -> int | None:
         if col not in header:
             return None
         c = cells[header.index(col)]
@@ -343,7 +356,7 @@ def compare(name: str, want: Any, header: list[str], rows: list) -> Optional[str
     return None
 
 
-def _support(path: Path) -> Optional[str]:
+def _support(path: Path) -> str | None:
     try:
         reference_case(path)
     except Unsupported as e:
