@@ -1,7 +1,7 @@
 """RSTREAM against the engine's progress P (SPEC §4; issue 27 A): every tick up to P — the latest
 timestamp or advance of any input — while R is non-empty, and beyond P only while R(t) holds a
 tuple that ends at a finite time. Every configuration; the data-file cases are in
-tests/conformance/operators/rstream_*.cqlt."""
+tests/conformance/streams/rstream_*.cqlt."""
 
 import pyarrow as pa
 import pytest
