@@ -6,14 +6,14 @@ import pytest
 
 import cq_py
 
-SLICE = ("REGISTER STREAM s(a INT, b DOUBLE);"
+FILTER_QUERY = ("REGISTER STREAM s(a INT, b DOUBLE);"
          "REGISTER QUERY q AS ISTREAM(SELECT a, b*2 AS c FROM s [Range 10] WHERE b > 0.5);")
 
 
 def test_acceptance_query_returns_the_rows_with_b_over_half():
     table = pa.table({"a": [1, 2, 3, 4, 5, 6], "b": [0.1, 0.6, 0.5, 0.9, None, 0.51],
                       "ts": [0, 1, 1, 5, 7, 30]})
-    q = cq_py.run(SLICE, inputs={"s": table})["q"]
+    q = cq_py.run(FILTER_QUERY, inputs={"s": table})["q"]
     assert q.schema.names == ["a", "c", "ts"]
     assert q.schema.types == [pa.int64(), pa.float64(), pa.int64()]
     assert q.to_pylist() == [
@@ -56,7 +56,7 @@ def test_now_window_lasts_one_epsilon_step():
 def test_istream_emits_nothing_for_a_value_that_ends_and_restarts_at_the_same_instant():
     # (1, 0.9) lives on [0, 10); the same value starts again at 10: R(10) − R(10⁻) is empty.
     table = pa.table({"a": [1, 2, 1, 1], "b": [0.9, 0.9, 0.9, 0.9], "ts": [0, 3, 10, 10]})
-    q = cq_py.run(SLICE, inputs={"s": table})["q"]
+    q = cq_py.run(FILTER_QUERY, inputs={"s": table})["q"]
     # At 10 two copies start and one ends: exactly one copy is new.
     assert q.to_pylist() == [{"a": 1, "c": 1.8, "ts": 0}, {"a": 2, "c": 1.8, "ts": 3},
                              {"a": 1, "c": 1.8, "ts": 10}]
@@ -71,7 +71,7 @@ def test_results_do_not_depend_on_batch_boundaries(batch):
     # end; at 20 only 9 is new (1 was alive until 20); at 30 the 1 of 20 ends as a 1 starts.
     expected = [(1, 0), (1, 0), (2, 0), (3, 4), (3, 4), (9, 20)]
     eng = cq_py.Engine()
-    eng.execute(SLICE)
+    eng.execute(FILTER_QUERY)
     table = pa.table({"a": a, "b": b, "ts": ts})
     for off in range(0, len(ts), batch):
         eng.push("s", table.slice(off, batch))
@@ -161,7 +161,7 @@ def test_push_accepts_pandas_and_lists_and_record_batches():
 
 def test_subscribe_receives_batches_as_they_are_produced_and_fetch_does_not_repeat_them():
     eng = cq_py.Engine()
-    eng.execute(SLICE)
+    eng.execute(FILTER_QUERY)
     got = []
     eng.subscribe("q", got.append)
     eng.push("s", pa.table({"a": [1, 2], "b": [0.9, 0.1], "ts": [0, 1]}))
@@ -193,7 +193,7 @@ def test_zero_copy_input_columns_pass_through():
 
 def test_explain_lists_the_operators_in_execution_order():
     eng = cq_py.Engine()
-    eng.execute(SLICE)
+    eng.execute(FILTER_QUERY)
     text = eng.explain()
     for part in ["StreamScan s", "Window [Range 10] <- #0", "Filter b > 0.5 <- #1",
                  "Project a, b * 2 AS c <- #2", "ISTREAM <- #3", "Output q <- #4",

@@ -5,13 +5,13 @@ import pytest
 
 import cq_py
 
-SLICE = ("REGISTER STREAM s(a INT, b DOUBLE);"
+FILTER_QUERY = ("REGISTER STREAM s(a INT, b DOUBLE);"
          "REGISTER QUERY q AS ISTREAM(SELECT a, b*2 AS c FROM s [Range 10] WHERE b > 0.5);")
 
 
 def engine():
     eng = cq_py.Engine()
-    eng.execute(SLICE)
+    eng.execute(FILTER_QUERY)
     return eng
 
 
@@ -150,7 +150,7 @@ def test_unknown_query_in_fetch_and_bad_options():
     with pytest.raises(ValueError, match="time_unit"):
         cq_py.Engine(time_unit="weeks")
     with pytest.raises(cq_py.InputError):
-        cq_py.run(SLICE, inputs={"nope": GOOD[0]})
+        cq_py.run(FILTER_QUERY, inputs={"nope": GOOD[0]})
 
 
 def test_a_kernel_missing_from_the_build_is_refused_clearly(monkeypatch):

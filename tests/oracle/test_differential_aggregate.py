@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import cq_py
-from oracle.test_differential_slice import window_sql, windows
+from oracle.test_differential_select import window_sql, windows
 from oracle.reference import INF, alive_at, instants, istream_of, lifetimes
 from budget import examples
 

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 import cq_py
 from oracle.reference import INF, alive_at, instants, istream_of, lifetimes, relation, wrap64
-from oracle.test_differential_slice import (EXAMPLES, SCHEMA, Col, bool_expr, data, render, run_engine,
+from oracle.test_differential_select import (EXAMPLES, SCHEMA, Col, bool_expr, data, render, run_engine,
                                             window_sql, windows)
 
 KEYS = ["a", "b", "c", "f"]

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import cq_py
-from oracle.test_differential_slice import window_sql
+from oracle.test_differential_select import window_sql
 from oracle.reference import INF, alive_at, instants, istream_of, join_at, lifetimes
 from budget import examples
 

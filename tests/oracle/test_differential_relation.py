@@ -23,7 +23,7 @@ from oracle.reference import (INF, alive_at, change_lifetimes, dstream, instants
                               istream_of, join_at, lifetimes, rstream)
 from oracle.test_differential_aggregate import aggregate
 from oracle.test_differential_join import interleaving, stream
-from oracle.test_differential_slice import window_sql
+from oracle.test_differential_select import window_sql
 from budget import examples
 
 EXAMPLES = examples(300)

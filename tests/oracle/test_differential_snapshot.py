@@ -25,7 +25,7 @@ from oracle.recursive import script
 from oracle.test_differential_join import interleaving, stream as join_stream, windows as join_windows
 from oracle.test_differential_recursive import inputs as recursive_inputs, scripts
 from oracle.test_differential_relation import change_table, changes
-from oracle.test_differential_slice import SCHEMA, bool_expr, data, plain_select_expr, render, window_sql, windows
+from oracle.test_differential_select import SCHEMA, bool_expr, data, plain_select_expr, render, window_sql, windows
 from budget import examples
 
 EXAMPLES = examples(int(os.environ.get("CQ_SNAPSHOT_EXAMPLES", "120")))
@@ -130,7 +130,7 @@ def stream_actions(rows: list[dict], cuts: list[int], heartbeats: bool = True) -
 @SETTINGS
 @given(st.data(), data(), windows, windows, st.one_of(st.none(), bool_expr()),
        st.lists(plain_select_expr(), min_size=1, max_size=2), LIFETIMES, HYBRID)
-def test_slice_and_union_survive_snapshots(draw, dataset, w1, w2, where, select, lifetime, hybrid):
+def test_select_and_union_survive_snapshots(draw, dataset, w1, w2, where, select, lifetime, hybrid):
     rows, cuts = dataset
     items = ", ".join(f"{render(e)} AS x{i}" for i, e in enumerate(select))
     body = f"SELECT {items} FROM s {window_sql(w1)}" + (f" WHERE {render(where)}" if where else "")

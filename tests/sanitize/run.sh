@@ -46,6 +46,6 @@ start=$(date +%s)
 cd "$root"
 LD_PRELOAD="$libasan" PYTHONPATH="$build/python:$root" "$python" -m pytest -q -p no:cacheprovider \
   -o addopts="--import-mode=importlib" \
-  tests/test_snapshot.py tests/test_snapshot_damage.py tests/test_slice.py tests/test_relation.py \
+  tests/test_snapshot.py tests/test_snapshot_damage.py tests/test_end_to_end.py tests/test_relation.py \
   tests/test_errors.py tests/executors tests/conformance "$@"
 echo "== Python subset in $(( $(date +%s) - start )) s"
