@@ -31,8 +31,15 @@ from tqdm import tqdm
 
 import cq_py
 from cq_py.engine import EXECUTORS, LIFETIMES, OP, TIME_UNITS
-from cq_py.errors import (CallbackError, CQError, CQLSemanticError, CQLSyntaxError, InputError,
-                          MemoryLimitError, RunawayLoopError)
+from cq_py.errors import (
+    CallbackError,
+    CQError,
+    CQLSemanticError,
+    CQLSyntaxError,
+    InputError,
+    MemoryLimitError,
+    RunawayLoopError,
+)
 from cq_py.io.readers import detect_format, merge_by_time, open_input, row_count, source_line
 from cq_py.io.writers import EXTENSIONS, QueryWriter, open_writer
 

@@ -10,15 +10,23 @@ import collections
 import datetime
 import json
 import operator
-from collections.abc import Mapping
-from typing import Any, Callable, Iterable, Optional
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
 from cq_core import _core
-from cq_py.errors import (ArgumentError, CallbackError, CQError, CQLSemanticError, InputError,
-                          MemoryLimitError, RunawayLoopError, SnapshotError)
+from cq_py.errors import (
+    ArgumentError,
+    CallbackError,
+    CQError,
+    CQLSemanticError,
+    InputError,
+    MemoryLimitError,
+    RunawayLoopError,
+    SnapshotError,
+)
 from cq_py.parser import parse
 from cq_py.planner import Catalog, Planner
 from cq_py.planner import explain as render_plan
@@ -203,7 +211,7 @@ class Engine:
                  *, expose_steps: bool = False, auto_delay: bool = False, expiration: str = "lazy",
                  hybrid: bool = True, max_loop_steps: int = 1_000_000, max_run: int = 20,
                  max_loop_ticks: int = 1_000_000, max_loop_rows: int = 10_000_000,
-                 max_memory: Optional[int] = None):
+                 max_memory: int | None = None):
         # Every option is checked here, with the package's error: the core's binding would
         # otherwise answer a wrong type with its whole signature, or take "no" for True.
         self.expiration = _choice("expiration", expiration, ("lazy", "insertion_sort"))
@@ -473,7 +481,7 @@ class Engine:
             raise _core_error(e) from None
 
     @classmethod
-    def restore(cls, data: bytes | bytearray | memoryview) -> "Engine":
+    def restore(cls, data: bytes | bytearray | memoryview) -> Engine:
         """A new engine rebuilt from :meth:`snapshot`'s bytes: made with the saved options, the
         saved CQL executed again, then the core's state restored into it. Damaged, truncated or
         foreign bytes raise :class:`SnapshotError` (an :class:`InputError`).
@@ -637,7 +645,7 @@ class Engine:
         return tick
 
     @staticmethod
-    def _to_table(data: Any, stream: str) -> Optional[pa.Table]:
+    def _to_table(data: Any, stream: str) -> pa.Table | None:
         """``data`` as an Arrow table (None for an empty list). Whatever the conversion to Arrow
         refuses is an :class:`InputError` naming the column, the row and the value."""
         if isinstance(data, pa.Table):
@@ -734,7 +742,7 @@ class Engine:
 
     @staticmethod
     def _op_column(table: pa.Table, folded: dict[str, pa.Field], columns: list[tuple[str, str]],
-                   stream: str, relation: bool) -> Optional[pa.ChunkedArray]:
+                   stream: str, relation: bool) -> pa.ChunkedArray | None:
         """The ``op`` column of a push to a relation, as utf8; None when there is none (all
         inserts). An ``op`` column pushed to a stream that does not declare one is refused: only
         relations take deletes."""
@@ -747,9 +755,7 @@ class Engine:
                              "STREAM), whose rows are all inserts: drop the column, or register "
                              "a relation", stream=stream)
         col = table.column(f.name)
-        if pa.types.is_dictionary(f.type) and pa.types.is_string(f.type.value_type):
-            col = col.cast(pa.string())
-        elif pa.types.is_large_string(f.type) or pa.types.is_string_view(f.type) or pa.types.is_null(f.type):
+        if (pa.types.is_dictionary(f.type) and pa.types.is_string(f.type.value_type)) or pa.types.is_large_string(f.type) or pa.types.is_string_view(f.type) or pa.types.is_null(f.type):
             col = col.cast(pa.string())
         elif not pa.types.is_string(f.type):
             raise InputError(f"push to '{stream}': column '{f.name}' must hold '+' (insert) or '-' "
@@ -852,7 +858,7 @@ def _engine_options() -> list[str]:
     return [p for p in inspect.signature(Engine.__init__).parameters if p != "self"]
 
 
-def run(cql: str, inputs: Optional[Mapping[str, Any]] = None, ts: str = "ts",
+def run(cql: str, inputs: Mapping[str, Any] | None = None, ts: str = "ts",
         **engine_options: Any) -> dict[str, pa.Table]:
     """Runs the CQL script ``cql`` over complete inputs, closes the engine, and returns
     ``{query name: pyarrow.Table}`` with the whole output of every registered query.

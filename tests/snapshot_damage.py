@@ -209,7 +209,7 @@ def relation_rows(lo: int, hi: int, columns: tuple[str, str]) -> list[dict]:
     for i in range(lo, hi):
         if i % 3 == 2:
             continue
-        k, second = columns
+        _k, second = columns
         value = WORDS[i % 5] if second == "v" else float(i)
         out.append({"k": i % 4, second: value, "op": "+", "ts": i})
         if i % 4 == 3 and i >= 4 and (i - 4) % 3 != 2:
@@ -293,7 +293,7 @@ def damage(base: Base, other: Base, rng: random.Random) -> tuple[str, bytes]:
         what += f"@{i}"
     elif kind == "byte":
         i = at()
-        s[i] = rng.choice(INTERESTING + [rng.randrange(256)])
+        s[i] = rng.choice([*INTERESTING, rng.randrange(256)])
         what += f"@{i}"
     elif kind == "bytes":
         i = at()

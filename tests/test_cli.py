@@ -109,8 +109,10 @@ def test_example_data_is_what_make_data_generates(tmp_path: Path) -> None:
                    capture_output=True)
     assert regenerated.read_bytes() == READINGS.read_bytes()
     d = readings()
-    assert 1500 <= len(d) <= 3000 and d.ts.is_monotonic_increasing
-    assert d.humidity.isna().sum() > 0 and d.sensor.nunique() >= 3
+    assert 1500 <= len(d) <= 3000
+    assert d.ts.is_monotonic_increasing
+    assert d.humidity.isna().sum() > 0
+    assert d.sensor.nunique() >= 3
 
 
 def test_run_prints_csv_to_stdout_without_output() -> None:
@@ -243,7 +245,8 @@ def test_a_run_without_input_is_refused_unless_no_input_says_so(tmp_path: Path) 
     assert not (tmp_path / "o").exists()
     result = cq("run", SCRIPT, "-o", tmp_path / "o", "--quiet", "--no-input")
     assert result.exit_code == 0, result.output
-    assert "hot: 0 rows" in result.stdout and "recent: 0 rows" in result.stdout
+    assert "hot: 0 rows" in result.stdout
+    assert "recent: 0 rows" in result.stdout
     assert_fails(cq("run", SCRIPT, "--no-input", "-i", f"readings={READINGS}"), 2, "--no-input")
 
 
@@ -264,12 +267,14 @@ def test_explain_prints_the_operators() -> None:
     for word in ("readings", "hot", "recent", "StreamScan", "Window", "Filter", "Project",
                  "ISTREAM", "Output"):
         assert word in result.stdout
-    assert "[Range 10000]" in result.stdout and "[Range 5000]" in result.stdout
+    assert "[Range 10000]" in result.stdout
+    assert "[Range 5000]" in result.stdout
 
 
 def test_explain_time_unit_changes_durations() -> None:
     result = cq("explain", SCRIPT, "--time-unit", "s")
-    assert result.exit_code == 0 and "[Range 10]" in result.stdout
+    assert result.exit_code == 0
+    assert "[Range 10]" in result.stdout
 
 
 # -- errors -----------------------------------------------------------------------------------
@@ -376,7 +381,8 @@ def test_module_entry_point(tmp_path: Path) -> None:
     assert "ISTREAM" in proc.stdout
     proc = subprocess.run([sys.executable, "-m", "cq_py", "run", str(SCRIPT), "-i", "oops"],
                           cwd=tmp_path, capture_output=True, text=True)
-    assert proc.returncode == 2 and "expected NAME=PATH" in proc.stderr
+    assert proc.returncode == 2
+    assert "expected NAME=PATH" in proc.stderr
 
 
 # -- progress bar ---------------------------------------------------------------------------
@@ -407,13 +413,14 @@ def test_progress_bar_only_on_a_terminal_and_not_when_quiet(
     bar.update(1000)
     bar.refresh()
     bar.close()
-    assert "rows" in tty.text and "2.00k" in tty.text
+    assert "rows" in tty.text
+    assert "2.00k" in tty.text
     assert cli_module._progress(2000, disabled=True).disable
     monkeypatch.setattr(sys, "stderr", io.StringIO())  # not a terminal
     assert cli_module._progress(None, disabled=False).disable
 
 
-@pytest.mark.parametrize("source, total", [("parquet", 2000), ("csv", None)])
+@pytest.mark.parametrize(("source", "total"), [("parquet", 2000), ("csv", None)])
 def test_progress_total_comes_from_parquet_metadata(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                     source: str, total: int | None) -> None:
     from cq_py import cli as cli_module
@@ -451,7 +458,8 @@ def test_run_with_auto_delay_runs_a_loop_that_has_no_delay(tmp_path):
     data = tmp_path / "s.csv"
     data.write_text("a,ts\n1,0\n")
     refused = cq("run", script, "--input", f"s={data}", "-q")
-    assert refused.exit_code == 1 and "c → c" in refused.output
+    assert refused.exit_code == 1
+    assert "c → c" in refused.output
     ran = cq("run", script, "--input", f"s={data}", "-q", "--auto-delay", "--output", tmp_path / "out")
     assert ran.exit_code == 0, ran.output
     assert (tmp_path / "out" / "c.csv").read_text().split() == ['"a","ts"', "1,0", "2,0"]
@@ -486,7 +494,7 @@ def test_a_csv_row_with_missing_fields_names_its_line(tmp_path: Path) -> None:
                  "line 3 has 3 fields, the header 4 (ts, sensor, temp, humidity)")
 
 
-@pytest.mark.parametrize("fmt, place", [("csv", "line 4"), ("jsonl", "line 3"),
+@pytest.mark.parametrize(("fmt", "place"), [("csv", "line 4"), ("jsonl", "line 3"),
                                         ("parquet", "data row 3")])
 def test_a_null_timestamp_names_its_place(tmp_path: Path, fmt: str, place: str) -> None:
     table = pa.table({"ts": pa.array([1, 2, None, 4], pa.int64()), "sensor": ["a"] * 4,
@@ -518,7 +526,7 @@ def test_a_failed_run_writes_nothing_and_says_so(tmp_path: Path) -> None:
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before  # the earlier run's files
 
 
-@pytest.mark.parametrize("error, words", [
+@pytest.mark.parametrize(("error", "words"), [
     (MemoryError(), "out of memory: the engine's state outgrew this machine"),
     (RecursionError("maximum recursion depth exceeded"), "nested too deeply"),
     (ZeroDivisionError("boom"), "unexpected ZeroDivisionError: boom (please report it"),
@@ -535,12 +543,16 @@ def test_no_failure_prints_a_traceback(tmp_path: Path, monkeypatch: pytest.Monke
     result = CliRunner().invoke(cli, ["run", str(SCRIPT), "-i", f"readings={READINGS}", "-o",
                                       str(tmp_path / "o")])
     assert result.exit_code == 1
-    assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
-    assert words in result.stderr and "nothing was written" in result.stderr
+    assert result.stderr.count("\n") == 1
+    assert "Traceback" not in result.stderr
+    assert words in result.stderr
+    assert "nothing was written" in result.stderr
     assert list((tmp_path / "o").iterdir()) == []
     monkeypatch.setattr(cq_py, "explain", fails)
     result = CliRunner().invoke(cli, ["explain", str(SCRIPT)])
-    assert result.exit_code == 1 and words in result.stderr and result.stderr.count("\n") == 1
+    assert result.exit_code == 1
+    assert words in result.stderr
+    assert result.stderr.count("\n") == 1
 
 
 def test_engine_options_reach_the_engine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -20,7 +20,7 @@ def engine(**options):
     return eng
 
 
-@pytest.mark.parametrize("data, needle, row", [
+@pytest.mark.parametrize(("data", "needle", "row"), [
     (pa.table([pa.array([1]), pa.array([2]), pa.array(["x"]), pa.array([3])], names=["a", "a", "v", "ts"]),
      "column 'a' appears 2 times in the data", None),
     (pa.table([pa.array([1]), pa.array(["x"]), pa.array([2]), pa.array([3])], names=["a", "v", "ts", "ts"]),
@@ -40,12 +40,13 @@ def test_data_arrow_cannot_take_is_an_input_error(data, needle, row):
     with pytest.raises(cq_py.InputError) as e:
         eng.push("s", data)
     assert needle in str(e.value)
-    assert e.value.stream == "s" and e.value.row == row
+    assert e.value.stream == "s"
+    assert e.value.row == row
     eng.push("s", [{"a": 1, "v": "x", "ts": 1}])  # the engine is as it was
     assert eng.fetch("q").num_rows == 1
 
 
-@pytest.mark.parametrize("options, needle", [
+@pytest.mark.parametrize(("options", "needle"), [
     ({"hybrid": "no"}, "hybrid must be True or False; found 'no' (str)"),
     ({"expose_steps": 1}, "expose_steps must be True or False; found 1 (int)"),
     ({"auto_delay": None}, "auto_delay must be True or False"),
@@ -60,7 +61,8 @@ def test_a_bad_engine_option_is_an_argument_error(options, needle):
     with pytest.raises(cq_py.ArgumentError) as e:
         cq_py.Engine(**options)
     assert needle in str(e.value)
-    assert isinstance(e.value, cq_py.CQError) and isinstance(e.value, ValueError)
+    assert isinstance(e.value, cq_py.CQError)
+    assert isinstance(e.value, ValueError)
     assert "incompatible" not in str(e.value)
     with pytest.raises(cq_py.ArgumentError):
         cq_py.run(SCRIPT, {}, **options)
@@ -98,7 +100,7 @@ def test_an_integer_literal_too_long_for_python_is_a_positioned_syntax_error():
         cq_py.Engine().execute("REGISTER STREAM s(a INT); REGISTER QUERY q AS SELECT a + " + "9" * 100 + " AS b FROM s;")
 
 
-@pytest.mark.parametrize("inputs, error, needle", [
+@pytest.mark.parametrize(("inputs", "error", "needle"), [
     ([pa.table({"a": [1], "v": ["x"], "ts": [1]})], cq_py.ArgumentError, "maps stream names to their data"),
     ("s", cq_py.ArgumentError, "found str"),
     ({1: pa.table({"a": [1], "v": ["x"], "ts": [1]})}, cq_py.InputError, "unknown stream 1"),
@@ -123,7 +125,8 @@ def test_run_names_the_row_of_the_input_when_inputs_are_merged():
     other = "REGISTER STREAM t(b INT);"
     with pytest.raises(cq_py.InputError) as e:
         cq_py.run(SCRIPT + other, {"s": bad, "t": pa.table({"b": [1, 2], "ts": [2, 4]})})
-    assert e.value.stream == "s" and e.value.row == 2
+    assert e.value.stream == "s"
+    assert e.value.row == 2
     assert "row 2 of inputs['s']" in str(e.value)
 
 

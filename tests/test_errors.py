@@ -19,7 +19,8 @@ def test_syntax_error_reports_line_and_column():
     with pytest.raises(cq_py.CQLSyntaxError) as e:
         cq_py.Engine().execute("REGISTER STREAM s(a INT);\nREGISTER QUERY q AS\n  SELECT a FROM s [Range 10 WHERE a > 1;")
     assert (e.value.line, e.value.column) == (3, 29)
-    assert "expected" in str(e.value) and "WHERE" in str(e.value)
+    assert "expected" in str(e.value)
+    assert "WHERE" in str(e.value)
     assert "^" in str(e.value)
 
 
@@ -43,7 +44,8 @@ def test_text_with_a_lone_surrogate_is_a_syntax_error(where):
     for run in (cq_py.explain, cq_py.Engine().execute):
         with pytest.raises(cq_py.CQLSyntaxError, match=r"lone surrogate \\udc80") as e:
             run(cql)
-        assert e.value.line == 2 and "\udc80" not in e.value.line_text
+        assert e.value.line == 2
+        assert "\udc80" not in e.value.line_text
 
 
 def test_unknown_column_names_it_and_the_columns_that_exist():
@@ -51,11 +53,12 @@ def test_unknown_column_names_it_and_the_columns_that_exist():
         cq_py.Engine().execute("REGISTER STREAM s(a INT, b DOUBLE);\n"
                                "REGISTER QUERY q AS SELECT a, zz FROM s [Now];")
     msg = str(e.value)
-    assert "'zz'" in msg and "a, b" in msg
+    assert "'zz'" in msg
+    assert "a, b" in msg
     assert (e.value.line, e.value.column) == (2, 31)
 
 
-@pytest.mark.parametrize("cql, needle", [
+@pytest.mark.parametrize(("cql", "needle"), [
     ("REGISTER STREAM s(a INT); REGISTER QUERY q AS SELECT a FROM nope;", "unknown stream, relation or query 'nope'"),
     ("REGISTER STREAM s(a INT); REGISTER STREAM s(b INT);", "registered twice"),
     ("REGISTER STREAM s(a INT, a DOUBLE);", "declared twice"),
@@ -75,7 +78,8 @@ def test_a_failing_script_registers_nothing():
     eng = cq_py.Engine()
     with pytest.raises(cq_py.CQLSemanticError):
         eng.execute("REGISTER STREAM s(a INT); REGISTER QUERY q AS SELECT b FROM s;")
-    assert eng.stream_names() == [] and eng.query_names() == []
+    assert eng.stream_names() == []
+    assert eng.query_names() == []
     eng.execute("REGISTER STREAM s(a INT);")  # the name is still free
     assert eng.stream_names() == ["s"]
 
@@ -91,7 +95,7 @@ GOOD = [pa.table({"a": [1, 2], "b": [0.9, 0.7], "ts": [0, 5]}),
         pa.table({"a": [3], "b": [0.8], "ts": [10]})]
 
 
-@pytest.mark.parametrize("bad, needle, row", [
+@pytest.mark.parametrize(("bad", "needle", "row"), [
     (pa.table({"a": [9, 9], "b": [0.9, 0.9], "ts": [6, 4]}), "must not decrease", 1),
     (pa.table({"a": [9], "b": [0.9], "ts": [3]}), "must not decrease", 0),
     (pa.table({"a": [9], "b": [0.9], "ts": pa.array([None], pa.int64())}), "null timestamp", 0),

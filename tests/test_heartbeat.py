@@ -12,11 +12,11 @@ from collections import Counter
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from oracle.reference import INF, equivalent
 
 import cq_py
-from cq_core import _core
 from budget import examples
+from cq_core import _core
+from oracle.reference import INF, equivalent
 
 RECURSIVE = ("REGISTER QUERY a AS ISTREAM(SELECT x FROM s [Now] UNION ALL SELECT x FROM b [Now]) <Now>;"
              "REGISTER QUERY b AS ISTREAM(SELECT x FROM a [Now] WHERE x < 3);")

@@ -173,7 +173,7 @@ def test_a_relation_of_every_type_is_seen_with_its_values(config):
     eng.close()
     got = sorted((tuple(r.values()) for r in eng.fetch("q").to_pylist()), key=repr)
     alive = [tuple(data[c][k] for c in "sdbi") for k in range(5)]
-    expected = [v + (5, None) for v in alive] + [("y", 3.0, False, 3, 6, None)]
+    expected = [(*v, 5, None) for v in alive] + [("y", 3.0, False, 3, 6, None)]
     expected.remove(("x", 1.5, True, 1, 5, None))
     expected.append(("x", 1.5, True, 1, 5, 7))  # one copy of x deleted at 7
     assert got == sorted(expected, key=repr)

@@ -31,8 +31,10 @@ def test_pushes_are_refused_once_the_process_passes_the_bound_and_nothing_change
             pushed += 100_000
             fetched += eng.fetch("q").num_rows
     assert 0 < pushed < 10_000_000
-    assert e.value.limit == limit and e.value.used > limit
-    assert "push to 's' refused" in str(e.value) and "nothing changed" in str(e.value)
+    assert e.value.limit == limit
+    assert e.value.used > limit
+    assert "push to 's' refused" in str(e.value)
+    assert "nothing changed" in str(e.value)
     with pytest.raises(cq_py.MemoryLimitError, match=r"advance\(.*\) refused"):
         eng.advance(pushed + 5)
     blob = eng.snapshot()
@@ -56,10 +58,12 @@ def test_cq_run_max_memory(tmp_path):
     script = Path(__file__).resolve().parents[1] / "examples" / "sensors"
     args = ["run", str(script / "sensors.cql"), "-i", f"readings={script / 'readings.csv'}", "-q",
             "-o", str(tmp_path / "o")]
-    result = CliRunner().invoke(cli, args + ["--max-memory", "1M"])
+    result = CliRunner().invoke(cli, [*args, "--max-memory", "1M"])
     assert result.exit_code == 1
-    assert "refused: the process holds" in result.stderr and "(cq run: --max-memory SIZE)" in result.stderr
+    assert "refused: the process holds" in result.stderr
+    assert "(cq run: --max-memory SIZE)" in result.stderr
     assert "nothing was written" in result.stderr
-    assert CliRunner().invoke(cli, args + ["--max-memory", "64G"]).exit_code == 0
-    bad = CliRunner().invoke(cli, args + ["--max-memory", "lots"])
-    assert bad.exit_code == 2 and "expected a size such as 4G" in bad.output
+    assert CliRunner().invoke(cli, [*args, "--max-memory", "64G"]).exit_code == 0
+    bad = CliRunner().invoke(cli, [*args, "--max-memory", "lots"])
+    assert bad.exit_code == 2
+    assert "expected a size such as 4G" in bad.output

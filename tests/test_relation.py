@@ -79,7 +79,8 @@ def test_a_ghost_changes_nothing(lifetime):
     eng.push("prices", changes([(2, 2.0, "-", 3)]))
     eng.close()
     assert lasting(eng.fetch("p")) == []
-    assert eng.fetch("added").num_rows == 0 and eng.fetch("removed").num_rows == 0
+    assert eng.fetch("added").num_rows == 0
+    assert eng.fetch("removed").num_rows == 0
 
 
 @pytest.mark.parametrize("form", ["table", "record_batch", "pandas", "dicts", "no_op", "large_string",
@@ -173,7 +174,8 @@ def test_deleting_a_row_that_is_not_alive_is_refused_and_changes_nothing(lifetim
     msg = str(e.value)
     assert "relation 'prices'" in msg and "row 2" in msg and "id=1, price=10" in msg, msg
     assert "ts 2" in msg and "not in the relation" in msg, msg
-    assert e.value.row == 2 and e.value.stream == "prices"
+    assert e.value.row == 2
+    assert e.value.stream == "prices"
     # Nothing of the rejected push happened: (3, 3.0) was not inserted, (1, 10.0) is still alive.
     with pytest.raises(cq_py.InputError, match="row 0 deletes"):
         eng.push("prices", changes([(3, 3.0, "-", 2)]))
@@ -192,7 +194,7 @@ def test_a_missing_delete_is_found_across_the_batches_of_one_push():
     assert e.value.row == 2
 
 
-@pytest.mark.parametrize("op, found", [("x", "'x'"), ("", "''"), ("++", "'++'"), (None, "NULL"),
+@pytest.mark.parametrize(("op", "found"), [("x", "'x'"), ("", "''"), ("++", "'++'"), (None, "NULL"),
                                         ("insert", "'insert'")])
 def test_bad_op_values_are_refused(op, found):
     eng = engine()

@@ -133,7 +133,7 @@ ISSUE_EXAMPLES = [
 
 
 @pytest.mark.parametrize("config", CONFIGURATIONS)
-@pytest.mark.parametrize("script,pushes,expected", ISSUE_EXAMPLES)
+@pytest.mark.parametrize(("script", "pushes", "expected"), ISSUE_EXAMPLES)
 def test_the_issue_examples(script, pushes, expected, config):
     eng = cq_py.Engine(**config)
     eng.execute(script)

@@ -74,7 +74,8 @@ def test_a_snapshot_restores_the_options_and_the_queries():
     assert (again.time_unit, again.lifetime, again.expose_steps, again.auto_delay, again.expiration,
             again.hybrid) == ("s", "negative", True, True, "insertion_sort", False)
     assert (again._max_loop_steps, again._max_run, again._max_loop_ticks, again._max_loop_rows) == (77, 3, 55, 66)
-    assert again.stream_names() == ["s"] and again.query_names() == ["q"]
+    assert again.stream_names() == ["s"]
+    assert again.query_names() == ["q"]
     assert again.explain() == eng.explain()
 
 
@@ -128,7 +129,8 @@ def test_subscribers_are_not_saved():
     eng.subscribe("q", got.append)
     again = cq_py.Engine.restore(eng.snapshot())
     again.push("s", [{"a": 1, "ts": 0}])
-    assert got == [] and again.fetch("q").num_rows == 1
+    assert got == []
+    assert again.fetch("q").num_rows == 1
 
 
 def test_bytearray_and_memoryview_are_accepted():
@@ -162,7 +164,7 @@ def test_bytes_that_are_not_a_snapshot_are_refused(data):
 
 
 def test_every_truncation_is_refused(blob):
-    for n in list(range(0, 64)) + list(range(64, len(blob), max(1, len(blob) // 300))):
+    for n in list(range(64)) + list(range(64, len(blob), max(1, len(blob) // 300))):
         with pytest.raises(cq_py.SnapshotError):
             cq_py.Engine.restore(blob[:n])
 

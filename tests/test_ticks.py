@@ -34,7 +34,8 @@ def test_a_row_at_infinity_is_refused_and_changes_nothing(value):
         eng.push("s", pa.table({"a": [1], "ts": [5]}))
         with pytest.raises(cq_py.InputError) as e:
             eng.push("s", pa.table({"a": [7, 8], "ts": pa.array([6, value], pa.int64())}))
-        assert e.value.stream == "s" and e.value.row == 1
+        assert e.value.stream == "s"
+        assert e.value.row == 1
         assert f"timestamp column 'ts': row 1 holds {value}" in str(e.value)
         assert "outside the engine's ticks" in str(e.value)
         eng.push("s", pa.table({"a": [2], "ts": [MAX_TICK]}))  # the largest tick is a tick
@@ -49,7 +50,8 @@ def test_an_arrow_timestamp_that_overflows_the_unit_is_refused_not_wrapped():
     eng = engine()
     with pytest.raises(cq_py.InputError) as e:
         eng.push("s", pa.table({"a": [1, 2], "ts": pa.array([0, 2**62], pa.timestamp("s"))}))
-    assert e.value.row == 1 and e.value.stream == "s"
+    assert e.value.row == 1
+    assert e.value.stream == "s"
     assert "row 1 holds 4611686018427387904 s since the epoch, 4611686018427387904000 ms" in str(e.value)
     # Under a coarser unit the same instant fits.
     eng = engine(time_unit="s")
@@ -102,12 +104,14 @@ def test_merge_by_time_checks_the_range_and_counts_rows_from_the_input_start():
                pa.record_batch({"ts": pa.array([3, 2**63 - 1], pa.int64())})]
     with pytest.raises(cq_py.InputError) as e:
         list(merge_by_time({"s": batches}))
-    assert e.value.row == 3 and "row 3 holds 9223372036854775807" in str(e.value)
+    assert e.value.row == 3
+    assert "row 3 holds 9223372036854775807" in str(e.value)
     batches = [pa.record_batch({"ts": pa.array([1, 2], pa.int64())}),
                pa.record_batch({"ts": pa.array([3, None], pa.int64())})]
     with pytest.raises(cq_py.InputError) as e:
         list(merge_by_time({"s": batches}))
-    assert e.value.row == 3 and "at row 3" in str(e.value)
+    assert e.value.row == 3
+    assert "at row 3" in str(e.value)
 
 
 def test_advance_takes_dates_of_any_numpy_unit_and_refuses_nat():

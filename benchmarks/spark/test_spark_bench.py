@@ -14,7 +14,7 @@ import pytest
 
 # pytest runs in importlib mode (pyproject.toml): the script beside this file is imported by path.
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import bench_spark as bs  # noqa: E402
+import bench_spark as bs
 
 EVENTS = int(os.environ.get("CQ_BENCH_ROWS", "1000000"))
 

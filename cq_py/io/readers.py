@@ -367,7 +367,7 @@ def _ts_keys(batch: pa.RecordBatch, name: str, ts: str, time_unit: str | None,
 class _Head:
     """The unconsumed part of one input's current batch and its timestamps."""
 
-    __slots__ = ("name", "it", "batch", "keys", "rows")
+    __slots__ = ("batch", "it", "keys", "name", "rows")
 
     def __init__(self, name: str, it: Iterator[pa.RecordBatch]):
         self.name = name

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Optional
 
 from cq_py.errors import CQLSyntaxError
 from cq_py.parser import ast
@@ -99,13 +98,13 @@ class _Parser:
     def at_word(self, *words: str) -> bool:
         return self._is_word(self.tok, *words)
 
-    def accept_op(self, op: str) -> Optional[Token]:
+    def accept_op(self, op: str) -> Token | None:
         return self.advance() if self.at_op(op) else None
 
-    def accept_kw(self, keyword: str) -> Optional[Token]:
+    def accept_kw(self, keyword: str) -> Token | None:
         return self.advance() if self.at_kw(keyword) else None
 
-    def accept_word(self, word: str) -> Optional[Token]:
+    def accept_word(self, word: str) -> Token | None:
         return self.advance() if self.at_word(word) else None
 
     def expect_op(self, op: str, context: str) -> Token:
@@ -122,7 +121,7 @@ class _Parser:
     # Errors and nesting
     # =========================================================================================
 
-    def error(self, message: str, tok: Optional[Token] = None) -> CQLSyntaxError:
+    def error(self, message: str, tok: Token | None = None) -> CQLSyntaxError:
         tok = tok or self.tok
         return syntax_error(self.text, message, tok.line, tok.column, tok.text)
 
@@ -158,7 +157,7 @@ class _Parser:
                                       f"use it as a name")
         raise self.expected(what)
 
-    def alias(self, what: str) -> Optional[str]:
+    def alias(self, what: str) -> str | None:
         """``[AS] name`` after a select item or a source; None when there is none."""
         if self.accept_kw("AS"):
             return self.name(what)
@@ -195,7 +194,7 @@ class _Parser:
                                 f"{context}")
         self.advance()
         assert isinstance(tok.value, int)
-        unit: Optional[str] = None
+        unit: str | None = None
         if self.tok.kind is TokenKind.IDENT:
             unit = DURATION_UNITS.get(str(self.tok.value).upper())
             if unit is not None:
@@ -209,7 +208,7 @@ class _Parser:
         if canonical is None:
             raise self.expected(f"{_TYPE_HINT} {context}")
         self.advance()
-        length: Optional[int] = None
+        length: int | None = None
         if spelled in _TYPES_WITH_LENGTH and self.accept_op("("):
             length = self.integer(f"a length after {spelled}(")
             self.expect_op(")", f"after the length of {spelled}")
@@ -438,7 +437,7 @@ class _Parser:
                 after_predicate = False
 
     @staticmethod
-    def binary_operator(tok: Token) -> Optional[str]:
+    def binary_operator(tok: Token) -> str | None:
         if tok.kind in (TokenKind.OPERATOR, TokenKind.KEYWORD) and tok.value in _BINARY_OPERATORS:
             return str(tok.value)
         return None

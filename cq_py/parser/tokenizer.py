@@ -21,8 +21,8 @@ from cq_py.errors import CQLSyntaxError
 from cq_py.parser.ast import Pos
 
 __all__ = [
-    "KEYWORDS",
     "DURATION_UNITS",
+    "KEYWORDS",
     "Token",
     "TokenKind",
     "TokenValue",

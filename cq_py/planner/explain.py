@@ -55,7 +55,7 @@ def render(cat: Catalog, executor: str = "dts") -> str:
     order = loops.dts_order(cat.nodes)
     loop_lines: list[str] = []
     _loops(order, cat, loop_lines, 1)
-    lines += ["Loops:"] + loop_lines if loop_lines else ["Loops: none"]
+    lines += ["Loops:", *loop_lines] if loop_lines else ["Loops: none"]
     if executor == "heartbeat":
         lines.append("Execution order (heartbeat, topological): " + _order(order))
     else:

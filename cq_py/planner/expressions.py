@@ -9,9 +9,9 @@ core has that kernel yet is checked when a plan is executed (:func:`missing_kern
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
-from typing import Callable, Iterator, Optional
 
 from cq_py.errors import CQLSemanticError
 from cq_py.parser import ast
@@ -88,7 +88,7 @@ class TypedExpr:
     index: int = -1
     value: object = None
     fn: str = ""
-    args: tuple["TypedExpr", ...] = ()
+    args: tuple[TypedExpr, ...] = ()
     distinct: bool = False
     text: str = field(default="", compare=False)
     pos: ast.Pos = field(default=ast.NOPOS, compare=False)
@@ -100,10 +100,10 @@ class TypedExpr:
             object.__setattr__(self, "depth", 1 + max([a.depth for a in self.args]))
 
     # Immutable: a copied catalog shares its expressions (a deep copy would recurse down them).
-    def __copy__(self) -> "TypedExpr":
+    def __copy__(self) -> TypedExpr:
         return self
 
-    def __deepcopy__(self, memo: dict) -> "TypedExpr":
+    def __deepcopy__(self, memo: dict) -> TypedExpr:
         return self
 
     def to_plan(self) -> dict:
@@ -116,7 +116,7 @@ class TypedExpr:
         return {"kind": "call", "fn": self.fn, "type": self.type,
                 "args": [a.to_plan() for a in self.args]}
 
-    def walk(self) -> Iterator["TypedExpr"]:
+    def walk(self) -> Iterator[TypedExpr]:
         """This expression and every sub-expression, depth first (iterative: nested generators
         would cost each node the depth above it)."""
         todo = [self]
@@ -128,7 +128,7 @@ class TypedExpr:
     def columns(self) -> set[int]:
         return {e.index for e in self.walk() if e.kind == "column"}
 
-    def shifted(self, mapping: Callable[[int], int]) -> "TypedExpr":
+    def shifted(self, mapping: Callable[[int], int]) -> TypedExpr:
         """The same expression with column indexes mapped (when its input changes shape)."""
         if self.kind == "column":
             return TypedExpr("column", self.type, index=mapping(self.index), text=self.text, pos=self.pos)
@@ -170,7 +170,7 @@ def missing_kernels(e: TypedExpr) -> list[TypedExpr]:
             if sub.kind == "call" and not has_kernel(sub.fn, tuple(a.type for a in sub.args), sub.type)]
 
 
-def conjuncts(e: Optional[ast.Expr]) -> list[ast.Expr]:
+def conjuncts(e: ast.Expr | None) -> list[ast.Expr]:
     """``a AND b AND c`` as [a, b, c] (the planner places each one where it can run first).
 
     Iterative: a WHERE of ten thousand ANDs is a left spine ten thousand deep.
@@ -309,7 +309,7 @@ class ExpressionBinder:
         raise AssertionError(f"no implicit cast from {t.type} to {to}")
 
     @staticmethod
-    def unify(types: list[str]) -> Optional[str]:
+    def unify(types: list[str]) -> str | None:
         """The common type of several branches (CASE, set operations), or None."""
         real = [t for t in types if t != T.NULL]
         if not real:
@@ -446,7 +446,7 @@ class ExpressionBinder:
         operator) on, the steps nest left to right, as written."""
         op = run[0].op
         operands = [first]  # of a balanced tree still to be built, all of one type
-        acc: Optional[TypedExpr] = None  # the left-to-right fold, once there is one
+        acc: TypedExpr | None = None  # the left-to-right fold, once there is one
         for b in run:
             right = self._bind(b.right)
             if acc is None:
@@ -506,7 +506,7 @@ class ExpressionBinder:
                 conds.append(self.bind_predicate(cond, "WHEN"))
         results = [self._bind(r) for _, r in e.whens]
         else_ = self._bind(e.else_) if e.else_ is not None else literal(None, T.NULL, "NULL", e.pos)
-        branches = results + [else_]
+        branches = [*results, else_]
         target = self.unify([b.type for b in branches])
         if target is None:
             found = ", ".join(T.CQL_NAME[b.type] for b in branches)

@@ -9,7 +9,7 @@ each end under them.
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from cq_py.planner.logical import PENDING, Catalog, Node
 

@@ -8,7 +8,6 @@ constant durations need only a FIFO, pending ends need expiration holders, STYLE
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Optional, Union
 
 from cq_py.parser import ast
 
@@ -23,7 +22,7 @@ def constant(duration: str) -> str:
     return f"constant duration {duration}"
 
 
-def duration_of(lifetime: str) -> Optional[dict]:
+def duration_of(lifetime: str) -> dict | None:
     """The constant duration of an edge's lifetimes as the plan gives it to the core, or None."""
     if lifetime == UNBOUNDED:
         return {"infinite": True}
@@ -56,7 +55,7 @@ DESCRIPTIONS = {
 class Node:
     id: int
     op: str
-    inputs: list[Union[int, str]]  # a str is a named query whose output is not planned yet
+    inputs: list[int | str]  # a str is a named query whose output is not planned yet
     params: dict = field(default_factory=dict)
     schema: list[tuple[str, str]] = field(default_factory=list)
     kind: str = "relation"  # "stream" | "relation"
@@ -81,7 +80,7 @@ class Node:
         return plan
 
     @property
-    def delay(self) -> Optional[str]:
+    def delay(self) -> str | None:
         return self.label if self.op == "delay" else None
 
 
@@ -108,9 +107,9 @@ class QueryDef:
     references: list[str] = field(default_factory=list)  # names it reads in FROM
     # Its definition: a query registered later, while the engine runs, re-derives a relation-valued
     # query from it (SPEC §4) instead of reading the operators that hold its state from before.
-    query: Optional[ast.Query] = field(default=None, repr=False)
+    query: ast.Query | None = field(default=None, repr=False)
 
-    def __deepcopy__(self, memo: dict) -> "QueryDef":
+    def __deepcopy__(self, memo: dict) -> QueryDef:
         # The syntax tree is immutable (frozen dataclasses): a copied catalog shares it, where a
         # deep copy would recurse down a long chain of operators (a RecursionError).
         return replace(self, columns=list(self.columns), references=list(self.references))
@@ -123,7 +122,7 @@ class Catalog:
     nodes: dict[int, Node] = field(default_factory=dict)
     next_id: int = 0
 
-    def lookup(self, name: str) -> Optional[Union[StreamDef, QueryDef]]:
+    def lookup(self, name: str) -> StreamDef | QueryDef | None:
         key = name.lower()
         return self.streams.get(key) or self.queries.get(key)
 

@@ -9,7 +9,8 @@ output lies in the future) and orders the rest.
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, Union
+from collections.abc import Callable, Iterable
+from typing import Union
 
 from cq_py.errors import CQLSemanticError
 from cq_py.parser import ast

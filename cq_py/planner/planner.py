@@ -12,19 +12,33 @@ from __future__ import annotations
 
 import copy
 from dataclasses import replace
-from typing import Optional, Union
 
 from cq_py.errors import CQLSemanticError
 from cq_py.parser import ast
 from cq_py.parser.tokenizer import source_line
 from cq_py.planner import loops
 from cq_py.planner import types as T
-from cq_py.planner.expressions import (ExpressionBinder, Scope, TypedExpr, balanced, conjuncts,
-                                       literal)
+from cq_py.planner.expressions import (
+    ExpressionBinder,
+    Scope,
+    TypedExpr,
+    balanced,
+    conjuncts,
+    literal,
+)
 from cq_py.planner.identity import separate_identities
+from cq_py.planner.logical import (
+    KNOWN,
+    PENDING,
+    STREAM,
+    UNBOUNDED,
+    Catalog,
+    Node,
+    QueryDef,
+    StreamDef,
+    constant,
+)
 from cq_py.planner.sharing import share_subplans
-from cq_py.planner.logical import (KNOWN, PENDING, STREAM, UNBOUNDED, Catalog, Node, QueryDef,
-                                   StreamDef, constant)
 
 # Nanoseconds per CQL duration unit and per engine time unit.
 UNIT_NS = {"ms": 10**6, "s": 10**9, "min": 60 * 10**9, "h": 3600 * 10**9, "d": 86400 * 10**9}
@@ -139,7 +153,7 @@ class Planner:
         self.cat.nodes[node.id] = node
         return node
 
-    def _register_source(self, st: Union[ast.RegisterStream, ast.RegisterRelation]) -> None:
+    def _register_source(self, st: ast.RegisterStream | ast.RegisterRelation) -> None:
         relation = isinstance(st, ast.RegisterRelation)
         what = "relation" if relation else "stream"
         seen: set[str] = set()
@@ -208,7 +222,7 @@ class Planner:
                                pending[0].pos)
         for _ in range(4 * len(queries) + 4):
             changed = False
-            failed: Optional[CQLSemanticError] = None
+            failed: CQLSemanticError | None = None
             for q in queries:
                 try:
                     again = self._try_infer(q, lenient=False)
@@ -357,7 +371,7 @@ class Planner:
             raise deferred
         return left
 
-    def _set_op_step(self, q: ast.SetOp, left: Optional[tuple[str, list[tuple[str, str]], Node]],
+    def _set_op_step(self, q: ast.SetOp, left: tuple[str, list[tuple[str, str]], Node] | None,
                      owner: str) -> tuple[str, list[tuple[str, str]], Node]:
         """``left`` (planned; None when deferred in inference) ``q.op`` ``q.right``."""
         right = None
@@ -441,7 +455,7 @@ class Planner:
              "aggregates": [{"fn": "max", "distinct": False, "type": T.INT64, "arg": p.args[0].to_plan()}
                             for p in presence],
              "names": [n for n, _ in cols] + ["__left", "__right"], "expiration": self.expiration},
-            list(cols) + [("__left", T.INT64), ("__right", T.INT64)], kind="relation",
+            [*list(cols), ("__left", T.INT64), ("__right", T.INT64)], kind="relation",
             lifetime=PENDING, owner=owner, pos=q.pos, label=f"{q.op}: presence of each row on each side",
             checks=keys))
         want_right = 0 if q.op == "EXCEPT" else 1
@@ -505,7 +519,7 @@ class Planner:
         # A named query, possibly registered in this script and not planned yet.
         if isinstance(target, QueryDef):
             kind, cols, ref = target.kind, target.columns, target.out_id
-            out: Union[int, str] = ref
+            out: int | str = ref
             life = target.lifetime
         else:
             kind, cols = self.schemas[key]
@@ -541,7 +555,7 @@ class Planner:
                 self.cat.nodes[i].label += f" (re-deriving {target.name} as of this registration)"
         return out
 
-    def _reference(self, placeholder: Node, out: Union[int, str]) -> Node:
+    def _reference(self, placeholder: Node, out: int | str) -> Node:
         """A stand-in for another query's output node: its id, or its name until it is planned."""
         if isinstance(out, int):
             return self.cat.nodes[out]
@@ -549,8 +563,8 @@ class Planner:
         ref.id = out  # type: ignore[assignment]
         return ref
 
-    def _window(self, input_: Node, w: Optional[ast.Window], owner: str, pos: ast.Pos,
-                src: Optional[ast.Source] = None) -> Node:
+    def _window(self, input_: Node, w: ast.Window | None, owner: str, pos: ast.Pos,
+                src: ast.Source | None = None) -> Node:
         if w is None or w.kind == "unbounded":
             params, op, life, label = {"kind": "unbounded"}, "window", UNBOUNDED, "[Range Unbounded]"
         elif w.kind == "now":
@@ -561,7 +575,8 @@ class Planner:
             params, op = {"kind": "range", "range": {"ticks": ticks}}, "window"
             life, label = constant(f"{ticks} ticks"), f"[Range {ticks}]"
         elif w.kind == "range_slide":
-            assert w.range is not None and w.slide is not None
+            assert w.range is not None
+            assert w.slide is not None
             rng, slide = self.ticks(w.range), self.ticks(w.slide)
             if slide <= 0:
                 raise self.err("the slide of a window must be positive", w.slide.pos)
@@ -704,7 +719,7 @@ class Planner:
         current = nodes[0]
         joined = {0}
         for k in range(1, len(inputs)):
-            _, _, start, stop = sources[k]
+            _, _, start, _stop = sources[k]
             left_keys, right_keys, residual, later = [], [], [], []
             for a, e in remaining:
                 used = {source_of(c) for c in e.columns()}
@@ -775,7 +790,7 @@ class Planner:
                               label="Project " + ", ".join(parts), checks=list(exprs)))
 
     def _aggregate(self, input_: Node, keys: list[TypedExpr], exprs: list[TypedExpr],
-                   having: Optional[TypedExpr], items, owner: str, q: ast.Select):
+                   having: TypedExpr | None, items, owner: str, q: ast.Select):
         """An aggregate operator (group keys, then one column per distinct aggregate), and the
         select items and HAVING rewritten over its output. Outside aggregates, an item may only use
         group keys (SQL's rule)."""
@@ -881,7 +896,7 @@ def propagate_lifetimes(cat: Catalog) -> None:
         q.lifetime = cat.nodes[q.out_id].lifetime
 
 
-def _names_of(q: ast.Query) -> Optional[list[str]]:
+def _names_of(q: ast.Query) -> list[str] | None:
     """The output column names of a query expression as its text gives them, without typing it:
     a select list of aliases and column references; None when a name needs its sources (``*``, an
     expression without alias)."""

@@ -12,8 +12,8 @@ under its own prefix), which :func:`run` splits per query.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping
-from typing import Any, Iterator, Optional
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -25,16 +25,24 @@ from pyspark.sql import functions as F
 from cq_py.engine import Engine
 from cq_py.errors import ArgumentError, InputError
 from cq_py.spark.partitioning import CQPartitionWarning, partition_plan
-from cq_py.spark.tagging import (SEQ, TAG, TS, InputSpec, partition_by, spark_schema, tagged,
-                                 united_key_type)
+from cq_py.spark.tagging import (
+    SEQ,
+    TAG,
+    TS,
+    InputSpec,
+    partition_by,
+    spark_schema,
+    tagged,
+    united_key_type,
+)
 
 __all__ = ["CQPartitionWarning", "run"]
 
 QUERY = "__cq_query"
 
 
-def run(spark: SparkSession, cql_text: str, inputs: Optional[dict[str, DataFrame]] = None,
-        ts: str = "ts", *, partitions: Optional[int] = None, chunk_rows: int = 1 << 18,
+def run(spark: SparkSession, cql_text: str, inputs: dict[str, DataFrame] | None = None,
+        ts: str = "ts", *, partitions: int | None = None, chunk_rows: int = 1 << 18,
         persist: bool = False, **engine_options: Any) -> dict[str, DataFrame]:
     """Runs ``cql_text`` on Spark over DataFrames and returns every query's output as a DataFrame.
 
@@ -165,10 +173,10 @@ class _PartitionEngine:
         self.schemas = queries
         self.out_schema = out_schema
         self.chunk_rows = chunk_rows
-        self.last_tick: Optional[int] = None
+        self.last_tick: int | None = None
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        eng: Optional[Engine] = None
+        eng: Engine | None = None
         pending: list[pa.RecordBatch] = []
         rows = 0
         for batch in batches:
@@ -197,7 +205,7 @@ class _PartitionEngine:
         for tag, name, cols, names in self.inputs:
             part = chunk if single else chunk.filter(pc.equal(tags, tag))
             if part.num_rows:
-                eng.push(name, part.select(cols + [TS]).rename_columns(names + [TS]), ts=TS)
+                eng.push(name, part.select([*cols, TS]).rename_columns([*names, TS]), ts=TS)
         # The partition is sorted by time: no later row of any input is earlier than this one.
         eng.advance(chunk.column(TS)[-1].as_py())
         yield from self._results(eng)

@@ -64,9 +64,9 @@ class PartitionPlan:
     ({'s': 'k'}, True, None)
     """
 
-    keys: dict[str, Optional[str]]
+    keys: dict[str, str | None]
     partitionable: bool
-    blocker: Optional[str] = None
+    blocker: str | None = None
     ordered: bool = False
     relations: frozenset = frozenset()
     stateful: bool = False
@@ -122,7 +122,7 @@ def partition_plan(cql_text: str, time_unit: str = "ms") -> PartitionPlan:
         if d is not None:
             demands.append(d)
 
-    none = {name: None for name in inputs}
+    none = dict.fromkeys(inputs)
     for d in demands:
         if not d.options:
             return PartitionPlan(none, False, d.what, ordered, relations, True, rstream=rstream)
@@ -191,7 +191,7 @@ class _Tracer:
         return out
 
 
-def _demand(n: Node, nodes: dict[int, Node], tracer: _Tracer) -> Optional[_Demand]:
+def _demand(n: Node, nodes: dict[int, Node], tracer: _Tracer) -> _Demand | None:
     """What ``n`` needs of the key, or None if it acts per row."""
     where = f"query {n.owner}"
     if n.op == "row_window":
@@ -267,11 +267,11 @@ def _source(n: Node, nodes: dict[int, Node]) -> str:
     return f"the output of query '{src.owner}'"
 
 
-def _solve(demands: list[_Demand]) -> Optional[dict[str, str]]:
+def _solve(demands: list[_Demand]) -> dict[str, str] | None:
     """One key column per input that meets every demand (depth-first, fewest options first)."""
     order = sorted(demands, key=lambda d: len(d.options))
 
-    def search(k: int, chosen: dict[str, str]) -> Optional[dict[str, str]]:
+    def search(k: int, chosen: dict[str, str]) -> dict[str, str] | None:
         if k == len(order):
             return chosen
         for option in order[k].options:

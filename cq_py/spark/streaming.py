@@ -65,7 +65,7 @@ import hashlib
 import json
 import logging
 import warnings
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -74,8 +74,16 @@ import pyarrow.compute as pc
 from cq_py.engine import Engine
 from cq_py.errors import ArgumentError, CQError, InputError
 from cq_py.spark.partitioning import CQPartitionWarning, partition_plan
-from cq_py.spark.tagging import (MICROS_PER_TICK, PART, TAG, TS, InputSpec, spark_schema, tagged,
-                                 united_key_type)
+from cq_py.spark.tagging import (
+    MICROS_PER_TICK,
+    PART,
+    TAG,
+    TS,
+    InputSpec,
+    spark_schema,
+    tagged,
+    united_key_type,
+)
 
 __all__ = ["run"]
 
@@ -92,8 +100,8 @@ _FORMAT = 1  # the bookkeeping's version, stored in the state
 
 
 
-def run(spark, cql_text: str, inputs: Optional[dict[str, Any]] = None, ts: str = "ts", *,
-        partitions: Optional[int] = None, **engine_options: Any) -> dict[str, Any]:
+def run(spark, cql_text: str, inputs: dict[str, Any] | None = None, ts: str = "ts", *,
+        partitions: int | None = None, **engine_options: Any) -> dict[str, Any]:
     """Runs ``cql_text`` over streaming DataFrames; returns one streaming DataFrame per query.
 
     ``inputs`` maps registered stream or relation names to streaming DataFrames holding the
@@ -326,7 +334,7 @@ class _Step:
                 else rows
             if table.num_rows == 0:
                 continue
-            table = table.select(prefixed + [TS]).rename_columns(declared + [TS])
+            table = table.select([*prefixed, TS]).rename_columns([*declared, TS])
             keys = [TS] + (declared if self.ordered else [])
             tables[stream] = table.sort_by([(k, "ascending") for k in keys])
         if len(tables) <= 1:

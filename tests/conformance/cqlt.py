@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Optional, Union
+from typing import Any
 
 import pyarrow as pa
 
@@ -25,8 +26,16 @@ import cq_py
 from cq_py.parser import ast
 from cq_py.parser.parser import parse as parse_cql
 
-__all__ = ["Block", "FormatError", "Failure", "Skipped", "file_options", "parse", "run_file",
-           "run_text"]
+__all__ = [
+    "Block",
+    "Failure",
+    "FormatError",
+    "Skipped",
+    "file_options",
+    "parse",
+    "run_file",
+    "run_text",
+]
 
 SEPARATOR = "----"
 ERROR_CLASSES = {
@@ -117,10 +126,10 @@ class Block:
     args: list[str]
     lineno: int
     body: list[Line] = field(default_factory=list)
-    expected: Optional[list[Line]] = None
+    expected: list[Line] | None = None
     error: bool = False  # the `... error` form: the action must fail
-    error_class: Optional[str] = None
-    at: Optional[tuple[int, int]] = None
+    error_class: str | None = None
+    at: tuple[int, int] | None = None
     raw_args: str = ""
     ts: str = "ts"  # push: the timestamp column (`ts=` argument)
     when: dict[str, Any] = field(default_factory=dict)  # skip: the configurations it applies to
@@ -400,7 +409,7 @@ def render(v: Any) -> str:
 
 class _Runner:
     def __init__(self, blocks: list[Block], where: str, ignore_skips: bool = False,
-                 defaults: Optional[dict[str, Any]] = None):
+                 defaults: dict[str, Any] | None = None):
         self.blocks = blocks
         self.where = where
         self.ignore_skips = ignore_skips
@@ -416,7 +425,7 @@ class _Runner:
         if self.snapshot and self.options.get("executor") == "heartbeat":
             raise FormatError(f"{where}: snapshot=true needs executor=dts (a heartbeat engine "
                               "takes no snapshot)")
-        self.engine: Optional[cq_py.Engine] = None
+        self.engine: cq_py.Engine | None = None
         self.script: list[str] = []  # plan mode: the accumulated statements
         self.checked = 0  # blocks that checked something
         # What is final (SPEC §4): each input's latest pushed timestamp, the latest advance, close;
@@ -478,7 +487,7 @@ class _Runner:
         except cq_py.CQError as e:
             self.check_error(b, e, line_offset)
             return
-        except Exception as e:  # noqa: BLE001 - anything else is an engine bug to report
+        except Exception as e:
             raise self.fail(b, f"{what}: expected {want}, found {type(e).__name__} (not an "
                                f"exception of cq_py: an engine bug?): {e}") from e
         raise self.fail(b, f"{what}: expected {want}, but it succeeded")
@@ -515,7 +524,7 @@ class _Runner:
                 return
             try:
                 cq_py.explain(script, **self.options)
-            except Exception as e:  # noqa: BLE001
+            except Exception as e:
                 line = getattr(e, "line", None)
                 at = f" (at {line - offset}:{e.column} of the block)" if line else ""
                 raise self.fail(b, f"statement ok: expected success, found "
@@ -527,7 +536,7 @@ class _Runner:
             return
         try:
             self.eng().execute(b.text)
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             raise self.fail(b, f"statement ok: expected success, found "
                                f"{type(e).__name__}: {e}") from e
         for st in parse_cql(b.text).statements:
@@ -540,7 +549,7 @@ class _Runner:
                 text = cq_py.explain("".join(s + "\n" for s in self.script), **self.options)
             else:
                 text = self.eng().explain()
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             raise self.fail(b, f"explain: found {type(e).__name__}: {e}") from e
         actual = text.splitlines()
         pos = 0
@@ -574,7 +583,7 @@ class _Runner:
             part = table.slice(at, n)
             try:
                 self.engine.push(stream, part, ts=ts)
-            except Exception as e:  # noqa: BLE001
+            except Exception as e:
                 rows = ("" if part.num_rows == table.num_rows else
                         f" (rows {at + 1}..{at + part.num_rows} of the block, pushed alone)")
                 raise self.fail(b, f"push {stream}{rows}: expected success, found "
@@ -593,7 +602,7 @@ class _Runner:
             return
         try:
             fresh = cq_py.Engine.restore(self.engine.snapshot())
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             raise self.fail(b, f"snapshot and restore after {after}: found "
                                f"{type(e).__name__}: {e}") from e
         if fresh.explain() != self.engine.explain():
@@ -643,7 +652,7 @@ class _Runner:
             return
         try:
             self.eng().advance(t)
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             raise self.fail(b, f"advance {t}: expected success, found "
                                f"{type(e).__name__}: {e}") from e
         self.advanced = t if self.advanced is None else max(self.advanced, t)
@@ -652,7 +661,7 @@ class _Runner:
     def _close(self, b: Block) -> None:
         try:
             self.eng().close()
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             raise self.fail(b, f"close: expected success, found {type(e).__name__}: {e}") from e
         self.closed = True
         self.restore(b, "close")
@@ -666,7 +675,7 @@ class _Runner:
         try:
             schema = eng.query_schema(name)
             got = eng.fetch(name)
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             raise self.fail(b, f"query {name}: found {type(e).__name__}: {e}") from e
         exp = b.expected or []
         header = [c.text for c in split_csv(exp[0].text)]
@@ -788,7 +797,7 @@ class _Runner:
         if not self.closed:
             try:
                 self.engine.close()
-            except Exception as e:  # noqa: BLE001
+            except Exception as e:
                 raise Failure(f"{self.where}: closing the engine at the end of the file to see the "
                               f"rows that were expected before they were final: found "
                               f"{type(e).__name__}: {e}") from e
@@ -829,7 +838,7 @@ def _time(row: dict, columns: list[str], rendered: bool = False) -> tuple:
 
 
 def run_text(text: str, where: str = "<cqlt>", ignore_skips: bool = False,
-             defaults: Optional[dict[str, Any]] = None) -> int:
+             defaults: dict[str, Any] | None = None) -> int:
     """Runs a ``.cqlt`` text; returns the number of blocks checked. Raises :class:`Failure`,
     :class:`FormatError` or :class:`Skipped`. With ``ignore_skips``, ``skip`` blocks are passed
     over (to see whether the cases behind them still fail). ``defaults`` are options (of the
@@ -841,8 +850,8 @@ def run_text(text: str, where: str = "<cqlt>", ignore_skips: bool = False,
     return _Runner(blocks, where, ignore_skips, defaults).run()
 
 
-def run_file(path: Union[str, Path], root: Optional[Path] = None,
-             ignore_skips: bool = False, defaults: Optional[dict[str, Any]] = None) -> int:
+def run_file(path: str | Path, root: Path | None = None,
+             ignore_skips: bool = False, defaults: dict[str, Any] | None = None) -> int:
     path = Path(path)
     where = str(path.relative_to(root)) if root else str(path)
     return run_text(path.read_text(), where, ignore_skips, defaults)

@@ -5,10 +5,10 @@ import os
 from pathlib import Path
 
 import pytest
-from configurations import CONFIGURATIONS
-from conformance.cqlt import Failure, FormatError, Skipped, file_options, run_file, run_text
 
 import cq_py
+from configurations import CONFIGURATIONS
+from conformance.cqlt import Failure, FormatError, Skipped, file_options, run_file, run_text
 
 HERE = Path(__file__).resolve().parent
 FILES = sorted(HERE.rglob("*.cqlt"))
@@ -63,7 +63,7 @@ def _runs(path: Path) -> list:
     return runs
 
 
-@pytest.mark.parametrize("path,config", [r for p in FILES for r in _runs(p)])
+@pytest.mark.parametrize(("path", "config"), [r for p in FILES for r in _runs(p)])
 def test_conformance(path, config):
     skipped = failed = None
     try:
@@ -265,9 +265,11 @@ def test_a_file_runs_where_its_options_agree():
 
     assert len(configs("")) == 30
     published = configs("executor=dts hybrid=false")
-    assert len(published) == 12 and all(c["hybrid"] is False for c in published)
+    assert len(published) == 12
+    assert all(c["hybrid"] is False for c in published)
     heartbeat = configs("executor=heartbeat")
-    assert len(heartbeat) == 6 and not any(c["snapshot"] for c in heartbeat)
+    assert len(heartbeat) == 6
+    assert not any(c["snapshot"] for c in heartbeat)
     assert len(configs("lifetime=direct batch_rows=all snapshot=false")) == 3
     assert configs("mode=plan") == [None]
 

@@ -26,7 +26,10 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+
 from conformance.cqlt import file_options, parse, split_csv, to_value
+from cq_py.parser import ast
+from cq_py.parser.parser import parse as parse_cql
 from oracle.reference import INF, Col, Lit, Op
 from oracle.script_reference import (
     Agg,
@@ -44,9 +47,6 @@ from oracle.script_reference import (
     item_type,
     norm_row,
 )
-
-from cq_py.parser import ast
-from cq_py.parser.parser import parse as parse_cql
 
 HERE = Path(__file__).resolve().parent
 TYPES = {"BIGINT": "int", "DOUBLE": "double", "VARCHAR": "str", "BOOLEAN": "bool"}
@@ -74,7 +74,7 @@ class Translator:
         if name in seen:
             raise Unsupported(f"a recursive loop through {name}")
         if name not in self.trees:
-            self.trees[name], self.columns[name] = self.body(self.asts[name], seen + (name,))
+            self.trees[name], self.columns[name] = self.body(self.asts[name], (*seen, name))
         return self.trees[name]
 
     def source_columns(self, name: str, seen: tuple) -> list:

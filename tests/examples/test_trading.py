@@ -253,4 +253,5 @@ def test_two_purchases_at_one_instant_both_spend_the_same_money():
     assert new_money == [(150_000, 1), (200_000, 1), (600_000, 0)]
     resource = tuples(eng.fetch("resource"), ("money", "start", "end"))
     alive = [m for m, _, end in resource if end is None]
-    assert len(alive) == 1 and alive[0] in (150_000, 200_000)
+    assert len(alive) == 1
+    assert alive[0] in (150_000, 200_000)

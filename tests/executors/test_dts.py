@@ -15,7 +15,6 @@ import pytest
 import cq_py
 
 
-
 def loop(name: str, step: str, cond: str = "", delay: str = "<Now>") -> str:
     """A query that feeds itself `step` of its own rows (while `cond`) through `delay`."""
     where = f" WHERE {cond}" if cond else ""
@@ -50,7 +49,7 @@ def test_a_loop_counts_up_one_epsilon_at_a_time(hybrid, lifetime):
 
 
 @pytest.mark.parametrize("hybrid", [True, False])
-@pytest.mark.parametrize("window,expected", [
+@pytest.mark.parametrize(("window", "expected"), [
     ("[Range 10 Slide 5]", [(1, 10, 1), (2, 12, 1), (2, 15, 1), (3, 15, 1), (3, 20, 1)]),
     ("[Range 5 Slide 5]", [(1, 10, 1), (2, 12, 1), (2, 15, 1), (3, 15, 1)]),
     ("[Range 0 Slide 5]", [(1, 10, 1), (2, 12, 1)])])
@@ -94,7 +93,8 @@ def test_long_loops_settle_under_the_default_limit():
     eng = run_from(loop("grow", "a + 1", "a + 1 <= 20000"))
     eng.close()
     out = eng.fetch("grow")
-    assert out.num_rows == 20000 and out["a"].to_pylist() == list(range(1, 20001))
+    assert out.num_rows == 20000
+    assert out["a"].to_pylist() == list(range(1, 20001))
 
 
 @pytest.mark.parametrize("option", ["max_loop_steps", "max_loop_ticks", "max_loop_rows"])
@@ -129,7 +129,7 @@ def test_queries_registered_later_join_a_running_loop():
 
 
 @pytest.mark.parametrize("hybrid", [True, False])
-@pytest.mark.parametrize("advanced, seen", [(0, [10, 20, 40, 80, 160]), (1, [10, 20, 40, 80, 160]),
+@pytest.mark.parametrize(("advanced", "seen"), [(0, [10, 20, 40, 80, 160]), (1, [10, 20, 40, 80, 160]),
                                             (4, [20, 40, 80, 160])])
 def test_a_query_registered_while_a_delay_holds_rows_takes_its_rows_from_then_on(hybrid, advanced, seen):
     # A query registered at progress p reads c's rows from p on (SPEC §4), also those the delay
@@ -174,14 +174,14 @@ def test_group_and_partition_keys_outside_the_small_id_range_find_their_own_stat
     assert len([key for key, ts in last if ts == t]) == len(expected)
 
 
-CONFIGS = [pytest.param(dict(executor="dts", hybrid=h, lifetime=lt), id=f"dts-{'hybrid' if h else 'published'}-{lt}")
+CONFIGS = [pytest.param({"executor": "dts", "hybrid": h, "lifetime": lt}, id=f"dts-{'hybrid' if h else 'published'}-{lt}")
            for h in (True, False) for lt in ("direct", "negative")]
-CONFIGS += [pytest.param(dict(executor="heartbeat", lifetime=lt), id=f"heartbeat-{lt}") for lt in ("direct", "negative")]
+CONFIGS += [pytest.param({"executor": "heartbeat", "lifetime": lt}, id=f"heartbeat-{lt}") for lt in ("direct", "negative")]
 
 
 @pytest.mark.parametrize("options", CONFIGS)
-@pytest.mark.parametrize("delay, first", [("<5>", 21), ("<Now>", 16)])
-@pytest.mark.parametrize("select, value", [
+@pytest.mark.parametrize(("delay", "first"), [("<5>", 21), ("<Now>", 16)])
+@pytest.mark.parametrize(("select", "value"), [
     ("SELECT DISTINCT e AS c FROM s1 [RANGE 7]", 2.0),
     ("SELECT e AS c FROM s1 [RANGE 7] GROUP BY e", 2.0),
     ("SELECT COUNT(*) AS c FROM s1 [RANGE 7]", 1)])
@@ -274,7 +274,8 @@ def test_a_loop_that_keeps_going_after_its_inputs_is_stopped_and_what_was_final_
     error, fetched, refused_push, refused_close = out.splitlines()
     assert error.startswith("runaway loop: rows at more than 1000000 ticks past its inputs' progress (tick 10), "
                             "up to tick ")
-    assert "in the loop of queries twice" in error and "max_loop_ticks" in error
+    assert "in the loop of queries twice" in error
+    assert "max_loop_ticks" in error
     # What was final before the call: below the inputs' progress, 10 (the row at 10 came from 8).
     assert fetched == str([(0, 2), (0, 4), (0, 6), (0, 8), (0, 10)])
     assert refused_push == refused_close == "the engine stopped at an earlier error"

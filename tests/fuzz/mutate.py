@@ -74,7 +74,7 @@ def seeds() -> tuple[Seed, ...]:
         for block in parse(text, name):
             if block.kind != "statement":
                 continue
-            out.append(Seed(f"{name}:{block.lineno}", "\n".join(accepted + [block.text]), opts))
+            out.append(Seed(f"{name}:{block.lineno}", "\n".join([*accepted, block.text]), opts))
             if not block.error:
                 accepted.append(block.text)
     for path in sorted(EXAMPLES.rglob("*.cql")):
@@ -322,7 +322,7 @@ def m_stream_op(rng: random.Random, toks: list[str]) -> str:
         return m_keyword(rng, toks)
     i = rng.choice(selects)
     end = next((j for j in range(i, len(toks)) if toks[j] == ";"), len(toks))
-    toks[i:end] = [rng.choice(STREAM_OPS), "("] + toks[i:end] + [")"]
+    toks[i:end] = [rng.choice(STREAM_OPS), "(", *toks[i:end], ")"]
     return "stream_op(added)"
 
 
@@ -371,7 +371,7 @@ def m_long_chain(rng: random.Random, toks: list[str]) -> str:
     elif kind < 0.75:
         toks[i:i + 1] = ["("] * n + [toks[i]] + [")"] * n
     else:
-        toks[i:i + 1] = [toks[i], "IN", "("] + ", ".join(str(k) for k in range(n)).split() + [")"]
+        toks[i:i + 1] = [toks[i], "IN", "(", *", ".join(str(k) for k in range(n)).split(), ")"]
     return "long_chain"
 
 

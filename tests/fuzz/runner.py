@@ -101,7 +101,8 @@ class Worker:
         if self.proc is None or self.proc.poll() is not None:
             self.stop()
             self.proc = self._start()
-        assert self.proc.stdin and self.proc.stdout
+        assert self.proc.stdin
+        assert self.proc.stdout
         try:
             self.proc.stdin.write((json.dumps(c.to_json()) + "\n").encode())
             self.proc.stdin.flush()

@@ -12,6 +12,7 @@ import os
 import warnings
 
 import pytest
+
 from fuzz.mutate import Case, case, seeds
 from fuzz.runner import Finding, Result, Worker, run
 

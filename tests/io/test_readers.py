@@ -14,9 +14,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from budget import examples
 from cq_py.errors import InputError
 from cq_py.io.readers import detect_format, merge_by_time, open_input, row_count
-from budget import examples
 
 SCHEMA = pa.schema([("sensor", pa.string()), ("temp", pa.float64()), ("humidity", pa.float64()),
                     ("ok", pa.bool_())])
@@ -100,7 +100,7 @@ def test_missing_file_and_directory(tmp_path: Path) -> None:
         open_input(tmp_path / "d.csv")
 
 
-@pytest.mark.parametrize("name, content", [
+@pytest.mark.parametrize(("name", "content"), [
     ("bad.parquet", b"this is not parquet"),
     ("bad.csv", b"ts,temp\n1,2.5\n2,warm\n"),
     ("bad.jsonl", b'{"ts": 1, "temp": 2.5}\n{"ts": 2, "temp": \n'),
@@ -260,7 +260,7 @@ def test_merge_mixes_integer_ticks_and_timestamps_in_the_engine_unit() -> None:
     assert [(n, b.num_rows) for n, b in out] == [("u", 2), ("t", 1), ("t", 1)]
 
 
-@pytest.mark.parametrize("batch, message", [
+@pytest.mark.parametrize(("batch", "message"), [
     (pa.record_batch({"time": pa.array([1], pa.int64())}), "no timestamp column 'ts'.*time"),
     (pa.record_batch({"ts": pa.array([1, None], pa.int64())}), "null timestamp"),
     (pa.record_batch({"ts": pa.array(["2024-01-01"])}), "integers \\(ticks\\) or an Arrow timestamp"),

@@ -13,9 +13,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from budget import examples
 from cq_py.io.readers import open_input
 from cq_py.io.writers import QueryWriter, encode_json_lines, open_writer
-from budget import examples
 
 FORMATS = ["csv", "parquet", "jsonl"]
 
@@ -63,12 +63,14 @@ def test_a_query_without_rows_still_gets_a_file(tmp_path: Path, fmt: str) -> Non
     assert not writer.opened
     writer.close()
     path = Path(writer.path)
-    assert path.exists() and writer.rows == 0
+    assert path.exists()
+    assert writer.rows == 0
     if fmt == "csv":
         assert path.read_text() == '"sensor","temp","n","ok","ts"\n'
     elif fmt == "parquet":
         table = pq.read_table(path)
-        assert table.num_rows == 0 and table.schema.names == SCHEMA.names
+        assert table.num_rows == 0
+        assert table.schema.names == SCHEMA.names
     else:
         assert path.read_bytes() == b""
 
@@ -112,7 +114,8 @@ def test_write_after_close_and_unknown_format(tmp_path: Path) -> None:
 def test_empty_batches_write_nothing(tmp_path: Path) -> None:
     with open_writer(tmp_path, "e", "jsonl", SCHEMA) as w:
         w.write(result_batches(10)[0].slice(0, 0))
-    assert Path(w.path).read_bytes() == b"" and w.rows == 0
+    assert Path(w.path).read_bytes() == b""
+    assert w.rows == 0
 
 
 # -- JSON Lines text --------------------------------------------------------------------------
@@ -121,7 +124,8 @@ def test_empty_batches_write_nothing(tmp_path: Path) -> None:
 def test_json_lines_match_python_json() -> None:
     table = pa.Table.from_batches(result_batches(200))
     lines = encode_json_lines(table).decode("utf-8").split("\n")
-    assert lines[-1] == "" and len(lines) == 201
+    assert lines[-1] == ""
+    assert len(lines) == 201
     assert [json.loads(line) for line in lines[:-1]] == table.to_pylist()
 
 
@@ -138,7 +142,8 @@ def test_json_special_values() -> None:
     assert b'"f":30.0' in encode_json_lines(batch)
     assert all(r["n"] is None for r in rows)
     assert [r["d"] for r in rows] == ["x", "y", "x", None, "x", "y"]
-    assert rows[1]["t"] == "1970-01-01T00:00:00.001" and rows[4]["t"] is None
+    assert rows[1]["t"] == "1970-01-01T00:00:00.001"
+    assert rows[4]["t"] is None
 
 
 def test_json_rejects_nested_types_clearly() -> None:

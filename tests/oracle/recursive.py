@@ -21,7 +21,6 @@ import heapq
 import math
 from collections import Counter
 from dataclasses import dataclass
-from typing import Optional
 
 INF = (math.inf, 0)
 EPS = "eps"
@@ -32,7 +31,7 @@ class Branch:
     src: str
     window: tuple  # ("now",) | ("range", T) | ("unbounded",) | ("rows", N)
     k: int = 0
-    bound: Optional[int] = None
+    bound: int | None = None
     agg: bool = False  # MAX(a) + k over the window instead of a + k per row
 
     def cql(self) -> str:

@@ -13,7 +13,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any, Optional, Union
+from typing import Any, Union
 
 INF = (math.inf, 0)
 
@@ -78,7 +78,7 @@ def java_string(d: float) -> str:
     return f"{sign}{whole[:e + 1]}.{whole[e + 1:] or '0'}"
 
 
-def string_to_long(s: str) -> Optional[int]:
+def string_to_long(s: str) -> int | None:
     m = re.fullmatch(r"([+-]?)([0-9]*)(?:\.([0-9]*))?", s.strip(_SPACE))
     if not m or not (m.group(2) or m.group(3)):
         return None
@@ -86,7 +86,7 @@ def string_to_long(s: str) -> Optional[int]:
     return v if -2**63 <= v < 2**63 else None
 
 
-def string_to_double(s: str) -> Optional[float]:
+def string_to_double(s: str) -> float | None:
     t = s.strip(_SPACE)
     if t.lower() == "nan" or t in ("+NaN", "-NaN"):
         return math.nan
@@ -100,7 +100,7 @@ def string_to_double(s: str) -> Optional[float]:
     return float.fromhex(m.group(1) + m.group(2)) if m else None
 
 
-def string_to_bool(s: str) -> Optional[bool]:
+def string_to_bool(s: str) -> bool | None:
     t = s.strip(_SPACE).lower()
     return True if t in ("t", "true", "y", "yes", "1") else False if t in ("f", "false", "n", "no", "0") \
         else None
@@ -234,7 +234,7 @@ def lifetimes(rows: list[dict], window: tuple) -> list[tuple[tuple, tuple]]:
     return out
 
 
-def relation(rows: list[dict], window: tuple, where: Optional[Expr],
+def relation(rows: list[dict], window: tuple, where: Expr | None,
              select: list[Expr]) -> list[tuple[tuple, tuple, tuple]]:
     """The lifetime tuples (values, start, end) of SELECT select FROM s [window] WHERE where.
     The window applies to the stream first, the WHERE to the relation (a row filtered out still

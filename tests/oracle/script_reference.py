@@ -30,7 +30,7 @@ from bisect import bisect_right
 from collections import Counter
 from dataclasses import dataclass
 from itertools import product
-from typing import Optional, Union
+from typing import Union
 
 from oracle.reference import INF, Col, Lit, Op, ceil_to, change_lifetimes, evaluate
 
@@ -51,13 +51,13 @@ class Input:
 class Source:
     name: str  # an input or a named query
     alias: str
-    window: Optional[tuple] = None  # reference.lifetimes' windows; None: none written
+    window: tuple | None = None  # reference.lifetimes' windows; None: none written
 
 
 @dataclass(frozen=True)
 class Agg:
     fn: str  # COUNT(*) is ("COUNT", None); COUNT SUM AVG MIN MAX
-    arg: Optional[Expr] = None
+    arg: Expr | None = None
     distinct: bool = False
 
 
@@ -65,23 +65,23 @@ class Agg:
 class Select:
     items: tuple  # ((Expr | Agg, alias), ...)
     sources: tuple  # (Source, ...)
-    where: Optional[Expr] = None
-    group_by: Optional[tuple] = None  # (Expr, ...); items that are not Agg are among them
-    having: Optional[tuple] = None  # (op, Agg, int literal)
+    where: Expr | None = None
+    group_by: tuple | None = None  # (Expr, ...); items that are not Agg are among them
+    having: tuple | None = None  # (op, Agg, int literal)
     distinct: bool = False
 
 
 @dataclass(frozen=True)
 class SetOp:
     op: str  # UNION ALL | UNION | EXCEPT | INTERSECT
-    left: "QExpr"
-    right: "QExpr"
+    left: QExpr
+    right: QExpr
 
 
 @dataclass(frozen=True)
 class ToStream:
     op: str  # ISTREAM | DSTREAM | RSTREAM
-    inner: "QExpr"
+    inner: QExpr
     delay: object = None  # None, "now" (one ε) or a number of ticks
 
 
@@ -129,7 +129,7 @@ def render_agg(a: Agg) -> str:
     return f"{a.fn}({'DISTINCT ' if a.distinct else ''}{render_expr(a.arg)})"
 
 
-def render_window(w: Optional[tuple]) -> str:
+def render_window(w: tuple | None) -> str:
     if w is None:
         return ""
     kind = w[0]
@@ -197,7 +197,7 @@ class Rel:
         return self.bags[i] if i >= 0 else Counter()
 
     @staticmethod
-    def of_lifetimes(tuples) -> "Rel":
+    def of_lifetimes(tuples) -> Rel:
         """From lifetime tuples (values, start, end)."""
         points = sorted({s for _, s, e in tuples if s < e} | {e for _, s, e in tuples if s < e and e != INF})
         return Rel(points, [Counter(v for v, s, e in tuples if s <= t < e) for t in points])
@@ -209,7 +209,7 @@ def pointwise(rels: list[Rel], f) -> Rel:
     return Rel(points, [f([r.at(t) for r in rels]) for t in points])
 
 
-def compare_relations(got: list, want: Rel) -> Optional[str]:
+def compare_relations(got: list, want: Rel) -> str | None:
     """None when the engine's lifetime tuples are equivalent to ``want`` (SPEC §4: same R(t) at
     every t, ghosts allowed); else the first instant where they differ."""
     mine = Rel.of_lifetimes(got)
@@ -249,7 +249,7 @@ def window_ceil(t: Time, s: int) -> Time:
     return (ceil_to(t[0], s), 0) if t[1] == 0 else ((t[0] // s + 1) * s, 0)
 
 
-def window_lifetimes(rows: list, columns: list, window: Optional[tuple]) -> list:
+def window_lifetimes(rows: list, columns: list, window: tuple | None) -> list:
     """(values, start, end) of each stream row (values, time) under a window (SPEC §4), on
     (tick, step) time; rows in arrival order."""
     kind = (window or ("unbounded",))[0]
@@ -296,7 +296,7 @@ class Evaluator:
     progress before ``close()`` (SPEC §4: where RSTREAM stops for tuples that never end)."""
 
     def __init__(self, inputs: list[Input], queries: list[Query], data: dict, progress: int,
-                 cut: Optional[int] = None):
+                 cut: int | None = None):
         self.inputs = {i.name: i for i in inputs}
         self.queries = {q.name: q for q in queries}
         self.data = data
@@ -304,15 +304,15 @@ class Evaluator:
         self.cut = cut
         self.memo: dict = {}
 
-    def world(self, q: Query) -> Optional[Time]:
+    def world(self, q: Query) -> Time | None:
         return (self.cut, 0) if q.phase == 1 else None
 
-    def result(self, name: str) -> Union[Stream, Relation]:
+    def result(self, name: str) -> Stream | Relation:
         q = self.queries[name]
         return self.eval(q.body, self.world(q))
 
     # A source read at world p (None: from the start).
-    def source(self, name: str, p: Optional[Time]) -> Union[Stream, Relation]:
+    def source(self, name: str, p: Time | None) -> Stream | Relation:
         key = ("source", name, p)
         if key in self.memo:
             return self.memo[key]
@@ -341,13 +341,13 @@ class Evaluator:
         self.memo[key] = out
         return out
 
-    def eval(self, q: QExpr, p: Optional[Time]):
+    def eval(self, q: QExpr, p: Time | None):
         key = ("expr", id(q), p)
         if key not in self.memo:
             self.memo[key] = (q, self._eval(q, p))  # q kept alive: its id stays unique
         return self.memo[key][1]
 
-    def _eval(self, q: QExpr, p: Optional[Time]):
+    def _eval(self, q: QExpr, p: Time | None):
         if isinstance(q, ToStream):
             inner = self.eval(q.inner, p)
             return self.to_stream(q, inner)
@@ -383,7 +383,7 @@ class Evaluator:
             rows = [(v, shift(t, q.delay)) for v, t in rstream_rows(rel, self.progress)]
         return Stream(rows, inner.columns, ambiguous_rows(rows), inner.uncertain)
 
-    def select(self, q: Select, p: Optional[Time]) -> Relation:
+    def select(self, q: Select, p: Time | None) -> Relation:
         inputs, uncertain = [], False
         for s in q.sources:
             src = self.source(s.name, p)

@@ -12,9 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import cq_py
-from oracle.test_differential_select import window_sql, windows
-from oracle.reference import INF, alive_at, instants, istream_of, lifetimes
 from budget import examples
+from oracle.reference import INF, alive_at, instants, istream_of, lifetimes
+from oracle.test_differential_select import window_sql, windows
 
 EXAMPLES = examples(300)
 SCHEMA = "REGISTER STREAM s(a INT, b DOUBLE, c VARCHAR);"

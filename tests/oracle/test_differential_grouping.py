@@ -17,8 +17,17 @@ from hypothesis import strategies as st
 
 import cq_py
 from oracle.reference import INF, alive_at, instants, istream_of, lifetimes, relation, wrap64
-from oracle.test_differential_select import (EXAMPLES, SCHEMA, Col, bool_expr, data, render, run_engine,
-                                            window_sql, windows)
+from oracle.test_differential_select import (
+    EXAMPLES,
+    SCHEMA,
+    Col,
+    bool_expr,
+    data,
+    render,
+    run_engine,
+    window_sql,
+    windows,
+)
 
 KEYS = ["a", "b", "c", "f"]
 SCHEMA_PA = pa.schema([("a", pa.int64()), ("b", pa.float64()), ("c", pa.string()), ("f", pa.bool_()),
@@ -45,9 +54,7 @@ def grouped(values: list[dict], keys: list[str], x: str, y: str) -> Counter:
 
         def total(z):
             return wrap64(sum(z)) if x == "a" else float(sum(z))
-        out[k + (len(vs), len(xs), total(xs) if xs else None, sum(xs) / len(xs) if xs else None,
-                 min(ys) if ys else None, max(ys) if ys else None, len(dx), total(dx) if dx else None,
-                 sum(dx) / len(dx) if dx else None)] += 1
+        out[(*k, len(vs), len(xs), total(xs) if xs else None, sum(xs) / len(xs) if xs else None, min(ys) if ys else None, max(ys) if ys else None, len(dx), total(dx) if dx else None, sum(dx) / len(dx) if dx else None)] += 1
     return out
 
 

@@ -15,9 +15,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import cq_py
-from oracle.test_differential_select import window_sql
-from oracle.reference import INF, alive_at, instants, istream_of, join_at, lifetimes
 from budget import examples
+from oracle.reference import INF, alive_at, instants, istream_of, join_at, lifetimes
+from oracle.test_differential_select import window_sql
 
 EXAMPLES = examples(300)
 SCHEMA = "REGISTER STREAM s(a INT, b DOUBLE); REGISTER STREAM t(k INT, d DOUBLE);"

@@ -15,8 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import cq_py
-from oracle.recursive import EPS, Branch, Query, evaluate, script
 from budget import examples
+from oracle.recursive import EPS, Branch, Query, evaluate, script
 
 EXAMPLES = examples(300)
 
@@ -55,7 +55,7 @@ def run_engine(queries, rows, cuts, **options) -> dict:
     eng.execute(script(queries))
     table = pa.table({"a": [a for _, a in rows], "ts": [t for t, _ in rows]})
     start = 0
-    for cut in sorted(set(cuts)) + [len(rows)]:
+    for cut in [*sorted(set(cuts)), len(rows)]:
         if cut > start:
             eng.push("s", table.slice(start, cut - start))
             start = cut

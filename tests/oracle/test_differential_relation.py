@@ -19,12 +19,22 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import cq_py
-from oracle.reference import (INF, alive_at, change_lifetimes, dstream, instants, istream,
-                              istream_of, join_at, lifetimes, rstream)
+from budget import examples
+from oracle.reference import (
+    INF,
+    alive_at,
+    change_lifetimes,
+    dstream,
+    instants,
+    istream,
+    istream_of,
+    join_at,
+    lifetimes,
+    rstream,
+)
 from oracle.test_differential_aggregate import aggregate
 from oracle.test_differential_join import interleaving, stream
 from oracle.test_differential_select import window_sql
-from budget import examples
 
 EXAMPLES = examples(300)
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None,

@@ -23,16 +23,29 @@ import os
 from collections import Counter
 
 import pyarrow as pa
-import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 import cq_py
-from oracle.reference import INF, Col, Lit, Op
 from budget import examples
-from oracle.script_reference import (Agg, Evaluator, Input, Query, Relation, Select, SetOp,
-                                     Source, Stream, ToStream, compare_relations, item_type, norm_row,
-                                     render_inputs, render_queries)
+from oracle.reference import INF, Col, Lit, Op
+from oracle.script_reference import (
+    Agg,
+    Evaluator,
+    Input,
+    Query,
+    Relation,
+    Select,
+    SetOp,
+    Source,
+    Stream,
+    ToStream,
+    compare_relations,
+    item_type,
+    norm_row,
+    render_inputs,
+    render_queries,
+)
 
 EXAMPLES = examples(300)
 
@@ -376,7 +389,7 @@ def test_generator_reaches_its_shapes():
               suppress_health_check=list(HealthCheck))
     @given(cases())
     def look(case):
-        inputs, queries, data, chunk, rank, cut = case
+        _inputs, queries, _data, _chunk, _rank, _cut = case
         kinds = {q.name: q.body for q in queries}
         position = {q.name: i for i, q in enumerate(queries)}
 

@@ -15,8 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import cq_py
-from oracle.reference import INF, Col, Lit, Op, dstream, equivalent, istream, relation, rstream
 from budget import examples
+from oracle.reference import INF, Col, Lit, Op, dstream, equivalent, istream, relation, rstream
 
 EXAMPLES = examples(300)
 
@@ -182,7 +182,7 @@ def run_engine(cql: str, rows: list[dict], cuts: list[int], lifetime: str,
     schema = pa.schema([("a", pa.int64()), ("b", pa.float64()), ("c", pa.string()),
                         ("f", pa.bool_()), ("ts", pa.int64())])
     table = pa.Table.from_pylist(rows, schema=schema)
-    bounds = [0] + cuts + [len(rows)]
+    bounds = [0, *cuts, len(rows)]
     for lo, hi in zip(bounds, bounds[1:]):
         if hi > lo:
             eng.push("s", table.slice(lo, hi - lo))

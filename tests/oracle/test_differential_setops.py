@@ -9,8 +9,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from oracle.reference import INF, alive_at, instants, istream_of, relation
-from oracle.test_differential_select import (EXAMPLES, SCHEMA, bool_expr, data, plain_select_expr, render,
-                                            run_engine, window_sql, windows)
+from oracle.test_differential_select import (
+    EXAMPLES,
+    SCHEMA,
+    bool_expr,
+    data,
+    plain_select_expr,
+    render,
+    run_engine,
+    window_sql,
+    windows,
+)
 
 OPS = {
     "UNION": lambda l, r: set(l) | set(r),

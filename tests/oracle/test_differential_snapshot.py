@@ -21,12 +21,23 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import cq_py
-from oracle.recursive import script
-from oracle.test_differential_join import interleaving, stream as join_stream, windows as join_windows
-from oracle.test_differential_recursive import inputs as recursive_inputs, scripts
-from oracle.test_differential_relation import change_table, changes
-from oracle.test_differential_select import SCHEMA, bool_expr, data, plain_select_expr, render, window_sql, windows
 from budget import examples
+from oracle.recursive import script
+from oracle.test_differential_join import interleaving
+from oracle.test_differential_join import stream as join_stream
+from oracle.test_differential_join import windows as join_windows
+from oracle.test_differential_recursive import inputs as recursive_inputs
+from oracle.test_differential_recursive import scripts
+from oracle.test_differential_relation import change_table, changes
+from oracle.test_differential_select import (
+    SCHEMA,
+    bool_expr,
+    data,
+    plain_select_expr,
+    render,
+    window_sql,
+    windows,
+)
 
 EXAMPLES = examples(int(os.environ.get("CQ_SNAPSHOT_EXAMPLES", "120")))
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None,
@@ -117,7 +128,7 @@ def cut_plan(draw, n_actions: int):
 def stream_actions(rows: list[dict], cuts: list[int], heartbeats: bool = True) -> list:
     """Pushes of `rows` (to s) cut at `cuts`, each followed by an advance to its last timestamp."""
     table = pa.Table.from_pylist(rows, schema=S_SCHEMA)
-    bounds = [0] + cuts + [len(rows)]
+    bounds = [0, *cuts, len(rows)]
     actions = []
     for lo, hi in zip(bounds, bounds[1:]):
         if hi > lo:
@@ -152,8 +163,7 @@ def test_select_and_union_survive_snapshots(draw, dataset, w1, w2, where, select
 def test_aggregates_survive_snapshots(draw, dataset, window, where, keys, x, y, factor, lifetime, hybrid):
     rows, cuts = dataset
     rows = [dict(r, a=None if r["a"] is None else r["a"] * factor) for r in rows]
-    select = ", ".join(keys + [f"COUNT(*) AS n, COUNT({x}) AS nx, SUM({x}) AS sx, AVG({x}) AS ax, "
-                               f"MIN({y}) AS mn, MAX({y}) AS mx, COUNT(DISTINCT {y}) AS dy"])
+    select = ", ".join([*keys, f"COUNT(*) AS n, COUNT({x}) AS nx, SUM({x}) AS sx, AVG({x}) AS ax, " f"MIN({y}) AS mn, MAX({y}) AS mx, COUNT(DISTINCT {y}) AS dy"])
     body = (f"SELECT {select} FROM s {window_sql(window)}" + (f" WHERE {render(where)}" if where else "")
             + (f" GROUP BY {', '.join(keys)}" if keys else ""))
     cql = SCHEMA + f"REGISTER QUERY r AS {body}; REGISTER QUERY i AS ISTREAM({body});"

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import doctest
 import re
-from typing import Optional
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -18,11 +17,11 @@ from hypothesis import strategies as st
 import cq_py.parser
 import cq_py.parser.parser
 import cq_py.parser.tokenizer
+from budget import examples
 from cq_py.errors import CQLSyntaxError
 from cq_py.parser import ast, parse, parse_expression, parse_query
 from cq_py.parser.parser import MAX_NESTING
 from cq_py.parser.tokenizer import TokenKind, tokenize
-from budget import examples
 
 # ---------------------------------------------------------------------------------------------
 # Builders that keep the expected trees short
@@ -31,7 +30,7 @@ from budget import examples
 Pos = ast.Pos
 
 
-def col(name: str, qualifier: Optional[str] = None) -> ast.ColumnRef:
+def col(name: str, qualifier: str | None = None) -> ast.ColumnRef:
     return ast.ColumnRef(name, qualifier)
 
 
@@ -44,16 +43,16 @@ def bin_(op: str, left: ast.Expr, right: ast.Expr) -> ast.Binary:
     return ast.Binary(op, left, right)
 
 
-def item(expr: ast.Expr, alias: Optional[str] = None) -> ast.SelectItem:
+def item(expr: ast.Expr, alias: str | None = None) -> ast.SelectItem:
     return ast.SelectItem(expr, alias)
 
 
-def src(name: str, window: Optional[ast.Window] = None, alias: Optional[str] = None) -> ast.Source:
+def src(name: str, window: ast.Window | None = None, alias: str | None = None) -> ast.Source:
     return ast.Source(name, window, alias)
 
 
-def select(items: list[ast.SelectItem], sources: list[ast.Source], where: Optional[ast.Expr] = None,
-           group_by: tuple[ast.Expr, ...] = (), having: Optional[ast.Expr] = None,
+def select(items: list[ast.SelectItem], sources: list[ast.Source], where: ast.Expr | None = None,
+           group_by: tuple[ast.Expr, ...] = (), having: ast.Expr | None = None,
            distinct: bool = False) -> ast.Select:
     return ast.Select(tuple(items), tuple(sources), where, group_by, having, distinct)
 
@@ -63,7 +62,7 @@ def simple(*names: str, source: str = "s") -> ast.Select:
     return select([item(col(n)) for n in names], [src(source)])
 
 
-def dur(value: int, unit: Optional[str] = None) -> ast.Duration:
+def dur(value: int, unit: str | None = None) -> ast.Duration:
     return ast.Duration(value, unit)
 
 
@@ -72,17 +71,18 @@ def query_of(text: str) -> ast.Query:
     script = parse(f"REGISTER QUERY q AS {text};")
     assert len(script.statements) == 1
     stmt = script.statements[0]
-    assert isinstance(stmt, ast.RegisterQuery) and stmt.name == "q"
+    assert isinstance(stmt, ast.RegisterQuery)
+    assert stmt.name == "q"
     return stmt.query
 
 
-def where_of(condition: str) -> Optional[ast.Expr]:
+def where_of(condition: str) -> ast.Expr | None:
     q = query_of(f"SELECT a FROM s WHERE {condition}")
     assert isinstance(q, ast.Select)
     return q.where
 
 
-def window_of(window: str) -> Optional[ast.Window]:
+def window_of(window: str) -> ast.Window | None:
     q = query_of(f"SELECT a FROM s {window}")
     assert isinstance(q, ast.Select)
     return q.sources[0].window
@@ -155,7 +155,7 @@ def test_tokenizer_eof_sits_after_the_last_token() -> None:
     assert (tokenize("")[-1].line, tokenize("")[-1].column) == (1, 1)
 
 
-@pytest.mark.parametrize("text, line, column, message", [
+@pytest.mark.parametrize(("text", "line", "column", "message"), [
     ("a 'open", 1, 3, "unterminated string literal"),
     ('a\n  "open', 2, 3, "unterminated quoted identifier"),
     ("x /* never closed", 1, 3, "unterminated comment"),
@@ -187,14 +187,14 @@ def test_register_stream_and_relation() -> None:
     )
 
 
-@pytest.mark.parametrize("spelled, canonical, length", [
+@pytest.mark.parametrize(("spelled", "canonical", "length"), [
     ("INT", "BIGINT", None), ("integer", "BIGINT", None), ("BigInt", "BIGINT", None),
     ("DOUBLE", "DOUBLE", None), ("float", "DOUBLE", None), ("REAL", "DOUBLE", None),
     ("VARCHAR", "VARCHAR", None), ("VARCHAR(255)", "VARCHAR", 255), ("char(1)", "VARCHAR", 1),
     ("CHAR", "VARCHAR", None), ("STRING", "VARCHAR", None),
     ("BOOLEAN", "BOOLEAN", None), ("bool", "BOOLEAN", None),
 ])
-def test_types(spelled: str, canonical: str, length: Optional[int]) -> None:
+def test_types(spelled: str, canonical: str, length: int | None) -> None:
     stmt = parse(f"REGISTER STREAM s(x {spelled});").statements[0]
     assert isinstance(stmt, ast.RegisterStream)
     assert stmt.columns[0].type == ast.TypeName(canonical, length)
@@ -241,7 +241,7 @@ def test_contextual_words_may_be_names() -> None:
 # Windows, durations and delays
 # ---------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("text, expected", [
+@pytest.mark.parametrize(("text", "expected"), [
     ("[Now]", ast.Window("now")),
     ("[Range 10]", ast.Window("range", range=dur(10))),
     ("[Range 10 seconds]", ast.Window("range", range=dur(10, "s"))),
@@ -263,7 +263,7 @@ def test_windows(text: str, expected: ast.Window) -> None:
     assert window_of(text) == expected
 
 
-@pytest.mark.parametrize("unit, canonical", [
+@pytest.mark.parametrize(("unit", "canonical"), [
     ("MILLISECOND", "ms"), ("milliseconds", "ms"), ("MS", "ms"),
     ("SECOND", "s"), ("Seconds", "s"), ("s", "s"),
     ("MINUTE", "min"), ("minutes", "min"), ("min", "min"),
@@ -275,7 +275,7 @@ def test_duration_units(unit: str, canonical: str) -> None:
     assert window_of(f"[Range 7{unit}]") == ast.Window("range", range=dur(7, canonical))
 
 
-@pytest.mark.parametrize("suffix, expected", [
+@pytest.mark.parametrize(("suffix", "expected"), [
     ("", None),
     ("<Now>", ast.Delay("now")),
     ("< NOW >", ast.Delay("now")),
@@ -283,7 +283,7 @@ def test_duration_units(unit: str, canonical: str) -> None:
     ("<5 seconds>", ast.Delay("duration", dur(5, "s"))),
     ("<10ms>", ast.Delay("duration", dur(10, "ms"))),
 ])
-def test_delays(suffix: str, expected: Optional[ast.Delay]) -> None:
+def test_delays(suffix: str, expected: ast.Delay | None) -> None:
     for kind in ("ISTREAM", "DSTREAM", "RSTREAM"):
         assert query_of(f"{kind}(SELECT a FROM s) {suffix}") == ast.StreamOp(kind, simple("a"),
                                                                               expected)
@@ -351,7 +351,7 @@ def test_nested_stream_operators_and_parentheses() -> None:
 # Expressions
 # ---------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("text, expected", [
+@pytest.mark.parametrize(("text", "expected"), [
     ("42", lit(42)),
     ("1.5", lit(1.5)),
     (".5", lit(0.5)),
@@ -368,7 +368,7 @@ def test_primaries(text: str, expected: ast.Expr) -> None:
     assert parse_expression(text) == expected
 
 
-@pytest.mark.parametrize("text, expected", [
+@pytest.mark.parametrize(("text", "expected"), [
     ("a + b * c", bin_("+", col("a"), bin_("*", col("b"), col("c")))),
     ("a * b + c", bin_("+", bin_("*", col("a"), col("b")), col("c"))),
     ("(a + b) * c", bin_("*", bin_("+", col("a"), col("b")), col("c"))),
@@ -530,7 +530,9 @@ def test_keywords_are_case_insensitive() -> None:
     # The paper's names are all lower case, so only keywords, types and window words change.
     assert parse(PAPER_SCRIPT.lower()) == parse(PAPER_SCRIPT)
     swapped = re.sub(r"\b[A-Z][A-Za-z]*\b", lambda m: m.group(0).swapcase(), PAPER_SCRIPT)
-    assert "rEGISTER" not in swapped and "register" in swapped and "nOW" in swapped
+    assert "rEGISTER" not in swapped
+    assert "register" in swapped
+    assert "nOW" in swapped
     assert parse(swapped) == parse(PAPER_SCRIPT)
     assert parse_query("select distinct a from s [range 1 slide 1] where a is not null "
                        "group by a having count(*) > 0 union all select a from s") == \
@@ -573,35 +575,47 @@ def test_positions_are_those_of_the_first_token() -> None:
             "  ISTREAM(SELECT (a + 1) * 2 AS x, s.*\n"
             "          FROM s [Range 5 s] AS t WHERE a IS NULL) <Now>;")
     stream, reg = parse(text).statements
-    assert isinstance(stream, ast.RegisterStream) and isinstance(reg, ast.RegisterQuery)
+    assert isinstance(stream, ast.RegisterStream)
+    assert isinstance(reg, ast.RegisterQuery)
     assert stream.pos == Pos(1, 1)
     assert stream.columns[0].pos == Pos(1, 19)
     assert stream.columns[0].type.pos == Pos(1, 21)
     assert reg.pos == Pos(2, 1)
     op = reg.query
-    assert isinstance(op, ast.StreamOp) and op.pos == Pos(3, 3)
-    assert op.delay is not None and op.delay.pos == Pos(4, 52)
+    assert isinstance(op, ast.StreamOp)
+    assert op.pos == Pos(3, 3)
+    assert op.delay is not None
+    assert op.delay.pos == Pos(4, 52)
     sel = op.query
-    assert isinstance(sel, ast.Select) and sel.pos == Pos(3, 11)
+    assert isinstance(sel, ast.Select)
+    assert sel.pos == Pos(3, 11)
     first, star = sel.items
     assert first.pos == Pos(3, 18)
     mul = first.expr
-    assert isinstance(mul, ast.Binary) and mul.op == "*"
+    assert isinstance(mul, ast.Binary)
+    assert mul.op == "*"
     assert mul.pos == Pos(3, 18)           # the '(' that starts the left operand
-    assert isinstance(mul.left, ast.Binary) and mul.left.pos == Pos(3, 19)
+    assert isinstance(mul.left, ast.Binary)
+    assert mul.left.pos == Pos(3, 19)
     assert mul.right.pos == Pos(3, 28)
-    assert star.pos == Pos(3, 36) and star.expr.pos == Pos(3, 36)
+    assert star.pos == Pos(3, 36)
+    assert star.expr.pos == Pos(3, 36)
     source = sel.sources[0]
     assert source.pos == Pos(4, 16)
-    assert source.window is not None and source.window.pos == Pos(4, 18)
-    assert source.window.range is not None and source.window.range.pos == Pos(4, 25)
-    assert sel.where is not None and sel.where.pos == Pos(4, 41)
+    assert source.window is not None
+    assert source.window.pos == Pos(4, 18)
+    assert source.window.range is not None
+    assert source.window.range.pos == Pos(4, 25)
+    assert sel.where is not None
+    assert sel.where.pos == Pos(4, 41)
 
 
 def test_position_of_set_operation_is_its_first_token() -> None:
     q = parse_query("(SELECT a FROM s)\n  UNION SELECT b FROM t")
     assert isinstance(q, ast.SetOp)
-    assert q.pos == Pos(1, 1) and q.left.pos == Pos(1, 2) and q.right.pos == Pos(2, 9)
+    assert q.pos == Pos(1, 1)
+    assert q.left.pos == Pos(1, 2)
+    assert q.right.pos == Pos(2, 9)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -701,7 +715,7 @@ ERROR_CASES = [
 ]
 
 
-@pytest.mark.parametrize("text, line, column, found, message", ERROR_CASES)
+@pytest.mark.parametrize(("text", "line", "column", "found", "message"), ERROR_CASES)
 def test_errors(text: str, line: int, column: int, found: str, message: str) -> None:
     with pytest.raises(CQLSyntaxError) as info:
         parse(text)
@@ -750,7 +764,8 @@ def test_deep_nesting_is_a_syntax_error_not_a_crash() -> None:
 @pytest.mark.parametrize("module", [cq_py.parser, cq_py.parser.parser, cq_py.parser.tokenizer])
 def test_docstring_examples(module: object) -> None:
     result = doctest.testmod(module)  # type: ignore[arg-type]
-    assert result.attempted > 0 and result.failed == 0
+    assert result.attempted > 0
+    assert result.failed == 0
 
 
 # ---------------------------------------------------------------------------------------------

@@ -95,9 +95,10 @@ def test_cq_explain_prints_a_deep_nesting_error_not_a_traceback(tmp_path):
     path = tmp_path / "deep.cql"
     path.write_text(S + "REGISTER QUERY r AS SELECT " + "(" * 5000 + "a" + ")" * 5000 + " FROM s;")
     result = CliRunner().invoke(cli, ["explain", str(path)])
-    assert result.exit_code != 0 and result.exception is None or isinstance(result.exception,
+    assert (result.exit_code != 0 and result.exception is None) or isinstance(result.exception,
                                                                           SystemExit)
-    assert "nested too deeply" in result.output and "Traceback" not in result.output
+    assert "nested too deeply" in result.output
+    assert "Traceback" not in result.output
     path.write_text(S + "REGISTER QUERY q AS SELECT a FROM s [Now] WHERE " +
                     " OR ".join(f"a = {i}" for i in range(2000)) + ";")
     result = CliRunner().invoke(cli, ["explain", str(path)])
@@ -137,7 +138,9 @@ def test_conjuncts_of_a_long_where_in_order():
     e = parse(S + f"REGISTER QUERY q AS SELECT a FROM s WHERE {AND_10000} AND (b > 1 AND c = 'x');"
               ).statements[1].query.where
     parts = conjuncts(e)
-    assert len(parts) == 10002 and parts[0].right.value == 2 and parts[-1].right.value == "x"
+    assert len(parts) == 10002
+    assert parts[0].right.value == 2
+    assert parts[-1].right.value == "x"
 
 
 def test_a_chain_of_queries_deeper_than_the_core_runs_is_refused_whole():

@@ -10,8 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import cq_py
-from cq_py.parser.tokenizer import tokenize
 from budget import examples
+from cq_py.parser.tokenizer import tokenize
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = [p.read_text() for p in sorted((ROOT / "examples").rglob("*.cql"))]

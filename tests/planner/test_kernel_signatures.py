@@ -17,7 +17,9 @@ def test_variadic_signature_matches_repeated_groups_then_the_tail():
     assert not k.accepts((B, I, B, F, I))
     assert not k.accepts((I, I, I))
     fixed = KernelSignature("add", (I, I), I)
-    assert fixed.accepts((I, I)) and not fixed.accepts((I, I, I)) and not fixed.accepts((I,))
+    assert fixed.accepts((I, I))
+    assert not fixed.accepts((I, I, I))
+    assert not fixed.accepts((I,))
 
 
 def test_the_core_has_case_when_for_any_arity_and_every_cast():

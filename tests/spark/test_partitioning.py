@@ -132,7 +132,8 @@ def test_a_computed_column_named_like_the_key_is_not_the_key():
     msg = blocked("SELECT w AS k, v FROM s [Range 10]",
                   "SELECT k, COUNT(*) FROM q1 GROUP BY k",
                   "SELECT k, COUNT(*) FROM s [Range 3] GROUP BY k")
-    assert "query q3" in msg and "'w' of s" in msg
+    assert "query q3" in msg
+    assert "'w' of s" in msg
 
 
 def test_distinct_is_safe_when_the_key_is_compared():
@@ -189,7 +190,8 @@ def test_script_without_stateful_operators_needs_no_key():
     p = plan("ISTREAM(SELECT k, v * 2 AS v2 FROM s [Now] WHERE v > 0)",
              "SELECT * FROM s [Range 10 SECONDS Slide 1 SECOND]",
              "ISTREAM(SELECT v FROM s) <5>")
-    assert p.partitionable and not p.stateful
+    assert p.partitionable
+    assert not p.stateful
     # ISTREAM over [Now] and over a window without ends compares nothing across keys.
     assert p.keys == {"s": None, "r": None, "u": None}
 
@@ -214,7 +216,9 @@ def test_dstream_and_istream_of_grouped_aggregate():
 
 def test_rstream_is_safe_with_any_key_and_flagged():
     p = plan("RSTREAM(SELECT k, COUNT(*) AS n FROM s [Range 5] GROUP BY k)")
-    assert p.partitionable and p.keys["s"] == "k" and p.rstream
+    assert p.partitionable
+    assert p.keys["s"] == "k"
+    assert p.rstream
     assert not plan("SELECT k FROM s [Range 5]").rstream
 
 
@@ -228,8 +232,10 @@ def test_ordered_when_arrival_order_counts():
 def test_relation_input_is_keyed_by_the_join():
     p = partition_plan("REGISTER STREAM s(k INT, v DOUBLE); REGISTER RELATION dim(id INT, label VARCHAR);"
                        "REGISTER QUERY q AS ISTREAM(SELECT s.k, label FROM s [Now], dim WHERE s.k = dim.id);")
-    assert p.partitionable and p.keys == {"s": "k", "dim": "id"}
-    assert p.relations == frozenset({"dim"}) and p.ordered
+    assert p.partitionable
+    assert p.keys == {"s": "k", "dim": "id"}
+    assert p.relations == frozenset({"dim"})
+    assert p.ordered
     assert p.key_types == {"s": "int64", "dim": "int64"}
 
 
@@ -239,7 +245,8 @@ def test_loop_that_keeps_the_key_is_partitionable():
         "REGISTER QUERY c AS ISTREAM(SELECT k, a FROM s [Now] UNION ALL "
         "  SELECT k, a + 1 AS a FROM c [Now] WHERE a + 1 < 4) <Now>;"
         "REGISTER QUERY n AS SELECT k, COUNT(*) AS n FROM c [Range 10] GROUP BY k;")
-    assert p.partitionable and p.keys == {"s": "k"}
+    assert p.partitionable
+    assert p.keys == {"s": "k"}
 
 
 def test_loop_that_changes_the_key_blocks():
@@ -259,13 +266,15 @@ def test_stateful_operator_inside_a_loop_is_checked():
         "REGISTER STREAM s(k INT, a INT);"
         "REGISTER QUERY c AS ISTREAM(SELECT k, a FROM s [Now] UNION ALL "
         "  SELECT k, a + 1 AS a FROM c [Rows 2] WHERE a + 1 < 4) <Now>;")
-    assert not p.partitionable and p.blocker.startswith("query c: [Rows 2] on the output of query 'c'")
+    assert not p.partitionable
+    assert p.blocker.startswith("query c: [Rows 2] on the output of query 'c'")
 
 
 def test_key_types_widen_for_hashing():
     p = partition_plan("REGISTER STREAM s(k INT, v DOUBLE); REGISTER STREAM t(x DOUBLE);"
                        "REGISTER QUERY q AS SELECT * FROM s [Range 3], t [Range 3] WHERE s.k = t.x;")
-    assert p.keys == {"s": "k", "t": "x"} and p.key_types == {"s": "int64", "t": "float64"}
+    assert p.keys == {"s": "k", "t": "x"}
+    assert p.key_types == {"s": "int64", "t": "float64"}
 
 
 # -- errors are the engine's ---------------------------------------------------------------------
@@ -287,4 +296,5 @@ def test_istream_over_now_after_a_delay_needs_a_key():
     # The delayed [Now] rows start at (t + 2, 0) and end at (t + 2, 1): still step 0 starts, but
     # a delay may put rows anywhere, so the planner asks for a key rather than prove more.
     p = plan("ISTREAM(SELECT k, v FROM s [Now]) <2>", "ISTREAM(SELECT v * 2 AS d FROM q1 [Now])")
-    assert not p.partitionable and p.blocker.startswith("query q2: ISTREAM compares whole rows")
+    assert not p.partitionable
+    assert p.blocker.startswith("query q2: ISTREAM compares whole rows")

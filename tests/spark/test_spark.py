@@ -139,7 +139,8 @@ def test_relation_with_deletes_joined_on_the_key(spark):
     assert partition_plan(cql).keys == {"s": "k", "dim": "id"}
     with no_warning():
         counts = spark_vs_local(spark, cql, {"s": events(600, 6, 150, 9), "dim": rel})
-    assert counts["tagged"] > 50 and counts["alive"] == 5
+    assert counts["tagged"] > 50
+    assert counts["alive"] == 5
 
 
 def test_relation_no_operator_keys_is_split_by_its_values(spark):
@@ -157,7 +158,8 @@ def test_relation_no_operator_keys_is_split_by_its_values(spark):
     REGISTER QUERY alive AS SELECT id, label FROM dim WHERE id > 2;
     """
     p = partition_plan(cql)
-    assert p.keys == {"s": "k", "dim": None} and p.stateful
+    assert p.keys == {"s": "k", "dim": None}
+    assert p.stateful
     with no_warning():
         counts = spark_vs_local(spark, cql, {"s": events(300, 6, 150, 13), "dim": rel}, partitions=4)
     assert counts["alive"] == 51
@@ -234,7 +236,8 @@ def test_bad_inputs_raise_the_packages_errors(spark):
 def test_no_inputs_gives_empty_results_with_the_declared_schema(spark):
     out = run(spark, "REGISTER STREAM s(k INT, v DOUBLE); REGISTER QUERY q AS ISTREAM(SELECT k FROM s [Now]);")
     got = out["q"].toArrow()
-    assert got.num_rows == 0 and got.schema.names == ["k", "ts"]
+    assert got.num_rows == 0
+    assert got.schema.names == ["k", "ts"]
 
 
 def test_double_keys_that_the_engine_equates_meet_in_one_partition(spark):

@@ -99,13 +99,15 @@ def test_run_on_spark_prints_csv_and_warns_when_not_partitionable(spark, tmp_pat
     assert printed[0] == "-- top"
     got = pacsv.read_csv(pa.py_buffer(printed[1].encode()))
     local = cq_py.run(script.read_text(), inputs={"s": data})["top"]
-    assert bag(got) == bag(local) and local.num_rows > 10
+    assert bag(got) == bag(local)
+    assert local.num_rows > 10
 
 
 def test_partitions_needs_spark(tmp_path: Path):
     result = CliRunner().invoke(cli, ["run", str(SCRIPT), "--input", f"readings={READINGS}",
                                       "--partitions", "2"])
-    assert result.exit_code == 2 and "--partitions needs --spark" in result.output
+    assert result.exit_code == 2
+    assert "--partitions needs --spark" in result.output
 
 
 def test_bad_data_found_in_a_task_is_reported_as_cq_reports_it(spark, tmp_path: Path):

@@ -70,7 +70,7 @@ def run(cql: str, inputs: dict[str, pa.Table], batch: int, **options) -> tuple[f
     """Seconds for push + close, and what each query produced (kept only when asked for)."""
     eng = cq_py.Engine(**options)
     eng.execute(cql)
-    rows = {q: 0 for q in eng.query_names()}
+    rows = dict.fromkeys(eng.query_names(), 0)
     for q in rows:
         eng.subscribe(q, lambda rb, q=q: rows.__setitem__(q, rows[q] + rb.num_rows))
     # All inputs share their ticks: push them in time order, one slice of ticks at a time (the main
@@ -78,7 +78,7 @@ def run(cql: str, inputs: dict[str, pa.Table], batch: int, **options) -> tuple[f
     ts = {name: t["ts"].to_numpy() for name, t in inputs.items()}
     bounds = [int(b["ts"][-1].as_py()) for b in inputs["input"].to_batches(max_chunksize=batch)]
     bounds[-1] = max(int(v[-1]) for v in ts.values() if len(v))
-    slices, lo = [], {name: 0 for name in inputs}
+    slices, lo = [], dict.fromkeys(inputs, 0)
     for bound in bounds:
         step = []
         for name, t in inputs.items():
