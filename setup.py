@@ -77,7 +77,7 @@ class CMakeBuild(build_ext):
             path = [str(trained), str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
             env = dict(os.environ, PYTHONPATH=os.pathsep.join(path))
             run = subprocess.run([sys.executable, str(ROOT / "cmake" / "pgo_training.py")], env=env,
-                                 cwd=str(trained), capture_output=True, text=True)
+                                 cwd=str(trained), capture_output=True, text=True, check=False)
             failure = (f"{run.stdout}{run.stderr}" if run.returncode != 0
                        else "" if any(build_temp.rglob("*.gcda")) else "it wrote no counts")
         except OSError as e:

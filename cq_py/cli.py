@@ -117,10 +117,10 @@ def _parse_inputs(ctx: click.Context, param: click.Parameter,
             raise click.BadParameter(f"stream {name!r} is given more than once", ctx=ctx,
                                      param=param)
         seen.add(name.lower())
-        if not os.path.exists(path):
+        if not Path(path).exists():
             raise click.BadParameter(f"input file {path!r} for stream {name!r} does not exist",
                                      ctx=ctx, param=param)
-        if os.path.isdir(path):
+        if Path(path).is_dir():
             raise click.BadParameter(f"input {path!r} for stream {name!r} is a directory, "
                                      "expected a file", ctx=ctx, param=param)
         try:
@@ -427,7 +427,7 @@ def _run_on_spark(script: Path, eng: cq_py.Engine, inputs: list[tuple[str, Path]
             spark.stop()
     for query, writer in writers:
         assert output is not None
-        click.echo(f"{query}: {writer.rows} rows -> {output / os.path.basename(writer.path)}")
+        click.echo(f"{query}: {writer.rows} rows -> {output / Path(writer.path).name}")
 
 
 def _spark_failure(exc: BaseException) -> BaseException:

@@ -7,10 +7,12 @@ that cross the boundary as Arrow C Data Interface capsules, without copies.
 from __future__ import annotations
 
 import collections
+import contextlib
 import datetime
 import json
 import operator
 from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -104,8 +106,7 @@ def resident_bytes() -> int:
     """The resident memory of this process, in bytes: from /proc on Linux, the peak from
     getrusage elsewhere (macOS; a bound on the peak still stops growth)."""
     try:
-        with open("/proc/self/statm", "rb") as f:
-            return int(f.read().split()[1]) * _PAGE
+        return int(Path("/proc/self/statm").read_bytes().split()[1]) * _PAGE
     except (OSError, IndexError, ValueError):
         pass
     try:
@@ -521,7 +522,7 @@ class Engine:
                                 "was it taken by Engine.snapshot()?") from None
         try:
             eng = cls(**options)
-            for text, registered_late in zip(cql, late):
+            for text, registered_late in zip(cql, late, strict=True):
                 eng._running = registered_late  # each text planned as it was
                 eng.execute(text)
             eng._running = running
@@ -564,10 +565,8 @@ class Engine:
         meanwhile, its batch stays in its backlog and the runaway is still the error raised."""
         err = _core_error(e)
         if isinstance(err, RunawayLoopError):
-            try:
+            with contextlib.suppress(CallbackError):
                 self._deliver(call)
-            except CallbackError:
-                pass
         return err
 
     def _deliver(self, call: str) -> None:

@@ -19,7 +19,6 @@ import argparse
 import collections
 import faulthandler
 import json
-import os
 import random
 import select
 import struct
@@ -27,6 +26,7 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 MASK = (1 << 64) - 1
 HEADER = 32
@@ -442,7 +442,7 @@ def campaign(seed: int, n: int, batch: int = 200, case_timeout: float = 30.0, en
     new worker goes on from the case after it."""
     result = Result()
     started = time.monotonic()
-    here = os.path.abspath(__file__)
+    here = str(Path(__file__).resolve())
     next_case = 0
     while next_case < n:
         count = min(batch, n - next_case)

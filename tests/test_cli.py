@@ -137,7 +137,8 @@ def test_input_formats_and_batch_sizes_give_the_same_results(tmp_path: Path, sou
         path.write_text("\n".join(json.dumps(r) for r in table.to_pylist()) + "\n")
     base = cq("run", SCRIPT, "-i", f"readings={READINGS}", "-o", tmp_path / "a")
     other = cq("run", SCRIPT, "-i", f"readings={path}", "-o", tmp_path / "b", "--batch-size", "37")
-    assert base.exit_code == 0 and other.exit_code == 0, other.output
+    assert base.exit_code == 0, base.output
+    assert other.exit_code == 0, other.output
     for name in ("hot.csv", "recent.csv"):
         assert (tmp_path / "a" / name).read_text() == (tmp_path / "b" / name).read_text()
 
@@ -376,11 +377,11 @@ def test_module_entry_point(tmp_path: Path) -> None:
     # Run outside the source tree: `python -m` puts the working directory first on sys.path, and
     # the tests exercise the installed package.
     proc = subprocess.run([sys.executable, "-m", "cq_py", "explain", str(SCRIPT)], cwd=tmp_path,
-                          capture_output=True, text=True)
+                          capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr
     assert "ISTREAM" in proc.stdout
     proc = subprocess.run([sys.executable, "-m", "cq_py", "run", str(SCRIPT), "-i", "oops"],
-                          cwd=tmp_path, capture_output=True, text=True)
+                          cwd=tmp_path, capture_output=True, text=True, check=False)
     assert proc.returncode == 2
     assert "expected NAME=PATH" in proc.stderr
 

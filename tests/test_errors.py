@@ -170,8 +170,8 @@ def test_a_kernel_missing_from_the_build_is_refused_clearly(monkeypatch):
     eng = cq_py.Engine()
     with pytest.raises(cq_py.CQLSemanticError) as e:
         eng.execute(cql)
-    assert "'CASE ... END' (case_when of BOOLEAN, BIGINT, BIGINT) is not available in this build " \
-        "yet" in str(e.value)
+    assert ("'CASE ... END' (case_when of BOOLEAN, BIGINT, BIGINT) is not available in this build "
+            "yet") in str(e.value)
     assert (e.value.line, e.value.column) == (1, 99)  # at CASE
     assert eng.query_names() == []
     assert "Operators:" in cq_py.explain(cql)  # the plan itself is valid

@@ -124,13 +124,13 @@ def branch(draw, stream: str) -> str:
 def two_level_script(draw):
     """l (over t) and r (over s) meet in j, j meets m (over any stream) in u: JOIN or UNION ALL at
     each level, so that binary operators wait on each other; ISTREAM and DSTREAM of u."""
-    l, r, m = branch(draw, "t"), branch(draw, "s"), branch(draw, draw(st.sampled_from("stw")))
+    left, right, m = branch(draw, "t"), branch(draw, "s"), branch(draw, draw(st.sampled_from("stw")))
     j = draw(st.sampled_from(["SELECT l.x, r.x AS y FROM l, r WHERE l.x = r.x",
                               "SELECT x FROM l UNION ALL SELECT x FROM r"]))
     u = draw(st.sampled_from(["SELECT j.x, m.x AS z FROM j, m WHERE j.x = m.x",
                               "SELECT x FROM j UNION ALL SELECT x FROM m"]))
-    return (f"{STREAMS} REGISTER QUERY l AS {l};"
-            f"REGISTER QUERY r AS {r}; REGISTER QUERY m AS {m}; REGISTER QUERY j AS {j};"
+    return (f"{STREAMS} REGISTER QUERY l AS {left};"
+            f"REGISTER QUERY r AS {right}; REGISTER QUERY m AS {m}; REGISTER QUERY j AS {j};"
             f"REGISTER QUERY u AS {u}; REGISTER QUERY i AS ISTREAM({u});"
             f"REGISTER QUERY d AS DSTREAM({u});")
 
@@ -160,8 +160,8 @@ def test_streams_meeting_give_the_dts_results_final_at_the_same_progress(cql, st
     def step(method: str, *args) -> None:
         for ex, eng in engines.items():
             getattr(eng, method)(*args)
-            for q, rows in out[ex].items():
-                rows += eng.fetch(q).to_pylist()
+            for q, fetched in out[ex].items():
+                fetched.extend(eng.fetch(q).to_pylist())
 
     for stream, rows in steps:
         if stream is None:

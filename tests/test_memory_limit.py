@@ -25,11 +25,16 @@ def test_pushes_are_refused_once_the_process_passes_the_bound_and_nothing_change
     eng = cq_py.Engine(max_memory=limit)
     eng.execute(DISTINCT)
     pushed = fetched = 0
-    with pytest.raises(cq_py.MemoryLimitError) as e:
+
+    def fill() -> None:
+        nonlocal pushed, fetched
         for _ in range(100):  # DISTINCT over [Range Unbounded] keeps ~200 MB per million rows
             eng.push("s", rows(pushed, 100_000))
             pushed += 100_000
             fetched += eng.fetch("q").num_rows
+
+    with pytest.raises(cq_py.MemoryLimitError) as e:
+        fill()
     assert 0 < pushed < 10_000_000
     assert e.value.limit == limit
     assert e.value.used > limit

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import sys
 import tempfile
@@ -210,7 +209,7 @@ def chart(results: dict, events: int, path: Path) -> None:
     sql_rate = [events / r["sql_s"] / 1e6 for r in results.values()]
     ax.bar([x - 0.2 for x in xs], cq_rate, 0.4, label="cq on Spark (mapInArrow)")
     ax.bar([x + 0.2 for x in xs], sql_rate, 0.4, label="Spark SQL")
-    for x, c, s in zip(xs, cq_rate, sql_rate):
+    for x, c, s in zip(xs, cq_rate, sql_rate, strict=True):
         ax.text(x - 0.2, c, f"{c:.2f}", ha="center", va="bottom", fontsize=8)
         ax.text(x + 0.2, s, f"{s:.2f}", ha="center", va="bottom", fontsize=8)
         ax.text(x, max(c, s) * 1.08, f"{c / s:.1f}×", ha="center", fontsize=10, weight="bold")
@@ -254,9 +253,9 @@ def main(argv: list[str] | None = None) -> int:
     data = args.data
     if data is None:
         tmp = tempfile.mkdtemp(prefix="cq-spark-bench-")
-        data = os.path.join(tmp, "events.parquet")
+        data = str(Path(tmp) / "events.parquet")
     try:
-        if not os.path.exists(data):
+        if not Path(data).exists():
             generate(spark, args.events, args.keys, data)
         df = spark.read.parquet(data)
         # Warm-up: JIT, Python workers and the cq extension loaded, on 1% of the data.

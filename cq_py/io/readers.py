@@ -18,6 +18,7 @@ import io
 import os
 import re
 from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
 from typing import Literal
 
 import numpy as np
@@ -138,9 +139,9 @@ def open_input(
         raise ArgumentError(f"batch_size must be positive, got {batch_size!r}")
     fmt = _normalize_format(format, path)
     spath = os.fspath(path)
-    if not os.path.exists(spath):
+    if not Path(spath).exists():
         raise InputError(f"input file {spath!r} does not exist")
-    if os.path.isdir(spath):
+    if Path(spath).is_dir():
         raise InputError(f"input path {spath!r} is a directory, expected a file")
     return _guarded(_open(spath, fmt, batch_size, schema, block_size), spath, fmt, schema)
 

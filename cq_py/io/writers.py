@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 from types import TracebackType
 from typing import IO, Literal
 
@@ -57,10 +58,10 @@ class QueryWriter:
         if format not in EXTENSIONS:
             raise ArgumentError(f"unknown output format {format!r}: expected csv, parquet or jsonl")
         self.path = os.fspath(path)
-        head, tail = os.path.split(self.path)
+        target = Path(self.path)
         self.staged = staged
         # Beside the target, so that commit() is a rename within one file system.
-        self._file = os.path.join(head, f".{tail}.partial") if staged else self.path
+        self._file = str(target.with_name(f".{target.name}.partial")) if staged else self.path
         self.format: OutputFormat = format
         self.schema = schema
         self.rows = 0
@@ -76,7 +77,7 @@ class QueryWriter:
         elif self.format == "parquet":
             self._sink = pq.ParquetWriter(self._file, schema)
         else:
-            self._sink = open(self._file, "wb")
+            self._sink = Path(self._file).open("wb")  # noqa: SIM115 - open until close()
 
     def write(self, batch: pa.RecordBatch | pa.Table) -> None:
         """Append ``batch`` (a record batch or a table) to the file, opening it on first use."""
@@ -113,8 +114,8 @@ class QueryWriter:
     def commit(self, schema: pa.Schema | None = None) -> None:
         """Finish the file (as :meth:`close`) and, when staged, move it into place."""
         self.close(schema)
-        if self.staged and os.path.exists(self._file):
-            os.replace(self._file, self.path)
+        if self.staged and Path(self._file).exists():
+            Path(self._file).replace(self.path)
 
     def discard(self) -> None:
         """Give the output up: a staged writer's temporary file is removed (``path`` is left as
@@ -123,8 +124,8 @@ class QueryWriter:
             self._closed = True
             self._sink.close()  # type: ignore[union-attr]
         self._closed = True
-        if self.staged and os.path.exists(self._file):
-            os.remove(self._file)
+        if self.staged:
+            Path(self._file).unlink(missing_ok=True)
 
     @property
     def opened(self) -> bool:
@@ -150,8 +151,8 @@ def open_writer(directory: str | os.PathLike[str], query: str, format: OutputFor
     """
     if format not in EXTENSIONS:
         raise ArgumentError(f"unknown output format {format!r}: expected csv, parquet or jsonl")
-    os.makedirs(directory, exist_ok=True)
-    return QueryWriter(os.path.join(directory, f"{query}.{EXTENSIONS[format]}"), format, schema,
+    Path(directory).mkdir(parents=True, exist_ok=True)
+    return QueryWriter(Path(directory) / f"{query}.{EXTENSIONS[format]}", format, schema,
                        staged=staged)
 
 

@@ -8,7 +8,6 @@ types are not known here; that is the planner's job.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Union
 
 
 @dataclass(frozen=True)
@@ -152,7 +151,7 @@ class FuncCall:
     pos: Pos = field(default=NOPOS, compare=False)
 
 
-Expr = Union[Literal, ColumnRef, Star, Unary, Binary, IsNull, Between, InList, Case, Cast, FuncCall]
+Expr = Literal | ColumnRef | Star | Unary | Binary | IsNull | Between | InList | Case | Cast | FuncCall
 
 
 # ---------------------------------------------------------------------------------------------
@@ -204,7 +203,7 @@ class SetOp:
     pos: Pos = field(default=NOPOS, compare=False)
 
 
-Query = Union[Select, StreamOp, SetOp]
+Query = Select | StreamOp | SetOp
 
 
 # ---------------------------------------------------------------------------------------------
@@ -239,7 +238,7 @@ class RegisterQuery:
     pos: Pos = field(default=NOPOS, compare=False)
 
 
-Statement = Union[RegisterStream, RegisterRelation, RegisterQuery]
+Statement = RegisterStream | RegisterRelation | RegisterQuery
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,6 @@ import enum
 import math
 import re
 from dataclasses import dataclass
-from typing import Union
 
 from cq_py.errors import CQLSyntaxError
 from cq_py.parser.ast import Pos
@@ -76,7 +75,7 @@ class TokenKind(enum.Enum):
     EOF = "end of input"
 
 
-TokenValue = Union[str, int, float, tuple[int, str], None]
+TokenValue = str | int | float | tuple[int, str] | None
 
 
 @dataclass(frozen=True, slots=True)

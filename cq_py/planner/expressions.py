@@ -514,7 +514,7 @@ class ExpressionBinder:
         if target == T.NULL:
             target = T.INT64
         args: list[TypedExpr] = []
-        for c, r in zip(conds, results):
+        for c, r in zip(conds, results, strict=True):
             args += [c, self.cast(r, target)]
         args.append(self.cast(else_, target))
         return self.call("case_when", tuple(args), target, "CASE ... END", e.pos)

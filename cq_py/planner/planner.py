@@ -388,7 +388,7 @@ class Planner:
             names = _names_of(q.left) if left is None else None
             if names is None or len(names) != len(known[1]):
                 return known
-            return known[0], [(n, t) for n, (_, t) in zip(names, known[1])], known[2]
+            return known[0], [(n, t) for n, (_, t) in zip(names, known[1], strict=True)], known[2]
         (lk, lc, ln), (rk, rc, rn) = left, right
         if len(lc) != len(rc):
             raise self.err(f"{q.op} needs the same number of columns on both sides; found {len(lc)} "
@@ -400,7 +400,7 @@ class Planner:
             raise self.err(f"{q.op} is defined on relations; both sides here are streams (window "
                            "them, or use UNION ALL)", q.pos)
         cols = []
-        for (ln_, lt), (rn_, rt) in zip(lc, rc):
+        for (ln_, lt), (_, rt) in zip(lc, rc, strict=True):
             t = ExpressionBinder.unify([lt, rt])
             if t is None:
                 raise self.err(f"{q.op}: column '{ln_}' is {T.CQL_NAME[lt]} on the left and "
@@ -474,7 +474,7 @@ class Planner:
         if [t for _, t in node.schema] == [t for _, t in cols]:
             return node
         exprs = []
-        for i, ((n, t), (_, ct)) in enumerate(zip(node.schema, cols)):
+        for i, ((n, t), (_, ct)) in enumerate(zip(node.schema, cols, strict=True)):
             e = ExpressionBinder.cast(TypedExpr("column", t, index=i, text=n), ct)
             if e.type != t:  # say so in explain: the branch's column changes type here
                 e = replace(e, text=f"CAST({n} AS {T.CQL_NAME[ct]})")
@@ -705,16 +705,17 @@ class Planner:
 
         # Filters over a single source, applied to it before any join.
         nodes = []
-        for k, (node, _, src) in enumerate(inputs):
+        for k, (node, _, _) in enumerate(inputs):
             _, _, start, _ = sources[k]
             mine = [p for p in remaining
                     if p[1].columns() and {source_of(c) for c in p[1].columns()} == {k}]
-            if len(inputs) > 1:
-                node = self._filters(node, [(a, local(e, start)) for a, e in mine], owner)
-                # By identity: comparing syntax trees would recurse down them.
-                taken = {id(p) for p in mine}
-                remaining = [p for p in remaining if id(p) not in taken]
-            nodes.append(node)
+            if len(inputs) == 1:
+                nodes.append(node)
+                continue
+            nodes.append(self._filters(node, [(a, local(e, start)) for a, e in mine], owner))
+            # By identity: comparing syntax trees would recurse down them.
+            taken = {id(p) for p in mine}
+            remaining = [p for p in remaining if id(p) not in taken]
 
         current = nodes[0]
         joined = {0}
@@ -727,16 +728,16 @@ class Planner:
                     later.append((a, e))
                     continue
                 if e.kind == "call" and e.fn == "equal":
-                    l, r = e.args
-                    lu = {source_of(c) for c in l.columns()}
-                    ru = {source_of(c) for c in r.columns()}
+                    lhs, rhs = e.args
+                    lu = {source_of(c) for c in lhs.columns()}
+                    ru = {source_of(c) for c in rhs.columns()}
                     if lu and ru and lu <= joined and ru == {k}:
-                        left_keys.append(l)
-                        right_keys.append(local(r, start))
+                        left_keys.append(lhs)
+                        right_keys.append(local(rhs, start))
                         continue
                     if lu and ru and ru <= joined and lu == {k}:
-                        left_keys.append(r)
-                        right_keys.append(local(l, start))
+                        left_keys.append(rhs)
+                        right_keys.append(local(lhs, start))
                         continue
                 residual.append(e)
             remaining = later
@@ -746,7 +747,7 @@ class Planner:
             # Pending if either side is; otherwise known (intersections: no constant duration, and
             # results come in the merged order of two inputs).
             life = PENDING if PENDING in {current.lifetime, right.lifetime} else KNOWN
-            on = [f"{l.text} = {r.text}" for l, r in zip(left_keys, right_keys)]
+            on = [f"{lk.text} = {rk.text}" for lk, rk in zip(left_keys, right_keys, strict=True)]
             label = ("HashJoin on " + " AND ".join(on)) if on else "Join (nested loops)"
             if pred is not None:
                 label += f" where {pred.text}"
@@ -782,10 +783,10 @@ class Planner:
     def _project(self, input_: Node, exprs: list[TypedExpr], names: list[str], owner: str,
                  pos: ast.Pos) -> Node:
         exprs = [ExpressionBinder.coerce_null(e, T.INT64) if e.kind == "literal" else e for e in exprs]
-        parts = [e.text if e.text == n else f"{e.text} AS {n}" for e, n in zip(exprs, names)]
+        parts = [e.text if e.text == n else f"{e.text} AS {n}" for e, n in zip(exprs, names, strict=True)]
         return self._add(Node(self._new_id(), "project", [input_.id],
                               {"names": names, "exprs": [e.to_plan() for e in exprs]},
-                              [(n, e.type) for n, e in zip(names, exprs)], kind=input_.kind,
+                              [(n, e.type) for n, e in zip(names, exprs, strict=True)], kind=input_.kind,
                               lifetime=input_.lifetime, owner=owner, pos=pos,
                               label="Project " + ", ".join(parts), checks=list(exprs)))
 

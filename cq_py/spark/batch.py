@@ -108,7 +108,7 @@ def run(spark: SparkSession, cql_text: str, inputs: dict[str, DataFrame] | None 
     specs = [InputSpec(tag, name, eng, plan) for tag, (name, _) in enumerate(given)]
     key_type = united_key_type(plan, [s.name for s in specs])
     parts = [tagged(df, spec, specs, ts, plan, key_type, eng.time_unit)
-             for spec, (_, df) in zip(specs, given)]
+             for spec, (_, df) in zip(specs, given, strict=True)]
     queries = [(q, eng.query_schema(q)) for q in eng.query_names()]
     out_schema = _output_schema(queries)
     worker = _PartitionEngine(cql_text, engine_options, specs, queries, out_schema, chunk_rows)
@@ -224,6 +224,5 @@ class _PartitionEngine:
             return pa.RecordBatch.from_arrays(batch.columns, schema=self.out_schema)
         arrays = [pa.array(np.full(n, query, dtype=np.int32))]
         for i, (_, schema) in enumerate(self.schemas):
-            for f in schema:
-                arrays.append(batch.column(f.name) if i == query else pa.nulls(n, f.type))
+            arrays.extend(batch.column(f.name) if i == query else pa.nulls(n, f.type) for f in schema)
         return pa.RecordBatch.from_arrays(arrays, schema=self.out_schema)

@@ -60,7 +60,7 @@ def start_session(builder: SparkSession.Builder) -> SparkSession:
     master = builder._options.get("spark.master", "") if hasattr(builder, "_options") else ""
     if not master or master.startswith("local"):
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    cwd = os.getcwd()
+    cwd = Path.cwd()
     os.chdir(tempfile.mkdtemp(prefix="cq-spark-"))
     try:
         return builder.getOrCreate()
@@ -87,7 +87,7 @@ def read_input(spark: SparkSession, path: str | os.PathLike[str], eng: Engine, s
     declared = {f.name.lower(): SPARK_TYPES[core_type(f.type)] for f in eng.stream_schema(stream)}
     if stream in eng.relation_names():
         declared[OP] = ST.StringType()
-    with open(path, newline="", encoding="utf-8") as f:
+    with Path(path).open(newline="", encoding="utf-8") as f:
         reader = csv.reader(f)
         header = next(reader, None)
         first = next(reader, None)
@@ -128,7 +128,7 @@ def write_output(df: DataFrame, directory: Path, query: str, fmt: str, schema: p
     >>> w.commit(); w.path, w.rows  # doctest: +SKIP
     ('/home/me/out/q.csv', 178)
     """
-    os.makedirs(directory, exist_ok=True)
+    Path(directory).mkdir(parents=True, exist_ok=True)
     parts = Path(directory) / f".{query}.{EXTENSIONS[fmt]}.spark-parts"
     writer = open_writer(directory, query, fmt, schema, staged=True)  # type: ignore[arg-type]
     try:

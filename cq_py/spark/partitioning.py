@@ -29,7 +29,6 @@ demands. Inputs no stateful operator reads get no key (any split works for them)
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
 
 from cq_py.parser import parse
 from cq_py.planner import Catalog, Node, Planner
@@ -39,7 +38,7 @@ __all__ = ["CQPartitionWarning", "PartitionPlan", "partition_plan"]
 
 # A set of (input name, column name) that must all be the key of their input; None when a column
 # is computed (it cannot carry the key).
-Origins = Optional[frozenset]
+Origins = frozenset | None
 
 
 class CQPartitionWarning(UserWarning):
@@ -202,7 +201,7 @@ def _demand(n: Node, nodes: dict[int, Node], tracer: _Tracer) -> _Demand | None:
                        f"{where}: {_window(n)} on {_source(n, nodes)} does not partition on the key")
     if n.op == "join":
         options = []
-        for lk, rk in zip(n.params["left_keys"], n.params["right_keys"]):
+        for lk, rk in zip(n.params["left_keys"], n.params["right_keys"], strict=True):
             lo = tracer._expr(n.inputs[0], lk, set())
             ro = tracer._expr(n.inputs[1], rk, set())
             if lo is not None and ro is not None and (lo | ro) not in options:

@@ -153,7 +153,7 @@ def run(spark, cql_text: str, inputs: dict[str, Any] | None = None, ts: str = "t
     # row ids are not stable across micro-batches).
     unsequenced = dataclasses.replace(plan, ordered=False)
     frames = []
-    for spec, (_, df) in zip(specs, given):
+    for spec, (_, df) in zip(specs, given, strict=True):
         frame = tagged(df, spec, specs, ts, unsequenced, key_type, eng.time_unit, part=True)
         bucket = F.pmod(F.col(PART), F.lit(partitions)) if partitions > 1 else F.lit(0)
         frame = (frame.withColumn(PART, bucket.cast("int"))
@@ -226,7 +226,7 @@ class _Pack:
         starts = np.concatenate(([0], np.flatnonzero(np.diff(keys)) + 1))
         ends = np.append(starts[1:], len(keys))
         blobs, last = [], []
-        for s, e in zip(starts.tolist(), ends.tolist()):
+        for s, e in zip(starts.tolist(), ends.tolist(), strict=True):
             part = rows.slice(s, e - s)
             blobs.append(_ipc(part))
             last.append(_tick_to_us(pc.max(part.column(TS)).as_py(), self.unit) + 1)

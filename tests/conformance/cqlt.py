@@ -43,14 +43,6 @@ ERROR_CLASSES = {
     "CQLSemanticError": cq_py.CQLSemanticError,
     "InputError": cq_py.InputError,
 }
-# Options of the `options` block: name -> how its value is read.
-OPTIONS: dict[str, Callable[[str], Any]] = {
-    "mode": str, "time_unit": str, "lifetime": str, "executor": str,
-    "auto_delay": lambda v: _bool(v), "expose_steps": lambda v: _bool(v), "hybrid": lambda v: _bool(v),
-    # The runner's own, not the engine's: how a push block is split into pushes ("all": one push;
-    # N: N rows at a time), and whether the engine is snapshotted and restored after every push.
-    "batch_rows": lambda v: _batch_rows(v), "snapshot": lambda v: _bool(v),
-}
 MODES = ("run", "plan")
 # Column types a `push` header may name explicitly (`a:VARCHAR`) to override the declared type.
 HEADER_TYPES = {
@@ -102,6 +94,16 @@ def _bool(v: str) -> bool:
     raise ValueError(f"expected true or false, found {v!r}")
 
 
+# Options of the `options` block: name -> how its value is read.
+OPTIONS: dict[str, Callable[[str], Any]] = {
+    "mode": str, "time_unit": str, "lifetime": str, "executor": str,
+    "auto_delay": _bool, "expose_steps": _bool, "hybrid": _bool,
+    # The runner's own, not the engine's: how a push block is split into pushes ("all": one push;
+    # N: N rows at a time), and whether the engine is snapshotted and restored after every push.
+    "batch_rows": _batch_rows, "snapshot": _bool,
+}
+
+
 # =============================================================================================
 # Parsing
 # =============================================================================================
@@ -136,7 +138,7 @@ class Block:
 
     @property
     def text(self) -> str:
-        return "\n".join(l.text for l in self.body)
+        return "\n".join(line.text for line in self.body)
 
 
 def _is_comment(line: str) -> bool:
@@ -178,7 +180,7 @@ def _block(lines: list[Line], where: str) -> Block:
         return FormatError(f"{where}:{lineno}: {msg}")
 
     body, expected = rest, None
-    seps = [k for k, l in enumerate(rest) if l.text.strip() == SEPARATOR]
+    seps = [k for k, line in enumerate(rest) if line.text.strip() == SEPARATOR]
     if seps:
         if len(seps) > 1:
             raise fail(f"more than one '{SEPARATOR}' in one block", rest[seps[1]].lineno)
@@ -506,10 +508,10 @@ class _Runner:
             if got != b.at:
                 raise self.fail(b, f"expected an error at {b.at[0]}:{b.at[1]} of the block, found "
                                    f"it at {got[0]}:{got[1]}: {msg}")
-        for l in b.expected or []:
-            if l.text.strip() not in msg:
-                raise Failure(f"{self.where}:{l.lineno}: expected the error message to contain "
-                              f"{l.text.strip()!r}; found {name}: {msg}")
+        for expected in b.expected or []:
+            if expected.text.strip() not in msg:
+                raise Failure(f"{self.where}:{expected.lineno}: expected the error message to contain "
+                              f"{expected.text.strip()!r}; found {name}: {msg}")
 
     # -- directives -----------------------------------------------------------------------------
 
@@ -554,14 +556,14 @@ class _Runner:
         actual = text.splitlines()
         pos = 0
         last = None
-        for l in b.expected or []:
-            want = l.text
+        for line in b.expected or []:
+            want = line.text
             k = next((i for i in range(pos, len(actual)) if want in actual[i]), None)
             if k is None:
                 anywhere = [a for a in actual if want in a]
                 why = (f" (it occurs only before the line matched by {last!r})" if anywhere
                        else "")
-                raise Failure(f"{self.where}:{l.lineno}: explain: expected a line containing "
+                raise Failure(f"{self.where}:{line.lineno}: explain: expected a line containing "
                               f"{want!r}{' after ' + repr(last) if last else ''}{why}; found:\n"
                               + text)
             pos, last = k + 1, want
@@ -634,16 +636,16 @@ class _Runner:
             names.append(name)
             types.append(t)
         cols: list[list[Any]] = [[] for _ in names]
-        for l in b.body[1:]:
-            cells = split_csv(l.text)
+        for line in b.body[1:]:
+            cells = split_csv(line.text)
             if len(cells) != len(names):
-                raise ValueError(f"line {l.lineno}: {len(cells)} cells for {len(names)} columns")
-            for k, (c, t) in enumerate(zip(cells, types)):
+                raise ValueError(f"line {line.lineno}: {len(cells)} cells for {len(names)} columns")
+            for k, (c, t) in enumerate(zip(cells, types, strict=True)):
                 try:
                     cols[k].append(to_value(c, t))
                 except ValueError as e:
-                    raise ValueError(f"line {l.lineno}: column {names[k]} ({t}): {e}") from None
-        return pa.table([pa.array(v, t) for v, t in zip(cols, types)], names=names)
+                    raise ValueError(f"line {line.lineno}: column {names[k]} ({t}): {e}") from None
+        return pa.table([pa.array(v, t) for v, t in zip(cols, types, strict=True)], names=names)
 
     def _advance(self, b: Block) -> None:
         t = int(b.args[0])
@@ -683,15 +685,15 @@ class _Runner:
             raise Failure(f"{self.where}:{exp[0].lineno}: query {name}: expected the columns "
                           f"{','.join(header)}; found {','.join(schema.names)}")
         want: list[tuple[str, ...]] = []
-        for l in exp[1:]:
-            cells = split_csv(l.text)
+        for line in exp[1:]:
+            cells = split_csv(line.text)
             if len(cells) != len(header):
-                raise FormatError(f"{self.where}:{l.lineno}: {len(cells)} cells for "
+                raise FormatError(f"{self.where}:{line.lineno}: {len(cells)} cells for "
                                   f"{len(header)} columns")
             try:
-                want.append(tuple(render(to_value(c, f.type)) for c, f in zip(cells, schema)))
+                want.append(tuple(render(to_value(c, f.type)) for c, f in zip(cells, schema, strict=True)))
             except ValueError as e:
-                raise FormatError(f"{self.where}:{l.lineno}: {e}") from None
+                raise FormatError(f"{self.where}:{line.lineno}: {e}") from None
         rows = got.to_pylist()
         found = [tuple(render(r[n]) for n in schema.names) for r in rows]
         self.compare(b, name, schema.names, want, found, [_time(r, schema.names) for r in rows])
@@ -708,14 +710,14 @@ class _Runner:
         key = name.lower()
         stream = "ts" in columns
         if stream:
-            order = [_time(dict(zip(columns, r)), columns, rendered=True) for r in want]
+            order = [_time(dict(zip(columns, r, strict=True)), columns, rendered=True) for r in want]
             bad = next((k for k in range(1, len(order)) if order[k] < order[k - 1]), None)
             if bad is not None:
                 raise self.fail(b, f"query {name}: the expected rows are not in time order "
                                    f"(row {bad + 1}, {','.join(want[bad])}, comes before row "
                                    f"{bad}, {','.join(want[bad - 1])})")
             last = self.last_time.get(key)
-            for t, r in zip(times, found):
+            for t, r in zip(times, found, strict=True):
                 if last is not None and t < last:
                     raise self.fail(b, f"query {name}: the engine's rows are not in time order: "
                                        f"{','.join(r)} comes after a row at {last}")

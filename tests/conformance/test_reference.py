@@ -110,7 +110,7 @@ class Translator:
         if len(lcols) != len(rcols):
             raise Unsupported("set operands of different widths")
         out = []
-        for (name, lt), (_, rt) in zip(lcols, rcols):
+        for (name, lt), (_, rt) in zip(lcols, rcols, strict=True):
             if lt != rt and {lt, rt} != {"int", "double"}:
                 raise Unsupported(f"set operands of types {lt} and {rt}")
             out.append((name, "double" if "double" in (lt, rt) else lt))
@@ -122,10 +122,9 @@ class Translator:
                 return q
             raise Unsupported("a cast to DOUBLE below a nested set operation")
         items = []
-        for (e, alias), (_, t) in zip(q.items, cols):
-            if t == "double" and not isinstance(e, Agg) and self.type_of(e, q) == "int":
-                e = Op("CAST_double", (e,))
-            items.append((e, alias))
+        for (e, alias), (_, t) in zip(q.items, cols, strict=True):
+            widen = t == "double" and not isinstance(e, Agg) and self.type_of(e, q) == "int"
+            items.append((Op("CAST_double", (e,)) if widen else e, alias))
         return Select(tuple(items), q.sources, q.where, q.group_by, q.having, q.distinct)
 
     def type_of(self, e: Any, q: Select) -> str:
@@ -278,7 +277,7 @@ def reference_case(path: Path) -> tuple[Evaluator, dict, set, dict]:
                 raise Unsupported("typed push headers")
             for line in b.body[1:]:
                 row = {}
-                for h, cell in zip(header, split_csv(line.text)):
+                for h, cell in zip(header, split_csv(line.text), strict=True):
                     if h == b.ts.lower():
                         row["ts"] = int(cell.text)
                     elif h == "op":
@@ -312,7 +311,7 @@ def compare(name: str, want: Any, header: list[str], rows: list) -> str | None:
     n = len(types)
 
     def values(cells) -> tuple:
-        return norm_row(to_value(c, ARROW[t]) for c, t in zip(cells[:n], types))
+        return norm_row(to_value(c, ARROW[t]) for c, t in zip(cells[:n], types, strict=True))
 
     def cell(cells, col: str) -> int | None:
         if col not in header:

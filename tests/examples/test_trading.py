@@ -96,7 +96,7 @@ def inputs() -> dict[str, pa.Table]:
 
 
 def tuples(table: pa.Table, columns: tuple[str, ...]) -> list[tuple]:
-    return list(zip(*(table.column(c).to_pylist() for c in columns)))
+    return list(zip(*(table.column(c).to_pylist() for c in columns), strict=True))
 
 
 def assert_hand_computation(results: dict[str, pa.Table]) -> None:

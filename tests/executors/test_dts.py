@@ -8,6 +8,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -145,8 +146,7 @@ def test_a_query_registered_while_a_delay_holds_rows_takes_its_rows_from_then_on
 
 @pytest.mark.parametrize("script", ["avg1", "avg2", "avg4"])
 def test_hybrid_and_published_dts_agree_on_the_paper_queries(script):
-    with open(f"{__file__.rsplit('/tests/', 1)[0]}/examples/recursive_avg/{script}.cql") as f:
-        cql = f.read()
+    cql = (Path(__file__).resolve().parents[2] / "examples" / "recursive_avg" / f"{script}.cql").read_text()
     data = pa.table({"id": [i % 4 for i in range(40)], "val": list(range(40)),
                      "ts": [i // 4 for i in range(40)]})
     out = [cq_py.run(cql, inputs={"input": data}, expose_steps=True, hybrid=h) for h in (True, False)]
@@ -239,11 +239,11 @@ def isolated(code: str, timeout: float = 120) -> str:
     """Runs `code` in a fresh interpreter, with the cq_py these tests import, and returns what it
     printed; a run that does not end within `timeout` seconds fails the test instead of hanging
     the suite."""
-    package_root = os.path.dirname(os.path.dirname(cq_py.__file__))
+    package_root = str(Path(cq_py.__file__).resolve().parents[1])
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([package_root, os.environ.get("PYTHONPATH", "")]))
     try:
         proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
-                              timeout=timeout, env=env, cwd=tempfile.gettempdir())
+                              timeout=timeout, env=env, cwd=tempfile.gettempdir(), check=False)
     except subprocess.TimeoutExpired:
         pytest.fail(f"did not end within {timeout} s")
     assert proc.returncode == 0, proc.stderr

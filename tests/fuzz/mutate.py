@@ -77,8 +77,8 @@ def seeds() -> tuple[Seed, ...]:
             out.append(Seed(f"{name}:{block.lineno}", "\n".join([*accepted, block.text]), opts))
             if not block.error:
                 accepted.append(block.text)
-    for path in sorted(EXAMPLES.rglob("*.cql")):
-        out.append(Seed(str(path.relative_to(ROOT)), path.read_text(), {}))
+    out.extend(Seed(str(path.relative_to(ROOT)), path.read_text(), {})
+               for path in sorted(EXAMPLES.rglob("*.cql")))
     return tuple(out)
 
 

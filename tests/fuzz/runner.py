@@ -31,7 +31,7 @@ TESTS = HERE.parent
 if str(TESTS) not in sys.path:
     sys.path.insert(0, str(TESTS))
 
-from fuzz.mutate import Case, _tokens, case
+from fuzz.mutate import Case, _tokens, case  # noqa: E402 - needs tests/ on sys.path, set above
 
 
 @dataclass

@@ -22,6 +22,7 @@ import sys
 import time
 import traceback
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -59,8 +60,8 @@ def _check_error(e: CQError, text: str, step: str) -> None:
     shown being the text's line."""
     try:
         message = str(e)
-    except Exception as inner:  # noqa: BLE001 - rendering the error failed: report it
-        raise Bug(f"{step}: str() of {type(e).__name__} raised {type(inner).__name__}: {inner}")
+    except Exception as inner:
+        raise Bug(f"{step}: str() of {type(e).__name__} raised {type(inner).__name__}: {inner}") from inner
     if not message:
         raise Bug(f"{step}: {type(e).__name__} with an empty message")
     line = getattr(e, "line", None)
@@ -175,7 +176,7 @@ class _Feed:
 
     def push(self, log: list[str], text: str, count: int) -> None:
         relations = set(self.eng.relation_names())
-        for ts, _, name, rows in self.pending[:count]:
+        for _, _, name, rows in self.pending[:count]:
             self.last = max(self.last, rows[-1]["ts"])
             table = _table(rows, self.eng.stream_schema(name), name in relations)
             _step(log, f"push {name}", text, self.eng.push, name, table)
@@ -238,7 +239,7 @@ def answer(case: dict[str, Any], note: Callable[[str], None] = lambda _: None) -
     except BaseException as e:  # noqa: BLE001 - any other exception is what the fuzzer looks for
         tb = traceback.extract_tb(e.__traceback__)
         last = tb[-1] if tb else None
-        where = f"{os.path.basename(last.filename)}:{last.name}" if last else "?"
+        where = f"{Path(last.filename).name}:{last.name}" if last else "?"
         return {"status": "bug", "kind": type(e).__name__, "message": str(e)[:2000],
                 "where": where, "traceback": "".join(traceback.format_exception(e))[-6000:]}
 

@@ -82,7 +82,7 @@ def test_detect_format() -> None:
     assert detect_format("dir.d/x.tsv") == "csv"
     assert detect_format("x.parquet") == detect_format("x.pq") == "parquet"
     assert {detect_format(f"x.{e}") for e in ("jsonl", "ndjson", "json", "jsonl.gz")} == {"jsonl"}
-    with pytest.raises(InputError, match="expected one of .csv"):
+    with pytest.raises(InputError, match=r"expected one of \.csv"):
         detect_format("x.xlsx")
 
 
@@ -219,7 +219,7 @@ def test_merge_does_not_read_ahead_more_than_one_batch_per_input() -> None:
             yield pa.record_batch({"ts": ts})
 
     total = 0
-    for name, batch in merge_by_time({"a": source("a", 0), "b": source("b", 3)}):
+    for _, batch in merge_by_time({"a": source("a", 0), "b": source("b", 3)}):
         total += batch.num_rows
         # Rows handed out so far come from at most the batches pulled so far.
         assert total <= 2 * (pulled["a"] + pulled["b"])

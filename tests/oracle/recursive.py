@@ -119,11 +119,10 @@ def evaluate(queries: list[Query], inputs: list[tuple[int, int]], max_instants: 
             bag = Counter()
             for b in q.branches:
                 vals = alive(streams[b.src], b.window, u)
-                if b.agg:
-                    vals = [max(vals) + b.k] if vals else []
-                else:
-                    vals = [v + b.k for v in vals]
-                bag.update(v for v in vals if b.bound is None or v < b.bound)
+                if b.agg:  # MAX: one value, none over an empty window
+                    vals = [max(vals)] if vals else []
+                shifted = (v + b.k for v in vals)
+                bag.update(v for v in shifted if b.bound is None or v < b.bound)
             now[q.name] = bag
         for q in queries:
             change = now[q.name] - before[q.name] if q.op == "ISTREAM" else before[q.name] - now[q.name]

@@ -13,7 +13,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any, Union
+from typing import Any
 
 INF = (math.inf, 0)
 
@@ -43,7 +43,7 @@ class Op:
     args: tuple
 
 
-Expr = Union[Col, Lit, Op]
+Expr = Col | Lit | Op
 
 # ---- CAST as Spark's non-ANSI CAST (README; src_cpp/kernels/cast.cc has the same rules) -------
 
@@ -165,7 +165,8 @@ def evaluate(e: Expr, row: dict) -> Any:
     if op == "ISNOTNULL":
         return evaluate(e.args[0], row) is not None
     if op == "CASE":
-        for cond, value in zip(e.args[0::2], e.args[1::2]):
+        # An odd count has an ELSE last: the pairs stop before it.
+        for cond, value in zip(e.args[0::2], e.args[1::2], strict=False):
             if evaluate(cond, row) is True:
                 return cast(evaluate(value, row), result_type(value), result_type(e))
         if len(e.args) % 2 == 0:
@@ -240,7 +241,7 @@ def relation(rows: list[dict], window: tuple, where: Expr | None,
     The window applies to the stream first, the WHERE to the relation (a row filtered out still
     counts in a row window)."""
     out = []
-    for r, (start, end) in zip(rows, lifetimes(rows, window)):
+    for r, (start, end) in zip(rows, lifetimes(rows, window), strict=True):
         if where is not None and evaluate(where, r) is not True:
             continue
         out.append((tuple(evaluate(e, r) for e in select), start, end))

@@ -30,12 +30,11 @@ from bisect import bisect_right
 from collections import Counter
 from dataclasses import dataclass
 from itertools import product
-from typing import Union
 
 from oracle.reference import INF, Col, Lit, Op, ceil_to, change_lifetimes, evaluate
 
 Time = tuple  # (tick, step); INF = (math.inf, 0)
-Expr = Union[Col, Lit, Op]
+Expr = Col | Lit | Op
 
 
 # ---- scripts ---------------------------------------------------------------------------------
@@ -85,7 +84,7 @@ class ToStream:
     delay: object = None  # None, "now" (one ε) or a number of ticks
 
 
-QExpr = Union[Select, SetOp, ToStream]
+QExpr = Select | SetOp | ToStream
 
 
 @dataclass(frozen=True)
@@ -185,12 +184,12 @@ class Rel:
     def __init__(self, points: list, bags: list):
         self.points, self.bags = [], []
         before: Counter = Counter()
-        for t, bag in zip(points, bags):
-            bag = +bag
-            if bag != before:
+        for t, bag in zip(points, bags, strict=True):
+            positive = +bag
+            if positive != before:
                 self.points.append(t)
-                self.bags.append(bag)
-                before = bag
+                self.bags.append(positive)
+                before = positive
 
     def at(self, t: Time) -> Counter:
         i = bisect_right(self.points, t) - 1
@@ -374,7 +373,7 @@ class Evaluator:
         rows = []
         if q.op in ("ISTREAM", "DSTREAM"):
             before: Counter = Counter()
-            for t, bag in zip(rel.points, rel.bags):
+            for t, bag in zip(rel.points, rel.bags, strict=True):
                 change = bag - before if q.op == "ISTREAM" else before - bag
                 before = bag
                 for v, n in sorted(change.items(), key=repr):
@@ -407,7 +406,7 @@ class Evaluator:
                 joined[values] += n
             rows = []
             for values, n in joined.items():
-                row = dict(zip(names, values))
+                row = dict(zip(names, values, strict=True))
                 if q.where is None or evaluate(q.where, row) is True:
                     rows.append((row, n))
             return self.project(q, rows)
@@ -495,10 +494,7 @@ def expr_type(e: Expr, types: dict) -> str:
 def ambiguous_rows(rows: list) -> bool:
     """True when two different values share an instant: their order is the engine's to choose."""
     seen: dict = {}
-    for v, t in rows:
-        if seen.setdefault(t, v) != v:
-            return True
-    return False
+    return any(seen.setdefault(t, v) != v for v, t in rows)
 
 
 def rstream_rows(rel: Rel, progress: int) -> list:
@@ -510,14 +506,14 @@ def rstream_rows(rel: Rel, progress: int) -> list:
         return []
     out = []
     first = rel.points[0][0]
-    last = max(progress, max(t[0] for t in rel.points))
+    last = max(progress, *(t[0] for t in rel.points))
     for tick in range(int(first), int(last) + 1):
         t = (tick, 0)
         bag = rel.at(t)
         if not bag:
             continue
         if tick > progress:
-            later = [b for u, b in zip(rel.points, rel.bags) if u > t]
+            later = [b for u, b in zip(rel.points, rel.bags, strict=True) if u > t]
             if not any(b[v] < n for v, n in bag.items() for b in later):
                 continue
         for v, n in sorted(bag.items(), key=repr):

@@ -64,7 +64,7 @@ def test_aggregate_equals_reference(executor, rows, window, key, x, having, batc
         eng.push("s", table.slice(off, batch))
     eng.close()
 
-    rel = [(r, s, e) for r, (s, e) in zip(rows, lifetimes(rows, window))]
+    rel = [(r, s, e) for r, (s, e) in zip(rows, lifetimes(rows, window), strict=True)]
 
     def expected_at(t):
         return aggregate([r for r, s, e in rel if s <= t < e], key, x, having)

@@ -90,7 +90,7 @@ def test_grouping_equals_reference(executor, dataset, window, where, keys, x, y,
     out = run_engine(SCHEMA + f"REGISTER QUERY r AS {body}; REGISTER QUERY i AS ISTREAM({body});",
                      rows, cuts, lifetime, executor)
     # The relation of whole input rows that the aggregate sees: the window, then the WHERE.
-    rel = [(dict(zip(KEYS, v)), s, e)
+    rel = [(dict(zip(KEYS, v, strict=True)), s, e)
            for v, s, e in relation(rows, window, where, [Col(k, "") for k in KEYS])]
     check(out["r"].to_pylist(), out["i"].to_pylist(), keys + [n for _, n in aggs], rel, keys, x, y, body)
 
@@ -145,7 +145,7 @@ def test_grouping_of_union_equals_reference(executor, streams, w1, w2, keys, x, 
         eng.push(name, pa.Table.from_pylist(src[at[name]:at[name] + k], schema=SCHEMA_PA))
         at[name] += k
     eng.close()
-    rel = [(r, s, e) for rows, w in ((s_rows, w1), (t_rows, w2)) for r, (s, e) in zip(rows, lifetimes(rows, w))]
+    rel = [(r, s, e) for rows, w in ((s_rows, w1), (t_rows, w2)) for r, (s, e) in zip(rows, lifetimes(rows, w), strict=True)]
     body = f"{select} over {window_sql(w1)} UNION ALL {window_sql(w2)}{group}"
     check(eng.fetch("r").to_pylist(), eng.fetch("i").to_pylist(), keys + [n for _, n in aggs], rel, keys, x, y,
           body)

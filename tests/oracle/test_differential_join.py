@@ -8,6 +8,7 @@ alone, pushed in interleaved random batches.
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 
 import pyarrow as pa
@@ -48,7 +49,7 @@ def interleaving(draw, s_rows, t_rows):
     for name, rows in (("s", s_rows), ("t", t_rows)):
         cuts = sorted(set(draw(st.lists(st.integers(1, max(1, len(rows))), max_size=4))))
         bounds = [0] + [c for c in cuts if c < len(rows)] + [len(rows)]
-        chunks.append([(name, rows[a:b]) for a, b in zip(bounds, bounds[1:]) if b > a])
+        chunks.append([(name, rows[a:b]) for a, b in itertools.pairwise(bounds) if b > a])
     order = []
     i = j = 0
     while i < len(chunks[0]) or j < len(chunks[1]):
@@ -86,8 +87,8 @@ def test_join_equals_reference(executor, data, w1, w2, residual, filter_s, lifet
             return r["a"] is not None and r["a"] > 0
         return True
 
-    left = [((r["a"], r["b"]), s, e) for r, (s, e) in zip(s_rows, lifetimes(s_rows, w1)) if keep_s(r)]
-    right = [((r["k"], r["d"]), s, e) for r, (s, e) in zip(t_rows, lifetimes(t_rows, w2))]
+    left = [((r["a"], r["b"]), s, e) for r, (s, e) in zip(s_rows, lifetimes(s_rows, w1), strict=True) if keep_s(r)]
+    right = [((r["k"], r["d"]), s, e) for r, (s, e) in zip(t_rows, lifetimes(t_rows, w2), strict=True)]
 
     def on(lv, rv):
         if lv[0] is None or rv[0] is None or lv[0] != rv[0]:

@@ -63,7 +63,7 @@ def run_engine(queries, rows, cuts, **options) -> dict:
     out = {}
     for q in queries:
         t = eng.fetch(q.name).to_pydict()
-        out[q.name] = Counter(((tk, sp), a) for a, tk, sp in zip(t["a"], t["ts"], t["ts_step"]))
+        out[q.name] = Counter(((tk, sp), a) for a, tk, sp in zip(t["a"], t["ts"], t["ts_step"], strict=True))
     return out
 
 

@@ -66,7 +66,7 @@ def changes(draw, columns: tuple[tuple[str, str], ...] = (("k", "int"), ("d", "d
             v = tuple(draw(VALUES[type_]) for _, type_ in columns)
             alive.append(v)
             op = "+"
-        rows.append({**{name: x for (name, _), x in zip(columns, v)}, "op": op, "ts": t})
+        rows.append({**{name: x for (name, _), x in zip(columns, v, strict=True)}, "op": op, "ts": t})
     return rows
 
 
@@ -171,7 +171,7 @@ def test_join_with_a_relation_equals_reference(data, left, r_rows, residual, rel
     if l_name == "q":
         lrel = change_lifetimes(l_rows, ["a", "b"])
     else:
-        lrel = [((r["a"], r["b"]), s, e) for r, (s, e) in zip(l_rows, lifetimes(l_rows, left))]
+        lrel = [((r["a"], r["b"]), s, e) for r, (s, e) in zip(l_rows, lifetimes(l_rows, left), strict=True)]
     rrel = change_lifetimes(r_rows, ["k", "d"])
 
     def on(lv, rv):
@@ -203,7 +203,7 @@ def test_aggregate_over_a_relation_equals_reference(data, rows, key, x, having, 
     push_in_batches(data.draw, eng, "r", rows, columns)
     eng.close()
 
-    rel = [(dict(zip(["a", "b", "c"], v)), s, e) for v, s, e in change_lifetimes(rows, ["a", "b", "c"])]
+    rel = [(dict(zip(["a", "b", "c"], v, strict=True)), s, e) for v, s, e in change_lifetimes(rows, ["a", "b", "c"])]
 
     def expected_at(t):
         return aggregate([v for v, s, e in rel if s <= t < e], key, x, having)

@@ -240,11 +240,11 @@ def datasets(draw, inputs: list[Input]):
             if i.relation and alive and draw(st.integers(0, 2)) == 0:
                 v = draw(st.sampled_from(alive))
                 alive.remove(v)
-                rows.append({**dict(zip([c for c, _ in i.columns], v)), "op": "-", "ts": t})
+                rows.append({**dict(zip([c for c, _ in i.columns], v, strict=True)), "op": "-", "ts": t})
                 continue
             v = tuple(draw(VALUES[ty]) for _, ty in i.columns)
             alive.append(v)
-            row = {**dict(zip([c for c, _ in i.columns], v)), "ts": t}
+            row = {**dict(zip([c for c, _ in i.columns], v, strict=True)), "ts": t}
             if i.relation:
                 row["op"] = "+"
             rows.append(row)
@@ -269,7 +269,7 @@ def pushes(inputs: list[Input], data: dict, chunk, rank: list) -> list:
     merged = sorted(((r["ts"], rank.index(i.name), j, i, r) for i in inputs
                      for j, r in enumerate(data[i.name])), key=lambda x: x[:3])
     out: list = []
-    for ts, _, _, i, r in merged:
+    for _, _, _, i, r in merged:
         if out and out[-1][0] is i and len(out[-1][1]) < chunk:
             out[-1][1].append(r)
         else:

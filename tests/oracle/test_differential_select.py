@@ -8,6 +8,7 @@ equal timestamps included), with heartbeats in between. Set CQ_HYPOTHESIS_EXAMPL
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 
 import pyarrow as pa
@@ -116,7 +117,8 @@ def render(e) -> str:
         return f"({e.value!r})" if e.value < 0 else repr(e.value)
     a = [render(x) for x in e.args]
     if e.op == "CASE":
-        whens = " ".join(f"WHEN {c} THEN {v}" for c, v in zip(a[0::2], a[1::2]))
+        # An odd count has an ELSE last: the pairs stop before it.
+        whens = " ".join(f"WHEN {c} THEN {v}" for c, v in zip(a[0::2], a[1::2], strict=False))
         return f"(CASE {whens}{f' ELSE {a[-1]}' if len(a) % 2 else ''} END)"
     if e.op.startswith("CAST_"):
         return f"CAST({a[0]} AS {CQL_TYPES[e.op[5:]]})"
@@ -183,7 +185,7 @@ def run_engine(cql: str, rows: list[dict], cuts: list[int], lifetime: str,
                         ("f", pa.bool_()), ("ts", pa.int64())])
     table = pa.Table.from_pylist(rows, schema=schema)
     bounds = [0, *cuts, len(rows)]
-    for lo, hi in zip(bounds, bounds[1:]):
+    for lo, hi in itertools.pairwise(bounds):
         if hi > lo:
             eng.push("s", table.slice(lo, hi - lo))
             eng.advance(rows[hi - 1]["ts"])  # a heartbeat at the last timestamp changes nothing

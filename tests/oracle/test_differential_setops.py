@@ -22,10 +22,10 @@ from oracle.test_differential_select import (
 )
 
 OPS = {
-    "UNION": lambda l, r: set(l) | set(r),
-    "EXCEPT": lambda l, r: set(l) - set(r),
-    "INTERSECT": lambda l, r: set(l) & set(r),
-    "DISTINCT": lambda l, r: set(l),
+    "UNION": lambda lhs, rhs: set(lhs) | set(rhs),
+    "EXCEPT": lambda lhs, rhs: set(lhs) - set(rhs),
+    "INTERSECT": lambda lhs, rhs: set(lhs) & set(rhs),
+    "DISTINCT": lambda lhs, _: set(lhs),
 }
 
 

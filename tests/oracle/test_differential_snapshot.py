@@ -12,6 +12,7 @@ refuses snapshots). Set CQ_SNAPSHOT_EXAMPLES to run more than the default 120 pe
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections import Counter
 
@@ -130,7 +131,7 @@ def stream_actions(rows: list[dict], cuts: list[int], heartbeats: bool = True) -
     table = pa.Table.from_pylist(rows, schema=S_SCHEMA)
     bounds = [0, *cuts, len(rows)]
     actions = []
-    for lo, hi in zip(bounds, bounds[1:]):
+    for lo, hi in itertools.pairwise(bounds):
         if hi > lo:
             actions.append(("push", "s", table.slice(lo, hi - lo)))
             if heartbeats:
@@ -163,7 +164,7 @@ def test_select_and_union_survive_snapshots(draw, dataset, w1, w2, where, select
 def test_aggregates_survive_snapshots(draw, dataset, window, where, keys, x, y, factor, lifetime, hybrid):
     rows, cuts = dataset
     rows = [dict(r, a=None if r["a"] is None else r["a"] * factor) for r in rows]
-    select = ", ".join([*keys, f"COUNT(*) AS n, COUNT({x}) AS nx, SUM({x}) AS sx, AVG({x}) AS ax, " f"MIN({y}) AS mn, MAX({y}) AS mx, COUNT(DISTINCT {y}) AS dy"])
+    select = ", ".join([*keys, f"COUNT(*) AS n, COUNT({x}) AS nx, SUM({x}) AS sx, AVG({x}) AS ax, MIN({y}) AS mn, MAX({y}) AS mx, COUNT(DISTINCT {y}) AS dy"])
     body = (f"SELECT {select} FROM s {window_sql(window)}" + (f" WHERE {render(where)}" if where else "")
             + (f" GROUP BY {', '.join(keys)}" if keys else ""))
     cql = SCHEMA + f"REGISTER QUERY r AS {body}; REGISTER QUERY i AS ISTREAM({body});"
@@ -242,6 +243,6 @@ def test_recursive_scripts_survive_snapshots(lifetime, hybrid, draw, queries, ro
     while a loop still has rows queued at its entries and instants to run."""
     table = pa.table({"a": [a for _, a in rows], "ts": [t for t, _ in rows]})
     bounds = sorted(set(draw.draw(st.lists(st.integers(1, len(rows)), max_size=3))) | {0, len(rows)})
-    actions = [("push", "s", table.slice(lo, hi - lo)) for lo, hi in zip(bounds, bounds[1:]) if hi > lo]
+    actions = [("push", "s", table.slice(lo, hi - lo)) for lo, hi in itertools.pairwise(bounds) if hi > lo]
     assert_same({"lifetime": lifetime, "hybrid": hybrid}, script(queries), actions,
                 draw.draw(cut_plan(len(actions))))

@@ -126,7 +126,7 @@ def test_tokenizer_operators() -> None:
         "+", "-", "*", "/", "%", "=", "<>", "<>", "<", "<=", ">", ">=", "(", ")", ",", ";", ".",
         "[", "]"]
     assert all(k == "OPERATOR" for k, _ in kinds_values(ops))
-    assert [t.text for t in tokenize("!=")][0] == "!="  # text stays as written
+    assert next(t.text for t in tokenize("!=")) == "!="  # text stays as written
 
 
 def test_tokenizer_keywords_are_case_insensitive_and_contextual_words_are_identifiers() -> None:
@@ -632,13 +632,13 @@ ERROR_CASES = [
     ("REGISTER STREAM s(a INT", 1, 24, "",
      "expected ')' or ',' after column definition, found end of input"),
     ("REGISTER STREAM s(a TEXT);", 1, 21, "TEXT",
-     "expected a type (INT, BIGINT, DOUBLE, VARCHAR, BOOLEAN, ...) for column 'a', "
-     "found 'TEXT'"),
+     ("expected a type (INT, BIGINT, DOUBLE, VARCHAR, BOOLEAN, ...) for column 'a', "
+     "found 'TEXT'")),
     ("REGISTER TABLE s(a INT);", 1, 10, "TABLE",
      "expected STREAM, RELATION or QUERY after REGISTER, found 'TABLE'"),
     ("SELECT a FROM s;", 1, 1, "SELECT",
-     "expected a statement (REGISTER STREAM, REGISTER RELATION or REGISTER QUERY), "
-     "found 'SELECT' (a query must be registered: REGISTER QUERY name AS ...)"),
+     ("expected a statement (REGISTER STREAM, REGISTER RELATION or REGISTER QUERY), "
+     "found 'SELECT' (a query must be registered: REGISTER QUERY name AS ...)")),
     (Q + "SELECT a FROM s\nREGISTER QUERY r AS SELECT a FROM s;", 2, 1, "REGISTER",
      "expected ';' at the end of the statement, found 'REGISTER'"),
     (Q + "SELECT a, FROM s;", 1, 31, "FROM", "expected an expression, found 'FROM'"),
@@ -654,8 +654,8 @@ ERROR_CASES = [
     (Q + "SELECT a FROM s [Partition By Rows 1];", 1, 51, "Rows",
      "expected a column name after Partition By, found 'Rows'"),
     (Q + "SELECT a FROM s [Range 1.5];", 1, 44, "1.5",
-     "expected a duration (a whole number, optionally with a time unit) after Range, "
-     "found '1.5'"),
+     ("expected a duration (a whole number, optionally with a time unit) after Range, "
+     "found '1.5'")),
     (Q + "SELECT a FROM s [Now;", 1, 41, ";", "expected ']' to close the window, found ';'"),
     (Q + "ISTREAM(SELECT a FROM s <Now>;", 1, 45, "<",
      "expected ')' to close ISTREAM(, found '<'"),
@@ -664,8 +664,8 @@ ERROR_CASES = [
     (Q + "ISTREAM(SELECT a FROM s) <Now;", 1, 50, ";",
      "expected '>' to close the delay, found ';'"),
     (Q + "SELECT a = b = c FROM s;", 1, 34, "=",
-     "expected AND, OR or the end of the expression after a comparison, found '=' "
-     "(comparisons do not chain; add parentheses)"),
+     ("expected AND, OR or the end of the expression after a comparison, found '=' "
+     "(comparisons do not chain; add parentheses)")),
     (Q + "SELECT a FROM s WHERE a IS 1;", 1, 48, "1", "expected NULL after IS, found '1'"),
     (Q + "SELECT a FROM s WHERE a BETWEEN 1, 2;", 1, 54, ",",
      "expected AND between the bounds of BETWEEN, found ','"),
@@ -686,27 +686,27 @@ ERROR_CASES = [
      "expected ',' or ')' in the arguments of f, found 'b'"),
     (Q + "SELECT (a + b FROM s;", 1, 35, "FROM", "expected ')' to close '(', found 'FROM'"),
     (Q + "SELECT a FROM (SELECT a FROM s);", 1, 35, "(",
-     "expected a stream, relation or query name, found '(' "
-     "(a subquery in FROM must be registered as a named query)"),
+     ("expected a stream, relation or query name, found '(' "
+     "(a subquery in FROM must be registered as a named query)")),
     (Q + "SELECT a FROM s EXCEPT ALL SELECT a FROM t;", 1, 44, "ALL",
      "expected a query after EXCEPT, found 'ALL' (EXCEPT ALL is not supported; use EXCEPT)"),
     (Q + "SELECT 10ms FROM s;", 1, 28, "10ms",
-     "expected an expression, found '10ms' "
-     "(a number with a time unit is only allowed in windows and delays)"),
+     ("expected an expression, found '10ms' "
+     "(a number with a time unit is only allowed in windows and delays)")),
     (Q + "SELECT 'abc FROM s;", 1, 28, "'abc FROM s;",
      "unterminated string literal: expected a closing ', found end of input"),
     (Q + "SELECT a # b FROM s;", 1, 30, "#", "unexpected character '#'"),
     ("REGISTER STREAM select(a INT);", 1, 17, "select",
-     "expected a stream name after REGISTER STREAM, found 'select' "
-     "(SELECT is a reserved word; write \"select\" to use it as a name)"),
-    (Q, 1, 20, "", "expected a query (SELECT, ISTREAM, DSTREAM, RSTREAM or '('), "
-                   "found end of input"),
+     ("expected a stream name after REGISTER STREAM, found 'select' "
+     "(SELECT is a reserved word; write \"select\" to use it as a name)")),
+    (Q, 1, 20, "", ("expected a query (SELECT, ISTREAM, DSTREAM, RSTREAM or '('), "
+                   "found end of input")),
     # Multi-line scripts: the position is in the line where the offending token is.
     ("REGISTER STREAM s(\n  a INT,\n  b DOUBL\n);", 3, 5, "DOUBL",
-     "expected a type (INT, BIGINT, DOUBLE, VARCHAR, BOOLEAN, ...) for column 'b', "
-     "found 'DOUBL'"),
-    ("REGISTER STREAM s(a INT);\n\nREGISTER QUERY q AS\n  SELECT a\n  FROM s [Range 10\n"
-     "  WHERE a > 1;", 6, 3, "WHERE",
+     ("expected a type (INT, BIGINT, DOUBLE, VARCHAR, BOOLEAN, ...) for column 'b', "
+     "found 'DOUBL'")),
+    (("REGISTER STREAM s(a INT);\n\nREGISTER QUERY q AS\n  SELECT a\n  FROM s [Range 10\n"
+     "  WHERE a > 1;"), 6, 3, "WHERE",
      "expected a time unit, Slide or ']' after the range, found 'WHERE'"),
     ("REGISTER QUERY q AS SELECT a\n  FROM s WHERE\n  -- nothing here\n", 2, 15, "",
      "expected an expression, found end of input"),
@@ -774,16 +774,16 @@ def test_docstring_examples(module: object) -> None:
 
 VALID_SCRIPTS = [
     PAPER_SCRIPT,
-    "REGISTER RELATION r(k VARCHAR(8), v DOUBLE, ok BOOLEAN);\n"
-    "REGISTER QUERY q AS ISTREAM(SELECT a, b*2 AS c FROM s [Range 10] WHERE b > 0.5);",
-    "REGISTER QUERY agg SELECT id, AVG(val) AS v FROM x [Partition By x.id Rows 1]\n"
-    "  GROUP BY id HAVING COUNT(*) > 1 AND COUNT(DISTINCT v) BETWEEN 1 AND 9;",
-    "REGISTER QUERY u AS (SELECT a FROM s [Range 5 seconds]) UNION ALL\n"
+    ("REGISTER RELATION r(k VARCHAR(8), v DOUBLE, ok BOOLEAN);\n"
+    "REGISTER QUERY q AS ISTREAM(SELECT a, b*2 AS c FROM s [Range 10] WHERE b > 0.5);"),
+    ("REGISTER QUERY agg SELECT id, AVG(val) AS v FROM x [Partition By x.id Rows 1]\n"
+    "  GROUP BY id HAVING COUNT(*) > 1 AND COUNT(DISTINCT v) BETWEEN 1 AND 9;"),
+    ("REGISTER QUERY u AS (SELECT a FROM s [Range 5 seconds]) UNION ALL\n"
     "  (SELECT a FROM t [Range 1 MINUTE Slide 10 SECONDS]) /* set */ INTERSECT\n"
-    "  SELECT a FROM w [Range Unbounded] EXCEPT SELECT a FROM z [Now] -- end\n",
-    "REGISTER QUERY c AS DSTREAM(SELECT DISTINCT CASE WHEN x IS NOT NULL THEN 'it''s' ELSE "
+    "  SELECT a FROM w [Range Unbounded] EXCEPT SELECT a FROM z [Now] -- end\n"),
+    ("REGISTER QUERY c AS DSTREAM(SELECT DISTINCT CASE WHEN x IS NOT NULL THEN 'it''s' ELSE "
     "CAST(y AS VARCHAR) END AS k, -x % 3, s.* FROM s WHERE x NOT IN (1, 2.5, .5e1) OR NOT "
-    "\"y\" = TRUE) <10ms>;\nREGISTER QUERY d RSTREAM(SELECT * FROM c) <5 seconds>",
+    "\"y\" = TRUE) <10ms>;\nREGISTER QUERY d RSTREAM(SELECT * FROM c) <5 seconds>"),
 ]
 
 FRAGMENTS = [
@@ -833,15 +833,17 @@ def mutated_scripts(draw: st.DrawFn) -> str:
 def test_mutated_scripts_only_raise_syntax_errors(text: str) -> None:
     try:
         script = parse(text)
-    except CQLSyntaxError as err:
-        lines = text.split("\n")
-        assert 1 <= err.line <= len(lines)
-        assert err.line_text == lines[err.line - 1].rstrip("\r")
-        assert 1 <= err.column <= len(err.line_text) + 1
-        # The offending text is what stands at the reported position.
-        first_line_of_text = err.text.split("\n")[0].rstrip("\r")
-        assert err.line_text[err.column - 1:].startswith(first_line_of_text)
-        assert err.message.startswith(("expected", "unexpected", "unterminated", "query or",
-                                       "decimal"))
+    except CQLSyntaxError as e:
+        err = e
     else:
         assert isinstance(script, ast.Script)
+        return
+    lines = text.split("\n")
+    assert 1 <= err.line <= len(lines)
+    assert err.line_text == lines[err.line - 1].rstrip("\r")
+    assert 1 <= err.column <= len(err.line_text) + 1
+    # The offending text is what stands at the reported position.
+    first_line_of_text = err.text.split("\n")[0].rstrip("\r")
+    assert err.line_text[err.column - 1:].startswith(first_line_of_text)
+    assert err.message.startswith(("expected", "unexpected", "unterminated", "query or",
+                                   "decimal"))

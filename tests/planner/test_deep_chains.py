@@ -74,7 +74,7 @@ def test_balanced_chains_keep_three_valued_logic_and_wrapping():
 
 def test_deep_nesting_is_a_positioned_error():
     deep = "(" * 100_000 + "a" + ")" * 100_000
-    with pytest.raises(cq_py.CQLSyntaxError, match="nested too deeply .* at most 100 levels") as e:
+    with pytest.raises(cq_py.CQLSyntaxError, match=r"nested too deeply .* at most 100 levels") as e:
         cq_py.explain(S + f"REGISTER QUERY q AS SELECT {deep} AS x FROM s [Now];")
     assert (e.value.line, e.value.column) == (2, 127)  # the 100th '(', under the select item's
     with pytest.raises(cq_py.CQLSyntaxError, match="nested too deeply"):

@@ -25,9 +25,12 @@ def front_end(text: str, **options) -> None:
     try:
         cq_py.explain(text, **options)
     except (cq_py.CQLSyntaxError, cq_py.CQLSemanticError) as e:
-        assert str(e)
-        if e.line is not None:
-            assert 1 <= e.line <= max(1, text.count("\n") + 1)
+        err = e
+    else:
+        return
+    assert str(err)
+    if err.line is not None:
+        assert 1 <= err.line <= max(1, text.count("\n") + 1)
 
 
 @settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])

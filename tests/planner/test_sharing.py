@@ -19,7 +19,7 @@ def _output_reads(text: str, query: str) -> int:
 
 
 def _rows(table: pa.Table) -> list[tuple]:
-    return sorted(zip(*[c.to_pylist() for c in table.columns]))
+    return sorted(zip(*[c.to_pylist() for c in table.columns], strict=True))
 
 
 SCRIPT = """
@@ -96,7 +96,7 @@ def test_auto_delay_still_delays_one_reader_only():
     e.close()
     assert _rows(e.fetch("q1")) == [(1, 1, 1), (2, 2, 1)]
     assert _rows(e.fetch("q2")) == [(1, 1, 0), (2, 2, 0)]
-    loop_line = next(l for l in e.explain().splitlines() if "loop of" in l)
+    loop_line = next(line for line in e.explain().splitlines() if "loop of" in line)
     assert "q2" not in loop_line
 
 

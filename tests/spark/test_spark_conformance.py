@@ -68,16 +68,17 @@ def replay(path: Path) -> tuple[str, dict, dict[str, pa.Table], cq_py.Engine]:
     for name, tables in pushes.items():
         # The pushes of one stream may name their columns in another order or case, and a
         # relation's pushes may leave out the op column (all inserts).
-        tables = [t.rename_columns([c.lower() for c in t.column_names]) for t in tables]
-        columns = list(dict.fromkeys(c for t in tables for c in t.column_names))
-        types = {f.name: f.type for t in reversed(tables) for f in t.schema if f.type != pa.null()}
+        lowered = [t.rename_columns([c.lower() for c in t.column_names]) for t in tables]
+        columns = list(dict.fromkeys(c for t in lowered for c in t.column_names))
+        types = {f.name: f.type for t in reversed(lowered) for f in t.schema if f.type != pa.null()}
         full = []
-        for t in tables:
+        for t in lowered:
+            filled = t
             for c in columns:
                 if c not in t.column_names:
                     fill = pa.array(["+"] * t.num_rows) if c == "op" else pa.nulls(t.num_rows, types.get(c, pa.null()))
-                    t = t.append_column(c, fill)
-            full.append(t.select(columns).cast(pa.schema([(c, types.get(c, pa.null())) for c in columns])))
+                    filled = filled.append_column(c, fill)
+            full.append(filled.select(columns).cast(pa.schema([(c, types.get(c, pa.null())) for c in columns])))
         inputs[name] = pa.concat_tables(full)
     return "\n".join(script), options, inputs, eng
 

@@ -9,6 +9,7 @@ watermark), which is where the local engine's pushes leave it.
 
 import os
 import time
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -42,7 +43,7 @@ def _write_parts(folder, table, parts, first=0):
     millisecond could come in any order, and later rows before earlier ones would be late)."""
     bounds = np.linspace(0, table.num_rows, len(parts) + 1).astype(int) if parts else []
     for i, p in enumerate(parts):
-        path = os.path.join(folder, f"part-{first + p:03d}.parquet")
+        path = str(Path(folder) / f"part-{first + p:03d}.parquet")
         pq.write_table(table.slice(bounds[i], bounds[i + 1] - bounds[i]), path)
         mtime = _T0 + first + p
         os.utime(path, (mtime, mtime))
@@ -80,7 +81,7 @@ def _start(df, sink, checkpoint, **options):
 
 
 def _run_all(outs, sinks, ck):
-    queries = [_start(outs[q], sinks[q], os.path.join(ck, q)) for q in outs]
+    queries = [_start(outs[q], sinks[q], str(Path(ck) / q)) for q in outs]
     for q in queries:
         q.awaitTermination()
     return queries

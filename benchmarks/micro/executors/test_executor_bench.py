@@ -72,7 +72,7 @@ def run(inputs, options):
     out = {"u": 0, "j": 0}
     for q in ("u", "j"):
         eng.subscribe(q, lambda rb, q=q: out.__setitem__(q, out[q] + rb.num_rows))
-    for x, y in zip(s, d):
+    for x, y in zip(s, d, strict=True):
         eng.push("s", x)
         eng.push("d", y)
     eng.close()

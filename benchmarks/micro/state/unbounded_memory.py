@@ -14,6 +14,7 @@ import argparse
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 QUERIES = {
     "window (relation)": "SELECT k, v FROM s [Range Unbounded]",
@@ -25,8 +26,7 @@ QUERIES = {
 
 
 def rss() -> int:
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * 4096
+    return int(Path("/proc/self/statm").read_text().split()[1]) * 4096
 
 
 def one(query: str, lifetime: str, rows: int) -> float:

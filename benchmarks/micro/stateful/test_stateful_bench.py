@@ -38,7 +38,7 @@ def run(streams, query, lifetime, both):
     eng.execute(f"REGISTER STREAM a(ca INT, cb INT); REGISTER STREAM b(ca INT, cc INT); REGISTER QUERY q AS {query};")
     out = [0]
     eng.subscribe("q", lambda rb: out.__setitem__(0, out[0] + rb.num_rows))
-    for x, y in zip(*streams):
+    for x, y in zip(*streams, strict=True):
         eng.push("a", x)
         if both:
             eng.push("b", y)

@@ -58,8 +58,8 @@ def open_script(n: int) -> str:
              "REGISTER QUERY uni_input AS SELECT * FROM input [Now] UNION ALL SELECT * FROM dummy_all [Now];"]
     for k in range(n):
         parts += [f"REGISTER STREAM dummy_{k}(id INT, val DOUBLE);",
-                  f"REGISTER QUERY avg_{k} AS SELECT * FROM uni_input WHERE id % {n} = {k} UNION ALL "
-                  f"SELECT id, AVG(val) AS val FROM dummy_{k} [Partition By id Rows 1] GROUP BY id;",
+                  (f"REGISTER QUERY avg_{k} AS SELECT * FROM uni_input WHERE id % {n} = {k} UNION ALL "
+                   f"SELECT id, AVG(val) AS val FROM dummy_{k} [Partition By id Rows 1] GROUP BY id;"),
                   f"REGISTER QUERY avg_delay_{k} AS ISTREAM(SELECT * FROM avg_{k}) <Now>;"]
     union = " UNION ALL ".join(f"SELECT * FROM avg_{k}" for k in range(n))
     parts.append(f"REGISTER QUERY all_avg_delay AS ISTREAM({union}) <Now>;")
@@ -139,7 +139,7 @@ def main() -> None:
             best: dict[int, float] = {}
             failed: dict[int, Exception] = {}
             for _ in range(max(args.repeat, 1)):
-                for i, (query, executor, cql, inputs, options) in enumerate(configs):
+                for i, (_, _, cql, inputs, options) in enumerate(configs):
                     if i in failed:
                         continue
                     try:
@@ -198,7 +198,7 @@ def plot(results: dict, small: list[int], rows: int) -> None:
             hb = [(m, results.get((pattern, n, "non-recursive", f"HB max_run={m}"))) for m in MAX_RUNS]
             hb = [(m, s / base) for m, s in hb if s]
             if hb:
-                ax.plot(*zip(*hb), marker="o", color=colors.get(n), label=f"HB ({n} small)")
+                ax.plot(*zip(*hb, strict=True), marker="o", color=colors.get(n), label=f"HB ({n} small)")
             dts = results.get((pattern, n, "non-recursive", "DTS (published)"))
             ax.axhline(dts / base, color=colors.get(n), linestyle="--", label=f"DTS ({n} small)")
             hyb = results.get((pattern, n, "non-recursive", "DTS (hybrid)"))

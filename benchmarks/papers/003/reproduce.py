@@ -58,8 +58,8 @@ def run(data, query: str, inputs: tuple[str, ...], options: dict) -> tuple[float
     out = [0]
     eng.subscribe("q", lambda rb: out.__setitem__(0, out[0] + rb.num_rows))
     t0 = time.perf_counter()
-    for batches in zip(*(data[i] for i in inputs)):
-        for name, b in zip(inputs, batches):
+    for batches in zip(*(data[i] for i in inputs), strict=True):
+        for name, b in zip(inputs, batches, strict=True):
             eng.push(name, b)
     eng.close()
     return time.perf_counter() - t0, out[0]
