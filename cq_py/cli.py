@@ -22,7 +22,7 @@ import sys
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from pathlib import Path
-from typing import IO, Any, ClassVar, TypeVar
+from typing import IO, TYPE_CHECKING, Any, ClassVar, ParamSpec, TypeVar
 
 import click
 import pyarrow as pa
@@ -41,11 +41,12 @@ from cq_py.errors import (
     RunawayLoopError,
 )
 from cq_py.io.readers import detect_format, merge_by_time, open_input, row_count, source_line
-from cq_py.io.writers import EXTENSIONS, QueryWriter, open_writer
+from cq_py.io.writers import EXTENSIONS, OutputFormat, QueryWriter, open_writer
 
 __all__ = ["cli", "main"]
 
-F = TypeVar("F", bound=Callable[..., Any])
+P = ParamSpec("P")
+R = TypeVar("R")
 
 class CQFailure(click.ClickException):
     """A failure of the run itself (not of the command line): ``cq: error: ...``, exit code 1."""
@@ -82,13 +83,13 @@ def _describe(exc: BaseException) -> str:
             "the traceback)")
 
 
-def _reports_errors(func: F) -> F:
+def _reports_errors(func: Callable[P, R]) -> Callable[P, R]:
     """Turn every failure into ``cq: error: <one line>`` and exit 1: cq's own exceptions, I/O
     failures, and running out of memory or stack; never a traceback, unless CQ_TRACEBACK=1 asks
     for one."""
 
     @functools.wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return func(*args, **kwargs)
         except (click.ClickException, click.exceptions.Exit, click.Abort):
@@ -98,7 +99,7 @@ def _reports_errors(func: F) -> F:
                 raise
             raise CQFailure(_describe(exc)) from exc
 
-    return wrapper  # type: ignore[return-value]
+    return wrapper
 
 
 def _parse_inputs(ctx: click.Context, param: click.Parameter,
@@ -150,7 +151,13 @@ def _load_script(path: Path, options: dict[str, Any]) -> cq_py.Engine:
     return eng
 
 
-class _Size(click.ParamType):
+if TYPE_CHECKING:  # recent click types a ParamType by its value; older releases take no arguments
+    _IntParamType = click.ParamType[int, Any]
+else:
+    _IntParamType = click.ParamType
+
+
+class _Size(_IntParamType):
     """A number of bytes: 1000000, 512K, 512M, 4G, 1.5G (powers of 1024)."""
 
     name = "size"
@@ -229,7 +236,7 @@ def cli() -> None:
               help="With --spark: how many partitions [default: Spark's default parallelism].")
 @_reports_errors
 def run_command(script: Path, inputs: list[tuple[str, Path]], output: Path | None,
-                fmt: str | None, ts: str, batch_size: int, time_unit: str, auto_delay: bool,
+                fmt: OutputFormat | None, ts: str, batch_size: int, time_unit: str, auto_delay: bool,
                 lifetime: str, executor: str, hybrid: bool, max_loop_steps: int,
                 max_loop_ticks: int, max_loop_rows: int, max_memory: int | None, no_input: bool, quiet: bool, spark_master: str | None,
                 partitions: int | None) -> None:
@@ -369,8 +376,9 @@ def _with_output_note(exc: BaseException, output: Path | None, wrote: bool) -> B
     if not wrote or output is None or not isinstance(exc, (Exception, MemoryError, RecursionError)):
         return exc
     note = f"; nothing was written to {output}/ (partial outputs removed)"
-    if isinstance(exc, click.ClickException):
-        exc.message += note
+    if isinstance(exc, CQFailure):
+        return CQFailure(exc.message + note)
+    if isinstance(exc, click.ClickException):  # the command line's: found before any output
         return exc
     if os.environ.get("CQ_TRACEBACK") and not isinstance(exc, (CQError, OSError)):
         return exc
@@ -378,7 +386,7 @@ def _with_output_note(exc: BaseException, output: Path | None, wrote: bool) -> B
 
 
 def _run_on_spark(script: Path, eng: cq_py.Engine, inputs: list[tuple[str, Path]],
-                  output: Path | None, fmt: str, ts: str, options: dict[str, Any], master: str,
+                  output: Path | None, fmt: OutputFormat, ts: str, options: dict[str, Any], master: str,
                   partitions: int | None) -> None:
     """``cq run --spark``: Spark reads the inputs, cq_py.spark.run runs the script, and each
     query's output becomes the file a local run writes (or, without --output, the driver prints

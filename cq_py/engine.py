@@ -9,9 +9,10 @@ from __future__ import annotations
 import collections
 import contextlib
 import datetime
+import functools
 import json
 import operator
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +35,7 @@ from cq_py.planner import Catalog, Planner
 from cq_py.planner import explain as render_plan
 from cq_py.planner import types as T
 from cq_py.planner.expressions import missing_kernels
-from cq_py.planner.logical import DESCRIPTIONS, Node
+from cq_py.planner.logical import DESCRIPTIONS, Node, QueryDef, StreamDef
 from cq_py.ticks import MAX_TICK, MIN_TICK, UNITS, tick_range, to_ticks
 
 LIFETIMES = ("direct", "negative")
@@ -139,8 +140,18 @@ class _Subscriber:
         self.backlog: collections.deque[pa.RecordBatch] = collections.deque()
 
 
+def _rows_prefix(rows: list[dict[str, Any]], key: str, n: int) -> pa.Array:
+    """Column ``key`` of the first ``n`` rows, as pyarrow would convert it."""
+    return pa.array([r.get(key) for r in rows[:n]])
+
+
+def _series_prefix(series: Any, n: int) -> pa.Array:
+    """The first ``n`` values of a pandas Series, as pyarrow would convert them."""
+    return pa.array(series.iloc[:n], from_pandas=True)
+
+
 def _unconvertible(where: str, stream: str, error: Exception,
-                   columns: dict[str, Callable[[int], pa.Array]], n: int,
+                   columns: Mapping[str, Callable[[int], pa.Array]], n: int,
                    value: Callable[[str, int], Any]) -> InputError:
     """The :class:`InputError` for rows Arrow could not convert: the first column that does not
     convert on its own and, by bisection over its prefixes (the error path only, a logarithmic
@@ -538,14 +549,14 @@ class Engine:
 
     # -- internals ----------------------------------------------------------------------------
 
-    def _stream(self, name: str):
+    def _stream(self, name: str) -> StreamDef:
         s = self._catalog.streams.get(name.lower()) if isinstance(name, str) else None
         if s is None:
             known = ", ".join(self.stream_names()) or "(none)"
             raise InputError(f"unknown stream {name!r}; registered streams: {known}", stream=name)
         return s
 
-    def _query(self, name: str):
+    def _query(self, name: str) -> QueryDef:
         q = self._catalog.queries.get(name.lower()) if isinstance(name, str) else None
         if q is None:
             known = ", ".join(self.query_names()) or "(none)"
@@ -590,16 +601,16 @@ class Engine:
                         break
                     sub.backlog.popleft()
         if failures:
-            name, sub, e = failures[0]
+            name, sub, error = failures[0]
             kept = sum(b.num_rows for b in sub.backlog)
             more = f" ({len(failures) - 1} more callbacks raised too)" if len(failures) > 1 else ""
             callback = getattr(sub.callback, "__qualname__", None) or repr(sub.callback)
             raise CallbackError(
                 f"the callback {callback} subscribed to query '{name}' raised "
-                f"{type(e).__name__}: {e}{more}. The {call} was applied: do not retry it. The "
+                f"{type(error).__name__}: {error}{more}. The {call} was applied: do not retry it. The "
                 f"{kept} result rows of '{name}' it did not take, from the batch it raised on, "
                 f"are kept: delivered to it again at the next push, advance, close or subscribe, "
-                f"or returned by fetch('{name}')", query=name) from e
+                f"or returned by fetch('{name}')", query=name) from error
 
     def _check_memory(self, call: str) -> None:
         if self._max_memory is None:
@@ -629,7 +640,7 @@ class Engine:
                 raise ArgumentError(f"advance({t!r}): not a point in time (Arrow reads it as "
                                     f"{col.type}{', null' if col.null_count else ''})")
             try:
-                tick = to_ticks(col, self.time_unit)[0].as_py()
+                tick: int = to_ticks(col, self.time_unit)[0].as_py()
             except InputError:
                 raise InputError(f"advance({t!r}): outside the engine's {tick_range()} in "
                                  f"'{self.time_unit}'; close() ends the input for good") from None
@@ -662,7 +673,7 @@ class Engine:
             except (pa.ArrowException, OverflowError, TypeError, ValueError) as e:
                 # As pyarrow does: the first row's keys are the columns.
                 raise _unconvertible(where, stream, e, {
-                    k: (lambda n, k=k: pa.array([r.get(k) for r in data[:n]])) for k in data[0]},
+                    k: functools.partial(_rows_prefix, data, k) for k in data[0]},
                     len(data), lambda k, i: data[i].get(k)) from None
         if type(data).__module__.split(".")[0] == "pandas":
             if type(data).__name__ != "DataFrame":
@@ -679,8 +690,7 @@ class Engine:
                 return pa.Table.from_pandas(data, preserve_index=False)
             except (pa.ArrowException, OverflowError, TypeError, ValueError) as e:
                 cols = {str(c): data.iloc[:, i] for i, c in enumerate(data.columns)}
-                prefixes = {k: (lambda n, c=c: pa.array(c.iloc[:n], from_pandas=True))
-                            for k, c in cols.items()}
+                prefixes = {k: functools.partial(_series_prefix, c) for k, c in cols.items()}
                 raise _unconvertible(where, stream, e, prefixes, len(data),
                                      lambda k, i: cols[k].iloc[i]) from None
         if hasattr(data, "__arrow_c_stream__") or hasattr(data, "__arrow_c_array__"):
@@ -924,8 +934,8 @@ def run(cql: str, inputs: Mapping[str, Any] | None = None, ts: str = "ts",
         twice = [n for n in names if list(names.values()).count(names[n]) > 1]
         raise InputError(f"run(inputs=...): {' and '.join(map(repr, twice))} name the same stream "
                          f"'{names[twice[0]]}'", stream=names[twice[0]])
-    tables = {names[name]: Engine._to_table(data, names[name]) for name, data in inputs.items()}
-    tables = {k: v for k, v in tables.items() if v is not None and v.num_rows}
+    converted = {names[name]: Engine._to_table(data, names[name]) for name, data in inputs.items()}
+    tables = {k: v for k, v in converted.items() if v is not None and v.num_rows}
     pushed = dict.fromkeys(tables, 0)
     if len(tables) == 1:
         pieces: Iterable[tuple[str, Any]] = tables.items()
@@ -946,7 +956,8 @@ def run(cql: str, inputs: Mapping[str, Any] | None = None, ts: str = "ts",
     return {q: eng.fetch(q) for q in eng.query_names()}
 
 
-def _merge_by_time(named: dict[str, Iterable[pa.RecordBatch]], ts: str, time_unit: str):
+def _merge_by_time(named: dict[str, Iterable[pa.RecordBatch]], ts: str,
+                   time_unit: str) -> Iterator[tuple[str, pa.RecordBatch]]:
     from cq_py.io.readers import merge_by_time
 
     return merge_by_time({n: iter(b) for n, b in named.items()}, ts=ts, time_unit=time_unit)

@@ -15,6 +15,8 @@ vectorized (Arrow compute kernels over the whole column), no Python per row.
 
 from __future__ import annotations
 
+from typing import TypeAlias
+
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -26,7 +28,7 @@ MAX_TICK = 2**63 - 2  # 2**63 - 1 is +∞ in the core (src_cpp/time/time.h, Time
 MIN_TICK = -(2**63) + 1  # -2**63 is -∞ (Time::kMinTick)
 UNITS = ("s", "ms", "us", "ns")  # coarse to fine, a factor 1000 apart
 
-Column = pa.Array | pa.ChunkedArray
+Column: TypeAlias = pa.Array | pa.ChunkedArray
 
 
 def tick_range() -> str:

@@ -37,7 +37,7 @@ __all__ = ["FORMATS", "Format", "detect_format", "merge_by_time", "open_input", 
 Format = Literal["csv", "parquet", "jsonl"]
 
 #: The input formats and the file extensions that select them.
-FORMATS: dict[str, tuple[str, ...]] = {
+FORMATS: dict[Format, tuple[str, ...]] = {
     "csv": (".csv", ".tsv"),
     "parquet": (".parquet", ".pq"),
     "jsonl": (".jsonl", ".ndjson", ".json"),
@@ -68,7 +68,7 @@ def detect_format(path: str | os.PathLike[str]) -> Format:
             break
     for fmt, extensions in FORMATS.items():
         if name.endswith(extensions):
-            return fmt  # type: ignore[return-value]
+            return fmt
     known = ", ".join(ext for exts in FORMATS.values() for ext in exts)
     raise InputError(
         f"cannot tell the format of {os.fspath(path)!r} from its extension: "
@@ -80,11 +80,11 @@ def _normalize_format(fmt: str | None, path: str | os.PathLike[str]) -> Format:
     if fmt is None:
         return detect_format(path)
     lowered = fmt.lower()
-    aliases = {"csv": "csv", "parquet": "parquet", "pq": "parquet", "jsonl": "jsonl",
-               "ndjson": "jsonl", "json": "jsonl"}
+    aliases: dict[str, Format] = {"csv": "csv", "parquet": "parquet", "pq": "parquet",
+                                  "jsonl": "jsonl", "ndjson": "jsonl", "json": "jsonl"}
     if lowered not in aliases:
         raise InputError(f"unknown input format {fmt!r}: expected csv, parquet or jsonl")
-    return aliases[lowered]  # type: ignore[return-value]
+    return aliases[lowered]
 
 
 def row_count(path: str | os.PathLike[str], format: str | None = None) -> int | None:
@@ -100,7 +100,8 @@ def row_count(path: str | os.PathLike[str], format: str | None = None) -> int | 
     if fmt != "parquet":
         return None
     try:
-        return pq.ParquetFile(os.fspath(path)).metadata.num_rows
+        rows: int = pq.ParquetFile(os.fspath(path)).metadata.num_rows
+        return rows
     except (OSError, pa.ArrowException):
         return None
 
@@ -362,7 +363,8 @@ def _ts_keys(batch: pa.RecordBatch, name: str, ts: str, time_unit: str | None,
             raise
         raise InputError(exc.message.replace(f"row {exc.row} ", f"row {base + exc.row} ", 1),
                          stream=name, row=base + exc.row) from None
-    return ticks.to_numpy(zero_copy_only=False)
+    values: np.ndarray = ticks.to_numpy(zero_copy_only=False)
+    return values
 
 
 class _Head:

@@ -65,7 +65,8 @@ class QueryWriter:
         self.format: OutputFormat = format
         self.schema = schema
         self.rows = 0
-        self._sink: pacsv.CSVWriter | pq.ParquetWriter | IO[bytes] | None = None
+        self._writer: pacsv.CSVWriter | pq.ParquetWriter | None = None  # CSV and Parquet
+        self._stream: IO[bytes] | None = None  # JSON Lines
         self._closed = False
 
     # -- lifecycle -----------------------------------------------------------------------------
@@ -73,29 +74,37 @@ class QueryWriter:
     def _open(self, schema: pa.Schema) -> None:
         self.schema = schema
         if self.format == "csv":
-            self._sink = pacsv.CSVWriter(self._file, schema)
+            self._writer = pacsv.CSVWriter(self._file, schema)
         elif self.format == "parquet":
-            self._sink = pq.ParquetWriter(self._file, schema)
+            self._writer = pq.ParquetWriter(self._file, schema)
         else:
-            self._sink = Path(self._file).open("wb")  # noqa: SIM115 - open until close()
+            self._stream = Path(self._file).open("wb")  # noqa: SIM115 - open until close()
+
+    def _close_file(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+        if self._stream is not None:
+            self._stream.close()
 
     def write(self, batch: pa.RecordBatch | pa.Table) -> None:
         """Append ``batch`` (a record batch or a table) to the file, opening it on first use."""
         if self._closed:
             raise ValueError(f"writer for {self.path!r} is closed")
-        if self._sink is None:
+        if not self.opened:
             self._open(self.schema if self.schema is not None else batch.schema)
         assert self.schema is not None
         if batch.schema != self.schema:
             batch = batch.cast(self.schema)
         if batch.num_rows == 0:
             return
-        if self.format == "jsonl":
-            self._sink.write(encode_json_lines(batch))  # type: ignore[union-attr]
-        elif isinstance(batch, pa.Table):
-            self._sink.write_table(batch)  # type: ignore[union-attr]
+        if self._stream is not None:
+            self._stream.write(encode_json_lines(batch))
         else:
-            self._sink.write_batch(batch)  # type: ignore[union-attr]
+            assert self._writer is not None  # opened above
+            if isinstance(batch, pa.Table):
+                self._writer.write_table(batch)
+            else:
+                self._writer.write_batch(batch)
         self.rows += batch.num_rows
 
     __call__ = write  # so a writer can be handed to ``Engine.subscribe`` directly
@@ -106,10 +115,10 @@ class QueryWriter:
         Lines file is empty."""
         if self._closed:
             return
-        if self._sink is None:
+        if not self.opened:
             self._open(schema or self.schema or pa.schema([]))
         self._closed = True
-        self._sink.close()  # type: ignore[union-attr]
+        self._close_file()
 
     def commit(self, schema: pa.Schema | None = None) -> None:
         """Finish the file (as :meth:`close`) and, when staged, move it into place."""
@@ -120,9 +129,8 @@ class QueryWriter:
     def discard(self) -> None:
         """Give the output up: a staged writer's temporary file is removed (``path`` is left as
         it was); an unstaged writer's file is closed, as far as it was written."""
-        if not self._closed and self._sink is not None:
-            self._closed = True
-            self._sink.close()  # type: ignore[union-attr]
+        if not self._closed:
+            self._close_file()
         self._closed = True
         if self.staged:
             Path(self._file).unlink(missing_ok=True)
@@ -130,7 +138,7 @@ class QueryWriter:
     @property
     def opened(self) -> bool:
         """Whether the file has been created (a batch came, or the writer was closed)."""
-        return self._sink is not None
+        return self._writer is not None or self._stream is not None
 
     def __enter__(self) -> QueryWriter:
         return self
@@ -233,9 +241,11 @@ def encode_json_lines(batch: pa.RecordBatch | pa.Table) -> bytes:
         parts.append(_json_values(batch.column(i)))
     parts.append("}\n" if parts else "{}\n")
     if not any(isinstance(p, pa.Array) for p in parts):
-        return b"{}\n" * batch.num_rows
+        rows: int = batch.num_rows
+        return b"{}\n" * rows
     lines = _concat(*parts)
     # The row texts are contiguous in the result's data buffer: hand that range over as is.
     offsets = np.frombuffer(lines.buffers()[1], dtype=np.int64)
     start, end = offsets[lines.offset], offsets[lines.offset + len(lines)]
-    return lines.buffers()[2][start:end].to_pybytes()
+    text: bytes = lines.buffers()[2][start:end].to_pybytes()
+    return text

@@ -98,6 +98,9 @@ class _Parser:
     def at_word(self, *words: str) -> bool:
         return self._is_word(self.tok, *words)
 
+    def at_end(self) -> bool:
+        return self.tok.kind is TokenKind.EOF
+
     def accept_op(self, op: str) -> Token | None:
         return self.advance() if self.at_op(op) else None
 
@@ -223,10 +226,10 @@ class _Parser:
         while True:
             while self.accept_op(";"):
                 pass  # empty statements, e.g. ";;" or a lone ";" at the end, are harmless
-            if self.tok.kind is TokenKind.EOF:
+            if self.at_end():
                 return ast.Script(tuple(statements), source=self.text)
             statements.append(self.statement())
-            if not self.accept_op(";") and self.tok.kind is not TokenKind.EOF:
+            if not self.accept_op(";") and not self.at_end():
                 raise self.expected("';' at the end of the statement")
 
     def statement(self) -> ast.Statement:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
+from typing import Any
 
 from cq_py.errors import CQLSemanticError
 from cq_py.parser import ast
@@ -103,10 +104,10 @@ class TypedExpr:
     def __copy__(self) -> TypedExpr:
         return self
 
-    def __deepcopy__(self, memo: dict) -> TypedExpr:
+    def __deepcopy__(self, memo: dict[int, Any]) -> TypedExpr:
         return self
 
-    def to_plan(self) -> dict:
+    def to_plan(self) -> dict[str, Any]:
         if self.kind == "column":
             return {"kind": "column", "index": self.index, "type": self.type}
         if self.kind == "literal":
@@ -303,7 +304,8 @@ class ExpressionBinder:
             return t
         if t.type == T.INT64 and to == T.FLOAT64:
             if t.kind == "literal":
-                value = None if t.value is None else float(t.value)  # type: ignore[arg-type]
+                assert t.value is None or isinstance(t.value, int)  # a BIGINT literal's value
+                value = None if t.value is None else float(t.value)
                 return literal(value, T.FLOAT64, t.text, t.pos)
             return TypedExpr("call", T.FLOAT64, fn="cast_float64", args=(t,), text=t.text, pos=t.pos)
         raise AssertionError(f"no implicit cast from {t.type} to {to}")
@@ -387,12 +389,14 @@ class ExpressionBinder:
 
     def _literal(self, e: ast.Literal) -> TypedExpr:
         if e.type == "int":
-            v = int(e.value)  # type: ignore[arg-type]
+            assert isinstance(e.value, int)  # the tokenizer reads an integer literal as an int
+            v = e.value
             if not -(2**63) <= v < 2**63:
                 raise self.err(f"integer literal {v} does not fit in BIGINT", e.pos)
             return literal(v, T.INT64, str(v), e.pos)
         if e.type == "double":
-            return literal(float(e.value), T.FLOAT64, repr(float(e.value)), e.pos)  # type: ignore[arg-type]
+            assert isinstance(e.value, float)  # and a decimal one as a float
+            return literal(e.value, T.FLOAT64, repr(e.value), e.pos)
         if e.type == "string":
             return literal(str(e.value), T.UTF8, "'" + str(e.value).replace("'", "''") + "'", e.pos)
         if e.type == "bool":
@@ -402,7 +406,8 @@ class ExpressionBinder:
     def _unary(self, e: ast.Unary) -> TypedExpr:
         if e.op == "-" and isinstance(e.operand, ast.Literal) and e.operand.type == "int":
             # -9223372036854775808 is a BIGINT although 9223372036854775808 alone is not.
-            v = -int(e.operand.value)  # type: ignore[arg-type]
+            assert isinstance(e.operand.value, int)
+            v = -e.operand.value
             if not -(2**63) <= v < 2**63:
                 raise self.err(f"integer literal {v} does not fit in BIGINT", e.pos)
             return literal(v, T.INT64, str(v), e.pos)
@@ -490,11 +495,11 @@ class ExpressionBinder:
             target = T.FLOAT64 if op == "/" or T.FLOAT64 in (left.type, right.type) else T.INT64
             return self.call(fn, (self.cast(left, target), self.cast(right, target)), target, text,
                              pos)
-        target = self.unify([left.type, right.type])
-        if target is None:
+        common = self.unify([left.type, right.type])
+        if common is None:
             raise self.err(f"cannot compare {T.CQL_NAME[left.type]} with {T.CQL_NAME[right.type]} "
                            f"in '{text}'", pos)
-        return self.call(fn, (self.cast(left, target), self.cast(right, target)), T.BOOL, text, pos)
+        return self.call(fn, (self.cast(left, common), self.cast(right, common)), T.BOOL, text, pos)
 
     def _case(self, e: ast.Case) -> TypedExpr:
         conds: list[TypedExpr] = []

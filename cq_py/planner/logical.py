@@ -8,8 +8,10 @@ constant durations need only a FIFO, pending ends need expiration holders, STYLE
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from cq_py.parser import ast
+from cq_py.planner.expressions import TypedExpr
 
 # Lifetime properties of an edge, from cheapest to most general.
 STREAM = "stream"
@@ -22,7 +24,7 @@ def constant(duration: str) -> str:
     return f"constant duration {duration}"
 
 
-def duration_of(lifetime: str) -> dict | None:
+def duration_of(lifetime: str) -> dict[str, Any] | None:
     """The constant duration of an edge's lifetimes as the plan gives it to the core, or None."""
     if lifetime == UNBOUNDED:
         return {"infinite": True}
@@ -55,8 +57,8 @@ DESCRIPTIONS = {
 class Node:
     id: int
     op: str
-    inputs: list[int | str]  # a str is a named query whose output is not planned yet
-    params: dict = field(default_factory=dict)
+    inputs: list[int]  # below 0 while planning: a query not planned yet (Planner.unplanned)
+    params: dict[str, Any] = field(default_factory=dict)  # as the plan's JSON gives them
     schema: list[tuple[str, str]] = field(default_factory=list)
     kind: str = "relation"  # "stream" | "relation"
     lifetime: str = STREAM
@@ -65,10 +67,10 @@ class Node:
     label: str = ""  # one line for explain
     inserted: bool = False  # a delay put in by auto_delay
     # The expressions the operator computes: checked against the core's kernels before running.
-    checks: list = field(default_factory=list, repr=False)
+    checks: list[TypedExpr] = field(default_factory=list, repr=False)
 
-    def to_plan(self) -> dict:
-        plan = {"id": self.id, "op": self.op, "inputs": list(self.inputs), **self.params}
+    def to_plan(self) -> dict[str, Any]:
+        plan: dict[str, Any] = {"id": self.id, "op": self.op, "inputs": list(self.inputs), **self.params}
         if self.owner:
             plan["query"] = self.owner
         # What the operator produces: a loop's back edge reads an operator built after its reader.
@@ -109,7 +111,7 @@ class QueryDef:
     # query from it (SPEC §4) instead of reading the operators that hold its state from before.
     query: ast.Query | None = field(default=None, repr=False)
 
-    def __deepcopy__(self, memo: dict) -> QueryDef:
+    def __deepcopy__(self, memo: dict[int, Any]) -> QueryDef:
         # The syntax tree is immutable (frozen dataclasses): a copied catalog shares it, where a
         # deep copy would recurse down a long chain of operators (a RecursionError).
         return replace(self, columns=list(self.columns), references=list(self.references))
@@ -133,5 +135,5 @@ class Catalog:
         out: dict[int, list[int]] = {i: [] for i in self.nodes}
         for n in self.nodes.values():
             for i in n.inputs:
-                out[i].append(n.id)  # type: ignore[index]
+                out[i].append(n.id)
         return out

@@ -25,8 +25,8 @@ def successors(nodes: dict[int, Node], keep: Callable[[int, int], bool] = lambda
     succ: dict[int, list[int]] = {i: [] for i in nodes}
     for n in nodes.values():
         for i in n.inputs:
-            if i in nodes and keep(i, n.id):  # type: ignore[operator]
-                succ[i].append(n.id)  # type: ignore[index]
+            if i in nodes and keep(i, n.id):
+                succ[i].append(n.id)
     for v in succ.values():
         v.sort()
     return succ

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import replace
+from typing import Any
 
 from cq_py.errors import CQLSemanticError
 from cq_py.parser import ast
@@ -78,6 +79,9 @@ class Planner:
         self.auto_delay = auto_delay
         self.expiration = expiration
         self.lenient = self.inferring = False
+        # Stand-ins for queries of the script not planned yet, by their (negative) node ids:
+        # _resolve_references puts the queries' output nodes in their place.
+        self.unplanned: dict[int, str] = {}
 
     # =========================================================================================
     # Errors
@@ -137,7 +141,7 @@ class Planner:
         for node in cat.nodes.values():
             if node.id >= first_new and node.op in ("istream", "dstream", "rstream", "aggregate"):
                 # The core's fast paths need lifetimes of one duration known at plan time.
-                source = cat.nodes[node.inputs[0]]  # type: ignore[index]
+                source = cat.nodes[node.inputs[0]]
                 node.params["lifetime"] = "constant" if is_constant(source.lifetime) else "general"
                 node.params["expiration"] = self.expiration
         share_subplans(cat, first_new)
@@ -284,7 +288,7 @@ class Planner:
 
     def _plan_query(self, st: ast.RegisterQuery) -> None:
         self.lenient = False
-        self.references: list[str] = []
+        self.references = []
         kind, columns, out = self._query(st.query, st.name)
         assert (kind, columns) == self.schemas[st.name.lower()], "inferred and planned columns differ"
         reserved = (["ts"] + (["ts_step"] if self.expose_steps else [])) if kind == "stream" else \
@@ -544,10 +548,11 @@ class Planner:
         definition planned again, as if written in place (SPEC §4) — fresh windows over the rows
         from now on, relations as they stand now, earlier stream-valued queries shared — and not
         the operators that hold its state from before. explain() marks the operators."""
+        assert target.query is not None  # a planned query keeps its definition
         first, references = self.cat.next_id, self.references
         self.references = []
         try:
-            _, _, out = self._query(target.query, owner)  # type: ignore[arg-type]
+            _, _, out = self._query(target.query, owner)
         finally:
             self.references = references
         for i in range(first, self.cat.next_id):  # (a query it re-derives in turn has its mark)
@@ -556,15 +561,18 @@ class Planner:
         return out
 
     def _reference(self, placeholder: Node, out: int | str) -> Node:
-        """A stand-in for another query's output node: its id, or its name until it is planned."""
+        """Another query's output node: ``out`` is its id, or its name until it is planned (then
+        a stand-in with an id below 0 that no operator has)."""
         if isinstance(out, int):
             return self.cat.nodes[out]
         ref = copy.copy(placeholder)
-        ref.id = out  # type: ignore[assignment]
+        ref.id = -2 - len(self.unplanned)  # the placeholder itself is -1
+        self.unplanned[ref.id] = out
         return ref
 
     def _window(self, input_: Node, w: ast.Window | None, owner: str, pos: ast.Pos,
                 src: ast.Source | None = None) -> Node:
+        params: dict[str, Any]
         if w is None or w.kind == "unbounded":
             params, op, life, label = {"kind": "unbounded"}, "window", UNBOUNDED, "[Range Unbounded]"
         elif w.kind == "now":
@@ -657,10 +665,11 @@ class Planner:
                 continue
             e = agg_binder.bind(item.expr)
             items.append((e, item.alias or self._default_name(e), item.pos))
-        having = None
+        having, having_pos = None, ast.NOPOS
         if q.having is not None:
             having = ExpressionBinder(scope, self.err, allow_aggregates="HAVING").bind_predicate(
                 q.having, "HAVING")
+            having_pos = q.having.pos
         group_binder = ExpressionBinder(scope, self.err)
         keys = [group_binder.bind(g) for g in q.group_by]
         has_aggs = any(sub.kind == "agg" for e, _, _ in items for sub in e.walk()) or (
@@ -669,9 +678,9 @@ class Planner:
         if keys or has_aggs:
             current, exprs, having = self._aggregate(current, keys, exprs, having, items, owner, q)
             if having is not None:
-                current = self._filter(current, having, owner, q.having.pos)  # type: ignore[union-attr]
+                current = self._filter(current, having, owner, having_pos)
         elif having is not None:
-            raise self.err("HAVING without GROUP BY or aggregates; use WHERE", q.having.pos)  # type: ignore[union-attr]
+            raise self.err("HAVING without GROUP BY or aggregates; use WHERE", having_pos)
 
         names = [n for _, n, _ in items]
         seen: set[str] = set()
@@ -691,7 +700,9 @@ class Planner:
             return e.text.split(".")[-1]
         return e.text
 
-    def _joins(self, inputs, sources, preds, owner: str, q: ast.Select):
+    def _joins(self, inputs: list[tuple[Node, str, ast.Source]],
+               sources: list[tuple[set[str], str, int, int]],
+               preds: list[tuple[ast.Expr, TypedExpr]], owner: str, q: ast.Select) -> Node:
         """Left-deep joins in FROM order. Conjuncts over one source filter it first; equalities
         between the joined part and the next source become the join's keys; the rest is checked as
         soon as all its sources are joined."""
@@ -791,7 +802,8 @@ class Planner:
                               label="Project " + ", ".join(parts), checks=list(exprs)))
 
     def _aggregate(self, input_: Node, keys: list[TypedExpr], exprs: list[TypedExpr],
-                   having: TypedExpr | None, items, owner: str, q: ast.Select):
+                   having: TypedExpr | None, items: list[tuple[TypedExpr, str, ast.Pos]], owner: str,
+                   q: ast.Select) -> tuple[Node, list[TypedExpr], TypedExpr | None]:
         """An aggregate operator (group keys, then one column per distinct aggregate), and the
         select items and HAVING rewritten over its output. Outside aggregates, an item may only use
         group keys (SQL's rule)."""
@@ -837,11 +849,11 @@ class Planner:
     # =========================================================================================
 
     def _resolve_references(self, first_new: int) -> None:
-        """Replaces the names standing for other queries' outputs by their output node ids."""
+        """Replaces the stand-ins for other queries' outputs by their output node ids."""
         for node in self.cat.nodes.values():
             if node.id < first_new:
                 continue
-            node.inputs = [self.cat.queries[i.lower()].out_id if isinstance(i, str) else i
+            node.inputs = [self.cat.queries[self.unplanned[i].lower()].out_id if i < 0 else i
                            for i in node.inputs]
 
     def ticks(self, d: ast.Duration) -> int:
@@ -888,7 +900,7 @@ def propagate_lifetimes(cat: Catalog) -> None:
     for _ in range(len(cat.nodes) + 1):
         changed = False
         for node in cat.nodes.values():
-            new = derived_lifetime(node, [cat.nodes[i] for i in node.inputs])  # type: ignore[index]
+            new = derived_lifetime(node, [cat.nodes[i] for i in node.inputs])
             if new != node.lifetime:
                 node.lifetime, changed = new, True
         if not changed:

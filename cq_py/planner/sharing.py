@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection
+from typing import Any
 
 from cq_py.planner.identity import KEEPS_IDENTITY
 from cq_py.planner.logical import Catalog, Node
@@ -23,7 +24,7 @@ from cq_py.planner.logical import Catalog, Node
 _NEVER_SHARED = ("sink", "stream_scan", "relation_scan")
 
 
-def _key(n: Node) -> tuple:
+def _key(n: Node) -> tuple[Any, ...]:
     return (n.op, tuple(n.inputs), json.dumps(n.params, sort_keys=True, default=str),
             tuple(tuple(c) for c in n.schema), n.kind, n.lifetime, n.inserted)
 
@@ -43,10 +44,11 @@ def share_subplans(cat: Catalog, first_new: int) -> None:
     changed = True
     while changed:  # merging two operators may make their readers identical in turn
         changed = False
-        first: dict[tuple, int] = {}
+        first: dict[tuple[Any, ...], int] = {}
         # Kept until a merge changes the graph: rebuilt per pair, they made a union of a thousand
         # branches over one window quadratic to plan.
-        readers, known = cat.consumers(), {}
+        readers = cat.consumers()
+        known: dict[int, set[int]] = {}
         for i in sorted(cat.nodes):
             n = cat.nodes[i]
             if i < first_new or n.op in _NEVER_SHARED:
@@ -113,7 +115,7 @@ def _renumber(cat: Catalog, first_new: int) -> None:
     cat.nodes = {m(i): n for i, n in sorted(cat.nodes.items())}
     for n in cat.nodes.values():
         n.id = m(n.id)
-        n.inputs = [m(i) for i in n.inputs]  # type: ignore[arg-type]
+        n.inputs = [m(i) for i in n.inputs]
     for q in cat.queries.values():
         q.out_id, q.sink_id = m(q.out_id), m(q.sink_id)
     for s in cat.streams.values():

@@ -120,7 +120,9 @@ def run(spark: SparkSession, cql_text: str, inputs: dict[str, DataFrame] | None 
         if plan.rstream:
             # RSTREAM emits at every tick up to the furthest the input reached: every engine must
             # reach the same last tick as one engine over all the data would.
-            worker.last_tick = data.agg(F.max(TS)).first()[0]
+            last = data.agg(F.max(TS)).first()
+            assert last is not None  # an aggregate without GROUP BY has one row
+            worker.last_tick = last[0]
         if not plan.partitionable:
             data = data.repartition(1)
         elif plan.stateful or plan.relations:

@@ -20,7 +20,7 @@ from pyspark.sql import types as ST
 from cq_py.engine import OP, Engine
 from cq_py.errors import InputError
 from cq_py.io.readers import detect_format
-from cq_py.io.writers import EXTENSIONS, QueryWriter, open_writer
+from cq_py.io.writers import EXTENSIONS, OutputFormat, QueryWriter, open_writer
 from cq_py.spark.tagging import SPARK_TYPES, core_type
 
 __all__ = ["read_input", "session", "start_session", "write_output"]
@@ -96,6 +96,7 @@ def read_input(spark: SparkSession, path: str | os.PathLike[str], eng: Engine, s
                          stream=stream)
     fields = []
     for i, name in enumerate(header):
+        t: ST.DataType
         if name == ts:
             value = first[i] if first is not None and i < len(first) else ""
             t = ST.LongType() if _is_int(value) else ST.TimestampType()
@@ -114,7 +115,7 @@ def _is_int(text: str) -> bool:
     return True
 
 
-def write_output(df: DataFrame, directory: Path, query: str, fmt: str, schema: pa.Schema,
+def write_output(df: DataFrame, directory: Path, query: str, fmt: OutputFormat, schema: pa.Schema,
                  order: list[str]) -> QueryWriter:
     """Writes ``df``, sorted by the ``order`` columns, to ``directory/query.<ext>``: the file a
     local ``cq run`` writes (same name, format and writer). Spark writes the sorted rows as
@@ -130,7 +131,7 @@ def write_output(df: DataFrame, directory: Path, query: str, fmt: str, schema: p
     """
     Path(directory).mkdir(parents=True, exist_ok=True)
     parts = Path(directory) / f".{query}.{EXTENSIONS[fmt]}.spark-parts"
-    writer = open_writer(directory, query, fmt, schema, staged=True)  # type: ignore[arg-type]
+    writer = open_writer(directory, query, fmt, schema, staged=True)
     try:
         (df.orderBy(*order) if order else df).write.mode("overwrite").parquet(str(parts))
         # Range partitioning numbers the parts in sort order.

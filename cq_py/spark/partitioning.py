@@ -28,7 +28,9 @@ demands. Inputs no stateful operator reads get no key (any split works for them)
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any, TypeAlias
 
 from cq_py.parser import parse
 from cq_py.planner import Catalog, Node, Planner
@@ -38,7 +40,8 @@ __all__ = ["CQPartitionWarning", "PartitionPlan", "partition_plan"]
 
 # A set of (input name, column name) that must all be the key of their input; None when a column
 # is computed (it cannot carry the key).
-Origins = frozenset | None
+Origin: TypeAlias = frozenset[tuple[str, str]]
+Origins: TypeAlias = Origin | None
 
 
 class CQPartitionWarning(UserWarning):
@@ -67,7 +70,7 @@ class PartitionPlan:
     partitionable: bool
     blocker: str | None = None
     ordered: bool = False
-    relations: frozenset = frozenset()
+    relations: frozenset[str] = frozenset()
     stateful: bool = False
     key_types: dict[str, str] = field(default_factory=dict)  # input -> core type of its key column
     rstream: bool = False  # RSTREAM runs to the last input tick: every part must reach the same
@@ -78,7 +81,7 @@ class _Demand:
     """A stateful operator's demand: one of ``options`` must hold; ``what`` names it in messages."""
 
     node: Node
-    options: list[frozenset]
+    options: list[Origin]
     what: str
 
     @property
@@ -143,14 +146,14 @@ class _Tracer:
     def origins(self, node_id: int, index: int) -> Origins:
         return self._trace(node_id, index, set())
 
-    def _trace(self, node_id: int, index: int, visiting: set) -> Origins:
+    def _trace(self, node_id: int, index: int, visiting: set[tuple[int, int]]) -> Origins:
         if (node_id, index) in visiting:
             # Around a loop and back: what enters the loop elsewhere decides (induction on steps).
             return frozenset()
         visiting = visiting | {(node_id, index)}
         n = self.nodes[node_id]
         if n.op in ("stream_scan", "relation_scan"):
-            name = n.params.get("stream") or n.params.get("relation")
+            name: str = n.params["stream" if n.op == "stream_scan" else "relation"]
             return frozenset({(name, n.schema[index][0])})
         if n.op == "project":
             return self._expr(n.inputs[0], n.params["exprs"][index], visiting)
@@ -163,7 +166,7 @@ class _Tracer:
                 return self._trace(n.inputs[0], index, visiting)
             return self._trace(n.inputs[1], index - width, visiting)
         if n.op == "union_all":
-            found: set = set()
+            found: set[tuple[str, str]] = set()
             for i in n.inputs:
                 o = self._trace(i, index, visiting)
                 if o is None:
@@ -173,7 +176,7 @@ class _Tracer:
         # Filters, windows, ISTREAM/DSTREAM/RSTREAM, delays and sinks pass columns on unchanged.
         return self._trace(n.inputs[0], index, visiting)
 
-    def _expr(self, input_id: int, expr: dict, visiting: set) -> Origins:
+    def _expr(self, input_id: int, expr: dict[str, Any], visiting: set[tuple[int, int]]) -> Origins:
         # A widening cast keeps equal keys equal (and the runner hashes keys in a common type).
         while expr.get("kind") == "call" and expr.get("fn") == "cast_float64":
             expr = expr["args"][0]
@@ -181,8 +184,8 @@ class _Tracer:
             return None
         return self._trace(input_id, expr["index"], visiting)
 
-    def options(self, node_id: int, indexes) -> list[frozenset]:
-        out = []
+    def options(self, node_id: int, indexes: Iterable[int]) -> list[Origin]:
+        out: list[Origin] = []
         for i in indexes:
             o = self.origins(node_id, i)
             if o is not None and o not in out:
@@ -240,7 +243,7 @@ def _delayed(n: Node, nodes: dict[int, Node]) -> bool:
         seen.add(i)
         if nodes[i].op == "delay":
             return True
-        todo.extend(nodes[i].inputs)  # type: ignore[arg-type]
+        todo.extend(nodes[i].inputs)
     return False
 
 

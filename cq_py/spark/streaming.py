@@ -65,7 +65,8 @@ import hashlib
 import json
 import logging
 import warnings
-from typing import Any
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -85,6 +86,11 @@ from cq_py.spark.tagging import (
     united_key_type,
 )
 
+if TYPE_CHECKING:  # the executors import this module too: only the driver needs these names
+    import pandas as pd
+    from pyspark.sql import Column, SparkSession
+    from pyspark.sql.streaming.state import GroupState
+
 __all__ = ["run"]
 
 log = logging.getLogger("cq_py.spark.streaming")
@@ -100,7 +106,7 @@ _FORMAT = 1  # the bookkeeping's version, stored in the state
 
 
 
-def run(spark, cql_text: str, inputs: dict[str, Any] | None = None, ts: str = "ts", *,
+def run(spark: SparkSession, cql_text: str, inputs: dict[str, Any] | None = None, ts: str = "ts", *,
         partitions: int | None = None, **engine_options: Any) -> dict[str, Any]:
     """Runs ``cql_text`` over streaming DataFrames; returns one streaming DataFrame per query.
 
@@ -197,10 +203,11 @@ def _ipc(table: pa.Table) -> bytes:
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, table.schema) as w:
         w.write_table(table)
-    return sink.getvalue().to_pybytes()
+    data: bytes = sink.getvalue().to_pybytes()
+    return data
 
 
-def _read_ipc(blob) -> pa.Table:
+def _read_ipc(blob: bytes | pa.Buffer) -> pa.Table:
     return pa.ipc.open_stream(pa.py_buffer(blob)).read_all()
 
 
@@ -214,7 +221,7 @@ class _Pack:
     def __init__(self, unit: str):
         self.unit = unit
 
-    def __call__(self, batches):
+    def __call__(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         got = [b for b in batches if b.num_rows]
         if not got:
             return
@@ -237,7 +244,7 @@ class _Pack:
         })
 
 
-def _event_time(ticks, unit: str):
+def _event_time(ticks: Column, unit: str) -> Column:
     """A row's event time for Spark's watermark: its tick in microseconds, plus one. Spark drops
     rows whose event time is not above the watermark; the extra microsecond keeps a row whose
     tick equals the latest tick seen (the engine takes equal timestamps) and a row at the epoch."""
@@ -265,12 +272,13 @@ class _Step:
     """The ``applyInPandasWithState`` function: one bucket's engine, restored from the state,
     advanced to the watermark, fed the micro-batch's rows, drained, and saved back."""
 
-    def __init__(self, cql: str, options: dict, layout: list[tuple[int, str, list[str], list[str]]],
+    def __init__(self, cql: str, options: dict[str, Any], layout: list[tuple[int, str, list[str], list[str]]],
                  fingerprint: str, ordered: bool):
         self.cql, self.options, self.layout = cql, options, layout
         self.fingerprint, self.ordered = fingerprint, ordered
 
-    def __call__(self, key, frames, state):
+    def __call__(self, key: tuple[Any, ...], frames: Iterable[pd.DataFrame],
+                 state: GroupState) -> Iterator[pd.DataFrame]:
         import pandas as pd
 
         bucket = int(key[0])
@@ -317,7 +325,7 @@ class _Step:
         if queries:
             yield pd.DataFrame({_QUERY: queries, _DATA: blobs})
 
-    def _inputs(self, frames):
+    def _inputs(self, frames: Iterable[pd.DataFrame]) -> Iterator[tuple[str, pa.Table]]:
         """The micro-batch's rows per input, as Arrow tables in the order the engine takes them:
         inputs interleaved by time, each sorted by time (and, when equal timestamps are ordered
         by arrival, by value: Spark fixes no arrival order across tasks)."""
@@ -327,7 +335,7 @@ class _Step:
         if not parts:
             return
         rows = pa.concat_tables(parts, promote_options="default")
-        tables = {}
+        tables: dict[str, pa.Table] = {}
         for tag, stream, prefixed, declared in self.layout:
             # tagging.tagged adds no tag column when there is one input.
             table = rows.filter(pc.equal(rows.column(TAG), tag)) if TAG in rows.column_names \
@@ -348,7 +356,7 @@ class _Step:
 class _Unpack:
     """``mapInArrow`` over one query's result blobs: the rows, in the query's schema."""
 
-    def __call__(self, batches):
+    def __call__(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for blobs in batches:
             for blob in blobs.column(0):
                 yield from _read_ipc(blob.as_buffer()).to_batches()

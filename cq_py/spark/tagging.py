@@ -123,6 +123,7 @@ def _input_hash(spec: InputSpec, cols: dict[str, Column],
                 key_type: ST.DataType | None) -> Column:
     """The hash that places a row of ``spec``: of its key, else of all its values."""
     if spec.key is not None:
+        assert key_type is not None  # keyed inputs have one (united_key_type)
         return F.hash(cols[spec.key].cast(key_type))
     # Any split is right for an input no stateful operator reads; a relation's changes must
     # still find their rows, so the hash is over the values

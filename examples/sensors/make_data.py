@@ -11,8 +11,8 @@ sometimes report at the same millisecond, as real collectors do.
 
 from __future__ import annotations
 
-import os
 import sys
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -58,11 +58,11 @@ def make_table(rows: int = ROWS, seed: int = SEED) -> pa.Table:
 
 def main(path: str | None = None) -> str:
     """Write the CSV (default: ``readings.csv`` next to this script) and return its path."""
-    path = path or os.path.join(os.path.dirname(os.path.abspath(__file__)), "readings.csv")
+    path = path or str(Path(__file__).resolve().parent / "readings.csv")
     table = make_table()
     # No quoting (pyarrow always quotes the header): the values need none, and the file stays
     # pleasant to read.
-    with open(path, "wb") as out:
+    with Path(path).open("wb") as out:
         out.write((",".join(table.column_names) + "\n").encode())
         pacsv.write_csv(table, out, pacsv.WriteOptions(include_header=False, quoting_style="none"))
     return path

@@ -18,8 +18,8 @@ money and would buy both (see README.md, "Purchases at the same instant").
 
 from __future__ import annotations
 
-import os
 import sys
+from pathlib import Path
 
 # (ts, stream, values): values in the stream's declared column order (ts is written last).
 #   market(id, price) · initial_resource(money) · stock_stream(id, volume, price)
@@ -74,11 +74,11 @@ def rows(stream: str) -> list[tuple[int, ...]]:
 
 def main(directory: str | None = None) -> list[str]:
     """Write one CSV per input stream into ``directory`` (default: next to this script)."""
-    directory = directory or os.path.dirname(os.path.abspath(__file__))
+    directory = directory or str(Path(__file__).resolve().parent)
     paths = []
     for stream, columns in COLUMNS.items():
-        path = os.path.join(directory, f"{stream}.csv")
-        with open(path, "w", encoding="utf-8", newline="\n") as out:
+        path = str(Path(directory) / f"{stream}.csv")
+        with Path(path).open("w", encoding="utf-8", newline="\n") as out:
             out.write(",".join((*columns, "ts")) + "\n")
             out.writelines(",".join(map(str, row)) + "\n" for row in rows(stream))
         paths.append(path)
