@@ -34,7 +34,9 @@ class CMakeBuild(build_ext):
 
         out_dir = Path(self.get_ext_fullpath(ext.name)).parent.resolve()
         build_type = os.environ.get("CQ_BUILD_TYPE", "Release")
-        build_temp = (Path(self.build_temp) / ext.name).resolve()  # CMake reads paths from its build dir
+        build_temp = (
+            Path(self.build_temp) / ext.name
+        ).resolve()  # CMake reads paths from its build dir
         build_temp.mkdir(parents=True, exist_ok=True)
         cfg = [
             f"-DCMAKE_LIBRARY_OUTPUT_DIRECTORY={out_dir}{os.sep}",
@@ -54,14 +56,26 @@ class CMakeBuild(build_ext):
         jobs = os.environ.get("CMAKE_BUILD_PARALLEL_LEVEL", str(os.cpu_count() or 2))
 
         def build(*options: str) -> None:
-            subprocess.run(["cmake", "-S", str(ROOT), "-B", str(build_temp), *cfg, *options], check=True)
+            subprocess.run(
+                ["cmake", "-S", str(ROOT), "-B", str(build_temp), *cfg, *options], check=True
+            )
             subprocess.run(["cmake", "--build", str(build_temp), "--parallel", jobs], check=True)
 
-        pgo = os.environ.get("CQ_PGO", "1" if build_type == "Release" else "0") not in ("0", "", "off", "OFF")
+        pgo = os.environ.get("CQ_PGO", "1" if build_type == "Release" else "0") not in (
+            "0",
+            "",
+            "off",
+            "OFF",
+        )
         if pgo:
             trained = build_temp / "pgo-train"
-            build("-DCQ_PGO=GENERATE", f"-DCMAKE_LIBRARY_OUTPUT_DIRECTORY={trained / 'cq_core'}{os.sep}")
-            if _cache_value(build_temp, "CQ_PGO") == "GENERATE" and self._train(build_temp, trained):
+            build(
+                "-DCQ_PGO=GENERATE",
+                f"-DCMAKE_LIBRARY_OUTPUT_DIRECTORY={trained / 'cq_core'}{os.sep}",
+            )
+            if _cache_value(build_temp, "CQ_PGO") == "GENERATE" and self._train(
+                build_temp, trained
+            ):
                 build("-DCQ_PGO=USE")
                 return
         build("-DCQ_PGO=OFF")
@@ -76,15 +90,29 @@ class CMakeBuild(build_ext):
             # pip's isolated build environment reaches its packages through PYTHONPATH: keep it.
             path = [str(trained), str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
             env = dict(os.environ, PYTHONPATH=os.pathsep.join(path))
-            run = subprocess.run([sys.executable, str(ROOT / "cmake" / "pgo_training.py")], env=env,
-                                 cwd=str(trained), capture_output=True, text=True, check=False)
-            failure = (f"{run.stdout}{run.stderr}" if run.returncode != 0
-                       else "" if any(build_temp.rglob("*.gcda")) else "it wrote no counts")
+            run = subprocess.run(
+                [sys.executable, str(ROOT / "cmake" / "pgo_training.py")],
+                env=env,
+                cwd=str(trained),
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+            failure = (
+                f"{run.stdout}{run.stderr}"
+                if run.returncode != 0
+                else ""
+                if any(build_temp.rglob("*.gcda"))
+                else "it wrote no counts"
+            )
         except OSError as e:
             failure = str(e)
         if failure:
-            print("cq: the profile-guided build's training run failed; building without a profile "
-                  f"(CQ_PGO=0 skips it):\n{failure}", file=sys.stderr)
+            print(
+                "cq: the profile-guided build's training run failed; building without a profile "
+                f"(CQ_PGO=0 skips it):\n{failure}",
+                file=sys.stderr,
+            )
         else:
             print(f"cq: {run.stderr.strip()}", file=sys.stderr)
         return not failure

@@ -41,8 +41,9 @@ class CQLSemanticError(CQError):
     """The CQL parses but means nothing valid: unknown names, wrong types, a window on a relation,
     a loop without a delay, ... ``line`` and ``column`` point at the offending construct when known."""
 
-    def __init__(self, message: str, line: int | None = None, column: int | None = None,
-                 line_text: str = ""):
+    def __init__(
+        self, message: str, line: int | None = None, column: int | None = None, line_text: str = ""
+    ):
         self.message = message
         self.line = line
         self.column = column

@@ -33,12 +33,15 @@ Column: TypeAlias = pa.Array | pa.ChunkedArray
 
 def tick_range() -> str:
     """The accepted ticks, for messages."""
-    return (f"ticks from {MIN_TICK} to {MAX_TICK} (the extremes of int64, ±{2**63 - 1} and "
-            f"{-(2**63)}, stand for ±∞)")
+    return (
+        f"ticks from {MIN_TICK} to {MAX_TICK} (the extremes of int64, ±{2**63 - 1} and "
+        f"{-(2**63)}, stand for ±∞)"
+    )
 
 
-def to_ticks(col: Column, time_unit: str, *, where: str = "", column: str = "ts",
-             stream: str | None = None) -> Column:
+def to_ticks(
+    col: Column, time_unit: str, *, where: str = "", column: str = "ts", stream: str | None = None
+) -> Column:
     """``col`` (integers, or an Arrow timestamp of any unit and zone) as int64 ticks of
     ``time_unit``, nulls kept. Raises :class:`InputError` naming ``column``, the first offending
     row (0-based) and its value when a value lies outside the ticks the engine takes, or when
@@ -57,8 +60,12 @@ epoch, 4611686018427387904000 ms: outside the engine's ticks from -9223372036854
     prefix = f"{where}: " if where else ""
 
     def refuse(row: int, value: int, shown: str) -> InputError:
-        return InputError(f"{prefix}timestamp column '{column}': row {row} holds {shown}: outside "
-                          f"the engine's {tick_range()}", stream=stream, row=row)
+        return InputError(
+            f"{prefix}timestamp column '{column}': row {row} holds {shown}: outside "
+            f"the engine's {tick_range()}",
+            stream=stream,
+            row=row,
+        )
 
     if pa.types.is_timestamp(t):
         values = col.cast(pa.int64())  # the stored count of t.unit since the epoch, in UTC
@@ -85,8 +92,11 @@ epoch, 4611686018427387904000 ms: outside the engine's ticks from -9223372036854
         if bad is not None:
             raise refuse(bad[0], bad[1], str(bad[1]))
         return col if pa.types.is_int64(t) else col.cast(pa.int64())
-    raise InputError(f"{prefix}timestamp column '{column}' must hold integers (ticks) or an Arrow "
-                     f"timestamp; found {t}", stream=stream)
+    raise InputError(
+        f"{prefix}timestamp column '{column}' must hold integers (ticks) or an Arrow "
+        f"timestamp; found {t}",
+        stream=stream,
+    )
 
 
 def _outside(values: Column, lo: int, hi: int) -> tuple[int, int] | None:

@@ -10,14 +10,21 @@ import cq_py
 from cq_py.cli import cli
 from cq_py.engine import resident_bytes
 
-DISTINCT = ("REGISTER STREAM s(k INT, v DOUBLE);"
-            "REGISTER QUERY q AS SELECT DISTINCT k, v FROM s [Range Unbounded];")
+DISTINCT = (
+    "REGISTER STREAM s(k INT, v DOUBLE);"
+    "REGISTER QUERY q AS SELECT DISTINCT k, v FROM s [Range Unbounded];"
+)
 
 
 def rows(lo, n):
     rng = np.random.default_rng(lo)
-    return pa.table({"k": rng.integers(0, 1000, n), "v": rng.random(n),
-                     "ts": np.arange(lo, lo + n, dtype=np.int64)})
+    return pa.table(
+        {
+            "k": rng.integers(0, 1000, n),
+            "v": rng.random(n),
+            "ts": np.arange(lo, lo + n, dtype=np.int64),
+        }
+    )
 
 
 def test_pushes_are_refused_once_the_process_passes_the_bound_and_nothing_changes():
@@ -61,8 +68,15 @@ def test_cq_run_max_memory(tmp_path):
     from pathlib import Path
 
     script = Path(__file__).resolve().parents[1] / "examples" / "sensors"
-    args = ["run", str(script / "sensors.cql"), "-i", f"readings={script / 'readings.csv'}", "-q",
-            "-o", str(tmp_path / "o")]
+    args = [
+        "run",
+        str(script / "sensors.cql"),
+        "-i",
+        f"readings={script / 'readings.csv'}",
+        "-q",
+        "-o",
+        str(tmp_path / "o"),
+    ]
     result = CliRunner().invoke(cli, [*args, "--max-memory", "1M"])
     assert result.exit_code == 1
     assert "refused: the process holds" in result.stderr

@@ -15,7 +15,9 @@ def python_files():
 def test_no_test_or_benchmark_file_is_named_after_a_milestone():
     files = python_files()
     assert len(files) > 10, f"tests/ and benchmarks/ not found under {REPO}"
-    assert [str(p.relative_to(REPO)) for p in files if MILESTONES.search(str(p.relative_to(REPO)))] == []
+    assert [
+        str(p.relative_to(REPO)) for p in files if MILESTONES.search(str(p.relative_to(REPO)))
+    ] == []
 
 
 def test_no_test_function_is_named_after_a_milestone():

@@ -36,7 +36,7 @@ def test_a_fixed_seed_damage_campaign_ends_in_snapshot_errors_or_engines_that_be
 def test_the_checksum_is_the_engines():
     """The fuzzer signs damaged bytes with its own copy of the checksum: it must be the engine's."""
     base = fuzz.build(fuzz.bases()[0])
-    payload = base.snapshot[fuzz.HEADER:]
+    payload = base.snapshot[fuzz.HEADER :]
     assert fuzz.sign(base.snapshot, payload) == base.snapshot
     assert fuzz.sign(base.snapshot, payload[:-1])[24:32] != base.snapshot[24:32]
 
@@ -54,18 +54,22 @@ def test_the_same_state_gives_the_same_bytes(index):
 
 
 def test_the_same_state_gives_the_same_bytes_in_another_process():
-    code = ("import sys, snapshot_damage as f; b = f.build(f.bases()[{}]); "
-            "sys.stdout.buffer.write(b.snapshot)")
+    code = (
+        "import sys, snapshot_damage as f; b = f.build(f.bases()[{}]); "
+        "sys.stdout.buffer.write(b.snapshot)"
+    )
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(fuzz.__file__).parent), *sys.path]))
     for index in (5, 20):
-        out = subprocess.run([sys.executable, "-c", code.format(index)], capture_output=True, check=True, env=env)
+        out = subprocess.run(
+            [sys.executable, "-c", code.format(index)], capture_output=True, check=True, env=env
+        )
         assert out.stdout == fuzz.build(fuzz.bases()[index]).snapshot
 
 
 def damaged_at(blob: bytes, offset: int, data: bytes) -> bytes:
     """`blob` with `data` written at payload offset `offset`, signed again."""
-    payload = bytearray(blob[fuzz.HEADER:])
-    payload[offset:offset + len(data)] = data
+    payload = bytearray(blob[fuzz.HEADER :])
+    payload[offset : offset + len(data)] = data
     return fuzz.sign(blob, bytes(payload))
 
 
@@ -93,6 +97,7 @@ def test_a_refused_restore_leaves_the_engine_as_it_was():
 
 def _core_error_type():
     from cq_core import _core
+
     return _core.CoreError
 
 

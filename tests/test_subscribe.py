@@ -6,9 +6,11 @@ import pytest
 
 import cq_py
 
-SCRIPT = ("REGISTER STREAM s(a INT);"
-          "REGISTER QUERY q AS ISTREAM(SELECT a FROM s [Now]);"
-          "REGISTER QUERY r AS ISTREAM(SELECT a * 10 AS b FROM s [Now]);")
+SCRIPT = (
+    "REGISTER STREAM s(a INT);"
+    "REGISTER QUERY q AS ISTREAM(SELECT a FROM s [Now]);"
+    "REGISTER QUERY r AS ISTREAM(SELECT a * 10 AS b FROM s [Now]);"
+)
 
 
 class Flaky:

@@ -33,8 +33,10 @@ def events(spark, tmp_path_factory):
     return spark.read.parquet(path)
 
 
-WORKLOADS = {"sliding": (bs.cq_sliding, bs.sql_sliding, bs.check_sliding),
-             "rows": (bs.cq_rows, bs.sql_rows, bs.check_rows)}
+WORKLOADS = {
+    "sliding": (bs.cq_sliding, bs.sql_sliding, bs.check_sliding),
+    "rows": (bs.cq_rows, bs.sql_rows, bs.check_rows),
+}
 
 
 @pytest.mark.parametrize("workload", list(WORKLOADS))

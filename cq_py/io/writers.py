@@ -53,8 +53,14 @@ class QueryWriter:
     2
     """
 
-    def __init__(self, path: str | os.PathLike[str], format: OutputFormat,
-                 schema: pa.Schema | None = None, *, staged: bool = False):
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        format: OutputFormat,
+        schema: pa.Schema | None = None,
+        *,
+        staged: bool = False,
+    ):
         if format not in EXTENSIONS:
             raise ArgumentError(f"unknown output format {format!r}: expected csv, parquet or jsonl")
         self.path = os.fspath(path)
@@ -143,13 +149,23 @@ class QueryWriter:
     def __enter__(self) -> QueryWriter:
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         self.close()
 
 
-def open_writer(directory: str | os.PathLike[str], query: str, format: OutputFormat,
-                schema: pa.Schema | None = None, *, staged: bool = False) -> QueryWriter:
+def open_writer(
+    directory: str | os.PathLike[str],
+    query: str,
+    format: OutputFormat,
+    schema: pa.Schema | None = None,
+    *,
+    staged: bool = False,
+) -> QueryWriter:
     """A :class:`QueryWriter` for ``directory/<query>.<ext>``; the directory is created if needed.
     ``staged``: see :class:`QueryWriter`.
 
@@ -160,13 +176,15 @@ def open_writer(directory: str | os.PathLike[str], query: str, format: OutputFor
     if format not in EXTENSIONS:
         raise ArgumentError(f"unknown output format {format!r}: expected csv, parquet or jsonl")
     Path(directory).mkdir(parents=True, exist_ok=True)
-    return QueryWriter(Path(directory) / f"{query}.{EXTENSIONS[format]}", format, schema,
-                       staged=staged)
+    return QueryWriter(
+        Path(directory) / f"{query}.{EXTENSIONS[format]}", format, schema, staged=staged
+    )
 
 
 # --------------------------------------------------------------------------------------------
 # JSON Lines, vectorized: every column becomes an array of JSON texts, then rows are joined
 # element-wise. pyarrow has no JSON writer and pandas is not a runtime dependency.
+
 
 def _concat(*parts: pa.Array | str) -> pa.Array:
     """Element-wise concatenation of large_string arrays and literal strings (null if any is)."""
@@ -198,8 +216,9 @@ def _json_values(arr: pa.Array) -> pa.Array:
     if pa.types.is_null(t):
         out = pa.nulls(len(arr), pa.large_string())
     elif pa.types.is_boolean(t):
-        out = pc.if_else(arr, pa.scalar("true", pa.large_string()),
-                         pa.scalar("false", pa.large_string()))
+        out = pc.if_else(
+            arr, pa.scalar("true", pa.large_string()), pa.scalar("false", pa.large_string())
+        )
     elif pa.types.is_integer(t) or pa.types.is_decimal(t):
         out = arr.cast(pa.large_string())
     elif pa.types.is_floating(t):
@@ -218,8 +237,10 @@ def _json_values(arr: pa.Array) -> pa.Array:
             text = pc.replace_substring(text, " ", "T", max_replacements=1)
         out = _json_string(text)
     else:
-        raise TypeError(f"cannot write a column of type {t} as JSON Lines; "
-                        "use --format parquet for nested or binary data")
+        raise TypeError(
+            f"cannot write a column of type {t} as JSON Lines; "
+            "use --format parquet for nested or binary data"
+        )
     return pc.fill_null(out, pa.scalar("null", pa.large_string()))
 
 

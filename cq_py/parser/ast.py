@@ -23,10 +23,12 @@ NOPOS = Pos(0, 0)
 # Types, durations, windows
 # ---------------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class TypeName:
     """A column type. ``name`` is canonical: BIGINT (INT, INTEGER, BIGINT), DOUBLE (DOUBLE, FLOAT,
     REAL), VARCHAR (VARCHAR, CHAR, STRING) or BOOLEAN; ``length`` is the (n) of VARCHAR(n)/CHAR(n)."""
+
     name: str
     length: int | None = None
     pos: Pos = field(default=NOPOS, compare=False)
@@ -35,6 +37,7 @@ class TypeName:
 @dataclass(frozen=True)
 class Duration:
     """``value`` in ``unit``; unit is None for bare ticks, else one of 'ms', 's', 'min', 'h', 'd'."""
+
     value: int
     unit: str | None = None
     pos: Pos = field(default=NOPOS, compare=False)
@@ -43,6 +46,7 @@ class Duration:
 @dataclass(frozen=True)
 class Window:
     """``kind`` is one of 'now', 'range', 'range_slide', 'unbounded', 'rows', 'partition_rows'."""
+
     kind: str
     range: Duration | None = None
     slide: Duration | None = None
@@ -54,6 +58,7 @@ class Window:
 @dataclass(frozen=True)
 class Delay:
     """``<Now>`` (kind 'now', one ε) or ``<d>`` (kind 'duration')."""
+
     kind: str
     duration: Duration | None = None
     pos: Pos = field(default=NOPOS, compare=False)
@@ -63,9 +68,11 @@ class Delay:
 # Expressions
 # ---------------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Literal:
     """``type`` is 'int', 'double', 'string', 'bool' or 'null'."""
+
     value: object
     type: str
     pos: Pos = field(default=NOPOS, compare=False)
@@ -81,6 +88,7 @@ class ColumnRef:
 @dataclass(frozen=True)
 class Star:
     """``*`` or ``s.*`` in a select list, or the argument of COUNT(*)."""
+
     qualifier: str | None = None
     pos: Pos = field(default=NOPOS, compare=False)
 
@@ -88,6 +96,7 @@ class Star:
 @dataclass(frozen=True)
 class Unary:
     """``op`` is '-' or 'NOT'."""
+
     op: str
     operand: Expr
     pos: Pos = field(default=NOPOS, compare=False)
@@ -96,6 +105,7 @@ class Unary:
 @dataclass(frozen=True)
 class Binary:
     """``op`` is one of + - * / % = <> < <= > >= AND OR (``!=`` is normalised to ``<>``)."""
+
     op: str
     left: Expr
     right: Expr
@@ -129,6 +139,7 @@ class InList:
 @dataclass(frozen=True)
 class Case:
     """``CASE [operand] WHEN a THEN b ... [ELSE e] END``; ``whens`` holds (condition, result) pairs."""
+
     operand: Expr | None
     whens: tuple[tuple[Expr, Expr], ...]
     else_: Expr | None = None
@@ -145,18 +156,22 @@ class Cast:
 @dataclass(frozen=True)
 class FuncCall:
     """A function or aggregate call; ``name`` is upper-cased. COUNT(*) has ``args == (Star(),)``."""
+
     name: str
     args: tuple[Expr, ...]
     distinct: bool = False
     pos: Pos = field(default=NOPOS, compare=False)
 
 
-Expr = Literal | ColumnRef | Star | Unary | Binary | IsNull | Between | InList | Case | Cast | FuncCall
+Expr = (
+    Literal | ColumnRef | Star | Unary | Binary | IsNull | Between | InList | Case | Cast | FuncCall
+)
 
 
 # ---------------------------------------------------------------------------------------------
 # Queries
 # ---------------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class SelectItem:
@@ -168,6 +183,7 @@ class SelectItem:
 @dataclass(frozen=True)
 class Source:
     """A FROM entry: a registered stream, relation or named query, with an optional window."""
+
     name: str
     window: Window | None = None
     alias: str | None = None
@@ -188,6 +204,7 @@ class Select:
 @dataclass(frozen=True)
 class StreamOp:
     """ISTREAM / DSTREAM / RSTREAM over a query, with an optional delay suffix."""
+
     kind: str
     query: Query
     delay: Delay | None = None
@@ -197,6 +214,7 @@ class StreamOp:
 @dataclass(frozen=True)
 class SetOp:
     """``op`` is 'UNION ALL', 'UNION', 'EXCEPT' or 'INTERSECT'."""
+
     op: str
     left: Query
     right: Query
@@ -209,6 +227,7 @@ Query = Select | StreamOp | SetOp
 # ---------------------------------------------------------------------------------------------
 # Statements
 # ---------------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class ColumnDef:

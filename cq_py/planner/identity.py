@@ -7,6 +7,7 @@ filters of one row window — would bring a pending tuple twice under one id. Th
 later branch its own ids: a ``reissue_holders`` operator, which hands out fresh ids and forwards
 each end under them.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -57,14 +58,24 @@ def separate_identities(cat: Catalog, first_new: int, new_id: Callable[[], int])
         carried: set[int] = set()
         for port, i in enumerate(list(union.inputs)):
             if i not in known:
-                known[i] = {s for s in identity_sources(cat, i, known)
-                            if cat.nodes[s].lifetime == PENDING}
+                known[i] = {
+                    s for s in identity_sources(cat, i, known) if cat.nodes[s].lifetime == PENDING
+                }
             pending = known[i]
             if pending & carried:
                 src = cat.nodes[i]
-                relay = Node(new_id(), "reissue_holders", [i], {}, list(src.schema), kind=src.kind,
-                             lifetime=PENDING, owner=union.owner, pos=union.pos,
-                             label="Reissue expiration holders (the tuples come twice)")
+                relay = Node(
+                    new_id(),
+                    "reissue_holders",
+                    [i],
+                    {},
+                    list(src.schema),
+                    kind=src.kind,
+                    lifetime=PENDING,
+                    owner=union.owner,
+                    pos=union.pos,
+                    label="Reissue expiration holders (the tuples come twice)",
+                )
                 cat.nodes[relay.id] = relay
                 union.inputs[port] = relay.id
                 pending = {relay.id}

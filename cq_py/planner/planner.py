@@ -66,9 +66,16 @@ class Planner:
     ['stream_scan', 'window', 'project', 'sink']
     """
 
-    def __init__(self, catalog: Catalog, time_unit: str = "ms", source: str = "",
-                 expose_steps: bool = False, auto_delay: bool = False, expiration: str = "lazy",
-                 late: bool = False):
+    def __init__(
+        self,
+        catalog: Catalog,
+        time_unit: str = "ms",
+        source: str = "",
+        expose_steps: bool = False,
+        auto_delay: bool = False,
+        expiration: str = "lazy",
+        late: bool = False,
+    ):
         self.catalog = catalog
         # The engine is running (SPEC §4): the script's queries see a relation as it stands now,
         # whole, and re-derive the relation-valued queries registered before them.
@@ -113,12 +120,18 @@ class Planner:
         for st in script.statements:
             key = st.name.lower()
             if key in seen:
-                raise self.err(f"'{st.name}' is registered twice in this script (first at line "
-                               f"{seen[key].line})", st.pos)
+                raise self.err(
+                    f"'{st.name}' is registered twice in this script (first at line "
+                    f"{seen[key].line})",
+                    st.pos,
+                )
             existing = cat.lookup(st.name)
             if existing is not None:
-                what = ("relation" if existing.relation else "stream") if isinstance(
-                    existing, StreamDef) else "query"
+                what = (
+                    ("relation" if existing.relation else "stream")
+                    if isinstance(existing, StreamDef)
+                    else "query"
+                )
                 raise self.err(f"'{st.name}' is already registered as a {what}", st.pos)
             seen[key] = st.pos
             if isinstance(st, (ast.RegisterStream, ast.RegisterRelation)):
@@ -135,7 +148,8 @@ class Planner:
         # Registration order, whatever order the queries were planned in.
         order = [q.name.lower() for q in queries]
         cat.queries = {k: v for k, v in cat.queries.items() if k not in order} | {
-            k: cat.queries[k] for k in order}
+            k: cat.queries[k] for k in order
+        }
         loops.check(cat, first_new, self.auto_delay, self.err, self._new_id)
         propagate_lifetimes(cat)
         for node in cat.nodes.values():
@@ -166,16 +180,28 @@ class Planner:
             if c.name.lower() in seen:
                 raise self.err(f"column '{c.name}' is declared twice in {what} '{st.name}'", c.pos)
             if relation and c.name.lower() == "op":
-                raise self.err(f"relation '{st.name}' may not declare a column 'op': it marks inserts "
-                               "and deletes in the input", c.pos)
+                raise self.err(
+                    f"relation '{st.name}' may not declare a column 'op': it marks inserts "
+                    "and deletes in the input",
+                    c.pos,
+                )
             seen.add(c.name.lower())
             cols.append((c.name, T.FROM_CQL[c.type.name]))
         op = "relation_scan" if relation else "stream_scan"
-        scan = self._add(Node(
-            self._new_id(), op, [], {what: st.name, "schema": [list(c) for c in cols]}, cols,
-            kind="relation" if relation else "stream", lifetime=PENDING if relation else STREAM,
-            owner=st.name, pos=st.pos,
-            label=f"{'RelationScan' if relation else 'StreamScan'} {st.name}"))
+        scan = self._add(
+            Node(
+                self._new_id(),
+                op,
+                [],
+                {what: st.name, "schema": [list(c) for c in cols]},
+                cols,
+                kind="relation" if relation else "stream",
+                lifetime=PENDING if relation else STREAM,
+                owner=st.name,
+                pos=st.pos,
+                label=f"{'RelationScan' if relation else 'StreamScan'} {st.name}",
+            )
+        )
         self.cat.streams[st.name.lower()] = StreamDef(st.name, cols, scan.id, relation, st.pos)
 
     # =========================================================================================
@@ -219,11 +245,16 @@ class Planner:
                 if errors:
                     raise next(iter(errors.values()))
                 names = ", ".join(q.name for q in pending)
-                what = (f"{names}: it only reads itself" if len(pending) == 1 else
-                        f"{names}: they only read each other")
-                raise self.err(f"cannot determine the columns of {what}; give it a source whose "
-                               "columns are known (e.g. the first branch of a UNION ALL)",
-                               pending[0].pos)
+                what = (
+                    f"{names}: it only reads itself"
+                    if len(pending) == 1
+                    else f"{names}: they only read each other"
+                )
+                raise self.err(
+                    f"cannot determine the columns of {what}; give it a source whose "
+                    "columns are known (e.g. the first branch of a UNION ALL)",
+                    pending[0].pos,
+                )
         for _ in range(4 * len(queries) + 4):
             changed = False
             failed: CQLSemanticError | None = None
@@ -257,8 +288,10 @@ class Planner:
 
     def _dependency_order(self, queries: list[ast.RegisterQuery]) -> list[ast.RegisterQuery]:
         """Queries after the queries they read (so that lifetimes are known), loops in script order."""
-        reads = {q.name.lower(): {s.name.lower() for s in _sources(q.query)} & self.script_queries.keys()
-                 for q in queries}
+        reads = {
+            q.name.lower(): {s.name.lower() for s in _sources(q.query)} & self.script_queries.keys()
+            for q in queries
+        }
         done: list[ast.RegisterQuery] = []
         seen: set[str] = set()
         rank = {k: i for i, k in enumerate(self.script_queries)}
@@ -275,8 +308,12 @@ class Planner:
                     dep = deps.pop()
                     if dep not in seen:
                         seen.add(dep)
-                        stack.append((self.script_queries[dep],
-                                      sorted(reads[dep], key=rank.__getitem__, reverse=True)))
+                        stack.append(
+                            (
+                                self.script_queries[dep],
+                                sorted(reads[dep], key=rank.__getitem__, reverse=True),
+                            )
+                        )
                 else:
                     stack.pop()
                     done.append(q)
@@ -290,27 +327,56 @@ class Planner:
         self.lenient = False
         self.references = []
         kind, columns, out = self._query(st.query, st.name)
-        assert (kind, columns) == self.schemas[st.name.lower()], "inferred and planned columns differ"
-        reserved = (["ts"] + (["ts_step"] if self.expose_steps else [])) if kind == "stream" else \
-            (["start", "end"] + (["start_step", "end_step"] if self.expose_steps else []))
+        assert (kind, columns) == self.schemas[st.name.lower()], (
+            "inferred and planned columns differ"
+        )
+        reserved = (
+            (["ts"] + (["ts_step"] if self.expose_steps else []))
+            if kind == "stream"
+            else (["start", "end"] + (["start_step", "end_step"] if self.expose_steps else []))
+        )
         for name, _ in columns:
             if name.lower() in reserved:
-                raise self.err(f"output column '{name}' of query '{st.name}' clashes with the time "
-                               f"column '{name.lower()}' that a {kind}-valued query adds; rename it "
-                               "with AS", st.query.pos)
+                raise self.err(
+                    f"output column '{name}' of query '{st.name}' clashes with the time "
+                    f"column '{name.lower()}' that a {kind}-valued query adds; rename it "
+                    "with AS",
+                    st.query.pos,
+                )
         seen: set[str] = set()
         for name, _ in columns:
             if name.lower() in seen:
-                raise self.err(f"query '{st.name}' has two output columns named '{name}'; give one of "
-                               "them another name with AS", st.query.pos)
+                raise self.err(
+                    f"query '{st.name}' has two output columns named '{name}'; give one of "
+                    "them another name with AS",
+                    st.query.pos,
+                )
             seen.add(name.lower())
-        sink = self._add(Node(self._new_id(), "sink", [out.id],
-                              {"query": st.name, "expose_steps": self.expose_steps}, columns,
-                              kind=kind, lifetime=out.lifetime, owner=st.name, pos=st.pos,
-                              label=f"Output {st.name}"))
-        self.cat.queries[st.name.lower()] = QueryDef(st.name, kind, columns, out.id, sink.id, st.pos,
-                                                     out.lifetime, list(dict.fromkeys(self.references)),
-                                                     st.query)
+        sink = self._add(
+            Node(
+                self._new_id(),
+                "sink",
+                [out.id],
+                {"query": st.name, "expose_steps": self.expose_steps},
+                columns,
+                kind=kind,
+                lifetime=out.lifetime,
+                owner=st.name,
+                pos=st.pos,
+                label=f"Output {st.name}",
+            )
+        )
+        self.cat.queries[st.name.lower()] = QueryDef(
+            st.name,
+            kind,
+            columns,
+            out.id,
+            sink.id,
+            st.pos,
+            out.lifetime,
+            list(dict.fromkeys(self.references)),
+            st.query,
+        )
 
     def _query(self, q: ast.Query, owner: str) -> tuple[str, list[tuple[str, str]], Node]:
         """(kind, columns, output node) of a query expression."""
@@ -323,10 +389,23 @@ class Planner:
     def _stream_op(self, q: ast.StreamOp, owner: str) -> tuple[str, list[tuple[str, str]], Node]:
         kind, cols, inner = self._query(q.query, owner)
         if kind != "relation":
-            raise self.err(f"{q.kind} turns a relation into a stream; its argument is already a "
-                           "stream", q.pos)
-        node = self._add(Node(self._new_id(), q.kind.lower(), [inner.id], {}, cols, kind="stream",
-                              lifetime=STREAM, owner=owner, pos=q.pos, label=q.kind.upper()))
+            raise self.err(
+                f"{q.kind} turns a relation into a stream; its argument is already a stream", q.pos
+            )
+        node = self._add(
+            Node(
+                self._new_id(),
+                q.kind.lower(),
+                [inner.id],
+                {},
+                cols,
+                kind="stream",
+                lifetime=STREAM,
+                owner=owner,
+                pos=q.pos,
+                label=q.kind.upper(),
+            )
+        )
         if q.delay is not None:
             node = self._delay_node(node, q.delay, owner)
         return "stream", cols, node
@@ -338,12 +417,25 @@ class Planner:
             assert d.duration is not None
             ticks = self.ticks(d.duration)
             if ticks <= 0:
-                raise self.err("a delay must move time forward; use <Now> for the smallest delay",
-                               d.pos)
+                raise self.err(
+                    "a delay must move time forward; use <Now> for the smallest delay", d.pos
+                )
             dur, text = {"ticks": ticks, "steps": 0}, f"<{ticks}> ({ticks} ticks)"
-        return self._add(Node(self._new_id(), "delay", [after.id], {"duration": dur}, after.schema,
-                              kind="stream", lifetime=STREAM, owner=owner, pos=d.pos,
-                              label=f"Delay {text}", inserted=inserted))
+        return self._add(
+            Node(
+                self._new_id(),
+                "delay",
+                [after.id],
+                {"duration": dur},
+                after.schema,
+                kind="stream",
+                lifetime=STREAM,
+                owner=owner,
+                pos=d.pos,
+                label=f"Delay {text}",
+                inserted=inserted,
+            )
+        )
 
     def _set_op(self, q: ast.SetOp, owner: str) -> tuple[str, list[tuple[str, str]], Node]:
         """A chain ``a UNION ALL b UNION ALL c ...`` (left-deep, as parsed) operation by operation
@@ -375,8 +467,9 @@ class Planner:
             raise deferred
         return left
 
-    def _set_op_step(self, q: ast.SetOp, left: tuple[str, list[tuple[str, str]], Node] | None,
-                     owner: str) -> tuple[str, list[tuple[str, str]], Node]:
+    def _set_op_step(
+        self, q: ast.SetOp, left: tuple[str, list[tuple[str, str]], Node] | None, owner: str
+    ) -> tuple[str, list[tuple[str, str]], Node]:
         """``left`` (planned; None when deferred in inference) ``q.op`` ``q.right``."""
         right = None
         try:
@@ -395,28 +488,52 @@ class Planner:
             return known[0], [(n, t) for n, (_, t) in zip(names, known[1], strict=True)], known[2]
         (lk, lc, ln), (rk, rc, rn) = left, right
         if len(lc) != len(rc):
-            raise self.err(f"{q.op} needs the same number of columns on both sides; found {len(lc)} "
-                           f"and {len(rc)}", q.pos)
+            raise self.err(
+                f"{q.op} needs the same number of columns on both sides; found {len(lc)} "
+                f"and {len(rc)}",
+                q.pos,
+            )
         if lk != rk:
-            raise self.err(f"{q.op} of a {lk} and a {rk}: both sides must be relations (or, for UNION "
-                           "ALL, both streams)", q.pos)
+            raise self.err(
+                f"{q.op} of a {lk} and a {rk}: both sides must be relations (or, for UNION "
+                "ALL, both streams)",
+                q.pos,
+            )
         if lk == "stream" and q.op != "UNION ALL":
-            raise self.err(f"{q.op} is defined on relations; both sides here are streams (window "
-                           "them, or use UNION ALL)", q.pos)
+            raise self.err(
+                f"{q.op} is defined on relations; both sides here are streams (window "
+                "them, or use UNION ALL)",
+                q.pos,
+            )
         cols = []
         for (ln_, lt), (_, rt) in zip(lc, rc, strict=True):
             t = ExpressionBinder.unify([lt, rt])
             if t is None:
-                raise self.err(f"{q.op}: column '{ln_}' is {T.CQL_NAME[lt]} on the left and "
-                               f"{T.CQL_NAME[rt]} on the right", q.pos)
+                raise self.err(
+                    f"{q.op}: column '{ln_}' is {T.CQL_NAME[lt]} on the left and "
+                    f"{T.CQL_NAME[rt]} on the right",
+                    q.pos,
+                )
             cols.append((ln_, t))
         ln = self._conform(ln, cols, owner, q.pos)
         rn = self._conform(rn, cols, owner, q.pos)
         if q.op in ("EXCEPT", "INTERSECT"):
             return lk, cols, self._except_intersect(q, ln, rn, cols, owner)
         life = STREAM if lk == "stream" else union_all_lifetime({ln.lifetime, rn.lifetime})
-        node = self._add(Node(self._new_id(), "union_all", [ln.id, rn.id], {}, cols, kind=lk,
-                              lifetime=life, owner=owner, pos=q.pos, label="UNION ALL"))
+        node = self._add(
+            Node(
+                self._new_id(),
+                "union_all",
+                [ln.id, rn.id],
+                {},
+                cols,
+                kind=lk,
+                lifetime=life,
+                owner=owner,
+                pos=q.pos,
+                label="UNION ALL",
+            )
+        )
         if q.op == "UNION":  # UNION removes duplicates: the bag union, made distinct
             node = self._distinct(node, owner, q.pos, "UNION: distinct rows")
         return lk, cols, node
@@ -425,15 +542,30 @@ class Planner:
         """SELECT DISTINCT as an aggregate grouping by every column and computing nothing: one
         result per distinct row while it has copies (its lifetime pends until the last goes)."""
         keys = [TypedExpr("column", t, index=i, text=n) for i, (n, t) in enumerate(input_.schema)]
-        return self._add(Node(
-            self._new_id(), "aggregate", [input_.id],
-            {"keys": [k.to_plan() for k in keys], "aggregates": [],
-             "names": [n for n, _ in input_.schema], "expiration": self.expiration},
-            list(input_.schema), kind="relation", lifetime=PENDING, owner=owner, pos=pos, label=label,
-            checks=keys))
+        return self._add(
+            Node(
+                self._new_id(),
+                "aggregate",
+                [input_.id],
+                {
+                    "keys": [k.to_plan() for k in keys],
+                    "aggregates": [],
+                    "names": [n for n, _ in input_.schema],
+                    "expiration": self.expiration,
+                },
+                list(input_.schema),
+                kind="relation",
+                lifetime=PENDING,
+                owner=owner,
+                pos=pos,
+                label=label,
+                checks=keys,
+            )
+        )
 
-    def _except_intersect(self, q: ast.SetOp, ln: Node, rn: Node, cols: list[tuple[str, str]],
-                          owner: str) -> Node:
+    def _except_intersect(
+        self, q: ast.SetOp, ln: Node, rn: Node, cols: list[tuple[str, str]], owner: str
+    ) -> Node:
         """EXCEPT / INTERSECT (SQL: on distinct rows) from operators that exist: each side tags
         its rows (1 for the left, 0 for the right, and the reverse), the tagged rows are united,
         grouped by value with MAX of each tag (a row's presence on that side), and the groups with
@@ -442,34 +574,89 @@ class Planner:
         tagged = []
         for side, node in ((0, ln), (1, rn)):
             exprs = [TypedExpr("column", t, index=i, text=n) for i, (n, t) in enumerate(cols)]
-            exprs += [literal(int(side == 0), T.INT64, "left"), literal(int(side == 1), T.INT64, "right")]
-            tagged.append(self._project(node, exprs, [n for n, _ in cols] + ["__left", "__right"],
-                                        owner, q.pos))
-        union = self._add(Node(self._new_id(), "union_all", [tagged[0].id, tagged[1].id], {},
-                               list(tagged[0].schema), kind="relation",
-                               lifetime=union_all_lifetime({ln.lifetime, rn.lifetime}), owner=owner,
-                               pos=q.pos, label=f"UNION ALL (tagged sides of {q.op})"))
+            exprs += [
+                literal(int(side == 0), T.INT64, "left"),
+                literal(int(side == 1), T.INT64, "right"),
+            ]
+            tagged.append(
+                self._project(
+                    node, exprs, [n for n, _ in cols] + ["__left", "__right"], owner, q.pos
+                )
+            )
+        union = self._add(
+            Node(
+                self._new_id(),
+                "union_all",
+                [tagged[0].id, tagged[1].id],
+                {},
+                list(tagged[0].schema),
+                kind="relation",
+                lifetime=union_all_lifetime({ln.lifetime, rn.lifetime}),
+                owner=owner,
+                pos=q.pos,
+                label=f"UNION ALL (tagged sides of {q.op})",
+            )
+        )
         keys = [TypedExpr("column", t, index=i, text=n) for i, (n, t) in enumerate(cols)]
-        presence = [TypedExpr("agg", T.INT64, fn="max", args=(TypedExpr("column", T.INT64, index=width + k,
-                                                                         text=tag),), text=f"MAX({tag})")
-                    for k, tag in enumerate(("__left", "__right"))]
-        agg = self._add(Node(
-            self._new_id(), "aggregate", [union.id],
-            {"keys": [k.to_plan() for k in keys],
-             "aggregates": [{"fn": "max", "distinct": False, "type": T.INT64, "arg": p.args[0].to_plan()}
-                            for p in presence],
-             "names": [n for n, _ in cols] + ["__left", "__right"], "expiration": self.expiration},
-            [*list(cols), ("__left", T.INT64), ("__right", T.INT64)], kind="relation",
-            lifetime=PENDING, owner=owner, pos=q.pos, label=f"{q.op}: presence of each row on each side",
-            checks=keys))
+        presence = [
+            TypedExpr(
+                "agg",
+                T.INT64,
+                fn="max",
+                args=(TypedExpr("column", T.INT64, index=width + k, text=tag),),
+                text=f"MAX({tag})",
+            )
+            for k, tag in enumerate(("__left", "__right"))
+        ]
+        agg = self._add(
+            Node(
+                self._new_id(),
+                "aggregate",
+                [union.id],
+                {
+                    "keys": [k.to_plan() for k in keys],
+                    "aggregates": [
+                        {
+                            "fn": "max",
+                            "distinct": False,
+                            "type": T.INT64,
+                            "arg": p.args[0].to_plan(),
+                        }
+                        for p in presence
+                    ],
+                    "names": [n for n, _ in cols] + ["__left", "__right"],
+                    "expiration": self.expiration,
+                },
+                [*list(cols), ("__left", T.INT64), ("__right", T.INT64)],
+                kind="relation",
+                lifetime=PENDING,
+                owner=owner,
+                pos=q.pos,
+                label=f"{q.op}: presence of each row on each side",
+                checks=keys,
+            )
+        )
         want_right = 0 if q.op == "EXCEPT" else 1
-        left_in = ExpressionBinder.call("equal", (TypedExpr("column", T.INT64, index=width, text="__left"),
-                                                  literal(1, T.INT64, "1")), T.BOOL, "__left = 1", q.pos)
-        right_in = ExpressionBinder.call("equal", (TypedExpr("column", T.INT64, index=width + 1, text="__right"),
-                                                   literal(want_right, T.INT64, str(want_right))), T.BOOL,
-                                         f"__right = {want_right}", q.pos)
-        both = ExpressionBinder.call("and", (left_in, right_in), T.BOOL,
-                                     f"__left = 1 AND __right = {want_right}", q.pos)
+        left_in = ExpressionBinder.call(
+            "equal",
+            (TypedExpr("column", T.INT64, index=width, text="__left"), literal(1, T.INT64, "1")),
+            T.BOOL,
+            "__left = 1",
+            q.pos,
+        )
+        right_in = ExpressionBinder.call(
+            "equal",
+            (
+                TypedExpr("column", T.INT64, index=width + 1, text="__right"),
+                literal(want_right, T.INT64, str(want_right)),
+            ),
+            T.BOOL,
+            f"__right = {want_right}",
+            q.pos,
+        )
+        both = ExpressionBinder.call(
+            "and", (left_in, right_in), T.BOOL, f"__left = 1 AND __right = {want_right}", q.pos
+        )
         kept = self._filter(agg, both, owner, q.pos)
         return self._project(kept, keys, [n for n, _ in cols], owner, q.pos)
 
@@ -497,28 +684,46 @@ class Planner:
             if key in self.script_queries:
                 assert self.inferring, "every query's columns are inferred before planning"
                 raise Deferred(src.name)
-            known = ", ".join(n for n in self.cat.names() + [
-                q.name for q in self.script_queries.values() if q.name.lower() not in self.cat.queries]
-                if n.lower() != owner.lower())
-            raise self.err(f"unknown stream, relation or query '{src.name}'; registered: "
-                           f"{known or '(none)'}", src.pos)
+            known = ", ".join(
+                n
+                for n in self.cat.names()
+                + [
+                    q.name
+                    for q in self.script_queries.values()
+                    if q.name.lower() not in self.cat.queries
+                ]
+                if n.lower() != owner.lower()
+            )
+            raise self.err(
+                f"unknown stream, relation or query '{src.name}'; registered: {known or '(none)'}",
+                src.pos,
+            )
         label = f"'{src.name}'" + (f" (as {src.alias})" if src.alias else "")
         self.references.append(target.name if target is not None else src.name)
         if isinstance(target, StreamDef):
             scan = self.cat.nodes[target.scan_id]
             if target.relation:
                 if src.window is not None:
-                    raise self.err(f"a window applies to a stream; '{src.name}' is a relation",
-                                   src.window.pos)
+                    raise self.err(
+                        f"a window applies to a stream; '{src.name}' is a relation", src.window.pos
+                    )
                 if self.late and scan.id < self.first_new:
                     return self._relation_since(scan, target.name, owner), label
                 return scan, label
             return self._window(scan, src.window, owner, src.pos, src), label
-        if (isinstance(target, QueryDef) and target.kind == "relation" and self.late
-                and target.sink_id < self.first_new and target.query is not None):
+        if (
+            isinstance(target, QueryDef)
+            and target.kind == "relation"
+            and self.late
+            and target.sink_id < self.first_new
+            and target.query is not None
+        ):
             if src.window is not None:
-                raise self.err(f"a window applies to a stream; the query '{src.name}' is "
-                               "relation-valued (use it without a window)", src.window.pos)
+                raise self.err(
+                    f"a window applies to a stream; the query '{src.name}' is "
+                    "relation-valued (use it without a window)",
+                    src.window.pos,
+                )
             return self._rederive(target, owner), label
         # A named query, possibly registered in this script and not planned yet.
         if isinstance(target, QueryDef):
@@ -531,17 +736,33 @@ class Planner:
         placeholder = Node(-1, "query_ref", [], {}, cols, kind=kind, lifetime=life, owner=src.name)
         if kind == "relation":
             if src.window is not None:
-                raise self.err(f"a window applies to a stream; the query '{src.name}' is "
-                               "relation-valued (use it without a window)", src.window.pos)
+                raise self.err(
+                    f"a window applies to a stream; the query '{src.name}' is "
+                    "relation-valued (use it without a window)",
+                    src.window.pos,
+                )
             return self._reference(placeholder, out), label
-        return self._window(self._reference(placeholder, out), src.window, owner, src.pos, src), label
+        return self._window(
+            self._reference(placeholder, out), src.window, owner, src.pos, src
+        ), label
 
     def _relation_since(self, scan: Node, name: str, owner: str) -> Node:
         """A relation registered before the engine ran, for a query registered now: the tuples
         alive now, each from now on, then its changes (SPEC §4; the core's RelationSince)."""
-        return self._add(Node(self._new_id(), "relation_since", [scan.id], {}, list(scan.schema),
-                              kind="relation", lifetime=PENDING, owner=owner, pos=scan.pos,
-                              label=f"Relation {name} as of this registration"))
+        return self._add(
+            Node(
+                self._new_id(),
+                "relation_since",
+                [scan.id],
+                {},
+                list(scan.schema),
+                kind="relation",
+                lifetime=PENDING,
+                owner=owner,
+                pos=scan.pos,
+                label=f"Relation {name} as of this registration",
+            )
+        )
 
     def _rederive(self, target: QueryDef, owner: str) -> Node:
         """An earlier relation-valued query read by a query registered while the engine runs: its
@@ -570,11 +791,22 @@ class Planner:
         self.unplanned[ref.id] = out
         return ref
 
-    def _window(self, input_: Node, w: ast.Window | None, owner: str, pos: ast.Pos,
-                src: ast.Source | None = None) -> Node:
+    def _window(
+        self,
+        input_: Node,
+        w: ast.Window | None,
+        owner: str,
+        pos: ast.Pos,
+        src: ast.Source | None = None,
+    ) -> Node:
         params: dict[str, Any]
         if w is None or w.kind == "unbounded":
-            params, op, life, label = {"kind": "unbounded"}, "window", UNBOUNDED, "[Range Unbounded]"
+            params, op, life, label = (
+                {"kind": "unbounded"},
+                "window",
+                UNBOUNDED,
+                "[Range Unbounded]",
+            )
         elif w.kind == "now":
             params, op, life, label = {"kind": "now"}, "window", constant("ε"), "[Now]"
         elif w.kind == "range":
@@ -599,17 +831,33 @@ class Planner:
             assert w.rows is not None
             if w.rows <= 0 or w.rows >= 2**63:
                 raise self.err("a row window holds at least one row (and fewer than 2^63)", w.pos)
-            names = {input_.owner.lower()} | ({src.name.lower()} if src else set()) | (
-                {src.alias.lower()} if src and src.alias else set())
-            scope = Scope(list(input_.schema), [(names, f"'{src.name if src else input_.owner}'", 0,
-                                                 len(input_.schema))])
+            names = (
+                {input_.owner.lower()}
+                | ({src.name.lower()} if src else set())
+                | ({src.alias.lower()} if src and src.alias else set())
+            )
+            scope = Scope(
+                list(input_.schema),
+                [(names, f"'{src.name if src else input_.owner}'", 0, len(input_.schema))],
+            )
             keys = [scope.resolve(c, self.err) for c in w.partition_by]
             params, op = {"rows": w.rows, "keys": [k.index for k in keys]}, "partition_row_window"
             life = PENDING
             label = f"[Partition By {', '.join(k.text for k in keys)} Rows {w.rows}]"
-        return self._add(Node(self._new_id(), op, [input_.id], params, list(input_.schema),
-                              kind="relation", lifetime=life, owner=owner, pos=w.pos if w else pos,
-                              label=f"Window {label}"))
+        return self._add(
+            Node(
+                self._new_id(),
+                op,
+                [input_.id],
+                params,
+                list(input_.schema),
+                kind="relation",
+                lifetime=life,
+                owner=owner,
+                pos=w.pos if w else pos,
+                label=f"Window {label}",
+            )
+        )
 
     def _select(self, q: ast.Select, owner: str) -> tuple[str, list[tuple[str, str]], Node]:
         inputs: list[tuple[Node, str, ast.Source]] = []
@@ -618,8 +866,10 @@ class Planner:
             node, label = self._source(src, owner)
             key = (src.alias or src.name).lower()
             if key in names_seen:
-                raise self.err(f"'{src.alias or src.name}' appears twice in FROM; give one of them an "
-                               "alias", src.pos)
+                raise self.err(
+                    f"'{src.alias or src.name}' appears twice in FROM; give one of them an alias",
+                    src.pos,
+                )
             names_seen[key] = src.pos
             inputs.append((node, label, src))
 
@@ -660,20 +910,23 @@ class Planner:
                         while name.lower() in taken:
                             name += "_"
                     taken.add(name.lower())
-                    items.append((TypedExpr("column", t, index=i, text=n, pos=item.pos), name,
-                                  item.pos))
+                    items.append(
+                        (TypedExpr("column", t, index=i, text=n, pos=item.pos), name, item.pos)
+                    )
                 continue
             e = agg_binder.bind(item.expr)
             items.append((e, item.alias or self._default_name(e), item.pos))
         having, having_pos = None, ast.NOPOS
         if q.having is not None:
             having = ExpressionBinder(scope, self.err, allow_aggregates="HAVING").bind_predicate(
-                q.having, "HAVING")
+                q.having, "HAVING"
+            )
             having_pos = q.having.pos
         group_binder = ExpressionBinder(scope, self.err)
         keys = [group_binder.bind(g) for g in q.group_by]
         has_aggs = any(sub.kind == "agg" for e, _, _ in items for sub in e.walk()) or (
-            having is not None and any(sub.kind == "agg" for sub in having.walk()))
+            having is not None and any(sub.kind == "agg" for sub in having.walk())
+        )
         exprs = [e for e, _, _ in items]
         if keys or has_aggs:
             current, exprs, having = self._aggregate(current, keys, exprs, having, items, owner, q)
@@ -686,8 +939,10 @@ class Planner:
         seen: set[str] = set()
         for _, n, item_pos in items:
             if n.lower() in seen:
-                raise self.err(f"the select list names '{n}' twice; give one of them another name "
-                               "with AS", item_pos)
+                raise self.err(
+                    f"the select list names '{n}' twice; give one of them another name with AS",
+                    item_pos,
+                )
             seen.add(n.lower())
         current = self._project(current, exprs, names, owner, q.pos)
         if q.distinct:
@@ -700,9 +955,14 @@ class Planner:
             return e.text.split(".")[-1]
         return e.text
 
-    def _joins(self, inputs: list[tuple[Node, str, ast.Source]],
-               sources: list[tuple[set[str], str, int, int]],
-               preds: list[tuple[ast.Expr, TypedExpr]], owner: str, q: ast.Select) -> Node:
+    def _joins(
+        self,
+        inputs: list[tuple[Node, str, ast.Source]],
+        sources: list[tuple[set[str], str, int, int]],
+        preds: list[tuple[ast.Expr, TypedExpr]],
+        owner: str,
+        q: ast.Select,
+    ) -> Node:
         """Left-deep joins in FROM order. Conjuncts over one source filter it first; equalities
         between the joined part and the next source become the join's keys; the rest is checked as
         soon as all its sources are joined."""
@@ -718,8 +978,11 @@ class Planner:
         nodes = []
         for k, (node, _, _) in enumerate(inputs):
             _, _, start, _ = sources[k]
-            mine = [p for p in remaining
-                    if p[1].columns() and {source_of(c) for c in p[1].columns()} == {k}]
+            mine = [
+                p
+                for p in remaining
+                if p[1].columns() and {source_of(c) for c in p[1].columns()} == {k}
+            ]
             if len(inputs) == 1:
                 nodes.append(node)
                 continue
@@ -762,14 +1025,26 @@ class Planner:
             label = ("HashJoin on " + " AND ".join(on)) if on else "Join (nested loops)"
             if pred is not None:
                 label += f" where {pred.text}"
-            current = self._add(Node(
-                self._new_id(), "join", [current.id, right.id],
-                {"left_keys": [x.to_plan() for x in left_keys],
-                 "right_keys": [x.to_plan() for x in right_keys],
-                 "residual": pred.to_plan() if pred is not None else None,
-                 "expiration": self.expiration},
-                schema, kind="relation", lifetime=life, owner=owner, pos=q.sources[k].pos, label=label,
-                checks=left_keys + right_keys + ([pred] if pred is not None else [])))
+            current = self._add(
+                Node(
+                    self._new_id(),
+                    "join",
+                    [current.id, right.id],
+                    {
+                        "left_keys": [x.to_plan() for x in left_keys],
+                        "right_keys": [x.to_plan() for x in right_keys],
+                        "residual": pred.to_plan() if pred is not None else None,
+                        "expiration": self.expiration,
+                    },
+                    schema,
+                    kind="relation",
+                    lifetime=life,
+                    owner=owner,
+                    pos=q.sources[k].pos,
+                    label=label,
+                    checks=left_keys + right_keys + ([pred] if pred is not None else []),
+                )
+            )
             joined.add(k)
         return self._filters(current, remaining, owner)
 
@@ -778,7 +1053,7 @@ class Planner:
         the earlier ones kept. From the MAX_FILTERS-th on, the conjuncts share one filter (a
         balanced AND): the core hands batches down a chain of operators depth-first, so a WHERE of
         ten thousand conjuncts must not become ten thousand operators."""
-        head, tail = preds[:MAX_FILTERS - 1], preds[MAX_FILTERS - 1:]
+        head, tail = preds[: MAX_FILTERS - 1], preds[MAX_FILTERS - 1 :]
         for a, e in head:
             input_ = self._filter(input_, e, owner, a.pos)
         if tail:
@@ -787,23 +1062,57 @@ class Planner:
         return input_
 
     def _filter(self, input_: Node, pred: TypedExpr, owner: str, pos: ast.Pos) -> Node:
-        return self._add(Node(self._new_id(), "filter", [input_.id], {"predicate": pred.to_plan()},
-                              list(input_.schema), kind=input_.kind, lifetime=input_.lifetime,
-                              owner=owner, pos=pos, label=f"Filter {pred.text}", checks=[pred]))
+        return self._add(
+            Node(
+                self._new_id(),
+                "filter",
+                [input_.id],
+                {"predicate": pred.to_plan()},
+                list(input_.schema),
+                kind=input_.kind,
+                lifetime=input_.lifetime,
+                owner=owner,
+                pos=pos,
+                label=f"Filter {pred.text}",
+                checks=[pred],
+            )
+        )
 
-    def _project(self, input_: Node, exprs: list[TypedExpr], names: list[str], owner: str,
-                 pos: ast.Pos) -> Node:
-        exprs = [ExpressionBinder.coerce_null(e, T.INT64) if e.kind == "literal" else e for e in exprs]
-        parts = [e.text if e.text == n else f"{e.text} AS {n}" for e, n in zip(exprs, names, strict=True)]
-        return self._add(Node(self._new_id(), "project", [input_.id],
-                              {"names": names, "exprs": [e.to_plan() for e in exprs]},
-                              [(n, e.type) for n, e in zip(names, exprs, strict=True)], kind=input_.kind,
-                              lifetime=input_.lifetime, owner=owner, pos=pos,
-                              label="Project " + ", ".join(parts), checks=list(exprs)))
+    def _project(
+        self, input_: Node, exprs: list[TypedExpr], names: list[str], owner: str, pos: ast.Pos
+    ) -> Node:
+        exprs = [
+            ExpressionBinder.coerce_null(e, T.INT64) if e.kind == "literal" else e for e in exprs
+        ]
+        parts = [
+            e.text if e.text == n else f"{e.text} AS {n}" for e, n in zip(exprs, names, strict=True)
+        ]
+        return self._add(
+            Node(
+                self._new_id(),
+                "project",
+                [input_.id],
+                {"names": names, "exprs": [e.to_plan() for e in exprs]},
+                [(n, e.type) for n, e in zip(names, exprs, strict=True)],
+                kind=input_.kind,
+                lifetime=input_.lifetime,
+                owner=owner,
+                pos=pos,
+                label="Project " + ", ".join(parts),
+                checks=list(exprs),
+            )
+        )
 
-    def _aggregate(self, input_: Node, keys: list[TypedExpr], exprs: list[TypedExpr],
-                   having: TypedExpr | None, items: list[tuple[TypedExpr, str, ast.Pos]], owner: str,
-                   q: ast.Select) -> tuple[Node, list[TypedExpr], TypedExpr | None]:
+    def _aggregate(
+        self,
+        input_: Node,
+        keys: list[TypedExpr],
+        exprs: list[TypedExpr],
+        having: TypedExpr | None,
+        items: list[tuple[TypedExpr, str, ast.Pos]],
+        owner: str,
+        q: ast.Select,
+    ) -> tuple[Node, list[TypedExpr], TypedExpr | None]:
         """An aggregate operator (group keys, then one column per distinct aggregate), and the
         select items and HAVING rewritten over its output. Outside aggregates, an item may only use
         group keys (SQL's rule)."""
@@ -816,32 +1125,63 @@ class Planner:
             if e.kind == "agg":
                 if e not in aggs:
                     aggs.append(e)
-                return TypedExpr("column", e.type, index=len(keys) + aggs.index(e), text=e.text,
-                                 pos=e.pos)
+                return TypedExpr(
+                    "column", e.type, index=len(keys) + aggs.index(e), text=e.text, pos=e.pos
+                )
             if e.kind == "column":
-                raise self.err(f"column '{e.text}' in {where} must appear in GROUP BY or inside an "
-                               "aggregate", e.pos)
+                raise self.err(
+                    f"column '{e.text}' in {where} must appear in GROUP BY or inside an aggregate",
+                    e.pos,
+                )
             if not e.args:
                 return e
-            return TypedExpr(e.kind, e.type, e.index, e.value, e.fn,
-                             tuple(rewrite(a, where) for a in e.args), e.distinct, e.text, e.pos)
+            return TypedExpr(
+                e.kind,
+                e.type,
+                e.index,
+                e.value,
+                e.fn,
+                tuple(rewrite(a, where) for a in e.args),
+                e.distinct,
+                e.text,
+                e.pos,
+            )
 
         new_exprs = [rewrite(e, "the select list") for e in exprs]
         new_having = rewrite(having, "HAVING") if having is not None else None
         schema = [(k.text, k.type) for k in keys] + [(a.text, a.type) for a in aggs]
         params = {
             "keys": [k.to_plan() for k in keys],
-            "aggregates": [{"fn": a.fn, "distinct": a.distinct, "type": a.type,
-                            "arg": a.args[0].to_plan() if a.args else None} for a in aggs],
+            "aggregates": [
+                {
+                    "fn": a.fn,
+                    "distinct": a.distinct,
+                    "type": a.type,
+                    "arg": a.args[0].to_plan() if a.args else None,
+                }
+                for a in aggs
+            ],
             "names": [n for n, _ in schema],
             "expiration": self.expiration,
         }
         label = "Aggregate " + ", ".join(a.text for a in aggs)
         if keys:
             label += " GROUP BY " + ", ".join(k.text for k in keys)
-        node = self._add(Node(self._new_id(), "aggregate", [input_.id], params, schema,
-                              kind="relation", lifetime=PENDING, owner=owner, pos=q.pos, label=label,
-                              checks=keys + [a.args[0] for a in aggs if a.args]))
+        node = self._add(
+            Node(
+                self._new_id(),
+                "aggregate",
+                [input_.id],
+                params,
+                schema,
+                kind="relation",
+                lifetime=PENDING,
+                owner=owner,
+                pos=q.pos,
+                label=label,
+                checks=keys + [a.args[0] for a in aggs if a.args],
+            )
+        )
         return node, new_exprs, new_having
 
     # =========================================================================================
@@ -853,8 +1193,10 @@ class Planner:
         for node in self.cat.nodes.values():
             if node.id < first_new:
                 continue
-            node.inputs = [self.cat.queries[self.unplanned[i].lower()].out_id if i < 0 else i
-                           for i in node.inputs]
+            node.inputs = [
+                self.cat.queries[self.unplanned[i].lower()].out_id if i < 0 else i
+                for i in node.inputs
+            ]
 
     def ticks(self, d: ast.Duration) -> int:
         """A CQL duration in ticks of the engine's time unit (a bare integer is ticks already)."""
@@ -864,13 +1206,19 @@ class Planner:
             ns = d.value * UNIT_NS[d.unit]
             per_tick = TIME_UNIT_NS[self.time_unit]
             if ns % per_tick:
-                raise self.err(f"{d.value} {UNIT_WORDS[d.unit]} is not a whole number of ticks of "
-                               f"the engine's time unit '{self.time_unit}'", d.pos)
+                raise self.err(
+                    f"{d.value} {UNIT_WORDS[d.unit]} is not a whole number of ticks of "
+                    f"the engine's time unit '{self.time_unit}'",
+                    d.pos,
+                )
             ticks = ns // per_tick
         if ticks >= 2**63:
-            raise self.err(f"the duration {d.value}{' ' + UNIT_WORDS[d.unit] if d.unit else ''} is "
-                           f"{ticks} ticks, beyond the largest time (2^63 - 1 ticks); use "
-                           "[Range Unbounded] for a window that never ends", d.pos)
+            raise self.err(
+                f"the duration {d.value}{' ' + UNIT_WORDS[d.unit] if d.unit else ''} is "
+                f"{ticks} ticks, beyond the largest time (2^63 - 1 ticks); use "
+                "[Range Unbounded] for a window that never ends",
+                d.pos,
+            )
         return ticks
 
 
@@ -948,5 +1296,13 @@ def is_constant(lifetime: str) -> bool:
     return lifetime.startswith("constant") or lifetime == UNBOUNDED
 
 
-__all__ = ["Catalog", "Deferred", "Node", "Planner", "QueryDef", "StreamDef",
-           "is_constant", "literal"]
+__all__ = [
+    "Catalog",
+    "Deferred",
+    "Node",
+    "Planner",
+    "QueryDef",
+    "StreamDef",
+    "is_constant",
+    "literal",
+]

@@ -11,6 +11,7 @@ lifetimes known — so it never changes what any query computes: ``auto_delay`` 
 reader of the stream operator it delays, which is only the same as before for operators that were
 already one.
 """
+
 from __future__ import annotations
 
 import json
@@ -25,8 +26,15 @@ _NEVER_SHARED = ("sink", "stream_scan", "relation_scan")
 
 
 def _key(n: Node) -> tuple[Any, ...]:
-    return (n.op, tuple(n.inputs), json.dumps(n.params, sort_keys=True, default=str),
-            tuple(tuple(c) for c in n.schema), n.kind, n.lifetime, n.inserted)
+    return (
+        n.op,
+        tuple(n.inputs),
+        json.dumps(n.params, sort_keys=True, default=str),
+        tuple(tuple(c) for c in n.schema),
+        n.kind,
+        n.lifetime,
+        n.inserted,
+    )
 
 
 def share_subplans(cat: Catalog, first_new: int) -> None:
@@ -64,8 +72,9 @@ def share_subplans(cat: Catalog, first_new: int) -> None:
         _renumber(cat, first_new)
 
 
-def _receivers(cat: Catalog, readers: dict[int, list[int]], node: int,
-               stop: Collection[int] = ()) -> set[int]:
+def _receivers(
+    cat: Catalog, readers: dict[int, list[int]], node: int, stop: Collection[int] = ()
+) -> set[int]:
     """The operators that see the tuples of ``node`` with their identity: its readers, and the
     readers of those that pass tuples on unchanged (``readers``: ``cat.consumers()``). The walk
     ends at the first one in ``stop``."""
@@ -82,8 +91,9 @@ def _receivers(cat: Catalog, readers: dict[int, list[int]], node: int,
     return seen
 
 
-def _read_together(cat: Catalog, readers: dict[int, list[int]], known: dict[int, set[int]],
-                   a: int, b: int) -> bool:
+def _read_together(
+    cat: Catalog, readers: dict[int, list[int]], known: dict[int, set[int]], a: int, b: int
+) -> bool:
     """Whether merging ``a`` into ``b`` would make one operator see the same relation tuple
     twice (``X EXCEPT X``, a self-join, a union of two filters of one window). Operators keep
     one slot per expiration holder id, so a tuple must reach each of them once. Streams carry no
@@ -107,7 +117,9 @@ def _replace(cat: Catalog, old: int, new: int) -> None:
 
 
 def _renumber(cat: Catalog, first_new: int) -> None:
-    ids = {old: first_new + k for k, old in enumerate(sorted(i for i in cat.nodes if i >= first_new))}
+    ids = {
+        old: first_new + k for k, old in enumerate(sorted(i for i in cat.nodes if i >= first_new))
+    }
 
     def m(i: int) -> int:
         return ids.get(i, i)

@@ -41,9 +41,17 @@ __all__ = ["CQPartitionWarning", "run"]
 QUERY = "__cq_query"
 
 
-def run(spark: SparkSession, cql_text: str, inputs: dict[str, DataFrame] | None = None,
-        ts: str = "ts", *, partitions: int | None = None, chunk_rows: int = 1 << 18,
-        persist: bool = False, **engine_options: Any) -> dict[str, DataFrame]:
+def run(
+    spark: SparkSession,
+    cql_text: str,
+    inputs: dict[str, DataFrame] | None = None,
+    ts: str = "ts",
+    *,
+    partitions: int | None = None,
+    chunk_rows: int = 1 << 18,
+    persist: bool = False,
+    **engine_options: Any,
+) -> dict[str, DataFrame]:
     """Runs ``cql_text`` on Spark over DataFrames and returns every query's output as a DataFrame.
 
     ``inputs`` maps stream and relation names to DataFrames whose timestamp column is ``ts``
@@ -72,8 +80,10 @@ def run(spark: SparkSession, cql_text: str, inputs: dict[str, DataFrame] | None 
     [Row(k=1, a=2.0, start=0, end=None), Row(k=2, a=3.0, start=1, end=None)]
     """
     if inputs is not None and not isinstance(inputs, Mapping):
-        raise ArgumentError(f"run(inputs=...) maps stream names to DataFrames, e.g. {{'s': df}}; "
-                            f"found {type(inputs).__name__}")
+        raise ArgumentError(
+            f"run(inputs=...) maps stream names to DataFrames, e.g. {{'s': df}}; "
+            f"found {type(inputs).__name__}"
+        )
     inputs = dict(inputs or {})
     if any(getattr(df, "isStreaming", False) for df in inputs.values()):
         from cq_py.spark import streaming  # Structured Streaming: engine state across micro-batches
@@ -94,21 +104,27 @@ def run(spark: SparkSession, cql_text: str, inputs: dict[str, DataFrame] | None 
             known = ", ".join(eng.stream_names()) or "(none)"
             raise InputError(f"unknown stream {name!r}; registered streams: {known}", stream=name)
         if not isinstance(df, DataFrame):
-            raise InputError(f"input '{name}' must be a Spark DataFrame; found {type(df).__name__}",
-                             stream=name)
+            raise InputError(
+                f"input '{name}' must be a Spark DataFrame; found {type(df).__name__}", stream=name
+            )
         given.append((streams[name.lower()], df))
     if partitions is None:
         # One engine per core: each Python task costs a worker round trip, and an engine streams
         # through a large partition as fast as through a small one.
         partitions = spark.sparkContext.defaultParallelism
     if not plan.partitionable:
-        warnings.warn(f"cq on Spark: the script runs in one partition: {plan.blocker}",
-                      CQPartitionWarning, stacklevel=2)
+        warnings.warn(
+            f"cq on Spark: the script runs in one partition: {plan.blocker}",
+            CQPartitionWarning,
+            stacklevel=2,
+        )
 
     specs = [InputSpec(tag, name, eng, plan) for tag, (name, _) in enumerate(given)]
     key_type = united_key_type(plan, [s.name for s in specs])
-    parts = [tagged(df, spec, specs, ts, plan, key_type, eng.time_unit)
-             for spec, (_, df) in zip(specs, given, strict=True)]
+    parts = [
+        tagged(df, spec, specs, ts, plan, key_type, eng.time_unit)
+        for spec, (_, df) in zip(specs, given, strict=True)
+    ]
     queries = [(q, eng.query_schema(q)) for q in eng.query_names()]
     out_schema = _output_schema(queries)
     worker = _PartitionEngine(cql_text, engine_options, specs, queries, out_schema, chunk_rows)
@@ -140,12 +156,16 @@ def run(spark: SparkSession, cql_text: str, inputs: dict[str, DataFrame] | None 
         result = spark.createDataFrame([], spark_schema(out_schema))
     if len(queries) == 1:
         return {queries[0][0]: result}
-    return {q: result.filter(F.col(QUERY) == i).select(
-        *[F.col(_qcol(i, f.name)).alias(f.name) for f in schema])
-        for i, (q, schema) in enumerate(queries)}
+    return {
+        q: result.filter(F.col(QUERY) == i).select(
+            *[F.col(_qcol(i, f.name)).alias(f.name) for f in schema]
+        )
+        for i, (q, schema) in enumerate(queries)
+    }
 
 
 # -- outputs --------------------------------------------------------------------------------------
+
 
 def _qcol(query: int, name: str) -> str:
     return f"__cq_q{query}_{name}"
@@ -165,12 +185,21 @@ def _output_schema(queries: list[tuple[str, pa.Schema]]) -> pa.Schema:
 class _PartitionEngine:
     """The function each task runs: one engine over the task's sorted Arrow batches."""
 
-    def __init__(self, cql: str, options: dict[str, Any], specs: list[InputSpec],
-                 queries: list[tuple[str, pa.Schema]], out_schema: pa.Schema, chunk_rows: int):
+    def __init__(
+        self,
+        cql: str,
+        options: dict[str, Any],
+        specs: list[InputSpec],
+        queries: list[tuple[str, pa.Schema]],
+        out_schema: pa.Schema,
+        chunk_rows: int,
+    ):
         self.cql = cql
         self.options = options
-        self.inputs = [(s.tag, s.name, [col for _, col, _ in s.united],
-                        [name for name, _, _ in s.united]) for s in specs]
+        self.inputs = [
+            (s.tag, s.name, [col for _, col, _ in s.united], [name for name, _, _ in s.united])
+            for s in specs
+        ]
         self.queries = [q for q, _ in queries]
         self.schemas = queries
         self.out_schema = out_schema
@@ -226,5 +255,7 @@ class _PartitionEngine:
             return pa.RecordBatch.from_arrays(batch.columns, schema=self.out_schema)
         arrays = [pa.array(np.full(n, query, dtype=np.int32))]
         for i, (_, schema) in enumerate(self.schemas):
-            arrays.extend(batch.column(f.name) if i == query else pa.nulls(n, f.type) for f in schema)
+            arrays.extend(
+                batch.column(f.name) if i == query else pa.nulls(n, f.type) for f in schema
+            )
         return pa.RecordBatch.from_arrays(arrays, schema=self.out_schema)

@@ -35,9 +35,12 @@ def session(master: str) -> tuple[SparkSession, bool]:
     running = SparkSession.getActiveSession()
     if running is not None:
         return running, False
-    spark = start_session(SparkSession.builder.master(master).appName("cq")
-                          .config("spark.ui.showConsoleProgress", "false")
-                          .config("spark.sql.execution.arrow.pyspark.enabled", "true"))
+    spark = start_session(
+        SparkSession.builder.master(master)
+        .appName("cq")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+    )
     spark.sparkContext.setLogLevel("ERROR")
     return spark, True
 
@@ -68,8 +71,9 @@ def start_session(builder: SparkSession.Builder) -> SparkSession:
         os.chdir(cwd)
 
 
-def read_input(spark: SparkSession, path: str | os.PathLike[str], eng: Engine, stream: str,
-               ts: str) -> DataFrame:
+def read_input(
+    spark: SparkSession, path: str | os.PathLike[str], eng: Engine, stream: str, ts: str
+) -> DataFrame:
     """``path`` as a DataFrame for ``stream`` of ``eng``: a CSV file is read with the declared
     types (its header names the columns; the timestamp is integer ticks, or a timestamp when its
     first value is not an integer), Parquet and JSON Lines with their own types.
@@ -82,8 +86,9 @@ def read_input(spark: SparkSession, path: str | os.PathLike[str], eng: Engine, s
     if fmt == "jsonl":
         return spark.read.json(str(path))
     if str(path).endswith((".gz", ".bz2")):
-        raise InputError(f"{path}: compressed CSV is not read on Spark; decompress it first",
-                         stream=stream)
+        raise InputError(
+            f"{path}: compressed CSV is not read on Spark; decompress it first", stream=stream
+        )
     declared = {f.name.lower(): SPARK_TYPES[core_type(f.type)] for f in eng.stream_schema(stream)}
     if stream in eng.relation_names():
         declared[OP] = ST.StringType()
@@ -92,8 +97,9 @@ def read_input(spark: SparkSession, path: str | os.PathLike[str], eng: Engine, s
         header = next(reader, None)
         first = next(reader, None)
     if not header:
-        raise InputError(f"{path}: empty CSV file (expected a header naming the columns)",
-                         stream=stream)
+        raise InputError(
+            f"{path}: empty CSV file (expected a header naming the columns)", stream=stream
+        )
     fields = []
     for i, name in enumerate(header):
         t: ST.DataType
@@ -103,8 +109,12 @@ def read_input(spark: SparkSession, path: str | os.PathLike[str], eng: Engine, s
         else:
             t = declared.get(name.lower(), ST.StringType())
         fields.append(ST.StructField(name, t, True))
-    return (spark.read.option("header", True).option("mode", "FAILFAST")
-            .schema(ST.StructType(fields)).csv(str(path)))
+    return (
+        spark.read.option("header", True)
+        .option("mode", "FAILFAST")
+        .schema(ST.StructType(fields))
+        .csv(str(path))
+    )
 
 
 def _is_int(text: str) -> bool:
@@ -115,8 +125,14 @@ def _is_int(text: str) -> bool:
     return True
 
 
-def write_output(df: DataFrame, directory: Path, query: str, fmt: OutputFormat, schema: pa.Schema,
-                 order: list[str]) -> QueryWriter:
+def write_output(
+    df: DataFrame,
+    directory: Path,
+    query: str,
+    fmt: OutputFormat,
+    schema: pa.Schema,
+    order: list[str],
+) -> QueryWriter:
     """Writes ``df``, sorted by the ``order`` columns, to ``directory/query.<ext>``: the file a
     local ``cq run`` writes (same name, format and writer). Spark writes the sorted rows as
     Parquet part files into a hidden directory beside it, in parallel; the driver then streams

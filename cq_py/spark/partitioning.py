@@ -130,8 +130,9 @@ def partition_plan(cql_text: str, time_unit: str = "ms") -> PartitionPlan:
             return PartitionPlan(none, False, d.what, ordered, relations, True, rstream=rstream)
     chosen = _solve(demands)
     if chosen is None:
-        return PartitionPlan(none, False, _conflict(demands), ordered, relations, True,
-                             rstream=rstream)
+        return PartitionPlan(
+            none, False, _conflict(demands), ordered, relations, True, rstream=rstream
+        )
     keys = {name: chosen.get(name) for name in inputs}
     types = {name: dict(inputs[name].columns)[col] for name, col in keys.items() if col is not None}
     return PartitionPlan(keys, True, None, ordered, relations, bool(demands), types, rstream)
@@ -197,11 +198,18 @@ def _demand(n: Node, nodes: dict[int, Node], tracer: _Tracer) -> _Demand | None:
     """What ``n`` needs of the key, or None if it acts per row."""
     where = f"query {n.owner}"
     if n.op == "row_window":
-        return _Demand(n, [], f"{where}: {_window(n)} on {_source(n, nodes)} is not partitioned "
-                              "(it counts the rows of every key)")
+        return _Demand(
+            n,
+            [],
+            f"{where}: {_window(n)} on {_source(n, nodes)} is not partitioned "
+            "(it counts the rows of every key)",
+        )
     if n.op == "partition_row_window":
-        return _Demand(n, tracer.options(n.inputs[0], n.params["keys"]),
-                       f"{where}: {_window(n)} on {_source(n, nodes)} does not partition on the key")
+        return _Demand(
+            n,
+            tracer.options(n.inputs[0], n.params["keys"]),
+            f"{where}: {_window(n)} on {_source(n, nodes)} does not partition on the key",
+        )
     if n.op == "join":
         options = []
         for lk, rk in zip(n.params["left_keys"], n.params["right_keys"], strict=True):
@@ -210,26 +218,42 @@ def _demand(n: Node, nodes: dict[int, Node], tracer: _Tracer) -> _Demand | None:
             if lo is not None and ro is not None and (lo | ro) not in options:
                 options.append(lo | ro)
         if not n.params["left_keys"]:
-            return _Demand(n, [], f"join in query {n.owner} has no equality between its sides "
-                                  "(every row meets every row)")
-        return _Demand(n, options, f"join in query {n.owner} is not on the partition key "
-                                   f"({n.label.removeprefix('HashJoin ')})")
+            return _Demand(
+                n,
+                [],
+                f"join in query {n.owner} has no equality between its sides "
+                "(every row meets every row)",
+            )
+        return _Demand(
+            n,
+            options,
+            f"join in query {n.owner} is not on the partition key "
+            f"({n.label.removeprefix('HashJoin ')})",
+        )
     if n.op == "aggregate":
         options = tracer.options(n.id, range(len(n.params["keys"])))
         if not n.params["keys"]:
-            return _Demand(n, [], f"{where}: the aggregate without GROUP BY "
-                                  f"({n.label.removeprefix('Aggregate ')}) needs every row")
+            return _Demand(
+                n,
+                [],
+                f"{where}: the aggregate without GROUP BY "
+                f"({n.label.removeprefix('Aggregate ')}) needs every row",
+            )
         return _Demand(n, options, f"{where}: {_aggregate(n)} does not group by the key")
     if n.op in ("istream", "dstream"):
         source = nodes[n.inputs[0]]
-        if source.lifetime == UNBOUNDED or (source.lifetime == constant("ε")
-                                            and not _delayed(source, nodes)):
+        if source.lifetime == UNBOUNDED or (
+            source.lifetime == constant("ε") and not _delayed(source, nodes)
+        ):
             # No end can meet a start of an equal row: [Range Unbounded] never ends; [Now] ends
             # one ε after its start, at step 1, where no row starts unless a delay put it there.
             return None
-        return _Demand(n, tracer.options(n.inputs[0], range(len(source.schema))),
-                       f"{where}: {n.op.upper()} compares whole rows, and none of their columns can be "
-                       "the partition key")
+        return _Demand(
+            n,
+            tracer.options(n.inputs[0], range(len(source.schema))),
+            f"{where}: {n.op.upper()} compares whole rows, and none of their columns can be "
+            "the partition key",
+        )
     return None
 
 
@@ -293,11 +317,13 @@ def _conflict(demands: list[_Demand]) -> str:
     """The first operator, in plan order, whose demand cannot be met together with the earlier."""
     for k in range(1, len(demands) + 1):
         if _solve(demands[:k]) is None:
-            earlier = demands[:k - 1]
+            earlier = demands[: k - 1]
             first = _solve(earlier) or {}
             keyed = ", ".join(f"'{c}' of {s}" for s, c in sorted(first.items()))
             inputs = {s for o in demands[k - 1].options for s, _ in o}
             others = [d.name for d in earlier if any(s in inputs for o in d.options for s, _ in o)]
-            return (f"{demands[k - 1].what}, which {', '.join(others) or 'the operators before it'} "
-                    f"need{'s' if len(others) == 1 else ''} (they partition on {keyed})")
+            return (
+                f"{demands[k - 1].what}, which {', '.join(others) or 'the operators before it'} "
+                f"need{'s' if len(others) == 1 else ''} (they partition on {keyed})"
+            )
     raise AssertionError("no conflict among demands that cannot all be met")

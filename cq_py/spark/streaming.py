@@ -105,9 +105,15 @@ _STATE_SCHEMA = "snapshot binary, meta string"
 _FORMAT = 1  # the bookkeeping's version, stored in the state
 
 
-
-def run(spark: SparkSession, cql_text: str, inputs: dict[str, Any] | None = None, ts: str = "ts", *,
-        partitions: int | None = None, **engine_options: Any) -> dict[str, Any]:
+def run(
+    spark: SparkSession,
+    cql_text: str,
+    inputs: dict[str, Any] | None = None,
+    ts: str = "ts",
+    *,
+    partitions: int | None = None,
+    **engine_options: Any,
+) -> dict[str, Any]:
     """Runs ``cql_text`` over streaming DataFrames; returns one streaming DataFrame per query.
 
     ``inputs`` maps registered stream or relation names to streaming DataFrames holding the
@@ -138,8 +144,11 @@ def run(spark: SparkSession, cql_text: str, inputs: dict[str, Any] | None = None
     if not isinstance(partitions, int) or isinstance(partitions, bool) or partitions < 1:
         raise ArgumentError(f"partitions must be a positive integer; found {partitions!r}")
     if not plan.partitionable:
-        warnings.warn(f"cq on Spark: the script runs in one engine: {plan.blocker}",
-                      CQPartitionWarning, stacklevel=3)
+        warnings.warn(
+            f"cq on Spark: the script runs in one engine: {plan.blocker}",
+            CQPartitionWarning,
+            stacklevel=3,
+        )
         partitions = 1
     streams = {name.lower(): name for name in eng.stream_names()}
     given = []
@@ -147,8 +156,11 @@ def run(spark: SparkSession, cql_text: str, inputs: dict[str, Any] | None = None
         if not isinstance(name, str) or name.lower() not in streams:
             eng._stream(str(name))  # raises the engine's InputError naming the known streams
         if not isinstance(df, DataFrame) or not df.isStreaming:
-            raise InputError(f"input '{name}' must be a streaming Spark DataFrame (all inputs "
-                             "stream, or none does)", stream=name)
+            raise InputError(
+                f"input '{name}' must be a streaming Spark DataFrame (all inputs "
+                "stream, or none does)",
+                stream=name,
+            )
         given.append((streams[name.lower()], df))
     if not given:
         raise InputError("cq_py.spark.run on streams needs at least one input DataFrame")
@@ -162,10 +174,12 @@ def run(spark: SparkSession, cql_text: str, inputs: dict[str, Any] | None = None
     for spec, (_, df) in zip(specs, given, strict=True):
         frame = tagged(df, spec, specs, ts, unsequenced, key_type, eng.time_unit, part=True)
         bucket = F.pmod(F.col(PART), F.lit(partitions)) if partitions > 1 else F.lit(0)
-        frame = (frame.withColumn(PART, bucket.cast("int"))
-                 .withColumn(_EVENT, _event_time(F.col(TS), eng.time_unit))
-                 # One watermark per input: Spark's global watermark is their minimum.
-                 .withWatermark(_EVENT, "0 seconds"))
+        frame = (
+            frame.withColumn(PART, bucket.cast("int"))
+            .withColumn(_EVENT, _event_time(F.col(TS), eng.time_unit))
+            # One watermark per input: Spark's global watermark is their minimum.
+            .withWatermark(_EVENT, "0 seconds")
+        )
         frames.append(frame)
     union = frames[0]
     for frame in frames[1:]:
@@ -173,29 +187,44 @@ def run(spark: SparkSession, cql_text: str, inputs: dict[str, Any] | None = None
     # All rows of a bucket go to one task, which packs them into one blob: the stateful step sees
     # one row per bucket and micro-batch (pyspark 4.0 with pandas 3 mis-reads a group's chunk
     # offsets as floats when a group has several rows in one Arrow batch).
-    packed = (union.drop(_EVENT).repartition(partitions, PART)
-              .mapInArrow(_Pack(eng.time_unit),
-                          f"{PART} int, {_EVENT_US} bigint, {_DATA} binary")
-              # The blobs' event time is the column the stateful step's late filter reads. Spark
-              # forbids a second withWatermark, and mapInArrow's new columns lose the inputs'
-              # watermark mark, so the mark (Spark's column metadata key) is set here.
-              .select(F.col(PART), F.col(_DATA),
-                      F.timestamp_micros(F.col(_EVENT_US)).alias(
-                          _EVENT, metadata={_WATERMARK_DELAY_KEY: 0})))
-    fingerprint = hashlib.sha256(json.dumps(
-        [cql_text, ts, partitions, sorted((k, repr(v)) for k, v in engine_options.items())]
-    ).encode()).hexdigest()
-    layout = [(s.tag, s.name, [col for _, col, _ in s.united],
-               [name for name, _, _ in s.united]) for s in specs]
+    packed = (
+        union.drop(_EVENT)
+        .repartition(partitions, PART)
+        .mapInArrow(_Pack(eng.time_unit), f"{PART} int, {_EVENT_US} bigint, {_DATA} binary")
+        # The blobs' event time is the column the stateful step's late filter reads. Spark
+        # forbids a second withWatermark, and mapInArrow's new columns lose the inputs'
+        # watermark mark, so the mark (Spark's column metadata key) is set here.
+        .select(
+            F.col(PART),
+            F.col(_DATA),
+            F.timestamp_micros(F.col(_EVENT_US)).alias(_EVENT, metadata={_WATERMARK_DELAY_KEY: 0}),
+        )
+    )
+    fingerprint = hashlib.sha256(
+        json.dumps(
+            [cql_text, ts, partitions, sorted((k, repr(v)) for k, v in engine_options.items())]
+        ).encode()
+    ).hexdigest()
+    layout = [
+        (s.tag, s.name, [col for _, col, _ in s.united], [name for name, _, _ in s.united])
+        for s in specs
+    ]
     step = _Step(cql_text, dict(engine_options), layout, fingerprint, plan.ordered)
     by_query = packed.groupBy(PART).applyInPandasWithState(
-        step, f"{_QUERY} string, {_DATA} binary", _STATE_SCHEMA, "append",
-        GroupStateTimeout.EventTimeTimeout)
+        step,
+        f"{_QUERY} string, {_DATA} binary",
+        _STATE_SCHEMA,
+        "append",
+        GroupStateTimeout.EventTimeTimeout,
+    )
     out = {}
     for q in eng.query_names():
         schema = eng.query_schema(q)
-        out[q] = (by_query.filter(F.col(_QUERY) == q).select(_DATA)
-                  .mapInArrow(_Unpack(), spark_schema(schema)))
+        out[q] = (
+            by_query.filter(F.col(_QUERY) == q)
+            .select(_DATA)
+            .mapInArrow(_Unpack(), spark_schema(schema))
+        )
     return out
 
 
@@ -212,6 +241,7 @@ def _read_ipc(blob: bytes | pa.Buffer) -> pa.Table:
 
 
 # -- executor-side functions (pickled into the tasks) --------------------------------------------
+
 
 class _Pack:
     """``mapInArrow`` after the repartition by bucket: all rows of the task's micro-batch become
@@ -237,11 +267,13 @@ class _Pack:
             part = rows.slice(s, e - s)
             blobs.append(_ipc(part))
             last.append(_tick_to_us(pc.max(part.column(TS)).as_py(), self.unit) + 1)
-        yield pa.record_batch({
-            PART: pa.array(keys[starts], pa.int32()),
-            _EVENT_US: pa.array(last, pa.int64()),
-            _DATA: pa.array(blobs, pa.binary()),
-        })
+        yield pa.record_batch(
+            {
+                PART: pa.array(keys[starts], pa.int32()),
+                _EVENT_US: pa.array(last, pa.int64()),
+                _DATA: pa.array(blobs, pa.binary()),
+            }
+        )
 
 
 def _event_time(ticks: Column, unit: str) -> Column:
@@ -272,13 +304,20 @@ class _Step:
     """The ``applyInPandasWithState`` function: one bucket's engine, restored from the state,
     advanced to the watermark, fed the micro-batch's rows, drained, and saved back."""
 
-    def __init__(self, cql: str, options: dict[str, Any], layout: list[tuple[int, str, list[str], list[str]]],
-                 fingerprint: str, ordered: bool):
+    def __init__(
+        self,
+        cql: str,
+        options: dict[str, Any],
+        layout: list[tuple[int, str, list[str], list[str]]],
+        fingerprint: str,
+        ordered: bool,
+    ):
         self.cql, self.options, self.layout = cql, options, layout
         self.fingerprint, self.ordered = fingerprint, ordered
 
-    def __call__(self, key: tuple[Any, ...], frames: Iterable[pd.DataFrame],
-                 state: GroupState) -> Iterator[pd.DataFrame]:
+    def __call__(
+        self, key: tuple[Any, ...], frames: Iterable[pd.DataFrame], state: GroupState
+    ) -> Iterator[pd.DataFrame]:
         import pandas as pd
 
         bucket = int(key[0])
@@ -286,15 +325,22 @@ class _Step:
             snapshot, meta = state.get
             meta = json.loads(meta)
             if meta.get("fingerprint") != self.fingerprint or meta.get("format") != _FORMAT:
-                raise CQError("this checkpoint holds engines of a different cq script, engine "
-                              "options, timestamp column or bucket count; start the query from a "
-                              "new checkpoint location")
+                raise CQError(
+                    "this checkpoint holds engines of a different cq script, engine "
+                    "options, timestamp column or bucket count; start the query from a "
+                    "new checkpoint location"
+                )
             eng = Engine.restore(bytes(snapshot))
         else:
             eng = Engine(**self.options)
             eng.execute(self.cql)
-            meta = {"format": _FORMAT, "fingerprint": self.fingerprint, "advanced": None,
-                    "last": {}, "late": 0}
+            meta = {
+                "format": _FORMAT,
+                "fingerprint": self.fingerprint,
+                "advanced": None,
+                "last": {},
+                "late": 0,
+            }
         watermark = state.getCurrentWatermarkMs()
         target = _watermark_tick(watermark, eng.time_unit)
         if meta["advanced"] is None or target > meta["advanced"]:
@@ -311,8 +357,13 @@ class _Step:
                 meta["last"][name] = int(pc.max(kept.column(TS)).as_py())
         if late:
             meta["late"] += late
-            log.warning("cq bucket %d dropped %d late rows (%d in all): below the watermark or "
-                        "below an earlier row of their input", bucket, late, meta["late"])
+            log.warning(
+                "cq bucket %d dropped %d late rows (%d in all): below the watermark or "
+                "below an earlier row of their input",
+                bucket,
+                late,
+                meta["late"],
+            )
         queries, blobs = [], []
         for q in eng.query_names():
             result = eng.fetch(q)
@@ -338,8 +389,9 @@ class _Step:
         tables: dict[str, pa.Table] = {}
         for tag, stream, prefixed, declared in self.layout:
             # tagging.tagged adds no tag column when there is one input.
-            table = rows.filter(pc.equal(rows.column(TAG), tag)) if TAG in rows.column_names \
-                else rows
+            table = (
+                rows.filter(pc.equal(rows.column(TAG), tag)) if TAG in rows.column_names else rows
+            )
             if table.num_rows == 0:
                 continue
             table = table.select([*prefixed, TS]).rename_columns([*declared, TS])

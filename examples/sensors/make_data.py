@@ -48,12 +48,14 @@ def make_table(rows: int = ROWS, seed: int = SEED) -> pa.Table:
     humidity = BASE_HUMIDITY[who] + 8.0 * rng.standard_normal(rows)
     humidity = np.clip(humidity, 5.0, 100.0)
     missing = rng.random(rows) < 0.05
-    return pa.table({
-        "ts": pa.array(ts, pa.int64()),
-        "sensor": pa.array(SENSORS[who]),
-        "temp": pa.array(np.round(temp, 2)),
-        "humidity": pa.array(np.round(humidity, 1), mask=missing),
-    })
+    return pa.table(
+        {
+            "ts": pa.array(ts, pa.int64()),
+            "sensor": pa.array(SENSORS[who]),
+            "temp": pa.array(np.round(temp, 2)),
+            "humidity": pa.array(np.round(humidity, 1), mask=missing),
+        }
+    )
 
 
 def main(path: str | None = None) -> str:

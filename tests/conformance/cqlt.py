@@ -46,8 +46,13 @@ ERROR_CLASSES = {
 MODES = ("run", "plan")
 # Column types a `push` header may name explicitly (`a:VARCHAR`) to override the declared type.
 HEADER_TYPES = {
-    "BIGINT": pa.int64(), "INT": pa.int64(), "INT32": pa.int32(), "DOUBLE": pa.float64(),
-    "VARCHAR": pa.string(), "BOOLEAN": pa.bool_(), "NULL": pa.null(),
+    "BIGINT": pa.int64(),
+    "INT": pa.int64(),
+    "INT32": pa.int32(),
+    "DOUBLE": pa.float64(),
+    "VARCHAR": pa.string(),
+    "BOOLEAN": pa.bool_(),
+    "NULL": pa.null(),
 }
 
 
@@ -96,11 +101,17 @@ def _bool(v: str) -> bool:
 
 # Options of the `options` block: name -> how its value is read.
 OPTIONS: dict[str, Callable[[str], Any]] = {
-    "mode": str, "time_unit": str, "lifetime": str, "executor": str,
-    "auto_delay": _bool, "expose_steps": _bool, "hybrid": _bool,
+    "mode": str,
+    "time_unit": str,
+    "lifetime": str,
+    "executor": str,
+    "auto_delay": _bool,
+    "expose_steps": _bool,
+    "hybrid": _bool,
     # The runner's own, not the engine's: how a push block is split into pushes ("all": one push;
     # N: N rows at a time), and whether the engine is snapshotted and restored after every push.
-    "batch_rows": _batch_rows, "snapshot": _bool,
+    "batch_rows": _batch_rows,
+    "snapshot": _bool,
 }
 
 
@@ -173,7 +184,7 @@ def _block(lines: list[Line], where: str) -> Block:
     head = lines[0]
     words = head.text.split()
     kind, args = words[0].lower(), words[1:]
-    raw_args = head.text.strip()[len(words[0]):].strip()
+    raw_args = head.text.strip()[len(words[0]) :].strip()
     rest = lines[1:]
 
     def fail(msg: str, lineno: int = head.lineno) -> FormatError:
@@ -184,7 +195,7 @@ def _block(lines: list[Line], where: str) -> Block:
     if seps:
         if len(seps) > 1:
             raise fail(f"more than one '{SEPARATOR}' in one block", rest[seps[1]].lineno)
-        body, expected = rest[:seps[0]], rest[seps[0] + 1:]
+        body, expected = rest[: seps[0]], rest[seps[0] + 1 :]
     b = Block(kind, args, head.lineno, body, expected, raw_args=raw_args)
 
     if kind == "options":
@@ -193,8 +204,9 @@ def _block(lines: list[Line], where: str) -> Block:
         for a in args:
             key, eq, value = a.partition("=")
             if not eq or key not in OPTIONS:
-                raise fail(f"unknown option {a!r}; options are "
-                           f"{', '.join(k + '=...' for k in OPTIONS)}")
+                raise fail(
+                    f"unknown option {a!r}; options are {', '.join(k + '=...' for k in OPTIONS)}"
+                )
             try:
                 v = OPTIONS[key](value)
             except ValueError as e:
@@ -271,8 +283,10 @@ def _block(lines: list[Line], where: str) -> Block:
             _error_args(b, rest_args[1:], fail, allow_at=False)
         else:
             if len(rest_args) > 1:
-                raise fail(f"unexpected {' '.join(rest_args[1:])!r} after the query name (rows "
-                           "are compared as bags per timestamp: there is no 'rowsort' to ask)")
+                raise fail(
+                    f"unexpected {' '.join(rest_args[1:])!r} after the query name (rows "
+                    "are compared as bags per timestamp: there is no 'rowsort' to ask)"
+                )
             if body:
                 raise fail(f"'query' is followed directly by '{SEPARATOR}'", body[0].lineno)
             if not expected:
@@ -288,13 +302,15 @@ def _block(lines: list[Line], where: str) -> Block:
                 b.when[key] = OPTIONS[key](value)
             except ValueError as e:
                 raise fail(f"skip: option {key}: {e}") from None
-            raw_args = raw_args[len(a):].strip()
+            raw_args = raw_args[len(a) :].strip()
         b.raw_args = raw_args
         if not raw_args:
             raise fail("'skip' needs a reason")
     else:
-        raise fail(f"unknown directive {words[0]!r}; directives are options, statement, explain, "
-                   "push, advance, close, query, skip")
+        raise fail(
+            f"unknown directive {words[0]!r}; directives are options, statement, explain, "
+            "push, advance, close, query, skip"
+        )
     return b
 
 
@@ -312,8 +328,10 @@ def _error_args(b: Block, args: list[str], fail, allow_at: bool) -> None:
                 raise fail(f"'at' needs LINE:COLUMN, found {args[k + 1]!r}") from None
             k += 1
         else:
-            raise fail(f"unexpected {a!r}; expected {' or '.join(ERROR_CLASSES)}"
-                       + (" or 'at L:C'" if allow_at else ""))
+            raise fail(
+                f"unexpected {a!r}; expected {' or '.join(ERROR_CLASSES)}"
+                + (" or 'at L:C'" if allow_at else "")
+            )
         k += 1
 
 
@@ -410,8 +428,13 @@ def render(v: Any) -> str:
 
 
 class _Runner:
-    def __init__(self, blocks: list[Block], where: str, ignore_skips: bool = False,
-                 defaults: dict[str, Any] | None = None):
+    def __init__(
+        self,
+        blocks: list[Block],
+        where: str,
+        ignore_skips: bool = False,
+        defaults: dict[str, Any] | None = None,
+    ):
         self.blocks = blocks
         self.where = where
         self.ignore_skips = ignore_skips
@@ -425,8 +448,9 @@ class _Runner:
         self.batch_rows: str | int = self.options.pop("batch_rows", "all")
         self.snapshot: bool = self.options.pop("snapshot", False)
         if self.snapshot and self.options.get("executor") == "heartbeat":
-            raise FormatError(f"{where}: snapshot=true needs executor=dts (a heartbeat engine "
-                              "takes no snapshot)")
+            raise FormatError(
+                f"{where}: snapshot=true needs executor=dts (a heartbeat engine takes no snapshot)"
+            )
         self.engine: cq_py.Engine | None = None
         self.script: list[str] = []  # plan mode: the accumulated statements
         self.checked = 0  # blocks that checked something
@@ -462,8 +486,10 @@ class _Runner:
                     continue
                 raise Skipped(b.raw_args, f"{self.where}:{b.lineno}")
             if self.mode == "plan" and b.kind not in ("statement", "explain"):
-                raise FormatError(f"{self.where}:{b.lineno}: '{b.kind}' is not allowed in "
-                                  "mode=plan (nothing runs there)")
+                raise FormatError(
+                    f"{self.where}:{b.lineno}: '{b.kind}' is not allowed in "
+                    "mode=plan (nothing runs there)"
+                )
             getattr(self, "_" + b.kind)(b)
             self.checked += 1
         self.settle()
@@ -472,17 +498,26 @@ class _Runner:
     def applies(self, when: dict[str, Any]) -> bool:
         """Does this run's configuration have every option of ``when`` (engine defaults
         included)?"""
-        mine = {"executor": "dts", "lifetime": "direct", "hybrid": True, "time_unit": "ms",
-                "auto_delay": False, "expose_steps": False, **self.options,
-                "batch_rows": self.batch_rows, "snapshot": self.snapshot}
+        mine = {
+            "executor": "dts",
+            "lifetime": "direct",
+            "hybrid": True,
+            "time_unit": "ms",
+            "auto_delay": False,
+            "expose_steps": False,
+            **self.options,
+            "batch_rows": self.batch_rows,
+            "snapshot": self.snapshot,
+        }
         if mine["executor"] != "dts":
             mine["hybrid"] = None  # an option of the dts executor only
         return all(mine.get(k) == v for k, v in when.items())
 
     # -- expected errors ------------------------------------------------------------------------
 
-    def expect_error(self, b: Block, action: Callable[[], Any], what: str,
-                     line_offset: int = 0) -> None:
+    def expect_error(
+        self, b: Block, action: Callable[[], Any], what: str, line_offset: int = 0
+    ) -> None:
         want = b.error_class or "an error of cq_py"
         try:
             action()
@@ -490,8 +525,11 @@ class _Runner:
             self.check_error(b, e, line_offset)
             return
         except Exception as e:
-            raise self.fail(b, f"{what}: expected {want}, found {type(e).__name__} (not an "
-                               f"exception of cq_py: an engine bug?): {e}") from e
+            raise self.fail(
+                b,
+                f"{what}: expected {want}, found {type(e).__name__} (not an "
+                f"exception of cq_py: an engine bug?): {e}",
+            ) from e
         raise self.fail(b, f"{what}: expected {want}, but it succeeded")
 
     def check_error(self, b: Block, e: Exception, line_offset: int) -> None:
@@ -502,16 +540,24 @@ class _Runner:
         if b.at is not None:
             line, col = getattr(e, "line", None), getattr(e, "column", None)
             if line is None:
-                raise self.fail(b, f"expected an error at {b.at[0]}:{b.at[1]}, found {name} "
-                                   f"without a position: {msg}")
+                raise self.fail(
+                    b,
+                    f"expected an error at {b.at[0]}:{b.at[1]}, found {name} "
+                    f"without a position: {msg}",
+                )
             got = (line - line_offset, col)
             if got != b.at:
-                raise self.fail(b, f"expected an error at {b.at[0]}:{b.at[1]} of the block, found "
-                                   f"it at {got[0]}:{got[1]}: {msg}")
+                raise self.fail(
+                    b,
+                    f"expected an error at {b.at[0]}:{b.at[1]} of the block, found "
+                    f"it at {got[0]}:{got[1]}: {msg}",
+                )
         for expected in b.expected or []:
             if expected.text.strip() not in msg:
-                raise Failure(f"{self.where}:{expected.lineno}: expected the error message to contain "
-                              f"{expected.text.strip()!r}; found {name}: {msg}")
+                raise Failure(
+                    f"{self.where}:{expected.lineno}: expected the error message to contain "
+                    f"{expected.text.strip()!r}; found {name}: {msg}"
+                )
 
     # -- directives -----------------------------------------------------------------------------
 
@@ -521,16 +567,18 @@ class _Runner:
             script = prefix + b.text + "\n"
             offset = prefix.count("\n")
             if b.error:
-                self.expect_error(b, lambda: cq_py.explain(script, **self.options),
-                                  "statement error", offset)
+                self.expect_error(
+                    b, lambda: cq_py.explain(script, **self.options), "statement error", offset
+                )
                 return
             try:
                 cq_py.explain(script, **self.options)
             except Exception as e:
                 line = getattr(e, "line", None)
                 at = f" (at {line - offset}:{e.column} of the block)" if line else ""
-                raise self.fail(b, f"statement ok: expected success, found "
-                                   f"{type(e).__name__}{at}: {e}") from e
+                raise self.fail(
+                    b, f"statement ok: expected success, found {type(e).__name__}{at}: {e}"
+                ) from e
             self.script.append(b.text)
             return
         if b.error:
@@ -539,8 +587,9 @@ class _Runner:
         try:
             self.eng().execute(b.text)
         except Exception as e:
-            raise self.fail(b, f"statement ok: expected success, found "
-                               f"{type(e).__name__}: {e}") from e
+            raise self.fail(
+                b, f"statement ok: expected success, found {type(e).__name__}: {e}"
+            ) from e
         for st in parse_cql(b.text).statements:
             if isinstance(st, ast.RegisterQuery):
                 self.reads[st.name.lower()] = _sources(st.query)
@@ -561,11 +610,11 @@ class _Runner:
             k = next((i for i in range(pos, len(actual)) if want in actual[i]), None)
             if k is None:
                 anywhere = [a for a in actual if want in a]
-                why = (f" (it occurs only before the line matched by {last!r})" if anywhere
-                       else "")
-                raise Failure(f"{self.where}:{line.lineno}: explain: expected a line containing "
-                              f"{want!r}{' after ' + repr(last) if last else ''}{why}; found:\n"
-                              + text)
+                why = f" (it occurs only before the line matched by {last!r})" if anywhere else ""
+                raise Failure(
+                    f"{self.where}:{line.lineno}: explain: expected a line containing "
+                    f"{want!r}{' after ' + repr(last) if last else ''}{why}; found:\n" + text
+                )
             pos, last = k + 1, want
 
     def _push(self, b: Block) -> None:
@@ -586,10 +635,14 @@ class _Runner:
             try:
                 self.engine.push(stream, part, ts=ts)
             except Exception as e:
-                rows = ("" if part.num_rows == table.num_rows else
-                        f" (rows {at + 1}..{at + part.num_rows} of the block, pushed alone)")
-                raise self.fail(b, f"push {stream}{rows}: expected success, found "
-                                   f"{type(e).__name__}: {e}") from e
+                rows = (
+                    ""
+                    if part.num_rows == table.num_rows
+                    else f" (rows {at + 1}..{at + part.num_rows} of the block, pushed alone)"
+                )
+                raise self.fail(
+                    b, f"push {stream}{rows}: expected success, found {type(e).__name__}: {e}"
+                ) from e
             if part.num_rows:
                 t = max(part.column(ts).to_pylist())
                 key = stream.lower()
@@ -605,12 +658,16 @@ class _Runner:
         try:
             fresh = cq_py.Engine.restore(self.engine.snapshot())
         except Exception as e:
-            raise self.fail(b, f"snapshot and restore after {after}: found "
-                               f"{type(e).__name__}: {e}") from e
+            raise self.fail(
+                b, f"snapshot and restore after {after}: found {type(e).__name__}: {e}"
+            ) from e
         if fresh.explain() != self.engine.explain():
-            raise self.fail(b, f"snapshot and restore after {after}: the restored engine's plan "
-                               f"differs:\n{fresh.explain()}\nfrom the original's:\n"
-                               f"{self.engine.explain()}")
+            raise self.fail(
+                b,
+                f"snapshot and restore after {after}: the restored engine's plan "
+                f"differs:\n{fresh.explain()}\nfrom the original's:\n"
+                f"{self.engine.explain()}",
+            )
         self.engine = fresh
 
     def table(self, b: Block, eng: cq_py.Engine, stream: str, ts: str) -> pa.Table:
@@ -626,8 +683,9 @@ class _Runner:
             name, _, tname = c.text.partition(":")
             if tname:
                 if tname.upper() not in HEADER_TYPES:
-                    raise ValueError(f"unknown type {tname!r} in the header; types are "
-                                     f"{', '.join(HEADER_TYPES)}")
+                    raise ValueError(
+                        f"unknown type {tname!r} in the header; types are {', '.join(HEADER_TYPES)}"
+                    )
                 t = HEADER_TYPES[tname.upper()]
             elif name == ts:
                 t = pa.int64()
@@ -655,8 +713,9 @@ class _Runner:
         try:
             self.eng().advance(t)
         except Exception as e:
-            raise self.fail(b, f"advance {t}: expected success, found "
-                               f"{type(e).__name__}: {e}") from e
+            raise self.fail(
+                b, f"advance {t}: expected success, found {type(e).__name__}: {e}"
+            ) from e
         self.advanced = t if self.advanced is None else max(self.advanced, t)
         self.restore(b, f"advance {t}")
 
@@ -682,24 +741,36 @@ class _Runner:
         exp = b.expected or []
         header = [c.text for c in split_csv(exp[0].text)]
         if header != schema.names:
-            raise Failure(f"{self.where}:{exp[0].lineno}: query {name}: expected the columns "
-                          f"{','.join(header)}; found {','.join(schema.names)}")
+            raise Failure(
+                f"{self.where}:{exp[0].lineno}: query {name}: expected the columns "
+                f"{','.join(header)}; found {','.join(schema.names)}"
+            )
         want: list[tuple[str, ...]] = []
         for line in exp[1:]:
             cells = split_csv(line.text)
             if len(cells) != len(header):
-                raise FormatError(f"{self.where}:{line.lineno}: {len(cells)} cells for "
-                                  f"{len(header)} columns")
+                raise FormatError(
+                    f"{self.where}:{line.lineno}: {len(cells)} cells for {len(header)} columns"
+                )
             try:
-                want.append(tuple(render(to_value(c, f.type)) for c, f in zip(cells, schema, strict=True)))
+                want.append(
+                    tuple(render(to_value(c, f.type)) for c, f in zip(cells, schema, strict=True))
+                )
             except ValueError as e:
                 raise FormatError(f"{self.where}:{line.lineno}: {e}") from None
         rows = got.to_pylist()
         found = [tuple(render(r[n]) for n in schema.names) for r in rows]
         self.compare(b, name, schema.names, want, found, [_time(r, schema.names) for r in rows])
 
-    def compare(self, b: Block, name: str, columns: list[str], want: list[tuple[str, ...]],
-                found: list[tuple[str, ...]], times: list[tuple]) -> None:
+    def compare(
+        self,
+        b: Block,
+        name: str,
+        columns: list[str],
+        want: list[tuple[str, ...]],
+        found: list[tuple[str, ...]],
+        times: list[tuple],
+    ) -> None:
         """Checks one fetch against one block's rows as SPEC §4 defines results: a stream as a bag
         of rows per timestamp, in time order; a relation as its lifetime tuples (ghosts, start =
         end, may appear). What is final — stream rows before P, the progress of the query's
@@ -710,17 +781,25 @@ class _Runner:
         key = name.lower()
         stream = "ts" in columns
         if stream:
-            order = [_time(dict(zip(columns, r, strict=True)), columns, rendered=True) for r in want]
+            order = [
+                _time(dict(zip(columns, r, strict=True)), columns, rendered=True) for r in want
+            ]
             bad = next((k for k in range(1, len(order)) if order[k] < order[k - 1]), None)
             if bad is not None:
-                raise self.fail(b, f"query {name}: the expected rows are not in time order "
-                                   f"(row {bad + 1}, {','.join(want[bad])}, comes before row "
-                                   f"{bad}, {','.join(want[bad - 1])})")
+                raise self.fail(
+                    b,
+                    f"query {name}: the expected rows are not in time order "
+                    f"(row {bad + 1}, {','.join(want[bad])}, comes before row "
+                    f"{bad}, {','.join(want[bad - 1])})",
+                )
             last = self.last_time.get(key)
             for t, r in zip(times, found, strict=True):
                 if last is not None and t < last:
-                    raise self.fail(b, f"query {name}: the engine's rows are not in time order: "
-                                       f"{','.join(r)} comes after a row at {last}")
+                    raise self.fail(
+                        b,
+                        f"query {name}: the engine's rows are not in time order: "
+                        f"{','.join(r)} comes after a row at {last}",
+                    )
                 last = t
             if last is not None:
                 self.last_time[key] = last
@@ -740,15 +819,19 @@ class _Runner:
         due_missing = [r for r in missing.elements() if self.due(r, columns, p)]
         due_extra = [r for r in extra.elements() if self.due(r, columns, p)]
         if due_missing or due_extra:
+
             def show(rows) -> str:
                 return "\n".join("  " + ",".join(r) for r in sorted(rows)) or "  (no rows)"
 
             final = "+inf" if p == math.inf else p
-            raise self.fail(b, f"query {name}: the rows final at the inputs' progress {final} "
-                               f"differ\nexpected and not found ({len(due_missing)} rows):\n"
-                               f"{show(due_missing)}\nfound and not expected "
-                               f"({len(due_extra)} rows):\n{show(due_extra)}\nexpected in this "
-                               f"block:\n{show(want)}\nfetched:\n{show(found)}")
+            raise self.fail(
+                b,
+                f"query {name}: the rows final at the inputs' progress {final} "
+                f"differ\nexpected and not found ({len(due_missing)} rows):\n"
+                f"{show(due_missing)}\nfound and not expected "
+                f"({len(due_extra)} rows):\n{show(due_extra)}\nexpected in this "
+                f"block:\n{show(want)}\nfetched:\n{show(found)}",
+            )
         if missing:
             self.owed[key] = missing
             self.owed_at.setdefault(key, b.lineno)
@@ -792,27 +875,35 @@ class _Runner:
         everything is final, so the engine is closed (if the file did not) and drained."""
         for key, early in self.early.items():
             rows = "\n".join("  " + ",".join(r) for r in sorted(early.elements()))
-            raise Failure(f"{self.where}: query {key}: these rows were fetched, but no block of the "
-                          f"file expects them:\n{rows}")
+            raise Failure(
+                f"{self.where}: query {key}: these rows were fetched, but no block of the "
+                f"file expects them:\n{rows}"
+            )
         if not self.owed or self.engine is None:
             return
         if not self.closed:
             try:
                 self.engine.close()
             except Exception as e:
-                raise Failure(f"{self.where}: closing the engine at the end of the file to see the "
-                              f"rows that were expected before they were final: found "
-                              f"{type(e).__name__}: {e}") from e
+                raise Failure(
+                    f"{self.where}: closing the engine at the end of the file to see the "
+                    f"rows that were expected before they were final: found "
+                    f"{type(e).__name__}: {e}"
+                ) from e
             self.closed = True
         for key, owed in self.owed.items():
             schema = self.engine.query_schema(key)
             fetched = self.early.get(key, Counter()) + Counter(
-                tuple(render(r[n]) for n in schema.names) for r in self.engine.fetch(key).to_pylist())
+                tuple(render(r[n]) for n in schema.names)
+                for r in self.engine.fetch(key).to_pylist()
+            )
             lost = owed - fetched
             if lost:
                 rows = "\n".join("  " + ",".join(r) for r in sorted(lost.elements()))
-                raise Failure(f"{self.where}:{self.owed_at[key]}: query {key}: these expected "
-                              f"rows never came out, not even after close():\n{rows}")
+                raise Failure(
+                    f"{self.where}:{self.owed_at[key]}: query {key}: these expected "
+                    f"rows never came out, not even after close():\n{rows}"
+                )
 
 
 def _sources(q: Any) -> set[str]:
@@ -831,6 +922,7 @@ def _time(row: dict, columns: list[str], rendered: bool = False) -> tuple:
 
     def num(v: Any) -> Any:
         return int(v) if rendered and v != "NULL" else v
+
     return (num(row["ts"]), num(row["ts_step"]) if "ts_step" in columns else 0)
 
 
@@ -839,8 +931,12 @@ def _time(row: dict, columns: list[str], rendered: bool = False) -> tuple:
 # =============================================================================================
 
 
-def run_text(text: str, where: str = "<cqlt>", ignore_skips: bool = False,
-             defaults: dict[str, Any] | None = None) -> int:
+def run_text(
+    text: str,
+    where: str = "<cqlt>",
+    ignore_skips: bool = False,
+    defaults: dict[str, Any] | None = None,
+) -> int:
     """Runs a ``.cqlt`` text; returns the number of blocks checked. Raises :class:`Failure`,
     :class:`FormatError` or :class:`Skipped`. With ``ignore_skips``, ``skip`` blocks are passed
     over (to see whether the cases behind them still fail). ``defaults`` are options (of the
@@ -852,8 +948,12 @@ def run_text(text: str, where: str = "<cqlt>", ignore_skips: bool = False,
     return _Runner(blocks, where, ignore_skips, defaults).run()
 
 
-def run_file(path: str | Path, root: Path | None = None,
-             ignore_skips: bool = False, defaults: dict[str, Any] | None = None) -> int:
+def run_file(
+    path: str | Path,
+    root: Path | None = None,
+    ignore_skips: bool = False,
+    defaults: dict[str, Any] | None = None,
+) -> int:
     path = Path(path)
     where = str(path.relative_to(root)) if root else str(path)
     return run_text(path.read_text(), where, ignore_skips, defaults)
@@ -865,4 +965,3 @@ def file_options(text: str, where: str = "<cqlt>") -> dict[str, Any]:
     if not blocks or blocks[0].kind != "options":
         return {}
     return {k: OPTIONS[k](v) for k, _, v in (a.partition("=") for a in blocks[0].args)}
-

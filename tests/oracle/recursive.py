@@ -37,7 +37,11 @@ class Branch:
     def cql(self) -> str:
         w = {"now": "[Now]", "unbounded": "[Range Unbounded]"}.get(self.window[0])
         if w is None:
-            w = f"[Range {self.window[1]}]" if self.window[0] == "range" else f"[Rows {self.window[1]}]"
+            w = (
+                f"[Range {self.window[1]}]"
+                if self.window[0] == "range"
+                else f"[Rows {self.window[1]}]"
+            )
         if self.agg:
             value = f"MAX(a) + {self.k}"
             cond = f" HAVING {value} < {self.bound}" if self.bound is not None else ""
@@ -89,7 +93,9 @@ def alive(rows: list[tuple], window: tuple, u: tuple) -> list[int]:
     return out
 
 
-def evaluate(queries: list[Query], inputs: list[tuple[int, int]], max_instants: int = 200_000) -> dict:
+def evaluate(
+    queries: list[Query], inputs: list[tuple[int, int]], max_instants: int = 200_000
+) -> dict:
     """Counter of ((tick, step), a) per query, for input rows (ts, a) of stream s."""
     streams: dict[str, list] = {"s": [((ts, 0), a) for ts, a in inputs]}
     for q in queries:
@@ -125,7 +131,9 @@ def evaluate(queries: list[Query], inputs: list[tuple[int, int]], max_instants: 
                 bag.update(v for v in shifted if b.bound is None or v < b.bound)
             now[q.name] = bag
         for q in queries:
-            change = now[q.name] - before[q.name] if q.op == "ISTREAM" else before[q.name] - now[q.name]
+            change = (
+                now[q.name] - before[q.name] if q.op == "ISTREAM" else before[q.name] - now[q.name]
+            )
             if change:
                 at = shift(u, q.delay)
                 for v, n in change.items():

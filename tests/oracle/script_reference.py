@@ -39,6 +39,7 @@ Expr = Col | Lit | Op
 
 # ---- scripts ---------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Input:
     name: str
@@ -151,9 +152,13 @@ def render(q: QExpr) -> str:
         return f"{q.op}({render(q.inner)}){delay}"
     if isinstance(q, SetOp):
         right = render(q.right)
-        return f"{render(q.left)} {q.op} {'(' + right + ')' if isinstance(q.right, SetOp) else right}"
-    items = ", ".join(f"{render_agg(e) if isinstance(e, Agg) else render_expr(e)} AS {alias}"
-                      for e, alias in q.items)
+        return (
+            f"{render(q.left)} {q.op} {'(' + right + ')' if isinstance(q.right, SetOp) else right}"
+        )
+    items = ", ".join(
+        f"{render_agg(e) if isinstance(e, Agg) else render_expr(e)} AS {alias}"
+        for e, alias in q.items
+    )
     sources = ", ".join(f"{s.name}{render_window(s.window)} AS {s.alias}" for s in q.sources)
     text = f"SELECT {'DISTINCT ' if q.distinct else ''}{items} FROM {sources}"
     if q.where is not None:
@@ -167,8 +172,12 @@ def render(q: QExpr) -> str:
 
 
 def render_inputs(inputs: list[Input]) -> str:
-    return "\n".join(f"REGISTER {'RELATION' if i.relation else 'STREAM'} {i.name} ("
-                     + ", ".join(f"{c} {CQL_TYPES[t]}" for c, t in i.columns) + ");" for i in inputs)
+    return "\n".join(
+        f"REGISTER {'RELATION' if i.relation else 'STREAM'} {i.name} ("
+        + ", ".join(f"{c} {CQL_TYPES[t]}" for c, t in i.columns)
+        + ");"
+        for i in inputs
+    )
 
 
 def render_queries(queries: list[Query]) -> str:
@@ -176,6 +185,7 @@ def render_queries(queries: list[Query]) -> str:
 
 
 # ---- relations as functions of time ---------------------------------------------------------
+
 
 class Rel:
     """R(t) as a piecewise-constant function: ``bags[i]`` holds for ``points[i] <= t <
@@ -198,7 +208,9 @@ class Rel:
     @staticmethod
     def of_lifetimes(tuples) -> Rel:
         """From lifetime tuples (values, start, end)."""
-        points = sorted({s for _, s, e in tuples if s < e} | {e for _, s, e in tuples if s < e and e != INF})
+        points = sorted(
+            {s for _, s, e in tuples if s < e} | {e for _, s, e in tuples if s < e and e != INF}
+        )
         return Rel(points, [Counter(v for v, s, e in tuples if s <= t < e) for t in points])
 
 
@@ -219,6 +231,7 @@ def compare_relations(got: list, want: Rel) -> str | None:
 
 
 # ---- evaluation ------------------------------------------------------------------------------
+
 
 @dataclass
 class Stream:
@@ -294,8 +307,14 @@ class Evaluator:
     registered (``advance(cut)`` before their ``execute``); ``progress`` is P, the engine's
     progress before ``close()`` (SPEC §4: where RSTREAM stops for tuples that never end)."""
 
-    def __init__(self, inputs: list[Input], queries: list[Query], data: dict, progress: int,
-                 cut: int | None = None):
+    def __init__(
+        self,
+        inputs: list[Input],
+        queries: list[Query],
+        data: dict,
+        progress: int,
+        cut: int | None = None,
+    ):
         self.inputs = {i.name: i for i in inputs}
         self.queries = {q.name: q for q in queries}
         self.data = data
@@ -320,14 +339,22 @@ class Evaluator:
             cols = list(i.columns)
             rows = self.data.get(name, [])
             if i.relation:
-                tuples = [(norm_row(v), (s[0], 0), e) for v, s, e in
-                          change_lifetimes(rows, [c for c, _ in cols])]
+                tuples = [
+                    (norm_row(v), (s[0], 0), e)
+                    for v, s, e in change_lifetimes(rows, [c for c, _ in cols])
+                ]
                 if p is not None:
                     tuples = [(v, max(s, p), e) for v, s, e in tuples if e > p]
                 out = Relation(Rel.of_lifetimes(tuples), cols)
             else:
-                out = Stream([(norm_row(r[c] for c, _ in cols), (r["ts"], 0)) for r in rows
-                              if p is None or (r["ts"], 0) >= p], cols)
+                out = Stream(
+                    [
+                        (norm_row(r[c] for c, _ in cols), (r["ts"], 0))
+                        for r in rows
+                        if p is None or (r["ts"], 0) >= p
+                    ],
+                    cols,
+                )
         else:
             q = self.queries[name]
             if isinstance(q.body, ToStream):
@@ -364,8 +391,9 @@ class Evaluator:
                     return Counter(set(a) - set(b))
                 return Counter(set(a) & set(b))
 
-            return Relation(pointwise([left.rel, right.rel], f), left.columns,
-                            left.uncertain or right.uncertain)
+            return Relation(
+                pointwise([left.rel, right.rel], f), left.columns, left.uncertain or right.uncertain
+            )
         return self.select(q, p)
 
     def to_stream(self, q: ToStream, inner: Relation) -> Stream:
@@ -434,12 +462,17 @@ class Evaluator:
                 if q.having is not None:
                     op, agg, value = q.having
                     got = aggregate(agg, members)
-                    if got is None or not evaluate(Op(op, (Lit(got, "double"), Lit(value, "int"))), {}):
+                    if got is None or not evaluate(
+                        Op(op, (Lit(got, "double"), Lit(value, "int"))), {}
+                    ):
                         continue
                 values = []
                 for e, _ in q.items:
-                    values.append(aggregate(e, members) if isinstance(e, Agg) else
-                                  key[list(q.group_by).index(e)])
+                    values.append(
+                        aggregate(e, members)
+                        if isinstance(e, Agg)
+                        else key[list(q.group_by).index(e)]
+                    )
                 out[norm_row(values)] += 1
         if q.distinct:
             out = Counter(set(out))

@@ -15,10 +15,47 @@ from cq_py.parser.tokenizer import tokenize
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = [p.read_text() for p in sorted((ROOT / "examples").rglob("*.cql"))]
-TOKENS = sorted({t.text for s in SCRIPTS for t in tokenize(s) if t.text} | {
-    "(", ")", ",", ";", "[", "]", "<", ">", "*", ".", "NULL", "CASE", "WHEN", "THEN", "END", "CAST",
-    "AS", "DISTINCT", "HAVING", "GROUP", "BY", "EXCEPT", "INTERSECT", "DSTREAM", "RSTREAM",
-    "REGISTER", "RELATION", "Slide", "Unbounded", "'x'", "1.5", "-", "/", "%", "IN", "BETWEEN"})
+TOKENS = sorted(
+    {t.text for s in SCRIPTS for t in tokenize(s) if t.text}
+    | {
+        "(",
+        ")",
+        ",",
+        ";",
+        "[",
+        "]",
+        "<",
+        ">",
+        "*",
+        ".",
+        "NULL",
+        "CASE",
+        "WHEN",
+        "THEN",
+        "END",
+        "CAST",
+        "AS",
+        "DISTINCT",
+        "HAVING",
+        "GROUP",
+        "BY",
+        "EXCEPT",
+        "INTERSECT",
+        "DSTREAM",
+        "RSTREAM",
+        "REGISTER",
+        "RELATION",
+        "Slide",
+        "Unbounded",
+        "'x'",
+        "1.5",
+        "-",
+        "/",
+        "%",
+        "IN",
+        "BETWEEN",
+    }
+)
 
 
 def front_end(text: str, **options) -> None:

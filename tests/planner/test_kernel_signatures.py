@@ -25,8 +25,17 @@ def test_variadic_signature_matches_repeated_groups_then_the_tail():
 def test_the_core_has_case_when_for_any_arity_and_every_cast():
     for t in (INT, DBL, STR, BOOL):
         assert has_kernel("case_when", (BOOL, t) * 20 + (t,), t)
-        assert not has_kernel("case_when", (BOOL, t) * 20 + (t,), BOOL if t != BOOL else INT)  # wrong result
-    for fn, to in (("cast_int64", INT), ("cast_float64", DBL), ("cast_utf8", STR), ("cast_bool", BOOL)):
+        assert not has_kernel(
+            "case_when", (BOOL, t) * 20 + (t,), BOOL if t != BOOL else INT
+        )  # wrong result
+    for fn, to in (
+        ("cast_int64", INT),
+        ("cast_float64", DBL),
+        ("cast_utf8", STR),
+        ("cast_bool", BOOL),
+    ):
         for src in (INT, DBL, STR, BOOL):
             assert has_kernel(fn, (src,), to) == (src != to), (fn, src)
-    assert all(k.repeat == 0 for name, ks in kernel_signatures().items() if name != "case_when" for k in ks)
+    assert all(
+        k.repeat == 0 for name, ks in kernel_signatures().items() if name != "case_when" for k in ks
+    )

@@ -1,5 +1,6 @@
 """Sub-plan reuse (cq_py/planner/sharing.py): identical operators are planned once, and sharing
 never changes what a query computes."""
+
 import re
 
 import pyarrow as pa
@@ -55,8 +56,11 @@ def test_shared_outputs_equal_unshared_ones(executor):
     got = {q: _rows(shared.fetch(q)) for q in ("a", "b", "c", "d")}  # fetch drains
     for q in got:
         alone = cq_py.Engine(executor=executor)
-        alone.execute(SCRIPT.split("REGISTER QUERY")[0] + "REGISTER QUERY" +
-                      next(p for p in SCRIPT.split("REGISTER QUERY")[1:] if p.strip().startswith(q + " ")))
+        alone.execute(
+            SCRIPT.split("REGISTER QUERY")[0]
+            + "REGISTER QUERY"
+            + next(p for p in SCRIPT.split("REGISTER QUERY")[1:] if p.strip().startswith(q + " "))
+        )
         alone.push("s", DATA)
         alone.close()
         assert got[q] == _rows(alone.fetch(q)), q

@@ -45,7 +45,9 @@ def replay(path: Path) -> tuple[str, dict, dict[str, pa.Table], cq_py.Engine]:
     pushes: dict[str, list[pa.Table]] = {}
     for b in blocks:
         if b.kind == "skip" and runner.applies(b.when):  # (not a skip of a snapshot run, say)
-            pytest.skip(f"{path.name}:{b.lineno}: the file skips a known bug from here: {b.raw_args}")
+            pytest.skip(
+                f"{path.name}:{b.lineno}: the file skips a known bug from here: {b.raw_args}"
+            )
         if b.kind == "close":
             break
         if b.kind == "statement" and not b.error:
@@ -62,7 +64,8 @@ def replay(path: Path) -> tuple[str, dict, dict[str, pa.Table], cq_py.Engine]:
             eng.push(stream, table, ts=b.ts)
             name = eng._stream(stream).name
             pushes.setdefault(name, []).append(
-                table.rename_columns([TS if c == b.ts else c for c in table.column_names]))
+                table.rename_columns([TS if c == b.ts else c for c in table.column_names])
+            )
     eng.close()
     inputs = {}
     for name, tables in pushes.items():
@@ -76,9 +79,17 @@ def replay(path: Path) -> tuple[str, dict, dict[str, pa.Table], cq_py.Engine]:
             filled = t
             for c in columns:
                 if c not in t.column_names:
-                    fill = pa.array(["+"] * t.num_rows) if c == "op" else pa.nulls(t.num_rows, types.get(c, pa.null()))
+                    fill = (
+                        pa.array(["+"] * t.num_rows)
+                        if c == "op"
+                        else pa.nulls(t.num_rows, types.get(c, pa.null()))
+                    )
                     filled = filled.append_column(c, fill)
-            full.append(filled.select(columns).cast(pa.schema([(c, types.get(c, pa.null())) for c in columns])))
+            full.append(
+                filled.select(columns).cast(
+                    pa.schema([(c, types.get(c, pa.null())) for c in columns])
+                )
+            )
         inputs[name] = pa.concat_tables(full)
     return "\n".join(script), options, inputs, eng
 
@@ -87,7 +98,9 @@ def in_pieces(spark, table: pa.Table, pieces: int = 3):
     """``table`` as a DataFrame of at least ``pieces`` partitions, rows in order: a run that does
     not split the data by a key runs an engine per input partition, so a wrong plan shows."""
     step = max(1, -(-table.num_rows // pieces))
-    parts = [spark.createDataFrame(table.slice(i, step)) for i in range(0, max(table.num_rows, 1), step)]
+    parts = [
+        spark.createDataFrame(table.slice(i, step)) for i in range(0, max(table.num_rows, 1), step)
+    ]
     df = parts[0]
     for p in parts[1:]:
         df = df.union(p)
@@ -97,6 +110,7 @@ def in_pieces(spark, table: pa.Table, pieces: int = 3):
 def bag(table: pa.Table) -> list[tuple]:
     def value(v):
         return "NaN" if isinstance(v, float) and v != v else v  # NaN equals NaN here
+
     return sorted((tuple(value(v) for v in r.values()) for r in table.to_pylist()), key=repr)
 
 
@@ -124,5 +138,12 @@ def test_the_spark_leg_covers_the_corpus():
     files = run_mode_files()
     assert len(files) >= 15
     assert {p.parent.name for p in files} >= {
-        "windows", "joins", "aggregates", "set_operations", "streams", "relations", "recursion"}
+        "windows",
+        "joins",
+        "aggregates",
+        "set_operations",
+        "streams",
+        "relations",
+        "recursion",
+    }
     assert set(OPTIONS) >= {"time_unit", "expose_steps"}

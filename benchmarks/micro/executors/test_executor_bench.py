@@ -36,7 +36,9 @@ REGISTER QUERY j AS ISTREAM(SELECT s.id, s.val, d.val AS dval FROM s [Now], d [R
                             WHERE s.id = d.id AND s.val % 5 = 0);
 """
 CONFIGS = [pytest.param({"executor": "dts"}, id="dts")] + [
-    pytest.param({"executor": "heartbeat", "max_run": n}, id=f"heartbeat-max_run{n}") for n in (10, 20, 100, 1000)]
+    pytest.param({"executor": "heartbeat", "max_run": n}, id=f"heartbeat-max_run{n}")
+    for n in (10, 20, 100, 1000)
+]
 
 
 def make_inputs(rows: int, per_tick: int):
@@ -54,7 +56,12 @@ def make_inputs(rows: int, per_tick: int):
     for v in range(4):
         d_ticks = ts[ids == v]
         s_ticks = ts[chosen & (ids == v)]
-        joined += int((np.searchsorted(d_ticks, s_ticks, "right") - np.searchsorted(d_ticks, s_ticks - 9, "left")).sum())
+        joined += int(
+            (
+                np.searchsorted(d_ticks, s_ticks, "right")
+                - np.searchsorted(d_ticks, s_ticks - 9, "left")
+            ).sum()
+        )
     expected = {"u": int((i % 2 == 0).sum() + ((i + n) % 3 == 0).sum()), "j": joined}
     return s.to_batches(max_chunksize=BATCH), d.to_batches(max_chunksize=BATCH), expected
 

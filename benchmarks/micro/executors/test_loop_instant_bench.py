@@ -21,19 +21,25 @@ import pytest
 import cq_py
 
 ROWS = int(os.environ.get("CQ_BENCH_LOOP_ROWS", "40000"))
-SCRIPT = ("REGISTER STREAM s(a INT, b INT); REGISTER QUERY ping AS ISTREAM(SELECT a, b FROM s [Now] "
-          "UNION ALL SELECT a + 1 AS a, b FROM ping [Now] WHERE a < 10) <Now>;")
+SCRIPT = (
+    "REGISTER STREAM s(a INT, b INT); REGISTER QUERY ping AS ISTREAM(SELECT a, b FROM s [Now] "
+    "UNION ALL SELECT a + 1 AS a, b FROM ping [Now] WHERE a < 10) <Now>;"
+)
 
 
 @pytest.mark.parametrize("per_tick", ["one-timestamp", "one-per-tick"])
-@pytest.mark.parametrize("options", [{}, {"hybrid": False}, {"lifetime": "negative"}],
-                         ids=["hybrid", "published", "negative"])
+@pytest.mark.parametrize(
+    "options",
+    [{}, {"hybrid": False}, {"lifetime": "negative"}],
+    ids=["hybrid", "published", "negative"],
+)
 def test_loop_instant(benchmark, per_tick, options):
     ts = [5] * ROWS if per_tick == "one-timestamp" else list(range(ROWS))
     data = pa.table({"a": [0] * ROWS, "b": list(range(ROWS)), "ts": ts})
     benchmark.group = f"loop instant: {ROWS:,} rows, ten rounds each"
-    out = benchmark.pedantic(lambda: cq_py.run(SCRIPT, inputs={"s": data}, **options)["ping"],
-                             rounds=3, warmup_rounds=0)
+    out = benchmark.pedantic(
+        lambda: cq_py.run(SCRIPT, inputs={"s": data}, **options)["ping"], rounds=3, warmup_rounds=0
+    )
     assert out.num_rows == 11 * ROWS  # a = 0 ... 10 for every row
     benchmark.extra_info["input_rows"] = ROWS
     if benchmark.stats is not None:

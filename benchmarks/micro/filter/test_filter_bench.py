@@ -19,15 +19,22 @@ import cq_py
 
 ROWS = int(os.environ.get("CQ_BENCH_ROWS", "10000000"))
 BATCH = int(os.environ.get("CQ_BENCH_BATCH", "65536"))
-FILTER_QUERY = ("REGISTER STREAM s(a INT, b DOUBLE);"
-         "REGISTER QUERY q AS ISTREAM(SELECT a, b*2 AS c FROM s [Range 10] WHERE b > 0.5);")
+FILTER_QUERY = (
+    "REGISTER STREAM s(a INT, b DOUBLE);"
+    "REGISTER QUERY q AS ISTREAM(SELECT a, b*2 AS c FROM s [Range 10] WHERE b > 0.5);"
+)
 
 
 @pytest.fixture(scope="module")
 def batches():
     rng = np.random.default_rng(20261121)
-    table = pa.table({"a": rng.integers(0, 1_000_000, ROWS), "b": rng.random(ROWS),
-                      "ts": np.arange(ROWS, dtype=np.int64)})
+    table = pa.table(
+        {
+            "a": rng.integers(0, 1_000_000, ROWS),
+            "b": rng.random(ROWS),
+            "ts": np.arange(ROWS, dtype=np.int64),
+        }
+    )
     return table.to_batches(max_chunksize=BATCH)
 
 
