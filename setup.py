@@ -7,8 +7,8 @@ the directory setuptools expects (the package directory itself for editable inst
 Release builds with GCC are profile-guided (as CPython's --enable-optimizations): an instrumented
 core is built first, cmake/pgo_training.py runs a mix of cq's workloads on it, and the same tree is
 rebuilt with the counts it wrote. This doubles the build (about three and a half minutes on two
-cores) for a core that runs recursive queries 11–15 % faster; CQ_PGO=0 builds once, without. If the training
-run fails the build goes on without a profile and says so.
+cores) for a core that runs recursive queries 11–15 % faster; CQ_PGO=0 builds once, without. If
+the training run fails the build goes on without a profile and says so.
 """
 
 import os

@@ -211,12 +211,12 @@ class Engine:
 
     Options: ``time_unit`` gives durations (``[Range 5 SECONDS]``) and Arrow timestamp inputs their
     meaning in ticks ('s', 'ms', 'us' or 'ns'); ``lifetime`` and ``executor`` choose the execution
-    strategy (SPEC §5); ``expose_steps=True`` adds the ε-step columns to results; ``auto_delay=True``
-    puts an ε delay into each loop that has none; ``expiration="insertion_sort"`` replaces the lazy
-    sorting of expiration sets by insertion sort (the baseline of paper 003 §4.2). For
-    ``executor="dts"``, ``hybrid=False`` splits time per instant everywhere instead of only inside
-    loops (paper 000 as published); ``max_run`` is the heartbeat executor's limit on consecutive
-    executions of one operator.
+    strategy (SPEC §5); ``expose_steps=True`` adds the ε-step columns to results;
+    ``auto_delay=True`` puts an ε delay into each loop that has none;
+    ``expiration="insertion_sort"`` replaces the lazy sorting of expiration sets by insertion sort
+    (the baseline of paper 003 §4.2). For ``executor="dts"``, ``hybrid=False`` splits time per
+    instant everywhere instead of only inside loops (paper 000 as published); ``max_run`` is the
+    heartbeat executor's limit on consecutive executions of one operator.
 
     A loop of recursive queries that does not settle is stopped with :class:`RunawayLoopError`,
     naming the loop, when it takes more than ``max_loop_steps`` ε steps in one tick (default
@@ -237,7 +237,8 @@ class Engine:
     >>> import pyarrow as pa, cq_py
     >>> eng = cq_py.Engine()
     >>> eng.execute("REGISTER STREAM s(a INT, b DOUBLE);"
-    ...             "REGISTER QUERY q AS ISTREAM(SELECT a, b * 2 AS c FROM s [Range 10] WHERE b > 0.5);")
+    ...             "REGISTER QUERY q AS ISTREAM(SELECT a, b * 2 AS c FROM s [Range 10] "
+    ...             "WHERE b > 0.5);")
     >>> eng.push("s", pa.table({"a": [1, 2], "b": [0.1, 0.9], "ts": [0, 1]}))
     >>> eng.fetch("q").to_pylist()
     [{'a': 2, 'c': 1.8, 'ts': 1}]
@@ -385,7 +386,8 @@ class Engine:
         :class:`cq_py.InputError` and changes nothing.
 
         >>> eng = Engine()
-        >>> eng.execute("REGISTER STREAM s(a INT); REGISTER QUERY q AS ISTREAM(SELECT a FROM s [Now]);")
+        >>> eng.execute("REGISTER STREAM s(a INT);"
+        ...             "REGISTER QUERY q AS ISTREAM(SELECT a FROM s [Now]);")
         >>> eng.push("s", [{"a": 1, "ts": 5}])
         >>> eng.fetch("q").to_pylist()
         [{'a': 1, 'ts': 5}]
@@ -500,7 +502,8 @@ class Engine:
         delivery or for :meth:`fetch`.
 
         >>> eng = Engine(); got = []
-        >>> eng.execute("REGISTER STREAM s(a INT); REGISTER QUERY q AS ISTREAM(SELECT a FROM s [Now]);")
+        >>> eng.execute("REGISTER STREAM s(a INT);"
+        ...             "REGISTER QUERY q AS ISTREAM(SELECT a FROM s [Now]);")
         >>> eng.subscribe("q", got.append)
         >>> eng.push("s", [{"a": 1, "ts": 0}])
         >>> got[0].num_rows
@@ -688,8 +691,8 @@ class Engine:
             callback = getattr(sub.callback, "__qualname__", None) or repr(sub.callback)
             raise CallbackError(
                 f"the callback {callback} subscribed to query '{name}' raised "
-                f"{type(error).__name__}: {error}{more}. The {call} was applied: do not retry it. The "
-                f"{kept} result rows of '{name}' it did not take, from the batch it raised on, "
+                f"{type(error).__name__}: {error}{more}. The {call} was applied: do not retry it. "
+                f"The {kept} result rows of '{name}' it did not take, from the batch it raised on, "
                 f"are kept: delivered to it again at the next push, advance, close or subscribe, "
                 f"or returned by fetch('{name}')",
                 query=name,
@@ -1018,7 +1021,8 @@ def explain(
     """The plan of ``cql`` without running it: every statement parsed and checked, every operator
     with its inputs, windows, lifetime properties and delays, the loops and the DTS order.
 
-    >>> print(explain("REGISTER STREAM s(a INT); REGISTER QUERY q AS SELECT a FROM s;").splitlines()[3])
+    >>> plan = explain("REGISTER STREAM s(a INT); REGISTER QUERY q AS SELECT a FROM s;")
+    >>> print(plan.splitlines()[3])
       q: relation (a BIGINT, start, end); reads s
     """
     cql = _cql_text(cql, "explain()")
@@ -1080,7 +1084,8 @@ def run(
     >>> import pyarrow as pa, cq_py
     >>> t = pa.table({"a": [1, 2, 3], "b": [0.4, 0.6, 0.9], "ts": [1, 2, 3]})
     >>> out = cq_py.run("REGISTER STREAM s(a INT, b DOUBLE);"
-    ...                 "REGISTER QUERY q AS ISTREAM(SELECT a, b*2 AS c FROM s [Range 10] WHERE b > 0.5);"
+    ...                 "REGISTER QUERY q AS ISTREAM(SELECT a, b*2 AS c FROM s [Range 10] "
+    ...                 "WHERE b > 0.5);"
     ...                 "REGISTER QUERY w AS SELECT a FROM s [Range 2];",
     ...                 inputs={"s": t})
     >>> out["q"].to_pylist()

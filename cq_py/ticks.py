@@ -52,7 +52,8 @@ def to_ticks(
     Traceback (most recent call last):
     cq_py.errors.InputError: timestamp column 'ts': row 0 holds 4611686018427387904 s since the \
 epoch, 4611686018427387904000 ms: outside the engine's ticks from -9223372036854775807 to \
-9223372036854775806 (the extremes of int64, ±9223372036854775807 and -9223372036854775808, stand for ±∞)
+9223372036854775806 (the extremes of int64, ±9223372036854775807 and -9223372036854775808, \
+stand for ±∞)
     """
     if pa.types.is_dictionary(col.type):
         col = col.cast(col.type.value_type)

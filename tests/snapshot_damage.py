@@ -1,9 +1,10 @@
-"""A damage fuzzer for engine snapshots: snapshots of a varied set of engines are damaged (bit flips,
-byte changes, truncation, splicing, insertion, deletion, length fields changed), signed again with
-the (public) checksum so that they pass the header check, and restored; a restored engine is then
-pushed more input, advanced and closed, and its results fetched. Every case must end in
-``cq_py.SnapshotError`` or in an engine that behaves: no crash, no hang, no exception other than
-the package's errors for bad input (a push the restored progress makes late is an ``InputError``).
+"""A damage fuzzer for engine snapshots: snapshots of a varied set of engines are damaged (bit
+flips, byte changes, truncation, splicing, insertion, deletion, length fields changed), signed
+again with the (public) checksum so that they pass the header check, and restored; a restored
+engine is then pushed more input, advanced and closed, and its results fetched. Every case must
+end in ``cq_py.SnapshotError`` or in an engine that behaves: no crash, no hang, no exception other
+than the package's errors for bad input (a push the restored progress makes late is an
+``InputError``).
 
 The cases run in worker subprocesses, so that a segfault or a hang fails the case rather than the
 process that runs them. As a script, it runs a long campaign and prints the outcomes::
@@ -63,7 +64,8 @@ def checksum(payload: bytes) -> int:
 
 
 def sign(snapshot: bytes, payload: bytes) -> bytes:
-    """``snapshot``'s header (magic, version, flags) over another payload, with its size and checksum."""
+    """``snapshot``'s header (magic, version, flags) over another payload, with its size and
+    checksum."""
     return snapshot[:16] + struct.pack("<QQ", len(payload), checksum(payload)) + payload
 
 
@@ -148,9 +150,11 @@ SCRIPTS: dict[str, str] = {
         "MAX(c) AS xc, COUNT(DISTINCT c) AS dc FROM s [Range 5] GROUP BY a;"
         "REGISTER QUERY g2 AS SELECT c, f, MAX(b) AS mb FROM s [Rows 4] GROUP BY c, f;"
         "REGISTER QUERY all_i AS ISTREAM(SELECT COUNT(*) AS n, MIN(a) AS ma FROM s [Range 3]);"
-        "REGISTER QUERY gr AS RSTREAM(SELECT a, COUNT(*) AS n FROM s [Partition By a Rows 2] GROUP BY a);"
+        "REGISTER QUERY gr AS RSTREAM(SELECT a, COUNT(*) AS n FROM s [Partition By a Rows 2] "
+        "GROUP BY a);"
         "REGISTER QUERY dist AS SELECT DISTINCT a, c FROM s [Range 6];"
-        "REGISTER QUERY gd AS ISTREAM(SELECT c, SUM(a) AS sa FROM s [Range 4 Slide 2] GROUP BY c) <2>;"
+        "REGISTER QUERY gd AS ISTREAM(SELECT c, SUM(a) AS sa FROM s [Range 4 Slide 2] "
+        "GROUP BY c) <2>;"
     ),
     "joins": STREAM_S
     + (
@@ -167,7 +171,8 @@ SCRIPTS: dict[str, str] = {
         "REGISTER STREAM t(k INT, d DOUBLE);"
         "REGISTER QUERY un AS SELECT a FROM s [Range 4] UNION SELECT k AS a FROM t [Range 2];"
         "REGISTER QUERY ex AS SELECT a FROM s [Range 5] EXCEPT SELECT k AS a FROM t [Rows 2];"
-        "REGISTER QUERY it AS ISTREAM(SELECT a FROM s [Rows 3] INTERSECT SELECT k AS a FROM t [Range 6]);"
+        "REGISTER QUERY it AS ISTREAM(SELECT a FROM s [Rows 3] INTERSECT SELECT k AS a "
+        "FROM t [Range 6]);"
         "REGISTER QUERY ua AS RSTREAM(SELECT a FROM s [Now] UNION ALL SELECT k AS a FROM t [Now]);"
         "REGISTER QUERY ud AS DSTREAM(SELECT c FROM s [Range 2] EXCEPT SELECT c FROM s [Now]);"
     ),
@@ -188,9 +193,10 @@ SCRIPTS: dict[str, str] = {
         "SELECT a + 1 AS a FROM c [Now] WHERE a + 1 < 4) <Now>;"
         "REGISTER QUERY gone AS DSTREAM(SELECT a FROM s [Range 2] UNION ALL "
         "SELECT a + 1 AS a FROM gone [Range 1] WHERE a + 1 < 4) <Now>;"
-        "REGISTER QUERY ping AS ISTREAM(SELECT a FROM s [Now] UNION ALL SELECT a + 1 AS a FROM ping [Now] "
-        "WHERE a + 1 < 3 UNION ALL SELECT a FROM pong [Now]) <Now>;"
-        "REGISTER QUERY pong AS ISTREAM(SELECT a + 10 AS a FROM ping [Now] WHERE a + 10 < 25) <Now>;"
+        "REGISTER QUERY ping AS ISTREAM(SELECT a FROM s [Now] UNION ALL SELECT a + 1 AS a "
+        "FROM ping [Now] WHERE a + 1 < 3 UNION ALL SELECT a FROM pong [Now]) <Now>;"
+        "REGISTER QUERY pong AS ISTREAM(SELECT a + 10 AS a FROM ping [Now] "
+        "WHERE a + 10 < 25) <Now>;"
         "REGISTER QUERY lc AS SELECT a, COUNT(*) AS n FROM c [Range 3] GROUP BY a;"
     ),
     "tick_loops": STREAM_S
@@ -292,7 +298,7 @@ def build(base: Base) -> Base:
     return base
 
 
-# ---- damage ---------------------------------------------------------------------------------------
+# ---- damage --------------------------------------------------------------------------------------
 
 INTERESTING = [0, 1, 2, 0x7F, 0x80, 0xFF]
 INTERESTING64 = [
@@ -424,7 +430,7 @@ def damage(base: Base, other: Base, rng: random.Random) -> tuple[str, bytes]:
     return what, sign(base.snapshot, bytes(s[HEADER:]))
 
 
-# ---- one case -------------------------------------------------------------------------------------
+# ---- one case ------------------------------------------------------------------------------------
 
 LATER: list[str] = []  # the messages of 'refused-later' outcomes (the worker reports them)
 

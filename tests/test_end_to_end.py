@@ -175,7 +175,8 @@ def test_where_keeps_only_true_rows():
 def test_select_star_alias_and_qualified_names():
     cql = (
         "REGISTER STREAM s(a INT, b VARCHAR);"
-        "REGISTER QUERY q AS ISTREAM(SELECT *, x.a * 10 AS a10 FROM s [Now] AS x WHERE x.b <> 'no');"
+        "REGISTER QUERY q AS ISTREAM(SELECT *, x.a * 10 AS a10 FROM s [Now] AS x "
+        "WHERE x.b <> 'no');"
     )
     out = cq_py.run(cql, inputs={"s": pa.table({"a": [1, 2], "b": ["yes", "no"], "ts": [0, 0]})})[
         "q"
@@ -252,7 +253,8 @@ def test_union_all_of_streams_merges_them_by_time():
     # A row window over the union counts tuples in time order, whichever stream was pushed first.
     cql = (
         "REGISTER STREAM s(a INT); REGISTER STREAM t(a INT);"
-        "REGISTER QUERY st AS ISTREAM(SELECT a FROM s [Now]) UNION ALL ISTREAM(SELECT a FROM t [Now]);"
+        "REGISTER QUERY st AS ISTREAM(SELECT a FROM s [Now]) UNION ALL ISTREAM(SELECT a "
+        "FROM t [Now]);"
         "REGISTER QUERY w AS SELECT * FROM st [Rows 2];"
     )
     eng = cq_py.Engine()

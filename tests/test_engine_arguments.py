@@ -47,7 +47,10 @@ def engine(**options):
         ),
         (
             [{"a": 1, "v": "x", "ts": 2**64}],
-            "column 'ts' does not convert to an Arrow column: row 0 holds 18446744073709551616 (int)",
+            (
+                "column 'ts' does not convert to an Arrow column: row 0 holds 18446744073709551616 "
+                "(int)"
+            ),
             0,
         ),
         (
@@ -83,7 +86,10 @@ def test_data_arrow_cannot_take_is_an_input_error(data, needle, row):
         ({"auto_delay": None}, "auto_delay must be True or False"),
         (
             {"max_loop_steps": 2**64},
-            "max_loop_steps must be a positive integer (at most 9223372036854775807); found 18446744073709551616",
+            (
+                "max_loop_steps must be a positive integer (at most 9223372036854775807); "
+                "found 18446744073709551616"
+            ),
         ),
         ({"max_loop_steps": True}, "max_loop_steps must be a positive integer"),
         ({"max_run": 2.0}, "max_run must be a positive integer"),

@@ -20,7 +20,8 @@ def engine():
 def test_syntax_error_reports_line_and_column():
     with pytest.raises(cq_py.CQLSyntaxError) as e:
         cq_py.Engine().execute(
-            "REGISTER STREAM s(a INT);\nREGISTER QUERY q AS\n  SELECT a FROM s [Range 10 WHERE a > 1;"
+            "REGISTER STREAM s(a INT);\nREGISTER QUERY q AS\n  SELECT a "
+            "FROM s [Range 10 WHERE a > 1;"
         )
     assert (e.value.line, e.value.column) == (3, 29)
     assert "expected" in str(e.value)

@@ -71,7 +71,8 @@ def test_a_relation_is_seen_whole_as_it_stands_at_the_registration(config):
     eng.push("r", changes((1, 10, "+", 1), (2, 20, "+", 2), (2, 20, "-", 3)))
     eng.advance(4)
     eng.execute(
-        "REGISTER QUERY added AS ISTREAM(SELECT k, v FROM r); REGISTER QUERY now AS SELECT k, v FROM r;"
+        "REGISTER QUERY added AS ISTREAM(SELECT k, v FROM r); "
+        "REGISTER QUERY now AS SELECT k, v FROM r;"
         "REGISTER QUERY gone AS DSTREAM(SELECT k, v FROM r);"
     )
     eng.push("r", changes((1, 10, "-", 7), (3, 30, "+", 8)))
@@ -124,7 +125,8 @@ def test_a_delayed_stream_valued_query_is_read_from_the_registration_on_also_wha
         config,
         "REGISTER STREAM s(k INT); REGISTER QUERY e AS ISTREAM(SELECT k FROM s [Now]) <3>;"
         "REGISTER QUERY e2 AS ISTREAM(SELECT k FROM e [Now]) <1>;",
-        "REGISTER QUERY l AS SELECT k FROM e [Range 10]; REGISTER QUERY l2 AS SELECT k FROM e2 [Now];",
+        "REGISTER QUERY l AS SELECT k FROM e [Range 10]; "
+        "REGISTER QUERY l2 AS SELECT k FROM e2 [Now];",
         before=[("s", keys((0, 1), (1, 2), (2, 4)))],
         after=[("s", keys((3, 6)))],
     )
@@ -158,10 +160,14 @@ def test_an_earlier_relation_valued_query_is_re_derived_from_the_registration(co
 
 @pytest.mark.parametrize("config", SNAPSHOTTING)
 def test_a_snapshot_after_a_registration_while_running_restores(config):
-    script = "REGISTER RELATION r(k INT, v INT); REGISTER STREAM s(k INT); REGISTER QUERY c AS SELECT k FROM s [Range 4];"
+    script = (
+        "REGISTER RELATION r(k INT, v INT); REGISTER STREAM s(k INT); "
+        "REGISTER QUERY c AS SELECT k FROM s [Range 4];"
+    )
     late = (
         "REGISTER QUERY q AS ISTREAM(SELECT s.k, r.v FROM s [Now], r WHERE s.k = r.k);"
-        "REGISTER QUERY d AS DSTREAM(SELECT k, v FROM r); REGISTER QUERY re AS ISTREAM(SELECT k FROM c);"
+        "REGISTER QUERY d AS DSTREAM(SELECT k, v FROM r); "
+        "REGISTER QUERY re AS ISTREAM(SELECT k FROM c);"
     )
 
     def start():

@@ -151,8 +151,9 @@ def test_stream_window_joins_a_relation(lifetime):
         {"id": 2, "total": 20.0, "ts": 2},
         {"id": 1, "total": 36.0, "ts": 5},
     ]
-    # Order 1 at 1 lives [1, 4) in the window; its price ends at 4; order 1 at 5 meets the new price.
-    # (Ghosts, start = end, may come too: the negative method pairs order 1 with the price of 4 at 4.)
+    # Order 1 at 1 lives [1, 4) in the window; its price ends at 4; order 1 at 5 meets the new
+    # price. (Ghosts, start = end, may come too: the negative method pairs order 1 with the price
+    # of 4 at 4.)
     assert lasting(eng.fetch("both")) == [
         {"id": 1, "price": 10.0, "start": 1, "end": 4},
         {"id": 2, "price": 20.0, "start": 2, "end": 5},

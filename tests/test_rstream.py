@@ -77,7 +77,8 @@ def test_beyond_the_progress_a_value_ending_where_an_equal_one_starts_does_not_d
     eng.execute(
         "REGISTER STREAM s(k INT); REGISTER STREAM t(k INT);"
         "REGISTER QUERY later3 AS ISTREAM(SELECT 3 AS v FROM t [Now]) <3>;"
-        "REGISTER QUERY m AS RSTREAM(SELECT 3 AS v FROM s [Range 5] UNION ALL SELECT v FROM later3);"
+        "REGISTER QUERY m AS RSTREAM(SELECT 3 AS v FROM s [Range 5] UNION ALL SELECT v "
+        "FROM later3);"
         "REGISTER QUERY ends AS RSTREAM(SELECT 3 AS v FROM s [Range 5] UNION ALL "
         "SELECT v FROM later3 [Range 2]);"
     )
@@ -141,8 +142,8 @@ ISSUE_EXAMPLES = [
     ),
     pytest.param(
         "REGISTER STREAM s0 (k BIGINT); REGISTER RELATION r0 (k BIGINT);"
-        "REGISTER QUERY q0 AS RSTREAM(SELECT x0.k AS a, x1.k AS b FROM s0 [Range Unbounded] x0, r0 x1 "
-        "WHERE x0.k <> x1.k);",
+        "REGISTER QUERY q0 AS RSTREAM(SELECT x0.k AS a, x1.k AS b "
+        "FROM s0 [Range Unbounded] x0, r0 x1 WHERE x0.k <> x1.k);",
         [
             ("r0", {"k": [2], "ts": [1]}),
             ("s0", {"k": [1], "ts": [3]}),

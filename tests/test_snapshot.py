@@ -1,7 +1,8 @@
 """Engine snapshots (``Engine.snapshot()`` / ``Engine.restore()``): a restored engine continues
 exactly where the original stopped, what the snapshot carries (options, CQL, undrained results,
 closed state), and the errors: damaged, truncated or foreign bytes, other plans, the heartbeat
-executor. The randomized check over every query family is tests/oracle/test_differential_snapshot.py.
+executor. The randomized check over every query family is
+tests/oracle/test_differential_snapshot.py.
 """
 
 from __future__ import annotations
@@ -173,7 +174,7 @@ def test_bytearray_and_memoryview_are_accepted():
         assert drained(cq_py.Engine.restore(data)) == drained(cq_py.Engine.restore(blob))
 
 
-# ---- errors ---------------------------------------------------------------------------------------
+# ---- errors --------------------------------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
@@ -283,7 +284,7 @@ def test_restore_wants_bytes():
         cq_py.Engine.restore("a string")
 
 
-# ---- size -----------------------------------------------------------------------------------------
+# ---- size ----------------------------------------------------------------------------------------
 
 
 def test_snapshot_size_follows_the_state_and_shared_buffers_are_written_once():

@@ -1,7 +1,7 @@
 """Damaged snapshots signed again (the checksum is public, so it proves nothing about where bytes
-came from): every restore ends in ``SnapshotError`` or in an engine that behaves — no crash, no hang,
-no other exception — and a refused restore changes nothing. Snapshot bytes are deterministic: the
-same state gives the same bytes.
+came from): every restore ends in ``SnapshotError`` or in an engine that behaves — no crash, no
+hang, no other exception — and a refused restore changes nothing. Snapshot bytes are
+deterministic: the same state gives the same bytes.
 
 The damage fuzzer itself is tests/snapshot_damage.py: a fixed-seed campaign of ``CQ_FUZZ_CASES``
 cases (default 300) runs here in worker subprocesses, so that a crash or a hang fails this test;

@@ -44,7 +44,8 @@ from cq_py.spark.files import start_session
 HERE = Path(__file__).resolve().parent
 SLIDING = (
     "REGISTER STREAM s(key INT, v DOUBLE);"
-    "REGISTER QUERY q AS SELECT key, AVG(v) AS a FROM s [Range 10 SECONDS Slide 1 SECOND] GROUP BY key;"
+    "REGISTER QUERY q AS SELECT key, AVG(v) AS a FROM s [Range 10 SECONDS Slide 1 SECOND] "
+    "GROUP BY key;"
 )
 ROWS = (
     "REGISTER STREAM s(key INT, v DOUBLE);"
@@ -121,7 +122,8 @@ def force(df: DataFrame) -> float:
 
 
 def check_sliding(cq: DataFrame, sql: DataFrame) -> int:
-    """cq's rows expanded to one per whole second they hold == Spark's rows (key, window end, avg)."""
+    """cq's rows expanded to one per whole second they hold == Spark's rows (key, window end,
+    avg)."""
     expanded = cq.select(
         "key", "a", F.explode(F.sequence("start", F.col("end") - 1000, F.lit(1000))).alias("tau")
     )
@@ -156,7 +158,7 @@ def _same(a: DataFrame, b: DataFrame, on: list[str]) -> int:
     return b.count()
 
 
-# -- the run ----------------------------------------------------------------------------------------
+# -- the run ---------------------------------------------------------------------------------------
 
 
 def measure(spark: SparkSession, df: DataFrame, repeat: int, check: bool) -> dict:

@@ -27,7 +27,8 @@ NOPOS = Pos(0, 0)
 @dataclass(frozen=True)
 class TypeName:
     """A column type. ``name`` is canonical: BIGINT (INT, INTEGER, BIGINT), DOUBLE (DOUBLE, FLOAT,
-    REAL), VARCHAR (VARCHAR, CHAR, STRING) or BOOLEAN; ``length`` is the (n) of VARCHAR(n)/CHAR(n)."""
+    REAL), VARCHAR (VARCHAR, CHAR, STRING) or BOOLEAN; ``length`` is the (n) of VARCHAR(n) and
+    CHAR(n)."""
 
     name: str
     length: int | None = None
@@ -36,7 +37,7 @@ class TypeName:
 
 @dataclass(frozen=True)
 class Duration:
-    """``value`` in ``unit``; unit is None for bare ticks, else one of 'ms', 's', 'min', 'h', 'd'."""
+    """``value`` in ``unit``: None for bare ticks, else one of 'ms', 's', 'min', 'h', 'd'."""
 
     value: int
     unit: str | None = None
@@ -138,7 +139,8 @@ class InList:
 
 @dataclass(frozen=True)
 class Case:
-    """``CASE [operand] WHEN a THEN b ... [ELSE e] END``; ``whens`` holds (condition, result) pairs."""
+    """``CASE [operand] WHEN a THEN b ... [ELSE e] END``; ``whens`` holds (condition, result)
+    pairs."""
 
     operand: Expr | None
     whens: tuple[tuple[Expr, Expr], ...]

@@ -19,8 +19,9 @@ def render(cat: Catalog, executor: str = "dts") -> str:
 
     >>> from cq_py.parser import parse
     >>> from cq_py.planner import Planner, Catalog
-    >>> cat, _ = Planner(Catalog()).plan(parse("REGISTER STREAM s(a INT);"
-    ...                                        "REGISTER QUERY q AS ISTREAM(SELECT a FROM s [Now]);"))
+    >>> script = parse("REGISTER STREAM s(a INT);"
+    ...                "REGISTER QUERY q AS ISTREAM(SELECT a FROM s [Now]);")
+    >>> cat, _ = Planner(Catalog()).plan(script)
     >>> print(render(cat))  # doctest: +NORMALIZE_WHITESPACE
     Streams:
       s(a BIGINT)
@@ -61,7 +62,7 @@ def render(cat: Catalog, executor: str = "dts") -> str:
     else:
         lines.append("Execution order (DTS): " + _order(order))
     fire = [
-        f"#{i} ({FIRING_POINTS[n.op] if n.op != 'window' or n.params.get('kind') != 'unbounded' else 'input'})"
+        f"#{i} ({FIRING_POINTS[n.op]})"
         for i, n in sorted(cat.nodes.items())
         if n.op in FIRING_POINTS and not (n.op == "window" and n.params.get("kind") == "unbounded")
     ]

@@ -34,7 +34,8 @@ def successors(
 
 
 def strongly_connected(vertices: Iterable[int], succ: dict[int, list[int]]) -> list[list[int]]:
-    """Tarjan's algorithm, iterative (plans can be deep); components in reverse topological order."""
+    """Tarjan's algorithm, iterative (plans can be deep); the components in reverse topological
+    order."""
     index: dict[int, int] = {}
     low: dict[int, int] = {}
     on_stack: set[int] = set()

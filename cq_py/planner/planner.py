@@ -61,7 +61,8 @@ class Planner:
 
     >>> from cq_py.parser import parse
     >>> p = Planner(Catalog(), time_unit="ms")
-    >>> cat, nodes = p.plan(parse("REGISTER STREAM s(a INT); REGISTER QUERY q AS SELECT a FROM s [Now];"))
+    >>> script = parse("REGISTER STREAM s(a INT); REGISTER QUERY q AS SELECT a FROM s [Now];")
+    >>> cat, nodes = p.plan(script)
     >>> [n.op for n in nodes]
     ['stream_scan', 'window', 'project', 'sink']
     """
@@ -287,7 +288,8 @@ class Planner:
             self.cat.nodes, self.cat.next_id = saved_nodes, saved_id
 
     def _dependency_order(self, queries: list[ast.RegisterQuery]) -> list[ast.RegisterQuery]:
-        """Queries after the queries they read (so that lifetimes are known), loops in script order."""
+        """Queries after the queries they read (so that lifetimes are known), loops in script
+        order."""
         reads = {
             q.name.lower(): {s.name.lower() for s in _sources(q.query)} & self.script_queries.keys()
             for q in queries

@@ -73,9 +73,11 @@ def run(
     again, unless ``persist=True`` keeps the engines' output (memory and disk) for all of them —
     worth it when several queries' results are read (the CLI does so).
 
+    >>> rows = [(1, 2.0, 0), (2, 3.0, 1)]
+    >>> s = spark.createDataFrame(rows, "k int, v double, ts long")  # doctest: +SKIP
     >>> out = run(spark, "REGISTER STREAM s(k INT, v DOUBLE);"  # doctest: +SKIP
-    ...           "REGISTER QUERY q AS SELECT k, AVG(v) AS a FROM s [Partition By k Rows 10] GROUP BY k;",
-    ...           inputs={"s": spark.createDataFrame([(1, 2.0, 0), (2, 3.0, 1)], "k int, v double, ts long")})
+    ...           "REGISTER QUERY q AS SELECT k, AVG(v) AS a FROM s [Partition By k Rows 10] "
+    ...           "GROUP BY k;", inputs={"s": s})
     >>> sorted(out["q"].collect())  # doctest: +SKIP
     [Row(k=1, a=2.0, start=0, end=None), Row(k=2, a=3.0, start=1, end=None)]
     """
@@ -249,7 +251,8 @@ class _PartitionEngine:
                     yield self._wide(i, batch)
 
     def _wide(self, query: int, batch: pa.RecordBatch) -> pa.RecordBatch:
-        """``batch`` of query number ``query`` in the shared output schema (others' columns null)."""
+        """``batch`` of query number ``query`` in the shared output schema (the other queries'
+        columns null)."""
         n = batch.num_rows
         if len(self.schemas) == 1:
             return pa.RecordBatch.from_arrays(batch.columns, schema=self.out_schema)

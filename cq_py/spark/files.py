@@ -78,7 +78,8 @@ def read_input(
     types (its header names the columns; the timestamp is integer ticks, or a timestamp when its
     first value is not an integer), Parquet and JSON Lines with their own types.
 
-    >>> df = read_input(spark, "examples/sensors/readings.csv", eng, "readings", "ts")  # doctest: +SKIP
+    >>> path = "examples/sensors/readings.csv"
+    >>> df = read_input(spark, path, eng, "readings", "ts")  # doctest: +SKIP
     """
     fmt = detect_format(path)
     if fmt == "parquet":
@@ -141,7 +142,8 @@ def write_output(
     file into place, :meth:`QueryWriter.discard` drops it. ``directory`` must be one the Spark
     workers write to (any directory on a local master; a shared file system on a cluster).
 
-    >>> w = write_output(out["q"], Path("out").absolute(), "q", "csv", schema, ["ts"])  # doctest: +SKIP
+    >>> out_dir = Path("out").absolute()
+    >>> w = write_output(out["q"], out_dir, "q", "csv", schema, ["ts"])  # doctest: +SKIP
     >>> w.commit(); w.path, w.rows  # doctest: +SKIP
     ('/home/me/out/q.csv', 178)
     """

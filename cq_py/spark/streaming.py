@@ -124,7 +124,8 @@ def run(
     Start one ``writeStream`` per output, each with its own ``checkpointLocation``. The module
     documentation gives the semantics of time, late rows and restarts.
 
-    >>> src = spark.readStream.schema("k BIGINT, v DOUBLE, ts BIGINT").parquet("in/")  # doctest: +SKIP
+    >>> schema = "k BIGINT, v DOUBLE, ts BIGINT"
+    >>> src = spark.readStream.schema(schema).parquet("in/")  # doctest: +SKIP
     >>> out = cq_py.spark.run(spark, "REGISTER STREAM s(k INT, v DOUBLE);"  # doctest: +SKIP
     ...     "REGISTER QUERY q AS ISTREAM(SELECT k, SUM(v) AS t FROM s [Range 10] GROUP BY k);",
     ...     inputs={"s": src})

@@ -50,15 +50,16 @@ def test_the_tree_keeps_its_floors():
     assert "all down a floor" in run.stdout
 
 
-# Each case: the file, the line the tie goes after, the tie, what the check says after "file:line: ".
+# Each case: the file, the line the tie goes after, the tie, what the check says after
+# "file:line: ".
 PLANTED = {
     "up a floor": (
         "src_cpp/base/errors.h",
         "#include <string>",
         '#include "operators/operator.h"',
         (
-            '#include "operators/operator.h" runs up a floor: src_cpp/base/ (floor 1) may not reach '
-            "src_cpp/operators/ (floor 7)"
+            '#include "operators/operator.h" runs up a floor: src_cpp/base/ (floor 1) '
+            "may not reach src_cpp/operators/ (floor 7)"
         ),
     ),
     # The tie this layout removed: the row form below the operators that drive it.
@@ -67,8 +68,8 @@ PLANTED = {
         "#include",
         '#include "operators/operator.h"',
         (
-            '#include "operators/operator.h" runs up a floor: src_cpp/rows/ (floor 6) may not reach '
-            "src_cpp/operators/ (floor 7)"
+            '#include "operators/operator.h" runs up a floor: src_cpp/rows/ (floor 6) '
+            "may not reach src_cpp/operators/ (floor 7)"
         ),
     ),
     "sideways": (
@@ -76,8 +77,8 @@ PLANTED = {
         "#include",
         '#include "lifetime/expiration_set.h"',
         (
-            '#include "lifetime/expiration_set.h" runs sideways: src_cpp/kernels/ and src_cpp/lifetime/ '
-            "share floor 4, whose rooms do not reach each other"
+            '#include "lifetime/expiration_set.h" runs sideways: src_cpp/kernels/ and '
+            "src_cpp/lifetime/ share floor 4, whose rooms do not reach each other"
         ),
     ),
     # The Spark runners' old circle: streaming reached back into batch (inside a function, too).
@@ -86,8 +87,8 @@ PLANTED = {
         "    from pyspark.sql import DataFrame",
         "    from cq_py.spark import batch",
         (
-            "from cq_py.spark import batch runs up a floor: cq_py/spark/streaming.py (floor 17) may not "
-            "reach cq_py/spark/batch.py (floor 18)"
+            "from cq_py.spark import batch runs up a floor: cq_py/spark/streaming.py (floor 17) "
+            "may not reach cq_py/spark/batch.py (floor 18)"
         ),
     ),
 }

@@ -291,8 +291,8 @@ def test_an_rstream_loop_reading_a_distinct_outside_it_sees_its_end(hybrid):
     # does not see the negative tuple waiting at the loop's entry.)
     eng = cq_py.Engine(hybrid=hybrid)
     eng.execute(
-        "REGISTER STREAM s (a BIGINT); REGISTER QUERY q AS RSTREAM(SELECT DISTINCT a FROM s [Range 7] "
-        "UNION ALL SELECT a FROM q [Now] WHERE a > 100) <1>;"
+        "REGISTER STREAM s (a BIGINT); REGISTER QUERY q AS RSTREAM(SELECT DISTINCT a "
+        "FROM s [Range 7] UNION ALL SELECT a FROM q [Now] WHERE a > 100) <1>;"
     )
     eng.push("s", [{"a": 1, "ts": 16}])
     eng.close()
@@ -391,8 +391,8 @@ def test_a_countdown_with_a_one_second_delay_counts_its_steps_not_its_ticks(opti
 
 NESTED = (
     "REGISTER STREAM s(a INT);"
-    "REGISTER QUERY ping AS ISTREAM(SELECT a FROM s [Now] UNION ALL SELECT a + 1 AS a FROM ping [Now] "
-    "WHERE a + 1 < 3 UNION ALL SELECT a FROM pong [Now]) <Now>;"
+    "REGISTER QUERY ping AS ISTREAM(SELECT a FROM s [Now] UNION ALL SELECT a + 1 AS a "
+    "FROM ping [Now] WHERE a + 1 < 3 UNION ALL SELECT a FROM pong [Now]) <Now>;"
     "REGISTER QUERY pong AS ISTREAM(SELECT a + 10 AS a FROM ping [Now] WHERE a + 10 < 25) <Now>;"
 )
 

@@ -8,9 +8,10 @@ Scripts come from one family, general enough for loops, nested loops and several
             | SELECT MAX(a) + k AS a FROM src [window] [HAVING MAX(a) + k < B]
 
 where src is the input stream ``s(a INT)`` or any qi (itself included). The evaluator walks the
-instants (tick, step) in order. At an instant u every query's relation R(u) is computed from the rows
-its sources hold at times <= u — all known, because a delay puts a query's output strictly after
-the instant that produced it — then ISTREAM emits R(u) − R(u⁻) and DSTREAM R(u⁻) − R(u) at u + delay.
+instants (tick, step) in order. At an instant u every query's relation R(u) is computed from the
+rows its sources hold at times <= u — all known, because a delay puts a query's output strictly
+after the instant that produced it — then ISTREAM emits R(u) − R(u⁻) and DSTREAM R(u⁻) − R(u) at
+u + delay.
 Instants are every time a row lands and every time a window may drop it; computing R at extra
 instants changes nothing, so over-approximating them is safe.
 """
@@ -74,7 +75,8 @@ def shift(t: tuple, d) -> tuple:
 
 def alive(rows: list[tuple], window: tuple, u: tuple) -> list[int]:
     """Values of the rows (time, value), in arrival order, alive at u under the window; rows at
-    times > u do not exist yet, and a [Rows N] row whose N-th successor is not there yet is alive."""
+    times > u do not exist yet, and a [Rows N] row whose N-th successor is not there yet is
+    alive."""
     known = [r for r in rows if r[0] <= u]
     out = []
     for i, (t, v) in enumerate(known):

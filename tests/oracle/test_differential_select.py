@@ -3,7 +3,8 @@
 Queries: SELECT <generated expressions, CASE and CAST included> FROM s <every window of SPEC §4>
 [WHERE <generated condition>], as a relation and under ISTREAM, DSTREAM and RSTREAM. Data: nulls,
 ties and bursts of equal timestamps, pushed in random batch sizes (batch boundaries inside runs of
-equal timestamps included), with heartbeats in between. Set CQ_HYPOTHESIS_EXAMPLES to run more than the default 300.
+equal timestamps included), with heartbeats in between. Set CQ_HYPOTHESIS_EXAMPLES to run more
+than the default 300.
 """
 
 from __future__ import annotations

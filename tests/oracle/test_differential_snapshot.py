@@ -73,10 +73,10 @@ def run(
     twice: set[int] = frozenset(),
 ) -> dict[str, list[tuple]]:
     """Runs ``actions`` — ("push", stream, table) or ("advance", tick) — then close(), and returns
-    every query's rows. Before action k for k in ``cuts`` (k == len(actions): before close; k > that:
-    after close) the engine is snapshotted and replaced by a restored one; with k in
-    ``fetch_before`` its results are fetched first, with k in ``twice`` it is restored twice from the
-    same bytes (the first copy pushed on and thrown away: restoring must not share state)."""
+    every query's rows. Before action k for k in ``cuts`` (k == len(actions): before close; k >
+    that: after close) the engine is snapshotted and replaced by a restored one; with k in
+    ``fetch_before`` its results are fetched first, with k in ``twice`` it is restored twice from
+    the same bytes (the first copy pushed on and thrown away: restoring must not share state)."""
     eng = cq_py.Engine(expose_steps=True, **options)
     eng.execute(cql)
     out: dict[str, list[tuple]] = {q: [] for q in eng.query_names()}
@@ -206,7 +206,10 @@ def test_aggregates_survive_snapshots(
     select = ", ".join(
         [
             *keys,
-            f"COUNT(*) AS n, COUNT({x}) AS nx, SUM({x}) AS sx, AVG({x}) AS ax, MIN({y}) AS mn, MAX({y}) AS mx, COUNT(DISTINCT {y}) AS dy",
+            (
+                f"COUNT(*) AS n, COUNT({x}) AS nx, SUM({x}) AS sx, AVG({x}) AS ax, MIN({y}) AS mn, "
+                f"MAX({y}) AS mx, COUNT(DISTINCT {y}) AS dy"
+            ),
         ]
     )
     body = (
@@ -234,7 +237,8 @@ def test_aggregates_survive_snapshots(
 def test_joins_survive_snapshots(draw, w1, w2, residual, distinct, lifetime, hybrid):
     s_rows = draw.draw(join_stream(("a", "b")))
     t_rows = draw.draw(join_stream(("k", "d")))
-    body = f"SELECT {distinct}s.a, s.b, t.d FROM s {window_sql(w1)}, t {window_sql(w2)} WHERE s.a = t.k{residual}"
+    sources = f"s {window_sql(w1)}, t {window_sql(w2)}"
+    body = f"SELECT {distinct}s.a, s.b, t.d FROM {sources} WHERE s.a = t.k{residual}"
     cql = (
         "REGISTER STREAM s(a INT, b DOUBLE); REGISTER STREAM t(k INT, d DOUBLE);"
         f"REGISTER QUERY r AS {body}; REGISTER QUERY i AS ISTREAM({body});"
@@ -278,10 +282,13 @@ def test_relations_survive_snapshots(draw, r_rows, q_rows, window, lifetime, hyb
     """A base relation with deletes under ISTREAM/DSTREAM/RSTREAM, an aggregate over it, and joins
     of a stream window and of another relation with it."""
     cql = (
-        "REGISTER STREAM s(a INT, b DOUBLE, c VARCHAR, f BOOLEAN); REGISTER RELATION r(k INT, d DOUBLE);"
+        "REGISTER STREAM s(a INT, b DOUBLE, c VARCHAR, f BOOLEAN); "
+        "REGISTER RELATION r(k INT, d DOUBLE);"
         "REGISTER RELATION q(a INT, b DOUBLE);"
-        "REGISTER QUERY rel AS SELECT k, d FROM r WHERE k > 0; REGISTER QUERY i AS ISTREAM(SELECT k, d FROM r);"
-        "REGISTER QUERY d AS DSTREAM(SELECT k, d FROM r); REGISTER QUERY rs AS RSTREAM(SELECT k, d FROM r);"
+        "REGISTER QUERY rel AS SELECT k, d FROM r WHERE k > 0; "
+        "REGISTER QUERY i AS ISTREAM(SELECT k, d FROM r);"
+        "REGISTER QUERY d AS DSTREAM(SELECT k, d FROM r); "
+        "REGISTER QUERY rs AS RSTREAM(SELECT k, d FROM r);"
         "REGISTER QUERY g AS SELECT k, COUNT(*) AS n, SUM(d) AS sd, MAX(d) AS md FROM r GROUP BY k;"
         f"REGISTER QUERY j AS SELECT s.a, s.b, r.d FROM s {window_sql(window)}, r WHERE s.a = r.k;"
         "REGISTER QUERY jq AS SELECT q.a, q.b, r.d FROM q, r WHERE q.a = r.k;"

@@ -209,5 +209,6 @@ def test_a_chain_of_queries_deeper_than_the_core_runs_is_refused_whole():
     restored.restore(snap)
     with pytest.raises(cq_py.CQLSemanticError, match="too deeply"):
         restored.execute(
-            "REGISTER QUERY z0 AS SELECT a FROM q997; REGISTER QUERY z1 AS SELECT a FROM z0 WHERE a > 0;"
+            "REGISTER QUERY z0 AS SELECT a FROM q997; REGISTER QUERY z1 AS SELECT a FROM z0 "
+            "WHERE a > 0;"
         )

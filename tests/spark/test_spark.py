@@ -54,9 +54,12 @@ def no_warning():
 def test_row_windows_and_grouped_aggregates_by_key(spark):
     cql = """
     REGISTER STREAM s(k INT, v DOUBLE, w INT);
-    REGISTER QUERY last3 AS SELECT k, AVG(v) AS a, COUNT(*) AS n FROM s [Partition By k Rows 3] GROUP BY k;
-    REGISTER QUERY sums AS ISTREAM(SELECT k, SUM(v) AS sv, MAX(w) AS mw FROM s [Range 20] GROUP BY k);
-    REGISTER QUERY slid AS SELECT k, MIN(v) AS lo FROM s [Range 50 Slide 10] GROUP BY k HAVING COUNT(*) > 1;
+    REGISTER QUERY last3 AS SELECT k, AVG(v) AS a, COUNT(*) AS n
+        FROM s [Partition By k Rows 3] GROUP BY k;
+    REGISTER QUERY sums AS ISTREAM(SELECT k, SUM(v) AS sv, MAX(w) AS mw
+        FROM s [Range 20] GROUP BY k);
+    REGISTER QUERY slid AS SELECT k, MIN(v) AS lo
+        FROM s [Range 50 Slide 10] GROUP BY k HAVING COUNT(*) > 1;
     REGISTER QUERY hot AS ISTREAM(SELECT k, v * 2 AS v2 FROM s [Now] WHERE v > 8);
     """
     assert partition_plan(cql).keys == {"s": "k"}
@@ -71,7 +74,8 @@ def test_equal_timestamps_keep_their_input_order_in_row_windows(spark):
     t = pa.table({"k": np.arange(n) % 5, "v": (np.arange(n) % 17) / 4.0, "ts": np.arange(n) // 40})
     cql = (
         "REGISTER STREAM s(k INT, v DOUBLE);"
-        "REGISTER QUERY q AS ISTREAM(SELECT k, SUM(v) AS sv FROM s [Partition By k Rows 2] GROUP BY k);"
+        "REGISTER QUERY q AS ISTREAM(SELECT k, SUM(v) AS sv FROM s [Partition By k Rows 2] "
+        "GROUP BY k);"
     )
     with no_warning():
         assert spark_vs_local(spark, cql, {"s": t})["q"] > 100
@@ -101,7 +105,8 @@ def test_set_operations_and_distinct_on_the_key(spark):
     cql = """
     REGISTER STREAM a(k INT, v DOUBLE, w INT);
     REGISTER STREAM b(k INT, v DOUBLE, w INT);
-    REGISTER QUERY only_a AS ISTREAM(SELECT k, w FROM a [Range 15] EXCEPT SELECT k, w FROM b [Range 15]);
+    REGISTER QUERY only_a AS ISTREAM(SELECT k, w FROM a [Range 15]
+        EXCEPT SELECT k, w FROM b [Range 15]);
     REGISTER QUERY both AS SELECT k FROM a [Range 15] INTERSECT SELECT k FROM b [Range 15];
     REGISTER QUERY either AS SELECT DISTINCT k, w FROM a [Range 5];
     """
@@ -157,7 +162,8 @@ def test_relation_with_deletes_joined_on_the_key(spark):
     cql = """
     REGISTER STREAM s(k INT, v DOUBLE, w INT);
     REGISTER RELATION dim(id INT, label VARCHAR);
-    REGISTER QUERY tagged AS ISTREAM(SELECT s.k, dim.label, s.v FROM s [Now], dim WHERE s.k = dim.id);
+    REGISTER QUERY tagged AS ISTREAM(SELECT s.k, dim.label, s.v FROM s [Now], dim
+        WHERE s.k = dim.id);
     REGISTER QUERY alive AS SELECT id, label FROM dim;
     """
     assert partition_plan(cql).keys == {"s": "k", "dim": "id"}
@@ -229,7 +235,8 @@ def test_spark_timestamps_and_time_unit(spark):
     )
     cql = (
         "REGISTER STREAM s(k INT, v DOUBLE);"
-        "REGISTER QUERY q AS SELECT k, SUM(v) AS sv FROM s [Range 2 SECONDS Slide 500 MS] GROUP BY k;"
+        "REGISTER QUERY q AS SELECT k, SUM(v) AS sv FROM s [Range 2 SECONDS Slide 500 MS] "
+        "GROUP BY k;"
     )
     with no_warning():
         assert spark_vs_local(spark, cql, {"s": t}, time_unit="ms")["q"] > 50

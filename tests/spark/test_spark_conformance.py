@@ -4,8 +4,9 @@ accepted statements and pushes, run once on the local engine and once through cq
 
 Only the end state is compared (after close): the files' intermediate ``query`` checks concern
 what is final at each push, which a batch run on Spark does not expose. Every accepted statement
-is registered before any data, on both sides; blocks that the file expects to fail are left out; ``advance`` is left out on both sides (a promise that changes no
-result, except how far RSTREAM runs, which a batch run takes from the data).
+is registered before any data, on both sides; blocks that the file expects to fail are left out;
+``advance`` is left out on both sides (a promise that changes no result, except how far RSTREAM
+runs, which a batch run takes from the data).
 """
 
 from __future__ import annotations

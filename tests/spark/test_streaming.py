@@ -22,7 +22,8 @@ from cq_py.spark import streaming
 
 SCRIPT = """
 REGISTER STREAM s(k INT, v DOUBLE);
-REGISTER QUERY agg AS ISTREAM(SELECT k, SUM(v) AS total, COUNT(*) AS n FROM s [Range 40] GROUP BY k);
+REGISTER QUERY agg AS ISTREAM(SELECT k, SUM(v) AS total, COUNT(*) AS n
+    FROM s [Range 40] GROUP BY k);
 REGISTER QUERY last3 AS SELECT k, MAX(v) AS top FROM s [Partition By k Rows 3] GROUP BY k;
 """
 SCHEMA = "k BIGINT, v DOUBLE, ts BIGINT"

@@ -1,6 +1,6 @@
-"""DTS against the heartbeat baseline (paper 000 §4.2, Fig. 8) on a non-recursive script: two streams,
-a UNION ALL of filtered [Range 10] windows and an equi-join of [Now] with [Range 10], both under
-ISTREAM, so that both binary operators merge (and, under heartbeat, stall on) the two inputs.
+"""DTS against the heartbeat baseline (paper 000 §4.2, Fig. 8) on a non-recursive script: two
+streams, a UNION ALL of filtered [Range 10] windows and an equi-join of [Now] with [Range 10], both
+under ISTREAM, so that both binary operators merge (and, under heartbeat, stall on) the two inputs.
 
     u: ISTREAM(SELECT id, val FROM s [Range 10] WHERE val % 2 = 0
                UNION ALL SELECT id, val FROM d [Range 10] WHERE val % 3 = 0)
@@ -68,7 +68,7 @@ def make_inputs(rows: int, per_tick: int):
 
 @pytest.fixture(scope="module", params=[1, 4], ids=["distinct-ts", "4-per-ts"])
 def inputs(request):
-    """The paper's two cases: every tuple at its own timestamp (a), four tuples per timestamp (b)."""
+    """The paper's two cases: each tuple at its own timestamp (a), four tuples per timestamp (b)."""
     return request.param, make_inputs(ROWS, request.param)
 
 

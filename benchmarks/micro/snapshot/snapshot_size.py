@@ -9,7 +9,8 @@ whose state holds N pending expiration holders. Prints the snapshot's size, the 
 and to restore it (Engine.restore: engine rebuilt from the saved CQL, then the state read back),
 the median of --repeat runs, and checks that the restored engine goes on like the original.
 
-    python benchmarks/micro/snapshot/snapshot_size.py [--rows 1000000] [--range 1000] [--window range|rows]
+    python benchmarks/micro/snapshot/snapshot_size.py [--rows 1000000] [--range 1000] \
+        [--window range|rows]
 """
 
 import argparse
@@ -80,7 +81,8 @@ def main() -> None:
         f"{args.keys} keys (pushed in {push_s:.2f} s)"
     )
     print(
-        f"snapshot: {len(blob):,} bytes ({len(blob) / 2**20:.2f} MiB); take {statistics.median(takes) * 1e3:.2f} ms, "
+        f"snapshot: {len(blob):,} bytes ({len(blob) / 2**20:.2f} MiB); "
+        f"take {statistics.median(takes) * 1e3:.2f} ms, "
         f"restore {statistics.median(restores) * 1e3:.2f} ms (median of {args.repeat})"
     )
     print(f"restored engine continues like the original: {same}")

@@ -48,7 +48,8 @@ def streams():
 def run(streams, query, lifetime, both):
     eng = cq_py.Engine(lifetime=lifetime)
     eng.execute(
-        f"REGISTER STREAM a(ca INT, cb INT); REGISTER STREAM b(ca INT, cc INT); REGISTER QUERY q AS {query};"
+        "REGISTER STREAM a(ca INT, cb INT); REGISTER STREAM b(ca INT, cc INT); "
+        f"REGISTER QUERY q AS {query};"
     )
     out = [0]
     eng.subscribe("q", lambda rb: out.__setitem__(0, out[0] + rb.num_rows))

@@ -15,8 +15,8 @@ time is push + close.
     pip install .[bench]
     python benchmarks/papers/000/reproduce.py              # 200,000 tuples, a few minutes
     python benchmarks/papers/000/reproduce.py --full       # 2,000,000 tuples, as the paper
+    # the targets: DTS only, best of 3
     python benchmarks/papers/000/reproduce.py --full --small 1 --repeat 3 --max-runs --no-plot
-                                                           # the targets: DTS only, best of 3
 
 Prints the table and writes fig8_10.png beside this file: the top row is Fig. 8 (non-recursive,
 time relative to published DTS with 1 small query, HB against its max_run), the bottom row Fig. 10
@@ -56,7 +56,10 @@ def open_script(n: int) -> str:
     parts = [
         "REGISTER STREAM input(id INT, val INT);",
         "REGISTER STREAM dummy_all(id INT, val DOUBLE);",
-        "REGISTER QUERY uni_input AS SELECT * FROM input [Now] UNION ALL SELECT * FROM dummy_all [Now];",
+        (
+            "REGISTER QUERY uni_input AS SELECT * FROM input [Now] UNION ALL SELECT * "
+            "FROM dummy_all [Now];"
+        ),
     ]
     for k in range(n):
         parts += [
@@ -123,14 +126,16 @@ def main() -> None:
         "--repeat",
         type=int,
         default=1,
-        help="runs per configuration, taken in turns, the fastest reported (shared machines vary by 1.5x)",
+        help="runs per configuration, taken in turns, the fastest reported (shared machines "
+        "vary by 1.5x)",
     )
     ap.add_argument(
         "--max-runs",
         type=int,
         nargs="*",
         default=list(MAX_RUNS),
-        help="HB's max_run values (default 10 20 100 1000; none: DTS only, e.g. for --repeat 3 at --full)",
+        help="HB's max_run values (default 10 20 100 1000; none: DTS only, e.g. for --repeat 3 "
+        "at --full)",
     )
     ap.add_argument("--no-plot", action="store_true")
     args = ap.parse_args()
@@ -142,7 +147,8 @@ def main() -> None:
         f"core {'profile-guided' if _core.pgo == 'USE' else 'built without a profile'}"
     )
     print(
-        f"{'pattern':8} {'small':>5}  {'query':14} {'executor':22} {'seconds':>8}  {'M tuples/s':>10}"
+        f"{'pattern':8} {'small':>5}  {'query':14} {'executor':22} {'seconds':>8}  "
+        f"{'M tuples/s':>10}"
     )
     for pattern, per_ts in PATTERNS.items():
         table = data(rows, per_ts)
@@ -177,7 +183,8 @@ def main() -> None:
                 for m in args.max_runs
             ]
             # Repeats go round the configurations (ABCD ABCD ..., not AA.. BB..), so that a slow
-            # phase of a shared machine falls on every configuration alike, not on one side of a ratio.
+            # phase of a shared machine falls on every configuration alike, not on one side of a
+            # ratio.
             best: dict[int, float] = {}
             failed: dict[int, Exception] = {}
             for _ in range(max(args.repeat, 1)):
@@ -196,7 +203,8 @@ def main() -> None:
                     continue
                 results[(pattern, n, query, executor)] = seconds = best[i]
                 print(
-                    f"{pattern:8} {n:5}  {query:14} {executor:22} {seconds:8.2f}  {rows / seconds / 1e6:10.2f}",
+                    f"{pattern:8} {n:5}  {query:14} {executor:22} {seconds:8.2f}  "
+                    f"{rows / seconds / 1e6:10.2f}",
                     flush=True,
                 )
     summarize(results, args.small)
@@ -211,7 +219,8 @@ def summarize(results: dict, small: list[int]) -> None:
         return results.get(k)
 
     print(
-        "\nfindings (relative times; the paper's Fig. 8/10 normalise by published DTS, 1 small query):"
+        "\nfindings (relative times; the paper's Fig. 8/10 normalise by published DTS, 1 small "
+        "query):"
     )
     for pattern in PATTERNS:
         for n in small:
@@ -223,7 +232,8 @@ def summarize(results: dict, small: list[int]) -> None:
             hb20 = get(pattern, n, "non-recursive", "HB max_run=20")
             if not (rec and nonrec and hyb):
                 continue
-            line = f"  ({pattern}) {n} small: recursive / non-recursive (published DTS) = {rec / nonrec:.2f}"
+            line = f"  ({pattern}) {n} small: recursive / non-recursive (published DTS) = "
+            line += f"{rec / nonrec:.2f}"
             line += f"; published / hybrid DTS, non-recursive = {nonrec / hyb:.1f}x"
             if hb20:
                 line += f"; HB(20) / published DTS, non-recursive = {hb20 / nonrec:.2f}"

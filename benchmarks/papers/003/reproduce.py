@@ -98,7 +98,8 @@ def main() -> None:
     )
     args = ap.parse_args()
     sizes = [10, 100, 1_000, 10_000, 100_000, 1_000_000] + ([10_000_000] if args.full else [])
-    # A window must fill and slide: the 10^7 windows of --full run over 2.5 * 10^7 tuples per stream.
+    # A window must fill and slide: the 10^7 windows of --full run over 2.5 * 10^7 tuples per
+    # stream.
     big = max(args.rows, 25_000_000)
     datasets: dict[int, dict] = {}
 
