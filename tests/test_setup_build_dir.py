@@ -129,7 +129,8 @@ def test_another_source_tree_build_tree_or_generator_makes_the_cache_stale(env, 
 
 def test_the_build_tree_is_keyed_by_compiler_and_python_not_by_where_pip_put_cmake(env, tmp_path):
     source, toolchain, build = env
-    assert build.parent == source / "build" and build.name.startswith("cmake-cpython-311-")
+    assert build.parent == source / "build"
+    assert build.name[:-12] == "cmake-cpython-311-" and len(build.name) == len("cmake-cpython-311-") + 12
     same = dataclasses.replace(toolchain, cmake="/tmp/pip-build-env-x/cmake",
                                make_program="/tmp/pip-build-env-x/ninja")
     assert bd.build_dir(source, same) == build
