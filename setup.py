@@ -63,7 +63,7 @@ class CMakeBuild(build_ext):
         if toolchain.generator:
             cfg.append(f"-G{toolchain.generator}")
         if toolchain.make_program:
-            cfg.append(f"-DCMAKE_MAKE_PROGRAM={toolchain.make_program}")
+            cfg.append(f"-DCMAKE_MAKE_PROGRAM:FILEPATH={toolchain.make_program}")
         jobs = os.environ.get("CMAKE_BUILD_PARALLEL_LEVEL", str(os.cpu_count() or 2))
 
         def build(*options: str) -> None:

@@ -200,14 +200,7 @@ def detect(source_dir: Path, build_type: str) -> Toolchain:
     cmake = shutil.which("cmake")
     if cmake is None:
         raise RuntimeError("cq's build needs cmake >= 3.20 on PATH (pip installs it with the build)")
-    make_program = None
-    try:
-        import ninja  # the build requirement; its BIN_DIR is where its binary is
-
-        make_program = str(Path(ninja.BIN_DIR) / "ninja")
-    except (ImportError, AttributeError):
-        make_program = shutil.which("ninja")
-    compiler = _compiler()
+    make_program, compiler = _ninja(), _compiler()
     return Toolchain(
         source_dir=str(source_dir.resolve()),
         cmake=_cmake_binary(cmake),
@@ -221,3 +214,18 @@ def detect(source_dir: Path, build_type: str) -> Toolchain:
         ext_suffix=sysconfig.get_config_var("EXT_SUFFIX") or "",
         build_type=build_type,
     )
+
+
+def _ninja() -> str | None:
+    """The ninja binary: the `ninja` package's (the build requirement), else ninja on PATH. In
+    pip's isolated environment the package's BIN_DIR is empty (it looks in the interpreter's own
+    directories) while its binary is on PATH, so an empty or wrong BIN_DIR falls back to PATH."""
+    try:
+        import ninja
+
+        candidate = Path(ninja.BIN_DIR) / "ninja" if ninja.BIN_DIR else None
+        if candidate is not None and candidate.is_file():
+            return str(candidate)
+    except (ImportError, AttributeError):
+        pass
+    return shutil.which("ninja")

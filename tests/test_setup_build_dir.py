@@ -185,3 +185,16 @@ def test_a_real_cmake_configures_again_after_its_ninja_is_gone(tmp_path):
     configured = configure(ninja)
     assert configured.returncode == 0, configured.stderr
     assert bd.stale_cache_reason(build, toolchain) is None
+
+
+def test_ninja_is_found_on_path_when_its_package_does_not_know_where_it_is(monkeypatch, tmp_path):
+    """In pip's isolated environment the ninja package's BIN_DIR is empty while its binary is on
+    PATH: the cache must get an absolute path (checked next time), not a bare `ninja`."""
+    fake = type(sys)("ninja")
+    fake.BIN_DIR = ""
+    monkeypatch.setitem(sys.modules, "ninja", fake)
+    binary = _tool(tmp_path / "overlay" / "bin" / "ninja")
+    monkeypatch.setenv("PATH", str(tmp_path / "overlay" / "bin"))
+    assert bd._ninja() == binary
+    fake.BIN_DIR = str(tmp_path / "gone")
+    assert bd._ninja() == binary
