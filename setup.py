@@ -28,7 +28,7 @@ from setuptools.command.build_ext import build_ext
 
 ROOT = Path(__file__).parent.resolve()
 sys.path.insert(0, str(ROOT / "cmake"))
-import build_dir  # noqa: E402  (cmake/build_dir.py: which CMake tree, and when to configure it afresh)
+import build_dir  # cmake/build_dir.py: which CMake tree, and when to configure it afresh
 
 
 class CMakeExtension(Extension):

@@ -13,6 +13,6 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def test_the_training_mix_runs_on_the_installed_core(tmp_path):
     run = subprocess.run([sys.executable, str(ROOT / "cmake" / "pgo_training.py")], cwd=tmp_path,
-                         capture_output=True, text=True, timeout=600)
+                         capture_output=True, text=True, timeout=600, check=False)
     assert run.returncode == 0, run.stdout + run.stderr
     assert run.stderr.startswith("pgo training:"), run.stderr
