@@ -55,7 +55,9 @@ def _describe(exc: BaseException) -> str:
     if isinstance(exc, CallbackError) and exc.__cause__ is not None:
         return _describe(exc.__cause__)  # the callbacks are cq's own writers: their failure
     if isinstance(exc, RunawayLoopError):
-        return f"{exc} (cq run: --max-loop-steps N)"
+        bound = next((b for b in ("max_loop_rows", "max_loop_ticks") if f"{b}=" in str(exc)),
+                     "max_loop_steps")
+        return f"{exc} (cq run: --{bound.replace('_', '-')} N)"
     if isinstance(exc, MemoryLimitError):
         return f"{exc} (cq run: --max-memory SIZE)"
     if isinstance(exc, CQError):
@@ -196,6 +198,14 @@ def cli() -> None:
 @click.option("--max-loop-steps", type=click.IntRange(min=1, max=2**63 - 1), default=1_000_000,
               show_default=True, metavar="N",
               help="ε steps a loop may take within one tick before it is a runaway.")
+@click.option("--max-loop-ticks", type=click.IntRange(min=1, max=2**63 - 1), default=1_000_000,
+              show_default=True, metavar="N",
+              help="Ticks past its inputs' progress at which a loop may still produce rows "
+                   "(after the input ends) before it is a runaway.")
+@click.option("--max-loop-rows", type=click.IntRange(min=1, max=2**63 - 1), default=10_000_000,
+              show_default=True, metavar="N",
+              help="Rows that may go round a loop in one tick, or past its inputs' progress in "
+                   "all, before it is a runaway.")
 @click.option("--max-memory", type=_Size(), default=None, metavar="SIZE",
               help="Stop with an error when the process's memory passes SIZE (e.g. 4G, 512M): "
                    "windows over unbounded input keep every row they have seen.")
@@ -214,7 +224,7 @@ def cli() -> None:
 def run_command(script: Path, inputs: list[tuple[str, Path]], output: Path | None,
                 fmt: str | None, ts: str, batch_size: int, time_unit: str, auto_delay: bool,
                 lifetime: str, executor: str, hybrid: bool, max_loop_steps: int,
-                max_memory: int | None, no_input: bool, quiet: bool, spark_master: str | None,
+                max_loop_ticks: int, max_loop_rows: int, max_memory: int | None, no_input: bool, quiet: bool, spark_master: str | None,
                 partitions: int | None) -> None:
     """Run SCRIPT over the --input files until they end, then report every query's output.
 
@@ -230,6 +240,7 @@ def run_command(script: Path, inputs: list[tuple[str, Path]], output: Path | Non
         raise click.UsageError(f"--format {fmt} needs --output DIR (stdout is always CSV)")
     options = {"time_unit": time_unit, "auto_delay": auto_delay, "lifetime": lifetime,
                "executor": executor, "hybrid": hybrid, "max_loop_steps": max_loop_steps,
+               "max_loop_ticks": max_loop_ticks, "max_loop_rows": max_loop_rows,
                "max_memory": max_memory}
     eng = _load_script(script, options)
 

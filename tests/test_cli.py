@@ -555,11 +555,12 @@ def test_engine_options_reach_the_engine(tmp_path: Path, monkeypatch: pytest.Mon
 
     monkeypatch.setattr(cq_py.Engine, "__init__", spy)
     result = cq("run", SCRIPT, "-i", f"readings={READINGS}", "-q", "--lifetime", "negative",
-                "--executor", "heartbeat", "--no-hybrid", "--max-loop-steps", "77", "--time-unit", "s")
+                "--executor", "heartbeat", "--no-hybrid", "--max-loop-steps", "77", "--time-unit", "s",
+                "--max-loop-ticks", "78", "--max-loop-rows", "79")
     assert result.exit_code == 0, result.output
     assert seen[0] == {"time_unit": "s", "auto_delay": False, "lifetime": "negative",
                        "executor": "heartbeat", "hybrid": False, "max_loop_steps": 77,
-                       "max_memory": None}
+                       "max_loop_ticks": 78, "max_loop_rows": 79, "max_memory": None}
 
 
 def test_a_runaway_loop_names_the_option_that_raises_the_bound(tmp_path: Path) -> None:
@@ -570,6 +571,18 @@ def test_a_runaway_loop_names_the_option_that_raises_the_bound(tmp_path: Path) -
     data.write_text("a,ts\n1,0\n")
     result = cq("run", script, "--input", f"s={data}", "-q", "--max-loop-steps", "50")
     assert_fails(result, 1, "more than 50 ε steps", "(cq run: --max-loop-steps N)")
+    # A loop with a tick delay that keeps going after its input ends (issue 27 G1), and one whose
+    # rows multiply: each names its own bound and the option that sets it.
+    ticking = tmp_path / "ticking.cql"
+    ticking.write_text("REGISTER STREAM s(a INT);\nREGISTER QUERY twice AS ISTREAM(SELECT a FROM s [Now] "
+                       "UNION ALL SELECT a * 2 AS a FROM twice [Now] WHERE a * 2 < 100) <2>;\n")
+    zero = tmp_path / "zero.csv"
+    zero.write_text("a,ts\n0,0\n")
+    result = cq("run", ticking, "--input", f"s={zero}", "-q", "--max-loop-ticks", "40")
+    assert_fails(result, 1, "rows at more than 40 ticks past its inputs' progress",
+                 "(cq run: --max-loop-ticks N)")
+    result = cq("run", ticking, "--input", f"s={zero}", "-q", "--max-loop-rows", "30")
+    assert_fails(result, 1, "more than 30 rows went round", "(cq run: --max-loop-rows N)")
     refused = cq("run", script, "--input", f"s={data}", "--executor", "heartbeat")
     assert_fails(refused, 1, "executor='heartbeat' cannot run the recursive loop")
 

@@ -7,15 +7,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from cq_py.spark.partitioning import PartitionPlan, partition_plan
+from cq_py.spark.partitioning import CQPartitionWarning, PartitionPlan, partition_plan
 
 __all__ = ["CQPartitionWarning", "PartitionPlan", "partition_plan", "run"]
 
 
 def __getattr__(name: str) -> Any:
     # pyspark is imported only when the Spark runner is used: the partition planner works without it.
-    if name in ("run", "CQPartitionWarning"):
+    if name == "run":
         from cq_py.spark import batch
 
-        return getattr(batch, name)
+        return batch.run
     raise AttributeError(f"module 'cq_py.spark' has no attribute {name!r}")

@@ -21,7 +21,7 @@ from cq_py.engine import OP, Engine
 from cq_py.errors import InputError
 from cq_py.io.readers import detect_format
 from cq_py.io.writers import EXTENSIONS, QueryWriter, open_writer
-from cq_py.spark.batch import SPARK_TYPES, _core_type
+from cq_py.spark.tagging import SPARK_TYPES, core_type
 
 __all__ = ["read_input", "session", "start_session", "write_output"]
 
@@ -84,7 +84,7 @@ def read_input(spark: SparkSession, path: str | os.PathLike[str], eng: Engine, s
     if str(path).endswith((".gz", ".bz2")):
         raise InputError(f"{path}: compressed CSV is not read on Spark; decompress it first",
                          stream=stream)
-    declared = {f.name.lower(): SPARK_TYPES[_core_type(f.type)] for f in eng.stream_schema(stream)}
+    declared = {f.name.lower(): SPARK_TYPES[core_type(f.type)] for f in eng.stream_schema(stream)}
     if stream in eng.relation_names():
         declared[OP] = ST.StringType()
     with open(path, newline="", encoding="utf-8") as f:

@@ -35,11 +35,15 @@ from cq_py.parser import parse
 from cq_py.planner import Catalog, Node, Planner
 from cq_py.planner.logical import UNBOUNDED, constant
 
-__all__ = ["PartitionPlan", "partition_plan"]
+__all__ = ["CQPartitionWarning", "PartitionPlan", "partition_plan"]
 
 # A set of (input name, column name) that must all be the key of their input; None when a column
 # is computed (it cannot carry the key).
 Origins = Optional[frozenset]
+
+
+class CQPartitionWarning(UserWarning):
+    """The script has no partition key cq can prove safe: it runs in one Spark partition."""
 
 
 @dataclass(frozen=True)

@@ -73,9 +73,9 @@ import pyarrow.compute as pc
 
 from cq_py.engine import Engine
 from cq_py.errors import ArgumentError, CQError, InputError
-from cq_py.spark import batch
-from cq_py.spark.batch import PART, TAG, TS
-from cq_py.spark.partitioning import partition_plan
+from cq_py.spark.partitioning import CQPartitionWarning, partition_plan
+from cq_py.spark.tagging import (MICROS_PER_TICK, PART, TAG, TS, InputSpec, spark_schema, tagged,
+                                 united_key_type)
 
 __all__ = ["run"]
 
@@ -125,7 +125,7 @@ def run(spark, cql_text: str, inputs: Optional[dict[str, Any]] = None, ts: str =
         raise ArgumentError(f"partitions must be a positive integer; found {partitions!r}")
     if not plan.partitionable:
         warnings.warn(f"cq on Spark: the script runs in one engine: {plan.blocker}",
-                      batch.CQPartitionWarning, stacklevel=3)
+                      CQPartitionWarning, stacklevel=3)
         partitions = 1
     streams = {name.lower(): name for name in eng.stream_names()}
     given = []
@@ -139,18 +139,17 @@ def run(spark, cql_text: str, inputs: Optional[dict[str, Any]] = None, ts: str =
     if not given:
         raise InputError("cq_py.spark.run on streams needs at least one input DataFrame")
 
-    specs = [batch._InputSpec(tag, name, eng, plan) for tag, (name, _) in enumerate(given)]
-    key_type = batch._key_type(plan, [s.name for s in specs])
+    specs = [InputSpec(tag, name, eng, plan) for tag, (name, _) in enumerate(given)]
+    key_type = united_key_type(plan, [s.name for s in specs])
     # Equal timestamps are ordered by value in the stateful step (no arrival sequence: Spark's
     # row ids are not stable across micro-batches).
     unsequenced = dataclasses.replace(plan, ordered=False)
     frames = []
     for spec, (_, df) in zip(specs, given):
-        frame = batch._tagged(df, spec, specs, ts, unsequenced, key_type, eng.time_unit,
-                              part=True)
-        bucket = F.pmod(F.col(batch.PART), F.lit(partitions)) if partitions > 1 else F.lit(0)
-        frame = (frame.withColumn(batch.PART, bucket.cast("int"))
-                 .withColumn(_EVENT, _event_time(F.col(batch.TS), eng.time_unit))
+        frame = tagged(df, spec, specs, ts, unsequenced, key_type, eng.time_unit, part=True)
+        bucket = F.pmod(F.col(PART), F.lit(partitions)) if partitions > 1 else F.lit(0)
+        frame = (frame.withColumn(PART, bucket.cast("int"))
+                 .withColumn(_EVENT, _event_time(F.col(TS), eng.time_unit))
                  # One watermark per input: Spark's global watermark is their minimum.
                  .withWatermark(_EVENT, "0 seconds"))
         frames.append(frame)
@@ -160,13 +159,13 @@ def run(spark, cql_text: str, inputs: Optional[dict[str, Any]] = None, ts: str =
     # All rows of a bucket go to one task, which packs them into one blob: the stateful step sees
     # one row per bucket and micro-batch (pyspark 4.0 with pandas 3 mis-reads a group's chunk
     # offsets as floats when a group has several rows in one Arrow batch).
-    packed = (union.drop(_EVENT).repartition(partitions, batch.PART)
+    packed = (union.drop(_EVENT).repartition(partitions, PART)
               .mapInArrow(_Pack(eng.time_unit),
-                          f"{batch.PART} int, {_EVENT_US} bigint, {_DATA} binary")
+                          f"{PART} int, {_EVENT_US} bigint, {_DATA} binary")
               # The blobs' event time is the column the stateful step's late filter reads. Spark
               # forbids a second withWatermark, and mapInArrow's new columns lose the inputs'
               # watermark mark, so the mark (Spark's column metadata key) is set here.
-              .select(F.col(batch.PART), F.col(_DATA),
+              .select(F.col(PART), F.col(_DATA),
                       F.timestamp_micros(F.col(_EVENT_US)).alias(
                           _EVENT, metadata={_WATERMARK_DELAY_KEY: 0})))
     fingerprint = hashlib.sha256(json.dumps(
@@ -175,14 +174,14 @@ def run(spark, cql_text: str, inputs: Optional[dict[str, Any]] = None, ts: str =
     layout = [(s.tag, s.name, [col for _, col, _ in s.united],
                [name for name, _, _ in s.united]) for s in specs]
     step = _Step(cql_text, dict(engine_options), layout, fingerprint, plan.ordered)
-    tagged = packed.groupBy(batch.PART).applyInPandasWithState(
+    by_query = packed.groupBy(PART).applyInPandasWithState(
         step, f"{_QUERY} string, {_DATA} binary", _STATE_SCHEMA, "append",
         GroupStateTimeout.EventTimeTimeout)
     out = {}
     for q in eng.query_names():
         schema = eng.query_schema(q)
-        out[q] = (tagged.filter(F.col(_QUERY) == q).select(_DATA)
-                  .mapInArrow(_Unpack(), batch._spark_schema(schema)))
+        out[q] = (by_query.filter(F.col(_QUERY) == q).select(_DATA)
+                  .mapInArrow(_Unpack(), spark_schema(schema)))
     return out
 
 
@@ -239,19 +238,19 @@ def _event_time(ticks, unit: str):
     if unit == "ns":
         us = (ticks - F.pmod(ticks, F.lit(1000))) / F.lit(1000)
     else:
-        us = ticks * F.lit(batch.MICROS_PER_TICK[unit])
+        us = ticks * F.lit(MICROS_PER_TICK[unit])
     return F.timestamp_micros(us.cast("bigint") + F.lit(1))
 
 
 def _tick_to_us(tick: int, unit: str) -> int:
-    return tick // 1000 if unit == "ns" else tick * batch.MICROS_PER_TICK[unit]
+    return tick // 1000 if unit == "ns" else tick * MICROS_PER_TICK[unit]
 
 
 def _watermark_tick(watermark_ms: int, unit: str) -> int:
     """The first tick a row may still have once Spark's watermark is ``watermark_ms``: Spark keeps
     rows whose event time (last tick in µs + 1) is above it, so their ticks are at least this."""
     us = watermark_ms * 1000
-    return us * 1000 if unit == "ns" else us // batch.MICROS_PER_TICK[unit]
+    return us * 1000 if unit == "ns" else us // MICROS_PER_TICK[unit]
 
 
 class _Step:
@@ -322,7 +321,7 @@ class _Step:
         rows = pa.concat_tables(parts, promote_options="default")
         tables = {}
         for tag, stream, prefixed, declared in self.layout:
-            # batch._tagged adds no tag column when there is one input.
+            # tagging.tagged adds no tag column when there is one input.
             table = rows.filter(pc.equal(rows.column(TAG), tag)) if TAG in rows.column_names \
                 else rows
             if table.num_rows == 0:

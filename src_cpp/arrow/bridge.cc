@@ -3,7 +3,7 @@
 #include <cstring>
 #include <memory>
 
-#include "engine/errors.h"
+#include "base/errors.h"
 
 namespace cq {
 

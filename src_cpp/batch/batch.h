@@ -15,18 +15,23 @@
 // Rows are in non-decreasing `sync` order inside a batch and across the batches of one edge.
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <unordered_map>
 #include <vector>
 
+#include "base/few_on_stack.h"
+#include "base/inline_vector.h"
 #include "batch/column.h"
-#include "batch/few_on_stack.h"
-#include "batch/inline_vector.h"
-#include "lifetime/expiration_holder.h"
 #include "time/time.h"
 
 namespace cq {
+
+// A pending end's holder, as a batch's `holders` column carries it: an id of the engine's holder
+// table (lifetime/expiration_holder.h), or kNoHolder where the row's end is known.
+using HolderId = uint32_t;
+inline constexpr HolderId kNoHolder = std::numeric_limits<HolderId>::max();
 
 // Ticks and steps of one time column. `steps` is empty when every step is 0, which is always the
 // case outside loops, so the common path carries one int64 per row.

@@ -4,7 +4,7 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "batch/few_on_stack.h"
+#include "base/few_on_stack.h"
 
 namespace cq {
 

@@ -9,9 +9,9 @@
 #include <string_view>
 #include <vector>
 
+#include "base/inline_vector.h"
 #include "batch/bitmap.h"
 #include "batch/buffer.h"
-#include "batch/inline_vector.h"
 #include "batch/types.h"
 
 namespace cq {

@@ -7,8 +7,8 @@
 #include <limits>
 #include <string_view>
 
+#include "base/serializer.h"
 #include "batch/row_hash.h"
-#include "engine/snapshot.h"
 
 namespace cq {
 
@@ -173,7 +173,7 @@ void GroupIndex::MapEncoded(std::span<const Column> keys, int64_t n, uint32_t* g
 Column GroupIndex::GatherKeys(size_t k, const uint32_t* gids, int64_t n) const { return stores_[k].Gather(gids, n); }
 
 
-void GroupIndex::Snapshot(SnapshotWriter& w) const {
+void GroupIndex::Snapshot(ByteWriter& w) const {
   w.U32(groups_);
   w.U32(null_group_);
   for (const ValueStore& s : stores_) s.Snapshot(w);
@@ -187,7 +187,7 @@ void GroupIndex::Snapshot(SnapshotWriter& w) const {
   w.PodVec(encoded_at_);
 }
 
-void GroupIndex::Restore(SnapshotReader& r) {
+void GroupIndex::Restore(ByteReader& r) {
   groups_ = r.U32();
   null_group_ = r.U32();
   for (ValueStore& s : stores_) s.Restore(r);

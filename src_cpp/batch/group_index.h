@@ -18,8 +18,8 @@
 
 namespace cq {
 
-class SnapshotWriter;
-class SnapshotReader;
+class ByteWriter;
+class ByteReader;
 
 class GroupIndex {
  public:
@@ -32,8 +32,8 @@ class GroupIndex {
   Column GatherKeys(size_t k, const uint32_t* gids, int64_t n) const;
 
   // Engine snapshots: the keys and the table as they are (group ids must not change).
-  void Snapshot(SnapshotWriter& w) const;
-  void Restore(SnapshotReader& r);
+  void Snapshot(ByteWriter& w) const;
+  void Restore(ByteReader& r);
 
  private:
   static constexpr uint32_t kEmpty = 0xFFFFFFFFu;

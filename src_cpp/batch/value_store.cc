@@ -4,7 +4,7 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "engine/snapshot.h"
+#include "base/serializer.h"
 
 namespace cq {
 
@@ -97,7 +97,7 @@ void ValueStore::FillValues(Column& out, const uint32_t* idx) const {
 }
 
 
-void ValueStore::Snapshot(SnapshotWriter& w) const {
+void ValueStore::Snapshot(ByteWriter& w) const {
   w.I64(size_);
   w.PodVec(bits_.data(), static_cast<size_t>(bits_.size()));
   w.PodVec(valid_);
@@ -106,7 +106,7 @@ void ValueStore::Snapshot(SnapshotWriter& w) const {
   w.Str(chars_);
 }
 
-void ValueStore::Restore(SnapshotReader& r) {
+void ValueStore::Restore(ByteReader& r) {
   size_ = r.I64();
   const std::vector<uint64_t> bits = r.PodVec<uint64_t>();
   bits_.Assign(bits.data(), static_cast<int64_t>(bits.size()));

@@ -13,8 +13,8 @@
 
 namespace cq {
 
-class SnapshotWriter;
-class SnapshotReader;
+class ByteWriter;
+class ByteReader;
 
 class ValueStore {
  public:
@@ -39,8 +39,8 @@ class ValueStore {
   Column Take();
 
   // Engine snapshots: the values kept so far (the store's type comes from the plan).
-  void Snapshot(SnapshotWriter& w) const;
-  void Restore(SnapshotReader& r);
+  void Snapshot(ByteWriter& w) const;
+  void Restore(ByteReader& r);
 
  private:
   // Pieces of a column of values idx[0..n) (idx == nullptr: all values, in order).

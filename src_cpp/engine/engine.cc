@@ -3,13 +3,13 @@
 #include <algorithm>
 #include <cstring>
 
+#include "base/json.h"
 #include "batch/buffer.h"
 #include "executors/dts/dts_executor.h"
 #include "executors/heartbeat/heartbeat_executor.h"
 #include "operators/registry.h"
 #include "operators/relation_scan.h"
 #include "operators/stream_scan.h"
-#include "plan/json.h"
 #include "plan/plan_util.h"
 
 namespace cq {
@@ -410,37 +410,6 @@ constexpr uint32_t kFormatVersion = 2;
 constexpr size_t kHeaderSize = 32;
 
 }  // namespace
-
-// A 64-bit checksum of the payload: four lanes of multiply-xorshift steps over 8-byte words.
-// Every step is a bijection of the lane for a given word and injective in the word, so a change
-// to any one word always changes the result; it runs at memory speed.
-uint64_t SnapshotChecksum(const char* p, size_t n) {
-  constexpr uint64_t kMul = 0xff51afd7ed558ccdull;
-  uint64_t lane[4] = {0x9E3779B97F4A7C15ull ^ n, 0xC2B2AE3D27D4EB4Full, 0x165667B19E3779F9ull, 0x27D4EB2F165667C5ull};
-  auto step = [](uint64_t h, uint64_t w) {
-    h = (h ^ w) * kMul;
-    return h ^ (h >> 32);
-  };
-  size_t i = 0;
-  for (; i + 32 <= n; i += 32) {
-    uint64_t w[4];
-    std::memcpy(w, p + i, 32);
-    for (int k = 0; k < 4; ++k) lane[k] = step(lane[k], w[k]);
-  }
-  for (; i + 8 <= n; i += 8) {
-    uint64_t w;
-    std::memcpy(&w, p + i, 8);
-    lane[0] = step(lane[0], w);
-  }
-  if (i < n) {
-    uint64_t w = 0;
-    std::memcpy(&w, p + i, n - i);
-    lane[1] = step(lane[1], w ^ (uint64_t{1} << 63));
-  }
-  uint64_t h = lane[0];
-  for (int k = 1; k < 4; ++k) h = step(h, lane[k]);
-  return h;
-}
 
 namespace {
 

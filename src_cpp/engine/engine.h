@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "arrow/bridge.h"
-#include "engine/errors.h"
-#include "engine/snapshot.h"
+#include "base/errors.h"
+#include "batch/snapshot.h"
 #include "executors/executor.h"
 #include "operators/query_sink.h"
 #include "operators/relation_scan.h"

@@ -4,8 +4,8 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "batch/few_on_stack.h"
-#include "engine/errors.h"
+#include "base/errors.h"
+#include "base/few_on_stack.h"
 
 namespace cq {
 

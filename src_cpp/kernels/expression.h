@@ -4,9 +4,9 @@
 #include <memory>
 #include <vector>
 
+#include "base/json.h"
 #include "batch/batch.h"
 #include "kernels/registry.h"
-#include "plan/json.h"
 
 namespace cq {
 

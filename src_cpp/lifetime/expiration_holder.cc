@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "engine/errors.h"
-#include "engine/snapshot.h"
+#include "base/errors.h"
+#include "batch/snapshot.h"
 
 namespace cq {
 

@@ -4,16 +4,14 @@
 // heap object per tuple: ids come from one engine-owned table, dense and recycled, so consumers
 // index flat arrays by id and 10,000,000 pending tuples cost a few bytes each (LIFETIMES.md).
 #include <cstdint>
-#include <limits>
 #include <vector>
+
+#include "batch/batch.h"
 
 namespace cq {
 
 class SnapshotWriter;
 class SnapshotReader;
-
-using HolderId = uint32_t;
-inline constexpr HolderId kNoHolder = std::numeric_limits<HolderId>::max();
 
 class HolderTable {
  public:

@@ -11,7 +11,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "engine/snapshot.h"
+#include "batch/snapshot.h"
 #include "time/time.h"
 
 namespace cq {

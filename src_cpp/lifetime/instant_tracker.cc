@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <span>
 
-#include "batch/few_on_stack.h"
-#include "engine/errors.h"
+#include "base/errors.h"
+#include "base/few_on_stack.h"
 #include "lifetime/negative_tracker.h"
 #include "lifetime/relation_tracker.h"
 

@@ -10,11 +10,11 @@
 #include <memory>
 #include <vector>
 
+#include "base/ring.h"
+#include "base/scratch_list.h"
 #include "batch/batch.h"
-#include "batch/ring.h"
 #include "batch/row_equal.h"
-#include "batch/scratch_list.h"
-#include "engine/snapshot.h"
+#include "batch/snapshot.h"
 
 namespace cq {
 

@@ -2,9 +2,9 @@
 
 #include <unordered_map>
 
+#include "base/errors.h"
 #include "batch/row_hash.h"
-#include "engine/errors.h"
-#include "engine/snapshot.h"
+#include "batch/snapshot.h"
 
 namespace cq {
 

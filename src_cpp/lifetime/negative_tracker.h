@@ -3,9 +3,12 @@
 // each start (its end open) and a negative tuple, with the same values, at each end. An instant's
 // starts and ends are simply the positives and negatives stamped with it; nothing waits for an
 // expiration, but every tuple travels twice and RSTREAM must find a negative's positive by value.
+#include <cstdint>
 #include <map>
+#include <unordered_map>
+#include <vector>
 
-#include "batch/hash_multimap.h"
+#include "base/hash_multimap.h"
 #include "lifetime/instant_tracker.h"
 
 namespace cq {
@@ -31,5 +34,22 @@ class NegativeTracker final : public InstantTracker {
   std::map<Time, Instant> pending_;  // events of instants not complete yet
   HashMultimap<RowRef> alive_;  // by value hash (track_alive)
 };
+
+// The Negative Tuple method's promise, checked on a restored tracker: replaying its instants in time
+// order (positives join, then negatives leave), every negative finds a positive of its value among
+// those alive or come before it — else the instant would fail when it comes. Values are compared by
+// hash (equal values have equal hashes, so a sound state always passes). `alive` is the hashes
+// alive now; `instants` visits each pending instant's positive and negative hashes in time order.
+template <typename Instants>
+bool NegativesFindPositives(std::vector<uint64_t> alive, Instants&& instants) {
+  std::unordered_map<uint64_t, int64_t> count;
+  for (uint64_t h : alive) ++count[h];
+  bool ok = true;
+  instants([&](const std::vector<uint64_t>& positives, const std::vector<uint64_t>& negatives) {
+    for (uint64_t h : positives) ++count[h];
+    for (uint64_t h : negatives) ok = ok && count[h]-- > 0;
+  });
+  return ok;
+}
 
 }  // namespace cq

@@ -7,7 +7,7 @@
 #include <set>
 #include <tuple>
 
-#include "batch/few_on_stack.h"
+#include "base/few_on_stack.h"
 
 namespace cq {
 

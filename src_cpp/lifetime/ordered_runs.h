@@ -14,9 +14,9 @@
 #include <utility>
 #include <vector>
 
+#include "base/scratch_list.h"
 #include "batch/batch.h"
-#include "batch/scratch_list.h"
-#include "engine/snapshot.h"
+#include "batch/snapshot.h"
 
 namespace cq {
 

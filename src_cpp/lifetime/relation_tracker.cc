@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "base/errors.h"
 #include "batch/row_equal.h"
-#include "engine/errors.h"
 
 namespace cq {
 

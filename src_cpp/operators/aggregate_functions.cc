@@ -1,6 +1,6 @@
 #include "operators/aggregate_functions.h"
 
-#include "engine/snapshot.h"
+#include "batch/snapshot.h"
 
 namespace cq::aggfn {
 

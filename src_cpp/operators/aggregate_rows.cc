@@ -8,8 +8,8 @@
 // groups need of the row — its arguments and group — until its end has been seen.
 #include <algorithm>
 
-#include "engine/errors.h"
-#include "engine/snapshot.h"
+#include "base/errors.h"
+#include "batch/snapshot.h"
 #include "operators/aggregate.h"
 #include "rows/row_expression.h"
 #include "rows/row_tracker.h"

@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "engine/errors.h"
+#include "base/errors.h"
 #include "operators/registry.h"
 #include "rows/row_expression.h"
 

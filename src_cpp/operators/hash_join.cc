@@ -2,10 +2,10 @@
 
 #include <algorithm>
 
+#include "base/errors.h"
 #include "batch/row_equal.h"
 #include "batch/row_hash.h"
-#include "engine/errors.h"
-#include "engine/snapshot.h"
+#include "batch/snapshot.h"
 #include "operators/registry.h"
 #include "plan/plan_util.h"
 

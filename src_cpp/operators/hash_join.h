@@ -16,7 +16,7 @@
 #include <memory>
 #include <unordered_map>
 
-#include "batch/hash_multimap.h"
+#include "base/hash_multimap.h"
 #include "batch/row_equal.h"
 #include "kernels/expression.h"
 #include "lifetime/expiration_set.h"

@@ -24,9 +24,9 @@
 #include <algorithm>
 #include <cstring>
 
+#include "base/errors.h"
 #include "batch/row_hash.h"
-#include "engine/errors.h"
-#include "engine/snapshot.h"
+#include "batch/snapshot.h"
 #include "operators/hash_join.h"
 #include "rows/row_expression.h"
 #include "rows/row_operator.h"

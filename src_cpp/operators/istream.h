@@ -13,10 +13,10 @@
 #include <memory>
 #include <optional>
 
-#include "batch/ring.h"
+#include "base/ring.h"
 #include "batch/row_equal.h"
-#include "lifetime/instant_tracker.h"
 #include "lifetime/expiration_set.h"
+#include "lifetime/instant_tracker.h"
 #include "operators/operator.h"
 
 namespace cq {

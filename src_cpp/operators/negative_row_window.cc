@@ -2,9 +2,9 @@
 
 #include <cstring>
 
+#include "base/errors.h"
 #include "batch/row_hash.h"
-#include "engine/errors.h"
-#include "engine/snapshot.h"
+#include "batch/snapshot.h"
 #include "operators/registry.h"
 #include "rows/row_operator.h"
 

@@ -8,7 +8,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "batch/ring.h"
+#include "base/ring.h"
 #include "operators/operator.h"
 
 namespace cq {

@@ -7,7 +7,7 @@
 // leave in time order (negatives first within an instant), as operators that merge inputs need.
 // The row form (ToRows, for loop regions) keeps its own rows and sends the same sequence.
 
-#include "batch/ring.h"
+#include "base/ring.h"
 #include "operators/operator.h"
 
 namespace cq {

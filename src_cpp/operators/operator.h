@@ -7,15 +7,15 @@
 #include <string>
 #include <vector>
 
+#include "base/json.h"
 #include "batch/batch.h"
 #include "lifetime/expiration_holder.h"
-#include "plan/json.h"
 #include "rows/row_operator.h"
 #include "time/time.h"
 
 namespace cq {
 
-class SnapshotWriter;  // engine/snapshot.h
+class SnapshotWriter;  // batch/snapshot.h
 class SnapshotReader;
 
 // Where an operator's output goes. The executor gives each operator its own emitter.
@@ -120,7 +120,7 @@ class Operator {
   // One line for explain(): the operator and its parameters.
   virtual std::string Explain() const = 0;
 
-  // Engine snapshots (checkpoints; engine/snapshot.h): everything the operator holds that later
+  // Engine snapshots (checkpoints; batch/snapshot.h): everything the operator holds that later
   // calls depend on — kept rows, cursors, pending holder ids, its place in time — but not what
   // its spec gives (the plan is rebuilt before a restore). Restore reads it back into an operator
   // freshly built from the same spec, and throws CqError(kSnapshot) on bytes that do not fit.

@@ -2,12 +2,12 @@
 
 #include <cstring>
 
+#include "base/errors.h"
+#include "base/hash_multimap.h"
 #include "batch/row_hash.h"
-#include "engine/errors.h"
-#include "engine/snapshot.h"
-#include "batch/hash_multimap.h"
+#include "batch/snapshot.h"
 #include "operators/registry.h"
-#include "rows/batch_adapter.h"
+#include "operators/rows_from_batches.h"
 
 namespace cq {
 

@@ -1,6 +1,6 @@
 #include "operators/project.h"
 
-#include "engine/errors.h"
+#include "base/errors.h"
 #include "operators/registry.h"
 #include "rows/row_expression.h"
 

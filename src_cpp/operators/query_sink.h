@@ -8,8 +8,8 @@
 // undetermined set of paper 003 §4.1, indexed by holder id) until their end is fixed.
 #include <deque>
 
-#include "batch/hash_multimap.h"
-#include "batch/ring.h"
+#include "base/hash_multimap.h"
+#include "base/ring.h"
 #include "batch/row_equal.h"
 
 #include "operators/operator.h"

@@ -4,14 +4,14 @@
 #include <algorithm>
 #include <cstring>
 
+#include "base/errors.h"
+#include "base/hash_multimap.h"
 #include "batch/bitmap.h"
 #include "batch/buffer.h"
 #include "batch/column.h"
-#include "batch/hash_multimap.h"
 #include "batch/row_hash.h"
+#include "batch/snapshot.h"
 #include "batch/value_store.h"
-#include "engine/errors.h"
-#include "engine/snapshot.h"
 #include "operators/query_sink.h"
 #include "rows/batch_rows.h"
 

@@ -1,6 +1,6 @@
 #include "operators/registry.h"
 
-#include "engine/errors.h"
+#include "base/errors.h"
 
 namespace cq {
 

@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <cstring>
 
+#include "base/errors.h"
 #include "batch/row_hash.h"
-#include "engine/errors.h"
-#include "engine/snapshot.h"
+#include "batch/snapshot.h"
 #include "operators/registry.h"
 #include "plan/plan_util.h"
 

@@ -1,9 +1,9 @@
 #include "operators/row_window.h"
 
-#include "engine/errors.h"
-#include "engine/snapshot.h"
+#include "base/errors.h"
+#include "batch/snapshot.h"
 #include "operators/registry.h"
-#include "rows/batch_adapter.h"
+#include "operators/rows_from_batches.h"
 
 namespace cq {
 

@@ -4,9 +4,9 @@
 #include <string>
 #include <unordered_map>
 
+#include "base/errors.h"
 #include "batch/row_hash.h"
-#include "engine/errors.h"
-#include "engine/snapshot.h"
+#include "batch/snapshot.h"
 #include "operators/registry.h"
 #include "plan/plan_util.h"
 #include "rows/row_tracker.h"
@@ -272,8 +272,8 @@ void CheckTicks(const SnapshotReader& r, int64_t next_tick, Time next_change, bo
 // waits until one is, or until the end of the close, where everything is known.
 class RStreamRows final : public RowOperator {
  public:
-  RStreamRows(std::unique_ptr<RowTracker> tracker, const int64_t* furthest)
-      : tracker_(std::move(tracker)), furthest_(furthest) {}
+  RStreamRows(std::unique_ptr<RowTracker> tracker, const int64_t* furthest, bool negative)
+      : tracker_(std::move(tracker)), furthest_(furthest), negative_(negative) {}
   void Push(int, const Row& row, RowEmitter&) override { tracker_->Push(row); }
   void PushEnd(int, HolderId id, Time end, RowEmitter&) override { tracker_->PushEnd(id, end); }
   Time next_firing(int64_t) const override {
@@ -311,6 +311,7 @@ class RStreamRows final : public RowOperator {
           // Beyond P (a loop's region runs no instant beyond its inputs' progress before close(),
           // so this is the close, but for inputs delayed ahead of the engine's).
           if (DropKnown()) {
+            if (next_tick_ < progress.tick) Undecidable(progress);
             EmitTicks(next_tick_, run_end, Alive(), out);
           } else if (closing_) {
             held_ = true;
@@ -349,6 +350,19 @@ class RStreamRows final : public RowOperator {
   }
   // Whether a value of R now drops below its multiplicity at some later instant, by the changes
   // the tracker knows of (SPEC §4, as a relation: an instant's starts of a value cancel its ends).
+  // A tick held beyond P whose drop became known only at a later instant: its rows were due at
+  // their tick, which the loop has run past (they feed the loop). Under the negative method an end
+  // is known only when its negative tuple arrives, at the end itself, so this is where it shows.
+  [[noreturn]] void Undecidable(Time now) const {
+    throw CqError(ErrorKind::kSemantic,
+                  "RSTREAM on a recursive loop cannot decide tick " + std::to_string(next_tick_) +
+                      " after close(): whether its relation drops (and so whether the tick beyond the engine's "
+                      "progress " + std::to_string(Furthest(furthest_)) + " goes out) is known only at " +
+                      now.ToString() + ", when the loop has run past that tick" +
+                      (negative_ ? "; under lifetime='negative' an end is known only when its negative tuple "
+                                   "arrives: lifetime='direct' (the default) knows it when the tuple starts"
+                                 : "; advance() the inputs past the last tick the query needs before close()"));
+  }
   bool DropKnown() const {
     struct Change {
       Time t;
@@ -416,6 +430,7 @@ class RStreamRows final : public RowOperator {
 
   std::unique_ptr<RowTracker> tracker_;
   const int64_t* furthest_;
+  bool negative_;
   int64_t next_tick_ = Time::kMinTick;
   bool held_ = false;
   bool closing_ = false;
@@ -424,7 +439,7 @@ class RStreamRows final : public RowOperator {
 }  // namespace
 
 std::unique_ptr<RowOperator> RStream::ToRows() {
-  return std::make_unique<RStreamRows>(MakeRowTracker(negative_, policy_, true, *schema_), furthest_);
+  return std::make_unique<RStreamRows>(MakeRowTracker(negative_, policy_, true, *schema_), furthest_, negative_);
 }
 
 void RegisterRStream(OperatorRegistry& r) {

@@ -1,6 +1,6 @@
 #include "operators/window.h"
 
-#include "engine/errors.h"
+#include "base/errors.h"
 #include "operators/registry.h"
 #include "plan/plan_util.h"
 

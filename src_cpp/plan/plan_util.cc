@@ -1,6 +1,6 @@
 #include "plan/plan_util.h"
 
-#include "engine/errors.h"
+#include "base/errors.h"
 
 namespace cq {
 

@@ -1,8 +1,8 @@
 #pragma once
 // Reading the pieces of operator specs that several operators share.
+#include "base/json.h"
 #include "batch/types.h"
 #include "lifetime/expiration_set.h"
-#include "plan/json.h"
 #include "time/time.h"
 
 namespace cq {

@@ -1,6 +1,6 @@
 #include "rows/batch_rows.h"
 
-#include "engine/snapshot.h"
+#include "batch/snapshot.h"
 
 namespace cq {
 

@@ -4,8 +4,8 @@
 #include <limits>
 #include <string>
 
+#include "base/errors.h"
 #include "batch/bitmap.h"
-#include "engine/errors.h"
 #include "rows/batch_rows.h"
 
 namespace cq {

@@ -10,7 +10,7 @@
 // Emission is synchronous: what an operator emits has reached every consumer when Emit returns,
 // so a row's values need to live only through the call. As in batch form, the ends an input fixes
 // go out before the rows it produces, each holder's end exactly once.
-#include "engine/snapshot.h"
+#include "batch/snapshot.h"
 #include "rows/row.h"
 
 namespace cq {

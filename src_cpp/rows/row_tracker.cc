@@ -2,9 +2,10 @@
 
 #include <algorithm>
 
-#include "batch/few_on_stack.h"
-#include "engine/errors.h"
-#include "engine/snapshot.h"
+#include "base/errors.h"
+#include "base/few_on_stack.h"
+#include "batch/snapshot.h"
+#include "lifetime/negative_tracker.h"
 
 namespace cq {
 

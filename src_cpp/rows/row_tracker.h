@@ -13,7 +13,7 @@
 #include <memory>
 #include <vector>
 
-#include "batch/hash_multimap.h"
+#include "base/hash_multimap.h"
 #include "lifetime/expiration_set.h"
 #include "rows/row.h"
 

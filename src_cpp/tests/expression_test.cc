@@ -2,8 +2,8 @@
 // selection vector; calls over literals only are folded when compiled.
 #include <limits>
 
+#include "base/json.h"
 #include "kernels/expression.h"
-#include "plan/json.h"
 #include "tests/test_util.h"
 
 namespace cq::test {

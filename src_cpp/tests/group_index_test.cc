@@ -7,8 +7,8 @@
 #include <map>
 #include <set>
 
+#include "base/hash_multimap.h"
 #include "batch/group_index.h"
-#include "batch/hash_multimap.h"
 #include "batch/row_hash.h"
 #include "batch/value_store.h"
 #include "tests/test_util.h"

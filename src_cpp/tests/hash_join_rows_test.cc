@@ -10,9 +10,9 @@
 #include <functional>
 #include <map>
 
-#include "engine/snapshot.h"
+#include "batch/snapshot.h"
+#include "executors/dts/batch_adapter.h"
 #include "operators/hash_join.h"
-#include "rows/batch_adapter.h"
 #include "rows/row_operator.h"
 #include "tests/test_util.h"
 

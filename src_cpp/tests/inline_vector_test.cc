@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "base/ring.h"
 #include "batch/batch.h"
-#include "batch/ring.h"
 #include "tests/test_util.h"
 
 namespace cq::test {

@@ -3,8 +3,8 @@
 #include <cmath>
 #include <limits>
 
-#include "engine/errors.h"
-#include "plan/json.h"
+#include "base/errors.h"
+#include "base/json.h"
 #include "tests/test_util.h"
 
 namespace cq::test {

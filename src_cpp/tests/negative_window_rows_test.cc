@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/snapshot.h"
+#include "batch/snapshot.h"
 #include "operators/negative_row_window.h"
 #include "operators/negative_time_window.h"
 #include "rows/row_operator.h"

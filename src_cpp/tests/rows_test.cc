@@ -12,11 +12,11 @@
 #include <string>
 #include <vector>
 
-#include "engine/snapshot.h"
+#include "base/json.h"
+#include "batch/snapshot.h"
 #include "kernels/expression.h"
 #include "kernels/registry.h"
 #include "operators/union_all.h"
-#include "plan/json.h"
 #include "rows/batch_rows.h"
 #include "rows/row.h"
 #include "rows/row_expression.h"

@@ -6,8 +6,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "batch/snapshot.h"
 #include "engine/engine.h"
-#include "engine/snapshot.h"
 #include "tests/test_util.h"
 
 namespace cq::test {

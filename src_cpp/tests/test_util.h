@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "arrow/bridge.h"
+#include "base/errors.h"
 #include "batch/column.h"
-#include "engine/errors.h"
 #include "kernels/datum.h"
 #include "tests/harness.h"
 

@@ -5,12 +5,16 @@ A file is a list of blocks separated by blank lines. :func:`parse` turns the tex
 execute them, either against one ``cq_py.Engine`` (``mode=run``) or against ``cq_py.explain`` of an
 accumulated script (``mode=plan``), and raise :class:`Failure` (an ``AssertionError``) with
 ``file:line: what was expected / what was found`` at the first block that does not hold, or
-:class:`Skipped` when a ``skip`` block is reached.
+:class:`Skipped` when a ``skip`` block is reached. In ``mode=run`` two options of the runner
+itself vary how the same file drives the engine: ``batch_rows=N`` pushes each ``push`` block N
+rows at a time, and ``snapshot=true`` replaces the engine after every push by one restored from
+its snapshot (the matrix of test_conformance.py runs every file under each).
 """
 
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional, Union
@@ -18,6 +22,8 @@ from typing import Any, Callable, Optional, Union
 import pyarrow as pa
 
 import cq_py
+from cq_py.parser import ast
+from cq_py.parser.parser import parse as parse_cql
 
 __all__ = ["Block", "FormatError", "Failure", "Skipped", "file_options", "parse", "run_file",
            "run_text"]
@@ -32,7 +38,9 @@ ERROR_CLASSES = {
 OPTIONS: dict[str, Callable[[str], Any]] = {
     "mode": str, "time_unit": str, "lifetime": str, "executor": str,
     "auto_delay": lambda v: _bool(v), "expose_steps": lambda v: _bool(v), "hybrid": lambda v: _bool(v),
-    "configurations": lambda v: _configurations(v),
+    # The runner's own, not the engine's: how a push block is split into pushes ("all": one push;
+    # N: N rows at a time), and whether the engine is snapshotted and restored after every push.
+    "batch_rows": lambda v: _batch_rows(v), "snapshot": lambda v: _bool(v),
 }
 MODES = ("run", "plan")
 # Column types a `push` header may name explicitly (`a:VARCHAR`) to override the declared type.
@@ -65,10 +73,16 @@ class Skipped(Exception):
         super().__init__(f"{where}: {reason}")
 
 
-def _configurations(v: str) -> str:
-    if v != "all":
-        raise ValueError(f"configurations={v!r}: the one value is 'all'")
-    return v
+def _batch_rows(v: str) -> str | int:
+    if v == "all":
+        return v
+    try:
+        n = int(v)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise ValueError(f"expected 'all' or a number of rows >= 1, found {v!r}")
+    return n
 
 
 def _bool(v: str) -> bool:
@@ -109,7 +123,7 @@ class Block:
     at: Optional[tuple[int, int]] = None
     raw_args: str = ""
     ts: str = "ts"  # push: the timestamp column (`ts=` argument)
-    rowsort: bool = False  # query: compare the rows sorted
+    when: dict[str, Any] = field(default_factory=dict)  # skip: the configurations it applies to
 
     @property
     def text(self) -> str:
@@ -242,19 +256,29 @@ def _block(lines: list[Line], where: str) -> Block:
         if not rest_args:
             raise fail("'query' needs a query name")
         b.args = [rest_args[0]]
-        b.rowsort = False
         if b.error:
             _error_args(b, rest_args[1:], fail, allow_at=False)
         else:
-            for a in rest_args[1:]:
-                if a != "rowsort":
-                    raise fail(f"unknown query option {a!r} (only 'rowsort')")
-                b.rowsort = True
+            if len(rest_args) > 1:
+                raise fail(f"unexpected {' '.join(rest_args[1:])!r} after the query name (rows "
+                           "are compared as bags per timestamp: there is no 'rowsort' to ask)")
             if body:
                 raise fail(f"'query' is followed directly by '{SEPARATOR}'", body[0].lineno)
             if not expected:
                 raise fail(f"'query' needs '{SEPARATOR}' and a CSV header line")
     elif kind == "skip":
+        # `skip [option=value ...] reason`: with options, only in the configurations that have
+        # them all (a bug of one corner of the matrix).
+        for a in args:
+            key, eq, value = a.partition("=")
+            if not eq or key not in OPTIONS or key == "mode":
+                break
+            try:
+                b.when[key] = OPTIONS[key](value)
+            except ValueError as e:
+                raise fail(f"skip: option {key}: {e}") from None
+            raw_args = raw_args[len(a):].strip()
+        b.raw_args = raw_args
         if not raw_args:
             raise fail("'skip' needs a reason")
     else:
@@ -386,10 +410,27 @@ class _Runner:
                 key, _, value = a.partition("=")
                 self.options[key] = OPTIONS[key](value)
         self.mode = self.options.pop("mode", "run")
-        self.options.pop("configurations", None)  # (the caller's matrix: tests/configurations.py)
+        # Runner options are kept apart: self.options are the engine's (tests/spark reads them).
+        self.batch_rows: str | int = self.options.pop("batch_rows", "all")
+        self.snapshot: bool = self.options.pop("snapshot", False)
+        if self.snapshot and self.options.get("executor") == "heartbeat":
+            raise FormatError(f"{where}: snapshot=true needs executor=dts (a heartbeat engine "
+                              "takes no snapshot)")
         self.engine: Optional[cq_py.Engine] = None
         self.script: list[str] = []  # plan mode: the accumulated statements
         self.checked = 0  # blocks that checked something
+        # What is final (SPEC §4): each input's latest pushed timestamp, the latest advance, close;
+        # and what each query reads (named query -> the names in its FROM clauses).
+        self.latest: dict[str, int] = {}
+        self.advanced: int | None = None
+        self.closed = False
+        self.reads: dict[str, set[str]] = {}
+        # Per query: rows expected by a block but not final yet, and rows fetched before a block
+        # expected them (both carried over to the next `query` block of that query).
+        self.owed: dict[str, Counter] = {}
+        self.early: dict[str, Counter] = {}
+        self.last_time: dict[str, tuple] = {}
+        self.owed_at: dict[str, int] = {}  # the line of the block that first expected them
 
     # -- helpers --------------------------------------------------------------------------------
 
@@ -406,7 +447,7 @@ class _Runner:
             if b.kind == "options":
                 continue
             if b.kind == "skip":
-                if self.ignore_skips:
+                if self.ignore_skips or not self.applies(b.when):
                     continue
                 raise Skipped(b.raw_args, f"{self.where}:{b.lineno}")
             if self.mode == "plan" and b.kind not in ("statement", "explain"):
@@ -414,7 +455,18 @@ class _Runner:
                                   "mode=plan (nothing runs there)")
             getattr(self, "_" + b.kind)(b)
             self.checked += 1
+        self.settle()
         return self.checked
+
+    def applies(self, when: dict[str, Any]) -> bool:
+        """Does this run's configuration have every option of ``when`` (engine defaults
+        included)?"""
+        mine = {"executor": "dts", "lifetime": "direct", "hybrid": True, "time_unit": "ms",
+                "auto_delay": False, "expose_steps": False, **self.options,
+                "batch_rows": self.batch_rows, "snapshot": self.snapshot}
+        if mine["executor"] != "dts":
+            mine["hybrid"] = None  # an option of the dts executor only
+        return all(mine.get(k) == v for k, v in when.items())
 
     # -- expected errors ------------------------------------------------------------------------
 
@@ -478,6 +530,9 @@ class _Runner:
         except Exception as e:  # noqa: BLE001
             raise self.fail(b, f"statement ok: expected success, found "
                                f"{type(e).__name__}: {e}") from e
+        for st in parse_cql(b.text).statements:
+            if isinstance(st, ast.RegisterQuery):
+                self.reads[st.name.lower()] = _sources(st.query)
 
     def _explain(self, b: Block) -> None:
         try:
@@ -510,13 +565,42 @@ class _Runner:
         except ValueError as e:
             raise FormatError(f"{self.where}:{b.lineno}: push {stream}: {e}") from None
         if b.error:
+            # Pushed whole: the block's rows are one push that must be rejected as a whole.
             self.expect_error(b, lambda: eng.push(stream, table, ts=ts), f"push {stream}")
+            self.restore(b, f"push error {stream}")
+            return
+        n = table.num_rows if self.batch_rows == "all" else self.batch_rows
+        for at in range(0, max(table.num_rows, 1), max(n, 1)):
+            part = table.slice(at, n)
+            try:
+                self.engine.push(stream, part, ts=ts)
+            except Exception as e:  # noqa: BLE001
+                rows = ("" if part.num_rows == table.num_rows else
+                        f" (rows {at + 1}..{at + part.num_rows} of the block, pushed alone)")
+                raise self.fail(b, f"push {stream}{rows}: expected success, found "
+                                   f"{type(e).__name__}: {e}") from e
+            if part.num_rows:
+                t = max(part.column(ts).to_pylist())
+                key = stream.lower()
+                self.latest[key] = max(self.latest.get(key, t), t)
+            self.restore(b, f"push {stream}")
+
+    def restore(self, b: Block, after: str) -> None:
+        """With ``snapshot=true``: the engine from here on is one restored from its snapshot
+        (``Engine.restore`` makes it with the saved options and CQL, then restores the core's
+        state), so every later block checks that a snapshot loses and duplicates nothing."""
+        if not self.snapshot or self.engine is None:
             return
         try:
-            eng.push(stream, table, ts=ts)
+            fresh = cq_py.Engine.restore(self.engine.snapshot())
         except Exception as e:  # noqa: BLE001
-            raise self.fail(b, f"push {stream}: expected success, found "
+            raise self.fail(b, f"snapshot and restore after {after}: found "
                                f"{type(e).__name__}: {e}") from e
+        if fresh.explain() != self.engine.explain():
+            raise self.fail(b, f"snapshot and restore after {after}: the restored engine's plan "
+                               f"differs:\n{fresh.explain()}\nfrom the original's:\n"
+                               f"{self.engine.explain()}")
+        self.engine = fresh
 
     def table(self, b: Block, eng: cq_py.Engine, stream: str, ts: str) -> pa.Table:
         """The push block's CSV as a table typed by the stream's declared columns (a header cell
@@ -562,12 +646,16 @@ class _Runner:
         except Exception as e:  # noqa: BLE001
             raise self.fail(b, f"advance {t}: expected success, found "
                                f"{type(e).__name__}: {e}") from e
+        self.advanced = t if self.advanced is None else max(self.advanced, t)
+        self.restore(b, f"advance {t}")
 
     def _close(self, b: Block) -> None:
         try:
             self.eng().close()
         except Exception as e:  # noqa: BLE001
             raise self.fail(b, f"close: expected success, found {type(e).__name__}: {e}") from e
+        self.closed = True
+        self.restore(b, "close")
 
     def _query(self, b: Block) -> None:
         name = b.args[0]
@@ -595,19 +683,144 @@ class _Runner:
                 want.append(tuple(render(to_value(c, f.type)) for c, f in zip(cells, schema)))
             except ValueError as e:
                 raise FormatError(f"{self.where}:{l.lineno}: {e}") from None
-        found = [tuple(render(r[n]) for n in schema.names) for r in got.to_pylist()]
-        if b.rowsort:
-            want.sort()
-            found.sort()
-        if want != found:
-            def show(rows: list[tuple[str, ...]]) -> str:
-                return "\n".join("  " + ",".join(r) for r in rows) or "  (no rows)"
+        rows = got.to_pylist()
+        found = [tuple(render(r[n]) for n in schema.names) for r in rows]
+        self.compare(b, name, schema.names, want, found, [_time(r, schema.names) for r in rows])
 
-            first = next((k for k, (w, f) in enumerate(zip(want, found)) if w != f),
-                         min(len(want), len(found)))
-            raise self.fail(b, f"query {name}{' (rowsort)' if b.rowsort else ''}: rows differ "
-                               f"from row {first + 1} on\nexpected ({len(want)} rows):\n"
-                               f"{show(want)}\nfound ({len(found)} rows):\n{show(found)}")
+    def compare(self, b: Block, name: str, columns: list[str], want: list[tuple[str, ...]],
+                found: list[tuple[str, ...]], times: list[tuple]) -> None:
+        """Checks one fetch against one block's rows as SPEC §4 defines results: a stream as a bag
+        of rows per timestamp, in time order; a relation as its lifetime tuples (ghosts, start =
+        end, may appear). What is final — stream rows before P, the progress of the query's
+        inputs (their latest timestamp or advance; +∞ after close), tuples that end before P —
+        must be exactly what the file expects by now. The rest may come now or later: a row the
+        block expects that is not final yet, or a row fetched before a block expects it, is
+        carried over to the next block of the query (and to the end of the file)."""
+        key = name.lower()
+        stream = "ts" in columns
+        if stream:
+            order = [_time(dict(zip(columns, r)), columns, rendered=True) for r in want]
+            bad = next((k for k in range(1, len(order)) if order[k] < order[k - 1]), None)
+            if bad is not None:
+                raise self.fail(b, f"query {name}: the expected rows are not in time order "
+                                   f"(row {bad + 1}, {','.join(want[bad])}, comes before row "
+                                   f"{bad}, {','.join(want[bad - 1])})")
+            last = self.last_time.get(key)
+            for t, r in zip(times, found):
+                if last is not None and t < last:
+                    raise self.fail(b, f"query {name}: the engine's rows are not in time order: "
+                                       f"{','.join(r)} comes after a row at {last}")
+                last = t
+            if last is not None:
+                self.last_time[key] = last
+        ghosts = Counter()
+        if not stream:
+            steps = "start_step" in columns
+            s, e = columns.index("start"), columns.index("end")
+            ss, es = (columns.index("start_step"), columns.index("end_step")) if steps else (s, e)
+            ghosts = Counter(r for r in found if r[s] == r[e] and r[ss] == r[es])
+        expected = self.owed.pop(key, Counter()) + Counter(want)
+        fetched = self.early.pop(key, Counter()) + Counter(found)
+        missing, extra = expected - fetched, fetched - expected
+        # A ghost is a tuple alive nowhere: one found and not expected is no extra tuple. (Without
+        # the step columns, [t, t) may also be a tuple of one ε: tolerated the same way.)
+        extra -= ghosts
+        p = self.progress(key)
+        due_missing = [r for r in missing.elements() if self.due(r, columns, p)]
+        due_extra = [r for r in extra.elements() if self.due(r, columns, p)]
+        if due_missing or due_extra:
+            def show(rows) -> str:
+                return "\n".join("  " + ",".join(r) for r in sorted(rows)) or "  (no rows)"
+
+            final = "+inf" if p == math.inf else p
+            raise self.fail(b, f"query {name}: the rows final at the inputs' progress {final} "
+                               f"differ\nexpected and not found ({len(due_missing)} rows):\n"
+                               f"{show(due_missing)}\nfound and not expected "
+                               f"({len(due_extra)} rows):\n{show(due_extra)}\nexpected in this "
+                               f"block:\n{show(want)}\nfetched:\n{show(found)}")
+        if missing:
+            self.owed[key] = missing
+            self.owed_at.setdefault(key, b.lineno)
+        else:
+            self.owed_at.pop(key, None)
+        if extra:
+            self.early[key] = extra
+
+    def progress(self, query: str) -> float:
+        """P of a query: the least progress of the inputs it reads (through named queries)."""
+        if self.closed:
+            return math.inf
+        inputs: set[str] = set()
+        todo, seen = [query], set()
+        while todo:
+            q = todo.pop()
+            if q in seen:
+                continue
+            seen.add(q)
+            if q in self.reads:
+                todo.extend(self.reads[q])
+            else:
+                inputs.add(q)
+        if self.options.get("hybrid") is False:
+            # As published, DTS time-splits the whole graph as one region: an instant runs once
+            # every input has passed it, so a result is final only below the least of them all.
+            inputs = {n.lower() for n in self.eng().stream_names()}
+        floor = -math.inf if self.advanced is None else self.advanced
+        return min((max(self.latest.get(i, -math.inf), floor) for i in inputs), default=floor)
+
+    @staticmethod
+    def due(row: tuple[str, ...], columns: list[str], p: float) -> bool:
+        """Is the row final at progress p: a stream row before p, a tuple that ends before p."""
+        cell = row[columns.index("ts" if "ts" in columns else "end")]
+        return cell != "NULL" and int(cell) < p
+
+    def settle(self) -> None:
+        """At the end of the file: a row fetched that no block expected is an extra
+        row, final or not (the file's blocks list every row the engine gives up to its last
+        block); rows a block expected that were not final when it ran must come out once
+        everything is final, so the engine is closed (if the file did not) and drained."""
+        for key, early in self.early.items():
+            rows = "\n".join("  " + ",".join(r) for r in sorted(early.elements()))
+            raise Failure(f"{self.where}: query {key}: these rows were fetched, but no block of the "
+                          f"file expects them:\n{rows}")
+        if not self.owed or self.engine is None:
+            return
+        if not self.closed:
+            try:
+                self.engine.close()
+            except Exception as e:  # noqa: BLE001
+                raise Failure(f"{self.where}: closing the engine at the end of the file to see the "
+                              f"rows that were expected before they were final: found "
+                              f"{type(e).__name__}: {e}") from e
+            self.closed = True
+        for key, owed in self.owed.items():
+            schema = self.engine.query_schema(key)
+            fetched = self.early.get(key, Counter()) + Counter(
+                tuple(render(r[n]) for n in schema.names) for r in self.engine.fetch(key).to_pylist())
+            lost = owed - fetched
+            if lost:
+                rows = "\n".join("  " + ",".join(r) for r in sorted(lost.elements()))
+                raise Failure(f"{self.where}:{self.owed_at[key]}: query {key}: these expected "
+                              f"rows never came out, not even after close():\n{rows}")
+
+
+def _sources(q: Any) -> set[str]:
+    """The names a query reads in its FROM clauses (lower case)."""
+    if isinstance(q, ast.Select):
+        return {src.name.lower() for src in q.sources}
+    if isinstance(q, ast.StreamOp):
+        return _sources(q.query)
+    return _sources(q.left) | _sources(q.right)
+
+
+def _time(row: dict, columns: list[str], rendered: bool = False) -> tuple:
+    """The (tick, step) of a stream row (its time columns as values, or as rendered cells)."""
+    if "ts" not in columns:
+        return ()
+
+    def num(v: Any) -> Any:
+        return int(v) if rendered and v != "NULL" else v
+    return (num(row["ts"]), num(row["ts_step"]) if "ts_step" in columns else 0)
 
 
 # =============================================================================================
@@ -619,8 +832,9 @@ def run_text(text: str, where: str = "<cqlt>", ignore_skips: bool = False,
              defaults: Optional[dict[str, Any]] = None) -> int:
     """Runs a ``.cqlt`` text; returns the number of blocks checked. Raises :class:`Failure`,
     :class:`FormatError` or :class:`Skipped`. With ``ignore_skips``, ``skip`` blocks are passed
-    over (to see whether the cases behind them still fail). ``defaults`` are engine options for
-    those the file's ``options`` block does not set (the option matrix: ``executor=...``)."""
+    over (to see whether the cases behind them still fail). ``defaults`` are options (of the
+    engine, or the runner's ``batch_rows`` and ``snapshot``) for those the file's ``options`` block
+    does not set: one configuration of the matrix."""
     blocks = parse(text, where)
     if not [b for b in blocks if b.kind != "options"]:
         raise FormatError(f"{where}: the file has no blocks")

@@ -1,13 +1,14 @@
-"""Runs every ``*.cqlt`` file under tests/conformance (one test per file; see README.md here), and
-checks that the runner itself cannot pass vacuously."""
+"""Runs every ``*.cqlt`` file under tests/conformance, a run-mode file under each configuration of
+the matrix (see README.md here), and checks that the runner itself cannot pass vacuously."""
 
 import os
 from pathlib import Path
 
 import pytest
-
 from configurations import CONFIGURATIONS
 from conformance.cqlt import Failure, FormatError, Skipped, file_options, run_file, run_text
+
+import cq_py
 
 HERE = Path(__file__).resolve().parent
 FILES = sorted(HERE.rglob("*.cqlt"))
@@ -16,14 +17,40 @@ IGNORE_SKIPS = os.environ.get("CQLT_IGNORE_SKIPS", "") not in ("", "0")
 
 
 def test_the_corpus_is_there():
-    areas = {p.parent.name for p in FILES}
-    assert {"frontend", "slice"} <= areas, f"conformance areas found: {sorted(areas)}"
+    areas = {p.relative_to(HERE).parts[0] for p in FILES}
+    assert {"plan", "windows", "joins", "aggregates", "set_operations", "streams", "relations",
+            "recursion", "input_errors"} <= areas, f"conformance areas found: {sorted(areas)}"
+    assert not [p for p in FILES if "slice" in str(p.relative_to(HERE))]  # features, not milestones
 
 
-# Run-mode files run under both executors (SPEC §5: the same results), unless a file pins one, or
-# under every configuration with `configurations=all`; plan-mode files do not run anything, so they
-# run once.
-EXECUTORS = {ex: {"executor": ex} for ex in ("dts", "heartbeat")}
+# The matrix (README.md here): every run-mode file runs under every engine configuration (SPEC §5:
+# the same results) × each way of splitting its push blocks × with or without a snapshot and
+# restore after every push (dts only: a heartbeat engine takes no snapshot). A file that names one
+# of these options in its `options` block runs only where the matrix agrees with it (a file about
+# hybrid=false runs under the dts configurations with hybrid=false); plan-mode files run once.
+BATCHES = {"whole": "all", "by1": 1, "by7": 7}
+
+
+def _matrix() -> dict[str, dict]:
+    out = {}
+    for engine, options in CONFIGURATIONS.items():
+        for batch, rows in BATCHES.items():
+            for snapshot in ((False, True) if options["executor"] == "dts" else (False,)):
+                name = f"{engine}-{batch}{'-snapshot' if snapshot else ''}"
+                out[name] = {**options, "batch_rows": rows, "snapshot": snapshot}
+    return out
+
+
+MATRIX = _matrix()
+
+
+def _agrees(config: dict, opts: dict) -> bool:
+    for key in ("executor", "lifetime", "batch_rows", "snapshot"):
+        if key in opts and config[key] != opts[key]:
+            return False
+    # hybrid is an option of the dts executor: a file that names it is about dts.
+    return "hybrid" not in opts or (config["executor"] == "dts"
+                                    and config.get("hybrid", True) == opts["hybrid"])
 
 
 def _runs(path: Path) -> list:
@@ -31,11 +58,9 @@ def _runs(path: Path) -> list:
     name = str(path.relative_to(HERE))
     if opts.get("mode", "run") != "run":
         return [pytest.param(path, None, id=name)]
-    if opts.get("configurations") == "all":
-        return [pytest.param(path, c, id=f"{name}[{k}]") for k, c in CONFIGURATIONS.items()]
-    if "executor" in opts:
-        return [pytest.param(path, None, id=name)]
-    return [pytest.param(path, c, id=f"{name}[{k}]") for k, c in EXECUTORS.items()]
+    runs = [pytest.param(path, c, id=f"{name}[{k}]") for k, c in MATRIX.items() if _agrees(c, opts)]
+    assert runs, f"{name}: its options leave no configuration of the matrix"
+    return runs
 
 
 @pytest.mark.parametrize("path,config", [r for p in FILES for r in _runs(p)])
@@ -115,6 +140,31 @@ a,ts
 must not decrease
 """
 
+# Two fetches: the first at progress 4 (rows before 4 are final), the second after close.
+TWO_FETCHES = """\
+statement ok
+REGISTER STREAM s(a INT);
+REGISTER QUERY q AS ISTREAM(SELECT a FROM s [Range 2]);
+
+push s
+a,ts
+1,0
+2,3
+3,4
+
+query q
+----
+a,ts
+{first}
+
+close
+
+query q
+----
+a,ts
+{second}
+"""
+
 GOOD_AND_BAD = {
     "wrong expected rows": (
         RUN.format(rows="1,1.8,0\n3,2.0,4"), RUN.format(rows="1,1.8,0\n3,2.2,4")),
@@ -157,6 +207,15 @@ GOOD_AND_BAD = {
         PLAN.format(line1="StreamScan s", line2="Output q", verdict="ok")),
     "a push error that does not happen": (
         PUSH_ERROR.format(cls="InputError", ts=4), PUSH_ERROR.format(cls="InputError", ts=6)),
+    "a final row expected only in a later block": (
+        TWO_FETCHES.format(first="1,0\n2,3", second="3,4"),
+        TWO_FETCHES.format(first="1,0", second="2,3\n3,4")),
+    "an expected row that never comes": (
+        TWO_FETCHES.format(first="1,0\n2,3", second="3,4"),
+        TWO_FETCHES.format(first="1,0\n2,3\n3,4", second="3,4")),
+    "an expected row at the last fetch, never final": (
+        TWO_FETCHES.format(first="1,0\n2,3\n3,4", second="").split("close")[0],
+        TWO_FETCHES.format(first="1,0\n2,3\n3,4\n4,4", second="").split("close")[0]),
     "a push error of the wrong class": (
         PUSH_ERROR.format(cls="InputError", ts=4), PUSH_ERROR.format(cls="CQLSemanticError", ts=4)),
 }
@@ -181,3 +240,75 @@ def test_runner_rejects_malformed_files_and_reports_skips():
     with pytest.raises(Skipped, match="not built yet"):
         run_text("statement ok\nREGISTER STREAM s(a INT);\n\nskip not built yet\n\n"
                  "query nope\n----\nx\n", "skip.cqlt")
+
+
+# ---------------------------------------------------------------------------------------------
+# The matrix: what each axis does to a run, and which configurations a file's options leave.
+# ---------------------------------------------------------------------------------------------
+
+def test_the_matrix_is_whole():
+    assert len(MATRIX) == 30  # dts: 2 lifetimes x 2 hybrid x 3 batches x 2; heartbeat: 2 x 3
+    assert not [c for c in MATRIX.values() if c["snapshot"] and c["executor"] != "dts"]
+    assert {(c["executor"], c["lifetime"], c.get("hybrid", True), c["batch_rows"], c["snapshot"])
+            for c in MATRIX.values()} >= {("dts", "negative", False, 7, True),
+                                          ("heartbeat", "direct", True, 1, False)}
+
+
+def test_a_file_runs_where_its_options_agree():
+    def configs(options: str) -> list[dict]:
+        path = HERE / "_matrix_probe.cqlt"
+        try:
+            path.write_text(f"options {options}\n\nclose\n" if options else "close\n")
+            return [p.values[1] for p in _runs(path)]
+        finally:
+            path.unlink()
+
+    assert len(configs("")) == 30
+    published = configs("executor=dts hybrid=false")
+    assert len(published) == 12 and all(c["hybrid"] is False for c in published)
+    heartbeat = configs("executor=heartbeat")
+    assert len(heartbeat) == 6 and not any(c["snapshot"] for c in heartbeat)
+    assert len(configs("lifetime=direct batch_rows=all snapshot=false")) == 3
+    assert configs("mode=plan") == [None]
+
+
+def test_batch_rows_splits_each_push(monkeypatch):
+    sizes = []
+    push = cq_py.Engine.push
+
+    def spy(self, stream, data, ts="ts"):
+        sizes.append(data.num_rows)
+        return push(self, stream, data, ts=ts)
+
+    monkeypatch.setattr(cq_py.Engine, "push", spy)
+    good = TWO_FETCHES.format(first="1,0\n2,3", second="3,4")
+    for rows, want in (("all", [3]), (1, [1, 1, 1]), (2, [2, 1]), (7, [3])):
+        sizes.clear()
+        assert run_text(good, "good.cqlt", defaults={"batch_rows": rows}) > 0
+        assert sizes == want
+
+
+def test_snapshot_restores_after_every_push(monkeypatch):
+    restored = []
+    restore = cq_py.Engine.restore.__func__
+
+    def spy(cls, data):
+        restored.append(len(data))
+        return restore(cls, data)
+
+    monkeypatch.setattr(cq_py.Engine, "restore", classmethod(spy))
+    good = TWO_FETCHES.format(first="1,0\n2,3", second="3,4")
+    assert run_text(good, "good.cqlt", defaults={"batch_rows": 1, "snapshot": True}) > 0
+    assert len(restored) == 4  # three pushes of one row, and close
+    with pytest.raises(FormatError, match="needs executor=dts"):
+        run_text(good, "good.cqlt", defaults={"executor": "heartbeat", "snapshot": True})
+
+
+def test_a_skip_block_may_name_the_configurations_it_applies_to():
+    text = ("statement ok\nREGISTER STREAM s(a INT);\n\n"
+            "skip lifetime=negative snapshot=true a bug of one corner\n\n"
+            "query nope\n----\nx\n")
+    with pytest.raises(Skipped, match=r"^skip.cqlt:4: a bug of one corner$"):
+        run_text(text, "skip.cqlt", defaults={"lifetime": "negative", "snapshot": True})
+    with pytest.raises(Failure, match="unknown query 'nope'"):  # the skip does not apply
+        run_text(text, "skip.cqlt", defaults={"lifetime": "negative"})

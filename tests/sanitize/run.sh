@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The sanitizer run (CONTRIBUTING.md): builds the core, its C++ tests and the Python extension with
+# The sanitizer run (docs/CONTRIBUTING.md): builds the core, its C++ tests and the Python extension with
 # -fsanitize=address,undefined into a build directory of its own, runs every C++ test, then a subset
 # of the Python suite on the sanitized extension with the ASan runtime preloaded. Any report fails
 # the run (halt_on_error for both sanitizers).

@@ -5,10 +5,10 @@
 #include <functional>
 #include <set>
 
-#include "engine/errors.h"
-#include "engine/snapshot.h"
+#include "base/errors.h"
+#include "batch/snapshot.h"
+#include "executors/dts/batch_adapter.h"
 #include "plan/plan_util.h"
-#include "rows/batch_adapter.h"
 
 namespace cq {
 
@@ -789,15 +789,26 @@ void DtsExecutor::Restore(SnapshotReader& r, const std::map<int, Time>& source_p
   }
   // Progress as a run leaves it between calls: a source where its input is; an operator outside
   // loops where its inputs are (AdvanceTo), not beyond; a loop where its producers are, its
-  // members not beyond it, its last tick theirs, closing once they have ended; rows waiting at its
-  // entries and delays not before it. Operators that reached a time past their input's would see
-  // it come again.
+  // members not beyond it — or, when the loop was re-formed around a query registered later and
+  // took its least member's place (Schedule), not beyond where the furthest of its inputs is —, its
+  // last tick theirs, closing once they have ended; rows waiting at its entries and delays not
+  // before it. Operators that reached a time past their input's would see it come again.
   auto where = [](const Time& t) { return SnapshotReader::Show(t); };
+  std::vector<Time> reach(regions_.size());
+  for (size_t k = 0; k < regions_.size(); ++k) {
+    reach[k] = regions_[k].progress;
+    for (int p : regions_[k].producers) reach[k] = std::max(reach[k], InputProgress(p));
+  }
+  for (const auto& [id, n] : nodes_) {
+    if (n.region < 0 || !n.inputs.empty()) continue;
+    auto it = source_progress.find(id);
+    if (it != source_progress.end()) reach[static_cast<size_t>(n.region)] = std::max(reach[static_cast<size_t>(n.region)], it->second);
+  }
   for (const auto& [id, n] : nodes_) {
     const std::string what = "operator #" + std::to_string(id) + "'s progress " + where(n.progress);
     if (n.region >= 0) {
-      const Region& g = regions_[static_cast<size_t>(n.region)];
-      if (g.progress < n.progress) SnapshotReader::Corrupt(what + " is past its loop's " + where(g.progress));
+      const Time top = reach[static_cast<size_t>(n.region)];
+      if (top < n.progress) SnapshotReader::Corrupt(what + " is past its loop's inputs' " + where(top));
       continue;
     }
     Time p = Time::Infinity();
@@ -808,7 +819,8 @@ void DtsExecutor::Restore(SnapshotReader& r, const std::map<int, Time>& source_p
     for (int in : n.inputs) p = std::min(p, InputProgress(in));
     if (p < n.progress) SnapshotReader::Corrupt(what + " is past its inputs' " + where(p));
   }
-  for (const Region& g : regions_) {
+  for (size_t k = 0; k < regions_.size(); ++k) {
+    const Region& g = regions_[k];
     Time bound = Time::Infinity();
     for (int p : g.producers) bound = std::min(bound, InputProgress(p));
     const std::string what = "the loop of " + LoopName(g);
@@ -816,9 +828,10 @@ void DtsExecutor::Restore(SnapshotReader& r, const std::map<int, Time>& source_p
       SnapshotReader::Corrupt(what + ": its progress " + where(g.progress) + " is past its inputs' " + where(bound));
     if (g.closing != bound.IsInfinite())
       SnapshotReader::Corrupt(what + (g.closing ? " is closing before its inputs have ended" : " has not closed"));
-    if (!bound.IsInfinite() && g.last_tick != Time::kMinTick && g.last_tick > bound.tick)
+    // (The last tick a member reached: a re-formed loop keeps its earlier members'.)
+    if (!reach[k].IsInfinite() && g.last_tick != Time::kMinTick && g.last_tick > reach[k].tick)
       SnapshotReader::Corrupt(what + ": its last tick " + std::to_string(g.last_tick) + " is past its inputs' " +
-                              where(bound));
+                              where(reach[k]));
     for (size_t e : g.entries)
       if (entries_[e].runs.head() < g.progress)
         SnapshotReader::Corrupt(what + ": rows wait at its entry at " + where(entries_[e].runs.head()) +

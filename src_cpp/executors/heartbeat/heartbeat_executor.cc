@@ -4,7 +4,7 @@
 #include <set>
 #include <string>
 
-#include "engine/errors.h"
+#include "base/errors.h"
 
 namespace cq {
 
