@@ -1,6 +1,6 @@
-"""Damaged snapshots signed again (the checksum is public, so it proves nothing about where bytes
-came from): every restore ends in ``SnapshotError`` or in an engine that behaves — no crash, no
-hang, no other exception — and a refused restore changes nothing. Snapshot bytes are
+"""Damaged snapshots signed again (the checksum is public, so it proves nothing about where
+bytes came from): every restore ends in ``SnapshotError`` or in an engine that behaves — no crash,
+no hang, no other exception — and a refused restore changes nothing. Snapshot bytes are
 deterministic: the same state gives the same bytes.
 
 The damage fuzzer itself is tests/snapshot_damage.py: a fixed-seed campaign of ``CQ_FUZZ_CASES``
@@ -53,15 +53,21 @@ def test_the_same_state_gives_the_same_bytes(index):
     assert again.snapshot() == first
 
 
-def test_the_same_state_gives_the_same_bytes_in_another_process():
+def test_the_same_state_gives_the_same_bytes_in_another_process(tmp_path):
     code = (
         "import sys, snapshot_damage as f; b = f.build(f.bases()[{}]); "
         "sys.stdout.buffer.write(b.snapshot)"
     )
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(fuzz.__file__).parent), *sys.path]))
     for index in (5, 20):
+        # Not run from the source tree: `python -c` puts the working directory first on sys.path,
+        # and a fresh clone's cq_core/ has no compiled module (the installed package is tested).
         out = subprocess.run(
-            [sys.executable, "-c", code.format(index)], capture_output=True, check=True, env=env
+            [sys.executable, "-c", code.format(index)],
+            capture_output=True,
+            check=True,
+            env=env,
+            cwd=tmp_path,
         )
         assert out.stdout == fuzz.build(fuzz.bases()[index]).snapshot
 
@@ -81,18 +87,20 @@ def test_a_refused_restore_leaves_the_engine_as_it_was():
     before = eng.snapshot()
     assert before == base.snapshot
     start = base.state_at - fuzz.HEADER
-    refusals = []
+    refused = 0
+    kinds = set()
     for at in range(start, len(before) - fuzz.HEADER - 8, 97):
         bad = damaged_at(before, at, b"\xff" * 8)
         try:
             eng._core.restore(bad)
         except _core_error_type() as e:
-            refusals.append(e.args)
+            kinds.add(e.args[0])
+            refused += 1
         else:
             eng._core.restore(before)  # it restored: put the state back for the next try
         assert eng.snapshot() == before
-    assert refusals
-    assert [args for args in refusals if args[0] != "snapshot"] == []
+    assert refused > 0
+    assert kinds == {"snapshot"}
 
 
 def _core_error_type():

@@ -163,7 +163,7 @@ void Aggregate::Rows::Apply(const ::cq::Value* stored, int64_t sign) {
     touched_.push_back(g);
   }
   gr.rows += sign;
-  Acc* acc = &accs_[g * na_];
+  Acc* acc = accs_.data() + g * na_;
   for (size_t a = 0; a < na_; ++a) {
     const RowAgg& agg = aggs_[a];
     const ::cq::Value* v = agg.arg >= 0 ? &stored[agg.arg] : nullptr;
@@ -257,7 +257,7 @@ void Aggregate::Rows::EndInstant(Time t, RowEmitter& out) {
       Group& old = groups_[g];
       old.open = false;
       if (negative_) {
-        EmitResult(g, &current_[g * na_], &current_str_[g * na_], t, old.started, kNoHolder, out);
+        EmitResult(g, current_.data() + g * na_, current_str_.data() + g * na_, t, old.started, kNoHolder, out);
       } else {
         const HolderId h = old.holder;
         old.holder = kNoHolder;
@@ -276,7 +276,7 @@ void Aggregate::Rows::EndInstant(Time t, RowEmitter& out) {
       current_[g * na_ + a] = now_[a];
       if (aggs_[a].type == TypeId::kUtf8) current_str_[g * na_ + a] = now_str_[a];
     }
-    EmitResult(g, &current_[g * na_], &current_str_[g * na_], t, Time::Infinity(), h, out);
+    EmitResult(g, current_.data() + g * na_, current_str_.data() + g * na_, t, Time::Infinity(), h, out);
   }
   touched.clear();
   if (touched_.empty()) touched_.swap(touched);  // keep the capacity
