@@ -29,6 +29,9 @@ def rss() -> int:
     return int(Path("/proc/self/statm").read_text().split()[1]) * 4096
 
 
+STEP = 65536  # rows per push
+
+
 def one(query: str, lifetime: str, rows: int) -> float:
     import numpy as np
     import pyarrow as pa
@@ -44,11 +47,10 @@ def one(query: str, lifetime: str, rows: int) -> float:
         "r", pa.table({"k": np.arange(1000), "w": np.ones(1000), "ts": np.zeros(1000, np.int64)})
     )
     rng = np.random.default_rng(1)
-    step = 65536
     # The first push brings the code and Arrow's pools in; growth is measured from there.
     start_rows, start = None, None
-    for lo in range(0, rows, step):
-        n = min(step, rows - lo)
+    for lo in range(0, rows, STEP):
+        n = min(STEP, rows - lo)
         eng.push(
             "s",
             pa.table(
@@ -70,6 +72,9 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=2_000_000)
     ap.add_argument("--one", nargs=2, metavar=("QUERY", "LIFETIME"), help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.rows <= STEP:
+        # Growth is measured after the first push, so one push measures nothing.
+        ap.error(f"--rows must be above {STEP:,} (one push), found {args.rows:,}")
     if args.one:
         print(json.dumps(one(QUERIES[args.one[0]], args.one[1], args.rows)))
         return
