@@ -542,6 +542,8 @@ void Aggregate::Advance(Time progress, Out& out) {
       } else {
         AdvanceRowInput(next, out, false);
         AdvanceBatchInput(next, out, [](Time) {});
+        // The batch form's rows at t may all have cancelled (ghosts): then t's results are due here.
+        if (touched_count_ > 0) EndInstant<0>(t, out);
       }
     }
   }
