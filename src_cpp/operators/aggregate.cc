@@ -136,6 +136,7 @@ void Aggregate::Push(int, const Batch& in, Emitter&) {
     d.constant_duration = b.constant_duration;
     d.holders = b.holders;
     tracker_->Push(d);
+    batch_rows_ = true;
     return;
   }
   if (input_ == Input::kConstant) {
@@ -162,6 +163,7 @@ void Aggregate::Push(int, const Batch& in, Emitter&) {
   CQ_CHECK(!(b.sync.At(0) < max_sync_), "an aggregate's input went back in time");
   max_sync_ = b.sync.At(n - 1);
   chunks_.push_back(std::move(c));
+  batch_rows_ = true;
 }
 
 void Aggregate::PushEnds(int, const EndBatch& ends, Emitter&) {
@@ -523,9 +525,10 @@ void Aggregate::AdvanceRowInput(Time progress, Out& out, bool results) {
 
 template <typename Out>
 void Aggregate::Advance(Time progress, Out& out) {
+  if (batch_rows_ && row_input_ && !BatchInputHeld()) batch_rows_ = false;
   if (!RowInputHeld()) {
-    if (!row_input_ || BatchInputHeld()) AdvanceBatchInput(progress, out, [](Time) {});
-  } else if (!BatchInputHeld()) {
+    if (batch_rows_ || !row_input_) AdvanceBatchInput(progress, out, [](Time) {});
+  } else if (!batch_rows_) {
     AdvanceRowInput(progress, out, true);
   } else {
     // Both forms hold rows (the form changed while rows waited for their instants): an instant at
@@ -568,7 +571,7 @@ Time Aggregate::BatchNextInstant() const {
 }
 
 Time Aggregate::NextInstant() const {
-  const Time t = BatchNextInstant();
+  const Time t = batch_rows_ ? BatchNextInstant() : Time::Infinity();
   return row_input_ ? std::min(t, row_input_->next_instant()) : t;
 }
 
@@ -798,6 +801,7 @@ void Aggregate::Restore(SnapshotReader& r) {
     batch_first_ = r.Bool();
   }
   out_hint_ = r.I64();
+  batch_rows_ = BatchInputHeld();
 }
 
 void Aggregate::MakeRowInput() {

@@ -269,6 +269,10 @@ class Aggregate final : public Operator {
   // Which form's input got rows first, while both hold rows: at an instant its changes go first
   // (a ghost's positive before its negative, under the negative method).
   bool batch_first_ = true;
+  // False when the batch form's input surely holds no row (BatchInputHeld() is false): the row
+  // form then neither asks it for its next instant nor hands it ends. Set by a batch Push,
+  // cleared by Advance.
+  bool batch_rows_ = false;
 
   // The output being built by AdvanceTo: group, start, end and values of each row.
   BufferBuilder<uint32_t> out_group_;
