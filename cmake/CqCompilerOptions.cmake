@@ -25,7 +25,7 @@ endif()
 # through the PLT for every exported function (GCC assumes it may be interposed).
 set(CMAKE_CXX_VISIBILITY_PRESET hidden)
 set(CMAKE_VISIBILITY_INLINES_HIDDEN ON)
-# Profile-guided optimization (setup.py drives it, CQ_PGO=0 turns it off): GENERATE builds an
+# Profile-guided optimization (setup.py drives it when CQ_PGO=1; off by default): GENERATE builds an
 # instrumented core that the training run (cmake/pgo_training.py) writes branch counts from, next to
 # the object files; USE rebuilds the same tree with them. The loop executor's row path is branchy
 # code behind virtual calls, whose layout and inlining GCC gets right only with counts: the same

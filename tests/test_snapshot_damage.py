@@ -51,12 +51,15 @@ def test_the_same_state_gives_the_same_bytes(index):
     assert again.snapshot() == first
 
 
-def test_the_same_state_gives_the_same_bytes_in_another_process():
+def test_the_same_state_gives_the_same_bytes_in_another_process(tmp_path):
     code = ("import sys, snapshot_damage as f; b = f.build(f.bases()[{}]); "
             "sys.stdout.buffer.write(b.snapshot)")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.dirname(fuzz.__file__)] + sys.path))
     for index in (5, 20):
-        out = subprocess.run([sys.executable, "-c", code.format(index)], capture_output=True, check=True, env=env)
+        # Not run from the source tree: `python -c` puts the working directory first on sys.path,
+        # and a fresh clone's cq_core/ has no compiled module (the installed package is tested).
+        out = subprocess.run([sys.executable, "-c", code.format(index)], capture_output=True, check=True,
+                             env=env, cwd=tmp_path)
         assert out.stdout == fuzz.build(fuzz.bases()[index]).snapshot
 
 

@@ -186,7 +186,7 @@ template <size_t kNa, typename Args>
     touched_[touched_count_++] = g;
   }
   gr.rows += sign;
-  Acc* acc = &accs_[g * na];
+  Acc* acc = accs_.data() + g * na;
   for (size_t a = 0; a < na; ++a) {
     const Agg& agg = aggs_[a];
     switch (agg.op) {
@@ -261,7 +261,7 @@ template <size_t kNa, typename Out>
       continue;
     }
     bool same = gr.open;
-    const Result* cur = &current_[g * na];
+    const Result* cur = current_.data() + g * na;
     for (size_t a = 0; a < na; ++a) {
       now_[a] = Compute<kNa>(g, a, &now_str_[a]);
       if (!same) continue;
@@ -294,7 +294,7 @@ template <size_t kNa, typename Out>
   Group& gr = groups_[g];
   gr.open = true;
   gr.started = t;
-  Result* cur = &current_[g * na];
+  Result* cur = current_.data() + g * na;
   for (size_t a = 0; a < na; ++a) cur[a] = now_[a];  // (a loop: std::copy calls memmove)
   if (has_strings_)
     for (size_t a = 0; a < na; ++a) current_str_[g * na + a] = now_str_[a];
@@ -319,7 +319,7 @@ template <size_t kNa, typename Out>
   if constexpr (std::is_same_v<Out, BatchOut>) {
     if (input_ == Input::kNegative) {
       const size_t na = kNa ? kNa : na_;
-      AppendRow<kNa>(g, t, gr.started, &current_[g * na], has_strings_ ? &current_str_[g * na] : now_str_.data());
+      AppendRow<kNa>(g, t, gr.started, current_.data() + g * na, has_strings_ ? current_str_.data() + g * na : now_str_.data());
     } else if (gr.out_row >= 0) {
       // Started in this call: it goes out with its end, without a holder.
       out_end_.Set(gr.out_row, t);

@@ -105,6 +105,15 @@ bool Equal(const A& a, const B& b) {
   }
 }
 
+// CQ_EXPECT_EQ's body. A call, not references bound in the macro: temporaries in its arguments
+// (`EndsOf(batch)[49]`, a reference into a vector returned by value) live until the end of the
+// full expression, so through the comparison and the message.
+template <typename A, typename B>
+void ExpectEq(const A& a, const B& b, const char* text, const char* file, int line) {
+  if (!Equal(a, b))
+    Fail(file, line, std::string("expected ") + text + "\n    left:  " + Show(a) + "\n    right: " + Show(b));
+}
+
 }  // namespace cq::test
 
 #define CQ_TEST_CONCAT_(a, b) a##b
@@ -127,15 +136,7 @@ bool Equal(const A& a, const B& b) {
     }                                                                                           \
   } while (0)
 
-#define CQ_EXPECT_EQ(a, b)                                                                      \
-  do {                                                                                          \
-    const auto& cq_left_ = (a);                                                                 \
-    const auto& cq_right_ = (b);                                                                \
-    if (!::cq::test::Equal(cq_left_, cq_right_))                                                \
-      ::cq::test::Fail(__FILE__, __LINE__,                                                      \
-                       "expected " #a " == " #b "\n    left:  " + ::cq::test::Show(cq_left_) +  \
-                           "\n    right: " + ::cq::test::Show(cq_right_));                      \
-  } while (0)
+#define CQ_EXPECT_EQ(a, b) ::cq::test::ExpectEq((a), (b), #a " == " #b, __FILE__, __LINE__)
 
 #define CQ_EXPECT_THROWS(stmt, ExceptionType)                                                   \
   do {                                                                                          \

@@ -38,13 +38,20 @@ start=$(date +%s)
 "$build/src_cpp/tests/cq_core_tests"
 echo "== C++ tests in $(( $(date +%s) - start )) s"
 
-# CPython is not built with ASan: its runtime must be loaded first, and CPython's own allocations
-# that live until exit are not leaks to report.
+# CPython is not built with ASan: its runtime must be loaded first — with libstdc++, which the
+# interpreter does not link, or ASan cannot find the real __cxa_throw and aborts at the first C++
+# exception — and CPython's own allocations that live until exit are not leaks to report.
 export ASAN_OPTIONS=halt_on_error=1:abort_on_error=1:detect_leaks=0:detect_stack_use_after_return=1
-libasan=$("${CXX:-c++}" -print-file-name=libasan.so)
+preload="$("${CXX:-c++}" -print-file-name=libasan.so) $("${CXX:-c++}" -print-file-name=libstdc++.so)"
 start=$(date +%s)
 cd "$root"
-LD_PRELOAD="$libasan" PYTHONPATH="$build/python:$root" "$python" -m pytest -q -p no:cacheprovider \
+# The sanitized extension must be the one imported: PYTHONSAFEPATH keeps the source tree's cq_core/
+# (the working directory) from coming first, and an editable install of cq in the interpreter's
+# environment would map cq_core to its own tree whatever PYTHONPATH says — refused here.
+export PYTHONSAFEPATH=1 PYTHONPATH="$build/python:$root"
+LD_PRELOAD="$preload" "$python" -c "import cq_core, sys; sys.exit(0 if cq_core.__file__.startswith('$pyext') else
+  f'cq_core comes from {cq_core.__file__}, not the sanitized build $pyext: use an interpreter without cq installed')"
+LD_PRELOAD="$preload" "$python" -m pytest -q -p no:cacheprovider \
   -o addopts="--import-mode=importlib" \
   tests/test_snapshot.py tests/test_snapshot_damage.py tests/test_slice.py tests/test_relation.py \
   tests/test_errors.py tests/executors tests/conformance "$@"
