@@ -28,7 +28,7 @@ from setuptools.command.build_ext import build_ext
 
 ROOT = Path(__file__).parent.resolve()
 sys.path.insert(0, str(ROOT / "cmake"))
-import build_dir  # cmake/build_dir.py: which CMake tree, and when to configure it afresh
+import build_dir  # noqa: E402  cmake/build_dir.py: which CMake tree, and when to configure it afresh
 
 
 class CMakeExtension(Extension):
@@ -48,8 +48,10 @@ class CMakeBuild(build_ext):
         build_temp = build_dir.build_dir(ROOT, toolchain)
         stale = build_dir.discard_stale_cache(build_temp, toolchain)
         if stale:
-            print(f"cq: configuring {build_temp} afresh, its CMake cache is stale: {stale}",
-                  file=sys.stderr)
+            print(
+                f"cq: configuring {build_temp} afresh, its CMake cache is stale: {stale}",
+                file=sys.stderr,
+            )
         cmake = toolchain.cmake
         cfg = [
             f"-DCMAKE_LIBRARY_OUTPUT_DIRECTORY={out_dir}{os.sep}",
@@ -67,14 +69,21 @@ class CMakeBuild(build_ext):
         jobs = os.environ.get("CMAKE_BUILD_PARALLEL_LEVEL", str(os.cpu_count() or 2))
 
         def build(*options: str) -> None:
-            subprocess.run([cmake, "-S", str(ROOT), "-B", str(build_temp), *cfg, *options], check=True)
+            subprocess.run(
+                [cmake, "-S", str(ROOT), "-B", str(build_temp), *cfg, *options], check=True
+            )
             subprocess.run([cmake, "--build", str(build_temp), "--parallel", jobs], check=True)
 
         pgo = os.environ.get("CQ_PGO", "0") not in ("0", "", "off", "OFF")
         if pgo:
             trained = build_temp / "pgo-train"
-            build("-DCQ_PGO=GENERATE", f"-DCMAKE_LIBRARY_OUTPUT_DIRECTORY={trained / 'cq_core'}{os.sep}")
-            if _cache_value(build_temp, "CQ_PGO") == "GENERATE" and self._train(build_temp, trained):
+            build(
+                "-DCQ_PGO=GENERATE",
+                f"-DCMAKE_LIBRARY_OUTPUT_DIRECTORY={trained / 'cq_core'}{os.sep}",
+            )
+            if _cache_value(build_temp, "CQ_PGO") == "GENERATE" and self._train(
+                build_temp, trained
+            ):
                 build("-DCQ_PGO=USE")
                 return
         build("-DCQ_PGO=OFF")
@@ -89,15 +98,29 @@ class CMakeBuild(build_ext):
             # pip's isolated build environment reaches its packages through PYTHONPATH: keep it.
             path = [str(trained), str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
             env = dict(os.environ, PYTHONPATH=os.pathsep.join(path))
-            run = subprocess.run([sys.executable, str(ROOT / "cmake" / "pgo_training.py")], env=env,
-                                 cwd=str(trained), capture_output=True, text=True)
-            failure = (f"{run.stdout}{run.stderr}" if run.returncode != 0
-                       else "" if any(build_temp.rglob("*.gcda")) else "it wrote no counts")
+            run = subprocess.run(
+                [sys.executable, str(ROOT / "cmake" / "pgo_training.py")],
+                env=env,
+                cwd=str(trained),
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+            failure = (
+                f"{run.stdout}{run.stderr}"
+                if run.returncode != 0
+                else ""
+                if any(build_temp.rglob("*.gcda"))
+                else "it wrote no counts"
+            )
         except OSError as e:
             failure = str(e)
         if failure:
-            print("cq: the profile-guided build's training run failed; building without a profile "
-                  f"(without CQ_PGO=1 none is attempted):\n{failure}", file=sys.stderr)
+            print(
+                "cq: the profile-guided build's training run failed; building without a profile "
+                f"(without CQ_PGO=1 none is attempted):\n{failure}",
+                file=sys.stderr,
+            )
         else:
             print(f"cq: {run.stderr.strip()}", file=sys.stderr)
         return not failure
@@ -118,5 +141,8 @@ def _cache_value(build_dir: Path, name: str) -> str | None:
 _staging = tempfile.mkdtemp(prefix="cq-setuptools-")
 atexit.register(shutil.rmtree, _staging, ignore_errors=True)
 
-setup(ext_modules=[CMakeExtension("cq_core._core")], cmdclass={"build_ext": CMakeBuild},
-      options={"build": {"build_base": _staging}})
+setup(
+    ext_modules=[CMakeExtension("cq_core._core")],
+    cmdclass={"build_ext": CMakeBuild},
+    options={"build": {"build_base": _staging}},
+)

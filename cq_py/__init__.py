@@ -9,10 +9,30 @@
 """
 
 from cq_py.engine import Engine, explain, run
-from cq_py.errors import (ArgumentError, CallbackError, CQError, CQLSemanticError, CQLSyntaxError,
-                          InputError, MemoryLimitError, RunawayLoopError, SnapshotError)
+from cq_py.errors import (
+    ArgumentError,
+    CallbackError,
+    CQError,
+    CQLSemanticError,
+    CQLSyntaxError,
+    InputError,
+    MemoryLimitError,
+    RunawayLoopError,
+    SnapshotError,
+)
 
 __version__ = "0.1.0"
-__all__ = ["ArgumentError", "CallbackError", "CQError", "CQLSemanticError", "CQLSyntaxError",
-           "Engine", "InputError", "MemoryLimitError", "RunawayLoopError", "SnapshotError", "explain",
-           "run"]
+__all__ = [
+    "ArgumentError",
+    "CQError",
+    "CQLSemanticError",
+    "CQLSyntaxError",
+    "CallbackError",
+    "Engine",
+    "InputError",
+    "MemoryLimitError",
+    "RunawayLoopError",
+    "SnapshotError",
+    "explain",
+    "run",
+]

@@ -7,24 +7,35 @@ that cross the boundary as Arrow C Data Interface capsules, without copies.
 from __future__ import annotations
 
 import collections
+import contextlib
 import datetime
+import functools
 import json
 import operator
-from collections.abc import Mapping
-from typing import Any, Callable, Iterable, Optional
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
 from cq_core import _core
-from cq_py.errors import (ArgumentError, CallbackError, CQError, CQLSemanticError, InputError,
-                          MemoryLimitError, RunawayLoopError, SnapshotError)
+from cq_py.errors import (
+    ArgumentError,
+    CallbackError,
+    CQError,
+    CQLSemanticError,
+    InputError,
+    MemoryLimitError,
+    RunawayLoopError,
+    SnapshotError,
+)
 from cq_py.parser import parse
 from cq_py.planner import Catalog, Planner
 from cq_py.planner import explain as render_plan
 from cq_py.planner import types as T
 from cq_py.planner.expressions import missing_kernels
-from cq_py.planner.logical import DESCRIPTIONS, Node
+from cq_py.planner.logical import DESCRIPTIONS, Node, QueryDef, StreamDef
 from cq_py.ticks import MAX_TICK, MIN_TICK, UNITS, tick_range, to_ticks
 
 LIFETIMES = ("direct", "negative")
@@ -63,8 +74,10 @@ def _found(value: Any) -> str:
 
 def _choice(name: str, value: Any, choices: tuple[str, ...]) -> str:
     if not isinstance(value, str) or value not in choices:
-        raise ArgumentError(f"Engine option {name} must be one of {', '.join(map(repr, choices))}; "
-                            f"found {_found(value)}")
+        raise ArgumentError(
+            f"Engine option {name} must be one of {', '.join(map(repr, choices))}; "
+            f"found {_found(value)}"
+        )
     return value
 
 
@@ -77,17 +90,25 @@ def _flag(name: str, value: Any) -> bool:
 
 def _count(name: str, value: Any) -> int:
     """A positive integer the core can hold (int64)."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) \
-            or not 1 <= value <= 2**63 - 1:
-        raise ArgumentError(f"Engine option {name} must be a positive integer (at most "
-                            f"{2**63 - 1}); found {_found(value)}")
+    if (
+        isinstance(value, (bool, np.bool_))
+        or not isinstance(value, (int, np.integer))
+        or not 1 <= value <= 2**63 - 1
+    ):
+        raise ArgumentError(
+            f"Engine option {name} must be a positive integer (at most "
+            f"{2**63 - 1}); found {_found(value)}"
+        )
     return int(value)
 
 
 def _cql_text(cql: Any, call: str) -> str:
     if not isinstance(cql, str):
-        hint = (" (decode bytes first: cql.decode('utf-8'))"
-                if isinstance(cql, (bytes, bytearray)) else "")
+        hint = (
+            " (decode bytes first: cql.decode('utf-8'))"
+            if isinstance(cql, (bytes, bytearray))
+            else ""
+        )
         raise ArgumentError(f"{call} takes CQL text as a str; found {type(cql).__name__}{hint}")
     return cql
 
@@ -96,15 +117,16 @@ def resident_bytes() -> int:
     """The resident memory of this process, in bytes: from /proc on Linux, the peak from
     getrusage elsewhere (macOS; a bound on the peak still stops growth)."""
     try:
-        with open("/proc/self/statm", "rb") as f:
-            return int(f.read().split()[1]) * _PAGE
+        return int(Path("/proc/self/statm").read_bytes().split()[1]) * _PAGE
     except (OSError, IndexError, ValueError):
         pass
     try:
         import resource
     except ImportError:
-        raise ArgumentError("Engine option max_memory needs Linux or macOS (the process's memory "
-                            "cannot be measured here)") from None
+        raise ArgumentError(
+            "Engine option max_memory needs Linux or macOS (the process's memory "
+            "cannot be measured here)"
+        ) from None
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # bytes on macOS
 
 
@@ -130,9 +152,24 @@ class _Subscriber:
         self.backlog: collections.deque[pa.RecordBatch] = collections.deque()
 
 
-def _unconvertible(where: str, stream: str, error: Exception,
-                   columns: dict[str, Callable[[int], pa.Array]], n: int,
-                   value: Callable[[str, int], Any]) -> InputError:
+def _rows_prefix(rows: list[dict[str, Any]], key: str, n: int) -> pa.Array:
+    """Column ``key`` of the first ``n`` rows, as pyarrow would convert it."""
+    return pa.array([r.get(key) for r in rows[:n]])
+
+
+def _series_prefix(series: Any, n: int) -> pa.Array:
+    """The first ``n`` values of a pandas Series, as pyarrow would convert them."""
+    return pa.array(series.iloc[:n], from_pandas=True)
+
+
+def _unconvertible(
+    where: str,
+    stream: str,
+    error: Exception,
+    columns: Mapping[str, Callable[[int], pa.Array]],
+    n: int,
+    value: Callable[[str, int], Any],
+) -> InputError:
     """The :class:`InputError` for rows Arrow could not convert: the first column that does not
     convert on its own and, by bisection over its prefixes (the error path only, a logarithmic
     number of conversions), the first row that makes it fail."""
@@ -153,13 +190,20 @@ def _unconvertible(where: str, stream: str, error: Exception,
         row = hi - 1
         v = value(name, row)
         detail = "; ".join(map(str, error.args)) if error.args else str(error)
-        why = ("Arrow cannot hold" if row == 0 else
-               "does not share an Arrow type with the rows before it")
-        return InputError(f"{where}: column '{name}' does not convert to an Arrow column: "
-                          f"row {row} holds {_found(v)}, which {why} ({detail})",
-                          stream=stream, row=row)
-    return InputError(f"{where}: the data does not convert to an Arrow table: {error}",
-                      stream=stream)
+        why = (
+            "Arrow cannot hold"
+            if row == 0
+            else "does not share an Arrow type with the rows before it"
+        )
+        return InputError(
+            f"{where}: column '{name}' does not convert to an Arrow column: "
+            f"row {row} holds {_found(v)}, which {why} ({detail})",
+            stream=stream,
+            row=row,
+        )
+    return InputError(
+        f"{where}: the data does not convert to an Arrow table: {error}", stream=stream
+    )
 
 
 class Engine:
@@ -167,12 +211,12 @@ class Engine:
 
     Options: ``time_unit`` gives durations (``[Range 5 SECONDS]``) and Arrow timestamp inputs their
     meaning in ticks ('s', 'ms', 'us' or 'ns'); ``lifetime`` and ``executor`` choose the execution
-    strategy (SPEC §5); ``expose_steps=True`` adds the ε-step columns to results; ``auto_delay=True``
-    puts an ε delay into each loop that has none; ``expiration="insertion_sort"`` replaces the lazy
-    sorting of expiration sets by insertion sort (the baseline of paper 003 §4.2). For
-    ``executor="dts"``, ``hybrid=False`` splits time per instant everywhere instead of only inside
-    loops (paper 000 as published); ``max_run`` is the heartbeat executor's limit on consecutive
-    executions of one operator.
+    strategy (SPEC §5); ``expose_steps=True`` adds the ε-step columns to results;
+    ``auto_delay=True`` puts an ε delay into each loop that has none;
+    ``expiration="insertion_sort"`` replaces the lazy sorting of expiration sets by insertion sort
+    (the baseline of paper 003 §4.2). For ``executor="dts"``, ``hybrid=False`` splits time per
+    instant everywhere instead of only inside loops (paper 000 as published); ``max_run`` is the
+    heartbeat executor's limit on consecutive executions of one operator.
 
     A loop of recursive queries that does not settle is stopped with :class:`RunawayLoopError`,
     naming the loop, when it takes more than ``max_loop_steps`` ε steps in one tick (default
@@ -193,17 +237,29 @@ class Engine:
     >>> import pyarrow as pa, cq_py
     >>> eng = cq_py.Engine()
     >>> eng.execute("REGISTER STREAM s(a INT, b DOUBLE);"
-    ...             "REGISTER QUERY q AS ISTREAM(SELECT a, b * 2 AS c FROM s [Range 10] WHERE b > 0.5);")
+    ...             "REGISTER QUERY q AS ISTREAM(SELECT a, b * 2 AS c FROM s [Range 10] "
+    ...             "WHERE b > 0.5);")
     >>> eng.push("s", pa.table({"a": [1, 2], "b": [0.1, 0.9], "ts": [0, 1]}))
     >>> eng.fetch("q").to_pylist()
     [{'a': 2, 'c': 1.8, 'ts': 1}]
     """
 
-    def __init__(self, time_unit: str = "ms", lifetime: str = "direct", executor: str = "dts",
-                 *, expose_steps: bool = False, auto_delay: bool = False, expiration: str = "lazy",
-                 hybrid: bool = True, max_loop_steps: int = 1_000_000, max_run: int = 20,
-                 max_loop_ticks: int = 1_000_000, max_loop_rows: int = 10_000_000,
-                 max_memory: Optional[int] = None):
+    def __init__(
+        self,
+        time_unit: str = "ms",
+        lifetime: str = "direct",
+        executor: str = "dts",
+        *,
+        expose_steps: bool = False,
+        auto_delay: bool = False,
+        expiration: str = "lazy",
+        hybrid: bool = True,
+        max_loop_steps: int = 1_000_000,
+        max_run: int = 20,
+        max_loop_ticks: int = 1_000_000,
+        max_loop_rows: int = 10_000_000,
+        max_memory: int | None = None,
+    ):
         # Every option is checked here, with the package's error: the core's binding would
         # otherwise answer a wrong type with its whole signature, or take "no" for True.
         self.expiration = _choice("expiration", expiration, ("lazy", "insertion_sort"))
@@ -226,10 +282,16 @@ class Engine:
         # relations as they stand and re-derives the relation-valued queries it reads (SPEC §4).
         self._running = False
         self._late: list[bool] = []  # for each text of _cql: registered while running
-        self._core = _core.Engine(lifetime=self.lifetime, executor=self.executor,
-                                  expose_steps=self.expose_steps, hybrid=self.hybrid,
-                                  max_loop_steps=self._max_loop_steps, max_run=self._max_run,
-                                  max_loop_ticks=self._max_loop_ticks, max_loop_rows=self._max_loop_rows)
+        self._core = _core.Engine(
+            lifetime=self.lifetime,
+            executor=self.executor,
+            expose_steps=self.expose_steps,
+            hybrid=self.hybrid,
+            max_loop_steps=self._max_loop_steps,
+            max_run=self._max_run,
+            max_loop_ticks=self._max_loop_ticks,
+            max_loop_rows=self._max_loop_rows,
+        )
         self._subscribers: dict[str, list[_Subscriber]] = {}
 
     # -- CQL ----------------------------------------------------------------------------------
@@ -245,8 +307,15 @@ class Engine:
         ['q']
         """
         script = parse(_cql_text(cql, "execute()"))
-        planner = Planner(self._catalog, self.time_unit, cql, self.expose_steps, self.auto_delay,
-                          self.expiration, late=self._running)
+        planner = Planner(
+            self._catalog,
+            self.time_unit,
+            cql,
+            self.expose_steps,
+            self.auto_delay,
+            self.expiration,
+            late=self._running,
+        )
         catalog, ops = planner.plan(script)
         _check_runnable(ops, planner, self.executor)
         if ops:
@@ -286,7 +355,12 @@ class Engine:
     def query_schema(self, query: str) -> pa.Schema:
         """The schema of the rows ``fetch(query)`` returns: user columns and time columns."""
         self._query(query)
-        return pa.schema([pa.field(n, T.TO_ARROW[t]) for n, t in self._core.output_schema(self._query(query).name)])
+        return pa.schema(
+            [
+                pa.field(n, T.TO_ARROW[t])
+                for n, t in self._core.output_schema(self._query(query).name)
+            ]
+        )
 
     def explain(self) -> str:
         """The registered streams and queries, every operator (inputs, window, lifetime property,
@@ -312,7 +386,8 @@ class Engine:
         :class:`cq_py.InputError` and changes nothing.
 
         >>> eng = Engine()
-        >>> eng.execute("REGISTER STREAM s(a INT); REGISTER QUERY q AS ISTREAM(SELECT a FROM s [Now]);")
+        >>> eng.execute("REGISTER STREAM s(a INT);"
+        ...             "REGISTER QUERY q AS ISTREAM(SELECT a FROM s [Now]);")
         >>> eng.push("s", [{"a": 1, "ts": 5}])
         >>> eng.fetch("q").to_pylist()
         [{'a': 1, 'ts': 5}]
@@ -332,11 +407,15 @@ class Engine:
         sdef = self._catalog.streams.get(stream.lower()) if isinstance(stream, str) else None
         if sdef is None:
             known = ", ".join(self.stream_names()) or "(none)"
-            raise InputError(f"unknown stream {stream!r}; registered streams: {known}", stream=stream)
+            raise InputError(
+                f"unknown stream {stream!r}; registered streams: {known}", stream=stream
+            )
         if not isinstance(ts, str):
             raise ArgumentError(f"push(ts=...) names the timestamp column; found {_found(ts)}")
         if self._core.closed:
-            raise InputError(f"the engine is closed; push to '{sdef.name}' rejected", stream=sdef.name)
+            raise InputError(
+                f"the engine is closed; push to '{sdef.name}' rejected", stream=sdef.name
+            )
         self._check_memory(f"push to '{sdef.name}'")
         table = self._to_table(data, sdef.name)
         if table is None:
@@ -408,7 +487,9 @@ class Engine:
         if q.kind == "relation" and table.num_rows > 1:
             # Rows become final in the order their ends are fixed; they are handed out in start
             # order (SPEC §6), stably, by one vectorized sort.
-            keys = [("start", "ascending")] + ([("start_step", "ascending")] if self.expose_steps else [])
+            keys = [("start", "ascending")] + (
+                [("start_step", "ascending")] if self.expose_steps else []
+            )
             table = table.sort_by(keys)
         return table
 
@@ -421,7 +502,8 @@ class Engine:
         delivery or for :meth:`fetch`.
 
         >>> eng = Engine(); got = []
-        >>> eng.execute("REGISTER STREAM s(a INT); REGISTER QUERY q AS ISTREAM(SELECT a FROM s [Now]);")
+        >>> eng.execute("REGISTER STREAM s(a INT);"
+        ...             "REGISTER QUERY q AS ISTREAM(SELECT a FROM s [Now]);")
         >>> eng.subscribe("q", got.append)
         >>> eng.push("s", [{"a": 1, "ts": 0}])
         >>> got[0].num_rows
@@ -455,25 +537,35 @@ class Engine:
         >>> again.fetch("q").to_pylist()  # the row of ts 0 was not fetched before the snapshot
         [{'a': 1, 'ts': 0}, {'a': 2, 'ts': 5}]
         """
-        annex = json.dumps({
-            "cq_py": 1,
-            "options": {"time_unit": self.time_unit, "lifetime": self.lifetime, "executor": self.executor,
-                        "expose_steps": self.expose_steps, "auto_delay": self.auto_delay,
-                        "expiration": self.expiration, "hybrid": self.hybrid,
-                        "max_loop_steps": self._max_loop_steps, "max_run": self._max_run,
-                        "max_loop_ticks": self._max_loop_ticks, "max_loop_rows": self._max_loop_rows,
-                        "max_memory": self._max_memory},
-            "cql": self._cql,
-            "late": self._late,
-            "running": self._running,
-        }).encode()
+        annex = json.dumps(
+            {
+                "cq_py": 1,
+                "options": {
+                    "time_unit": self.time_unit,
+                    "lifetime": self.lifetime,
+                    "executor": self.executor,
+                    "expose_steps": self.expose_steps,
+                    "auto_delay": self.auto_delay,
+                    "expiration": self.expiration,
+                    "hybrid": self.hybrid,
+                    "max_loop_steps": self._max_loop_steps,
+                    "max_run": self._max_run,
+                    "max_loop_ticks": self._max_loop_ticks,
+                    "max_loop_rows": self._max_loop_rows,
+                    "max_memory": self._max_memory,
+                },
+                "cql": self._cql,
+                "late": self._late,
+                "running": self._running,
+            }
+        ).encode()
         try:
             return self._core.snapshot(annex)
         except _core.CoreError as e:
             raise _core_error(e) from None
 
     @classmethod
-    def restore(cls, data: bytes | bytearray | memoryview) -> "Engine":
+    def restore(cls, data: bytes | bytearray | memoryview) -> Engine:
         """A new engine rebuilt from :meth:`snapshot`'s bytes: made with the saved options, the
         saved CQL executed again, then the core's state restored into it. Damaged, truncated or
         foreign bytes raise :class:`SnapshotError` (an :class:`InputError`).
@@ -501,26 +593,38 @@ class Engine:
             if not isinstance(saved, dict) or saved.get("cq_py") != 1:
                 raise ValueError("no cq_py engine description")
             options, cql = saved["options"], saved["cql"]
-            if not isinstance(options, dict) or not isinstance(cql, list) or not all(isinstance(c, str) for c in cql):
+            if (
+                not isinstance(options, dict)
+                or not isinstance(cql, list)
+                or not all(isinstance(c, str) for c in cql)
+            ):
                 raise ValueError("a malformed engine description")
             # (Which texts were registered while the engine ran: absent from older snapshots.)
             late, running = saved.get("late", [False] * len(cql)), saved.get("running", False)
-            if not isinstance(late, list) or len(late) != len(cql) or not all(isinstance(x, bool) for x in late) \
-                    or not isinstance(running, bool):
+            if (
+                not isinstance(late, list)
+                or len(late) != len(cql)
+                or not all(isinstance(x, bool) for x in late)
+                or not isinstance(running, bool)
+            ):
                 raise ValueError("a malformed engine description")
         except (ValueError, KeyError, UnicodeDecodeError) as e:
-            raise SnapshotError(f"not a snapshot of a cq_py.Engine ({_printable(str(e))}); "
-                                "was it taken by Engine.snapshot()?") from None
+            raise SnapshotError(
+                f"not a snapshot of a cq_py.Engine ({_printable(str(e))}); "
+                "was it taken by Engine.snapshot()?"
+            ) from None
         try:
             eng = cls(**options)
-            for text, registered_late in zip(cql, late):
+            for text, registered_late in zip(cql, late, strict=True):
                 eng._running = registered_late  # each text planned as it was
                 eng.execute(text)
             eng._running = running
         except (CQError, TypeError, ValueError) as e:
             # The bytes pass the checksum (which anyone can compute: they may still be damaged), but
             # this cq cannot rebuild the engine they describe.
-            raise SnapshotError(f"the snapshot's engine cannot be rebuilt here: {_printable(str(e))}") from None
+            raise SnapshotError(
+                f"the snapshot's engine cannot be rebuilt here: {_printable(str(e))}"
+            ) from None
         try:
             eng._core.restore(data)
         except _core.CoreError as e:
@@ -529,14 +633,14 @@ class Engine:
 
     # -- internals ----------------------------------------------------------------------------
 
-    def _stream(self, name: str):
+    def _stream(self, name: str) -> StreamDef:
         s = self._catalog.streams.get(name.lower()) if isinstance(name, str) else None
         if s is None:
             known = ", ".join(self.stream_names()) or "(none)"
             raise InputError(f"unknown stream {name!r}; registered streams: {known}", stream=name)
         return s
 
-    def _query(self, name: str):
+    def _query(self, name: str) -> QueryDef:
         q = self._catalog.queries.get(name.lower()) if isinstance(name, str) else None
         if q is None:
             known = ", ".join(self.query_names()) or "(none)"
@@ -556,10 +660,8 @@ class Engine:
         meanwhile, its batch stays in its backlog and the runaway is still the error raised."""
         err = _core_error(e)
         if isinstance(err, RunawayLoopError):
-            try:
+            with contextlib.suppress(CallbackError):
                 self._deliver(call)
-            except CallbackError:
-                pass
         return err
 
     def _deliver(self, call: str) -> None:
@@ -583,16 +685,18 @@ class Engine:
                         break
                     sub.backlog.popleft()
         if failures:
-            name, sub, e = failures[0]
+            name, sub, error = failures[0]
             kept = sum(b.num_rows for b in sub.backlog)
             more = f" ({len(failures) - 1} more callbacks raised too)" if len(failures) > 1 else ""
             callback = getattr(sub.callback, "__qualname__", None) or repr(sub.callback)
             raise CallbackError(
                 f"the callback {callback} subscribed to query '{name}' raised "
-                f"{type(e).__name__}: {e}{more}. The {call} was applied: do not retry it. The "
-                f"{kept} result rows of '{name}' it did not take, from the batch it raised on, "
+                f"{type(error).__name__}: {error}{more}. The {call} was applied: do not retry it. "
+                f"The {kept} result rows of '{name}' it did not take, from the batch it raised on, "
                 f"are kept: delivered to it again at the next push, advance, close or subscribe, "
-                f"or returned by fetch('{name}')", query=name) from e
+                f"or returned by fetch('{name}')",
+                query=name,
+            ) from error
 
     def _check_memory(self, call: str) -> None:
         if self._max_memory is None:
@@ -605,7 +709,9 @@ class Engine:
                 "nothing changed. Windows over unbounded input ([Range Unbounded], relations, "
                 "DISTINCT, joins and aggregates over them) keep what they have seen: fetch the "
                 "results, snapshot() or close() the engine, or bound the windows",
-                used=used, limit=self._max_memory)
+                used=used,
+                limit=self._max_memory,
+            )
 
     def _tick(self, t: Any) -> int:
         """The tick ``advance(t)`` means: an integer as it is, a datetime converted as a
@@ -619,25 +725,32 @@ class Engine:
             except (pa.ArrowException, ValueError, TypeError) as e:
                 raise ArgumentError(f"advance({t!r}): not a time Arrow can read ({e})") from None
             if not pa.types.is_timestamp(col.type) or col.null_count:
-                raise ArgumentError(f"advance({t!r}): not a point in time (Arrow reads it as "
-                                    f"{col.type}{', null' if col.null_count else ''})")
+                raise ArgumentError(
+                    f"advance({t!r}): not a point in time (Arrow reads it as "
+                    f"{col.type}{', null' if col.null_count else ''})"
+                )
             try:
-                tick = to_ticks(col, self.time_unit)[0].as_py()
+                tick: int = to_ticks(col, self.time_unit)[0].as_py()
             except InputError:
-                raise InputError(f"advance({t!r}): outside the engine's {tick_range()} in "
-                                 f"'{self.time_unit}'; close() ends the input for good") from None
+                raise InputError(
+                    f"advance({t!r}): outside the engine's {tick_range()} in "
+                    f"'{self.time_unit}'; close() ends the input for good"
+                ) from None
             return tick
         if isinstance(t, (bool, np.bool_)) or not hasattr(t, "__index__"):
-            raise ArgumentError(f"advance() takes a tick (an integer) or a datetime; found "
-                                f"{_found(t)}")
+            raise ArgumentError(
+                f"advance() takes a tick (an integer) or a datetime; found {_found(t)}"
+            )
         tick = operator.index(t)
         if not MIN_TICK <= tick <= MAX_TICK:
-            raise InputError(f"advance({tick}): outside the engine's {tick_range()}; close() ends "
-                             "the input for good")
+            raise InputError(
+                f"advance({tick}): outside the engine's {tick_range()}; close() ends "
+                "the input for good"
+            )
         return tick
 
     @staticmethod
-    def _to_table(data: Any, stream: str) -> Optional[pa.Table]:
+    def _to_table(data: Any, stream: str) -> pa.Table | None:
         """``data`` as an Arrow table (None for an empty list). Whatever the conversion to Arrow
         refuses is an :class:`InputError` naming the column, the row and the value."""
         if isinstance(data, pa.Table):
@@ -654,42 +767,66 @@ class Engine:
                 return pa.Table.from_pylist(data)
             except (pa.ArrowException, OverflowError, TypeError, ValueError) as e:
                 # As pyarrow does: the first row's keys are the columns.
-                raise _unconvertible(where, stream, e, {
-                    k: (lambda n, k=k: pa.array([r.get(k) for r in data[:n]])) for k in data[0]},
-                    len(data), lambda k, i: data[i].get(k)) from None
+                raise _unconvertible(
+                    where,
+                    stream,
+                    e,
+                    {k: functools.partial(_rows_prefix, data, k) for k in data[0]},
+                    len(data),
+                    lambda k, i: data[i].get(k),
+                ) from None
         if type(data).__module__.split(".")[0] == "pandas":
             if type(data).__name__ != "DataFrame":
-                raise InputError(f"{where}: expected a pandas DataFrame (with a timestamp column); "
-                                 f"found a pandas {type(data).__name__}: .to_frame() or "
-                                 "pandas.DataFrame({...}) makes one", stream=stream)
+                raise InputError(
+                    f"{where}: expected a pandas DataFrame (with a timestamp column); "
+                    f"found a pandas {type(data).__name__}: .to_frame() or "
+                    "pandas.DataFrame({...}) makes one",
+                    stream=stream,
+                )
             names = [str(c) for c in data.columns]
             twice = sorted({n for n in names if names.count(n) > 1})
             if twice:
-                raise InputError(f"{where}: column {twice[0]!r} appears {names.count(twice[0])} "
-                                 "times in the DataFrame; each column must appear once",
-                                 stream=stream)
+                raise InputError(
+                    f"{where}: column {twice[0]!r} appears {names.count(twice[0])} "
+                    "times in the DataFrame; each column must appear once",
+                    stream=stream,
+                )
             try:
                 return pa.Table.from_pandas(data, preserve_index=False)
             except (pa.ArrowException, OverflowError, TypeError, ValueError) as e:
                 cols = {str(c): data.iloc[:, i] for i, c in enumerate(data.columns)}
-                prefixes = {k: (lambda n, c=c: pa.array(c.iloc[:n], from_pandas=True))
-                            for k, c in cols.items()}
-                raise _unconvertible(where, stream, e, prefixes, len(data),
-                                     lambda k, i: cols[k].iloc[i]) from None
+                prefixes = {k: functools.partial(_series_prefix, c) for k, c in cols.items()}
+                raise _unconvertible(
+                    where, stream, e, prefixes, len(data), lambda k, i: cols[k].iloc[i]
+                ) from None
         if hasattr(data, "__arrow_c_stream__") or hasattr(data, "__arrow_c_array__"):
             try:
                 return pa.table(data)
             except (pa.ArrowException, TypeError, ValueError) as e:
-                raise InputError(f"{where}: {type(data).__name__} does not convert to an Arrow "
-                                 f"table: {e}", stream=stream) from None
-        hint = (" (a dict of columns? pyarrow.table(d) makes a table of it)"
-                if isinstance(data, dict) else "")
-        raise InputError(f"{where}: expected a pyarrow Table or RecordBatch, a pandas DataFrame, "
-                         f"a list of dicts or an object with __arrow_c_stream__; found "
-                         f"{type(data).__name__}{hint}", stream=stream)
+                raise InputError(
+                    f"{where}: {type(data).__name__} does not convert to an Arrow table: {e}",
+                    stream=stream,
+                ) from None
+        hint = (
+            " (a dict of columns? pyarrow.table(d) makes a table of it)"
+            if isinstance(data, dict)
+            else ""
+        )
+        raise InputError(
+            f"{where}: expected a pyarrow Table or RecordBatch, a pandas DataFrame, "
+            f"a list of dicts or an object with __arrow_c_stream__; found "
+            f"{type(data).__name__}{hint}",
+            stream=stream,
+        )
 
-    def _conform(self, table: pa.Table, stream: str, columns: list[tuple[str, str]],
-                 ts: str, relation: bool = False) -> list[pa.RecordBatch]:
+    def _conform(
+        self,
+        table: pa.Table,
+        stream: str,
+        columns: list[tuple[str, str]],
+        ts: str,
+        relation: bool = False,
+    ) -> list[pa.RecordBatch]:
         """The table's declared columns and timestamp, in declared order and types (zero-copy when
         they already match), as record batches whose last column is the timestamp in ticks. A
         relation's ``op`` column, when there is one, goes just before the timestamp (the core
@@ -702,25 +839,36 @@ class Engine:
                 have[name] = folded[name.lower()]
         found = ", ".join(table.schema.names) or "(none)"
         if ts not in have:
-            raise InputError(f"push to '{stream}': missing timestamp column '{ts}'; found columns: "
-                             f"{found}", stream=stream)
+            raise InputError(
+                f"push to '{stream}': missing timestamp column '{ts}'; found columns: {found}",
+                stream=stream,
+            )
         used = [ts] + [have[n].name for n, _ in columns if n in have]
         if OP in folded:
             used.append(folded[OP].name)
         for name in used:
             times = len(table.schema.get_all_field_indices(name))
             if times > 1:
-                raise InputError(f"push to '{stream}': column '{name}' appears {times} times in "
-                                 "the data; each column must appear once", stream=stream)
+                raise InputError(
+                    f"push to '{stream}': column '{name}' appears {times} times in "
+                    "the data; each column must appear once",
+                    stream=stream,
+                )
         arrays, names = [], []
         for name, type_ in columns:
             if name == ts:
-                raise InputError(f"push to '{stream}': column '{name}' is both a declared column and "
-                                 "the timestamp; pass ts= the name of another column", stream=stream)
+                raise InputError(
+                    f"push to '{stream}': column '{name}' is both a declared column and "
+                    "the timestamp; pass ts= the name of another column",
+                    stream=stream,
+                )
             f = have.get(name)
             if f is None:
-                raise InputError(f"push to '{stream}': missing column '{name}' "
-                                 f"({T.CQL_NAME[type_]}); found columns: {found}", stream=stream)
+                raise InputError(
+                    f"push to '{stream}': missing column '{name}' "
+                    f"({T.CQL_NAME[type_]}); found columns: {found}",
+                    stream=stream,
+                )
             arrays.append(self._cast_column(table.column(f.name), f.type, type_, stream, name))
             names.append(name)
         op = self._op_column(table, folded, columns, stream, relation)
@@ -733,8 +881,13 @@ class Engine:
         return [b for b in conformed.to_batches() if b.num_rows]
 
     @staticmethod
-    def _op_column(table: pa.Table, folded: dict[str, pa.Field], columns: list[tuple[str, str]],
-                   stream: str, relation: bool) -> Optional[pa.ChunkedArray]:
+    def _op_column(
+        table: pa.Table,
+        folded: dict[str, pa.Field],
+        columns: list[tuple[str, str]],
+        stream: str,
+        relation: bool,
+    ) -> pa.ChunkedArray | None:
         """The ``op`` column of a push to a relation, as utf8; None when there is none (all
         inserts). An ``op`` column pushed to a stream that does not declare one is refused: only
         relations take deletes."""
@@ -742,46 +895,70 @@ class Engine:
         if f is None or any(name.lower() == OP for name, _ in columns):
             return None
         if not relation:
-            raise InputError(f"push to '{stream}': column '{f.name}' marks inserts and deletes, "
-                             f"which only a relation takes; '{stream}' is a stream (REGISTER "
-                             "STREAM), whose rows are all inserts: drop the column, or register "
-                             "a relation", stream=stream)
+            raise InputError(
+                f"push to '{stream}': column '{f.name}' marks inserts and deletes, "
+                f"which only a relation takes; '{stream}' is a stream (REGISTER "
+                "STREAM), whose rows are all inserts: drop the column, or register "
+                "a relation",
+                stream=stream,
+            )
         col = table.column(f.name)
-        if pa.types.is_dictionary(f.type) and pa.types.is_string(f.type.value_type):
-            col = col.cast(pa.string())
-        elif pa.types.is_large_string(f.type) or pa.types.is_string_view(f.type) or pa.types.is_null(f.type):
+        if (
+            (pa.types.is_dictionary(f.type) and pa.types.is_string(f.type.value_type))
+            or pa.types.is_large_string(f.type)
+            or pa.types.is_string_view(f.type)
+            or pa.types.is_null(f.type)
+        ):
             col = col.cast(pa.string())
         elif not pa.types.is_string(f.type):
-            raise InputError(f"push to '{stream}': column '{f.name}' must hold '+' (insert) or '-' "
-                             f"(delete) as strings; found Arrow type {f.type}", stream=stream)
+            raise InputError(
+                f"push to '{stream}': column '{f.name}' must hold '+' (insert) or '-' "
+                f"(delete) as strings; found Arrow type {f.type}",
+                stream=stream,
+            )
         return col
 
     @staticmethod
-    def _cast_column(col: pa.ChunkedArray, have: pa.DataType, want: str, stream: str,
-                     name: str) -> pa.ChunkedArray:
+    def _cast_column(
+        col: pa.ChunkedArray, have: pa.DataType, want: str, stream: str, name: str
+    ) -> pa.ChunkedArray:
         target = T.TO_ARROW[want]
         if have == target:
             return col
         # Dictionary-encoded columns (pandas and polars categoricals) are decoded by the cast:
         # what counts is the type of their values.
         values = have.value_type if pa.types.is_dictionary(have) else have
-        ok = (pa.types.is_null(values)
-              or (want == T.INT64 and pa.types.is_integer(values))
-              or (want == T.FLOAT64
-                  and (pa.types.is_floating(values) or pa.types.is_integer(values)))
-              or (want == T.UTF8 and (pa.types.is_string(values) or pa.types.is_large_string(values)
-                                      or pa.types.is_string_view(values)))
-              or (want == T.BOOL and pa.types.is_boolean(values)))
+        ok = (
+            pa.types.is_null(values)
+            or (want == T.INT64 and pa.types.is_integer(values))
+            or (want == T.FLOAT64 and (pa.types.is_floating(values) or pa.types.is_integer(values)))
+            or (
+                want == T.UTF8
+                and (
+                    pa.types.is_string(values)
+                    or pa.types.is_large_string(values)
+                    or pa.types.is_string_view(values)
+                )
+            )
+            or (want == T.BOOL and pa.types.is_boolean(values))
+        )
         if not ok:
-            raise InputError(f"push to '{stream}': column '{name}' must be {T.CQL_NAME[want]}; found "
-                             f"Arrow type {have}", stream=stream)
+            raise InputError(
+                f"push to '{stream}': column '{name}' must be {T.CQL_NAME[want]}; found "
+                f"Arrow type {have}",
+                stream=stream,
+            )
         try:
             return col.cast(target)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
-            raise InputError(f"push to '{stream}': column '{name}' does not fit "
-                             f"{T.CQL_NAME[want]}: {e}", stream=stream) from None
+            raise InputError(
+                f"push to '{stream}': column '{name}' does not fit {T.CQL_NAME[want]}: {e}",
+                stream=stream,
+            ) from None
 
-    def _ticks(self, col: pa.ChunkedArray, have: pa.DataType, stream: str, ts: str) -> pa.ChunkedArray:
+    def _ticks(
+        self, col: pa.ChunkedArray, have: pa.DataType, stream: str, ts: str
+    ) -> pa.ChunkedArray:
         return to_ticks(col, self.time_unit, where=f"push to '{stream}'", column=ts, stream=stream)
 
 
@@ -797,22 +974,30 @@ def _check_runnable(nodes: list[Node], planner: Planner, executor: str) -> None:
     for comp in loops.strongly_connected(planner.cat.nodes, succ):
         if executor == "heartbeat" and ids & set(comp) and loops.is_loop(comp, succ):
             names = _from_first_registered(
-                loops.queries_on(loops.find_cycle(comp, succ), planner.cat), planner)
+                loops.queries_on(loops.find_cycle(comp, succ), planner.cat), planner
+            )
             ring = " → ".join(names + names[:1])
             first = planner.cat.queries.get(names[0].lower()) if names else None
-            raise planner.err(f"executor='heartbeat' cannot run the recursive loop {ring} (it would "
-                              "deadlock: a binary operator on the loop waits for a heartbeat from its "
-                              "own output, paper 000 §2.3); use executor='dts'",
-                              first.pos if first else nodes[0].pos)
+            raise planner.err(
+                f"executor='heartbeat' cannot run the recursive loop {ring} (it would "
+                "deadlock: a binary operator on the loop waits for a heartbeat from its "
+                "own output, paper 000 §2.3); use executor='dts'",
+                first.pos if first else nodes[0].pos,
+            )
     for n in nodes:
         if n.op not in available:
-            raise planner.err(f"{DESCRIPTIONS.get(n.op, n.op)} (in '{n.owner}') is not available in "
-                              "this build yet; cq_py.explain() shows the plan", n.pos)
+            raise planner.err(
+                f"{DESCRIPTIONS.get(n.op, n.op)} (in '{n.owner}') is not available in "
+                "this build yet; cq_py.explain() shows the plan",
+                n.pos,
+            )
         for e in n.checks:
             for call in missing_kernels(e):
                 args = ", ".join(T.CQL_NAME[a.type] for a in call.args)
-                raise planner.err(f"'{call.text}' ({call.fn} of {args}) is not available in this "
-                                  "build yet", call.pos)
+                raise planner.err(
+                    f"'{call.text}' ({call.fn} of {args}) is not available in this build yet",
+                    call.pos,
+                )
 
 
 def _from_first_registered(names: list[str], planner: Planner) -> list[str]:
@@ -830,18 +1015,25 @@ def _core_operator_names() -> list[str]:
     return operator_names()
 
 
-def explain(cql: str, time_unit: str = "ms", *, expose_steps: bool = False,
-            auto_delay: bool = False) -> str:
+def explain(
+    cql: str, time_unit: str = "ms", *, expose_steps: bool = False, auto_delay: bool = False
+) -> str:
     """The plan of ``cql`` without running it: every statement parsed and checked, every operator
     with its inputs, windows, lifetime properties and delays, the loops and the DTS order.
 
-    >>> print(explain("REGISTER STREAM s(a INT); REGISTER QUERY q AS SELECT a FROM s;").splitlines()[3])
+    >>> plan = explain("REGISTER STREAM s(a INT); REGISTER QUERY q AS SELECT a FROM s;")
+    >>> print(plan.splitlines()[3])
       q: relation (a BIGINT, start, end); reads s
     """
     cql = _cql_text(cql, "explain()")
     time_unit = _choice("time_unit", time_unit, TIME_UNITS)
-    planner = Planner(Catalog(), time_unit, cql, _flag("expose_steps", expose_steps),
-                      _flag("auto_delay", auto_delay))
+    planner = Planner(
+        Catalog(),
+        time_unit,
+        cql,
+        _flag("expose_steps", expose_steps),
+        _flag("auto_delay", auto_delay),
+    )
     catalog, _ = planner.plan(parse(cql))
     return render_plan(catalog)
 
@@ -852,8 +1044,9 @@ def _engine_options() -> list[str]:
     return [p for p in inspect.signature(Engine.__init__).parameters if p != "self"]
 
 
-def run(cql: str, inputs: Optional[Mapping[str, Any]] = None, ts: str = "ts",
-        **engine_options: Any) -> dict[str, pa.Table]:
+def run(
+    cql: str, inputs: Mapping[str, Any] | None = None, ts: str = "ts", **engine_options: Any
+) -> dict[str, pa.Table]:
     """Runs the CQL script ``cql`` over complete inputs, closes the engine, and returns
     ``{query name: pyarrow.Table}`` with the whole output of every registered query.
 
@@ -891,7 +1084,8 @@ def run(cql: str, inputs: Optional[Mapping[str, Any]] = None, ts: str = "ts",
     >>> import pyarrow as pa, cq_py
     >>> t = pa.table({"a": [1, 2, 3], "b": [0.4, 0.6, 0.9], "ts": [1, 2, 3]})
     >>> out = cq_py.run("REGISTER STREAM s(a INT, b DOUBLE);"
-    ...                 "REGISTER QUERY q AS ISTREAM(SELECT a, b*2 AS c FROM s [Range 10] WHERE b > 0.5);"
+    ...                 "REGISTER QUERY q AS ISTREAM(SELECT a, b*2 AS c FROM s [Range 10] "
+    ...                 "WHERE b > 0.5);"
     ...                 "REGISTER QUERY w AS SELECT a FROM s [Range 2];",
     ...                 inputs={"s": t})
     >>> out["q"].to_pylist()
@@ -902,13 +1096,16 @@ def run(cql: str, inputs: Optional[Mapping[str, Any]] = None, ts: str = "ts",
     known = _engine_options()
     for option in engine_options:
         if option not in known:
-            raise ArgumentError(f"run(): unknown engine option {option!r}; the options are "
-                                f"{', '.join(known)}")
+            raise ArgumentError(
+                f"run(): unknown engine option {option!r}; the options are {', '.join(known)}"
+            )
     if inputs is None:
         inputs = {}
     if not isinstance(inputs, Mapping):
-        raise ArgumentError(f"run(inputs=...) maps stream names to their data, e.g. "
-                            f"{{'s': table}}; found {type(inputs).__name__}")
+        raise ArgumentError(
+            f"run(inputs=...) maps stream names to their data, e.g. "
+            f"{{'s': table}}; found {type(inputs).__name__}"
+        )
     if not isinstance(ts, str):
         raise ArgumentError(f"run(ts=...) names the timestamp column; found {_found(ts)}")
     eng = Engine(**engine_options)
@@ -917,10 +1114,13 @@ def run(cql: str, inputs: Optional[Mapping[str, Any]] = None, ts: str = "ts",
     names = {name: eng._stream(name).name for name in inputs}
     if len(set(names.values())) < len(names):
         twice = [n for n in names if list(names.values()).count(names[n]) > 1]
-        raise InputError(f"run(inputs=...): {' and '.join(map(repr, twice))} name the same stream "
-                         f"'{names[twice[0]]}'", stream=names[twice[0]])
-    tables = {names[name]: Engine._to_table(data, names[name]) for name, data in inputs.items()}
-    tables = {k: v for k, v in tables.items() if v is not None and v.num_rows}
+        raise InputError(
+            f"run(inputs=...): {' and '.join(map(repr, twice))} name the same stream "
+            f"'{names[twice[0]]}'",
+            stream=names[twice[0]],
+        )
+    converted = {names[name]: Engine._to_table(data, names[name]) for name, data in inputs.items()}
+    tables = {k: v for k, v in converted.items() if v is not None and v.num_rows}
     pushed = dict.fromkeys(tables, 0)
     if len(tables) == 1:
         pieces: Iterable[tuple[str, Any]] = tables.items()
@@ -934,14 +1134,17 @@ def run(cql: str, inputs: Optional[Mapping[str, Any]] = None, ts: str = "ts",
                 raise
             # The engine counts rows within one push; the user wants the row of the input.
             row = pushed[name] + e.row
-            raise InputError(f"{e.message} (row {row} of inputs[{name!r}])", stream=name,
-                             row=row) from None
+            raise InputError(
+                f"{e.message} (row {row} of inputs[{name!r}])", stream=name, row=row
+            ) from None
         pushed[name] += piece.num_rows
     eng.close()
     return {q: eng.fetch(q) for q in eng.query_names()}
 
 
-def _merge_by_time(named: dict[str, Iterable[pa.RecordBatch]], ts: str, time_unit: str):
+def _merge_by_time(
+    named: dict[str, Iterable[pa.RecordBatch]], ts: str, time_unit: str
+) -> Iterator[tuple[str, pa.RecordBatch]]:
     from cq_py.io.readers import merge_by_time
 
     return merge_by_time({n: iter(b) for n, b in named.items()}, ts=ts, time_unit=time_unit)

@@ -11,7 +11,8 @@ class CQLSyntaxError(CQError):
     """The CQL text does not parse.
 
     Carries ``line`` and ``column`` (1-based), the offending ``text`` (the token found) and
-    ``line_text`` (the whole source line). ``str(err)`` shows the line with a caret under the column.
+    ``line_text`` (the whole source line). ``str(err)`` shows the line with a caret under the
+    column.
 
     >>> import cq_py
     >>> try:
@@ -39,10 +40,12 @@ class CQLSyntaxError(CQError):
 
 class CQLSemanticError(CQError):
     """The CQL parses but means nothing valid: unknown names, wrong types, a window on a relation,
-    a loop without a delay, ... ``line`` and ``column`` point at the offending construct when known."""
+    a loop without a delay, ... ``line`` and ``column`` point at the offending construct when
+    known."""
 
-    def __init__(self, message: str, line: int | None = None, column: int | None = None,
-                 line_text: str = ""):
+    def __init__(
+        self, message: str, line: int | None = None, column: int | None = None, line_text: str = ""
+    ):
         self.message = message
         self.line = line
         self.column = column
@@ -61,8 +64,8 @@ class CQLSemanticError(CQError):
 
 class InputError(CQError):
     """Data pushed to the engine is not acceptable: unknown stream, schema mismatch, null or
-    decreasing timestamps, a push after ``close()``. ``stream`` and ``row`` (0-based within the push)
-    say where, when known. A rejected push changes nothing in the engine."""
+    decreasing timestamps, a push after ``close()``. ``stream`` and ``row`` (0-based within the
+    push) say where, when known. A rejected push changes nothing in the engine."""
 
     def __init__(self, message: str, stream: str | None = None, row: int | None = None):
         self.message = message

@@ -15,6 +15,8 @@ vectorized (Arrow compute kernels over the whole column), no Python per row.
 
 from __future__ import annotations
 
+from typing import TypeAlias
+
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -26,17 +28,20 @@ MAX_TICK = 2**63 - 2  # 2**63 - 1 is +∞ in the core (src_cpp/time/time.h, Time
 MIN_TICK = -(2**63) + 1  # -2**63 is -∞ (Time::kMinTick)
 UNITS = ("s", "ms", "us", "ns")  # coarse to fine, a factor 1000 apart
 
-Column = pa.Array | pa.ChunkedArray
+Column: TypeAlias = pa.Array | pa.ChunkedArray
 
 
 def tick_range() -> str:
     """The accepted ticks, for messages."""
-    return (f"ticks from {MIN_TICK} to {MAX_TICK} (the extremes of int64, ±{2**63 - 1} and "
-            f"{-(2**63)}, stand for ±∞)")
+    return (
+        f"ticks from {MIN_TICK} to {MAX_TICK} (the extremes of int64, ±{2**63 - 1} and "
+        f"{-(2**63)}, stand for ±∞)"
+    )
 
 
-def to_ticks(col: Column, time_unit: str, *, where: str = "", column: str = "ts",
-             stream: str | None = None) -> Column:
+def to_ticks(
+    col: Column, time_unit: str, *, where: str = "", column: str = "ts", stream: str | None = None
+) -> Column:
     """``col`` (integers, or an Arrow timestamp of any unit and zone) as int64 ticks of
     ``time_unit``, nulls kept. Raises :class:`InputError` naming ``column``, the first offending
     row (0-based) and its value when a value lies outside the ticks the engine takes, or when
@@ -47,7 +52,8 @@ def to_ticks(col: Column, time_unit: str, *, where: str = "", column: str = "ts"
     Traceback (most recent call last):
     cq_py.errors.InputError: timestamp column 'ts': row 0 holds 4611686018427387904 s since the \
 epoch, 4611686018427387904000 ms: outside the engine's ticks from -9223372036854775807 to \
-9223372036854775806 (the extremes of int64, ±9223372036854775807 and -9223372036854775808, stand for ±∞)
+9223372036854775806 (the extremes of int64, ±9223372036854775807 and -9223372036854775808, \
+stand for ±∞)
     """
     if pa.types.is_dictionary(col.type):
         col = col.cast(col.type.value_type)
@@ -55,8 +61,12 @@ epoch, 4611686018427387904000 ms: outside the engine's ticks from -9223372036854
     prefix = f"{where}: " if where else ""
 
     def refuse(row: int, value: int, shown: str) -> InputError:
-        return InputError(f"{prefix}timestamp column '{column}': row {row} holds {shown}: outside "
-                          f"the engine's {tick_range()}", stream=stream, row=row)
+        return InputError(
+            f"{prefix}timestamp column '{column}': row {row} holds {shown}: outside "
+            f"the engine's {tick_range()}",
+            stream=stream,
+            row=row,
+        )
 
     if pa.types.is_timestamp(t):
         values = col.cast(pa.int64())  # the stored count of t.unit since the epoch, in UTC
@@ -83,8 +93,11 @@ epoch, 4611686018427387904000 ms: outside the engine's ticks from -9223372036854
         if bad is not None:
             raise refuse(bad[0], bad[1], str(bad[1]))
         return col if pa.types.is_int64(t) else col.cast(pa.int64())
-    raise InputError(f"{prefix}timestamp column '{column}' must hold integers (ticks) or an Arrow "
-                     f"timestamp; found {t}", stream=stream)
+    raise InputError(
+        f"{prefix}timestamp column '{column}' must hold integers (ticks) or an Arrow "
+        f"timestamp; found {t}",
+        stream=stream,
+    )
 
 
 def _outside(values: Column, lo: int, hi: int) -> tuple[int, int] | None:

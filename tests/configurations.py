@@ -5,7 +5,10 @@ tests/conformance/test_conformance.py)."""
 
 CONFIGURATIONS: dict[str, dict] = {
     f"{name}-{lifetime}": {**options, "lifetime": lifetime}
-    for name, options in (("dts", {"executor": "dts"}), ("dts-published", {"executor": "dts", "hybrid": False}),
-                          ("heartbeat", {"executor": "heartbeat"}))
+    for name, options in (
+        ("dts", {"executor": "dts"}),
+        ("dts-published", {"executor": "dts", "hybrid": False}),
+        ("heartbeat", {"executor": "heartbeat"}),
+    )
     for lifetime in ("direct", "negative")
 }

@@ -16,6 +16,7 @@ settings.register_profile("random", print_blob=True)
 _seed = os.environ.get("CQ_HYPOTHESIS_SEED")
 settings.load_profile("fixed" if _seed is None else "random")
 
+
 def pytest_collection_modifyitems(items):
     """A numeric CQ_HYPOTHESIS_SEED seeds every hypothesis test of the run."""
     if _seed in (None, "random"):

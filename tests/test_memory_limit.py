@@ -10,14 +10,21 @@ import cq_py
 from cq_py.cli import cli
 from cq_py.engine import resident_bytes
 
-DISTINCT = ("REGISTER STREAM s(k INT, v DOUBLE);"
-            "REGISTER QUERY q AS SELECT DISTINCT k, v FROM s [Range Unbounded];")
+DISTINCT = (
+    "REGISTER STREAM s(k INT, v DOUBLE);"
+    "REGISTER QUERY q AS SELECT DISTINCT k, v FROM s [Range Unbounded];"
+)
 
 
 def rows(lo, n):
     rng = np.random.default_rng(lo)
-    return pa.table({"k": rng.integers(0, 1000, n), "v": rng.random(n),
-                     "ts": np.arange(lo, lo + n, dtype=np.int64)})
+    return pa.table(
+        {
+            "k": rng.integers(0, 1000, n),
+            "v": rng.random(n),
+            "ts": np.arange(lo, lo + n, dtype=np.int64),
+        }
+    )
 
 
 def test_pushes_are_refused_once_the_process_passes_the_bound_and_nothing_changes():
@@ -25,14 +32,21 @@ def test_pushes_are_refused_once_the_process_passes_the_bound_and_nothing_change
     eng = cq_py.Engine(max_memory=limit)
     eng.execute(DISTINCT)
     pushed = fetched = 0
-    with pytest.raises(cq_py.MemoryLimitError) as e:
+
+    def fill() -> None:
+        nonlocal pushed, fetched
         for _ in range(100):  # DISTINCT over [Range Unbounded] keeps ~200 MB per million rows
             eng.push("s", rows(pushed, 100_000))
             pushed += 100_000
             fetched += eng.fetch("q").num_rows
+
+    with pytest.raises(cq_py.MemoryLimitError) as e:
+        fill()
     assert 0 < pushed < 10_000_000
-    assert e.value.limit == limit and e.value.used > limit
-    assert "push to 's' refused" in str(e.value) and "nothing changed" in str(e.value)
+    assert e.value.limit == limit
+    assert e.value.used > limit
+    assert "push to 's' refused" in str(e.value)
+    assert "nothing changed" in str(e.value)
     with pytest.raises(cq_py.MemoryLimitError, match=r"advance\(.*\) refused"):
         eng.advance(pushed + 5)
     blob = eng.snapshot()
@@ -54,12 +68,21 @@ def test_cq_run_max_memory(tmp_path):
     from pathlib import Path
 
     script = Path(__file__).resolve().parents[1] / "examples" / "sensors"
-    args = ["run", str(script / "sensors.cql"), "-i", f"readings={script / 'readings.csv'}", "-q",
-            "-o", str(tmp_path / "o")]
-    result = CliRunner().invoke(cli, args + ["--max-memory", "1M"])
+    args = [
+        "run",
+        str(script / "sensors.cql"),
+        "-i",
+        f"readings={script / 'readings.csv'}",
+        "-q",
+        "-o",
+        str(tmp_path / "o"),
+    ]
+    result = CliRunner().invoke(cli, [*args, "--max-memory", "1M"])
     assert result.exit_code == 1
-    assert "refused: the process holds" in result.stderr and "(cq run: --max-memory SIZE)" in result.stderr
+    assert "refused: the process holds" in result.stderr
+    assert "(cq run: --max-memory SIZE)" in result.stderr
     assert "nothing was written" in result.stderr
-    assert CliRunner().invoke(cli, args + ["--max-memory", "64G"]).exit_code == 0
-    bad = CliRunner().invoke(cli, args + ["--max-memory", "lots"])
-    assert bad.exit_code == 2 and "expected a size such as 4G" in bad.output
+    assert CliRunner().invoke(cli, [*args, "--max-memory", "64G"]).exit_code == 0
+    bad = CliRunner().invoke(cli, [*args, "--max-memory", "lots"])
+    assert bad.exit_code == 2
+    assert "expected a size such as 4G" in bad.output

@@ -34,9 +34,11 @@ def test_an_advance_beyond_the_rows_is_the_progress_rstream_reaches(config):
 def test_a_single_input_query_reaches_the_progress_of_another_input(config):
     # (With hybrid=False every input feeds one region: it stopped at the other input's progress.)
     eng = cq_py.Engine(**config)
-    eng.execute("REGISTER STREAM s(k INT); REGISTER STREAM other(k INT);"
-                "REGISTER QUERY q AS RSTREAM(SELECT k FROM s [Range 2]);"
-                "REGISTER QUERY u AS RSTREAM(SELECT k FROM s);")
+    eng.execute(
+        "REGISTER STREAM s(k INT); REGISTER STREAM other(k INT);"
+        "REGISTER QUERY q AS RSTREAM(SELECT k FROM s [Range 2]);"
+        "REGISTER QUERY u AS RSTREAM(SELECT k FROM s);"
+    )
     eng.push("s", table([5]))
     eng.push("other", table([9]))
     eng.close()
@@ -50,10 +52,12 @@ def test_ticks_ahead_of_every_input_wait_for_the_progress_or_close(config):
     # ticks beyond P wait (and the output progress with them: `after` reads `u` in order) until
     # another input takes P to 16; at close the unbounded R never ends, so nothing beyond 16.
     eng = cq_py.Engine(**config)
-    eng.execute("REGISTER STREAM s(k INT); REGISTER STREAM t(k INT);"
-                "REGISTER QUERY d AS ISTREAM(SELECT k FROM s [Now]) <5>;"
-                "REGISTER QUERY u AS RSTREAM(SELECT k FROM d);"
-                "REGISTER QUERY after AS ISTREAM(SELECT k, COUNT(*) AS n FROM u [Range 2] GROUP BY k);")
+    eng.execute(
+        "REGISTER STREAM s(k INT); REGISTER STREAM t(k INT);"
+        "REGISTER QUERY d AS ISTREAM(SELECT k FROM s [Now]) <5>;"
+        "REGISTER QUERY u AS RSTREAM(SELECT k FROM d);"
+        "REGISTER QUERY after AS ISTREAM(SELECT k, COUNT(*) AS n FROM u [Range 2] GROUP BY k);"
+    )
     eng.push("s", table([10]))
     eng.advance(12)
     assert rows(eng, "u") == []
@@ -70,11 +74,14 @@ def test_beyond_the_progress_a_value_ending_where_an_equal_one_starts_does_not_d
     # (hybrid=False once ran RSTREAM instant by instant with its inputs: at 7 it knew the end at 9
     # and not yet the equal start that the delay holds for 9. It runs between regions now.)
     eng = cq_py.Engine(**config)
-    eng.execute("REGISTER STREAM s(k INT); REGISTER STREAM t(k INT);"
-                "REGISTER QUERY later3 AS ISTREAM(SELECT 3 AS v FROM t [Now]) <3>;"
-                "REGISTER QUERY m AS RSTREAM(SELECT 3 AS v FROM s [Range 5] UNION ALL SELECT v FROM later3);"
-                "REGISTER QUERY ends AS RSTREAM(SELECT 3 AS v FROM s [Range 5] UNION ALL "
-                "SELECT v FROM later3 [Range 2]);")
+    eng.execute(
+        "REGISTER STREAM s(k INT); REGISTER STREAM t(k INT);"
+        "REGISTER QUERY later3 AS ISTREAM(SELECT 3 AS v FROM t [Now]) <3>;"
+        "REGISTER QUERY m AS RSTREAM(SELECT 3 AS v FROM s [Range 5] UNION ALL SELECT v "
+        "FROM later3);"
+        "REGISTER QUERY ends AS RSTREAM(SELECT 3 AS v FROM s [Range 5] UNION ALL "
+        "SELECT v FROM later3 [Range 2]);"
+    )
     eng.push("s", table([4]))
     eng.push("t", table([6]))
     eng.close()
@@ -92,12 +99,17 @@ def test_an_rstream_read_through_a_delay_in_a_loop_ends_with_its_relation(hybrid
     # when the loop has run past 6 and 7: close() says so (it was an internal error) and leaves
     # the results as they were before it (tick 5 too is decided only by the close).
     eng = cq_py.Engine(expose_steps=True, hybrid=hybrid, lifetime=lifetime)
-    eng.execute("REGISTER STREAM s(a INT); REGISTER QUERY every AS RSTREAM(SELECT a FROM s [Range 3] "
-                "UNION ALL SELECT a + 10 AS a FROM every [Now] WHERE a + 10 < 30) <Now>;")
+    eng.execute(
+        "REGISTER STREAM s(a INT); REGISTER QUERY every AS RSTREAM(SELECT a FROM s [Range 3] "
+        "UNION ALL SELECT a + 10 AS a FROM every [Now] WHERE a + 10 < 30) <Now>;"
+    )
     eng.push("s", pa.table({"a": [1], "ts": [5]}))
     if lifetime == "negative":
-        with pytest.raises(cq_py.CQLSemanticError, match=r"RSTREAM on a recursive loop cannot decide tick 6 "
-                           r"after close\(\).*lifetime='direct'"):
+        with pytest.raises(
+            cq_py.CQLSemanticError,
+            match=r"RSTREAM on a recursive loop cannot decide tick 6 "
+            r"after close\(\).*lifetime='direct'",
+        ):
             eng.close()
         assert rows(eng, "every") == []
         return
@@ -107,33 +119,52 @@ def test_an_rstream_read_through_a_delay_in_a_loop_ends_with_its_relation(hybrid
 
 ISSUE_EXAMPLES = [
     # (script, pushes, expected (values..., ts)) — issue 27 A as reported.
-    pytest.param("REGISTER STREAM s1 (k BIGINT); REGISTER STREAM s2 (k BIGINT);"
-                 "REGISTER QUERY q0 AS RSTREAM(SELECT k FROM s1 UNION ALL SELECT k FROM s2);",
-                 [("s1", {"k": [1, 2], "ts": [10, 12]})],
-                 [(1, 10), (1, 11), (1, 12), (2, 12)], id="union-all-empty-second-input"),
-    pytest.param("REGISTER STREAM s0 (k BIGINT); REGISTER STREAM s1 (k BIGINT);"
-                 "REGISTER QUERY q0 AS RSTREAM(SELECT k FROM s0 UNION ALL SELECT k FROM s1);",
-                 [("s0", {"k": [1], "ts": [2]}), ("s1", {"k": [2], "ts": [5]})],
-                 [(1, 2), (1, 3), (1, 4), (1, 5), (2, 5)], id="union-all"),
-    pytest.param("REGISTER STREAM s1 (k BIGINT); REGISTER STREAM s0 (x VARCHAR);"
-                 "REGISTER QUERY q0 AS RSTREAM(SELECT k FROM s1 EXCEPT SELECT 4 AS k FROM s0 [Range 3]);",
-                 [("s1", {"k": [0], "ts": [7]}), ("s0", {"x": ["a"], "ts": [28]})],
-                 [(0, t) for t in range(7, 29)], id="except"),
-    pytest.param("REGISTER STREAM s0 (k BIGINT); REGISTER RELATION r0 (k BIGINT);"
-                 "REGISTER QUERY q0 AS RSTREAM(SELECT x0.k AS a, x1.k AS b FROM s0 [Range Unbounded] x0, r0 x1 "
-                 "WHERE x0.k <> x1.k);",
-                 [("r0", {"k": [2], "ts": [1]}), ("s0", {"k": [1], "ts": [3]}), ("r0", {"k": [5], "ts": [4]})],
-                 [(1, 2, 3), (1, 2, 4), (1, 5, 4)], id="stream-x-relation"),
-    pytest.param("REGISTER STREAM s1 (k BIGINT); REGISTER STREAM s2 (k BIGINT);"
-                 "REGISTER QUERY q0 AS RSTREAM(SELECT COUNT(*) AS n FROM s1 [Rows 1] EXCEPT "
-                 "SELECT k AS n FROM s2 [Now]);",
-                 [("s1", {"k": [4, 5], "ts": [3, 6]})],
-                 [(1, 3), (1, 4), (1, 5), (1, 6)], id="count-rows-except-empty"),
+    pytest.param(
+        "REGISTER STREAM s1 (k BIGINT); REGISTER STREAM s2 (k BIGINT);"
+        "REGISTER QUERY q0 AS RSTREAM(SELECT k FROM s1 UNION ALL SELECT k FROM s2);",
+        [("s1", {"k": [1, 2], "ts": [10, 12]})],
+        [(1, 10), (1, 11), (1, 12), (2, 12)],
+        id="union-all-empty-second-input",
+    ),
+    pytest.param(
+        "REGISTER STREAM s0 (k BIGINT); REGISTER STREAM s1 (k BIGINT);"
+        "REGISTER QUERY q0 AS RSTREAM(SELECT k FROM s0 UNION ALL SELECT k FROM s1);",
+        [("s0", {"k": [1], "ts": [2]}), ("s1", {"k": [2], "ts": [5]})],
+        [(1, 2), (1, 3), (1, 4), (1, 5), (2, 5)],
+        id="union-all",
+    ),
+    pytest.param(
+        "REGISTER STREAM s1 (k BIGINT); REGISTER STREAM s0 (x VARCHAR);"
+        "REGISTER QUERY q0 AS RSTREAM(SELECT k FROM s1 EXCEPT SELECT 4 AS k FROM s0 [Range 3]);",
+        [("s1", {"k": [0], "ts": [7]}), ("s0", {"x": ["a"], "ts": [28]})],
+        [(0, t) for t in range(7, 29)],
+        id="except",
+    ),
+    pytest.param(
+        "REGISTER STREAM s0 (k BIGINT); REGISTER RELATION r0 (k BIGINT);"
+        "REGISTER QUERY q0 AS RSTREAM(SELECT x0.k AS a, x1.k AS b "
+        "FROM s0 [Range Unbounded] x0, r0 x1 WHERE x0.k <> x1.k);",
+        [
+            ("r0", {"k": [2], "ts": [1]}),
+            ("s0", {"k": [1], "ts": [3]}),
+            ("r0", {"k": [5], "ts": [4]}),
+        ],
+        [(1, 2, 3), (1, 2, 4), (1, 5, 4)],
+        id="stream-x-relation",
+    ),
+    pytest.param(
+        "REGISTER STREAM s1 (k BIGINT); REGISTER STREAM s2 (k BIGINT);"
+        "REGISTER QUERY q0 AS RSTREAM(SELECT COUNT(*) AS n FROM s1 [Rows 1] EXCEPT "
+        "SELECT k AS n FROM s2 [Now]);",
+        [("s1", {"k": [4, 5], "ts": [3, 6]})],
+        [(1, 3), (1, 4), (1, 5), (1, 6)],
+        id="count-rows-except-empty",
+    ),
 ]
 
 
 @pytest.mark.parametrize("config", CONFIGURATIONS)
-@pytest.mark.parametrize("script,pushes,expected", ISSUE_EXAMPLES)
+@pytest.mark.parametrize(("script", "pushes", "expected"), ISSUE_EXAMPLES)
 def test_the_issue_examples(script, pushes, expected, config):
     eng = cq_py.Engine(**config)
     eng.execute(script)

@@ -6,9 +6,11 @@ import pytest
 
 import cq_py
 
-SCRIPT = ("REGISTER STREAM s(a INT);"
-          "REGISTER QUERY q AS ISTREAM(SELECT a FROM s [Now]);"
-          "REGISTER QUERY r AS ISTREAM(SELECT a * 10 AS b FROM s [Now]);")
+SCRIPT = (
+    "REGISTER STREAM s(a INT);"
+    "REGISTER QUERY q AS ISTREAM(SELECT a FROM s [Now]);"
+    "REGISTER QUERY r AS ISTREAM(SELECT a * 10 AS b FROM s [Now]);"
+)
 
 
 class Flaky:
@@ -46,13 +48,16 @@ def test_a_failing_callback_keeps_its_batch_for_the_next_delivery():
     with pytest.raises(cq_py.CallbackError) as e:
         push(eng, [1, 2], 5)
     msg = str(e.value)
-    assert e.value.query == "q" and isinstance(e.value.__cause__, OSError)
+    assert e.value.query == "q"
+    assert isinstance(e.value.__cause__, OSError)
     assert "raised OSError: disk full" in msg
     assert "The push to 's' was applied: do not retry it" in msg
-    assert "2 result rows of 'q'" in msg and "fetch('q')" in msg
+    assert "2 result rows of 'q'" in msg
+    assert "fetch('q')" in msg
     assert other.rows == [10, 20]  # the other query was served all the same
     push(eng, [3], 6)  # the next push (not a retry) delivers the kept batch first
-    assert cb.rows == [1, 2, 3] and other.rows == [10, 20, 30]
+    assert cb.rows == [1, 2, 3]
+    assert other.rows == [10, 20, 30]
 
 
 def test_what_a_failing_callback_did_not_take_can_be_fetched():
@@ -80,7 +85,8 @@ def test_several_subscribers_of_one_query_each_get_every_batch_once():
     with pytest.raises(cq_py.CallbackError):
         push(eng, [2], 2)
     eng.close()
-    assert a.rows == [1, 2] and b.rows == [1, 2]
+    assert a.rows == [1, 2]
+    assert b.rows == [1, 2]
 
 
 def test_a_callback_that_raises_at_subscribe_keeps_what_was_there():
@@ -91,7 +97,8 @@ def test_a_callback_that_raises_at_subscribe_keeps_what_was_there():
         eng.subscribe("q", cb)
     assert cb.rows == []
     eng.close()  # delivers again
-    assert cb.rows == [7] and eng.fetch("q").num_rows == 0
+    assert cb.rows == [7]
+    assert eng.fetch("q").num_rows == 0
 
 
 def test_an_interrupt_inside_a_callback_loses_nothing_either():

@@ -8,9 +8,11 @@ import pytest
 import cq_py
 from cq_py.ticks import MAX_TICK, MIN_TICK, to_ticks
 
-COUNT = ("REGISTER STREAM s(a INT);"
-         "REGISTER QUERY q AS ISTREAM(SELECT a FROM s [Now]);"
-         "REGISTER QUERY n AS ISTREAM(SELECT COUNT(*) AS n FROM s [Range Unbounded]);")
+COUNT = (
+    "REGISTER STREAM s(a INT);"
+    "REGISTER QUERY q AS ISTREAM(SELECT a FROM s [Now]);"
+    "REGISTER QUERY n AS ISTREAM(SELECT COUNT(*) AS n FROM s [Range Unbounded]);"
+)
 
 
 def engine(**options):
@@ -34,7 +36,8 @@ def test_a_row_at_infinity_is_refused_and_changes_nothing(value):
         eng.push("s", pa.table({"a": [1], "ts": [5]}))
         with pytest.raises(cq_py.InputError) as e:
             eng.push("s", pa.table({"a": [7, 8], "ts": pa.array([6, value], pa.int64())}))
-        assert e.value.stream == "s" and e.value.row == 1
+        assert e.value.stream == "s"
+        assert e.value.row == 1
         assert f"timestamp column 'ts': row 1 holds {value}" in str(e.value)
         assert "outside the engine's ticks" in str(e.value)
         eng.push("s", pa.table({"a": [2], "ts": [MAX_TICK]}))  # the largest tick is a tick
@@ -49,8 +52,11 @@ def test_an_arrow_timestamp_that_overflows_the_unit_is_refused_not_wrapped():
     eng = engine()
     with pytest.raises(cq_py.InputError) as e:
         eng.push("s", pa.table({"a": [1, 2], "ts": pa.array([0, 2**62], pa.timestamp("s"))}))
-    assert e.value.row == 1 and e.value.stream == "s"
-    assert "row 1 holds 4611686018427387904 s since the epoch, 4611686018427387904000 ms" in str(e.value)
+    assert e.value.row == 1
+    assert e.value.stream == "s"
+    assert "row 1 holds 4611686018427387904 s since the epoch, 4611686018427387904000 ms" in str(
+        e.value
+    )
     # Under a coarser unit the same instant fits.
     eng = engine(time_unit="s")
     eng.push("s", pa.table({"a": [1], "ts": pa.array([2**62], pa.timestamp("s"))}))
@@ -61,7 +67,9 @@ def test_timestamps_are_floored_to_the_unit_also_before_1970():
     us = pa.array([-1, -1000, -1500, 1500, 999, None], pa.timestamp("us"))
     assert to_ticks(us, "ms").to_pylist() == [-1, -1, -2, 1, 0, None]
     assert to_ticks(pa.chunked_array([us]), "s").to_pylist() == [-1, -1, -1, 0, 0, None]
-    assert to_ticks(pa.array([-2], pa.timestamp("s", tz="Europe/Paris")), "ms").to_pylist() == [-2000]
+    assert to_ticks(pa.array([-2], pa.timestamp("s", tz="Europe/Paris")), "ms").to_pylist() == [
+        -2000
+    ]
 
 
 def test_uint64_timestamps_past_int64_are_refused():
@@ -98,16 +106,22 @@ def test_advance_takes_ticks_within_the_range_and_datetimes():
 def test_merge_by_time_checks_the_range_and_counts_rows_from_the_input_start():
     from cq_py.io.readers import merge_by_time
 
-    batches = [pa.record_batch({"ts": pa.array([1, 2], pa.int64())}),
-               pa.record_batch({"ts": pa.array([3, 2**63 - 1], pa.int64())})]
+    batches = [
+        pa.record_batch({"ts": pa.array([1, 2], pa.int64())}),
+        pa.record_batch({"ts": pa.array([3, 2**63 - 1], pa.int64())}),
+    ]
     with pytest.raises(cq_py.InputError) as e:
         list(merge_by_time({"s": batches}))
-    assert e.value.row == 3 and "row 3 holds 9223372036854775807" in str(e.value)
-    batches = [pa.record_batch({"ts": pa.array([1, 2], pa.int64())}),
-               pa.record_batch({"ts": pa.array([3, None], pa.int64())})]
+    assert e.value.row == 3
+    assert "row 3 holds 9223372036854775807" in str(e.value)
+    batches = [
+        pa.record_batch({"ts": pa.array([1, 2], pa.int64())}),
+        pa.record_batch({"ts": pa.array([3, None], pa.int64())}),
+    ]
     with pytest.raises(cq_py.InputError) as e:
         list(merge_by_time({"s": batches}))
-    assert e.value.row == 3 and "at row 3" in str(e.value)
+    assert e.value.row == 3
+    assert "at row 3" in str(e.value)
 
 
 def test_advance_takes_dates_of_any_numpy_unit_and_refuses_nat():

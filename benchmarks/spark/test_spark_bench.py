@@ -14,7 +14,7 @@ import pytest
 
 # pytest runs in importlib mode (pyproject.toml): the script beside this file is imported by path.
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import bench_spark as bs  # noqa: E402
+import bench_spark as bs
 
 EVENTS = int(os.environ.get("CQ_BENCH_ROWS", "1000000"))
 
@@ -33,8 +33,10 @@ def events(spark, tmp_path_factory):
     return spark.read.parquet(path)
 
 
-WORKLOADS = {"sliding": (bs.cq_sliding, bs.sql_sliding, bs.check_sliding),
-             "rows": (bs.cq_rows, bs.sql_rows, bs.check_rows)}
+WORKLOADS = {
+    "sliding": (bs.cq_sliding, bs.sql_sliding, bs.check_sliding),
+    "rows": (bs.cq_rows, bs.sql_rows, bs.check_rows),
+}
 
 
 @pytest.mark.parametrize("workload", list(WORKLOADS))

@@ -18,6 +18,7 @@ import io
 import os
 import re
 from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
 from typing import Literal
 
 import numpy as np
@@ -30,13 +31,20 @@ import pyarrow.parquet as pq
 from cq_py.errors import ArgumentError, InputError
 from cq_py.ticks import UNITS, to_ticks
 
-__all__ = ["FORMATS", "Format", "detect_format", "merge_by_time", "open_input", "row_count",
-           "source_line"]
+__all__ = [
+    "FORMATS",
+    "Format",
+    "detect_format",
+    "merge_by_time",
+    "open_input",
+    "row_count",
+    "source_line",
+]
 
 Format = Literal["csv", "parquet", "jsonl"]
 
 #: The input formats and the file extensions that select them.
-FORMATS: dict[str, tuple[str, ...]] = {
+FORMATS: dict[Format, tuple[str, ...]] = {
     "csv": (".csv", ".tsv"),
     "parquet": (".parquet", ".pq"),
     "jsonl": (".jsonl", ".ndjson", ".json"),
@@ -53,7 +61,6 @@ _MAX_BLOCK_BYTES = 1 << 28
 _SAMPLE_BYTES = 1 << 16
 
 
-
 def detect_format(path: str | os.PathLike[str]) -> Format:
     """The format of ``path`` from its extension (a trailing compression suffix is ignored).
 
@@ -67,11 +74,10 @@ def detect_format(path: str | os.PathLike[str]) -> Format:
             break
     for fmt, extensions in FORMATS.items():
         if name.endswith(extensions):
-            return fmt  # type: ignore[return-value]
+            return fmt
     known = ", ".join(ext for exts in FORMATS.values() for ext in exts)
     raise InputError(
-        f"cannot tell the format of {os.fspath(path)!r} from its extension: "
-        f"expected one of {known}"
+        f"cannot tell the format of {os.fspath(path)!r} from its extension: expected one of {known}"
     )
 
 
@@ -79,11 +85,17 @@ def _normalize_format(fmt: str | None, path: str | os.PathLike[str]) -> Format:
     if fmt is None:
         return detect_format(path)
     lowered = fmt.lower()
-    aliases = {"csv": "csv", "parquet": "parquet", "pq": "parquet", "jsonl": "jsonl",
-               "ndjson": "jsonl", "json": "jsonl"}
+    aliases: dict[str, Format] = {
+        "csv": "csv",
+        "parquet": "parquet",
+        "pq": "parquet",
+        "jsonl": "jsonl",
+        "ndjson": "jsonl",
+        "json": "jsonl",
+    }
     if lowered not in aliases:
         raise InputError(f"unknown input format {fmt!r}: expected csv, parquet or jsonl")
-    return aliases[lowered]  # type: ignore[return-value]
+    return aliases[lowered]
 
 
 def row_count(path: str | os.PathLike[str], format: str | None = None) -> int | None:
@@ -99,7 +111,8 @@ def row_count(path: str | os.PathLike[str], format: str | None = None) -> int | 
     if fmt != "parquet":
         return None
     try:
-        return pq.ParquetFile(os.fspath(path)).metadata.num_rows
+        rows: int = pq.ParquetFile(os.fspath(path)).metadata.num_rows
+        return rows
     except (OSError, pa.ArrowException):
         return None
 
@@ -138,15 +151,16 @@ def open_input(
         raise ArgumentError(f"batch_size must be positive, got {batch_size!r}")
     fmt = _normalize_format(format, path)
     spath = os.fspath(path)
-    if not os.path.exists(spath):
+    if not Path(spath).exists():
         raise InputError(f"input file {spath!r} does not exist")
-    if os.path.isdir(spath):
+    if Path(spath).is_dir():
         raise InputError(f"input path {spath!r} is a directory, expected a file")
     return _guarded(_open(spath, fmt, batch_size, schema, block_size), spath, fmt, schema)
 
 
-def _open(path: str, fmt: Format, batch_size: int, schema: pa.Schema | None,
-          block_size: int | None) -> Iterator[pa.RecordBatch]:
+def _open(
+    path: str, fmt: Format, batch_size: int, schema: pa.Schema | None, block_size: int | None
+) -> Iterator[pa.RecordBatch]:
     if fmt == "parquet":
         pf = pq.ParquetFile(path)
         batches: Iterable[pa.RecordBatch] = pf.iter_batches(batch_size=batch_size)
@@ -177,15 +191,17 @@ def _open(path: str, fmt: Format, batch_size: int, schema: pa.Schema | None,
             explicit_schema=schema if schema is not None else None,
             unexpected_field_behavior="infer",
         )
-        reader = pajson.open_json(path, read_options=pajson.ReadOptions(block_size=blocks),
-                                  parse_options=parse)
+        reader = pajson.open_json(
+            path, read_options=pajson.ReadOptions(block_size=blocks), parse_options=parse
+        )
     with reader:
         for batch in reader:
             yield from _split(batch, batch_size)
 
 
-def _guarded(batches: Iterator[pa.RecordBatch], path: str, fmt: Format,
-             schema: pa.Schema | None = None) -> Iterator[pa.RecordBatch]:
+def _guarded(
+    batches: Iterator[pa.RecordBatch], path: str, fmt: Format, schema: pa.Schema | None = None
+) -> Iterator[pa.RecordBatch]:
     # Readers fail lazily (the first block is parsed on first next()); turn pyarrow's errors into
     # one exception type that names the file, so callers need not know pyarrow's.
     rows = 0
@@ -209,10 +225,15 @@ def _guarded(batches: Iterator[pa.RecordBatch], path: str, fmt: Format,
 # again with Python's csv module, only after an error.
 
 _CONVERSION = re.compile(
-    r"In CSV column #(\d+): CSV conversion error to (\w+): invalid value '(.*)'$", re.DOTALL)
+    r"In CSV column #(\d+): CSV conversion error to (\w+): invalid value '(.*)'$", re.DOTALL
+)
 _COLUMNS = re.compile(r"CSV parse error: Expected (\d+) columns?, got (\d+)")
-_CQL_TYPES = {pa.int64(): "BIGINT", pa.float64(): "DOUBLE", pa.string(): "VARCHAR",
-              pa.bool_(): "BOOLEAN"}
+_CQL_TYPES = {
+    pa.int64(): "BIGINT",
+    pa.float64(): "DOUBLE",
+    pa.string(): "VARCHAR",
+    pa.bool_(): "BOOLEAN",
+}
 
 
 def _csv_records(path: str) -> Iterator[tuple[int, list[str]]]:
@@ -260,8 +281,9 @@ def source_line(path: str | os.PathLike[str], row: int) -> int | None:
     return None
 
 
-def _locate_csv_error(path: str, message: str, first: int,
-                      schema: pa.Schema | None) -> tuple[int, str] | None:
+def _locate_csv_error(
+    path: str, message: str, first: int, schema: pa.Schema | None
+) -> tuple[int, str] | None:
     """The data row and a message naming the line and the column by name for pyarrow's CSV
     conversion and column-count errors, looked for from data row ``first`` on (the rows before
     were read); None when the message is another or the place is not found."""
@@ -275,16 +297,24 @@ def _locate_csv_error(path: str, message: str, first: int,
             if row < first:
                 continue
             if count is not None and len(record) != len(header):
-                return row, (f"line {line} has {len(record)} fields, the header "
-                             f"{len(header)} ({', '.join(header)})")
+                return row, (
+                    f"line {line} has {len(record)} fields, the header "
+                    f"{len(header)} ({', '.join(header)})"
+                )
             if conversion is not None:
                 index, arrow_type, value = int(conversion[1]), conversion[2], conversion[3]
                 if index < len(record) and record[index] == value:
                     name = header[index] if index < len(header) else f"#{index + 1}"
-                    declared = (schema.field(name).type
-                                if schema is not None and name in schema.names else None)
-                    want = (_CQL_TYPES.get(declared, str(declared)) if declared is not None
-                            else f"{arrow_type} (as in the rows before it)")
+                    declared = (
+                        schema.field(name).type
+                        if schema is not None and name in schema.names
+                        else None
+                    )
+                    want = (
+                        _CQL_TYPES.get(declared, str(declared))
+                        if declared is not None
+                        else f"{arrow_type} (as in the rows before it)"
+                    )
                     return row, f"line {line}, column '{name}': expected {want}, found {value!r}"
     except (OSError, ValueError, csv.Error, pa.ArrowException, StopIteration):
         pass
@@ -334,8 +364,9 @@ def _conform(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
 # merge_by_time
 
 
-def _ts_keys(batch: pa.RecordBatch, name: str, ts: str, time_unit: str | None,
-             base: int = 0) -> np.ndarray:
+def _ts_keys(
+    batch: pa.RecordBatch, name: str, ts: str, time_unit: str | None, base: int = 0
+) -> np.ndarray:
     """The timestamps of ``batch`` as int64 on one scale, so that inputs compare with each other.
     Errors name the row counted from the input's first (``base`` rows come before ``batch``)."""
     index = batch.schema.get_field_index(ts)
@@ -349,25 +380,35 @@ def _ts_keys(batch: pa.RecordBatch, name: str, ts: str, time_unit: str | None,
     if col.null_count:
         # Report the first offending row; vectorized, no scan in Python.
         row = base + int(pc.index(pc.is_null(col), True).as_py())
-        raise InputError(f"input {name!r}: null timestamp in column {ts!r} at row {row}",
-                         stream=name, row=row)
+        raise InputError(
+            f"input {name!r}: null timestamp in column {ts!r} at row {row}", stream=name, row=row
+        )
     # Integers are ticks of the engine's unit; timestamps are brought to that unit (or to ns when
     # the unit is not an Arrow one) so both kinds of input line up, as the engine will see them.
     try:
-        ticks = to_ticks(col, time_unit if time_unit in UNITS else "ns", where=f"input {name!r}",
-                         column=ts, stream=name)
+        ticks = to_ticks(
+            col,
+            time_unit if time_unit in UNITS else "ns",
+            where=f"input {name!r}",
+            column=ts,
+            stream=name,
+        )
     except InputError as exc:
         if exc.row is None:
             raise
-        raise InputError(exc.message.replace(f"row {exc.row} ", f"row {base + exc.row} ", 1),
-                         stream=name, row=base + exc.row) from None
-    return ticks.to_numpy(zero_copy_only=False)
+        raise InputError(
+            exc.message.replace(f"row {exc.row} ", f"row {base + exc.row} ", 1),
+            stream=name,
+            row=base + exc.row,
+        ) from None
+    values: np.ndarray = ticks.to_numpy(zero_copy_only=False)
+    return values
 
 
 class _Head:
     """The unconsumed part of one input's current batch and its timestamps."""
 
-    __slots__ = ("name", "it", "batch", "keys", "rows")
+    __slots__ = ("batch", "it", "keys", "name", "rows")
 
     def __init__(self, name: str, it: Iterator[pa.RecordBatch]):
         self.name = name

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 from types import TracebackType
 from typing import IO, Literal
 
@@ -52,19 +53,26 @@ class QueryWriter:
     2
     """
 
-    def __init__(self, path: str | os.PathLike[str], format: OutputFormat,
-                 schema: pa.Schema | None = None, *, staged: bool = False):
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        format: OutputFormat,
+        schema: pa.Schema | None = None,
+        *,
+        staged: bool = False,
+    ):
         if format not in EXTENSIONS:
             raise ArgumentError(f"unknown output format {format!r}: expected csv, parquet or jsonl")
         self.path = os.fspath(path)
-        head, tail = os.path.split(self.path)
+        target = Path(self.path)
         self.staged = staged
         # Beside the target, so that commit() is a rename within one file system.
-        self._file = os.path.join(head, f".{tail}.partial") if staged else self.path
+        self._file = str(target.with_name(f".{target.name}.partial")) if staged else self.path
         self.format: OutputFormat = format
         self.schema = schema
         self.rows = 0
-        self._sink: pacsv.CSVWriter | pq.ParquetWriter | IO[bytes] | None = None
+        self._writer: pacsv.CSVWriter | pq.ParquetWriter | None = None  # CSV and Parquet
+        self._stream: IO[bytes] | None = None  # JSON Lines
         self._closed = False
 
     # -- lifecycle -----------------------------------------------------------------------------
@@ -72,29 +80,37 @@ class QueryWriter:
     def _open(self, schema: pa.Schema) -> None:
         self.schema = schema
         if self.format == "csv":
-            self._sink = pacsv.CSVWriter(self._file, schema)
+            self._writer = pacsv.CSVWriter(self._file, schema)
         elif self.format == "parquet":
-            self._sink = pq.ParquetWriter(self._file, schema)
+            self._writer = pq.ParquetWriter(self._file, schema)
         else:
-            self._sink = open(self._file, "wb")
+            self._stream = Path(self._file).open("wb")  # noqa: SIM115 - open until close()
+
+    def _close_file(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+        if self._stream is not None:
+            self._stream.close()
 
     def write(self, batch: pa.RecordBatch | pa.Table) -> None:
         """Append ``batch`` (a record batch or a table) to the file, opening it on first use."""
         if self._closed:
             raise ValueError(f"writer for {self.path!r} is closed")
-        if self._sink is None:
+        if not self.opened:
             self._open(self.schema if self.schema is not None else batch.schema)
         assert self.schema is not None
         if batch.schema != self.schema:
             batch = batch.cast(self.schema)
         if batch.num_rows == 0:
             return
-        if self.format == "jsonl":
-            self._sink.write(encode_json_lines(batch))  # type: ignore[union-attr]
-        elif isinstance(batch, pa.Table):
-            self._sink.write_table(batch)  # type: ignore[union-attr]
+        if self._stream is not None:
+            self._stream.write(encode_json_lines(batch))
         else:
-            self._sink.write_batch(batch)  # type: ignore[union-attr]
+            assert self._writer is not None  # opened above
+            if isinstance(batch, pa.Table):
+                self._writer.write_table(batch)
+            else:
+                self._writer.write_batch(batch)
         self.rows += batch.num_rows
 
     __call__ = write  # so a writer can be handed to ``Engine.subscribe`` directly
@@ -105,42 +121,51 @@ class QueryWriter:
         Lines file is empty."""
         if self._closed:
             return
-        if self._sink is None:
+        if not self.opened:
             self._open(schema or self.schema or pa.schema([]))
         self._closed = True
-        self._sink.close()  # type: ignore[union-attr]
+        self._close_file()
 
     def commit(self, schema: pa.Schema | None = None) -> None:
         """Finish the file (as :meth:`close`) and, when staged, move it into place."""
         self.close(schema)
-        if self.staged and os.path.exists(self._file):
-            os.replace(self._file, self.path)
+        if self.staged and Path(self._file).exists():
+            Path(self._file).replace(self.path)
 
     def discard(self) -> None:
         """Give the output up: a staged writer's temporary file is removed (``path`` is left as
         it was); an unstaged writer's file is closed, as far as it was written."""
-        if not self._closed and self._sink is not None:
-            self._closed = True
-            self._sink.close()  # type: ignore[union-attr]
+        if not self._closed:
+            self._close_file()
         self._closed = True
-        if self.staged and os.path.exists(self._file):
-            os.remove(self._file)
+        if self.staged:
+            Path(self._file).unlink(missing_ok=True)
 
     @property
     def opened(self) -> bool:
         """Whether the file has been created (a batch came, or the writer was closed)."""
-        return self._sink is not None
+        return self._writer is not None or self._stream is not None
 
     def __enter__(self) -> QueryWriter:
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         self.close()
 
 
-def open_writer(directory: str | os.PathLike[str], query: str, format: OutputFormat,
-                schema: pa.Schema | None = None, *, staged: bool = False) -> QueryWriter:
+def open_writer(
+    directory: str | os.PathLike[str],
+    query: str,
+    format: OutputFormat,
+    schema: pa.Schema | None = None,
+    *,
+    staged: bool = False,
+) -> QueryWriter:
     """A :class:`QueryWriter` for ``directory/<query>.<ext>``; the directory is created if needed.
     ``staged``: see :class:`QueryWriter`.
 
@@ -150,14 +175,16 @@ def open_writer(directory: str | os.PathLike[str], query: str, format: OutputFor
     """
     if format not in EXTENSIONS:
         raise ArgumentError(f"unknown output format {format!r}: expected csv, parquet or jsonl")
-    os.makedirs(directory, exist_ok=True)
-    return QueryWriter(os.path.join(directory, f"{query}.{EXTENSIONS[format]}"), format, schema,
-                       staged=staged)
+    Path(directory).mkdir(parents=True, exist_ok=True)
+    return QueryWriter(
+        Path(directory) / f"{query}.{EXTENSIONS[format]}", format, schema, staged=staged
+    )
 
 
 # --------------------------------------------------------------------------------------------
 # JSON Lines, vectorized: every column becomes an array of JSON texts, then rows are joined
 # element-wise. pyarrow has no JSON writer and pandas is not a runtime dependency.
+
 
 def _concat(*parts: pa.Array | str) -> pa.Array:
     """Element-wise concatenation of large_string arrays and literal strings (null if any is)."""
@@ -189,8 +216,9 @@ def _json_values(arr: pa.Array) -> pa.Array:
     if pa.types.is_null(t):
         out = pa.nulls(len(arr), pa.large_string())
     elif pa.types.is_boolean(t):
-        out = pc.if_else(arr, pa.scalar("true", pa.large_string()),
-                         pa.scalar("false", pa.large_string()))
+        out = pc.if_else(
+            arr, pa.scalar("true", pa.large_string()), pa.scalar("false", pa.large_string())
+        )
     elif pa.types.is_integer(t) or pa.types.is_decimal(t):
         out = arr.cast(pa.large_string())
     elif pa.types.is_floating(t):
@@ -209,8 +237,10 @@ def _json_values(arr: pa.Array) -> pa.Array:
             text = pc.replace_substring(text, " ", "T", max_replacements=1)
         out = _json_string(text)
     else:
-        raise TypeError(f"cannot write a column of type {t} as JSON Lines; "
-                        "use --format parquet for nested or binary data")
+        raise TypeError(
+            f"cannot write a column of type {t} as JSON Lines; "
+            "use --format parquet for nested or binary data"
+        )
     return pc.fill_null(out, pa.scalar("null", pa.large_string()))
 
 
@@ -232,9 +262,11 @@ def encode_json_lines(batch: pa.RecordBatch | pa.Table) -> bytes:
         parts.append(_json_values(batch.column(i)))
     parts.append("}\n" if parts else "{}\n")
     if not any(isinstance(p, pa.Array) for p in parts):
-        return b"{}\n" * batch.num_rows
+        rows: int = batch.num_rows
+        return b"{}\n" * rows
     lines = _concat(*parts)
     # The row texts are contiguous in the result's data buffer: hand that range over as is.
     offsets = np.frombuffer(lines.buffers()[1], dtype=np.int64)
     start, end = offsets[lines.offset], offsets[lines.offset + len(lines)]
-    return lines.buffers()[2][start:end].to_pybytes()
+    text: bytes = lines.buffers()[2][start:end].to_pybytes()
+    return text

@@ -8,7 +8,6 @@ types are not known here; that is the planner's job.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional, Union
 
 
 @dataclass(frozen=True)
@@ -24,39 +23,45 @@ NOPOS = Pos(0, 0)
 # Types, durations, windows
 # ---------------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class TypeName:
     """A column type. ``name`` is canonical: BIGINT (INT, INTEGER, BIGINT), DOUBLE (DOUBLE, FLOAT,
-    REAL), VARCHAR (VARCHAR, CHAR, STRING) or BOOLEAN; ``length`` is the (n) of VARCHAR(n)/CHAR(n)."""
+    REAL), VARCHAR (VARCHAR, CHAR, STRING) or BOOLEAN; ``length`` is the (n) of VARCHAR(n) and
+    CHAR(n)."""
+
     name: str
-    length: Optional[int] = None
+    length: int | None = None
     pos: Pos = field(default=NOPOS, compare=False)
 
 
 @dataclass(frozen=True)
 class Duration:
-    """``value`` in ``unit``; unit is None for bare ticks, else one of 'ms', 's', 'min', 'h', 'd'."""
+    """``value`` in ``unit``: None for bare ticks, else one of 'ms', 's', 'min', 'h', 'd'."""
+
     value: int
-    unit: Optional[str] = None
+    unit: str | None = None
     pos: Pos = field(default=NOPOS, compare=False)
 
 
 @dataclass(frozen=True)
 class Window:
     """``kind`` is one of 'now', 'range', 'range_slide', 'unbounded', 'rows', 'partition_rows'."""
+
     kind: str
-    range: Optional[Duration] = None
-    slide: Optional[Duration] = None
-    rows: Optional[int] = None
-    partition_by: tuple["ColumnRef", ...] = ()
+    range: Duration | None = None
+    slide: Duration | None = None
+    rows: int | None = None
+    partition_by: tuple[ColumnRef, ...] = ()
     pos: Pos = field(default=NOPOS, compare=False)
 
 
 @dataclass(frozen=True)
 class Delay:
     """``<Now>`` (kind 'now', one ε) or ``<d>`` (kind 'duration')."""
+
     kind: str
-    duration: Optional[Duration] = None
+    duration: Duration | None = None
     pos: Pos = field(default=NOPOS, compare=False)
 
 
@@ -64,9 +69,11 @@ class Delay:
 # Expressions
 # ---------------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Literal:
     """``type`` is 'int', 'double', 'string', 'bool' or 'null'."""
+
     value: object
     type: str
     pos: Pos = field(default=NOPOS, compare=False)
@@ -75,70 +82,75 @@ class Literal:
 @dataclass(frozen=True)
 class ColumnRef:
     name: str
-    qualifier: Optional[str] = None
+    qualifier: str | None = None
     pos: Pos = field(default=NOPOS, compare=False)
 
 
 @dataclass(frozen=True)
 class Star:
     """``*`` or ``s.*`` in a select list, or the argument of COUNT(*)."""
-    qualifier: Optional[str] = None
+
+    qualifier: str | None = None
     pos: Pos = field(default=NOPOS, compare=False)
 
 
 @dataclass(frozen=True)
 class Unary:
     """``op`` is '-' or 'NOT'."""
+
     op: str
-    operand: "Expr"
+    operand: Expr
     pos: Pos = field(default=NOPOS, compare=False)
 
 
 @dataclass(frozen=True)
 class Binary:
     """``op`` is one of + - * / % = <> < <= > >= AND OR (``!=`` is normalised to ``<>``)."""
+
     op: str
-    left: "Expr"
-    right: "Expr"
+    left: Expr
+    right: Expr
     pos: Pos = field(default=NOPOS, compare=False)
 
 
 @dataclass(frozen=True)
 class IsNull:
-    operand: "Expr"
+    operand: Expr
     negated: bool = False
     pos: Pos = field(default=NOPOS, compare=False)
 
 
 @dataclass(frozen=True)
 class Between:
-    operand: "Expr"
-    low: "Expr"
-    high: "Expr"
+    operand: Expr
+    low: Expr
+    high: Expr
     negated: bool = False
     pos: Pos = field(default=NOPOS, compare=False)
 
 
 @dataclass(frozen=True)
 class InList:
-    operand: "Expr"
-    items: tuple["Expr", ...]
+    operand: Expr
+    items: tuple[Expr, ...]
     negated: bool = False
     pos: Pos = field(default=NOPOS, compare=False)
 
 
 @dataclass(frozen=True)
 class Case:
-    """``CASE [operand] WHEN a THEN b ... [ELSE e] END``; ``whens`` holds (condition, result) pairs."""
-    operand: Optional["Expr"]
-    whens: tuple[tuple["Expr", "Expr"], ...]
-    else_: Optional["Expr"] = None
+    """``CASE [operand] WHEN a THEN b ... [ELSE e] END``; ``whens`` holds (condition, result)
+    pairs."""
+
+    operand: Expr | None
+    whens: tuple[tuple[Expr, Expr], ...]
+    else_: Expr | None = None
     pos: Pos = field(default=NOPOS, compare=False)
 
 
 @dataclass(frozen=True)
 class Cast:
-    operand: "Expr"
+    operand: Expr
     to: TypeName
     pos: Pos = field(default=NOPOS, compare=False)
 
@@ -146,32 +158,37 @@ class Cast:
 @dataclass(frozen=True)
 class FuncCall:
     """A function or aggregate call; ``name`` is upper-cased. COUNT(*) has ``args == (Star(),)``."""
+
     name: str
-    args: tuple["Expr", ...]
+    args: tuple[Expr, ...]
     distinct: bool = False
     pos: Pos = field(default=NOPOS, compare=False)
 
 
-Expr = Union[Literal, ColumnRef, Star, Unary, Binary, IsNull, Between, InList, Case, Cast, FuncCall]
+Expr = (
+    Literal | ColumnRef | Star | Unary | Binary | IsNull | Between | InList | Case | Cast | FuncCall
+)
 
 
 # ---------------------------------------------------------------------------------------------
 # Queries
 # ---------------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class SelectItem:
     expr: Expr
-    alias: Optional[str] = None
+    alias: str | None = None
     pos: Pos = field(default=NOPOS, compare=False)
 
 
 @dataclass(frozen=True)
 class Source:
     """A FROM entry: a registered stream, relation or named query, with an optional window."""
+
     name: str
-    window: Optional[Window] = None
-    alias: Optional[str] = None
+    window: Window | None = None
+    alias: str | None = None
     pos: Pos = field(default=NOPOS, compare=False)
 
 
@@ -179,9 +196,9 @@ class Source:
 class Select:
     items: tuple[SelectItem, ...]
     sources: tuple[Source, ...]
-    where: Optional[Expr] = None
+    where: Expr | None = None
     group_by: tuple[Expr, ...] = ()
-    having: Optional[Expr] = None
+    having: Expr | None = None
     distinct: bool = False
     pos: Pos = field(default=NOPOS, compare=False)
 
@@ -189,27 +206,30 @@ class Select:
 @dataclass(frozen=True)
 class StreamOp:
     """ISTREAM / DSTREAM / RSTREAM over a query, with an optional delay suffix."""
+
     kind: str
-    query: "Query"
-    delay: Optional[Delay] = None
+    query: Query
+    delay: Delay | None = None
     pos: Pos = field(default=NOPOS, compare=False)
 
 
 @dataclass(frozen=True)
 class SetOp:
     """``op`` is 'UNION ALL', 'UNION', 'EXCEPT' or 'INTERSECT'."""
+
     op: str
-    left: "Query"
-    right: "Query"
+    left: Query
+    right: Query
     pos: Pos = field(default=NOPOS, compare=False)
 
 
-Query = Union[Select, StreamOp, SetOp]
+Query = Select | StreamOp | SetOp
 
 
 # ---------------------------------------------------------------------------------------------
 # Statements
 # ---------------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class ColumnDef:
@@ -239,7 +259,7 @@ class RegisterQuery:
     pos: Pos = field(default=NOPOS, compare=False)
 
 
-Statement = Union[RegisterStream, RegisterRelation, RegisterQuery]
+Statement = RegisterStream | RegisterRelation | RegisterQuery
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Optional
 
 from cq_py.errors import CQLSyntaxError
 from cq_py.parser import ast
@@ -30,18 +29,29 @@ MAX_NESTING = 100
 _OR, _AND, _NOT, _PREDICATE, _ADDITIVE, _MULTIPLICATIVE, _UNARY = range(1, 8)
 
 _BINARY_OPERATORS: dict[str, int] = {
-    "OR": _OR, "AND": _AND,
-    "+": _ADDITIVE, "-": _ADDITIVE,
-    "*": _MULTIPLICATIVE, "/": _MULTIPLICATIVE, "%": _MULTIPLICATIVE,
+    "OR": _OR,
+    "AND": _AND,
+    "+": _ADDITIVE,
+    "-": _ADDITIVE,
+    "*": _MULTIPLICATIVE,
+    "/": _MULTIPLICATIVE,
+    "%": _MULTIPLICATIVE,
 }
 _COMPARISONS = frozenset({"=", "<>", "<", "<=", ">", ">="})
 
 #: Type spellings (upper-cased) -> canonical TypeName.name.
 _TYPES: dict[str, str] = {
-    "INT": "BIGINT", "INTEGER": "BIGINT", "BIGINT": "BIGINT",
-    "DOUBLE": "DOUBLE", "FLOAT": "DOUBLE", "REAL": "DOUBLE",
-    "VARCHAR": "VARCHAR", "CHAR": "VARCHAR", "STRING": "VARCHAR",
-    "BOOLEAN": "BOOLEAN", "BOOL": "BOOLEAN",
+    "INT": "BIGINT",
+    "INTEGER": "BIGINT",
+    "BIGINT": "BIGINT",
+    "DOUBLE": "DOUBLE",
+    "FLOAT": "DOUBLE",
+    "REAL": "DOUBLE",
+    "VARCHAR": "VARCHAR",
+    "CHAR": "VARCHAR",
+    "STRING": "VARCHAR",
+    "BOOLEAN": "BOOLEAN",
+    "BOOL": "BOOLEAN",
 }
 _TYPES_WITH_LENGTH = frozenset({"VARCHAR", "CHAR"})
 _TYPE_HINT = "a type (INT, BIGINT, DOUBLE, VARCHAR, BOOLEAN, ...)"
@@ -99,13 +109,16 @@ class _Parser:
     def at_word(self, *words: str) -> bool:
         return self._is_word(self.tok, *words)
 
-    def accept_op(self, op: str) -> Optional[Token]:
+    def at_end(self) -> bool:
+        return self.tok.kind is TokenKind.EOF
+
+    def accept_op(self, op: str) -> Token | None:
         return self.advance() if self.at_op(op) else None
 
-    def accept_kw(self, keyword: str) -> Optional[Token]:
+    def accept_kw(self, keyword: str) -> Token | None:
         return self.advance() if self.at_kw(keyword) else None
 
-    def accept_word(self, word: str) -> Optional[Token]:
+    def accept_word(self, word: str) -> Token | None:
         return self.advance() if self.at_word(word) else None
 
     def expect_op(self, op: str, context: str) -> Token:
@@ -122,7 +135,7 @@ class _Parser:
     # Errors and nesting
     # =========================================================================================
 
-    def error(self, message: str, tok: Optional[Token] = None) -> CQLSyntaxError:
+    def error(self, message: str, tok: Token | None = None) -> CQLSyntaxError:
         tok = tok or self.tok
         return syntax_error(self.text, message, tok.line, tok.column, tok.text)
 
@@ -136,9 +149,11 @@ class _Parser:
         self.depth += 1
         try:
             if self.depth > MAX_NESTING:
-                raise self.error(f"query or expression nested too deeply at "
-                                 f"{self.tok.describe()}: at most {MAX_NESTING} levels of "
-                                 "parentheses, operators and subqueries")
+                raise self.error(
+                    f"query or expression nested too deeply at "
+                    f"{self.tok.describe()}: at most {MAX_NESTING} levels of "
+                    "parentheses, operators and subqueries"
+                )
             yield
         finally:
             self.depth -= 1
@@ -154,11 +169,12 @@ class _Parser:
             self.advance()
             return str(tok.value)
         if tok.kind is TokenKind.KEYWORD:
-            raise self.expected(what, f'{tok.value} is a reserved word; write "{tok.text}" to '
-                                      f"use it as a name")
+            raise self.expected(
+                what, f'{tok.value} is a reserved word; write "{tok.text}" to use it as a name'
+            )
         raise self.expected(what)
 
-    def alias(self, what: str) -> Optional[str]:
+    def alias(self, what: str) -> str | None:
         """``[AS] name`` after a select item or a source; None when there is none."""
         if self.accept_kw("AS"):
             return self.name(what)
@@ -191,11 +207,12 @@ class _Parser:
             value, glued_unit = tok.value
             return ast.Duration(value, glued_unit, tok.pos)
         if tok.kind is not TokenKind.INTEGER:
-            raise self.expected(f"a duration (a whole number, optionally with a time unit) "
-                                f"{context}")
+            raise self.expected(
+                f"a duration (a whole number, optionally with a time unit) {context}"
+            )
         self.advance()
         assert isinstance(tok.value, int)
-        unit: Optional[str] = None
+        unit: str | None = None
         if self.tok.kind is TokenKind.IDENT:
             unit = DURATION_UNITS.get(str(self.tok.value).upper())
             if unit is not None:
@@ -209,7 +226,7 @@ class _Parser:
         if canonical is None:
             raise self.expected(f"{_TYPE_HINT} {context}")
         self.advance()
-        length: Optional[int] = None
+        length: int | None = None
         if spelled in _TYPES_WITH_LENGTH and self.accept_op("("):
             length = self.integer(f"a length after {spelled}(")
             self.expect_op(")", f"after the length of {spelled}")
@@ -224,10 +241,10 @@ class _Parser:
         while True:
             while self.accept_op(";"):
                 pass  # empty statements, e.g. ";;" or a lone ";" at the end, are harmless
-            if self.tok.kind is TokenKind.EOF:
+            if self.at_end():
                 return ast.Script(tuple(statements), source=self.text)
             statements.append(self.statement())
-            if not self.accept_op(";") and self.tok.kind is not TokenKind.EOF:
+            if not self.accept_op(";") and not self.at_end():
                 raise self.expected("';' at the end of the statement")
 
     def statement(self) -> ast.Statement:
@@ -236,8 +253,9 @@ class _Parser:
             hint = ""
             if self.at_kw("SELECT", *_STREAM_OPERATORS) or self.at_op("("):
                 hint = "a query must be registered: REGISTER QUERY name AS ..."
-            raise self.expected("a statement (REGISTER STREAM, REGISTER RELATION or "
-                                "REGISTER QUERY)", hint)
+            raise self.expected(
+                "a statement (REGISTER STREAM, REGISTER RELATION or REGISTER QUERY)", hint
+            )
         if self.accept_word("STREAM"):
             name = self.name("a stream name after REGISTER STREAM")
             return ast.RegisterStream(name, self.column_defs("stream"), start.pos)
@@ -345,15 +363,19 @@ class _Parser:
             while self.accept_op(","):
                 group_by.append(self.expression())
         having = self.expression() if self.accept_kw("HAVING") else None
-        return ast.Select(tuple(items), tuple(sources), where, tuple(group_by), having, distinct,
-                          kw.pos)
+        return ast.Select(
+            tuple(items), tuple(sources), where, tuple(group_by), having, distinct, kw.pos
+        )
 
     def select_item(self) -> ast.SelectItem:
         start = self.tok
         if self.accept_op("*"):
             return ast.SelectItem(ast.Star(None, start.pos), None, start.pos)
-        if (start.kind in _NAME_KINDS and self._is_op(self.peek(1), ".")
-                and self._is_op(self.peek(2), "*")):
+        if (
+            start.kind in _NAME_KINDS
+            and self._is_op(self.peek(1), ".")
+            and self._is_op(self.peek(2), "*")
+        ):
             for _ in range(3):  # name '.' '*'
                 self.advance()
             return ast.SelectItem(ast.Star(str(start.value), start.pos), None, start.pos)
@@ -363,8 +385,10 @@ class _Parser:
     def source(self) -> ast.Source:
         start = self.tok
         if self.at_op("("):
-            raise self.expected("a stream, relation or query name",
-                                "a subquery in FROM must be registered as a named query")
+            raise self.expected(
+                "a stream, relation or query name",
+                "a subquery in FROM must be registered as a named query",
+            )
         name = self.name("a stream, relation or query name")
         window = self.window() if self.at_op("[") else None
         return ast.Source(name, window, self.alias("an alias after AS"), start.pos)
@@ -399,8 +423,9 @@ class _Parser:
             if not self.accept_word("ROWS"):
                 raise self.expected("',' or Rows after partition column")
             rows = self.integer("a row count after Rows")
-            result = ast.Window("partition_rows", rows=rows, partition_by=tuple(columns),
-                                pos=lb.pos)
+            result = ast.Window(
+                "partition_rows", rows=rows, partition_by=tuple(columns), pos=lb.pos
+            )
         else:
             raise self.expected("Now, Range, Rows or Partition By in a window")
         self.expect_op("]", "to close the window")
@@ -422,9 +447,10 @@ class _Parser:
                     if min_bp > _PREDICATE:
                         return left
                     if after_predicate:
-                        raise self.expected("AND, OR or the end of the expression after a "
-                                            "comparison", "comparisons do not chain; add "
-                                                          "parentheses")
+                        raise self.expected(
+                            "AND, OR or the end of the expression after a comparison",
+                            "comparisons do not chain; add parentheses",
+                        )
                     left = self.predicate(left, start.pos)
                     after_predicate = True
                     continue
@@ -438,7 +464,7 @@ class _Parser:
                 after_predicate = False
 
     @staticmethod
-    def binary_operator(tok: Token) -> Optional[str]:
+    def binary_operator(tok: Token) -> str | None:
         if tok.kind in (TokenKind.OPERATOR, TokenKind.KEYWORD) and tok.value in _BINARY_OPERATORS:
             return str(tok.value)
         return None
@@ -447,8 +473,7 @@ class _Parser:
         tok = self.tok
         # NOT in operator position can only start NOT BETWEEN / NOT IN; predicate() says so
         # if anything else follows.
-        return (self._is_op(tok, *_COMPARISONS)
-                or self._is_kw(tok, "IS", "BETWEEN", "IN", "NOT"))
+        return self._is_op(tok, *_COMPARISONS) or self._is_kw(tok, "IS", "BETWEEN", "IN", "NOT")
 
     def prefix(self, min_bp: int) -> ast.Expr:
         tok = self.tok
@@ -520,8 +545,9 @@ class _Parser:
             self.expect_op(")", "to close '('")
             return inner
         if kind is TokenKind.DURATION:
-            raise self.expected("an expression", "a number with a time unit is only allowed in "
-                                                 "windows and delays")
+            raise self.expected(
+                "an expression", "a number with a time unit is only allowed in windows and delays"
+            )
         raise self.expected("an expression")
 
     def function_call(self) -> ast.FuncCall:
@@ -556,8 +582,9 @@ class _Parser:
             raise self.expected("WHEN in CASE")
         else_ = self.expression() if self.accept_kw("ELSE") else None
         if not self.accept_kw("END"):
-            raise self.expected("END to close CASE" if else_ is not None
-                                else "WHEN, ELSE or END in CASE")
+            raise self.expected(
+                "END to close CASE" if else_ is not None else "WHEN, ELSE or END in CASE"
+            )
         return ast.Case(operand, tuple(whens), else_, kw.pos)
 
     def cast(self) -> ast.Cast:

@@ -15,14 +15,13 @@ import enum
 import math
 import re
 from dataclasses import dataclass
-from typing import Union
 
 from cq_py.errors import CQLSyntaxError
 from cq_py.parser.ast import Pos
 
 __all__ = [
-    "KEYWORDS",
     "DURATION_UNITS",
+    "KEYWORDS",
     "Token",
     "TokenKind",
     "TokenValue",
@@ -33,27 +32,84 @@ __all__ = [
 
 #: Words that can only be used as names when double-quoted. Kept deliberately small: each one is a
 #: word whose meaning as a name would make the grammar ambiguous.
-KEYWORDS: frozenset[str] = frozenset({
-    "ALL", "AND", "AS", "BETWEEN", "BY", "CASE", "CAST", "DISTINCT", "DSTREAM", "ELSE", "END",
-    "EXCEPT", "FALSE", "FROM", "GROUP", "HAVING", "IN", "INTERSECT", "IS", "ISTREAM", "NOT", "NULL",
-    "OR", "REGISTER", "RSTREAM", "SELECT", "THEN", "TRUE", "UNION", "WHEN", "WHERE",
-})
+KEYWORDS: frozenset[str] = frozenset(
+    {
+        "ALL",
+        "AND",
+        "AS",
+        "BETWEEN",
+        "BY",
+        "CASE",
+        "CAST",
+        "DISTINCT",
+        "DSTREAM",
+        "ELSE",
+        "END",
+        "EXCEPT",
+        "FALSE",
+        "FROM",
+        "GROUP",
+        "HAVING",
+        "IN",
+        "INTERSECT",
+        "IS",
+        "ISTREAM",
+        "NOT",
+        "NULL",
+        "OR",
+        "REGISTER",
+        "RSTREAM",
+        "SELECT",
+        "THEN",
+        "TRUE",
+        "UNION",
+        "WHEN",
+        "WHERE",
+    }
+)
 
 #: Spellings of a duration unit (upper-cased) -> the canonical unit of :class:`ast.Duration`.
 #: The short canonical codes are accepted too, so that ``10ms``, ``5s`` and ``[Range 2 min]`` read
 #: as one would expect.
 DURATION_UNITS: dict[str, str] = {
-    "MS": "ms", "MILLISECOND": "ms", "MILLISECONDS": "ms",
-    "S": "s", "SECOND": "s", "SECONDS": "s",
-    "MIN": "min", "MINUTE": "min", "MINUTES": "min",
-    "H": "h", "HOUR": "h", "HOURS": "h",
-    "D": "d", "DAY": "d", "DAYS": "d",
+    "MS": "ms",
+    "MILLISECOND": "ms",
+    "MILLISECONDS": "ms",
+    "S": "s",
+    "SECOND": "s",
+    "SECONDS": "s",
+    "MIN": "min",
+    "MINUTE": "min",
+    "MINUTES": "min",
+    "H": "h",
+    "HOUR": "h",
+    "HOURS": "h",
+    "D": "d",
+    "DAY": "d",
+    "DAYS": "d",
 }
 
 # Longest first, so that "<=" is never read as "<" followed by "=".
 _OPERATORS: tuple[str, ...] = (
-    "<>", "!=", "<=", ">=",
-    "+", "-", "*", "/", "%", "=", "<", ">", "(", ")", ",", ";", ".", "[", "]",
+    "<>",
+    "!=",
+    "<=",
+    ">=",
+    "+",
+    "-",
+    "*",
+    "/",
+    "%",
+    "=",
+    "<",
+    ">",
+    "(",
+    ")",
+    ",",
+    ";",
+    ".",
+    "[",
+    "]",
 )
 # Half of a UTF-16 pair, alone: what undecodable bytes become under errors="surrogateescape".
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -76,7 +132,7 @@ class TokenKind(enum.Enum):
     EOF = "end of input"
 
 
-TokenValue = Union[str, int, float, tuple[int, str], None]
+TokenValue = str | int | float | tuple[int, str] | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,8 +177,9 @@ def source_line(source: str, line: int) -> str:
     return ""
 
 
-def syntax_error(source: str, message: str, line: int, column: int,
-                 text: str = "") -> CQLSyntaxError:
+def syntax_error(
+    source: str, message: str, line: int, column: int, text: str = ""
+) -> CQLSyntaxError:
     """Build a :class:`CQLSyntaxError` pointing at ``line``/``column`` of ``source``."""
     return CQLSyntaxError(message, line, column, text, source_line(source, line))
 
@@ -168,7 +225,7 @@ class _Lexer:
         return syntax_error(self.src, message, line, column, text)
 
     def _emit(self, kind: TokenKind, start: int, line: int, col: int, value: TokenValue) -> None:
-        self.tokens.append(Token(kind, self.src[start:self.i], value, line, col))
+        self.tokens.append(Token(kind, self.src[start : self.i], value, line, col))
         self.end_line, self.end_col = self.line, self.col
 
     # -- the scanner --------------------------------------------------------------------------
@@ -200,15 +257,16 @@ class _Lexer:
         line, col = self.line, self.col
         end = self.src.find("*/", self.i + 2)
         if end < 0:
-            raise self._error("unterminated comment: expected '*/', found end of input",
-                              line, col, "/*")
+            raise self._error(
+                "unterminated comment: expected '*/', found end of input", line, col, "/*"
+            )
         self._advance(end + 2 - self.i)
 
     def _word(self) -> None:
         start, line, col = self.i, self.line, self.col
         while self.i < len(self.src) and _is_ident_part(self._peek()):
             self._advance()
-        word = self.src[start:self.i]
+        word = self.src[start : self.i]
         upper = word.upper()
         if upper in KEYWORDS:
             self._emit(TokenKind.KEYWORD, start, line, col, upper)
@@ -235,24 +293,32 @@ class _Lexer:
                 self._advance(1 + sign)
                 while self._peek() in _DIGITS:
                     self._advance()
-        number = self.src[start:self.i]
+        number = self.src[start : self.i]
         digits = len(number.lstrip("0"))
         if is_integer and digits > _MAX_INTEGER_DIGITS:
             # Python refuses to convert such a literal (past sys.get_int_max_str_digits()), and no
             # CQL integer comes near: BIGINT has 19 digits. Shorter ones are checked by the planner.
-            raise self._error(f"integer literal out of range: {digits} digits (a BIGINT has at "
-                              "most 19)", line, col, number[:20] + "...")
+            raise self._error(
+                f"integer literal out of range: {digits} digits (a BIGINT has at most 19)",
+                line,
+                col,
+                number[:20] + "...",
+            )
         if _is_ident_part(self._peek()):
             # A word glued to a number is only meaningful as a duration unit: "10ms".
             unit_start = self.i
             while self.i < len(self.src) and _is_ident_part(self._peek()):
                 self._advance()
-            unit = DURATION_UNITS.get(self.src[unit_start:self.i].upper())
+            unit = DURATION_UNITS.get(self.src[unit_start : self.i].upper())
             if unit is None or not is_integer:
-                text = self.src[start:self.i]
+                text = self.src[start : self.i]
                 raise self._error(
                     f"expected a number or a whole number with a time unit (like 10ms), "
-                    f"found '{text}'", line, col, text)
+                    f"found '{text}'",
+                    line,
+                    col,
+                    text,
+                )
             self._emit(TokenKind.DURATION, start, line, col, (int(number), unit))
         elif is_integer:
             self._emit(TokenKind.INTEGER, start, line, col, int(number))
@@ -271,9 +337,13 @@ class _Lexer:
             j = self.src.find(quote, self.i)
             if j < 0:
                 first_line = self.src[start:].split("\n", 1)[0]
-                raise self._error(f"unterminated {what}: expected a closing {quote}, "
-                                  f"found end of input", line, col, first_line)
-            parts.append(self.src[self.i:j])
+                raise self._error(
+                    f"unterminated {what}: expected a closing {quote}, found end of input",
+                    line,
+                    col,
+                    first_line,
+                )
+            parts.append(self.src[self.i : j])
             self._advance(j + 1 - self.i)
             if self._peek() == quote:
                 parts.append(quote)
@@ -288,8 +358,9 @@ class _Lexer:
     def _quoted_ident(self) -> None:
         start, line, col, value = self._quoted('"', "quoted identifier")
         if not value:
-            raise self._error('expected a name between the double quotes, found ""',
-                              line, col, '""')
+            raise self._error(
+                'expected a name between the double quotes, found ""', line, col, '""'
+            )
         self._emit(TokenKind.QUOTED_IDENT, start, line, col, value)
 
     def _operator(self) -> None:
@@ -323,7 +394,13 @@ def tokenize(source: str) -> list[Token]:
         line = source.count("\n", 0, i) + 1
         column = i - source.rfind("\n", 0, i)
         shown = _SURROGATE.sub("\ufffd", source_line(source, line))
-        raise CQLSyntaxError(f"the text is not valid Unicode: it holds the lone surrogate "
-                             f"{ascii(bad.group())[1:-1]} (was it decoded from bytes that are not "
-                             "UTF-8?)", line, column, "\ufffd", shown)
+        raise CQLSyntaxError(
+            f"the text is not valid Unicode: it holds the lone surrogate "
+            f"{ascii(bad.group())[1:-1]} (was it decoded from bytes that are not "
+            "UTF-8?)",
+            line,
+            column,
+            "\ufffd",
+            shown,
+        )
     return _Lexer(source).run()

@@ -19,8 +19,9 @@ def render(cat: Catalog, executor: str = "dts") -> str:
 
     >>> from cq_py.parser import parse
     >>> from cq_py.planner import Planner, Catalog
-    >>> cat, _ = Planner(Catalog()).plan(parse("REGISTER STREAM s(a INT);"
-    ...                                        "REGISTER QUERY q AS ISTREAM(SELECT a FROM s [Now]);"))
+    >>> script = parse("REGISTER STREAM s(a INT);"
+    ...                "REGISTER QUERY q AS ISTREAM(SELECT a FROM s [Now]);")
+    >>> cat, _ = Planner(Catalog()).plan(script)
     >>> print(render(cat))  # doctest: +NORMALIZE_WHITESPACE
     Streams:
       s(a BIGINT)
@@ -55,14 +56,16 @@ def render(cat: Catalog, executor: str = "dts") -> str:
     order = loops.dts_order(cat.nodes)
     loop_lines: list[str] = []
     _loops(order, cat, loop_lines, 1)
-    lines += ["Loops:"] + loop_lines if loop_lines else ["Loops: none"]
+    lines += ["Loops:", *loop_lines] if loop_lines else ["Loops: none"]
     if executor == "heartbeat":
         lines.append("Execution order (heartbeat, topological): " + _order(order))
     else:
         lines.append("Execution order (DTS): " + _order(order))
-    fire = [f"#{i} ({FIRING_POINTS[n.op] if n.op != 'window' or n.params.get('kind') != 'unbounded' else 'input'})"
-            for i, n in sorted(cat.nodes.items()) if n.op in FIRING_POINTS
-            and not (n.op == "window" and n.params.get("kind") == "unbounded")]
+    fire = [
+        f"#{i} ({FIRING_POINTS[n.op]})"
+        for i, n in sorted(cat.nodes.items())
+        if n.op in FIRING_POINTS and not (n.op == "window" and n.params.get("kind") == "unbounded")
+    ]
     lines.append("Firing points: " + (", ".join(fire) or "none"))
     return "\n".join(lines) + "\n"
 
@@ -78,14 +81,18 @@ def _loops(order: loops.Order, cat: Catalog, out: list[str], depth: int) -> None
                 owners.append(cat.nodes[v].owner)
         # A query on the loop whose operators are all shared with another query (sub-plan reuse):
         # its output is in the loop and a query of the loop reads it.
-        readers = {r.lower() for q in cat.queries.values() if q.name in owners for r in q.references}
+        readers = {
+            r.lower() for q in cat.queries.values() if q.name in owners for r in q.references
+        }
         for q in cat.queries.values():
             if q.out_id in item.members and q.name not in owners and q.name.lower() in readers:
                 owners.append(q.name)
         cut = cat.nodes[item.cut_at[0]]
         where = "" if cut.inserted else f" of {cut.owner}"  # an inserted delay's label says where
-        out.append(f"{'  ' * depth}loop of {', '.join(owners)}: operators "
-                   f"{' '.join(f'#{v}' for v in item.members)}; cut at #{cut.id} {cut.label}{where}")
+        out.append(
+            f"{'  ' * depth}loop of {', '.join(owners)}: operators "
+            f"{' '.join(f'#{v}' for v in item.members)}; cut at #{cut.id} {cut.label}{where}"
+        )
         _loops(item.order, cat, out, depth + 1)
 
 

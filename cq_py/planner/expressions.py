@@ -9,9 +9,10 @@ core has that kernel yet is checked when a plan is executed (:func:`missing_kern
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
-from typing import Callable, Iterator, Optional
+from typing import Any
 
 from cq_py.errors import CQLSemanticError
 from cq_py.parser import ast
@@ -19,14 +20,28 @@ from cq_py.planner import types as T
 
 # Operators of the syntax tree and the kernels that implement them.
 BINARY_KERNELS = {
-    "+": "add", "-": "subtract", "*": "multiply", "/": "divide", "%": "modulo",
-    "=": "equal", "<>": "not_equal", "<": "less", "<=": "less_equal", ">": "greater",
-    ">=": "greater_equal", "AND": "and", "OR": "or",
+    "+": "add",
+    "-": "subtract",
+    "*": "multiply",
+    "/": "divide",
+    "%": "modulo",
+    "=": "equal",
+    "<>": "not_equal",
+    "<": "less",
+    "<=": "less_equal",
+    ">": "greater",
+    ">=": "greater_equal",
+    "AND": "and",
+    "OR": "or",
 }
 ARITHMETIC = {"+", "-", "*", "/", "%"}
 AGGREGATES = {"COUNT", "SUM", "AVG", "MIN", "MAX"}
-CAST_KERNELS = {T.INT64: "cast_int64", T.FLOAT64: "cast_float64", T.UTF8: "cast_utf8",
-                T.BOOL: "cast_bool"}
+CAST_KERNELS = {
+    T.INT64: "cast_int64",
+    T.FLOAT64: "cast_float64",
+    T.UTF8: "cast_utf8",
+    T.BOOL: "cast_bool",
+}
 
 #: How deeply a bound expression may nest calls. Long chains of AND, OR, IN items and BIGINT + or *
 #: are balanced (see :meth:`ExpressionBinder._binary`) and stay far below it; what is left — a
@@ -55,7 +70,7 @@ class KernelSignature:
         n, m, r = len(args), len(self.args), self.repeat
         if n < m or (n - m) % r:
             return False
-        groups, tail = args[:n - (m - r)], args[n - (m - r):]
+        groups, tail = args[: n - (m - r)], args[n - (m - r) :]
         return all(t == self.args[i % r] for i, t in enumerate(groups)) and tail == self.args[r:]
 
 
@@ -88,7 +103,7 @@ class TypedExpr:
     index: int = -1
     value: object = None
     fn: str = ""
-    args: tuple["TypedExpr", ...] = ()
+    args: tuple[TypedExpr, ...] = ()
     distinct: bool = False
     text: str = field(default="", compare=False)
     pos: ast.Pos = field(default=ast.NOPOS, compare=False)
@@ -100,23 +115,29 @@ class TypedExpr:
             object.__setattr__(self, "depth", 1 + max([a.depth for a in self.args]))
 
     # Immutable: a copied catalog shares its expressions (a deep copy would recurse down them).
-    def __copy__(self) -> "TypedExpr":
+    def __copy__(self) -> TypedExpr:
         return self
 
-    def __deepcopy__(self, memo: dict) -> "TypedExpr":
+    def __deepcopy__(self, memo: dict[int, Any]) -> TypedExpr:
         return self
 
-    def to_plan(self) -> dict:
+    def to_plan(self) -> dict[str, Any]:
         if self.kind == "column":
             return {"kind": "column", "index": self.index, "type": self.type}
         if self.kind == "literal":
             return {"kind": "literal", "type": self.type, "value": self.value}
         if self.kind == "agg":
-            raise AssertionError("aggregates are planned as an aggregate operator, not an expression")
-        return {"kind": "call", "fn": self.fn, "type": self.type,
-                "args": [a.to_plan() for a in self.args]}
+            raise AssertionError(
+                "aggregates are planned as an aggregate operator, not an expression"
+            )
+        return {
+            "kind": "call",
+            "fn": self.fn,
+            "type": self.type,
+            "args": [a.to_plan() for a in self.args],
+        }
 
-    def walk(self) -> Iterator["TypedExpr"]:
+    def walk(self) -> Iterator[TypedExpr]:
         """This expression and every sub-expression, depth first (iterative: nested generators
         would cost each node the depth above it)."""
         todo = [self]
@@ -128,21 +149,48 @@ class TypedExpr:
     def columns(self) -> set[int]:
         return {e.index for e in self.walk() if e.kind == "column"}
 
-    def shifted(self, mapping: Callable[[int], int]) -> "TypedExpr":
+    def shifted(self, mapping: Callable[[int], int]) -> TypedExpr:
         """The same expression with column indexes mapped (when its input changes shape)."""
         if self.kind == "column":
-            return TypedExpr("column", self.type, index=mapping(self.index), text=self.text, pos=self.pos)
+            return TypedExpr(
+                "column", self.type, index=mapping(self.index), text=self.text, pos=self.pos
+            )
         if not self.args:
             return self
-        return TypedExpr(self.kind, self.type, self.index, self.value, self.fn,
-                         tuple(a.shifted(mapping) for a in self.args), self.distinct, self.text, self.pos)
+        return TypedExpr(
+            self.kind,
+            self.type,
+            self.index,
+            self.value,
+            self.fn,
+            tuple(a.shifted(mapping) for a in self.args),
+            self.distinct,
+            self.text,
+            self.pos,
+        )
 
 
 # How tightly each operator binds, as the parser reads them (higher binds tighter); expression
 # texts get the parentheses this requires and no more, so ``(i + 1) * 2`` reads back as written.
-PRECEDENCE = {"or": 1, "and": 2, "not": 3, "equal": 4, "not_equal": 4, "less": 4, "less_equal": 4,
-              "greater": 4, "greater_equal": 4, "is_null": 4, "is_not_null": 4, "add": 5,
-              "subtract": 5, "multiply": 6, "divide": 6, "modulo": 6, "negate": 7}
+PRECEDENCE = {
+    "or": 1,
+    "and": 2,
+    "not": 3,
+    "equal": 4,
+    "not_equal": 4,
+    "less": 4,
+    "less_equal": 4,
+    "greater": 4,
+    "greater_equal": 4,
+    "is_null": 4,
+    "is_not_null": 4,
+    "add": 5,
+    "subtract": 5,
+    "multiply": 6,
+    "divide": 6,
+    "modulo": 6,
+    "negate": 7,
+}
 COMPARISON_PREC = 4
 NON_ASSOCIATIVE = {"subtract", "divide", "modulo"}
 # The operators, and result types, whose chains give the same value in any grouping: three-valued
@@ -155,8 +203,9 @@ def paren(t: TypedExpr, parent: int = 9, right_of: str = "") -> str:
     operator when ``t`` is its right operand)."""
     if t.kind == "call" and t.fn == "cast_float64" and t.args:  # implicit: shows as its operand
         return paren(t.args[0], parent, right_of)
-    wrap = t.prec < parent or (t.prec == parent and (
-        parent == COMPARISON_PREC or (right_of in NON_ASSOCIATIVE)))
+    wrap = t.prec < parent or (
+        t.prec == parent and (parent == COMPARISON_PREC or (right_of in NON_ASSOCIATIVE))
+    )
     return f"({t.text})" if wrap else t.text
 
 
@@ -166,11 +215,14 @@ def literal(value: object, type_: str, text: str = "", pos: ast.Pos = ast.NOPOS)
 
 def missing_kernels(e: TypedExpr) -> list[TypedExpr]:
     """The calls of ``e`` that the core cannot compute (yet)."""
-    return [sub for sub in e.walk()
-            if sub.kind == "call" and not has_kernel(sub.fn, tuple(a.type for a in sub.args), sub.type)]
+    return [
+        sub
+        for sub in e.walk()
+        if sub.kind == "call" and not has_kernel(sub.fn, tuple(a.type for a in sub.args), sub.type)
+    ]
 
 
-def conjuncts(e: Optional[ast.Expr]) -> list[ast.Expr]:
+def conjuncts(e: ast.Expr | None) -> list[ast.Expr]:
     """``a AND b AND c`` as [a, b, c] (the planner places each one where it can run first).
 
     Iterative: a WHERE of ten thousand ANDs is a left spine ten thousand deep.
@@ -208,8 +260,9 @@ def balanced(fn: str, op: str, operands: list[TypedExpr], result: str, pos: ast.
             return operands[lo]
         mid = (lo + hi + 1) // 2  # leans left: three operands group as (a op b) op c, as written
         left, right = build(lo, mid), build(mid, hi)
-        return ExpressionBinder.call(fn, (left, right), result,
-                                     f"{paren(left, prec)} {op} {paren(right, prec, fn)}", pos)
+        return ExpressionBinder.call(
+            fn, (left, right), result, f"{paren(left, prec)} {op} {paren(right, prec, fn)}", pos
+        )
 
     return build(0, len(operands))
 
@@ -244,15 +297,23 @@ class Scope:
         if not matches:
             if ref.qualifier is not None:
                 have = ", ".join(n for n, _ in self.columns[start:stop]) or "(none)"
-                raise err(f"unknown column '{ref.qualifier}.{ref.name}'; columns of "
-                          f"'{ref.qualifier}': {have}", ref.pos)
+                raise err(
+                    f"unknown column '{ref.qualifier}.{ref.name}'; columns of "
+                    f"'{ref.qualifier}': {have}",
+                    ref.pos,
+                )
             have = ", ".join(n for n, _ in self.columns) or "(none)"
-            raise err(f"unknown column '{ref.name}' in {self.labels()}; columns that exist: {have}",
-                      ref.pos)
+            raise err(
+                f"unknown column '{ref.name}' in {self.labels()}; columns that exist: {have}",
+                ref.pos,
+            )
         if len(matches) > 1:
             owners = [label for i in matches for _, label, s, e in self.sources if s <= i < e]
-            raise err(f"column '{ref.name}' is ambiguous: it exists in {' and '.join(owners)}; "
-                      "qualify it (source.column)", ref.pos)
+            raise err(
+                f"column '{ref.name}' is ambiguous: it exists in {' and '.join(owners)}; "
+                "qualify it (source.column)",
+                ref.pos,
+            )
         i = matches[0]
         name, type_ = self.columns[i]
         text = f"{ref.qualifier}.{name}" if ref.qualifier else name
@@ -281,8 +342,10 @@ class ExpressionBinder:
     def bind_predicate(self, e: ast.Expr, clause: str = "WHERE") -> TypedExpr:
         t = self.coerce_null(self._bind(e), T.BOOL)
         if t.type != T.BOOL:
-            raise self.err(f"the {clause} condition must be BOOLEAN, found {T.CQL_NAME[t.type]} "
-                           f"('{t.text}')", e.pos)
+            raise self.err(
+                f"the {clause} condition must be BOOLEAN, found {T.CQL_NAME[t.type]} ('{t.text}')",
+                e.pos,
+            )
         return t
 
     # -- helpers ----------------------------------------------------------------------------
@@ -303,13 +366,16 @@ class ExpressionBinder:
             return t
         if t.type == T.INT64 and to == T.FLOAT64:
             if t.kind == "literal":
-                value = None if t.value is None else float(t.value)  # type: ignore[arg-type]
+                assert t.value is None or isinstance(t.value, int)  # a BIGINT literal's value
+                value = None if t.value is None else float(t.value)
                 return literal(value, T.FLOAT64, t.text, t.pos)
-            return TypedExpr("call", T.FLOAT64, fn="cast_float64", args=(t,), text=t.text, pos=t.pos)
+            return TypedExpr(
+                "call", T.FLOAT64, fn="cast_float64", args=(t,), text=t.text, pos=t.pos
+            )
         raise AssertionError(f"no implicit cast from {t.type} to {to}")
 
     @staticmethod
-    def unify(types: list[str]) -> Optional[str]:
+    def unify(types: list[str]) -> str | None:
         """The common type of several branches (CASE, set operations), or None."""
         real = [t for t in types if t != T.NULL]
         if not real:
@@ -319,9 +385,12 @@ class ExpressionBinder:
         return real[0] if all(t == real[0] for t in real) else None
 
     @staticmethod
-    def call(fn: str, args: tuple[TypedExpr, ...], result: str, text: str, pos: ast.Pos) -> TypedExpr:
-        return TypedExpr("call", result, fn=fn, args=args, text=text, pos=pos,
-                         prec=PRECEDENCE.get(fn, 9))
+    def call(
+        fn: str, args: tuple[TypedExpr, ...], result: str, text: str, pos: ast.Pos
+    ) -> TypedExpr:
+        return TypedExpr(
+            "call", result, fn=fn, args=args, text=text, pos=pos, prec=PRECEDENCE.get(fn, 9)
+        )
 
     # -- the cases --------------------------------------------------------------------------
 
@@ -330,9 +399,12 @@ class ExpressionBinder:
 
     def _shallow_enough(self, t: TypedExpr, pos: ast.Pos) -> TypedExpr:
         if t.depth > MAX_EXPRESSION_DEPTH:
-            raise self.err(f"expression nested too deeply: at most {MAX_EXPRESSION_DEPTH} "
-                           "levels of operations (a chain of '-', '/', '%', or of '+' or '*' over "
-                           "DOUBLE, counts one level per operator: group it with parentheses)", pos)
+            raise self.err(
+                f"expression nested too deeply: at most {MAX_EXPRESSION_DEPTH} "
+                "levels of operations (a chain of '-', '/', '%', or of '+' or '*' over "
+                "DOUBLE, counts one level per operator: group it with parentheses)",
+                pos,
+            )
         return t
 
     def _bind_node(self, e: ast.Expr) -> TypedExpr:
@@ -347,31 +419,47 @@ class ExpressionBinder:
         if isinstance(e, ast.IsNull):
             arg = self._bind(e.operand)
             fn = "is_not_null" if e.negated else "is_null"
-            return self.call(fn, (arg,), T.BOOL,
-                             f"{paren(arg, COMPARISON_PREC + 1)} IS {'NOT ' if e.negated else ''}NULL",
-                             e.pos)
+            return self.call(
+                fn,
+                (arg,),
+                T.BOOL,
+                f"{paren(arg, COMPARISON_PREC + 1)} IS {'NOT ' if e.negated else ''}NULL",
+                e.pos,
+            )
         if isinstance(e, ast.Between):
             # x BETWEEN a AND b  ≡  x >= a AND x <= b (SQL's definition)
             lo = ast.Binary(">=", e.operand, e.low, e.pos)
             hi = ast.Binary("<=", e.operand, e.high, e.pos)
             both: ast.Expr = ast.Binary("AND", lo, hi, e.pos)
             bound = self._bind(ast.Unary("NOT", both, e.pos) if e.negated else both)
-            x, a, b = (paren(self._bind(v), COMPARISON_PREC + 1) for v in (e.operand, e.low, e.high))
-            return replace(bound, text=f"{x} {'NOT ' if e.negated else ''}BETWEEN {a} AND {b}",
-                           prec=COMPARISON_PREC)
+            x, a, b = (
+                paren(self._bind(v), COMPARISON_PREC + 1) for v in (e.operand, e.low, e.high)
+            )
+            return replace(
+                bound,
+                text=f"{x} {'NOT ' if e.negated else ''}BETWEEN {a} AND {b}",
+                prec=COMPARISON_PREC,
+            )
         if isinstance(e, ast.InList):
             # x IN (a, b)  ≡  x = a OR x = b, which gives SQL's NULL behaviour for free; a
             # balanced OR, so that thousands of items nest a dozen deep.
-            ors = balanced("or", "OR", [self._bind(ast.Binary("=", e.operand, item, e.pos))
-                                        for item in e.items], T.BOOL, e.pos)
+            ors = balanced(
+                "or",
+                "OR",
+                [self._bind(ast.Binary("=", e.operand, item, e.pos)) for item in e.items],
+                T.BOOL,
+                e.pos,
+            )
             if e.negated:
-                ors = self.call("not", (ors,), T.BOOL, f"NOT {paren(ors, PRECEDENCE['not'])}",
-                                e.pos)
+                ors = self.call(
+                    "not", (ors,), T.BOOL, f"NOT {paren(ors, PRECEDENCE['not'])}", e.pos
+                )
             bound = self._shallow_enough(ors, e.pos)
             items = ", ".join(self._bind(i).text for i in e.items)
             x = paren(self._bind(e.operand), COMPARISON_PREC + 1)
-            return replace(bound, text=f"{x} {'NOT ' if e.negated else ''}IN ({items})",
-                           prec=COMPARISON_PREC)
+            return replace(
+                bound, text=f"{x} {'NOT ' if e.negated else ''}IN ({items})", prec=COMPARISON_PREC
+            )
         if isinstance(e, ast.Case):
             return self._case(e)
         if isinstance(e, ast.Cast):
@@ -379,20 +467,25 @@ class ExpressionBinder:
         if isinstance(e, ast.FuncCall):
             if e.name in AGGREGATES:
                 return self._aggregate(e)
-            raise self.err(f"unknown function '{e.name}' (the functions are the aggregates "
-                           f"{', '.join(sorted(AGGREGATES))})", e.pos)
+            raise self.err(
+                f"unknown function '{e.name}' (the functions are the aggregates "
+                f"{', '.join(sorted(AGGREGATES))})",
+                e.pos,
+            )
         if isinstance(e, ast.Star):
             raise self.err("'*' is only allowed as a select item or in COUNT(*)", e.pos)
         raise self.err(f"unsupported expression {type(e).__name__}", getattr(e, "pos", ast.NOPOS))
 
     def _literal(self, e: ast.Literal) -> TypedExpr:
         if e.type == "int":
-            v = int(e.value)  # type: ignore[arg-type]
+            assert isinstance(e.value, int)  # the tokenizer reads an integer literal as an int
+            v = e.value
             if not -(2**63) <= v < 2**63:
                 raise self.err(f"integer literal {v} does not fit in BIGINT", e.pos)
             return literal(v, T.INT64, str(v), e.pos)
         if e.type == "double":
-            return literal(float(e.value), T.FLOAT64, repr(float(e.value)), e.pos)  # type: ignore[arg-type]
+            assert isinstance(e.value, float)  # and a decimal one as a float
+            return literal(e.value, T.FLOAT64, repr(e.value), e.pos)
         if e.type == "string":
             return literal(str(e.value), T.UTF8, "'" + str(e.value).replace("'", "''") + "'", e.pos)
         if e.type == "bool":
@@ -402,7 +495,8 @@ class ExpressionBinder:
     def _unary(self, e: ast.Unary) -> TypedExpr:
         if e.op == "-" and isinstance(e.operand, ast.Literal) and e.operand.type == "int":
             # -9223372036854775808 is a BIGINT although 9223372036854775808 alone is not.
-            v = -int(e.operand.value)  # type: ignore[arg-type]
+            assert isinstance(e.operand.value, int)
+            v = -e.operand.value
             if not -(2**63) <= v < 2**63:
                 raise self.err(f"integer literal {v} does not fit in BIGINT", e.pos)
             return literal(v, T.INT64, str(v), e.pos)
@@ -410,13 +504,15 @@ class ExpressionBinder:
         if e.op == "NOT":
             arg = self.coerce_null(arg, T.BOOL)
             if arg.type != T.BOOL:
-                raise self.err(f"NOT expects BOOLEAN, found {T.CQL_NAME[arg.type]} ('{arg.text}')",
-                               e.pos)
+                raise self.err(
+                    f"NOT expects BOOLEAN, found {T.CQL_NAME[arg.type]} ('{arg.text}')", e.pos
+                )
             return self.call("not", (arg,), T.BOOL, f"NOT {paren(arg, PRECEDENCE['not'])}", e.pos)
         arg = self.coerce_null(arg, T.INT64)
         if arg.type not in T.NUMERIC:
-            raise self.err(f"unary '-' expects a number, found {T.CQL_NAME[arg.type]} ('{arg.text}')",
-                           e.pos)
+            raise self.err(
+                f"unary '-' expects a number, found {T.CQL_NAME[arg.type]} ('{arg.text}')", e.pos
+            )
         return self.call("negate", (arg,), arg.type, f"-{paren(arg, PRECEDENCE['negate'])}", e.pos)
 
     def _binary(self, e: ast.Binary) -> TypedExpr:
@@ -446,7 +542,7 @@ class ExpressionBinder:
         operator) on, the steps nest left to right, as written."""
         op = run[0].op
         operands = [first]  # of a balanced tree still to be built, all of one type
-        acc: Optional[TypedExpr] = None  # the left-to-right fold, once there is one
+        acc: TypedExpr | None = None  # the left-to-right fold, once there is one
         for b in run:
             right = self._bind(b.right)
             if acc is None:
@@ -458,8 +554,11 @@ class ExpressionBinder:
                         operands[0] = self.coerce_null(operands[0], step.type)
                     operands.append(self.coerce_null(right, step.type))
                     continue
-                acc = operands[0] if len(operands) == 1 else balanced(
-                    BINARY_KERNELS[op], op, operands, operands[0].type, b.pos)
+                acc = (
+                    operands[0]
+                    if len(operands) == 1
+                    else balanced(BINARY_KERNELS[op], op, operands, operands[0].type, b.pos)
+                )
             acc = self._shallow_enough(self._binary_step(op, acc, right, b.pos), b.pos)
         if acc is None:
             return balanced(BINARY_KERNELS[op], op, operands, operands[0].type, run[-1].pos)
@@ -473,8 +572,11 @@ class ExpressionBinder:
             left, right = self.coerce_null(left, T.BOOL), self.coerce_null(right, T.BOOL)
             for side in (left, right):
                 if side.type != T.BOOL:
-                    raise self.err(f"{op} expects BOOLEAN operands, found {T.CQL_NAME[side.type]} "
-                                   f"('{side.text}')", pos)
+                    raise self.err(
+                        f"{op} expects BOOLEAN operands, found {T.CQL_NAME[side.type]} "
+                        f"('{side.text}')",
+                        pos,
+                    )
             return self.call(fn, (left, right), T.BOOL, text, pos)
         # NULL takes the type of the other side (or BIGINT when both are NULL).
         if left.type == T.NULL:
@@ -484,29 +586,36 @@ class ExpressionBinder:
         if op in ARITHMETIC:
             for side in (left, right):
                 if side.type not in T.NUMERIC:
-                    raise self.err(f"'{op}' expects numbers, found {T.CQL_NAME[side.type]} "
-                                   f"('{side.text}')", pos)
+                    raise self.err(
+                        f"'{op}' expects numbers, found {T.CQL_NAME[side.type]} ('{side.text}')",
+                        pos,
+                    )
             # '/' is always DOUBLE (SPEC §3); otherwise DOUBLE when either side is.
             target = T.FLOAT64 if op == "/" or T.FLOAT64 in (left.type, right.type) else T.INT64
-            return self.call(fn, (self.cast(left, target), self.cast(right, target)), target, text,
-                             pos)
-        target = self.unify([left.type, right.type])
-        if target is None:
-            raise self.err(f"cannot compare {T.CQL_NAME[left.type]} with {T.CQL_NAME[right.type]} "
-                           f"in '{text}'", pos)
-        return self.call(fn, (self.cast(left, target), self.cast(right, target)), T.BOOL, text, pos)
+            return self.call(
+                fn, (self.cast(left, target), self.cast(right, target)), target, text, pos
+            )
+        common = self.unify([left.type, right.type])
+        if common is None:
+            raise self.err(
+                f"cannot compare {T.CQL_NAME[left.type]} with {T.CQL_NAME[right.type]} in '{text}'",
+                pos,
+            )
+        return self.call(fn, (self.cast(left, common), self.cast(right, common)), T.BOOL, text, pos)
 
     def _case(self, e: ast.Case) -> TypedExpr:
         conds: list[TypedExpr] = []
         for cond, _ in e.whens:
             if e.operand is not None:
                 # CASE x WHEN v ...  ≡  CASE WHEN x = v ...
-                conds.append(self.bind_predicate(ast.Binary("=", e.operand, cond, cond.pos), "WHEN"))
+                conds.append(
+                    self.bind_predicate(ast.Binary("=", e.operand, cond, cond.pos), "WHEN")
+                )
             else:
                 conds.append(self.bind_predicate(cond, "WHEN"))
         results = [self._bind(r) for _, r in e.whens]
         else_ = self._bind(e.else_) if e.else_ is not None else literal(None, T.NULL, "NULL", e.pos)
-        branches = results + [else_]
+        branches = [*results, else_]
         target = self.unify([b.type for b in branches])
         if target is None:
             found = ", ".join(T.CQL_NAME[b.type] for b in branches)
@@ -514,7 +623,7 @@ class ExpressionBinder:
         if target == T.NULL:
             target = T.INT64
         args: list[TypedExpr] = []
-        for c, r in zip(conds, results):
+        for c, r in zip(conds, results, strict=True):
             args += [c, self.cast(r, target)]
         args.append(self.cast(else_, target))
         return self.call("case_when", tuple(args), target, "CASE ... END", e.pos)
@@ -530,8 +639,11 @@ class ExpressionBinder:
 
     def _aggregate(self, e: ast.FuncCall) -> TypedExpr:
         if not self.allow_aggregates:
-            raise self.err(f"aggregate {e.name}(...) is not allowed here; aggregates belong in SELECT "
-                           "or HAVING", e.pos)
+            raise self.err(
+                f"aggregate {e.name}(...) is not allowed here; aggregates belong in SELECT "
+                "or HAVING",
+                e.pos,
+            )
         if self.in_aggregate:
             raise self.err(f"aggregate {e.name}(...) inside another aggregate", e.pos)
         if e.name == "COUNT" and len(e.args) == 1 and isinstance(e.args[0], ast.Star):
@@ -550,11 +662,13 @@ class ExpressionBinder:
         elif name in ("sum", "avg"):
             arg = self.coerce_null(arg, T.INT64)
             if arg.type not in T.NUMERIC:
-                raise self.err(f"{e.name} expects a number, found {T.CQL_NAME[arg.type]} "
-                               f"('{arg.text}')", e.pos)
+                raise self.err(
+                    f"{e.name} expects a number, found {T.CQL_NAME[arg.type]} ('{arg.text}')", e.pos
+                )
             result = T.FLOAT64 if name == "avg" else arg.type
         else:  # min, max
             arg = self.coerce_null(arg, T.INT64)
             result = arg.type
-        return TypedExpr("agg", result, fn=name, args=(arg,), distinct=e.distinct, text=text,
-                         pos=e.pos)
+        return TypedExpr(
+            "agg", result, fn=name, args=(arg,), distinct=e.distinct, text=text, pos=e.pos
+        )

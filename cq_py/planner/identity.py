@@ -7,9 +7,10 @@ filters of one row window — would bring a pending tuple twice under one id. Th
 later branch its own ids: a ``reissue_holders`` operator, which hands out fresh ids and forwards
 each end under them.
 """
+
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from cq_py.planner.logical import PENDING, Catalog, Node
 
@@ -34,7 +35,7 @@ def identity_sources(cat: Catalog, node: int, known: dict[int, set[int]] | None 
         if known is not None and x in known:
             out |= known[x]
         elif n.op in KEEPS_IDENTITY and n.inputs:
-            todo.extend(n.inputs)  # type: ignore[arg-type]
+            todo.extend(n.inputs)
         else:
             out.add(x)
     return out
@@ -57,14 +58,24 @@ def separate_identities(cat: Catalog, first_new: int, new_id: Callable[[], int])
         carried: set[int] = set()
         for port, i in enumerate(list(union.inputs)):
             if i not in known:
-                known[i] = {s for s in identity_sources(cat, i, known)  # type: ignore[arg-type]
-                            if cat.nodes[s].lifetime == PENDING}
-            pending = known[i]  # type: ignore[index]
+                known[i] = {
+                    s for s in identity_sources(cat, i, known) if cat.nodes[s].lifetime == PENDING
+                }
+            pending = known[i]
             if pending & carried:
-                src = cat.nodes[i]  # type: ignore[index]
-                relay = Node(new_id(), "reissue_holders", [i], {}, list(src.schema), kind=src.kind,
-                             lifetime=PENDING, owner=union.owner, pos=union.pos,
-                             label="Reissue expiration holders (the tuples come twice)")
+                src = cat.nodes[i]
+                relay = Node(
+                    new_id(),
+                    "reissue_holders",
+                    [i],
+                    {},
+                    list(src.schema),
+                    kind=src.kind,
+                    lifetime=PENDING,
+                    owner=union.owner,
+                    pos=union.pos,
+                    label="Reissue expiration holders (the tuples come twice)",
+                )
                 cat.nodes[relay.id] = relay
                 union.inputs[port] = relay.id
                 pending = {relay.id}

@@ -8,9 +8,10 @@ constant durations need only a FIFO, pending ends need expiration holders, STYLE
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Optional, Union
+from typing import Any
 
 from cq_py.parser import ast
+from cq_py.planner.expressions import TypedExpr
 
 # Lifetime properties of an edge, from cheapest to most general.
 STREAM = "stream"
@@ -23,30 +24,49 @@ def constant(duration: str) -> str:
     return f"constant duration {duration}"
 
 
-def duration_of(lifetime: str) -> Optional[dict]:
+def duration_of(lifetime: str) -> dict[str, Any] | None:
     """The constant duration of an edge's lifetimes as the plan gives it to the core, or None."""
     if lifetime == UNBOUNDED:
         return {"infinite": True}
     if lifetime == constant("ε"):
         return {"ticks": 0, "steps": 1}
     if lifetime.startswith(constant("")) and lifetime.endswith(" ticks"):
-        return {"ticks": int(lifetime[len(constant("")):-len(" ticks")])}
+        return {"ticks": int(lifetime[len(constant("")) : -len(" ticks")])}
     return None
 
 
 # Operators that create tuples by themselves: the DTS executor's firing points (paper 000 §3.2).
-FIRING_POINTS = {"stream_scan": "input", "relation_scan": "input", "window": "expirations",
-                 "slide_window": "expirations", "rstream": "every tick", "delay": "delayed output"}
+FIRING_POINTS = {
+    "stream_scan": "input",
+    "relation_scan": "input",
+    "window": "expirations",
+    "slide_window": "expirations",
+    "rstream": "every tick",
+    "delay": "delayed output",
+}
 
 # How errors and explain name each operator kind to a user.
 DESCRIPTIONS = {
-    "stream_scan": "reading a stream", "relation_scan": "reading a relation (REGISTER RELATION)",
-    "window": "the window", "slide_window": "the window [Range d Slide d]",
-    "row_window": "the window [Rows n]", "partition_row_window": "the window [Partition By ... Rows n]",
-    "filter": "WHERE", "project": "the select list", "join": "a query over several sources (join)",
-    "aggregate": "aggregates / GROUP BY", "distinct": "SELECT DISTINCT", "union_all": "UNION ALL",
-    "union": "UNION", "except": "EXCEPT", "intersect": "INTERSECT", "istream": "ISTREAM",
-    "dstream": "DSTREAM", "rstream": "RSTREAM", "delay": "a delay (<Now>, <d>)", "sink": "a query output",
+    "stream_scan": "reading a stream",
+    "relation_scan": "reading a relation (REGISTER RELATION)",
+    "window": "the window",
+    "slide_window": "the window [Range d Slide d]",
+    "row_window": "the window [Rows n]",
+    "partition_row_window": "the window [Partition By ... Rows n]",
+    "filter": "WHERE",
+    "project": "the select list",
+    "join": "a query over several sources (join)",
+    "aggregate": "aggregates / GROUP BY",
+    "distinct": "SELECT DISTINCT",
+    "union_all": "UNION ALL",
+    "union": "UNION",
+    "except": "EXCEPT",
+    "intersect": "INTERSECT",
+    "istream": "ISTREAM",
+    "dstream": "DSTREAM",
+    "rstream": "RSTREAM",
+    "delay": "a delay (<Now>, <d>)",
+    "sink": "a query output",
     "reissue_holders": "a second read of a relation in one union",
     "relation_since": "a relation as a query registered while the engine runs sees it",
 }
@@ -56,8 +76,8 @@ DESCRIPTIONS = {
 class Node:
     id: int
     op: str
-    inputs: list[Union[int, str]]  # a str is a named query whose output is not planned yet
-    params: dict = field(default_factory=dict)
+    inputs: list[int]  # below 0 while planning: a query not planned yet (Planner.unplanned)
+    params: dict[str, Any] = field(default_factory=dict)  # as the plan's JSON gives them
     schema: list[tuple[str, str]] = field(default_factory=list)
     kind: str = "relation"  # "stream" | "relation"
     lifetime: str = STREAM
@@ -66,10 +86,15 @@ class Node:
     label: str = ""  # one line for explain
     inserted: bool = False  # a delay put in by auto_delay
     # The expressions the operator computes: checked against the core's kernels before running.
-    checks: list = field(default_factory=list, repr=False)
+    checks: list[TypedExpr] = field(default_factory=list, repr=False)
 
-    def to_plan(self) -> dict:
-        plan = {"id": self.id, "op": self.op, "inputs": list(self.inputs), **self.params}
+    def to_plan(self) -> dict[str, Any]:
+        plan: dict[str, Any] = {
+            "id": self.id,
+            "op": self.op,
+            "inputs": list(self.inputs),
+            **self.params,
+        }
         if self.owner:
             plan["query"] = self.owner
         # What the operator produces: a loop's back edge reads an operator built after its reader.
@@ -81,7 +106,7 @@ class Node:
         return plan
 
     @property
-    def delay(self) -> Optional[str]:
+    def delay(self) -> str | None:
         return self.label if self.op == "delay" else None
 
 
@@ -108,9 +133,9 @@ class QueryDef:
     references: list[str] = field(default_factory=list)  # names it reads in FROM
     # Its definition: a query registered later, while the engine runs, re-derives a relation-valued
     # query from it (SPEC §4) instead of reading the operators that hold its state from before.
-    query: Optional[ast.Query] = field(default=None, repr=False)
+    query: ast.Query | None = field(default=None, repr=False)
 
-    def __deepcopy__(self, memo: dict) -> "QueryDef":
+    def __deepcopy__(self, memo: dict[int, Any]) -> QueryDef:
         # The syntax tree is immutable (frozen dataclasses): a copied catalog shares it, where a
         # deep copy would recurse down a long chain of operators (a RecursionError).
         return replace(self, columns=list(self.columns), references=list(self.references))
@@ -123,7 +148,7 @@ class Catalog:
     nodes: dict[int, Node] = field(default_factory=dict)
     next_id: int = 0
 
-    def lookup(self, name: str) -> Optional[Union[StreamDef, QueryDef]]:
+    def lookup(self, name: str) -> StreamDef | QueryDef | None:
         key = name.lower()
         return self.streams.get(key) or self.queries.get(key)
 
@@ -134,5 +159,5 @@ class Catalog:
         out: dict[int, list[int]] = {i: [] for i in self.nodes}
         for n in self.nodes.values():
             for i in n.inputs:
-                out[i].append(n.id)  # type: ignore[index]
+                out[i].append(n.id)
         return out

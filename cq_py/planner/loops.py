@@ -9,7 +9,8 @@ output lies in the future) and orders the rest.
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, Union
+from collections.abc import Callable, Iterable
+from typing import Union
 
 from cq_py.errors import CQLSemanticError
 from cq_py.parser import ast
@@ -18,21 +19,23 @@ from cq_py.planner.logical import STREAM, Catalog, Node
 STREAM_OPS = ("istream", "dstream", "rstream")
 
 
-def successors(nodes: dict[int, Node], keep: Callable[[int, int], bool] = lambda a, b: True
-               ) -> dict[int, list[int]]:
+def successors(
+    nodes: dict[int, Node], keep: Callable[[int, int], bool] = lambda a, b: True
+) -> dict[int, list[int]]:
     """Edges producer → consumer among ``nodes``, those for which keep(producer, consumer)."""
     succ: dict[int, list[int]] = {i: [] for i in nodes}
     for n in nodes.values():
         for i in n.inputs:
-            if i in nodes and keep(i, n.id):  # type: ignore[operator]
-                succ[i].append(n.id)  # type: ignore[index]
+            if i in nodes and keep(i, n.id):
+                succ[i].append(n.id)
     for v in succ.values():
         v.sort()
     return succ
 
 
 def strongly_connected(vertices: Iterable[int], succ: dict[int, list[int]]) -> list[list[int]]:
-    """Tarjan's algorithm, iterative (plans can be deep); components in reverse topological order."""
+    """Tarjan's algorithm, iterative (plans can be deep); the components in reverse topological
+    order."""
     index: dict[int, int] = {}
     low: dict[int, int] = {}
     on_stack: set[int] = set()
@@ -121,8 +124,13 @@ def delay_free_loops(cat: Catalog) -> list[list[int]]:
     return [find_cycle(c, succ) for c in strongly_connected(nodes, succ) if is_loop(c, succ)]
 
 
-def check(cat: Catalog, first_new: int, auto_delay: bool,
-          err: Callable[[str, ast.Pos], CQLSemanticError], new_id: Callable[[], int]) -> None:
+def check(
+    cat: Catalog,
+    first_new: int,
+    auto_delay: bool,
+    err: Callable[[str, ast.Pos], CQLSemanticError],
+    new_id: Callable[[], int],
+) -> None:
     """Rejects loops without a delay, or (auto_delay) inserts an ε delay after one stream operator
     of each such loop, rewiring the stream operator's consumers to read the delay."""
     while True:
@@ -135,22 +143,37 @@ def check(cat: Catalog, first_new: int, auto_delay: bool,
         pos = first.pos if first else cat.nodes[cycle[0]].pos
         ring = " → ".join(names + names[:1])
         if not auto_delay:
-            raise err(f"the queries {ring} form a loop without a delay: a loop must pass through a "
-                      "delay (paper 000 §3.1); write <Now> after the ISTREAM(...), DSTREAM(...) or "
-                      "RSTREAM(...) of one of them, or create the engine with auto_delay=True", pos)
+            raise err(
+                f"the queries {ring} form a loop without a delay: a loop must pass through a "
+                "delay (paper 000 §3.1); write <Now> after the ISTREAM(...), DSTREAM(...) or "
+                "RSTREAM(...) of one of them, or create the engine with auto_delay=True",
+                pos,
+            )
         stream_ops = [i for i in cycle if cat.nodes[i].op in STREAM_OPS]
         if not stream_ops:
-            raise err(f"the queries {ring} form a loop of relations without a stream operator; "
-                      "a delay applies to streams only, so no delay can be inserted: turn one of "
-                      "them into a stream with ISTREAM(...) <Now>", pos)
+            raise err(
+                f"the queries {ring} form a loop of relations without a stream operator; "
+                "a delay applies to streams only, so no delay can be inserted: turn one of "
+                "them into a stream with ISTREAM(...) <Now>",
+                pos,
+            )
         insert_delay_after(cat, cat.nodes[min(stream_ops)], new_id)
 
 
 def insert_delay_after(cat: Catalog, op: Node, new_id: Callable[[], int]) -> Node:
-    delay = Node(new_id(), "delay", [op.id], {"duration": {"ticks": 0, "steps": 1}}, op.schema,
-                 kind="stream", lifetime=STREAM, owner=op.owner, pos=op.pos,
-                 label=f"Delay <Now> (ε) — inserted by auto_delay after the {op.op.upper()} of "
-                       f"{op.owner}", inserted=True)
+    delay = Node(
+        new_id(),
+        "delay",
+        [op.id],
+        {"duration": {"ticks": 0, "steps": 1}},
+        op.schema,
+        kind="stream",
+        lifetime=STREAM,
+        owner=op.owner,
+        pos=op.pos,
+        label=f"Delay <Now> (ε) — inserted by auto_delay after the {op.op.upper()} of {op.owner}",
+        inserted=True,
+    )
     for n in cat.nodes.values():
         n.inputs = [delay.id if i == op.id else i for i in n.inputs]
     for q in cat.queries.values():

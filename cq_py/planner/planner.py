@@ -12,19 +12,34 @@ from __future__ import annotations
 
 import copy
 from dataclasses import replace
-from typing import Optional, Union
+from typing import Any
 
 from cq_py.errors import CQLSemanticError
 from cq_py.parser import ast
 from cq_py.parser.tokenizer import source_line
 from cq_py.planner import loops
 from cq_py.planner import types as T
-from cq_py.planner.expressions import (ExpressionBinder, Scope, TypedExpr, balanced, conjuncts,
-                                       literal)
+from cq_py.planner.expressions import (
+    ExpressionBinder,
+    Scope,
+    TypedExpr,
+    balanced,
+    conjuncts,
+    literal,
+)
 from cq_py.planner.identity import separate_identities
+from cq_py.planner.logical import (
+    KNOWN,
+    PENDING,
+    STREAM,
+    UNBOUNDED,
+    Catalog,
+    Node,
+    QueryDef,
+    StreamDef,
+    constant,
+)
 from cq_py.planner.sharing import share_subplans
-from cq_py.planner.logical import (KNOWN, PENDING, STREAM, UNBOUNDED, Catalog, Node, QueryDef,
-                                   StreamDef, constant)
 
 # Nanoseconds per CQL duration unit and per engine time unit.
 UNIT_NS = {"ms": 10**6, "s": 10**9, "min": 60 * 10**9, "h": 3600 * 10**9, "d": 86400 * 10**9}
@@ -46,14 +61,22 @@ class Planner:
 
     >>> from cq_py.parser import parse
     >>> p = Planner(Catalog(), time_unit="ms")
-    >>> cat, nodes = p.plan(parse("REGISTER STREAM s(a INT); REGISTER QUERY q AS SELECT a FROM s [Now];"))
+    >>> script = parse("REGISTER STREAM s(a INT); REGISTER QUERY q AS SELECT a FROM s [Now];")
+    >>> cat, nodes = p.plan(script)
     >>> [n.op for n in nodes]
     ['stream_scan', 'window', 'project', 'sink']
     """
 
-    def __init__(self, catalog: Catalog, time_unit: str = "ms", source: str = "",
-                 expose_steps: bool = False, auto_delay: bool = False, expiration: str = "lazy",
-                 late: bool = False):
+    def __init__(
+        self,
+        catalog: Catalog,
+        time_unit: str = "ms",
+        source: str = "",
+        expose_steps: bool = False,
+        auto_delay: bool = False,
+        expiration: str = "lazy",
+        late: bool = False,
+    ):
         self.catalog = catalog
         # The engine is running (SPEC §4): the script's queries see a relation as it stands now,
         # whole, and re-derive the relation-valued queries registered before them.
@@ -64,6 +87,9 @@ class Planner:
         self.auto_delay = auto_delay
         self.expiration = expiration
         self.lenient = self.inferring = False
+        # Stand-ins for queries of the script not planned yet, by their (negative) node ids:
+        # _resolve_references puts the queries' output nodes in their place.
+        self.unplanned: dict[int, str] = {}
 
     # =========================================================================================
     # Errors
@@ -95,12 +121,18 @@ class Planner:
         for st in script.statements:
             key = st.name.lower()
             if key in seen:
-                raise self.err(f"'{st.name}' is registered twice in this script (first at line "
-                               f"{seen[key].line})", st.pos)
+                raise self.err(
+                    f"'{st.name}' is registered twice in this script (first at line "
+                    f"{seen[key].line})",
+                    st.pos,
+                )
             existing = cat.lookup(st.name)
             if existing is not None:
-                what = ("relation" if existing.relation else "stream") if isinstance(
-                    existing, StreamDef) else "query"
+                what = (
+                    ("relation" if existing.relation else "stream")
+                    if isinstance(existing, StreamDef)
+                    else "query"
+                )
                 raise self.err(f"'{st.name}' is already registered as a {what}", st.pos)
             seen[key] = st.pos
             if isinstance(st, (ast.RegisterStream, ast.RegisterRelation)):
@@ -117,13 +149,14 @@ class Planner:
         # Registration order, whatever order the queries were planned in.
         order = [q.name.lower() for q in queries]
         cat.queries = {k: v for k, v in cat.queries.items() if k not in order} | {
-            k: cat.queries[k] for k in order}
+            k: cat.queries[k] for k in order
+        }
         loops.check(cat, first_new, self.auto_delay, self.err, self._new_id)
         propagate_lifetimes(cat)
         for node in cat.nodes.values():
             if node.id >= first_new and node.op in ("istream", "dstream", "rstream", "aggregate"):
                 # The core's fast paths need lifetimes of one duration known at plan time.
-                source = cat.nodes[node.inputs[0]]  # type: ignore[index]
+                source = cat.nodes[node.inputs[0]]
                 node.params["lifetime"] = "constant" if is_constant(source.lifetime) else "general"
                 node.params["expiration"] = self.expiration
         share_subplans(cat, first_new)
@@ -139,7 +172,7 @@ class Planner:
         self.cat.nodes[node.id] = node
         return node
 
-    def _register_source(self, st: Union[ast.RegisterStream, ast.RegisterRelation]) -> None:
+    def _register_source(self, st: ast.RegisterStream | ast.RegisterRelation) -> None:
         relation = isinstance(st, ast.RegisterRelation)
         what = "relation" if relation else "stream"
         seen: set[str] = set()
@@ -148,16 +181,28 @@ class Planner:
             if c.name.lower() in seen:
                 raise self.err(f"column '{c.name}' is declared twice in {what} '{st.name}'", c.pos)
             if relation and c.name.lower() == "op":
-                raise self.err(f"relation '{st.name}' may not declare a column 'op': it marks inserts "
-                               "and deletes in the input", c.pos)
+                raise self.err(
+                    f"relation '{st.name}' may not declare a column 'op': it marks inserts "
+                    "and deletes in the input",
+                    c.pos,
+                )
             seen.add(c.name.lower())
             cols.append((c.name, T.FROM_CQL[c.type.name]))
         op = "relation_scan" if relation else "stream_scan"
-        scan = self._add(Node(
-            self._new_id(), op, [], {what: st.name, "schema": [list(c) for c in cols]}, cols,
-            kind="relation" if relation else "stream", lifetime=PENDING if relation else STREAM,
-            owner=st.name, pos=st.pos,
-            label=f"{'RelationScan' if relation else 'StreamScan'} {st.name}"))
+        scan = self._add(
+            Node(
+                self._new_id(),
+                op,
+                [],
+                {what: st.name, "schema": [list(c) for c in cols]},
+                cols,
+                kind="relation" if relation else "stream",
+                lifetime=PENDING if relation else STREAM,
+                owner=st.name,
+                pos=st.pos,
+                label=f"{'RelationScan' if relation else 'StreamScan'} {st.name}",
+            )
+        )
         self.cat.streams[st.name.lower()] = StreamDef(st.name, cols, scan.id, relation, st.pos)
 
     # =========================================================================================
@@ -201,14 +246,19 @@ class Planner:
                 if errors:
                     raise next(iter(errors.values()))
                 names = ", ".join(q.name for q in pending)
-                what = (f"{names}: it only reads itself" if len(pending) == 1 else
-                        f"{names}: they only read each other")
-                raise self.err(f"cannot determine the columns of {what}; give it a source whose "
-                               "columns are known (e.g. the first branch of a UNION ALL)",
-                               pending[0].pos)
+                what = (
+                    f"{names}: it only reads itself"
+                    if len(pending) == 1
+                    else f"{names}: they only read each other"
+                )
+                raise self.err(
+                    f"cannot determine the columns of {what}; give it a source whose "
+                    "columns are known (e.g. the first branch of a UNION ALL)",
+                    pending[0].pos,
+                )
         for _ in range(4 * len(queries) + 4):
             changed = False
-            failed: Optional[CQLSemanticError] = None
+            failed: CQLSemanticError | None = None
             for q in queries:
                 try:
                     again = self._try_infer(q, lenient=False)
@@ -238,9 +288,12 @@ class Planner:
             self.cat.nodes, self.cat.next_id = saved_nodes, saved_id
 
     def _dependency_order(self, queries: list[ast.RegisterQuery]) -> list[ast.RegisterQuery]:
-        """Queries after the queries they read (so that lifetimes are known), loops in script order."""
-        reads = {q.name.lower(): {s.name.lower() for s in _sources(q.query)} & self.script_queries.keys()
-                 for q in queries}
+        """Queries after the queries they read (so that lifetimes are known), loops in script
+        order."""
+        reads = {
+            q.name.lower(): {s.name.lower() for s in _sources(q.query)} & self.script_queries.keys()
+            for q in queries
+        }
         done: list[ast.RegisterQuery] = []
         seen: set[str] = set()
         rank = {k: i for i, k in enumerate(self.script_queries)}
@@ -257,8 +310,12 @@ class Planner:
                     dep = deps.pop()
                     if dep not in seen:
                         seen.add(dep)
-                        stack.append((self.script_queries[dep],
-                                      sorted(reads[dep], key=rank.__getitem__, reverse=True)))
+                        stack.append(
+                            (
+                                self.script_queries[dep],
+                                sorted(reads[dep], key=rank.__getitem__, reverse=True),
+                            )
+                        )
                 else:
                     stack.pop()
                     done.append(q)
@@ -270,29 +327,58 @@ class Planner:
 
     def _plan_query(self, st: ast.RegisterQuery) -> None:
         self.lenient = False
-        self.references: list[str] = []
+        self.references = []
         kind, columns, out = self._query(st.query, st.name)
-        assert (kind, columns) == self.schemas[st.name.lower()], "inferred and planned columns differ"
-        reserved = (["ts"] + (["ts_step"] if self.expose_steps else [])) if kind == "stream" else \
-            (["start", "end"] + (["start_step", "end_step"] if self.expose_steps else []))
+        assert (kind, columns) == self.schemas[st.name.lower()], (
+            "inferred and planned columns differ"
+        )
+        reserved = (
+            (["ts"] + (["ts_step"] if self.expose_steps else []))
+            if kind == "stream"
+            else (["start", "end"] + (["start_step", "end_step"] if self.expose_steps else []))
+        )
         for name, _ in columns:
             if name.lower() in reserved:
-                raise self.err(f"output column '{name}' of query '{st.name}' clashes with the time "
-                               f"column '{name.lower()}' that a {kind}-valued query adds; rename it "
-                               "with AS", st.query.pos)
+                raise self.err(
+                    f"output column '{name}' of query '{st.name}' clashes with the time "
+                    f"column '{name.lower()}' that a {kind}-valued query adds; rename it "
+                    "with AS",
+                    st.query.pos,
+                )
         seen: set[str] = set()
         for name, _ in columns:
             if name.lower() in seen:
-                raise self.err(f"query '{st.name}' has two output columns named '{name}'; give one of "
-                               "them another name with AS", st.query.pos)
+                raise self.err(
+                    f"query '{st.name}' has two output columns named '{name}'; give one of "
+                    "them another name with AS",
+                    st.query.pos,
+                )
             seen.add(name.lower())
-        sink = self._add(Node(self._new_id(), "sink", [out.id],
-                              {"query": st.name, "expose_steps": self.expose_steps}, columns,
-                              kind=kind, lifetime=out.lifetime, owner=st.name, pos=st.pos,
-                              label=f"Output {st.name}"))
-        self.cat.queries[st.name.lower()] = QueryDef(st.name, kind, columns, out.id, sink.id, st.pos,
-                                                     out.lifetime, list(dict.fromkeys(self.references)),
-                                                     st.query)
+        sink = self._add(
+            Node(
+                self._new_id(),
+                "sink",
+                [out.id],
+                {"query": st.name, "expose_steps": self.expose_steps},
+                columns,
+                kind=kind,
+                lifetime=out.lifetime,
+                owner=st.name,
+                pos=st.pos,
+                label=f"Output {st.name}",
+            )
+        )
+        self.cat.queries[st.name.lower()] = QueryDef(
+            st.name,
+            kind,
+            columns,
+            out.id,
+            sink.id,
+            st.pos,
+            out.lifetime,
+            list(dict.fromkeys(self.references)),
+            st.query,
+        )
 
     def _query(self, q: ast.Query, owner: str) -> tuple[str, list[tuple[str, str]], Node]:
         """(kind, columns, output node) of a query expression."""
@@ -305,10 +391,23 @@ class Planner:
     def _stream_op(self, q: ast.StreamOp, owner: str) -> tuple[str, list[tuple[str, str]], Node]:
         kind, cols, inner = self._query(q.query, owner)
         if kind != "relation":
-            raise self.err(f"{q.kind} turns a relation into a stream; its argument is already a "
-                           "stream", q.pos)
-        node = self._add(Node(self._new_id(), q.kind.lower(), [inner.id], {}, cols, kind="stream",
-                              lifetime=STREAM, owner=owner, pos=q.pos, label=q.kind.upper()))
+            raise self.err(
+                f"{q.kind} turns a relation into a stream; its argument is already a stream", q.pos
+            )
+        node = self._add(
+            Node(
+                self._new_id(),
+                q.kind.lower(),
+                [inner.id],
+                {},
+                cols,
+                kind="stream",
+                lifetime=STREAM,
+                owner=owner,
+                pos=q.pos,
+                label=q.kind.upper(),
+            )
+        )
         if q.delay is not None:
             node = self._delay_node(node, q.delay, owner)
         return "stream", cols, node
@@ -320,12 +419,25 @@ class Planner:
             assert d.duration is not None
             ticks = self.ticks(d.duration)
             if ticks <= 0:
-                raise self.err("a delay must move time forward; use <Now> for the smallest delay",
-                               d.pos)
+                raise self.err(
+                    "a delay must move time forward; use <Now> for the smallest delay", d.pos
+                )
             dur, text = {"ticks": ticks, "steps": 0}, f"<{ticks}> ({ticks} ticks)"
-        return self._add(Node(self._new_id(), "delay", [after.id], {"duration": dur}, after.schema,
-                              kind="stream", lifetime=STREAM, owner=owner, pos=d.pos,
-                              label=f"Delay {text}", inserted=inserted))
+        return self._add(
+            Node(
+                self._new_id(),
+                "delay",
+                [after.id],
+                {"duration": dur},
+                after.schema,
+                kind="stream",
+                lifetime=STREAM,
+                owner=owner,
+                pos=d.pos,
+                label=f"Delay {text}",
+                inserted=inserted,
+            )
+        )
 
     def _set_op(self, q: ast.SetOp, owner: str) -> tuple[str, list[tuple[str, str]], Node]:
         """A chain ``a UNION ALL b UNION ALL c ...`` (left-deep, as parsed) operation by operation
@@ -357,8 +469,9 @@ class Planner:
             raise deferred
         return left
 
-    def _set_op_step(self, q: ast.SetOp, left: Optional[tuple[str, list[tuple[str, str]], Node]],
-                     owner: str) -> tuple[str, list[tuple[str, str]], Node]:
+    def _set_op_step(
+        self, q: ast.SetOp, left: tuple[str, list[tuple[str, str]], Node] | None, owner: str
+    ) -> tuple[str, list[tuple[str, str]], Node]:
         """``left`` (planned; None when deferred in inference) ``q.op`` ``q.right``."""
         right = None
         try:
@@ -374,31 +487,55 @@ class Planner:
             names = _names_of(q.left) if left is None else None
             if names is None or len(names) != len(known[1]):
                 return known
-            return known[0], [(n, t) for n, (_, t) in zip(names, known[1])], known[2]
+            return known[0], [(n, t) for n, (_, t) in zip(names, known[1], strict=True)], known[2]
         (lk, lc, ln), (rk, rc, rn) = left, right
         if len(lc) != len(rc):
-            raise self.err(f"{q.op} needs the same number of columns on both sides; found {len(lc)} "
-                           f"and {len(rc)}", q.pos)
+            raise self.err(
+                f"{q.op} needs the same number of columns on both sides; found {len(lc)} "
+                f"and {len(rc)}",
+                q.pos,
+            )
         if lk != rk:
-            raise self.err(f"{q.op} of a {lk} and a {rk}: both sides must be relations (or, for UNION "
-                           "ALL, both streams)", q.pos)
+            raise self.err(
+                f"{q.op} of a {lk} and a {rk}: both sides must be relations (or, for UNION "
+                "ALL, both streams)",
+                q.pos,
+            )
         if lk == "stream" and q.op != "UNION ALL":
-            raise self.err(f"{q.op} is defined on relations; both sides here are streams (window "
-                           "them, or use UNION ALL)", q.pos)
+            raise self.err(
+                f"{q.op} is defined on relations; both sides here are streams (window "
+                "them, or use UNION ALL)",
+                q.pos,
+            )
         cols = []
-        for (ln_, lt), (rn_, rt) in zip(lc, rc):
+        for (ln_, lt), (_, rt) in zip(lc, rc, strict=True):
             t = ExpressionBinder.unify([lt, rt])
             if t is None:
-                raise self.err(f"{q.op}: column '{ln_}' is {T.CQL_NAME[lt]} on the left and "
-                               f"{T.CQL_NAME[rt]} on the right", q.pos)
+                raise self.err(
+                    f"{q.op}: column '{ln_}' is {T.CQL_NAME[lt]} on the left and "
+                    f"{T.CQL_NAME[rt]} on the right",
+                    q.pos,
+                )
             cols.append((ln_, t))
         ln = self._conform(ln, cols, owner, q.pos)
         rn = self._conform(rn, cols, owner, q.pos)
         if q.op in ("EXCEPT", "INTERSECT"):
             return lk, cols, self._except_intersect(q, ln, rn, cols, owner)
         life = STREAM if lk == "stream" else union_all_lifetime({ln.lifetime, rn.lifetime})
-        node = self._add(Node(self._new_id(), "union_all", [ln.id, rn.id], {}, cols, kind=lk,
-                              lifetime=life, owner=owner, pos=q.pos, label="UNION ALL"))
+        node = self._add(
+            Node(
+                self._new_id(),
+                "union_all",
+                [ln.id, rn.id],
+                {},
+                cols,
+                kind=lk,
+                lifetime=life,
+                owner=owner,
+                pos=q.pos,
+                label="UNION ALL",
+            )
+        )
         if q.op == "UNION":  # UNION removes duplicates: the bag union, made distinct
             node = self._distinct(node, owner, q.pos, "UNION: distinct rows")
         return lk, cols, node
@@ -407,15 +544,30 @@ class Planner:
         """SELECT DISTINCT as an aggregate grouping by every column and computing nothing: one
         result per distinct row while it has copies (its lifetime pends until the last goes)."""
         keys = [TypedExpr("column", t, index=i, text=n) for i, (n, t) in enumerate(input_.schema)]
-        return self._add(Node(
-            self._new_id(), "aggregate", [input_.id],
-            {"keys": [k.to_plan() for k in keys], "aggregates": [],
-             "names": [n for n, _ in input_.schema], "expiration": self.expiration},
-            list(input_.schema), kind="relation", lifetime=PENDING, owner=owner, pos=pos, label=label,
-            checks=keys))
+        return self._add(
+            Node(
+                self._new_id(),
+                "aggregate",
+                [input_.id],
+                {
+                    "keys": [k.to_plan() for k in keys],
+                    "aggregates": [],
+                    "names": [n for n, _ in input_.schema],
+                    "expiration": self.expiration,
+                },
+                list(input_.schema),
+                kind="relation",
+                lifetime=PENDING,
+                owner=owner,
+                pos=pos,
+                label=label,
+                checks=keys,
+            )
+        )
 
-    def _except_intersect(self, q: ast.SetOp, ln: Node, rn: Node, cols: list[tuple[str, str]],
-                          owner: str) -> Node:
+    def _except_intersect(
+        self, q: ast.SetOp, ln: Node, rn: Node, cols: list[tuple[str, str]], owner: str
+    ) -> Node:
         """EXCEPT / INTERSECT (SQL: on distinct rows) from operators that exist: each side tags
         its rows (1 for the left, 0 for the right, and the reverse), the tagged rows are united,
         grouped by value with MAX of each tag (a row's presence on that side), and the groups with
@@ -424,34 +576,89 @@ class Planner:
         tagged = []
         for side, node in ((0, ln), (1, rn)):
             exprs = [TypedExpr("column", t, index=i, text=n) for i, (n, t) in enumerate(cols)]
-            exprs += [literal(int(side == 0), T.INT64, "left"), literal(int(side == 1), T.INT64, "right")]
-            tagged.append(self._project(node, exprs, [n for n, _ in cols] + ["__left", "__right"],
-                                        owner, q.pos))
-        union = self._add(Node(self._new_id(), "union_all", [tagged[0].id, tagged[1].id], {},
-                               list(tagged[0].schema), kind="relation",
-                               lifetime=union_all_lifetime({ln.lifetime, rn.lifetime}), owner=owner,
-                               pos=q.pos, label=f"UNION ALL (tagged sides of {q.op})"))
+            exprs += [
+                literal(int(side == 0), T.INT64, "left"),
+                literal(int(side == 1), T.INT64, "right"),
+            ]
+            tagged.append(
+                self._project(
+                    node, exprs, [n for n, _ in cols] + ["__left", "__right"], owner, q.pos
+                )
+            )
+        union = self._add(
+            Node(
+                self._new_id(),
+                "union_all",
+                [tagged[0].id, tagged[1].id],
+                {},
+                list(tagged[0].schema),
+                kind="relation",
+                lifetime=union_all_lifetime({ln.lifetime, rn.lifetime}),
+                owner=owner,
+                pos=q.pos,
+                label=f"UNION ALL (tagged sides of {q.op})",
+            )
+        )
         keys = [TypedExpr("column", t, index=i, text=n) for i, (n, t) in enumerate(cols)]
-        presence = [TypedExpr("agg", T.INT64, fn="max", args=(TypedExpr("column", T.INT64, index=width + k,
-                                                                         text=tag),), text=f"MAX({tag})")
-                    for k, tag in enumerate(("__left", "__right"))]
-        agg = self._add(Node(
-            self._new_id(), "aggregate", [union.id],
-            {"keys": [k.to_plan() for k in keys],
-             "aggregates": [{"fn": "max", "distinct": False, "type": T.INT64, "arg": p.args[0].to_plan()}
-                            for p in presence],
-             "names": [n for n, _ in cols] + ["__left", "__right"], "expiration": self.expiration},
-            list(cols) + [("__left", T.INT64), ("__right", T.INT64)], kind="relation",
-            lifetime=PENDING, owner=owner, pos=q.pos, label=f"{q.op}: presence of each row on each side",
-            checks=keys))
+        presence = [
+            TypedExpr(
+                "agg",
+                T.INT64,
+                fn="max",
+                args=(TypedExpr("column", T.INT64, index=width + k, text=tag),),
+                text=f"MAX({tag})",
+            )
+            for k, tag in enumerate(("__left", "__right"))
+        ]
+        agg = self._add(
+            Node(
+                self._new_id(),
+                "aggregate",
+                [union.id],
+                {
+                    "keys": [k.to_plan() for k in keys],
+                    "aggregates": [
+                        {
+                            "fn": "max",
+                            "distinct": False,
+                            "type": T.INT64,
+                            "arg": p.args[0].to_plan(),
+                        }
+                        for p in presence
+                    ],
+                    "names": [n for n, _ in cols] + ["__left", "__right"],
+                    "expiration": self.expiration,
+                },
+                [*list(cols), ("__left", T.INT64), ("__right", T.INT64)],
+                kind="relation",
+                lifetime=PENDING,
+                owner=owner,
+                pos=q.pos,
+                label=f"{q.op}: presence of each row on each side",
+                checks=keys,
+            )
+        )
         want_right = 0 if q.op == "EXCEPT" else 1
-        left_in = ExpressionBinder.call("equal", (TypedExpr("column", T.INT64, index=width, text="__left"),
-                                                  literal(1, T.INT64, "1")), T.BOOL, "__left = 1", q.pos)
-        right_in = ExpressionBinder.call("equal", (TypedExpr("column", T.INT64, index=width + 1, text="__right"),
-                                                   literal(want_right, T.INT64, str(want_right))), T.BOOL,
-                                         f"__right = {want_right}", q.pos)
-        both = ExpressionBinder.call("and", (left_in, right_in), T.BOOL,
-                                     f"__left = 1 AND __right = {want_right}", q.pos)
+        left_in = ExpressionBinder.call(
+            "equal",
+            (TypedExpr("column", T.INT64, index=width, text="__left"), literal(1, T.INT64, "1")),
+            T.BOOL,
+            "__left = 1",
+            q.pos,
+        )
+        right_in = ExpressionBinder.call(
+            "equal",
+            (
+                TypedExpr("column", T.INT64, index=width + 1, text="__right"),
+                literal(want_right, T.INT64, str(want_right)),
+            ),
+            T.BOOL,
+            f"__right = {want_right}",
+            q.pos,
+        )
+        both = ExpressionBinder.call(
+            "and", (left_in, right_in), T.BOOL, f"__left = 1 AND __right = {want_right}", q.pos
+        )
         kept = self._filter(agg, both, owner, q.pos)
         return self._project(kept, keys, [n for n, _ in cols], owner, q.pos)
 
@@ -460,7 +667,7 @@ class Planner:
         if [t for _, t in node.schema] == [t for _, t in cols]:
             return node
         exprs = []
-        for i, ((n, t), (_, ct)) in enumerate(zip(node.schema, cols)):
+        for i, ((n, t), (_, ct)) in enumerate(zip(node.schema, cols, strict=True)):
             e = ExpressionBinder.cast(TypedExpr("column", t, index=i, text=n), ct)
             if e.type != t:  # say so in explain: the branch's column changes type here
                 e = replace(e, text=f"CAST({n} AS {T.CQL_NAME[ct]})")
@@ -479,33 +686,51 @@ class Planner:
             if key in self.script_queries:
                 assert self.inferring, "every query's columns are inferred before planning"
                 raise Deferred(src.name)
-            known = ", ".join(n for n in self.cat.names() + [
-                q.name for q in self.script_queries.values() if q.name.lower() not in self.cat.queries]
-                if n.lower() != owner.lower())
-            raise self.err(f"unknown stream, relation or query '{src.name}'; registered: "
-                           f"{known or '(none)'}", src.pos)
+            known = ", ".join(
+                n
+                for n in self.cat.names()
+                + [
+                    q.name
+                    for q in self.script_queries.values()
+                    if q.name.lower() not in self.cat.queries
+                ]
+                if n.lower() != owner.lower()
+            )
+            raise self.err(
+                f"unknown stream, relation or query '{src.name}'; registered: {known or '(none)'}",
+                src.pos,
+            )
         label = f"'{src.name}'" + (f" (as {src.alias})" if src.alias else "")
         self.references.append(target.name if target is not None else src.name)
         if isinstance(target, StreamDef):
             scan = self.cat.nodes[target.scan_id]
             if target.relation:
                 if src.window is not None:
-                    raise self.err(f"a window applies to a stream; '{src.name}' is a relation",
-                                   src.window.pos)
+                    raise self.err(
+                        f"a window applies to a stream; '{src.name}' is a relation", src.window.pos
+                    )
                 if self.late and scan.id < self.first_new:
                     return self._relation_since(scan, target.name, owner), label
                 return scan, label
             return self._window(scan, src.window, owner, src.pos, src), label
-        if (isinstance(target, QueryDef) and target.kind == "relation" and self.late
-                and target.sink_id < self.first_new and target.query is not None):
+        if (
+            isinstance(target, QueryDef)
+            and target.kind == "relation"
+            and self.late
+            and target.sink_id < self.first_new
+            and target.query is not None
+        ):
             if src.window is not None:
-                raise self.err(f"a window applies to a stream; the query '{src.name}' is "
-                               "relation-valued (use it without a window)", src.window.pos)
+                raise self.err(
+                    f"a window applies to a stream; the query '{src.name}' is "
+                    "relation-valued (use it without a window)",
+                    src.window.pos,
+                )
             return self._rederive(target, owner), label
         # A named query, possibly registered in this script and not planned yet.
         if isinstance(target, QueryDef):
             kind, cols, ref = target.kind, target.columns, target.out_id
-            out: Union[int, str] = ref
+            out: int | str = ref
             life = target.lifetime
         else:
             kind, cols = self.schemas[key]
@@ -513,27 +738,44 @@ class Planner:
         placeholder = Node(-1, "query_ref", [], {}, cols, kind=kind, lifetime=life, owner=src.name)
         if kind == "relation":
             if src.window is not None:
-                raise self.err(f"a window applies to a stream; the query '{src.name}' is "
-                               "relation-valued (use it without a window)", src.window.pos)
+                raise self.err(
+                    f"a window applies to a stream; the query '{src.name}' is "
+                    "relation-valued (use it without a window)",
+                    src.window.pos,
+                )
             return self._reference(placeholder, out), label
-        return self._window(self._reference(placeholder, out), src.window, owner, src.pos, src), label
+        return self._window(
+            self._reference(placeholder, out), src.window, owner, src.pos, src
+        ), label
 
     def _relation_since(self, scan: Node, name: str, owner: str) -> Node:
         """A relation registered before the engine ran, for a query registered now: the tuples
         alive now, each from now on, then its changes (SPEC §4; the core's RelationSince)."""
-        return self._add(Node(self._new_id(), "relation_since", [scan.id], {}, list(scan.schema),
-                              kind="relation", lifetime=PENDING, owner=owner, pos=scan.pos,
-                              label=f"Relation {name} as of this registration"))
+        return self._add(
+            Node(
+                self._new_id(),
+                "relation_since",
+                [scan.id],
+                {},
+                list(scan.schema),
+                kind="relation",
+                lifetime=PENDING,
+                owner=owner,
+                pos=scan.pos,
+                label=f"Relation {name} as of this registration",
+            )
+        )
 
     def _rederive(self, target: QueryDef, owner: str) -> Node:
         """An earlier relation-valued query read by a query registered while the engine runs: its
         definition planned again, as if written in place (SPEC §4) — fresh windows over the rows
         from now on, relations as they stand now, earlier stream-valued queries shared — and not
         the operators that hold its state from before. explain() marks the operators."""
+        assert target.query is not None  # a planned query keeps its definition
         first, references = self.cat.next_id, self.references
         self.references = []
         try:
-            _, _, out = self._query(target.query, owner)  # type: ignore[arg-type]
+            _, _, out = self._query(target.query, owner)
         finally:
             self.references = references
         for i in range(first, self.cat.next_id):  # (a query it re-derives in turn has its mark)
@@ -541,18 +783,32 @@ class Planner:
                 self.cat.nodes[i].label += f" (re-deriving {target.name} as of this registration)"
         return out
 
-    def _reference(self, placeholder: Node, out: Union[int, str]) -> Node:
-        """A stand-in for another query's output node: its id, or its name until it is planned."""
+    def _reference(self, placeholder: Node, out: int | str) -> Node:
+        """Another query's output node: ``out`` is its id, or its name until it is planned (then
+        a stand-in with an id below 0 that no operator has)."""
         if isinstance(out, int):
             return self.cat.nodes[out]
         ref = copy.copy(placeholder)
-        ref.id = out  # type: ignore[assignment]
+        ref.id = -2 - len(self.unplanned)  # the placeholder itself is -1
+        self.unplanned[ref.id] = out
         return ref
 
-    def _window(self, input_: Node, w: Optional[ast.Window], owner: str, pos: ast.Pos,
-                src: Optional[ast.Source] = None) -> Node:
+    def _window(
+        self,
+        input_: Node,
+        w: ast.Window | None,
+        owner: str,
+        pos: ast.Pos,
+        src: ast.Source | None = None,
+    ) -> Node:
+        params: dict[str, Any]
         if w is None or w.kind == "unbounded":
-            params, op, life, label = {"kind": "unbounded"}, "window", UNBOUNDED, "[Range Unbounded]"
+            params, op, life, label = (
+                {"kind": "unbounded"},
+                "window",
+                UNBOUNDED,
+                "[Range Unbounded]",
+            )
         elif w.kind == "now":
             params, op, life, label = {"kind": "now"}, "window", constant("ε"), "[Now]"
         elif w.kind == "range":
@@ -561,7 +817,8 @@ class Planner:
             params, op = {"kind": "range", "range": {"ticks": ticks}}, "window"
             life, label = constant(f"{ticks} ticks"), f"[Range {ticks}]"
         elif w.kind == "range_slide":
-            assert w.range is not None and w.slide is not None
+            assert w.range is not None
+            assert w.slide is not None
             rng, slide = self.ticks(w.range), self.ticks(w.slide)
             if slide <= 0:
                 raise self.err("the slide of a window must be positive", w.slide.pos)
@@ -576,17 +833,33 @@ class Planner:
             assert w.rows is not None
             if w.rows <= 0 or w.rows >= 2**63:
                 raise self.err("a row window holds at least one row (and fewer than 2^63)", w.pos)
-            names = {input_.owner.lower()} | ({src.name.lower()} if src else set()) | (
-                {src.alias.lower()} if src and src.alias else set())
-            scope = Scope(list(input_.schema), [(names, f"'{src.name if src else input_.owner}'", 0,
-                                                 len(input_.schema))])
+            names = (
+                {input_.owner.lower()}
+                | ({src.name.lower()} if src else set())
+                | ({src.alias.lower()} if src and src.alias else set())
+            )
+            scope = Scope(
+                list(input_.schema),
+                [(names, f"'{src.name if src else input_.owner}'", 0, len(input_.schema))],
+            )
             keys = [scope.resolve(c, self.err) for c in w.partition_by]
             params, op = {"rows": w.rows, "keys": [k.index for k in keys]}, "partition_row_window"
             life = PENDING
             label = f"[Partition By {', '.join(k.text for k in keys)} Rows {w.rows}]"
-        return self._add(Node(self._new_id(), op, [input_.id], params, list(input_.schema),
-                              kind="relation", lifetime=life, owner=owner, pos=w.pos if w else pos,
-                              label=f"Window {label}"))
+        return self._add(
+            Node(
+                self._new_id(),
+                op,
+                [input_.id],
+                params,
+                list(input_.schema),
+                kind="relation",
+                lifetime=life,
+                owner=owner,
+                pos=w.pos if w else pos,
+                label=f"Window {label}",
+            )
+        )
 
     def _select(self, q: ast.Select, owner: str) -> tuple[str, list[tuple[str, str]], Node]:
         inputs: list[tuple[Node, str, ast.Source]] = []
@@ -595,8 +868,10 @@ class Planner:
             node, label = self._source(src, owner)
             key = (src.alias or src.name).lower()
             if key in names_seen:
-                raise self.err(f"'{src.alias or src.name}' appears twice in FROM; give one of them an "
-                               "alias", src.pos)
+                raise self.err(
+                    f"'{src.alias or src.name}' appears twice in FROM; give one of them an alias",
+                    src.pos,
+                )
             names_seen[key] = src.pos
             inputs.append((node, label, src))
 
@@ -637,33 +912,39 @@ class Planner:
                         while name.lower() in taken:
                             name += "_"
                     taken.add(name.lower())
-                    items.append((TypedExpr("column", t, index=i, text=n, pos=item.pos), name,
-                                  item.pos))
+                    items.append(
+                        (TypedExpr("column", t, index=i, text=n, pos=item.pos), name, item.pos)
+                    )
                 continue
             e = agg_binder.bind(item.expr)
             items.append((e, item.alias or self._default_name(e), item.pos))
-        having = None
+        having, having_pos = None, ast.NOPOS
         if q.having is not None:
             having = ExpressionBinder(scope, self.err, allow_aggregates="HAVING").bind_predicate(
-                q.having, "HAVING")
+                q.having, "HAVING"
+            )
+            having_pos = q.having.pos
         group_binder = ExpressionBinder(scope, self.err)
         keys = [group_binder.bind(g) for g in q.group_by]
         has_aggs = any(sub.kind == "agg" for e, _, _ in items for sub in e.walk()) or (
-            having is not None and any(sub.kind == "agg" for sub in having.walk()))
+            having is not None and any(sub.kind == "agg" for sub in having.walk())
+        )
         exprs = [e for e, _, _ in items]
         if keys or has_aggs:
             current, exprs, having = self._aggregate(current, keys, exprs, having, items, owner, q)
             if having is not None:
-                current = self._filter(current, having, owner, q.having.pos)  # type: ignore[union-attr]
+                current = self._filter(current, having, owner, having_pos)
         elif having is not None:
-            raise self.err("HAVING without GROUP BY or aggregates; use WHERE", q.having.pos)  # type: ignore[union-attr]
+            raise self.err("HAVING without GROUP BY or aggregates; use WHERE", having_pos)
 
         names = [n for _, n, _ in items]
         seen: set[str] = set()
         for _, n, item_pos in items:
             if n.lower() in seen:
-                raise self.err(f"the select list names '{n}' twice; give one of them another name "
-                               "with AS", item_pos)
+                raise self.err(
+                    f"the select list names '{n}' twice; give one of them another name with AS",
+                    item_pos,
+                )
             seen.add(n.lower())
         current = self._project(current, exprs, names, owner, q.pos)
         if q.distinct:
@@ -676,7 +957,14 @@ class Planner:
             return e.text.split(".")[-1]
         return e.text
 
-    def _joins(self, inputs, sources, preds, owner: str, q: ast.Select):
+    def _joins(
+        self,
+        inputs: list[tuple[Node, str, ast.Source]],
+        sources: list[tuple[set[str], str, int, int]],
+        preds: list[tuple[ast.Expr, TypedExpr]],
+        owner: str,
+        q: ast.Select,
+    ) -> Node:
         """Left-deep joins in FROM order. Conjuncts over one source filter it first; equalities
         between the joined part and the next source become the join's keys; the rest is checked as
         soon as all its sources are joined."""
@@ -690,21 +978,25 @@ class Planner:
 
         # Filters over a single source, applied to it before any join.
         nodes = []
-        for k, (node, _, src) in enumerate(inputs):
+        for k, (node, _, _) in enumerate(inputs):
             _, _, start, _ = sources[k]
-            mine = [p for p in remaining
-                    if p[1].columns() and {source_of(c) for c in p[1].columns()} == {k}]
-            if len(inputs) > 1:
-                node = self._filters(node, [(a, local(e, start)) for a, e in mine], owner)
-                # By identity: comparing syntax trees would recurse down them.
-                taken = {id(p) for p in mine}
-                remaining = [p for p in remaining if id(p) not in taken]
-            nodes.append(node)
+            mine = [
+                p
+                for p in remaining
+                if p[1].columns() and {source_of(c) for c in p[1].columns()} == {k}
+            ]
+            if len(inputs) == 1:
+                nodes.append(node)
+                continue
+            nodes.append(self._filters(node, [(a, local(e, start)) for a, e in mine], owner))
+            # By identity: comparing syntax trees would recurse down them.
+            taken = {id(p) for p in mine}
+            remaining = [p for p in remaining if id(p) not in taken]
 
         current = nodes[0]
         joined = {0}
         for k in range(1, len(inputs)):
-            _, _, start, stop = sources[k]
+            _, _, start, _stop = sources[k]
             left_keys, right_keys, residual, later = [], [], [], []
             for a, e in remaining:
                 used = {source_of(c) for c in e.columns()}
@@ -712,16 +1004,16 @@ class Planner:
                     later.append((a, e))
                     continue
                 if e.kind == "call" and e.fn == "equal":
-                    l, r = e.args
-                    lu = {source_of(c) for c in l.columns()}
-                    ru = {source_of(c) for c in r.columns()}
+                    lhs, rhs = e.args
+                    lu = {source_of(c) for c in lhs.columns()}
+                    ru = {source_of(c) for c in rhs.columns()}
                     if lu and ru and lu <= joined and ru == {k}:
-                        left_keys.append(l)
-                        right_keys.append(local(r, start))
+                        left_keys.append(lhs)
+                        right_keys.append(local(rhs, start))
                         continue
                     if lu and ru and ru <= joined and lu == {k}:
-                        left_keys.append(r)
-                        right_keys.append(local(l, start))
+                        left_keys.append(rhs)
+                        right_keys.append(local(lhs, start))
                         continue
                 residual.append(e)
             remaining = later
@@ -731,18 +1023,30 @@ class Planner:
             # Pending if either side is; otherwise known (intersections: no constant duration, and
             # results come in the merged order of two inputs).
             life = PENDING if PENDING in {current.lifetime, right.lifetime} else KNOWN
-            on = [f"{l.text} = {r.text}" for l, r in zip(left_keys, right_keys)]
+            on = [f"{lk.text} = {rk.text}" for lk, rk in zip(left_keys, right_keys, strict=True)]
             label = ("HashJoin on " + " AND ".join(on)) if on else "Join (nested loops)"
             if pred is not None:
                 label += f" where {pred.text}"
-            current = self._add(Node(
-                self._new_id(), "join", [current.id, right.id],
-                {"left_keys": [x.to_plan() for x in left_keys],
-                 "right_keys": [x.to_plan() for x in right_keys],
-                 "residual": pred.to_plan() if pred is not None else None,
-                 "expiration": self.expiration},
-                schema, kind="relation", lifetime=life, owner=owner, pos=q.sources[k].pos, label=label,
-                checks=left_keys + right_keys + ([pred] if pred is not None else [])))
+            current = self._add(
+                Node(
+                    self._new_id(),
+                    "join",
+                    [current.id, right.id],
+                    {
+                        "left_keys": [x.to_plan() for x in left_keys],
+                        "right_keys": [x.to_plan() for x in right_keys],
+                        "residual": pred.to_plan() if pred is not None else None,
+                        "expiration": self.expiration,
+                    },
+                    schema,
+                    kind="relation",
+                    lifetime=life,
+                    owner=owner,
+                    pos=q.sources[k].pos,
+                    label=label,
+                    checks=left_keys + right_keys + ([pred] if pred is not None else []),
+                )
+            )
             joined.add(k)
         return self._filters(current, remaining, owner)
 
@@ -751,7 +1055,7 @@ class Planner:
         the earlier ones kept. From the MAX_FILTERS-th on, the conjuncts share one filter (a
         balanced AND): the core hands batches down a chain of operators depth-first, so a WHERE of
         ten thousand conjuncts must not become ten thousand operators."""
-        head, tail = preds[:MAX_FILTERS - 1], preds[MAX_FILTERS - 1:]
+        head, tail = preds[: MAX_FILTERS - 1], preds[MAX_FILTERS - 1 :]
         for a, e in head:
             input_ = self._filter(input_, e, owner, a.pos)
         if tail:
@@ -760,22 +1064,57 @@ class Planner:
         return input_
 
     def _filter(self, input_: Node, pred: TypedExpr, owner: str, pos: ast.Pos) -> Node:
-        return self._add(Node(self._new_id(), "filter", [input_.id], {"predicate": pred.to_plan()},
-                              list(input_.schema), kind=input_.kind, lifetime=input_.lifetime,
-                              owner=owner, pos=pos, label=f"Filter {pred.text}", checks=[pred]))
+        return self._add(
+            Node(
+                self._new_id(),
+                "filter",
+                [input_.id],
+                {"predicate": pred.to_plan()},
+                list(input_.schema),
+                kind=input_.kind,
+                lifetime=input_.lifetime,
+                owner=owner,
+                pos=pos,
+                label=f"Filter {pred.text}",
+                checks=[pred],
+            )
+        )
 
-    def _project(self, input_: Node, exprs: list[TypedExpr], names: list[str], owner: str,
-                 pos: ast.Pos) -> Node:
-        exprs = [ExpressionBinder.coerce_null(e, T.INT64) if e.kind == "literal" else e for e in exprs]
-        parts = [e.text if e.text == n else f"{e.text} AS {n}" for e, n in zip(exprs, names)]
-        return self._add(Node(self._new_id(), "project", [input_.id],
-                              {"names": names, "exprs": [e.to_plan() for e in exprs]},
-                              [(n, e.type) for n, e in zip(names, exprs)], kind=input_.kind,
-                              lifetime=input_.lifetime, owner=owner, pos=pos,
-                              label="Project " + ", ".join(parts), checks=list(exprs)))
+    def _project(
+        self, input_: Node, exprs: list[TypedExpr], names: list[str], owner: str, pos: ast.Pos
+    ) -> Node:
+        exprs = [
+            ExpressionBinder.coerce_null(e, T.INT64) if e.kind == "literal" else e for e in exprs
+        ]
+        parts = [
+            e.text if e.text == n else f"{e.text} AS {n}" for e, n in zip(exprs, names, strict=True)
+        ]
+        return self._add(
+            Node(
+                self._new_id(),
+                "project",
+                [input_.id],
+                {"names": names, "exprs": [e.to_plan() for e in exprs]},
+                [(n, e.type) for n, e in zip(names, exprs, strict=True)],
+                kind=input_.kind,
+                lifetime=input_.lifetime,
+                owner=owner,
+                pos=pos,
+                label="Project " + ", ".join(parts),
+                checks=list(exprs),
+            )
+        )
 
-    def _aggregate(self, input_: Node, keys: list[TypedExpr], exprs: list[TypedExpr],
-                   having: Optional[TypedExpr], items, owner: str, q: ast.Select):
+    def _aggregate(
+        self,
+        input_: Node,
+        keys: list[TypedExpr],
+        exprs: list[TypedExpr],
+        having: TypedExpr | None,
+        items: list[tuple[TypedExpr, str, ast.Pos]],
+        owner: str,
+        q: ast.Select,
+    ) -> tuple[Node, list[TypedExpr], TypedExpr | None]:
         """An aggregate operator (group keys, then one column per distinct aggregate), and the
         select items and HAVING rewritten over its output. Outside aggregates, an item may only use
         group keys (SQL's rule)."""
@@ -788,32 +1127,63 @@ class Planner:
             if e.kind == "agg":
                 if e not in aggs:
                     aggs.append(e)
-                return TypedExpr("column", e.type, index=len(keys) + aggs.index(e), text=e.text,
-                                 pos=e.pos)
+                return TypedExpr(
+                    "column", e.type, index=len(keys) + aggs.index(e), text=e.text, pos=e.pos
+                )
             if e.kind == "column":
-                raise self.err(f"column '{e.text}' in {where} must appear in GROUP BY or inside an "
-                               "aggregate", e.pos)
+                raise self.err(
+                    f"column '{e.text}' in {where} must appear in GROUP BY or inside an aggregate",
+                    e.pos,
+                )
             if not e.args:
                 return e
-            return TypedExpr(e.kind, e.type, e.index, e.value, e.fn,
-                             tuple(rewrite(a, where) for a in e.args), e.distinct, e.text, e.pos)
+            return TypedExpr(
+                e.kind,
+                e.type,
+                e.index,
+                e.value,
+                e.fn,
+                tuple(rewrite(a, where) for a in e.args),
+                e.distinct,
+                e.text,
+                e.pos,
+            )
 
         new_exprs = [rewrite(e, "the select list") for e in exprs]
         new_having = rewrite(having, "HAVING") if having is not None else None
         schema = [(k.text, k.type) for k in keys] + [(a.text, a.type) for a in aggs]
         params = {
             "keys": [k.to_plan() for k in keys],
-            "aggregates": [{"fn": a.fn, "distinct": a.distinct, "type": a.type,
-                            "arg": a.args[0].to_plan() if a.args else None} for a in aggs],
+            "aggregates": [
+                {
+                    "fn": a.fn,
+                    "distinct": a.distinct,
+                    "type": a.type,
+                    "arg": a.args[0].to_plan() if a.args else None,
+                }
+                for a in aggs
+            ],
             "names": [n for n, _ in schema],
             "expiration": self.expiration,
         }
         label = "Aggregate " + ", ".join(a.text for a in aggs)
         if keys:
             label += " GROUP BY " + ", ".join(k.text for k in keys)
-        node = self._add(Node(self._new_id(), "aggregate", [input_.id], params, schema,
-                              kind="relation", lifetime=PENDING, owner=owner, pos=q.pos, label=label,
-                              checks=keys + [a.args[0] for a in aggs if a.args]))
+        node = self._add(
+            Node(
+                self._new_id(),
+                "aggregate",
+                [input_.id],
+                params,
+                schema,
+                kind="relation",
+                lifetime=PENDING,
+                owner=owner,
+                pos=q.pos,
+                label=label,
+                checks=keys + [a.args[0] for a in aggs if a.args],
+            )
+        )
         return node, new_exprs, new_having
 
     # =========================================================================================
@@ -821,12 +1191,14 @@ class Planner:
     # =========================================================================================
 
     def _resolve_references(self, first_new: int) -> None:
-        """Replaces the names standing for other queries' outputs by their output node ids."""
+        """Replaces the stand-ins for other queries' outputs by their output node ids."""
         for node in self.cat.nodes.values():
             if node.id < first_new:
                 continue
-            node.inputs = [self.cat.queries[i.lower()].out_id if isinstance(i, str) else i
-                           for i in node.inputs]
+            node.inputs = [
+                self.cat.queries[self.unplanned[i].lower()].out_id if i < 0 else i
+                for i in node.inputs
+            ]
 
     def ticks(self, d: ast.Duration) -> int:
         """A CQL duration in ticks of the engine's time unit (a bare integer is ticks already)."""
@@ -836,13 +1208,19 @@ class Planner:
             ns = d.value * UNIT_NS[d.unit]
             per_tick = TIME_UNIT_NS[self.time_unit]
             if ns % per_tick:
-                raise self.err(f"{d.value} {UNIT_WORDS[d.unit]} is not a whole number of ticks of "
-                               f"the engine's time unit '{self.time_unit}'", d.pos)
+                raise self.err(
+                    f"{d.value} {UNIT_WORDS[d.unit]} is not a whole number of ticks of "
+                    f"the engine's time unit '{self.time_unit}'",
+                    d.pos,
+                )
             ticks = ns // per_tick
         if ticks >= 2**63:
-            raise self.err(f"the duration {d.value}{' ' + UNIT_WORDS[d.unit] if d.unit else ''} is "
-                           f"{ticks} ticks, beyond the largest time (2^63 - 1 ticks); use "
-                           "[Range Unbounded] for a window that never ends", d.pos)
+            raise self.err(
+                f"the duration {d.value}{' ' + UNIT_WORDS[d.unit] if d.unit else ''} is "
+                f"{ticks} ticks, beyond the largest time (2^63 - 1 ticks); use "
+                "[Range Unbounded] for a window that never ends",
+                d.pos,
+            )
         return ticks
 
 
@@ -872,7 +1250,7 @@ def propagate_lifetimes(cat: Catalog) -> None:
     for _ in range(len(cat.nodes) + 1):
         changed = False
         for node in cat.nodes.values():
-            new = derived_lifetime(node, [cat.nodes[i] for i in node.inputs])  # type: ignore[index]
+            new = derived_lifetime(node, [cat.nodes[i] for i in node.inputs])
             if new != node.lifetime:
                 node.lifetime, changed = new, True
         if not changed:
@@ -881,7 +1259,7 @@ def propagate_lifetimes(cat: Catalog) -> None:
         q.lifetime = cat.nodes[q.out_id].lifetime
 
 
-def _names_of(q: ast.Query) -> Optional[list[str]]:
+def _names_of(q: ast.Query) -> list[str] | None:
     """The output column names of a query expression as its text gives them, without typing it:
     a select list of aliases and column references; None when a name needs its sources (``*``, an
     expression without alias)."""
@@ -920,5 +1298,13 @@ def is_constant(lifetime: str) -> bool:
     return lifetime.startswith("constant") or lifetime == UNBOUNDED
 
 
-__all__ = ["Catalog", "Deferred", "Node", "Planner", "QueryDef", "StreamDef",
-           "is_constant", "literal"]
+__all__ = [
+    "Catalog",
+    "Deferred",
+    "Node",
+    "Planner",
+    "QueryDef",
+    "StreamDef",
+    "is_constant",
+    "literal",
+]

@@ -11,10 +11,12 @@ lifetimes known — so it never changes what any query computes: ``auto_delay`` 
 reader of the stream operator it delays, which is only the same as before for operators that were
 already one.
 """
+
 from __future__ import annotations
 
 import json
 from collections.abc import Collection
+from typing import Any
 
 from cq_py.planner.identity import KEEPS_IDENTITY
 from cq_py.planner.logical import Catalog, Node
@@ -23,9 +25,16 @@ from cq_py.planner.logical import Catalog, Node
 _NEVER_SHARED = ("sink", "stream_scan", "relation_scan")
 
 
-def _key(n: Node) -> tuple:
-    return (n.op, tuple(n.inputs), json.dumps(n.params, sort_keys=True, default=str),
-            tuple(tuple(c) for c in n.schema), n.kind, n.lifetime, n.inserted)
+def _key(n: Node) -> tuple[Any, ...]:
+    return (
+        n.op,
+        tuple(n.inputs),
+        json.dumps(n.params, sort_keys=True, default=str),
+        tuple(tuple(c) for c in n.schema),
+        n.kind,
+        n.lifetime,
+        n.inserted,
+    )
 
 
 def share_subplans(cat: Catalog, first_new: int) -> None:
@@ -43,10 +52,11 @@ def share_subplans(cat: Catalog, first_new: int) -> None:
     changed = True
     while changed:  # merging two operators may make their readers identical in turn
         changed = False
-        first: dict[tuple, int] = {}
+        first: dict[tuple[Any, ...], int] = {}
         # Kept until a merge changes the graph: rebuilt per pair, they made a union of a thousand
         # branches over one window quadratic to plan.
-        readers, known = cat.consumers(), {}
+        readers = cat.consumers()
+        known: dict[int, set[int]] = {}
         for i in sorted(cat.nodes):
             n = cat.nodes[i]
             if i < first_new or n.op in _NEVER_SHARED:
@@ -62,8 +72,9 @@ def share_subplans(cat: Catalog, first_new: int) -> None:
         _renumber(cat, first_new)
 
 
-def _receivers(cat: Catalog, readers: dict[int, list[int]], node: int,
-               stop: Collection[int] = ()) -> set[int]:
+def _receivers(
+    cat: Catalog, readers: dict[int, list[int]], node: int, stop: Collection[int] = ()
+) -> set[int]:
     """The operators that see the tuples of ``node`` with their identity: its readers, and the
     readers of those that pass tuples on unchanged (``readers``: ``cat.consumers()``). The walk
     ends at the first one in ``stop``."""
@@ -80,8 +91,9 @@ def _receivers(cat: Catalog, readers: dict[int, list[int]], node: int,
     return seen
 
 
-def _read_together(cat: Catalog, readers: dict[int, list[int]], known: dict[int, set[int]],
-                   a: int, b: int) -> bool:
+def _read_together(
+    cat: Catalog, readers: dict[int, list[int]], known: dict[int, set[int]], a: int, b: int
+) -> bool:
     """Whether merging ``a`` into ``b`` would make one operator see the same relation tuple
     twice (``X EXCEPT X``, a self-join, a union of two filters of one window). Operators keep
     one slot per expiration holder id, so a tuple must reach each of them once. Streams carry no
@@ -105,7 +117,9 @@ def _replace(cat: Catalog, old: int, new: int) -> None:
 
 
 def _renumber(cat: Catalog, first_new: int) -> None:
-    ids = {old: first_new + k for k, old in enumerate(sorted(i for i in cat.nodes if i >= first_new))}
+    ids = {
+        old: first_new + k for k, old in enumerate(sorted(i for i in cat.nodes if i >= first_new))
+    }
 
     def m(i: int) -> int:
         return ids.get(i, i)
@@ -113,7 +127,7 @@ def _renumber(cat: Catalog, first_new: int) -> None:
     cat.nodes = {m(i): n for i, n in sorted(cat.nodes.items())}
     for n in cat.nodes.values():
         n.id = m(n.id)
-        n.inputs = [m(i) for i in n.inputs]  # type: ignore[arg-type]
+        n.inputs = [m(i) for i in n.inputs]
     for q in cat.queries.values():
         q.out_id, q.sink_id = m(q.out_id), m(q.sink_id)
     for s in cat.streams.values():

@@ -14,7 +14,13 @@ NULL = "null"  # the type of an untyped NULL literal, until context gives it one
 FROM_CQL = {"BIGINT": INT64, "DOUBLE": FLOAT64, "VARCHAR": UTF8, "BOOLEAN": BOOL}
 # How errors name core types: in the user's vocabulary, not ours.
 CQL_NAME = {INT64: "BIGINT", FLOAT64: "DOUBLE", UTF8: "VARCHAR", BOOL: "BOOLEAN", NULL: "NULL"}
-TO_ARROW = {INT64: pa.int64(), FLOAT64: pa.float64(), UTF8: pa.string(), BOOL: pa.bool_(), NULL: pa.null()}
+TO_ARROW = {
+    INT64: pa.int64(),
+    FLOAT64: pa.float64(),
+    UTF8: pa.string(),
+    BOOL: pa.bool_(),
+    NULL: pa.null(),
+}
 
 NUMERIC = (INT64, FLOAT64)
 

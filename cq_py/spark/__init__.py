@@ -1,4 +1,5 @@
-"""cq on Spark (SPEC §7): a script over Spark DataFrames, one engine per partition via ``mapInArrow``.
+"""cq on Spark (SPEC §7): a script over Spark DataFrames, one engine per partition via
+``mapInArrow``.
 
 :func:`run` needs pyspark (``pip install cq[spark]``); :func:`partition_plan` does not.
 """
@@ -13,7 +14,8 @@ __all__ = ["CQPartitionWarning", "PartitionPlan", "partition_plan", "run"]
 
 
 def __getattr__(name: str) -> Any:
-    # pyspark is imported only when the Spark runner is used: the partition planner works without it.
+    # pyspark is imported only when the Spark runner is used: the partition planner works
+    # without it.
     if name == "run":
         from cq_py.spark import batch
 

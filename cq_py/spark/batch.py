@@ -12,8 +12,8 @@ under its own prefix), which :func:`run` splits per query.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping
-from typing import Any, Iterator, Optional
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -25,17 +25,33 @@ from pyspark.sql import functions as F
 from cq_py.engine import Engine
 from cq_py.errors import ArgumentError, InputError
 from cq_py.spark.partitioning import CQPartitionWarning, partition_plan
-from cq_py.spark.tagging import (SEQ, TAG, TS, InputSpec, partition_by, spark_schema, tagged,
-                                 united_key_type)
+from cq_py.spark.tagging import (
+    SEQ,
+    TAG,
+    TS,
+    InputSpec,
+    partition_by,
+    spark_schema,
+    tagged,
+    united_key_type,
+)
 
 __all__ = ["CQPartitionWarning", "run"]
 
 QUERY = "__cq_query"
 
 
-def run(spark: SparkSession, cql_text: str, inputs: Optional[dict[str, DataFrame]] = None,
-        ts: str = "ts", *, partitions: Optional[int] = None, chunk_rows: int = 1 << 18,
-        persist: bool = False, **engine_options: Any) -> dict[str, DataFrame]:
+def run(
+    spark: SparkSession,
+    cql_text: str,
+    inputs: dict[str, DataFrame] | None = None,
+    ts: str = "ts",
+    *,
+    partitions: int | None = None,
+    chunk_rows: int = 1 << 18,
+    persist: bool = False,
+    **engine_options: Any,
+) -> dict[str, DataFrame]:
     """Runs ``cql_text`` on Spark over DataFrames and returns every query's output as a DataFrame.
 
     ``inputs`` maps stream and relation names to DataFrames whose timestamp column is ``ts``
@@ -57,15 +73,19 @@ def run(spark: SparkSession, cql_text: str, inputs: Optional[dict[str, DataFrame
     again, unless ``persist=True`` keeps the engines' output (memory and disk) for all of them —
     worth it when several queries' results are read (the CLI does so).
 
+    >>> rows = [(1, 2.0, 0), (2, 3.0, 1)]
+    >>> s = spark.createDataFrame(rows, "k int, v double, ts long")  # doctest: +SKIP
     >>> out = run(spark, "REGISTER STREAM s(k INT, v DOUBLE);"  # doctest: +SKIP
-    ...           "REGISTER QUERY q AS SELECT k, AVG(v) AS a FROM s [Partition By k Rows 10] GROUP BY k;",
-    ...           inputs={"s": spark.createDataFrame([(1, 2.0, 0), (2, 3.0, 1)], "k int, v double, ts long")})
+    ...           "REGISTER QUERY q AS SELECT k, AVG(v) AS a FROM s [Partition By k Rows 10] "
+    ...           "GROUP BY k;", inputs={"s": s})
     >>> sorted(out["q"].collect())  # doctest: +SKIP
     [Row(k=1, a=2.0, start=0, end=None), Row(k=2, a=3.0, start=1, end=None)]
     """
     if inputs is not None and not isinstance(inputs, Mapping):
-        raise ArgumentError(f"run(inputs=...) maps stream names to DataFrames, e.g. {{'s': df}}; "
-                            f"found {type(inputs).__name__}")
+        raise ArgumentError(
+            f"run(inputs=...) maps stream names to DataFrames, e.g. {{'s': df}}; "
+            f"found {type(inputs).__name__}"
+        )
     inputs = dict(inputs or {})
     if any(getattr(df, "isStreaming", False) for df in inputs.values()):
         from cq_py.spark import streaming  # Structured Streaming: engine state across micro-batches
@@ -86,21 +106,27 @@ def run(spark: SparkSession, cql_text: str, inputs: Optional[dict[str, DataFrame
             known = ", ".join(eng.stream_names()) or "(none)"
             raise InputError(f"unknown stream {name!r}; registered streams: {known}", stream=name)
         if not isinstance(df, DataFrame):
-            raise InputError(f"input '{name}' must be a Spark DataFrame; found {type(df).__name__}",
-                             stream=name)
+            raise InputError(
+                f"input '{name}' must be a Spark DataFrame; found {type(df).__name__}", stream=name
+            )
         given.append((streams[name.lower()], df))
     if partitions is None:
         # One engine per core: each Python task costs a worker round trip, and an engine streams
         # through a large partition as fast as through a small one.
         partitions = spark.sparkContext.defaultParallelism
     if not plan.partitionable:
-        warnings.warn(f"cq on Spark: the script runs in one partition: {plan.blocker}",
-                      CQPartitionWarning, stacklevel=2)
+        warnings.warn(
+            f"cq on Spark: the script runs in one partition: {plan.blocker}",
+            CQPartitionWarning,
+            stacklevel=2,
+        )
 
     specs = [InputSpec(tag, name, eng, plan) for tag, (name, _) in enumerate(given)]
     key_type = united_key_type(plan, [s.name for s in specs])
-    parts = [tagged(df, spec, specs, ts, plan, key_type, eng.time_unit)
-             for spec, (_, df) in zip(specs, given)]
+    parts = [
+        tagged(df, spec, specs, ts, plan, key_type, eng.time_unit)
+        for spec, (_, df) in zip(specs, given, strict=True)
+    ]
     queries = [(q, eng.query_schema(q)) for q in eng.query_names()]
     out_schema = _output_schema(queries)
     worker = _PartitionEngine(cql_text, engine_options, specs, queries, out_schema, chunk_rows)
@@ -112,7 +138,9 @@ def run(spark: SparkSession, cql_text: str, inputs: Optional[dict[str, DataFrame
         if plan.rstream:
             # RSTREAM emits at every tick up to the furthest the input reached: every engine must
             # reach the same last tick as one engine over all the data would.
-            worker.last_tick = data.agg(F.max(TS)).first()[0]
+            last = data.agg(F.max(TS)).first()
+            assert last is not None  # an aggregate without GROUP BY has one row
+            worker.last_tick = last[0]
         if not plan.partitionable:
             data = data.repartition(1)
         elif plan.stateful or plan.relations:
@@ -130,12 +158,16 @@ def run(spark: SparkSession, cql_text: str, inputs: Optional[dict[str, DataFrame
         result = spark.createDataFrame([], spark_schema(out_schema))
     if len(queries) == 1:
         return {queries[0][0]: result}
-    return {q: result.filter(F.col(QUERY) == i).select(
-        *[F.col(_qcol(i, f.name)).alias(f.name) for f in schema])
-        for i, (q, schema) in enumerate(queries)}
+    return {
+        q: result.filter(F.col(QUERY) == i).select(
+            *[F.col(_qcol(i, f.name)).alias(f.name) for f in schema]
+        )
+        for i, (q, schema) in enumerate(queries)
+    }
 
 
 # -- outputs --------------------------------------------------------------------------------------
+
 
 def _qcol(query: int, name: str) -> str:
     return f"__cq_q{query}_{name}"
@@ -155,20 +187,29 @@ def _output_schema(queries: list[tuple[str, pa.Schema]]) -> pa.Schema:
 class _PartitionEngine:
     """The function each task runs: one engine over the task's sorted Arrow batches."""
 
-    def __init__(self, cql: str, options: dict[str, Any], specs: list[InputSpec],
-                 queries: list[tuple[str, pa.Schema]], out_schema: pa.Schema, chunk_rows: int):
+    def __init__(
+        self,
+        cql: str,
+        options: dict[str, Any],
+        specs: list[InputSpec],
+        queries: list[tuple[str, pa.Schema]],
+        out_schema: pa.Schema,
+        chunk_rows: int,
+    ):
         self.cql = cql
         self.options = options
-        self.inputs = [(s.tag, s.name, [col for _, col, _ in s.united],
-                        [name for name, _, _ in s.united]) for s in specs]
+        self.inputs = [
+            (s.tag, s.name, [col for _, col, _ in s.united], [name for name, _, _ in s.united])
+            for s in specs
+        ]
         self.queries = [q for q, _ in queries]
         self.schemas = queries
         self.out_schema = out_schema
         self.chunk_rows = chunk_rows
-        self.last_tick: Optional[int] = None
+        self.last_tick: int | None = None
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        eng: Optional[Engine] = None
+        eng: Engine | None = None
         pending: list[pa.RecordBatch] = []
         rows = 0
         for batch in batches:
@@ -197,7 +238,7 @@ class _PartitionEngine:
         for tag, name, cols, names in self.inputs:
             part = chunk if single else chunk.filter(pc.equal(tags, tag))
             if part.num_rows:
-                eng.push(name, part.select(cols + [TS]).rename_columns(names + [TS]), ts=TS)
+                eng.push(name, part.select([*cols, TS]).rename_columns([*names, TS]), ts=TS)
         # The partition is sorted by time: no later row of any input is earlier than this one.
         eng.advance(chunk.column(TS)[-1].as_py())
         yield from self._results(eng)
@@ -210,12 +251,14 @@ class _PartitionEngine:
                     yield self._wide(i, batch)
 
     def _wide(self, query: int, batch: pa.RecordBatch) -> pa.RecordBatch:
-        """``batch`` of query number ``query`` in the shared output schema (others' columns null)."""
+        """``batch`` of query number ``query`` in the shared output schema (the other queries'
+        columns null)."""
         n = batch.num_rows
         if len(self.schemas) == 1:
             return pa.RecordBatch.from_arrays(batch.columns, schema=self.out_schema)
         arrays = [pa.array(np.full(n, query, dtype=np.int32))]
         for i, (_, schema) in enumerate(self.schemas):
-            for f in schema:
-                arrays.append(batch.column(f.name) if i == query else pa.nulls(n, f.type))
+            arrays.extend(
+                batch.column(f.name) if i == query else pa.nulls(n, f.type) for f in schema
+            )
         return pa.RecordBatch.from_arrays(arrays, schema=self.out_schema)

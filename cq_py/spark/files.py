@@ -20,7 +20,7 @@ from pyspark.sql import types as ST
 from cq_py.engine import OP, Engine
 from cq_py.errors import InputError
 from cq_py.io.readers import detect_format
-from cq_py.io.writers import EXTENSIONS, QueryWriter, open_writer
+from cq_py.io.writers import EXTENSIONS, OutputFormat, QueryWriter, open_writer
 from cq_py.spark.tagging import SPARK_TYPES, core_type
 
 __all__ = ["read_input", "session", "start_session", "write_output"]
@@ -35,9 +35,12 @@ def session(master: str) -> tuple[SparkSession, bool]:
     running = SparkSession.getActiveSession()
     if running is not None:
         return running, False
-    spark = start_session(SparkSession.builder.master(master).appName("cq")
-                          .config("spark.ui.showConsoleProgress", "false")
-                          .config("spark.sql.execution.arrow.pyspark.enabled", "true"))
+    spark = start_session(
+        SparkSession.builder.master(master)
+        .appName("cq")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+    )
     spark.sparkContext.setLogLevel("ERROR")
     return spark, True
 
@@ -60,7 +63,7 @@ def start_session(builder: SparkSession.Builder) -> SparkSession:
     master = builder._options.get("spark.master", "") if hasattr(builder, "_options") else ""
     if not master or master.startswith("local"):
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    cwd = os.getcwd()
+    cwd = Path.cwd()
     os.chdir(tempfile.mkdtemp(prefix="cq-spark-"))
     try:
         return builder.getOrCreate()
@@ -68,13 +71,15 @@ def start_session(builder: SparkSession.Builder) -> SparkSession:
         os.chdir(cwd)
 
 
-def read_input(spark: SparkSession, path: str | os.PathLike[str], eng: Engine, stream: str,
-               ts: str) -> DataFrame:
+def read_input(
+    spark: SparkSession, path: str | os.PathLike[str], eng: Engine, stream: str, ts: str
+) -> DataFrame:
     """``path`` as a DataFrame for ``stream`` of ``eng``: a CSV file is read with the declared
     types (its header names the columns; the timestamp is integer ticks, or a timestamp when its
     first value is not an integer), Parquet and JSON Lines with their own types.
 
-    >>> df = read_input(spark, "examples/sensors/readings.csv", eng, "readings", "ts")  # doctest: +SKIP
+    >>> path = "examples/sensors/readings.csv"
+    >>> df = read_input(spark, path, eng, "readings", "ts")  # doctest: +SKIP
     """
     fmt = detect_format(path)
     if fmt == "parquet":
@@ -82,28 +87,35 @@ def read_input(spark: SparkSession, path: str | os.PathLike[str], eng: Engine, s
     if fmt == "jsonl":
         return spark.read.json(str(path))
     if str(path).endswith((".gz", ".bz2")):
-        raise InputError(f"{path}: compressed CSV is not read on Spark; decompress it first",
-                         stream=stream)
+        raise InputError(
+            f"{path}: compressed CSV is not read on Spark; decompress it first", stream=stream
+        )
     declared = {f.name.lower(): SPARK_TYPES[core_type(f.type)] for f in eng.stream_schema(stream)}
     if stream in eng.relation_names():
         declared[OP] = ST.StringType()
-    with open(path, newline="", encoding="utf-8") as f:
+    with Path(path).open(newline="", encoding="utf-8") as f:
         reader = csv.reader(f)
         header = next(reader, None)
         first = next(reader, None)
     if not header:
-        raise InputError(f"{path}: empty CSV file (expected a header naming the columns)",
-                         stream=stream)
+        raise InputError(
+            f"{path}: empty CSV file (expected a header naming the columns)", stream=stream
+        )
     fields = []
     for i, name in enumerate(header):
+        t: ST.DataType
         if name == ts:
             value = first[i] if first is not None and i < len(first) else ""
             t = ST.LongType() if _is_int(value) else ST.TimestampType()
         else:
             t = declared.get(name.lower(), ST.StringType())
         fields.append(ST.StructField(name, t, True))
-    return (spark.read.option("header", True).option("mode", "FAILFAST")
-            .schema(ST.StructType(fields)).csv(str(path)))
+    return (
+        spark.read.option("header", True)
+        .option("mode", "FAILFAST")
+        .schema(ST.StructType(fields))
+        .csv(str(path))
+    )
 
 
 def _is_int(text: str) -> bool:
@@ -114,8 +126,14 @@ def _is_int(text: str) -> bool:
     return True
 
 
-def write_output(df: DataFrame, directory: Path, query: str, fmt: str, schema: pa.Schema,
-                 order: list[str]) -> QueryWriter:
+def write_output(
+    df: DataFrame,
+    directory: Path,
+    query: str,
+    fmt: OutputFormat,
+    schema: pa.Schema,
+    order: list[str],
+) -> QueryWriter:
     """Writes ``df``, sorted by the ``order`` columns, to ``directory/query.<ext>``: the file a
     local ``cq run`` writes (same name, format and writer). Spark writes the sorted rows as
     Parquet part files into a hidden directory beside it, in parallel; the driver then streams
@@ -124,13 +142,14 @@ def write_output(df: DataFrame, directory: Path, query: str, fmt: str, schema: p
     file into place, :meth:`QueryWriter.discard` drops it. ``directory`` must be one the Spark
     workers write to (any directory on a local master; a shared file system on a cluster).
 
-    >>> w = write_output(out["q"], Path("out").absolute(), "q", "csv", schema, ["ts"])  # doctest: +SKIP
+    >>> out_dir = Path("out").absolute()
+    >>> w = write_output(out["q"], out_dir, "q", "csv", schema, ["ts"])  # doctest: +SKIP
     >>> w.commit(); w.path, w.rows  # doctest: +SKIP
     ('/home/me/out/q.csv', 178)
     """
-    os.makedirs(directory, exist_ok=True)
+    Path(directory).mkdir(parents=True, exist_ok=True)
     parts = Path(directory) / f".{query}.{EXTENSIONS[fmt]}.spark-parts"
-    writer = open_writer(directory, query, fmt, schema, staged=True)  # type: ignore[arg-type]
+    writer = open_writer(directory, query, fmt, schema, staged=True)
     try:
         (df.orderBy(*order) if order else df).write.mode("overwrite").parquet(str(parts))
         # Range partitioning numbers the parts in sort order.

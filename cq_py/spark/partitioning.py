@@ -28,8 +28,9 @@ demands. Inputs no stateful operator reads get no key (any split works for them)
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Any, TypeAlias
 
 from cq_py.parser import parse
 from cq_py.planner import Catalog, Node, Planner
@@ -39,7 +40,8 @@ __all__ = ["CQPartitionWarning", "PartitionPlan", "partition_plan"]
 
 # A set of (input name, column name) that must all be the key of their input; None when a column
 # is computed (it cannot carry the key).
-Origins = Optional[frozenset]
+Origin: TypeAlias = frozenset[tuple[str, str]]
+Origins: TypeAlias = Origin | None
 
 
 class CQPartitionWarning(UserWarning):
@@ -59,16 +61,17 @@ class PartitionPlan:
     a script any split gives right (no operator relates two rows).
 
     >>> p = partition_plan("REGISTER STREAM s(k INT, v DOUBLE);"
-    ...                    "REGISTER QUERY q AS SELECT k, AVG(v) FROM s [Partition By k Rows 10] GROUP BY k;")
+    ...                    "REGISTER QUERY q AS SELECT k, AVG(v) FROM s [Partition By k Rows 10] "
+    ...                    "GROUP BY k;")
     >>> p.keys, p.partitionable, p.blocker
     ({'s': 'k'}, True, None)
     """
 
-    keys: dict[str, Optional[str]]
+    keys: dict[str, str | None]
     partitionable: bool
-    blocker: Optional[str] = None
+    blocker: str | None = None
     ordered: bool = False
-    relations: frozenset = frozenset()
+    relations: frozenset[str] = frozenset()
     stateful: bool = False
     key_types: dict[str, str] = field(default_factory=dict)  # input -> core type of its key column
     rstream: bool = False  # RSTREAM runs to the last input tick: every part must reach the same
@@ -79,7 +82,7 @@ class _Demand:
     """A stateful operator's demand: one of ``options`` must hold; ``what`` names it in messages."""
 
     node: Node
-    options: list[frozenset]
+    options: list[Origin]
     what: str
 
     @property
@@ -103,8 +106,10 @@ def partition_plan(cql_text: str, time_unit: str = "ms") -> PartitionPlan:
 
     >>> p = partition_plan("REGISTER STREAM s(k INT, v DOUBLE);"
     ...                    "REGISTER QUERY q2 AS SELECT k, v FROM s [Rows 10];")
-    >>> p.partitionable, p.blocker
-    (False, "query q2: [Rows 10] on stream 's' is not partitioned (it counts the rows of every key)")
+    >>> p.partitionable
+    False
+    >>> print(p.blocker)
+    query q2: [Rows 10] on stream 's' is not partitioned (it counts the rows of every key)
     """
     planner = Planner(Catalog(), time_unit, cql_text)
     cat, _ = planner.plan(parse(cql_text))
@@ -122,14 +127,15 @@ def partition_plan(cql_text: str, time_unit: str = "ms") -> PartitionPlan:
         if d is not None:
             demands.append(d)
 
-    none = {name: None for name in inputs}
+    none = dict.fromkeys(inputs)
     for d in demands:
         if not d.options:
             return PartitionPlan(none, False, d.what, ordered, relations, True, rstream=rstream)
     chosen = _solve(demands)
     if chosen is None:
-        return PartitionPlan(none, False, _conflict(demands), ordered, relations, True,
-                             rstream=rstream)
+        return PartitionPlan(
+            none, False, _conflict(demands), ordered, relations, True, rstream=rstream
+        )
     keys = {name: chosen.get(name) for name in inputs}
     types = {name: dict(inputs[name].columns)[col] for name, col in keys.items() if col is not None}
     return PartitionPlan(keys, True, None, ordered, relations, bool(demands), types, rstream)
@@ -144,14 +150,14 @@ class _Tracer:
     def origins(self, node_id: int, index: int) -> Origins:
         return self._trace(node_id, index, set())
 
-    def _trace(self, node_id: int, index: int, visiting: set) -> Origins:
+    def _trace(self, node_id: int, index: int, visiting: set[tuple[int, int]]) -> Origins:
         if (node_id, index) in visiting:
             # Around a loop and back: what enters the loop elsewhere decides (induction on steps).
             return frozenset()
         visiting = visiting | {(node_id, index)}
         n = self.nodes[node_id]
         if n.op in ("stream_scan", "relation_scan"):
-            name = n.params.get("stream") or n.params.get("relation")
+            name: str = n.params["stream" if n.op == "stream_scan" else "relation"]
             return frozenset({(name, n.schema[index][0])})
         if n.op == "project":
             return self._expr(n.inputs[0], n.params["exprs"][index], visiting)
@@ -164,7 +170,7 @@ class _Tracer:
                 return self._trace(n.inputs[0], index, visiting)
             return self._trace(n.inputs[1], index - width, visiting)
         if n.op == "union_all":
-            found: set = set()
+            found: set[tuple[str, str]] = set()
             for i in n.inputs:
                 o = self._trace(i, index, visiting)
                 if o is None:
@@ -174,7 +180,7 @@ class _Tracer:
         # Filters, windows, ISTREAM/DSTREAM/RSTREAM, delays and sinks pass columns on unchanged.
         return self._trace(n.inputs[0], index, visiting)
 
-    def _expr(self, input_id: int, expr: dict, visiting: set) -> Origins:
+    def _expr(self, input_id: int, expr: dict[str, Any], visiting: set[tuple[int, int]]) -> Origins:
         # A widening cast keeps equal keys equal (and the runner hashes keys in a common type).
         while expr.get("kind") == "call" and expr.get("fn") == "cast_float64":
             expr = expr["args"][0]
@@ -182,8 +188,8 @@ class _Tracer:
             return None
         return self._trace(input_id, expr["index"], visiting)
 
-    def options(self, node_id: int, indexes) -> list[frozenset]:
-        out = []
+    def options(self, node_id: int, indexes: Iterable[int]) -> list[Origin]:
+        out: list[Origin] = []
         for i in indexes:
             o = self.origins(node_id, i)
             if o is not None and o not in out:
@@ -191,43 +197,66 @@ class _Tracer:
         return out
 
 
-def _demand(n: Node, nodes: dict[int, Node], tracer: _Tracer) -> Optional[_Demand]:
+def _demand(n: Node, nodes: dict[int, Node], tracer: _Tracer) -> _Demand | None:
     """What ``n`` needs of the key, or None if it acts per row."""
     where = f"query {n.owner}"
     if n.op == "row_window":
-        return _Demand(n, [], f"{where}: {_window(n)} on {_source(n, nodes)} is not partitioned "
-                              "(it counts the rows of every key)")
+        return _Demand(
+            n,
+            [],
+            f"{where}: {_window(n)} on {_source(n, nodes)} is not partitioned "
+            "(it counts the rows of every key)",
+        )
     if n.op == "partition_row_window":
-        return _Demand(n, tracer.options(n.inputs[0], n.params["keys"]),
-                       f"{where}: {_window(n)} on {_source(n, nodes)} does not partition on the key")
+        return _Demand(
+            n,
+            tracer.options(n.inputs[0], n.params["keys"]),
+            f"{where}: {_window(n)} on {_source(n, nodes)} does not partition on the key",
+        )
     if n.op == "join":
         options = []
-        for lk, rk in zip(n.params["left_keys"], n.params["right_keys"]):
+        for lk, rk in zip(n.params["left_keys"], n.params["right_keys"], strict=True):
             lo = tracer._expr(n.inputs[0], lk, set())
             ro = tracer._expr(n.inputs[1], rk, set())
             if lo is not None and ro is not None and (lo | ro) not in options:
                 options.append(lo | ro)
         if not n.params["left_keys"]:
-            return _Demand(n, [], f"join in query {n.owner} has no equality between its sides "
-                                  "(every row meets every row)")
-        return _Demand(n, options, f"join in query {n.owner} is not on the partition key "
-                                   f"({n.label.removeprefix('HashJoin ')})")
+            return _Demand(
+                n,
+                [],
+                f"join in query {n.owner} has no equality between its sides "
+                "(every row meets every row)",
+            )
+        return _Demand(
+            n,
+            options,
+            f"join in query {n.owner} is not on the partition key "
+            f"({n.label.removeprefix('HashJoin ')})",
+        )
     if n.op == "aggregate":
         options = tracer.options(n.id, range(len(n.params["keys"])))
         if not n.params["keys"]:
-            return _Demand(n, [], f"{where}: the aggregate without GROUP BY "
-                                  f"({n.label.removeprefix('Aggregate ')}) needs every row")
+            return _Demand(
+                n,
+                [],
+                f"{where}: the aggregate without GROUP BY "
+                f"({n.label.removeprefix('Aggregate ')}) needs every row",
+            )
         return _Demand(n, options, f"{where}: {_aggregate(n)} does not group by the key")
     if n.op in ("istream", "dstream"):
         source = nodes[n.inputs[0]]
-        if source.lifetime == UNBOUNDED or (source.lifetime == constant("ε")
-                                            and not _delayed(source, nodes)):
+        if source.lifetime == UNBOUNDED or (
+            source.lifetime == constant("ε") and not _delayed(source, nodes)
+        ):
             # No end can meet a start of an equal row: [Range Unbounded] never ends; [Now] ends
             # one ε after its start, at step 1, where no row starts unless a delay put it there.
             return None
-        return _Demand(n, tracer.options(n.inputs[0], range(len(source.schema))),
-                       f"{where}: {n.op.upper()} compares whole rows, and none of their columns can be "
-                       "the partition key")
+        return _Demand(
+            n,
+            tracer.options(n.inputs[0], range(len(source.schema))),
+            f"{where}: {n.op.upper()} compares whole rows, and none of their columns can be "
+            "the partition key",
+        )
     return None
 
 
@@ -241,7 +270,7 @@ def _delayed(n: Node, nodes: dict[int, Node]) -> bool:
         seen.add(i)
         if nodes[i].op == "delay":
             return True
-        todo.extend(nodes[i].inputs)  # type: ignore[arg-type]
+        todo.extend(nodes[i].inputs)
     return False
 
 
@@ -267,11 +296,11 @@ def _source(n: Node, nodes: dict[int, Node]) -> str:
     return f"the output of query '{src.owner}'"
 
 
-def _solve(demands: list[_Demand]) -> Optional[dict[str, str]]:
+def _solve(demands: list[_Demand]) -> dict[str, str] | None:
     """One key column per input that meets every demand (depth-first, fewest options first)."""
     order = sorted(demands, key=lambda d: len(d.options))
 
-    def search(k: int, chosen: dict[str, str]) -> Optional[dict[str, str]]:
+    def search(k: int, chosen: dict[str, str]) -> dict[str, str] | None:
         if k == len(order):
             return chosen
         for option in order[k].options:
@@ -291,11 +320,13 @@ def _conflict(demands: list[_Demand]) -> str:
     """The first operator, in plan order, whose demand cannot be met together with the earlier."""
     for k in range(1, len(demands) + 1):
         if _solve(demands[:k]) is None:
-            earlier = demands[:k - 1]
+            earlier = demands[: k - 1]
             first = _solve(earlier) or {}
             keyed = ", ".join(f"'{c}' of {s}" for s, c in sorted(first.items()))
             inputs = {s for o in demands[k - 1].options for s, _ in o}
             others = [d.name for d in earlier if any(s in inputs for o in d.options for s, _ in o)]
-            return (f"{demands[k - 1].what}, which {', '.join(others) or 'the operators before it'} "
-                    f"need{'s' if len(others) == 1 else ''} (they partition on {keyed})")
+            return (
+                f"{demands[k - 1].what}, which {', '.join(others) or 'the operators before it'} "
+                f"need{'s' if len(others) == 1 else ''} (they partition on {keyed})"
+            )
     raise AssertionError("no conflict among demands that cannot all be met")

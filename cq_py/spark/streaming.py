@@ -65,7 +65,8 @@ import hashlib
 import json
 import logging
 import warnings
-from typing import Any, Optional
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -74,8 +75,21 @@ import pyarrow.compute as pc
 from cq_py.engine import Engine
 from cq_py.errors import ArgumentError, CQError, InputError
 from cq_py.spark.partitioning import CQPartitionWarning, partition_plan
-from cq_py.spark.tagging import (MICROS_PER_TICK, PART, TAG, TS, InputSpec, spark_schema, tagged,
-                                 united_key_type)
+from cq_py.spark.tagging import (
+    MICROS_PER_TICK,
+    PART,
+    TAG,
+    TS,
+    InputSpec,
+    spark_schema,
+    tagged,
+    united_key_type,
+)
+
+if TYPE_CHECKING:  # the executors import this module too: only the driver needs these names
+    import pandas as pd
+    from pyspark.sql import Column, SparkSession
+    from pyspark.sql.streaming.state import GroupState
 
 __all__ = ["run"]
 
@@ -91,9 +105,15 @@ _STATE_SCHEMA = "snapshot binary, meta string"
 _FORMAT = 1  # the bookkeeping's version, stored in the state
 
 
-
-def run(spark, cql_text: str, inputs: Optional[dict[str, Any]] = None, ts: str = "ts", *,
-        partitions: Optional[int] = None, **engine_options: Any) -> dict[str, Any]:
+def run(
+    spark: SparkSession,
+    cql_text: str,
+    inputs: dict[str, Any] | None = None,
+    ts: str = "ts",
+    *,
+    partitions: int | None = None,
+    **engine_options: Any,
+) -> dict[str, Any]:
     """Runs ``cql_text`` over streaming DataFrames; returns one streaming DataFrame per query.
 
     ``inputs`` maps registered stream or relation names to streaming DataFrames holding the
@@ -104,7 +124,8 @@ def run(spark, cql_text: str, inputs: Optional[dict[str, Any]] = None, ts: str =
     Start one ``writeStream`` per output, each with its own ``checkpointLocation``. The module
     documentation gives the semantics of time, late rows and restarts.
 
-    >>> src = spark.readStream.schema("k BIGINT, v DOUBLE, ts BIGINT").parquet("in/")  # doctest: +SKIP
+    >>> schema = "k BIGINT, v DOUBLE, ts BIGINT"
+    >>> src = spark.readStream.schema(schema).parquet("in/")  # doctest: +SKIP
     >>> out = cq_py.spark.run(spark, "REGISTER STREAM s(k INT, v DOUBLE);"  # doctest: +SKIP
     ...     "REGISTER QUERY q AS ISTREAM(SELECT k, SUM(v) AS t FROM s [Range 10] GROUP BY k);",
     ...     inputs={"s": src})
@@ -124,8 +145,11 @@ def run(spark, cql_text: str, inputs: Optional[dict[str, Any]] = None, ts: str =
     if not isinstance(partitions, int) or isinstance(partitions, bool) or partitions < 1:
         raise ArgumentError(f"partitions must be a positive integer; found {partitions!r}")
     if not plan.partitionable:
-        warnings.warn(f"cq on Spark: the script runs in one engine: {plan.blocker}",
-                      CQPartitionWarning, stacklevel=3)
+        warnings.warn(
+            f"cq on Spark: the script runs in one engine: {plan.blocker}",
+            CQPartitionWarning,
+            stacklevel=3,
+        )
         partitions = 1
     streams = {name.lower(): name for name in eng.stream_names()}
     given = []
@@ -133,8 +157,11 @@ def run(spark, cql_text: str, inputs: Optional[dict[str, Any]] = None, ts: str =
         if not isinstance(name, str) or name.lower() not in streams:
             eng._stream(str(name))  # raises the engine's InputError naming the known streams
         if not isinstance(df, DataFrame) or not df.isStreaming:
-            raise InputError(f"input '{name}' must be a streaming Spark DataFrame (all inputs "
-                             "stream, or none does)", stream=name)
+            raise InputError(
+                f"input '{name}' must be a streaming Spark DataFrame (all inputs "
+                "stream, or none does)",
+                stream=name,
+            )
         given.append((streams[name.lower()], df))
     if not given:
         raise InputError("cq_py.spark.run on streams needs at least one input DataFrame")
@@ -145,13 +172,15 @@ def run(spark, cql_text: str, inputs: Optional[dict[str, Any]] = None, ts: str =
     # row ids are not stable across micro-batches).
     unsequenced = dataclasses.replace(plan, ordered=False)
     frames = []
-    for spec, (_, df) in zip(specs, given):
+    for spec, (_, df) in zip(specs, given, strict=True):
         frame = tagged(df, spec, specs, ts, unsequenced, key_type, eng.time_unit, part=True)
         bucket = F.pmod(F.col(PART), F.lit(partitions)) if partitions > 1 else F.lit(0)
-        frame = (frame.withColumn(PART, bucket.cast("int"))
-                 .withColumn(_EVENT, _event_time(F.col(TS), eng.time_unit))
-                 # One watermark per input: Spark's global watermark is their minimum.
-                 .withWatermark(_EVENT, "0 seconds"))
+        frame = (
+            frame.withColumn(PART, bucket.cast("int"))
+            .withColumn(_EVENT, _event_time(F.col(TS), eng.time_unit))
+            # One watermark per input: Spark's global watermark is their minimum.
+            .withWatermark(_EVENT, "0 seconds")
+        )
         frames.append(frame)
     union = frames[0]
     for frame in frames[1:]:
@@ -159,29 +188,44 @@ def run(spark, cql_text: str, inputs: Optional[dict[str, Any]] = None, ts: str =
     # All rows of a bucket go to one task, which packs them into one blob: the stateful step sees
     # one row per bucket and micro-batch (pyspark 4.0 with pandas 3 mis-reads a group's chunk
     # offsets as floats when a group has several rows in one Arrow batch).
-    packed = (union.drop(_EVENT).repartition(partitions, PART)
-              .mapInArrow(_Pack(eng.time_unit),
-                          f"{PART} int, {_EVENT_US} bigint, {_DATA} binary")
-              # The blobs' event time is the column the stateful step's late filter reads. Spark
-              # forbids a second withWatermark, and mapInArrow's new columns lose the inputs'
-              # watermark mark, so the mark (Spark's column metadata key) is set here.
-              .select(F.col(PART), F.col(_DATA),
-                      F.timestamp_micros(F.col(_EVENT_US)).alias(
-                          _EVENT, metadata={_WATERMARK_DELAY_KEY: 0})))
-    fingerprint = hashlib.sha256(json.dumps(
-        [cql_text, ts, partitions, sorted((k, repr(v)) for k, v in engine_options.items())]
-    ).encode()).hexdigest()
-    layout = [(s.tag, s.name, [col for _, col, _ in s.united],
-               [name for name, _, _ in s.united]) for s in specs]
+    packed = (
+        union.drop(_EVENT)
+        .repartition(partitions, PART)
+        .mapInArrow(_Pack(eng.time_unit), f"{PART} int, {_EVENT_US} bigint, {_DATA} binary")
+        # The blobs' event time is the column the stateful step's late filter reads. Spark
+        # forbids a second withWatermark, and mapInArrow's new columns lose the inputs'
+        # watermark mark, so the mark (Spark's column metadata key) is set here.
+        .select(
+            F.col(PART),
+            F.col(_DATA),
+            F.timestamp_micros(F.col(_EVENT_US)).alias(_EVENT, metadata={_WATERMARK_DELAY_KEY: 0}),
+        )
+    )
+    fingerprint = hashlib.sha256(
+        json.dumps(
+            [cql_text, ts, partitions, sorted((k, repr(v)) for k, v in engine_options.items())]
+        ).encode()
+    ).hexdigest()
+    layout = [
+        (s.tag, s.name, [col for _, col, _ in s.united], [name for name, _, _ in s.united])
+        for s in specs
+    ]
     step = _Step(cql_text, dict(engine_options), layout, fingerprint, plan.ordered)
     by_query = packed.groupBy(PART).applyInPandasWithState(
-        step, f"{_QUERY} string, {_DATA} binary", _STATE_SCHEMA, "append",
-        GroupStateTimeout.EventTimeTimeout)
+        step,
+        f"{_QUERY} string, {_DATA} binary",
+        _STATE_SCHEMA,
+        "append",
+        GroupStateTimeout.EventTimeTimeout,
+    )
     out = {}
     for q in eng.query_names():
         schema = eng.query_schema(q)
-        out[q] = (by_query.filter(F.col(_QUERY) == q).select(_DATA)
-                  .mapInArrow(_Unpack(), spark_schema(schema)))
+        out[q] = (
+            by_query.filter(F.col(_QUERY) == q)
+            .select(_DATA)
+            .mapInArrow(_Unpack(), spark_schema(schema))
+        )
     return out
 
 
@@ -189,14 +233,16 @@ def _ipc(table: pa.Table) -> bytes:
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, table.schema) as w:
         w.write_table(table)
-    return sink.getvalue().to_pybytes()
+    data: bytes = sink.getvalue().to_pybytes()
+    return data
 
 
-def _read_ipc(blob) -> pa.Table:
+def _read_ipc(blob: bytes | pa.Buffer) -> pa.Table:
     return pa.ipc.open_stream(pa.py_buffer(blob)).read_all()
 
 
 # -- executor-side functions (pickled into the tasks) --------------------------------------------
+
 
 class _Pack:
     """``mapInArrow`` after the repartition by bucket: all rows of the task's micro-batch become
@@ -206,7 +252,7 @@ class _Pack:
     def __init__(self, unit: str):
         self.unit = unit
 
-    def __call__(self, batches):
+    def __call__(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         got = [b for b in batches if b.num_rows]
         if not got:
             return
@@ -218,18 +264,20 @@ class _Pack:
         starts = np.concatenate(([0], np.flatnonzero(np.diff(keys)) + 1))
         ends = np.append(starts[1:], len(keys))
         blobs, last = [], []
-        for s, e in zip(starts.tolist(), ends.tolist()):
+        for s, e in zip(starts.tolist(), ends.tolist(), strict=True):
             part = rows.slice(s, e - s)
             blobs.append(_ipc(part))
             last.append(_tick_to_us(pc.max(part.column(TS)).as_py(), self.unit) + 1)
-        yield pa.record_batch({
-            PART: pa.array(keys[starts], pa.int32()),
-            _EVENT_US: pa.array(last, pa.int64()),
-            _DATA: pa.array(blobs, pa.binary()),
-        })
+        yield pa.record_batch(
+            {
+                PART: pa.array(keys[starts], pa.int32()),
+                _EVENT_US: pa.array(last, pa.int64()),
+                _DATA: pa.array(blobs, pa.binary()),
+            }
+        )
 
 
-def _event_time(ticks, unit: str):
+def _event_time(ticks: Column, unit: str) -> Column:
     """A row's event time for Spark's watermark: its tick in microseconds, plus one. Spark drops
     rows whose event time is not above the watermark; the extra microsecond keeps a row whose
     tick equals the latest tick seen (the engine takes equal timestamps) and a row at the epoch."""
@@ -257,12 +305,20 @@ class _Step:
     """The ``applyInPandasWithState`` function: one bucket's engine, restored from the state,
     advanced to the watermark, fed the micro-batch's rows, drained, and saved back."""
 
-    def __init__(self, cql: str, options: dict, layout: list[tuple[int, str, list[str], list[str]]],
-                 fingerprint: str, ordered: bool):
+    def __init__(
+        self,
+        cql: str,
+        options: dict[str, Any],
+        layout: list[tuple[int, str, list[str], list[str]]],
+        fingerprint: str,
+        ordered: bool,
+    ):
         self.cql, self.options, self.layout = cql, options, layout
         self.fingerprint, self.ordered = fingerprint, ordered
 
-    def __call__(self, key, frames, state):
+    def __call__(
+        self, key: tuple[Any, ...], frames: Iterable[pd.DataFrame], state: GroupState
+    ) -> Iterator[pd.DataFrame]:
         import pandas as pd
 
         bucket = int(key[0])
@@ -270,15 +326,22 @@ class _Step:
             snapshot, meta = state.get
             meta = json.loads(meta)
             if meta.get("fingerprint") != self.fingerprint or meta.get("format") != _FORMAT:
-                raise CQError("this checkpoint holds engines of a different cq script, engine "
-                              "options, timestamp column or bucket count; start the query from a "
-                              "new checkpoint location")
+                raise CQError(
+                    "this checkpoint holds engines of a different cq script, engine "
+                    "options, timestamp column or bucket count; start the query from a "
+                    "new checkpoint location"
+                )
             eng = Engine.restore(bytes(snapshot))
         else:
             eng = Engine(**self.options)
             eng.execute(self.cql)
-            meta = {"format": _FORMAT, "fingerprint": self.fingerprint, "advanced": None,
-                    "last": {}, "late": 0}
+            meta = {
+                "format": _FORMAT,
+                "fingerprint": self.fingerprint,
+                "advanced": None,
+                "last": {},
+                "late": 0,
+            }
         watermark = state.getCurrentWatermarkMs()
         target = _watermark_tick(watermark, eng.time_unit)
         if meta["advanced"] is None or target > meta["advanced"]:
@@ -295,8 +358,13 @@ class _Step:
                 meta["last"][name] = int(pc.max(kept.column(TS)).as_py())
         if late:
             meta["late"] += late
-            log.warning("cq bucket %d dropped %d late rows (%d in all): below the watermark or "
-                        "below an earlier row of their input", bucket, late, meta["late"])
+            log.warning(
+                "cq bucket %d dropped %d late rows (%d in all): below the watermark or "
+                "below an earlier row of their input",
+                bucket,
+                late,
+                meta["late"],
+            )
         queries, blobs = [], []
         for q in eng.query_names():
             result = eng.fetch(q)
@@ -309,7 +377,7 @@ class _Step:
         if queries:
             yield pd.DataFrame({_QUERY: queries, _DATA: blobs})
 
-    def _inputs(self, frames):
+    def _inputs(self, frames: Iterable[pd.DataFrame]) -> Iterator[tuple[str, pa.Table]]:
         """The micro-batch's rows per input, as Arrow tables in the order the engine takes them:
         inputs interleaved by time, each sorted by time (and, when equal timestamps are ordered
         by arrival, by value: Spark fixes no arrival order across tasks)."""
@@ -319,14 +387,15 @@ class _Step:
         if not parts:
             return
         rows = pa.concat_tables(parts, promote_options="default")
-        tables = {}
+        tables: dict[str, pa.Table] = {}
         for tag, stream, prefixed, declared in self.layout:
             # tagging.tagged adds no tag column when there is one input.
-            table = rows.filter(pc.equal(rows.column(TAG), tag)) if TAG in rows.column_names \
-                else rows
+            table = (
+                rows.filter(pc.equal(rows.column(TAG), tag)) if TAG in rows.column_names else rows
+            )
             if table.num_rows == 0:
                 continue
-            table = table.select(prefixed + [TS]).rename_columns(declared + [TS])
+            table = table.select([*prefixed, TS]).rename_columns([*declared, TS])
             keys = [TS] + (declared if self.ordered else [])
             tables[stream] = table.sort_by([(k, "ascending") for k in keys])
         if len(tables) <= 1:
@@ -340,7 +409,7 @@ class _Step:
 class _Unpack:
     """``mapInArrow`` over one query's result blobs: the rows, in the query's schema."""
 
-    def __call__(self, batches):
+    def __call__(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for blobs in batches:
             for blob in blobs.column(0):
                 yield from _read_ipc(blob.as_buffer()).to_batches()

@@ -19,13 +19,24 @@ from cq_py.planner import types as T
 from cq_py.spark.partitioning import PartitionPlan
 
 TAG, PART, TS, SEQ = "__cq_tag", "__cq_part", "__cq_ts", "__cq_seq"
-SPARK_TYPES = {T.INT64: ST.LongType(), T.FLOAT64: ST.DoubleType(), T.UTF8: ST.StringType(),
-               T.BOOL: ST.BooleanType()}
+SPARK_TYPES = {
+    T.INT64: ST.LongType(),
+    T.FLOAT64: ST.DoubleType(),
+    T.UTF8: ST.StringType(),
+    T.BOOL: ST.BooleanType(),
+}
 # Spark types each core type accepts from an input DataFrame (as Engine.push accepts Arrow types).
 ACCEPTS = {
     T.INT64: (ST.ByteType, ST.ShortType, ST.IntegerType, ST.LongType, ST.NullType),
-    T.FLOAT64: (ST.ByteType, ST.ShortType, ST.IntegerType, ST.LongType, ST.FloatType,
-                ST.DoubleType, ST.NullType),
+    T.FLOAT64: (
+        ST.ByteType,
+        ST.ShortType,
+        ST.IntegerType,
+        ST.LongType,
+        ST.FloatType,
+        ST.DoubleType,
+        ST.NullType,
+    ),
     T.UTF8: (ST.StringType, ST.NullType),
     T.BOOL: (ST.BooleanType, ST.NullType),
 }
@@ -75,8 +86,16 @@ def _find(df: DataFrame, name: str) -> str | None:
     return next((c for c in df.columns if c.lower() == name.lower()), None)
 
 
-def tagged(df: DataFrame, spec: InputSpec, specs: list[InputSpec], ts: str, plan: PartitionPlan,
-           key_type: ST.DataType | None, time_unit: str, part: bool = False) -> DataFrame:
+def tagged(
+    df: DataFrame,
+    spec: InputSpec,
+    specs: list[InputSpec],
+    ts: str,
+    plan: PartitionPlan,
+    key_type: ST.DataType | None,
+    time_unit: str,
+    part: bool = False,
+) -> DataFrame:
     """``df`` in the united schema: tag, partition hash (if ``part``), ticks, sequence, every
     input's columns (this one's checked and cast, the others' null)."""
     types = {f.name: f.dataType for f in df.schema.fields}
@@ -85,22 +104,32 @@ def tagged(df: DataFrame, spec: InputSpec, specs: list[InputSpec], ts: str, plan
     for name, t in spec.columns:
         have = _find(df, name)
         if have is None:
-            raise InputError(f"input '{spec.name}': missing column '{name}' ({T.CQL_NAME[t]}); "
-                             f"found columns: {found}", stream=spec.name)
+            raise InputError(
+                f"input '{spec.name}': missing column '{name}' ({T.CQL_NAME[t]}); "
+                f"found columns: {found}",
+                stream=spec.name,
+            )
         if not isinstance(types[have], ACCEPTS[t]):
-            raise InputError(f"input '{spec.name}': column '{name}' must be {T.CQL_NAME[t]}; found "
-                             f"Spark type {types[have].simpleString()}", stream=spec.name)
+            raise InputError(
+                f"input '{spec.name}': column '{name}' must be {T.CQL_NAME[t]}; found "
+                f"Spark type {types[have].simpleString()}",
+                stream=spec.name,
+            )
         cols[name] = F.col(have).cast(SPARK_TYPES[t])
     op = _find(df, OP) if spec.relation else None
     if spec.relation:
         cols[OP] = F.col(op).cast("string") if op is not None else F.lit("+")
     elif _find(df, OP) is not None and not any(c.lower() == OP for c, _ in spec.columns):
-        raise InputError(f"input '{spec.name}': column '{_find(df, OP)}' marks inserts and deletes, "
-                         f"which only a relation takes; '{spec.name}' is a stream",
-                         stream=spec.name)
+        raise InputError(
+            f"input '{spec.name}': column '{_find(df, OP)}' marks inserts and deletes, "
+            f"which only a relation takes; '{spec.name}' is a stream",
+            stream=spec.name,
+        )
     if ts not in types:
-        raise InputError(f"input '{spec.name}': missing timestamp column '{ts}'; found columns: "
-                         f"{found}", stream=spec.name)
+        raise InputError(
+            f"input '{spec.name}': missing timestamp column '{ts}'; found columns: {found}",
+            stream=spec.name,
+        )
     ticks = _ticks(F.col(ts), types[ts], spec.name, ts, time_unit)
 
     # One input needs no tag (every column moved costs in the shuffle and the Arrow transfer).
@@ -119,10 +148,10 @@ def tagged(df: DataFrame, spec: InputSpec, specs: list[InputSpec], ts: str, plan
     return df.select(*select)
 
 
-def _input_hash(spec: InputSpec, cols: dict[str, Column],
-                key_type: ST.DataType | None) -> Column:
+def _input_hash(spec: InputSpec, cols: dict[str, Column], key_type: ST.DataType | None) -> Column:
     """The hash that places a row of ``spec``: of its key, else of all its values."""
     if spec.key is not None:
+        assert key_type is not None  # keyed inputs have one (united_key_type)
         return F.hash(cols[spec.key].cast(key_type))
     # Any split is right for an input no stateful operator reads; a relation's changes must
     # still find their rows, so the hash is over the values
@@ -133,8 +162,10 @@ def _input_hash(spec: InputSpec, cols: dict[str, Column],
 
 def partition_by(specs: list[InputSpec], key_type: ST.DataType | None) -> Column:
     """:func:`_input_hash` over the united DataFrame's columns: by each row's tag, its input's."""
+
     def own(spec: InputSpec) -> Column:
         return _input_hash(spec, {name: F.col(col) for name, col, _ in spec.united}, key_type)
+
     if len(specs) == 1:
         return own(specs[0])
     by_tag = F.when(F.col(TAG) == specs[0].tag, own(specs[0]))
@@ -153,12 +184,20 @@ def _ticks(col: Column, t: ST.DataType, stream: str, ts: str, unit: str) -> Colu
         # Floor to the engine's unit, as the local engine floors an Arrow timestamp.
         d = MICROS_PER_TICK[unit]
         return F.floor(micros / F.lit(d)).cast("long") if d != 1 else micros
-    raise InputError(f"input '{stream}': timestamp column '{ts}' must hold integers (ticks) or a "
-                     f"Spark TIMESTAMP; found {t.simpleString()}", stream=stream)
+    raise InputError(
+        f"input '{stream}': timestamp column '{ts}' must hold integers (ticks) or a "
+        f"Spark TIMESTAMP; found {t.simpleString()}",
+        stream=stream,
+    )
 
 
 def spark_schema(schema: pa.Schema) -> ST.StructType:
     """The Spark schema of an output Arrow schema (what ``mapInArrow`` is told it returns)."""
-    types = {pa.int32(): ST.IntegerType(), pa.int64(): ST.LongType(), pa.float64(): ST.DoubleType(),
-             pa.string(): ST.StringType(), pa.bool_(): ST.BooleanType()}
+    types = {
+        pa.int32(): ST.IntegerType(),
+        pa.int64(): ST.LongType(),
+        pa.float64(): ST.DoubleType(),
+        pa.string(): ST.StringType(),
+        pa.bool_(): ST.BooleanType(),
+    }
     return ST.StructType([ST.StructField(f.name, types[f.type], f.nullable) for f in schema])

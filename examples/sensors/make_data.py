@@ -11,8 +11,8 @@ sometimes report at the same millisecond, as real collectors do.
 
 from __future__ import annotations
 
-import os
 import sys
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -48,21 +48,23 @@ def make_table(rows: int = ROWS, seed: int = SEED) -> pa.Table:
     humidity = BASE_HUMIDITY[who] + 8.0 * rng.standard_normal(rows)
     humidity = np.clip(humidity, 5.0, 100.0)
     missing = rng.random(rows) < 0.05
-    return pa.table({
-        "ts": pa.array(ts, pa.int64()),
-        "sensor": pa.array(SENSORS[who]),
-        "temp": pa.array(np.round(temp, 2)),
-        "humidity": pa.array(np.round(humidity, 1), mask=missing),
-    })
+    return pa.table(
+        {
+            "ts": pa.array(ts, pa.int64()),
+            "sensor": pa.array(SENSORS[who]),
+            "temp": pa.array(np.round(temp, 2)),
+            "humidity": pa.array(np.round(humidity, 1), mask=missing),
+        }
+    )
 
 
 def main(path: str | None = None) -> str:
     """Write the CSV (default: ``readings.csv`` next to this script) and return its path."""
-    path = path or os.path.join(os.path.dirname(os.path.abspath(__file__)), "readings.csv")
+    path = path or str(Path(__file__).resolve().parent / "readings.csv")
     table = make_table()
     # No quoting (pyarrow always quotes the header): the values need none, and the file stays
     # pleasant to read.
-    with open(path, "wb") as out:
+    with Path(path).open("wb") as out:
         out.write((",".join(table.column_names) + "\n").encode())
         pacsv.write_csv(table, out, pacsv.WriteOptions(include_header=False, quoting_style="none"))
     return path

@@ -15,15 +15,22 @@ pytestmark = pytest.mark.skipif(not (ROOT / "src_cpp").is_dir(), reason="needs t
 
 
 def layering(root: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(SCRIPT), "--root", str(root)], capture_output=True,
-                          text=True, timeout=120, check=False)
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), "--root", str(root)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
 
 @pytest.fixture
 def tree(tmp_path: Path) -> Path:
     """A copy of the sources the check reads."""
     for top in ("src_cpp", "cq_core", "cq_py"):
-        shutil.copytree(ROOT / top, tmp_path / top, ignore=shutil.ignore_patterns("*.so", "__pycache__"))
+        shutil.copytree(
+            ROOT / top, tmp_path / top, ignore=shutil.ignore_patterns("*.so", "__pycache__")
+        )
     return tmp_path
 
 
@@ -43,27 +50,47 @@ def test_the_tree_keeps_its_floors():
     assert "all down a floor" in run.stdout
 
 
-# Each case: the file, the line the tie goes after, the tie, what the check says after "file:line: ".
+# Each case: the file, the line the tie goes after, the tie, what the check says after
+# "file:line: ".
 PLANTED = {
     "up a floor": (
-        "src_cpp/base/errors.h", "#include <string>", '#include "operators/operator.h"',
-        ('#include "operators/operator.h" runs up a floor: src_cpp/base/ (floor 1) may not reach '
-         "src_cpp/operators/ (floor 7)")),
+        "src_cpp/base/errors.h",
+        "#include <string>",
+        '#include "operators/operator.h"',
+        (
+            '#include "operators/operator.h" runs up a floor: src_cpp/base/ (floor 1) '
+            "may not reach src_cpp/operators/ (floor 7)"
+        ),
+    ),
     # The tie this layout removed: the row form below the operators that drive it.
     "rows to operators": (
-        "src_cpp/rows/row_operator.h", "#include", '#include "operators/operator.h"',
-        ('#include "operators/operator.h" runs up a floor: src_cpp/rows/ (floor 6) may not reach '
-         "src_cpp/operators/ (floor 7)")),
+        "src_cpp/rows/row_operator.h",
+        "#include",
+        '#include "operators/operator.h"',
+        (
+            '#include "operators/operator.h" runs up a floor: src_cpp/rows/ (floor 6) '
+            "may not reach src_cpp/operators/ (floor 7)"
+        ),
+    ),
     "sideways": (
-        "src_cpp/kernels/datum.h", "#include", '#include "lifetime/expiration_set.h"',
-        ('#include "lifetime/expiration_set.h" runs sideways: src_cpp/kernels/ and src_cpp/lifetime/ '
-         "share floor 4, whose rooms do not reach each other")),
+        "src_cpp/kernels/datum.h",
+        "#include",
+        '#include "lifetime/expiration_set.h"',
+        (
+            '#include "lifetime/expiration_set.h" runs sideways: src_cpp/kernels/ and '
+            "src_cpp/lifetime/ share floor 4, whose rooms do not reach each other"
+        ),
+    ),
     # The Spark runners' old circle: streaming reached back into batch (inside a function, too).
     "lazy import": (
-        "cq_py/spark/streaming.py", "    from pyspark.sql import DataFrame",
+        "cq_py/spark/streaming.py",
+        "    from pyspark.sql import DataFrame",
         "    from cq_py.spark import batch",
-        ("from cq_py.spark import batch runs up a floor: cq_py/spark/streaming.py (floor 17) may not "
-         "reach cq_py/spark/batch.py (floor 18)")),
+        (
+            "from cq_py.spark import batch runs up a floor: cq_py/spark/streaming.py (floor 17) "
+            "may not reach cq_py/spark/batch.py (floor 18)"
+        ),
+    ),
 }
 
 
@@ -74,7 +101,9 @@ def test_a_planted_tie_fails_naming_file_line_and_floors(tree, case):
     run = layering(tree)
     assert run.returncode == 1
     assert run.stdout.splitlines() == [
-        f"{path}:{line}: {says}", "layering: 1 breach(es) of the floors declared in .ci/layering.py"]
+        f"{path}:{line}: {says}",
+        "layering: 1 breach(es) of the floors declared in .ci/layering.py",
+    ]
 
 
 def test_a_folder_on_no_floor_fails(tree):

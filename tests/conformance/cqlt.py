@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Optional, Union
+from typing import Any
 
 import pyarrow as pa
 
@@ -25,8 +26,16 @@ import cq_py
 from cq_py.parser import ast
 from cq_py.parser.parser import parse as parse_cql
 
-__all__ = ["Block", "FormatError", "Failure", "Skipped", "file_options", "parse", "run_file",
-           "run_text"]
+__all__ = [
+    "Block",
+    "Failure",
+    "FormatError",
+    "Skipped",
+    "file_options",
+    "parse",
+    "run_file",
+    "run_text",
+]
 
 SEPARATOR = "----"
 ERROR_CLASSES = {
@@ -34,19 +43,16 @@ ERROR_CLASSES = {
     "CQLSemanticError": cq_py.CQLSemanticError,
     "InputError": cq_py.InputError,
 }
-# Options of the `options` block: name -> how its value is read.
-OPTIONS: dict[str, Callable[[str], Any]] = {
-    "mode": str, "time_unit": str, "lifetime": str, "executor": str,
-    "auto_delay": lambda v: _bool(v), "expose_steps": lambda v: _bool(v), "hybrid": lambda v: _bool(v),
-    # The runner's own, not the engine's: how a push block is split into pushes ("all": one push;
-    # N: N rows at a time), and whether the engine is snapshotted and restored after every push.
-    "batch_rows": lambda v: _batch_rows(v), "snapshot": lambda v: _bool(v),
-}
 MODES = ("run", "plan")
 # Column types a `push` header may name explicitly (`a:VARCHAR`) to override the declared type.
 HEADER_TYPES = {
-    "BIGINT": pa.int64(), "INT": pa.int64(), "INT32": pa.int32(), "DOUBLE": pa.float64(),
-    "VARCHAR": pa.string(), "BOOLEAN": pa.bool_(), "NULL": pa.null(),
+    "BIGINT": pa.int64(),
+    "INT": pa.int64(),
+    "INT32": pa.int32(),
+    "DOUBLE": pa.float64(),
+    "VARCHAR": pa.string(),
+    "BOOLEAN": pa.bool_(),
+    "NULL": pa.null(),
 }
 
 
@@ -93,6 +99,22 @@ def _bool(v: str) -> bool:
     raise ValueError(f"expected true or false, found {v!r}")
 
 
+# Options of the `options` block: name -> how its value is read.
+OPTIONS: dict[str, Callable[[str], Any]] = {
+    "mode": str,
+    "time_unit": str,
+    "lifetime": str,
+    "executor": str,
+    "auto_delay": _bool,
+    "expose_steps": _bool,
+    "hybrid": _bool,
+    # The runner's own, not the engine's: how a push block is split into pushes ("all": one push;
+    # N: N rows at a time), and whether the engine is snapshotted and restored after every push.
+    "batch_rows": _batch_rows,
+    "snapshot": _bool,
+}
+
+
 # =============================================================================================
 # Parsing
 # =============================================================================================
@@ -117,17 +139,17 @@ class Block:
     args: list[str]
     lineno: int
     body: list[Line] = field(default_factory=list)
-    expected: Optional[list[Line]] = None
+    expected: list[Line] | None = None
     error: bool = False  # the `... error` form: the action must fail
-    error_class: Optional[str] = None
-    at: Optional[tuple[int, int]] = None
+    error_class: str | None = None
+    at: tuple[int, int] | None = None
     raw_args: str = ""
     ts: str = "ts"  # push: the timestamp column (`ts=` argument)
     when: dict[str, Any] = field(default_factory=dict)  # skip: the configurations it applies to
 
     @property
     def text(self) -> str:
-        return "\n".join(l.text for l in self.body)
+        return "\n".join(line.text for line in self.body)
 
 
 def _is_comment(line: str) -> bool:
@@ -162,18 +184,18 @@ def _block(lines: list[Line], where: str) -> Block:
     head = lines[0]
     words = head.text.split()
     kind, args = words[0].lower(), words[1:]
-    raw_args = head.text.strip()[len(words[0]):].strip()
+    raw_args = head.text.strip()[len(words[0]) :].strip()
     rest = lines[1:]
 
     def fail(msg: str, lineno: int = head.lineno) -> FormatError:
         return FormatError(f"{where}:{lineno}: {msg}")
 
     body, expected = rest, None
-    seps = [k for k, l in enumerate(rest) if l.text.strip() == SEPARATOR]
+    seps = [k for k, line in enumerate(rest) if line.text.strip() == SEPARATOR]
     if seps:
         if len(seps) > 1:
             raise fail(f"more than one '{SEPARATOR}' in one block", rest[seps[1]].lineno)
-        body, expected = rest[:seps[0]], rest[seps[0] + 1:]
+        body, expected = rest[: seps[0]], rest[seps[0] + 1 :]
     b = Block(kind, args, head.lineno, body, expected, raw_args=raw_args)
 
     if kind == "options":
@@ -182,8 +204,9 @@ def _block(lines: list[Line], where: str) -> Block:
         for a in args:
             key, eq, value = a.partition("=")
             if not eq or key not in OPTIONS:
-                raise fail(f"unknown option {a!r}; options are "
-                           f"{', '.join(k + '=...' for k in OPTIONS)}")
+                raise fail(
+                    f"unknown option {a!r}; options are {', '.join(k + '=...' for k in OPTIONS)}"
+                )
             try:
                 v = OPTIONS[key](value)
             except ValueError as e:
@@ -260,8 +283,10 @@ def _block(lines: list[Line], where: str) -> Block:
             _error_args(b, rest_args[1:], fail, allow_at=False)
         else:
             if len(rest_args) > 1:
-                raise fail(f"unexpected {' '.join(rest_args[1:])!r} after the query name (rows "
-                           "are compared as bags per timestamp: there is no 'rowsort' to ask)")
+                raise fail(
+                    f"unexpected {' '.join(rest_args[1:])!r} after the query name (rows "
+                    "are compared as bags per timestamp: there is no 'rowsort' to ask)"
+                )
             if body:
                 raise fail(f"'query' is followed directly by '{SEPARATOR}'", body[0].lineno)
             if not expected:
@@ -277,13 +302,15 @@ def _block(lines: list[Line], where: str) -> Block:
                 b.when[key] = OPTIONS[key](value)
             except ValueError as e:
                 raise fail(f"skip: option {key}: {e}") from None
-            raw_args = raw_args[len(a):].strip()
+            raw_args = raw_args[len(a) :].strip()
         b.raw_args = raw_args
         if not raw_args:
             raise fail("'skip' needs a reason")
     else:
-        raise fail(f"unknown directive {words[0]!r}; directives are options, statement, explain, "
-                   "push, advance, close, query, skip")
+        raise fail(
+            f"unknown directive {words[0]!r}; directives are options, statement, explain, "
+            "push, advance, close, query, skip"
+        )
     return b
 
 
@@ -301,8 +328,10 @@ def _error_args(b: Block, args: list[str], fail, allow_at: bool) -> None:
                 raise fail(f"'at' needs LINE:COLUMN, found {args[k + 1]!r}") from None
             k += 1
         else:
-            raise fail(f"unexpected {a!r}; expected {' or '.join(ERROR_CLASSES)}"
-                       + (" or 'at L:C'" if allow_at else ""))
+            raise fail(
+                f"unexpected {a!r}; expected {' or '.join(ERROR_CLASSES)}"
+                + (" or 'at L:C'" if allow_at else "")
+            )
         k += 1
 
 
@@ -399,8 +428,13 @@ def render(v: Any) -> str:
 
 
 class _Runner:
-    def __init__(self, blocks: list[Block], where: str, ignore_skips: bool = False,
-                 defaults: Optional[dict[str, Any]] = None):
+    def __init__(
+        self,
+        blocks: list[Block],
+        where: str,
+        ignore_skips: bool = False,
+        defaults: dict[str, Any] | None = None,
+    ):
         self.blocks = blocks
         self.where = where
         self.ignore_skips = ignore_skips
@@ -414,9 +448,10 @@ class _Runner:
         self.batch_rows: str | int = self.options.pop("batch_rows", "all")
         self.snapshot: bool = self.options.pop("snapshot", False)
         if self.snapshot and self.options.get("executor") == "heartbeat":
-            raise FormatError(f"{where}: snapshot=true needs executor=dts (a heartbeat engine "
-                              "takes no snapshot)")
-        self.engine: Optional[cq_py.Engine] = None
+            raise FormatError(
+                f"{where}: snapshot=true needs executor=dts (a heartbeat engine takes no snapshot)"
+            )
+        self.engine: cq_py.Engine | None = None
         self.script: list[str] = []  # plan mode: the accumulated statements
         self.checked = 0  # blocks that checked something
         # What is final (SPEC §4): each input's latest pushed timestamp, the latest advance, close;
@@ -451,8 +486,10 @@ class _Runner:
                     continue
                 raise Skipped(b.raw_args, f"{self.where}:{b.lineno}")
             if self.mode == "plan" and b.kind not in ("statement", "explain"):
-                raise FormatError(f"{self.where}:{b.lineno}: '{b.kind}' is not allowed in "
-                                  "mode=plan (nothing runs there)")
+                raise FormatError(
+                    f"{self.where}:{b.lineno}: '{b.kind}' is not allowed in "
+                    "mode=plan (nothing runs there)"
+                )
             getattr(self, "_" + b.kind)(b)
             self.checked += 1
         self.settle()
@@ -461,26 +498,38 @@ class _Runner:
     def applies(self, when: dict[str, Any]) -> bool:
         """Does this run's configuration have every option of ``when`` (engine defaults
         included)?"""
-        mine = {"executor": "dts", "lifetime": "direct", "hybrid": True, "time_unit": "ms",
-                "auto_delay": False, "expose_steps": False, **self.options,
-                "batch_rows": self.batch_rows, "snapshot": self.snapshot}
+        mine = {
+            "executor": "dts",
+            "lifetime": "direct",
+            "hybrid": True,
+            "time_unit": "ms",
+            "auto_delay": False,
+            "expose_steps": False,
+            **self.options,
+            "batch_rows": self.batch_rows,
+            "snapshot": self.snapshot,
+        }
         if mine["executor"] != "dts":
             mine["hybrid"] = None  # an option of the dts executor only
         return all(mine.get(k) == v for k, v in when.items())
 
     # -- expected errors ------------------------------------------------------------------------
 
-    def expect_error(self, b: Block, action: Callable[[], Any], what: str,
-                     line_offset: int = 0) -> None:
+    def expect_error(
+        self, b: Block, action: Callable[[], Any], what: str, line_offset: int = 0
+    ) -> None:
         want = b.error_class or "an error of cq_py"
         try:
             action()
         except cq_py.CQError as e:
             self.check_error(b, e, line_offset)
             return
-        except Exception as e:  # noqa: BLE001 - anything else is an engine bug to report
-            raise self.fail(b, f"{what}: expected {want}, found {type(e).__name__} (not an "
-                               f"exception of cq_py: an engine bug?): {e}") from e
+        except Exception as e:
+            raise self.fail(
+                b,
+                f"{what}: expected {want}, found {type(e).__name__} (not an "
+                f"exception of cq_py: an engine bug?): {e}",
+            ) from e
         raise self.fail(b, f"{what}: expected {want}, but it succeeded")
 
     def check_error(self, b: Block, e: Exception, line_offset: int) -> None:
@@ -491,16 +540,24 @@ class _Runner:
         if b.at is not None:
             line, col = getattr(e, "line", None), getattr(e, "column", None)
             if line is None:
-                raise self.fail(b, f"expected an error at {b.at[0]}:{b.at[1]}, found {name} "
-                                   f"without a position: {msg}")
+                raise self.fail(
+                    b,
+                    f"expected an error at {b.at[0]}:{b.at[1]}, found {name} "
+                    f"without a position: {msg}",
+                )
             got = (line - line_offset, col)
             if got != b.at:
-                raise self.fail(b, f"expected an error at {b.at[0]}:{b.at[1]} of the block, found "
-                                   f"it at {got[0]}:{got[1]}: {msg}")
-        for l in b.expected or []:
-            if l.text.strip() not in msg:
-                raise Failure(f"{self.where}:{l.lineno}: expected the error message to contain "
-                              f"{l.text.strip()!r}; found {name}: {msg}")
+                raise self.fail(
+                    b,
+                    f"expected an error at {b.at[0]}:{b.at[1]} of the block, found "
+                    f"it at {got[0]}:{got[1]}: {msg}",
+                )
+        for expected in b.expected or []:
+            if expected.text.strip() not in msg:
+                raise Failure(
+                    f"{self.where}:{expected.lineno}: expected the error message to contain "
+                    f"{expected.text.strip()!r}; found {name}: {msg}"
+                )
 
     # -- directives -----------------------------------------------------------------------------
 
@@ -510,16 +567,18 @@ class _Runner:
             script = prefix + b.text + "\n"
             offset = prefix.count("\n")
             if b.error:
-                self.expect_error(b, lambda: cq_py.explain(script, **self.options),
-                                  "statement error", offset)
+                self.expect_error(
+                    b, lambda: cq_py.explain(script, **self.options), "statement error", offset
+                )
                 return
             try:
                 cq_py.explain(script, **self.options)
-            except Exception as e:  # noqa: BLE001
+            except Exception as e:
                 line = getattr(e, "line", None)
                 at = f" (at {line - offset}:{e.column} of the block)" if line else ""
-                raise self.fail(b, f"statement ok: expected success, found "
-                                   f"{type(e).__name__}{at}: {e}") from e
+                raise self.fail(
+                    b, f"statement ok: expected success, found {type(e).__name__}{at}: {e}"
+                ) from e
             self.script.append(b.text)
             return
         if b.error:
@@ -527,9 +586,10 @@ class _Runner:
             return
         try:
             self.eng().execute(b.text)
-        except Exception as e:  # noqa: BLE001
-            raise self.fail(b, f"statement ok: expected success, found "
-                               f"{type(e).__name__}: {e}") from e
+        except Exception as e:
+            raise self.fail(
+                b, f"statement ok: expected success, found {type(e).__name__}: {e}"
+            ) from e
         for st in parse_cql(b.text).statements:
             if isinstance(st, ast.RegisterQuery):
                 self.reads[st.name.lower()] = _sources(st.query)
@@ -540,21 +600,21 @@ class _Runner:
                 text = cq_py.explain("".join(s + "\n" for s in self.script), **self.options)
             else:
                 text = self.eng().explain()
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             raise self.fail(b, f"explain: found {type(e).__name__}: {e}") from e
         actual = text.splitlines()
         pos = 0
         last = None
-        for l in b.expected or []:
-            want = l.text
+        for line in b.expected or []:
+            want = line.text
             k = next((i for i in range(pos, len(actual)) if want in actual[i]), None)
             if k is None:
                 anywhere = [a for a in actual if want in a]
-                why = (f" (it occurs only before the line matched by {last!r})" if anywhere
-                       else "")
-                raise Failure(f"{self.where}:{l.lineno}: explain: expected a line containing "
-                              f"{want!r}{' after ' + repr(last) if last else ''}{why}; found:\n"
-                              + text)
+                why = f" (it occurs only before the line matched by {last!r})" if anywhere else ""
+                raise Failure(
+                    f"{self.where}:{line.lineno}: explain: expected a line containing "
+                    f"{want!r}{' after ' + repr(last) if last else ''}{why}; found:\n" + text
+                )
             pos, last = k + 1, want
 
     def _push(self, b: Block) -> None:
@@ -574,11 +634,15 @@ class _Runner:
             part = table.slice(at, n)
             try:
                 self.engine.push(stream, part, ts=ts)
-            except Exception as e:  # noqa: BLE001
-                rows = ("" if part.num_rows == table.num_rows else
-                        f" (rows {at + 1}..{at + part.num_rows} of the block, pushed alone)")
-                raise self.fail(b, f"push {stream}{rows}: expected success, found "
-                                   f"{type(e).__name__}: {e}") from e
+            except Exception as e:
+                rows = (
+                    ""
+                    if part.num_rows == table.num_rows
+                    else f" (rows {at + 1}..{at + part.num_rows} of the block, pushed alone)"
+                )
+                raise self.fail(
+                    b, f"push {stream}{rows}: expected success, found {type(e).__name__}: {e}"
+                ) from e
             if part.num_rows:
                 t = max(part.column(ts).to_pylist())
                 key = stream.lower()
@@ -593,13 +657,17 @@ class _Runner:
             return
         try:
             fresh = cq_py.Engine.restore(self.engine.snapshot())
-        except Exception as e:  # noqa: BLE001
-            raise self.fail(b, f"snapshot and restore after {after}: found "
-                               f"{type(e).__name__}: {e}") from e
+        except Exception as e:
+            raise self.fail(
+                b, f"snapshot and restore after {after}: found {type(e).__name__}: {e}"
+            ) from e
         if fresh.explain() != self.engine.explain():
-            raise self.fail(b, f"snapshot and restore after {after}: the restored engine's plan "
-                               f"differs:\n{fresh.explain()}\nfrom the original's:\n"
-                               f"{self.engine.explain()}")
+            raise self.fail(
+                b,
+                f"snapshot and restore after {after}: the restored engine's plan "
+                f"differs:\n{fresh.explain()}\nfrom the original's:\n"
+                f"{self.engine.explain()}",
+            )
         self.engine = fresh
 
     def table(self, b: Block, eng: cq_py.Engine, stream: str, ts: str) -> pa.Table:
@@ -615,8 +683,9 @@ class _Runner:
             name, _, tname = c.text.partition(":")
             if tname:
                 if tname.upper() not in HEADER_TYPES:
-                    raise ValueError(f"unknown type {tname!r} in the header; types are "
-                                     f"{', '.join(HEADER_TYPES)}")
+                    raise ValueError(
+                        f"unknown type {tname!r} in the header; types are {', '.join(HEADER_TYPES)}"
+                    )
                 t = HEADER_TYPES[tname.upper()]
             elif name == ts:
                 t = pa.int64()
@@ -625,16 +694,16 @@ class _Runner:
             names.append(name)
             types.append(t)
         cols: list[list[Any]] = [[] for _ in names]
-        for l in b.body[1:]:
-            cells = split_csv(l.text)
+        for line in b.body[1:]:
+            cells = split_csv(line.text)
             if len(cells) != len(names):
-                raise ValueError(f"line {l.lineno}: {len(cells)} cells for {len(names)} columns")
-            for k, (c, t) in enumerate(zip(cells, types)):
+                raise ValueError(f"line {line.lineno}: {len(cells)} cells for {len(names)} columns")
+            for k, (c, t) in enumerate(zip(cells, types, strict=True)):
                 try:
                     cols[k].append(to_value(c, t))
                 except ValueError as e:
-                    raise ValueError(f"line {l.lineno}: column {names[k]} ({t}): {e}") from None
-        return pa.table([pa.array(v, t) for v, t in zip(cols, types)], names=names)
+                    raise ValueError(f"line {line.lineno}: column {names[k]} ({t}): {e}") from None
+        return pa.table([pa.array(v, t) for v, t in zip(cols, types, strict=True)], names=names)
 
     def _advance(self, b: Block) -> None:
         t = int(b.args[0])
@@ -643,16 +712,17 @@ class _Runner:
             return
         try:
             self.eng().advance(t)
-        except Exception as e:  # noqa: BLE001
-            raise self.fail(b, f"advance {t}: expected success, found "
-                               f"{type(e).__name__}: {e}") from e
+        except Exception as e:
+            raise self.fail(
+                b, f"advance {t}: expected success, found {type(e).__name__}: {e}"
+            ) from e
         self.advanced = t if self.advanced is None else max(self.advanced, t)
         self.restore(b, f"advance {t}")
 
     def _close(self, b: Block) -> None:
         try:
             self.eng().close()
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             raise self.fail(b, f"close: expected success, found {type(e).__name__}: {e}") from e
         self.closed = True
         self.restore(b, "close")
@@ -666,29 +736,41 @@ class _Runner:
         try:
             schema = eng.query_schema(name)
             got = eng.fetch(name)
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             raise self.fail(b, f"query {name}: found {type(e).__name__}: {e}") from e
         exp = b.expected or []
         header = [c.text for c in split_csv(exp[0].text)]
         if header != schema.names:
-            raise Failure(f"{self.where}:{exp[0].lineno}: query {name}: expected the columns "
-                          f"{','.join(header)}; found {','.join(schema.names)}")
+            raise Failure(
+                f"{self.where}:{exp[0].lineno}: query {name}: expected the columns "
+                f"{','.join(header)}; found {','.join(schema.names)}"
+            )
         want: list[tuple[str, ...]] = []
-        for l in exp[1:]:
-            cells = split_csv(l.text)
+        for line in exp[1:]:
+            cells = split_csv(line.text)
             if len(cells) != len(header):
-                raise FormatError(f"{self.where}:{l.lineno}: {len(cells)} cells for "
-                                  f"{len(header)} columns")
+                raise FormatError(
+                    f"{self.where}:{line.lineno}: {len(cells)} cells for {len(header)} columns"
+                )
             try:
-                want.append(tuple(render(to_value(c, f.type)) for c, f in zip(cells, schema)))
+                want.append(
+                    tuple(render(to_value(c, f.type)) for c, f in zip(cells, schema, strict=True))
+                )
             except ValueError as e:
-                raise FormatError(f"{self.where}:{l.lineno}: {e}") from None
+                raise FormatError(f"{self.where}:{line.lineno}: {e}") from None
         rows = got.to_pylist()
         found = [tuple(render(r[n]) for n in schema.names) for r in rows]
         self.compare(b, name, schema.names, want, found, [_time(r, schema.names) for r in rows])
 
-    def compare(self, b: Block, name: str, columns: list[str], want: list[tuple[str, ...]],
-                found: list[tuple[str, ...]], times: list[tuple]) -> None:
+    def compare(
+        self,
+        b: Block,
+        name: str,
+        columns: list[str],
+        want: list[tuple[str, ...]],
+        found: list[tuple[str, ...]],
+        times: list[tuple],
+    ) -> None:
         """Checks one fetch against one block's rows as SPEC §4 defines results: a stream as a bag
         of rows per timestamp, in time order; a relation as its lifetime tuples (ghosts, start =
         end, may appear). What is final — stream rows before P, the progress of the query's
@@ -699,17 +781,25 @@ class _Runner:
         key = name.lower()
         stream = "ts" in columns
         if stream:
-            order = [_time(dict(zip(columns, r)), columns, rendered=True) for r in want]
+            order = [
+                _time(dict(zip(columns, r, strict=True)), columns, rendered=True) for r in want
+            ]
             bad = next((k for k in range(1, len(order)) if order[k] < order[k - 1]), None)
             if bad is not None:
-                raise self.fail(b, f"query {name}: the expected rows are not in time order "
-                                   f"(row {bad + 1}, {','.join(want[bad])}, comes before row "
-                                   f"{bad}, {','.join(want[bad - 1])})")
+                raise self.fail(
+                    b,
+                    f"query {name}: the expected rows are not in time order "
+                    f"(row {bad + 1}, {','.join(want[bad])}, comes before row "
+                    f"{bad}, {','.join(want[bad - 1])})",
+                )
             last = self.last_time.get(key)
-            for t, r in zip(times, found):
+            for t, r in zip(times, found, strict=True):
                 if last is not None and t < last:
-                    raise self.fail(b, f"query {name}: the engine's rows are not in time order: "
-                                       f"{','.join(r)} comes after a row at {last}")
+                    raise self.fail(
+                        b,
+                        f"query {name}: the engine's rows are not in time order: "
+                        f"{','.join(r)} comes after a row at {last}",
+                    )
                 last = t
             if last is not None:
                 self.last_time[key] = last
@@ -729,15 +819,19 @@ class _Runner:
         due_missing = [r for r in missing.elements() if self.due(r, columns, p)]
         due_extra = [r for r in extra.elements() if self.due(r, columns, p)]
         if due_missing or due_extra:
+
             def show(rows) -> str:
                 return "\n".join("  " + ",".join(r) for r in sorted(rows)) or "  (no rows)"
 
             final = "+inf" if p == math.inf else p
-            raise self.fail(b, f"query {name}: the rows final at the inputs' progress {final} "
-                               f"differ\nexpected and not found ({len(due_missing)} rows):\n"
-                               f"{show(due_missing)}\nfound and not expected "
-                               f"({len(due_extra)} rows):\n{show(due_extra)}\nexpected in this "
-                               f"block:\n{show(want)}\nfetched:\n{show(found)}")
+            raise self.fail(
+                b,
+                f"query {name}: the rows final at the inputs' progress {final} "
+                f"differ\nexpected and not found ({len(due_missing)} rows):\n"
+                f"{show(due_missing)}\nfound and not expected "
+                f"({len(due_extra)} rows):\n{show(due_extra)}\nexpected in this "
+                f"block:\n{show(want)}\nfetched:\n{show(found)}",
+            )
         if missing:
             self.owed[key] = missing
             self.owed_at.setdefault(key, b.lineno)
@@ -781,27 +875,35 @@ class _Runner:
         everything is final, so the engine is closed (if the file did not) and drained."""
         for key, early in self.early.items():
             rows = "\n".join("  " + ",".join(r) for r in sorted(early.elements()))
-            raise Failure(f"{self.where}: query {key}: these rows were fetched, but no block of the "
-                          f"file expects them:\n{rows}")
+            raise Failure(
+                f"{self.where}: query {key}: these rows were fetched, but no block of the "
+                f"file expects them:\n{rows}"
+            )
         if not self.owed or self.engine is None:
             return
         if not self.closed:
             try:
                 self.engine.close()
-            except Exception as e:  # noqa: BLE001
-                raise Failure(f"{self.where}: closing the engine at the end of the file to see the "
-                              f"rows that were expected before they were final: found "
-                              f"{type(e).__name__}: {e}") from e
+            except Exception as e:
+                raise Failure(
+                    f"{self.where}: closing the engine at the end of the file to see the "
+                    f"rows that were expected before they were final: found "
+                    f"{type(e).__name__}: {e}"
+                ) from e
             self.closed = True
         for key, owed in self.owed.items():
             schema = self.engine.query_schema(key)
             fetched = self.early.get(key, Counter()) + Counter(
-                tuple(render(r[n]) for n in schema.names) for r in self.engine.fetch(key).to_pylist())
+                tuple(render(r[n]) for n in schema.names)
+                for r in self.engine.fetch(key).to_pylist()
+            )
             lost = owed - fetched
             if lost:
                 rows = "\n".join("  " + ",".join(r) for r in sorted(lost.elements()))
-                raise Failure(f"{self.where}:{self.owed_at[key]}: query {key}: these expected "
-                              f"rows never came out, not even after close():\n{rows}")
+                raise Failure(
+                    f"{self.where}:{self.owed_at[key]}: query {key}: these expected "
+                    f"rows never came out, not even after close():\n{rows}"
+                )
 
 
 def _sources(q: Any) -> set[str]:
@@ -820,6 +922,7 @@ def _time(row: dict, columns: list[str], rendered: bool = False) -> tuple:
 
     def num(v: Any) -> Any:
         return int(v) if rendered and v != "NULL" else v
+
     return (num(row["ts"]), num(row["ts_step"]) if "ts_step" in columns else 0)
 
 
@@ -828,8 +931,12 @@ def _time(row: dict, columns: list[str], rendered: bool = False) -> tuple:
 # =============================================================================================
 
 
-def run_text(text: str, where: str = "<cqlt>", ignore_skips: bool = False,
-             defaults: Optional[dict[str, Any]] = None) -> int:
+def run_text(
+    text: str,
+    where: str = "<cqlt>",
+    ignore_skips: bool = False,
+    defaults: dict[str, Any] | None = None,
+) -> int:
     """Runs a ``.cqlt`` text; returns the number of blocks checked. Raises :class:`Failure`,
     :class:`FormatError` or :class:`Skipped`. With ``ignore_skips``, ``skip`` blocks are passed
     over (to see whether the cases behind them still fail). ``defaults`` are options (of the
@@ -841,8 +948,12 @@ def run_text(text: str, where: str = "<cqlt>", ignore_skips: bool = False,
     return _Runner(blocks, where, ignore_skips, defaults).run()
 
 
-def run_file(path: Union[str, Path], root: Optional[Path] = None,
-             ignore_skips: bool = False, defaults: Optional[dict[str, Any]] = None) -> int:
+def run_file(
+    path: str | Path,
+    root: Path | None = None,
+    ignore_skips: bool = False,
+    defaults: dict[str, Any] | None = None,
+) -> int:
     path = Path(path)
     where = str(path.relative_to(root)) if root else str(path)
     return run_text(path.read_text(), where, ignore_skips, defaults)
@@ -854,4 +965,3 @@ def file_options(text: str, where: str = "<cqlt>") -> dict[str, Any]:
     if not blocks or blocks[0].kind != "options":
         return {}
     return {k: OPTIONS[k](v) for k, _, v in (a.partition("=") for a in blocks[0].args)}
-

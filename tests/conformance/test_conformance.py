@@ -5,10 +5,10 @@ import os
 from pathlib import Path
 
 import pytest
-from configurations import CONFIGURATIONS
-from conformance.cqlt import Failure, FormatError, Skipped, file_options, run_file, run_text
 
 import cq_py
+from configurations import CONFIGURATIONS
+from conformance.cqlt import Failure, FormatError, Skipped, file_options, run_file, run_text
 
 HERE = Path(__file__).resolve().parent
 FILES = sorted(HERE.rglob("*.cqlt"))
@@ -18,8 +18,17 @@ IGNORE_SKIPS = os.environ.get("CQLT_IGNORE_SKIPS", "") not in ("", "0")
 
 def test_the_corpus_is_there():
     areas = {p.relative_to(HERE).parts[0] for p in FILES}
-    assert {"plan", "windows", "joins", "aggregates", "set_operations", "streams", "relations",
-            "recursion", "input_errors"} <= areas, f"conformance areas found: {sorted(areas)}"
+    assert {
+        "plan",
+        "windows",
+        "joins",
+        "aggregates",
+        "set_operations",
+        "streams",
+        "relations",
+        "recursion",
+        "input_errors",
+    } <= areas, f"conformance areas found: {sorted(areas)}"
     assert not [p for p in FILES if "slice" in str(p.relative_to(HERE))]  # features, not milestones
 
 
@@ -35,7 +44,7 @@ def _matrix() -> dict[str, dict]:
     out = {}
     for engine, options in CONFIGURATIONS.items():
         for batch, rows in BATCHES.items():
-            for snapshot in ((False, True) if options["executor"] == "dts" else (False,)):
+            for snapshot in (False, True) if options["executor"] == "dts" else (False,):
                 name = f"{engine}-{batch}{'-snapshot' if snapshot else ''}"
                 out[name] = {**options, "batch_rows": rows, "snapshot": snapshot}
     return out
@@ -49,8 +58,9 @@ def _agrees(config: dict, opts: dict) -> bool:
         if key in opts and config[key] != opts[key]:
             return False
     # hybrid is an option of the dts executor: a file that names it is about dts.
-    return "hybrid" not in opts or (config["executor"] == "dts"
-                                    and config.get("hybrid", True) == opts["hybrid"])
+    return "hybrid" not in opts or (
+        config["executor"] == "dts" and config.get("hybrid", True) == opts["hybrid"]
+    )
 
 
 def _runs(path: Path) -> list:
@@ -63,7 +73,7 @@ def _runs(path: Path) -> list:
     return runs
 
 
-@pytest.mark.parametrize("path,config", [r for p in FILES for r in _runs(p)])
+@pytest.mark.parametrize(("path", "config"), [r for p in FILES for r in _runs(p)])
 def test_conformance(path, config):
     skipped = failed = None
     try:
@@ -167,57 +177,82 @@ a,ts
 
 GOOD_AND_BAD = {
     "wrong expected rows": (
-        RUN.format(rows="1,1.8,0\n3,2.0,4"), RUN.format(rows="1,1.8,0\n3,2.2,4")),
-    "a missing expected row": (
-        RUN.format(rows="1,1.8,0\n3,2.0,4"), RUN.format(rows="1,1.8,0")),
+        RUN.format(rows="1,1.8,0\n3,2.0,4"),
+        RUN.format(rows="1,1.8,0\n3,2.2,4"),
+    ),
+    "a missing expected row": (RUN.format(rows="1,1.8,0\n3,2.0,4"), RUN.format(rows="1,1.8,0")),
     "an extra expected row": (
-        RUN.format(rows="1,1.8,0\n3,2.0,4"), RUN.format(rows="1,1.8,0\n3,2.0,4\n3,2.0,4")),
+        RUN.format(rows="1,1.8,0\n3,2.0,4"),
+        RUN.format(rows="1,1.8,0\n3,2.0,4\n3,2.0,4"),
+    ),
     "rows in the wrong order": (
-        RUN.format(rows="1,1.8,0\n3,2.0,4"), RUN.format(rows="3,2.0,4\n1,1.8,0")),
+        RUN.format(rows="1,1.8,0\n3,2.0,4"),
+        RUN.format(rows="3,2.0,4\n1,1.8,0"),
+    ),
     "NULL expected where a value is": (
-        RUN.format(rows="1,1.8,0\n3,2.0,4"), RUN.format(rows="1,,0\n3,2.0,4")),
+        RUN.format(rows="1,1.8,0\n3,2.0,4"),
+        RUN.format(rows="1,,0\n3,2.0,4"),
+    ),
     "wrong header": (
         RUN.format(rows="1,1.8,0\n3,2.0,4"),
-        RUN.format(rows="1,1.8,0\n3,2.0,4").replace("a,c,ts", "a,b,ts")),
+        RUN.format(rows="1,1.8,0\n3,2.0,4").replace("a,c,ts", "a,b,ts"),
+    ),
     "wrong error text": (
         STATEMENT_ERROR.format(cls="CQLSemanticError", at="2:28", message="unknown column 'zz'"),
-        STATEMENT_ERROR.format(cls="CQLSemanticError", at="2:28", message="unknown column 'yy'")),
+        STATEMENT_ERROR.format(cls="CQLSemanticError", at="2:28", message="unknown column 'yy'"),
+    ),
     "wrong error class": (
         STATEMENT_ERROR.format(cls="CQLSemanticError", at="2:28", message="'zz'"),
-        STATEMENT_ERROR.format(cls="CQLSyntaxError", at="2:28", message="'zz'")),
+        STATEMENT_ERROR.format(cls="CQLSyntaxError", at="2:28", message="'zz'"),
+    ),
     "wrong error position": (
         STATEMENT_ERROR.format(cls="CQLSemanticError", at="2:28", message="'zz'"),
-        STATEMENT_ERROR.format(cls="CQLSemanticError", at="1:28", message="'zz'")),
+        STATEMENT_ERROR.format(cls="CQLSemanticError", at="1:28", message="'zz'"),
+    ),
     "an expected error that does not happen": (
         STATEMENT_ERROR.format(cls="CQLSemanticError", at="2:28", message="'zz'"),
         STATEMENT_ERROR.format(cls="CQLSemanticError", at="2:28", message="'zz'").replace(
-            "zz", "a")),
+            "zz", "a"
+        ),
+    ),
     "a wrong explain line": (
         PLAN.format(line1="Window [Range 5] <- #0", line2="Output q", verdict="error"),
-        PLAN.format(line1="Window [Range 6] <- #0", line2="Output q", verdict="error")),
+        PLAN.format(line1="Window [Range 6] <- #0", line2="Output q", verdict="error"),
+    ),
     "explain lines out of order": (
         PLAN.format(line1="Window [Range 5] <- #0", line2="Output q", verdict="error"),
-        PLAN.format(line1="Output q", line2="Window [Range 5] <- #0", verdict="error")),
+        PLAN.format(line1="Output q", line2="Window [Range 5] <- #0", verdict="error"),
+    ),
     "plan mode: an expected error that does not happen": (
         PLAN.format(line1="StreamScan s", line2="Output q", verdict="error"),
         PLAN.format(line1="StreamScan s", line2="Output q", verdict="error").replace(
-            "FROM q [Now]", "FROM q")),
+            "FROM q [Now]", "FROM q"
+        ),
+    ),
     "plan mode: statement ok that fails": (
         PLAN.format(line1="StreamScan s", line2="Output q", verdict="error"),
-        PLAN.format(line1="StreamScan s", line2="Output q", verdict="ok")),
+        PLAN.format(line1="StreamScan s", line2="Output q", verdict="ok"),
+    ),
     "a push error that does not happen": (
-        PUSH_ERROR.format(cls="InputError", ts=4), PUSH_ERROR.format(cls="InputError", ts=6)),
+        PUSH_ERROR.format(cls="InputError", ts=4),
+        PUSH_ERROR.format(cls="InputError", ts=6),
+    ),
     "a final row expected only in a later block": (
         TWO_FETCHES.format(first="1,0\n2,3", second="3,4"),
-        TWO_FETCHES.format(first="1,0", second="2,3\n3,4")),
+        TWO_FETCHES.format(first="1,0", second="2,3\n3,4"),
+    ),
     "an expected row that never comes": (
         TWO_FETCHES.format(first="1,0\n2,3", second="3,4"),
-        TWO_FETCHES.format(first="1,0\n2,3\n3,4", second="3,4")),
+        TWO_FETCHES.format(first="1,0\n2,3\n3,4", second="3,4"),
+    ),
     "an expected row at the last fetch, never final": (
         TWO_FETCHES.format(first="1,0\n2,3\n3,4", second="").split("close")[0],
-        TWO_FETCHES.format(first="1,0\n2,3\n3,4\n4,4", second="").split("close")[0]),
+        TWO_FETCHES.format(first="1,0\n2,3\n3,4\n4,4", second="").split("close")[0],
+    ),
     "a push error of the wrong class": (
-        PUSH_ERROR.format(cls="InputError", ts=4), PUSH_ERROR.format(cls="CQLSemanticError", ts=4)),
+        PUSH_ERROR.format(cls="InputError", ts=4),
+        PUSH_ERROR.format(cls="CQLSemanticError", ts=4),
+    ),
 }
 
 
@@ -231,27 +266,34 @@ def test_runner_catches_mistakes(mistake):
 
 
 def test_runner_rejects_malformed_files_and_reports_skips():
-    for text in ["statment ok\nREGISTER STREAM s(a INT);\n",  # unknown directive
-                 "query q\na,ts\n",  # no ----
-                 "statement ok\nREGISTER STREAM s(a INT);\n\noptions mode=plan\n",  # options late
-                 "options mode=plan\n\npush s\na,ts\n1,1\n"]:  # push in plan mode
+    for text in [
+        "statment ok\nREGISTER STREAM s(a INT);\n",  # unknown directive
+        "query q\na,ts\n",  # no ----
+        "statement ok\nREGISTER STREAM s(a INT);\n\noptions mode=plan\n",  # options late
+        "options mode=plan\n\npush s\na,ts\n1,1\n",
+    ]:  # push in plan mode
         with pytest.raises(FormatError):
             run_text(text, "bad.cqlt")
     with pytest.raises(Skipped, match="not built yet"):
-        run_text("statement ok\nREGISTER STREAM s(a INT);\n\nskip not built yet\n\n"
-                 "query nope\n----\nx\n", "skip.cqlt")
+        run_text(
+            "statement ok\nREGISTER STREAM s(a INT);\n\nskip not built yet\n\n"
+            "query nope\n----\nx\n",
+            "skip.cqlt",
+        )
 
 
 # ---------------------------------------------------------------------------------------------
 # The matrix: what each axis does to a run, and which configurations a file's options leave.
 # ---------------------------------------------------------------------------------------------
 
+
 def test_the_matrix_is_whole():
     assert len(MATRIX) == 30  # dts: 2 lifetimes x 2 hybrid x 3 batches x 2; heartbeat: 2 x 3
     assert not [c for c in MATRIX.values() if c["snapshot"] and c["executor"] != "dts"]
-    assert {(c["executor"], c["lifetime"], c.get("hybrid", True), c["batch_rows"], c["snapshot"])
-            for c in MATRIX.values()} >= {("dts", "negative", False, 7, True),
-                                          ("heartbeat", "direct", True, 1, False)}
+    assert {
+        (c["executor"], c["lifetime"], c.get("hybrid", True), c["batch_rows"], c["snapshot"])
+        for c in MATRIX.values()
+    } >= {("dts", "negative", False, 7, True), ("heartbeat", "direct", True, 1, False)}
 
 
 def test_a_file_runs_where_its_options_agree():
@@ -265,9 +307,11 @@ def test_a_file_runs_where_its_options_agree():
 
     assert len(configs("")) == 30
     published = configs("executor=dts hybrid=false")
-    assert len(published) == 12 and all(c["hybrid"] is False for c in published)
+    assert len(published) == 12
+    assert all(c["hybrid"] is False for c in published)
     heartbeat = configs("executor=heartbeat")
-    assert len(heartbeat) == 6 and not any(c["snapshot"] for c in heartbeat)
+    assert len(heartbeat) == 6
+    assert not any(c["snapshot"] for c in heartbeat)
     assert len(configs("lifetime=direct batch_rows=all snapshot=false")) == 3
     assert configs("mode=plan") == [None]
 
@@ -305,9 +349,11 @@ def test_snapshot_restores_after_every_push(monkeypatch):
 
 
 def test_a_skip_block_may_name_the_configurations_it_applies_to():
-    text = ("statement ok\nREGISTER STREAM s(a INT);\n\n"
-            "skip lifetime=negative snapshot=true a bug of one corner\n\n"
-            "query nope\n----\nx\n")
+    text = (
+        "statement ok\nREGISTER STREAM s(a INT);\n\n"
+        "skip lifetime=negative snapshot=true a bug of one corner\n\n"
+        "query nope\n----\nx\n"
+    )
     with pytest.raises(Skipped, match=r"^skip.cqlt:4: a bug of one corner$"):
         run_text(text, "skip.cqlt", defaults={"lifetime": "negative", "snapshot": True})
     with pytest.raises(Failure, match="unknown query 'nope'"):  # the skip does not apply

@@ -26,7 +26,10 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+
 from conformance.cqlt import file_options, parse, split_csv, to_value
+from cq_py.parser import ast
+from cq_py.parser.parser import parse as parse_cql
 from oracle.reference import INF, Col, Lit, Op
 from oracle.script_reference import (
     Agg,
@@ -45,9 +48,6 @@ from oracle.script_reference import (
     norm_row,
 )
 
-from cq_py.parser import ast
-from cq_py.parser.parser import parse as parse_cql
-
 HERE = Path(__file__).resolve().parent
 TYPES = {"BIGINT": "int", "DOUBLE": "double", "VARCHAR": "str", "BOOLEAN": "bool"}
 ARROW = {"int": pa.int64(), "double": pa.float64(), "str": pa.string(), "bool": pa.bool_()}
@@ -63,6 +63,7 @@ class Unsupported(Exception):
 
 # ---- CQL to the reference's trees -----------------------------------------------------------
 
+
 class Translator:
     def __init__(self, inputs: dict[str, Input], queries: dict[str, ast.Query]):
         self.inputs = inputs
@@ -74,7 +75,7 @@ class Translator:
         if name in seen:
             raise Unsupported(f"a recursive loop through {name}")
         if name not in self.trees:
-            self.trees[name], self.columns[name] = self.body(self.asts[name], seen + (name,))
+            self.trees[name], self.columns[name] = self.body(self.asts[name], (*seen, name))
         return self.trees[name]
 
     def source_columns(self, name: str, seen: tuple) -> list:
@@ -103,14 +104,16 @@ class Translator:
             return self.columns_of(q.inner, seen)
         if isinstance(q, SetOp):
             return self.columns_of(q.left, seen)
-        types = {f"{s.alias}.{c}": t for s in q.sources for c, t in self.source_columns(s.name, seen)}
+        types = {
+            f"{s.alias}.{c}": t for s in q.sources for c, t in self.source_columns(s.name, seen)
+        }
         return [(alias, item_type(e, types)) for e, alias in q.items]
 
     def unify(self, left: Any, right: Any, lcols: list, rcols: list) -> tuple[Any, Any, list]:
         if len(lcols) != len(rcols):
             raise Unsupported("set operands of different widths")
         out = []
-        for (name, lt), (_, rt) in zip(lcols, rcols):
+        for (name, lt), (_, rt) in zip(lcols, rcols, strict=True):
             if lt != rt and {lt, rt} != {"int", "double"}:
                 raise Unsupported(f"set operands of types {lt} and {rt}")
             out.append((name, "double" if "double" in (lt, rt) else lt))
@@ -122,10 +125,9 @@ class Translator:
                 return q
             raise Unsupported("a cast to DOUBLE below a nested set operation")
         items = []
-        for (e, alias), (_, t) in zip(q.items, cols):
-            if t == "double" and not isinstance(e, Agg) and self.type_of(e, q) == "int":
-                e = Op("CAST_double", (e,))
-            items.append((e, alias))
+        for (e, alias), (_, t) in zip(q.items, cols, strict=True):
+            widen = t == "double" and not isinstance(e, Agg) and self.type_of(e, q) == "int"
+            items.append((Op("CAST_double", (e,)) if widen else e, alias))
         return Select(tuple(items), q.sources, q.where, q.group_by, q.having, q.distinct)
 
     def type_of(self, e: Any, q: Select) -> str:
@@ -169,9 +171,12 @@ class Translator:
                 return Lit(e.value, kind)
             if isinstance(e, ast.ColumnRef):
                 name = e.name.lower()
-                owners = [a for a, cols in scope
-                          if (e.qualifier is None or a == e.qualifier.lower())
-                          and name in (c for c, _ in cols)]
+                owners = [
+                    a
+                    for a, cols in scope
+                    if (e.qualifier is None or a == e.qualifier.lower())
+                    and name in (c for c, _ in cols)
+                ]
                 if len(owners) != 1:
                     raise Unsupported(f"column {e.name} resolves to {owners}")
                 return Col(f"{owners[0]}.{name}", types[f"{owners[0]}.{name}"])
@@ -226,21 +231,34 @@ class Translator:
             items.append((value, (item.alias or e.name).lower()))
         group_by = tuple(expr(g) for g in q.group_by) if q.group_by else None
         aggregated = group_by is not None or any(isinstance(v, Agg) for v, _ in items)
-        if aggregated and any(not isinstance(v, Agg) and v not in (group_by or ()) for v, _ in items):
+        if aggregated and any(
+            not isinstance(v, Agg) and v not in (group_by or ()) for v, _ in items
+        ):
             raise Unsupported("a select item that is neither an aggregate nor a GROUP BY key")
         having = None
         if q.having is not None:
             h = q.having
-            if not (isinstance(h, ast.Binary) and isinstance(h.left, ast.FuncCall)
-                    and isinstance(h.right, ast.Literal) and h.right.type == "int"):
+            if not (
+                isinstance(h, ast.Binary)
+                and isinstance(h.left, ast.FuncCall)
+                and isinstance(h.right, ast.Literal)
+                and h.right.type == "int"
+            ):
                 raise Unsupported("HAVING other than 'aggregate op integer'")
             having = (h.op, aggregate(h.left), h.right.value)
-        sel = Select(tuple(items), tuple(sources), expr(q.where) if q.where is not None else None,
-                     group_by, having, q.distinct)
+        sel = Select(
+            tuple(items),
+            tuple(sources),
+            expr(q.where) if q.where is not None else None,
+            group_by,
+            having,
+            q.distinct,
+        )
         return sel, [(alias, item_type(v, types)) for v, alias in items]
 
 
 # ---- a file ----------------------------------------------------------------------------------
+
 
 def reference_case(path: Path) -> tuple[Evaluator, dict, set, dict]:
     """The reference's evaluator for a file, the expected rows of each query (header, rows), the
@@ -267,8 +285,9 @@ def reference_case(path: Path) -> tuple[Evaluator, dict, set, dict]:
                     queries[st.name.lower()] = st.query
                 else:
                     cols = tuple((c.name.lower(), TYPES[c.type.name]) for c in st.columns)
-                    inputs[st.name.lower()] = Input(st.name.lower(),
-                                                    isinstance(st, ast.RegisterRelation), cols)
+                    inputs[st.name.lower()] = Input(
+                        st.name.lower(), isinstance(st, ast.RegisterRelation), cols
+                    )
         elif b.kind == "push" and not b.error:
             started = True
             name = b.args[0].lower()
@@ -278,7 +297,7 @@ def reference_case(path: Path) -> tuple[Evaluator, dict, set, dict]:
                 raise Unsupported("typed push headers")
             for line in b.body[1:]:
                 row = {}
-                for h, cell in zip(header, split_csv(line.text)):
+                for h, cell in zip(header, split_csv(line.text), strict=True):
                     if h == b.ts.lower():
                         row["ts"] = int(cell.text)
                     elif h == "op":
@@ -312,7 +331,7 @@ def compare(name: str, want: Any, header: list[str], rows: list) -> str | None:
     n = len(types)
 
     def values(cells) -> tuple:
-        return norm_row(to_value(c, ARROW[t]) for c, t in zip(cells[:n], types))
+        return norm_row(to_value(c, ARROW[t]) for c, t in zip(cells[:n], types, strict=True))
 
     def cell(cells, col: str) -> int | None:
         if col not in header:
@@ -322,18 +341,27 @@ def compare(name: str, want: Any, header: list[str], rows: list) -> str | None:
 
     if isinstance(want, Stream):
         steps = "ts_step" in header
-        mine = Counter((values(r), (cell(r, "ts"), cell(r, "ts_step")) if steps else cell(r, "ts"))
-                       for r in rows)
+        mine = Counter(
+            (values(r), (cell(r, "ts"), cell(r, "ts_step")) if steps else cell(r, "ts"))
+            for r in rows
+        )
         theirs = Counter((v, t if steps else t[0]) for v, t in want.rows)
         if mine != theirs:
-            return (f"{name}: the file has {sorted((mine - theirs).elements(), key=repr)} too many, "
-                    f"{sorted((theirs - mine).elements(), key=repr)} too few")
+            return (
+                f"{name}: the file has {sorted((mine - theirs).elements(), key=repr)} too many, "
+                f"{sorted((theirs - mine).elements(), key=repr)} too few"
+            )
         return None
     assert isinstance(want, Relation)
     if "start_step" in header:
-        tuples = [(values(r), (cell(r, "start"), cell(r, "start_step")),
-                   INF if cell(r, "end") is None else (cell(r, "end"), cell(r, "end_step")))
-                  for r in rows]
+        tuples = [
+            (
+                values(r),
+                (cell(r, "start"), cell(r, "start_step")),
+                INF if cell(r, "end") is None else (cell(r, "end"), cell(r, "end_step")),
+            )
+            for r in rows
+        ]
         diff = compare_relations(tuples, want.rel)
         return f"{name}: {diff}" if diff else None
     # Without the step columns a tuple [t, t) is a ghost or a tuple of one ε (alive at (t, 0)):
@@ -388,8 +416,10 @@ def test_the_reference_covers_the_feature_folders():
     def has_rows(p: Path) -> bool:
         return any(b.kind == "query" and not b.error for b in parse(p.read_text(), str(p)))
 
-    missing = {str(p.relative_to(HERE)): _support(p) for p in FILES
-               if p.relative_to(HERE).parts[0] in COVERED and p not in REFERENCE_FILES
-               and has_rows(p)}
+    missing = {
+        str(p.relative_to(HERE)): _support(p)
+        for p in FILES
+        if p.relative_to(HERE).parts[0] in COVERED and p not in REFERENCE_FILES and has_rows(p)
+    }
     assert len(REFERENCE_FILES) >= 30
     assert not missing, f"files the reference cannot check: {missing}"

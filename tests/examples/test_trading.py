@@ -29,14 +29,14 @@ STREAMS = ("market", "initial_resource", "stock_stream")
 # Rule: buy 1000 shares of a stock when price < 500, its latest stock_stream row has volume 0, and
 # money > price * 1000. A purchase at t changes the money from t + ε (the <Now> delay), so the
 # next tick sees it.
-M0 = 2_000_000                # initial_resource at 0
-M1 = M0 - 480 * 1000          # ts 2, stock 1 at 480:  2,000,000 > 480,000  -> 1,520,000
-M2 = M1 - 450 * 1000          # ts 5, stock 2 at 450:  1,520,000 > 450,000  -> 1,070,000
-M3 = M2 - 320 * 1000          # ts 7, stock 3 at 320 (sold at 7, so volume 0 at 7) -> 750,000
-M4 = M3 - 490 * 1000          # ts 10, stock 4 at 490:   750,000 > 490,000  ->   260,000
+M0 = 2_000_000  # initial_resource at 0
+M1 = M0 - 480 * 1000  # ts 2, stock 1 at 480:  2,000,000 > 480,000  -> 1,520,000
+M2 = M1 - 450 * 1000  # ts 5, stock 2 at 450:  1,520,000 > 450,000  -> 1,070,000
+M3 = M2 - 320 * 1000  # ts 7, stock 3 at 320 (sold at 7, so volume 0 at 7) -> 750,000
+M4 = M3 - 490 * 1000  # ts 10, stock 4 at 490:   750,000 > 490,000  ->   260,000
 #                               ts 13, stock 2 at 300:   260,000 > 300,000 is false: refused
 #                               ts 14, stock 2 at 260:   260,000 > 260,000 is false: refused
-M5 = M4 - 259 * 1000          # ts 15, stock 2 at 259:   260,000 > 259,000  ->     1,000
+M5 = M4 - 259 * 1000  # ts 15, stock 2 at 259:   260,000 > 259,000  ->     1,000
 #                               ts 18, stock 1 at 2:       1,000 > 2,000 is false: refused
 assert (M1, M2, M3, M4, M5) == (1_520_000, 1_070_000, 750_000, 260_000, 1_000)
 
@@ -66,9 +66,18 @@ REFUSED = {
 
 # [Partition By id Rows 1]: a row of a stock lives until the next row of the same stock.
 STOCK = [  # (id, volume, price, start, end)
-    (1, 0, 0, 0, 3), (2, 0, 0, 0, 6), (3, 2000, 350, 0, 7), (4, 0, 0, 0, 11),
-    (1, 1000, 480, 3, 17), (2, 1000, 450, 6, 12), (3, 0, 0, 7, 9), (3, 1000, 320, 9, None),
-    (4, 1000, 490, 11, None), (2, 0, 0, 12, 16), (2, 1000, 259, 16, None), (1, 0, 0, 17, None),
+    (1, 0, 0, 0, 3),
+    (2, 0, 0, 0, 6),
+    (3, 2000, 350, 0, 7),
+    (4, 0, 0, 0, 11),
+    (1, 1000, 480, 3, 17),
+    (2, 1000, 450, 6, 12),
+    (3, 0, 0, 7, 9),
+    (3, 1000, 320, 9, None),
+    (4, 1000, 490, 11, None),
+    (2, 0, 0, 12, 16),
+    (2, 1000, 259, 16, None),
+    (1, 0, 0, 17, None),
 ]
 
 OPTIONS = [
@@ -80,6 +89,7 @@ OPTIONS = [
 
 
 # --- helpers ---------------------------------------------------------------------------------
+
 
 def script() -> str:
     return SCRIPT.read_text(encoding="utf-8")
@@ -96,7 +106,7 @@ def inputs() -> dict[str, pa.Table]:
 
 
 def tuples(table: pa.Table, columns: tuple[str, ...]) -> list[tuple]:
-    return list(zip(*(table.column(c).to_pylist() for c in columns)))
+    return list(zip(*(table.column(c).to_pylist() for c in columns), strict=True))
 
 
 def assert_hand_computation(results: dict[str, pa.Table]) -> None:
@@ -108,6 +118,7 @@ def assert_hand_computation(results: dict[str, pa.Table]) -> None:
 
 
 # --- the run ---------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("options", OPTIONS)
 def test_purchases_and_money_match_the_hand_computation(options):
@@ -134,7 +145,9 @@ def test_money_never_goes_negative():
         cash -= volume * price
         assert cash >= 0
         after[ts] = cash
-    held = {start: money for money, start, _ in tuples(results["resource"], ("money", "start", "end"))}
+    held = {
+        start: money for money, start, _ in tuples(results["resource"], ("money", "start", "end"))
+    }
     assert after == {ts: held[ts] for ts in after}
 
 
@@ -142,8 +155,10 @@ def test_engine_pushed_tick_by_tick_gives_the_same():
     eng = cq_py.Engine(expose_steps=True)
     eng.execute(script())
     tables = inputs()
-    rows = sorted(((r["ts"], name, r) for name, t in tables.items() for r in t.to_pylist()),
-                  key=lambda x: x[0])
+    rows = sorted(
+        ((r["ts"], name, r) for name, t in tables.items() for r in t.to_pylist()),
+        key=lambda x: x[0],
+    )
     for _, name, row in rows:
         eng.push(name, [row])
     eng.close()
@@ -155,6 +170,7 @@ def test_engine_pushed_tick_by_tick_gives_the_same():
 
 
 # --- the command line ------------------------------------------------------------------------
+
 
 def cq(*args: str | Path):
     return CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
@@ -171,9 +187,12 @@ def test_cq_run_writes_the_hand_computation(tmp_path, batch_size):
     assert "buy_event: 5 rows" in result.output
     # The CSV writer leaves `end` empty for a value still alive at close.
     schema = {"end": pa.int64()}
-    results = {q: pacsv.read_csv(tmp_path / f"{q}.csv",
-                                 convert_options=pacsv.ConvertOptions(column_types=schema))
-               for q in ("buy_event", "resource_stream", "resource", "stock")}
+    results = {
+        q: pacsv.read_csv(
+            tmp_path / f"{q}.csv", convert_options=pacsv.ConvertOptions(column_types=schema)
+        )
+        for q in ("buy_event", "resource_stream", "resource", "stock")
+    }
     assert_hand_computation(results)
 
 
@@ -223,6 +242,7 @@ def test_auto_delay_runs_the_script_without_its_delay_and_buys_the_same(options)
 
 # --- the data --------------------------------------------------------------------------------
 
+
 def test_bundled_data_is_what_make_data_writes(tmp_path):
     spec = importlib.util.spec_from_file_location("trading_make_data", EXAMPLE / "make_data.py")
     module = importlib.util.module_from_spec(spec)
@@ -234,6 +254,7 @@ def test_bundled_data_is_what_make_data_writes(tmp_path):
 
 # --- what the script does with purchases at one instant (why the bundled data has none) ------
 
+
 def test_two_purchases_at_one_instant_both_spend_the_same_money():
     """Both ticks at 1 see money 600,000 and qualify: the script buys both (850,000 in all). Each
     purchase yields its own new money at 1 + ε from the same old value (150,000 and 200,000);
@@ -242,8 +263,10 @@ def test_two_purchases_at_one_instant_both_spend_the_same_money():
     eng = cq_py.Engine()
     eng.execute(script())
     eng.push("initial_resource", [{"money": 600_000, "ts": 0}])
-    eng.push("stock_stream", [{"id": 1, "volume": 0, "price": 0, "ts": 0},
-                              {"id": 2, "volume": 0, "price": 0, "ts": 0}])
+    eng.push(
+        "stock_stream",
+        [{"id": 1, "volume": 0, "price": 0, "ts": 0}, {"id": 2, "volume": 0, "price": 0, "ts": 0}],
+    )
     eng.push("market", [{"id": 1, "price": 450, "ts": 1}, {"id": 2, "price": 400, "ts": 1}])
     eng.close()
     buys = tuples(eng.fetch("buy_event"), ("id", "volume", "price", "ts"))
@@ -253,4 +276,5 @@ def test_two_purchases_at_one_instant_both_spend_the_same_money():
     assert new_money == [(150_000, 1), (200_000, 1), (600_000, 0)]
     resource = tuples(eng.fetch("resource"), ("money", "start", "end"))
     alive = [m for m, _, end in resource if end is None]
-    assert len(alive) == 1 and alive[0] in (150_000, 200_000)
+    assert len(alive) == 1
+    assert alive[0] in (150_000, 200_000)

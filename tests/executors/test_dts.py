@@ -8,6 +8,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -15,12 +16,13 @@ import pytest
 import cq_py
 
 
-
 def loop(name: str, step: str, cond: str = "", delay: str = "<Now>") -> str:
     """A query that feeds itself `step` of its own rows (while `cond`) through `delay`."""
     where = f" WHERE {cond}" if cond else ""
-    return (f"REGISTER STREAM s(a INT); REGISTER QUERY {name} AS ISTREAM(SELECT a FROM s [Now] "
-            f"UNION ALL SELECT {step} AS a FROM {name} [Now]{where}) {delay};")
+    return (
+        f"REGISTER STREAM s(a INT); REGISTER QUERY {name} AS ISTREAM(SELECT a FROM s [Now] "
+        f"UNION ALL SELECT {step} AS a FROM {name} [Now]{where}) {delay};"
+    )
 
 
 def run_from(cql: str, at: int = 0, **options):
@@ -45,25 +47,39 @@ def test_a_loop_counts_up_one_epsilon_at_a_time(hybrid, lifetime):
     eng.push("s", [{"a": 2, "ts": 7}])
     eng.close()
     assert rows(eng, "c") == [
-        {"a": 1, "ts": 5, "ts_step": 1}, {"a": 2, "ts": 5, "ts_step": 2}, {"a": 3, "ts": 5, "ts_step": 3},
-        {"a": 2, "ts": 7, "ts_step": 1}, {"a": 3, "ts": 7, "ts_step": 2}]
+        {"a": 1, "ts": 5, "ts_step": 1},
+        {"a": 2, "ts": 5, "ts_step": 2},
+        {"a": 3, "ts": 5, "ts_step": 3},
+        {"a": 2, "ts": 7, "ts_step": 1},
+        {"a": 3, "ts": 7, "ts_step": 2},
+    ]
 
 
 @pytest.mark.parametrize("hybrid", [True, False])
-@pytest.mark.parametrize("window,expected", [
-    ("[Range 10 Slide 5]", [(1, 10, 1), (2, 12, 1), (2, 15, 1), (3, 15, 1), (3, 20, 1)]),
-    ("[Range 5 Slide 5]", [(1, 10, 1), (2, 12, 1), (2, 15, 1), (3, 15, 1)]),
-    ("[Range 0 Slide 5]", [(1, 10, 1), (2, 12, 1)])])
-def test_a_slide_window_in_a_loop_starts_a_tuple_at_an_epsilon_step_at_the_next_boundary(hybrid, window, expected):
+@pytest.mark.parametrize(
+    ("window", "expected"),
+    [
+        ("[Range 10 Slide 5]", [(1, 10, 1), (2, 12, 1), (2, 15, 1), (3, 15, 1), (3, 20, 1)]),
+        ("[Range 5 Slide 5]", [(1, 10, 1), (2, 12, 1), (2, 15, 1), (3, 15, 1)]),
+        ("[Range 0 Slide 5]", [(1, 10, 1), (2, 12, 1)]),
+    ],
+)
+def test_a_slide_window_in_a_loop_starts_a_tuple_at_an_epsilon_step_at_the_next_boundary(
+    hybrid, window, expected
+):
     # Slide boundaries sit at step 0 (SPEC §4): 1 at 10+1ε is after the boundary 10 and starts at
     # 15, as 2 at 12+1ε does; both end at the boundary at or after t + T (with [Range 5] 15+1ε →
     # 20: the 3 that 2 at 15+1ε starts at 20 meets the 3 ending there, and ISTREAM sees no change;
     # with [Range 0] each is a ghost at 15, and nothing comes round). Both lifetime methods.
-    cql = ("REGISTER STREAM s(a INT); REGISTER QUERY q AS ISTREAM(SELECT a FROM s [Now] UNION ALL "
-           f"SELECT a + 1 AS a FROM q {window} WHERE a + 1 < 4) <Now>;")
+    cql = (
+        "REGISTER STREAM s(a INT); REGISTER QUERY q AS ISTREAM(SELECT a FROM s [Now] UNION ALL "
+        f"SELECT a + 1 AS a FROM q {window} WHERE a + 1 < 4) <Now>;"
+    )
     data = pa.table({"a": [1, 2], "ts": [10, 12]})
     for lifetime in ("direct", "negative"):
-        out = cq_py.run(cql, inputs={"s": data}, expose_steps=True, hybrid=hybrid, lifetime=lifetime)["q"]
+        out = cq_py.run(
+            cql, inputs={"s": data}, expose_steps=True, hybrid=hybrid, lifetime=lifetime
+        )["q"]
         assert [(r["a"], r["ts"], r["ts_step"]) for r in out.to_pylist()] == expected, lifetime
 
 
@@ -77,12 +93,21 @@ def test_results_of_a_loop_are_final_at_the_inputs_progress():
 def test_a_tick_delay_loop_runs_over_later_ticks():
     eng = run_from(loop("c", "a * 2", "a * 2 < 20", "<3>"))
     eng.close()
-    assert [(r["a"], r["ts"]) for r in rows(eng, "c")] == [(1, 3), (2, 6), (4, 9), (8, 12), (16, 15)]
+    assert [(r["a"], r["ts"]) for r in rows(eng, "c")] == [
+        (1, 3),
+        (2, 6),
+        (4, 9),
+        (8, 12),
+        (16, 15),
+    ]
 
 
 def test_a_runaway_loop_is_an_error_naming_it_and_the_engine_stays_stopped():
     eng = run_from(loop("grow", "a + 1"), max_loop_steps=1000)
-    with pytest.raises(cq_py.RunawayLoopError, match=r"more than 1000 ε steps at tick 0 in the loop of queries grow"):
+    with pytest.raises(
+        cq_py.RunawayLoopError,
+        match=r"more than 1000 ε steps at tick 0 in the loop of queries grow",
+    ):
         eng.advance(1)
     with pytest.raises(cq_py.RunawayLoopError, match="stopped at an earlier error"):
         eng.push("s", [{"a": 1, "ts": 2}])
@@ -94,7 +119,8 @@ def test_long_loops_settle_under_the_default_limit():
     eng = run_from(loop("grow", "a + 1", "a + 1 <= 20000"))
     eng.close()
     out = eng.fetch("grow")
-    assert out.num_rows == 20000 and out["a"].to_pylist() == list(range(1, 20001))
+    assert out.num_rows == 20000
+    assert out["a"].to_pylist() == list(range(1, 20001))
 
 
 @pytest.mark.parametrize("option", ["max_loop_steps", "max_loop_ticks", "max_loop_rows"])
@@ -105,9 +131,11 @@ def test_limits_must_be_positive_integers(option, value):
 
 
 def test_a_loop_without_delay_is_rejected_and_runs_with_auto_delay():
-    cql = ("REGISTER STREAM s(a INT);"
-           "REGISTER QUERY c AS ISTREAM(SELECT a FROM s [Now] UNION ALL "
-           "SELECT a + 1 AS a FROM c [Now] WHERE a + 1 < 4);")
+    cql = (
+        "REGISTER STREAM s(a INT);"
+        "REGISTER QUERY c AS ISTREAM(SELECT a FROM s [Now] UNION ALL "
+        "SELECT a + 1 AS a FROM c [Now] WHERE a + 1 < 4);"
+    )
     with pytest.raises(cq_py.CQLSemanticError, match="c → c"):
         cq_py.Engine().execute(cql)
     eng = cq_py.Engine(auto_delay=True, expose_steps=True)
@@ -129,9 +157,13 @@ def test_queries_registered_later_join_a_running_loop():
 
 
 @pytest.mark.parametrize("hybrid", [True, False])
-@pytest.mark.parametrize("advanced, seen", [(0, [10, 20, 40, 80, 160]), (1, [10, 20, 40, 80, 160]),
-                                            (4, [20, 40, 80, 160])])
-def test_a_query_registered_while_a_delay_holds_rows_takes_its_rows_from_then_on(hybrid, advanced, seen):
+@pytest.mark.parametrize(
+    ("advanced", "seen"),
+    [(0, [10, 20, 40, 80, 160]), (1, [10, 20, 40, 80, 160]), (4, [20, 40, 80, 160])],
+)
+def test_a_query_registered_while_a_delay_holds_rows_takes_its_rows_from_then_on(
+    hybrid, advanced, seen
+):
     # A query registered at progress p reads c's rows from p on (SPEC §4), also those the delay
     # emitted before: registered at 1, `d` sees c's row at 3 (emitted at tick 0); at 4, from 6 on.
     eng = run_from(loop("c", "a * 2", "a * 2 < 20", "<3>"), hybrid=hybrid)
@@ -139,17 +171,31 @@ def test_a_query_registered_while_a_delay_holds_rows_takes_its_rows_from_then_on
         eng.advance(advanced)
     eng.execute("REGISTER QUERY d AS ISTREAM(SELECT a * 10 AS a FROM c [Now]);")
     eng.close()
-    assert [(r["a"], r["ts"]) for r in rows(eng, "c")] == [(1, 3), (2, 6), (4, 9), (8, 12), (16, 15)]
+    assert [(r["a"], r["ts"]) for r in rows(eng, "c")] == [
+        (1, 3),
+        (2, 6),
+        (4, 9),
+        (8, 12),
+        (16, 15),
+    ]
     assert [r["a"] for r in rows(eng, "d")] == seen
 
 
 @pytest.mark.parametrize("script", ["avg1", "avg2", "avg4"])
 def test_hybrid_and_published_dts_agree_on_the_paper_queries(script):
-    with open(f"{__file__.rsplit('/tests/', 1)[0]}/examples/recursive_avg/{script}.cql") as f:
-        cql = f.read()
-    data = pa.table({"id": [i % 4 for i in range(40)], "val": list(range(40)),
-                     "ts": [i // 4 for i in range(40)]})
-    out = [cq_py.run(cql, inputs={"input": data}, expose_steps=True, hybrid=h) for h in (True, False)]
+    cql = (
+        Path(__file__).resolve().parents[2] / "examples" / "recursive_avg" / f"{script}.cql"
+    ).read_text()
+    data = pa.table(
+        {
+            "id": [i % 4 for i in range(40)],
+            "val": list(range(40)),
+            "ts": [i // 4 for i in range(40)],
+        }
+    )
+    out = [
+        cq_py.run(cql, inputs={"input": data}, expose_steps=True, hybrid=h) for h in (True, False)
+    ]
     for q in out[0]:
         assert out[0][q].num_rows > 0
         assert sorted(out[0][q].to_pylist(), key=repr) == sorted(out[1][q].to_pylist(), key=repr), q
@@ -162,8 +208,10 @@ def test_group_and_partition_keys_outside_the_small_id_range_find_their_own_stat
     # small ones, must each keep to their own partition (Rows 1) and group.
     keys = [None, -1, 0, 3, 65535, 65536, 2**40, 3, -1, None, 65536, 0, 2**40, 70000, 65535]
     eng = cq_py.Engine(hybrid=hybrid)
-    eng.execute("REGISTER STREAM s(a INT, b INT); REGISTER QUERY q AS RSTREAM(SELECT a, SUM(b) AS s, "
-                "COUNT(*) AS n FROM s [Partition By a Rows 1] GROUP BY a);")
+    eng.execute(
+        "REGISTER STREAM s(a INT, b INT); REGISTER QUERY q AS RSTREAM(SELECT a, SUM(b) AS s, "
+        "COUNT(*) AS n FROM s [Partition By a Rows 1] GROUP BY a);"
+    )
     eng.push("s", [{"a": k, "b": i + 1, "ts": i} for i, k in enumerate(keys)])
     eng.close()
     last = {(r["a"], r["ts"]): (r["s"], r["n"]) for r in rows(eng, "q")}
@@ -174,25 +222,42 @@ def test_group_and_partition_keys_outside_the_small_id_range_find_their_own_stat
     assert len([key for key, ts in last if ts == t]) == len(expected)
 
 
-CONFIGS = [pytest.param(dict(executor="dts", hybrid=h, lifetime=lt), id=f"dts-{'hybrid' if h else 'published'}-{lt}")
-           for h in (True, False) for lt in ("direct", "negative")]
-CONFIGS += [pytest.param(dict(executor="heartbeat", lifetime=lt), id=f"heartbeat-{lt}") for lt in ("direct", "negative")]
+CONFIGS = [
+    pytest.param(
+        {"executor": "dts", "hybrid": h, "lifetime": lt},
+        id=f"dts-{'hybrid' if h else 'published'}-{lt}",
+    )
+    for h in (True, False)
+    for lt in ("direct", "negative")
+]
+CONFIGS += [
+    pytest.param({"executor": "heartbeat", "lifetime": lt}, id=f"heartbeat-{lt}")
+    for lt in ("direct", "negative")
+]
 
 
 @pytest.mark.parametrize("options", CONFIGS)
-@pytest.mark.parametrize("delay, first", [("<5>", 21), ("<Now>", 16)])
-@pytest.mark.parametrize("select, value", [
-    ("SELECT DISTINCT e AS c FROM s1 [RANGE 7]", 2.0),
-    ("SELECT e AS c FROM s1 [RANGE 7] GROUP BY e", 2.0),
-    ("SELECT COUNT(*) AS c FROM s1 [RANGE 7]", 1)])
-def test_a_delayed_rstream_of_a_pending_end_read_by_another_query(options, delay, first, select, value):
+@pytest.mark.parametrize(("delay", "first"), [("<5>", 21), ("<Now>", 16)])
+@pytest.mark.parametrize(
+    ("select", "value"),
+    [
+        ("SELECT DISTINCT e AS c FROM s1 [RANGE 7]", 2.0),
+        ("SELECT e AS c FROM s1 [RANGE 7] GROUP BY e", 2.0),
+        ("SELECT COUNT(*) AS c FROM s1 [RANGE 7]", 1),
+    ],
+)
+def test_a_delayed_rstream_of_a_pending_end_read_by_another_query(
+    options, delay, first, select, value
+):
     # Issue 27 C. R = [16, 23) has an end fixed only when the window expires at 23 (a DISTINCT's
     # or an aggregate's), so RSTREAM learns at 23 that ticks 17 ... 22 were R's; hybrid=False ran
     # it instant by instant with its readers and emitted those ticks at 23, below its readers'
     # progress (an internal error).
     eng = cq_py.Engine(**options)
-    eng.execute(f"REGISTER STREAM s1 (k VARCHAR, e DOUBLE); REGISTER QUERY q0 AS RSTREAM({select}) {delay};"
-                "REGISTER QUERY q2 AS ISTREAM(SELECT x1.c FROM q0 [NOW] AS x1);")
+    eng.execute(
+        f"REGISTER STREAM s1 (k VARCHAR, e DOUBLE); REGISTER QUERY q0 AS RSTREAM({select}) {delay};"
+        "REGISTER QUERY q2 AS ISTREAM(SELECT x1.c FROM q0 [NOW] AS x1);"
+    )
     eng.push("s1", [{"k": "b", "e": 2.0, "ts": 16}])
     eng.close()
     expected = [(value, t) for t in range(first, first + 7)]
@@ -205,15 +270,16 @@ def test_a_join_with_an_rstream_of_distinct_starts_when_both_inputs_are_there(op
     # Issue 27 D. q0 emits 0 at 36 ... 47; q0 [RANGE 5] meets s2's row from 38 on, and DISTINCT
     # holds one tuple [38, 52). hybrid=False gave (0, 37, 52) and (0, 38, 41).
     eng = cq_py.Engine(**options)
-    eng.execute("REGISTER STREAM s0 (k BIGINT); REGISTER STREAM s2 (b BIGINT);"
-                "REGISTER QUERY q0 AS RSTREAM(SELECT DISTINCT k FROM s0 [Range 12]);"
-                "REGISTER QUERY q1 AS SELECT DISTINCT q0.k FROM q0 [RANGE 5], s2 WHERE q0.k = s2.b;")
+    eng.execute(
+        "REGISTER STREAM s0 (k BIGINT); REGISTER STREAM s2 (b BIGINT);"
+        "REGISTER QUERY q0 AS RSTREAM(SELECT DISTINCT k FROM s0 [Range 12]);"
+        "REGISTER QUERY q1 AS SELECT DISTINCT q0.k FROM q0 [RANGE 5], s2 WHERE q0.k = s2.b;"
+    )
     eng.push("s0", [{"k": 0, "ts": 36}])
     eng.push("s2", [{"b": 0, "ts": 38}])
     eng.close()
     assert rows(eng, "q1") == [{"k": 0, "start": 38, "end": 52}]
     assert [r["ts"] for r in rows(eng, "q0")] == list(range(36, 48))
-
 
 
 @pytest.mark.parametrize("hybrid", [True, False])
@@ -224,26 +290,40 @@ def test_an_rstream_loop_reading_a_distinct_outside_it_sees_its_end(hybrid):
     # late: an internal error. (lifetime='negative': see the report on issue 27; RSTREAM in a loop
     # does not see the negative tuple waiting at the loop's entry.)
     eng = cq_py.Engine(hybrid=hybrid)
-    eng.execute("REGISTER STREAM s (a BIGINT); REGISTER QUERY q AS RSTREAM(SELECT DISTINCT a FROM s [Range 7] "
-                "UNION ALL SELECT a FROM q [Now] WHERE a > 100) <1>;")
+    eng.execute(
+        "REGISTER STREAM s (a BIGINT); REGISTER QUERY q AS RSTREAM(SELECT DISTINCT a "
+        "FROM s [Range 7] UNION ALL SELECT a FROM q [Now] WHERE a > 100) <1>;"
+    )
     eng.push("s", [{"a": 1, "ts": 16}])
     eng.close()
     assert [(r["a"], r["ts"]) for r in rows(eng, "q")] == [(1, t) for t in range(17, 24)]
 
+
 DTS = [c for c in CONFIGS if c.values[0]["executor"] == "dts"]
-TWICE = ("REGISTER STREAM s(a INT); REGISTER QUERY twice AS ISTREAM(SELECT a FROM s [Now] UNION ALL "
-         "SELECT a * 2 AS a FROM twice [Now] WHERE a * 2 < 100) <2>;")  # 0 doubles to 0 for ever
+TWICE = (
+    "REGISTER STREAM s(a INT); REGISTER QUERY twice AS ISTREAM(SELECT a FROM s [Now] UNION ALL "
+    "SELECT a * 2 AS a FROM twice [Now] WHERE a * 2 < 100) <2>;"
+)  # 0 doubles to 0 for ever
 
 
 def isolated(code: str, timeout: float = 120) -> str:
     """Runs `code` in a fresh interpreter, with the cq_py these tests import, and returns what it
     printed; a run that does not end within `timeout` seconds fails the test instead of hanging
     the suite."""
-    package_root = os.path.dirname(os.path.dirname(cq_py.__file__))
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([package_root, os.environ.get("PYTHONPATH", "")]))
+    package_root = str(Path(cq_py.__file__).resolve().parents[1])
+    env = dict(
+        os.environ, PYTHONPATH=os.pathsep.join([package_root, os.environ.get("PYTHONPATH", "")])
+    )
     try:
-        proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
-                              timeout=timeout, env=env, cwd=tempfile.gettempdir())
+        proc = subprocess.run(
+            [sys.executable, "-c", textwrap.dedent(code)],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=env,
+            cwd=tempfile.gettempdir(),
+            check=False,
+        )
     except subprocess.TimeoutExpired:
         pytest.fail(f"did not end within {timeout} s")
     assert proc.returncode == 0, proc.stderr
@@ -272,9 +352,12 @@ def test_a_loop_that_keeps_going_after_its_inputs_is_stopped_and_what_was_final_
                 print(str(e)[:38])
         """)
     error, fetched, refused_push, refused_close = out.splitlines()
-    assert error.startswith("runaway loop: rows at more than 1000000 ticks past its inputs' progress (tick 10), "
-                            "up to tick ")
-    assert "in the loop of queries twice" in error and "max_loop_ticks" in error
+    assert error.startswith(
+        "runaway loop: rows at more than 1000000 ticks past its inputs' progress (tick 10), "
+        "up to tick "
+    )
+    assert "in the loop of queries twice" in error
+    assert "max_loop_ticks" in error
     # What was final before the call: below the inputs' progress, 10 (the row at 10 came from 8).
     assert fetched == str([(0, 2), (0, 4), (0, 6), (0, 8), (0, 10)])
     assert refused_push == refused_close == "the engine stopped at an earlier error"
@@ -284,8 +367,10 @@ def test_a_loop_that_keeps_going_after_its_inputs_is_stopped_and_what_was_final_
 def test_a_countdown_with_a_one_second_delay_counts_its_steps_not_its_ticks(options):
     # 3,000 steps of <1 SECOND> (milliseconds: 3,000,000 ticks) settle under the default bound;
     # the bound counts the 3,000 ticks at which the loop produced rows past its input.
-    cql = ("REGISTER STREAM s(n INT); REGISTER QUERY c AS ISTREAM(SELECT n FROM s [Now] UNION ALL "
-           "SELECT n - 1 AS n FROM c [Now] WHERE n > 0) <1 SECOND>;")
+    cql = (
+        "REGISTER STREAM s(n INT); REGISTER QUERY c AS ISTREAM(SELECT n FROM s [Now] UNION ALL "
+        "SELECT n - 1 AS n FROM c [Now] WHERE n > 0) <1 SECOND>;"
+    )
     for bound, settles in ((1_000_000, True), (3000, True), (2999, False)):
         eng = cq_py.Engine(max_loop_ticks=bound, **options)
         eng.execute(cql)
@@ -296,15 +381,20 @@ def test_a_countdown_with_a_one_second_delay_counts_its_steps_not_its_ticks(opti
             assert out["n"].to_pylist() == list(range(3000, -1, -1))
             assert out["ts"].to_pylist() == [1000 * (k + 1) for k in range(3001)]
         else:
-            with pytest.raises(cq_py.RunawayLoopError, match=r"more than 2999 ticks .* up to tick 3000000, in the "
-                                                             r"loop of queries c"):
+            with pytest.raises(
+                cq_py.RunawayLoopError,
+                match=r"more than 2999 ticks .* up to tick 3000000, in the "
+                r"loop of queries c",
+            ):
                 eng.close()
 
 
-NESTED = ("REGISTER STREAM s(a INT);"
-          "REGISTER QUERY ping AS ISTREAM(SELECT a FROM s [Now] UNION ALL SELECT a + 1 AS a FROM ping [Now] "
-          "WHERE a + 1 < 3 UNION ALL SELECT a FROM pong [Now]) <Now>;"
-          "REGISTER QUERY pong AS ISTREAM(SELECT a + 10 AS a FROM ping [Now] WHERE a + 10 < 25) <Now>;")
+NESTED = (
+    "REGISTER STREAM s(a INT);"
+    "REGISTER QUERY ping AS ISTREAM(SELECT a FROM s [Now] UNION ALL SELECT a + 1 AS a "
+    "FROM ping [Now] WHERE a + 1 < 3 UNION ALL SELECT a FROM pong [Now]) <Now>;"
+    "REGISTER QUERY pong AS ISTREAM(SELECT a + 10 AS a FROM ping [Now] WHERE a + 10 < 25) <Now>;"
+)
 
 
 @pytest.mark.parametrize("options", DTS)
@@ -314,10 +404,15 @@ def test_a_loop_whose_rows_multiply_within_a_tick_is_stopped_by_max_loop_rows(op
     eng = cq_py.Engine(max_loop_steps=100, max_loop_rows=100_000, **options)
     eng.execute(NESTED)
     eng.push("s", [{"a": -1000, "ts": 0}])
-    with pytest.raises(cq_py.RunawayLoopError, match=r"more than 100000 rows went round at tick 0 in the loop of "
-                                                     r"queries (ping, pong|pong, ping);.*max_loop_rows"):
+    with pytest.raises(
+        cq_py.RunawayLoopError,
+        match=r"more than 100000 rows went round at tick 0 in the loop of "
+        r"queries (ping, pong|pong, ping);.*max_loop_rows",
+    ):
         eng.close()
-    assert eng.fetch("ping").num_rows == 0  # nothing was final before the close: all of it is at tick 0
+    assert (
+        eng.fetch("ping").num_rows == 0
+    )  # nothing was final before the close: all of it is at tick 0
 
 
 def test_a_loop_whose_rows_multiply_stops_under_the_default_bounds():
@@ -338,8 +433,10 @@ def test_a_loop_whose_rows_multiply_stops_under_the_default_bounds():
 def test_runaway_bounds_leave_settling_loops_alone(options):
     # Many rows at one instant (the shape of issue 27 G3) and a nested loop from -40 (13,008
     # rows at tick 0) settle under the default bounds.
-    cql = ("REGISTER STREAM s(a INT, b INT); REGISTER QUERY ping AS ISTREAM(SELECT a, b FROM s [Now] "
-           "UNION ALL SELECT a + 1 AS a, b FROM ping [Now] WHERE a < 10) <Now>;")
+    cql = (
+        "REGISTER STREAM s(a INT, b INT); REGISTER QUERY ping AS ISTREAM(SELECT a, b FROM s [Now] "
+        "UNION ALL SELECT a + 1 AS a, b FROM ping [Now] WHERE a < 10) <Now>;"
+    )
     data = pa.table({"a": [0] * 20000, "b": list(range(20000)), "ts": [5] * 20000})
     assert cq_py.run(cql, inputs={"s": data}, **options)["ping"].num_rows == 220000
     out = cq_py.run(NESTED, inputs={"s": pa.table({"a": [-40], "ts": [0]})}, **options)
@@ -352,7 +449,9 @@ def test_close_makes_final_what_lies_below_the_furthest_input_before_a_loop_runs
     # progress is the least, 0). close() first takes every input to 20, so `twice` up to 20 is
     # final even though its loop then runs away.
     eng = cq_py.Engine(max_loop_ticks=1000, **options)
-    eng.execute(TWICE + "REGISTER STREAM u(x INT); REGISTER QUERY seen AS ISTREAM(SELECT x FROM u [Now]);")
+    eng.execute(
+        TWICE + "REGISTER STREAM u(x INT); REGISTER QUERY seen AS ISTREAM(SELECT x FROM u [Now]);"
+    )
     eng.push("s", [{"a": 0, "ts": 0}])
     eng.push("u", [{"x": 1, "ts": 20}])
     assert rows(eng, "twice") == []

@@ -47,8 +47,12 @@ class Case:
     data_seed: int = 0
 
     def to_json(self) -> dict[str, Any]:
-        return {"text": self.text, "options": self.options, "origin": self.origin,
-                "data_seed": self.data_seed}
+        return {
+            "text": self.text,
+            "options": self.options,
+            "origin": self.origin,
+            "data_seed": self.data_seed,
+        }
 
     @staticmethod
     def from_json(d: dict[str, Any]) -> Case:
@@ -74,11 +78,13 @@ def seeds() -> tuple[Seed, ...]:
         for block in parse(text, name):
             if block.kind != "statement":
                 continue
-            out.append(Seed(f"{name}:{block.lineno}", "\n".join(accepted + [block.text]), opts))
+            out.append(Seed(f"{name}:{block.lineno}", "\n".join([*accepted, block.text]), opts))
             if not block.error:
                 accepted.append(block.text)
-    for path in sorted(EXAMPLES.rglob("*.cql")):
-        out.append(Seed(str(path.relative_to(ROOT)), path.read_text(), {}))
+    out.extend(
+        Seed(str(path.relative_to(ROOT)), path.read_text(), {})
+        for path in sorted(EXAMPLES.rglob("*.cql"))
+    )
     return tuple(out)
 
 
@@ -100,39 +106,205 @@ def _seed_tokens() -> tuple[tuple[str, ...], ...]:
 # =============================================================================================
 
 # Words the parser reads by context, next to the reserved ones.
-CONTEXT_WORDS = ["Now", "Range", "Rows", "Slide", "Unbounded", "Partition", "STREAM", "RELATION",
-                 "QUERY", "ms", "s", "min", "h", "d", "SECONDS", "MILLISECONDS", "DAYS", "INT",
-                 "BIGINT", "DOUBLE", "VARCHAR", "BOOLEAN", "COUNT", "SUM", "AVG", "MIN", "MAX",
-                 "ts", "start", "end", "op", "ts_step"]
-OPERATORS = ["(", ")", ",", ";", ".", "[", "]", "<", ">", "<=", ">=", "<>", "!=", "=", "+", "-",
-             "*", "/", "%"]
-LITERALS = ["NULL", "TRUE", "FALSE", "''", "'x'", "'a''b'", "1.5", "0", "-1", "1e308", '"q"',
-            "'\u00e9'", "2"]
-EXTREME_NUMBERS = ["0", "-1", "1", "2", "7", "2147483648", "9223372036854775807",
-                   "9223372036854775808", "-9223372036854775808", "18446744073709551616",
-                   "1" + "0" * 30, "9" * 400, "9" * 5000, "0.0", "-0.0", "1e308", "1e309",
-                   "1e-400", "4.9e-324", "1.7976931348623157e308", "0001", "1.", ".5"]
-WINDOWS = ["[Now]", "[Range 0]", "[Range 1]", "[Range 3]", "[Range Unbounded]",
-           "[Range 9223372036854775807]", "[Range 9223372036854775808]", "[Range 1 d]",
-           "[Range 106752 d]", "[Range 1 ms]", "[Range 2 SECONDS]", "[Rows 0]", "[Rows 1]",
-           "[Rows 3]", "[Rows 9223372036854775807]", "[Range 4 Slide 2]", "[Range 2 Slide 4]",
-           "[Range 0 Slide 1]", "[Range 5 Slide 0]", "[Range 9223372036854775807 Slide 1]",
-           "[Range 3 Slide 9223372036854775807]", "[Partition By a Rows 2]",
-           "[Partition By a, b Rows 1]", "[Partition By zz Rows 1]", "[Partition By k Rows 0]",
-           "[Now Now]", "[]", "[", "[Range]", "[Rows -1]"]
-DELAYS = ["<Now>", "<1>", "<2>", "<0>", "<9223372036854775807>", "<9223372036854775808>",
-          "<1 SECOND>", "<1 d>", "<Range>", "<>", "<Now", "<-1>"]
-TYPES = ["INT", "BIGINT", "INTEGER", "DOUBLE", "FLOAT", "REAL", "VARCHAR", "VARCHAR(0)",
-         "VARCHAR(3)", "CHAR(1)", "STRING", "BOOLEAN", "BOOL", "DATE", "TIMESTAMP"]
+CONTEXT_WORDS = [
+    "Now",
+    "Range",
+    "Rows",
+    "Slide",
+    "Unbounded",
+    "Partition",
+    "STREAM",
+    "RELATION",
+    "QUERY",
+    "ms",
+    "s",
+    "min",
+    "h",
+    "d",
+    "SECONDS",
+    "MILLISECONDS",
+    "DAYS",
+    "INT",
+    "BIGINT",
+    "DOUBLE",
+    "VARCHAR",
+    "BOOLEAN",
+    "COUNT",
+    "SUM",
+    "AVG",
+    "MIN",
+    "MAX",
+    "ts",
+    "start",
+    "end",
+    "op",
+    "ts_step",
+]
+OPERATORS = [
+    "(",
+    ")",
+    ",",
+    ";",
+    ".",
+    "[",
+    "]",
+    "<",
+    ">",
+    "<=",
+    ">=",
+    "<>",
+    "!=",
+    "=",
+    "+",
+    "-",
+    "*",
+    "/",
+    "%",
+]
+LITERALS = [
+    "NULL",
+    "TRUE",
+    "FALSE",
+    "''",
+    "'x'",
+    "'a''b'",
+    "1.5",
+    "0",
+    "-1",
+    "1e308",
+    '"q"',
+    "'\u00e9'",
+    "2",
+]
+EXTREME_NUMBERS = [
+    "0",
+    "-1",
+    "1",
+    "2",
+    "7",
+    "2147483648",
+    "9223372036854775807",
+    "9223372036854775808",
+    "-9223372036854775808",
+    "18446744073709551616",
+    "1" + "0" * 30,
+    "9" * 400,
+    "9" * 5000,
+    "0.0",
+    "-0.0",
+    "1e308",
+    "1e309",
+    "1e-400",
+    "4.9e-324",
+    "1.7976931348623157e308",
+    "0001",
+    "1.",
+    ".5",
+]
+WINDOWS = [
+    "[Now]",
+    "[Range 0]",
+    "[Range 1]",
+    "[Range 3]",
+    "[Range Unbounded]",
+    "[Range 9223372036854775807]",
+    "[Range 9223372036854775808]",
+    "[Range 1 d]",
+    "[Range 106752 d]",
+    "[Range 1 ms]",
+    "[Range 2 SECONDS]",
+    "[Rows 0]",
+    "[Rows 1]",
+    "[Rows 3]",
+    "[Rows 9223372036854775807]",
+    "[Range 4 Slide 2]",
+    "[Range 2 Slide 4]",
+    "[Range 0 Slide 1]",
+    "[Range 5 Slide 0]",
+    "[Range 9223372036854775807 Slide 1]",
+    "[Range 3 Slide 9223372036854775807]",
+    "[Partition By a Rows 2]",
+    "[Partition By a, b Rows 1]",
+    "[Partition By zz Rows 1]",
+    "[Partition By k Rows 0]",
+    "[Now Now]",
+    "[]",
+    "[",
+    "[Range]",
+    "[Rows -1]",
+]
+DELAYS = [
+    "<Now>",
+    "<1>",
+    "<2>",
+    "<0>",
+    "<9223372036854775807>",
+    "<9223372036854775808>",
+    "<1 SECOND>",
+    "<1 d>",
+    "<Range>",
+    "<>",
+    "<Now",
+    "<-1>",
+]
+TYPES = [
+    "INT",
+    "BIGINT",
+    "INTEGER",
+    "DOUBLE",
+    "FLOAT",
+    "REAL",
+    "VARCHAR",
+    "VARCHAR(0)",
+    "VARCHAR(3)",
+    "CHAR(1)",
+    "STRING",
+    "BOOLEAN",
+    "BOOL",
+    "DATE",
+    "TIMESTAMP",
+]
 AGGREGATES = ["COUNT", "SUM", "AVG", "MIN", "MAX", "FOO", "count", "Sum"]
 STREAM_OPS = ["ISTREAM", "DSTREAM", "RSTREAM"]
 SET_OPS = [["UNION"], ["UNION", "ALL"], ["EXCEPT"], ["INTERSECT"], ["EXCEPT", "ALL"]]
 # Characters that have broken tokenizers: controls, NUL, BOM, zero-width, line separators that
 # str.splitlines() honours and '\n'-counting does not, letters whose case maps change length or
 # land on ASCII, digits of other scripts, a lone surrogate, an emoji.
-ODD_CHARS = ["\x00", "\x01", "\x7f", "\ufeff", "\u200b", "\u2028", "\x0b", "\x0c", "\x85",
-             "\r", "\t", "\u00e9", "\u00df", "\u0131", "\ufb01", "\u0663", "\u00b2", "\ud800",
-             "\U0001f600", "\\", "\"", "'", "`", "$", "#", "@", "?", "{", "}", "|", "&", "^", "~"]
+ODD_CHARS = [
+    "\x00",
+    "\x01",
+    "\x7f",
+    "\ufeff",
+    "\u200b",
+    "\u2028",
+    "\x0b",
+    "\x0c",
+    "\x85",
+    "\r",
+    "\t",
+    "\u00e9",
+    "\u00df",
+    "\u0131",
+    "\ufb01",
+    "\u0663",
+    "\u00b2",
+    "\ud800",
+    "\U0001f600",
+    "\\",
+    '"',
+    "'",
+    "`",
+    "$",
+    "#",
+    "@",
+    "?",
+    "{",
+    "}",
+    "|",
+    "&",
+    "^",
+    "~",
+]
 TYPE_WORDS = {t.upper() for t in TYPES} | {"VARCHAR", "CHAR"}
 AGGREGATE_WORDS = {"COUNT", "SUM", "AVG", "MIN", "MAX"}
 
@@ -182,14 +354,14 @@ Mutation = Callable[[random.Random, list[str]], str]
 
 def m_delete(rng: random.Random, toks: list[str]) -> str:
     i = rng.randrange(len(toks))
-    del toks[i:i + rng.choice([1, 1, 2, 3])]
+    del toks[i : i + rng.choice([1, 1, 2, 3])]
     return "delete"
 
 
 def m_duplicate(rng: random.Random, toks: list[str]) -> str:
     i = rng.randrange(len(toks))
     k = rng.choice([1, 1, 2, 4])
-    toks[i:i] = toks[i:i + k]
+    toks[i:i] = toks[i : i + k]
     return "duplicate"
 
 
@@ -238,7 +410,7 @@ def m_splice_run(rng: random.Random, toks: list[str]) -> str:
     if not other:
         return "splice_run(none)"
     i = rng.randrange(len(other))
-    toks[rng.randrange(len(toks) + 1):0] = other[i:i + rng.randint(1, 8)]
+    toks[rng.randrange(len(toks) + 1) : 0] = other[i : i + rng.randint(1, 8)]
     return "splice_run"
 
 
@@ -250,7 +422,7 @@ def m_number(rng: random.Random, toks: list[str]) -> str:
     if unit.isalpha() and rng.random() < 0.5:
         value += unit  # a glued unit kept: 10ms -> 9223372036854775808ms
     if rng.random() < 0.2:
-        toks[i:i + 1] = ["-", value]
+        toks[i : i + 1] = ["-", value]
     else:
         toks[i] = value
     return "number"
@@ -261,10 +433,10 @@ def m_window(rng: random.Random, toks: list[str]) -> str:
     new = _tokens(rng.choice(WINDOWS)) or ["["]
     if not spots:
         after = [i + 1 for i, t in enumerate(toks) if _is_name(t)]
-        toks[rng.choice(after) if after else 0:0] = new
+        toks[rng.choice(after) if after else 0 : 0] = new
         return "window(added)"
     i = rng.choice(spots)
-    toks[i:_span(toks, i, "[", "]")] = new
+    toks[i : _span(toks, i, "[", "]")] = new
     return "window"
 
 
@@ -277,7 +449,7 @@ def m_delay(rng: random.Random, toks: list[str]) -> str:
         toks[i:end] = new
         return "delay"
     closes = [i + 1 for i, t in enumerate(toks) if t == ")"]
-    toks[rng.choice(closes) if closes else len(toks):0] = new
+    toks[rng.choice(closes) if closes else len(toks) : 0] = new
     return "delay(added)"
 
 
@@ -298,7 +470,7 @@ def m_aggregate(rng: random.Random, toks: list[str]) -> str:
         if not names:
             return m_replace(rng, toks)
         i = rng.choice(names)
-        toks[i:i + 1] = [rng.choice(AGGREGATES), "(", toks[i], ")"]
+        toks[i : i + 1] = [rng.choice(AGGREGATES), "(", toks[i], ")"]
         return "aggregate(added)"
     i = rng.choice(spots)
     r = rng.random()
@@ -307,8 +479,9 @@ def m_aggregate(rng: random.Random, toks: list[str]) -> str:
     elif r < 0.7 and i + 1 < len(toks) and toks[i + 1] == "(":
         toks.insert(i + 2, "DISTINCT")
     elif i + 1 < len(toks) and toks[i + 1] == "(":
-        toks[i + 2:_span(toks, i + 1, "(", ")") - 1] = rng.choice(
-            [["*"], [], ["1", ",", "2"], ["NULL"], ["COUNT", "(", "*", ")"]])
+        toks[i + 2 : _span(toks, i + 1, "(", ")") - 1] = rng.choice(
+            [["*"], [], ["1", ",", "2"], ["NULL"], ["COUNT", "(", "*", ")"]]
+        )
     return "aggregate"
 
 
@@ -322,7 +495,7 @@ def m_stream_op(rng: random.Random, toks: list[str]) -> str:
         return m_keyword(rng, toks)
     i = rng.choice(selects)
     end = next((j for j in range(i, len(toks)) if toks[j] == ";"), len(toks))
-    toks[i:end] = [rng.choice(STREAM_OPS), "("] + toks[i:end] + [")"]
+    toks[i:end] = [rng.choice(STREAM_OPS), "(", *toks[i:end], ")"]
     return "stream_op(added)"
 
 
@@ -367,22 +540,35 @@ def m_long_chain(rng: random.Random, toks: list[str]) -> str:
     op = rng.choice(["AND", "OR", "+", "-", "*", "UNION ALL"])
     kind = rng.random()
     if kind < 0.5:
-        toks[i:i + 1] = (f" {op} ".join([toks[i]] * n)).split()
+        toks[i : i + 1] = (f" {op} ".join([toks[i]] * n)).split()
     elif kind < 0.75:
-        toks[i:i + 1] = ["("] * n + [toks[i]] + [")"] * n
+        toks[i : i + 1] = ["("] * n + [toks[i]] + [")"] * n
     else:
-        toks[i:i + 1] = [toks[i], "IN", "("] + ", ".join(str(k) for k in range(n)).split() + [")"]
+        toks[i : i + 1] = [toks[i], "IN", "(", *", ".join(str(k) for k in range(n)).split(), ")"]
     return "long_chain"
 
 
 # Mutations that keep a script's shape (mostly valid: it runs, with odd values and constructs)...
 SHAPE_MUTATIONS: list[tuple[Mutation, int]] = [
-    (m_number, 5), (m_window, 5), (m_delay, 3), (m_type, 3), (m_aggregate, 3), (m_stream_op, 3),
-    (m_set_op, 3), (m_rename, 3), (m_splice, 4), (m_long_chain, 1),
+    (m_number, 5),
+    (m_window, 5),
+    (m_delay, 3),
+    (m_type, 3),
+    (m_aggregate, 3),
+    (m_stream_op, 3),
+    (m_set_op, 3),
+    (m_rename, 3),
+    (m_splice, 4),
+    (m_long_chain, 1),
 ]
 # ... and those that break it anywhere (the parser's and the checks' errors).
 RAW_MUTATIONS: list[tuple[Mutation, int]] = [
-    (m_delete, 6), (m_duplicate, 4), (m_swap, 4), (m_replace, 6), (m_insert, 4), (m_keyword, 4),
+    (m_delete, 6),
+    (m_duplicate, 4),
+    (m_swap, 4),
+    (m_replace, 6),
+    (m_insert, 4),
+    (m_keyword, 4),
     (m_splice_run, 2),
 ]
 
@@ -406,8 +592,9 @@ def b_random_bytes(rng: random.Random, text: str) -> str:
 
 def b_invalid_utf8(rng: random.Random, text: str) -> str:
     data = bytearray(text.encode("utf-8", "surrogatepass"))
-    bad = rng.choice([b"\xff", b"\xc0\x80", b"\xe2\x82", b"\x80", b"\xed\xa0\x80",
-                      b"\xf4\x90\x80\x80"])
+    bad = rng.choice(
+        [b"\xff", b"\xc0\x80", b"\xe2\x82", b"\x80", b"\xed\xa0\x80", b"\xf4\x90\x80\x80"]
+    )
     i = rng.randrange(len(data) + 1)
     data[i:i] = bad
     return data.decode("utf-8", rng.choice(["replace", "surrogateescape"]))
@@ -421,18 +608,29 @@ def b_odd_chars(rng: random.Random, text: str) -> str:
 
 
 def b_truncate(rng: random.Random, text: str) -> str:
-    return text[:rng.randrange(len(text) + 1)]
+    return text[: rng.randrange(len(text) + 1)]
 
 
 def b_long_literal(rng: random.Random, text: str) -> str:
     i = rng.randrange(len(text) + 1)
-    piece = rng.choice(["'" + "s" * 200_000 + "'", " " * 100_000, "-- " + "c" * 100_000 + "\n",
-                        "/* " + "*" * 100_000 + " */", "9" * 100_000, "((((((((((" * 20])
+    piece = rng.choice(
+        [
+            "'" + "s" * 200_000 + "'",
+            " " * 100_000,
+            "-- " + "c" * 100_000 + "\n",
+            "/* " + "*" * 100_000 + " */",
+            "9" * 100_000,
+            "((((((((((" * 20,
+        ]
+    )
     return text[:i] + piece + text[i:]
 
 
 BYTE_MUTATIONS: list[tuple[Callable[[random.Random, str], str], int]] = [
-    (b_random_bytes, 4), (b_invalid_utf8, 2), (b_odd_chars, 4), (b_truncate, 2),
+    (b_random_bytes, 4),
+    (b_invalid_utf8, 2),
+    (b_odd_chars, 4),
+    (b_truncate, 2),
     (b_long_literal, 1),
 ]
 
@@ -477,5 +675,9 @@ def case(seed: int, k: int) -> Case:
         mutation = _pick(rng, BYTE_MUTATIONS)
         text = mutation(rng, text)
         done.append(mutation.__name__[2:])
-    return Case(text, _options(rng, seeds()[i].options), f"{seeds()[i].name} + {', '.join(done)}",
-                data_seed=rng.randrange(2**32))
+    return Case(
+        text,
+        _options(rng, seeds()[i].options),
+        f"{seeds()[i].name} + {', '.join(done)}",
+        data_seed=rng.randrange(2**32),
+    )

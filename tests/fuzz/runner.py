@@ -31,7 +31,7 @@ TESTS = HERE.parent
 if str(TESTS) not in sys.path:
     sys.path.insert(0, str(TESTS))
 
-from fuzz.mutate import Case, _tokens, case
+from fuzz.mutate import Case, _tokens, case  # noqa: E402 - needs tests/ on sys.path, set above
 
 
 @dataclass
@@ -60,11 +60,13 @@ class Finding:
     def describe(self) -> str:
         r = self.result
         rep = self.reproducer or self.case
-        lines = [f"{r.status}: {r.kind} at {r.where}: {r.message[:500]}",
-                 f"  case #{self.index} from {self.case.origin}",
-                 f"  options: {rep.options}, data_seed {rep.data_seed}",
-                 "  minimised reproducer:" if self.reproducer else "  input:",
-                 "    " + repr(rep.text if len(rep.text) < 3000 else rep.text[:3000] + "...")]
+        lines = [
+            f"{r.status}: {r.kind} at {r.where}: {r.message[:500]}",
+            f"  case #{self.index} from {self.case.origin}",
+            f"  options: {rep.options}, data_seed {rep.data_seed}",
+            "  minimised reproducer:" if self.reproducer else "  input:",
+            "    " + repr(rep.text if len(rep.text) < 3000 else rep.text[:3000] + "..."),
+        ]
         if r.traceback:
             lines.append("  " + r.traceback.strip().replace("\n", "\n  ")[-2500:])
         return "\n".join(lines)
@@ -82,9 +84,14 @@ class Worker:
         env = dict(os.environ)
         # The worker imports what this process imports: the same cq_py, and tests/ for fuzz.*.
         env["PYTHONPATH"] = os.pathsep.join([str(TESTS)] + [p for p in sys.path if p])
-        return subprocess.Popen([sys.executable, "-m", "fuzz.worker"], stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
-                                cwd=str(TESTS))
+        return subprocess.Popen(
+            [sys.executable, "-m", "fuzz.worker"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=env,
+            cwd=str(TESTS),
+        )
 
     def stop(self) -> None:
         if self.proc is not None:
@@ -101,7 +108,8 @@ class Worker:
         if self.proc is None or self.proc.poll() is not None:
             self.stop()
             self.proc = self._start()
-        assert self.proc.stdin and self.proc.stdout
+        assert self.proc.stdin
+        assert self.proc.stdout
         try:
             self.proc.stdin.write((json.dumps(c.to_json()) + "\n").encode())
             self.proc.stdin.flush()
@@ -129,8 +137,13 @@ class Worker:
             if "note" in d:
                 notes.add(d["note"])
                 continue
-            return Result(d["status"], d.get("kind", ""), d.get("message", ""),
-                          d.get("where", ""), d.get("traceback", ""))
+            return Result(
+                d["status"],
+                d.get("kind", ""),
+                d.get("message", ""),
+                d.get("where", ""),
+                d.get("traceback", ""),
+            )
 
     def _died(self) -> Result:
         assert self.proc is not None
@@ -159,7 +172,7 @@ def _ddmin(items: list, still_fails: Callable[[list], bool], budget: Callable[[]
         for start in range(0, len(items), chunk):
             if not budget():
                 break
-            candidate = items[:start] + items[start + chunk:]
+            candidate = items[:start] + items[start + chunk :]
             if candidate and still_fails(candidate):
                 items, reduced = candidate, True
                 n = max(n - 1, 2)
@@ -223,19 +236,27 @@ class Report:
 
     def summary(self) -> str:
         groups = self.by_signature()
-        head = (f"{self.cases} cases in {self.seconds:.0f} s: " +
-                ", ".join(f"{n} {k}" for k, n in sorted(self.outcomes.items())) +
-                f"; {len(self.findings)} findings of {len(groups)} kinds")
+        head = (
+            f"{self.cases} cases in {self.seconds:.0f} s: "
+            + ", ".join(f"{n} {k}" for k, n in sorted(self.outcomes.items()))
+            + f"; {len(self.findings)} findings of {len(groups)} kinds"
+        )
         parts = [head]
         for sig, fs in groups.items():
             parts.append(f"\n[{len(fs)}x] {sig}\n" + fs[0].describe())
         return "\n".join(parts)
 
 
-def run(indices: Iterable[int], seed: int, timeout: float, jobs: int = 1,
-        max_findings: int = 50, minimise_seconds: float = 120.0,
-        progress: Callable[[Report], None] | None = None,
-        known: Callable[[Result], bool] = lambda r: False) -> Report:
+def run(
+    indices: Iterable[int],
+    seed: int,
+    timeout: float,
+    jobs: int = 1,
+    max_findings: int = 50,
+    minimise_seconds: float = 120.0,
+    progress: Callable[[Report], None] | None = None,
+    known: Callable[[Result], bool] = lambda r: False,
+) -> Report:
     """Cases ``indices`` of the run seeded ``seed``, on ``jobs`` workers. The first finding of
     each kind (signature) is minimised, unless it is ``known``."""
     indices = list(indices)
@@ -255,11 +276,10 @@ def run(indices: Iterable[int], seed: int, timeout: float, jobs: int = 1,
     try:
         batch = 50 * jobs
         for b in range(0, len(indices), batch):
-            part = indices[b:b + batch]
+            part = indices[b : b + batch]
             with ThreadPoolExecutor(jobs) as pool:
                 shares = [part[j::jobs] for j in range(jobs)]
-                results = [x for chunk in pool.map(task, workers, shares)
-                           for x in chunk]
+                results = [x for chunk in pool.map(task, workers, shares) for x in chunk]
             for k, c, r in sorted(results, key=lambda x: x[0]):
                 report.cases += 1
                 report.outcomes[r.status if r.status != "ok" else f"ok ({r.kind})"] += 1
@@ -292,20 +312,45 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     def progress(r: Report) -> None:
-        print(f"\r{r.cases} cases, {r.seconds:.0f} s, {len(r.findings)} findings", end="",
-              file=sys.stderr, flush=True)
+        print(
+            f"\r{r.cases} cases, {r.seconds:.0f} s, {len(r.findings)} findings",
+            end="",
+            file=sys.stderr,
+            flush=True,
+        )
 
-    report = run(range(args.first, args.first + args.cases), args.seed, args.timeout, args.jobs,
-                 args.max_findings, args.minimise_seconds, progress)
+    report = run(
+        range(args.first, args.first + args.cases),
+        args.seed,
+        args.timeout,
+        args.jobs,
+        args.max_findings,
+        args.minimise_seconds,
+        progress,
+    )
     print(file=sys.stderr)
     print(report.summary())
     if args.report:
-        Path(args.report).write_text(json.dumps({
-            "cases": report.cases, "seconds": report.seconds, "outcomes": dict(report.outcomes),
-            "findings": [{"index": f.index, "signature": f.result.signature,
-                          "result": f.result.__dict__, "case": f.case.to_json(),
-                          "reproducer": f.reproducer.to_json() if f.reproducer else None}
-                         for f in report.findings]}, indent=1))
+        Path(args.report).write_text(
+            json.dumps(
+                {
+                    "cases": report.cases,
+                    "seconds": report.seconds,
+                    "outcomes": dict(report.outcomes),
+                    "findings": [
+                        {
+                            "index": f.index,
+                            "signature": f.result.signature,
+                            "result": f.result.__dict__,
+                            "case": f.case.to_json(),
+                            "reproducer": f.reproducer.to_json() if f.reproducer else None,
+                        }
+                        for f in report.findings
+                    ],
+                },
+                indent=1,
+            )
+        )
     return 1 if report.findings else 0
 
 

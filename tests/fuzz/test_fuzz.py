@@ -12,6 +12,7 @@ import os
 import warnings
 
 import pytest
+
 from fuzz.mutate import Case, case, seeds
 from fuzz.runner import Finding, Result, Worker, run
 
@@ -42,8 +43,9 @@ def test_the_worker_reports_crashes_hangs_and_bugs():
     are each reported, and the worker goes on with the next case."""
     w = Worker(timeout=120)  # a worker starting on a busy machine may take seconds
     try:
-        ok = w.run(Case("REGISTER STREAM s(a INT); REGISTER QUERY q AS SELECT a FROM s [Now];", {},
-                        "ok"))
+        ok = w.run(
+            Case("REGISTER STREAM s(a INT); REGISTER QUERY q AS SELECT a FROM s [Now];", {}, "ok")
+        )
         assert ok.status == "ok", ok
         bad = w.run(Case("REGISTER STREAM s(a INT);", {"__raise__": True}, "bug"))
         assert (bad.status, bad.kind) == ("bug", "KeyError"), bad
@@ -61,8 +63,9 @@ def test_the_worker_reports_crashes_hangs_and_bugs():
 
 
 def test_fuzz_fixed_seed():
-    report = run(range(CASES), SEED, TIMEOUT, JOBS, minimise_seconds=120,
-                 known=lambda r: bool(_known(r)))
+    report = run(
+        range(CASES), SEED, TIMEOUT, JOBS, minimise_seconds=120, known=lambda r: bool(_known(r))
+    )
     assert report.cases == CASES
     known = [f for f in report.findings if _known(f.result)]
     for f in known:

@@ -22,6 +22,7 @@ import sys
 import time
 import traceback
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -59,25 +60,33 @@ def _check_error(e: CQError, text: str, step: str) -> None:
     shown being the text's line."""
     try:
         message = str(e)
-    except Exception as inner:  # noqa: BLE001 - rendering the error failed: report it
-        raise Bug(f"{step}: str() of {type(e).__name__} raised {type(inner).__name__}: {inner}")
+    except Exception as inner:
+        raise Bug(
+            f"{step}: str() of {type(e).__name__} raised {type(inner).__name__}: {inner}"
+        ) from inner
     if not message:
         raise Bug(f"{step}: {type(e).__name__} with an empty message")
     line = getattr(e, "line", None)
     if isinstance(e, (cq_py.CQLSyntaxError, cq_py.CQLSemanticError)) and line is not None:
         lines = text.split("\n")
         if not 1 <= line <= len(lines):
-            raise Bug(f"{step}: {type(e).__name__} at line {line} of a {len(lines)}-line text: "
-                      f"{message[:300]}")
+            raise Bug(
+                f"{step}: {type(e).__name__} at line {line} of a {len(lines)}-line text: "
+                f"{message[:300]}"
+            )
         column = getattr(e, "column", None) or 1
         shown = getattr(e, "line_text", "")
         # A lone surrogate is shown as U+FFFD (it cannot be printed).
         if shown and shown != re.sub("[\ud800-\udfff]", "\ufffd", lines[line - 1].rstrip("\r")):
-            raise Bug(f"{step}: {type(e).__name__} shows line {line} as {shown[:80]!r}, which is "
-                      f"{lines[line - 1][:80]!r}")
+            raise Bug(
+                f"{step}: {type(e).__name__} shows line {line} as {shown[:80]!r}, which is "
+                f"{lines[line - 1][:80]!r}"
+            )
         if not 1 <= column <= len(lines[line - 1]) + 1:
-            raise Bug(f"{step}: {type(e).__name__} at column {column} of a line of "
-                      f"{len(lines[line - 1])} characters")
+            raise Bug(
+                f"{step}: {type(e).__name__} at column {column} of a line of "
+                f"{len(lines[line - 1])} characters"
+            )
 
 
 def _step(log: list[str], name: str, text: str, fn, *args):
@@ -109,8 +118,11 @@ def _rows(rng: random.Random, eng: cq_py.Engine, name: str) -> list[dict[str, An
 
 
 def _table(rows: list[dict[str, Any]], schema: pa.Schema, relation: bool) -> pa.Table:
-    fields = list(schema) + ([pa.field("op", pa.string())] if relation else []) + [
-        pa.field("ts", pa.int64())]
+    fields = (
+        list(schema)
+        + ([pa.field("op", pa.string())] if relation else [])
+        + [pa.field("ts", pa.int64())]
+    )
     # A declared column named ts (or op) gives way: the engine refuses such a push, by name.
     by_name = {f.name: f for f in fields}
     return pa.table({n: pa.array([r.get(n) for r in rows], f.type) for n, f in by_name.items()})
@@ -170,12 +182,12 @@ class _Feed:
                 r["ts"] += self.last
             chunk = self.rng.choice([1, 2, 100])
             for i in range(0, len(rows), chunk):
-                self.pending.append((rows[i]["ts"], len(self.pending), name, rows[i:i + chunk]))
+                self.pending.append((rows[i]["ts"], len(self.pending), name, rows[i : i + chunk]))
         self.pending.sort()
 
     def push(self, log: list[str], text: str, count: int) -> None:
         relations = set(self.eng.relation_names())
-        for ts, _, name, rows in self.pending[:count]:
+        for _, _, name, rows in self.pending[:count]:
             self.last = max(self.last, rows[-1]["ts"])
             table = _table(rows, self.eng.stream_schema(name), name in relations)
             _step(log, f"push {name}", text, self.eng.push, name, table)
@@ -188,10 +200,18 @@ def run_case(case: dict[str, Any], note: Callable[[str], None] = lambda _: None)
     data, that the script has a loop (what a hang there is about)."""
     text, options = case["text"], dict(case["options"])
     log: list[str] = []
-    _step(log, "explain", text, lambda: cq_py.explain(
-        text, **{k: v for k, v in options.items() if k in EXPLAIN_OPTIONS}))
-    eng = cq_py.Engine(max_loop_steps=MAX_LOOP_STEPS, max_loop_ticks=MAX_LOOP_TICKS,
-                       max_loop_rows=MAX_LOOP_ROWS, **options)
+    _step(
+        log,
+        "explain",
+        text,
+        lambda: cq_py.explain(text, **{k: v for k, v in options.items() if k in EXPLAIN_OPTIONS}),
+    )
+    eng = cq_py.Engine(
+        max_loop_steps=MAX_LOOP_STEPS,
+        max_loop_ticks=MAX_LOOP_TICKS,
+        max_loop_rows=MAX_LOOP_ROWS,
+        **options,
+    )
     rng = random.Random(case.get("data_seed", 0))
     feed = _Feed(rng, eng)
     whole = rng.random() < 0.75
@@ -233,20 +253,31 @@ def answer(case: dict[str, Any], note: Callable[[str], None] = lambda _: None) -
             raise KeyError("a non-package exception, as a bug in the engine would raise")
         return {"status": "ok", "kind": run_case(case, note)}
     except Bug as e:
-        return {"status": "bug", "kind": "Bug", "message": str(e), "where": "check",
-                "traceback": ""}
+        return {
+            "status": "bug",
+            "kind": "Bug",
+            "message": str(e),
+            "where": "check",
+            "traceback": "",
+        }
     except BaseException as e:  # noqa: BLE001 - any other exception is what the fuzzer looks for
         tb = traceback.extract_tb(e.__traceback__)
         last = tb[-1] if tb else None
-        where = f"{os.path.basename(last.filename)}:{last.name}" if last else "?"
-        return {"status": "bug", "kind": type(e).__name__, "message": str(e)[:2000],
-                "where": where, "traceback": "".join(traceback.format_exception(e))[-6000:]}
+        where = f"{Path(last.filename).name}:{last.name}" if last else "?"
+        return {
+            "status": "bug",
+            "kind": type(e).__name__,
+            "message": str(e)[:2000],
+            "where": where,
+            "traceback": "".join(traceback.format_exception(e))[-6000:],
+        }
 
 
 def main() -> None:
     # Results go to the original stdout; anything else printed goes to stderr.
     out = os.fdopen(os.dup(sys.stdout.fileno()), "w", encoding="utf-8")
     sys.stdout = sys.stderr
+
     def note(what: str) -> None:
         out.write(json.dumps({"note": what}) + "\n")
         out.flush()

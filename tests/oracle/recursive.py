@@ -8,9 +8,10 @@ Scripts come from one family, general enough for loops, nested loops and several
             | SELECT MAX(a) + k AS a FROM src [window] [HAVING MAX(a) + k < B]
 
 where src is the input stream ``s(a INT)`` or any qi (itself included). The evaluator walks the
-instants (tick, step) in order. At an instant u every query's relation R(u) is computed from the rows
-its sources hold at times <= u — all known, because a delay puts a query's output strictly after
-the instant that produced it — then ISTREAM emits R(u) − R(u⁻) and DSTREAM R(u⁻) − R(u) at u + delay.
+instants (tick, step) in order. At an instant u every query's relation R(u) is computed from the
+rows its sources hold at times <= u — all known, because a delay puts a query's output strictly
+after the instant that produced it — then ISTREAM emits R(u) − R(u⁻) and DSTREAM R(u⁻) − R(u) at
+u + delay.
 Instants are every time a row lands and every time a window may drop it; computing R at extra
 instants changes nothing, so over-approximating them is safe.
 """
@@ -21,7 +22,6 @@ import heapq
 import math
 from collections import Counter
 from dataclasses import dataclass
-from typing import Optional
 
 INF = (math.inf, 0)
 EPS = "eps"
@@ -32,13 +32,17 @@ class Branch:
     src: str
     window: tuple  # ("now",) | ("range", T) | ("unbounded",) | ("rows", N)
     k: int = 0
-    bound: Optional[int] = None
+    bound: int | None = None
     agg: bool = False  # MAX(a) + k over the window instead of a + k per row
 
     def cql(self) -> str:
         w = {"now": "[Now]", "unbounded": "[Range Unbounded]"}.get(self.window[0])
         if w is None:
-            w = f"[Range {self.window[1]}]" if self.window[0] == "range" else f"[Rows {self.window[1]}]"
+            w = (
+                f"[Range {self.window[1]}]"
+                if self.window[0] == "range"
+                else f"[Rows {self.window[1]}]"
+            )
         if self.agg:
             value = f"MAX(a) + {self.k}"
             cond = f" HAVING {value} < {self.bound}" if self.bound is not None else ""
@@ -71,7 +75,8 @@ def shift(t: tuple, d) -> tuple:
 
 def alive(rows: list[tuple], window: tuple, u: tuple) -> list[int]:
     """Values of the rows (time, value), in arrival order, alive at u under the window; rows at
-    times > u do not exist yet, and a [Rows N] row whose N-th successor is not there yet is alive."""
+    times > u do not exist yet, and a [Rows N] row whose N-th successor is not there yet is
+    alive."""
     known = [r for r in rows if r[0] <= u]
     out = []
     for i, (t, v) in enumerate(known):
@@ -90,7 +95,9 @@ def alive(rows: list[tuple], window: tuple, u: tuple) -> list[int]:
     return out
 
 
-def evaluate(queries: list[Query], inputs: list[tuple[int, int]], max_instants: int = 200_000) -> dict:
+def evaluate(
+    queries: list[Query], inputs: list[tuple[int, int]], max_instants: int = 200_000
+) -> dict:
     """Counter of ((tick, step), a) per query, for input rows (ts, a) of stream s."""
     streams: dict[str, list] = {"s": [((ts, 0), a) for ts, a in inputs]}
     for q in queries:
@@ -120,14 +127,15 @@ def evaluate(queries: list[Query], inputs: list[tuple[int, int]], max_instants: 
             bag = Counter()
             for b in q.branches:
                 vals = alive(streams[b.src], b.window, u)
-                if b.agg:
-                    vals = [max(vals) + b.k] if vals else []
-                else:
-                    vals = [v + b.k for v in vals]
-                bag.update(v for v in vals if b.bound is None or v < b.bound)
+                if b.agg:  # MAX: one value, none over an empty window
+                    vals = [max(vals)] if vals else []
+                shifted = (v + b.k for v in vals)
+                bag.update(v for v in shifted if b.bound is None or v < b.bound)
             now[q.name] = bag
         for q in queries:
-            change = now[q.name] - before[q.name] if q.op == "ISTREAM" else before[q.name] - now[q.name]
+            change = (
+                now[q.name] - before[q.name] if q.op == "ISTREAM" else before[q.name] - now[q.name]
+            )
             if change:
                 at = shift(u, q.delay)
                 for v, n in change.items():

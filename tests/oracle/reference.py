@@ -13,7 +13,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any, Optional, Union
+from typing import Any
 
 INF = (math.inf, 0)
 
@@ -43,7 +43,7 @@ class Op:
     args: tuple
 
 
-Expr = Union[Col, Lit, Op]
+Expr = Col | Lit | Op
 
 # ---- CAST as Spark's non-ANSI CAST (README; src_cpp/kernels/cast.cc has the same rules) -------
 
@@ -54,7 +54,11 @@ def java_long(d: float) -> int:
     """Java's (long) d: truncation toward zero, NaN is 0, saturation out of range."""
     if math.isnan(d):
         return 0
-    return max(-2**63, min(2**63 - 1, int(d))) if math.isfinite(d) else (2**63 - 1 if d > 0 else -2**63)
+    return (
+        max(-(2**63), min(2**63 - 1, int(d)))
+        if math.isfinite(d)
+        else (2**63 - 1 if d > 0 else -(2**63))
+    )
 
 
 def java_string(d: float) -> str:
@@ -75,18 +79,18 @@ def java_string(d: float) -> str:
     if e < 0:
         return f"{sign}0.{'0' * (-e - 1)}{digits}"
     whole = digits.ljust(e + 1, "0")
-    return f"{sign}{whole[:e + 1]}.{whole[e + 1:] or '0'}"
+    return f"{sign}{whole[: e + 1]}.{whole[e + 1 :] or '0'}"
 
 
-def string_to_long(s: str) -> Optional[int]:
+def string_to_long(s: str) -> int | None:
     m = re.fullmatch(r"([+-]?)([0-9]*)(?:\.([0-9]*))?", s.strip(_SPACE))
     if not m or not (m.group(2) or m.group(3)):
         return None
     v = int(m.group(2) or "0") * (-1 if m.group(1) == "-" else 1)
-    return v if -2**63 <= v < 2**63 else None
+    return v if -(2**63) <= v < 2**63 else None
 
 
-def string_to_double(s: str) -> Optional[float]:
+def string_to_double(s: str) -> float | None:
     t = s.strip(_SPACE)
     if t.lower() == "nan" or t in ("+NaN", "-NaN"):
         return math.nan
@@ -96,14 +100,21 @@ def string_to_double(s: str) -> Optional[float]:
         return -math.inf
     if re.fullmatch(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?[fFdD]?", t):
         return float(t.rstrip("fFdD"))
-    m = re.fullmatch(r"([+-]?)(0[xX]([0-9a-fA-F]+\.?[0-9a-fA-F]*|\.[0-9a-fA-F]+)[pP][+-]?[0-9]+)[fFdD]?", t)
+    m = re.fullmatch(
+        r"([+-]?)(0[xX]([0-9a-fA-F]+\.?[0-9a-fA-F]*|\.[0-9a-fA-F]+)[pP][+-]?[0-9]+)[fFdD]?", t
+    )
     return float.fromhex(m.group(1) + m.group(2)) if m else None
 
 
-def string_to_bool(s: str) -> Optional[bool]:
+def string_to_bool(s: str) -> bool | None:
     t = s.strip(_SPACE).lower()
-    return True if t in ("t", "true", "y", "yes", "1") else False if t in ("f", "false", "n", "no", "0") \
+    return (
+        True
+        if t in ("t", "true", "y", "yes", "1")
+        else False
+        if t in ("f", "false", "n", "no", "0")
         else None
+    )
 
 
 def cast(v: Any, from_: str, to: str) -> Any:
@@ -112,8 +123,13 @@ def cast(v: Any, from_: str, to: str) -> Any:
     if from_ == "str":
         return {"int": string_to_long, "double": string_to_double, "bool": string_to_bool}[to](v)
     if to == "str":
-        return java_string(v) if from_ == "double" else ("true" if v else "false") if from_ == "bool" \
+        return (
+            java_string(v)
+            if from_ == "double"
+            else ("true" if v else "false")
+            if from_ == "bool"
             else str(v)
+        )
     if to == "bool":
         return v != 0
     if to == "int":
@@ -165,7 +181,8 @@ def evaluate(e: Expr, row: dict) -> Any:
     if op == "ISNOTNULL":
         return evaluate(e.args[0], row) is not None
     if op == "CASE":
-        for cond, value in zip(e.args[0::2], e.args[1::2]):
+        # An odd count has an ELSE last: the pairs stop before it.
+        for cond, value in zip(e.args[0::2], e.args[1::2], strict=False):
             if evaluate(cond, row) is True:
                 return cast(evaluate(value, row), result_type(value), result_type(e))
         if len(e.args) % 2 == 0:
@@ -234,13 +251,14 @@ def lifetimes(rows: list[dict], window: tuple) -> list[tuple[tuple, tuple]]:
     return out
 
 
-def relation(rows: list[dict], window: tuple, where: Optional[Expr],
-             select: list[Expr]) -> list[tuple[tuple, tuple, tuple]]:
+def relation(
+    rows: list[dict], window: tuple, where: Expr | None, select: list[Expr]
+) -> list[tuple[tuple, tuple, tuple]]:
     """The lifetime tuples (values, start, end) of SELECT select FROM s [window] WHERE where.
     The window applies to the stream first, the WHERE to the relation (a row filtered out still
     counts in a row window)."""
     out = []
-    for r, (start, end) in zip(rows, lifetimes(rows, window)):
+    for r, (start, end) in zip(rows, lifetimes(rows, window), strict=True):
         if where is not None and evaluate(where, r) is not True:
             continue
         out.append((tuple(evaluate(e, r) for e in select), start, end))
@@ -314,8 +332,9 @@ def rstream(rel: list[tuple[tuple, tuple, tuple]], p: int) -> Counter:
         now = alive_at(rel, (tick, 0))
         if not now:
             continue
-        if tick > p and not any(alive_at(rel, t)[v] < n for t in changes if t > (tick, 0)
-                                for v, n in now.items()):
+        if tick > p and not any(
+            alive_at(rel, t)[v] < n for t in changes if t > (tick, 0) for v, n in now.items()
+        ):
             continue
         for v, n in now.items():
             out[(v, (tick, 0))] += n
@@ -328,14 +347,20 @@ def alive_at(rel, t) -> Counter:
 
 def equivalent(rel_a, rel_b) -> bool:
     """Equal R(t) at every instant where either relation changes (SPEC §4; ghosts allowed)."""
-    instants = {s for _, s, _ in rel_a} | {e for _, _, e in rel_a} | \
-        {s for _, s, _ in rel_b} | {e for _, _, e in rel_b}
+    instants = (
+        {s for _, s, _ in rel_a}
+        | {e for _, _, e in rel_a}
+        | {s for _, s, _ in rel_b}
+        | {e for _, _, e in rel_b}
+    )
     return all(alive_at(rel_a, t) == alive_at(rel_b, t) for t in instants)
 
 
 def instants(*rels) -> list[tuple]:
     """Every instant at which one of the relations changes, in order."""
-    return sorted({s for rel in rels for _, s, _ in rel} | {e for rel in rels for _, _, e in rel if e != INF})
+    return sorted(
+        {s for rel in rels for _, s, _ in rel} | {e for rel in rels for _, _, e in rel if e != INF}
+    )
 
 
 def join_at(t, left, right, on) -> Counter:

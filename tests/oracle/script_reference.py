@@ -30,15 +30,15 @@ from bisect import bisect_right
 from collections import Counter
 from dataclasses import dataclass
 from itertools import product
-from typing import Optional, Union
 
 from oracle.reference import INF, Col, Lit, Op, ceil_to, change_lifetimes, evaluate
 
 Time = tuple  # (tick, step); INF = (math.inf, 0)
-Expr = Union[Col, Lit, Op]
+Expr = Col | Lit | Op
 
 
 # ---- scripts ---------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Input:
@@ -51,13 +51,13 @@ class Input:
 class Source:
     name: str  # an input or a named query
     alias: str
-    window: Optional[tuple] = None  # reference.lifetimes' windows; None: none written
+    window: tuple | None = None  # reference.lifetimes' windows; None: none written
 
 
 @dataclass(frozen=True)
 class Agg:
     fn: str  # COUNT(*) is ("COUNT", None); COUNT SUM AVG MIN MAX
-    arg: Optional[Expr] = None
+    arg: Expr | None = None
     distinct: bool = False
 
 
@@ -65,27 +65,27 @@ class Agg:
 class Select:
     items: tuple  # ((Expr | Agg, alias), ...)
     sources: tuple  # (Source, ...)
-    where: Optional[Expr] = None
-    group_by: Optional[tuple] = None  # (Expr, ...); items that are not Agg are among them
-    having: Optional[tuple] = None  # (op, Agg, int literal)
+    where: Expr | None = None
+    group_by: tuple | None = None  # (Expr, ...); items that are not Agg are among them
+    having: tuple | None = None  # (op, Agg, int literal)
     distinct: bool = False
 
 
 @dataclass(frozen=True)
 class SetOp:
     op: str  # UNION ALL | UNION | EXCEPT | INTERSECT
-    left: "QExpr"
-    right: "QExpr"
+    left: QExpr
+    right: QExpr
 
 
 @dataclass(frozen=True)
 class ToStream:
     op: str  # ISTREAM | DSTREAM | RSTREAM
-    inner: "QExpr"
+    inner: QExpr
     delay: object = None  # None, "now" (one ε) or a number of ticks
 
 
-QExpr = Union[Select, SetOp, ToStream]
+QExpr = Select | SetOp | ToStream
 
 
 @dataclass(frozen=True)
@@ -129,7 +129,7 @@ def render_agg(a: Agg) -> str:
     return f"{a.fn}({'DISTINCT ' if a.distinct else ''}{render_expr(a.arg)})"
 
 
-def render_window(w: Optional[tuple]) -> str:
+def render_window(w: tuple | None) -> str:
     if w is None:
         return ""
     kind = w[0]
@@ -152,9 +152,13 @@ def render(q: QExpr) -> str:
         return f"{q.op}({render(q.inner)}){delay}"
     if isinstance(q, SetOp):
         right = render(q.right)
-        return f"{render(q.left)} {q.op} {'(' + right + ')' if isinstance(q.right, SetOp) else right}"
-    items = ", ".join(f"{render_agg(e) if isinstance(e, Agg) else render_expr(e)} AS {alias}"
-                      for e, alias in q.items)
+        return (
+            f"{render(q.left)} {q.op} {'(' + right + ')' if isinstance(q.right, SetOp) else right}"
+        )
+    items = ", ".join(
+        f"{render_agg(e) if isinstance(e, Agg) else render_expr(e)} AS {alias}"
+        for e, alias in q.items
+    )
     sources = ", ".join(f"{s.name}{render_window(s.window)} AS {s.alias}" for s in q.sources)
     text = f"SELECT {'DISTINCT ' if q.distinct else ''}{items} FROM {sources}"
     if q.where is not None:
@@ -168,8 +172,12 @@ def render(q: QExpr) -> str:
 
 
 def render_inputs(inputs: list[Input]) -> str:
-    return "\n".join(f"REGISTER {'RELATION' if i.relation else 'STREAM'} {i.name} ("
-                     + ", ".join(f"{c} {CQL_TYPES[t]}" for c, t in i.columns) + ");" for i in inputs)
+    return "\n".join(
+        f"REGISTER {'RELATION' if i.relation else 'STREAM'} {i.name} ("
+        + ", ".join(f"{c} {CQL_TYPES[t]}" for c, t in i.columns)
+        + ");"
+        for i in inputs
+    )
 
 
 def render_queries(queries: list[Query]) -> str:
@@ -178,6 +186,7 @@ def render_queries(queries: list[Query]) -> str:
 
 # ---- relations as functions of time ---------------------------------------------------------
 
+
 class Rel:
     """R(t) as a piecewise-constant function: ``bags[i]`` holds for ``points[i] <= t <
     points[i+1]`` (the last for ever); R is empty before ``points[0]``. Consecutive bags differ."""
@@ -185,21 +194,23 @@ class Rel:
     def __init__(self, points: list, bags: list):
         self.points, self.bags = [], []
         before: Counter = Counter()
-        for t, bag in zip(points, bags):
-            bag = +bag
-            if bag != before:
+        for t, bag in zip(points, bags, strict=True):
+            positive = +bag
+            if positive != before:
                 self.points.append(t)
-                self.bags.append(bag)
-                before = bag
+                self.bags.append(positive)
+                before = positive
 
     def at(self, t: Time) -> Counter:
         i = bisect_right(self.points, t) - 1
         return self.bags[i] if i >= 0 else Counter()
 
     @staticmethod
-    def of_lifetimes(tuples) -> "Rel":
+    def of_lifetimes(tuples) -> Rel:
         """From lifetime tuples (values, start, end)."""
-        points = sorted({s for _, s, e in tuples if s < e} | {e for _, s, e in tuples if s < e and e != INF})
+        points = sorted(
+            {s for _, s, e in tuples if s < e} | {e for _, s, e in tuples if s < e and e != INF}
+        )
         return Rel(points, [Counter(v for v, s, e in tuples if s <= t < e) for t in points])
 
 
@@ -209,7 +220,7 @@ def pointwise(rels: list[Rel], f) -> Rel:
     return Rel(points, [f([r.at(t) for r in rels]) for t in points])
 
 
-def compare_relations(got: list, want: Rel) -> Optional[str]:
+def compare_relations(got: list, want: Rel) -> str | None:
     """None when the engine's lifetime tuples are equivalent to ``want`` (SPEC §4: same R(t) at
     every t, ghosts allowed); else the first instant where they differ."""
     mine = Rel.of_lifetimes(got)
@@ -220,6 +231,7 @@ def compare_relations(got: list, want: Rel) -> Optional[str]:
 
 
 # ---- evaluation ------------------------------------------------------------------------------
+
 
 @dataclass
 class Stream:
@@ -249,7 +261,7 @@ def window_ceil(t: Time, s: int) -> Time:
     return (ceil_to(t[0], s), 0) if t[1] == 0 else ((t[0] // s + 1) * s, 0)
 
 
-def window_lifetimes(rows: list, columns: list, window: Optional[tuple]) -> list:
+def window_lifetimes(rows: list, columns: list, window: tuple | None) -> list:
     """(values, start, end) of each stream row (values, time) under a window (SPEC §4), on
     (tick, step) time; rows in arrival order."""
     kind = (window or ("unbounded",))[0]
@@ -295,8 +307,14 @@ class Evaluator:
     registered (``advance(cut)`` before their ``execute``); ``progress`` is P, the engine's
     progress before ``close()`` (SPEC §4: where RSTREAM stops for tuples that never end)."""
 
-    def __init__(self, inputs: list[Input], queries: list[Query], data: dict, progress: int,
-                 cut: Optional[int] = None):
+    def __init__(
+        self,
+        inputs: list[Input],
+        queries: list[Query],
+        data: dict,
+        progress: int,
+        cut: int | None = None,
+    ):
         self.inputs = {i.name: i for i in inputs}
         self.queries = {q.name: q for q in queries}
         self.data = data
@@ -304,15 +322,15 @@ class Evaluator:
         self.cut = cut
         self.memo: dict = {}
 
-    def world(self, q: Query) -> Optional[Time]:
+    def world(self, q: Query) -> Time | None:
         return (self.cut, 0) if q.phase == 1 else None
 
-    def result(self, name: str) -> Union[Stream, Relation]:
+    def result(self, name: str) -> Stream | Relation:
         q = self.queries[name]
         return self.eval(q.body, self.world(q))
 
     # A source read at world p (None: from the start).
-    def source(self, name: str, p: Optional[Time]) -> Union[Stream, Relation]:
+    def source(self, name: str, p: Time | None) -> Stream | Relation:
         key = ("source", name, p)
         if key in self.memo:
             return self.memo[key]
@@ -321,14 +339,22 @@ class Evaluator:
             cols = list(i.columns)
             rows = self.data.get(name, [])
             if i.relation:
-                tuples = [(norm_row(v), (s[0], 0), e) for v, s, e in
-                          change_lifetimes(rows, [c for c, _ in cols])]
+                tuples = [
+                    (norm_row(v), (s[0], 0), e)
+                    for v, s, e in change_lifetimes(rows, [c for c, _ in cols])
+                ]
                 if p is not None:
                     tuples = [(v, max(s, p), e) for v, s, e in tuples if e > p]
                 out = Relation(Rel.of_lifetimes(tuples), cols)
             else:
-                out = Stream([(norm_row(r[c] for c, _ in cols), (r["ts"], 0)) for r in rows
-                              if p is None or (r["ts"], 0) >= p], cols)
+                out = Stream(
+                    [
+                        (norm_row(r[c] for c, _ in cols), (r["ts"], 0))
+                        for r in rows
+                        if p is None or (r["ts"], 0) >= p
+                    ],
+                    cols,
+                )
         else:
             q = self.queries[name]
             if isinstance(q.body, ToStream):
@@ -341,13 +367,13 @@ class Evaluator:
         self.memo[key] = out
         return out
 
-    def eval(self, q: QExpr, p: Optional[Time]):
+    def eval(self, q: QExpr, p: Time | None):
         key = ("expr", id(q), p)
         if key not in self.memo:
             self.memo[key] = (q, self._eval(q, p))  # q kept alive: its id stays unique
         return self.memo[key][1]
 
-    def _eval(self, q: QExpr, p: Optional[Time]):
+    def _eval(self, q: QExpr, p: Time | None):
         if isinstance(q, ToStream):
             inner = self.eval(q.inner, p)
             return self.to_stream(q, inner)
@@ -365,8 +391,9 @@ class Evaluator:
                     return Counter(set(a) - set(b))
                 return Counter(set(a) & set(b))
 
-            return Relation(pointwise([left.rel, right.rel], f), left.columns,
-                            left.uncertain or right.uncertain)
+            return Relation(
+                pointwise([left.rel, right.rel], f), left.columns, left.uncertain or right.uncertain
+            )
         return self.select(q, p)
 
     def to_stream(self, q: ToStream, inner: Relation) -> Stream:
@@ -374,7 +401,7 @@ class Evaluator:
         rows = []
         if q.op in ("ISTREAM", "DSTREAM"):
             before: Counter = Counter()
-            for t, bag in zip(rel.points, rel.bags):
+            for t, bag in zip(rel.points, rel.bags, strict=True):
                 change = bag - before if q.op == "ISTREAM" else before - bag
                 before = bag
                 for v, n in sorted(change.items(), key=repr):
@@ -383,7 +410,7 @@ class Evaluator:
             rows = [(v, shift(t, q.delay)) for v, t in rstream_rows(rel, self.progress)]
         return Stream(rows, inner.columns, ambiguous_rows(rows), inner.uncertain)
 
-    def select(self, q: Select, p: Optional[Time]) -> Relation:
+    def select(self, q: Select, p: Time | None) -> Relation:
         inputs, uncertain = [], False
         for s in q.sources:
             src = self.source(s.name, p)
@@ -407,7 +434,7 @@ class Evaluator:
                 joined[values] += n
             rows = []
             for values, n in joined.items():
-                row = dict(zip(names, values))
+                row = dict(zip(names, values, strict=True))
                 if q.where is None or evaluate(q.where, row) is True:
                     rows.append((row, n))
             return self.project(q, rows)
@@ -435,12 +462,17 @@ class Evaluator:
                 if q.having is not None:
                     op, agg, value = q.having
                     got = aggregate(agg, members)
-                    if got is None or not evaluate(Op(op, (Lit(got, "double"), Lit(value, "int"))), {}):
+                    if got is None or not evaluate(
+                        Op(op, (Lit(got, "double"), Lit(value, "int"))), {}
+                    ):
                         continue
                 values = []
                 for e, _ in q.items:
-                    values.append(aggregate(e, members) if isinstance(e, Agg) else
-                                  key[list(q.group_by).index(e)])
+                    values.append(
+                        aggregate(e, members)
+                        if isinstance(e, Agg)
+                        else key[list(q.group_by).index(e)]
+                    )
                 out[norm_row(values)] += 1
         if q.distinct:
             out = Counter(set(out))
@@ -495,10 +527,7 @@ def expr_type(e: Expr, types: dict) -> str:
 def ambiguous_rows(rows: list) -> bool:
     """True when two different values share an instant: their order is the engine's to choose."""
     seen: dict = {}
-    for v, t in rows:
-        if seen.setdefault(t, v) != v:
-            return True
-    return False
+    return any(seen.setdefault(t, v) != v for v, t in rows)
 
 
 def rstream_rows(rel: Rel, progress: int) -> list:
@@ -510,14 +539,14 @@ def rstream_rows(rel: Rel, progress: int) -> list:
         return []
     out = []
     first = rel.points[0][0]
-    last = max(progress, max(t[0] for t in rel.points))
+    last = max(progress, *(t[0] for t in rel.points))
     for tick in range(int(first), int(last) + 1):
         t = (tick, 0)
         bag = rel.at(t)
         if not bag:
             continue
         if tick > progress:
-            later = [b for u, b in zip(rel.points, rel.bags) if u > t]
+            later = [b for u, b in zip(rel.points, rel.bags, strict=True) if u > t]
             if not any(b[v] < n for v, n in bag.items() for b in later):
                 continue
         for v, n in sorted(bag.items(), key=repr):

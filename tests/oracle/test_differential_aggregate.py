@@ -12,12 +12,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import cq_py
-from oracle.test_differential_slice import window_sql, windows
-from oracle.reference import INF, alive_at, instants, istream_of, lifetimes
 from budget import examples
+from oracle.reference import INF, alive_at, instants, istream_of, lifetimes
+from oracle.test_differential_select import window_sql, windows
 
 EXAMPLES = examples(300)
 SCHEMA = "REGISTER STREAM s(a INT, b DOUBLE, c VARCHAR);"
+
 
 @st.composite
 def stream(draw):
@@ -26,9 +27,14 @@ def stream(draw):
     rows = []
     for _ in range(n):
         t += draw(st.sampled_from([0, 0, 1, 1, 2, 4]))
-        rows.append({"a": draw(st.one_of(st.none(), st.integers(-2, 3))),
-                     "b": draw(st.one_of(st.none(), st.sampled_from([0.0, 0.5, -1.5, 2.0, 3.25]))),
-                     "c": draw(st.one_of(st.none(), st.sampled_from(["x", "y"]))), "ts": t})
+        rows.append(
+            {
+                "a": draw(st.one_of(st.none(), st.integers(-2, 3))),
+                "b": draw(st.one_of(st.none(), st.sampled_from([0.0, 0.5, -1.5, 2.0, 3.25]))),
+                "c": draw(st.one_of(st.none(), st.sampled_from(["x", "y"]))),
+                "ts": t,
+            }
+        )
     return rows
 
 
@@ -39,41 +45,74 @@ def aggregate(values: list[dict], key: str | None, x: str, having: bool) -> Coun
     out: Counter = Counter()
     for k, vs in groups.items():
         xs = [v[x] for v in vs if v[x] is not None]
-        row = (len(vs), len(xs), sum(xs) if xs else None, (sum(xs) / len(xs)) if xs else None,
-               min(xs) if xs else None, max(xs) if xs else None)
+        row = (
+            len(vs),
+            len(xs),
+            sum(xs) if xs else None,
+            (sum(xs) / len(xs)) if xs else None,
+            min(xs) if xs else None,
+            max(xs) if xs else None,
+        )
         if having and not len(vs) > 1:
             continue
         out[((k,) if key else ()) + row] += 1
     return out
 
 
-@settings(max_examples=EXAMPLES, deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(stream(), windows, st.sampled_from([None, "a", "c"]), st.sampled_from(["a", "b"]),
-       st.booleans(), st.integers(1, 5), st.sampled_from(["direct", "negative"]))
+@settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(
+    stream(),
+    windows,
+    st.sampled_from([None, "a", "c"]),
+    st.sampled_from(["a", "b"]),
+    st.booleans(),
+    st.integers(1, 5),
+    st.sampled_from(["direct", "negative"]),
+)
 def test_aggregate_equals_reference(executor, rows, window, key, x, having, batch, lifetime):
-    items = (f"{key}, " if key else "") + (f"COUNT(*) AS n, COUNT({x}) AS nx, SUM({x}) AS sx, "
-                                           f"AVG({x}) AS ax, MIN({x}) AS mn, MAX({x}) AS mx")
-    body = (f"SELECT {items} FROM s {window_sql(window)}" + (f" GROUP BY {key}" if key else "")
-            + (" HAVING COUNT(*) > 1" if having else ""))
+    items = (f"{key}, " if key else "") + (
+        f"COUNT(*) AS n, COUNT({x}) AS nx, SUM({x}) AS sx, "
+        f"AVG({x}) AS ax, MIN({x}) AS mn, MAX({x}) AS mx"
+    )
+    body = (
+        f"SELECT {items} FROM s {window_sql(window)}"
+        + (f" GROUP BY {key}" if key else "")
+        + (" HAVING COUNT(*) > 1" if having else "")
+    )
     eng = cq_py.Engine(expose_steps=True, lifetime=lifetime, **executor)
     eng.execute(SCHEMA + f"REGISTER QUERY r AS {body}; REGISTER QUERY i AS ISTREAM({body});")
-    table = pa.Table.from_pylist(rows, schema=pa.schema([("a", pa.int64()), ("b", pa.float64()),
-                                                         ("c", pa.string()), ("ts", pa.int64())]))
+    table = pa.Table.from_pylist(
+        rows,
+        schema=pa.schema(
+            [("a", pa.int64()), ("b", pa.float64()), ("c", pa.string()), ("ts", pa.int64())]
+        ),
+    )
     for off in range(0, len(rows), batch):
         eng.push("s", table.slice(off, batch))
     eng.close()
 
-    rel = [(r, s, e) for r, (s, e) in zip(rows, lifetimes(rows, window))]
+    rel = [(r, s, e) for r, (s, e) in zip(rows, lifetimes(rows, window), strict=True)]
 
     def expected_at(t):
         return aggregate([r for r, s, e in rel if s <= t < e], key, x, having)
 
     cols = ([key] if key else []) + ["n", "nx", "sx", "ax", "mn", "mx"]
-    got = [(tuple(r[c] for c in cols), (r["start"], r["start_step"]),
-            INF if r["end"] is None else (r["end"], r["end_step"])) for r in eng.fetch("r").to_pylist()]
+    got = [
+        (
+            tuple(r[c] for c in cols),
+            (r["start"], r["start_step"]),
+            INF if r["end"] is None else (r["end"], r["end_step"]),
+        )
+        for r in eng.fetch("r").to_pylist()
+    ]
     points = instants([((), s, e) for _, s, e in rel], got)
     for t in points:
         assert alive_at(got, t) == expected_at(t), (t, body)
-    got_i = Counter((tuple(r[c] for c in cols), (r["ts"], r["ts_step"])) for r in eng.fetch("i").to_pylist())
+    got_i = Counter(
+        (tuple(r[c] for c in cols), (r["ts"], r["ts_step"])) for r in eng.fetch("i").to_pylist()
+    )
     assert got_i == istream_of(expected_at, instants([((), s, e) for _, s, e in rel])), body

@@ -15,8 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import cq_py
-from oracle.recursive import EPS, Branch, Query, evaluate, script
 from budget import examples
+from oracle.recursive import EPS, Branch, Query, evaluate, script
 
 EXAMPLES = examples(300)
 
@@ -33,21 +33,41 @@ def scripts(draw):
     for i, name in enumerate(names):
         branches = []
         if i == 0 or draw(st.booleans()):
-            branches.append(Branch("s", draw(INPUT_WINDOWS), draw(st.integers(0, 2)),
-                                   draw(st.one_of(st.none(), st.integers(1, 6)))))
+            branches.append(
+                Branch(
+                    "s",
+                    draw(INPUT_WINDOWS),
+                    draw(st.integers(0, 2)),
+                    draw(st.one_of(st.none(), st.integers(1, 6))),
+                )
+            )
         for j in range(draw(st.integers(0 if branches else 1, 2))):
             # Fed-back values grow by k >= 1 and stop at a bound: every loop settles. A query reads
             # at least one earlier query (or s), so that its columns can be known.
             src = draw(st.sampled_from(names if branches or j else names[:i]))
-            branches.append(Branch(src, draw(TIME_WINDOWS), draw(st.integers(1, 2)),
-                                   draw(st.integers(2, 7)), agg=draw(st.booleans())))
-        queries.append(Query(name, draw(st.sampled_from(["ISTREAM", "DSTREAM"])), tuple(branches),
-                             draw(st.sampled_from([EPS, EPS, 1, 2]))))
+            branches.append(
+                Branch(
+                    src,
+                    draw(TIME_WINDOWS),
+                    draw(st.integers(1, 2)),
+                    draw(st.integers(2, 7)),
+                    agg=draw(st.booleans()),
+                )
+            )
+        queries.append(
+            Query(
+                name,
+                draw(st.sampled_from(["ISTREAM", "DSTREAM"])),
+                tuple(branches),
+                draw(st.sampled_from([EPS, EPS, 1, 2])),
+            )
+        )
     return queries
 
 
 inputs = st.lists(st.tuples(st.integers(0, 3), st.integers(0, 4)), min_size=1, max_size=7).map(
-    lambda rows: sorted(rows, key=lambda r: r[0]))
+    lambda rows: sorted(rows, key=lambda r: r[0])
+)
 
 
 def run_engine(queries, rows, cuts, **options) -> dict:
@@ -55,7 +75,7 @@ def run_engine(queries, rows, cuts, **options) -> dict:
     eng.execute(script(queries))
     table = pa.table({"a": [a for _, a in rows], "ts": [t for t, _ in rows]})
     start = 0
-    for cut in sorted(set(cuts)) + [len(rows)]:
+    for cut in [*sorted(set(cuts)), len(rows)]:
         if cut > start:
             eng.push("s", table.slice(start, cut - start))
             start = cut
@@ -63,7 +83,9 @@ def run_engine(queries, rows, cuts, **options) -> dict:
     out = {}
     for q in queries:
         t = eng.fetch(q.name).to_pydict()
-        out[q.name] = Counter(((tk, sp), a) for a, tk, sp in zip(t["a"], t["ts"], t["ts_step"]))
+        out[q.name] = Counter(
+            ((tk, sp), a) for a, tk, sp in zip(t["a"], t["ts"], t["ts_step"], strict=True)
+        )
     return out
 
 

@@ -23,16 +23,29 @@ import os
 from collections import Counter
 
 import pyarrow as pa
-import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 import cq_py
-from oracle.reference import INF, Col, Lit, Op
 from budget import examples
-from oracle.script_reference import (Agg, Evaluator, Input, Query, Relation, Select, SetOp,
-                                     Source, Stream, ToStream, compare_relations, item_type, norm_row,
-                                     render_inputs, render_queries)
+from oracle.reference import INF, Col, Lit, Op
+from oracle.script_reference import (
+    Agg,
+    Evaluator,
+    Input,
+    Query,
+    Relation,
+    Select,
+    SetOp,
+    Source,
+    Stream,
+    ToStream,
+    compare_relations,
+    item_type,
+    norm_row,
+    render_inputs,
+    render_queries,
+)
 
 EXAMPLES = examples(300)
 
@@ -46,11 +59,14 @@ CONFIGS = {
 }
 
 ARROW = {"int": pa.int64(), "double": pa.float64(), "str": pa.string(), "bool": pa.bool_()}
-VALUES = {"int": st.one_of(st.none(), st.integers(0, 3)),
-          "str": st.one_of(st.none(), st.sampled_from(["a", "b"]))}
+VALUES = {
+    "int": st.one_of(st.none(), st.integers(0, 3)),
+    "str": st.one_of(st.none(), st.sampled_from(["a", "b"])),
+}
 
 
 # ---- scripts ---------------------------------------------------------------------------------
+
 
 class Avail:
     """What a query may read: inputs and the named queries generated before it."""
@@ -65,11 +81,15 @@ class Avail:
 def windows(columns: list):
     keys = [c for c, _ in columns]
     return st.one_of(
-        st.none(), st.just(("now",)), st.just(("unbounded",)),
+        st.none(),
+        st.just(("now",)),
+        st.just(("unbounded",)),
         st.integers(0, 6).map(lambda T: ("range", T)),
         st.tuples(st.integers(0, 7), st.integers(1, 4)).map(lambda p: ("slide", p[0], p[1])),
         st.integers(1, 3).map(lambda N: ("rows", N)),
-        st.tuples(st.sampled_from(keys), st.integers(1, 2)).map(lambda p: ("partition", p[0], p[1])),
+        st.tuples(st.sampled_from(keys), st.integers(1, 2)).map(
+            lambda p: ("partition", p[0], p[1])
+        ),
     )
 
 
@@ -101,8 +121,10 @@ def value_expr(draw, scope: list, type_: str):
 def condition(draw, scope: list, depth: int = 0):
     kind = draw(st.integers(0, 5 if depth < 1 else 3))
     if kind == 4 or kind == 5:
-        return Op(draw(st.sampled_from(["AND", "OR"])), (condition(draw, scope, depth + 1),
-                                                         condition(draw, scope, depth + 1)))
+        return Op(
+            draw(st.sampled_from(["AND", "OR"])),
+            (condition(draw, scope, depth + 1), condition(draw, scope, depth + 1)),
+        )
     name, type_ = draw(st.sampled_from(scope))
     col = Col(name, type_)
     if kind == 3:
@@ -127,12 +149,17 @@ def select(draw, avail: Avail, want: list | None = None, prefix: str = "a") -> S
         scope += [(f"x{i}.{c}", t) for c, t in columns]
     where = condition(draw, scope) if draw(st.integers(0, 2)) == 0 else None
     ints = [Col(n, t) for n, t in scope if t == "int"]
-    mode = "plain" if want is not None else draw(st.sampled_from(
-        ["plain", "plain", "plain", "distinct", "aggregate", "group"]))
+    mode = (
+        "plain"
+        if want is not None
+        else draw(st.sampled_from(["plain", "plain", "plain", "distinct", "aggregate", "group"]))
+    )
     if want is not None and draw(st.integers(0, 3)) == 0:
         mode = "distinct"
     if mode in ("plain", "distinct"):
-        types = want or draw(st.lists(st.sampled_from(["int", "int", "str"]), min_size=1, max_size=2))
+        types = want or draw(
+            st.lists(st.sampled_from(["int", "int", "str"]), min_size=1, max_size=2)
+        )
         items = tuple((value_expr(draw, scope, t), f"{prefix}{i}") for i, t in enumerate(types))
         return Select(items, tuple(sources), where, distinct=mode == "distinct")
 
@@ -149,8 +176,11 @@ def select(draw, avail: Avail, want: list | None = None, prefix: str = "a") -> S
     if mode == "aggregate":
         items = tuple((a, f"{prefix}{i}") for i, a in enumerate(aggs))
         return Select(items, tuple(sources), where, having=having)
-    keys = draw(st.lists(st.sampled_from([Col(n, t) for n, t in scope]), min_size=1, max_size=2,
-                         unique=True))
+    keys = draw(
+        st.lists(
+            st.sampled_from([Col(n, t) for n, t in scope]), min_size=1, max_size=2, unique=True
+        )
+    )
     shown = draw(st.lists(st.sampled_from(keys), max_size=len(keys), unique=True))
     items = tuple((e, f"{prefix}{i}") for i, e in enumerate(shown + aggs))
     return Select(items, tuple(sources), where, group_by=tuple(keys), having=having)
@@ -177,8 +207,11 @@ def relation_expr(draw, avail: Avail):
     right = select(draw, avail, want=want, prefix="r")
     body = SetOp(op, left, right)
     if draw(st.integers(0, 3)) == 0:
-        body = SetOp(draw(st.sampled_from(["UNION ALL", "EXCEPT"])), body,
-                     select(draw, avail, want=want, prefix="s"))
+        body = SetOp(
+            draw(st.sampled_from(["UNION ALL", "EXCEPT"])),
+            body,
+            select(draw, avail, want=want, prefix="s"),
+        )
     return body
 
 
@@ -186,7 +219,9 @@ def relation_expr(draw, avail: Avail):
 def scripts(draw):
     inputs = []
     for i in range(draw(st.integers(1, 3))):
-        extra = draw(st.lists(st.sampled_from([("v", "int"), ("c", "str")]), max_size=2, unique=True))
+        extra = draw(
+            st.lists(st.sampled_from([("v", "int"), ("c", "str")]), max_size=2, unique=True)
+        )
         inputs.append(Input(f"s{i}", False, (("k", "int"), *extra)))
     if draw(st.booleans()):
         inputs.append(Input("r0", True, (("k", "int"), ("v", "int"))))
@@ -206,10 +241,14 @@ def scripts(draw):
             body = relation_expr(draw, avail)
             kind = draw(st.sampled_from(["relation", "ISTREAM", "DSTREAM", "RSTREAM"]))
             if kind != "relation":
-                body = ToStream(kind, body, draw(st.sampled_from([None, None, "now", "now", 1, 3, 5])))
+                body = ToStream(
+                    kind, body, draw(st.sampled_from([None, None, "now", "now", 1, 3, 5]))
+                )
         q = Query(f"q{i}", body, phase)
         queries.append(q)
-        avail.add(q.name, "stream" if isinstance(body, ToStream) else "relation", columns_of(body, avail))
+        avail.add(
+            q.name, "stream" if isinstance(body, ToStream) else "relation", columns_of(body, avail)
+        )
     # Registered in a shuffled order within each phase: queries read ones registered after them.
     order = [draw(st.permutations([q for q in queries if q.phase == p])) for p in (0, 1)]
     return inputs, order[0] + order[1]
@@ -227,11 +266,13 @@ def datasets(draw, inputs: list[Input]):
             if i.relation and alive and draw(st.integers(0, 2)) == 0:
                 v = draw(st.sampled_from(alive))
                 alive.remove(v)
-                rows.append({**dict(zip([c for c, _ in i.columns], v)), "op": "-", "ts": t})
+                rows.append(
+                    {**dict(zip([c for c, _ in i.columns], v, strict=True)), "op": "-", "ts": t}
+                )
                 continue
             v = tuple(draw(VALUES[ty]) for _, ty in i.columns)
             alive.append(v)
-            row = {**dict(zip([c for c, _ in i.columns], v)), "ts": t}
+            row = {**dict(zip([c for c, _ in i.columns], v, strict=True)), "ts": t}
             if i.relation:
                 row["op"] = "+"
             rows.append(row)
@@ -241,9 +282,13 @@ def datasets(draw, inputs: list[Input]):
 
 # ---- running ---------------------------------------------------------------------------------
 
+
 def table(i: Input, rows: list) -> pa.Table:
-    fields = [(c, ARROW[t]) for c, t in i.columns] + ([("op", pa.string())] if i.relation else []) \
+    fields = (
+        [(c, ARROW[t]) for c, t in i.columns]
+        + ([("op", pa.string())] if i.relation else [])
         + [("ts", pa.int64())]
+    )
     return pa.Table.from_pylist(rows, schema=pa.schema(fields))
 
 
@@ -252,11 +297,21 @@ def pushes(inputs: list[Input], data: dict, chunk, rank: list) -> list:
     whole, one after the other; else the inputs merged in time order (ties in ``rank`` order of
     inputs), in runs of at most ``chunk`` rows of one input, with a heartbeat after each run."""
     if chunk is None:
-        return [(i, data[i.name]) for i in sorted(inputs, key=lambda i: rank.index(i.name)) if data[i.name]]
-    merged = sorted(((r["ts"], rank.index(i.name), j, i, r) for i in inputs
-                     for j, r in enumerate(data[i.name])), key=lambda x: x[:3])
+        return [
+            (i, data[i.name])
+            for i in sorted(inputs, key=lambda i: rank.index(i.name))
+            if data[i.name]
+        ]
+    merged = sorted(
+        (
+            (r["ts"], rank.index(i.name), j, i, r)
+            for i in inputs
+            for j, r in enumerate(data[i.name])
+        ),
+        key=lambda x: x[:3],
+    )
     out: list = []
-    for ts, _, _, i, r in merged:
+    for _, _, _, i, r in merged:
         if out and out[-1][0] is i and len(out[-1][1]) < chunk:
             out[-1][1].append(r)
         else:
@@ -300,12 +355,20 @@ def check(name: str, want, got: pa.Table) -> str | None:
         mine = Counter((norm_row(r[c] for c in cols), (r["ts"], r["ts_step"])) for r in rows)
         theirs = Counter(want.rows)
         if mine != theirs:
-            return (f"{name}: engine has {sorted((mine - theirs).items(), key=repr)} too many, "
-                    f"{sorted((theirs - mine).items(), key=repr)} too few")
+            return (
+                f"{name}: engine has {sorted((mine - theirs).items(), key=repr)} too many, "
+                f"{sorted((theirs - mine).items(), key=repr)} too few"
+            )
         return None
     assert isinstance(want, Relation)
-    tuples = [(norm_row(r[c] for c in cols), (r["start"], r["start_step"]),
-               INF if r["end"] is None else (r["end"], r["end_step"])) for r in rows]
+    tuples = [
+        (
+            norm_row(r[c] for c in cols),
+            (r["start"], r["start_step"]),
+            INF if r["end"] is None else (r["end"], r["end_step"]),
+        )
+        for r in rows
+    ]
     diff = compare_relations(tuples, want.rel)
     return f"{name}: {diff}" if diff else None
 
@@ -334,13 +397,22 @@ def cases(draw):
 
 # CQ_HYPOTHESIS_SHRINK=0 reports the first failing script as drawn (shrinking a script can take
 # minutes).
-PHASES = [p for p in Phase if p != Phase.shrink or os.environ.get("CQ_HYPOTHESIS_SHRINK", "1") != "0"]
+PHASES = [
+    p for p in Phase if p != Phase.shrink or os.environ.get("CQ_HYPOTHESIS_SHRINK", "1") != "0"
+]
 
 
-@settings(max_examples=EXAMPLES, deadline=None,
-          phases=PHASES, print_blob=True,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                 HealthCheck.filter_too_much])
+@settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    phases=PHASES,
+    print_blob=True,
+    suppress_health_check=[
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+        HealthCheck.filter_too_much,
+    ],
+)
 @given(cases())
 def test_scripts_equal_reference(case):
     inputs, queries, data, chunk, rank, cut = case
@@ -362,7 +434,9 @@ def test_scripts_equal_reference(case):
                 diff = check(q.name, want[q.name], got[q.name])
                 if diff:
                     failures.append(f"[{config_name}] {diff}")
-    assert not failures, describe(inputs, queries, data, chunk, cut) + "\n" + "\n".join(failures[:12])
+    assert not failures, (
+        describe(inputs, queries, data, chunk, cut) + "\n" + "\n".join(failures[:12])
+    )
 
 
 def test_generator_reaches_its_shapes():
@@ -372,11 +446,12 @@ def test_generator_reaches_its_shapes():
     registered mid-run over relations."""
     seen: Counter = Counter()
 
-    @settings(max_examples=600, deadline=None, derandomize=True,
-              suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=600, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck)
+    )
     @given(cases())
     def look(case):
-        inputs, queries, data, chunk, rank, cut = case
+        _inputs, queries, _data, _chunk, _rank, _cut = case
         kinds = {q.name: q.body for q in queries}
         position = {q.name: i for i, q in enumerate(queries)}
 
@@ -389,31 +464,44 @@ def test_generator_reaches_its_shapes():
 
         for q in queries:
             inner = q.body.inner if isinstance(q.body, ToStream) else q.body
-            if isinstance(inner, SetOp) and any(position.get(n, -1) > position[q.name] for n in reads(inner)):
+            if isinstance(inner, SetOp) and any(
+                position.get(n, -1) > position[q.name] for n in reads(inner)
+            ):
                 seen["forward reference in a set operation"] += 1
             if isinstance(q.body, ToStream) and q.body.op == "RSTREAM" and len(reads(inner)) >= 2:
                 seen["RSTREAM over two inputs"] += 1
-            if isinstance(q.body, ToStream) and q.body.delay is not None and any(
-                    q.name in reads(o.body) for o in queries):
+            if (
+                isinstance(q.body, ToStream)
+                and q.body.delay is not None
+                and any(q.name in reads(o.body) for o in queries)
+            ):
                 seen["delayed stream read by another query"] += 1
                 if q.body.op == "RSTREAM":
                     seen["delayed RSTREAM read by another query"] += 1
-                if isinstance(inner, Select) and (inner.distinct or inner.group_by is not None or any(
-                        isinstance(e, Agg) for e, _ in inner.items)):
+                if isinstance(inner, Select) and (
+                    inner.distinct
+                    or inner.group_by is not None
+                    or any(isinstance(e, Agg) for e, _ in inner.items)
+                ):
                     seen["delayed stream of an aggregate or DISTINCT read by another query"] += 1
             if q.phase == 1 and any(n == "r0" for n in reads(q.body)):
                 seen["mid-run query over a relation"] += 1
-            for s in (inner.sources if isinstance(inner, Select) else ()):
+            for s in inner.sources if isinstance(inner, Select) else ():
                 body = kinds.get(s.name)
                 if isinstance(body, ToStream) and body.delay == "now" and s.window:
                     seen[f"window {s.window[0]} over a derived stream at ε-steps"] += 1
 
     look()
-    wanted = ["forward reference in a set operation", "RSTREAM over two inputs",
-              "delayed stream read by another query", "delayed RSTREAM read by another query",
-              "delayed stream of an aggregate or DISTINCT read by another query",
-              "mid-run query over a relation"] + \
-        [f"window {w} over a derived stream at ε-steps"
-         for w in ("now", "range", "unbounded", "slide", "rows", "partition")]
+    wanted = [
+        "forward reference in a set operation",
+        "RSTREAM over two inputs",
+        "delayed stream read by another query",
+        "delayed RSTREAM read by another query",
+        "delayed stream of an aggregate or DISTINCT read by another query",
+        "mid-run query over a relation",
+    ] + [
+        f"window {w} over a derived stream at ε-steps"
+        for w in ("now", "range", "unbounded", "slide", "rows", "partition")
+    ]
     missing = [w for w in wanted if not seen[w]]
     assert not missing, (missing, seen)

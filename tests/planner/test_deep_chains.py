@@ -36,10 +36,12 @@ def deepest(nodes) -> int:
 
 def test_flat_chains_plan_run_and_give_the_right_result():
     eng = cq_py.Engine()
-    eng.execute(S + f"REGISTER QUERY q_and AS ISTREAM(SELECT a FROM s [Now] WHERE {AND_10000});\n"
-                f"REGISTER QUERY q_in AS ISTREAM(SELECT a FROM s [Now] WHERE a IN ({IN_5000}));\n"
-                f"REGISTER QUERY q_union AS ISTREAM({UNION_1000});\n"
-                f"REGISTER QUERY q_plus AS ISTREAM(SELECT {PLUS_10000} AS x FROM s [Now]);\n")
+    eng.execute(
+        S + f"REGISTER QUERY q_and AS ISTREAM(SELECT a FROM s [Now] WHERE {AND_10000});\n"
+        f"REGISTER QUERY q_in AS ISTREAM(SELECT a FROM s [Now] WHERE a IN ({IN_5000}));\n"
+        f"REGISTER QUERY q_union AS ISTREAM({UNION_1000});\n"
+        f"REGISTER QUERY q_plus AS ISTREAM(SELECT {PLUS_10000} AS x FROM s [Now]);\n"
+    )
     nodes = list(eng._catalog.nodes.values())
     assert deepest(nodes) <= 20  # balanced: log2 of the chains' lengths
     filters = [n for n in nodes if n.op == "filter" and n.owner == "q_and"]
@@ -53,41 +55,62 @@ def test_flat_chains_plan_run_and_give_the_right_result():
     assert eng.fetch("q_and").column("a").to_pylist() == [1, 20000, -3]
     assert eng.fetch("q_in").column("a").to_pylist() == [1, 499]
     assert eng.fetch("q_union").column("a").to_pylist() == [1, -3, 499]
-    assert eng.fetch("q_plus").column("x").to_pylist() == [10000, 50_000_000, 200_000_000, -30000,
-                                                           None, 4_990_000]
+    assert eng.fetch("q_plus").column("x").to_pylist() == [
+        10000,
+        50_000_000,
+        200_000_000,
+        -30000,
+        None,
+        4_990_000,
+    ]
 
 
 def test_balanced_chains_keep_three_valued_logic_and_wrapping():
-    cql = S + ("REGISTER QUERY q AS ISTREAM(SELECT a FROM s [Now] WHERE "
-               "b > 0 AND c IS NOT NULL AND a > 0 AND NULL OR a = 7 OR a IS NULL AND b = 1);\n"
-               "REGISTER QUERY w AS ISTREAM(SELECT a + 9223372036854775807 + a + 1 AS x "
-               "FROM s [Now]);")
-    data = pa.table({"a": [1, 7, None, None, 2], "b": [1.0, 0.0, 1.0, 2.0, 1.0],
-                     "c": ["x", None, "y", "z", None], "ts": [0, 1, 2, 3, 4]})
+    cql = S + (
+        "REGISTER QUERY q AS ISTREAM(SELECT a FROM s [Now] WHERE "
+        "b > 0 AND c IS NOT NULL AND a > 0 AND NULL OR a = 7 OR a IS NULL AND b = 1);\n"
+        "REGISTER QUERY w AS ISTREAM(SELECT a + 9223372036854775807 + a + 1 AS x "
+        "FROM s [Now]);"
+    )
+    data = pa.table(
+        {
+            "a": [1, 7, None, None, 2],
+            "b": [1.0, 0.0, 1.0, 2.0, 1.0],
+            "c": ["x", None, "y", "z", None],
+            "ts": [0, 1, 2, 3, 4],
+        }
+    )
     out = cq_py.run(cql, {"s": data})
     assert out["q"].column("ts").to_pylist() == [1, 2]
     big = 2**63
     assert out["w"].column("x").to_pylist() == [
-        (1 + big - 1 + 1 + 1 + big) % 2**64 - big, (7 + big - 1 + 7 + 1 + big) % 2**64 - big,
-        None, None, (2 + big - 1 + 2 + 1 + big) % 2**64 - big]
+        (1 + big - 1 + 1 + 1 + big) % 2**64 - big,
+        (7 + big - 1 + 7 + 1 + big) % 2**64 - big,
+        None,
+        None,
+        (2 + big - 1 + 2 + 1 + big) % 2**64 - big,
+    ]
 
 
 def test_deep_nesting_is_a_positioned_error():
     deep = "(" * 100_000 + "a" + ")" * 100_000
-    with pytest.raises(cq_py.CQLSyntaxError, match="nested too deeply .* at most 100 levels") as e:
+    with pytest.raises(cq_py.CQLSyntaxError, match=r"nested too deeply .* at most 100 levels") as e:
         cq_py.explain(S + f"REGISTER QUERY q AS SELECT {deep} AS x FROM s [Now];")
     assert (e.value.line, e.value.column) == (2, 127)  # the 100th '(', under the select item's
     with pytest.raises(cq_py.CQLSyntaxError, match="nested too deeply"):
         cq_py.Engine().execute(S + "REGISTER QUERY q AS " + "(" * 5000 + "SELECT a FROM s")
     # A flat chain whose grouping matters stays as written, up to the bound.
     for chain in (" - ".join(["a"] * 150), " + ".join(["b"] * 150), " / ".join(["b"] * 150)):
-        with pytest.raises(cq_py.CQLSemanticError,
-                           match=f"nested too deeply: at most {MAX_EXPRESSION_DEPTH} levels") as e:
+        with pytest.raises(
+            cq_py.CQLSemanticError,
+            match=f"nested too deeply: at most {MAX_EXPRESSION_DEPTH} levels",
+        ) as e:
             cq_py.Engine().execute(S + f"REGISTER QUERY q AS SELECT a,\n  {chain} AS x FROM s;")
         assert (e.value.line, e.value.column) == (3, 3)
-    out = cq_py.run(S + "REGISTER QUERY q AS ISTREAM(SELECT " + " - ".join(["a"] * 90) +
-                    " AS x FROM s [Now]);", {"s": pa.table({"a": [1], "b": [0.0], "c": ["x"],
-                                                              "ts": [0]})})
+    out = cq_py.run(
+        S + "REGISTER QUERY q AS ISTREAM(SELECT " + " - ".join(["a"] * 90) + " AS x FROM s [Now]);",
+        {"s": pa.table({"a": [1], "b": [0.0], "c": ["x"], "ts": [0]})},
+    )
     assert out["q"].column("x").to_pylist() == [-88]
 
 
@@ -95,11 +118,17 @@ def test_cq_explain_prints_a_deep_nesting_error_not_a_traceback(tmp_path):
     path = tmp_path / "deep.cql"
     path.write_text(S + "REGISTER QUERY r AS SELECT " + "(" * 5000 + "a" + ")" * 5000 + " FROM s;")
     result = CliRunner().invoke(cli, ["explain", str(path)])
-    assert result.exit_code != 0 and result.exception is None or isinstance(result.exception,
-                                                                          SystemExit)
-    assert "nested too deeply" in result.output and "Traceback" not in result.output
-    path.write_text(S + "REGISTER QUERY q AS SELECT a FROM s [Now] WHERE " +
-                    " OR ".join(f"a = {i}" for i in range(2000)) + ";")
+    assert (result.exit_code != 0 and result.exception is None) or isinstance(
+        result.exception, SystemExit
+    )
+    assert "nested too deeply" in result.output
+    assert "Traceback" not in result.output
+    path.write_text(
+        S
+        + "REGISTER QUERY q AS SELECT a FROM s [Now] WHERE "
+        + " OR ".join(f"a = {i}" for i in range(2000))
+        + ";"
+    )
     result = CliRunner().invoke(cli, ["explain", str(path)])
     assert result.exit_code == 0, result.output
 
@@ -123,8 +152,11 @@ def test_a_long_chain_of_queries_read_before_they_are_registered():
     """Queries are planned after those they read: a chain registered in reverse order is ordered
     without recursing down it."""
     n = 3000
-    cql = S + "".join(f"REGISTER QUERY q{i} AS SELECT a FROM q{i + 1};" for i in range(n)) + \
-        f"REGISTER QUERY q{n} AS SELECT a FROM s [Range 3];"
+    cql = (
+        S
+        + "".join(f"REGISTER QUERY q{i} AS SELECT a FROM q{i + 1};" for i in range(n))
+        + f"REGISTER QUERY q{n} AS SELECT a FROM s [Range 3];"
+    )
     script = parse(cql)
     queries = [st for st in script.statements if not hasattr(st, "columns")]
     p = Planner(Catalog(), "ms", cql)
@@ -134,25 +166,36 @@ def test_a_long_chain_of_queries_read_before_they_are_registered():
 
 
 def test_conjuncts_of_a_long_where_in_order():
-    e = parse(S + f"REGISTER QUERY q AS SELECT a FROM s WHERE {AND_10000} AND (b > 1 AND c = 'x');"
-              ).statements[1].query.where
+    e = (
+        parse(S + f"REGISTER QUERY q AS SELECT a FROM s WHERE {AND_10000} AND (b > 1 AND c = 'x');")
+        .statements[1]
+        .query.where
+    )
     parts = conjuncts(e)
-    assert len(parts) == 10002 and parts[0].right.value == 2 and parts[-1].right.value == "x"
+    assert len(parts) == 10002
+    assert parts[0].right.value == 2
+    assert parts[-1].right.value == "x"
 
 
 def test_a_chain_of_queries_deeper_than_the_core_runs_is_refused_whole():
     """A batch is handed down a chain of queries call by call: a chain of thousands of queries
     overflowed the stack at the first push (a segmentation fault). Deeper than 2,000 operators is a
     CQLSemanticError naming the query, registering nothing; the engine runs on."""
+
     def chain(first, last, source):
-        return "".join(f"REGISTER QUERY q{i} AS SELECT a FROM {source if i == first else f'q{i - 1}'} "
-                       f"WHERE a > {-i};" for i in range(first, last))
+        return "".join(
+            f"REGISTER QUERY q{i} AS SELECT a FROM {source if i == first else f'q{i - 1}'} "
+            f"WHERE a > {-i};"
+            for i in range(first, last)
+        )
 
     eng = cq_py.Engine()
     eng.execute("REGISTER STREAM s(a BIGINT);" + chain(0, 600, "s [Range 5]"))
     before = eng.query_names()
     # Further on in another script: the depth counts from the input, across scripts.
-    with pytest.raises(cq_py.CQLSemanticError, match=r"query 'q998' would run 2001 operators .* at most 2000"):
+    with pytest.raises(
+        cq_py.CQLSemanticError, match=r"query 'q998' would run 2001 operators .* at most 2000"
+    ):
         eng.execute(chain(600, 1300, "q599"))
     assert eng.query_names() == before
     eng.execute(chain(600, 998, "q599"))
@@ -165,4 +208,7 @@ def test_a_chain_of_queries_deeper_than_the_core_runs_is_refused_whole():
     restored.execute(chain(600, 998, "q599"))
     restored.restore(snap)
     with pytest.raises(cq_py.CQLSemanticError, match="too deeply"):
-        restored.execute("REGISTER QUERY z0 AS SELECT a FROM q997; REGISTER QUERY z1 AS SELECT a FROM z0 WHERE a > 0;")
+        restored.execute(
+            "REGISTER QUERY z0 AS SELECT a FROM q997; REGISTER QUERY z1 AS SELECT a FROM z0 "
+            "WHERE a > 0;"
+        )

@@ -10,24 +10,64 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import cq_py
-from cq_py.parser.tokenizer import tokenize
 from budget import examples
+from cq_py.parser.tokenizer import tokenize
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = [p.read_text() for p in sorted((ROOT / "examples").rglob("*.cql"))]
-TOKENS = sorted({t.text for s in SCRIPTS for t in tokenize(s) if t.text} | {
-    "(", ")", ",", ";", "[", "]", "<", ">", "*", ".", "NULL", "CASE", "WHEN", "THEN", "END", "CAST",
-    "AS", "DISTINCT", "HAVING", "GROUP", "BY", "EXCEPT", "INTERSECT", "DSTREAM", "RSTREAM",
-    "REGISTER", "RELATION", "Slide", "Unbounded", "'x'", "1.5", "-", "/", "%", "IN", "BETWEEN"})
+TOKENS = sorted(
+    {t.text for s in SCRIPTS for t in tokenize(s) if t.text}
+    | {
+        "(",
+        ")",
+        ",",
+        ";",
+        "[",
+        "]",
+        "<",
+        ">",
+        "*",
+        ".",
+        "NULL",
+        "CASE",
+        "WHEN",
+        "THEN",
+        "END",
+        "CAST",
+        "AS",
+        "DISTINCT",
+        "HAVING",
+        "GROUP",
+        "BY",
+        "EXCEPT",
+        "INTERSECT",
+        "DSTREAM",
+        "RSTREAM",
+        "REGISTER",
+        "RELATION",
+        "Slide",
+        "Unbounded",
+        "'x'",
+        "1.5",
+        "-",
+        "/",
+        "%",
+        "IN",
+        "BETWEEN",
+    }
+)
 
 
 def front_end(text: str, **options) -> None:
     try:
         cq_py.explain(text, **options)
     except (cq_py.CQLSyntaxError, cq_py.CQLSemanticError) as e:
-        assert str(e)
-        if e.line is not None:
-            assert 1 <= e.line <= max(1, text.count("\n") + 1)
+        err = e
+    else:
+        return
+    assert str(err)
+    if err.line is not None:
+        assert 1 <= err.line <= max(1, text.count("\n") + 1)
 
 
 @settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])

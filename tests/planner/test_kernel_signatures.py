@@ -3,28 +3,39 @@ signatures, and variadic ones such as case_when, (bool, T)+ T, matched as Kernel
 
 from cq_py.planner.expressions import KernelSignature, has_kernel, kernel_signatures
 
-B, I, F, S = "bool", "int64", "float64", "utf8"
+BOOL, INT, DBL, STR = "bool", "int64", "float64", "utf8"
 
 
 def test_variadic_signature_matches_repeated_groups_then_the_tail():
-    k = KernelSignature("case_when", (B, I, I), I, repeat=2)
-    assert k.accepts((B, I, I))
-    assert k.accepts((B, I, B, I, I))
-    assert k.accepts((B, I) * 100 + (I,))
-    assert not k.accepts((B, I))  # no ELSE
-    assert not k.accepts((I,))
-    assert not k.accepts((B, I, I, I))  # a value where a condition goes
-    assert not k.accepts((B, I, B, F, I))
-    assert not k.accepts((I, I, I))
-    fixed = KernelSignature("add", (I, I), I)
-    assert fixed.accepts((I, I)) and not fixed.accepts((I, I, I)) and not fixed.accepts((I,))
+    k = KernelSignature("case_when", (BOOL, INT, INT), INT, repeat=2)
+    assert k.accepts((BOOL, INT, INT))
+    assert k.accepts((BOOL, INT, BOOL, INT, INT))
+    assert k.accepts((BOOL, INT) * 100 + (INT,))
+    assert not k.accepts((BOOL, INT))  # no ELSE
+    assert not k.accepts((INT,))
+    assert not k.accepts((BOOL, INT, INT, INT))  # a value where a condition goes
+    assert not k.accepts((BOOL, INT, BOOL, DBL, INT))
+    assert not k.accepts((INT, INT, INT))
+    fixed = KernelSignature("add", (INT, INT), INT)
+    assert fixed.accepts((INT, INT))
+    assert not fixed.accepts((INT, INT, INT))
+    assert not fixed.accepts((INT,))
 
 
 def test_the_core_has_case_when_for_any_arity_and_every_cast():
-    for t in (I, F, S, B):
-        assert has_kernel("case_when", (B, t) * 20 + (t,), t)
-        assert not has_kernel("case_when", (B, t) * 20 + (t,), B if t != B else I)  # wrong result
-    for fn, to in (("cast_int64", I), ("cast_float64", F), ("cast_utf8", S), ("cast_bool", B)):
-        for src in (I, F, S, B):
+    for t in (INT, DBL, STR, BOOL):
+        assert has_kernel("case_when", (BOOL, t) * 20 + (t,), t)
+        assert not has_kernel(
+            "case_when", (BOOL, t) * 20 + (t,), BOOL if t != BOOL else INT
+        )  # wrong result
+    for fn, to in (
+        ("cast_int64", INT),
+        ("cast_float64", DBL),
+        ("cast_utf8", STR),
+        ("cast_bool", BOOL),
+    ):
+        for src in (INT, DBL, STR, BOOL):
             assert has_kernel(fn, (src,), to) == (src != to), (fn, src)
-    assert all(k.repeat == 0 for name, ks in kernel_signatures().items() if name != "case_when" for k in ks)
+    assert all(
+        k.repeat == 0 for name, ks in kernel_signatures().items() if name != "case_when" for k in ks
+    )

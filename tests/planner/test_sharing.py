@@ -1,5 +1,6 @@
 """Sub-plan reuse (cq_py/planner/sharing.py): identical operators are planned once, and sharing
 never changes what a query computes."""
+
 import re
 
 import pyarrow as pa
@@ -19,7 +20,7 @@ def _output_reads(text: str, query: str) -> int:
 
 
 def _rows(table: pa.Table) -> list[tuple]:
-    return sorted(zip(*[c.to_pylist() for c in table.columns]))
+    return sorted(zip(*[c.to_pylist() for c in table.columns], strict=True))
 
 
 SCRIPT = """
@@ -55,8 +56,11 @@ def test_shared_outputs_equal_unshared_ones(executor):
     got = {q: _rows(shared.fetch(q)) for q in ("a", "b", "c", "d")}  # fetch drains
     for q in got:
         alone = cq_py.Engine(executor=executor)
-        alone.execute(SCRIPT.split("REGISTER QUERY")[0] + "REGISTER QUERY" +
-                      next(p for p in SCRIPT.split("REGISTER QUERY")[1:] if p.strip().startswith(q + " ")))
+        alone.execute(
+            SCRIPT.split("REGISTER QUERY")[0]
+            + "REGISTER QUERY"
+            + next(p for p in SCRIPT.split("REGISTER QUERY")[1:] if p.strip().startswith(q + " "))
+        )
         alone.push("s", DATA)
         alone.close()
         assert got[q] == _rows(alone.fetch(q)), q
@@ -96,7 +100,7 @@ def test_auto_delay_still_delays_one_reader_only():
     e.close()
     assert _rows(e.fetch("q1")) == [(1, 1, 1), (2, 2, 1)]
     assert _rows(e.fetch("q2")) == [(1, 1, 0), (2, 2, 0)]
-    loop_line = next(l for l in e.explain().splitlines() if "loop of" in l)
+    loop_line = next(line for line in e.explain().splitlines() if "loop of" in line)
     assert "q2" not in loop_line
 
 

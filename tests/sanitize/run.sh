@@ -53,6 +53,6 @@ LD_PRELOAD="$preload" "$python" -c "import cq_core, sys; sys.exit(0 if cq_core._
   f'cq_core comes from {cq_core.__file__}, not the sanitized build $pyext: use an interpreter without cq installed')"
 LD_PRELOAD="$preload" "$python" -m pytest -q -p no:cacheprovider \
   -o addopts="--import-mode=importlib" \
-  tests/test_snapshot.py tests/test_snapshot_damage.py tests/test_slice.py tests/test_relation.py \
+  tests/test_snapshot.py tests/test_snapshot_damage.py tests/test_end_to_end.py tests/test_relation.py \
   tests/test_errors.py tests/executors tests/conformance "$@"
 echo "== Python subset in $(( $(date +%s) - start )) s"

@@ -18,8 +18,14 @@ from cq_py.spark import CQPartitionWarning, partition_plan, run
 
 def events(n: int, keys: int, span: int, seed: int, key: str = "k") -> pa.Table:
     rng = np.random.default_rng(seed)
-    return pa.table({key: rng.integers(0, keys, n), "v": rng.integers(0, 40, n) / 4.0,
-                     "w": rng.integers(0, 3, n), "ts": np.sort(rng.integers(0, span, n))})
+    return pa.table(
+        {
+            key: rng.integers(0, keys, n),
+            "v": rng.integers(0, 40, n) / 4.0,
+            "w": rng.integers(0, 3, n),
+            "ts": np.sort(rng.integers(0, span, n)),
+        }
+    )
 
 
 def bag(table: pa.Table) -> list[tuple]:
@@ -48,9 +54,12 @@ def no_warning():
 def test_row_windows_and_grouped_aggregates_by_key(spark):
     cql = """
     REGISTER STREAM s(k INT, v DOUBLE, w INT);
-    REGISTER QUERY last3 AS SELECT k, AVG(v) AS a, COUNT(*) AS n FROM s [Partition By k Rows 3] GROUP BY k;
-    REGISTER QUERY sums AS ISTREAM(SELECT k, SUM(v) AS sv, MAX(w) AS mw FROM s [Range 20] GROUP BY k);
-    REGISTER QUERY slid AS SELECT k, MIN(v) AS lo FROM s [Range 50 Slide 10] GROUP BY k HAVING COUNT(*) > 1;
+    REGISTER QUERY last3 AS SELECT k, AVG(v) AS a, COUNT(*) AS n
+        FROM s [Partition By k Rows 3] GROUP BY k;
+    REGISTER QUERY sums AS ISTREAM(SELECT k, SUM(v) AS sv, MAX(w) AS mw
+        FROM s [Range 20] GROUP BY k);
+    REGISTER QUERY slid AS SELECT k, MIN(v) AS lo
+        FROM s [Range 50 Slide 10] GROUP BY k HAVING COUNT(*) > 1;
     REGISTER QUERY hot AS ISTREAM(SELECT k, v * 2 AS v2 FROM s [Now] WHERE v > 8);
     """
     assert partition_plan(cql).keys == {"s": "k"}
@@ -63,8 +72,11 @@ def test_equal_timestamps_keep_their_input_order_in_row_windows(spark):
     # 40 rows per tick: which rows a [Rows 2] window holds depends on the order within a tick.
     n = 2000
     t = pa.table({"k": np.arange(n) % 5, "v": (np.arange(n) % 17) / 4.0, "ts": np.arange(n) // 40})
-    cql = ("REGISTER STREAM s(k INT, v DOUBLE);"
-           "REGISTER QUERY q AS ISTREAM(SELECT k, SUM(v) AS sv FROM s [Partition By k Rows 2] GROUP BY k);")
+    cql = (
+        "REGISTER STREAM s(k INT, v DOUBLE);"
+        "REGISTER QUERY q AS ISTREAM(SELECT k, SUM(v) AS sv FROM s [Partition By k Rows 2] "
+        "GROUP BY k);"
+    )
     with no_warning():
         assert spark_vs_local(spark, cql, {"s": t})["q"] > 100
 
@@ -81,8 +93,11 @@ def test_join_on_the_key_then_group(spark):
     """
     assert partition_plan(cql).keys == {"orders": "k", "clicks": "uid"}
     with no_warning():
-        counts = spark_vs_local(spark, cql, {"orders": events(1500, 40, 500, 2),
-                                             "clicks": events(1500, 40, 500, 3, key="uid")})
+        counts = spark_vs_local(
+            spark,
+            cql,
+            {"orders": events(1500, 40, 500, 2), "clicks": events(1500, 40, 500, 3, key="uid")},
+        )
     assert all(c > 50 for c in counts.values()), counts
 
 
@@ -90,7 +105,8 @@ def test_set_operations_and_distinct_on_the_key(spark):
     cql = """
     REGISTER STREAM a(k INT, v DOUBLE, w INT);
     REGISTER STREAM b(k INT, v DOUBLE, w INT);
-    REGISTER QUERY only_a AS ISTREAM(SELECT k, w FROM a [Range 15] EXCEPT SELECT k, w FROM b [Range 15]);
+    REGISTER QUERY only_a AS ISTREAM(SELECT k, w FROM a [Range 15]
+        EXCEPT SELECT k, w FROM b [Range 15]);
     REGISTER QUERY both AS SELECT k FROM a [Range 15] INTERSECT SELECT k FROM b [Range 15];
     REGISTER QUERY either AS SELECT DISTINCT k, w FROM a [Range 5];
     """
@@ -105,41 +121,56 @@ def test_unpartitionable_script_runs_in_one_partition_and_names_the_blocker(spar
     REGISTER QUERY recent AS SELECT k, v FROM s [Rows 5];
     REGISTER QUERY total AS ISTREAM(SELECT COUNT(*) AS n, SUM(v) AS sv FROM s [Range 25]);
     """
-    with pytest.warns(CQPartitionWarning, match=r"one partition: query recent: \[Rows 5\] on stream 's' "
-                                                r"is not partitioned"):
+    with pytest.warns(
+        CQPartitionWarning,
+        match=r"one partition: query recent: \[Rows 5\] on stream 's' "
+        r"is not partitioned",
+    ):
         counts = spark_vs_local(spark, cql, {"s": events(1000, 10, 300, 6)})
     assert counts["recent"] == 1000
 
 
 def test_aggregate_without_group_by_is_named(spark):
-    cql = ("REGISTER STREAM s(k INT, v DOUBLE, w INT);"
-           "REGISTER QUERY m AS ISTREAM(SELECT MAX(v) AS top FROM s [Range 10]);")
+    cql = (
+        "REGISTER STREAM s(k INT, v DOUBLE, w INT);"
+        "REGISTER QUERY m AS ISTREAM(SELECT MAX(v) AS top FROM s [Range 10]);"
+    )
     with pytest.warns(CQPartitionWarning, match=r"the aggregate without GROUP BY \(MAX\(v\)\)"):
         spark_vs_local(spark, cql, {"s": events(500, 10, 200, 7)})
 
 
 def test_stateless_script_keeps_sparks_partitions(spark):
-    cql = ("REGISTER STREAM s(k INT, v DOUBLE, w INT);"
-           "REGISTER QUERY f AS ISTREAM(SELECT k, v + w AS x FROM s [Now] WHERE w <> 1);"
-           "REGISTER QUERY later AS ISTREAM(SELECT k FROM s [Now]) <7>;")
+    cql = (
+        "REGISTER STREAM s(k INT, v DOUBLE, w INT);"
+        "REGISTER QUERY f AS ISTREAM(SELECT k, v + w AS x FROM s [Now] WHERE w <> 1);"
+        "REGISTER QUERY later AS ISTREAM(SELECT k FROM s [Now]) <7>;"
+    )
     assert not partition_plan(cql).stateful
     with no_warning():
         spark_vs_local(spark, cql, {"s": events(1000, 10, 300, 8)})
 
 
 def test_relation_with_deletes_joined_on_the_key(spark):
-    rel = pa.table({"id": [1, 2, 3, 1, 2, 4, 1], "label": ["a", "b", "c", "a", "b", "d", "A"],
-                    "op": ["+", "+", "+", "-", "-", "+", "+"], "ts": [0, 0, 5, 40, 60, 70, 90]})
+    rel = pa.table(
+        {
+            "id": [1, 2, 3, 1, 2, 4, 1],
+            "label": ["a", "b", "c", "a", "b", "d", "A"],
+            "op": ["+", "+", "+", "-", "-", "+", "+"],
+            "ts": [0, 0, 5, 40, 60, 70, 90],
+        }
+    )
     cql = """
     REGISTER STREAM s(k INT, v DOUBLE, w INT);
     REGISTER RELATION dim(id INT, label VARCHAR);
-    REGISTER QUERY tagged AS ISTREAM(SELECT s.k, dim.label, s.v FROM s [Now], dim WHERE s.k = dim.id);
+    REGISTER QUERY tagged AS ISTREAM(SELECT s.k, dim.label, s.v FROM s [Now], dim
+        WHERE s.k = dim.id);
     REGISTER QUERY alive AS SELECT id, label FROM dim;
     """
     assert partition_plan(cql).keys == {"s": "k", "dim": "id"}
     with no_warning():
         counts = spark_vs_local(spark, cql, {"s": events(600, 6, 150, 9), "dim": rel})
-    assert counts["tagged"] > 50 and counts["alive"] == 5
+    assert counts["tagged"] > 50
+    assert counts["alive"] == 5
 
 
 def test_relation_no_operator_keys_is_split_by_its_values(spark):
@@ -147,9 +178,14 @@ def test_relation_no_operator_keys_is_split_by_its_values(spark):
     # deletes must land where their inserts did.
     n = 60
     ids = np.arange(n) % 20
-    rel = pa.table({"id": np.concatenate([ids, ids[:30]]),
-                    "label": [f"l{i}" for i in np.concatenate([ids, ids[:30]])],
-                    "op": ["+"] * n + ["-"] * 30, "ts": np.concatenate([np.arange(n), 100 + np.arange(30)])})
+    rel = pa.table(
+        {
+            "id": np.concatenate([ids, ids[:30]]),
+            "label": [f"l{i}" for i in np.concatenate([ids, ids[:30]])],
+            "op": ["+"] * n + ["-"] * 30,
+            "ts": np.concatenate([np.arange(n), 100 + np.arange(30)]),
+        }
+    )
     cql = """
     REGISTER STREAM s(k INT, v DOUBLE, w INT);
     REGISTER RELATION dim(id INT, label VARCHAR);
@@ -157,19 +193,30 @@ def test_relation_no_operator_keys_is_split_by_its_values(spark):
     REGISTER QUERY alive AS SELECT id, label FROM dim WHERE id > 2;
     """
     p = partition_plan(cql)
-    assert p.keys == {"s": "k", "dim": None} and p.stateful
+    assert p.keys == {"s": "k", "dim": None}
+    assert p.stateful
     with no_warning():
-        counts = spark_vs_local(spark, cql, {"s": events(300, 6, 150, 13), "dim": rel}, partitions=4)
+        counts = spark_vs_local(
+            spark, cql, {"s": events(300, 6, 150, 13), "dim": rel}, partitions=4
+        )
     assert counts["alive"] == 51
 
 
 def test_rstream_reaches_the_same_last_tick_in_every_partition(spark):
     # Rows that never end: RSTREAM emits them at every tick up to the last input tick, which
     # only one partition's data reaches.
-    t = pa.table({"k": [1, 2, 3, 4, 5, 6], "v": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0], "w": [0] * 6,
-                  "ts": [0, 3, 5, 9, 20, 60]})
-    cql = ("REGISTER STREAM s(k INT, v DOUBLE, w INT);"
-           "REGISTER QUERY r AS RSTREAM(SELECT k, COUNT(*) AS n FROM s GROUP BY k);")
+    t = pa.table(
+        {
+            "k": [1, 2, 3, 4, 5, 6],
+            "v": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0],
+            "w": [0] * 6,
+            "ts": [0, 3, 5, 9, 20, 60],
+        }
+    )
+    cql = (
+        "REGISTER STREAM s(k INT, v DOUBLE, w INT);"
+        "REGISTER QUERY r AS RSTREAM(SELECT k, COUNT(*) AS n FROM s GROUP BY k);"
+    )
     with no_warning():
         counts = spark_vs_local(spark, cql, {"s": t})
     assert counts["r"] == 61 + 58 + 56 + 52 + 41 + 1  # ticks from each start to 60
@@ -179,10 +226,18 @@ def test_spark_timestamps_and_time_unit(spark):
     rng = np.random.default_rng(10)
     n = 500
     micros = np.sort(rng.integers(0, 20_000_000, n)).astype("datetime64[us]")
-    t = pa.table({"k": rng.integers(0, 8, n), "v": rng.integers(0, 9, n) / 4.0,
-                  "ts": pa.array(micros, pa.timestamp("us", tz="UTC"))})
-    cql = ("REGISTER STREAM s(k INT, v DOUBLE);"
-           "REGISTER QUERY q AS SELECT k, SUM(v) AS sv FROM s [Range 2 SECONDS Slide 500 MS] GROUP BY k;")
+    t = pa.table(
+        {
+            "k": rng.integers(0, 8, n),
+            "v": rng.integers(0, 9, n) / 4.0,
+            "ts": pa.array(micros, pa.timestamp("us", tz="UTC")),
+        }
+    )
+    cql = (
+        "REGISTER STREAM s(k INT, v DOUBLE);"
+        "REGISTER QUERY q AS SELECT k, SUM(v) AS sv FROM s [Range 2 SECONDS Slide 500 MS] "
+        "GROUP BY k;"
+    )
     with no_warning():
         assert spark_vs_local(spark, cql, {"s": t}, time_unit="ms")["q"] > 50
 
@@ -201,11 +256,14 @@ def test_a_recursive_script_that_keeps_the_key(spark):
 
 def test_several_partitions_are_used(spark):
     t = events(2000, 50, 400, 12)
-    cql = ("REGISTER STREAM s(k INT, v DOUBLE, w INT);"
-           "REGISTER QUERY q AS SELECT k, COUNT(*) AS n FROM s [Range 10] GROUP BY k;")
+    cql = (
+        "REGISTER STREAM s(k INT, v DOUBLE, w INT);"
+        "REGISTER QUERY q AS SELECT k, COUNT(*) AS n FROM s [Range 10] GROUP BY k;"
+    )
     out = run(spark, cql, inputs={"s": spark.createDataFrame(t)}, partitions=3)
     assert out["q"].rdd.getNumPartitions() == 3
     from pyspark.sql import functions as F
+
     used = out["q"].select(F.spark_partition_id().alias("p")).distinct().count()
     assert used == 3
 
@@ -232,25 +290,37 @@ def test_bad_inputs_raise_the_packages_errors(spark):
 
 
 def test_no_inputs_gives_empty_results_with_the_declared_schema(spark):
-    out = run(spark, "REGISTER STREAM s(k INT, v DOUBLE); REGISTER QUERY q AS ISTREAM(SELECT k FROM s [Now]);")
+    out = run(
+        spark,
+        "REGISTER STREAM s(k INT, v DOUBLE); REGISTER QUERY q AS ISTREAM(SELECT k FROM s [Now]);",
+    )
     got = out["q"].toArrow()
-    assert got.num_rows == 0 and got.schema.names == ["k", "ts"]
+    assert got.num_rows == 0
+    assert got.schema.names == ["k", "ts"]
 
 
 def test_double_keys_that_the_engine_equates_meet_in_one_partition(spark):
     # The engine joins and groups -0.0 with 0.0 and NaN with NaN; the partition hash must too.
     a = pa.table({"x": [0.0, float("nan"), -0.0, 1.5, 0.0], "ts": [0, 0, 1, 1, 2]})
     b = pa.table({"y": [-0.0, float("nan"), 0.0, 1.5], "ts": [2, 2, 3, 3]})
-    cql = ("REGISTER STREAM a(x DOUBLE); REGISTER STREAM b(y DOUBLE);"
-           "REGISTER QUERY j AS ISTREAM(SELECT x, y FROM a [Range 10], b [Now] WHERE a.x = b.y);"
-           "REGISTER QUERY g AS SELECT x, COUNT(*) AS n FROM a GROUP BY x;")
+    cql = (
+        "REGISTER STREAM a(x DOUBLE); REGISTER STREAM b(y DOUBLE);"
+        "REGISTER QUERY j AS ISTREAM(SELECT x, y FROM a [Range 10], b [Now] WHERE a.x = b.y);"
+        "REGISTER QUERY g AS SELECT x, COUNT(*) AS n FROM a GROUP BY x;"
+    )
     local = cq_py.run(cql, inputs={"a": a, "b": b})
-    out = run(spark, cql, inputs={"a": spark.createDataFrame(a), "b": spark.createDataFrame(b)},
-              partitions=4)
+    out = run(
+        spark,
+        cql,
+        inputs={"a": spark.createDataFrame(a), "b": spark.createDataFrame(b)},
+        partitions=4,
+    )
 
     def norm(t):
-        return sorted((tuple("NaN" if v != v else v for v in r.values())
-                       for r in t.to_pylist()), key=repr)
+        return sorted(
+            (tuple("NaN" if v != v else v for v in r.values()) for r in t.to_pylist()), key=repr
+        )
+
     for q in ("j", "g"):
         assert norm(out[q].toArrow()) == norm(local[q]), q
     assert local["j"].num_rows == 8

@@ -4,8 +4,9 @@ accepted statements and pushes, run once on the local engine and once through cq
 
 Only the end state is compared (after close): the files' intermediate ``query`` checks concern
 what is final at each push, which a batch run on Spark does not expose. Every accepted statement
-is registered before any data, on both sides; blocks that the file expects to fail are left out; ``advance`` is left out on both sides (a promise that changes no
-result, except how far RSTREAM runs, which a batch run takes from the data).
+is registered before any data, on both sides; blocks that the file expects to fail are left out;
+``advance`` is left out on both sides (a promise that changes no result, except how far RSTREAM
+runs, which a batch run takes from the data).
 """
 
 from __future__ import annotations
@@ -45,7 +46,9 @@ def replay(path: Path) -> tuple[str, dict, dict[str, pa.Table], cq_py.Engine]:
     pushes: dict[str, list[pa.Table]] = {}
     for b in blocks:
         if b.kind == "skip" and runner.applies(b.when):  # (not a skip of a snapshot run, say)
-            pytest.skip(f"{path.name}:{b.lineno}: the file skips a known bug from here: {b.raw_args}")
+            pytest.skip(
+                f"{path.name}:{b.lineno}: the file skips a known bug from here: {b.raw_args}"
+            )
         if b.kind == "close":
             break
         if b.kind == "statement" and not b.error:
@@ -62,22 +65,32 @@ def replay(path: Path) -> tuple[str, dict, dict[str, pa.Table], cq_py.Engine]:
             eng.push(stream, table, ts=b.ts)
             name = eng._stream(stream).name
             pushes.setdefault(name, []).append(
-                table.rename_columns([TS if c == b.ts else c for c in table.column_names]))
+                table.rename_columns([TS if c == b.ts else c for c in table.column_names])
+            )
     eng.close()
     inputs = {}
     for name, tables in pushes.items():
         # The pushes of one stream may name their columns in another order or case, and a
         # relation's pushes may leave out the op column (all inserts).
-        tables = [t.rename_columns([c.lower() for c in t.column_names]) for t in tables]
-        columns = list(dict.fromkeys(c for t in tables for c in t.column_names))
-        types = {f.name: f.type for t in reversed(tables) for f in t.schema if f.type != pa.null()}
+        lowered = [t.rename_columns([c.lower() for c in t.column_names]) for t in tables]
+        columns = list(dict.fromkeys(c for t in lowered for c in t.column_names))
+        types = {f.name: f.type for t in reversed(lowered) for f in t.schema if f.type != pa.null()}
         full = []
-        for t in tables:
+        for t in lowered:
+            filled = t
             for c in columns:
                 if c not in t.column_names:
-                    fill = pa.array(["+"] * t.num_rows) if c == "op" else pa.nulls(t.num_rows, types.get(c, pa.null()))
-                    t = t.append_column(c, fill)
-            full.append(t.select(columns).cast(pa.schema([(c, types.get(c, pa.null())) for c in columns])))
+                    fill = (
+                        pa.array(["+"] * t.num_rows)
+                        if c == "op"
+                        else pa.nulls(t.num_rows, types.get(c, pa.null()))
+                    )
+                    filled = filled.append_column(c, fill)
+            full.append(
+                filled.select(columns).cast(
+                    pa.schema([(c, types.get(c, pa.null())) for c in columns])
+                )
+            )
         inputs[name] = pa.concat_tables(full)
     return "\n".join(script), options, inputs, eng
 
@@ -86,7 +99,9 @@ def in_pieces(spark, table: pa.Table, pieces: int = 3):
     """``table`` as a DataFrame of at least ``pieces`` partitions, rows in order: a run that does
     not split the data by a key runs an engine per input partition, so a wrong plan shows."""
     step = max(1, -(-table.num_rows // pieces))
-    parts = [spark.createDataFrame(table.slice(i, step)) for i in range(0, max(table.num_rows, 1), step)]
+    parts = [
+        spark.createDataFrame(table.slice(i, step)) for i in range(0, max(table.num_rows, 1), step)
+    ]
     df = parts[0]
     for p in parts[1:]:
         df = df.union(p)
@@ -96,6 +111,7 @@ def in_pieces(spark, table: pa.Table, pieces: int = 3):
 def bag(table: pa.Table) -> list[tuple]:
     def value(v):
         return "NaN" if isinstance(v, float) and v != v else v  # NaN equals NaN here
+
     return sorted((tuple(value(v) for v in r.values()) for r in table.to_pylist()), key=repr)
 
 
@@ -121,6 +137,14 @@ def test_conformance_file_on_spark(spark, path):
 
 def test_the_spark_leg_covers_the_corpus():
     files = run_mode_files()
-    assert len(files) >= 15 and {p.parent.name for p in files} >= {
-        "windows", "joins", "aggregates", "set_operations", "streams", "relations", "recursion"}
+    assert len(files) >= 15
+    assert {p.parent.name for p in files} >= {
+        "windows",
+        "joins",
+        "aggregates",
+        "set_operations",
+        "streams",
+        "relations",
+        "recursion",
+    }
     assert set(OPTIONS) >= {"time_unit", "expose_steps"}

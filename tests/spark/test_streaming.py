@@ -9,6 +9,7 @@ watermark), which is where the local engine's pushes leave it.
 
 import os
 import time
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -21,7 +22,8 @@ from cq_py.spark import streaming
 
 SCRIPT = """
 REGISTER STREAM s(k INT, v DOUBLE);
-REGISTER QUERY agg AS ISTREAM(SELECT k, SUM(v) AS total, COUNT(*) AS n FROM s [Range 40] GROUP BY k);
+REGISTER QUERY agg AS ISTREAM(SELECT k, SUM(v) AS total, COUNT(*) AS n
+    FROM s [Range 40] GROUP BY k);
 REGISTER QUERY last3 AS SELECT k, MAX(v) AS top FROM s [Partition By k Rows 3] GROUP BY k;
 """
 SCHEMA = "k BIGINT, v DOUBLE, ts BIGINT"
@@ -32,8 +34,13 @@ def _data(n=240, seed=7):
     # Distinct timestamps: a row window counts rows of one timestamp in arrival order, which a
     # file source does not fix (the streaming runner orders such ties by value).
     rng = np.random.default_rng(seed)
-    return pa.table({"k": rng.integers(0, 6, n), "v": np.round(rng.random(n), 3),
-                     "ts": np.sort(rng.choice(np.arange(1_000, 3_000), n, replace=False))})
+    return pa.table(
+        {
+            "k": rng.integers(0, 6, n),
+            "v": np.round(rng.random(n), 3),
+            "ts": np.sort(rng.choice(np.arange(1_000, 3_000), n, replace=False)),
+        }
+    )
 
 
 def _write_parts(folder, table, parts, first=0):
@@ -42,7 +49,7 @@ def _write_parts(folder, table, parts, first=0):
     millisecond could come in any order, and later rows before earlier ones would be late)."""
     bounds = np.linspace(0, table.num_rows, len(parts) + 1).astype(int) if parts else []
     for i, p in enumerate(parts):
-        path = os.path.join(folder, f"part-{first + p:03d}.parquet")
+        path = str(Path(folder) / f"part-{first + p:03d}.parquet")
         pq.write_table(table.slice(bounds[i], bounds[i + 1] - bounds[i]), path)
         mtime = _T0 + first + p
         os.utime(path, (mtime, mtime))
@@ -80,7 +87,7 @@ def _start(df, sink, checkpoint, **options):
 
 
 def _run_all(outs, sinks, ck):
-    queries = [_start(outs[q], sinks[q], os.path.join(ck, q)) for q in outs]
+    queries = [_start(outs[q], sinks[q], str(Path(ck) / q)) for q in outs]
     for q in queries:
         q.awaitTermination()
     return queries
@@ -91,8 +98,13 @@ def test_stream_equals_local_engine(spark, tmp_path):
     src = tmp_path / "in"
     src.mkdir()
     _write_parts(src, table, [0, 1, 2])
-    outs = cq_py.spark.run(spark, SCRIPT, inputs={
-        "s": spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 2).parquet(str(src))})
+    outs = cq_py.spark.run(
+        spark,
+        SCRIPT,
+        inputs={
+            "s": spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 2).parquet(str(src))
+        },
+    )
     assert set(outs) == {"agg", "last3"}
     assert outs["agg"].isStreaming
     assert outs["agg"].columns == ["k", "total", "n", "ts"]
@@ -103,7 +115,8 @@ def test_stream_equals_local_engine(spark, tmp_path):
     for q in outs:
         assert len(sinks[q].batches) >= 2  # state really crossed micro-batches
         assert sinks[q].rows() == want[q], q
-    assert want["agg"] and want["last3"]
+    assert want["agg"]
+    assert want["last3"]
 
 
 class _FailOnce(_Collect):
@@ -130,8 +143,15 @@ def test_restart_from_checkpoint_loses_and_duplicates_nothing(spark, tmp_path):
     _write_parts(src, head, [0, 1])
 
     def outputs():
-        return cq_py.spark.run(spark, SCRIPT, inputs={
-            "s": spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(src))})
+        return cq_py.spark.run(
+            spark,
+            SCRIPT,
+            inputs={
+                "s": spark.readStream.schema(SCHEMA)
+                .option("maxFilesPerTrigger", 1)
+                .parquet(str(src))
+            },
+        )
 
     # First run: two files, then the query stops (availableNow ends it).
     sink = _Collect()
@@ -157,16 +177,19 @@ def test_idle_bucket_advances_with_the_watermark(spark, tmp_path):
     event-time timeout wakes it and advances its engine to the watermark."""
     src = tmp_path / "in"
     src.mkdir()
-    cql = ("REGISTER STREAM s(k INT, v DOUBLE);"
-           "REGISTER QUERY gone AS DSTREAM(SELECT k, COUNT(*) AS n FROM s [Range 10] GROUP BY k);")
+    cql = (
+        "REGISTER STREAM s(k INT, v DOUBLE);"
+        "REGISTER QUERY gone AS DSTREAM(SELECT k, COUNT(*) AS n FROM s [Range 10] GROUP BY k);"
+    )
     # Two keys in different buckets (Spark's hash of the key as BIGINT, mod 2).
     buckets = spark.sql("SELECT id AS k, pmod(hash(id), 2) AS b FROM range(20)").collect()
     k0 = buckets[0]["k"]
     k1 = next(r["k"] for r in buckets if r["b"] != buckets[0]["b"])
     first = pa.table({"k": [k0, k1], "v": [1.0, 1.0], "ts": [100, 100]})
     pq.write_table(first, src / "part-000.parquet")
-    outs = cq_py.spark.run(spark, cql, inputs={
-        "s": spark.readStream.schema(SCHEMA).parquet(str(src))}, partitions=2)
+    outs = cq_py.spark.run(
+        spark, cql, inputs={"s": spark.readStream.schema(SCHEMA).parquet(str(src))}, partitions=2
+    )
     sink, ck = _Collect(), str(tmp_path / "ck")
     _start(outs["gone"], sink, ck).awaitTermination()
     assert sink.rows() == []
@@ -182,17 +205,22 @@ def test_idle_bucket_advances_with_the_watermark(spark, tmp_path):
 def test_late_rows_are_dropped(spark, tmp_path):
     src = tmp_path / "in"
     src.mkdir()
-    cql = ("REGISTER STREAM s(k INT, v DOUBLE);"
-           "REGISTER QUERY q AS ISTREAM(SELECT k, v FROM s [Now]);")
-    pq.write_table(pa.table({"k": [0, 0], "v": [1.0, 2.0], "ts": [100, 200]}),
-                   src / "part-000.parquet")
-    outs = cq_py.spark.run(spark, cql, inputs={
-        "s": spark.readStream.schema(SCHEMA).parquet(str(src))}, partitions=1)
+    cql = (
+        "REGISTER STREAM s(k INT, v DOUBLE);REGISTER QUERY q AS ISTREAM(SELECT k, v FROM s [Now]);"
+    )
+    pq.write_table(
+        pa.table({"k": [0, 0], "v": [1.0, 2.0], "ts": [100, 200]}), src / "part-000.parquet"
+    )
+    outs = cq_py.spark.run(
+        spark, cql, inputs={"s": spark.readStream.schema(SCHEMA).parquet(str(src))}, partitions=1
+    )
     sink, ck = _Collect(), str(tmp_path / "ck")
     _start(outs["q"], sink, ck).awaitTermination()
     # 150 is below the watermark (200) the engine was advanced to; 200 and 300 are not.
-    pq.write_table(pa.table({"k": [0, 0, 0], "v": [3.0, 4.0, 5.0], "ts": [150, 200, 300]}),
-                   src / "part-001.parquet")
+    pq.write_table(
+        pa.table({"k": [0, 0, 0], "v": [3.0, 4.0, 5.0], "ts": [150, 200, 300]}),
+        src / "part-001.parquet",
+    )
     _start(outs["q"], sink, ck).awaitTermination()
     got = sorted((dict(r)["v"], dict(r)["ts"]) for r in sink.rows())
     assert got == [(1.0, 100), (2.0, 200), (4.0, 200), (5.0, 300)]
@@ -204,8 +232,10 @@ def test_bad_inputs_fail_on_the_driver(spark, tmp_path):
     src = tmp_path / "in"
     src.mkdir()
     stream = spark.readStream.schema("k BIGINT, ts BIGINT").parquet(str(src))
-    cql = ("REGISTER STREAM s(k INT, v DOUBLE); REGISTER STREAM t(k INT);"
-           "REGISTER QUERY q AS SELECT k FROM s [Now];")
+    cql = (
+        "REGISTER STREAM s(k INT, v DOUBLE); REGISTER STREAM t(k INT);"
+        "REGISTER QUERY q AS SELECT k FROM s [Now];"
+    )
     with pytest.raises(cq_py.InputError, match="missing column 'v'"):
         cq_py.spark.run(spark, cql, inputs={"s": stream})
     with pytest.raises(cq_py.InputError, match="unknown stream 'x'"):
@@ -213,8 +243,12 @@ def test_bad_inputs_fail_on_the_driver(spark, tmp_path):
     with pytest.raises(cq_py.InputError, match="streaming"):
         cq_py.spark.run(spark, cql, inputs={"s": stream, "t": spark.range(1)})
     with pytest.raises(cq_py.CQError, match="heartbeat"):
-        streaming.run(spark, "REGISTER STREAM s(k INT); REGISTER QUERY q AS SELECT k FROM s [Now];",
-                      inputs={"s": stream}, executor="heartbeat")
+        streaming.run(
+            spark,
+            "REGISTER STREAM s(k INT); REGISTER QUERY q AS SELECT k FROM s [Now];",
+            inputs={"s": stream},
+            executor="heartbeat",
+        )
 
 
 def test_join_of_two_streams(spark, tmp_path):
@@ -223,17 +257,33 @@ def test_join_of_two_streams(spark, tmp_path):
     may still come, so a stream emits nothing there yet; cq_py.run closes and does)."""
     for d in ("a", "b"):
         (tmp_path / d).mkdir()
-    ta = pa.table({"k": [1, 2, 1, 2, 1, 2], "x": [1., 2., 3., 4., 5., 6.],
-                   "ts": [10, 10, 20, 20, 30, 30]})
+    ta = pa.table(
+        {
+            "k": [1, 2, 1, 2, 1, 2],
+            "x": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0],
+            "ts": [10, 10, 20, 20, 30, 30],
+        }
+    )
     tb = pa.table({"k": [1, 2, 1, 2], "y": [7, 8, 9, 10], "ts": [12, 12, 25, 30]})
     pq.write_table(ta, tmp_path / "a" / "p.parquet")
     pq.write_table(tb, tmp_path / "b" / "p.parquet")
-    cql = ("REGISTER STREAM a(k INT, x DOUBLE); REGISTER STREAM b(k INT, y INT);"
-           "REGISTER QUERY j AS ISTREAM(SELECT a.k, x, y FROM a [Range 10], b [Range 10] "
-           "WHERE a.k = b.k);")
-    out = cq_py.spark.run(spark, cql, inputs={
-        "a": spark.readStream.schema("k BIGINT, x DOUBLE, ts BIGINT").parquet(str(tmp_path / "a")),
-        "b": spark.readStream.schema("k BIGINT, y BIGINT, ts BIGINT").parquet(str(tmp_path / "b"))})
+    cql = (
+        "REGISTER STREAM a(k INT, x DOUBLE); REGISTER STREAM b(k INT, y INT);"
+        "REGISTER QUERY j AS ISTREAM(SELECT a.k, x, y FROM a [Range 10], b [Range 10] "
+        "WHERE a.k = b.k);"
+    )
+    out = cq_py.spark.run(
+        spark,
+        cql,
+        inputs={
+            "a": spark.readStream.schema("k BIGINT, x DOUBLE, ts BIGINT").parquet(
+                str(tmp_path / "a")
+            ),
+            "b": spark.readStream.schema("k BIGINT, y BIGINT, ts BIGINT").parquet(
+                str(tmp_path / "b")
+            ),
+        },
+    )
     sink = _Collect()
     _start(out["j"], sink, str(tmp_path / "ck")).awaitTermination()
     local = cq_py.run(cql, inputs={"a": ta, "b": tb})["j"].to_pylist()

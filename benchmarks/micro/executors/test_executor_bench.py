@@ -1,6 +1,6 @@
-"""DTS against the heartbeat baseline (paper 000 §4.2, Fig. 8) on a non-recursive script: two streams,
-a UNION ALL of filtered [Range 10] windows and an equi-join of [Now] with [Range 10], both under
-ISTREAM, so that both binary operators merge (and, under heartbeat, stall on) the two inputs.
+"""DTS against the heartbeat baseline (paper 000 §4.2, Fig. 8) on a non-recursive script: two
+streams, a UNION ALL of filtered [Range 10] windows and an equi-join of [Now] with [Range 10], both
+under ISTREAM, so that both binary operators merge (and, under heartbeat, stall on) the two inputs.
 
     u: ISTREAM(SELECT id, val FROM s [Range 10] WHERE val % 2 = 0
                UNION ALL SELECT id, val FROM d [Range 10] WHERE val % 3 = 0)
@@ -36,7 +36,9 @@ REGISTER QUERY j AS ISTREAM(SELECT s.id, s.val, d.val AS dval FROM s [Now], d [R
                             WHERE s.id = d.id AND s.val % 5 = 0);
 """
 CONFIGS = [pytest.param({"executor": "dts"}, id="dts")] + [
-    pytest.param({"executor": "heartbeat", "max_run": n}, id=f"heartbeat-max_run{n}") for n in (10, 20, 100, 1000)]
+    pytest.param({"executor": "heartbeat", "max_run": n}, id=f"heartbeat-max_run{n}")
+    for n in (10, 20, 100, 1000)
+]
 
 
 def make_inputs(rows: int, per_tick: int):
@@ -54,14 +56,19 @@ def make_inputs(rows: int, per_tick: int):
     for v in range(4):
         d_ticks = ts[ids == v]
         s_ticks = ts[chosen & (ids == v)]
-        joined += int((np.searchsorted(d_ticks, s_ticks, "right") - np.searchsorted(d_ticks, s_ticks - 9, "left")).sum())
+        joined += int(
+            (
+                np.searchsorted(d_ticks, s_ticks, "right")
+                - np.searchsorted(d_ticks, s_ticks - 9, "left")
+            ).sum()
+        )
     expected = {"u": int((i % 2 == 0).sum() + ((i + n) % 3 == 0).sum()), "j": joined}
     return s.to_batches(max_chunksize=BATCH), d.to_batches(max_chunksize=BATCH), expected
 
 
 @pytest.fixture(scope="module", params=[1, 4], ids=["distinct-ts", "4-per-ts"])
 def inputs(request):
-    """The paper's two cases: every tuple at its own timestamp (a), four tuples per timestamp (b)."""
+    """The paper's two cases: each tuple at its own timestamp (a), four tuples per timestamp (b)."""
     return request.param, make_inputs(ROWS, request.param)
 
 
@@ -72,7 +79,7 @@ def run(inputs, options):
     out = {"u": 0, "j": 0}
     for q in ("u", "j"):
         eng.subscribe(q, lambda rb, q=q: out.__setitem__(q, out[q] + rb.num_rows))
-    for x, y in zip(s, d):
+    for x, y in zip(s, d, strict=True):
         eng.push("s", x)
         eng.push("d", y)
     eng.close()

@@ -28,11 +28,19 @@ def main() -> None:
     args = ap.parse_args()
 
     rng = np.random.default_rng(4)
-    data = pa.table({"a": rng.integers(0, 1 << 40, args.rows), "b": rng.integers(0, 1000, args.rows),
-                     "c": rng.integers(0, 1000, args.rows), "ts": np.arange(args.rows, dtype=np.int64)})
+    data = pa.table(
+        {
+            "a": rng.integers(0, 1 << 40, args.rows),
+            "b": rng.integers(0, 1000, args.rows),
+            "c": rng.integers(0, 1000, args.rows),
+            "ts": np.arange(args.rows, dtype=np.int64),
+        }
+    )
     eng = cq_py.Engine(lifetime=args.lifetime)
-    eng.execute(f"REGISTER STREAM s(a INT, b INT, c INT);"
-                f"REGISTER QUERY q AS SELECT a, b FROM s [Rows {args.window}] WHERE a >= 0;")
+    eng.execute(
+        f"REGISTER STREAM s(a INT, b INT, c INT);"
+        f"REGISTER QUERY q AS SELECT a, b FROM s [Rows {args.window}] WHERE a >= 0;"
+    )
     out_rows = 0
 
     def consume(batch: pa.RecordBatch) -> None:
@@ -47,9 +55,11 @@ def main() -> None:
     elapsed = time.perf_counter() - t0
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     assert out_rows == args.rows, (out_rows, args.rows)
-    print(f"lifetime={args.lifetime} rows={args.rows:,} window=[Rows {args.window:,}] "
-          f"batch={args.batch:,}: {elapsed:.2f} s, {args.rows / elapsed / 1e6:.1f} M tuples/s, "
-          f"peak RSS {peak_mb:,.0f} MB, rows out {out_rows:,}")
+    print(
+        f"lifetime={args.lifetime} rows={args.rows:,} window=[Rows {args.window:,}] "
+        f"batch={args.batch:,}: {elapsed:.2f} s, {args.rows / elapsed / 1e6:.1f} M tuples/s, "
+        f"peak RSS {peak_mb:,.0f} MB, rows out {out_rows:,}"
+    )
 
 
 if __name__ == "__main__":

@@ -24,7 +24,10 @@ import cq_py
 
 ROWS = int(os.environ.get("CQ_BENCH_ROWS", "1000000"))
 BATCH = int(os.environ.get("CQ_BENCH_BATCH", "65536"))
-QUERIES = {"select": "SELECT * FROM STRu {w} WHERE cb > 3", "project": "SELECT ca, cb FROM STRu {w}"}
+QUERIES = {
+    "select": "SELECT * FROM STRu {w} WHERE cb > 3",
+    "project": "SELECT ca, cb FROM STRu {w}",
+}
 SIZES = [10, 100, 1000, 10000, 100000, 1000000]
 
 
@@ -32,20 +35,24 @@ SIZES = [10, 100, 1000, 10000, 100000, 1000000]
 def batches():
     rng = np.random.default_rng(2026)
     ca = pa.array(np.char.add("s", (np.arange(ROWS) % 1000).astype(str)))
-    table = pa.table({"ca": ca, "cb": rng.integers(0, 10, ROWS), "cc": ca,
-                      "ts": np.arange(ROWS, dtype=np.int64)})
+    table = pa.table(
+        {"ca": ca, "cb": rng.integers(0, 10, ROWS), "cc": ca, "ts": np.arange(ROWS, dtype=np.int64)}
+    )
     return table.to_batches(max_chunksize=BATCH)
 
 
 @pytest.fixture(scope="module")
 def selected(batches):
     import pyarrow.compute as pc
+
     return sum(pc.sum(pc.greater(b["cb"], 3)).as_py() for b in batches)
 
 
 def run(batches, query: str, lifetime: str) -> int:
     eng = cq_py.Engine(lifetime=lifetime)
-    eng.execute(f"REGISTER STREAM STRu(ca VARCHAR, cb INT, cc VARCHAR); REGISTER QUERY q AS {query};")
+    eng.execute(
+        f"REGISTER STREAM STRu(ca VARCHAR, cb INT, cc VARCHAR); REGISTER QUERY q AS {query};"
+    )
     out = [0]
     eng.subscribe("q", lambda rb: out.__setitem__(0, out[0] + rb.num_rows))
     for b in batches:

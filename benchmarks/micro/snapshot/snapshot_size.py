@@ -9,7 +9,8 @@ whose state holds N pending expiration holders. Prints the snapshot's size, the 
 and to restore it (Engine.restore: engine rebuilt from the saved CQL, then the state read back),
 the median of --repeat runs, and checks that the restored engine goes on like the original.
 
-    python benchmarks/micro/snapshot/snapshot_size.py [--rows 1000000] [--range 1000] [--window range|rows]
+    python benchmarks/micro/snapshot/snapshot_size.py [--rows 1000000] [--range 1000] \
+        [--window range|rows]
 """
 
 import argparse
@@ -34,11 +35,15 @@ def main() -> None:
 
     rng = np.random.default_rng(7)
     n = args.rows
-    data = pa.table({"k": rng.integers(0, args.keys, n), "v": rng.random(n), "ts": np.arange(n, dtype=np.int64)})
+    data = pa.table(
+        {"k": rng.integers(0, args.keys, n), "v": rng.random(n), "ts": np.arange(n, dtype=np.int64)}
+    )
     window = f"[Range {args.range}]" if args.window == "range" else f"[Rows {args.range}]"
     eng = cq_py.Engine(lifetime=args.lifetime)
-    eng.execute(f"REGISTER STREAM s(k INT, v DOUBLE);"
-                f"REGISTER QUERY q AS SELECT k, AVG(v) AS m FROM s {window} GROUP BY k;")
+    eng.execute(
+        f"REGISTER STREAM s(k INT, v DOUBLE);"
+        f"REGISTER QUERY q AS SELECT k, AVG(v) AS m FROM s {window} GROUP BY k;"
+    )
     t0 = time.perf_counter()
     for off in range(0, n, 65_536):
         eng.push("s", data.slice(off, 65_536))
@@ -55,18 +60,31 @@ def main() -> None:
         restores.append(time.perf_counter() - t)
 
     # The restored engine and the original go on alike.
-    tail = pa.table({"k": rng.integers(0, args.keys, 5000), "v": rng.random(5000),
-                     "ts": np.arange(n, n + 5000, dtype=np.int64)})
+    tail = pa.table(
+        {
+            "k": rng.integers(0, args.keys, 5000),
+            "v": rng.random(5000),
+            "ts": np.arange(n, n + 5000, dtype=np.int64),
+        }
+    )
     for e in (eng, again):
         e.push("s", tail)
         e.close()
-    same = eng.fetch("q").sort_by([("start", "ascending"), ("k", "ascending")]).equals(
-        again.fetch("q").sort_by([("start", "ascending"), ("k", "ascending")]))
+    same = (
+        eng.fetch("q")
+        .sort_by([("start", "ascending"), ("k", "ascending")])
+        .equals(again.fetch("q").sort_by([("start", "ascending"), ("k", "ascending")]))
+    )
 
-    print(f"query: SELECT k, AVG(v) FROM s {window} GROUP BY k ({args.lifetime}), {n:,} tuples, "
-          f"{args.keys} keys (pushed in {push_s:.2f} s)")
-    print(f"snapshot: {len(blob):,} bytes ({len(blob) / 2**20:.2f} MiB); take {statistics.median(takes) * 1e3:.2f} ms, "
-          f"restore {statistics.median(restores) * 1e3:.2f} ms (median of {args.repeat})")
+    print(
+        f"query: SELECT k, AVG(v) FROM s {window} GROUP BY k ({args.lifetime}), {n:,} tuples, "
+        f"{args.keys} keys (pushed in {push_s:.2f} s)"
+    )
+    print(
+        f"snapshot: {len(blob):,} bytes ({len(blob) / 2**20:.2f} MiB); "
+        f"take {statistics.median(takes) * 1e3:.2f} ms, "
+        f"restore {statistics.median(restores) * 1e3:.2f} ms (median of {args.repeat})"
+    )
     print(f"restored engine continues like the original: {same}")
 
 

@@ -14,6 +14,7 @@ import argparse
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 QUERIES = {
     "window (relation)": "SELECT k, v FROM s [Range Unbounded]",
@@ -25,8 +26,7 @@ QUERIES = {
 
 
 def rss() -> int:
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * 4096
+    return int(Path("/proc/self/statm").read_text().split()[1]) * 4096
 
 
 def one(query: str, lifetime: str, rows: int) -> float:
@@ -36,17 +36,29 @@ def one(query: str, lifetime: str, rows: int) -> float:
     import cq_py
 
     eng = cq_py.Engine(lifetime=lifetime)
-    eng.execute("REGISTER STREAM s(k INT, v DOUBLE); REGISTER RELATION r(k INT, w DOUBLE);"
-                f"REGISTER QUERY q AS {query};")
-    eng.push("r", pa.table({"k": np.arange(1000), "w": np.ones(1000), "ts": np.zeros(1000, np.int64)}))
+    eng.execute(
+        "REGISTER STREAM s(k INT, v DOUBLE); REGISTER RELATION r(k INT, w DOUBLE);"
+        f"REGISTER QUERY q AS {query};"
+    )
+    eng.push(
+        "r", pa.table({"k": np.arange(1000), "w": np.ones(1000), "ts": np.zeros(1000, np.int64)})
+    )
     rng = np.random.default_rng(1)
     step = 65536
     # The first push brings the code and Arrow's pools in; growth is measured from there.
     start_rows, start = None, None
     for lo in range(0, rows, step):
         n = min(step, rows - lo)
-        eng.push("s", pa.table({"k": rng.integers(0, 1000, n), "v": rng.random(n),
-                                "ts": np.arange(lo, lo + n, dtype=np.int64)}))
+        eng.push(
+            "s",
+            pa.table(
+                {
+                    "k": rng.integers(0, 1000, n),
+                    "v": rng.random(n),
+                    "ts": np.arange(lo, lo + n, dtype=np.int64),
+                }
+            ),
+        )
         eng.fetch("q")
         if start is None:
             start_rows, start = lo + n, rss()
@@ -66,8 +78,12 @@ def main() -> None:
     for name in QUERIES:
         cells = []
         for lifetime in ("direct", "negative"):
-            out = subprocess.run([sys.executable, __file__, "--rows", str(args.rows),
-                                  "--one", name, lifetime], capture_output=True, text=True, check=True)
+            out = subprocess.run(
+                [sys.executable, __file__, "--rows", str(args.rows), "--one", name, lifetime],
+                capture_output=True,
+                text=True,
+                check=True,
+            )
             cells.append(json.loads(out.stdout))
         print(f"{name:28} {cells[0]:8.0f} {cells[1]:9.0f}")
 

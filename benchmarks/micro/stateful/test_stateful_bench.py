@@ -28,17 +28,32 @@ BATCH = 65536
 @pytest.fixture(scope="module")
 def streams():
     rng = np.random.default_rng(5)
-    a = pa.table({"ca": np.arange(ROWS), "cb": rng.integers(0, 10, ROWS), "ts": np.arange(ROWS, dtype=np.int64)})
-    b = pa.table({"ca": np.arange(ROWS), "cc": rng.integers(0, 10, ROWS), "ts": np.arange(ROWS, dtype=np.int64)})
+    a = pa.table(
+        {
+            "ca": np.arange(ROWS),
+            "cb": rng.integers(0, 10, ROWS),
+            "ts": np.arange(ROWS, dtype=np.int64),
+        }
+    )
+    b = pa.table(
+        {
+            "ca": np.arange(ROWS),
+            "cc": rng.integers(0, 10, ROWS),
+            "ts": np.arange(ROWS, dtype=np.int64),
+        }
+    )
     return a.to_batches(max_chunksize=BATCH), b.to_batches(max_chunksize=BATCH)
 
 
 def run(streams, query, lifetime, both):
     eng = cq_py.Engine(lifetime=lifetime)
-    eng.execute(f"REGISTER STREAM a(ca INT, cb INT); REGISTER STREAM b(ca INT, cc INT); REGISTER QUERY q AS {query};")
+    eng.execute(
+        "REGISTER STREAM a(ca INT, cb INT); REGISTER STREAM b(ca INT, cc INT); "
+        f"REGISTER QUERY q AS {query};"
+    )
     out = [0]
     eng.subscribe("q", lambda rb: out.__setitem__(0, out[0] + rb.num_rows))
-    for x, y in zip(*streams):
+    for x, y in zip(*streams, strict=True):
         eng.push("a", x)
         if both:
             eng.push("b", y)
@@ -55,8 +70,17 @@ def record(benchmark, tuples):
 @pytest.mark.parametrize("lifetime", ["direct", "negative"])
 def test_equi_join(benchmark, streams, lifetime):
     benchmark.group = "equi-join [Range 100]"
-    out = benchmark.pedantic(run, args=(streams, "SELECT * FROM a [Range 100], b [Range 100] WHERE a.ca = b.ca",
-                                        lifetime, True), rounds=3, warmup_rounds=1)
+    out = benchmark.pedantic(
+        run,
+        args=(
+            streams,
+            "SELECT * FROM a [Range 100], b [Range 100] WHERE a.ca = b.ca",
+            lifetime,
+            True,
+        ),
+        rounds=3,
+        warmup_rounds=1,
+    )
     assert out == ROWS
     record(benchmark, 2 * ROWS)
 
@@ -64,8 +88,12 @@ def test_equi_join(benchmark, streams, lifetime):
 @pytest.mark.parametrize("lifetime", ["direct", "negative"])
 def test_grouped_avg(benchmark, streams, lifetime):
     benchmark.group = "grouped AVG [Range 1000]"
-    out = benchmark.pedantic(run, args=(streams, "SELECT cb, AVG(ca) AS v FROM a [Range 1000] GROUP BY cb",
-                                        lifetime, False), rounds=3, warmup_rounds=1)
+    out = benchmark.pedantic(
+        run,
+        args=(streams, "SELECT cb, AVG(ca) AS v FROM a [Range 1000] GROUP BY cb", lifetime, False),
+        rounds=3,
+        warmup_rounds=1,
+    )
     assert out > 0
     record(benchmark, ROWS)
 
@@ -75,17 +103,23 @@ def stream_and_changes():
     ca = np.arange(ROWS)
     t = np.concatenate([2 * ca, 2 * ca + 201])
     order = np.argsort(t, kind="stable")
-    changes = pa.table({"ca": np.concatenate([ca, ca])[order],
-                        "op": np.repeat(np.array(["+", "-"]), ROWS)[order],
-                        "ts": t[order]})
+    changes = pa.table(
+        {
+            "ca": np.concatenate([ca, ca])[order],
+            "op": np.repeat(np.array(["+", "-"]), ROWS)[order],
+            "ts": t[order],
+        }
+    )
     a = pa.table({"ca": ca, "ts": 2 * ca + 1})
     return a.to_batches(max_chunksize=BATCH), changes.to_batches(max_chunksize=BATCH)
 
 
 def run_relation(inputs, lifetime):
     eng = cq_py.Engine(lifetime=lifetime)
-    eng.execute("REGISTER STREAM a(ca INT); REGISTER RELATION r(ca INT);"
-                "REGISTER QUERY q AS ISTREAM(SELECT a.ca FROM a [Now], r WHERE a.ca = r.ca);")
+    eng.execute(
+        "REGISTER STREAM a(ca INT); REGISTER RELATION r(ca INT);"
+        "REGISTER QUERY q AS ISTREAM(SELECT a.ca FROM a [Now], r WHERE a.ca = r.ca);"
+    )
     out = [0]
     eng.subscribe("q", lambda rb: out.__setitem__(0, out[0] + rb.num_rows))
     for name, batch in merge_by_time({"a": iter(inputs[0]), "r": iter(inputs[1])}):
@@ -97,6 +131,8 @@ def run_relation(inputs, lifetime):
 @pytest.mark.parametrize("lifetime", ["direct", "negative"])
 def test_stream_relation_join(benchmark, stream_and_changes, lifetime):
     benchmark.group = "stream [Now] x relation (inserts and deletes)"
-    out = benchmark.pedantic(run_relation, args=(stream_and_changes, lifetime), rounds=3, warmup_rounds=1)
+    out = benchmark.pedantic(
+        run_relation, args=(stream_and_changes, lifetime), rounds=3, warmup_rounds=1
+    )
     assert out == ROWS
     record(benchmark, 3 * ROWS)  # a's tuples and r's inserts and deletes

@@ -28,17 +28,22 @@ import pyarrow as pa
 import cq_py
 
 HERE = Path(__file__).resolve().parent
-SCHEMA = ("REGISTER STREAM STRu(ca VARCHAR, cb INT, cc VARCHAR);"
-          "REGISTER STREAM STRb0(ca INT, cb VARCHAR, cc INT);"
-          "REGISTER STREAM STRb1(ca INT, cb VARCHAR, cc INT);")
+SCHEMA = (
+    "REGISTER STREAM STRu(ca VARCHAR, cb INT, cc VARCHAR);"
+    "REGISTER STREAM STRb0(ca INT, cb VARCHAR, cc INT);"
+    "REGISTER STREAM STRb1(ca INT, cb VARCHAR, cc INT);"
+)
 QUERIES = {
     "select": ("SELECT * FROM STRu {w} WHERE cb > 3", ("STRu",)),
     "project": ("SELECT ca, cb FROM STRu {w}", ("STRu",)),
     "union all": ("SELECT * FROM STRb0 {w} UNION ALL SELECT * FROM STRb1 {w}", ("STRb0", "STRb1")),
     "join": ("SELECT * FROM STRb0 {w}, STRb1 {w} WHERE STRb0.ca = STRb1.ca", ("STRb0", "STRb1")),
 }
-METHODS = {"direct": {"lifetime": "direct"}, "negative": {"lifetime": "negative"},
-           "direct, insertion sort": {"lifetime": "direct", "expiration": "insertion_sort"}}
+METHODS = {
+    "direct": {"lifetime": "direct"},
+    "negative": {"lifetime": "negative"},
+    "direct, insertion sort": {"lifetime": "direct", "expiration": "insertion_sort"},
+}
 
 
 def streams(rows: int, batch: int) -> dict[str, list[pa.RecordBatch]]:
@@ -46,10 +51,21 @@ def streams(rows: int, batch: int) -> dict[str, list[pa.RecordBatch]]:
     ts = np.arange(rows, dtype=np.int64)
     names = pa.array(np.char.add("v", (np.arange(rows) % 1000).astype(str)))
     u = pa.table({"ca": names, "cb": rng.integers(0, 10, rows), "cc": names, "ts": ts})
-    b = {f"STRb{k}": pa.table({"ca": np.arange(rows), "cb": pa.array([f"s{k}"] * rows), "cc": np.full(rows, k),
-                                "ts": ts}) for k in (0, 1)}
-    return {"STRu": u.to_batches(max_chunksize=batch),
-            **{k: t.to_batches(max_chunksize=batch) for k, t in b.items()}}
+    b = {
+        f"STRb{k}": pa.table(
+            {
+                "ca": np.arange(rows),
+                "cb": pa.array([f"s{k}"] * rows),
+                "cc": np.full(rows, k),
+                "ts": ts,
+            }
+        )
+        for k in (0, 1)
+    }
+    return {
+        "STRu": u.to_batches(max_chunksize=batch),
+        **{k: t.to_batches(max_chunksize=batch) for k, t in b.items()},
+    }
 
 
 def run(data, query: str, inputs: tuple[str, ...], options: dict) -> tuple[float, int]:
@@ -58,8 +74,8 @@ def run(data, query: str, inputs: tuple[str, ...], options: dict) -> tuple[float
     out = [0]
     eng.subscribe("q", lambda rb: out.__setitem__(0, out[0] + rb.num_rows))
     t0 = time.perf_counter()
-    for batches in zip(*(data[i] for i in inputs)):
-        for name, b in zip(inputs, batches):
+    for batches in zip(*(data[i] for i in inputs), strict=True):
+        for name, b in zip(inputs, batches, strict=True):
             eng.push(name, b)
     eng.close()
     return time.perf_counter() - t0, out[0]
@@ -69,13 +85,21 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=2_000_000, help="tuples per stream")
     ap.add_argument("--batch", type=int, default=65_536)
-    ap.add_argument("--full", action="store_true",
-                    help="also 10,000,000-row windows (over 25,000,000 tuples per stream)")
-    ap.add_argument("--insertion-limit", type=int, default=10_000,
-                    help="largest window run with insertion sort (it is quadratic)")
+    ap.add_argument(
+        "--full",
+        action="store_true",
+        help="also 10,000,000-row windows (over 25,000,000 tuples per stream)",
+    )
+    ap.add_argument(
+        "--insertion-limit",
+        type=int,
+        default=10_000,
+        help="largest window run with insertion sort (it is quadratic)",
+    )
     args = ap.parse_args()
     sizes = [10, 100, 1_000, 10_000, 100_000, 1_000_000] + ([10_000_000] if args.full else [])
-    # A window must fill and slide: the 10^7 windows of --full run over 2.5 * 10^7 tuples per stream.
+    # A window must fill and slide: the 10^7 windows of --full run over 2.5 * 10^7 tuples per
+    # stream.
     big = max(args.rows, 25_000_000)
     datasets: dict[int, dict] = {}
 
@@ -84,6 +108,7 @@ def main() -> None:
         if n not in datasets:
             datasets[n] = streams(n, args.batch)
         return n, datasets[n]
+
     results = []  # (query, kind, size, method, tuples/s)
     print(f"{'query':10} {'window':16} " + " ".join(f"{m:>24}" for m in METHODS))
     for qname, (template, inputs) in QUERIES.items():
@@ -91,7 +116,9 @@ def main() -> None:
             for size in sizes:
                 rows, data = data_for(size)
                 per_side = size if len(inputs) == 1 else max(1, size // 2)
-                window = f"[Rows {per_side}]" if kind == "rows" else f"[Range {per_side} MILLISECONDS]"
+                window = (
+                    f"[Rows {per_side}]" if kind == "rows" else f"[Range {per_side} MILLISECONDS]"
+                )
                 cells = []
                 for method, options in METHODS.items():
                     if "insertion" in method and size > args.insertion_limit:
@@ -117,9 +144,13 @@ def plot(results) -> None:
         for row, kind in enumerate(("rows", "time")):
             ax = axes[row][col]
             for method in METHODS:
-                pts = sorted((s, r) for q, k, s, m, r in results if q == qname and k == kind and m == method)
+                pts = sorted(
+                    (s, r) for q, k, s, m, r in results if q == qname and k == kind and m == method
+                )
                 if pts:
-                    ax.plot([p[0] for p in pts], [p[1] / 1e6 for p in pts], marker="o", label=method)
+                    ax.plot(
+                        [p[0] for p in pts], [p[1] / 1e6 for p in pts], marker="o", label=method
+                    )
             ax.set_xscale("log")
             ax.set_title(f"{qname}, {'row' if kind == 'rows' else 'time'} window")
             ax.set_xlabel("window (rows)" if kind == "rows" else "window (ms)")

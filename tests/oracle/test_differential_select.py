@@ -3,11 +3,13 @@
 Queries: SELECT <generated expressions, CASE and CAST included> FROM s <every window of SPEC §4>
 [WHERE <generated condition>], as a relation and under ISTREAM, DSTREAM and RSTREAM. Data: nulls,
 ties and bursts of equal timestamps, pushed in random batch sizes (batch boundaries inside runs of
-equal timestamps included), with heartbeats in between. Set CQ_HYPOTHESIS_EXAMPLES to run more than the default 300.
+equal timestamps included), with heartbeats in between. Set CQ_HYPOTHESIS_EXAMPLES to run more
+than the default 300.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 
 import pyarrow as pa
@@ -15,8 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import cq_py
-from oracle.reference import INF, Col, Lit, Op, dstream, equivalent, istream, relation, rstream
 from budget import examples
+from oracle.reference import INF, Col, Lit, Op, dstream, equivalent, istream, relation, rstream
 
 EXAMPLES = examples(300)
 
@@ -27,13 +29,16 @@ ints = st.one_of(st.none(), st.integers(-4, 4))
 doubles = st.one_of(st.none(), st.sampled_from([0.0, 0.5, -1.5, 2.0, 3.25]))
 # Besides words, strings that CAST reads as numbers or booleans (none that reads as NaN, which no
 # equality would match).
-strs = st.one_of(st.none(), st.sampled_from(["", "x", "y", "xy", "1", " -2 ", "2.5", "1e1", "t", "No"]))
+strs = st.one_of(
+    st.none(), st.sampled_from(["", "x", "y", "xy", "1", " -2 ", "2.5", "1e1", "t", "No"])
+)
 bools = st.one_of(st.none(), st.booleans())
 
 
 def num_leaf():
     return st.one_of(
-        st.just(Col("a", "int")), st.just(Col("b", "double")),
+        st.just(Col("a", "int")),
+        st.just(Col("b", "double")),
         st.integers(-3, 3).map(lambda v: Lit(v, "int")),
         st.sampled_from([0.0, 0.5, -2.5]).map(lambda v: Lit(v, "double")),
         st.just(Lit(None, "int")),
@@ -44,63 +49,98 @@ def num_leaf():
 def cond_leaf():
     """A WHEN condition: TRUE, FALSE, NULL or a comparison that may be NULL."""
     return st.one_of(
-        st.just(Col("f", "bool")), st.sampled_from([True, False, None]).map(lambda v: Lit(v, "bool")),
+        st.just(Col("f", "bool")),
+        st.sampled_from([True, False, None]).map(lambda v: Lit(v, "bool")),
         st.tuples(st.sampled_from(["=", "<", ">="]), num_leaf(), num_leaf()).map(
-            lambda t: Op(t[0], (t[1], t[2]))),
-        st.tuples(st.sampled_from(["=", "<"]), st.just(Col("c", "str")),
-                  st.sampled_from(["x", "1"]).map(lambda v: Lit(v, "str"))).map(
-            lambda t: Op(t[0], (t[1], t[2]))),
+            lambda t: Op(t[0], (t[1], t[2]))
+        ),
+        st.tuples(
+            st.sampled_from(["=", "<"]),
+            st.just(Col("c", "str")),
+            st.sampled_from(["x", "1"]).map(lambda v: Lit(v, "str")),
+        ).map(lambda t: Op(t[0], (t[1], t[2]))),
     )
 
 
 def case_of(values, min_size=1):
     """CASE WHEN c THEN v ... [ELSE e] END over values drawn from ``values``."""
-    return st.tuples(st.lists(st.tuples(cond_leaf(), values), min_size=min_size, max_size=3),
-                     st.one_of(st.none(), values)).map(
-        lambda t: Op("CASE", tuple(x for pair in t[0] for x in pair) + ((t[1],) if t[1] is not None else ())))
+    return st.tuples(
+        st.lists(st.tuples(cond_leaf(), values), min_size=min_size, max_size=3),
+        st.one_of(st.none(), values),
+    ).map(
+        lambda t: Op(
+            "CASE", tuple(x for pair in t[0] for x in pair) + ((t[1],) if t[1] is not None else ())
+        )
+    )
 
 
 def num_expr():
-    return st.recursive(num_leaf(), lambda inner: st.one_of(
-        st.tuples(st.sampled_from(["+", "-", "*", "/", "%"]), inner, inner).map(
-            lambda t: Op(t[0], (t[1], t[2]))),
-        inner.map(lambda x: Op("neg", (x,))),
-        st.tuples(st.sampled_from(["CAST_int", "CAST_double"]),
-                  st.one_of(inner, st.just(Col("c", "str")), st.just(Col("f", "bool")))).map(
-            lambda t: Op(t[0], (t[1],))),
-        case_of(inner),
-    ), max_leaves=4)
+    return st.recursive(
+        num_leaf(),
+        lambda inner: st.one_of(
+            st.tuples(st.sampled_from(["+", "-", "*", "/", "%"]), inner, inner).map(
+                lambda t: Op(t[0], (t[1], t[2]))
+            ),
+            inner.map(lambda x: Op("neg", (x,))),
+            st.tuples(
+                st.sampled_from(["CAST_int", "CAST_double"]),
+                st.one_of(inner, st.just(Col("c", "str")), st.just(Col("f", "bool"))),
+            ).map(lambda t: Op(t[0], (t[1],))),
+            case_of(inner),
+        ),
+        max_leaves=4,
+    )
 
 
 def str_expr():
     return st.one_of(
         st.just(Col("c", "str")),
         st.one_of(num_expr(), st.just(Col("f", "bool"))).map(lambda x: Op("CAST_str", (x,))),
-        case_of(st.one_of(st.just(Col("c", "str")), st.sampled_from(["", "x", "1"]).map(lambda v: Lit(v, "str")),
-                          num_leaf().map(lambda x: Op("CAST_str", (x,))))),
+        case_of(
+            st.one_of(
+                st.just(Col("c", "str")),
+                st.sampled_from(["", "x", "1"]).map(lambda v: Lit(v, "str")),
+                num_leaf().map(lambda x: Op("CAST_str", (x,))),
+            )
+        ),
     )
 
 
 def bool_expr():
     leaf = st.one_of(
-        st.just(Col("f", "bool")), st.booleans().map(lambda v: Lit(v, "bool")),
+        st.just(Col("f", "bool")),
+        st.booleans().map(lambda v: Lit(v, "bool")),
         st.tuples(st.sampled_from(["=", "<>", "<", "<=", ">", ">="]), num_expr(), num_expr()).map(
-            lambda t: Op(t[0], (t[1], t[2]))),
-        st.tuples(st.sampled_from(["=", "<", ">="]), str_expr(),
-                  st.sampled_from(["", "x", "xy", "z", "1"]).map(lambda v: Lit(v, "str"))).map(
-            lambda t: Op(t[0], (t[1], t[2]))),
-        st.tuples(st.sampled_from(["ISNULL", "ISNOTNULL"]),
-                  st.one_of(num_expr(), str_expr(), st.just(Col("f", "bool")))).map(
-            lambda t: Op(t[0], (t[1],))),
+            lambda t: Op(t[0], (t[1], t[2]))
+        ),
+        st.tuples(
+            st.sampled_from(["=", "<", ">="]),
+            str_expr(),
+            st.sampled_from(["", "x", "xy", "z", "1"]).map(lambda v: Lit(v, "str")),
+        ).map(lambda t: Op(t[0], (t[1], t[2]))),
+        st.tuples(
+            st.sampled_from(["ISNULL", "ISNOTNULL"]),
+            st.one_of(num_expr(), str_expr(), st.just(Col("f", "bool"))),
+        ).map(lambda t: Op(t[0], (t[1],))),
         st.one_of(num_expr(), st.just(Col("c", "str"))).map(lambda x: Op("CAST_bool", (x,))),
         # Not a NULL literal as a value: a CASE of NULLs only would be a BIGINT.
-        case_of(st.one_of(cond_leaf().filter(lambda e: not (isinstance(e, Lit) and e.value is None)),
-                          st.just(Col("c", "str")).map(lambda x: Op("CAST_bool", (x,))))),
+        case_of(
+            st.one_of(
+                cond_leaf().filter(lambda e: not (isinstance(e, Lit) and e.value is None)),
+                st.just(Col("c", "str")).map(lambda x: Op("CAST_bool", (x,))),
+            )
+        ),
     )
-    return st.recursive(leaf, lambda inner: st.one_of(
-        st.tuples(st.sampled_from(["AND", "OR"]), inner, inner).map(lambda t: Op(t[0], (t[1], t[2]))),
-        inner.map(lambda x: Op("NOT", (x,))),
-    ), max_leaves=4)
+    return st.recursive(
+        leaf,
+        lambda inner: st.one_of(
+            st.tuples(st.sampled_from(["AND", "OR"]), inner, inner).map(
+                lambda t: Op(t[0], (t[1], t[2]))
+            ),
+            inner.map(lambda x: Op("NOT", (x,))),
+        ),
+        max_leaves=4,
+    )
 
 
 def render(e) -> str:
@@ -116,7 +156,8 @@ def render(e) -> str:
         return f"({e.value!r})" if e.value < 0 else repr(e.value)
     a = [render(x) for x in e.args]
     if e.op == "CASE":
-        whens = " ".join(f"WHEN {c} THEN {v}" for c, v in zip(a[0::2], a[1::2]))
+        # An odd count has an ELSE last: the pairs stop before it.
+        whens = " ".join(f"WHEN {c} THEN {v}" for c, v in zip(a[0::2], a[1::2], strict=False))
         return f"(CASE {whens}{f' ELSE {a[-1]}' if len(a) % 2 else ''} END)"
     if e.op.startswith("CAST_"):
         return f"CAST({a[0]} AS {CQL_TYPES[e.op[5:]]})"
@@ -137,7 +178,8 @@ CQL_TYPES = {"int": "BIGINT", "double": "DOUBLE", "str": "VARCHAR", "bool": "BOO
 def plain_select_expr():
     # A select item may not be a bare NULL (it would have no type).
     return st.one_of(num_expr(), bool_expr(), str_expr()).filter(
-        lambda e: not (isinstance(e, Lit) and e.value is None))
+        lambda e: not (isinstance(e, Lit) and e.value is None)
+    )
 
 
 @st.composite
@@ -147,8 +189,10 @@ def data(draw):
     for _ in range(n):
         t += draw(st.sampled_from([0, 0, 1, 1, 2, 5]))  # many ties and bursts
         ts.append(t)
-    rows = [{"a": draw(ints), "b": draw(doubles), "c": draw(strs), "f": draw(bools), "ts": x}
-            for x in ts]
+    rows = [
+        {"a": draw(ints), "b": draw(doubles), "c": draw(strs), "f": draw(bools), "ts": x}
+        for x in ts
+    ]
     if draw(st.integers(0, 7)) == 0:
         cuts = list(range(1, n))  # batch size 1
     else:
@@ -157,11 +201,14 @@ def data(draw):
 
 
 windows = st.one_of(
-    st.just(("now",)), st.just(("unbounded",)),
+    st.just(("now",)),
+    st.just(("unbounded",)),
     st.integers(0, 6).map(lambda T: ("range", T)),
     st.tuples(st.integers(0, 7), st.integers(1, 4)).map(lambda p: ("slide", p[0], p[1])),
     st.integers(1, 4).map(lambda N: ("rows", N)),
-    st.tuples(st.sampled_from(["a", "c"]), st.integers(1, 3)).map(lambda p: ("partition", p[0], p[1])),
+    st.tuples(st.sampled_from(["a", "c"]), st.integers(1, 3)).map(
+        lambda p: ("partition", p[0], p[1])
+    ),
 )
 
 
@@ -175,15 +222,23 @@ def window_sql(w) -> str:
     return {"now": "[Now]", "unbounded": "[Range Unbounded]"}.get(w[0]) or f"[Range {w[1]}]"
 
 
-def run_engine(cql: str, rows: list[dict], cuts: list[int], lifetime: str,
-               executor: dict) -> dict[str, pa.Table]:
+def run_engine(
+    cql: str, rows: list[dict], cuts: list[int], lifetime: str, executor: dict
+) -> dict[str, pa.Table]:
     eng = cq_py.Engine(expose_steps=True, lifetime=lifetime, **executor)
     eng.execute(cql)
-    schema = pa.schema([("a", pa.int64()), ("b", pa.float64()), ("c", pa.string()),
-                        ("f", pa.bool_()), ("ts", pa.int64())])
+    schema = pa.schema(
+        [
+            ("a", pa.int64()),
+            ("b", pa.float64()),
+            ("c", pa.string()),
+            ("f", pa.bool_()),
+            ("ts", pa.int64()),
+        ]
+    )
     table = pa.Table.from_pylist(rows, schema=schema)
-    bounds = [0] + cuts + [len(rows)]
-    for lo, hi in zip(bounds, bounds[1:]):
+    bounds = [0, *cuts, len(rows)]
+    for lo, hi in itertools.pairwise(bounds):
         if hi > lo:
             eng.push("s", table.slice(lo, hi - lo))
             eng.advance(rows[hi - 1]["ts"])  # a heartbeat at the last timestamp changes nothing
@@ -191,37 +246,58 @@ def run_engine(cql: str, rows: list[dict], cuts: list[int], lifetime: str,
     return {q: eng.fetch(q) for q in eng.query_names()}
 
 
-@settings(max_examples=EXAMPLES, deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(data(), windows, st.one_of(st.none(), bool_expr()),
-       st.lists(plain_select_expr(), min_size=1, max_size=3),
-       st.sampled_from(["direct", "negative"]))
+@settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(
+    data(),
+    windows,
+    st.one_of(st.none(), bool_expr()),
+    st.lists(plain_select_expr(), min_size=1, max_size=3),
+    st.sampled_from(["direct", "negative"]),
+)
 def test_engine_equals_reference(executor, dataset, window, where, select, lifetime):
     """Both lifetime methods (SPEC §5) against the reference: direct = negative = oracle."""
     rows, cuts = dataset
     items = ", ".join(f"{render(e)} AS x{i}" for i, e in enumerate(select))
-    body = f"SELECT {items} FROM s {window_sql(window)}" + (f" WHERE {render(where)}" if where else "")
-    cql = SCHEMA + (f"REGISTER QUERY r AS {body}; REGISTER QUERY i AS ISTREAM({body});"
-                    f"REGISTER QUERY d AS DSTREAM({body}); REGISTER QUERY rs AS RSTREAM({body});"
-                    f"REGISTER QUERY dl AS ISTREAM({body}) <3>; REGISTER QUERY dn AS DSTREAM({body}) <Now>;")
+    body = f"SELECT {items} FROM s {window_sql(window)}" + (
+        f" WHERE {render(where)}" if where else ""
+    )
+    cql = SCHEMA + (
+        f"REGISTER QUERY r AS {body}; REGISTER QUERY i AS ISTREAM({body});"
+        f"REGISTER QUERY d AS DSTREAM({body}); REGISTER QUERY rs AS RSTREAM({body});"
+        f"REGISTER QUERY dl AS ISTREAM({body}) <3>; REGISTER QUERY dn AS DSTREAM({body}) <Now>;"
+    )
     out = run_engine(cql, rows, cuts, lifetime, executor)
     names = [f"x{i}" for i in range(len(select))]
 
     expected_rel = relation(rows, window, where, select)
-    got_rel = [(tuple(r[n] for n in names), (r["start"], r["start_step"]),
-                INF if r["end"] is None else (r["end"], r["end_step"]))
-               for r in out["r"].to_pylist()]
+    got_rel = [
+        (
+            tuple(r[n] for n in names),
+            (r["start"], r["start_step"]),
+            INF if r["end"] is None else (r["end"], r["end_step"]),
+        )
+        for r in out["r"].to_pylist()
+    ]
     assert equivalent(got_rel, expected_rel), cql
 
     def bag(query):
-        return Counter((tuple(r[n] for n in names), (r["ts"], r["ts_step"]))
-                       for r in out[query].to_pylist())
+        return Counter(
+            (tuple(r[n] for n in names), (r["ts"], r["ts_step"])) for r in out[query].to_pylist()
+        )
 
     assert bag("i") == istream(expected_rel), cql
     assert bag("d") == dstream(expected_rel), cql
     # Delays: <d> adds d ticks, <Now> one ε-step (SPEC §2).
-    assert bag("dl") == Counter({(v, (t[0] + 3, t[1])): n for (v, t), n in istream(expected_rel).items()}), cql
-    assert bag("dn") == Counter({(v, (t[0], t[1] + 1)): n for (v, t), n in dstream(expected_rel).items()}), cql
+    assert bag("dl") == Counter(
+        {(v, (t[0] + 3, t[1])): n for (v, t), n in istream(expected_rel).items()}
+    ), cql
+    assert bag("dn") == Counter(
+        {(v, (t[0], t[1] + 1)): n for (v, t), n in dstream(expected_rel).items()}
+    ), cql
     progress = rows[-1]["ts"] if rows else 0  # the engine's P: no advance goes beyond the last row
     assert bag("rs") == rstream(expected_rel, progress), cql
     # Stream rows come in time order.
@@ -230,11 +306,20 @@ def test_engine_equals_reference(executor, dataset, window, where, select, lifet
         assert stamps == sorted(stamps), (query, cql)
 
 
-@settings(max_examples=max(50, EXAMPLES // 3), deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(data(), windows, windows, st.one_of(st.none(), bool_expr()), st.one_of(st.none(), bool_expr()),
-       st.lists(plain_select_expr(), min_size=1, max_size=2),
-       st.sampled_from(["direct", "negative"]))
+@settings(
+    max_examples=max(50, EXAMPLES // 3),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(
+    data(),
+    windows,
+    windows,
+    st.one_of(st.none(), bool_expr()),
+    st.one_of(st.none(), bool_expr()),
+    st.lists(plain_select_expr(), min_size=1, max_size=2),
+    st.sampled_from(["direct", "negative"]),
+)
 def test_union_all_equals_reference(executor, dataset, w1, w2, where1, where2, select, lifetime):
     """UNION ALL of two windows of the stream (a bag union of lifetimes), as a relation and
     under the three relation-to-stream operators."""
@@ -242,22 +327,33 @@ def test_union_all_equals_reference(executor, dataset, w1, w2, where1, where2, s
     items = ", ".join(f"{render(e)} AS x{i}" for i, e in enumerate(select))
 
     def branch(w, where):
-        return f"SELECT {items} FROM s {window_sql(w)}" + (f" WHERE {render(where)}" if where else "")
+        return f"SELECT {items} FROM s {window_sql(w)}" + (
+            f" WHERE {render(where)}" if where else ""
+        )
 
     body = f"{branch(w1, where1)} UNION ALL {branch(w2, where2)}"
-    cql = SCHEMA + (f"REGISTER QUERY r AS {body}; REGISTER QUERY i AS ISTREAM({body});"
-                    f"REGISTER QUERY d AS DSTREAM({body}); REGISTER QUERY rs AS RSTREAM({body});"
-                    f"REGISTER QUERY dl AS ISTREAM({body}) <3>; REGISTER QUERY dn AS DSTREAM({body}) <Now>;")
+    cql = SCHEMA + (
+        f"REGISTER QUERY r AS {body}; REGISTER QUERY i AS ISTREAM({body});"
+        f"REGISTER QUERY d AS DSTREAM({body}); REGISTER QUERY rs AS RSTREAM({body});"
+        f"REGISTER QUERY dl AS ISTREAM({body}) <3>; REGISTER QUERY dn AS DSTREAM({body}) <Now>;"
+    )
     out = run_engine(cql, rows, cuts, lifetime, executor)
     names = [f"x{i}" for i in range(len(select))]
     expected = relation(rows, w1, where1, select) + relation(rows, w2, where2, select)
-    got = [(tuple(r[n] for n in names), (r["start"], r["start_step"]),
-            INF if r["end"] is None else (r["end"], r["end_step"])) for r in out["r"].to_pylist()]
+    got = [
+        (
+            tuple(r[n] for n in names),
+            (r["start"], r["start_step"]),
+            INF if r["end"] is None else (r["end"], r["end_step"]),
+        )
+        for r in out["r"].to_pylist()
+    ]
     assert equivalent(got, expected), cql
 
     def bag(query):
-        return Counter((tuple(r[n] for n in names), (r["ts"], r["ts_step"]))
-                       for r in out[query].to_pylist())
+        return Counter(
+            (tuple(r[n] for n in names), (r["ts"], r["ts_step"])) for r in out[query].to_pylist()
+        )
 
     assert bag("i") == istream(expected), cql
     assert bag("d") == dstream(expected), cql

@@ -1,4 +1,4 @@
-"""The foundation slice against the physical reference, in one run.
+"""A windowed filter and projection under ISTREAM against the physical reference, in one run.
 
     ISTREAM(SELECT a, b*2 AS c FROM s [Range 10] WHERE b > 0.5)
 
@@ -19,15 +19,22 @@ import cq_py
 
 ROWS = int(os.environ.get("CQ_BENCH_ROWS", "10000000"))
 BATCH = int(os.environ.get("CQ_BENCH_BATCH", "65536"))
-SLICE = ("REGISTER STREAM s(a INT, b DOUBLE);"
-         "REGISTER QUERY q AS ISTREAM(SELECT a, b*2 AS c FROM s [Range 10] WHERE b > 0.5);")
+FILTER_QUERY = (
+    "REGISTER STREAM s(a INT, b DOUBLE);"
+    "REGISTER QUERY q AS ISTREAM(SELECT a, b*2 AS c FROM s [Range 10] WHERE b > 0.5);"
+)
 
 
 @pytest.fixture(scope="module")
 def batches():
     rng = np.random.default_rng(20261121)
-    table = pa.table({"a": rng.integers(0, 1_000_000, ROWS), "b": rng.random(ROWS),
-                      "ts": np.arange(ROWS, dtype=np.int64)})
+    table = pa.table(
+        {
+            "a": rng.integers(0, 1_000_000, ROWS),
+            "b": rng.random(ROWS),
+            "ts": np.arange(ROWS, dtype=np.int64),
+        }
+    )
     return table.to_batches(max_chunksize=BATCH)
 
 
@@ -38,9 +45,9 @@ def expected_rows(batches):
     return sum(pc.sum(pc.greater(b["b"], 0.5)).as_py() for b in batches)
 
 
-def run_slice(batches):
+def run_filter_query(batches):
     eng = cq_py.Engine()
-    eng.execute(SLICE)
+    eng.execute(FILTER_QUERY)
     produced = []
     eng.subscribe("q", lambda rb: produced.append(rb.num_rows))
     for b in batches:
@@ -62,14 +69,14 @@ def run_reference(batches):
     return n
 
 
-@pytest.mark.benchmark(group="slice", min_rounds=5, warmup=True)
-def test_cq_slice(benchmark, batches, expected_rows):
-    out = benchmark(run_slice, batches)
+@pytest.mark.benchmark(group="filter", min_rounds=5, warmup=True)
+def test_cq_filter(benchmark, batches, expected_rows):
+    out = benchmark(run_filter_query, batches)
     assert out == expected_rows
     record_rate(benchmark)
 
 
-@pytest.mark.benchmark(group="slice", min_rounds=5, warmup=True)
+@pytest.mark.benchmark(group="filter", min_rounds=5, warmup=True)
 def test_pyarrow_filter_reference(benchmark, batches, expected_rows):
     out = benchmark(run_reference, batches)
     assert out == expected_rows
