@@ -1,6 +1,7 @@
 #include "batch/group_index.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <functional>
 #include <stdexcept>
@@ -24,6 +25,30 @@ inline uint64_t KeyBits(const Column& c, int64_t row) {
     case TypeId::kBool: return c.BoolAt(row) ? 1 : 0;
     default: return 0;
   }
+}
+
+// A one-row column holding `v`.
+Column OneValue(TypeId type, const GroupIndex::KeyView& v) {
+  if (!v.valid || type == TypeId::kNull) return Column::Nulls(type, 1);
+  Column c;
+  c.type = type;
+  c.length = 1;
+  switch (type) {
+    case TypeId::kInt64:
+    case TypeId::kFloat64:
+      c.values = Buffer::Allocate(8);
+      *c.values.as<uint64_t>() = v.bits;
+      break;
+    case TypeId::kBool:
+      c.values = Buffer::AllocateZeroed(1);
+      if (v.bits) bitmap::Set(c.values.data, 0);
+      break;
+    case TypeId::kUtf8:
+      FillStrings(c, 1, [&](int64_t) { return v.str; });
+      break;
+    case TypeId::kNull: break;
+  }
+  return c;
 }
 
 }  // namespace
@@ -86,9 +111,7 @@ void GroupIndex::MapFixed(const Column& key, int64_t n, uint32_t* gids) {
       continue;
     }
     const uint64_t k = KeyBits(key, i);
-    uint64_t pos = MixHash(k) & mask_;
-    while (slots_[pos].group != kEmpty && slots_[pos].key != k) pos = (pos + 1) & mask_;
-    uint32_t g = slots_[pos].group;
+    uint32_t g = FindFixed(k);
     if (g == kEmpty) {
       g = NewGroup(one, i);
       Insert(k, g);
@@ -151,15 +174,7 @@ void GroupIndex::MapEncoded(std::span<const Column> keys, int64_t n, uint32_t* g
     scratch_.clear();
     for (const Column& c : keys) AppendKey(c, i, &scratch_);
     const uint64_t h = std::hash<std::string_view>{}(scratch_);
-    uint64_t pos = MixHash(h) & mask_;
-    uint32_t g;
-    for (;; pos = (pos + 1) & mask_) {
-      g = slots_[pos].group;
-      if (g == kEmpty) break;
-      if (slots_[pos].key != h) continue;
-      const uint64_t at = encoded_at_[g], len = encoded_at_[g + 1] - at;
-      if (len == scratch_.size() && std::memcmp(encoded_.data() + at, scratch_.data(), len) == 0) break;
-    }
+    uint32_t g = FindEncoded(h);
     if (g == kEmpty) {
       g = NewGroup(keys, i);
       encoded_ += scratch_;
@@ -168,6 +183,42 @@ void GroupIndex::MapEncoded(std::span<const Column> keys, int64_t n, uint32_t* g
     }
     gids[i] = g;
   }
+}
+
+uint32_t GroupIndex::FindEncoded(uint64_t h) const {
+  for (uint64_t pos = MixHash(h) & mask_;; pos = (pos + 1) & mask_) {
+    const uint32_t g = slots_[pos].group;
+    if (g == kEmpty) return g;
+    if (slots_[pos].key != h) continue;
+    const uint64_t at = encoded_at_[g], len = encoded_at_[g + 1] - at;
+    if (len == scratch_.size() && std::memcmp(encoded_.data() + at, scratch_.data(), len) == 0) return g;
+  }
+}
+
+uint32_t GroupIndex::MapOneSlow(std::span<const KeyView> keys) {
+  // Found here, a key costs what a batch's row costs; a new key (or, for a direct table, one outside
+  // it, or NULL) goes through Map as a one-row batch, so that ids are given out and tables grow
+  // one way only.
+  if (keys.empty() && groups_ > 0) return 0;  // no GROUP BY: one group
+  if (!keys.empty() && !direct_) {
+    uint32_t g;
+    if (fixed_) {
+      const KeyView& k = keys[0];
+      g = !k.valid ? null_group_ : FindFixed(types_[0] == TypeId::kBool ? k.bits != 0 : types_[0] == TypeId::kFloat64
+                                                                                           ? KeyBitsOf(std::bit_cast<double>(k.bits))
+                                                                                           : k.bits);
+    } else {
+      scratch_.clear();
+      for (size_t c = 0; c < keys.size(); ++c) AppendKeyOf(types_[c], keys[c].valid, keys[c].bits, keys[c].str, &scratch_);
+      g = FindEncoded(std::hash<std::string_view>{}(scratch_));
+    }
+    if (g != kEmpty) return g;
+  }
+  std::vector<Column> columns;
+  for (size_t c = 0; c < keys.size(); ++c) columns.push_back(OneValue(types_[c], keys[c]));
+  uint32_t g;
+  Map(columns, 1, &g);
+  return g;
 }
 
 Column GroupIndex::GatherKeys(size_t k, const uint32_t* gids, int64_t n) const { return stores_[k].Gather(gids, n); }

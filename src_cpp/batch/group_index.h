@@ -11,9 +11,11 @@
 #include <span>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "batch/column.h"
+#include "batch/row_hash.h"
 #include "batch/value_store.h"
 
 namespace cq {
@@ -27,9 +29,27 @@ class GroupIndex {
 
   // gids[i] = the group of row i of `keys` (compact, `n` rows); unseen keys get new ids.
   void Map(std::span<const Column> keys, int64_t n, uint32_t* gids);
+  // One key value held outside a column (a row of a loop): NULL unless `valid`; else its 8 bytes
+  // `bits` (int64, a double's bits, a bool as 0/1) or its string `str`.
+  struct KeyView {
+    uint64_t bits = 0;
+    std::string_view str;
+    bool valid = false;
+  };
+  // The group of one row's keys, a KeyView per key column: the id Map gives the same keys (the two
+  // may be mixed, a row form and a batch form sharing one index). Unseen keys get a new id.
+  uint32_t MapOne(std::span<const KeyView> keys) {
+    if (direct_ && keys[0].valid) {  // (direct_: one int64 key) the common key of loops: a load
+      const uint64_t d = keys[0].bits - static_cast<uint64_t>(direct_base_);
+      if (d < direct_groups_.size() && direct_groups_[d] != kEmpty) return direct_groups_[d];
+    }
+    return MapOneSlow(keys);
+  }
   uint32_t size() const { return groups_; }
   // Key column k of the groups gids[0..n), as a compact column.
   Column GatherKeys(size_t k, const uint32_t* gids, int64_t n) const;
+  // Key column k's value of group g.
+  const ValueStore& keys(size_t k) const { return stores_[k]; }
 
   // Engine snapshots: the keys and the table as they are (group ids must not change).
   void Snapshot(ByteWriter& w) const;
@@ -45,6 +65,15 @@ class GroupIndex {
   bool MapDirect(const Column& key, int64_t n, uint32_t* gids);
   void MapEncoded(std::span<const Column> keys, int64_t n, uint32_t* gids);
   uint32_t NewGroup(std::span<const Column> keys, int64_t row);
+  uint32_t MapOneSlow(std::span<const KeyView> keys);
+  // The group of a fixed-width key's bits (KeyBits), kEmpty when there is none.
+  uint32_t FindFixed(uint64_t k) const {
+    uint64_t pos = MixHash(k) & mask_;
+    while (slots_[pos].group != kEmpty && slots_[pos].key != k) pos = (pos + 1) & mask_;
+    return slots_[pos].group;
+  }
+  // The group whose key encoding (AppendKey's) is scratch_, with hash h; kEmpty when none.
+  uint32_t FindEncoded(uint64_t h) const;
   // Adds an entry, rehashing first when the table would be more than half full.
   void Insert(uint64_t key, uint32_t group);
   void Reserve();

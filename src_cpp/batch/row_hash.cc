@@ -14,22 +14,23 @@ uint64_t HashBytes(std::string_view s) {
 }
 }  // namespace
 
-void AppendKey(const Column& c, int64_t row, std::string* out) {
-  if (c.type == TypeId::kNull || !c.IsValid(row)) {
+void AppendKeyOf(TypeId type, bool valid, uint64_t bits, std::string_view s, std::string* out) {
+  if (type == TypeId::kNull || !valid) {
     out->push_back('\0');
     return;
   }
   out->push_back('\1');
-  switch (c.type) {
-    case TypeId::kInt64: out->append(reinterpret_cast<const char*>(&c.i64()[row]), 8); break;
+  switch (type) {
+    case TypeId::kInt64: out->append(reinterpret_cast<const char*>(&bits), 8); break;
     case TypeId::kFloat64: {
-      const uint64_t v = KeyBitsOf(c.f64()[row]);
+      double d;
+      std::memcpy(&d, &bits, 8);
+      const uint64_t v = KeyBitsOf(d);
       out->append(reinterpret_cast<const char*>(&v), 8);
       break;
     }
-    case TypeId::kBool: out->push_back(c.BoolAt(row) ? '\1' : '\0'); break;
+    case TypeId::kBool: out->push_back(bits ? '\1' : '\0'); break;
     case TypeId::kUtf8: {
-      const std::string_view s = c.StrAt(row);
       const uint32_t len = static_cast<uint32_t>(s.size());
       out->append(reinterpret_cast<const char*>(&len), 4);
       out->append(s);
@@ -37,6 +38,22 @@ void AppendKey(const Column& c, int64_t row, std::string* out) {
     }
     case TypeId::kNull: break;
   }
+}
+
+void AppendKey(const Column& c, int64_t row, std::string* out) {
+  const bool valid = c.type != TypeId::kNull && c.IsValid(row);
+  uint64_t bits = 0;
+  std::string_view s;
+  if (valid) {
+    switch (c.type) {
+      case TypeId::kInt64:
+      case TypeId::kFloat64: bits = c.values.as<const uint64_t>()[row]; break;
+      case TypeId::kBool: bits = c.BoolAt(row); break;
+      case TypeId::kUtf8: s = c.StrAt(row); break;
+      case TypeId::kNull: break;
+    }
+  }
+  AppendKeyOf(c.type, valid, bits, s, out);
 }
 
 void HashRows(std::span<const Column> columns, int64_t n, uint64_t* hashes) {

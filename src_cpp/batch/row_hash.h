@@ -8,6 +8,7 @@
 #include <cstring>
 #include <limits>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "batch/column.h"
@@ -20,6 +21,9 @@ void HashRows(std::span<const Column> columns, int64_t n, uint64_t* hashes);
 // Appends row `row` of `c` to `out` as bytes that are equal exactly when the values are equal as
 // grouping keys (NULL is one key, -0.0 = 0.0): hash-map keys for partitions and groups.
 void AppendKey(const Column& c, int64_t row, std::string* out);
+// The same bytes for one value of `type` held outside a column (a row of a loop): NULL unless
+// `valid`; else its 8 bytes `bits` (int64, a double's bits, a bool as 0/1) or the string `s`.
+void AppendKeyOf(TypeId type, bool valid, uint64_t bits, std::string_view s, std::string* out);
 
 // The bits of a double as a grouping key: -0.0 = 0.0 and every NaN is one NaN.
 inline uint64_t KeyBitsOf(double v) {

@@ -87,10 +87,7 @@ void ValueStore::FillValues(Column& out, const uint32_t* idx) const {
         if (bits_[at(k)]) bitmap::Set(out.values.data, k);
       break;
     case TypeId::kUtf8:
-      FillStrings(out, n, [&](int64_t k) {
-        const int64_t i = at(k), from = i == 0 ? 0 : ends_[i - 1];
-        return std::string_view(chars_.data() + from, static_cast<size_t>(ends_[i] - from));
-      });
+      FillStrings(out, n, [&](int64_t k) { return String(at(k)); });
       break;
     case TypeId::kNull: break;
   }

@@ -33,6 +33,15 @@ class ValueStore {
   }
   void AppendString(std::string_view s, bool valid);
 
+  // Value i, one at a time (a row of a loop reads a group's key): whether it is valid, its 8 bytes
+  // (int64, double bits, bool as 0/1), or its string.
+  bool IsValid(int64_t i) const { return nulls_ == 0 || valid_[static_cast<size_t>(i)]; }
+  uint64_t Bits(int64_t i) const { return bits_[i]; }
+  std::string_view String(int64_t i) const {
+    const int64_t from = i == 0 ? 0 : ends_[static_cast<size_t>(i - 1)];
+    return {chars_.data() + from, static_cast<size_t>(ends_[static_cast<size_t>(i)] - from)};
+  }
+
   // Values idx[0..n), in that order, as a compact column.
   Column Gather(const uint32_t* idx, int64_t n) const;
   // Every value, in order; the store is empty afterwards.

@@ -406,7 +406,8 @@ namespace {
 
 constexpr char kMagic[8] = {'C', 'Q', 'S', 'N', 'A', 'P', '\r', '\n'};
 // 2: structs written field by field (no padding bytes), so that the same state gives the same bytes.
-constexpr uint32_t kFormatVersion = 2;
+// 3: the aggregate writes one state for both its forms (operators/aggregate.h).
+constexpr uint32_t kFormatVersion = 3;
 constexpr size_t kHeaderSize = 32;
 
 }  // namespace

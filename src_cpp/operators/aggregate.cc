@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include "base/errors.h"
 #include "batch/snapshot.h"
@@ -80,6 +81,8 @@ Aggregate::Aggregate(std::vector<std::unique_ptr<Expression>> keys, std::vector<
   nargs_ = static_cast<size_t>(args);
 }
 
+Aggregate::~Aggregate() = default;
+
 std::string Aggregate::Explain() const {
   switch (input_) {
     case Input::kConstant: return "Aggregate (constant-duration input: FIFO)";
@@ -112,6 +115,7 @@ void Aggregate::Push(int, const Batch& in, Emitter&) {
   Buffer groups = Buffer::Allocate(n * 4);
   index_.Map(keys, n, groups.as<uint32_t>());
   Grow(index_.size());
+  if (row_input_ && !BatchInputHeld()) batch_first_ = false;  // the row form's rows came first
 
   if (input_ == Input::kGeneral) {
     // The tracker keeps what the groups need of each row: its arguments and group, with its
@@ -132,6 +136,7 @@ void Aggregate::Push(int, const Batch& in, Emitter&) {
     d.constant_duration = b.constant_duration;
     d.holders = b.holders;
     tracker_->Push(d);
+    batch_rows_ = true;
     return;
   }
   if (input_ == Input::kConstant) {
@@ -158,19 +163,22 @@ void Aggregate::Push(int, const Batch& in, Emitter&) {
   CQ_CHECK(!(b.sync.At(0) < max_sync_), "an aggregate's input went back in time");
   max_sync_ = b.sync.At(n - 1);
   chunks_.push_back(std::move(c));
+  batch_rows_ = true;
 }
 
 void Aggregate::PushEnds(int, const EndBatch& ends, Emitter&) {
   if (tracker_) tracker_->PushEnds(ends);
+  // (Each side ignores the ids none of its rows holds.)
+  if (RowInputHeld())
+    for (int64_t k = 0; k < ends.length; ++k) row_input_->PushEnd(ends.ids()[k], ends.ends.At(k));
 }
 
 // ---- accumulators ----------------------------------------------------------------------------
 // The helpers that run once per row or per result are forced inline: GCC's heuristics leave them
 // out of line in the instant loop, and the calls cost a tenth of the grouped-AVG benchmark.
 
-template <size_t kNa>
-[[gnu::always_inline]] inline void Aggregate::ApplyRow(const ArgView* views, const Column* args, int64_t row, uint32_t g,
-                                                       int64_t sign) {
+template <size_t kNa, typename Args>
+[[gnu::always_inline]] inline void Aggregate::ApplyRow(const Args& args, uint32_t g, int64_t sign) {
   const size_t na = kNa ? kNa : na_;
   Group& gr = groups_[g];
   if (!gr.touched) {
@@ -185,40 +193,50 @@ template <size_t kNa>
       case Op::kRows: acc[a].count += sign; break;
       case Op::kNothing: break;
       case Op::kCountValid:
-        if (views[agg.arg].IsValid(row)) acc[a].count += sign;
+        if (args.Valid(agg.arg)) acc[a].count += sign;
         break;
-      case Op::kInt: {
-        const ArgView& v = views[agg.arg];
-        if (v.IsValid(row)) aggfn::AddInt(acc[a], v.I64(row), sign);
+      case Op::kInt:
+        if (args.Valid(agg.arg)) aggfn::AddInt(acc[a], args.I64(agg.arg), sign);
         break;
-      }
-      case Op::kDouble: {
-        const ArgView& v = views[agg.arg];
-        if (v.IsValid(row)) aggfn::AddDouble(acc[a], v.F64(row), sign);
+      case Op::kDouble:
+        if (args.Valid(agg.arg)) aggfn::AddDouble(acc[a], args.F64(agg.arg), sign);
         break;
-      }
       case Op::kMultiset:
-        if (args[agg.arg].IsValid(row)) ApplyMultiset(agg, args[agg.arg], row, g, sign);
+        if (args.Present(agg.arg)) ApplyMultiset(a, args.Multiset(agg.arg, agg.arg_type), g, sign);
         break;
     }
   }
 }
 
-void Aggregate::ApplyMultiset(const Agg& agg, const Column& c, int64_t row, uint32_t g, int64_t sign) {
+aggfn::Arg Aggregate::ColumnArgs::Multiset(int a, TypeId type) const {
+  const Column& c = columns[a];
   aggfn::Arg v;
-  switch (c.type) {
+  switch (type) {
     case TypeId::kInt64: v.i = c.i64()[row]; break;
     case TypeId::kBool: v.i = c.BoolAt(row); break;
     case TypeId::kFloat64: v.d = c.f64()[row]; break;
     case TypeId::kUtf8: v.s = c.StrAt(row); break;
-    case TypeId::kNull: return;
+    case TypeId::kNull: break;
   }
-  aggfn::ApplyMultiset(sets_[g * sets_per_group_ + agg.set], accs_[g * na_ + (&agg - aggs_.data())], c.type, v, sign,
-                       agg.distinct);
+  return v;
+}
+
+aggfn::Arg Aggregate::ValueArgs::Multiset(int a, TypeId type) const {
+  const Value& x = values[a];
+  aggfn::Arg v;
+  if (type == TypeId::kUtf8) v.s = x.s->view();
+  else if (type == TypeId::kFloat64) v.d = x.d;
+  else v.i = x.i;
+  return v;
+}
+
+void Aggregate::ApplyMultiset(size_t a, const aggfn::Arg& v, uint32_t g, int64_t sign) {
+  const Agg& agg = aggs_[a];
+  aggfn::ApplyMultiset(sets_[g * sets_per_group_ + agg.set], accs_[g * na_ + a], agg.arg_type, v, sign, agg.distinct);
 }
 
 template <size_t kNa>
-[[gnu::always_inline]] inline Aggregate::Value Aggregate::Compute(uint32_t g, size_t a, std::string* s) const {
+[[gnu::always_inline]] inline Aggregate::Result Aggregate::Compute(uint32_t g, size_t a, std::string* s) const {
   const size_t na = kNa ? kNa : na_;
   const Agg& agg = aggs_[a];
   const Acc& acc = accs_[g * na + a];
@@ -227,25 +245,28 @@ template <size_t kNa>
 }
 
 // ---- results ---------------------------------------------------------------------------------
+// (With RowOut a result goes out at once, and a loop may bring a row back into the aggregate while
+// it does: a push may add groups, so nothing here holds a reference into the per-group vectors
+// across Open or Close.)
 
-template <size_t kNa>
-[[gnu::always_inline]] inline void Aggregate::EndInstant(Time t) {
+template <size_t kNa, typename Out>
+[[gnu::always_inline]] inline void Aggregate::EndInstant(Time t, Out& out) {
   const size_t na = kNa ? kNa : na_;
   for (size_t k = 0; k < touched_count_; ++k) {
     const uint32_t g = touched_[k];
     Group& gr = groups_[g];
     gr.touched = false;
     if (gr.rows == 0) {
-      if (gr.open) Close<kNa>(g, t);
+      if (gr.open) Close<kNa>(g, t, out);
       continue;
     }
     bool same = gr.open;
-    const Value* cur = current_.data() + g * na;
+    const Result* cur = current_.data() + g * na;
     for (size_t a = 0; a < na; ++a) {
       now_[a] = Compute<kNa>(g, a, &now_str_[a]);
       if (!same) continue;
-      const Value& x = now_[a];
-      const Value& y = cur[a];
+      const Result& x = now_[a];
+      const Result& y = cur[a];
       if (x.valid != y.valid) {
         same = false;
       } else if (x.valid) {
@@ -261,51 +282,61 @@ template <size_t kNa>
       }
     }
     if (same) continue;  // the value did not change: the result tuple lives on
-    if (gr.open) Close<kNa>(g, t);
-    Open<kNa>(g, t);
+    if (gr.open) Close<kNa>(g, t, out);
+    Open<kNa>(g, t, out);
   }
   touched_count_ = 0;
 }
 
-template <size_t kNa>
-[[gnu::always_inline]] inline void Aggregate::Open(uint32_t g, Time t) {
+template <size_t kNa, typename Out>
+[[gnu::always_inline]] inline void Aggregate::Open(uint32_t g, Time t, Out& out) {
   const size_t na = kNa ? kNa : na_;
   Group& gr = groups_[g];
   gr.open = true;
   gr.started = t;
-  Value* cur = current_.data() + g * na;
+  Result* cur = current_.data() + g * na;
   for (size_t a = 0; a < na; ++a) cur[a] = now_[a];  // (a loop: std::copy calls memmove)
   if (has_strings_)
     for (size_t a = 0; a < na; ++a) current_str_[g * na + a] = now_str_[a];
-  if (input_ != Input::kNegative) {
-    gr.out_row = out_group_.size();
-    if (!gr.listed) {
-      gr.listed = true;
-      opened_.push_back(g);
+  if constexpr (std::is_same_v<Out, BatchOut>) {
+    if (input_ != Input::kNegative) {
+      gr.out_row = out_group_.size();
+      if (!gr.listed) {
+        gr.listed = true;
+        opened_.push_back(g);
+      }
     }
+    AppendRow<kNa>(g, t, Time::Infinity(), now_.data(), now_str_.data());
+  } else {
+    out.Opened(g, t);
   }
-  AppendRow<kNa>(g, t, Time::Infinity(), now_.data(), now_str_.data());
 }
 
-template <size_t kNa>
-[[gnu::always_inline]] inline void Aggregate::Close(uint32_t g, Time t) {
+template <size_t kNa, typename Out>
+[[gnu::always_inline]] inline void Aggregate::Close(uint32_t g, Time t, Out& out) {
   Group& gr = groups_[g];
   gr.open = false;
-  if (input_ == Input::kNegative) {
-    const size_t na = kNa ? kNa : na_;
-    AppendRow<kNa>(g, t, gr.started, current_.data() + g * na, has_strings_ ? current_str_.data() + g * na : now_str_.data());
-  } else if (gr.out_row >= 0) {
-    // Started in this call: it goes out with its end, without a holder.
-    out_end_.Set(gr.out_row, t);
-    gr.out_row = -1;
+  if constexpr (std::is_same_v<Out, BatchOut>) {
+    if (input_ == Input::kNegative) {
+      const size_t na = kNa ? kNa : na_;
+      AppendRow<kNa>(g, t, gr.started, current_.data() + g * na, has_strings_ ? current_str_.data() + g * na : now_str_.data());
+    } else if (gr.out_row >= 0) {
+      // Started in this call: it goes out with its end, without a holder.
+      out_end_.Set(gr.out_row, t);
+      gr.out_row = -1;
+    } else {
+      fixed_ids_.push_back(gr.holder);
+      fixed_at_.push_back(t);
+      gr.holder = kNoHolder;
+    }
   } else {
-    fixed_ids_.push_back(gr.holder);
-    fixed_at_.push_back(t);
+    out.Closed(g, t);
   }
 }
 
 template <size_t kNa>
-[[gnu::always_inline]] inline void Aggregate::AppendRow(uint32_t g, Time sync, Time other, const Value* values, const std::string* strs) {
+[[gnu::always_inline]] inline void Aggregate::AppendRow(uint32_t g, Time sync, Time other, const Result* values,
+                                                       const std::string* strs) {
   const size_t na = kNa ? kNa : na_;
   out_group_.Append(g);
   out_start_.Append(sync);
@@ -338,12 +369,13 @@ void Aggregate::Load(Cursor& c) const {
   c.views = ch.views.data();
 }
 
-void Aggregate::RunOrdered(Time progress) {
+template <typename Out, typename Also>
+void Aggregate::RunOrdered(Time progress, Out& out, const Also& also) {
   bool steps = duration_ && duration_->steps != 0;
   for (const Chunk& c : chunks_) steps |= c.sync.has_steps();
-  if (steps) RunInstants<Time, 0>(progress);
-  else if (na_ == 1) RunInstants<int64_t, 1>(progress);
-  else RunInstants<int64_t, 0>(progress);
+  if (steps) RunInstants<Time, 0>(progress, out, also);
+  else if (na_ == 1) RunInstants<int64_t, 1>(progress, out, also);
+  else RunInstants<int64_t, 0>(progress, out, also);
   // Chunks both cursors have left behind are done.
   const size_t done = std::min(next_start_.chunk, next_end_.chunk);
   if (done > 0) {
@@ -353,8 +385,8 @@ void Aggregate::RunOrdered(Time progress) {
   }
 }
 
-template <typename T, size_t kNa>
-void Aggregate::RunInstants(Time progress) {
+template <typename T, size_t kNa, typename Out, typename Also>
+void Aggregate::RunInstants(Time progress, Out& out, const Also& also) {
   // T is Time, or int64_t ticks when no time in play has an ε-step: one compare instead of two
   // on every row.
   constexpr bool kTicks = std::is_same_v<T, int64_t>;
@@ -381,7 +413,8 @@ void Aggregate::RunInstants(Time progress) {
     limit = progress;
   }
   // The cursors are copied in and out, so that the compiler keeps them in registers while the
-  // accumulators are written.
+  // accumulators are written. (Nothing pushed while results go out — rows a loop brings back to
+  // the row form — reaches the chunks.)
   Cursor s = next_start_, e = next_end_;
   Load(s);
   Load(e);
@@ -396,26 +429,29 @@ void Aggregate::RunInstants(Time progress) {
     if (!(t < limit)) break;
     if (te == t) {
       do {
-        ApplyRow<kNa>(e.views, e.args, e.row, e.groups[e.row], -1);
+        ApplyRow<kNa>(ColumnArgs{e.views, e.args, e.row}, e.groups[e.row], -1);
         Step(e);
       } while (e.Before(s) && end_of(at(e)) == t);
     }
     if (ts == t) {
       do {
-        ApplyRow<kNa>(s.views, s.args, s.row, s.groups[s.row], s.signs ? s.signs[s.row] : 1);
+        ApplyRow<kNa>(ColumnArgs{s.views, s.args, s.row}, s.groups[s.row], s.signs ? s.signs[s.row] : 1);
         Step(s);
       } while (Valid(s) && at(s) == t);
     }
-    if constexpr (kTicks) EndInstant<kNa>(Time{t, 0});
-    else EndInstant<kNa>(t);
+    Time instant;
+    if constexpr (kTicks) instant = Time{t, 0};
+    else instant = t;
+    also(instant);
+    EndInstant<kNa>(instant, out);
   }
   if (!ends) e = s;
   next_start_ = s;
   next_end_ = e;
 }
 
-template <size_t kNa>
-void Aggregate::RunChanges() {
+template <size_t kNa, typename Out, typename Also>
+void Aggregate::RunChanges(Out& out, const Also& also) {
   // Instant by instant, as the tracker's visitor would have it: the ends, then the starts.
   // Starts and ends come from different batches (ends from older ones), so each side keeps the
   // columns of the batch it last read.
@@ -435,7 +471,7 @@ void Aggregate::RunChanges() {
       s.args = b.columns.data();
       s.groups = b.columns.back().i64();
     }
-    ApplyRow<kNa>(s.views.data(), s.args, r.row, static_cast<uint32_t>(s.groups[r.row]), sign);
+    ApplyRow<kNa>(ColumnArgs{s.views.data(), s.args, r.row}, static_cast<uint32_t>(s.groups[r.row]), sign);
   };
   const InstantTracker::Changes& c = changes_;
   const size_t ns = c.starts.size(), ne = c.ends.size();
@@ -446,11 +482,85 @@ void Aggregate::RunChanges() {
     if (j < ne) t = std::min(t, c.end_at[j]);
     for (; j < ne && c.end_at[j] == t; ++j) apply(sides[0], c.ends[j], -1);
     for (; i < ns && c.start_at[i] == t; ++i) apply(sides[1], c.starts[i], +1);
-    EndInstant<kNa>(t);
+    also(t);
+    EndInstant<kNa>(t, out);
   }
 }
 
-Time Aggregate::next_firing(int64_t) const {
+template <typename Out, typename Also>
+void Aggregate::AdvanceBatchInput(Time progress, Out& out, const Also& also) {
+  if (tracker_) {
+    tracker_->Collect(progress, changes_);
+    if (na_ == 1) RunChanges<1>(out, also);
+    else RunChanges<0>(out, also);
+  } else {
+    RunOrdered(progress, out, also);
+  }
+}
+
+template <size_t kNa, typename Out>
+void Aggregate::AdvanceRowInputN(Time progress, Out& out, bool results) {
+  RowTracker& in = *row_input_;
+  const size_t group = nargs_;  // a kept row: its arguments, then its group id
+  in.AdvanceTo(progress, [&](Time t, const std::vector<uint32_t>& starts, const std::vector<uint32_t>& ends) {
+    // Starts first: under the negative method a ghost's positive and negative are both at t, and
+    // an accumulator must see it come before it goes.
+    for (uint32_t s : starts) {
+      const Value* v = in.values(s);
+      ApplyRow<kNa>(ValueArgs{v}, static_cast<uint32_t>(v[group].i), +1);
+    }
+    for (uint32_t s : ends) {
+      const Value* v = in.values(s);
+      ApplyRow<kNa>(ValueArgs{v}, static_cast<uint32_t>(v[group].i), -1);
+    }
+    if (results) EndInstant<kNa>(t, out);
+  });
+}
+
+template <typename Out>
+void Aggregate::AdvanceRowInput(Time progress, Out& out, bool results) {
+  if (na_ == 1) AdvanceRowInputN<1>(progress, out, results);
+  else AdvanceRowInputN<0>(progress, out, results);
+}
+
+template <typename Out>
+void Aggregate::Advance(Time progress, Out& out) {
+  if (batch_rows_ && row_input_ && !BatchInputHeld()) batch_rows_ = false;
+  if (!RowInputHeld()) {
+    if (batch_rows_ || !row_input_) AdvanceBatchInput(progress, out, [](Time) {});
+  } else if (!batch_rows_) {
+    AdvanceRowInput(progress, out, true);
+  } else {
+    // Both forms hold rows (the form changed while rows waited for their instants): an instant at
+    // a time, the changes of the side whose rows came first applied first.
+    for (;;) {
+      const Time tb = BatchNextInstant(), tr = row_input_->next_instant();
+      const Time t = std::min(tb, tr);
+      if (!(t < progress)) break;
+      const Time next = t + Duration::Epsilon();
+      if (tb != t) {
+        AdvanceRowInput(next, out, true);
+      } else if (batch_first_) {
+        AdvanceBatchInput(next, out, [&](Time) { AdvanceRowInput(next, out, false); });
+      } else {
+        AdvanceRowInput(next, out, false);
+        AdvanceBatchInput(next, out, [](Time) {});
+        // The batch form's rows at t may all have cancelled (ghosts): then t's results are due here.
+        if (touched_count_ > 0) EndInstant<0>(t, out);
+      }
+    }
+  }
+  if (progress.IsInfinite() && input_ != Input::kNegative) {
+    // Close: the current results never end.
+    for (uint32_t g = 0; g < groups_.size(); ++g)
+      if (groups_[g].open) Close<0>(g, Time::Infinity(), out);
+  }
+}
+
+// The row form's (aggregate_rows.cc).
+template void Aggregate::Advance<Aggregate::RowOut>(Time, RowOut&);
+
+Time Aggregate::BatchNextInstant() const {
   if (tracker_) return tracker_->next_instant();
   // The next start not applied yet, and for constant durations the next end.
   Time t = Time::Infinity();
@@ -460,24 +570,21 @@ Time Aggregate::next_firing(int64_t) const {
   return t;
 }
 
+Time Aggregate::NextInstant() const {
+  const Time t = batch_rows_ ? BatchNextInstant() : Time::Infinity();
+  return row_input_ ? std::min(t, row_input_->next_instant()) : t;
+}
+
+Time Aggregate::next_firing(int64_t) const { return NextInstant(); }
+
 void Aggregate::AdvanceTo(Time progress, Emitter& out) {
   const int64_t room = out_hint_ + out_hint_ / 4;
   out_group_.Reserve(room);
   out_start_.Reserve(room);
   out_end_.Reserve(room);
   for (ValueStore& v : out_values_) v.Reserve(room);
-  if (tracker_) {
-    tracker_->Collect(progress, changes_);
-    if (na_ == 1) RunChanges<1>();
-    else RunChanges<0>();
-  } else {
-    RunOrdered(progress);
-  }
-  if (progress.IsInfinite() && input_ != Input::kNegative) {
-    // Close: the current results never end.
-    for (uint32_t g = 0; g < groups_.size(); ++g)
-      if (groups_[g].open) Close<0>(g, Time::Infinity());
-  }
+  BatchOut sink;
+  Advance(progress, sink);
 
   // Ends first (they belong to rows already out), then the new rows.
   if (!fixed_ids_.empty()) {
@@ -563,8 +670,9 @@ void RegisterAggregate(OperatorRegistry& r) {
 
 // Between calls the output being built is empty (AdvanceTo hands it all out) and no group is
 // touched, so the state is: the group index, each group's accumulators, multisets and open result
-// (with its holder), and the instants not applied yet — the retained chunks and their cursors, or
-// the tracker.
+// (with its holder), and the instants not applied yet — the batch form's retained chunks and their
+// cursors, or its tracker, and the row form's tracker when it has one. Both forms write and read
+// this one state (the row form writes nothing of its own), whichever ran.
 void Aggregate::Snapshot(SnapshotWriter& w) const {
   CQ_CHECK(touched_count_ == 0 && out_group_.empty() && fixed_ids_.empty() && opened_.empty(),
            "an aggregate snapshot inside an instant");
@@ -601,6 +709,11 @@ void Aggregate::Snapshot(SnapshotWriter& w) const {
   w.I64(retained_);
   w.Bool(tracker_ != nullptr);
   if (tracker_) tracker_->Snapshot(w);
+  w.Bool(row_input_ != nullptr);
+  if (row_input_) {
+    row_input_->Snapshot(w);
+    w.Bool(batch_first_);
+  }
   w.I64(out_hint_);
 }
 
@@ -615,7 +728,7 @@ void Aggregate::Restore(SnapshotReader& r) {
   aggfn::RestoreSets(r, sets_);
   bool bools = true;
   for (const Group& g : groups_) bools &= ValidBool(g.open) && ValidBool(g.touched) && ValidBool(g.listed);
-  for (const Value& v : current_) bools &= ValidBool(v.valid);
+  for (const Result& v : current_) bools &= ValidBool(v.valid);
   CQ_SNAPSHOT_CHECK(bools, "a flag is neither 0 nor 1");
   const size_t groups = groups_.size();
   bool ok = groups == index_.size() && accs_.size() == groups * na_ && current_.size() == groups * na_ &&
@@ -677,6 +790,21 @@ void Aggregate::Restore(SnapshotReader& r) {
     }
     CQ_SNAPSHOT_CHECK(ok, "an aggregate's tracked rows name groups it does not have");
   }
+  if (r.Bool()) {
+    if (!row_input_) MakeRowInput();  // taken in row form, restored before the row form was asked for
+    row_input_->Restore(r);
+    bool ok = true;
+    row_input_->ForEachKept([&](const Value* v) {
+      ok &= v[nargs_].valid && v[nargs_].i >= 0 && static_cast<uint64_t>(v[nargs_].i) < groups;
+    });
+    CQ_SNAPSHOT_CHECK(ok, "an aggregate's tracked rows name groups it does not have");
+    batch_first_ = r.Bool();
+  }
   out_hint_ = r.I64();
+  batch_rows_ = BatchInputHeld();
+}
+
+void Aggregate::MakeRowInput() {
+  row_input_ = MakeRowTracker(input_ == Input::kNegative, policy_, false, *derived_schema_);
 }
 }  // namespace cq

@@ -23,6 +23,15 @@
 //              order; one cursor walks them.
 //   kGeneral   direct method, anything else (known ends of any length, pending ends): a
 //              RelationTracker hands over each complete instant.
+//
+// One state, two drivers (rows/ROWS.md): the groups, their accumulators and open results, and the
+// input rows whose instants have not come yet belong to this object, and its one Snapshot writes
+// them. The batch form (Push, PushEnds, AdvanceTo) and the row form (ToRows, aggregate_rows.cc) are
+// drivers over it: each reads its input its own way — columns into the chunks or the tracker above,
+// rows into a RowTracker — and hands the results of an instant to a sink of its own (a batch being
+// built, or rows emitted at once). ToRows may be asked at any time, also after the batch form ran:
+// rows one form kept that still wait for their instants are merged, instant by instant, with
+// those of the other, the side whose rows came first going first.
 #include <map>
 #include <memory>
 #include <optional>
@@ -35,6 +44,7 @@
 #include "lifetime/expiration_set.h"
 #include "lifetime/instant_tracker.h"
 #include "operators/operator.h"
+#include "rows/row_tracker.h"
 
 namespace cq {
 
@@ -50,9 +60,12 @@ class Aggregate final : public Operator {
 
   Aggregate(std::vector<std::unique_ptr<Expression>> keys, std::vector<Spec> aggs, Schema output, Input input,
             ExpirationPolicy policy, HolderTable* holders);
+  ~Aggregate() override;
   void Push(int port, const Batch& batch, Emitter& out) override;
   void PushEnds(int port, const EndBatch& ends, Emitter& out) override;
   void AdvanceTo(Time progress, Emitter& out) override;
+  // The row form, over this state: before any input, or later (the rows kept so far stay here and
+  // come out at their instants through whichever form is advanced).
   std::unique_ptr<RowOperator> ToRows() override;
   Time next_firing(int64_t last_tick) const override;
   const Schema& output_schema() const override { return output_; }
@@ -77,9 +90,7 @@ class Aggregate final : public Operator {
   };
   using Acc = aggfn::Acc;
   using Multiset = aggfn::Multiset;
-  using Value = aggfn::Result;
-  // Input rows retained by kConstant and kNegative, in time order: one chunk per input batch, or a
-  // merge of several when a union delivered them out of order.
+  using Result = aggfn::Result;
   // An argument column as the per-row loop reads it: no indirection through Column and Buffer.
   struct ArgView {
     const uint8_t* validity;  // null when there is no NULL
@@ -89,6 +100,8 @@ class Aggregate final : public Operator {
     double F64(int64_t row) const { return static_cast<const double*>(values)[row]; }
     static ArgView Of(const Column& c) { return {c.has_nulls() ? c.validity.data : nullptr, c.values.data}; }
   };
+  // Input rows retained by kConstant and kNegative, in time order: one chunk per input batch, or a
+  // merge of several when a union delivered them out of order.
   struct Chunk {
     TimeColumn sync;
     Columns args;
@@ -115,23 +128,81 @@ class Aggregate final : public Operator {
     bool Before(const Cursor& o) const { return base + row < o.base + o.row; }
   };
   void Grow(uint32_t groups);
+
+  // A row's arguments as ApplyRow reads them: from a batch's columns, or from a row's values (the
+  // row form's tracker keeps the arguments, then the group id).
+  struct ColumnArgs {
+    const ArgView* views;
+    const Column* columns;
+    int64_t row;
+    bool Valid(int a) const { return views[a].IsValid(row); }
+    int64_t I64(int a) const { return views[a].I64(row); }
+    double F64(int a) const { return views[a].F64(row); }
+    bool Present(int a) const { return columns[a].IsValid(row); }
+    aggfn::Arg Multiset(int a, TypeId type) const;
+  };
+  struct ValueArgs {
+    const Value* values;
+    bool Valid(int a) const { return values[a].valid; }
+    int64_t I64(int a) const { return values[a].i; }
+    double F64(int a) const { return values[a].d; }
+    bool Present(int a) const { return values[a].valid; }
+    aggfn::Arg Multiset(int a, TypeId type) const;
+  };
+  // Where an instant's results go. BatchOut: the output AdvanceTo builds (out_group_ ... below),
+  // handed on as one batch at its end. RowOut (aggregate_rows.cc): the row form's, which emits a
+  // group's result opened or closed at t (its state already says so) at once.
+  struct BatchOut {};
+  class RowOut {
+   public:
+    RowOut(Aggregate* a, RowEmitter* out) : a_(a), out_(out) {}
+    void Opened(uint32_t g, Time t);
+    void Closed(uint32_t g, Time t);
+
+   private:
+    // Group g's keys and open result's values, over [sync, other) or with a holder.
+    void Emit(uint32_t g, Time sync, Time other, HolderId holder);
+    Aggregate* a_;
+    RowEmitter* out_;
+  };
+
   // The per-row and per-result helpers take the number of aggregates as a template argument
   // when it is 1 (the commonest query), so that their loops over aggregates disappear; 0 means
   // na_.
-  template <size_t kNa>
-  void ApplyRow(const ArgView* views, const Column* args, int64_t row, uint32_t g, int64_t sign);
-  void ApplyMultiset(const Agg& agg, const Column& c, int64_t row, uint32_t g, int64_t sign);
+  template <size_t kNa, typename Args>
+  void ApplyRow(const Args& args, uint32_t g, int64_t sign);
+  void ApplyMultiset(size_t a, const aggfn::Arg& v, uint32_t g, int64_t sign);
   // The groups touched at instant t get their new results.
+  template <size_t kNa, typename Out>
+  void EndInstant(Time t, Out& out);
   template <size_t kNa>
-  void EndInstant(Time t);
+  Result Compute(uint32_t g, size_t a, std::string* s) const;
+  template <size_t kNa, typename Out>
+  void Open(uint32_t g, Time t, Out& out);
+  template <size_t kNa, typename Out>
+  void Close(uint32_t g, Time t, Out& out);
   template <size_t kNa>
-  Value Compute(uint32_t g, size_t a, std::string* s) const;
-  template <size_t kNa>
-  void Open(uint32_t g, Time t);
-  template <size_t kNa>
-  void Close(uint32_t g, Time t);
-  template <size_t kNa>
-  void AppendRow(uint32_t g, Time start, Time end, const Value* values, const std::string* strs);
+  void AppendRow(uint32_t g, Time start, Time end, const Result* values, const std::string* strs);
+
+  // The instants below `progress`, from whichever form's input holds rows; at close (progress
+  // infinite) the results still open never end.
+  template <typename Out>
+  void Advance(Time progress, Out& out);
+  // The batch form's input (chunks or tracker_), its instants below `progress`; `also(t)` runs
+  // before each instant's results (to add the row form's changes at t).
+  template <typename Out, typename Also>
+  void AdvanceBatchInput(Time progress, Out& out, const Also& also);
+  // The row form's input (row_input_): its instants below `progress`, with their results
+  // (`results`) or only their changes.
+  template <typename Out>
+  void AdvanceRowInput(Time progress, Out& out, bool results);
+  template <size_t kNa, typename Out>
+  void AdvanceRowInputN(Time progress, Out& out, bool results);
+  // Whether each form's input holds rows (whose instants may come), and the next instant of each.
+  bool BatchInputHeld() const { return tracker_ ? tracker_->retained_rows() > 0 : !chunks_.empty(); }
+  bool RowInputHeld() const { return row_input_ && row_input_->kept_rows() > 0; }
+  Time BatchNextInstant() const;
+  Time NextInstant() const;
 
   // kConstant / kNegative
   bool Valid(const Cursor& c) const { return c.chunk < chunks_.size(); }
@@ -140,9 +211,10 @@ class Aggregate final : public Operator {
   void Step(Cursor& c) const {
     if (++c.row >= c.length) Load(c);
   }
-  void RunOrdered(Time progress);
-  template <typename T, size_t kNa>
-  void RunInstants(Time progress);
+  template <typename Out, typename Also>
+  void RunOrdered(Time progress, Out& out, const Also& also);
+  template <typename T, size_t kNa, typename Out, typename Also>
+  void RunInstants(Time progress, Out& out, const Also& also);
 
   std::vector<std::unique_ptr<Expression>> keys_;
   std::vector<Agg> aggs_;
@@ -169,11 +241,11 @@ class Aggregate final : public Operator {
   std::vector<Group> groups_;
   std::vector<Acc> accs_;
   std::vector<Multiset> sets_;
-  std::vector<Value> current_;  // the open result's values
+  std::vector<Result> current_;  // the open result's values
   std::vector<std::string> current_str_;
   std::vector<uint32_t> touched_;  // groups touched at the current instant: the first touched_count_
   size_t touched_count_ = 0;
-  std::vector<Value> now_;            // scratch: a group's new values
+  std::vector<Result> now_;            // scratch: a group's new values
   std::vector<std::string> now_str_;
 
   // kConstant / kNegative
@@ -188,8 +260,19 @@ class Aggregate final : public Operator {
   size_t nargs_ = 0;  // argument columns (the tracked rows' columns before the group id)
   InstantTracker::Changes changes_;  // what the tracker hands over, kept for its capacity
   // Applies changes_ to the groups.
-  template <size_t kNa>
-  void RunChanges();
+  template <size_t kNa, typename Out, typename Also>
+  void RunChanges(Out& out, const Also& also);
+  // The row form's input: the rows pushed to the row form (their arguments, then the group id),
+  // until their instants have come. Made by ToRows, or by a Restore whose snapshot holds one.
+  std::unique_ptr<RowTracker> row_input_;
+  void MakeRowInput();
+  // Which form's input got rows first, while both hold rows: at an instant its changes go first
+  // (a ghost's positive before its negative, under the negative method).
+  bool batch_first_ = true;
+  // False when the batch form's input surely holds no row (BatchInputHeld() is false): the row
+  // form then neither asks it for its next instant nor hands it ends. Set by a batch Push,
+  // cleared by Advance.
+  bool batch_rows_ = false;
 
   // The output being built by AdvanceTo: group, start, end and values of each row.
   BufferBuilder<uint32_t> out_group_;

@@ -17,28 +17,9 @@ const StrBlock* NewString(std::string_view v) {
 }
 
 void AppendKeyValue(TypeId type, const Value& v, std::string* out) {
-  if (type == TypeId::kNull || !v.valid) {
-    out->push_back('\0');
-    return;
-  }
-  out->push_back('\1');
-  switch (type) {
-    case TypeId::kInt64: out->append(reinterpret_cast<const char*>(&v.i), 8); break;
-    case TypeId::kFloat64: {
-      const uint64_t b = KeyBitsOf(v.d);
-      out->append(reinterpret_cast<const char*>(&b), 8);
-      break;
-    }
-    case TypeId::kBool: out->push_back(v.i ? '\1' : '\0'); break;
-    case TypeId::kUtf8: {
-      const std::string_view s = v.s->view();
-      const uint32_t len = static_cast<uint32_t>(s.size());
-      out->append(reinterpret_cast<const char*>(&len), 4);
-      out->append(s);
-      break;
-    }
-    case TypeId::kNull: break;
-  }
+  const bool valid = type != TypeId::kNull && v.valid;
+  AppendKeyOf(type, valid, static_cast<uint64_t>(v.i), valid && type == TypeId::kUtf8 ? v.s->view() : std::string_view(),
+              out);
 }
 
 RowLayout::RowLayout(const Schema& schema) {

@@ -107,6 +107,77 @@ CQ_TEST(group_index_without_keys) {
   CQ_EXPECT_EQ(index.size(), 1u);
 }
 
+// One key value as MapOne takes it (a row of a loop holds its keys one at a time).
+GroupIndex::KeyView View(TypeId type, const Column& c, int64_t i) {
+  GroupIndex::KeyView v;
+  v.valid = c.type != TypeId::kNull && c.IsValid(i);
+  if (!v.valid) return v;
+  if (type == TypeId::kUtf8) v.str = c.StrAt(i);
+  else if (type == TypeId::kBool) v.bits = c.BoolAt(i);
+  else v.bits = c.values.as<const uint64_t>()[i];
+  return v;
+}
+
+// Rows mapped one at a time (MapOne) and a batch at a time (Map), in random turns, into one index
+// get the ids a second index that maps everything a batch at a time gives; the keys gather back.
+void CheckMapOneAgreesWithMap(const std::vector<TypeId>& types, const std::vector<std::vector<Column>>& batches,
+                              uint64_t seed) {
+  GroupIndex mixed(types), batched(types);
+  Rng rng(seed);
+  for (const std::vector<Column>& keys : batches) {
+    const int64_t n = types.empty() ? 3 : keys[0].length;
+    std::vector<uint32_t> want(static_cast<size_t>(n)), got(static_cast<size_t>(n));
+    batched.Map(keys, n, want.data());
+    for (int64_t i = 0; i < n;) {
+      const int64_t run = std::min<int64_t>(n - i, 1 + rng.Below(4));
+      if (rng.Below(2) == 0) {
+        std::vector<Column> slice;
+        for (const Column& c : keys) slice.push_back(SliceColumn(c, i, run));
+        mixed.Map(slice, run, got.data() + i);
+      } else {
+        for (int64_t k = i; k < i + run; ++k) {
+          std::vector<GroupIndex::KeyView> views;
+          for (size_t c = 0; c < types.size(); ++c) views.push_back(View(types[c], keys[c], k));
+          got[static_cast<size_t>(k)] = mixed.MapOne(views);
+        }
+      }
+      i += run;
+    }
+    CQ_EXPECT_EQ(got, want);
+    CQ_EXPECT_EQ(mixed.size(), batched.size());
+    for (size_t c = 0; c < types.size(); ++c) {
+      const Column a = mixed.GatherKeys(c, got.data(), n), b = batched.GatherKeys(c, want.data(), n);
+      switch (types[c]) {
+        case TypeId::kUtf8: CQ_EXPECT_EQ(ReadStr(a), ReadStr(b)); break;
+        case TypeId::kBool: CQ_EXPECT_EQ(ReadBool(a), ReadBool(b)); break;
+        default: CQ_EXPECT_EQ(ReadI64(a), ReadI64(b));  // (a double's bits)
+      }
+    }
+  }
+}
+
+CQ_TEST(group_index_one_row_at_a_time_gives_the_batch_ids) {
+  const double nan = std::nan("");
+  // One int64 key: the direct table, its growth, and its hand-over to hashing (70000).
+  CheckMapOneAgreesWithMap({TypeId::kInt64}, {{I64({3, 1, 3, N, 2})}, {I64({-5, 300, 2, N, 3})}, {I64({70000, 1, -5, 70000})}},
+                           1);
+  CheckMapOneAgreesWithMap({TypeId::kFloat64}, {{F64({0.0, -0.0, nan, N, 1.5})}, {F64({1.5, nan, 0.0, 2.25, N})}}, 2);
+  CheckMapOneAgreesWithMap({TypeId::kBool}, {{Bool({true, N, false})}, {Bool({false, true, N, true})}}, 3);
+  CheckMapOneAgreesWithMap({TypeId::kUtf8, TypeId::kInt64, TypeId::kBool},
+                           {{Str({"x", "", N, "x"}), I64({1, 1, 1, 2}), Bool({true, N, true, true})},
+                            {Str({"", "x", "xy", N}), I64({1, 2, N, 1}), Bool({N, true, false, true})}},
+                           4);
+  CheckMapOneAgreesWithMap({}, {{}, {}}, 5);
+  Rng rng(9);
+  std::vector<std::vector<Column>> many;
+  for (int b = 0; b < 6; ++b) {
+    I64s keys;
+    for (int k = 0; k < 100; ++k) keys.push_back(rng.Below(10) == 0 ? std::nullopt : std::optional<int64_t>(rng.Below(400) * (b + 1) - 300));
+    many.push_back({I64(keys)});
+  }
+  for (uint64_t seed = 0; seed < 5; ++seed) CheckMapOneAgreesWithMap({TypeId::kInt64}, many, seed);
+}
+
 CQ_TEST(value_store_take_and_gather) {
   ValueStore s(TypeId::kUtf8);
   s.AppendString("ab", true);
