@@ -46,7 +46,7 @@ class Op:
 
 Expr = Col | Lit | Op
 
-# ---- CAST as Spark's non-ANSI CAST (README; src_cpp/kernels/cast.cc has the same rules) -------
+# ---- CAST as Spark's non-ANSI CAST (SEMANTICS.md §3.3; src_cpp/kernels/cast.cc has the same rules)
 
 _SPACE = "".join(map(chr, range(0x21))) + "\x7f"  # trimmed at both ends of a string
 
