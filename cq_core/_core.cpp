@@ -1,4 +1,4 @@
-// cq_core._core: the binding over src_cpp/engine — nothing else lives here (STYLE §7).
+// cq_core._core: the binding over src_cpp/engine — nothing else lives here (ARCHITECTURE.md §3.7).
 // Arrow data cross as PyCapsules of the C Data Interface (the consumer moves the struct out), the
 // GIL is released while the core works, and CqError becomes cq_core._core.CoreError(kind, message,
 // stream, row), which cq_py maps to its own exceptions.

@@ -80,7 +80,7 @@ def _describe(exc: BaseException) -> str:
         return (
             "out of memory: the engine's state outgrew this machine (windows over unbounded "
             "input, such as [Range Unbounded], relations and GROUP BY over them, keep every "
-            "row: see the README, 'Memory')"
+            "row: see docs/USER_GUIDE.md, 'Memory')"
         )
     if isinstance(exc, RecursionError):
         return "the script is nested too deeply for cq (Python's recursion limit was reached)"

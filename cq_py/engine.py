@@ -1,4 +1,4 @@
-"""The engine users drive: register CQL, push data, read results (SPEC §6).
+"""The engine users drive: register CQL, push data, read results (SEMANTICS.md §6).
 
 Python parses, checks and plans; the C++ core (``cq_core._core``) runs the plan over Arrow batches
 that cross the boundary as Arrow C Data Interface capsules, without copies.
@@ -211,7 +211,7 @@ class Engine:
 
     Options: ``time_unit`` gives durations (``[Range 5 SECONDS]``) and Arrow timestamp inputs their
     meaning in ticks ('s', 'ms', 'us' or 'ns'); ``lifetime`` and ``executor`` choose the execution
-    strategy (SPEC §5); ``expose_steps=True`` adds the ε-step columns to results;
+    strategy (SEMANTICS.md §5); ``expose_steps=True`` adds the ε-step columns to results;
     ``auto_delay=True`` puts an ε delay into each loop that has none;
     ``expiration="insertion_sort"`` replaces the lazy sorting of expiration sets by insertion sort
     (the baseline of paper 003 §4.2). For ``executor="dts"``, ``hybrid=False`` splits time per
@@ -279,7 +279,8 @@ class Engine:
         self._catalog = Catalog()
         self._cql: list[str] = []  # the texts execute() registered, in order (for snapshots)
         # Whether input has come (a push or an advance): a query registered from then on sees the
-        # relations as they stand and re-derives the relation-valued queries it reads (SPEC §4).
+        # relations as they stand and re-derives the relation-valued queries it reads (SEMANTICS.md
+        # §4).
         self._running = False
         self._late: list[bool] = []  # for each text of _cql: registered while running
         self._core = _core.Engine(
@@ -486,7 +487,7 @@ class Engine:
         table = pa.Table.from_batches(batches, schema=self.query_schema(q.name))
         if q.kind == "relation" and table.num_rows > 1:
             # Rows become final in the order their ends are fixed; they are handed out in start
-            # order (SPEC §6), stably, by one vectorized sort.
+            # order (SEMANTICS.md §6), stably, by one vectorized sort.
             keys = [("start", "ascending")] + (
                 [("start_step", "ascending")] if self.expose_steps else []
             )

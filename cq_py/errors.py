@@ -157,8 +157,8 @@ class MemoryLimitError(CQError):
 
 class RunawayLoopError(CQError):
     """A recursive query's loop did not settle: it took more than ``max_loop_steps`` ε steps inside
-    one tick (SPEC §2), more than ``max_loop_rows`` rows went round it in one tick or past its
-    inputs' progress, or it kept producing rows at more than ``max_loop_ticks`` ticks past its
+    one tick (SEMANTICS.md §2), more than ``max_loop_rows`` rows went round it in one tick or past
+    its inputs' progress, or it kept producing rows at more than ``max_loop_ticks`` ticks past its
     inputs' progress (after ``close()``, or an ``advance`` far ahead; see :class:`cq_py.Engine`).
     The message names the loop's queries. The engine takes no more input after it (operators
     stopped half way through an instant; every later call says so), but ``fetch`` still returns

@@ -1,4 +1,4 @@
-"""Every configuration of the engine (SPEC §5: all give the same results): DTS hybrid and as
+"""Every configuration of the engine (SEMANTICS.md §5: all give the same results): DTS hybrid and as
 published (hybrid=False), and the heartbeat executor, each under both lifetime methods. Tests that
 must hold everywhere run under each (the conformance files too, in the matrix of
 tests/conformance/test_conformance.py)."""

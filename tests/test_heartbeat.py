@@ -1,6 +1,6 @@
-"""The heartbeat executor (SPEC §5, paper 000 §2.3): the same results as DTS on scripts where two
-streams meet (the stall of a binary operator, holder ids recycled while an end waits in a queue),
-its refusal of recursive scripts, its options, and its explain order. The differential tests
+"""The heartbeat executor (SEMANTICS.md §5, paper 000 §2.3): the same results as DTS on scripts
+where two streams meet (the stall of a binary operator, holder ids recycled while an end waits in a
+queue), its refusal of recursive scripts, its options, and its explain order. The differential tests
 (tests/oracle) and the conformance corpus run under both executors too; the core's own refusal of
 a cycle is tested in src_cpp/tests/heartbeat_test.cc."""
 
@@ -177,7 +177,7 @@ def two_level_script(draw):
 
 
 def final_part(rows: list[dict], progress: float) -> Counter:
-    """Stream rows below the progress, which are final (SPEC §4), as a bag."""
+    """Stream rows below the progress, which are final (SEMANTICS.md §4.8), as a bag."""
     return Counter(
         tuple(sorted(r.items())) for r in rows if (r["ts"], r["ts_step"]) < (progress, 0)
     )

@@ -1,5 +1,5 @@
-"""A query registered while the engine runs (SPEC §4; issue 27 F), at progress p: it sees stream
-rows from p on (its windows fill from p), every relation as it stands at p, whole (each tuple
+"""A query registered while the engine runs (SEMANTICS.md §4.5; issue 27 F), at progress p: it sees
+stream rows from p on (its windows fill from p), every relation as it stands at p, whole (each tuple
 alive then from max(start, p)), the rows an earlier stream-valued query emits from then on, and
 an earlier relation-valued query re-derived from p as if written in place. Every configuration,
 and snapshots taken after such a registration."""

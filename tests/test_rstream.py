@@ -1,6 +1,6 @@
-"""RSTREAM against the engine's progress P (SPEC §4; issue 27 A): every tick up to P — the latest
-timestamp or advance of any input — while R is non-empty, and beyond P only while R(t) holds a
-tuple that ends at a finite time. Every configuration; the data-file cases are in
+"""RSTREAM against the engine's progress P (SEMANTICS.md §4.3; issue 27 A): every tick up to P — the
+latest timestamp or advance of any input — while R is non-empty, and beyond P only while R(t) holds
+a tuple that ends at a finite time. Every configuration; the data-file cases are in
 tests/conformance/streams/rstream_*.cqlt."""
 
 import pyarrow as pa

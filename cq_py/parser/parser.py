@@ -1,4 +1,5 @@
-"""A hand-written recursive-descent parser for CQL (SPEC §3), producing the nodes of :mod:`ast`.
+"""A hand-written recursive-descent parser for CQL (SEMANTICS.md §3), producing the nodes of
+:mod:`ast`.
 
 Queries are parsed by one function per grammar level; expressions by precedence climbing (Pratt),
 with the binding powers below. The parser checks syntax only: names, types and whether a window

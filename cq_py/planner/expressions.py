@@ -590,7 +590,7 @@ class ExpressionBinder:
                         f"'{op}' expects numbers, found {T.CQL_NAME[side.type]} ('{side.text}')",
                         pos,
                     )
-            # '/' is always DOUBLE (SPEC §3); otherwise DOUBLE when either side is.
+            # '/' is always DOUBLE (SEMANTICS.md §3); otherwise DOUBLE when either side is.
             target = T.FLOAT64 if op == "/" or T.FLOAT64 in (left.type, right.type) else T.INT64
             return self.call(
                 fn, (self.cast(left, target), self.cast(right, target)), target, text, pos

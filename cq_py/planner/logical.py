@@ -2,7 +2,7 @@
 
 Each :class:`Node` is one operator with its inputs, its output columns, whether it yields a stream
 or a relation, and the lifetime property of its output edge (what the core may specialise on:
-constant durations need only a FIFO, pending ends need expiration holders, STYLE §4).
+constant durations need only a FIFO, pending ends need expiration holders, ARCHITECTURE.md §3.4).
 """
 
 from __future__ import annotations
@@ -132,7 +132,8 @@ class QueryDef:
     lifetime: str = STREAM
     references: list[str] = field(default_factory=list)  # names it reads in FROM
     # Its definition: a query registered later, while the engine runs, re-derives a relation-valued
-    # query from it (SPEC §4) instead of reading the operators that hold its state from before.
+    # query from it (SEMANTICS.md §4) instead of reading the operators that hold its state from
+    # before.
     query: ast.Query | None = field(default=None, repr=False)
 
     def __deepcopy__(self, memo: dict[int, Any]) -> QueryDef:

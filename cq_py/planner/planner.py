@@ -78,8 +78,8 @@ class Planner:
         late: bool = False,
     ):
         self.catalog = catalog
-        # The engine is running (SPEC §4): the script's queries see a relation as it stands now,
-        # whole, and re-derive the relation-valued queries registered before them.
+        # The engine is running (SEMANTICS.md §4.5): the script's queries see a relation as it
+        # stands now, whole, and re-derive the relation-valued queries registered before them.
         self.late = late
         self.time_unit = time_unit
         self.source = source
@@ -750,7 +750,8 @@ class Planner:
 
     def _relation_since(self, scan: Node, name: str, owner: str) -> Node:
         """A relation registered before the engine ran, for a query registered now: the tuples
-        alive now, each from now on, then its changes (SPEC §4; the core's RelationSince)."""
+        alive now, each from now on, then its changes (SEMANTICS.md §4.5; the core's
+        RelationSince)."""
         return self._add(
             Node(
                 self._new_id(),
@@ -768,9 +769,9 @@ class Planner:
 
     def _rederive(self, target: QueryDef, owner: str) -> Node:
         """An earlier relation-valued query read by a query registered while the engine runs: its
-        definition planned again, as if written in place (SPEC §4) — fresh windows over the rows
-        from now on, relations as they stand now, earlier stream-valued queries shared — and not
-        the operators that hold its state from before. explain() marks the operators."""
+        definition planned again, as if written in place (SEMANTICS.md §4.5) — fresh windows over
+        the rows from now on, relations as they stand now, earlier stream-valued queries shared —
+        and not the operators that hold its state from before. explain() marks the operators."""
         assert target.query is not None  # a planned query keeps its definition
         first, references = self.cat.next_id, self.references
         self.references = []

@@ -1,4 +1,4 @@
-"""cq on Spark (SPEC §7): a script over Spark DataFrames, one engine per partition via
+"""cq on Spark (SEMANTICS.md §7): a script over Spark DataFrames, one engine per partition via
 ``mapInArrow``.
 
 :func:`run` needs pyspark (``pip install cq[spark]``); :func:`partition_plan` does not.

@@ -1,4 +1,4 @@
-"""Which key a script can be partitioned on, proved from its plan (SPEC §7).
+"""Which key a script can be partitioned on, proved from its plan (SEMANTICS.md §7).
 
 Splitting the inputs by a key and running one engine per part gives the local engine's result (as
 a bag) exactly when every operator that relates several rows only relates rows of one key value:
@@ -9,8 +9,8 @@ a bag) exactly when every operator that relates several rows only relates rows o
 * An aggregate must GROUP BY the key; so must DISTINCT, UNION, EXCEPT and INTERSECT, which the
   planner builds as aggregates over all compared columns (so the key must be one of them).
 * ISTREAM and DSTREAM compare whole rows (a value ending and starting again at one instant emits
-  nothing, SPEC §4): the key must be one of the compared columns — unless the lifetimes never end
-  (``[Range Unbounded]``), so no end can meet a start.
+  nothing, SEMANTICS.md §4): the key must be one of the compared columns — unless the lifetimes
+  never end (``[Range Unbounded]``), so no end can meet a start.
 * RSTREAM emits R(t) at every tick, a union over keys: safe with any key (the Spark runner
   advances every part to the same last tick, which is where a never-ending R stops).
 * Time windows (``[Range]``, ``[Now]``, ``[Range d Slide d]``, unbounded), filters, projections,

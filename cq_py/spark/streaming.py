@@ -1,4 +1,4 @@
-"""cq on Spark Structured Streaming (SPEC §7): engine state carried across micro-batches.
+"""cq on Spark Structured Streaming (SEMANTICS.md §7): engine state carried across micro-batches.
 
 :func:`run` takes streaming DataFrames (file, rate, Kafka, ... sources) and returns one streaming
 DataFrame per registered query. ``cq_py.spark.run`` comes here when any input ``isStreaming``.

@@ -1,6 +1,6 @@
 #pragma once
-// The one batch format every operator exchanges (STYLE §3, after Trill's SyncTime/OtherTime):
-// user columns + two time columns + an optional selection vector.
+// The one batch format every operator exchanges (ARCHITECTURE.md §3.3, after Trill's
+// SyncTime/OtherTime): user columns + two time columns + an optional selection vector.
 //
 //   stream batch    sync = the tuple's timestamp, no `other`
 //   lifetime batch  sync = start, other = end of the half-open lifetime [start, end)

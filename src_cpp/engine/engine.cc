@@ -172,8 +172,8 @@ void Engine::AddPlan(const std::string& plan_json) {
   plans_.push_back(plan_json);
   UpdateProgress();  // (a new input may be behind the others)
   Run([&] {
-    // What the new operators must still be handed of the ones they read (SPEC §4): relations as
-    // they stand, delayed rows from now on.
+    // What the new operators must still be handed of the ones they read (SEMANTICS.md §4):
+    // relations as they stand, delayed rows from now on.
     for (const auto& [producer, reader] : replays)
       for (const Batch& b : executor_->op(producer)->Backlog(registered_at)) executor_->Replay(producer, reader, b);
     PropagateProgress();
@@ -272,8 +272,8 @@ std::vector<Batch> Engine::Validate(const std::string& stream, const StreamState
                     stream, row_base + r);
     }
     const int64_t* t = ts.i64();
-    // Inputs sit at step 0 (SPEC §2): a row at tick x is acceptable when (x, 0) is not below the
-    // progress, which an advance may have set to a later step of the same tick.
+    // Inputs sit at step 0 (SEMANTICS.md §2): a row at tick x is acceptable when (x, 0) is not
+    // below the progress, which an advance may have set to a later step of the same tick.
     // A branch-free pass first (it vectorizes); the offending row is looked for only on failure.
     bool ordered = b.length == 0 || Time{t[0], 0} >= *last;
     for (int64_t r = 1; r < b.length; ++r) ordered &= t[r] >= t[r - 1];
@@ -337,9 +337,9 @@ void Engine::Advance(Time t) {
 void Engine::Close() {
   if (closed_) return;
   CheckUsable();
-  // P stays where the inputs left it: RSTREAM emits every tick up to it (SPEC §4). First every
-  // input goes to P (nothing comes below it now): what is final there reaches the queries even if
-  // a loop then runs away past it.
+  // P stays where the inputs left it: RSTREAM emits every tick up to it (SEMANTICS.md §4.3). First
+  // every input goes to P (nothing comes below it now): what is final there reaches the queries
+  // even if a loop then runs away past it.
   Time furthest = Time::MinusInfinity();
   for (const auto& [name, s] : streams_) furthest = std::max(furthest, s.progress);
   bool behind = false;

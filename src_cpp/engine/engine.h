@@ -1,6 +1,6 @@
 #pragma once
-// The one facade the binding sees (STYLE §7): plans in as JSON, Arrow batches in and out, errors
-// as CqError. Every call either completes or leaves the engine as it was.
+// The one facade the binding sees (ARCHITECTURE.md §3.7): plans in as JSON, Arrow batches in and
+// out, errors as CqError. Every call either completes or leaves the engine as it was.
 #include <map>
 #include <memory>
 #include <string>

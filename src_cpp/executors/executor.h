@@ -1,7 +1,7 @@
 #pragma once
-// What the engine needs of an executor (SPEC §5): the DTS executor (paper 000 §3.2, run as a
-// hybrid) and the heartbeat baseline (§2.3) run the same operators over the same plan; they differ
-// only in when each operator runs. Operators own their state; executors own scheduling.
+// What the engine needs of an executor (SEMANTICS.md §5): the DTS executor (paper 000 §3.2, run as
+// a hybrid) and the heartbeat baseline (§2.3) run the same operators over the same plan; they
+// differ only in when each operator runs. Operators own their state; executors own scheduling.
 #include <map>
 #include <memory>
 #include <set>
@@ -49,7 +49,7 @@ class Executor {
   // Source `source` will not produce anything below `progress` any more.
   virtual void AdvanceTo(const std::map<int, Time>& source_progress) = 0;
   // Hands `batch` to operator `consumer` alone, as if `producer`, one of its inputs, had emitted
-  // it: what a relation holds, for an operator added while the engine runs (SPEC §4).
+  // it: what a relation holds, for an operator added while the engine runs (SEMANTICS.md §4).
   virtual void Replay(int producer, int consumer, const Batch& batch) = 0;
 
   virtual Operator* op(int id) const = 0;

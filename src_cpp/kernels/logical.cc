@@ -1,5 +1,5 @@
-// AND, OR, NOT with SQL's three-valued logic (STYLE §6): FALSE AND NULL is FALSE, TRUE OR NULL is
-// TRUE, anything else with a NULL is NULL. Evaluated 64 rows at a time on the bitmaps.
+// AND, OR, NOT with SQL's three-valued logic (ARCHITECTURE.md §3.6): FALSE AND NULL is FALSE, TRUE
+// OR NULL is TRUE, anything else with a NULL is NULL. Evaluated 64 rows at a time on the bitmaps.
 #include <cstring>
 
 #include "kernels/kernel_util.h"

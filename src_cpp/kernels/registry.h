@@ -1,8 +1,8 @@
 #pragma once
-// Vectorized expression kernels, registered by name and argument types (STYLE §6, after Arrow's
-// FunctionRegistry). The planner resolves every call to one kernel when a plan is loaded, so no
-// lookup happens per batch; Python reads the same registry (cq_core.kernel_signatures()) to type
-// expressions, so the two sides cannot disagree about what exists.
+// Vectorized expression kernels, registered by name and argument types (ARCHITECTURE.md §3.6, after
+// Arrow's FunctionRegistry). The planner resolves every call to one kernel when a plan is loaded,
+// so no lookup happens per batch; Python reads the same registry (cq_core.kernel_signatures()) to
+// type expressions, so the two sides cannot disagree about what exists.
 #include <functional>
 #include <span>
 #include <string>

@@ -2,7 +2,7 @@
 // What a relation-to-stream operator (ISTREAM, DSTREAM, RSTREAM) sees of its input relation: the
 // tuples that start and that end at each instant t, instant by instant, once t is complete (the
 // input's progress is past it, so no start and no end at t can still arrive). Two strategies, one
-// per lifetime method (SPEC §5), behind this one interface:
+// per lifetime method (SEMANTICS.md §5), behind this one interface:
 //   RelationTracker  (direct)    lifetimes [start, end) with known or pending ends
 //   NegativeTracker  (negative)  positive tuples at their start, negative tuples at their end
 // Rows are kept by reference to the batches they came in (no copy); the rows a visit sees stay

@@ -1,7 +1,7 @@
 #pragma once
 // GROUP BY with COUNT(*), COUNT, SUM, AVG, MIN, MAX (optionally DISTINCT): at every instant t, the
-// SQL aggregate of R(t) per group (SPEC §4; no row for an empty group, so an aggregate without
-// GROUP BY over an empty relation yields nothing).
+// SQL aggregate of R(t) per group (SEMANTICS.md §4.2; no row for an empty group, so an aggregate
+// without GROUP BY over an empty relation yields nothing).
 //
 // Incremental: each complete instant's inserted and expired tuples update their groups'
 // accumulators (MIN/MAX and DISTINCT keep an ordered multiset of values, so they stay right when
@@ -13,7 +13,7 @@
 // Columnar throughout: a row's group is a dense id found a batch at a time (GroupIndex), its
 // arguments are read from typed columns, accumulators are flat arrays indexed by group id, and
 // results are appended to typed output columns. The instants reach the groups one of three ways,
-// chosen from the plan and the lifetime method (STYLE §4):
+// chosen from the plan and the lifetime method (ARCHITECTURE.md §3.4):
 //   kConstant  direct method, lifetimes of one duration d known at plan time ([Range T], [Now],
 //              [Range Unbounded], through filters and projections): starts come in time order and
 //              ends are the same rows d later, in the same order, so the retained input chunks are

@@ -1,13 +1,13 @@
 #pragma once
 // The delay operator (paper 000 §3.1): `<Now>` moves each stream tuple one ε-step later, `<d>` d
-// ticks later (SPEC §2: ⟨v, t⟩ becomes ⟨v, t + d⟩). Defined on streams only. The executors read
-// delay() to cut loops (DTS); its output lies in the future of its input.
+// ticks later (SEMANTICS.md §2: ⟨v, t⟩ becomes ⟨v, t + d⟩). Defined on streams only. The executors
+// read delay() to cut loops (DTS); its output lies in the future of its input.
 //
 // A tick delay's output runs ahead of the engine's progress: a query registered while the engine
-// runs, at progress p, reads the delayed stream's rows from p on (SPEC §4), some of which went out
-// before it was registered. So the delay keeps what it emitted at or after the engine's least
-// progress (OperatorContext::least), and hands it to such a query (Backlog). A `<Now>` delay keeps
-// nothing: its rows stay in the tick of their input, below the progress a registration sees.
+// runs, at progress p, reads the delayed stream's rows from p on (SEMANTICS.md §4.5), some of which
+// went out before it was registered. So the delay keeps what it emitted at or after the engine's
+// least progress (OperatorContext::least), and hands it to such a query (Backlog). A `<Now>` delay
+// keeps nothing: its rows stay in the tick of their input, below the progress a registration sees.
 #include <deque>
 #include <memory>
 

@@ -1,6 +1,6 @@
 #pragma once
-// DSTREAM(R): at every instant t, emits ⟨v, t⟩ for each v in R(t⁻) − R(t) (SPEC §4) — the tuples
-// that end at t, minus (as a bag) those that start at t. An instant is decided once it is
+// DSTREAM(R): at every instant t, emits ⟨v, t⟩ for each v in R(t⁻) − R(t) (SEMANTICS.md §4.3) — the
+// tuples that end at t, minus (as a bag) those that start at t. An instant is decided once it is
 // complete (the input's progress is past it), which is also when a [Range T] expiration at t is
 // known to have no matching start; close() completes every instant, so every tuple that ends
 // is reported.

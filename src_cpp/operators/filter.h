@@ -1,6 +1,7 @@
 #pragma once
 // WHERE: narrows the batch's selection vector to the rows whose predicate is TRUE (not FALSE, not
-// NULL). No row is copied (STYLE §3); lifetimes, holders and streams pass through unchanged.
+// NULL). No row is copied (ARCHITECTURE.md §3.3); lifetimes, holders and streams pass through
+// unchanged.
 #include "kernels/expression.h"
 #include "operators/operator.h"
 

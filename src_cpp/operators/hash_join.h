@@ -1,8 +1,8 @@
 #pragma once
-// The join of two relations (SPEC §4: at every t, the SQL join of R1(t) and R2(t)): a symmetric
-// hash join on the equi-join keys the planner extracted (none: every pair is a candidate, i.e.
-// nested loops), with a residual predicate over the joined row. Joins of three or more sources are
-// left-deep chains of this operator.
+// The join of two relations (SEMANTICS.md §4.2: at every t, the SQL join of R1(t) and R2(t)): a
+// symmetric hash join on the equi-join keys the planner extracted (none: every pair is a candidate,
+// i.e. nested loops), with a residual predicate over the joined row. Joins of three or more sources
+// are left-deep chains of this operator.
 //
 // The two inputs are merged in time order (each waits until the other's progress has caught up),
 // so a tuple meets every tuple of the other side that started before it.

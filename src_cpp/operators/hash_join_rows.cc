@@ -1,6 +1,6 @@
 // The join's row form (rows/ROWS.md): the symmetric hash join of hash_join.h over the rows of a
-// loop, with the same semantics (SPEC §4: at every t, the SQL join of R1(t) and R2(t)) and the same
-// rules for lifetimes:
+// loop, with the same semantics (SEMANTICS.md §4.2: at every t, the SQL join of R1(t) and R2(t))
+// and the same rules for lifetimes:
 //  * direct: a result lives on [max(s1, s2), min(e1, e2)); while an input's end is pending the
 //    result's is too, fixed when both ends are known, or when one is known (e) and progress has
 //    reached e (a pending end is never below progress, so the minimum is then e);

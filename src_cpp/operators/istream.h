@@ -1,9 +1,10 @@
 #pragma once
-// ISTREAM(R): at every instant t, emits ⟨v, t⟩ for each v in R(t) − R(t⁻) (SPEC §4) — the tuples
-// that start at t, minus (as a bag) the tuples that end at t. So a value that expires and starts
-// again at the same instant emits nothing, and a ghost (start = end) never emits.
+// ISTREAM(R): at every instant t, emits ⟨v, t⟩ for each v in R(t) − R(t⁻) (SEMANTICS.md §4.3) — the
+// tuples that start at t, minus (as a bag) the tuples that end at t. So a value that expires and
+// starts again at the same instant emits nothing, and a ghost (start = end) never emits.
 //
-// Two strategies, chosen by the planner from the input edge's lifetime property (STYLE §4):
+// Two strategies, chosen by the planner from the input edge's lifetime property (ARCHITECTURE.md
+// §3.4):
 //  * constant duration d ([Range T], [Now], [Range Unbounded]): ends come in start order, so the
 //    retained batches themselves are the expiration FIFO and a cursor marks the first row not yet
 //    expired — no per-row bookkeeping at all; each instant is decided as soon as it is seen,

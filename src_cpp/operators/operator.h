@@ -1,7 +1,7 @@
 #pragma once
-// The one small contract every operator implements (STYLE §1–2). An operator owns its state and
-// nothing else: the executors decide when it runs (DTS or heartbeat) and route what it emits.
-// Specs (the plan) are immutable JSON; an operator is built from its spec by the factory it
+// The one small contract every operator implements (ARCHITECTURE.md §3.1–3.2). An operator owns its
+// state and nothing else: the executors decide when it runs (DTS or heartbeat) and route what it
+// emits. Specs (the plan) are immutable JSON; an operator is built from its spec by the factory it
 // registers under its name (operators/registry.h). ADDING_AN_OPERATOR.md is the checklist.
 #include <memory>
 #include <string>
@@ -36,11 +36,11 @@ class Emitter {
 // Engine-owned resources an operator may use.
 struct OperatorContext {
   HolderTable* holders = nullptr;
-  bool negative = false;  // lifetime="negative": the Negative Tuple method (SPEC §5)
-  // The engine's progress P (SPEC §4): the furthest tick any input of the engine has reached — its
-  // latest timestamp or advance, over all streams and relations — as it stood before close(),
-  // which leaves it as it was. Null outside an engine (unit tests): no input is known to be
-  // ahead.
+  bool negative = false;  // lifetime="negative": the Negative Tuple method (SEMANTICS.md §5)
+  // The engine's progress P (SEMANTICS.md §4.3): the furthest tick any input of the engine has
+  // reached — its latest timestamp or advance, over all streams and relations — as it stood before
+  // close(), which leaves it as it was. Null outside an engine (unit tests): no input is known to
+  // be ahead.
   const int64_t* furthest = nullptr;
   // The engine's least progress (the minimum of its inputs' progress: results below it are final,
   // and a query registered now sees the engine at it), kept up to date by the engine; null
@@ -81,8 +81,8 @@ class Operator {
   // How far the operator's output is complete once its inputs' progress is `progress`: nothing it
   // emits later lies below this. The executors hand it on as its consumers' input progress. Its
   // input progress moved forward by its delay, for all but RSTREAM, which holds back the ticks it
-  // cannot decide yet (those beyond the engine's progress P, SPEC §4) until P passes them or
-  // close() comes.
+  // cannot decide yet (those beyond the engine's progress P, SEMANTICS.md §4.3) until P passes them
+  // or close() comes.
   virtual Time OutputProgress(Time progress) const {
     return progress == Time::MinusInfinity() ? progress : progress + delay();
   }
@@ -112,8 +112,8 @@ class Operator {
   // this operator, which outlives it.
   virtual std::unique_ptr<RowOperator> ToRows() { return nullptr; }
   // What an operator added now, while the engine runs at progress `p`, must still be handed from
-  // this one, its input (SPEC §4, a query registered at p): the tuples of a relation alive at p,
-  // a delayed stream's rows from p on that went out before. Empty for most.
+  // this one, its input (SEMANTICS.md §4, a query registered at p): the tuples of a relation alive
+  // at p, a delayed stream's rows from p on that went out before. Empty for most.
   virtual std::vector<Batch> Backlog(Time p) { return {}; }
   virtual const Schema& output_schema() const = 0;
   virtual BatchKind output_kind() const = 0;

@@ -1,6 +1,6 @@
 #pragma once
-// The output of a registered query: turns what reaches it into the rows users see (SPEC §6) and
-// queues them until the engine drains them (fetch / subscribe).
+// The output of a registered query: turns what reaches it into the rows users see (SEMANTICS.md §6)
+// and queues them until the engine drains them (fetch / subscribe).
 //   stream-valued query:   user columns + ts            (+ ts_step with expose_steps)
 //   relation-valued query: user columns + start + end    (+ start_step, end_step); end is NULL for
 //                          a tuple that never ends (still alive at close).

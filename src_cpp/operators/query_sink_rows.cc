@@ -128,8 +128,8 @@ class QuerySink::Rows final : public RowOperator {
   static constexpr Waiting kNone{0xFFFFFFFFu, {}};
 
   // A final row: its values (a word each: int64, double bits, bool 0/1, or a retained string)
-  // and times go straight into the buffers that will be the chunk's columns (SPEC §6). A full
-  // chunk goes out at once.
+  // and times go straight into the buffers that will be the chunk's columns (SEMANTICS.md §6). A
+  // full chunk goes out at once.
   [[gnu::always_inline]] void Output(const Value* v, Time start, Time end) {
     if (n_ == cap_) Full();
     const size_t row = n_;

@@ -1,5 +1,6 @@
 #pragma once
-// Operators are created by name from their spec (STYLE §6: registries, not switch statements).
+// Operators are created by name from their spec (ARCHITECTURE.md §3.6: registries, not switch
+// statements).
 #include <functional>
 #include <map>
 #include <memory>

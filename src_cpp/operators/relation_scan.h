@@ -1,5 +1,5 @@
 #pragma once
-// The source of a registered relation (REGISTER RELATION; SPEC §3, §6): a table changed by
+// The source of a registered relation (REGISTER RELATION; SEMANTICS.md §3, §6): a table changed by
 // timestamped inserts and deletes, turned into lifetime tuples. A firing point (paper 000 §3.2).
 //
 // Input (from the engine, already validated): stream batches of changes in time order — the
@@ -44,10 +44,10 @@ class RelationScan final : public Operator {
   // Changes nothing.
   int64_t FirstMissingDelete(const std::vector<Batch>& changes) const;
   int64_t alive() const { return alive_count_; }
-  // The tuples alive now, as a query registered now at progress `p` sees them (SPEC §4): each as
-  // [max(its start, p), its end), the end pending (direct: the copy's holder, fixed by a later
-  // delete; negative: a positive, ended by a later negative). In start order. Copies of one value
-  // come with the value all of them compare equal to (-0.0 as 0.0, every NaN as one NaN).
+  // The tuples alive now, as a query registered now at progress `p` sees them (SEMANTICS.md §4.5):
+  // each as [max(its start, p), its end), the end pending (direct: the copy's holder, fixed by a
+  // later delete; negative: a positive, ended by a later negative). In start order. Copies of one
+  // value come with the value all of them compare equal to (-0.0 as 0.0, every NaN as one NaN).
   Batch AliveFrom(Time p) const;
   std::vector<Batch> Backlog(Time p) override;
 
@@ -79,11 +79,12 @@ class RelationScan final : public Operator {
   uint32_t batch_seq_ = 0;
 };
 
-// The relation as a query registered while the engine runs sees it (SPEC §4): whole, as it stood
-// at the registration's progress p — every tuple alive then as [max(its start, p), its end), which
-// the engine hands this operator once it is added (RelationScan::AliveFrom) — and then every change
-// as it comes. The planner puts one between a relation and the operators of such a query. Under
-// the negative method a negative names the start it ends, which for a tuple alive at p is p here.
+// The relation as a query registered while the engine runs sees it (SEMANTICS.md §4.5): whole, as
+// it stood at the registration's progress p — every tuple alive then as [max(its start, p), its
+// end), which the engine hands this operator once it is added (RelationScan::AliveFrom) — and then
+// every change as it comes. The planner puts one between a relation and the operators of such a
+// query. Under the negative method a negative names the start it ends, which for a tuple alive at p
+// is p here.
 class RelationSince final : public Operator {
  public:
   RelationSince(const Schema& schema, Time since, bool negative)

@@ -349,10 +349,11 @@ class RStreamRows final : public RowOperator {
     for (size_t c = 0; c < types.size(); ++c) AppendKeyValue(types[c], v[c], key);
   }
   // Whether a value of R now drops below its multiplicity at some later instant, by the changes
-  // the tracker knows of (SPEC §4, as a relation: an instant's starts of a value cancel its ends).
-  // A tick held beyond P whose drop became known only at a later instant: its rows were due at
-  // their tick, which the loop has run past (they feed the loop). Under the negative method an end
-  // is known only when its negative tuple arrives, at the end itself, so this is where it shows.
+  // the tracker knows of (SEMANTICS.md §4, as a relation: an instant's starts of a value cancel its
+  // ends). A tick held beyond P whose drop became known only at a later instant: its rows were due
+  // at their tick, which the loop has run past (they feed the loop). Under the negative method an
+  // end is known only when its negative tuple arrives, at the end itself, so this is where it
+  // shows.
   [[noreturn]] void Undecidable(Time now) const {
     throw CqError(ErrorKind::kSemantic,
                   "RSTREAM on a recursive loop cannot decide tick " + std::to_string(next_tick_) +

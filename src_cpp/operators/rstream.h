@@ -1,10 +1,10 @@
 #pragma once
-// RSTREAM(R) (SPEC §4): at every tick t (step 0) emits every tuple of R(t) with timestamp t — up to
-// the engine's progress P (the furthest tick any input reached, OperatorContext::furthest), and
-// beyond P only while R(t) holds a value whose multiplicity drops below its multiplicity at t at
-// some later instant (read as a relation: a tuple that ends where an equal one starts is no drop).
-// A firing point of the DTS executor (paper 000 §3.2): it produces output at ticks where its input
-// is silent.
+// RSTREAM(R) (SEMANTICS.md §4.3): at every tick t (step 0) emits every tuple of R(t) with timestamp
+// t — up to the engine's progress P (the furthest tick any input reached,
+// OperatorContext::furthest), and beyond P only while R(t) holds a value whose multiplicity drops
+// below its multiplicity at t at some later instant (read as a relation: a tuple that ends where an
+// equal one starts is no drop). A firing point of the DTS executor (paper 000 §3.2): it produces
+// output at ticks where its input is silent.
 //
 // A tick is emitted once it is complete (its input's progress is past it) and decided: at or below
 // P, or, at close(), with R's every later change known. A complete tick beyond P (its input runs

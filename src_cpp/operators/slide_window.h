@@ -1,5 +1,5 @@
 #pragma once
-// [Range T Slide S] (SPEC §4): ⟨v, t⟩ becomes ⟨v, ⌈t/S⌉·S, ⌈(t+T)/S⌉·S⟩ — the window is
+// [Range T Slide S] (SEMANTICS.md §4.1): ⟨v, t⟩ becomes ⟨v, ⌈t/S⌉·S, ⌈(t+T)/S⌉·S⟩ — the window is
 // evaluated at multiples of S, so a tuple appears at the first slide boundary at or after it and
 // leaves at the first boundary at or after t + T. The ceiling is taken on (tick, ε-step) time with
 // boundaries at step 0 (CeilToBoundary): a tuple at (15, 1ε) is after the boundary 15. Both ends

@@ -1,8 +1,8 @@
 #pragma once
-// UNION ALL: the bag union of its inputs (SPEC §4); every tuple keeps its lifetime. What reads a
-// union must see it in time order (a join merges its inputs by time, a row window counts tuples in
-// arrival order), so rows wait until every input's progress has passed them and go out merged;
-// ends fixed for rows still waiting are written into them, the others pass straight on.
+// UNION ALL: the bag union of its inputs (SEMANTICS.md §4.2); every tuple keeps its lifetime. What
+// reads a union must see it in time order (a join merges its inputs by time, a row window counts
+// tuples in arrival order), so rows wait until every input's progress has passed them and go out
+// merged; ends fixed for rows still waiting are written into them, the others pass straight on.
 #include "lifetime/ordered_runs.h"
 #include "operators/operator.h"
 

@@ -1,8 +1,9 @@
 #pragma once
 // Stream-to-relation windows whose lifetimes have a duration known at plan time: [Now] (ε),
 // [Range T] (T ticks) and [Range Unbounded] (never ends). Each tuple ⟨v, t⟩ becomes ⟨v, t, t + d⟩
-// (SPEC §4). Nothing is stored per row: the batch is passed on with `constant_duration = d`, so
-// the window costs nothing and downstream operators may use FIFO expiration (STYLE §4).
+// (SEMANTICS.md §4). Nothing is stored per row: the batch is passed on with `constant_duration =
+// d`, so the window costs nothing and downstream operators may use FIFO expiration (ARCHITECTURE.md
+// §3.4).
 #include "operators/operator.h"
 
 namespace cq {

@@ -59,7 +59,7 @@ class RowTracker {
   // f(t, slot, +1) for each start and f(t, slot, -1) for each end it knows of at instants it has
   // not handed over yet, in no particular order: the starts it holds (and their ends, when known)
   // and the known ends of tuples alive now — not ends still pending (holders), nor changes that
-  // have not reached it. For RSTREAM beyond the engine's progress (SPEC §4).
+  // have not reached it. For RSTREAM beyond the engine's progress (SEMANTICS.md §4.3).
   virtual void ForEachKnownChange(const std::function<void(Time, uint32_t, int)>& f) const = 0;
 
   const Value* values(uint32_t slot) const { return store_.Get(slot); }

@@ -1,11 +1,11 @@
 // cq::Engine driven as the binding drives it: a plan in the planner's JSON, batches through the
 // Arrow bridge (the last column is the int64 timestamp), results drained from the query sink.
 //
-// ISTREAM is checked against a reference model of its definition (SPEC §4): at each instant t it
-// emits the rows starting at t minus, as a bag, the rows ending at t. The engine has several code
-// paths for this (distinct ticks, runs of equal ticks, the general per-row path, batch boundaries
-// inside an instant), so the same input is pushed under many batchings and must give the same
-// output every time.
+// ISTREAM is checked against a reference model of its definition (SEMANTICS.md §4.3): at each
+// instant t it emits the rows starting at t minus, as a bag, the rows ending at t. The engine has
+// several code paths for this (distinct ticks, runs of equal ticks, the general per-row path, batch
+// boundaries inside an instant), so the same input is pushed under many batchings and must give the
+// same output every time.
 #include <map>
 
 #include "engine/engine.h"

@@ -284,9 +284,9 @@ CQ_TEST(negative_time_window_rows_fixed_cases) {
   CQ_EXPECT_EQ(RunRows([&] { return slide.ToRows(); }, {{6, "x", {6, 0}}, {7, "y", {9, 0}}}),
                (std::vector<Out>{{6, "x", {10, 0}, inf}, {6, "x", {10, 0}, {10, 0}}, {7, "y", {10, 0}, inf},
                                  {7, "y", {15, 0}, {10, 0}}}));
-  // In a loop ([Range 5 Slide 5] at 10+1ε): slide boundaries sit at step 0 (SPEC §4), so a tuple
-  // at an ε-step of a boundary tick is after it and starts at the next boundary, 15 — never below
-  // the instant that made it; its end is the boundary at or after 15+1ε, 20.
+  // In a loop ([Range 5 Slide 5] at 10+1ε): slide boundaries sit at step 0 (SEMANTICS.md §4.1), so
+  // a tuple at an ε-step of a boundary tick is after it and starts at the next boundary, 15 — never
+  // below the instant that made it; its end is the boundary at or after 15+1ε, 20.
   const std::vector<In> on_boundary = {{1, "a", {10, 1}}, {2, "b", {12, 2}}};
   const std::vector<Out> kept = {{1, "a", {15, 0}, inf}, {2, "b", {15, 0}, inf}, {1, "a", {20, 0}, {15, 0}},
                                  {2, "b", {20, 0}, {15, 0}}};

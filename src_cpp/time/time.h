@@ -1,8 +1,8 @@
 #pragma once
-// Logical time (SPEC §2): a tick of the engine's time unit plus an ε-step inside the tick, ordered
-// lexicographically. Inputs sit at step 0; [Now] and the delay <Now> add one step. Operators never
-// do bare int64 arithmetic on logical time: they go through Time and Duration so that steps,
-// infinity and overflow are handled in one place.
+// Logical time (SEMANTICS.md §2): a tick of the engine's time unit plus an ε-step inside the tick,
+// ordered lexicographically. Inputs sit at step 0; [Now] and the delay <Now> add one step.
+// Operators never do bare int64 arithmetic on logical time: they go through Time and Duration so
+// that steps, infinity and overflow are handled in one place.
 #include <compare>
 #include <cstdint>
 #include <limits>
@@ -59,9 +59,9 @@ struct Time {
 };
 
 // ⌈t / s⌉·s on (tick, ε-step) time: the first slide boundary at or after t, boundaries being the
-// multiples of s at step 0 ([Range T Slide S], SPEC §4) — so a tuple at (15, 1ε) is after the
-// boundary 15, and with s = 3 its boundary is 18. Infinity when it lies beyond the representable
-// range (a window that would end there never ends).
+// multiples of s at step 0 ([Range T Slide S], SEMANTICS.md §4.1) — so a tuple at (15, 1ε) is after
+// the boundary 15, and with s = 3 its boundary is 18. Infinity when it lies beyond the
+// representable range (a window that would end there never ends).
 constexpr Time CeilToBoundary(Time t, int64_t s) {
   if (t.IsInfinite()) return Time::Infinity();
   int64_t x = t.tick;

@@ -454,8 +454,8 @@ class _Runner:
         self.engine: cq_py.Engine | None = None
         self.script: list[str] = []  # plan mode: the accumulated statements
         self.checked = 0  # blocks that checked something
-        # What is final (SPEC §4): each input's latest pushed timestamp, the latest advance, close;
-        # and what each query reads (named query -> the names in its FROM clauses).
+        # What is final (SEMANTICS.md §4.8): each input's latest pushed timestamp, the latest
+        # advance, close; and what each query reads (named query -> the names in its FROM clauses).
         self.latest: dict[str, int] = {}
         self.advanced: int | None = None
         self.closed = False
@@ -771,9 +771,9 @@ class _Runner:
         found: list[tuple[str, ...]],
         times: list[tuple],
     ) -> None:
-        """Checks one fetch against one block's rows as SPEC §4 defines results: a stream as a bag
-        of rows per timestamp, in time order; a relation as its lifetime tuples (ghosts, start =
-        end, may appear). What is final — stream rows before P, the progress of the query's
+        """Checks one fetch against one block's rows as SEMANTICS.md §4 defines results: a stream as
+        a bag of rows per timestamp, in time order; a relation as its lifetime tuples (ghosts, start
+        = end, may appear). What is final — stream rows before P, the progress of the query's
         inputs (their latest timestamp or advance; +∞ after close), tuples that end before P —
         must be exactly what the file expects by now. The rest may come now or later: a row the
         block expects that is not final yet, or a row fetched before a block expects it, is

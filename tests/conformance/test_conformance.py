@@ -32,11 +32,12 @@ def test_the_corpus_is_there():
     assert not [p for p in FILES if "slice" in str(p.relative_to(HERE))]  # features, not milestones
 
 
-# The matrix (README.md here): every run-mode file runs under every engine configuration (SPEC §5:
-# the same results) × each way of splitting its push blocks × with or without a snapshot and
-# restore after every push (dts only: a heartbeat engine takes no snapshot). A file that names one
-# of these options in its `options` block runs only where the matrix agrees with it (a file about
-# hybrid=false runs under the dts configurations with hybrid=false); plan-mode files run once.
+# The matrix (README.md here): every run-mode file runs under every engine configuration
+# (SEMANTICS.md §5: the same results) × each way of splitting its push blocks × with or without a
+# snapshot and restore after every push (dts only: a heartbeat engine takes no snapshot). A file
+# that names one of these options in its `options` block runs only where the matrix agrees with it
+# (a file about hybrid=false runs under the dts configurations with hybrid=false); plan-mode files
+# run once.
 BATCHES = {"whole": "all", "by1": 1, "by7": 7}
 
 

@@ -1,15 +1,15 @@
 """The expected rows of the run-mode conformance files against the reference evaluator
 (tests/oracle/script_reference.py), which shares nothing with the engine but the meaning of CQL.
 
-The rows of a ``.cqlt`` file are computed by hand from SPEC §4; here they are also computed
+The rows of a ``.cqlt`` file are computed by hand from SEMANTICS.md §4; here they are also computed
 mechanically, so that a slip of the hand is not taken for the engine's behaviour (nor the engine's
 behaviour copied into a file). A file's statements are parsed with cq_py's parser and turned into
 the reference's own query trees, its accepted pushes are the reference's input, and the rows of all
 the ``query`` blocks of a query, taken together, must be the reference's whole result: a stream as
-a bag of rows per instant, a relation as the same R(t) at every instant (SPEC §4's equality). Only
-queries whose last block comes after ``close`` are compared (before it, a file need not have seen
-every row). ``skip`` blocks are passed over: a file that records an engine bug still has its
-expectations checked here.
+a bag of rows per instant, a relation as the same R(t) at every instant (SEMANTICS.md §4's
+equality). Only queries whose last block comes after ``close`` are compared (before it, a file need
+not have seen every row). ``skip`` blocks are passed over: a file that records an engine bug still
+has its expectations checked here.
 
 The reference does not run every file: not loops, ``auto_delay``, other time units, queries
 registered after data, or constructs it has no tree for (``[Partition By]`` on two columns, HAVING
@@ -94,7 +94,7 @@ class Translator:
             return ToStream(q.kind, inner, delay), cols
         if isinstance(q, ast.SetOp):
             (left, cols), (right, _) = self.body(q.left, seen), self.body(q.right, seen)
-            # BIGINT with DOUBLE unifies to DOUBLE (SPEC §3): a cast below the operator.
+            # BIGINT with DOUBLE unifies to DOUBLE (SEMANTICS.md §3): a cast below the operator.
             left, right, cols = self.unify(left, right, cols, self.columns_of(right, seen))
             return SetOp(q.op, left, right), cols
         return self.select(q, seen)
@@ -404,7 +404,7 @@ def test_expected_rows_equal_the_reference(path):
     for name in sorted(complete):
         want = ev.result(name)
         if want.uncertain:
-            continue  # rows of one instant in an order SPEC §4 leaves to the engine
+            continue  # rows of one instant in an order SEMANTICS.md §4 leaves to the engine
         header, rows = expected[name]
         diff = compare(name, want, header, rows)
         if diff:

@@ -67,10 +67,10 @@ def test_a_loop_counts_up_one_epsilon_at_a_time(hybrid, lifetime):
 def test_a_slide_window_in_a_loop_starts_a_tuple_at_an_epsilon_step_at_the_next_boundary(
     hybrid, window, expected
 ):
-    # Slide boundaries sit at step 0 (SPEC §4): 1 at 10+1ε is after the boundary 10 and starts at
-    # 15, as 2 at 12+1ε does; both end at the boundary at or after t + T (with [Range 5] 15+1ε →
-    # 20: the 3 that 2 at 15+1ε starts at 20 meets the 3 ending there, and ISTREAM sees no change;
-    # with [Range 0] each is a ghost at 15, and nothing comes round). Both lifetime methods.
+    # Slide boundaries sit at step 0 (SEMANTICS.md §4.1): 1 at 10+1ε is after the boundary 10 and
+    # starts at 15, as 2 at 12+1ε does; both end at the boundary at or after t + T (with [Range 5]
+    # 15+1ε → 20: the 3 that 2 at 15+1ε starts at 20 meets the 3 ending there, and ISTREAM sees no
+    # change; with [Range 0] each is a ghost at 15, and nothing comes round). Both lifetime methods.
     cql = (
         "REGISTER STREAM s(a INT); REGISTER QUERY q AS ISTREAM(SELECT a FROM s [Now] UNION ALL "
         f"SELECT a + 1 AS a FROM q {window} WHERE a + 1 < 4) <Now>;"
@@ -164,8 +164,9 @@ def test_queries_registered_later_join_a_running_loop():
 def test_a_query_registered_while_a_delay_holds_rows_takes_its_rows_from_then_on(
     hybrid, advanced, seen
 ):
-    # A query registered at progress p reads c's rows from p on (SPEC §4), also those the delay
-    # emitted before: registered at 1, `d` sees c's row at 3 (emitted at tick 0); at 4, from 6 on.
+    # A query registered at progress p reads c's rows from p on (SEMANTICS.md §4.5), also those the
+    # delay emitted before: registered at 1, `d` sees c's row at 3 (emitted at tick 0); at 4, from 6
+    # on.
     eng = run_from(loop("c", "a * 2", "a * 2 < 20", "<3>"), hybrid=hybrid)
     if advanced:
         eng.advance(advanced)

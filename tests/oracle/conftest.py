@@ -1,5 +1,5 @@
 """Every differential test runs under each executor, since all strategies must give the same
-results (SPEC §5): DTS as cq runs it (hybrid: whole batches outside loops) and as published
+results (SEMANTICS.md §5): DTS as cq runs it (hybrid: whole batches outside loops) and as published
 (hybrid=False: every operator instant by instant), and the heartbeat executor with max_run 1
 (control moves to the consumers after every execution) and 20 (the default: runs of executions,
 output queued meanwhile)."""

@@ -1,5 +1,5 @@
-"""A slow, obviously-correct evaluator of recursive scripts (SPEC §2, §4; paper 000 §3.1), for the
-DTS executor's loops to be checked against.
+"""A slow, obviously-correct evaluator of recursive scripts (SEMANTICS.md §2, §4; paper 000 §3.1),
+for the DTS executor's loops to be checked against.
 
 Scripts come from one family, general enough for loops, nested loops and several delays per loop:
 

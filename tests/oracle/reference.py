@@ -1,4 +1,5 @@
-"""A slow, obviously-correct evaluator of SPEC §4 for the engine's results to be checked against.
+"""A slow, obviously-correct evaluator of SEMANTICS.md §4 for the engine's results to be checked
+against.
 
 It shares nothing with the engine but the meaning of CQL: expressions are small trees of its own
 (``Col``, ``Lit``, ``Op``) evaluated row by row with Python numbers, windows turn each input row
@@ -45,7 +46,7 @@ class Op:
 
 Expr = Col | Lit | Op
 
-# ---- CAST as Spark's non-ANSI CAST (README; src_cpp/kernels/cast.cc has the same rules) -------
+# ---- CAST as Spark's non-ANSI CAST (SEMANTICS.md §3.3; src_cpp/kernels/cast.cc has the same rules)
 
 _SPACE = "".join(map(chr, range(0x21))) + "\x7f"  # trimmed at both ends of a string
 
@@ -223,7 +224,7 @@ def ceil_to(x: int, s: int) -> int:
 
 
 def lifetimes(rows: list[dict], window: tuple) -> list[tuple[tuple, tuple]]:
-    """(start, end) of every input row under a window, straight from SPEC §4:
+    """(start, end) of every input row under a window, straight from SEMANTICS.md §4.1:
     ("now",) ⟨v, t, t+ε⟩ · ("range", T) ⟨v, t, t+T⟩ · ("unbounded",) ⟨v, t, ∞⟩ ·
     ("slide", T, S) ⟨v, ⌈t/S⌉S, ⌈(t+T)/S⌉S⟩ · ("rows", N) ⟨v, t_i, t_{i+N}⟩ ·
     ("partition", key, N) the same within each value of column `key` (arrival order)."""
@@ -266,9 +267,9 @@ def relation(
 
 
 def change_lifetimes(changes: list[dict], columns: list[str]) -> list[tuple[tuple, tuple, tuple]]:
-    """The lifetime tuples (values, start, end) of a REGISTER RELATION input (SPEC §6): a table of
-    changes in time order, each row an insert (``op`` '+', or no ``op``) or a delete ('-'). An
-    insert at t starts a copy [t, ...); a delete at t ends the oldest copy of its values still
+    """The lifetime tuples (values, start, end) of a REGISTER RELATION input (SEMANTICS.md §6): a
+    table of changes in time order, each row an insert (``op`` '+', or no ``op``) or a delete ('-').
+    An insert at t starts a copy [t, ...); a delete at t ends the oldest copy of its values still
     alive (bag semantics, NULL equals NULL); copies alive at the end never end. A delete with no
     alive copy raises ValueError."""
     copies: list[list] = []  # [values, start, end or None], in insertion order: oldest first
@@ -317,10 +318,10 @@ def dstream(rel: list[tuple[tuple, tuple, tuple]]) -> Counter:
 
 
 def rstream(rel: list[tuple[tuple, tuple, tuple]], p: int) -> Counter:
-    """RSTREAM as bags per tick (SPEC §4): all of R((T, 0)) at every tick T while R is non-empty,
-    up to ``p``, the engine's progress before close() (the latest timestamp or advance of any of
-    its inputs), and beyond ``p`` only while R(T) holds a tuple that ends at a finite time — read
-    as a relation, whatever the physical tuples: some value's multiplicity drops below its
+    """RSTREAM as bags per tick (SEMANTICS.md §4.3): all of R((T, 0)) at every tick T while R is
+    non-empty, up to ``p``, the engine's progress before close() (the latest timestamp or advance of
+    any of its inputs), and beyond ``p`` only while R(T) holds a tuple that ends at a finite time —
+    read as a relation, whatever the physical tuples: some value's multiplicity drops below its
     multiplicity at T at some later instant."""
     out: Counter = Counter()
     if not rel:
@@ -346,7 +347,8 @@ def alive_at(rel, t) -> Counter:
 
 
 def equivalent(rel_a, rel_b) -> bool:
-    """Equal R(t) at every instant where either relation changes (SPEC §4; ghosts allowed)."""
+    """Equal R(t) at every instant where either relation changes (SEMANTICS.md §4.8; ghosts
+    allowed)."""
     instants = (
         {s for _, s, _ in rel_a}
         | {e for _, _, e in rel_a}

@@ -1,5 +1,5 @@
-"""A slow, obviously-correct evaluator of whole CQL scripts (SPEC §3–§4), for random scripts to be
-checked against.
+"""A slow, obviously-correct evaluator of whole CQL scripts (SEMANTICS.md §3–§4), for random scripts
+to be checked against.
 
 The engine's per-shape references (``reference.py``, ``recursive.py``) check one query shape each.
 This one takes a script as a whole: several streams and relations, named queries that read one
@@ -10,17 +10,17 @@ its own (``Select``, ``SetOp``, ``ToStream``), rendered to CQL text for the engi
 
 A relation is a piecewise-constant function from logical time (tick, ε-step) to bags (``Rel``);
 every relational operator is computed pointwise, at every instant where an input changes, straight
-from SPEC §4 ("at every t, the SQL result over R(t)"). Streams are lists of (values, time) in
-arrival order.
+from SEMANTICS.md §4.2 ("at every t, the SQL result over R(t)"). Streams are lists of (values, time)
+in arrival order.
 
-Queries registered while the engine runs (phase 1, after ``advance(p)``) see (SPEC §4): stream rows
-from p on, so their windows fill from p; base relations whole, each tuple alive at p as
+Queries registered while the engine runs (phase 1, after ``advance(p)``) see (SEMANTICS.md §4.5):
+stream rows from p on, so their windows fill from p; base relations whole, each tuple alive at p as
 [max(start, p), end); an earlier stream-valued query's rows from p on; an earlier relation-valued
 query as if written inline, re-derived from p by the same rules.
 
 Where a result depends on the order of rows that share an instant in a derived stream (``[Rows N]``
-or ``[Partition By k Rows N]`` over a stream with different values at one instant, which SPEC §4
-leaves to arrival order), the query is *uncertain* and its result is not compared.
+or ``[Partition By k Rows N]`` over a stream with different values at one instant, which
+SEMANTICS.md §4.1 leaves to arrival order), the query is *uncertain* and its result is not compared.
 """
 
 from __future__ import annotations
@@ -221,8 +221,8 @@ def pointwise(rels: list[Rel], f) -> Rel:
 
 
 def compare_relations(got: list, want: Rel) -> str | None:
-    """None when the engine's lifetime tuples are equivalent to ``want`` (SPEC §4: same R(t) at
-    every t, ghosts allowed); else the first instant where they differ."""
+    """None when the engine's lifetime tuples are equivalent to ``want`` (SEMANTICS.md §4.8: same
+    R(t) at every t, ghosts allowed); else the first instant where they differ."""
     mine = Rel.of_lifetimes(got)
     for t in sorted(set(mine.points) | set(want.points)):
         if mine.at(t) != want.at(t):
@@ -255,14 +255,14 @@ def shift(t: Time, delay) -> Time:
 
 
 def window_ceil(t: Time, s: int) -> Time:
-    """⌈t/S⌉·S on (tick, step) time: boundaries sit at step 0 (SPEC §4)."""
+    """⌈t/S⌉·S on (tick, step) time: boundaries sit at step 0 (SEMANTICS.md §4.1)."""
     if t == INF:
         return INF
     return (ceil_to(t[0], s), 0) if t[1] == 0 else ((t[0] // s + 1) * s, 0)
 
 
 def window_lifetimes(rows: list, columns: list, window: tuple | None) -> list:
-    """(values, start, end) of each stream row (values, time) under a window (SPEC §4), on
+    """(values, start, end) of each stream row (values, time) under a window (SEMANTICS.md §4.1), on
     (tick, step) time; rows in arrival order."""
     kind = (window or ("unbounded",))[0]
     out = []
@@ -305,7 +305,8 @@ class Evaluator:
     ``data`` maps each input to its rows (dicts with the input's columns, ``ts`` and, for
     relations, ``op``) in push order; ``cut`` is the progress at which phase-1 queries were
     registered (``advance(cut)`` before their ``execute``); ``progress`` is P, the engine's
-    progress before ``close()`` (SPEC §4: where RSTREAM stops for tuples that never end)."""
+    progress before ``close()`` (SEMANTICS.md §4.3: where RSTREAM stops for tuples that never
+    end)."""
 
     def __init__(
         self,
@@ -531,10 +532,10 @@ def ambiguous_rows(rows: list) -> bool:
 
 
 def rstream_rows(rel: Rel, progress: int) -> list:
-    """RSTREAM (SPEC §4): all of R(T) at every tick T (step 0) while R is non-empty; after close(),
-    at every tick up to P (``progress``, inclusive), and beyond P only at ticks where R(T) holds a
-    tuple whose end is finite — read on R as a function, whatever its tuples' split: some value
-    whose multiplicity drops below its multiplicity at T at a later instant."""
+    """RSTREAM (SEMANTICS.md §4.3): all of R(T) at every tick T (step 0) while R is non-empty; after
+    close(), at every tick up to P (``progress``, inclusive), and beyond P only at ticks where R(T)
+    holds a tuple whose end is finite — read on R as a function, whatever its tuples' split: some
+    value whose multiplicity drops below its multiplicity at T at a later instant."""
     if not rel.points:
         return []
     out = []

@@ -1,9 +1,9 @@
 """Joins against the reference: the relation of a join must equal, at every instant, the SQL join
-of the two windowed relations at that instant (SPEC §4), for both lifetime methods.
+of the two windowed relations at that instant (SEMANTICS.md §4.2), for both lifetime methods.
 
-s(a INT, b DOUBLE) and t(k INT, d DOUBLE), every window of SPEC §4 on each side, an equi-join on
-s.a = t.k (NULL joins nothing), optionally a residual comparison of s.b and t.d and a filter on s
-alone, pushed in interleaved random batches.
+s(a INT, b DOUBLE) and t(k INT, d DOUBLE), every window of SEMANTICS.md §4.1 on each side, an
+equi-join on s.a = t.k (NULL joins nothing), optionally a residual comparison of s.b and t.d and a
+filter on s alone, pushed in interleaved random batches.
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """The engine against the reference evaluator on generated queries and data (hypothesis).
 
-Queries: SELECT <generated expressions, CASE and CAST included> FROM s <every window of SPEC §4>
-[WHERE <generated condition>], as a relation and under ISTREAM, DSTREAM and RSTREAM. Data: nulls,
-ties and bursts of equal timestamps, pushed in random batch sizes (batch boundaries inside runs of
-equal timestamps included), with heartbeats in between. Set CQ_HYPOTHESIS_EXAMPLES to run more
-than the default 300.
+Queries: SELECT <generated expressions, CASE and CAST included> FROM s <every window of SEMANTICS.md
+§4.1> [WHERE <generated condition>], as a relation and under ISTREAM, DSTREAM and RSTREAM. Data:
+nulls, ties and bursts of equal timestamps, pushed in random batch sizes (batch boundaries inside
+runs of equal timestamps included), with heartbeats in between. Set CQ_HYPOTHESIS_EXAMPLES to run
+more than the default 300.
 """
 
 from __future__ import annotations
@@ -259,7 +259,7 @@ def run_engine(
     st.sampled_from(["direct", "negative"]),
 )
 def test_engine_equals_reference(executor, dataset, window, where, select, lifetime):
-    """Both lifetime methods (SPEC §5) against the reference: direct = negative = oracle."""
+    """Both lifetime methods (SEMANTICS.md §5) against the reference: direct = negative = oracle."""
     rows, cuts = dataset
     items = ", ".join(f"{render(e)} AS x{i}" for i, e in enumerate(select))
     body = f"SELECT {items} FROM s {window_sql(window)}" + (
@@ -291,7 +291,7 @@ def test_engine_equals_reference(executor, dataset, window, where, select, lifet
 
     assert bag("i") == istream(expected_rel), cql
     assert bag("d") == dstream(expected_rel), cql
-    # Delays: <d> adds d ticks, <Now> one ε-step (SPEC §2).
+    # Delays: <d> adds d ticks, <Now> one ε-step (SEMANTICS.md §2).
     assert bag("dl") == Counter(
         {(v, (t[0] + 3, t[1])): n for (v, t), n in istream(expected_rel).items()}
     ), cql

@@ -1,5 +1,5 @@
-"""Tests of the CQL tokenizer and parser (SPEC §3): every construct's AST, precedence, positions,
-error messages, and a fuzz test that mutated scripts only ever fail with CQLSyntaxError.
+"""Tests of the CQL tokenizer and parser (SEMANTICS.md §3): every construct's AST, precedence,
+positions, error messages, and a fuzz test that mutated scripts only ever fail with CQLSyntaxError.
 
 ASTs are compared against explicitly built nodes; ``pos`` is excluded from node equality, so the
 positions are checked separately.

@@ -1,5 +1,5 @@
-"""The conformance corpus under Spark (STYLE §11's matrix): every run-mode ``.cqlt`` file's
-accepted statements and pushes, run once on the local engine and once through cq_py.spark.run
+"""The conformance corpus under Spark (ARCHITECTURE.md §3.11's matrix): every run-mode ``.cqlt``
+file's accepted statements and pushes, run once on the local engine and once through cq_py.spark.run
 (with its partition key, or in one partition with the warning), give the same final results.
 
 Only the end state is compared (after close): the files' intermediate ``query`` checks concern

@@ -11,7 +11,7 @@ CQ_BENCH_ROWS input tuples in all (default 1,000,000), half on each stream, id =
 in 65,536-row batches alternating between the streams; results consumed as they come. As in the
 paper's Fig. 8, (a) every tuple has its own timestamp, or (b) four tuples share one. Configurations:
 dts, and heartbeat with max_run 10, 20, 100 and 1000 (the paper's axis); heartbeat executes per
-timestamp, DTS (run as a hybrid, SPEC §5) over whole batches outside loops.
+timestamp, DTS (run as a hybrid, SEMANTICS.md §5) over whole batches outside loops.
 
     pytest benchmarks/micro/executors --benchmark-only
     CQ_BENCH_ROWS=100000 pytest benchmarks/micro/executors --benchmark-only   # quicker

@@ -1,6 +1,6 @@
 #pragma once
-// Delay-based Time-Splitting (paper 000 §3.2), run as a hybrid (SPEC §5, the paper's §6 future
-// work).
+// Delay-based Time-Splitting (paper 000 §3.2), run as a hybrid (SEMANTICS.md §5, the paper's §6
+// future work).
 //
 // Operators run in an order where producers come before consumers, with every loop cut at a
 // delay: a delay's output lies in the future, so the instant ends there (Fig. 6 cuts nested loops

@@ -1,6 +1,6 @@
 #pragma once
-// The heartbeat method (paper 000 §2.3, SPEC §5 executor="heartbeat"): the baseline DTS is measured
-// against. Operators are joined by FIFO queues, one per edge (consumer, port), holding
+// The heartbeat method (paper 000 §2.3, SEMANTICS.md §5 executor="heartbeat"): the baseline DTS is
+// measured against. Operators are joined by FIFO queues, one per edge (consumer, port), holding
 //   * data: the rows of one timestamp. Input batches and operators' outputs alike are cut per
 //     distinct timestamp, so that every item has one time and a binary operator merges its inputs
 //     exactly by time, arrival by arrival, as the paper measured it (outputs are mostly one
