@@ -533,6 +533,9 @@ class Run {
     holders_->Snapshot(w);
     op_->Snapshot(w);
     if (rows_) rows_->Snapshot(w);
+    // The input's producer holds the ids of the input's pending ends: its state follows (the
+    // holder table's restore expects the ids in use to be named by the state after it).
+    w.PodVec(ids_);
     auto holders = std::make_unique<HolderTable>();
     std::unique_ptr<Operator> op = Build(c_, o_.negative, holders.get(), c_.backlog ? &least_ : nullptr);
     std::unique_ptr<RowOperator> rows;
@@ -542,6 +545,9 @@ class Run {
     r.set_holder_capacity(holders->capacity());
     op->Restore(r);
     if (rows) rows->Restore(r);
+    std::vector<HolderId> ids;
+    r.PodVec(ids);
+    CQ_EXPECT(ids == ids_);
     CQ_EXPECT_EQ(r.left(), 0u);
     rows_ = std::move(rows);
     op_ = std::move(op);
