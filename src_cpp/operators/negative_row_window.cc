@@ -1,5 +1,6 @@
 #include "operators/negative_row_window.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "base/errors.h"
@@ -168,20 +169,29 @@ void NegativeRowWindow::TakeFromBatches() {
 }
 
 void NegativeRowWindow::BatchesOfRows(Batches* out) const {
-  RowBatchBuilder builder(schema_, BatchKind::kStream, std::nullopt);
-  uint32_t row = 0;
+  // One batch in time order (a stream's, as snapshots check), the partitions' tuples merged by
+  // start, partitions in key order where starts are equal: the same state gives the same batch.
+  struct Entry {
+    Time start;
+    uint32_t slot;
+    Fifo<Ref>* to;
+  };
+  std::vector<Entry> all;
   auto give = [&](const Fifo<Arrival>& from, Fifo<Ref>& to) {
-    for (size_t i = from.head; i < from.items.size(); ++i) {
-      Row r;
-      r.values = store_.Get(from.items[i].slot);
-      r.sync = from.items[i].start;
-      builder.Append(r);
-      to.items.push_back({next_seq_, row++});
-    }
+    for (size_t i = from.head; i < from.items.size(); ++i) all.push_back({from.items[i].start, from.items[i].slot, &to});
   };
   if (keys_.empty()) give(queues_[0], out->all);
-  for (const auto& [key, q] : index_) give(queues_[q], out->partitions[key]);
-  out->kept.push_back({next_seq_, builder.Finish(), static_cast<int64_t>(row)});
+  for (const auto* e : SortedEntries(index_)) give(queues_[e->second], out->partitions[e->first]);
+  std::stable_sort(all.begin(), all.end(), [](const Entry& a, const Entry& b) { return a.start < b.start; });
+  RowBatchBuilder builder(schema_, BatchKind::kStream, std::nullopt);
+  for (uint32_t k = 0; k < all.size(); ++k) {
+    Row r;
+    r.values = store_.Get(all[k].slot);
+    r.sync = all[k].start;
+    builder.Append(r);
+    all[k].to->items.push_back({next_seq_, k});  // (a partition's in its order: the sort is stable)
+  }
+  out->kept.push_back({next_seq_, builder.Finish(), static_cast<int64_t>(all.size())});
 }
 
 void NegativeRowWindow::TakeFromRows() {

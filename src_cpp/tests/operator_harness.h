@@ -11,8 +11,9 @@
 //              (Operator::ToRows after the batch form ran: the state is kept); and the other
 //              way, the row form, then the batch form
 //   negative   the operator built for the Negative Tuple method, its input as positive tuples at
-//              their starts and negative tuples at their ends (in batch form, in row form, and
-//              turned into rows half way) — where the operator has that variant
+//              their starts and negative tuples at their ends (in batch form, in row form, turned
+//              into rows half way and back, each cut by a snapshot too) — where the operator has
+//              that variant
 // and the row form and a switch, each cut by a snapshot too. "The same result": the same
 // relation at every instant; with OperatorCase::exact, the same tuples (values, start, end).
 //
@@ -655,6 +656,10 @@ inline int ExpectFormsAgree(const OperatorCase& c, uint64_t seed) {
     runs.push_back({"negative rows", true, true});
     runs.push_back({"negative snapshot", true, false, SIZE_MAX, cut(nn)});
     runs.push_back({"negative to rows", true, false, cut(nn)});
+    runs.push_back({"negative rows, snapshot", true, true, SIZE_MAX, cut(nn)});
+    const size_t at = cut(nn);
+    const size_t later = at == SIZE_MAX || at + 1 >= nn ? SIZE_MAX : at + 1 + static_cast<size_t>(rng.Below(static_cast<int64_t>(nn - at - 1)));
+    runs.push_back({"negative to rows, snapshot after", true, false, at, later});
     RunOptions back{"negative rows, to batch", true, true};
     back.to_batch_at = cut(nn);
     runs.push_back(back);
