@@ -657,34 +657,26 @@ inline int ExpectFormsAgree(const OperatorCase& c, uint64_t seed) {
   for (const Instant& in : s.negative) nn += in.events.size();
   auto cut = [&](size_t size) { return size < 2 ? SIZE_MAX : 1 + static_cast<size_t>(rng.Below(static_cast<int64_t>(size - 1))); };
   std::vector<RunOptions> runs;
-  runs.push_back({"batch"});
-  runs.push_back({"rows", false, true});
-  runs.push_back({"snapshot", false, false, SIZE_MAX, cut(n)});
-  runs.push_back({"to rows", false, false, cut(n)});
-  runs.push_back({"rows, snapshot", false, true, SIZE_MAX, cut(n)});
-  {
-    const size_t at = cut(n);
-    const size_t later = at == SIZE_MAX || at + 1 >= n ? SIZE_MAX : at + 1 + static_cast<size_t>(rng.Below(static_cast<int64_t>(n - at - 1)));
-    runs.push_back({"to rows, snapshot after", false, false, at, later});
-  }
-  {
-    RunOptions back{"rows, to batch", false, true};
-    back.to_batch_at = cut(n);
+  // Each way, for one lifetime method (the first run, the direct method's batch form, is the
+  // reference).
+  auto method = [&](bool negative, size_t size) {
+    const std::string m = negative ? "negative " : "";
+    runs.push_back({negative ? "negative" : "batch", negative});
+    runs.push_back({m + "rows", negative, true});
+    runs.push_back({m + "snapshot", negative, false, SIZE_MAX, cut(size)});
+    runs.push_back({m + "to rows", negative, false, cut(size)});
+    runs.push_back({m + "rows, snapshot", negative, true, SIZE_MAX, cut(size)});
+    const size_t at = cut(size);
+    const size_t later = at == SIZE_MAX || at + 1 >= size
+                             ? SIZE_MAX
+                             : at + 1 + static_cast<size_t>(rng.Below(static_cast<int64_t>(size - at - 1)));
+    runs.push_back({m + "to rows, snapshot after", negative, false, at, later});
+    RunOptions back{m + "rows, to batch", negative, true};
+    back.to_batch_at = cut(size);
     runs.push_back(back);
-  }
-  if (c.negative) {
-    runs.push_back({"negative", true});
-    runs.push_back({"negative rows", true, true});
-    runs.push_back({"negative snapshot", true, false, SIZE_MAX, cut(nn)});
-    runs.push_back({"negative to rows", true, false, cut(nn)});
-    runs.push_back({"negative rows, snapshot", true, true, SIZE_MAX, cut(nn)});
-    const size_t at = cut(nn);
-    const size_t later = at == SIZE_MAX || at + 1 >= nn ? SIZE_MAX : at + 1 + static_cast<size_t>(rng.Below(static_cast<int64_t>(nn - at - 1)));
-    runs.push_back({"negative to rows, snapshot after", true, false, at, later});
-    RunOptions back{"negative rows, to batch", true, true};
-    back.to_batch_at = cut(nn);
-    runs.push_back(back);
-  }
+  };
+  method(false, n);
+  if (c.negative) method(true, nn);
   if (!c.rows)  // (the batch form alone, with and without snapshots)
     std::erase_if(runs, [](const RunOptions& o) { return o.rows || o.to_rows_at != SIZE_MAX; });
   if (!c.switches)
