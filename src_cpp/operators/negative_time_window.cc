@@ -6,34 +6,66 @@
 #include "batch/snapshot.h"
 #include "operators/registry.h"
 #include "plan/plan_util.h"
+#include "rows/batch_rows.h"
 #include "rows/row_operator.h"
 
 namespace cq {
 
 NegativeTimeWindow::NegativeTimeWindow(std::string kind, int64_t range, int64_t slide, const Schema& input)
-    : kind_(std::move(kind)), range_(range), slide_(slide), schema_(input) {}
+    : store_(RowLayout(input)),
+      name_(std::move(kind)),
+      kind_(name_ == "now"         ? Kind::kNow
+            : name_ == "range"     ? Kind::kRange
+            : name_ == "unbounded" ? Kind::kUnbounded
+                                   : Kind::kSlide),
+      range_(range),
+      slide_(slide),
+      schema_(std::make_shared<const Schema>(input)) {}
+
+NegativeTimeWindow::~NegativeTimeWindow() = default;
+
+void NegativeTimeWindow::Lifetime(Time t, Time* start, Time* end) const {
+  switch (kind_) {
+    case Kind::kNow:
+      *start = t;
+      *end = {t.tick, t.step + 1};
+      return;
+    case Kind::kRange:
+      *start = t;
+      *end = {(t + Duration::Ticks(range_)).tick, t.step};
+      return;
+    case Kind::kSlide:
+      *start = CeilToBoundary(t, slide_);
+      *end = CeilToBoundary(t + Duration::Ticks(range_), slide_);
+      return;
+    case Kind::kUnbounded: break;
+  }
+  *start = t;
+  *end = Time::Infinity();
+}
 
 void NegativeTimeWindow::Push(int, const Batch& in, Emitter& out) {
   Batch b = in.Compact();
   const int64_t n = b.length;
   if (n == 0) return;
-  if (kind_ == "unbounded") {
+  if (kind_ == Kind::kUnbounded) {
     // Nothing ever ends: the tuples themselves are the positives, in order, no copy.
     b.kind = BatchKind::kLifetime;
     b.constant_duration = Duration::Infinite();
     out.Emit(std::move(b));
     return;
   }
+  if (RowsHold()) TakeFromRows();
   const Time last = b.sync.At(n - 1);
   TimeColumn start = b.sync, end;
   end.ticks = Buffer::Allocate(n * 8);
   int64_t* et = end.ticks.as<int64_t>();
   const int64_t* t = b.sync.tick_data();
-  if (kind_ == "now") {
+  if (kind_ == Kind::kNow) {
     std::copy(t, t + n, et);
     end.steps = Buffer::Allocate(n * 8);
     for (int64_t i = 0; i < n; ++i) end.steps.as<int64_t>()[i] = b.sync.At(i).step + 1;
-  } else if (kind_ == "range") {
+  } else if (kind_ == Kind::kRange) {
     for (int64_t i = 0; i < n; ++i) et[i] = (b.sync.At(i) + Duration::Ticks(range_)).tick;
     end.steps = b.sync.steps;
   } else {  // slide: both ends on boundaries, at step 0, as SlideWindow has them
@@ -54,9 +86,20 @@ void NegativeTimeWindow::Push(int, const Batch& in, Emitter& out) {
   EmitThrough(last, out);
 }
 
-void NegativeTimeWindow::AdvanceTo(Time progress, Emitter& out) { EmitThrough(progress, out); }
+void NegativeTimeWindow::AdvanceTo(Time progress, Emitter& out) {
+  if (RowsHold()) TakeFromRows();
+  EmitThrough(progress, out);
+}
 
 Time NegativeTimeWindow::next_firing(int64_t) const {
+  if (!RowsHold()) return BatchesNextFiring();
+  Time t = Time::Infinity();
+  if (pos_ < RowsEnd()) t = At(pos_).start;
+  if (neg_ < RowsEnd()) t = std::min(t, At(neg_).end);
+  return t;
+}
+
+Time NegativeTimeWindow::BatchesNextFiring() const {
   auto valid = [&](const BatchRow& r) { return r.batch - front_ < kept_.size(); };
   Time t = Time::Infinity();
   if (valid(next_positive_)) t = kept_[next_positive_.batch - front_].sync.At(next_positive_.row);
@@ -107,9 +150,9 @@ void NegativeTimeWindow::EmitThrough(Time through, Emitter& out) {
   if (!rows.empty()) {
     Batch o;
     o.kind = BatchKind::kLifetime;
-    o.schema = kept_.front().schema;
+    o.schema = schema_;
     o.length = static_cast<int64_t>(rows.size());
-    o.columns = GatherRows(batch_of, rows, schema_.size());
+    o.columns = GatherRows(batch_of, rows, schema_->size());
     o.sync = MakeTimeColumn(sync);
     o.other = MakeTimeColumn(other);
     out.Emit(std::move(o));
@@ -138,167 +181,153 @@ class UnboundedNegativeRows final : public RowOperator {
   bool stateful() const override { return false; }
 };
 
+}  // namespace
+
 // [Now], [Range T], [Range T Slide S]: the batch form's merge of positives and negatives, row by
-// row. Each tuple is kept (values in a RowStore, its start and end in a FIFO, both monotone) from
-// its arrival until its negative is out; two cursors name the next positive and the next negative
-// to send, and the negative cursor never passes the positive one.
-class NegativeTimeWindowRows final : public RowOperator {
+// row, over the row layout: the negative cursor never passes the positive one.
+class NegativeTimeWindow::Rows final : public RowOperator {
  public:
-  enum class Kind { kNow, kRange, kSlide };
-  NegativeTimeWindowRows(Kind kind, int64_t range, int64_t slide, const Schema& schema)
-      : kind_(kind), range_(range), slide_(slide), schema_(std::make_shared<const Schema>(schema)),
-        store_(RowLayout(schema)) {}
+  explicit Rows(NegativeTimeWindow* w) : w_(w) {}
 
   void Push(int, const Row& in, RowEmitter& out) override {
+    NegativeTimeWindow& w = *w_;
+    if (w.BatchesHold()) w.TakeFromBatches();
     Kept k;
-    Lifetime(in.sync, &k.start, &k.end);
-    k.slot = store_.Add(in.values);
-    kept_.push_back(k);
+    w.Lifetime(in.sync, &k.start, &k.end);
+    k.slot = w.store_.Add(in.values);
+    w.rows_.push_back(k);
     // As the batch form, everything up to the arrival's time goes out — when the region runs that
     // instant. A row that comes later (through a delay, while this window or another operator is
     // emitting) waits for its instant: next_firing names it. One that comes back while this
     // window emits waits for the emission under way, which sends what is due of it.
-    if (depth_ == 0 && !(out.now() < in.sync)) EmitThrough(in.sync, true, out);
+    if (w.depth_ == 0 && !(out.now() < in.sync)) EmitThrough(in.sync, true, out);
   }
 
   // Only what is below `progress` (the batch form also sends what is at it): the rest goes out
   // when the region runs its instant, so AdvanceTo does nothing unless next_firing() < progress.
   void AdvanceTo(Time progress, RowEmitter& out) override {
-    if (depth_ == 0) EmitThrough(progress, progress.IsInfinite(), out);
+    if (w_->BatchesHold()) w_->TakeFromBatches();
+    if (w_->depth_ == 0) EmitThrough(progress, progress.IsInfinite(), out);
   }
   bool advances_when_due() const override { return true; }
-  Time next_firing(int64_t) const override {
-    Time t = Time::Infinity();
-    if (pos_ < end()) t = At(pos_).start;
-    if (neg_ < end()) t = std::min(t, At(neg_).end);
-    return t;
-  }
-
-  // The store (slots as they are), then the tuples from the next negative on, and the positive
-  // cursor's distance from it. Nothing is let go of but not yet freed between calls.
-  void Snapshot(SnapshotWriter& w) const override {
-    store_.Snapshot(w, schema_);
-    w.PodVec(kept_.data() + (neg_ - base_), static_cast<size_t>(end() - neg_));
-    w.U64(pos_ - neg_);
-  }
-  void Restore(SnapshotReader& r) override {
-    store_.Restore(r, *schema_);
-    r.PodVec(kept_);
-    base_ = freed_ = neg_ = 0;
-    pos_ = r.U64();
-    bool ok = pos_ <= kept_.size() && kept_.size() == store_.size();
-    std::vector<uint8_t> seen;
-    for (size_t k = 0; k < kept_.size() && ok; ++k) {
-      const Kept& x = kept_[k];
-      ok &= store_.live(x.slot) && SnapshotReader::ValidTime(x.start) && SnapshotReader::ValidTime(x.end) &&
-            !(x.end < x.start);
-      if (k > 0) ok &= !(x.start < kept_[k - 1].start) && !(x.end < kept_[k - 1].end);
-      if (ok && x.slot >= seen.size()) seen.resize(x.slot + 1, 0);
-      ok = ok && !seen[x.slot]++;
-    }
-    CQ_SNAPSHOT_CHECK(ok, "a time window's kept rows are inconsistent");
-  }
+  Time next_firing(int64_t last_tick) const override { return w_->next_firing(last_tick); }
+  // (Snapshot and Restore: nothing of its own. The state is the window's, which writes it.)
 
  private:
-  struct Kept {
-    Time start, end;
-    uint32_t slot;
-    uint32_t unused = 0;  // (no padding: snapshots write these as they are)
-  };
-  static_assert(sizeof(Kept) == 40);
-
-  // The lifetime the batch form gives a tuple at `t` (NegativeTimeWindow::Push).
-  void Lifetime(Time t, Time* start, Time* end) const {
-    switch (kind_) {
-      case Kind::kNow:
-        *start = t;
-        *end = {t.tick, t.step + 1};
-        return;
-      case Kind::kRange:
-        *start = t;
-        *end = {(t + Duration::Ticks(range_)).tick, t.step};
-        return;
-      case Kind::kSlide:
-        *start = CeilToBoundary(t, slide_);
-        *end = CeilToBoundary(t + Duration::Ticks(range_), slide_);
-        return;
-    }
-  }
-
-  uint64_t end() const { return base_ + kept_.size(); }
-  const Kept& At(uint64_t k) const { return kept_[k - base_]; }
-
   // Sends, merged as the batch form's EmitThrough does, every positive starting and every
   // negative ending at or before `through` (`inclusive`) or before it. Each row is copied out of
   // the FIFO before it is emitted (a row coming back may grow the FIFO), and slots are freed only
   // once no emission of this window is under way.
   void EmitThrough(Time through, bool inclusive, RowEmitter& out) {
+    NegativeTimeWindow& w = *w_;
     auto due = [&](Time t) { return inclusive ? !(through < t) : t < through; };
-    ++depth_;
+    ++w.depth_;
     for (;;) {
-      const bool has_pos = pos_ < end() && due(At(pos_).start);
-      bool has_neg = neg_ < end();
+      const bool has_pos = w.pos_ < w.RowsEnd() && due(w.At(w.pos_).start);
+      bool has_neg = w.neg_ < w.RowsEnd();
       Time neg_at = Time::Infinity();
       if (has_neg) {
-        neg_at = At(neg_).end;
+        neg_at = w.At(w.neg_).end;
         has_neg = due(neg_at) && !neg_at.IsInfinite();
       }
       if (!has_pos && !has_neg) break;
-      const Time pos_at = has_pos ? At(pos_).start : Time::Infinity();
+      const Time pos_at = has_pos ? w.At(w.pos_).start : Time::Infinity();
       Row r;
       if (has_neg && !(pos_at < neg_at)) {  // negatives first within an instant
         // A negative only follows its own positive: with a zero-length lifetime it waits for it.
-        const bool own_positive_out = neg_ < pos_;
+        const bool own_positive_out = w.neg_ < w.pos_;
         if (own_positive_out || !has_pos) {
           if (!own_positive_out) break;
-          const Kept k = At(neg_++);
-          r.values = store_.Get(k.slot);
+          const Kept k = w.At(w.neg_++);
+          r.values = w.store_.Get(k.slot);
           r.sync = neg_at;
           r.other = k.start;
           out.Emit(r);
           continue;
         }
       }
-      const Kept k = At(pos_++);
-      r.values = store_.Get(k.slot);
+      const Kept k = w.At(w.pos_++);
+      r.values = w.store_.Get(k.slot);
       r.sync = pos_at;
       r.other = Time::Infinity();
       out.Emit(r);
     }
-    if (--depth_ == 0) Collect();
+    if (--w.depth_ == 0) Collect();
   }
 
   // Frees the tuples whose negative is out.
   void Collect() {
-    for (; freed_ < neg_; ++freed_) store_.Remove(At(freed_).slot);
-    const size_t done = static_cast<size_t>(freed_ - base_);
-    if (done == kept_.size()) {
-      kept_.clear();
-      base_ = freed_;
-    } else if (done >= 1024 && done * 2 >= kept_.size()) {
-      kept_.erase(kept_.begin(), kept_.begin() + static_cast<std::ptrdiff_t>(done));
-      base_ = freed_;
+    NegativeTimeWindow& w = *w_;
+    for (; w.freed_ < w.neg_; ++w.freed_) w.store_.Remove(w.At(w.freed_).slot);
+    const size_t done = static_cast<size_t>(w.freed_ - w.base_);
+    if (done == w.rows_.size()) {
+      w.rows_.clear();
+      w.base_ = w.freed_;
+    } else if (done >= 1024 && done * 2 >= w.rows_.size()) {
+      w.rows_.erase(w.rows_.begin(), w.rows_.begin() + static_cast<std::ptrdiff_t>(done));
+      w.base_ = w.freed_;
     }
   }
 
-  Kind kind_;
-  int64_t range_, slide_;
-  std::shared_ptr<const Schema> schema_;
-  RowStore store_;
-  std::vector<Kept> kept_;  // kept_[0] is the base_-th tuple ever kept
-  uint64_t base_ = 0;
-  uint64_t freed_ = 0;  // tuples before it are freed (and may be dropped from kept_)
-  uint64_t pos_ = 0, neg_ = 0;  // the next positive and the next negative to send
-  int depth_ = 0;  // emissions of this window under way
+  NegativeTimeWindow* w_;
 };
 
-}  // namespace
-
 std::unique_ptr<RowOperator> NegativeTimeWindow::ToRows() {
-  if (kind_ == "unbounded") return std::make_unique<UnboundedNegativeRows>();
-  using K = NegativeTimeWindowRows::Kind;
-  const K kind = kind_ == "now" ? K::kNow : kind_ == "range" ? K::kRange : K::kSlide;
-  return std::make_unique<NegativeTimeWindowRows>(kind, range_, slide_, schema_);
+  if (kind_ == Kind::kUnbounded) return std::make_unique<UnboundedNegativeRows>();
+  return std::make_unique<Rows>(this);
+}
+
+// ---- taking the tuples over ------------------------------------------------------------------
+
+void NegativeTimeWindow::TakeFromBatches() {
+  // From the next negative on (it never passes the next positive), in order, after what the row
+  // layout held (nothing: its cursors are at its end).
+  auto before = [](const BatchRow& a, const BatchRow& b) { return a.batch != b.batch ? a.batch < b.batch : a.row < b.row; };
+  uint64_t k = RowsEnd(), pos = UINT64_MAX;
+  for (BatchRow c = next_negative_; c.batch - front_ < kept_.size(); ++c.batch, c.row = 0) {
+    const Batch& b = kept_[c.batch - front_];
+    for (; c.row < b.length; ++c.row, ++k) {
+      if (pos == UINT64_MAX && !before(c, next_positive_)) pos = k;
+      Kept x;
+      x.start = b.sync.At(c.row);
+      x.end = b.other.At(c.row);
+      WithRow(b, c.row, [&](const Row& r) { x.slot = store_.Add(r.values); });
+      rows_.push_back(x);
+    }
+  }
+  pos_ = pos == UINT64_MAX ? k : pos;
+  front_ += static_cast<uint32_t>(kept_.size());
+  kept_.clear();
+  next_positive_ = next_negative_ = {front_, 0};
+}
+
+Batch NegativeTimeWindow::BatchOfRows(BatchRow* positive) const {
+  RowBatchBuilder b(schema_, BatchKind::kLifetime, std::nullopt);
+  for (uint64_t k = neg_; k < RowsEnd(); ++k) {
+    Row r;
+    r.values = store_.Get(At(k).slot);
+    r.sync = At(k).start;
+    r.other = At(k).end;
+    b.Append(r);
+  }
+  Batch out = b.Finish();
+  // The cursors as the batch form has them: the batch is number front_ (the batch layout is empty).
+  const int64_t p = static_cast<int64_t>(pos_ - neg_);
+  *positive = p < out.length ? BatchRow{front_, static_cast<uint32_t>(p)} : BatchRow{front_ + 1, 0};
+  return out;
+}
+
+void NegativeTimeWindow::TakeFromRows() {
+  Batch b = BatchOfRows(&next_positive_);
+  next_negative_ = {front_, 0};
+  kept_.push_back(std::move(b));
+  ClearRows();
+}
+
+void NegativeTimeWindow::ClearRows() {
+  for (uint64_t k = std::max(freed_, base_); k < RowsEnd(); ++k) store_.Remove(At(k).slot);
+  rows_.clear();
+  base_ = freed_ = pos_ = neg_ = 0;
 }
 
 void RegisterNegativeTimeWindow(OperatorRegistry& r) {
@@ -317,29 +346,41 @@ void RegisterNegativeTimeWindow(OperatorRegistry& r) {
   });
 }
 
-
 // The kept batches and the two cursors: the next positive and the next negative to send. The
 // first batch (a whole input batch, kept until both cursors leave it) is written from the earlier
-// cursor on.
+// cursor on. Tuples the row form holds are written as one such batch.
 void NegativeTimeWindow::Snapshot(SnapshotWriter& w) const {
+  if (!RowsHold()) {
+    WriteBatches(w, front_, kept_, next_positive_, next_negative_);
+    return;
+  }
+  Ring<Batch> one;
+  BatchRow positive;
+  one.push_back(BatchOfRows(&positive));
+  WriteBatches(w, front_, one, positive, {front_, 0});
+}
+
+void NegativeTimeWindow::WriteBatches(SnapshotWriter& w, uint32_t front, const Ring<Batch>& kept, BatchRow positive,
+                                      BatchRow negative) {
   auto before = [](const BatchRow& a, const BatchRow& b) { return a.batch != b.batch ? a.batch < b.batch : a.row < b.row; };
-  const BatchRow first = before(next_negative_, next_positive_) ? next_negative_ : next_positive_;
-  const uint32_t skip = !kept_.empty() && first.batch == front_ ? first.row : 0;
-  w.U32(front_);
-  w.U64(kept_.size());
-  for (size_t k = 0; k < kept_.size(); ++k)
-    w.WriteBatch(k == 0 && skip ? kept_[0].Slice(skip, kept_[0].length - skip) : kept_[k]);
-  for (BatchRow c : {next_positive_, next_negative_}) {
-    if (c.batch == front_) c.row -= skip;
+  const BatchRow first = before(negative, positive) ? negative : positive;
+  const uint32_t skip = !kept.empty() && first.batch == front ? first.row : 0;
+  w.U32(front);
+  w.U64(kept.size());
+  for (size_t k = 0; k < kept.size(); ++k)
+    w.WriteBatch(k == 0 && skip ? kept[0].Slice(skip, kept[0].length - skip) : kept[k]);
+  for (BatchRow c : {positive, negative}) {
+    if (c.batch == front) c.row -= skip;
     w.Pod(c);
   }
 }
 
 void NegativeTimeWindow::Restore(SnapshotReader& r) {
+  ClearRows();
   front_ = r.U32();
   kept_.clear();
   for (size_t n = r.Count(1); n > 0; --n) {
-    kept_.push_back(r.ReadBatch(schema_, BatchKind::kLifetime));
+    kept_.push_back(r.ReadBatch(*schema_, BatchKind::kLifetime));
     CQ_SNAPSHOT_CHECK(!kept_.back().has_selection, "a time window keeps a batch with a selection");
   }
   next_positive_ = r.Pod<BatchRow>();

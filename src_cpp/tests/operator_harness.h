@@ -11,8 +11,9 @@
 //              (Operator::ToRows after the batch form ran: the state is kept); and the other
 //              way, the row form, then the batch form
 //   negative   the operator built for the Negative Tuple method, its input as positive tuples at
-//              their starts and negative tuples at their ends (in batch form, in row form, and
-//              turned into rows half way) — where the operator has that variant
+//              their starts and negative tuples at their ends (in batch form, in row form, turned
+//              into rows half way and back, each cut by a snapshot too) — where the operator has
+//              that variant
 // and the row form and a switch, each cut by a snapshot too. "The same result": the same
 // relation at every instant; with OperatorCase::exact, the same tuples (values, start, end).
 //
@@ -69,6 +70,9 @@ struct Port {
   BatchKind kind = BatchKind::kLifetime;
 };
 
+struct InputTuple;
+class Recorder;
+
 struct OperatorCase {
   std::string name;
   std::string spec;  // the operator's spec object: {"op": ..., its parameters}
@@ -79,8 +83,24 @@ struct OperatorCase {
   bool exact = true;     // the same tuples, not only the same relation at every instant
   bool steps = true;     // input instants with ε-steps too
   int64_t ticks = 14;    // input instants span ticks [0, ticks)
+  bool rows = true;      // it has a row form (Operator::ToRows)
+  bool source = false;   // built with no input operator (a relation's scan): its input comes on port 0
+  // Before close, the rows Operator::Backlog(p) hands a query registered at the last instant p are
+  // recorded beside the output (the engine's least progress, OperatorContext::least, follows the
+  // instants).
+  bool backlog = false;
   // A random value of column `col` of port `port`; null: the default domains above.
   std::function<Cell(Rng&, int port, size_t col, TypeId type)> value;
+  // Makes the random input one the operator accepts (a relation's deletes need an alive copy):
+  // it may change the tuples' values, in time order.
+  std::function<void(std::vector<InputTuple>&)> adjust;
+  // A query's output emits nothing: its result is read from it after close, into the recorder
+  // (Recorder::Record). Its row form gathers (RowOperator::gathers): it is flushed where the
+  // executor flushes it, at the end of every call.
+  std::function<void(Operator&, Recorder&)> drain;
+  // False for an operator whose forms keep two states, which may not change form half way (the
+  // switch runs are left out): the query output, for now.
+  bool switches = true;
 };
 
 // ---- input -------------------------------------------------------------------------------------
@@ -172,6 +192,7 @@ inline Script RandomScript(const OperatorCase& c, Rng& rng) {
       (ghost ? late_negative : negative)[in.end].push_back({Event::kNegative, id});
     }
   }
+  if (c.adjust) c.adjust(s.tuples);
   auto flatten = [](std::map<Time, std::vector<Event>>& at, std::map<Time, std::vector<Event>>& late) {
     for (auto& [t, evs] : late) at[t].insert(at[t].end(), evs.begin(), evs.end());
     std::vector<Instant> out;
@@ -219,7 +240,10 @@ class Recorder final : public Emitter, public RowEmitter {
     }
     bool operator==(const Tuple& o) const = default;
   };
-  Recorder(const Schema& schema, BatchKind kind, bool negative) : schema_(schema), kind_(kind), negative_(negative) {}
+  // (A stream's tuples are the same under either method: only lifetimes are sent as positives and
+  // negatives.)
+  Recorder(const Schema& schema, BatchKind kind, bool negative)
+      : schema_(schema), kind_(kind), negative_(negative && kind == BatchKind::kLifetime) {}
 
   void Emit(Batch b) override {
     const Batch c = b.Compact();
@@ -247,6 +271,9 @@ class Recorder final : public Emitter, public RowEmitter {
     tuples_[it->second].end = end;
     open_.erase(it);
   }
+
+  // A tuple read from an operator that emits nothing (OperatorCase::drain).
+  void Record(const std::string& values, Time start, Time end) { tuples_.push_back({values, start, end}); }
 
   // The tuples, each with its lifetime (negative method: each positive with the negative that
   // ended it), sorted; and what was wrong with the output itself.
@@ -278,7 +305,6 @@ class Recorder final : public Emitter, public RowEmitter {
   }
   const std::vector<std::string>& problems() const { return problems_; }
 
- private:
   static Cell CellOf(const Column& c, int64_t i) {
     if (c.type == TypeId::kNull || !c.IsValid(i)) return std::monostate{};
     switch (c.type) {
@@ -290,6 +316,8 @@ class Recorder final : public Emitter, public RowEmitter {
     }
     return std::monostate{};
   }
+
+ private:
   static Cell CellOf(TypeId type, const Value& v) {
     if (type == TypeId::kNull || !v.valid) return std::monostate{};
     switch (type) {
@@ -331,15 +359,18 @@ struct RunOptions {
 };
 
 // The operator as the planner builds it, with the method the run asks for.
-inline std::unique_ptr<Operator> Build(const OperatorCase& c, bool negative, HolderTable* holders) {
+inline std::unique_ptr<Operator> Build(const OperatorCase& c, bool negative, HolderTable* holders,
+                                       const Time* least = nullptr) {
   OperatorSpec spec;
   spec.id = 1;
   spec.params = json::Parse(c.spec);
   spec.op = spec.params["op"].str();
   std::vector<OperatorInput> in;
-  for (const Port& p : c.inputs) in.push_back({&p.schema, p.kind});
+  if (!c.source)
+    for (const Port& p : c.inputs) in.push_back({&p.schema, p.kind});
   OperatorContext ctx;
   ctx.holders = holders;
+  ctx.least = least;
   ctx.negative = negative;
   return OperatorRegistry::Global().Create(spec, in, ctx);
 }
@@ -349,14 +380,16 @@ class Run {
   Run(const OperatorCase& c, const Script& s, const RunOptions& o)
       : c_(c), s_(s), o_(o), rng_(o.seed), ids_(s.tuples.size(), kNoHolder) {
     holders_ = std::make_unique<HolderTable>();
-    op_ = Build(c, o.negative, holders_.get());
-    rec_ = std::make_unique<Recorder>(op_->output_schema(), op_->output_kind(), o.negative);
+    op_ = Build(c, o.negative, holders_.get(), c.backlog ? &least_ : nullptr);
+    rec_ = std::make_unique<Recorder>(op_->output_schema(), op_->output_kind(), o.negative && !c.drain);
     if (o.rows) rows_ = op_->ToRows();
   }
 
   Recorder& Go() {
     size_t at = 0;  // events delivered
+    Time last = Time::MinusInfinity();
     for (const Instant& in : o_.negative ? s_.negative : s_.direct) {
+      last = least_ = in.t;
       if (rows_) rows_->AdvanceTo(in.t, *rec_);  // (every input below t is in)
       else if (rng_.Below(3) == 0) Flush(), op_->AdvanceTo(in.t, *rec_);
       for (const Event& e : in.events) {
@@ -368,6 +401,7 @@ class Run {
         }
         if (at == o_.to_batch_at && rows_) {
           rows_->AdvanceTo(in.t, *rec_);
+          Gathered();
           rows_.reset();
         }
         if (at == o_.snapshot_at) {
@@ -379,8 +413,11 @@ class Run {
         else Add(e);
       }
       if (rows_ && rng_.Below(2) == 0) rows_->AdvanceTo(in.t + Duration::Epsilon(), *rec_);
+      Gathered();
     }
     Flush();
+    if (c_.backlog)  // (from the least progress on: what no form has let go of yet)
+      for (const Batch& b : op_->Backlog(last)) rec_->Emit(b);
     // Close: ends fixed as ∞ go out first, then the operator closes.
     for (size_t k = 0; k < s_.tuples.size(); ++k) {
       const InputTuple& x = s_.tuples[k];
@@ -398,10 +435,16 @@ class Run {
     }
     if (rows_) rows_->AdvanceTo(Time::Infinity(), *rec_);
     else op_->AdvanceTo(Time::Infinity(), *rec_);
+    Gathered();
+    if (c_.drain) c_.drain(*op_, *rec_);
     return *rec_;
   }
 
  private:
+  void Gathered() {
+    if (rows_ && rows_->gathers()) rows_->Flush();
+  }
+
   // The batch form's delivery being gathered: tuples of one port, or end fixes of one port.
   struct Gathering {
     int port = -1;
@@ -507,12 +550,16 @@ class Run {
   // form); restored into a new table and an operator built afresh from the spec (its row form
   // asked for first, as the executor replays the plan before it restores).
   void SnapshotAndRestore() {
+    Gathered();
     SnapshotWriter w;
     holders_->Snapshot(w);
     op_->Snapshot(w);
     if (rows_) rows_->Snapshot(w);
+    // The input's producer holds the ids of the input's pending ends: its state follows (the
+    // holder table's restore expects the ids in use to be named by the state after it).
+    w.PodVec(ids_);
     auto holders = std::make_unique<HolderTable>();
-    std::unique_ptr<Operator> op = Build(c_, o_.negative, holders.get());
+    std::unique_ptr<Operator> op = Build(c_, o_.negative, holders.get(), c_.backlog ? &least_ : nullptr);
     std::unique_ptr<RowOperator> rows;
     if (rows_) rows = op->ToRows();
     SnapshotReader r(w.bytes().data(), w.bytes().size());
@@ -520,6 +567,9 @@ class Run {
     r.set_holder_capacity(holders->capacity());
     op->Restore(r);
     if (rows) rows->Restore(r);
+    std::vector<HolderId> ids;
+    r.PodVec(ids);
+    CQ_EXPECT(ids == ids_);
     CQ_EXPECT_EQ(r.left(), 0u);
     rows_ = std::move(rows);
     op_ = std::move(op);
@@ -559,6 +609,7 @@ class Run {
   const Script& s_;
   RunOptions o_;
   Rng rng_;
+  Time least_ = Time::MinusInfinity();      // the engine's least progress, for OperatorContext::least
   std::unique_ptr<HolderTable> holders_;  // (declared before the operator: it outlives it)
   std::unique_ptr<Operator> op_;
   std::unique_ptr<RowOperator> rows_;  // (after the operator: it goes first)
@@ -567,7 +618,8 @@ class Run {
   Gathering g_;
 };
 
-// R(t) at each instant where some tuple starts or ends, each value with its multiplicity.
+// Where a's relation and b's differ: at each instant where some tuple starts or ends, each value
+// with its multiplicity in a less than in b (empty: they agree).
 inline std::map<Time, std::map<std::string, int64_t>> RelationAtInstants(const std::vector<Recorder::Tuple>& a,
                                                                          const std::vector<Recorder::Tuple>& b) {
   std::set<Time> points;
@@ -584,6 +636,7 @@ inline std::map<Time, std::map<std::string, int64_t>> RelationAtInstants(const s
     for (const Recorder::Tuple& t : b)
       if (!(p < t.start) && p < t.end) --r[t.values];
     std::erase_if(r, [](const auto& kv) { return kv.second == 0; });
+    if (r.empty()) out.erase(p);
   }
   return out;
 }
@@ -604,30 +657,30 @@ inline int ExpectFormsAgree(const OperatorCase& c, uint64_t seed) {
   for (const Instant& in : s.negative) nn += in.events.size();
   auto cut = [&](size_t size) { return size < 2 ? SIZE_MAX : 1 + static_cast<size_t>(rng.Below(static_cast<int64_t>(size - 1))); };
   std::vector<RunOptions> runs;
-  runs.push_back({"batch"});
-  runs.push_back({"rows", false, true});
-  runs.push_back({"snapshot", false, false, SIZE_MAX, cut(n)});
-  runs.push_back({"to rows", false, false, cut(n)});
-  runs.push_back({"rows, snapshot", false, true, SIZE_MAX, cut(n)});
-  {
-    const size_t at = cut(n);
-    const size_t later = at == SIZE_MAX || at + 1 >= n ? SIZE_MAX : at + 1 + static_cast<size_t>(rng.Below(static_cast<int64_t>(n - at - 1)));
-    runs.push_back({"to rows, snapshot after", false, false, at, later});
-  }
-  {
-    RunOptions back{"rows, to batch", false, true};
-    back.to_batch_at = cut(n);
+  // Each way, for one lifetime method (the first run, the direct method's batch form, is the
+  // reference).
+  auto method = [&](bool negative, size_t size) {
+    const std::string m = negative ? "negative " : "";
+    runs.push_back({negative ? "negative" : "batch", negative});
+    runs.push_back({m + "rows", negative, true});
+    runs.push_back({m + "snapshot", negative, false, SIZE_MAX, cut(size)});
+    runs.push_back({m + "to rows", negative, false, cut(size)});
+    runs.push_back({m + "rows, snapshot", negative, true, SIZE_MAX, cut(size)});
+    const size_t at = cut(size);
+    const size_t later = at == SIZE_MAX || at + 1 >= size
+                             ? SIZE_MAX
+                             : at + 1 + static_cast<size_t>(rng.Below(static_cast<int64_t>(size - at - 1)));
+    runs.push_back({m + "to rows, snapshot after", negative, false, at, later});
+    RunOptions back{m + "rows, to batch", negative, true};
+    back.to_batch_at = cut(size);
     runs.push_back(back);
-  }
-  if (c.negative) {
-    runs.push_back({"negative", true});
-    runs.push_back({"negative rows", true, true});
-    runs.push_back({"negative snapshot", true, false, SIZE_MAX, cut(nn)});
-    runs.push_back({"negative to rows", true, false, cut(nn)});
-    RunOptions back{"negative rows, to batch", true, true};
-    back.to_batch_at = cut(nn);
-    runs.push_back(back);
-  }
+  };
+  method(false, n);
+  if (c.negative) method(true, nn);
+  if (!c.rows)  // (the batch form alone, with and without snapshots)
+    std::erase_if(runs, [](const RunOptions& o) { return o.rows || o.to_rows_at != SIZE_MAX; });
+  if (!c.switches)
+    std::erase_if(runs, [](const RunOptions& o) { return o.to_rows_at != SIZE_MAX || o.to_batch_at != SIZE_MAX; });
   std::vector<Recorder::Tuple> reference;
   int failed = 0;
   for (size_t k = 0; k < runs.size(); ++k) {
