@@ -79,6 +79,9 @@ struct OperatorCase {
   bool exact = true;     // the same tuples, not only the same relation at every instant
   bool steps = true;     // input instants with ε-steps too
   int64_t ticks = 14;    // input instants span ticks [0, ticks)
+  // The engine's progress P the operator is given (OperatorContext::furthest; RSTREAM reads it):
+  // null for none.
+  std::optional<int64_t> furthest;
   // A random value of column `col` of port `port`; null: the default domains above.
   std::function<Cell(Rng&, int port, size_t col, TypeId type)> value;
 };
@@ -219,7 +222,10 @@ class Recorder final : public Emitter, public RowEmitter {
     }
     bool operator==(const Tuple& o) const = default;
   };
-  Recorder(const Schema& schema, BatchKind kind, bool negative) : schema_(schema), kind_(kind), negative_(negative) {}
+  // `negative`: the Negative Tuple method, under which a relation's tuples end as negative tuples
+  // (a stream's are only stamped).
+  Recorder(const Schema& schema, BatchKind kind, bool negative)
+      : schema_(schema), kind_(kind), negative_(negative && kind == BatchKind::kLifetime) {}
 
   void Emit(Batch b) override {
     const Batch c = b.Compact();
@@ -341,6 +347,7 @@ inline std::unique_ptr<Operator> Build(const OperatorCase& c, bool negative, Hol
   OperatorContext ctx;
   ctx.holders = holders;
   ctx.negative = negative;
+  ctx.furthest = c.furthest ? &*c.furthest : nullptr;  // (the case outlives the operator)
   return OperatorRegistry::Global().Create(spec, in, ctx);
 }
 
