@@ -46,14 +46,24 @@ Batch OwnEnds(const Batch& in) {
 RelationTracker::RelationTracker(ExpirationPolicy policy, bool track_alive)
     : track_alive_(track_alive), expiring_(policy) {}
 
-void RelationTracker::Push(const Batch& in) {
+uint32_t RelationTracker::RetainOwn(const Batch& in) {
   FlushReleases();
-  if (in.num_rows() == 0) return;
   Batch c = OwnEnds(in);
   const int64_t n = c.length;
-  const HolderId* h = c.holders.empty() ? nullptr : c.holders.as<const HolderId>();
-  const uint32_t seq = Retain(std::move(c), n);
+  return Retain(std::move(c), n);
+}
+
+void RelationTracker::SetPending(HolderId id, Pending p) {
+  if (id >= pending_.size()) pending_.resize(std::max<size_t>(id + size_t{1}, pending_.size() * 2), {{0, kNone}, 0});
+  pending_[id] = p;
+}
+
+void RelationTracker::Push(const Batch& in) {
+  if (in.num_rows() == 0) return FlushReleases();
+  const uint32_t seq = RetainOwn(in);
   const Batch& b = batch(seq);
+  const int64_t n = b.length;
+  const HolderId* h = b.holders.empty() ? nullptr : b.holders.as<const HolderId>();
 
   const size_t mid = held_.size();
   held_.resize(mid + static_cast<size_t>(n));
@@ -65,12 +75,8 @@ void RelationTracker::Push(const Batch& in) {
     for (int64_t i = 0; i < n; ++i) out[i] = {{st[i], 0}, {seq, static_cast<uint32_t>(i)}};
   }
   if (h) {
-    for (int64_t i = 0; i < n; ++i) {
-      if (h[i] == kNoHolder) continue;
-      if (h[i] >= pending_.size())
-        pending_.resize(std::max<size_t>(h[i] + size_t{1}, pending_.size() * 2), {{0, kNone}, 0});
-      pending_[h[i]] = {{seq, static_cast<uint32_t>(i)}, 1};
-    }
+    for (int64_t i = 0; i < n; ++i)
+      if (h[i] != kNoHolder) SetPending(h[i], {{seq, static_cast<uint32_t>(i)}, 1});
   }
   if (mid > held_head_ && out[0].start < held_[mid - 1].start) {
     std::inplace_merge(held_.begin() + static_cast<std::ptrdiff_t>(held_head_),
@@ -240,20 +246,16 @@ void RelationTracker::ForEachKept(const KeptVisitor& f) const {
 }
 
 void RelationTracker::Adopt(const Batch& in) {
-  FlushReleases();
-  if (in.num_rows() == 0) return;
-  Batch c = OwnEnds(in);
-  const int64_t n = c.length;
-  const HolderId* h = c.holders.empty() ? nullptr : c.holders.as<const HolderId>();
-  const uint32_t seq = Retain(std::move(c), n);
+  if (in.num_rows() == 0) return FlushReleases();
+  const uint32_t seq = RetainOwn(in);
   const Batch& b = batch(seq);
+  const int64_t n = b.length;
+  const HolderId* h = b.holders.empty() ? nullptr : b.holders.as<const HolderId>();
   for (int64_t i = 0; i < n; ++i) {
     const RowRef r{seq, static_cast<uint32_t>(i)};
     if (track_alive_) AddAlive(r);
     if (h && h[i] != kNoHolder) {
-      if (h[i] >= pending_.size())
-        pending_.resize(std::max<size_t>(h[i] + size_t{1}, pending_.size() * 2), {{0, kNone}, 0});
-      pending_[h[i]] = {r, 0};
+      SetPending(h[i], {r, 0});
       continue;
     }
     const Time end = b.other.At(i);

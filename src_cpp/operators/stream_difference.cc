@@ -460,7 +460,7 @@ void StreamDifference<kSide>::Restore(SnapshotReader& r) {
   duration_ = r.OptDur();
   cursor_ = r.I64();
   general_ = r.Bool();
-  CQ_SNAPSHOT_CHECK(ValidBool(general_) && (constant_ || !general_), "an ISTREAM's strategy differs from its plan's");
+  CQ_SNAPSHOT_CHECK(constant_ || !general_, "an ISTREAM's strategy differs from its plan's");
   instants_.Restore(r);
   r.CheckToCome(instants_.next_instant(), kIStream ? "ISTREAM's next instant" : "DSTREAM's next instant");
   CQ_SNAPSHOT_CHECK(retained_.empty() || (constant_ && !general_ && instants_.kept_rows() == 0),
