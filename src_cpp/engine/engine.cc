@@ -408,6 +408,8 @@ constexpr char kMagic[8] = {'C', 'Q', 'S', 'N', 'A', 'P', '\r', '\n'};
 // 2: structs written field by field (no padding bytes), so that the same state gives the same bytes.
 // 3: the aggregate writes one state for both its forms (operators/aggregate.h).
 // 4: so do the Negative Tuple windows and UNION ALL: their row forms write nothing of their own.
+//    ISTREAM, DSTREAM, RSTREAM and the aggregate write their input's one tracker state
+//    (rows/instants.h), whichever form holds it.
 constexpr uint32_t kFormatVersion = 4;
 constexpr size_t kHeaderSize = 32;
 

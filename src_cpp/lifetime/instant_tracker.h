@@ -7,6 +7,7 @@
 //   NegativeTracker  (negative)  positive tuples at their start, negative tuples at their end
 // Rows are kept by reference to the batches they came in (no copy); the rows a visit sees stay
 // readable until the next call into the tracker.
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -88,6 +89,21 @@ class InstantTracker {
   Batch Gather(const List<RowRef>& rows, const List<Time>& ts, const std::shared_ptr<const Schema>& schema) const;
   // Rows still held (for tests: zero once everything has ended and been seen).
   int64_t retained_rows() const;
+
+  // What a change of form carries over (rows/instants.h: an operator's one state changes its
+  // representation): f(row, start, end, holder, started) for every row kept. Not started: an event
+  // whose instant is not complete yet — under the direct method a held start, with its known end
+  // or its pending end's holder; under the negative method a positive (end ∞) or a negative (end
+  // finite) stamped `start`. Started: a tuple whose start was handed over and whose end was not —
+  // its end known, pending behind `holder`, or ∞ (kept only when alive tuples are tracked); under
+  // the negative method a positive alive (tracked only). Rows pushed back (Push) and adopted
+  // (Adopt) rebuild the same state.
+  using KeptVisitor = std::function<void(RowRef, Time start, Time end, HolderId holder, bool started)>;
+  virtual void ForEachKept(const KeptVisitor& f) const = 0;
+  // Takes over tuples already started (the `started` rows of ForEachKept, from the other form):
+  // their ends in `started`'s own (known, or pending behind a holder, or ∞); `started`'s starts are
+  // not read.
+  virtual void Adopt(const Batch& started) = 0;
 
   // Engine snapshots: the retained rows and the strategy's own state. `expect`: the schema of the
   // batches the owner pushes.

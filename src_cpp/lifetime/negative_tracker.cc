@@ -64,6 +64,23 @@ std::vector<InstantTracker::RowRef> NegativeTracker::alive() const {
   return out;
 }
 
+void NegativeTracker::ForEachKept(const KeptVisitor& f) const {
+  for (const auto& [t, at] : pending_) {
+    for (const RowRef& r : at.positives) f(r, t, Time::Infinity(), kNoHolder, false);
+    for (const RowRef& r : at.negatives) f(r, t, batch(r.seq).EndAt(r.row), kNoHolder, false);
+  }
+  alive_.ForEach([&](const RowRef& r) { f(r, batch(r.seq).StartAt(r.row), Time::Infinity(), kNoHolder, true); });
+}
+
+void NegativeTracker::Adopt(const Batch& in) {
+  FlushReleases();
+  if (in.num_rows() == 0 || !track_alive_) return;  // (positives alive are kept only to be tracked)
+  const int64_t n = in.num_rows();
+  const uint32_t seq = Retain(in.Compact(), n);
+  std::vector<uint64_t> h(static_cast<size_t>(n));
+  HashRows(batch(seq).columns, n, h.data());
+  for (int64_t i = 0; i < n; ++i) alive_.Insert(h[static_cast<size_t>(i)], {seq, static_cast<uint32_t>(i)});
+}
 
 void NegativeTracker::Snapshot(SnapshotWriter& w) const {
   SnapshotRetained(w);

@@ -22,6 +22,8 @@ class NegativeTracker final : public InstantTracker {
   Time next_instant() const override;
   std::vector<RowRef> alive() const override;
   bool any_alive() const override { return !alive_.empty(); }
+  void ForEachKept(const KeptVisitor& f) const override;
+  void Adopt(const Batch& started) override;
   void Snapshot(SnapshotWriter& w) const override;
   void Restore(SnapshotReader& r, const Schema& expect) override;
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <unordered_set>
 
 #include "base/errors.h"
 #include "batch/row_equal.h"
@@ -31,22 +32,38 @@ TimeColumn OwnCopy(const TimeColumn& c, int64_t n, const HolderId* holders = nul
   }
   return own;
 }
+
+// `in`'s rows with their ends in columns of the tracker's own (see SetEnd), a pending one as
+// kPending. A constant duration is materialized into fresh columns; other ends are copied.
+Batch OwnEnds(const Batch& in) {
+  Batch c = in.Compact().WithMaterializedEnd();
+  const HolderId* h = c.holders.empty() ? nullptr : c.holders.as<const HolderId>();
+  if (!in.constant_duration || h) c.other = OwnCopy(c.other, c.length, h);
+  return c;
+}
 }  // namespace
 
 RelationTracker::RelationTracker(ExpirationPolicy policy, bool track_alive)
     : track_alive_(track_alive), expiring_(policy) {}
 
-void RelationTracker::Push(const Batch& in) {
+uint32_t RelationTracker::RetainOwn(const Batch& in) {
   FlushReleases();
-  if (in.num_rows() == 0) return;
-  // The ends, in columns of the tracker's own (see SetEnd), a pending one as kPending. A
-  // constant duration is materialized into fresh columns; other ends are copied.
-  Batch c = in.Compact().WithMaterializedEnd();
+  Batch c = OwnEnds(in);
   const int64_t n = c.length;
-  const HolderId* h = c.holders.empty() ? nullptr : c.holders.as<const HolderId>();
-  if (!in.constant_duration || h) c.other = OwnCopy(c.other, n, h);
-  const uint32_t seq = Retain(std::move(c), n);
+  return Retain(std::move(c), n);
+}
+
+void RelationTracker::SetPending(HolderId id, Pending p) {
+  if (id >= pending_.size()) pending_.resize(std::max<size_t>(id + size_t{1}, pending_.size() * 2), {{0, kNone}, 0});
+  pending_[id] = p;
+}
+
+void RelationTracker::Push(const Batch& in) {
+  if (in.num_rows() == 0) return FlushReleases();
+  const uint32_t seq = RetainOwn(in);
   const Batch& b = batch(seq);
+  const int64_t n = b.length;
+  const HolderId* h = b.holders.empty() ? nullptr : b.holders.as<const HolderId>();
 
   const size_t mid = held_.size();
   held_.resize(mid + static_cast<size_t>(n));
@@ -58,12 +75,8 @@ void RelationTracker::Push(const Batch& in) {
     for (int64_t i = 0; i < n; ++i) out[i] = {{st[i], 0}, {seq, static_cast<uint32_t>(i)}};
   }
   if (h) {
-    for (int64_t i = 0; i < n; ++i) {
-      if (h[i] == kNoHolder) continue;
-      if (h[i] >= pending_.size())
-        pending_.resize(std::max<size_t>(h[i] + size_t{1}, pending_.size() * 2), {{0, kNone}, 0});
-      pending_[h[i]] = {{seq, static_cast<uint32_t>(i)}, 1};
-    }
+    for (int64_t i = 0; i < n; ++i)
+      if (h[i] != kNoHolder) SetPending(h[i], {{seq, static_cast<uint32_t>(i)}, 1});
   }
   if (mid > held_head_ && out[0].start < held_[mid - 1].start) {
     std::inplace_merge(held_.begin() + static_cast<std::ptrdiff_t>(held_head_),
@@ -207,6 +220,49 @@ void RelationTracker::AdvanceTo(Time progress, const Visitor& visit) {
 }
 
 std::vector<RelationTracker::RowRef> RelationTracker::alive() const { return alive_; }
+
+void RelationTracker::ForEachKept(const KeptVisitor& f) const {
+  auto end_of = [&](RowRef r) { return batch(r.seq).other.At(r.row); };
+  auto holder_of = [&](RowRef r) { return batch(r.seq).holders.as<const HolderId>()[r.row]; };
+  for (size_t k = held_head_; k < held_.size(); ++k) {
+    const Held& h = held_[k];
+    const Time end = end_of(h.ref);
+    if (end == kPending) f(h.ref, h.start, Time::Infinity(), holder_of(h.ref), false);
+    else f(h.ref, h.start, end, kNoHolder, false);
+  }
+  std::unordered_set<uint64_t> ending;  // started rows with an end to come (the alive ones less these never end)
+  for (size_t id = 0; id < pending_.size(); ++id) {
+    const Pending& p = pending_[id];
+    if (p.ref.row == kNone || p.held) continue;
+    f(p.ref, batch(p.ref.seq).sync.At(p.ref.row), Time::Infinity(), static_cast<HolderId>(id), true);
+    ending.insert(Key(p.ref));
+  }
+  expiring_.ForEach([&](const Entry& e) {
+    f(e.ref, batch(e.ref.seq).sync.At(e.ref.row), e.end, kNoHolder, true);
+    ending.insert(Key(e.ref));
+  });
+  for (const RowRef& r : alive_)
+    if (!ending.count(Key(r))) f(r, batch(r.seq).sync.At(r.row), Time::Infinity(), kNoHolder, true);
+}
+
+void RelationTracker::Adopt(const Batch& in) {
+  if (in.num_rows() == 0) return FlushReleases();
+  const uint32_t seq = RetainOwn(in);
+  const Batch& b = batch(seq);
+  const int64_t n = b.length;
+  const HolderId* h = b.holders.empty() ? nullptr : b.holders.as<const HolderId>();
+  for (int64_t i = 0; i < n; ++i) {
+    const RowRef r{seq, static_cast<uint32_t>(i)};
+    if (track_alive_) AddAlive(r);
+    if (h && h[i] != kNoHolder) {
+      SetPending(h[i], {r, 0});
+      continue;
+    }
+    const Time end = b.other.At(i);
+    if (!end.IsInfinite()) expiring_.Insert({end, r});
+    else if (!track_alive_) Release(r);
+  }
+}
 
 void RelationTracker::Snapshot(SnapshotWriter& w) const {
   SnapshotRetained(w);

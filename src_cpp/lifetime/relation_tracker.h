@@ -32,6 +32,8 @@ class RelationTracker final : public InstantTracker {
   Time next_instant() const override;
   std::vector<RowRef> alive() const override;
   bool any_alive() const override { return !alive_.empty(); }
+  void ForEachKept(const KeptVisitor& f) const override;
+  void Adopt(const Batch& started) override;
   void Snapshot(SnapshotWriter& w) const override;
   void Restore(SnapshotReader& r, const Schema& expect) override;
 
@@ -40,6 +42,8 @@ class RelationTracker final : public InstantTracker {
     Time end;
     RowRef ref;
   };
+  // Retains a copy of `in`'s rows with their ends in columns of the tracker's own; its number.
+  uint32_t RetainOwn(const Batch& in);
   static uint64_t Key(RowRef r) { return (static_cast<uint64_t>(r.seq) << 32) | r.row; }
   void AddAlive(RowRef r);
   void RemoveAlive(RowRef r);
@@ -67,6 +71,7 @@ class RelationTracker final : public InstantTracker {
     uint32_t held;
   };
   std::vector<Pending> pending_;
+  void SetPending(HolderId id, Pending p);
   ExpirationLanes<Entry> expiring_;
   // track_alive: alive rows, with their position for O(1) removal.
   std::vector<RowRef> alive_;

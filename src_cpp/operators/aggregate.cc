@@ -8,6 +8,7 @@
 #include "batch/snapshot.h"
 #include "operators/registry.h"
 #include "plan/plan_util.h"
+#include "rows/batch_rows.h"
 
 namespace cq {
 
@@ -77,7 +78,7 @@ Aggregate::Aggregate(std::vector<std::unique_ptr<Expression>> keys, std::vector<
   na_ = aggs_.size();
   now_.resize(na_);
   now_str_.resize(na_);
-  if (input_ == Input::kGeneral) tracker_ = MakeInstantTracker(false, static_cast<int>(policy), false);
+  instants_.emplace(*derived_schema_, input_ == Input::kNegative, policy, /*track_alive=*/false, /*starts_only=*/false);
   nargs_ = static_cast<size_t>(args);
 }
 
@@ -105,6 +106,7 @@ void Aggregate::Grow(uint32_t groups) {
 
 void Aggregate::Push(int, const Batch& in, Emitter&) {
   if (in.num_rows() == 0) return;
+  EnterBatch();
   Batch storage;  // only when `in` has a selection to apply
   const Batch& b = in.CompactInto(storage);
   const int64_t n = b.length;
@@ -115,9 +117,8 @@ void Aggregate::Push(int, const Batch& in, Emitter&) {
   Buffer groups = Buffer::Allocate(n * 4);
   index_.Map(keys, n, groups.as<uint32_t>());
   Grow(index_.size());
-  if (row_input_ && !BatchInputHeld()) batch_first_ = false;  // the row form's rows came first
 
-  if (input_ == Input::kGeneral) {
+  if (UsesInstants()) {
     // The tracker keeps what the groups need of each row: its arguments and group, with its
     // lifetime.
     Batch d;
@@ -135,8 +136,7 @@ void Aggregate::Push(int, const Batch& in, Emitter&) {
     d.other = b.other;
     d.constant_duration = b.constant_duration;
     d.holders = b.holders;
-    tracker_->Push(d);
-    batch_rows_ = true;
+    instants_->batch().Push(d);
     return;
   }
   if (input_ == Input::kConstant) {
@@ -163,14 +163,57 @@ void Aggregate::Push(int, const Batch& in, Emitter&) {
   CQ_CHECK(!(b.sync.At(0) < max_sync_), "an aggregate's input went back in time");
   max_sync_ = b.sync.At(n - 1);
   chunks_.push_back(std::move(c));
-  batch_rows_ = true;
 }
 
 void Aggregate::PushEnds(int, const EndBatch& ends, Emitter&) {
-  if (tracker_) tracker_->PushEnds(ends);
-  // (Each side ignores the ids none of its rows holds.)
-  if (RowInputHeld())
-    for (int64_t k = 0; k < ends.length; ++k) row_input_->PushEnd(ends.ids()[k], ends.ends.At(k));
+  EnterBatch();
+  if (UsesInstants()) instants_->batch().PushEnds(ends);
+}
+
+void Aggregate::EnterBatch() {
+  if (!instants_->in_rows() && !general_) return;  // (the common case: one test)
+  InstantTracker& t = instants_->batch();  // (rows the row form kept move into batches)
+  general_ = input_ != Input::kGeneral && t.retained_rows() > 0;
+}
+
+void Aggregate::ChunksToRows() {
+  // The rows between the cursors have started and wait for their ends (kConstant: d after their
+  // starts, in order); those from the next start on wait for their instants.
+  RowTracker& t = instants_->rows();
+  const Duration d = duration_.value_or(Duration::Infinite());
+  ValueBuffer values(nargs_ + 1);
+  auto each = [&](Cursor& c, const Cursor* stop, auto&& f) {
+    Load(c);
+    while (Valid(c) && (!stop || c.Before(*stop))) {
+      for (size_t k = 0; k < nargs_; ++k) values[k] = ColumnReader{&c.args[k]}.At(c.row);
+      values[nargs_] = Value::Int(c.groups[c.row]);
+      Row r;
+      r.values = values.data();
+      r.sync = c.At();
+      f(r, c.signs ? c.signs[c.row] : 1);
+      for (size_t k = 0; k < nargs_; ++k)
+        if (c.args[k].type == TypeId::kUtf8 && values[k].valid) ReleaseString(values[k].s);
+      Step(c);
+    }
+  };
+  if (input_ == Input::kConstant) {
+    Cursor e = next_end_, s = next_start_;
+    Load(s);
+    each(e, &s, [&](Row& r, int) {
+      r.other = r.sync + d;
+      t.Adopt(r);
+    });
+  }
+  Cursor s = next_start_;
+  each(s, nullptr, [&](Row& r, int sign) {
+    r.other = input_ == Input::kConstant ? r.sync + d : sign > 0 ? Time::Infinity() : r.sync;
+    t.Push(r);
+  });
+  chunks_.clear();
+  next_start_ = Cursor{};
+  next_end_ = Cursor{};
+  Load(next_start_);
+  Load(next_end_);
 }
 
 // ---- accumulators ----------------------------------------------------------------------------
@@ -369,13 +412,13 @@ void Aggregate::Load(Cursor& c) const {
   c.views = ch.views.data();
 }
 
-template <typename Out, typename Also>
-void Aggregate::RunOrdered(Time progress, Out& out, const Also& also) {
+template <typename Out>
+void Aggregate::RunOrdered(Time progress, Out& out) {
   bool steps = duration_ && duration_->steps != 0;
   for (const Chunk& c : chunks_) steps |= c.sync.has_steps();
-  if (steps) RunInstants<Time, 0>(progress, out, also);
-  else if (na_ == 1) RunInstants<int64_t, 1>(progress, out, also);
-  else RunInstants<int64_t, 0>(progress, out, also);
+  if (steps) RunInstants<Time, 0>(progress, out);
+  else if (na_ == 1) RunInstants<int64_t, 1>(progress, out);
+  else RunInstants<int64_t, 0>(progress, out);
   // Chunks both cursors have left behind are done.
   const size_t done = std::min(next_start_.chunk, next_end_.chunk);
   if (done > 0) {
@@ -385,8 +428,8 @@ void Aggregate::RunOrdered(Time progress, Out& out, const Also& also) {
   }
 }
 
-template <typename T, size_t kNa, typename Out, typename Also>
-void Aggregate::RunInstants(Time progress, Out& out, const Also& also) {
+template <typename T, size_t kNa, typename Out>
+void Aggregate::RunInstants(Time progress, Out& out) {
   // T is Time, or int64_t ticks when no time in play has an ε-step: one compare instead of two
   // on every row.
   constexpr bool kTicks = std::is_same_v<T, int64_t>;
@@ -442,7 +485,6 @@ void Aggregate::RunInstants(Time progress, Out& out, const Also& also) {
     Time instant;
     if constexpr (kTicks) instant = Time{t, 0};
     else instant = t;
-    also(instant);
     EndInstant<kNa>(instant, out);
   }
   if (!ends) e = s;
@@ -450,11 +492,11 @@ void Aggregate::RunInstants(Time progress, Out& out, const Also& also) {
   next_end_ = e;
 }
 
-template <size_t kNa, typename Out, typename Also>
-void Aggregate::RunChanges(Out& out, const Also& also) {
-  // Instant by instant, as the tracker's visitor would have it: the ends, then the starts.
-  // Starts and ends come from different batches (ends from older ones), so each side keeps the
-  // columns of the batch it last read.
+template <size_t kNa, typename Out>
+void Aggregate::RunChanges(const InstantTracker& tracker, Out& out) {
+  // Instant by instant, as the tracker's visitor would have it. Starts and ends come from
+  // different batches (ends from older ones), so each side keeps the columns of the batch it last
+  // read.
   struct Side {
     uint32_t seq = 0xFFFFFFFFu;
     std::vector<ArgView> views;
@@ -466,13 +508,16 @@ void Aggregate::RunChanges(Out& out, const Also& also) {
   auto apply = [&](Side& s, InstantTracker::RowRef r, int64_t sign) {
     if (r.seq != s.seq) {
       s.seq = r.seq;
-      const Batch& b = tracker_->batch(r.seq);
+      const Batch& b = tracker.batch(r.seq);
       for (size_t k = 0; k < s.views.size(); ++k) s.views[k] = ArgView::Of(b.columns[k]);
       s.args = b.columns.data();
       s.groups = b.columns.back().i64();
     }
     ApplyRow<kNa>(ColumnArgs{s.views.data(), s.args, r.row}, static_cast<uint32_t>(s.groups[r.row]), sign);
   };
+  // Under the negative method a ghost's positive and negative are both at t, and an accumulator
+  // must see it come before it goes: starts first. Under the direct method ghosts never come.
+  const bool starts_first = input_ == Input::kNegative;
   const InstantTracker::Changes& c = changes_;
   const size_t ns = c.starts.size(), ne = c.ends.size();
   size_t i = 0, j = 0;
@@ -480,27 +525,29 @@ void Aggregate::RunChanges(Out& out, const Also& also) {
     Time t = Time::Infinity();
     if (i < ns) t = c.start_at[i];
     if (j < ne) t = std::min(t, c.end_at[j]);
+    if (starts_first)
+      for (; i < ns && c.start_at[i] == t; ++i) apply(sides[1], c.starts[i], +1);
     for (; j < ne && c.end_at[j] == t; ++j) apply(sides[0], c.ends[j], -1);
     for (; i < ns && c.start_at[i] == t; ++i) apply(sides[1], c.starts[i], +1);
-    also(t);
     EndInstant<kNa>(t, out);
   }
 }
 
-template <typename Out, typename Also>
-void Aggregate::AdvanceBatchInput(Time progress, Out& out, const Also& also) {
-  if (tracker_) {
-    tracker_->Collect(progress, changes_);
-    if (na_ == 1) RunChanges<1>(out, also);
-    else RunChanges<0>(out, also);
+template <typename Out>
+void Aggregate::AdvanceBatchInput(Time progress, Out& out) {
+  if (UsesInstants()) {
+    const InstantTracker& t = instants_->batch();
+    instants_->batch().Collect(progress, changes_);
+    if (na_ == 1) RunChanges<1>(t, out);
+    else RunChanges<0>(t, out);
   } else {
-    RunOrdered(progress, out, also);
+    RunOrdered(progress, out);
   }
 }
 
 template <size_t kNa, typename Out>
-void Aggregate::AdvanceRowInputN(Time progress, Out& out, bool results) {
-  RowTracker& in = *row_input_;
+void Aggregate::AdvanceRowInput(Time progress, Out& out) {
+  RowTracker& in = instants_->rows();
   const size_t group = nargs_;  // a kept row: its arguments, then its group id
   in.AdvanceTo(progress, [&](Time t, const std::vector<uint32_t>& starts, const std::vector<uint32_t>& ends) {
     // Starts first: under the negative method a ghost's positive and negative are both at t, and
@@ -513,42 +560,17 @@ void Aggregate::AdvanceRowInputN(Time progress, Out& out, bool results) {
       const Value* v = in.values(s);
       ApplyRow<kNa>(ValueArgs{v}, static_cast<uint32_t>(v[group].i), -1);
     }
-    if (results) EndInstant<kNa>(t, out);
+    EndInstant<kNa>(t, out);
   });
 }
 
 template <typename Out>
-void Aggregate::AdvanceRowInput(Time progress, Out& out, bool results) {
-  if (na_ == 1) AdvanceRowInputN<1>(progress, out, results);
-  else AdvanceRowInputN<0>(progress, out, results);
-}
-
-template <typename Out>
 void Aggregate::Advance(Time progress, Out& out) {
-  if (batch_rows_ && row_input_ && !BatchInputHeld()) batch_rows_ = false;
-  if (!RowInputHeld()) {
-    if (batch_rows_ || !row_input_) AdvanceBatchInput(progress, out, [](Time) {});
-  } else if (!batch_rows_) {
-    AdvanceRowInput(progress, out, true);
+  if constexpr (std::is_same_v<Out, RowOut>) {
+    if (na_ == 1) AdvanceRowInput<1>(progress, out);
+    else AdvanceRowInput<0>(progress, out);
   } else {
-    // Both forms hold rows (the form changed while rows waited for their instants): an instant at
-    // a time, the changes of the side whose rows came first applied first.
-    for (;;) {
-      const Time tb = BatchNextInstant(), tr = row_input_->next_instant();
-      const Time t = std::min(tb, tr);
-      if (!(t < progress)) break;
-      const Time next = t + Duration::Epsilon();
-      if (tb != t) {
-        AdvanceRowInput(next, out, true);
-      } else if (batch_first_) {
-        AdvanceBatchInput(next, out, [&](Time) { AdvanceRowInput(next, out, false); });
-      } else {
-        AdvanceRowInput(next, out, false);
-        AdvanceBatchInput(next, out, [](Time) {});
-        // The batch form's rows at t may all have cancelled (ghosts): then t's results are due here.
-        if (touched_count_ > 0) EndInstant<0>(t, out);
-      }
-    }
+    AdvanceBatchInput(progress, out);
   }
   if (progress.IsInfinite() && input_ != Input::kNegative) {
     // Close: the current results never end.
@@ -561,7 +583,6 @@ void Aggregate::Advance(Time progress, Out& out) {
 template void Aggregate::Advance<Aggregate::RowOut>(Time, RowOut&);
 
 Time Aggregate::BatchNextInstant() const {
-  if (tracker_) return tracker_->next_instant();
   // The next start not applied yet, and for constant durations the next end.
   Time t = Time::Infinity();
   if (next_start_.chunk < chunks_.size()) t = chunks_[next_start_.chunk].sync.At(next_start_.row);
@@ -571,8 +592,8 @@ Time Aggregate::BatchNextInstant() const {
 }
 
 Time Aggregate::NextInstant() const {
-  const Time t = batch_rows_ ? BatchNextInstant() : Time::Infinity();
-  return row_input_ ? std::min(t, row_input_->next_instant()) : t;
+  // (One of the two holds no row: its next instant is Infinity.)
+  return std::min(BatchNextInstant(), instants_->next_instant());
 }
 
 Time Aggregate::next_firing(int64_t) const { return NextInstant(); }
@@ -583,6 +604,7 @@ void Aggregate::AdvanceTo(Time progress, Emitter& out) {
   out_start_.Reserve(room);
   out_end_.Reserve(room);
   for (ValueStore& v : out_values_) v.Reserve(room);
+  EnterBatch();
   BatchOut sink;
   Advance(progress, sink);
 
@@ -707,13 +729,8 @@ void Aggregate::Snapshot(SnapshotWriter& w) const {
   }
   w.Pod(max_sync_);
   w.I64(retained_);
-  w.Bool(tracker_ != nullptr);
-  if (tracker_) tracker_->Snapshot(w);
-  w.Bool(row_input_ != nullptr);
-  if (row_input_) {
-    row_input_->Snapshot(w);
-    w.Bool(batch_first_);
-  }
+  w.Bool(general_);
+  instants_->Snapshot(w);
   w.I64(out_hint_);
 }
 
@@ -779,32 +796,24 @@ void Aggregate::Restore(SnapshotReader& r) {
                     "an aggregate's retained rows are inconsistent");
   Load(next_start_);  // unpacks the cursors' chunks (pointers are not saved)
   Load(next_end_);
-  CQ_SNAPSHOT_CHECK(r.Bool() == (tracker_ != nullptr), "an aggregate's strategy differs from its plan's");
-  if (tracker_) {
-    tracker_->Restore(r, *derived_schema_);
-    // The tracked rows carry their group id last: it indexes the groups.
-    bool ok = true;
-    for (const Batch* b : tracker_->retained_batches()) {
+  general_ = r.Bool();
+  CQ_SNAPSHOT_CHECK(input_ != Input::kGeneral || !general_, "an aggregate's strategy differs from its plan's");
+  instants_->Restore(r);
+  CQ_SNAPSHOT_CHECK(chunks_.empty() || (input_ != Input::kGeneral && instants_->kept_rows() == 0),
+                    "an aggregate keeps input rows in two places");
+  // The tracked rows carry their group id last: it indexes the groups.
+  bool in_groups = true;
+  if (const InstantTracker* t = instants_->held_in_batches()) {
+    for (const Batch* b : t->retained_batches()) {
       const int64_t* g = b->columns.back().i64();
-      for (int64_t i = 0; i < b->length; ++i) ok &= g[i] >= 0 && static_cast<uint64_t>(g[i]) < groups;
+      for (int64_t i = 0; i < b->length; ++i) in_groups &= g[i] >= 0 && static_cast<uint64_t>(g[i]) < groups;
     }
-    CQ_SNAPSHOT_CHECK(ok, "an aggregate's tracked rows name groups it does not have");
-  }
-  if (r.Bool()) {
-    if (!row_input_) MakeRowInput();  // taken in row form, restored before the row form was asked for
-    row_input_->Restore(r);
-    bool ok = true;
-    row_input_->ForEachKept([&](const Value* v) {
-      ok &= v[nargs_].valid && v[nargs_].i >= 0 && static_cast<uint64_t>(v[nargs_].i) < groups;
+  } else {
+    instants_->held_in_rows()->ForEachKeptValues([&](const Value* v) {
+      in_groups &= v[nargs_].valid && v[nargs_].i >= 0 && static_cast<uint64_t>(v[nargs_].i) < groups;
     });
-    CQ_SNAPSHOT_CHECK(ok, "an aggregate's tracked rows name groups it does not have");
-    batch_first_ = r.Bool();
   }
+  CQ_SNAPSHOT_CHECK(in_groups, "an aggregate's tracked rows name groups it does not have");
   out_hint_ = r.I64();
-  batch_rows_ = BatchInputHeld();
-}
-
-void Aggregate::MakeRowInput() {
-  row_input_ = MakeRowTracker(input_ == Input::kNegative, policy_, false, *derived_schema_);
 }
 }  // namespace cq

@@ -27,11 +27,12 @@
 // One state, two drivers (rows/ROWS.md): the groups, their accumulators and open results, and the
 // input rows whose instants have not come yet belong to this object, and its one Snapshot writes
 // them. The batch form (Push, PushEnds, AdvanceTo) and the row form (ToRows, aggregate_rows.cc) are
-// drivers over it: each reads its input its own way — columns into the chunks or the tracker above,
-// rows into a RowTracker — and hands the results of an instant to a sink of its own (a batch being
-// built, or rows emitted at once). ToRows may be asked at any time, also after the batch form ran:
-// rows one form kept that still wait for their instants are merged, instant by instant, with
-// those of the other, the side whose rows came first going first.
+// drivers over it, and hand the results of an instant to a sink of their own (a batch being built,
+// or rows emitted at once). The input rows waiting for their instants are in the chunks above
+// (kConstant, kNegative, batch form only) or in the one tracker state (rows/instants.h: kGeneral,
+// and the row form of every input), never in both: ToRows may be asked at any time, also after the
+// batch form ran, and the rows the chunks hold then move into the tracker state; the batch form
+// that runs again reads that state (as kGeneral does) until it is empty, then goes back to chunks.
 #include <map>
 #include <memory>
 #include <optional>
@@ -44,7 +45,7 @@
 #include "lifetime/expiration_set.h"
 #include "lifetime/instant_tracker.h"
 #include "operators/operator.h"
-#include "rows/row_tracker.h"
+#include "rows/instants.h"
 
 namespace cq {
 
@@ -184,24 +185,24 @@ class Aggregate final : public Operator {
   template <size_t kNa>
   void AppendRow(uint32_t g, Time start, Time end, const Result* values, const std::string* strs);
 
-  // The instants below `progress`, from whichever form's input holds rows; at close (progress
-  // infinite) the results still open never end.
+  // The instants below `progress` (from the chunks or the tracker state, whichever holds the rows),
+  // with their results; at close (progress infinite) the results still open never end.
   template <typename Out>
   void Advance(Time progress, Out& out);
-  // The batch form's input (chunks or tracker_), its instants below `progress`; `also(t)` runs
-  // before each instant's results (to add the row form's changes at t).
-  template <typename Out, typename Also>
-  void AdvanceBatchInput(Time progress, Out& out, const Also& also);
-  // The row form's input (row_input_): its instants below `progress`, with their results
-  // (`results`) or only their changes.
   template <typename Out>
-  void AdvanceRowInput(Time progress, Out& out, bool results);
+  void AdvanceBatchInput(Time progress, Out& out);
   template <size_t kNa, typename Out>
-  void AdvanceRowInputN(Time progress, Out& out, bool results);
-  // Whether each form's input holds rows (whose instants may come), and the next instant of each.
-  bool BatchInputHeld() const { return tracker_ ? tracker_->retained_rows() > 0 : !chunks_.empty(); }
-  bool RowInputHeld() const { return row_input_ && row_input_->kept_rows() > 0; }
-  Time BatchNextInstant() const;
+  void AdvanceRowInput(Time progress, Out& out);
+  // The batch form is about to run: the tracker state in batch form, and (kConstant, kNegative)
+  // whether it holds rows the chunks must leave to it.
+  void EnterBatch();
+  // The row form is about to run: the rows the chunks hold move into the tracker state.
+  void EnterRows() {
+    if (!chunks_.empty()) ChunksToRows();
+  }
+  [[gnu::noinline]] void ChunksToRows();
+  bool UsesInstants() const { return input_ == Input::kGeneral || general_; }
+  Time BatchNextInstant() const;  // the chunks'
   Time NextInstant() const;
 
   // kConstant / kNegative
@@ -211,10 +212,10 @@ class Aggregate final : public Operator {
   void Step(Cursor& c) const {
     if (++c.row >= c.length) Load(c);
   }
-  template <typename Out, typename Also>
-  void RunOrdered(Time progress, Out& out, const Also& also);
-  template <typename T, size_t kNa, typename Out, typename Also>
-  void RunInstants(Time progress, Out& out, const Also& also);
+  template <typename Out>
+  void RunOrdered(Time progress, Out& out);
+  template <typename T, size_t kNa, typename Out>
+  void RunInstants(Time progress, Out& out);
 
   std::vector<std::unique_ptr<Expression>> keys_;
   std::vector<Agg> aggs_;
@@ -254,25 +255,16 @@ class Aggregate final : public Operator {
   Cursor next_start_, next_end_;  // the next start (kNegative: event) and, kConstant, the next end
   Time max_sync_ = Time::MinusInfinity();
   int64_t retained_ = 0;  // rows ever retained: the next chunk's base
-  // kGeneral
-  std::unique_ptr<InstantTracker> tracker_;
+  // The tracker state (kGeneral; the row form): the input rows with their lifetimes, as what the
+  // groups need of each (its arguments, then its group id).
+  std::optional<Instants> instants_;
+  bool general_ = false;  // kConstant, kNegative: the tracker state holds rows (the row form left them)
   std::shared_ptr<const Schema> derived_schema_;  // arguments, then the group id
   size_t nargs_ = 0;  // argument columns (the tracked rows' columns before the group id)
   InstantTracker::Changes changes_;  // what the tracker hands over, kept for its capacity
   // Applies changes_ to the groups.
-  template <size_t kNa, typename Out, typename Also>
-  void RunChanges(Out& out, const Also& also);
-  // The row form's input: the rows pushed to the row form (their arguments, then the group id),
-  // until their instants have come. Made by ToRows, or by a Restore whose snapshot holds one.
-  std::unique_ptr<RowTracker> row_input_;
-  void MakeRowInput();
-  // Which form's input got rows first, while both hold rows: at an instant its changes go first
-  // (a ghost's positive before its negative, under the negative method).
-  bool batch_first_ = true;
-  // False when the batch form's input surely holds no row (BatchInputHeld() is false): the row
-  // form then neither asks it for its next instant nor hands it ends. Set by a batch Push,
-  // cleared by Advance.
-  bool batch_rows_ = false;
+  template <size_t kNa, typename Out>
+  void RunChanges(const InstantTracker& tracker, Out& out);
 
   // The output being built by AdvanceTo: group, start, end and values of each row.
   BufferBuilder<uint32_t> out_group_;

@@ -1,6 +1,6 @@
 // The aggregate's row form (rows/ROWS.md): a driver over the aggregate's one state (aggregate.h).
 // A row's group is found in the same group index the batch form uses, and the row — its arguments
-// and group id — waits in the state's row tracker until its instants come; an instant's results go
+// and group id — waits in the state's tracker (rows/instants.h) until its instants come; an instant's results go
 // out at once: under the direct method a new result with an expiration holder and the end of the
 // one it replaces through that holder, under the negative method a positive and a negative tuple.
 #include "base/errors.h"
@@ -69,15 +69,12 @@ class Aggregate::Rows final : public RowOperator {
   void PushEnd(int, HolderId id, Time end, RowEmitter&) override;
   void AdvanceTo(Time progress, RowEmitter& out) override;
   Time next_firing(int64_t) const override {
-    return a_->batch_rows_ ? a_->NextInstant() : a_->row_input_->next_instant();  // (a call less, in loops)
+    return a_->chunks_.empty() ? a_->instants_->next_instant() : a_->NextInstant();  // (a call less, in loops)
   }
   bool advances_when_due() const override { return true; }
   // (Snapshot and Restore: nothing of its own. The state is the aggregate's, which writes it.)
 
  private:
-  // (Out of line: rare, and PushEnd stays small.)
-  [[gnu::noinline]] void EndToBatchInput(HolderId id, Time end);
-
   Aggregate* a_;
   std::vector<std::unique_ptr<RowExpression>> keys_, args_;
   std::vector<GroupIndex::KeyView> views_;  // a row's keys, for the group index
@@ -103,33 +100,23 @@ void Aggregate::Rows::Push(int, const Row& row, RowEmitter&) {
   for (size_t k = 0; k < nargs; ++k)
     stored[k] = args_[k]->is_column() ? row.values[args_[k]->column_index()] : args_[k]->Evaluate(row.values);
   stored[nargs] = Value::Int(g);
-  if (!a.RowInputHeld()) a.batch_first_ = true;  // (the batch form's rows, if any, came first)
   Row r = row;
   r.values = stored.data();
-  a.row_input_->Push(r);
+  a.EnterRows();
+  a.instants_->rows().Push(r);
   for (size_t k = 0; k < nargs; ++k)
     if (!args_[k]->is_column() && args_[k]->type() == TypeId::kUtf8 && stored[k].valid) ReleaseString(stored[k].s);
 }
 
 void Aggregate::Rows::PushEnd(int, HolderId id, Time end, RowEmitter&) {
-  Aggregate& a = *a_;
-  a.row_input_->PushEnd(id, end);
-  if (a.batch_rows_ && a.tracker_) EndToBatchInput(id, end);
-}
-
-void Aggregate::Rows::EndToBatchInput(HolderId id, Time end) {
-  // A row the batch form kept may hold the id (each side ignores ids none of its rows holds).
-  EndBatch e;
-  e.length = 1;
-  e.holders = Buffer::Allocate(sizeof(HolderId));
-  *e.holders.as<HolderId>() = id;
-  e.ends = MakeTimeColumn({end});
-  a_->tracker_->PushEnds(e);
+  a_->EnterRows();
+  a_->instants_->rows().PushEnd(id, end);
 }
 
 void Aggregate::Rows::AdvanceTo(Time progress, RowEmitter& out) {
+  a_->EnterRows();
   // A kept row's slot is freed only when no emission of this operator is under way (ROWS.md).
-  if (depth_ == 0) a_->row_input_->Collect();
+  if (depth_ == 0) a_->instants_->rows().Collect();
   ++depth_;
   struct Leave {
     int& d;
@@ -139,9 +126,6 @@ void Aggregate::Rows::AdvanceTo(Time progress, RowEmitter& out) {
   a_->Advance(progress, sink);
 }
 
-std::unique_ptr<RowOperator> Aggregate::ToRows() {
-  if (!row_input_) MakeRowInput();
-  return std::make_unique<Rows>(this);
-}
+std::unique_ptr<RowOperator> Aggregate::ToRows() { return std::make_unique<Rows>(this); }
 
 }  // namespace cq

@@ -137,14 +137,13 @@ class FinalTicks {
 RStream::RStream(const Schema& input, std::unique_ptr<InstantTracker> tracker, bool negative, ExpirationPolicy policy,
                  const int64_t* furthest)
     : schema_(std::make_shared<const Schema>(input)),
-      tracker_(std::move(tracker)),
+      instants_(input, negative, policy, /*track_alive=*/true, false, std::move(tracker)),
       negative_(negative),
-      policy_(policy),
       furthest_(furthest) {}
 
-void RStream::Push(int, const Batch& batch, Emitter&) { tracker_->Push(batch); }
+void RStream::Push(int, const Batch& batch, Emitter&) { instants_.batch().Push(batch); }
 
-void RStream::PushEnds(int, const EndBatch& ends, Emitter&) { tracker_->PushEnds(ends); }
+void RStream::PushEnds(int, const EndBatch& ends, Emitter&) { instants_.batch().PushEnds(ends); }
 
 void RStream::EmitTicks(int64_t from, int64_t to, const std::vector<InstantTracker::RowRef>& alive, Emitter& out) {
   if (alive.empty() || from >= to) return;
@@ -156,20 +155,20 @@ void RStream::EmitTicks(int64_t from, int64_t to, const std::vector<InstantTrack
       ts.push_back({tick, 0});
     }
     if (rows.size() >= 65536) {  // bound the batch, not the number of ticks
-      out.Emit(tracker_->Gather(rows, ts, schema_));
+      out.Emit(instants_.batch().Gather(rows, ts, schema_));
       rows.clear();
       ts.clear();
     }
   }
-  if (!rows.empty()) out.Emit(tracker_->Gather(rows, ts, schema_));
+  if (!rows.empty()) out.Emit(instants_.batch().Gather(rows, ts, schema_));
 }
 
 Time RStream::next_firing(int64_t) const {
   // (Asked only when it runs inside a loop through a BatchAdapter.) Every tick while R is
   // non-empty up to P, beyond it at R's next change.
-  const Time change = tracker_->next_instant();
+  const Time change = instants_.next_instant();
   if (held_) return Time::Infinity();  // advanced at every instant of its loop anyway
-  if (next_tick_ == Time::kMinTick || !tracker_->any_alive() || next_tick_ > Furthest(furthest_)) return change;
+  if (next_tick_ == Time::kMinTick || !instants_.any_alive() || next_tick_ > Furthest(furthest_)) return change;
   return std::min(change, Time{next_tick_, 0});
 }
 
@@ -179,6 +178,7 @@ Time RStream::OutputProgress(Time progress) const {
 
 void RStream::AdvanceTo(Time progress, Emitter& out) {
   if (progress.IsInfinite()) return Finish(out);
+  InstantTracker& tracker = instants_.batch();
   // Ticks T with (T, 0) < progress are complete: R(T) goes out at once up to P. A complete tick
   // beyond P is held, with the output progress, until P passes it or close() decides it.
   const int64_t limit = progress.step == 0 ? progress.tick : progress.tick + 1;
@@ -188,23 +188,23 @@ void RStream::AdvanceTo(Time progress, Emitter& out) {
   for (;;) {
     if (next_tick_ == Time::kMinTick) {
       // Start at the first change, once it is complete (an earlier start may still arrive before).
-      const Time first = tracker_->next_instant();
+      const Time first = tracker.next_instant();
       if (first.IsInfinite() || first.tick >= limit) return;
       next_tick_ = first.tick;
     }
     // R(T, 0): every instant up to (T, 0) processed. With no tick to emit yet the instants before
     // `progress` are processed all the same, so that a loop through this RSTREAM sees its next
     // firing time move on.
-    tracker_->AdvanceTo(std::min(progress, Time{next_tick_, 1}), nothing);
+    tracker.AdvanceTo(std::min(progress, Time{next_tick_, 1}), nothing);
     if (next_tick_ >= limit) return;
     // Until the next change, every tick sees the same R: emit the run at once.
-    const Time change = tracker_->next_instant();
+    const Time change = tracker.next_instant();
     const int64_t run_end =
         change.IsInfinite() ? limit
                             : std::max(next_tick_ + 1, std::min(limit, change.step > 0 ? change.tick + 1 : change.tick));
-    if (tracker_->any_alive()) {
+    if (tracker.any_alive()) {
       const int64_t upto = std::min(run_end, beyond);
-      if (next_tick_ < upto) EmitTicks(next_tick_, upto, tracker_->alive(), out);
+      if (next_tick_ < upto) EmitTicks(next_tick_, upto, tracker.alive(), out);
       next_tick_ = std::max(next_tick_, upto);
       if (next_tick_ < run_end) {
         held_ = true;
@@ -218,20 +218,21 @@ void RStream::AdvanceTo(Time progress, Emitter& out) {
 void RStream::Finish(Emitter& out) {
   held_ = false;
   if (next_tick_ == Time::kInfTick) return;
+  InstantTracker& tracker = instants_.batch();
   FinalTicks<InstantTracker::RowRef> ticks;
   ValueIds ids;
   std::string key;
   auto id_of = [&](InstantTracker::RowRef r) {
-    const Batch& b = tracker_->batch(r.seq);
+    const Batch& b = tracker.batch(r.seq);
     key.clear();
     for (size_t c = 0; c < schema_->size(); ++c) AppendKey(b.columns[c], r.row, &key);
     return ids.Id(key);
   };
-  const std::vector<InstantTracker::RowRef> alive = tracker_->alive();
+  const std::vector<InstantTracker::RowRef> alive = tracker.alive();
   for (const auto& r : alive) ticks.Alive(r, id_of(r));
   // Every later change (the rows stay readable until the next call into the tracker).
   InstantTracker::Changes c;
-  tracker_->Collect(Time::Infinity(), c);
+  tracker.Collect(Time::Infinity(), c);
   for (size_t i = 0, j = 0; i < c.starts.size() || j < c.ends.size();) {
     if (j == c.ends.size() || (i < c.starts.size() && !(c.end_at[j] < c.start_at[i]))) {
       ticks.Change(c.start_at[i], c.starts[i], id_of(c.starts[i]), 1);
@@ -266,85 +267,74 @@ void CheckTicks(const SnapshotReader& r, int64_t next_tick, Time next_change, bo
                             SnapshotReader::Show(p));
 }
 
-// The row form: the same rule over a RowTracker that keeps R(t) (RStream::AdvanceTo says why).
+}  // namespace
+
+// The row form: the same rule over the one state that keeps R(t) (RStream::AdvanceTo says why).
 // Inside a loop close() runs its last instants one by one, before R's later changes are all in: a
 // tick beyond P goes out at its instant when a drop is known by then (DropKnown), and otherwise
 // waits until one is, or until the end of the close, where everything is known.
-class RStreamRows final : public RowOperator {
+class RStream::Rows final : public RowOperator {
  public:
-  RStreamRows(std::unique_ptr<RowTracker> tracker, const int64_t* furthest, bool negative)
-      : tracker_(std::move(tracker)), furthest_(furthest), negative_(negative) {}
-  void Push(int, const Row& row, RowEmitter&) override { tracker_->Push(row); }
-  void PushEnd(int, HolderId id, Time end, RowEmitter&) override { tracker_->PushEnd(id, end); }
+  explicit Rows(RStream* op) : op_(op) {}
+  void Push(int, const Row& row, RowEmitter&) override { T().Push(row); }
+  void PushEnd(int, HolderId id, Time end, RowEmitter&) override { T().PushEnd(id, end); }
   Time next_firing(int64_t) const override {
-    if (held_) return Time::Infinity();  // advanced at every instant of its loop anyway
-    const Time change = tracker_->next_instant();
-    if (next_tick_ == Time::kMinTick || !tracker_->any_alive()) return change;
-    if (next_tick_ > Furthest(furthest_) && !DropKnown()) return change;
-    return std::min(change, Time{next_tick_, 0});
+    if (op_->held_) return Time::Infinity();  // advanced at every instant of its loop anyway
+    const Time change = op_->instants_.next_instant();
+    if (op_->next_tick_ == Time::kMinTick || !op_->instants_.any_alive()) return change;
+    if (op_->next_tick_ > Furthest(op_->furthest_) && !DropKnown()) return change;
+    return std::min(change, Time{op_->next_tick_, 0});
   }
-  void Closing(int64_t) override { closing_ = true; }
+  void Closing(int64_t) override { op_->closing_ = true; }
   void AdvanceTo(Time progress, RowEmitter& out) override {
-    if (depth_ == 0) tracker_->Collect();
+    if (depth_ == 0) T().Collect();
     if (progress.IsInfinite()) return Finish(out);
     const int64_t limit = progress.step == 0 ? progress.tick : progress.tick + 1;
-    const int64_t beyond = After(Furthest(furthest_));
+    const int64_t beyond = After(Furthest(op_->furthest_));
     auto nothing = [](Time, const std::vector<uint32_t>&, const std::vector<uint32_t>&) {};
-    held_ = false;
+    op_->held_ = false;
     for (;;) {
-      if (next_tick_ == Time::kMinTick) {
-        const Time first = tracker_->next_instant();
+      if (op_->next_tick_ == Time::kMinTick) {
+        const Time first = T().next_instant();
         if (first.IsInfinite() || first.tick >= limit) return;
-        next_tick_ = first.tick;
+        op_->next_tick_ = first.tick;
       }
-      tracker_->AdvanceTo(std::min(progress, Time{next_tick_, 1}), nothing);
-      if (next_tick_ >= limit) return;
-      const Time change = tracker_->next_instant();
+      T().AdvanceTo(std::min(progress, Time{op_->next_tick_, 1}), nothing);
+      if (op_->next_tick_ >= limit) return;
+      const Time change = T().next_instant();
       const int64_t run_end =
           change.IsInfinite() ? limit
-                              : std::max(next_tick_ + 1, std::min(limit, change.step > 0 ? change.tick + 1 : change.tick));
-      if (tracker_->any_alive()) {
+                              : std::max(op_->next_tick_ + 1, std::min(limit, change.step > 0 ? change.tick + 1 : change.tick));
+      if (T().any_alive()) {
         const int64_t upto = std::min(run_end, beyond);
-        if (next_tick_ < upto) EmitTicks(next_tick_, upto, Alive(), out);
-        next_tick_ = std::max(next_tick_, upto);
-        if (next_tick_ < run_end) {
+        if (op_->next_tick_ < upto) EmitTicks(op_->next_tick_, upto, Alive(), out);
+        op_->next_tick_ = std::max(op_->next_tick_, upto);
+        if (op_->next_tick_ < run_end) {
           // Beyond P (a loop's region runs no instant beyond its inputs' progress before close(),
           // so this is the close, but for inputs delayed ahead of the engine's).
           if (DropKnown()) {
-            if (next_tick_ < progress.tick) Undecidable(progress);
-            EmitTicks(next_tick_, run_end, Alive(), out);
-          } else if (closing_) {
-            held_ = true;
+            if (op_->next_tick_ < progress.tick) Undecidable(progress);
+            EmitTicks(op_->next_tick_, run_end, Alive(), out);
+          } else if (op_->closing_) {
+            op_->held_ = true;
             return;
           }
         }
       }
-      next_tick_ = run_end;
+      op_->next_tick_ = run_end;
     }
   }
-  void Snapshot(SnapshotWriter& w) const override {
-    tracker_->Snapshot(w);
-    w.I64(next_tick_);
-    w.Bool(held_);
-    w.Bool(closing_);
-  }
-  void Restore(SnapshotReader& r) override {
-    tracker_->Restore(r);
-    next_tick_ = r.I64();
-    held_ = r.Bool();
-    closing_ = r.Bool();
-    CheckTicks(r, next_tick_, tracker_->next_instant(), tracker_->any_alive(), closing_ || held_);
-  }
+  // (Snapshot and Restore: nothing of its own. The state is the operator's, which writes it.)
 
  private:
   std::vector<uint32_t> Alive() const {
     std::vector<uint32_t> alive;
-    tracker_->Alive(alive);
+    T().Alive(alive);
     return alive;
   }
   void Key(uint32_t slot, std::string* key) const {
-    const auto& types = tracker_->layout().types();
-    const Value* v = tracker_->values(slot);
+    const auto& types = T().layout().types();
+    const Value* v = T().values(slot);
     key->clear();
     for (size_t c = 0; c < types.size(); ++c) AppendKeyValue(types[c], v[c], key);
   }
@@ -356,11 +346,11 @@ class RStreamRows final : public RowOperator {
   // shows.
   [[noreturn]] void Undecidable(Time now) const {
     throw CqError(ErrorKind::kSemantic,
-                  "RSTREAM on a recursive loop cannot decide tick " + std::to_string(next_tick_) +
+                  "RSTREAM on a recursive loop cannot decide tick " + std::to_string(op_->next_tick_) +
                       " after close(): whether its relation drops (and so whether the tick beyond the engine's "
-                      "progress " + std::to_string(Furthest(furthest_)) + " goes out) is known only at " +
+                      "progress " + std::to_string(Furthest(op_->furthest_)) + " goes out) is known only at " +
                       now.ToString() + ", when the loop has run past that tick" +
-                      (negative_ ? "; under lifetime='negative' an end is known only when its negative tuple "
+                      (op_->negative_ ? "; under lifetime='negative' an end is known only when its negative tuple "
                                    "arrives: lifetime='direct' (the default) knows it when the tuple starts"
                                  : "; advance() the inputs past the last tick the query needs before close()"));
   }
@@ -372,7 +362,7 @@ class RStreamRows final : public RowOperator {
     };
     std::vector<Change> changes;
     Time first_end = Time::Infinity(), first_start = Time::Infinity();
-    tracker_->ForEachKnownChange([&](Time t, uint32_t slot, int delta) {
+    T().ForEachKnownChange([&](Time t, uint32_t slot, int delta) {
       changes.push_back({t, slot, delta});
       (delta < 0 ? first_end : first_start) = std::min(delta < 0 ? first_end : first_start, t);
     });
@@ -397,8 +387,8 @@ class RStreamRows final : public RowOperator {
     return false;
   }
   void Finish(RowEmitter& out) {
-    held_ = false;
-    if (next_tick_ == Time::kInfTick) return;
+    op_->held_ = false;
+    if (op_->next_tick_ == Time::kInfTick) return;
     FinalTicks<uint32_t> ticks;
     ValueIds ids;
     std::string key;
@@ -407,13 +397,13 @@ class RStreamRows final : public RowOperator {
       return ids.Id(key);
     };
     for (uint32_t s : Alive()) ticks.Alive(s, id_of(s));
-    tracker_->AdvanceTo(Time::Infinity(), [&](Time t, const std::vector<uint32_t>& starts, const std::vector<uint32_t>& ends) {
+    T().AdvanceTo(Time::Infinity(), [&](Time t, const std::vector<uint32_t>& starts, const std::vector<uint32_t>& ends) {
       for (uint32_t s : starts) ticks.Change(t, s, id_of(s), 1);
       for (uint32_t s : ends) ticks.Change(t, s, id_of(s), -1);
     });
-    ticks.Run(next_tick_, Furthest(furthest_),
+    ticks.Run(op_->next_tick_, Furthest(op_->furthest_),
               [&](int64_t from, int64_t to, const std::vector<uint32_t>& rows) { EmitTicks(from, to, rows, out); });
-    next_tick_ = Time::kInfTick;
+    op_->next_tick_ = Time::kInfTick;
   }
   void EmitTicks(int64_t from, int64_t to, const std::vector<uint32_t>& alive, RowEmitter& out) {
     if (alive.empty() || from >= to) return;
@@ -421,7 +411,7 @@ class RStreamRows final : public RowOperator {
     for (int64_t tick = from; tick < to; ++tick) {
       for (uint32_t s : alive) {
         Row r;
-        r.values = tracker_->values(s);
+        r.values = T().values(s);
         r.sync = {tick, 0};
         out.Emit(r);
       }
@@ -429,41 +419,36 @@ class RStreamRows final : public RowOperator {
     --depth_;
   }
 
-  std::unique_ptr<RowTracker> tracker_;
-  const int64_t* furthest_;
-  bool negative_;
-  int64_t next_tick_ = Time::kMinTick;
-  bool held_ = false;
-  bool closing_ = false;
+  RowTracker& T() const { return op_->instants_.rows(); }
+
+  RStream* op_;
   int depth_ = 0;
 };
-}  // namespace
 
-std::unique_ptr<RowOperator> RStream::ToRows() {
-  return std::make_unique<RStreamRows>(MakeRowTracker(negative_, policy_, true, *schema_), furthest_, negative_);
-}
+std::unique_ptr<RowOperator> RStream::ToRows() { return std::make_unique<Rows>(this); }
 
 void RegisterRStream(OperatorRegistry& r) {
   r.Register("rstream", [](const OperatorSpec& s, const std::vector<OperatorInput>& in,
                            const OperatorContext& ctx) -> std::unique_ptr<Operator> {
     CQ_CHECK(in.size() == 1 && in[0].kind == BatchKind::kLifetime, "RSTREAM reads one relation");
-    return std::make_unique<RStream>(
-        *in[0].schema, MakeInstantTracker(ctx.negative, static_cast<int>(PlannedPolicy(s.params)), true),
-        ctx.negative, PlannedPolicy(s.params), ctx.furthest);
+    return std::make_unique<RStream>(*in[0].schema, nullptr, ctx.negative, PlannedPolicy(s.params), ctx.furthest);
   });
 }
 
-// The tracker (the relation alive now), the first tick not decided, and whether it is held.
+// The one state (the relation alive now and its changes to come), the first tick not decided,
+// whether it is held, and whether (row form) close() has begun.
 void RStream::Snapshot(SnapshotWriter& w) const {
-  tracker_->Snapshot(w);
+  instants_.Snapshot(w);
   w.I64(next_tick_);
   w.Bool(held_);
+  w.Bool(closing_);
 }
 
 void RStream::Restore(SnapshotReader& r) {
-  tracker_->Restore(r, *schema_);
+  instants_.Restore(r);
   next_tick_ = r.I64();
   held_ = r.Bool();
-  CheckTicks(r, next_tick_, tracker_->next_instant(), tracker_->any_alive(), held_);
+  closing_ = r.Bool();
+  CheckTicks(r, next_tick_, instants_.next_instant(), instants_.any_alive(), closing_ || held_);
 }
 }  // namespace cq

@@ -15,12 +15,14 @@
 #include "lifetime/expiration_set.h"
 #include "lifetime/instant_tracker.h"
 #include "operators/operator.h"
+#include "rows/instants.h"
 
 namespace cq {
 
 class RStream final : public Operator {
  public:
-  // `furthest`: the engine's progress P (null: no input is ahead of this one).
+  // `furthest`: the engine's progress P (null: no input is ahead of this one). `tracker`: the batch
+  // form's (null: one as `negative` and `policy` say).
   RStream(const Schema& input, std::unique_ptr<InstantTracker> tracker, bool negative = false,
           ExpirationPolicy policy = ExpirationPolicy::kLazy, const int64_t* furthest = nullptr);
   void Push(int port, const Batch& batch, Emitter& out) override;
@@ -37,17 +39,20 @@ class RStream final : public Operator {
   void Restore(SnapshotReader& r) override;
 
  private:
+  class Rows;
   // R(t) at every tick of [from, to), `rows` being R.
   void EmitTicks(int64_t from, int64_t to, const std::vector<InstantTracker::RowRef>& rows, Emitter& out);
   // close(): every tick from next_tick_ on, with every later change of R known.
   void Finish(Emitter& out);
 
+  // One state for both forms (rows/ROWS.md): R's changes to come and R itself, and where the ticks
+  // are.
   std::shared_ptr<const Schema> schema_;
-  std::unique_ptr<InstantTracker> tracker_;
+  Instants instants_;
   int64_t next_tick_ = Time::kMinTick;  // the first tick not decided yet (kMinTick: none seen)
   bool held_ = false;  // next_tick_ is complete but beyond P: the output waits for it
+  bool closing_ = false;  // (row form) close() has begun: its last instants run one by one
   bool negative_;
-  ExpirationPolicy policy_;
   const int64_t* furthest_;
 };
 

@@ -206,6 +206,39 @@ void RowRelationTracker::ForEachKnownChange(const std::function<void(Time, uint3
   expiring_.ForEach([&](const Entry& e) { f(e.end, e.slot, -1); });
 }
 
+void RowRelationTracker::ForEachKept(const KeptVisitor& f) const {
+  auto held = [&](const Held& h) {
+    if (h.end == Time::MinusInfinity()) f(h.slot, h.start, Time::Infinity(), h.holder, false);
+    else f(h.slot, h.start, h.end, kNoHolder, false);
+  };
+  for (size_t k = fifo_head_; k < fifo_.size(); ++k) held(fifo_[k]);
+  for (const Late& l : late_) held(l.held);
+  std::vector<uint8_t> ending;  // by slot: a started row with an end to come
+  auto mark = [&](uint32_t s) {
+    if (s >= ending.size()) ending.resize(s + size_t{1}, 0);
+    ending[s] = 1;
+  };
+  for (size_t id = 0; id < undetermined_.size(); ++id) {
+    if (undetermined_[id] == kNone) continue;
+    f(undetermined_[id], Time::MinusInfinity(), Time::Infinity(), static_cast<HolderId>(id), true);
+    mark(undetermined_[id]);
+  }
+  expiring_.ForEach([&](const Entry& e) {
+    f(e.slot, Time::MinusInfinity(), e.end, kNoHolder, true);
+    mark(e.slot);
+  });
+  for (uint32_t s : alive_)
+    if (s >= ending.size() || !ending[s]) f(s, Time::MinusInfinity(), Time::Infinity(), kNoHolder, true);
+}
+
+void RowRelationTracker::Adopt(const Row& row) {
+  if (!row.pending() && row.other.IsInfinite() && !track_alive_) return;  // never ends: nothing to see of it
+  const uint32_t slot = store_.Add(row.values);
+  if (track_alive_) AddAlive(slot);
+  if (row.pending()) Put(undetermined_, row.holder, slot);
+  else if (!row.other.IsInfinite()) expiring_.Insert({row.other, slot});
+}
+
 void RowRelationTracker::Snapshot(SnapshotWriter& w) const {
   SnapshotStore(w);
   w.PodVec(fifo_.data() + fifo_head_, fifo_.size() - fifo_head_);
@@ -301,6 +334,20 @@ void RowNegativeTracker::ForEachKnownChange(const std::function<void(Time, uint3
     for (uint32_t s : at.positives) f(t, s, 1);
     for (uint32_t s : at.negatives) f(t, s, -1);
   }
+}
+
+void RowNegativeTracker::ForEachKept(const KeptVisitor& f) const {
+  for (const auto& [t, at] : pending_) {
+    for (uint32_t s : at.positives) f(s, t, Time::Infinity(), kNoHolder, false);
+    for (uint32_t s : at.negatives) f(s, t, t, kNoHolder, false);  // (a negative's own end is not kept)
+  }
+  alive_.ForEach([&](uint32_t s) { f(s, Time::MinusInfinity(), Time::Infinity(), kNoHolder, true); });
+}
+
+void RowNegativeTracker::Adopt(const Row& row) {
+  if (!track_alive_) return;  // (positives alive are kept only to be tracked)
+  const uint32_t slot = store_.Add(row.values);
+  alive_.Insert(layout().Hash(values(slot)), slot);
 }
 
 void RowNegativeTracker::Snapshot(SnapshotWriter& w) const {

@@ -62,6 +62,14 @@ class RowTracker {
   // have not reached it. For RSTREAM beyond the engine's progress (SEMANTICS.md §4.3).
   virtual void ForEachKnownChange(const std::function<void(Time, uint32_t, int)>& f) const = 0;
 
+  // What a change of form carries over (rows/instants.h), as InstantTracker::ForEachKept says,
+  // with slots for rows. A started row's start is not kept: it reads as MinusInfinity.
+  using KeptVisitor = std::function<void(uint32_t slot, Time start, Time end, HolderId holder, bool started)>;
+  virtual void ForEachKept(const KeptVisitor& f) const = 0;
+  // Takes over a tuple already started (InstantTracker::Adopt): its end in `row.other`, or pending
+  // behind `row.holder`.
+  virtual void Adopt(const Row& row) = 0;
+
   const Value* values(uint32_t slot) const { return store_.Get(slot); }
   const RowLayout& layout() const { return store_.layout(); }
   const std::shared_ptr<const Schema>& schema() const { return schema_; }
@@ -81,7 +89,7 @@ class RowTracker {
   size_t kept_rows() const { return store_.size() - released_.size(); }
   // f(values) for every row kept (for owners checking a restored snapshot).
   template <typename F>
-  void ForEachKept(F&& f) const {
+  void ForEachKeptValues(F&& f) const {
     store_.ForEach([&](uint32_t s) { f(store_.Get(s)); });
   }
 
@@ -129,6 +137,8 @@ class RowRelationTracker final : public RowTracker {
   void Alive(std::vector<uint32_t>& out) const override { out.assign(alive_.begin(), alive_.end()); }
   bool any_alive() const override { return !alive_.empty(); }
   void ForEachKnownChange(const std::function<void(Time, uint32_t, int)>& f) const override;
+  void ForEachKept(const KeptVisitor& f) const override;
+  void Adopt(const Row& row) override;
   void Snapshot(SnapshotWriter& w) const override;
   void Restore(SnapshotReader& r) override;
 
@@ -218,6 +228,8 @@ class RowNegativeTracker final : public RowTracker {
   void Alive(std::vector<uint32_t>& out) const override;
   bool any_alive() const override { return !alive_.empty(); }
   void ForEachKnownChange(const std::function<void(Time, uint32_t, int)>& f) const override;
+  void ForEachKept(const KeptVisitor& f) const override;
+  void Adopt(const Row& row) override;
   void Snapshot(SnapshotWriter& w) const override;
   void Restore(SnapshotReader& r) override;
 

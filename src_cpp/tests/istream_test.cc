@@ -6,7 +6,7 @@
 #include <limits>
 #include <map>
 
-#include "operators/istream.h"
+#include "operators/stream_difference.h"
 #include "tests/test_util.h"
 
 namespace cq::test {

@@ -89,6 +89,9 @@ struct OperatorCase {
   // recorded beside the output (the engine's least progress, OperatorContext::least, follows the
   // instants).
   bool backlog = false;
+  // The engine's progress P the operator is given (OperatorContext::furthest; RSTREAM reads it):
+  // null for none.
+  std::optional<int64_t> furthest;
   // A random value of column `col` of port `port`; null: the default domains above.
   std::function<Cell(Rng&, int port, size_t col, TypeId type)> value;
   // Makes the random input one the operator accepts (a relation's deletes need an alive copy):
@@ -240,8 +243,8 @@ class Recorder final : public Emitter, public RowEmitter {
     }
     bool operator==(const Tuple& o) const = default;
   };
-  // (A stream's tuples are the same under either method: only lifetimes are sent as positives and
-  // negatives.)
+  // `negative`: the Negative Tuple method, under which a relation's tuples end as negative tuples
+  // (a stream's are only stamped).
   Recorder(const Schema& schema, BatchKind kind, bool negative)
       : schema_(schema), kind_(kind), negative_(negative && kind == BatchKind::kLifetime) {}
 
@@ -372,6 +375,7 @@ inline std::unique_ptr<Operator> Build(const OperatorCase& c, bool negative, Hol
   ctx.holders = holders;
   ctx.least = least;
   ctx.negative = negative;
+  ctx.furthest = c.furthest ? &*c.furthest : nullptr;  // (the case outlives the operator)
   return OperatorRegistry::Global().Create(spec, in, ctx);
 }
 

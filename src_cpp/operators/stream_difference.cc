@@ -1,4 +1,4 @@
-#include "operators/istream.h"
+#include "operators/stream_difference.h"
 
 #include <algorithm>
 
@@ -6,6 +6,7 @@
 #include "batch/snapshot.h"
 #include "operators/registry.h"
 #include "plan/plan_util.h"
+#include "rows/batch_rows.h"
 #include "rows/row_tracker.h"
 
 namespace cq {
@@ -17,27 +18,33 @@ struct LaterEnd {
 };
 }  // namespace
 
-IStream::IStream(const Schema& input, bool constant, std::unique_ptr<InstantTracker> tracker, bool negative,
-                 ExpirationPolicy policy)
-    : schema_(input), equal_(input), constant_(constant), negative_(negative), policy_(policy),
-      tracker_(std::move(tracker)),
+template <Difference kSide>
+StreamDifference<kSide>::StreamDifference(const Schema& input, bool constant, std::unique_ptr<InstantTracker> tracker,
+                                          bool negative, ExpirationPolicy policy)
+    : schema_(input),
+      equal_(input),
+      constant_(constant),
+      instants_(input, negative, policy, false, /*starts_only=*/kIStream, std::move(tracker)),
       out_schema_(std::make_shared<const Schema>(input)) {
-  CQ_CHECK(constant_ != static_cast<bool>(tracker_), "ISTREAM needs exactly one strategy");
+  CQ_CHECK(kIStream || !constant_, "DSTREAM has no constant-duration strategy");
 }
 
-const Batch& IStream::BatchOf(uint64_t seq) const {
+template <Difference kSide>
+const Batch& StreamDifference<kSide>::BatchOf(uint64_t seq) const {
   CQ_CHECK(!retained_.empty() && seq >= retained_.front().seq, "istream lost a retained batch");
   return retained_[seq - retained_.front().seq].batch;
 }
 
-int64_t IStream::retained_rows() const {
-  if (tracker_) return tracker_->retained_rows();
+template <Difference kSide>
+int64_t StreamDifference<kSide>::retained_rows() const {
+  if (UsesInstants() || instants_.in_rows()) return instants_.kept_rows();
   int64_t n = -cursor_;
   for (const Retained& r : retained_) n += r.batch.num_rows();
   return std::max<int64_t>(n, 0);
 }
 
-void IStream::ExpireConstant(Time t) {
+template <Difference kSide>
+void StreamDifference<kSide>::ExpireConstant(Time t) {
   // Moves the cursor past every row that ended before t, dropping batches it leaves behind, and
   // collects the rows ending exactly at t.
   while (!retained_.empty()) {
@@ -60,14 +67,16 @@ void IStream::ExpireConstant(Time t) {
   }
 }
 
-void IStream::BeginInstant(Time t) {
+template <Difference kSide>
+void StreamDifference<kSide>::BeginInstant(Time t) {
   ending_now_.clear();
   current_ = t;
   ExpireConstant(t);
   consumed_.assign(ending_now_.size(), 0);
 }
 
-void IStream::AdvanceCursorTicks(int64_t threshold) {
+template <Difference kSide>
+void StreamDifference<kSide>::AdvanceCursorTicks(int64_t threshold) {
   while (!retained_.empty()) {
     const Batch& b = retained_.front().batch;
     const int64_t* bt = b.sync.tick_data();
@@ -80,7 +89,8 @@ void IStream::AdvanceCursorTicks(int64_t threshold) {
   }
 }
 
-bool IStream::PushDistinctTicks(const Batch& batch, std::vector<uint32_t>& keep, bool& dropped) {
+template <Difference kSide>
+bool StreamDifference<kSide>::PushDistinctTicks(const Batch& batch, std::vector<uint32_t>& keep, bool& dropped) {
   if (duration_->steps != 0 || batch.sync.has_steps() || current_.step != 0) return false;
   const int64_t n = batch.num_rows();
   const int64_t d = duration_->ticks;
@@ -192,12 +202,14 @@ bool IStream::PushDistinctTicks(const Batch& batch, std::vector<uint32_t>& keep,
   return true;
 }
 
-void IStream::Push(int, const Batch& batch, Emitter& out) {
+template <Difference kSide>
+void StreamDifference<kSide>::Push(int, const Batch& batch, Emitter& out) {
   const int64_t n = batch.num_rows();
   if (n == 0) return;
-  CQ_CHECK(batch.kind == BatchKind::kLifetime, "ISTREAM expects a relation");
-  if (!constant_) {
-    tracker_->Push(batch);
+  CQ_CHECK(batch.kind == BatchKind::kLifetime, "ISTREAM and DSTREAM expect a relation");
+  EnterBatch();
+  if (UsesInstants()) {
+    instants_.batch().Push(batch);
     return;  // instants are decided when they are complete (AdvanceTo)
   }
   CQ_CHECK(batch.constant_duration && batch.holders.empty() &&
@@ -243,11 +255,58 @@ void IStream::Push(int, const Batch& batch, Emitter& out) {
   EmitStream(batch, keep, dropped, out);
 }
 
-void IStream::PushEnds(int, const EndBatch& ends, Emitter&) {
-  if (tracker_) tracker_->PushEnds(ends);
+template <Difference kSide>
+void StreamDifference<kSide>::PushEnds(int, const EndBatch& ends, Emitter&) {
+  EnterBatch();
+  if (UsesInstants()) instants_.batch().PushEnds(ends);
 }
 
-void IStream::EmitStream(const Batch& batch, const std::vector<uint32_t>& keep, bool dropped,
+template <Difference kSide>
+void StreamDifference<kSide>::EnterBatch() {
+  if (!instants_.in_rows() && !general_) return;  // (the common case: one test)
+  InstantTracker& t = instants_.batch();  // (rows the row form kept move into batches)
+  general_ = constant_ && t.retained_rows() > 0;
+}
+
+template <Difference kSide>
+void StreamDifference<kSide>::EnterRows() {
+  if (!constant_ || retained_.empty()) return;
+  // Every retained row has started, and its instant is decided: it goes over as a started tuple with
+  // its end, but for those that ended before the instant in progress, and those whose end at it
+  // cancelled a start already.
+  RowTracker& t = instants_.rows();
+  std::vector<std::pair<uint64_t, uint32_t>> consumed;
+  for (size_t x = 0; x < ending_now_.size(); ++x)
+    if (consumed_[x]) consumed.emplace_back(ending_now_[x].seq, ending_now_[x].row);
+  std::sort(consumed.begin(), consumed.end());
+  int64_t k = cursor_;
+  for (size_t i = 0; i < retained_.size(); ++i, k = 0) {
+    const Batch& b = retained_[i].batch;
+    for (const int64_t n = b.num_rows(); k < n; ++k) {
+      const int64_t p = b.Physical(k);
+      const Time end = b.StartAt(p) + *duration_;
+      if (end < current_) continue;
+      if (end == current_ &&
+          std::binary_search(consumed.begin(), consumed.end(), std::pair{retained_[i].seq, static_cast<uint32_t>(p)}))
+        continue;
+      WithRow(b, p, [&](const Row& row) {
+        Row x = row;
+        x.other = end;
+        x.holder = kNoHolder;
+        t.Adopt(x);
+      });
+    }
+  }
+  retained_.clear();
+  cursor_ = 0;
+  current_ = Time::MinusInfinity();
+  ending_now_.clear();
+  consumed_.clear();
+  general_ = false;
+}
+
+template <Difference kSide>
+void StreamDifference<kSide>::EmitStream(const Batch& batch, const std::vector<uint32_t>& keep, bool dropped,
                          Emitter& out) {
   Batch o = batch;
   o.kind = BatchKind::kStream;
@@ -263,19 +322,24 @@ void IStream::EmitStream(const Batch& batch, const std::vector<uint32_t>& keep, 
   out.Emit(std::move(o));
 }
 
-Time IStream::next_firing(int64_t) const {
-  // The constant-duration strategy decides each instant as its rows arrive.
-  return tracker_ ? tracker_->next_instant() : Time::Infinity();
+template <Difference kSide>
+Time StreamDifference<kSide>::next_firing(int64_t) const {
+  // The constant-duration strategy decides each instant as its rows arrive: the one state is empty
+  // while it runs.
+  return instants_.next_instant();
 }
 
-void IStream::AdvanceTo(Time progress, Emitter& out) {
-  if (tracker_) {
-    // I(t) − D(t) as bags, for every instant completed by `progress`.
-    tracker_->Collect(progress, changes_);
+template <Difference kSide>
+void StreamDifference<kSide>::AdvanceTo(Time progress, Emitter& out) {
+  EnterBatch();
+  if (UsesInstants()) {
+    // I(t) − D(t) (D(t) − I(t)) as bags, for every instant completed by `progress`.
+    InstantTracker& t = instants_.batch();
+    t.Collect(progress, changes_);
     rows_.clear();
     times_.clear();
-    tracker_->AppendBagDifferences(changes_, /*starts_minus_ends=*/true, rows_, times_);
-    if (!rows_.empty()) out.Emit(tracker_->Gather(rows_, times_, out_schema_));
+    t.AppendBagDifferences(changes_, /*starts_minus_ends=*/kIStream, rows_, times_);
+    if (!rows_.empty()) out.Emit(t.Gather(rows_, times_, out_schema_));
     return;
   }
   // No start below `progress` can come any more, so rows ending below it can cancel nothing.
@@ -288,23 +352,30 @@ void IStream::AdvanceTo(Time progress, Emitter& out) {
   }
 }
 
-namespace {
-// The row form: every strategy is a RowTracker (constant durations are known ends that come in
-// order, a FIFO); each complete instant emits I(t) − D(t).
-class IStreamRows final : public RowOperator {
+// The row form: a driver over the one state (constant durations are known ends that come in
+// order, a FIFO); each complete instant emits I(t) − D(t) (D(t) − I(t)).
+template <Difference kSide>
+class StreamDifference<kSide>::Rows final : public RowOperator {
  public:
-  explicit IStreamRows(std::unique_ptr<RowTracker> tracker) : tracker_(std::move(tracker)) {}
+  explicit Rows(StreamDifference* op) : op_(op) {}
   void Push(int, const Row& row, RowEmitter&) override {
-    tracker_->Push(row);
+    op_->EnterRows();
+    op_->instants_.rows().Push(row);
   }
-  void PushEnd(int, HolderId id, Time end, RowEmitter&) override { tracker_->PushEnd(id, end); }
+  void PushEnd(int, HolderId id, Time end, RowEmitter&) override {
+    op_->EnterRows();
+    op_->instants_.rows().PushEnd(id, end);
+  }
   void AdvanceTo(Time progress, RowEmitter& out) override {
-    if (depth_ == 0) tracker_->Collect();
+    op_->EnterRows();
+    RowTracker& t = op_->instants_.rows();
+    if (depth_ == 0) t.Collect();
     rows_.clear();
     runs_.clear();
-    tracker_->AdvanceTo(progress, [&](Time t, const std::vector<uint32_t>& starts, const std::vector<uint32_t>& ends) {
-      tracker_->AppendBagDifference(starts, ends, rows_);
-      if (runs_.empty() || runs_.back().end != rows_.size()) runs_.push_back({rows_.size(), t});
+    t.AdvanceTo(progress, [&](Time at, const std::vector<uint32_t>& starts, const std::vector<uint32_t>& ends) {
+      if constexpr (kIStream) t.AppendBagDifference(starts, ends, rows_);
+      else t.AppendBagDifference(ends, starts, rows_);
+      if (runs_.empty() || runs_.back().end != rows_.size()) runs_.push_back({rows_.size(), at});
     });
     // Emitted once the tracker is done: a loop may bring rows back into it. The rows stay in the
     // store until the next Collect, which waits while any is on its way.
@@ -314,37 +385,35 @@ class IStreamRows final : public RowOperator {
       Row r;
       r.sync = run.t;
       for (; k < run.end; ++k) {
-        r.values = tracker_->values(rows_[k]);
+        r.values = t.values(rows_[k]);
         out.Emit(r);
       }
     }
     --depth_;
   }
   bool advances_when_due() const override { return true; }
-  Time next_firing(int64_t) const override { return tracker_->next_instant(); }
-  void Snapshot(SnapshotWriter& w) const override { tracker_->Snapshot(w); }
-  void Restore(SnapshotReader& r) override {
-    tracker_->Restore(r);
-    r.CheckToCome(tracker_->next_instant(), "ISTREAM's next instant");
-  }
+  Time next_firing(int64_t) const override { return op_->instants_.next_instant(); }
+  // (Snapshot and Restore: nothing of its own. The state is the operator's, which writes it.)
 
  private:
-  struct Run {  // rows_[.. end) not in an earlier run are ISTREAM's output at t
+  struct Run {  // rows_[.. end) not in an earlier run are the output at t
     size_t end;
     Time t;
   };
-  std::unique_ptr<RowTracker> tracker_;
+  StreamDifference* op_;
   std::vector<uint32_t> rows_;
   std::vector<Run> runs_;
   int depth_ = 0;
 };
-}  // namespace
 
-std::unique_ptr<RowOperator> IStream::ToRows() {
-  return std::make_unique<IStreamRows>(MakeRowTracker(negative_, policy_, false, schema_, /*starts_only=*/true));
+template <Difference kSide>
+std::unique_ptr<RowOperator> StreamDifference<kSide>::ToRows() {
+  return std::make_unique<Rows>(this);
 }
 
-std::string IStream::Explain() const {
+template <Difference kSide>
+std::string StreamDifference<kSide>::Explain() const {
+  if (!kIStream) return "DStream";
   return constant_ ? "IStream (constant durations: FIFO cursor)" : "IStream (complete instants, expiration set)";
 }
 
@@ -354,38 +423,48 @@ void RegisterIStream(OperatorRegistry& r) {
     CQ_CHECK(in.size() == 1, "istream takes one input");
     CQ_CHECK(in[0].kind == BatchKind::kLifetime, "ISTREAM's input must be a relation");
     const bool constant = PlannedConstant(s.params) && !ctx.negative;
-    return std::make_unique<IStream>(
-        *in[0].schema, constant,
-        constant ? nullptr : MakeInstantTracker(ctx.negative, static_cast<int>(PlannedPolicy(s.params)), false),
-        ctx.negative, constant ? ExpirationPolicy::kFifo : PlannedPolicy(s.params));
+    return std::make_unique<IStream>(*in[0].schema, constant, nullptr, ctx.negative,
+                                     constant ? ExpirationPolicy::kFifo : PlannedPolicy(s.params));
   });
 }
 
-// Constant durations: the retained batches, the expiry cursor and the duration seen; otherwise the
-// tracker. Both: the instant in progress and its bag of ending rows (a later push may carry more
-// rows of that instant).
-void IStream::Snapshot(SnapshotWriter& w) const {
+void RegisterDStream(OperatorRegistry& r) {
+  r.Register("dstream", [](const OperatorSpec& s, const std::vector<OperatorInput>& in,
+                           const OperatorContext& ctx) -> std::unique_ptr<Operator> {
+    CQ_CHECK(in.size() == 1 && in[0].kind == BatchKind::kLifetime, "DSTREAM reads one relation");
+    return std::make_unique<DStream>(*in[0].schema, false, nullptr, ctx.negative, PlannedPolicy(s.params));
+  });
+}
+
+// The constant strategy's retained batches, expiry cursor and duration seen; whether the batch form
+// reads the one state although planned for it; the one state (empty while the constant strategy
+// runs); the constant strategy's instant in progress and its bag of ending rows (a later push may
+// carry more rows of that instant).
+template <Difference kSide>
+void StreamDifference<kSide>::Snapshot(SnapshotWriter& w) const {
   w.U64(next_seq_);
   WriteNumberedBatches(w, retained_);
   w.OptDur(duration_);
   w.I64(cursor_);
-  w.Bool(tracker_ != nullptr);
-  if (tracker_) tracker_->Snapshot(w);
+  w.Bool(general_);
+  instants_.Snapshot(w);
   w.Pod(current_);
   w.PodVec(ending_now_);
   w.PodVec(consumed_);
 }
 
-void IStream::Restore(SnapshotReader& r) {
+template <Difference kSide>
+void StreamDifference<kSide>::Restore(SnapshotReader& r) {
   next_seq_ = r.U64();
   ReadNumberedBatches(r, schema_, BatchKind::kLifetime, next_seq_, false, retained_, "an ISTREAM's retained batches");
   duration_ = r.OptDur();
   cursor_ = r.I64();
-  CQ_SNAPSHOT_CHECK(r.Bool() == (tracker_ != nullptr), "an ISTREAM's strategy differs from its plan's");
-  if (tracker_) {
-    tracker_->Restore(r, schema_);
-    r.CheckToCome(tracker_->next_instant(), "ISTREAM's next instant");
-  }
+  general_ = r.Bool();
+  CQ_SNAPSHOT_CHECK(constant_ || !general_, "an ISTREAM's strategy differs from its plan's");
+  instants_.Restore(r);
+  r.CheckToCome(instants_.next_instant(), kIStream ? "ISTREAM's next instant" : "DSTREAM's next instant");
+  CQ_SNAPSHOT_CHECK(retained_.empty() || (constant_ && !general_ && instants_.kept_rows() == 0),
+                    "an ISTREAM keeps rows in two strategies");
   current_ = r.TimeReached("an ISTREAM's instant");
   r.PodVec(ending_now_);
   r.PodVec(consumed_, "an ISTREAM's cancelled ends", [](uint8_t c) { return c <= 1; });
@@ -396,4 +475,7 @@ void IStream::Restore(SnapshotReader& r) {
           x.row < static_cast<uint64_t>(retained_[x.seq - retained_.front().seq].batch.length);
   CQ_SNAPSHOT_CHECK(ok, "an ISTREAM's cursor or ending rows are out of range");
 }
+template class StreamDifference<Difference::kStarts>;
+template class StreamDifference<Difference::kEnds>;
+
 }  // namespace cq
