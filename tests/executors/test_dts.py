@@ -13,6 +13,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+import cq_core
 import cq_py
 
 
@@ -311,10 +312,11 @@ def isolated(code: str, timeout: float = 120) -> str:
     """Runs `code` in a fresh interpreter, with the cq_py these tests import, and returns what it
     printed; a run that does not end within `timeout` seconds fails the test instead of hanging
     the suite."""
-    package_root = str(Path(cq_py.__file__).resolve().parents[1])
-    env = dict(
-        os.environ, PYTHONPATH=os.pathsep.join([package_root, os.environ.get("PYTHONPATH", "")])
-    )
+    # The directories of the cq_core and cq_py imported here, in that order: the compiled core may
+    # live apart from the sources (the sanitizer's build), and a source tree's cq_core/ then holds
+    # none.
+    roots = dict.fromkeys(str(Path(m.__file__).resolve().parents[1]) for m in (cq_core, cq_py))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([*roots, os.environ.get("PYTHONPATH", "")]))
     try:
         proc = subprocess.run(
             [sys.executable, "-c", textwrap.dedent(code)],

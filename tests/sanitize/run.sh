@@ -54,5 +54,9 @@ LD_PRELOAD="$preload" "$python" -c "import cq_core, sys; sys.exit(0 if cq_core._
 LD_PRELOAD="$preload" "$python" -m pytest -q -p no:cacheprovider \
   -o addopts="--import-mode=importlib" \
   tests/test_snapshot.py tests/test_snapshot_damage.py tests/test_end_to_end.py tests/test_relation.py \
-  tests/test_errors.py tests/executors tests/conformance "$@"
+  tests/test_errors.py tests/executors "$@"
+# The conformance corpus once per configuration with the input pushed whole (and snapshot/restore
+# after it): every file, every executor and lifetime method, at a tenth of the matrix's cost.
+LD_PRELOAD="$preload" "$python" -m pytest -q -p no:cacheprovider \
+  -o addopts="--import-mode=importlib" tests/conformance -k whole "$@"
 echo "== Python subset in $(( $(date +%s) - start )) s"
