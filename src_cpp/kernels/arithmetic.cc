@@ -13,25 +13,37 @@ namespace {
 using kernel::ColumnIn;
 using kernel::ScalarIn;
 
+// The definitions, one per function; the vector loops below and the row forms
+// (kernels/row_form.h) are templates over them.
 struct AddOp {
-  static int64_t I(int64_t a, int64_t b) { return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b)); }
-  static double F(double a, double b) { return a + b; }
+  static int64_t Apply(int64_t a, int64_t b) { return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b)); }
+  static double Apply(double a, double b) { return a + b; }
 };
 struct SubOp {
-  static int64_t I(int64_t a, int64_t b) { return static_cast<int64_t>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b)); }
-  static double F(double a, double b) { return a - b; }
+  static int64_t Apply(int64_t a, int64_t b) { return static_cast<int64_t>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b)); }
+  static double Apply(double a, double b) { return a - b; }
 };
 struct MulOp {
-  static int64_t I(int64_t a, int64_t b) { return static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b)); }
-  static double F(double a, double b) { return a * b; }
+  static int64_t Apply(int64_t a, int64_t b) { return static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b)); }
+  static double Apply(double a, double b) { return a * b; }
+};
+// Division and modulo by a non-zero divisor (a zero one gives NULL: DivLike, row::ZeroIsNull).
+struct DivOp {
+  static double Apply(double a, double b) { return a / b; }
+};
+struct ModOp {
+  // INT64_MIN % -1 overflows in C++; mathematically it is 0.
+  static int64_t Apply(int64_t a, int64_t b) { return b == -1 ? int64_t(0) : a % b; }
+  static double Apply(double a, double b) { return std::fmod(a, b); }
+};
+struct NegOp {
+  static int64_t Apply(int64_t a) { return static_cast<int64_t>(0ull - static_cast<uint64_t>(a)); }
+  static double Apply(double a) { return -a; }
 };
 
 template <typename T, typename Op, typename L, typename R>
 void Loop(L l, R r, int64_t n, T* out) {
-  for (int64_t i = 0; i < n; ++i) {
-    if constexpr (std::is_same_v<T, int64_t>) out[i] = Op::I(l(i), r(i));
-    else out[i] = Op::F(l(i), r(i));
-  }
+  for (int64_t i = 0; i < n; ++i) out[i] = Op::Apply(l(i), r(i));
 }
 
 template <typename T>
@@ -64,8 +76,8 @@ Column Binary(std::span<const Datum> args, int64_t n) {
 
 // Division and modulo: a zero divisor yields NULL, so the result validity is the inputs' validity
 // minus the rows whose divisor is zero.
-template <typename T, typename Fn>
-Column DivLike(std::span<const Datum> args, int64_t n, Fn fn) {
+template <typename T, typename Op>
+Column DivLike(std::span<const Datum> args, int64_t n) {
   const TypeId type = std::is_same_v<T, int64_t> ? TypeId::kInt64 : TypeId::kFloat64;
   if (kernel::AnyNullScalar(args)) return Column::Nulls(type, n);
   const Datum &a = args[0], &b = args[1];
@@ -80,7 +92,7 @@ Column DivLike(std::span<const Datum> args, int64_t n, Fn fn) {
   auto av = [&](int64_t i) -> T { return a.is_scalar() ? In<T>(a) : Ptr<T>(a)[i]; };
   if (b.is_scalar()) {
     const T d = In<T>(b);
-    for (int64_t i = 0; i < n; ++i) o[i] = fn(av(i), d);
+    for (int64_t i = 0; i < n; ++i) o[i] = Op::Apply(av(i), d);
     out.validity = in_valid;
     out.null_count = nulls;
     return out;
@@ -90,7 +102,7 @@ Column DivLike(std::span<const Datum> args, int64_t n, Fn fn) {
   for (int64_t i = 0; i < n; ++i) {
     const T d = bp[i];
     any_zero |= (d == 0);
-    o[i] = d == 0 ? T(0) : fn(av(i), d);
+    o[i] = d == 0 ? T(0) : Op::Apply(av(i), d);
   }
   if (!any_zero) {
     out.validity = in_valid;
@@ -106,19 +118,8 @@ Column DivLike(std::span<const Datum> args, int64_t n, Fn fn) {
   return out;
 }
 
-Column DivF64(std::span<const Datum> args, int64_t n) {
-  return DivLike<double>(args, n, [](double x, double y) { return x / y; });
-}
-Column ModI64(std::span<const Datum> args, int64_t n) {
-  // INT64_MIN % -1 overflows in C++; mathematically it is 0.
-  return DivLike<int64_t>(args, n, [](int64_t x, int64_t y) { return y == -1 ? int64_t(0) : x % y; });
-}
-Column ModF64(std::span<const Datum> args, int64_t n) {
-  return DivLike<double>(args, n, [](double x, double y) { return std::fmod(x, y); });
-}
-
-template <typename T>
-Column Negate(std::span<const Datum> args, int64_t n) {
+template <typename T, typename Op>
+Column Unary(std::span<const Datum> args, int64_t n) {
   const TypeId type = std::is_same_v<T, int64_t> ? TypeId::kInt64 : TypeId::kFloat64;
   if (kernel::AnyNullScalar(args)) return Column::Nulls(type, n);
   Column out;
@@ -128,29 +129,41 @@ Column Negate(std::span<const Datum> args, int64_t n) {
   out.values = Buffer::Allocate(n * 8);
   T* o = out.values.as<T>();
   const T* p = Ptr<T>(args[0]);
-  for (int64_t i = 0; i < n; ++i) {
-    if constexpr (std::is_same_v<T, int64_t>) o[i] = static_cast<int64_t>(0ull - static_cast<uint64_t>(p[i]));
-    else o[i] = -p[i];
-  }
+  for (int64_t i = 0; i < n; ++i) o[i] = Op::Apply(p[i]);
   return out;
+}
+
+// Both forms of a function from its definition.
+template <typename T, typename Op>
+Kernel BinaryKernel(const char* name, const char* doc) {
+  const TypeId t = kernel::kTypeOf<T>;
+  return {name, {t, t}, t, NullHandling::kPropagate, doc, Binary<T, Op>, row::BindBinary<row::Typed<T, Op>>};
+}
+template <typename T, typename Op>
+Kernel DivisionKernel(const char* name, const char* doc) {
+  const TypeId t = kernel::kTypeOf<T>;
+  return {name, {t, t}, t, NullHandling::kPropagate, doc, DivLike<T, Op>, row::BindBinary<row::ZeroIsNull<T, Op>>};
+}
+template <typename T, typename Op>
+Kernel UnaryKernel(const char* name, const char* doc) {
+  const TypeId t = kernel::kTypeOf<T>;
+  return {name, {t}, t, NullHandling::kPropagate, doc, Unary<T, Op>, row::BindUnary<row::Typed<T, Op>>};
 }
 
 }  // namespace
 
 void RegisterArithmeticKernels(KernelRegistry& r) {
-  const TypeId I = TypeId::kInt64, F = TypeId::kFloat64;
-  auto P = NullHandling::kPropagate;
-  r.Register({"add", {I, I}, I, P, "a + b (wraps on overflow)", Binary<int64_t, AddOp>});
-  r.Register({"add", {F, F}, F, P, "a + b", Binary<double, AddOp>});
-  r.Register({"subtract", {I, I}, I, P, "a - b (wraps on overflow)", Binary<int64_t, SubOp>});
-  r.Register({"subtract", {F, F}, F, P, "a - b", Binary<double, SubOp>});
-  r.Register({"multiply", {I, I}, I, P, "a * b (wraps on overflow)", Binary<int64_t, MulOp>});
-  r.Register({"multiply", {F, F}, F, P, "a * b", Binary<double, MulOp>});
-  r.Register({"divide", {F, F}, F, P, "a / b; NULL when b = 0", DivF64});
-  r.Register({"modulo", {I, I}, I, P, "a % b with the sign of a; NULL when b = 0", ModI64});
-  r.Register({"modulo", {F, F}, F, P, "fmod(a, b); NULL when b = 0", ModF64});
-  r.Register({"negate", {I}, I, P, "-a (wraps on overflow)", Negate<int64_t>});
-  r.Register({"negate", {F}, F, P, "-a", Negate<double>});
+  r.Register(BinaryKernel<int64_t, AddOp>("add", "a + b (wraps on overflow)"));
+  r.Register(BinaryKernel<double, AddOp>("add", "a + b"));
+  r.Register(BinaryKernel<int64_t, SubOp>("subtract", "a - b (wraps on overflow)"));
+  r.Register(BinaryKernel<double, SubOp>("subtract", "a - b"));
+  r.Register(BinaryKernel<int64_t, MulOp>("multiply", "a * b (wraps on overflow)"));
+  r.Register(BinaryKernel<double, MulOp>("multiply", "a * b"));
+  r.Register(DivisionKernel<double, DivOp>("divide", "a / b; NULL when b = 0"));
+  r.Register(DivisionKernel<int64_t, ModOp>("modulo", "a % b with the sign of a; NULL when b = 0"));
+  r.Register(DivisionKernel<double, ModOp>("modulo", "fmod(a, b); NULL when b = 0"));
+  r.Register(UnaryKernel<int64_t, NegOp>("negate", "-a (wraps on overflow)"));
+  r.Register(UnaryKernel<double, NegOp>("negate", "-a"));
 }
 
 }  // namespace cq

@@ -242,6 +242,23 @@ std::optional<bool> TextToBool(std::string_view s) {
   return std::nullopt;
 }
 
+// ---- one row (kernels/row_form.h) --------------------------------------------------------------
+
+// A one-value function as the definition row::Typed and row::Partial take.
+template <typename In, typename Out, Out (*kFn)(In)>
+struct Fn {
+  static Out Apply(In v) { return kFn(v); }
+};
+template <typename In, void (*kFormat)(In, std::string&)>
+struct FormatValue {
+  static Value Apply(Value a) {
+    thread_local std::string text;  // (kept: a row pays no allocation for the text, only its copy)
+    text.clear();
+    kFormat(row::Get<In>(a), text);
+    return Value::String(text);
+  }
+};
+
 // ---- whole columns ------------------------------------------------------------------------------
 
 template <typename T>
@@ -252,10 +269,7 @@ T Read(const Column& c, int64_t i) {
   else return c.StrAt(i);
 }
 
-template <typename T>
-constexpr TypeId kTypeOf = std::is_same_v<T, int64_t> ? TypeId::kInt64
-                           : std::is_same_v<T, double> ? TypeId::kFloat64
-                                                       : TypeId::kBool;
+using kernel::kTypeOf;
 
 // A cast that always succeeds between fixed-width types: every row is converted (a NULL row's
 // value is ignored), and the result shares the input's validity.
@@ -329,27 +343,41 @@ Column Format(std::span<const Datum> args, int64_t n) {
   return out;
 }
 
+// Both forms of a cast from its one-value function.
+template <typename In, typename Out, Out (*kConvert)(In)>
+Kernel TotalKernel(const char* name, const char* doc) {
+  return {name, {kTypeOf<In>}, kTypeOf<Out>, NullHandling::kPropagate, doc, Total<In, Out, kConvert>,
+          row::BindUnary<row::Typed<In, Fn<In, Out, kConvert>>>};
+}
+template <typename Out, std::optional<Out> (*kParse)(std::string_view)>
+Kernel ParseKernel(const char* name, const char* doc) {
+  return {name, {TypeId::kUtf8}, kTypeOf<Out>, NullHandling::kPropagate, doc, Parse<Out, kParse>,
+          row::BindStringUnary<row::Partial<Fn<std::string_view, std::optional<Out>, kParse>>>};
+}
+template <typename In, void (*kFormat)(In, std::string&)>
+Kernel FormatKernel(const char* name, const char* doc) {
+  return {name, {kTypeOf<In>}, TypeId::kUtf8, NullHandling::kPropagate, doc, Format<In, kFormat>,
+          row::BindUnary<FormatValue<In, kFormat>>};
+}
+
 }  // namespace
 
 void RegisterCastKernels(KernelRegistry& r) {
-  const TypeId I = TypeId::kInt64, F = TypeId::kFloat64, S = TypeId::kUtf8, B = TypeId::kBool;
-  auto P = NullHandling::kPropagate;
-  r.Register({"cast_int64", {F}, I, P, "CAST(a AS BIGINT): truncates; NaN is 0, out of range saturates",
-              Total<double, int64_t, Float64ToInt64>});
-  r.Register({"cast_int64", {S}, I, P, "CAST(a AS BIGINT): [+-]digits[.digits] trimmed, else NULL",
-              Parse<int64_t, TextToInt64>});
-  r.Register({"cast_int64", {B}, I, P, "CAST(a AS BIGINT): 1 or 0", Total<bool, int64_t, BoolToInt64>});
-  r.Register({"cast_float64", {I}, F, P, "CAST(a AS DOUBLE)", Total<int64_t, double, Int64ToFloat64>});
-  r.Register({"cast_float64", {S}, F, P, "CAST(a AS DOUBLE): a number, NaN or [+-]Infinity trimmed, else NULL",
-              Parse<double, TextToFloat64>});
-  r.Register({"cast_float64", {B}, F, P, "CAST(a AS DOUBLE): 1.0 or 0.0", Total<bool, double, BoolToFloat64>});
-  r.Register({"cast_utf8", {I}, S, P, "CAST(a AS VARCHAR)", Format<int64_t, Int64ToText>});
-  r.Register({"cast_utf8", {F}, S, P, "CAST(a AS VARCHAR): Java's Double.toString", Format<double, Float64ToText>});
-  r.Register({"cast_utf8", {B}, S, P, "CAST(a AS VARCHAR): 'true' or 'false'", Format<bool, BoolToText>});
-  r.Register({"cast_bool", {I}, B, P, "CAST(a AS BOOLEAN): a <> 0", Total<int64_t, bool, Int64ToBool>});
-  r.Register({"cast_bool", {F}, B, P, "CAST(a AS BOOLEAN): a <> 0 (NaN is TRUE)", Total<double, bool, Float64ToBool>});
-  r.Register({"cast_bool", {S}, B, P, "CAST(a AS BOOLEAN): t true y yes 1 / f false n no 0, any case, trimmed",
-              Parse<bool, TextToBool>});
+  r.Register(TotalKernel<double, int64_t, Float64ToInt64>(
+      "cast_int64", "CAST(a AS BIGINT): truncates; NaN is 0, out of range saturates"));
+  r.Register(ParseKernel<int64_t, TextToInt64>("cast_int64", "CAST(a AS BIGINT): [+-]digits[.digits] trimmed, else NULL"));
+  r.Register(TotalKernel<bool, int64_t, BoolToInt64>("cast_int64", "CAST(a AS BIGINT): 1 or 0"));
+  r.Register(TotalKernel<int64_t, double, Int64ToFloat64>("cast_float64", "CAST(a AS DOUBLE)"));
+  r.Register(ParseKernel<double, TextToFloat64>(
+      "cast_float64", "CAST(a AS DOUBLE): a number, NaN or [+-]Infinity trimmed, else NULL"));
+  r.Register(TotalKernel<bool, double, BoolToFloat64>("cast_float64", "CAST(a AS DOUBLE): 1.0 or 0.0"));
+  r.Register(FormatKernel<int64_t, Int64ToText>("cast_utf8", "CAST(a AS VARCHAR)"));
+  r.Register(FormatKernel<double, Float64ToText>("cast_utf8", "CAST(a AS VARCHAR): Java's Double.toString"));
+  r.Register(FormatKernel<bool, BoolToText>("cast_utf8", "CAST(a AS VARCHAR): 'true' or 'false'"));
+  r.Register(TotalKernel<int64_t, bool, Int64ToBool>("cast_bool", "CAST(a AS BOOLEAN): a <> 0"));
+  r.Register(TotalKernel<double, bool, Float64ToBool>("cast_bool", "CAST(a AS BOOLEAN): a <> 0 (NaN is TRUE)"));
+  r.Register(ParseKernel<bool, TextToBool>(
+      "cast_bool", "CAST(a AS BOOLEAN): t true y yes 1 / f false n no 0, any case, trimmed"));
 }
 
 }  // namespace cq

@@ -9,17 +9,17 @@ namespace {
 
 using namespace kernel;
 
-struct Eq { template <typename A> bool operator()(const A& a, const A& b) const { return a == b; } };
-struct Ne { template <typename A> bool operator()(const A& a, const A& b) const { return a != b; } };
-struct Lt { template <typename A> bool operator()(const A& a, const A& b) const { return a < b; } };
-struct Le { template <typename A> bool operator()(const A& a, const A& b) const { return a <= b; } };
-struct Gt { template <typename A> bool operator()(const A& a, const A& b) const { return a > b; } };
-struct Ge { template <typename A> bool operator()(const A& a, const A& b) const { return a >= b; } };
+// The definitions; the vector loop (Compare) and the row form (CompareRow) are templates over them.
+struct Eq { template <typename A> static bool Apply(const A& a, const A& b) { return a == b; } };
+struct Ne { template <typename A> static bool Apply(const A& a, const A& b) { return a != b; } };
+struct Lt { template <typename A> static bool Apply(const A& a, const A& b) { return a < b; } };
+struct Le { template <typename A> static bool Apply(const A& a, const A& b) { return a <= b; } };
+struct Gt { template <typename A> static bool Apply(const A& a, const A& b) { return a > b; } };
+struct Ge { template <typename A> static bool Apply(const A& a, const A& b) { return a >= b; } };
 
 template <typename Op, typename L, typename R>
 void Fill(uint8_t* out, int64_t n, L l, R r) {
-  Op op;
-  FillBits(out, n, [&](int64_t i) { return op(l(i), r(i)); });
+  FillBits(out, n, [&](int64_t i) { return Op::Apply(l(i), r(i)); });
 }
 
 template <typename Op>
@@ -67,18 +67,30 @@ Column Compare(std::span<const Datum> args, int64_t n) {
   return out;
 }
 
+template <typename Op>
+RowNode::Eval CompareRow(const RowNode& call) {
+  switch (call.args[0]->type) {
+    case TypeId::kInt64: return row::BindBinary<row::Typed<int64_t, Op>>(call);
+    case TypeId::kFloat64: return row::BindBinary<row::Typed<double, Op>>(call);
+    case TypeId::kBool: return row::BindBinary<row::Typed<bool, Op>>(call);
+    case TypeId::kUtf8: return row::StringBinary<row::Typed<std::string_view, Op>>;
+    case TypeId::kNull: break;
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 void RegisterComparisonKernels(KernelRegistry& r) {
   const TypeId B = TypeId::kBool;
   auto P = NullHandling::kPropagate;
   for (TypeId t : {TypeId::kInt64, TypeId::kFloat64, TypeId::kUtf8, TypeId::kBool}) {
-    r.Register({"equal", {t, t}, B, P, "a = b", Compare<Eq>});
-    r.Register({"not_equal", {t, t}, B, P, "a <> b", Compare<Ne>});
-    r.Register({"less", {t, t}, B, P, "a < b", Compare<Lt>});
-    r.Register({"less_equal", {t, t}, B, P, "a <= b", Compare<Le>});
-    r.Register({"greater", {t, t}, B, P, "a > b", Compare<Gt>});
-    r.Register({"greater_equal", {t, t}, B, P, "a >= b", Compare<Ge>});
+    r.Register({"equal", {t, t}, B, P, "a = b", Compare<Eq>, CompareRow<Eq>});
+    r.Register({"not_equal", {t, t}, B, P, "a <> b", Compare<Ne>, CompareRow<Ne>});
+    r.Register({"less", {t, t}, B, P, "a < b", Compare<Lt>, CompareRow<Lt>});
+    r.Register({"less_equal", {t, t}, B, P, "a <= b", Compare<Le>, CompareRow<Le>});
+    r.Register({"greater", {t, t}, B, P, "a > b", Compare<Gt>, CompareRow<Gt>});
+    r.Register({"greater_equal", {t, t}, B, P, "a >= b", Compare<Ge>, CompareRow<Ge>});
   }
 }
 

@@ -15,6 +15,13 @@
 namespace cq {
 namespace {
 
+// Where a condition takes its branch: where it is TRUE (NULL is not). On words of values and
+// validities: 64 rows at a time in the vector form, one row as bit 0 in the row form.
+template <typename W>
+W Takes(W value, W valid) {
+  return value & valid;
+}
+
 Column CaseWhen(std::span<const Datum> args, int64_t n) {
   const size_t whens = args.size() / 2;  // branch `whens` is ELSE
   auto value_of = [&](size_t branch) -> const Datum& { return args[branch < whens ? 2 * branch + 1 : args.size() - 1]; };
@@ -27,7 +34,7 @@ Column CaseWhen(std::span<const Datum> args, int64_t n) {
   for (int64_t w = 0; w < words; ++w) {
     uint64_t open = (w == words - 1 && n % 64) ? (uint64_t{1} << (n % 64)) - 1 : ~uint64_t{0};
     for (size_t j = 0; j < whens && open; ++j) {
-      uint64_t hit = conds[j].value(w, nbytes) & conds[j].validity(w, nbytes) & open;
+      uint64_t hit = Takes(conds[j].value(w, nbytes), conds[j].validity(w, nbytes)) & open;
       open &= ~hit;
       for (; hit; hit &= hit - 1) which[static_cast<size_t>(w * 64 + std::countr_zero(hit))] = static_cast<uint32_t>(j);
     }
@@ -60,13 +67,26 @@ Column CaseWhen(std::span<const Datum> args, int64_t n) {
   return GatherMulti(srcs, which.data(), rows.data(), n);
 }
 
+// One row: the conditions are evaluated in order up to the first TRUE, and only its value.
+Value CaseWhenRow(const RowNode& e, const Value* row) {
+  const size_t n = e.args.size();
+  for (size_t k = 0; k + 1 < n; k += 2) {
+    bool owned;  // (a condition is a bool: nothing to release)
+    const Value c = row::Arg(e, k, row, &owned);
+    if (Takes<uint64_t>(c.i != 0, c.valid) & 1) return row::Own(e, k + 1, row);
+  }
+  return row::Own(e, n - 1, row);
+}
+RowNode::Eval BindCaseWhen(const RowNode&) { return CaseWhenRow; }
+
 }  // namespace
 
 void RegisterConditionalKernels(KernelRegistry& r) {
   const TypeId B = TypeId::kBool;
   for (TypeId t : {TypeId::kInt64, TypeId::kFloat64, TypeId::kUtf8, TypeId::kBool}) {
     Kernel k{"case_when", {B, t, t}, t, NullHandling::kCustom,
-             "CASE WHEN c1 THEN v1 ... ELSE e END: the value of the first TRUE condition, else e", CaseWhen};
+             "CASE WHEN c1 THEN v1 ... ELSE e END: the value of the first TRUE condition, else e", CaseWhen,
+             BindCaseWhen};
     k.repeat = 2;  // (condition, value)+ then the ELSE value
     r.Register(std::move(k));
   }

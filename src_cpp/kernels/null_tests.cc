@@ -5,6 +5,14 @@
 namespace cq {
 namespace {
 
+// The definition, on words of validity bits: the vector form applies it to the bitmap a byte at a
+// time, the row form to one bit.
+template <bool kIsNull>
+struct NullTestOp {
+  template <typename W>
+  static W Apply(W valid) { return kIsNull ? static_cast<W>(~valid) : valid; }
+};
+
 template <bool kIsNull>
 Column NullTest(std::span<const Datum> args, int64_t n) {
   const Datum& a = args[0];
@@ -24,11 +32,26 @@ Column NullTest(std::span<const Datum> args, int64_t n) {
     v = a.column->validity.data;
   }
   if (v) {
-    for (int64_t i = 0; i < nbytes; ++i) out.values.data[i] = kIsNull ? static_cast<uint8_t>(~v[i]) : v[i];
+    for (int64_t i = 0; i < nbytes; ++i) out.values.data[i] = NullTestOp<kIsNull>::Apply(v[i]);
   } else {
-    std::memset(out.values.data, (all_valid != kIsNull) ? 0xFF : 0, static_cast<size_t>(nbytes));
+    const uint8_t fill = NullTestOp<kIsNull>::template Apply<uint8_t>(all_valid ? 0xFF : 0);
+    std::memset(out.values.data, fill, static_cast<size_t>(nbytes));
   }
   return out;
+}
+
+template <bool kIsNull>
+Value NullTestRow(const RowNode& e, const Value* row) {
+  bool owned;
+  const Value a = row::Arg(e, 0, row, &owned);
+  const TypeId t = e.args[0]->type;
+  const uint64_t valid = a.valid && t != TypeId::kNull;
+  row::Drop(t, a, owned);
+  return Value::Bool(NullTestOp<kIsNull>::template Apply<uint64_t>(valid) & 1);
+}
+template <bool kIsNull>
+RowNode::Eval BindNullTest(const RowNode&) {
+  return NullTestRow<kIsNull>;
 }
 
 }  // namespace
@@ -36,8 +59,8 @@ Column NullTest(std::span<const Datum> args, int64_t n) {
 void RegisterNullKernels(KernelRegistry& r) {
   auto C = NullHandling::kCustom;
   for (TypeId t : {TypeId::kInt64, TypeId::kFloat64, TypeId::kUtf8, TypeId::kBool, TypeId::kNull}) {
-    r.Register({"is_null", {t}, TypeId::kBool, C, "a IS NULL", NullTest<true>});
-    r.Register({"is_not_null", {t}, TypeId::kBool, C, "a IS NOT NULL", NullTest<false>});
+    r.Register({"is_null", {t}, TypeId::kBool, C, "a IS NULL", NullTest<true>, BindNullTest<true>});
+    r.Register({"is_not_null", {t}, TypeId::kBool, C, "a IS NOT NULL", NullTest<false>, BindNullTest<false>});
   }
 }
 

@@ -1,14 +1,16 @@
 #pragma once
-// Vectorized expression kernels, registered by name and argument types (ARCHITECTURE.md §3.6, after
-// Arrow's FunctionRegistry). The planner resolves every call to one kernel when a plan is loaded,
-// so no lookup happens per batch; Python reads the same registry (cq_core.kernel_signatures()) to
-// type expressions, so the two sides cannot disagree about what exists.
+// Expression kernels, registered by name and argument types (ARCHITECTURE.md §3.6, after Arrow's
+// FunctionRegistry), each in two forms made from one definition: vectorized (`fn`) and on one row
+// (`row`, for loop regions). The planner resolves every call to one kernel when a plan is loaded, so no
+// lookup happens per batch; Python reads the same registry (cq_core.kernel_signatures()) to type
+// expressions, so the two sides cannot disagree about what exists.
 #include <functional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "kernels/datum.h"
+#include "kernels/row_form.h"
 
 namespace cq {
 
@@ -28,6 +30,8 @@ struct Kernel {
   NullHandling nulls;
   std::string doc;
   KernelFn fn;
+  // The same function on one row (kernels/row_form.h), made from the definition `fn` is made from.
+  RowBind row;
   // Variadic kernels (after Arrow's VarArgs): the first `repeat` types of `args` are a group that
   // occurs one or more times, the rest follow once. case_when over T is args {bool, T, T} with
   // repeat 2: (bool, T)+ T. 0 means exactly `args`.

@@ -6,16 +6,6 @@
 
 namespace cq {
 
-const StrBlock* NewString(std::string_view v) {
-  void* p = std::malloc(sizeof(StrBlock) + v.size());
-  if (!p) throw std::bad_alloc();
-  StrBlock* s = static_cast<StrBlock*>(p);
-  s->refs = 1;
-  s->size = static_cast<uint32_t>(v.size());
-  if (!v.empty()) std::memcpy(s + 1, v.data(), v.size());
-  return s;
-}
-
 void AppendKeyValue(TypeId type, const Value& v, std::string* out) {
   const bool valid = type != TypeId::kNull && v.valid;
   AppendKeyOf(type, valid, static_cast<uint64_t>(v.i), valid && type == TypeId::kUtf8 ? v.s->view() : std::string_view(),
