@@ -407,7 +407,8 @@ namespace {
 constexpr char kMagic[8] = {'C', 'Q', 'S', 'N', 'A', 'P', '\r', '\n'};
 // 2: structs written field by field (no padding bytes), so that the same state gives the same bytes.
 // 3: the aggregate writes one state for both its forms (operators/aggregate.h).
-constexpr uint32_t kFormatVersion = 3;
+// 4: the hash join writes one state for both its forms (operators/hash_join_state.h).
+constexpr uint32_t kFormatVersion = 4;
 constexpr size_t kHeaderSize = 32;
 
 }  // namespace
