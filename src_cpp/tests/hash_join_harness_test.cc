@@ -46,6 +46,7 @@ OperatorCase Case(const std::string& name, const std::string& left_keys, const s
            R"(], "residual": )" + residual + R"(, "expiration": ")" + expiration + "\"}";
   c.inputs = {{kLeft, BatchKind::kLifetime}, {kRight, BatchKind::kLifetime}};
   c.constant = constant;
+  c.negative_ghosts = true;
   return c;
 }
 
