@@ -179,7 +179,7 @@ class JoinBatchStore {
   };
   // Kept batches by sequence number, oldest first: a vector of pointers indexed from the first
   // number it holds (a lookup per probe, so no deque arithmetic).
-  Chunk& at(uint32_t seq) const { return *slots_[seq - first_seq_ + 0]; }
+  Chunk& at(uint32_t seq) const { return *slots_[seq - first_seq_]; }
   bool empty() const { return head_ == slots_.size(); }
   Chunk& Add(Batch b);
   void LoadCursor();
