@@ -156,15 +156,6 @@ void JoinBatchStore::LoadCursor() {
   }
 }
 
-bool JoinBatchStore::KeysEqual(const JoinBatchStore& a, Handle x, const JoinBatchStore& b, Handle y) {
-  // Rows with a NULL key are never joined: only values are compared.
-  const Chunk& cx = a.at(Seq(x));
-  const Chunk& cy = b.at(Seq(y));
-  const uint32_t i = Row(x), j = Row(y);
-  if (a.int64_key_) return cx.key_cols[0].i64()[i] == cy.key_cols[0].i64()[j];  // the commonest join
-  return (*a.key_equal_)(cx.key_cols, i, cy.key_cols, j);
-}
-
 bool JoinBatchStore::SameValues(Handle p, Handle x) const {
   const Chunk& cp = at(Seq(p));
   const Chunk& cx = at(Seq(x));

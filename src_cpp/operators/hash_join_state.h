@@ -151,7 +151,23 @@ class JoinBatchStore {
     c.meta[Row(h)].state = kJoinFree;
     --c.live;
   }
-  static bool KeysEqual(const JoinBatchStore& a, Handle x, const JoinBatchStore& b, Handle y);
+  struct Chunk;
+  // A row's key as the probes of the other side compare it (looked up once per row).
+  struct Probe {
+    const Chunk* chunk;
+    uint32_t row;
+    int64_t key;  // the one int64 key's value (the commonest join)
+  };
+  Probe ProbeOf(Handle x) const {
+    const Chunk& c = at(Seq(x));
+    return {&c, Row(x), int64_key_ ? c.key_cols[0].i64()[Row(x)] : 0};
+  }
+  // Rows with a NULL key are never joined: only values are compared.
+  bool Matches(const Probe& p, const JoinBatchStore& o, Handle y) const {
+    const Chunk& cy = o.at(Seq(y));
+    if (int64_key_) return cy.key_cols[0].i64()[Row(y)] == p.key;
+    return (*key_equal_)(p.chunk->key_cols, p.row, cy.key_cols, Row(y));
+  }
   bool SameValues(Handle p, Handle x) const;  // (negative method)
   // Drops the batches whose rows are all let go.
   void Trim();
@@ -168,7 +184,7 @@ class JoinBatchStore {
   static Handle Make(uint32_t seq, uint32_t row) { return (Handle{seq} << 32) | row; }
   const Batch& batch(uint32_t seq) const { return at(seq).batch; }
 
- private:
+  // A kept batch (its own and the join's columns, and each row's JoinMeta).
   struct Chunk {
     uint32_t seq;
     Batch batch;  // compact
@@ -177,6 +193,8 @@ class JoinBatchStore {
     std::vector<uint64_t> values;  // negative: hash of each row's values, to find a positive again
     int64_t live;
   };
+
+ private:
   // Kept batches by sequence number, oldest first: a vector of pointers indexed from the first
   // number it holds (a lookup per probe, so no deque arithmetic).
   Chunk& at(uint32_t seq) const { return *slots_[seq - first_seq_]; }
@@ -223,13 +241,17 @@ class JoinRowStore {
     kept_[h].state = kJoinLetGo;
     released_.push_back(h);
   }
-  static bool KeysEqual(const JoinRowStore& a, Handle x, const JoinRowStore& b, Handle y) {
+  struct Probe {
+    const Value* values;  // (a RowStore slot's values never move)
+  };
+  Probe ProbeOf(Handle x) const { return {store_.Get(x)}; }
+  bool Matches(const Probe& p, const JoinRowStore& o, Handle y) const {
     // Rows with a NULL key are never kept: only values are compared.
-    const Value* u = a.store_.Get(x);
-    const Value* v = b.store_.Get(y);
-    if (a.int64_key_) return u[a.key_cols_[0]].i == v[b.key_cols_[0]].i;
-    for (size_t k = 0; k < a.key_cols_.size(); ++k)
-      if (!ValueEqual(a.spec_->key_types[k], u[a.key_cols_[k]], v[b.key_cols_[k]])) return false;
+    const Value* u = p.values;
+    const Value* v = o.store_.Get(y);
+    if (int64_key_) return u[key_cols_[0]].i == v[o.key_cols_[0]].i;
+    for (size_t k = 0; k < key_cols_.size(); ++k)
+      if (!ValueEqual(spec_->key_types[k], u[key_cols_[k]], v[o.key_cols_[k]])) return false;
     return true;
   }
   bool SameValues(Handle p, Handle x) const { return layout_.Equal(store_.Get(p), store_.Get(x)); }
@@ -305,7 +327,8 @@ class JoinCore {
   Time NextRow() const { return std::min(sides_[0].store.HeadTime(), sides_[1].store.HeadTime()); }
   // Joins the waiting rows in time order, the left input first at equal times: those below
   // `limit`, or with `through` those not after it. The sink hears sink.Begin(side, x) for each
-  // row, then sink.Pair(side, x, y) for each row y of the other side with an equal key.
+  // row, then sink.Pair(side, x, y, m) for each row y of the other side with an equal key (m: what
+  // x's JoinMeta was when the probe began).
   template <typename Sink>
   void Drain(Time limit, bool through, Sink& sink) {
     for (;;) {
@@ -362,7 +385,8 @@ class JoinCore {
   void Join(int side, H x, Sink& sink) {
     Side& s = sides_[side];
     Side& o = sides_[1 - side];
-    const JoinMeta m = s.store.meta(x);  // (a copy: a row coming back through a loop may add rows)
+    JoinMeta& mr = s.store.meta(x);  // (not used once pairs go out: a row coming back through a
+    const JoinMeta m = mr;           // loop may add rows, and move the row store's JoinMetas)
     if (m.state != kJoinWaiting) return;
     if (spec_.negative && !m.other.IsInfinite()) {
       // A negative tuple at `sync` ends the positive that started at `other`: it leaves the
@@ -376,21 +400,23 @@ class JoinCore {
       s.store.LetGo(x);
     } else if (spec_.negative) {
       s.table.Insert(m.key, x);
-      s.store.meta(x).state = kJoinJoined;
+      mr.state = kJoinJoined;
     } else {
       if (m.holder == kNoHolder && !(m.sync < m.other)) {  // its end came while it waited: a ghost
         s.store.LetGo(x);
         return;
       }
+      mr.state = kJoinJoined;
       Expire(1 - side, m.sync);
       s.table.Insert(m.key, x);
-      s.store.meta(x).state = kJoinJoined;
       if (m.holder == kNoHolder && !m.other.IsInfinite()) s.expiring.Insert({m.other, x});
     }
     sink.Begin(side, x);
+    const Store& ss = s.store;
     const Store& os = o.store;
+    const typename Store::Probe probe = ss.ProbeOf(x);
     o.table.ForEachWith(m.key, [&](H y) {
-      if (Store::KeysEqual(s.store, x, os, y)) sink.Pair(side, x, y);
+      if (ss.Matches(probe, os, y)) sink.Pair(side, x, y, m);
     });
   }
 
@@ -410,23 +436,25 @@ void JoinBatchStore::Push(const Batch& in, F&& pending) {
     if (c.has_nulls())
       for (int64_t i = 0; i < n; ++i)
         if (!c.IsValid(i)) k.meta[i].state = kJoinFree;
-  const bool holders = b.holders.data != nullptr;
+  const HolderId* holders = spec_->negative || b.holders.empty() ? nullptr : b.holders.as<const HolderId>();
   for (int64_t i = 0; i < n; ++i) {
     JoinMeta& m = k.meta[i];
     m.sync = b.StartAt(i);
     m.holder = kNoHolder;
-    if (!spec_->negative && holders && b.EndPending(i)) {
+    if (holders && holders[i] != kNoHolder) {
       m.other = Time::MinusInfinity();
       if (m.state == kJoinWaiting) {
-        m.holder = b.holders.as<const HolderId>()[i];
+        m.holder = holders[i];
         pending(Make(k.seq, static_cast<uint32_t>(i)));
+      } else {
+        --k.live;
       }
       continue;
     }
     m.other = b.EndAt(i);
     if (!spec_->negative && !(m.sync < m.other)) m.state = kJoinFree;
+    k.live -= m.state == kJoinFree;
   }
-  for (int64_t i = 0; i < n; ++i) k.live -= k.meta[i].state == kJoinFree;
   LoadCursor();
 }
 
