@@ -78,10 +78,10 @@ class HashJoin::BatchSink {
   using H = JoinBatchStore::Handle;
   BatchSink(HashJoin& j, BatchCore& core, Emitter& out) : j_(j), core_(core), out_(out) {}
   void Begin(int, H) {}
-  void Pair(int side, H x, H y, const JoinMeta& xm) {
+  void Pair(int side, H x, H y, const JoinMeta& xm, const JoinMeta& ym) {
     Time sync, other;
     bool open;
-    if (!core_.PairTimes(xm, core_.store(1 - side).meta(y), &sync, &other, &open)) return;
+    if (!core_.PairTimes(xm, ym, &sync, &other, &open)) return;
     em_.push_back({side == 0 ? x : y, side == 0 ? y : x, sync, other, open});
     if (em_.size() >= 65536) Flush();
   }

@@ -42,7 +42,7 @@ class HashJoin::Rows final : public RowOperator {
     std::memcpy(static_cast<void*>(joined_.data() + (side == 0 ? 0 : j_->spec_.input[0].size())), s.values(x),
                 s.width() * sizeof(Value));
   }
-  void Pair(int side, uint32_t x, uint32_t y, const JoinMeta&);
+  void Pair(int side, uint32_t x, uint32_t y, const JoinMeta&, const JoinMeta&);
 
  private:
   // Per depth of nesting: an end coming back through a loop fixes results while others are still
@@ -94,7 +94,7 @@ void HashJoin::Rows::Push(int port, const Row& row, RowEmitter&) {
   if (x != JoinRowStore::kNone) c.Waits(port, x);
 }
 
-void HashJoin::Rows::Pair(int side, uint32_t x, uint32_t y, const JoinMeta&) {
+void HashJoin::Rows::Pair(int side, uint32_t x, uint32_t y, const JoinMeta&, const JoinMeta&) {
   const JoinRowStore& o = core_->store(1 - side);
   std::memcpy(static_cast<void*>(joined_.data() + (side == 0 ? j_->spec_.input[0].size() : 0)), o.values(y),
               o.width() * sizeof(Value));

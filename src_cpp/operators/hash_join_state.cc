@@ -118,16 +118,16 @@ JoinBatchStore::Chunk& JoinBatchStore::Add(Batch b) {
   k->batch = std::move(b);
   const int64_t n = k->batch.length;
   for (const Expression* e : spec_->keys[side_]) k->key_cols.push_back(e->Evaluate(k->batch));
-  std::vector<uint64_t> keys(static_cast<size_t>(n));
-  HashRows(k->key_cols, n, keys.data());
-  k->meta.resize(static_cast<size_t>(n));
+  RawArray<uint64_t> keys = AllocateRaw<uint64_t>(static_cast<size_t>(n));
+  HashRows(k->key_cols, n, keys.get());
+  k->meta = AllocateRaw<JoinMeta>(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) {
     k->meta[i].key = keys[i];
     k->meta[i].state = kJoinWaiting;
   }
   if (spec_->negative) {
-    k->values.resize(static_cast<size_t>(n));
-    HashRows(k->batch.columns, n, k->values.data());
+    k->values = AllocateRaw<uint64_t>(static_cast<size_t>(n));
+    HashRows(k->batch.columns, n, k->values.get());
   }
   k->live = n;
   if (empty()) {
@@ -147,7 +147,7 @@ void JoinBatchStore::LoadCursor() {
   while (!empty() && cursor_seq_ - first_seq_ < slots_.size()) {
     const Chunk& c = at(cursor_seq_);
     if (cursor_row_ < c.batch.length) {
-      cursor_meta_ = c.meta.data();
+      cursor_meta_ = c.meta.get();
       cursor_length_ = c.batch.length;
       return;
     }

@@ -28,6 +28,9 @@
 //    alive.
 #include <algorithm>
 #include <memory>
+#include <new>
+#include <optional>
+#include <type_traits>
 #include <vector>
 
 #include "base/errors.h"
@@ -57,6 +60,21 @@ enum JoinRowState : uint32_t {
   kJoinJoined = 2,   // in the index
   kJoinLetGo = 3,    // out of both; the row store frees its slot when no emission is under way
 };
+
+// Room for n values of a trivial type, left unset: for per-row arrays whose every element is
+// written before it is read (a vector's resize would write zeros first, as many stores as bytes
+// under the instruction count, about 100 per joined tuple).
+template <typename T>
+struct RawArrayFree {
+  void operator()(T* p) const { ::operator delete(p); }
+};
+template <typename T>
+using RawArray = std::unique_ptr<T[], RawArrayFree<T>>;
+template <typename T>
+RawArray<T> AllocateRaw(size_t n) {
+  static_assert(std::is_trivially_copyable_v<T> && std::is_trivially_destructible_v<T>);
+  return RawArray<T>(static_cast<T*>(::operator new(std::max<size_t>(n, 1) * sizeof(T))));
+}
 
 // What both forms and both stores are built from (HashJoin owns the expressions).
 struct JoinSpec {
@@ -151,22 +169,35 @@ class JoinBatchStore {
     c.meta[Row(h)].state = kJoinFree;
     --c.live;
   }
+  // Lets h go when taken(its key hash) says it left the index (its batch looked up once).
+  template <typename F>
+  void LetGoIf(Handle h, F&& taken) {
+    Chunk& c = at(Seq(h));
+    JoinMeta& m = c.meta[Row(h)];
+    if (!taken(m.key)) return;
+    m.state = kJoinFree;
+    --c.live;
+  }
   struct Chunk;
-  // A row's key as the probes of the other side compare it (looked up once per row).
+  // A row as the join reads it while it joins: its JoinMeta and its key as the probes of the
+  // other side compare it (its batch looked up once per row).
   struct Probe {
-    const Chunk* chunk;
+    Chunk* chunk;
     uint32_t row;
     int64_t key;  // the one int64 key's value (the commonest join)
   };
   Probe ProbeOf(Handle x) const {
-    const Chunk& c = at(Seq(x));
+    Chunk& c = at(Seq(x));
     return {&c, Row(x), int64_key_ ? c.key_cols[0].i64()[Row(x)] : 0};
   }
-  // Rows with a NULL key are never joined: only values are compared.
-  bool Matches(const Probe& p, const JoinBatchStore& o, Handle y) const {
+  JoinMeta& meta(const Probe& p) { return p.chunk->meta[p.row]; }
+  // y's JoinMeta when its key equals the probe's, else null (the pair's sink reads it: one lookup
+  // of y's batch per candidate). Rows with a NULL key are never joined: only values are compared.
+  const JoinMeta* Matches(const Probe& p, const JoinBatchStore& o, Handle y) const {
     const Chunk& cy = o.at(Seq(y));
-    if (int64_key_) return cy.key_cols[0].i64()[Row(y)] == p.key;
-    return (*key_equal_)(p.chunk->key_cols, p.row, cy.key_cols, Row(y));
+    const bool eq = int64_key_ ? cy.key_cols[0].i64()[Row(y)] == p.key
+                               : (*key_equal_)(p.chunk->key_cols, p.row, cy.key_cols, Row(y));
+    return eq ? &cy.meta[Row(y)] : nullptr;
   }
   bool SameValues(Handle p, Handle x) const;  // (negative method)
   // Drops the batches whose rows are all let go.
@@ -189,8 +220,8 @@ class JoinBatchStore {
     uint32_t seq;
     Batch batch;  // compact
     std::vector<Column> key_cols;
-    std::vector<JoinMeta> meta;
-    std::vector<uint64_t> values;  // negative: hash of each row's values, to find a positive again
+    RawArray<JoinMeta> meta;    // batch.length, all set by Push or Import
+    RawArray<uint64_t> values;  // negative: hash of each row's values, to find a positive again
     int64_t live;
   };
 
@@ -241,18 +272,25 @@ class JoinRowStore {
     kept_[h].state = kJoinLetGo;
     released_.push_back(h);
   }
+  template <typename F>
+  void LetGoIf(Handle h, F&& taken) {
+    if (taken(kept_[h].key)) LetGo(h);
+  }
   struct Probe {
     const Value* values;  // (a RowStore slot's values never move)
+    Handle h;
   };
-  Probe ProbeOf(Handle x) const { return {store_.Get(x)}; }
-  bool Matches(const Probe& p, const JoinRowStore& o, Handle y) const {
+  Probe ProbeOf(Handle x) const { return {store_.Get(x), x}; }
+  JoinMeta& meta(const Probe& p) { return kept_[p.h]; }
+  // As JoinBatchStore::Matches.
+  const JoinMeta* Matches(const Probe& p, const JoinRowStore& o, Handle y) const {
     // Rows with a NULL key are never kept: only values are compared.
     const Value* u = p.values;
     const Value* v = o.store_.Get(y);
-    if (int64_key_) return u[key_cols_[0]].i == v[o.key_cols_[0]].i;
+    if (int64_key_) return u[key_cols_[0]].i == v[o.key_cols_[0]].i ? &o.kept_[y] : nullptr;
     for (size_t k = 0; k < key_cols_.size(); ++k)
-      if (!ValueEqual(spec_->key_types[k], u[key_cols_[k]], v[o.key_cols_[k]])) return false;
-    return true;
+      if (!ValueEqual(spec_->key_types[k], u[key_cols_[k]], v[o.key_cols_[k]])) return nullptr;
+    return &o.kept_[y];
   }
   bool SameValues(Handle p, Handle x) const { return layout_.Equal(store_.Get(p), store_.Get(x)); }
   // Frees the slots let go of (when no emission of the join is under way).
@@ -327,8 +365,8 @@ class JoinCore {
   Time NextRow() const { return std::min(sides_[0].store.HeadTime(), sides_[1].store.HeadTime()); }
   // Joins the waiting rows in time order, the left input first at equal times: those below
   // `limit`, or with `through` those not after it. The sink hears sink.Begin(side, x) for each
-  // row, then sink.Pair(side, x, y, m) for each row y of the other side with an equal key (m: what
-  // x's JoinMeta was when the probe began).
+  // row, then sink.Pair(side, x, y, m, ym) for each row y of the other side with an equal key (m:
+  // what x's JoinMeta was when the probe began; ym: y's, valid until the sink emits).
   template <typename Sink>
   void Drain(Time limit, bool through, Sink& sink) {
     for (;;) {
@@ -359,8 +397,10 @@ class JoinCore {
   void Expire(int side, Time t) {
     Side& s = sides_[side];
     s.expiring.ExpireThrough(t, [&](const Expiry& e) {
-      H taken;
-      if (s.table.Take(s.store.meta(e.ref).key, [&](H x) { return x == e.ref; }, &taken)) s.store.LetGo(e.ref);
+      s.store.LetGoIf(e.ref, [&](uint64_t key) {
+        H taken;
+        return s.table.Take(key, [&](H x) { return x == e.ref; }, &taken);
+      });
     });
   }
 
@@ -385,8 +425,9 @@ class JoinCore {
   void Join(int side, H x, Sink& sink) {
     Side& s = sides_[side];
     Side& o = sides_[1 - side];
-    JoinMeta& mr = s.store.meta(x);  // (not used once pairs go out: a row coming back through a
-    const JoinMeta m = mr;           // loop may add rows, and move the row store's JoinMetas)
+    const typename Store::Probe probe = s.store.ProbeOf(x);
+    JoinMeta& mr = s.store.meta(probe);  // (not used once pairs go out: a row coming back through a
+    const JoinMeta m = mr;               // loop may add rows, and move the row store's JoinMetas)
     if (m.state != kJoinWaiting) return;
     if (spec_.negative && !m.other.IsInfinite()) {
       // A negative tuple at `sync` ends the positive that started at `other`: it leaves the
@@ -414,9 +455,8 @@ class JoinCore {
     sink.Begin(side, x);
     const Store& ss = s.store;
     const Store& os = o.store;
-    const typename Store::Probe probe = ss.ProbeOf(x);
     o.table.ForEachWith(m.key, [&](H y) {
-      if (ss.Matches(probe, os, y)) sink.Pair(side, x, y, m);
+      if (const JoinMeta* ym = ss.Matches(probe, os, y)) sink.Pair(side, x, y, m, *ym);
     });
   }
 
@@ -437,9 +477,13 @@ void JoinBatchStore::Push(const Batch& in, F&& pending) {
       for (int64_t i = 0; i < n; ++i)
         if (!c.IsValid(i)) k.meta[i].state = kJoinFree;
   const HolderId* holders = spec_->negative || b.holders.empty() ? nullptr : b.holders.as<const HolderId>();
+  // (Batch::StartAt and EndAt, the start read once for both.)
+  const int64_t* ticks = b.sync.tick_data();
+  const int64_t* steps = b.sync.has_steps() ? b.sync.step_data() : nullptr;
+  const std::optional<Duration>& duration = b.constant_duration;
   for (int64_t i = 0; i < n; ++i) {
     JoinMeta& m = k.meta[i];
-    m.sync = b.StartAt(i);
+    m.sync = {ticks[i], steps ? steps[i] : 0};
     m.holder = kNoHolder;
     if (holders && holders[i] != kNoHolder) {
       m.other = Time::MinusInfinity();
@@ -451,7 +495,7 @@ void JoinBatchStore::Push(const Batch& in, F&& pending) {
       }
       continue;
     }
-    m.other = b.EndAt(i);
+    m.other = duration ? m.sync + *duration : b.other.At(i);
     if (!spec_->negative && !(m.sync < m.other)) m.state = kJoinFree;
     k.live -= m.state == kJoinFree;
   }
@@ -463,13 +507,14 @@ void JoinBatchStore::ForEachKept(F&& f) const {
   // The joined rows, then those waiting (from the cursor on), in order.
   for (size_t i = head_; i < slots_.size(); ++i) {
     const Chunk& c = *slots_[i];
-    for (size_t r = 0; r < c.meta.size(); ++r)
+    for (size_t r = 0; r < static_cast<size_t>(c.batch.length); ++r)
       if (c.meta[r].state == kJoinJoined) f(Make(c.seq, static_cast<uint32_t>(r)));
   }
   for (size_t i = head_; i < slots_.size(); ++i) {
     const Chunk& c = *slots_[i];
     if (c.seq < cursor_seq_) continue;
-    for (size_t r = c.seq == cursor_seq_ ? static_cast<size_t>(cursor_row_) : 0; r < c.meta.size(); ++r)
+    for (size_t r = c.seq == cursor_seq_ ? static_cast<size_t>(cursor_row_) : 0; r < static_cast<size_t>(c.batch.length);
+         ++r)
       if (c.meta[r].state == kJoinWaiting) f(Make(c.seq, static_cast<uint32_t>(r)));
   }
 }
