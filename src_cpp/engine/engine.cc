@@ -410,6 +410,7 @@ constexpr char kMagic[8] = {'C', 'Q', 'S', 'N', 'A', 'P', '\r', '\n'};
 // 4: so do the Negative Tuple windows and UNION ALL: their row forms write nothing of their own.
 //    ISTREAM, DSTREAM, RSTREAM and the aggregate write their input's one tracker state
 //    (rows/instants.h), whichever form holds it.
+//    The hash join writes one state for both its forms (operators/hash_join_state.h).
 constexpr uint32_t kFormatVersion = 4;
 constexpr size_t kHeaderSize = 32;
 

@@ -178,6 +178,9 @@ struct Output {
 // instant, at the running instant + ε (the script then says so), while the join advances.
 struct Driver : RowEmitter {
   std::function<std::unique_ptr<RowOperator>()> make;
+  // The operator whose form `op` is: snapshots write its state, then the form's, as the executor
+  // does (DtsExecutor::SnapshotOperator).
+  std::function<Operator*()> owner;
   std::unique_ptr<RowOperator> op;
   HolderTable* holders;
   Script* script;
@@ -280,9 +283,11 @@ struct Driver : RowEmitter {
       CQ_EXPECT(!(op->next_firing(tick) < Time{tick, 1}));
       if (tick == snapshot_at) {
         SnapshotWriter w;
+        owner()->Snapshot(w);
         op->Snapshot(w);
         op = make();
         SnapshotReader r(w.bytes().data(), w.bytes().size());
+        owner()->Restore(r);
         op->Restore(r);
         CQ_EXPECT_EQ(r.left(), 0);
       }
@@ -321,6 +326,7 @@ void RunRows(Form& f, const Variant& v, Script& script, int64_t snapshot_at, boo
     f.join = MakeJoin(v, &f.holders);
     return f.join->ToRows();
   };
+  f.driver.owner = [&f]() -> Operator* { return f.join.get(); };
   f.driver.Run(snapshot_at);
 }
 
