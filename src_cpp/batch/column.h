@@ -84,7 +84,8 @@ void FillStrings(Column& out, int64_t n, View view) {
   for (int64_t k = 0; k < n; ++k) {
     o[k] = pos;
     const std::string_view v = view(k);
-    std::memcpy(out.values.data + pos, v.data(), v.size());
+    // An empty view may have no data at all (memcpy from null is undefined even for 0 bytes).
+    if (!v.empty()) std::memcpy(out.values.data + pos, v.data(), v.size());
     pos += static_cast<int32_t>(v.size());
   }
   o[n] = pos;

@@ -41,7 +41,13 @@ echo "== C++ tests in $(( $(date +%s) - start )) s"
 # CPython is not built with ASan: its runtime must be loaded first — with libstdc++, which the
 # interpreter does not link, or ASan cannot find the real __cxa_throw and aborts at the first C++
 # exception — and CPython's own allocations that live until exit are not leaks to report.
-export ASAN_OPTIONS=halt_on_error=1:abort_on_error=1:detect_leaks=0:detect_stack_use_after_return=1
+# pytest captures a test's stderr, and the sanitizer ends the process before pytest prints it:
+# reports go to files, printed if the run fails.
+reports=$build/reports
+rm -rf "$reports" && mkdir -p "$reports"
+export ASAN_OPTIONS=halt_on_error=1:abort_on_error=1:detect_leaks=0:detect_stack_use_after_return=1:log_path=$reports/asan
+export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:log_path=$reports/ubsan
+trap 'status=$?; [ $status -ne 0 ] && [ -n "$(ls -A "$reports")" ] && head -40 "$reports"/*; exit $status' EXIT
 preload="$("${CXX:-c++}" -print-file-name=libasan.so) $("${CXX:-c++}" -print-file-name=libstdc++.so)"
 start=$(date +%s)
 cd "$root"
