@@ -81,9 +81,9 @@ class CMakeBuild(build_ext):
                 "-DCQ_PGO=GENERATE",
                 f"-DCMAKE_LIBRARY_OUTPUT_DIRECTORY={trained / 'cq_core'}{os.sep}",
             )
-            if _cache_value(build_temp, "CQ_PGO") == "GENERATE" and self._train(
-                build_temp, trained
-            ):
+            # (the stage CMake settled on: OFF for compilers without GCC's profile format)
+            stage = build_dir.read_cache(build_temp).get("CQ_PGO", ("", ""))[1]
+            if stage == "GENERATE" and self._train(build_temp, trained):
                 build("-DCQ_PGO=USE")
                 return
         build("-DCQ_PGO=OFF")
@@ -124,15 +124,6 @@ class CMakeBuild(build_ext):
         else:
             print(f"cq: {run.stderr.strip()}", file=sys.stderr)
         return not failure
-
-
-def _cache_value(build_dir: Path, name: str) -> str | None:
-    """A variable of CMake's cache (the PGO stage CMake settled on: OFF for compilers without
-    GCC's profile format)."""
-    for line in (build_dir / "CMakeCache.txt").read_text().splitlines():
-        if line.startswith(name + ":"):
-            return line.split("=", 1)[1]
-    return None
 
 
 # setuptools stages a wheel's files in build/lib and keeps what it finds there: a module deleted

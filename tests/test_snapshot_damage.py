@@ -20,6 +20,7 @@ import pytest
 
 import cq_py
 import snapshot_damage as fuzz
+from child import child_env
 
 CASES = int(os.environ.get("CQ_FUZZ_CASES", "300"))
 
@@ -58,7 +59,7 @@ def test_the_same_state_gives_the_same_bytes_in_another_process(tmp_path):
         "import sys, snapshot_damage as f; b = f.build(f.bases()[{}]); "
         "sys.stdout.buffer.write(b.snapshot)"
     )
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(fuzz.__file__).parent), *sys.path]))
+    env = child_env(Path(fuzz.__file__).parent)
     for index in (5, 20):
         # Not run from the source tree: `python -c` puts the working directory first on sys.path,
         # and a fresh clone's cq_core/ has no compiled module (the installed package is tested).

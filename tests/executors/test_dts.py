@@ -3,7 +3,6 @@ loops stop with an error naming the loop, and the hybrid and the published execu
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import tempfile
@@ -13,8 +12,8 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-import cq_core
 import cq_py
+from child import child_env
 
 
 def loop(name: str, step: str, cond: str = "", delay: str = "<Now>") -> str:
@@ -312,18 +311,13 @@ def isolated(code: str, timeout: float = 120) -> str:
     """Runs `code` in a fresh interpreter, with the cq_py these tests import, and returns what it
     printed; a run that does not end within `timeout` seconds fails the test instead of hanging
     the suite."""
-    # The directories of the cq_core and cq_py imported here, in that order: the compiled core may
-    # live apart from the sources (the sanitizer's build), and a source tree's cq_core/ then holds
-    # none.
-    roots = dict.fromkeys(str(Path(m.__file__).resolve().parents[1]) for m in (cq_core, cq_py))
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([*roots, os.environ.get("PYTHONPATH", "")]))
     try:
         proc = subprocess.run(
             [sys.executable, "-c", textwrap.dedent(code)],
             capture_output=True,
             text=True,
             timeout=timeout,
-            env=env,
+            env=child_env(),
             cwd=tempfile.gettempdir(),
             check=False,
         )

@@ -31,7 +31,8 @@ TESTS = HERE.parent
 if str(TESTS) not in sys.path:
     sys.path.insert(0, str(TESTS))
 
-from fuzz.mutate import Case, _tokens, case  # noqa: E402 - needs tests/ on sys.path, set above
+from child import child_env  # noqa: E402 - needs tests/ on sys.path, set above
+from fuzz.mutate import Case, _tokens, case  # noqa: E402
 
 
 @dataclass
@@ -81,9 +82,8 @@ class Worker:
         self.buffer = b""
 
     def _start(self) -> subprocess.Popen:
-        env = dict(os.environ)
         # The worker imports what this process imports: the same cq_py, and tests/ for fuzz.*.
-        env["PYTHONPATH"] = os.pathsep.join([str(TESTS)] + [p for p in sys.path if p])
+        env = child_env(TESTS)
         return subprocess.Popen(
             [sys.executable, "-m", "fuzz.worker"],
             stdin=subprocess.PIPE,

@@ -14,7 +14,6 @@ import argparse
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 QUERIES = {
     "window (relation)": "SELECT k, v FROM s [Range Unbounded]",
@@ -25,10 +24,6 @@ QUERIES = {
 }
 
 
-def rss() -> int:
-    return int(Path("/proc/self/statm").read_text().split()[1]) * 4096
-
-
 STEP = 65536  # rows per push
 
 
@@ -37,6 +32,7 @@ def one(query: str, lifetime: str, rows: int) -> float:
     import pyarrow as pa
 
     import cq_py
+    from cq_py.engine import resident_bytes
 
     eng = cq_py.Engine(lifetime=lifetime)
     eng.execute(
@@ -63,8 +59,8 @@ def one(query: str, lifetime: str, rows: int) -> float:
         )
         eng.fetch("q")
         if start is None:
-            start_rows, start = lo + n, rss()
-    return (rss() - start) / (rows - start_rows) * 1e6 / 2**20
+            start_rows, start = lo + n, resident_bytes()
+    return (resident_bytes() - start) / (rows - start_rows) * 1e6 / 2**20
 
 
 def main() -> None:

@@ -1,0 +1,20 @@
+"""The environment of a child interpreter that imports what this process imports: the same cq_py
+and cq_core (an installed package, a source tree, or the sanitizer's build put first on the path),
+plus any directories a test needs first.
+
+    env = child_env(TESTS)  # then subprocess.run([sys.executable, ...], env=env, cwd=elsewhere)
+"""
+
+import os
+import sys
+from pathlib import Path
+
+
+def child_env(*first: str | Path) -> dict[str, str]:
+    """os.environ with PYTHONPATH = ``first`` + this process's sys.path.
+
+    >>> child_env("/x")["PYTHONPATH"].split(os.pathsep)[0]
+    '/x'
+    """
+    path = [str(p) for p in first] + [p for p in sys.path if p]
+    return dict(os.environ, PYTHONPATH=os.pathsep.join(path))
