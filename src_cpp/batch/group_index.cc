@@ -29,26 +29,11 @@ inline uint64_t KeyBits(const Column& c, int64_t row) {
 
 // A one-row column holding `v`.
 Column OneValue(TypeId type, const GroupIndex::KeyView& v) {
-  if (!v.valid || type == TypeId::kNull) return Column::Nulls(type, 1);
-  Column c;
-  c.type = type;
-  c.length = 1;
-  switch (type) {
-    case TypeId::kInt64:
-    case TypeId::kFloat64:
-      c.values = Buffer::Allocate(8);
-      *c.values.as<uint64_t>() = v.bits;
-      break;
-    case TypeId::kBool:
-      c.values = Buffer::AllocateZeroed(1);
-      if (v.bits) bitmap::Set(c.values.data, 0);
-      break;
-    case TypeId::kUtf8:
-      FillStrings(c, 1, [&](int64_t) { return v.str; });
-      break;
-    case TypeId::kNull: break;
-  }
-  return c;
+  ValueStore one(type);
+  const bool valid = v.valid && type != TypeId::kNull;
+  if (type == TypeId::kUtf8) one.AppendString(v.str, valid);
+  else one.AppendBits(v.bits, valid);
+  return one.Take();
 }
 
 }  // namespace
@@ -200,7 +185,8 @@ uint32_t GroupIndex::MapOneSlow(std::span<const KeyView> keys) {
   // it, or NULL) goes through Map as a one-row batch, so that ids are given out and tables grow
   // one way only.
   if (keys.empty() && groups_ > 0) return 0;  // no GROUP BY: one group
-  if (!keys.empty() && !direct_) {
+  // (A direct table holds valid keys only: a NULL key is looked up as in a fixed-width table.)
+  if (!keys.empty() && (!direct_ || !keys[0].valid)) {
     uint32_t g;
     if (fixed_) {
       const KeyView& k = keys[0];

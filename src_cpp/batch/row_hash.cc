@@ -4,16 +4,6 @@
 
 namespace cq {
 
-namespace {
-constexpr uint64_t kNullHash = 0x9e3779b97f4a7c15ULL;
-
-uint64_t HashBytes(std::string_view s) {
-  uint64_t h = 1469598103934665603ULL;  // FNV-1a, then mixed
-  for (unsigned char c : s) h = (h ^ c) * 1099511628211ULL;
-  return MixHash(h);
-}
-}  // namespace
-
 void AppendKeyOf(TypeId type, bool valid, uint64_t bits, std::string_view s, std::string* out) {
   if (type == TypeId::kNull || !valid) {
     out->push_back('\0');
@@ -57,7 +47,7 @@ void AppendKey(const Column& c, int64_t row, std::string* out) {
 }
 
 void HashRows(std::span<const Column> columns, int64_t n, uint64_t* hashes) {
-  for (int64_t i = 0; i < n; ++i) hashes[i] = 0x2545F4914F6CDD1DULL;
+  for (int64_t i = 0; i < n; ++i) hashes[i] = kRowHashSeed;
   for (const Column& c : columns) {
     // A column at a time, its type decided once: the loops below are free of per-row switches.
     auto mix = [&](auto value_hash) {

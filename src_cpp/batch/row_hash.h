@@ -15,6 +15,12 @@
 
 namespace cq {
 
+// A row's hash starts from kRowHashSeed and folds in each value's hash as MixHash(h * 31 + v); a
+// NULL's is kNullHash, a string's HashBytes. The row form (rows/row.h's ValueHash, RowLayout) hashes
+// from the same pieces, so a row hashes alike in either form.
+inline constexpr uint64_t kRowHashSeed = 0x2545F4914F6CDD1DULL;
+inline constexpr uint64_t kNullHash = 0x9e3779b97f4a7c15ULL;
+
 // hashes[i] for rows [0, n) of `columns` (compact).
 void HashRows(std::span<const Column> columns, int64_t n, uint64_t* hashes);
 
@@ -41,6 +47,12 @@ inline uint64_t MixHash(uint64_t x) {
   x *= 0xc4ceb9fe1a85ec53ULL;
   x ^= x >> 33;
   return x;
+}
+
+inline uint64_t HashBytes(std::string_view s) {
+  uint64_t h = 1469598103934665603ULL;  // FNV-1a, then mixed
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ULL;
+  return MixHash(h);
 }
 
 }  // namespace cq

@@ -97,7 +97,6 @@ T Get(const Value& v) {
 inline Value Make(int64_t v) { return Value::Int(v); }
 inline Value Make(double v) { return Value::Double(v); }
 inline Value Make(bool v) { return Value::Bool(v); }
-inline Value Make(std::string_view v) { return Value::String(v); }
 
 // ---- adapters: the row form of a function's definition -----------------------------------------
 // A "value op" has `static Value Apply(Value a[, Value b])` over valid arguments; NULL arguments

@@ -31,7 +31,7 @@ double BitsDouble(uint64_t b) {
 
 Aggregate::Aggregate(std::vector<std::unique_ptr<Expression>> keys, std::vector<Spec> aggs, Schema output,
                      Input input, ExpirationPolicy policy, HolderTable* holders)
-    : keys_(std::move(keys)), output_(std::move(output)), input_(input), policy_(policy), holders_(holders),
+    : keys_(std::move(keys)), output_(std::move(output)), input_(input), holders_(holders),
       index_([&] {
         std::vector<TypeId> types;
         for (const auto& k : keys_) types.push_back(k->type());

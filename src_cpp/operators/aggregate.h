@@ -223,7 +223,6 @@ class Aggregate final : public Operator {
   Schema output_;
   std::shared_ptr<const Schema> shared_output_;
   Input input_;
-  ExpirationPolicy policy_;
   HolderTable* holders_;
   GroupIndex index_;
   bool has_strings_ = false;  // some result is utf8

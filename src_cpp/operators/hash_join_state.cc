@@ -118,17 +118,14 @@ JoinBatchStore::Chunk& JoinBatchStore::Add(Batch b) {
   k->batch = std::move(b);
   const int64_t n = k->batch.length;
   for (const Expression* e : spec_->keys[side_]) k->key_cols.push_back(e->Evaluate(k->batch));
-  RawArray<uint64_t> keys = AllocateRaw<uint64_t>(static_cast<size_t>(n));
-  HashRows(k->key_cols, n, keys.get());
-  k->meta = AllocateRaw<JoinMeta>(static_cast<size_t>(n));
+  hashes_.clear();
+  HashRows(k->key_cols, n, hashes_.Append(static_cast<size_t>(n)));
+  JoinMeta* meta = k->meta.Append(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) {
-    k->meta[i].key = keys[i];
-    k->meta[i].state = kJoinWaiting;
+    meta[i].key = hashes_[static_cast<size_t>(i)];
+    meta[i].state = kJoinWaiting;
   }
-  if (spec_->negative) {
-    k->values = AllocateRaw<uint64_t>(static_cast<size_t>(n));
-    HashRows(k->batch.columns, n, k->values.get());
-  }
+  if (spec_->negative) HashRows(k->batch.columns, n, k->values.Append(static_cast<size_t>(n)));
   k->live = n;
   if (empty()) {
     slots_.clear();
@@ -147,7 +144,7 @@ void JoinBatchStore::LoadCursor() {
   while (!empty() && cursor_seq_ - first_seq_ < slots_.size()) {
     const Chunk& c = at(cursor_seq_);
     if (cursor_row_ < c.batch.length) {
-      cursor_meta_ = c.meta.get();
+      cursor_meta_ = c.meta.data();
       cursor_length_ = c.batch.length;
       return;
     }
@@ -230,13 +227,9 @@ JoinRowStore::JoinRowStore(const JoinSpec& spec, int side) : spec_(&spec) {
 }
 
 bool JoinRowStore::KeyHash(const Value* v, uint64_t* h) const {
-  uint64_t x = 0x2545F4914F6CDD1DULL;  // no keys (nested loops): one hash for every row
-  for (size_t k = 0; k < key_cols_.size(); ++k) {
-    const Value& kv = v[key_cols_[k]];
-    if (!kv.valid) return false;
-    x = MixHash(x * 31 + ValueHash(spec_->key_types[k], kv));
-  }
-  *h = x;
+  for (int c : key_cols_)
+    if (!v[c].valid) return false;
+  *h = store_.layout().HashOn(key_cols_, v);  // (no keys, nested loops: one hash for every row)
   return true;
 }
 

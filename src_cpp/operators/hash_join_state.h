@@ -28,13 +28,12 @@
 //    alive.
 #include <algorithm>
 #include <memory>
-#include <new>
 #include <optional>
-#include <type_traits>
 #include <vector>
 
 #include "base/errors.h"
 #include "base/hash_multimap.h"
+#include "base/scratch_list.h"
 #include "batch/batch.h"
 #include "batch/row_equal.h"
 #include "batch/snapshot.h"
@@ -60,21 +59,6 @@ enum JoinRowState : uint32_t {
   kJoinJoined = 2,   // in the index
   kJoinLetGo = 3,    // out of both; the row store frees its slot when no emission is under way
 };
-
-// Room for n values of a trivial type, left unset: for per-row arrays whose every element is
-// written before it is read (a vector's resize would write zeros first, as many stores as bytes
-// under the instruction count, about 100 per joined tuple).
-template <typename T>
-struct RawArrayFree {
-  void operator()(T* p) const { ::operator delete(p); }
-};
-template <typename T>
-using RawArray = std::unique_ptr<T[], RawArrayFree<T>>;
-template <typename T>
-RawArray<T> AllocateRaw(size_t n) {
-  static_assert(std::is_trivially_copyable_v<T> && std::is_trivially_destructible_v<T>);
-  return RawArray<T>(static_cast<T*>(::operator new(std::max<size_t>(n, 1) * sizeof(T))));
-}
 
 // What both forms and both stores are built from (HashJoin owns the expressions).
 struct JoinSpec {
@@ -220,8 +204,8 @@ class JoinBatchStore {
     uint32_t seq;
     Batch batch;  // compact
     std::vector<Column> key_cols;
-    RawArray<JoinMeta> meta;    // batch.length, all set by Push or Import
-    RawArray<uint64_t> values;  // negative: hash of each row's values, to find a positive again
+    ScratchList<JoinMeta> meta;    // batch.length, all set by Push or Import
+    ScratchList<uint64_t> values;  // negative: hash of each row's values, to find a positive again
     int64_t live;
   };
 
@@ -245,6 +229,7 @@ class JoinBatchStore {
   int64_t cursor_row_ = 0;
   const JoinMeta* cursor_meta_ = nullptr;  // its batch's (null when no row waits)
   int64_t cursor_length_ = 0;
+  ScratchList<uint64_t> hashes_;  // Add's key hashes, refilled for every batch
 };
 
 // The row form's: a RowStore slot per row (the input's columns, then the join keys that are not
@@ -260,10 +245,7 @@ class JoinRowStore {
   Time HeadTime() const { return head_ < queue_.size() ? kept_[queue_[head_]].sync : Time::Infinity(); }
   Handle PopHead() {
     const Handle h = queue_[head_++];
-    if (head_ == queue_.size()) {
-      queue_.clear();
-      head_ = 0;
-    }
+    TrimFront(queue_, head_);  // (a queue that never empties is compacted too)
     return h;
   }
   JoinMeta& meta(Handle h) { return kept_[h]; }

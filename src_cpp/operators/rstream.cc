@@ -134,10 +134,9 @@ class FinalTicks {
 
 }  // namespace
 
-RStream::RStream(const Schema& input, std::unique_ptr<InstantTracker> tracker, bool negative, ExpirationPolicy policy,
-                 const int64_t* furthest)
+RStream::RStream(const Schema& input, bool negative, ExpirationPolicy policy, const int64_t* furthest)
     : schema_(std::make_shared<const Schema>(input)),
-      instants_(input, negative, policy, /*track_alive=*/true, false, std::move(tracker)),
+      instants_(input, negative, policy, /*track_alive=*/true, false),
       negative_(negative),
       furthest_(furthest) {}
 
@@ -431,7 +430,7 @@ void RegisterRStream(OperatorRegistry& r) {
   r.Register("rstream", [](const OperatorSpec& s, const std::vector<OperatorInput>& in,
                            const OperatorContext& ctx) -> std::unique_ptr<Operator> {
     CQ_CHECK(in.size() == 1 && in[0].kind == BatchKind::kLifetime, "RSTREAM reads one relation");
-    return std::make_unique<RStream>(*in[0].schema, nullptr, ctx.negative, PlannedPolicy(s.params), ctx.furthest);
+    return std::make_unique<RStream>(*in[0].schema, ctx.negative, PlannedPolicy(s.params), ctx.furthest);
   });
 }
 

@@ -21,10 +21,9 @@ namespace cq {
 
 class RStream final : public Operator {
  public:
-  // `furthest`: the engine's progress P (null: no input is ahead of this one). `tracker`: the batch
-  // form's (null: one as `negative` and `policy` say).
-  RStream(const Schema& input, std::unique_ptr<InstantTracker> tracker, bool negative = false,
-          ExpirationPolicy policy = ExpirationPolicy::kLazy, const int64_t* furthest = nullptr);
+  // `furthest`: the engine's progress P (null: no input is ahead of this one).
+  RStream(const Schema& input, bool negative = false, ExpirationPolicy policy = ExpirationPolicy::kLazy,
+          const int64_t* furthest = nullptr);
   void Push(int port, const Batch& batch, Emitter& out) override;
   void PushEnds(int port, const EndBatch& ends, Emitter& out) override;
   void AdvanceTo(Time progress, Emitter& out) override;

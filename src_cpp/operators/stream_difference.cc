@@ -11,20 +11,12 @@
 
 namespace cq {
 
-namespace {
-struct LaterEnd {
-  template <typename E>
-  bool operator()(const E& a, const E& b) const { return a.end > b.end; }
-};
-}  // namespace
-
 template <Difference kSide>
-StreamDifference<kSide>::StreamDifference(const Schema& input, bool constant, std::unique_ptr<InstantTracker> tracker,
-                                          bool negative, ExpirationPolicy policy)
+StreamDifference<kSide>::StreamDifference(const Schema& input, bool constant, bool negative, ExpirationPolicy policy)
     : schema_(input),
       equal_(input),
       constant_(constant),
-      instants_(input, negative, policy, false, /*starts_only=*/kIStream, std::move(tracker)),
+      instants_(input, negative, policy, false, /*starts_only=*/kIStream),
       out_schema_(std::make_shared<const Schema>(input)) {
   CQ_CHECK(kIStream || !constant_, "DSTREAM has no constant-duration strategy");
 }
@@ -423,7 +415,7 @@ void RegisterIStream(OperatorRegistry& r) {
     CQ_CHECK(in.size() == 1, "istream takes one input");
     CQ_CHECK(in[0].kind == BatchKind::kLifetime, "ISTREAM's input must be a relation");
     const bool constant = PlannedConstant(s.params) && !ctx.negative;
-    return std::make_unique<IStream>(*in[0].schema, constant, nullptr, ctx.negative,
+    return std::make_unique<IStream>(*in[0].schema, constant, ctx.negative,
                                      constant ? ExpirationPolicy::kFifo : PlannedPolicy(s.params));
   });
 }
@@ -432,7 +424,7 @@ void RegisterDStream(OperatorRegistry& r) {
   r.Register("dstream", [](const OperatorSpec& s, const std::vector<OperatorInput>& in,
                            const OperatorContext& ctx) -> std::unique_ptr<Operator> {
     CQ_CHECK(in.size() == 1 && in[0].kind == BatchKind::kLifetime, "DSTREAM reads one relation");
-    return std::make_unique<DStream>(*in[0].schema, false, nullptr, ctx.negative, PlannedPolicy(s.params));
+    return std::make_unique<DStream>(*in[0].schema, false, ctx.negative, PlannedPolicy(s.params));
   });
 }
 

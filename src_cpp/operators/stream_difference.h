@@ -42,10 +42,9 @@ class StreamDifference final : public Operator {
  public:
   static constexpr bool kIStream = kSide == Difference::kStarts;
   // `constant` (ISTREAM only): the input's lifetimes all have one duration known at plan time.
-  // `tracker`: the batch form's tracker of the general strategy (null: one as `negative` and
-  // `policy` say). `negative`, `policy`: the lifetime method and the expiration policy.
-  StreamDifference(const Schema& input, bool constant, std::unique_ptr<InstantTracker> tracker = nullptr,
-                   bool negative = false, ExpirationPolicy policy = ExpirationPolicy::kLazy);
+  // `negative`, `policy`: the lifetime method and the expiration policy.
+  StreamDifference(const Schema& input, bool constant, bool negative = false,
+                   ExpirationPolicy policy = ExpirationPolicy::kLazy);
   void Push(int port, const Batch& batch, Emitter& out) override;
   void PushEnds(int port, const EndBatch& ends, Emitter& out) override;
   void AdvanceTo(Time progress, Emitter& out) override;

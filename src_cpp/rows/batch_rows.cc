@@ -130,7 +130,7 @@ void RowStore::Restore(SnapshotReader& r, const Schema& schema) {
   ForEachRow(b, [&](const Row& row) {
     while (!live_flags[slot]) ++slot;
     Value* dst = Place(slot++);
-    std::memcpy(static_cast<void*>(dst), row.values, layout_.width() * sizeof(Value));
+    if (layout_.width()) std::memcpy(static_cast<void*>(dst), row.values, layout_.width() * sizeof(Value));
     layout_.Retain(dst);
   });
   live_ = std::move(live_flags);

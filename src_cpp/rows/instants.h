@@ -24,10 +24,8 @@ class Instants {
  public:
   // `stored`: the schema of the rows pushed. `negative`: the lifetime method; `track_alive`: keep
   // R(t) itself (RSTREAM); `starts_only`: the row form visits only instants where a tuple starts
-  // (ISTREAM: RowRelationTracker says why). `batch`: the batch form's tracker, when the caller
-  // makes it (else one as the method and policy say).
-  Instants(const Schema& stored, bool negative, ExpirationPolicy policy, bool track_alive, bool starts_only,
-           std::unique_ptr<InstantTracker> batch = nullptr);
+  // (ISTREAM: RowRelationTracker says why).
+  Instants(const Schema& stored, bool negative, ExpirationPolicy policy, bool track_alive, bool starts_only);
 
   // The state for the batch form: the rows moved into batches if the row form holds them.
   InstantTracker& batch() {

@@ -33,16 +33,12 @@ bool ValueEqual(TypeId type, const Value& a, const Value& b) {
 }
 
 uint64_t ValueHash(TypeId type, const Value& v) {
-  if (!v.valid || type == TypeId::kNull) return 0x9e3779b97f4a7c15ULL;
+  if (!v.valid || type == TypeId::kNull) return kNullHash;
   switch (type) {
     case TypeId::kInt64: return MixHash(static_cast<uint64_t>(v.i));
     case TypeId::kBool: return MixHash(v.i ? 1 : 2);
     case TypeId::kFloat64: return MixHash(KeyBitsOf(v.d));
-    case TypeId::kUtf8: {
-      uint64_t h = 1469598103934665603ULL;
-      for (unsigned char c : v.s->view()) h = (h ^ c) * 1099511628211ULL;
-      return MixHash(h);
-    }
+    case TypeId::kUtf8: return HashBytes(v.s->view());
     case TypeId::kNull: break;
   }
   return 0;

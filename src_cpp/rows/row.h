@@ -101,7 +101,7 @@ class RowLayout {
   uint64_t HashOn(const std::vector<int>& cols, const Value* v) const;
 
  private:
-  static constexpr uint64_t kHashSeed = 0x2545F4914F6CDD1DULL;
+  static constexpr uint64_t kHashSeed = kRowHashSeed;
   uint64_t HashAny(const Value* v) const;
 
   std::vector<TypeId> types_;

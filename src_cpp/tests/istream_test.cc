@@ -106,7 +106,7 @@ CQ_TEST(istream_materialized_ends_ghosts_and_never_ending_rows) {
                                  {4, 6, {8, 0}, true},  {2, 6, {7, 0}, false},  {3, 7, {8, 0}, true}};
   CQ_EXPECT_EQ(Reference(rows), (std::vector<std::string>{"1@0", "2@0", "3@5", "4@5", "4@6"}));
   for (size_t cut : {size_t{1}, size_t{2}, size_t{4}, rows.size()}) {
-    IStream op(kSchema, /*constant=*/false, MakeInstantTracker(false, static_cast<int>(ExpirationPolicy::kLazy), false));
+    IStream op(kSchema, /*constant=*/false);
     Collect out;
     for (size_t from = 0; from < rows.size(); from += cut) {
       const std::vector<Row> part(rows.begin() + from, rows.begin() + std::min(rows.size(), from + cut));
@@ -148,7 +148,7 @@ CQ_TEST(istream_constant_duration_releases_rows_once_they_cannot_cancel) {
 CQ_TEST(istream_general_strategy_mixes_constant_and_other_lifetimes) {
   // Constant [Range 3] batches first, then lifetimes of other lengths (a union of windows): the
   // rows alive from the first batches keep their ends (start + 3) and cancel starts at them.
-  IStream op(kSchema, /*constant=*/false, MakeInstantTracker(false, static_cast<int>(ExpirationPolicy::kLazy), false));
+  IStream op(kSchema, /*constant=*/false);
   Collect out;
   std::vector<Row> all;
   auto push = [&](const std::vector<Row>& rows, std::optional<Duration> d) {
@@ -174,7 +174,7 @@ CQ_TEST(istream_matches_the_reference_on_random_lifetimes) {
     // Batches of random size; the first `constant_batches` use [Range 3], the rest any lifetime.
     const int64_t constant_batches = rng.Below(4);
     const int64_t nbatches = constant_batches + 1 + rng.Below(6);
-    IStream op(kSchema, /*constant=*/false, MakeInstantTracker(false, static_cast<int>(ExpirationPolicy::kLazy), false));
+    IStream op(kSchema, /*constant=*/false);
     Collect out;
     std::vector<Row> all;
     int64_t t = 0;
@@ -238,7 +238,7 @@ CQ_TEST(istream_cancels_many_rows_against_many_as_bags_of_floats) {
       b.other.ticks = I64(I64s(values.size(), end)).values;
       return b;
     };
-    IStream op(schema, /*constant=*/false, MakeInstantTracker(false, static_cast<int>(ExpirationPolicy::kLazy), false));
+    IStream op(schema, /*constant=*/false);
     Collect out;
     op.Push(0, batch({0.0, nan, 1.5, 2.5, 1.5}, 0, 1), out);
     op.Push(0, batch({-0.0, nan, nan, 1.5, 3.5}, 1, 2), out);
@@ -261,7 +261,7 @@ CQ_TEST(istream_cancels_against_more_than_64_ending_rows_in_pieces) {
   std::vector<Row> ending, starting;
   for (int64_t i = 0; i < 150; ++i) ending.push_back({(i * 37) % 50, 0, Time{1, 0}, true});
   for (int64_t i = 0; i < 200; ++i) starting.push_back({rng.Below(60), 1, Time{2, 0}, true});
-  IStream op(kSchema, /*constant=*/false, MakeInstantTracker(false, static_cast<int>(ExpirationPolicy::kLazy), false));
+  IStream op(kSchema, /*constant=*/false);
   Collect out;
   op.Push(0, LifetimeBatch(ending, std::nullopt), out);
   op.Push(0, LifetimeBatch(starting, std::nullopt), out);
