@@ -92,9 +92,8 @@ PYBIND11_MODULE(_core, m) {
   py::class_<cq::Engine>(m, "Engine")
       .def(py::init([](const std::string& lifetime, const std::string& executor, bool expose_steps, bool hybrid,
                        int64_t max_loop_steps, int64_t max_run, int64_t max_loop_ticks, int64_t max_loop_rows) {
-             return std::make_unique<cq::Engine>(cq::EngineOptions{lifetime, executor, expose_steps, hybrid,
-                                                                   max_loop_steps, max_run, max_loop_ticks,
-                                                                   max_loop_rows});
+             return std::make_unique<cq::Engine>(cq::EngineOptions{
+                 lifetime, executor, expose_steps, hybrid, max_loop_steps, max_run, max_loop_ticks, max_loop_rows});
            }),
            py::arg("lifetime") = "direct", py::arg("executor") = "dts", py::arg("expose_steps") = false,
            py::arg("hybrid") = true, py::arg("max_loop_steps") = 1000000, py::arg("max_run") = 20,
@@ -108,8 +107,9 @@ PYBIND11_MODULE(_core, m) {
              py::gil_scoped_release release;
              e.Push(stream, std::move(imported));
            })
-      .def("advance", [](cq::Engine& e, int64_t tick, int64_t step) { e.Advance({tick, step}); },
-           py::arg("tick"), py::arg("step") = 0, py::call_guard<py::gil_scoped_release>())
+      .def(
+          "advance", [](cq::Engine& e, int64_t tick, int64_t step) { e.Advance({tick, step}); }, py::arg("tick"),
+          py::arg("step") = 0, py::call_guard<py::gil_scoped_release>())
       .def("close", &cq::Engine::Close, py::call_guard<py::gil_scoped_release>())
       .def_property_readonly("closed", &cq::Engine::closed)
       .def("drain",
@@ -136,17 +136,18 @@ PYBIND11_MODULE(_core, m) {
       .def("explain", &cq::Engine::Explain)
       // Snapshots cross as bytes: one copy out (std::string -> bytes); in, the caller's buffer is
       // read where it is.
-      .def("snapshot",
-           [](const cq::Engine& e, const py::bytes& annex) {
-             const std::string_view a = annex;
-             std::string s;
-             {
-               py::gil_scoped_release release;
-               s = e.Snapshot(a);
-             }
-             return py::bytes(s);
-           },
-           py::arg("annex") = py::bytes())
+      .def(
+          "snapshot",
+          [](const cq::Engine& e, const py::bytes& annex) {
+            const std::string_view a = annex;
+            std::string s;
+            {
+              py::gil_scoped_release release;
+              s = e.Snapshot(a);
+            }
+            return py::bytes(s);
+          },
+          py::arg("annex") = py::bytes())
       .def("restore", [](cq::Engine& e, const py::buffer& data) {
         const py::buffer_info info = data.request();
         const std::string_view s = BufferBytes(data, info);

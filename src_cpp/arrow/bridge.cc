@@ -35,9 +35,9 @@ Column ImportColumn(const std::shared_ptr<void>& owner, const ArrowSchema* s, co
   auto type = TypeFromArrowFormat(s->format ? s->format : "");
   std::string name = s->name ? s->name : "";
   if (!type) {
-    throw CqError(ErrorKind::kInput, "column '" + name +
-                  "': unsupported Arrow format '" + (s->format ? s->format : "") +
-                  "' (expected int64 'l', float64 'g', utf8 'u', bool 'b' or null 'n')");
+    throw CqError(ErrorKind::kInput, "column '" + name + "': unsupported Arrow format '" +
+                                         (s->format ? s->format : "") +
+                                         "' (expected int64 'l', float64 'g', utf8 'u', bool 'b' or null 'n')");
   }
   if (s->dictionary) throw CqError(ErrorKind::kInput, "column '" + name + "': dictionary arrays are not supported");
   const int64_t off = a->offset + parent_offset;
@@ -115,8 +115,7 @@ void ReleaseArray(ArrowArray* a) {
   a->release = nullptr;
 }
 
-void FillSchema(ArrowSchema* s, const std::string& format, const std::string& name, int64_t flags,
-                int64_t n_children) {
+void FillSchema(ArrowSchema* s, const std::string& format, const std::string& name, int64_t flags, int64_t n_children) {
   auto* d = new ExportedSchemaData{format, name, {}, {}};
   for (int64_t i = 0; i < n_children; ++i) {
     d->children.push_back(std::make_unique<ArrowSchema>());
@@ -166,7 +165,7 @@ ImportedBatch ImportStruct(const ArrowSchema* schema, ArrowArray* array) {
     throw CqError(ErrorKind::kInput, "an Arrow record batch was expected, found a released or null array");
   if (std::strcmp(schema->format, "+s") != 0)
     throw CqError(ErrorKind::kInput, std::string("an Arrow record batch (struct '+s') was expected, found format '") +
-                  schema->format + "'");
+                                         schema->format + "'");
   if (schema->n_children != array->n_children)
     throw CqError(ErrorKind::kInput, "Arrow schema and array disagree on the number of columns");
   auto owner_impl = std::make_shared<ImportedArrayOwner>(array);
@@ -184,8 +183,8 @@ ImportedBatch ImportStruct(const ArrowSchema* schema, ArrowArray* array) {
   return out;
 }
 
-void ExportStruct(const std::vector<std::string>& names, std::span<const Column> columns,
-                  int64_t length, ArrowSchema* schema, ArrowArray* array) {
+void ExportStruct(const std::vector<std::string>& names, std::span<const Column> columns, int64_t length,
+                  ArrowSchema* schema, ArrowArray* array) {
   const int64_t n = static_cast<int64_t>(columns.size());
   FillSchema(schema, "+s", "", 0, n);
   for (int64_t i = 0; i < n; ++i)

@@ -25,7 +25,7 @@ struct ImportedBatch {
 ImportedBatch ImportStruct(const ArrowSchema* schema, ArrowArray* array);
 
 // Fills `schema` and `array` (a struct of the given columns). On return the consumer owns both.
-void ExportStruct(const std::vector<std::string>& names, std::span<const Column> columns,
-                  int64_t length, ArrowSchema* schema, ArrowArray* array);
+void ExportStruct(const std::vector<std::string>& names, std::span<const Column> columns, int64_t length,
+                  ArrowSchema* schema, ArrowArray* array);
 
 }  // namespace cq

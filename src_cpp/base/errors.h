@@ -27,10 +27,10 @@ class CqError : public std::runtime_error {
 };
 
 // A broken invariant inside cq (not a user error).
-#define CQ_CHECK(cond, msg)                                                                  \
-  do {                                                                                       \
-    if (!(cond)) throw ::cq::CqError(::cq::ErrorKind::kInternal,                             \
-                                     std::string("internal error: ") + (msg) + " [" #cond "]"); \
+#define CQ_CHECK(cond, msg)                                                                                      \
+  do {                                                                                                           \
+    if (!(cond))                                                                                                 \
+      throw ::cq::CqError(::cq::ErrorKind::kInternal, std::string("internal error: ") + (msg) + " [" #cond "]"); \
   } while (0)
 
 }  // namespace cq

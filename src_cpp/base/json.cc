@@ -10,9 +10,7 @@ namespace cq::json {
 
 namespace {
 
-[[noreturn]] void Fail(const std::string& what) {
-  throw CqError(ErrorKind::kInternal, "malformed plan JSON: " + what);
-}
+[[noreturn]] void Fail(const std::string& what) { throw CqError(ErrorKind::kInternal, "malformed plan JSON: " + what); }
 
 // Objects and arrays are read (and freed) recursively, so their nesting is bounded: a million '['
 // must be an error, not a stack overflow. The planner's plans nest far less (it caps expressions
@@ -67,7 +65,10 @@ class Reader {
           std::string key = String();
           Expect(':');
           (*obj)[key] = Any();
-          if (Peek() == ',') { ++i_; continue; }
+          if (Peek() == ',') {
+            ++i_;
+            continue;
+          }
           Expect('}');
           break;
         }
@@ -82,7 +83,10 @@ class Reader {
       } else {
         for (;;) {
           arr->push_back(Any());
-          if (Peek() == ',') { ++i_; continue; }
+          if (Peek() == ',') {
+            ++i_;
+            continue;
+          }
           Expect(']');
           break;
         }
@@ -115,8 +119,15 @@ class Reader {
     if (i_ < t_.size() && (t_[i_] == '-' || t_[i_] == '+')) ++i_;
     while (i_ < t_.size()) {
       char c = t_[i_];
-      if (c >= '0' && c <= '9') { ++i_; continue; }
-      if (c == '.' || c == 'e' || c == 'E' || c == '-' || c == '+') { is_float = true; ++i_; continue; }
+      if (c >= '0' && c <= '9') {
+        ++i_;
+        continue;
+      }
+      if (c == '.' || c == 'e' || c == 'E' || c == '-' || c == '+') {
+        is_float = true;
+        ++i_;
+        continue;
+      }
       break;
     }
     std::string s(t_.substr(start, i_ - start));
@@ -171,7 +182,10 @@ class Reader {
     std::string out;
     while (i_ < t_.size() && t_[i_] != '"') {
       char c = t_[i_++];
-      if (c != '\\') { out += c; continue; }
+      if (c != '\\') {
+        out += c;
+        continue;
+      }
       if (i_ >= t_.size()) Fail("unterminated escape");
       char e = t_[i_++];
       switch (e) {

@@ -16,9 +16,8 @@ using Array = std::vector<Value>;
 using Object = std::map<std::string, Value, std::less<>>;
 
 struct Value {
-  std::variant<std::nullptr_t, bool, int64_t, double, std::string, std::shared_ptr<Array>,
-               std::shared_ptr<Object>>
-      v = nullptr;
+  std::variant<std::nullptr_t, bool, int64_t, double, std::string, std::shared_ptr<Array>, std::shared_ptr<Object>> v =
+      nullptr;
 
   bool is_null() const { return std::holds_alternative<std::nullptr_t>(v); }
   bool is_object() const { return std::holds_alternative<std::shared_ptr<Object>>(v); }

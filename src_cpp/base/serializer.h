@@ -62,14 +62,59 @@ template <typename T, typename F>
 constexpr void ForEachField(T& v, F&& f) {
   constexpr size_t n = FieldCount<std::remove_const_t<T>>();
   static_assert(n >= 1 && n <= 8, "snapshot structs have 1 to 8 fields");
-  if constexpr (n == 1) { auto& [a] = v; f(a); }
-  else if constexpr (n == 2) { auto& [a, b] = v; f(a); f(b); }
-  else if constexpr (n == 3) { auto& [a, b, c] = v; f(a); f(b); f(c); }
-  else if constexpr (n == 4) { auto& [a, b, c, d] = v; f(a); f(b); f(c); f(d); }
-  else if constexpr (n == 5) { auto& [a, b, c, d, e] = v; f(a); f(b); f(c); f(d); f(e); }
-  else if constexpr (n == 6) { auto& [a, b, c, d, e, g] = v; f(a); f(b); f(c); f(d); f(e); f(g); }
-  else if constexpr (n == 7) { auto& [a, b, c, d, e, g, h] = v; f(a); f(b); f(c); f(d); f(e); f(g); f(h); }
-  else { auto& [a, b, c, d, e, g, h, i] = v; f(a); f(b); f(c); f(d); f(e); f(g); f(h); f(i); }
+  if constexpr (n == 1) {
+    auto& [a] = v;
+    f(a);
+  } else if constexpr (n == 2) {
+    auto& [a, b] = v;
+    f(a);
+    f(b);
+  } else if constexpr (n == 3) {
+    auto& [a, b, c] = v;
+    f(a);
+    f(b);
+    f(c);
+  } else if constexpr (n == 4) {
+    auto& [a, b, c, d] = v;
+    f(a);
+    f(b);
+    f(c);
+    f(d);
+  } else if constexpr (n == 5) {
+    auto& [a, b, c, d, e] = v;
+    f(a);
+    f(b);
+    f(c);
+    f(d);
+    f(e);
+  } else if constexpr (n == 6) {
+    auto& [a, b, c, d, e, g] = v;
+    f(a);
+    f(b);
+    f(c);
+    f(d);
+    f(e);
+    f(g);
+  } else if constexpr (n == 7) {
+    auto& [a, b, c, d, e, g, h] = v;
+    f(a);
+    f(b);
+    f(c);
+    f(d);
+    f(e);
+    f(g);
+    f(h);
+  } else {
+    auto& [a, b, c, d, e, g, h, i] = v;
+    f(a);
+    f(b);
+    f(c);
+    f(d);
+    f(e);
+    f(g);
+    f(h);
+    f(i);
+  }
 }
 
 // How a trivially copyable type is written: its bytes as they are (Raw: scalars, and structs
@@ -125,7 +170,8 @@ class ByteWriter {
   void Pod(const T& v) {
     if constexpr (snapshot_detail::Raw<T>()) Bytes(&v, sizeof(T));
     else if constexpr (std::is_same_v<T, bool>) U8(v ? 1 : 0);
-    else if constexpr (std::is_array_v<T>) for (const auto& x : v) Pod(x);
+    else if constexpr (std::is_array_v<T>)
+      for (const auto& x : v) Pod(x);
     else snapshot_detail::ForEachField(v, [this](const auto& f) { Pod(f); });
   }
   void U8(uint8_t v) { Bytes(&v, 1); }
@@ -229,14 +275,16 @@ class ByteReader {
   T Below(uint64_t bound, const char* what) {
     static_assert(std::is_unsigned_v<T>);
     const T v = Pod<T>();
-    if (v >= bound) Corrupt(std::string(what) + ": expected below " + std::to_string(bound) + ", found " + std::to_string(v));
+    if (v >= bound)
+      Corrupt(std::string(what) + ": expected below " + std::to_string(bound) + ", found " + std::to_string(v));
     return v;
   }
   // A signed integer in [lo, hi].
   int64_t I64In(int64_t lo, int64_t hi, const char* what) {
     const int64_t v = I64();
     if (v < lo || v > hi)
-      Corrupt(std::string(what) + ": expected " + std::to_string(lo) + " to " + std::to_string(hi) + ", found " + std::to_string(v));
+      Corrupt(std::string(what) + ": expected " + std::to_string(lo) + " to " + std::to_string(hi) + ", found " +
+              std::to_string(v));
     return v;
   }
   // An enum whose values run from 0 to `last`.
@@ -282,9 +330,10 @@ class ByteReader {
   void PodVec(std::vector<T>& v, const char* what, Valid&& valid) {
     PodVec(v, what);
     for (size_t i = 0; i < v.size(); ++i)
-      if (!valid(v[i])) Corrupt(std::string(what) + ": item " + std::to_string(i) + " of " + std::to_string(v.size()) + " is out of range");
+      if (!valid(v[i]))
+        Corrupt(std::string(what) + ": item " + std::to_string(i) + " of " + std::to_string(v.size()) +
+                " is out of range");
   }
-
 
   // A section written by ByteWriter::Begin/End, read by `read`, which must consume it exactly.
   // `what` names it in errors (In).

@@ -71,7 +71,9 @@ Batch Batch::Slice(int64_t offset, int64_t n) const {
   for (const Column& c : columns) out.columns.push_back(SliceColumn(c, offset, n));
   out.sync = SliceTime(sync, offset, n);
   out.other = SliceTime(other, offset, n);
-  if (!holders.empty()) out.holders = Buffer::Slice(holders, offset * static_cast<int64_t>(sizeof(HolderId)), n * static_cast<int64_t>(sizeof(HolderId)));
+  if (!holders.empty())
+    out.holders = Buffer::Slice(holders, offset * static_cast<int64_t>(sizeof(HolderId)),
+                                n * static_cast<int64_t>(sizeof(HolderId)));
   return out;
 }
 

@@ -43,9 +43,7 @@ struct TimeColumn {
   bool has_steps() const { return !steps.empty(); }
   const int64_t* tick_data() const { return ticks.as<const int64_t>(); }
   const int64_t* step_data() const { return steps.as<const int64_t>(); }
-  Time At(int64_t i) const {
-    return {tick_data()[i], has_steps() ? step_data()[i] : 0};
-  }
+  Time At(int64_t i) const { return {tick_data()[i], has_steps() ? step_data()[i] : 0}; }
 };
 
 TimeColumn GatherTime(const TimeColumn& tc, const uint32_t* idx, int64_t n);

@@ -7,9 +7,7 @@ namespace cq::bitmap {
 
 inline bool Get(const uint8_t* bits, int64_t i) { return (bits[i >> 3] >> (i & 7)) & 1; }
 inline void Set(uint8_t* bits, int64_t i) { bits[i >> 3] |= static_cast<uint8_t>(1u << (i & 7)); }
-inline void Clear(uint8_t* bits, int64_t i) {
-  bits[i >> 3] &= static_cast<uint8_t>(~(1u << (i & 7)));
-}
+inline void Clear(uint8_t* bits, int64_t i) { bits[i >> 3] &= static_cast<uint8_t>(~(1u << (i & 7))); }
 inline void SetTo(uint8_t* bits, int64_t i, bool v) { v ? Set(bits, i) : Clear(bits, i); }
 inline int64_t Bytes(int64_t n) { return (n + 7) / 8; }
 inline int64_t Words(int64_t n) { return (n + 63) / 64; }

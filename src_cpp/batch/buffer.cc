@@ -48,9 +48,7 @@ int ClassOf(int64_t cap) {
   return k;
 }
 
-constexpr size_t Keep(int k) {
-  return static_cast<size_t>(std::max<int64_t>(4, kKeepBytes >> (7 + k)));
-}
+constexpr size_t Keep(int k) { return static_cast<size_t>(std::max<int64_t>(4, kKeepBytes >> (7 + k))); }
 
 // The bytes of a class-K buffer. The constructor is user-provided so that allocate_shared leaves
 // them uninitialized (callers overwrite the payload; Allocate clears the padding).
@@ -87,9 +85,13 @@ struct PoolAllocator {
     else std::free(p);
   }
   template <typename U>
-  bool operator==(const PoolAllocator<U>& o) const { return k == o.k; }
+  bool operator==(const PoolAllocator<U>& o) const {
+    return k == o.k;
+  }
   template <typename U>
-  bool operator!=(const PoolAllocator<U>& o) const { return k != o.k; }
+  bool operator!=(const PoolAllocator<U>& o) const {
+    return k != o.k;
+  }
 };
 
 template <int K>

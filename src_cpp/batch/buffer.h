@@ -16,7 +16,9 @@ struct Buffer {
 
   bool empty() const { return data == nullptr; }
   template <typename T>
-  T* as() const { return reinterpret_cast<T*>(data); }
+  T* as() const {
+    return reinterpret_cast<T*>(data);
+  }
 
   // 64-byte aligned (Arrow's recommendation, and what SIMD loads like), zero padding past `size`
   // up to the next multiple of 64 so that word-wise bitmap loops may read the last word whole.

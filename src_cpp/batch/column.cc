@@ -151,9 +151,7 @@ Column GatherMulti(const std::vector<const Column*>& srcs, const uint32_t* which
       for (int64_t k = 0; k < n; ++k)
         if (srcs[which[k]]->BoolAt(rows[k])) bitmap::Set(out.values.data, k);
       break;
-    case TypeId::kUtf8:
-      FillStrings(out, n, [&](int64_t k) { return srcs[which[k]]->StrAt(rows[k]); });
-      break;
+    case TypeId::kUtf8: FillStrings(out, n, [&](int64_t k) { return srcs[which[k]]->StrAt(rows[k]); }); break;
     case TypeId::kNull: break;
   }
   return out;
@@ -189,8 +187,8 @@ void GatherWide(const int64_t* const* base, size_t width, const uint32_t* which,
 bool GathersWide(const Column& c) { return (c.type == TypeId::kInt64 || c.type == TypeId::kFloat64) && !c.has_nulls(); }
 }  // namespace
 
-void GatherColumns(const Column* const* sources, size_t nsrc, size_t width, const uint32_t* which,
-                   const uint32_t* rows, int64_t n, Column* out, const int64_t* const* extra, int64_t* extra_dst) {
+void GatherColumns(const Column* const* sources, size_t nsrc, size_t width, const uint32_t* which, const uint32_t* rows,
+                   int64_t n, Column* out, const int64_t* const* extra, int64_t* extra_dst) {
   bool wide = true;
   for (size_t s = 0; s < nsrc; ++s)
     for (size_t c = 0; c < width; ++c) wide &= GathersWide(sources[s][c]);
@@ -249,8 +247,7 @@ Column Concat(const Column* const* cols, int64_t count) {
       out.values = Buffer::Allocate(n * 8);
       int64_t pos = 0;
       for (int64_t c = 0; c < count; ++c) {
-        std::memcpy(out.values.data + pos * 8, cols[c]->values.data,
-                    static_cast<size_t>(cols[c]->length * 8));
+        std::memcpy(out.values.data + pos * 8, cols[c]->values.data, static_cast<size_t>(cols[c]->length * 8));
         pos += cols[c]->length;
       }
       break;
@@ -267,8 +264,7 @@ Column Concat(const Column* const* cols, int64_t count) {
     }
     case TypeId::kUtf8: {
       int64_t total = 0;
-      for (int64_t c = 0; c < count; ++c)
-        total += cols[c]->offs()[cols[c]->length] - cols[c]->offs()[0];
+      for (int64_t c = 0; c < count; ++c) total += cols[c]->offs()[cols[c]->length] - cols[c]->offs()[0];
       if (total > INT32_MAX) throw std::length_error("utf8 column exceeds 2 GiB in one batch");
       out.offsets = Buffer::Allocate((n + 1) * 4);
       out.values = Buffer::Allocate(total);

@@ -66,9 +66,8 @@ Column GatherMulti(const std::vector<const Column*>& srcs, const uint32_t* which
 // column of a row together, and reads `which` and `rows` once per row instead of once per column),
 // with `extra` — one more int64 array per source, gathered into `extra_dst` — in the same pass;
 // otherwise a GatherMulti per column and `extra` in a pass of its own.
-void GatherColumns(const Column* const* sources, size_t nsrc, size_t width, const uint32_t* which,
-                   const uint32_t* rows, int64_t n, Column* out, const int64_t* const* extra = nullptr,
-                   int64_t* extra_dst = nullptr);
+void GatherColumns(const Column* const* sources, size_t nsrc, size_t width, const uint32_t* which, const uint32_t* rows,
+                   int64_t n, Column* out, const int64_t* const* extra = nullptr, int64_t* extra_dst = nullptr);
 // Row `i` of `c` as a user reads it in a message: 42, 2.5, 'text' (quotes doubled), true, NULL.
 std::string ValueToString(const Column& c, int64_t i);
 

@@ -4,8 +4,8 @@
 #include <bit>
 #include <cstring>
 #include <functional>
-#include <stdexcept>
 #include <limits>
+#include <stdexcept>
 #include <string_view>
 
 #include "base/serializer.h"
@@ -190,12 +190,14 @@ uint32_t GroupIndex::MapOneSlow(std::span<const KeyView> keys) {
     uint32_t g;
     if (fixed_) {
       const KeyView& k = keys[0];
-      g = !k.valid ? null_group_ : FindFixed(types_[0] == TypeId::kBool ? k.bits != 0 : types_[0] == TypeId::kFloat64
-                                                                                           ? KeyBitsOf(std::bit_cast<double>(k.bits))
-                                                                                           : k.bits);
+      g = !k.valid ? null_group_
+                   : FindFixed(types_[0] == TypeId::kBool      ? k.bits != 0
+                               : types_[0] == TypeId::kFloat64 ? KeyBitsOf(std::bit_cast<double>(k.bits))
+                                                               : k.bits);
     } else {
       scratch_.clear();
-      for (size_t c = 0; c < keys.size(); ++c) AppendKeyOf(types_[c], keys[c].valid, keys[c].bits, keys[c].str, &scratch_);
+      for (size_t c = 0; c < keys.size(); ++c)
+        AppendKeyOf(types_[c], keys[c].valid, keys[c].bits, keys[c].str, &scratch_);
       g = FindEncoded(std::hash<std::string_view>{}(scratch_));
     }
     if (g != kEmpty) return g;
@@ -208,7 +210,6 @@ uint32_t GroupIndex::MapOneSlow(std::span<const KeyView> keys) {
 }
 
 Column GroupIndex::GatherKeys(size_t k, const uint32_t* gids, int64_t n) const { return stores_[k].Gather(gids, n); }
-
 
 void GroupIndex::Snapshot(ByteWriter& w) const {
   w.U32(groups_);

@@ -8,8 +8,8 @@
 // key (several columns, strings) by its encoding as AppendKey writes it, kept in one arena. A
 // single int64 key over a small range (ids, categories) skips hashing altogether: its group sits
 // at key - base in a flat array. Keys compare as grouping keys: NULL is one key, -0.0 = 0.0, NaN = NaN.
-#include <span>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -81,7 +81,7 @@ class GroupIndex {
   std::vector<TypeId> types_;
   bool fixed_;  // one key of fixed width: probed by value
   uint32_t groups_ = 0;
-  uint32_t null_group_ = kEmpty;  // fixed: the group of the NULL key
+  uint32_t null_group_ = kEmpty;    // fixed: the group of the NULL key
   std::vector<ValueStore> stores_;  // the keys, a column at a time, by group id
   // The table: fixed, the key's bits; otherwise the hash of the key's encoding.
   struct Slot {

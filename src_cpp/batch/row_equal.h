@@ -80,7 +80,7 @@ class RowEqual {
 
   std::vector<TypeId> types_;
   bool numbers_only_ = false;  // every column int64 or float64 (and at most 64 of them)
-  uint64_t floats_ = 0;         // bit c: column c is float64
+  uint64_t floats_ = 0;        // bit c: column c is float64
 };
 
 }  // namespace cq

@@ -3,10 +3,10 @@
 // the Negative Tuple method pairs a negative tuple with its positive by value (the cost the Direct
 // method avoids), and set operations and DISTINCT group by value. Consistent with RowEqual: equal
 // rows (NULL = NULL, NaN = NaN, -0.0 = 0.0) hash alike.
-#include <span>
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>

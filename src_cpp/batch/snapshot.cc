@@ -81,9 +81,7 @@ Column SnapshotReader::Col() {
   Check(n >= 0 && c.null_count >= 0 && c.null_count <= n, "a column's length or null count is out of range");
   Check(c.validity.empty() || Covers(c.validity, n, 0), "a validity bitmap is shorter than its column");
   // The null count is exact (kernels size their work by it, and Arrow trusts it on export).
-  const int64_t nulls = c.type == TypeId::kNull  ? n
-                        : c.validity.empty()     ? 0
-                                                 : n - bitmap::CountSet(c.validity.data, n);
+  const int64_t nulls = c.type == TypeId::kNull ? n : c.validity.empty() ? 0 : n - bitmap::CountSet(c.validity.data, n);
   if (c.null_count != nulls)
     Corrupt("a column's null count: expected " + std::to_string(nulls) + " (its validity bitmap's), found " +
             std::to_string(c.null_count));
@@ -135,7 +133,8 @@ void SnapshotReader::CheckTimes(const TimeColumn& t, int64_t n, const char* what
   if (!(Covers(t.ticks, n, 8) && (t.steps.empty() || Covers(t.steps, n, 8))))
     Corrupt(std::string(what) + ": expected " + std::to_string(n) + " rows, found fewer");
   for (int64_t i = 0; i < n; ++i)
-    if (!ValidTime(t.At(i))) Corrupt(std::string(what) + ": row " + std::to_string(i) + " is not a time: " + Show(t.At(i)));
+    if (!ValidTime(t.At(i)))
+      Corrupt(std::string(what) + ": row " + std::to_string(i) + " is not a time: " + Show(t.At(i)));
 }
 
 void SnapshotWriter::SchemaRef(const std::shared_ptr<const Schema>& s) {
@@ -215,8 +214,8 @@ Batch SnapshotReader::ReadBatch(const Schema* expect) {
   }
   Check(!b.schema || b.columns.size() == b.schema->size(), "a batch has other columns than its schema");
   for (size_t c = 0; c < b.columns.size(); ++c)
-    Check(b.columns[c].length >= n && (!b.schema || b.columns[c].type == (*b.schema)[c].type ||
-                                       b.columns[c].type == TypeId::kNull),
+    Check(b.columns[c].length >= n &&
+              (!b.schema || b.columns[c].type == (*b.schema)[c].type || b.columns[c].type == TypeId::kNull),
           "a batch's column is shorter than the batch or of another type than its schema says");
   Check(Covers(b.sync.ticks, n, 8), "a batch's timestamps are short");
   CheckTimes(b.sync, n, "a batch's timestamps");
@@ -224,17 +223,18 @@ Batch SnapshotReader::ReadBatch(const Schema* expect) {
   Check(b.holders.empty() || Covers(b.holders, n, 4), "a batch's holder ids are short");
   CheckHolders(b.holders, n, true, "a batch's holder ids");
   if (b.has_selection) {
-    Check(b.selection_count >= 0 && b.selection_count <= n &&
-              Covers(b.selection, b.selection_count, 4),
+    Check(b.selection_count >= 0 && b.selection_count <= n && Covers(b.selection, b.selection_count, 4),
           "a batch's selection is out of range");
     const uint32_t* s = b.sel();
     bool ok = true;
-    for (int64_t k = 0; k < b.selection_count; ++k) ok &= s[k] < static_cast<uint64_t>(n) && (k == 0 || s[k] > s[k - 1]);
+    for (int64_t k = 0; k < b.selection_count; ++k)
+      ok &= s[k] < static_cast<uint64_t>(n) && (k == 0 || s[k] > s[k - 1]);
     Check(ok, "a batch's selection names rows it does not have, or not in order");
   }
   // A lifetime batch has its ends: a constant duration, or a column of them (under the Negative
   // Tuple method a negative's is the start it ends, so no order between the two is checked).
-  if (b.kind == BatchKind::kLifetime) Check(b.constant_duration || Covers(b.other.ticks, n, 8), "a lifetime batch has no end times");
+  if (b.kind == BatchKind::kLifetime)
+    Check(b.constant_duration || Covers(b.other.ticks, n, 8), "a lifetime batch has no end times");
   // Rows are in time order (stream order; a relation's changes as they happened).
   for (int64_t k = 1, rows = b.num_rows(); k < rows; ++k)
     if (b.StartAt(b.Physical(k)) < b.StartAt(b.Physical(k - 1)))
@@ -254,8 +254,7 @@ EndBatch SnapshotReader::ReadEnds() {
   e.length = I64();
   e.holders = Buf();
   e.ends = TimeCol();
-  Check(Covers(e.holders, e.length, 4) && Covers(e.ends.ticks, e.length, 8),
-        "an end batch is short");
+  Check(Covers(e.holders, e.length, 4) && Covers(e.ends.ticks, e.length, 8), "an end batch is short");
   CheckTimes(e.ends, e.length, "an end batch's times");
   CheckHolders(e.holders, e.length, false, "an end batch's holder ids");
   return e;

@@ -83,7 +83,8 @@ class SnapshotReader : public ByteReader {
   void Times(std::vector<Time>& v, bool ordered = false, const char* what = "times") {
     PodVec(v, what);
     for (size_t i = 0; i < v.size(); ++i) {
-      if (!ValidTime(v[i])) Corrupt(std::string(what) + ": item " + std::to_string(i) + " is not a time: " + Show(v[i]));
+      if (!ValidTime(v[i]))
+        Corrupt(std::string(what) + ": item " + std::to_string(i) + " is not a time: " + Show(v[i]));
       if (ordered && i > 0 && v[i] < v[i - 1])
         Corrupt(std::string(what) + ": expected in time order, found " + Show(v[i]) + " after " + Show(v[i - 1]));
     }

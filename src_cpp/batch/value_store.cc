@@ -86,13 +86,10 @@ void ValueStore::FillValues(Column& out, const uint32_t* idx) const {
       for (int64_t k = 0; k < n; ++k)
         if (bits_[at(k)]) bitmap::Set(out.values.data, k);
       break;
-    case TypeId::kUtf8:
-      FillStrings(out, n, [&](int64_t k) { return String(at(k)); });
-      break;
+    case TypeId::kUtf8: FillStrings(out, n, [&](int64_t k) { return String(at(k)); }); break;
     case TypeId::kNull: break;
   }
 }
-
 
 void ValueStore::Snapshot(ByteWriter& w) const {
   w.I64(size_);
@@ -111,7 +108,8 @@ void ValueStore::Restore(ByteReader& r) {
   nulls_ = r.I64();
   r.PodVec(ends_);
   chars_ = r.Str();
-  bool ok = size_ >= 0 && nulls_ >= 0 && nulls_ <= size_ && (valid_.empty() || static_cast<int64_t>(valid_.size()) == size_);
+  bool ok =
+      size_ >= 0 && nulls_ >= 0 && nulls_ <= size_ && (valid_.empty() || static_cast<int64_t>(valid_.size()) == size_);
   // The null count is the flags' (readers skip the flags when it is 0, and read them when not).
   int64_t nulls = 0;
   for (uint8_t v : valid_) nulls += v == 0, ok &= v <= 1;

@@ -19,7 +19,8 @@ Engine::Engine(EngineOptions options) : options_(std::move(options)) {
   for (const auto& [name, value] : {std::pair<const char*, int64_t>{"max_loop_steps", options_.max_loop_steps},
                                     {"max_loop_ticks", options_.max_loop_ticks},
                                     {"max_loop_rows", options_.max_loop_rows}})
-    if (value < 1) throw CqError(ErrorKind::kSemantic, std::string(name) + " must be at least 1; found " + std::to_string(value));
+    if (value < 1)
+      throw CqError(ErrorKind::kSemantic, std::string(name) + " must be at least 1; found " + std::to_string(value));
   if (options_.max_run < 1)
     throw CqError(ErrorKind::kSemantic, "max_run must be at least 1; found " + std::to_string(options_.max_run));
   if (options_.lifetime != "direct" && options_.lifetime != "negative")
@@ -29,8 +30,7 @@ Engine::Engine(EngineOptions options) : options_(std::move(options)) {
         options_.hybrid, LoopBounds{options_.max_loop_steps, options_.max_loop_ticks, options_.max_loop_rows});
   else if (options_.executor == "heartbeat")
     executor_ = std::make_unique<HeartbeatExecutor>(options_.max_run, holders_.get());
-  else
-    throw CqError(ErrorKind::kSemantic, "executor='" + options_.executor + "': expected 'dts' or 'heartbeat'");
+  else throw CqError(ErrorKind::kSemantic, "executor='" + options_.executor + "': expected 'dts' or 'heartbeat'");
 }
 
 template <typename F>
@@ -65,15 +65,18 @@ void Engine::Run(F&& f) {
 // as a broken invariant. In a restored engine that is reported as the snapshot's error.
 CqError Engine::Inconsistent(const std::string& what) {
   failed_ = std::make_unique<CqError>(
-      ErrorKind::kSnapshot, "the state restored from a snapshot is inconsistent (damaged in a way the checks at restore "
-                            "cannot see, or a bug in cq): " + what);
+      ErrorKind::kSnapshot,
+      "the state restored from a snapshot is inconsistent (damaged in a way the checks at restore "
+      "cannot see, or a bug in cq): " +
+          what);
   return *failed_;
 }
 
 void Engine::CheckUsable() const {
   if (failed_)
     throw CqError(failed_->kind(), std::string("the engine stopped at an earlier error and cannot go on (create a new "
-                                               "Engine): ") + failed_->what());
+                                               "Engine): ") +
+                                       failed_->what());
 }
 
 void Engine::AddPlan(const std::string& plan_json) {
@@ -96,7 +99,8 @@ void Engine::AddPlan(const std::string& plan_json) {
   for (const json::Value& o : plan["operators"].array())
     if (const json::Value* out = o.find("output"))
       declared[static_cast<int>(o["id"].integer())] = {
-          SchemaFromJson((*out)["schema"]), (*out)["kind"].str() == "stream" ? BatchKind::kStream : BatchKind::kLifetime};
+          SchemaFromJson((*out)["schema"]),
+          (*out)["kind"].str() == "stream" ? BatchKind::kStream : BatchKind::kLifetime};
   for (const json::Value& o : plan["operators"].array()) {
     OperatorSpec spec;
     spec.id = static_cast<int>(o["id"].integer());
@@ -111,11 +115,13 @@ void Engine::AddPlan(const std::string& plan_json) {
     }
     if (depth > kMaxPlanDepth) {
       const json::Value* q = o.find("query");
-      throw CqError(ErrorKind::kSemantic,
-                    "queries read each other too deeply: " + std::string(q ? "query '" + q->str() + "'" : "an operator") +
-                        " would run " + std::to_string(depth) + " operators after its input, and cq runs at most " +
-                        std::to_string(kMaxPlanDepth) + " in a row (a batch is handed down the chain call by call); "
-                        "read an earlier query of the chain, or split the work over engines");
+      throw CqError(
+          ErrorKind::kSemantic,
+          "queries read each other too deeply: " + std::string(q ? "query '" + q->str() + "'" : "an operator") +
+              " would run " + std::to_string(depth) + " operators after its input, and cq runs at most " +
+              std::to_string(kMaxPlanDepth) +
+              " in a row (a batch is handed down the chain call by call); "
+              "read an earlier query of the chain, or split the work over engines");
     }
     new_depth[spec.id] = depth;
     std::vector<OperatorInput> inputs;
@@ -163,7 +169,8 @@ void Engine::AddPlan(const std::string& plan_json) {
     const auto& [schema, kind] = declared.at(id);
     bool same = fresh.at(id).kind == kind && fresh.at(id).schema->size() == schema.size();
     for (size_t c = 0; same && c < schema.size(); ++c) same = (*fresh.at(id).schema)[c].type == schema[c].type;
-    CQ_CHECK(same, "operator " + std::to_string(reader) + " was built for another output of operator " + std::to_string(id));
+    CQ_CHECK(same,
+             "operator " + std::to_string(reader) + " was built for another output of operator " + std::to_string(id));
   }
   executor_->Add(std::move(built));  // atomic; nothing below can fail
   streams_.merge(new_streams);
@@ -186,8 +193,8 @@ void Engine::Push(const std::string& stream, std::vector<ImportedBatch> batches)
   if (it == streams_.end()) {
     std::string known;
     for (const auto& [name, s] : streams_) known += (known.empty() ? "" : ", ") + name;
-    throw CqError(ErrorKind::kInput, "unknown stream '" + stream + "'; registered streams: " +
-                  (known.empty() ? "(none)" : known), stream);
+    throw CqError(ErrorKind::kInput,
+                  "unknown stream '" + stream + "'; registered streams: " + (known.empty() ? "(none)" : known), stream);
   }
   StreamState& st = it->second;
   const std::string what = Describe(stream, st);
@@ -241,35 +248,45 @@ std::vector<Batch> Engine::Validate(const std::string& stream, const StreamState
     // A relation's changes may carry the op column between its columns and the timestamp.
     const bool has_op = st.relation && b.columns.size() == schema.size() + 2;
     if (b.columns.size() != schema.size() + 1 && !has_op)
-      throw CqError(ErrorKind::kInput, what + " expects " + std::to_string(schema.size()) + " columns " +
-                    SchemaToString(schema) + (st.relation ? ", optionally an op column," : "") +
-                    " and a timestamp; found " + std::to_string(b.columns.size()) + " columns", stream);
+      throw CqError(ErrorKind::kInput,
+                    what + " expects " + std::to_string(schema.size()) + " columns " + SchemaToString(schema) +
+                        (st.relation ? ", optionally an op column," : "") + " and a timestamp; found " +
+                        std::to_string(b.columns.size()) + " columns",
+                    stream);
     for (size_t c = 0; c < schema.size(); ++c) {
       const Column& col = b.columns[c];
       if (col.type != schema[c].type && col.type != TypeId::kNull)
-        throw CqError(ErrorKind::kInput, what + " column '" + schema[c].name + "': expected " +
-                      std::string(TypeName(schema[c].type)) + ", found " + std::string(TypeName(col.type)), stream);
+        throw CqError(ErrorKind::kInput,
+                      what + " column '" + schema[c].name + "': expected " + std::string(TypeName(schema[c].type)) +
+                          ", found " + std::string(TypeName(col.type)),
+                      stream);
     }
     if (has_op) {
       const Column& op = b.columns[schema.size()];
       if (op.type != TypeId::kUtf8)
-        throw CqError(ErrorKind::kInput, what + ": the op column must hold the strings '+' (insert) or '-' "
-                      "(delete); found " + std::string(TypeName(op.type)), stream);
+        throw CqError(ErrorKind::kInput,
+                      what +
+                          ": the op column must hold the strings '+' (insert) or '-' "
+                          "(delete); found " +
+                          std::string(TypeName(op.type)),
+                      stream);
       for (int64_t r = 0; r < b.length; ++r) {
         if (op.IsValid(r) && op.StrAt(r).size() == 1 && (op.StrAt(r)[0] == '+' || op.StrAt(r)[0] == '-')) continue;
-        throw CqError(ErrorKind::kInput, what + ": op at row " + std::to_string(row_base + r) + " is " +
-                      ValueToString(op, r) + "; expected '+' (insert) or '-' (delete)", stream, row_base + r);
+        throw CqError(ErrorKind::kInput,
+                      what + ": op at row " + std::to_string(row_base + r) + " is " + ValueToString(op, r) +
+                          "; expected '+' (insert) or '-' (delete)",
+                      stream, row_base + r);
       }
     }
     const Column& ts = b.columns.back();
     if (ts.type != TypeId::kInt64)
-      throw CqError(ErrorKind::kInput, what + ": the timestamp must be int64 ticks, found " +
-                    std::string(TypeName(ts.type)), stream);
+      throw CqError(ErrorKind::kInput,
+                    what + ": the timestamp must be int64 ticks, found " + std::string(TypeName(ts.type)), stream);
     if (ts.has_nulls()) {
       int64_t r = 0;
       while (ts.IsValid(r)) ++r;
-      throw CqError(ErrorKind::kInput, what + ": null timestamp at row " + std::to_string(row_base + r),
-                    stream, row_base + r);
+      throw CqError(ErrorKind::kInput, what + ": null timestamp at row " + std::to_string(row_base + r), stream,
+                    row_base + r);
     }
     const int64_t* t = ts.i64();
     // Inputs sit at step 0 (SEMANTICS.md §2): a row at tick x is acceptable when (x, 0) is not
@@ -282,8 +299,8 @@ std::vector<Batch> Engine::Validate(const std::string& stream, const StreamState
         if (Time{t[r], 0} < *last) {
           const bool in_push = r > 0 || row_base > 0;
           throw CqError(ErrorKind::kInput,
-                        what + ": timestamps must not decrease; row " + std::to_string(row_base + r) +
-                            " has ts " + std::to_string(t[r]) + " after " +
+                        what + ": timestamps must not decrease; row " + std::to_string(row_base + r) + " has ts " +
+                            std::to_string(t[r]) + " after " +
                             (in_push ? "ts " + last->ToString() + " of the row before it"
                                      : last->ToString() + ", the " + (st.relation ? "relation" : "stream") +
                                            "'s progress (its latest timestamp or advance)"),
@@ -361,8 +378,8 @@ QuerySink* Engine::Sink(const std::string& query) const {
   if (it == sinks_.end()) {
     std::string known;
     for (const auto& [name, id] : sinks_) known += (known.empty() ? "" : ", ") + name;
-    throw CqError(ErrorKind::kSemantic, "unknown query '" + query + "'; registered queries: " +
-                  (known.empty() ? "(none)" : known));
+    throw CqError(ErrorKind::kSemantic,
+                  "unknown query '" + query + "'; registered queries: " + (known.empty() ? "(none)" : known));
   }
   return static_cast<QuerySink*>(executor_->op(it->second));
 }
@@ -419,8 +436,8 @@ constexpr size_t kHeaderSize = 32;
 namespace {
 
 std::string OptionsText(const EngineOptions& o) {
-  return "lifetime='" + o.lifetime + "', executor='" + o.executor + "', expose_steps=" +
-         (o.expose_steps ? "true" : "false") + ", hybrid=" + (o.hybrid ? "true" : "false") +
+  return "lifetime='" + o.lifetime + "', executor='" + o.executor +
+         "', expose_steps=" + (o.expose_steps ? "true" : "false") + ", hybrid=" + (o.hybrid ? "true" : "false") +
          ", max_loop_steps=" + std::to_string(o.max_loop_steps) + ", max_run=" + std::to_string(o.max_run);
 }
 
@@ -433,8 +450,10 @@ CqError SnapshotMismatch(const std::string& what) {
 std::string Engine::Snapshot(std::string_view annex) const {
   CheckUsable();
   if (options_.executor != "dts")
-    throw CqError(ErrorKind::kSnapshot, "engine snapshots are supported under executor='dts' only; this engine runs "
-                                        "executor='" + options_.executor + "'");
+    throw CqError(ErrorKind::kSnapshot,
+                  "engine snapshots are supported under executor='dts' only; this engine runs "
+                  "executor='" +
+                      options_.executor + "'");
   SnapshotWriter w;
   std::string& out = w.bytes();
   out.assign(kHeaderSize, '\0');
@@ -498,7 +517,8 @@ std::string_view Engine::SnapshotPayload(std::string_view s) {
     SnapshotReader::Corrupt(size > have ? "it is truncated (" + std::to_string(have) + " of " + std::to_string(size) +
                                               " payload bytes)"
                                         : std::to_string(have - size) + " bytes follow its end");
-  if (SnapshotChecksum(s.data() + kHeaderSize, size) != sum) SnapshotReader::Corrupt("its checksum does not match (damaged)");
+  if (SnapshotChecksum(s.data() + kHeaderSize, size) != sum)
+    SnapshotReader::Corrupt("its checksum does not match (damaged)");
   return s.substr(kHeaderSize);
 }
 
@@ -520,13 +540,16 @@ void Engine::Restore(std::string_view snapshot) {
   o.max_loop_steps = r.I64();
   o.max_run = r.I64();
   if (OptionsText(o) != OptionsText(options_))
-    throw SnapshotMismatch("it was taken with options " + Printable(OptionsText(o)) + "; this engine has " + OptionsText(options_));
+    throw SnapshotMismatch("it was taken with options " + Printable(OptionsText(o)) + "; this engine has " +
+                           OptionsText(options_));
   if (options_.executor != "dts")
     throw CqError(ErrorKind::kSnapshot, "engine snapshots are supported under executor='dts' only");
   const size_t plans = r.Count(8);
   if (plans != plans_.size())
-    throw SnapshotMismatch("it was taken after " + std::to_string(plans) + " plan fragments (AddPlan calls; one per "
-                           "CQL text that registered operators); this engine has " + std::to_string(plans_.size()));
+    throw SnapshotMismatch("it was taken after " + std::to_string(plans) +
+                           " plan fragments (AddPlan calls; one per "
+                           "CQL text that registered operators); this engine has " +
+                           std::to_string(plans_.size()));
   for (size_t k = 0; k < plans; ++k) {
     const std::string p = r.Str();
     if (p == plans_[k]) continue;

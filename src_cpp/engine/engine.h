@@ -78,15 +78,15 @@ class Engine {
   struct StreamState {
     int source_id;
     std::shared_ptr<const Schema> schema;
-    Time progress = Time::MinusInfinity();  // no input below this any more
+    Time progress = Time::MinusInfinity();   // no input below this any more
     const RelationScan* relation = nullptr;  // a relation's source; null for a stream
   };
   // "stream 's'" or "relation 'r'", for messages.
   static std::string Describe(const std::string& name, const StreamState& st);
   // The batches of a push to `name`, checked (columns, types, op values, timestamps from `*last`
   // on, which ends at the push's last timestamp) and ready to run; throws CqError(kInput).
-  std::vector<Batch> Validate(const std::string& name, const StreamState& st,
-                              std::vector<ImportedBatch> batches, Time* last) const;
+  std::vector<Batch> Validate(const std::string& name, const StreamState& st, std::vector<ImportedBatch> batches,
+                              Time* last) const;
   QuerySink* Sink(const std::string& query) const;
   void PropagateProgress();
   // P and the least progress as the inputs' progress gives them.
@@ -119,7 +119,7 @@ class Engine {
   Time advanced_ = Time::MinusInfinity();
   bool closed_ = false;
   std::unique_ptr<CqError> failed_;
-  bool restored_ = false;  // state came from Restore (Run: a broken invariant is the snapshot's)
+  bool restored_ = false;           // state came from Restore (Run: a broken invariant is the snapshot's)
   std::vector<std::string> plans_;  // the AddPlan calls that succeeded, in order (for snapshots)
   // Each operator's place on the longest path from an input to it (back edges of loops aside):
   // a batch is handed down a path call by call, so a path deeper than kMaxPlanDepth is refused

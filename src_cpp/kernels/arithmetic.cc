@@ -16,15 +16,21 @@ using kernel::ScalarIn;
 // The definitions, one per function; the vector loops below and the row forms
 // (kernels/row_form.h) are templates over them.
 struct AddOp {
-  static int64_t Apply(int64_t a, int64_t b) { return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b)); }
+  static int64_t Apply(int64_t a, int64_t b) {
+    return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+  }
   static double Apply(double a, double b) { return a + b; }
 };
 struct SubOp {
-  static int64_t Apply(int64_t a, int64_t b) { return static_cast<int64_t>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b)); }
+  static int64_t Apply(int64_t a, int64_t b) {
+    return static_cast<int64_t>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b));
+  }
   static double Apply(double a, double b) { return a - b; }
 };
 struct MulOp {
-  static int64_t Apply(int64_t a, int64_t b) { return static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b)); }
+  static int64_t Apply(int64_t a, int64_t b) {
+    return static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
+  }
   static double Apply(double a, double b) { return a * b; }
 };
 // Division and modulo by a non-zero divisor (a zero one gives NULL: DivLike, row::ZeroIsNull).
@@ -53,7 +59,9 @@ auto In(const Datum& d) {
 }
 
 template <typename T>
-const T* Ptr(const Datum& d) { return d.column->values.as<const T>(); }
+const T* Ptr(const Datum& d) {
+  return d.column->values.as<const T>();
+}
 
 // Dispatches the four column/scalar combinations of a binary kernel to one templated loop.
 template <typename T, typename Op>
@@ -111,9 +119,7 @@ Column DivLike(std::span<const Datum> args, int64_t n) {
   }
   out.validity = Buffer::Allocate(bitmap::Bytes(n));
   const uint8_t* iv = in_valid.empty() ? nullptr : in_valid.data;
-  kernel::FillBits(out.validity.data, n, [&](int64_t i) {
-    return bp[i] != 0 && (!iv || bitmap::Get(iv, i));
-  });
+  kernel::FillBits(out.validity.data, n, [&](int64_t i) { return bp[i] != 0 && (!iv || bitmap::Get(iv, i)); });
   out.null_count = n - bitmap::CountSet(out.validity.data, n);
   return out;
 }

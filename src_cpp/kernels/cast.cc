@@ -346,17 +346,32 @@ Column Format(std::span<const Datum> args, int64_t n) {
 // Both forms of a cast from its one-value function.
 template <typename In, typename Out, Out (*kConvert)(In)>
 Kernel TotalKernel(const char* name, const char* doc) {
-  return {name, {kTypeOf<In>}, kTypeOf<Out>, NullHandling::kPropagate, doc, Total<In, Out, kConvert>,
+  return {name,
+          {kTypeOf<In>},
+          kTypeOf<Out>,
+          NullHandling::kPropagate,
+          doc,
+          Total<In, Out, kConvert>,
           row::BindUnary<row::Typed<In, Fn<In, Out, kConvert>>>};
 }
 template <typename Out, std::optional<Out> (*kParse)(std::string_view)>
 Kernel ParseKernel(const char* name, const char* doc) {
-  return {name, {TypeId::kUtf8}, kTypeOf<Out>, NullHandling::kPropagate, doc, Parse<Out, kParse>,
+  return {name,
+          {TypeId::kUtf8},
+          kTypeOf<Out>,
+          NullHandling::kPropagate,
+          doc,
+          Parse<Out, kParse>,
           row::BindStringUnary<row::Partial<Fn<std::string_view, std::optional<Out>, kParse>>>};
 }
 template <typename In, void (*kFormat)(In, std::string&)>
 Kernel FormatKernel(const char* name, const char* doc) {
-  return {name, {kTypeOf<In>}, TypeId::kUtf8, NullHandling::kPropagate, doc, Format<In, kFormat>,
+  return {name,
+          {kTypeOf<In>},
+          TypeId::kUtf8,
+          NullHandling::kPropagate,
+          doc,
+          Format<In, kFormat>,
           row::BindUnary<FormatValue<In, kFormat>>};
 }
 
@@ -365,19 +380,20 @@ Kernel FormatKernel(const char* name, const char* doc) {
 void RegisterCastKernels(KernelRegistry& r) {
   r.Register(TotalKernel<double, int64_t, Float64ToInt64>(
       "cast_int64", "CAST(a AS BIGINT): truncates; NaN is 0, out of range saturates"));
-  r.Register(ParseKernel<int64_t, TextToInt64>("cast_int64", "CAST(a AS BIGINT): [+-]digits[.digits] trimmed, else NULL"));
+  r.Register(
+      ParseKernel<int64_t, TextToInt64>("cast_int64", "CAST(a AS BIGINT): [+-]digits[.digits] trimmed, else NULL"));
   r.Register(TotalKernel<bool, int64_t, BoolToInt64>("cast_int64", "CAST(a AS BIGINT): 1 or 0"));
   r.Register(TotalKernel<int64_t, double, Int64ToFloat64>("cast_float64", "CAST(a AS DOUBLE)"));
-  r.Register(ParseKernel<double, TextToFloat64>(
-      "cast_float64", "CAST(a AS DOUBLE): a number, NaN or [+-]Infinity trimmed, else NULL"));
+  r.Register(ParseKernel<double, TextToFloat64>("cast_float64",
+                                                "CAST(a AS DOUBLE): a number, NaN or [+-]Infinity trimmed, else NULL"));
   r.Register(TotalKernel<bool, double, BoolToFloat64>("cast_float64", "CAST(a AS DOUBLE): 1.0 or 0.0"));
   r.Register(FormatKernel<int64_t, Int64ToText>("cast_utf8", "CAST(a AS VARCHAR)"));
   r.Register(FormatKernel<double, Float64ToText>("cast_utf8", "CAST(a AS VARCHAR): Java's Double.toString"));
   r.Register(FormatKernel<bool, BoolToText>("cast_utf8", "CAST(a AS VARCHAR): 'true' or 'false'"));
   r.Register(TotalKernel<int64_t, bool, Int64ToBool>("cast_bool", "CAST(a AS BOOLEAN): a <> 0"));
   r.Register(TotalKernel<double, bool, Float64ToBool>("cast_bool", "CAST(a AS BOOLEAN): a <> 0 (NaN is TRUE)"));
-  r.Register(ParseKernel<bool, TextToBool>(
-      "cast_bool", "CAST(a AS BOOLEAN): t true y yes 1 / f false n no 0, any case, trimmed"));
+  r.Register(ParseKernel<bool, TextToBool>("cast_bool",
+                                           "CAST(a AS BOOLEAN): t true y yes 1 / f false n no 0, any case, trimmed"));
 }
 
 }  // namespace cq

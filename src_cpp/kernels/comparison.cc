@@ -10,12 +10,42 @@ namespace {
 using namespace kernel;
 
 // The definitions; the vector loop (Compare) and the row form (CompareRow) are templates over them.
-struct Eq { template <typename A> static bool Apply(const A& a, const A& b) { return a == b; } };
-struct Ne { template <typename A> static bool Apply(const A& a, const A& b) { return a != b; } };
-struct Lt { template <typename A> static bool Apply(const A& a, const A& b) { return a < b; } };
-struct Le { template <typename A> static bool Apply(const A& a, const A& b) { return a <= b; } };
-struct Gt { template <typename A> static bool Apply(const A& a, const A& b) { return a > b; } };
-struct Ge { template <typename A> static bool Apply(const A& a, const A& b) { return a >= b; } };
+struct Eq {
+  template <typename A>
+  static bool Apply(const A& a, const A& b) {
+    return a == b;
+  }
+};
+struct Ne {
+  template <typename A>
+  static bool Apply(const A& a, const A& b) {
+    return a != b;
+  }
+};
+struct Lt {
+  template <typename A>
+  static bool Apply(const A& a, const A& b) {
+    return a < b;
+  }
+};
+struct Le {
+  template <typename A>
+  static bool Apply(const A& a, const A& b) {
+    return a <= b;
+  }
+};
+struct Gt {
+  template <typename A>
+  static bool Apply(const A& a, const A& b) {
+    return a > b;
+  }
+};
+struct Ge {
+  template <typename A>
+  static bool Apply(const A& a, const A& b) {
+    return a >= b;
+  }
+};
 
 template <typename Op, typename L, typename R>
 void Fill(uint8_t* out, int64_t n, L l, R r) {

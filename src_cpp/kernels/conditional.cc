@@ -24,7 +24,9 @@ W Takes(W value, W valid) {
 
 Column CaseWhen(std::span<const Datum> args, int64_t n) {
   const size_t whens = args.size() / 2;  // branch `whens` is ELSE
-  auto value_of = [&](size_t branch) -> const Datum& { return args[branch < whens ? 2 * branch + 1 : args.size() - 1]; };
+  auto value_of = [&](size_t branch) -> const Datum& {
+    return args[branch < whens ? 2 * branch + 1 : args.size() - 1];
+  };
 
   std::vector<uint32_t> which(static_cast<size_t>(n), static_cast<uint32_t>(whens));
   std::vector<kernel::BoolWords> conds;
@@ -84,8 +86,12 @@ RowNode::Eval BindCaseWhen(const RowNode&) { return CaseWhenRow; }
 void RegisterConditionalKernels(KernelRegistry& r) {
   const TypeId B = TypeId::kBool;
   for (TypeId t : {TypeId::kInt64, TypeId::kFloat64, TypeId::kUtf8, TypeId::kBool}) {
-    Kernel k{"case_when", {B, t, t}, t, NullHandling::kCustom,
-             "CASE WHEN c1 THEN v1 ... ELSE e END: the value of the first TRUE condition, else e", CaseWhen,
+    Kernel k{"case_when",
+             {B, t, t},
+             t,
+             NullHandling::kCustom,
+             "CASE WHEN c1 THEN v1 ... ELSE e END: the value of the first TRUE condition, else e",
+             CaseWhen,
              BindCaseWhen};
     k.repeat = 2;  // (condition, value)+ then the ELSE value
     r.Register(std::move(k));

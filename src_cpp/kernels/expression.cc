@@ -62,9 +62,9 @@ std::unique_ptr<Expression> Expression::Compile(const json::Value& spec, const S
     e->kind_ = Kind::kColumn;
     e->column_ = static_cast<int>(spec["index"].integer());
     CQ_CHECK(e->column_ >= 0 && e->column_ < static_cast<int>(input.size()), "column index out of range");
-    CQ_CHECK(input[e->column_].type == e->type_,
-             "planner typed column '" + input[e->column_].name + "' as " + spec["type"].str() +
-                 " but the input has " + std::string(TypeName(input[e->column_].type)));
+    CQ_CHECK(input[e->column_].type == e->type_, "planner typed column '" + input[e->column_].name + "' as " +
+                                                     spec["type"].str() + " but the input has " +
+                                                     std::string(TypeName(input[e->column_].type)));
     return e;
   }
   if (kind == "literal") {

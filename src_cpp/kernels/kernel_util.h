@@ -13,7 +13,7 @@ namespace cq::kernel {
 
 // The column type of a C++ value type.
 template <typename T>
-constexpr TypeId kTypeOf = std::is_same_v<T, int64_t> ? TypeId::kInt64
+constexpr TypeId kTypeOf = std::is_same_v<T, int64_t>  ? TypeId::kInt64
                            : std::is_same_v<T, double> ? TypeId::kFloat64
                            : std::is_same_v<T, bool>   ? TypeId::kBool
                                                        : TypeId::kUtf8;

@@ -30,7 +30,9 @@ struct AndOrOp {
 };
 struct NotOp {
   template <typename W>
-  static W Apply(W x) { return static_cast<W>(~x); }
+  static W Apply(W x) {
+    return static_cast<W>(~x);
+  }
 };
 
 template <bool kAnd>

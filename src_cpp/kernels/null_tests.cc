@@ -10,7 +10,9 @@ namespace {
 template <bool kIsNull>
 struct NullTestOp {
   template <typename W>
-  static W Apply(W valid) { return kIsNull ? static_cast<W>(~valid) : valid; }
+  static W Apply(W valid) {
+    return kIsNull ? static_cast<W>(~valid) : valid;
+  }
 };
 
 template <bool kIsNull>

@@ -36,8 +36,8 @@ struct RowNode {
 
   Kind kind = Kind::kLiteral;
   TypeId type = TypeId::kNull;
-  int column = -1;                 // kColumn
-  Value literal = Value::Null();   // kLiteral; a string is a reference this node owns
+  int column = -1;                             // kColumn
+  Value literal = Value::Null();               // kLiteral; a string is a reference this node owns
   std::vector<std::unique_ptr<RowNode>> args;  // kCall
   Eval eval = nullptr;
 };

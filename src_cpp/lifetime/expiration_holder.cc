@@ -25,10 +25,8 @@ void HolderTable::Release(const HolderId* ids, int64_t n) {
   }
   for (int64_t k = 0; k < n; ++k) {
     const HolderId id = ids[k];
-    if (id < pins_.size() && pins_[id] > 0)
-      released_[id] = 1;
-    else
-      free_.push_back(id);
+    if (id < pins_.size() && pins_[id] > 0) released_[id] = 1;
+    else free_.push_back(id);
   }
 }
 

@@ -87,7 +87,6 @@ class ExpirationSet {
   }
 
  public:
-
   // Calls f(entry) for every entry with end <= t, in end order, and removes them.
   template <typename F>
   void ExpireThrough(Time t, F&& f) {
@@ -132,11 +131,13 @@ class ExpirationSet {
     head_ = 0;
     r.PodVec(unsorted_, "an expiration set's unsorted ends", valid);
     unsorted_min_ = r.TimeValue("an expiration set's earliest unsorted end");
-    CQ_SNAPSHOT_CHECK(std::is_sorted(sorted_.begin(), sorted_.end(), [](const Entry& a, const Entry& b) { return a.end < b.end; }),
-                      "an expiration set's sorted ends are out of order");
+    CQ_SNAPSHOT_CHECK(
+        std::is_sorted(sorted_.begin(), sorted_.end(), [](const Entry& a, const Entry& b) { return a.end < b.end; }),
+        "an expiration set's sorted ends are out of order");
     Time min = Time::Infinity();
     for (const Entry& e : unsorted_) min = std::min(min, e.end);
-    CQ_SNAPSHOT_CHECK(unsorted_.empty() || policy_ == ExpirationPolicy::kLazy, "an expiration set has unsorted ends it never sorts");
+    CQ_SNAPSHOT_CHECK(unsorted_.empty() || policy_ == ExpirationPolicy::kLazy,
+                      "an expiration set has unsorted ends it never sorts");
     SnapshotReader::Expect(unsorted_min_, min, "an expiration set's earliest unsorted end");
   }
 
@@ -297,8 +298,9 @@ class ExpirationLanes {
       Lane& l = lanes_[k];
       r.PodVec(l.items, "an expiration lane", [](const Entry& e) { return SnapshotReader::ValidTime(e.end); });
       l.head = 0;
-      ok &= (k < max_lanes_ || l.items.empty()) &&
-            std::is_sorted(l.items.begin(), l.items.end(), [](const Entry& a, const Entry& b) { return a.end < b.end; });
+      ok &=
+          (k < max_lanes_ || l.items.empty()) &&
+          std::is_sorted(l.items.begin(), l.items.end(), [](const Entry& a, const Entry& b) { return a.end < b.end; });
     }
     CQ_SNAPSHOT_CHECK(ok, "an expiration lane is out of order");
     rest_.Restore(r);

@@ -120,8 +120,8 @@ void InstantTracker::AppendBagDifferences(const Changes& c, bool starts_minus_en
   ts.Truncate(ts_base + m);
 }
 
-bool InstantTracker::PlainInstants(std::span<const RowRef> a, std::span<const RowRef> b, Time t,
-                                   const BatchCols* table, uint32_t base, RowRef* o, Time* ot, size_t& m) const {
+bool InstantTracker::PlainInstants(std::span<const RowRef> a, std::span<const RowRef> b, Time t, const BatchCols* table,
+                                   uint32_t base, RowRef* o, Time* ot, size_t& m) const {
   // `b` in pieces of at most 64 rows, as a − (b1 + b2) = (a − b1) − b2: what is left of `a` after a
   // piece is in o from m on, and the next piece takes it from there.
   const size_t m0 = m;
@@ -133,8 +133,8 @@ bool InstantTracker::PlainInstants(std::span<const RowRef> a, std::span<const Ro
   return true;
 }
 
-bool InstantTracker::PlainInstant(std::span<const RowRef> a, std::span<const RowRef> b, Time t,
-                                  const BatchCols* table, uint32_t base, RowRef* o, Time* ot, size_t& m) const {
+bool InstantTracker::PlainInstant(std::span<const RowRef> a, std::span<const RowRef> b, Time t, const BatchCols* table,
+                                  uint32_t base, RowRef* o, Time* ot, size_t& m) const {
   // Each row of `b` with its columns and its hash, the rows not used up yet as bits, and a 64-bit
   // filter with one bit set per hash of `b`. Most starts of an instant match no end (ISTREAM's new
   // rows rarely equal the ones ending): the filter turns those away with a hash and a bit test,

@@ -164,8 +164,8 @@ class InstantTracker {
   bool PlainInstants(std::span<const RowRef> a, std::span<const RowRef> b, Time t, const BatchCols* table,
                      uint32_t base, RowRef* o, Time* ot, size_t& m) const;
   // One piece of PlainInstants: at most 64 rows of `b`. `a` may lie in o from m on.
-  bool PlainInstant(std::span<const RowRef> a, std::span<const RowRef> b, Time t, const BatchCols* table,
-                    uint32_t base, RowRef* o, Time* ot, size_t& m) const;
+  bool PlainInstant(std::span<const RowRef> a, std::span<const RowRef> b, Time t, const BatchCols* table, uint32_t base,
+                    RowRef* o, Time* ot, size_t& m) const;
   mutable std::vector<BatchCols> batch_cols_;  // AppendBagDifferences', kept for its capacity
 };
 

@@ -29,9 +29,7 @@ void NegativeTracker::Push(const Batch& in) {
   }
 }
 
-Time NegativeTracker::next_instant() const {
-  return pending_.empty() ? Time::Infinity() : pending_.begin()->first;
-}
+Time NegativeTracker::next_instant() const { return pending_.empty() ? Time::Infinity() : pending_.begin()->first; }
 
 void NegativeTracker::AdvanceTo(Time progress, const Visitor& visit) {
   FlushReleases();
@@ -101,7 +99,8 @@ void NegativeTracker::Restore(SnapshotReader& r, const Schema& expect) {
   bool ok = true;
   for (size_t n = r.Count(16, "a negative tracker's instants"); n > 0; --n) {
     const Time t = r.TimeValue("an instant");
-    CQ_SNAPSHOT_CHECK(pending_.empty() || pending_.rbegin()->first < t, "a negative tracker's instants are out of order");
+    CQ_SNAPSHOT_CHECK(pending_.empty() || pending_.rbegin()->first < t,
+                      "a negative tracker's instants are out of order");
     Instant& at = pending_[t];
     r.PodVec(at.positives);
     r.PodVec(at.negatives);
@@ -137,9 +136,11 @@ void NegativeTracker::Restore(SnapshotReader& r, const Schema& expect) {
   alive_.Restore(r, [&](const RowRef& x) { return Holds(x); }, hash_of);
   std::vector<uint64_t> alive;
   alive_.ForEach([&](const RowRef& x) { alive.push_back(hash_of(x)); });
-  CQ_SNAPSHOT_CHECK(NegativesFindPositives(std::move(alive), [&](auto&& visit) {
-                      for (const auto& [t, at] : pending_) visit(at.positive_hashes, at.negative_hashes);
-                    }),
+  CQ_SNAPSHOT_CHECK(NegativesFindPositives(std::move(alive),
+                                           [&](auto&& visit) {
+                                             for (const auto& [t, at] : pending_)
+                                               visit(at.positive_hashes, at.negative_hashes);
+                                           }),
                     "a negative tracker holds a negative tuple that no positive is alive for");
 }
 }  // namespace cq

@@ -34,7 +34,7 @@ class NegativeTracker final : public InstantTracker {
   };
   bool track_alive_;
   std::map<Time, Instant> pending_;  // events of instants not complete yet
-  HashMultimap<RowRef> alive_;  // by value hash (track_alive)
+  HashMultimap<RowRef> alive_;       // by value hash (track_alive)
 };
 
 // The Negative Tuple method's promise, checked on a restored tracker: replaying its instants in time

@@ -206,7 +206,8 @@ void OrderedRuns::Merge(const std::vector<Run*>& runs, Time next) {
     std::vector<std::pair<Time, uint32_t>>& heads = heads_;
     heads.clear();
     for (size_t i = 0; i < runs.size(); ++i)
-      if (runs[i]->offset < stop[i]) heads.push_back({runs[i]->batch.StartAt(runs[i]->offset), static_cast<uint32_t>(i)});
+      if (runs[i]->offset < stop[i])
+        heads.push_back({runs[i]->batch.StartAt(runs[i]->offset), static_cast<uint32_t>(i)});
     std::make_heap(heads.begin(), heads.end(), std::greater<>());
     size_t k = 0;
     while (!heads.empty()) {
@@ -329,11 +330,15 @@ Batch OrderedRuns::Gather(const std::vector<Run*>& runs, const uint32_t* which, 
     same_duration &= b.constant_duration.has_value() && first.constant_duration == b.constant_duration;
     any_holders |= !b.holders.empty();
     sync_steps |= b.sync.has_steps();
-    end_steps |= b.constant_duration ? !b.constant_duration->infinite && (b.constant_duration->steps || b.sync.has_steps())
-                                     : b.other.has_steps();
-    views[i] = {b.sync.tick_data(), b.sync.has_steps() ? b.sync.step_data() : nullptr,
-                b.other.empty() ? nullptr : b.other.tick_data(), b.other.has_steps() ? b.other.step_data() : nullptr,
-                b.holders.empty() ? nullptr : b.holders.as<const HolderId>(), b.constant_duration};
+    end_steps |= b.constant_duration
+                     ? !b.constant_duration->infinite && (b.constant_duration->steps || b.sync.has_steps())
+                     : b.other.has_steps();
+    views[i] = {b.sync.tick_data(),
+                b.sync.has_steps() ? b.sync.step_data() : nullptr,
+                b.other.empty() ? nullptr : b.other.tick_data(),
+                b.other.has_steps() ? b.other.step_data() : nullptr,
+                b.holders.empty() ? nullptr : b.holders.as<const HolderId>(),
+                b.constant_duration};
   }
   Batch out;
   out.kind = first.kind;

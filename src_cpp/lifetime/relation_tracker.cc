@@ -139,10 +139,10 @@ void RelationTracker::Collect(Time progress, Changes& out) {
   out.clear();
   // The starts: every held row below the progress, in order. Their ends join the lanes first, so
   // that those below the progress come out with the rest.
-  const size_t stop = static_cast<size_t>(
-      std::partition_point(held_.begin() + static_cast<std::ptrdiff_t>(held_head_), held_.end(),
-                           [&](const Held& h) { return h.start < progress; }) -
-      held_.begin());
+  const size_t stop =
+      static_cast<size_t>(std::partition_point(held_.begin() + static_cast<std::ptrdiff_t>(held_head_), held_.end(),
+                                               [&](const Held& h) { return h.start < progress; }) -
+                          held_.begin());
   RowRef* starts = out.starts.Append(stop - held_head_);
   Time* start_at = out.start_at.Append(stop - held_head_);
   size_t m = 0;
@@ -290,7 +290,8 @@ void RelationTracker::Restore(SnapshotReader& r, const Schema& expect) {
   expiring_.Restore(r);
   r.PodVec(alive_);
   // Only what is in use is checked.
-  for (size_t k = 0; k < held_.size(); ++k) ok &= Holds(held_[k].ref) && (k == 0 || !(held_[k].start < held_[k - 1].start));
+  for (size_t k = 0; k < held_.size(); ++k)
+    ok &= Holds(held_[k].ref) && (k == 0 || !(held_[k].start < held_[k - 1].start));
   for (size_t id = 0; id < pending_.size(); ++id) {
     const Pending& p = pending_[id];
     if (p.ref.row == kNone) continue;

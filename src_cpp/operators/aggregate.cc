@@ -29,10 +29,9 @@ double BitsDouble(uint64_t b) {
 
 }  // namespace
 
-Aggregate::Aggregate(std::vector<std::unique_ptr<Expression>> keys, std::vector<Spec> aggs, Schema output,
-                     Input input, ExpirationPolicy policy, HolderTable* holders)
-    : keys_(std::move(keys)), output_(std::move(output)), input_(input), holders_(holders),
-      index_([&] {
+Aggregate::Aggregate(std::vector<std::unique_ptr<Expression>> keys, std::vector<Spec> aggs, Schema output, Input input,
+                     ExpirationPolicy policy, HolderTable* holders)
+    : keys_(std::move(keys)), output_(std::move(output)), input_(input), holders_(holders), index_([&] {
         std::vector<TypeId> types;
         for (const auto& k : keys_) types.push_back(k->type());
         return types;
@@ -172,7 +171,7 @@ void Aggregate::PushEnds(int, const EndBatch& ends, Emitter&) {
 
 void Aggregate::EnterBatch() {
   if (!instants_->in_rows() && !general_) return;  // (the common case: one test)
-  InstantTracker& t = instants_->batch();  // (rows the row form kept move into batches)
+  InstantTracker& t = instants_->batch();          // (rows the row form kept move into batches)
   general_ = input_ != Input::kGeneral && t.retained_rows() > 0;
 }
 
@@ -362,7 +361,8 @@ template <size_t kNa, typename Out>
   if constexpr (std::is_same_v<Out, BatchOut>) {
     if (input_ == Input::kNegative) {
       const size_t na = kNa ? kNa : na_;
-      AppendRow<kNa>(g, t, gr.started, current_.data() + g * na, has_strings_ ? current_str_.data() + g * na : now_str_.data());
+      AppendRow<kNa>(g, t, gr.started, current_.data() + g * na,
+                     has_strings_ ? current_str_.data() + g * na : now_str_.data());
     } else if (gr.out_row >= 0) {
       // Started in this call: it goes out with its end, without a holder.
       out_end_.Set(gr.out_row, t);
@@ -379,7 +379,7 @@ template <size_t kNa, typename Out>
 
 template <size_t kNa>
 [[gnu::always_inline]] inline void Aggregate::AppendRow(uint32_t g, Time sync, Time other, const Result* values,
-                                                       const std::string* strs) {
+                                                        const std::string* strs) {
   const size_t na = kNa ? kNa : na_;
   out_group_.Append(g);
   out_start_.Append(sync);
@@ -657,35 +657,37 @@ void Aggregate::AdvanceTo(Time progress, Emitter& out) {
 }
 
 void RegisterAggregate(OperatorRegistry& r) {
-  r.Register("aggregate", [](const OperatorSpec& s, const std::vector<OperatorInput>& in,
-                             const OperatorContext& ctx) -> std::unique_ptr<Operator> {
-    CQ_CHECK(in.size() == 1 && in[0].kind == BatchKind::kLifetime, "an aggregate reads one relation");
-    std::vector<std::unique_ptr<Expression>> keys;
-    Schema output;
-    for (const json::Value& k : s.params["keys"].array()) {
-      keys.push_back(Expression::Compile(k, *in[0].schema));
-      output.push_back({DefaultName('k', output.size()), keys.back()->type()});
-    }
-    std::vector<Aggregate::Spec> aggs;
-    for (const json::Value& a : s.params["aggregates"].array()) {
-      Aggregate::Spec spec;
-      spec.fn = a["fn"].str();
-      spec.distinct = a["distinct"].boolean();
-      auto t = TypeFromName(a["type"].str());
-      CQ_CHECK(t.has_value(), "unknown aggregate type");
-      spec.type = *t;
-      if (!a["arg"].is_null()) spec.arg = Expression::Compile(a["arg"], *in[0].schema);
-      output.push_back({DefaultName('a', aggs.size()), spec.type});
-      aggs.push_back(std::move(spec));
-    }
-    if (const json::Value* names = s.params.find("names"))
-      for (size_t i = 0; i < output.size() && i < names->array().size(); ++i) output[i].name = names->array()[i].str();
-    const Aggregate::Input input = ctx.negative              ? Aggregate::Input::kNegative
-                                   : PlannedConstant(s.params) ? Aggregate::Input::kConstant
-                                                               : Aggregate::Input::kGeneral;
-    return std::make_unique<Aggregate>(std::move(keys), std::move(aggs), std::move(output), input,
-                                       PlannedPolicy(s.params), ctx.holders);
-  });
+  r.Register("aggregate",
+             [](const OperatorSpec& s, const std::vector<OperatorInput>& in,
+                const OperatorContext& ctx) -> std::unique_ptr<Operator> {
+               CQ_CHECK(in.size() == 1 && in[0].kind == BatchKind::kLifetime, "an aggregate reads one relation");
+               std::vector<std::unique_ptr<Expression>> keys;
+               Schema output;
+               for (const json::Value& k : s.params["keys"].array()) {
+                 keys.push_back(Expression::Compile(k, *in[0].schema));
+                 output.push_back({DefaultName('k', output.size()), keys.back()->type()});
+               }
+               std::vector<Aggregate::Spec> aggs;
+               for (const json::Value& a : s.params["aggregates"].array()) {
+                 Aggregate::Spec spec;
+                 spec.fn = a["fn"].str();
+                 spec.distinct = a["distinct"].boolean();
+                 auto t = TypeFromName(a["type"].str());
+                 CQ_CHECK(t.has_value(), "unknown aggregate type");
+                 spec.type = *t;
+                 if (!a["arg"].is_null()) spec.arg = Expression::Compile(a["arg"], *in[0].schema);
+                 output.push_back({DefaultName('a', aggs.size()), spec.type});
+                 aggs.push_back(std::move(spec));
+               }
+               if (const json::Value* names = s.params.find("names"))
+                 for (size_t i = 0; i < output.size() && i < names->array().size(); ++i)
+                   output[i].name = names->array()[i].str();
+               const Aggregate::Input input = ctx.negative                ? Aggregate::Input::kNegative
+                                              : PlannedConstant(s.params) ? Aggregate::Input::kConstant
+                                                                          : Aggregate::Input::kGeneral;
+               return std::make_unique<Aggregate>(std::move(keys), std::move(aggs), std::move(output), input,
+                                                  PlannedPolicy(s.params), ctx.holders);
+             });
 }
 
 // ---- snapshots -------------------------------------------------------------------------------
@@ -772,7 +774,8 @@ void Aggregate::Restore(SnapshotReader& r) {
          (c.sync.steps.empty() || Covers(c.sync.steps, c.length, 8)) && Covers(c.groups, c.length, 4) &&
          (input_ == Input::kNegative ? Covers(c.signs, c.length, 1) : c.signs.empty()) && c.base > base;
     for (const Column& a : c.args) ok &= a.length >= c.length;
-    for (int64_t i = 0; ok && i < c.length; ++i) ok &= SnapshotReader::ValidTime(c.sync.At(i)) && (i == 0 || !(c.sync.At(i) < c.sync.At(i - 1)));
+    for (int64_t i = 0; ok && i < c.length; ++i)
+      ok &= SnapshotReader::ValidTime(c.sync.At(i)) && (i == 0 || !(c.sync.At(i) < c.sync.At(i - 1)));
     for (const Agg& a : aggs_)
       if (a.expr && ok) ok &= c.args[a.arg].type == a.arg_type;
     for (int64_t i = 0; ok && i < c.length; ++i) ok &= c.groups.as<const uint32_t>()[i] < groups;
@@ -792,7 +795,7 @@ void Aggregate::Restore(SnapshotReader& r) {
   max_sync_ = r.TimeReached("the latest input time an aggregate saw");
   retained_ = r.I64();
   CQ_SNAPSHOT_CHECK(chunks_.empty() || (chunks_.back().length <= retained_ &&
-                                         chunks_.back().base <= retained_ - chunks_.back().length),
+                                        chunks_.back().base <= retained_ - chunks_.back().length),
                     "an aggregate's retained rows are inconsistent");
   Load(next_start_);  // unpacks the cursors' chunks (pointers are not saved)
   Load(next_end_);

@@ -40,10 +40,10 @@
 #include <vector>
 
 #include "batch/group_index.h"
-#include "operators/aggregate_functions.h"
 #include "kernels/expression.h"
 #include "lifetime/expiration_set.h"
 #include "lifetime/instant_tracker.h"
+#include "operators/aggregate_functions.h"
 #include "operators/operator.h"
 #include "rows/instants.h"
 
@@ -54,7 +54,7 @@ class Aggregate final : public Operator {
   struct Spec {
     std::string fn;  // count_star | count | sum | avg | min | max
     bool distinct;
-    TypeId type;     // of the result
+    TypeId type;                      // of the result
     std::unique_ptr<Expression> arg;  // null for count_star
   };
   enum class Input : uint8_t { kConstant, kNegative, kGeneral };
@@ -107,8 +107,8 @@ class Aggregate final : public Operator {
     TimeColumn sync;
     Columns args;
     std::vector<ArgView> views;  // of args
-    Buffer groups;  // uint32 per row
-    Buffer signs;   // kNegative: int8 per row, +1 for a positive tuple, -1 for a negative one
+    Buffer groups;               // uint32 per row
+    Buffer signs;                // kNegative: int8 per row, +1 for a positive tuple, -1 for a negative one
     int64_t length = 0;
     int64_t base = 0;  // the position of its first row among all rows ever retained
   };
@@ -245,7 +245,7 @@ class Aggregate final : public Operator {
   std::vector<std::string> current_str_;
   std::vector<uint32_t> touched_;  // groups touched at the current instant: the first touched_count_
   size_t touched_count_ = 0;
-  std::vector<Result> now_;            // scratch: a group's new values
+  std::vector<Result> now_;  // scratch: a group's new values
   std::vector<std::string> now_str_;
 
   // kConstant / kNegative
@@ -259,8 +259,8 @@ class Aggregate final : public Operator {
   std::optional<Instants> instants_;
   bool general_ = false;  // kConstant, kNegative: the tracker state holds rows (the row form left them)
   std::shared_ptr<const Schema> derived_schema_;  // arguments, then the group id
-  size_t nargs_ = 0;  // argument columns (the tracked rows' columns before the group id)
-  InstantTracker::Changes changes_;  // what the tracker hands over, kept for its capacity
+  size_t nargs_ = 0;                              // argument columns (the tracked rows' columns before the group id)
+  InstantTracker::Changes changes_;               // what the tracker hands over, kept for its capacity
   // Applies changes_ to the groups.
   template <size_t kNa, typename Out>
   void RunChanges(const InstantTracker& tracker, Out& out);

@@ -8,9 +8,7 @@
 namespace cq {
 
 DelayOperator::DelayOperator(Duration d, const Schema& input, const Time* least)
-    : delay_(d),
-      schema_(std::make_shared<const Schema>(input)),
-      least_(least),
+    : delay_(d), schema_(std::make_shared<const Schema>(input)), least_(least),
       gathering_(schema_, BatchKind::kStream, std::nullopt) {
   CQ_CHECK(!d.infinite && !d.IsZero(), "a delay moves time forward by a finite amount");
 }
@@ -125,11 +123,12 @@ void DelayOperator::Restore(SnapshotReader& r) {
 }
 
 void RegisterDelay(OperatorRegistry& r) {
-  r.Register("delay", [](const OperatorSpec& s, const std::vector<OperatorInput>& in,
-                         const OperatorContext& ctx) -> std::unique_ptr<Operator> {
-    CQ_CHECK(in.size() == 1 && in[0].kind == BatchKind::kStream, "a delay applies to a stream");
-    return std::make_unique<DelayOperator>(DurationFromJson(s.params["duration"]), *in[0].schema, ctx.least);
-  });
+  r.Register("delay",
+             [](const OperatorSpec& s, const std::vector<OperatorInput>& in,
+                const OperatorContext& ctx) -> std::unique_ptr<Operator> {
+               CQ_CHECK(in.size() == 1 && in[0].kind == BatchKind::kStream, "a delay applies to a stream");
+               return std::make_unique<DelayOperator>(DurationFromJson(s.params["duration"]), *in[0].schema, ctx.least);
+             });
 }
 
 }  // namespace cq

@@ -72,12 +72,14 @@ std::unique_ptr<RowOperator> Filter::ToRows() { return std::make_unique<FilterRo
 std::string Filter::Explain() const { return "Filter " + predicate_->ToString(schema_); }
 
 void RegisterFilter(OperatorRegistry& r) {
-  r.Register("filter", [](const OperatorSpec& s, const std::vector<OperatorInput>& in, const OperatorContext&) -> std::unique_ptr<Operator> {
-    CQ_CHECK(in.size() == 1, "filter takes one input");
-    auto pred = Expression::Compile(s.params["predicate"], *in[0].schema);
-    CQ_CHECK(pred->type() == TypeId::kBool, "filter predicate must be boolean");
-    return std::make_unique<Filter>(std::move(pred), *in[0].schema, in[0].kind);
-  });
+  r.Register("filter",
+             [](const OperatorSpec& s, const std::vector<OperatorInput>& in,
+                const OperatorContext&) -> std::unique_ptr<Operator> {
+               CQ_CHECK(in.size() == 1, "filter takes one input");
+               auto pred = Expression::Compile(s.params["predicate"], *in[0].schema);
+               CQ_CHECK(pred->type() == TypeId::kBool, "filter predicate must be boolean");
+               return std::make_unique<Filter>(std::move(pred), *in[0].schema, in[0].kind);
+             });
 }
 
 }  // namespace cq

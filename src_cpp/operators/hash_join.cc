@@ -114,8 +114,8 @@ void HashJoin::BatchSink::Flush() {
       const H h = side == 0 ? em_[k].l : em_[k].r;
       rows[k] = {JoinBatchStore::Seq(h), JoinBatchStore::Row(h)};
     }
-    auto cols = GatherRows([&](uint32_t seq) -> const Batch& { return s.batch(seq); }, rows,
-                           j_.spec_.input[side].size());
+    auto cols =
+        GatherRows([&](uint32_t seq) -> const Batch& { return s.batch(seq); }, rows, j_.spec_.input[side].size());
     for (Column& c : cols) o.columns.push_back(std::move(c));
   }
   o.sync.ticks = Buffer::Allocate(n * 8);
@@ -255,21 +255,25 @@ void HashJoin::Restore(SnapshotReader& r) {
 }
 
 void RegisterHashJoin(OperatorRegistry& r) {
-  r.Register("join", [](const OperatorSpec& s, const std::vector<OperatorInput>& in,
-                        const OperatorContext& ctx) -> std::unique_ptr<Operator> {
-    CQ_CHECK(in.size() == 2 && in[0].kind == BatchKind::kLifetime && in[1].kind == BatchKind::kLifetime,
-             "a join reads two relations");
-    std::vector<std::unique_ptr<Expression>> lk, rk;
-    for (const json::Value& e : s.params["left_keys"].array()) lk.push_back(Expression::Compile(e, *in[0].schema));
-    for (const json::Value& e : s.params["right_keys"].array()) rk.push_back(Expression::Compile(e, *in[1].schema));
-    Schema both = *in[0].schema;
-    both.insert(both.end(), in[1].schema->begin(), in[1].schema->end());
-    std::unique_ptr<Expression> residual;
-    if (const json::Value* res = s.params.find("residual"); res && !res->is_null())
-      residual = Expression::Compile(*res, both);
-    return std::make_unique<HashJoin>(*in[0].schema, *in[1].schema, std::move(lk), std::move(rk),
-                                      std::move(residual), ctx.negative, ctx.holders, PlannedPolicy(s.params));
-  });
+  r.Register("join",
+             [](const OperatorSpec& s, const std::vector<OperatorInput>& in,
+                const OperatorContext& ctx) -> std::unique_ptr<Operator> {
+               CQ_CHECK(in.size() == 2 && in[0].kind == BatchKind::kLifetime && in[1].kind == BatchKind::kLifetime,
+                        "a join reads two relations");
+               std::vector<std::unique_ptr<Expression>> lk, rk;
+               for (const json::Value& e : s.params["left_keys"].array())
+                 lk.push_back(Expression::Compile(e, *in[0].schema));
+               for (const json::Value& e : s.params["right_keys"].array())
+                 rk.push_back(Expression::Compile(e, *in[1].schema));
+               Schema both = *in[0].schema;
+               both.insert(both.end(), in[1].schema->begin(), in[1].schema->end());
+               std::unique_ptr<Expression> residual;
+               if (const json::Value* res = s.params.find("residual"); res && !res->is_null())
+                 residual = Expression::Compile(*res, both);
+               return std::make_unique<HashJoin>(*in[0].schema, *in[1].schema, std::move(lk), std::move(rk),
+                                                 std::move(residual), ctx.negative, ctx.holders,
+                                                 PlannedPolicy(s.params));
+             });
 }
 
 }  // namespace cq

@@ -19,8 +19,8 @@ namespace cq {
 class HashJoin final : public Operator {
  public:
   HashJoin(const Schema& left, const Schema& right, std::vector<std::unique_ptr<Expression>> left_keys,
-           std::vector<std::unique_ptr<Expression>> right_keys, std::unique_ptr<Expression> residual,
-           bool negative, HolderTable* holders, ExpirationPolicy policy = ExpirationPolicy::kLazy);
+           std::vector<std::unique_ptr<Expression>> right_keys, std::unique_ptr<Expression> residual, bool negative,
+           HolderTable* holders, ExpirationPolicy policy = ExpirationPolicy::kLazy);
   ~HashJoin() override;
   void Push(int port, const Batch& batch, Emitter& out) override;
   void PushEnds(int port, const EndBatch& ends, Emitter& out) override;

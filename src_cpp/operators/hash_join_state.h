@@ -293,9 +293,9 @@ class JoinRowStore {
   bool KeyHash(const Value* v, uint64_t* h) const;
 
   const JoinSpec* spec_;
-  size_t width_ = 0;                                     // the input's columns
+  size_t width_ = 0;                                      // the input's columns
   std::vector<std::unique_ptr<RowExpression>> computed_;  // the keys that are not plain columns
-  std::vector<int> key_cols_;                            // each key's column in a kept row
+  std::vector<int> key_cols_;                             // each key's column in a kept row
   bool int64_key_ = false;
   std::shared_ptr<const Schema> input_;
   RowLayout layout_;  // of the input's columns alone
@@ -312,8 +312,7 @@ template <typename Store>
 class JoinCore {
  public:
   using H = typename Store::Handle;
-  explicit JoinCore(const JoinSpec& spec)
-      : spec_(spec), sides_{Side(spec, 0), Side(spec, 1)} {}
+  explicit JoinCore(const JoinSpec& spec) : spec_(spec), sides_{Side(spec, 0), Side(spec, 1)} {}
 
   Store& store(int side) { return sides_[side].store; }
   const Store& store(int side) const { return sides_[side].store; }
@@ -398,8 +397,8 @@ class JoinCore {
   struct Side {
     Side(const JoinSpec& spec, int side) : store(spec, side), expiring(spec.policy) {}
     Store store;
-    HashMultimap<H> table;   // rows that can still join, by key hash
-    std::vector<H> pending;  // direct: by holder id, the row whose end it fixes
+    HashMultimap<H> table;           // rows that can still join, by key hash
+    std::vector<H> pending;          // direct: by holder id, the row whose end it fixes
     ExpirationSet<Expiry> expiring;  // direct: joined rows by known end
   };
 
@@ -415,9 +414,8 @@ class JoinCore {
       // A negative tuple at `sync` ends the positive that started at `other`: it leaves the
       // index, and the pairs it made leave with it.
       H positive;
-      const bool found = s.table.Take(m.key, [&](H p) {
-        return s.store.meta(p).sync == m.other && s.store.SameValues(p, x);
-      }, &positive);
+      const bool found = s.table.Take(
+          m.key, [&](H p) { return s.store.meta(p).sync == m.other && s.store.SameValues(p, x); }, &positive);
       CQ_CHECK(found, "join: a negative tuple without its positive");
       s.store.LetGo(positive);
       s.store.LetGo(x);
@@ -495,8 +493,8 @@ void JoinBatchStore::ForEachKept(F&& f) const {
   for (size_t i = head_; i < slots_.size(); ++i) {
     const Chunk& c = *slots_[i];
     if (c.seq < cursor_seq_) continue;
-    for (size_t r = c.seq == cursor_seq_ ? static_cast<size_t>(cursor_row_) : 0; r < static_cast<size_t>(c.batch.length);
-         ++r)
+    for (size_t r = c.seq == cursor_seq_ ? static_cast<size_t>(cursor_row_) : 0;
+         r < static_cast<size_t>(c.batch.length); ++r)
       if (c.meta[r].state == kJoinWaiting) f(Make(c.seq, static_cast<uint32_t>(r)));
   }
 }
@@ -527,7 +525,8 @@ void JoinCore<Store>::Read(SnapshotReader& r) {
     r.PodVec(kept, "a join's kept rows", [&](const JoinKeptRow& k) {
       return SnapshotReader::ValidTime(k.sync) && SnapshotReader::ValidTime(k.other) &&
              (k.state == kJoinWaiting || k.state == kJoinJoined) &&
-             (k.holder == kNoHolder || (!spec_.negative && r.ValidHolder(k.holder) && k.other == Time::MinusInfinity()));
+             (k.holder == kNoHolder ||
+              (!spec_.negative && r.ValidHolder(k.holder) && k.other == Time::MinusInfinity()));
     });
     Batch values;
     if (!kept.empty()) values = r.ReadBatch(&spec_.input[side]);

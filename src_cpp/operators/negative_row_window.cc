@@ -61,8 +61,8 @@ void NegativeRowWindow::Push(int, const Batch& in, Emitter& out) {
   o.schema = b.schema;
   o.length = static_cast<int64_t>(rows.size());
   // The negatives copy the values of the leaving tuples: the method's overhead.
-  o.columns = GatherRows([&](uint32_t k) -> const Batch& { return kept[k - kept.front().seq].batch; }, rows,
-                         schema_->size());
+  o.columns =
+      GatherRows([&](uint32_t k) -> const Batch& { return kept[k - kept.front().seq].batch; }, rows, schema_->size());
   o.sync = MakeTimeColumn(sync);
   o.other = MakeTimeColumn(other);
   out.Emit(std::move(o));
@@ -178,7 +178,8 @@ void NegativeRowWindow::BatchesOfRows(Batches* out) const {
   };
   std::vector<Entry> all;
   auto give = [&](const Fifo<Arrival>& from, Fifo<Ref>& to) {
-    for (size_t i = from.head; i < from.items.size(); ++i) all.push_back({from.items[i].start, from.items[i].slot, &to});
+    for (size_t i = from.head; i < from.items.size(); ++i)
+      all.push_back({from.items[i].start, from.items[i].slot, &to});
   };
   if (keys_.empty()) give(queues_[0], out->all);
   for (const auto* e : SortedEntries(index_)) give(queues_[e->second], out->partitions[e->first]);
@@ -208,18 +209,21 @@ void NegativeRowWindow::ClearRows() {
 }
 
 void RegisterNegativeRowWindow(OperatorRegistry& r) {
-  r.Register("negative:row_window", [](const OperatorSpec& s, const std::vector<OperatorInput>& in,
-                                       const OperatorContext&) -> std::unique_ptr<Operator> {
-    CQ_CHECK(in.size() == 1 && in[0].kind == BatchKind::kStream, "a window reads one stream");
-    return std::make_unique<NegativeRowWindow>(s.params["rows"].integer(), std::vector<int>{}, *in[0].schema);
-  });
-  r.Register("negative:partition_row_window", [](const OperatorSpec& s, const std::vector<OperatorInput>& in,
-                                                 const OperatorContext&) -> std::unique_ptr<Operator> {
-    CQ_CHECK(in.size() == 1 && in[0].kind == BatchKind::kStream, "a window reads one stream");
-    std::vector<int> keys;
-    for (const json::Value& k : s.params["keys"].array()) keys.push_back(static_cast<int>(k.integer()));
-    return std::make_unique<NegativeRowWindow>(s.params["rows"].integer(), std::move(keys), *in[0].schema);
-  });
+  r.Register("negative:row_window",
+             [](const OperatorSpec& s, const std::vector<OperatorInput>& in,
+                const OperatorContext&) -> std::unique_ptr<Operator> {
+               CQ_CHECK(in.size() == 1 && in[0].kind == BatchKind::kStream, "a window reads one stream");
+               return std::make_unique<NegativeRowWindow>(s.params["rows"].integer(), std::vector<int>{},
+                                                          *in[0].schema);
+             });
+  r.Register("negative:partition_row_window",
+             [](const OperatorSpec& s, const std::vector<OperatorInput>& in,
+                const OperatorContext&) -> std::unique_ptr<Operator> {
+               CQ_CHECK(in.size() == 1 && in[0].kind == BatchKind::kStream, "a window reads one stream");
+               std::vector<int> keys;
+               for (const json::Value& k : s.params["keys"].array()) keys.push_back(static_cast<int>(k.integer()));
+               return std::make_unique<NegativeRowWindow>(s.params["rows"].integer(), std::move(keys), *in[0].schema);
+             });
 }
 
 // The kept batches (rows whose negative is still to come) and each partition's queue of them.
@@ -259,7 +263,8 @@ void NegativeRowWindow::Restore(SnapshotReader& r) {
             x.row < static_cast<uint64_t>(kept[x.seq - kept.front().seq].batch.length);
     return ok;
   };
-  CQ_SNAPSHOT_CHECK(kept.empty() || kept.back().seq + 1 == next_seq_, "a row window's kept batches are out of sequence");
+  CQ_SNAPSHOT_CHECK(kept.empty() || kept.back().seq + 1 == next_seq_,
+                    "a row window's kept batches are out of sequence");
   r.PodVec(b_.all.items);
   bool ok = holds(b_.all);
   for (size_t n = r.Count(16); n > 0; --n) {

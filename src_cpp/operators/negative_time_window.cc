@@ -12,15 +12,11 @@
 namespace cq {
 
 NegativeTimeWindow::NegativeTimeWindow(std::string kind, int64_t range, int64_t slide, const Schema& input)
-    : store_(RowLayout(input)),
-      name_(std::move(kind)),
-      kind_(name_ == "now"         ? Kind::kNow
-            : name_ == "range"     ? Kind::kRange
-            : name_ == "unbounded" ? Kind::kUnbounded
-                                   : Kind::kSlide),
-      range_(range),
-      slide_(slide),
-      schema_(std::make_shared<const Schema>(input)) {}
+    : store_(RowLayout(input)), name_(std::move(kind)), kind_(name_ == "now"         ? Kind::kNow
+                                                              : name_ == "range"     ? Kind::kRange
+                                                              : name_ == "unbounded" ? Kind::kUnbounded
+                                                                                     : Kind::kSlide),
+      range_(range), slide_(slide), schema_(std::make_shared<const Schema>(input)) {}
 
 NegativeTimeWindow::~NegativeTimeWindow() = default;
 
@@ -119,7 +115,8 @@ void NegativeTimeWindow::EmitThrough(Time through, Emitter& out) {
   std::vector<BatchRow> rows;
   std::vector<Time> sync, other;
   for (;;) {
-    const bool has_pos = valid(next_positive_) && !(through < batch_of(next_positive_.batch).sync.At(next_positive_.row));
+    const bool has_pos =
+        valid(next_positive_) && !(through < batch_of(next_positive_.batch).sync.At(next_positive_.row));
     bool has_neg = valid(next_negative_);
     Time neg_at = Time::Infinity();
     if (has_neg) {
@@ -130,8 +127,9 @@ void NegativeTimeWindow::EmitThrough(Time through, Emitter& out) {
     const Time pos_at = has_pos ? batch_of(next_positive_.batch).sync.At(next_positive_.row) : Time::Infinity();
     if (has_neg && !(pos_at < neg_at)) {  // negatives first within an instant
       // A negative may only follow its own positive: with a zero-length lifetime it waits for it.
-      const bool own_positive_out = next_negative_.batch < next_positive_.batch ||
-                                    (next_negative_.batch == next_positive_.batch && next_negative_.row < next_positive_.row);
+      const bool own_positive_out =
+          next_negative_.batch < next_positive_.batch ||
+          (next_negative_.batch == next_positive_.batch && next_negative_.row < next_positive_.row);
       if (own_positive_out || !has_pos) {
         if (!own_positive_out) break;
         const Batch& kb = batch_of(next_negative_.batch);
@@ -282,7 +280,9 @@ std::unique_ptr<RowOperator> NegativeTimeWindow::ToRows() {
 void NegativeTimeWindow::TakeFromBatches() {
   // From the next negative on (it never passes the next positive), in order, after what the row
   // layout held (nothing: its cursors are at its end).
-  auto before = [](const BatchRow& a, const BatchRow& b) { return a.batch != b.batch ? a.batch < b.batch : a.row < b.row; };
+  auto before = [](const BatchRow& a, const BatchRow& b) {
+    return a.batch != b.batch ? a.batch < b.batch : a.row < b.row;
+  };
   uint64_t k = RowsEnd(), pos = UINT64_MAX;
   for (BatchRow c = next_negative_; c.batch - front_ < kept_.size(); ++c.batch, c.row = 0) {
     const Batch& b = kept_[c.batch - front_];
@@ -331,19 +331,21 @@ void NegativeTimeWindow::ClearRows() {
 }
 
 void RegisterNegativeTimeWindow(OperatorRegistry& r) {
-  r.Register("negative:window", [](const OperatorSpec& s, const std::vector<OperatorInput>& in,
-                                   const OperatorContext&) -> std::unique_ptr<Operator> {
-    CQ_CHECK(in.size() == 1 && in[0].kind == BatchKind::kStream, "a window reads one stream");
-    const std::string& kind = s.params["kind"].str();
-    const int64_t range = kind == "range" ? DurationFromJson(s.params["range"]).ticks : 0;
-    return std::make_unique<NegativeTimeWindow>(kind, range, 1, *in[0].schema);
-  });
-  r.Register("negative:slide_window", [](const OperatorSpec& s, const std::vector<OperatorInput>& in,
-                                         const OperatorContext&) -> std::unique_ptr<Operator> {
-    CQ_CHECK(in.size() == 1 && in[0].kind == BatchKind::kStream, "a window reads one stream");
-    return std::make_unique<NegativeTimeWindow>("slide", DurationFromJson(s.params["range"]).ticks,
-                                                DurationFromJson(s.params["slide"]).ticks, *in[0].schema);
-  });
+  r.Register("negative:window",
+             [](const OperatorSpec& s, const std::vector<OperatorInput>& in,
+                const OperatorContext&) -> std::unique_ptr<Operator> {
+               CQ_CHECK(in.size() == 1 && in[0].kind == BatchKind::kStream, "a window reads one stream");
+               const std::string& kind = s.params["kind"].str();
+               const int64_t range = kind == "range" ? DurationFromJson(s.params["range"]).ticks : 0;
+               return std::make_unique<NegativeTimeWindow>(kind, range, 1, *in[0].schema);
+             });
+  r.Register("negative:slide_window",
+             [](const OperatorSpec& s, const std::vector<OperatorInput>& in,
+                const OperatorContext&) -> std::unique_ptr<Operator> {
+               CQ_CHECK(in.size() == 1 && in[0].kind == BatchKind::kStream, "a window reads one stream");
+               return std::make_unique<NegativeTimeWindow>("slide", DurationFromJson(s.params["range"]).ticks,
+                                                           DurationFromJson(s.params["slide"]).ticks, *in[0].schema);
+             });
 }
 
 // The kept batches and the two cursors: the next positive and the next negative to send. The
@@ -362,7 +364,9 @@ void NegativeTimeWindow::Snapshot(SnapshotWriter& w) const {
 
 void NegativeTimeWindow::WriteBatches(SnapshotWriter& w, uint32_t front, const Ring<Batch>& kept, BatchRow positive,
                                       BatchRow negative) {
-  auto before = [](const BatchRow& a, const BatchRow& b) { return a.batch != b.batch ? a.batch < b.batch : a.row < b.row; };
+  auto before = [](const BatchRow& a, const BatchRow& b) {
+    return a.batch != b.batch ? a.batch < b.batch : a.row < b.row;
+  };
   const BatchRow first = before(negative, positive) ? negative : positive;
   const uint32_t skip = !kept.empty() && first.batch == front ? first.row : 0;
   w.U32(front);
@@ -400,7 +404,8 @@ void NegativeTimeWindow::Restore(SnapshotReader& r) {
     const uint64_t k = static_cast<uint64_t>(c.batch) - front_;
     return k < kept_.size() ? &kept_[k] : nullptr;
   };
-  if (const Batch* b = at(next_positive_)) r.CheckToCome(b->StartAt(next_positive_.row), "a time window's next positive");
+  if (const Batch* b = at(next_positive_))
+    r.CheckToCome(b->StartAt(next_positive_.row), "a time window's next positive");
   if (const Batch* b = at(next_negative_)) r.CheckToCome(b->EndAt(next_negative_.row), "a time window's next negative");
 }
 }  // namespace cq

@@ -54,7 +54,7 @@ class NegativeTimeWindow final : public Operator {
   static void WriteBatches(SnapshotWriter& w, uint32_t front, const Ring<Batch>& kept, BatchRow positive,
                            BatchRow negative);
 
-  Ring<Batch> kept_;  // sync = start, other = end; starts and ends are both monotone
+  Ring<Batch> kept_;    // sync = start, other = end; starts and ends are both monotone
   uint32_t front_ = 0;  // number of kept_.front()
   BatchRow next_positive_{0, 0}, next_negative_{0, 0};
 
@@ -73,9 +73,9 @@ class NegativeTimeWindow final : public Operator {
   RowStore store_;
   std::vector<Kept> rows_;  // rows_[0] is the base_-th tuple ever kept
   uint64_t base_ = 0;
-  uint64_t freed_ = 0;  // tuples before it are freed (and may be dropped from rows_)
+  uint64_t freed_ = 0;          // tuples before it are freed (and may be dropped from rows_)
   uint64_t pos_ = 0, neg_ = 0;  // the next positive and the next negative to send
-  int depth_ = 0;  // emissions of the row form under way
+  int depth_ = 0;               // emissions of the row form under way
 
   std::string name_;
   Kind kind_;

@@ -11,13 +11,13 @@
 
 namespace cq {
 
-PartitionRowWindow::PartitionRowWindow(int64_t rows, std::vector<int> keys, const Schema& input,
-                                       HolderTable* holders)
+PartitionRowWindow::PartitionRowWindow(int64_t rows, std::vector<int> keys, const Schema& input, HolderTable* holders)
     : rows_(rows), keys_(std::move(keys)), schema_(input), holders_(holders), key_types_([&] {
         std::vector<TypeId> t;
         for (int k : keys_) t.push_back(input[k].type);
         return t;
-      }()), index_(key_types_) {
+      }()),
+      index_(key_types_) {
   CQ_CHECK(rows_ > 0, "a row window holds at least one row");
 }
 
@@ -185,10 +185,10 @@ class PartitionRowWindow::Rows final : public RowOperator {
   std::vector<TypeId> types_;
   std::string key_;
   RowLayout key_layout_;
-  RowStore keys_;                  // the key values seen, a slot each
+  RowStore keys_;                   // the key values seen, a slot each
   std::vector<uint32_t> queue_of_;  // by slot of keys_: its queue
-  HashMultimap<uint32_t> cache_;   // key hash -> slot of keys_
-  DirectIntKeys direct_;           // key -> queue, in front of cache_
+  HashMultimap<uint32_t> cache_;    // key hash -> slot of keys_
+  DirectIntKeys direct_;            // key -> queue, in front of cache_
 };
 
 std::unique_ptr<RowOperator> PartitionRowWindow::ToRows() {
@@ -204,16 +204,16 @@ std::string PartitionRowWindow::Explain() const {
 }
 
 void RegisterPartitionRowWindow(OperatorRegistry& r) {
-  r.Register("partition_row_window", [](const OperatorSpec& s, const std::vector<OperatorInput>& in,
-                                        const OperatorContext& ctx) -> std::unique_ptr<Operator> {
-    CQ_CHECK(in.size() == 1 && in[0].kind == BatchKind::kStream, "a window reads one stream");
-    std::vector<int> keys;
-    for (const json::Value& k : s.params["keys"].array()) keys.push_back(static_cast<int>(k.integer()));
-    return std::make_unique<PartitionRowWindow>(s.params["rows"].integer(), std::move(keys), *in[0].schema,
-                                                ctx.holders);
-  });
+  r.Register("partition_row_window",
+             [](const OperatorSpec& s, const std::vector<OperatorInput>& in,
+                const OperatorContext& ctx) -> std::unique_ptr<Operator> {
+               CQ_CHECK(in.size() == 1 && in[0].kind == BatchKind::kStream, "a window reads one stream");
+               std::vector<int> keys;
+               for (const json::Value& k : s.params["keys"].array()) keys.push_back(static_cast<int>(k.integer()));
+               return std::make_unique<PartitionRowWindow>(s.params["rows"].integer(), std::move(keys), *in[0].schema,
+                                                           ctx.holders);
+             });
 }
-
 
 // Each partition's pending rows (holder, and which push and row made them), by partition key.
 void PartitionRowWindow::Snapshot(SnapshotWriter& w) const {

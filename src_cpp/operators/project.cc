@@ -6,9 +6,9 @@
 
 namespace cq {
 
-Project::Project(std::vector<std::unique_ptr<Expression>> exprs, Schema output, const Schema& input,
-                 BatchKind kind)
-    : exprs_(std::move(exprs)), schema_(std::make_shared<const Schema>(std::move(output))), input_(input), kind_(kind) {}
+Project::Project(std::vector<std::unique_ptr<Expression>> exprs, Schema output, const Schema& input, BatchKind kind)
+    : exprs_(std::move(exprs)), schema_(std::make_shared<const Schema>(std::move(output))), input_(input), kind_(kind) {
+}
 
 void Project::Push(int, const Batch& batch, Emitter& out) {
   const int64_t n = batch.num_rows();
@@ -96,19 +96,21 @@ std::string Project::Explain() const {
 }
 
 void RegisterProject(OperatorRegistry& r) {
-  r.Register("project", [](const OperatorSpec& s, const std::vector<OperatorInput>& in, const OperatorContext&) -> std::unique_ptr<Operator> {
-    CQ_CHECK(in.size() == 1, "project takes one input");
-    std::vector<std::unique_ptr<Expression>> exprs;
-    Schema out;
-    const json::Array& names = s.params["names"].array();
-    const json::Array& specs = s.params["exprs"].array();
-    CQ_CHECK(names.size() == specs.size(), "project names and exprs differ in length");
-    for (size_t i = 0; i < specs.size(); ++i) {
-      exprs.push_back(Expression::Compile(specs[i], *in[0].schema));
-      out.push_back({names[i].str(), exprs.back()->type()});
-    }
-    return std::make_unique<Project>(std::move(exprs), std::move(out), *in[0].schema, in[0].kind);
-  });
+  r.Register("project",
+             [](const OperatorSpec& s, const std::vector<OperatorInput>& in,
+                const OperatorContext&) -> std::unique_ptr<Operator> {
+               CQ_CHECK(in.size() == 1, "project takes one input");
+               std::vector<std::unique_ptr<Expression>> exprs;
+               Schema out;
+               const json::Array& names = s.params["names"].array();
+               const json::Array& specs = s.params["exprs"].array();
+               CQ_CHECK(names.size() == specs.size(), "project names and exprs differ in length");
+               for (size_t i = 0; i < specs.size(); ++i) {
+                 exprs.push_back(Expression::Compile(specs[i], *in[0].schema));
+                 out.push_back({names[i].str(), exprs.back()->type()});
+               }
+               return std::make_unique<Project>(std::move(exprs), std::move(out), *in[0].schema, in[0].kind);
+             });
 }
 
 }  // namespace cq

@@ -42,8 +42,7 @@ Column EndColumn(const TimeColumn& ends, int64_t n) {
 
 }  // namespace
 
-QuerySink::QuerySink(std::string query, BatchKind kind, const Schema& input, bool expose_steps,
-                     bool negative)
+QuerySink::QuerySink(std::string query, BatchKind kind, const Schema& input, bool expose_steps, bool negative)
     : query_(std::move(query)), kind_(kind), input_(input), output_(input), expose_steps_(expose_steps),
       negative_(negative && kind == BatchKind::kLifetime), equal_(input) {
   if (kind_ == BatchKind::kStream) {
@@ -264,9 +263,8 @@ void QuerySink::PushEnds(int, const EndBatch& ends, Emitter&) {
     slots_[id].row = Slot::kEmpty;
   }
   if (hits.empty()) return;
-  std::sort(hits.begin(), hits.end(), [](const Hit& a, const Hit& b) {
-    return a.seq != b.seq ? a.seq < b.seq : a.row < b.row;
-  });
+  std::sort(hits.begin(), hits.end(),
+            [](const Hit& a, const Hit& b) { return a.seq != b.seq ? a.seq < b.seq : a.row < b.row; });
   // One output chunk per batch the rows came from: sorted, so chunks are as few as batches.
   std::vector<uint32_t> rows, which;
   size_t i = 0;
@@ -315,10 +313,13 @@ void QuerySink::PushNegative(const Batch& b) {
     }
     const Time start = b.other.At(i);
     Positive p;
-    const bool found = positives_.Take(WithStart(h[i], start), [&](const Positive& q) {
-      const Batch& pb = retained_[q.seq - retained_.front().seq].batch;
-      return pb.StartAt(q.row) == start && equal_(pb.columns, q.row, b.columns, i);
-    }, &p);
+    const bool found = positives_.Take(
+        WithStart(h[i], start),
+        [&](const Positive& q) {
+          const Batch& pb = retained_[q.seq - retained_.front().seq].batch;
+          return pb.StartAt(q.row) == start && equal_(pb.columns, q.row, b.columns, i);
+        },
+        &p);
     CQ_CHECK(found, "a negative tuple without its positive");
     --retained_[p.seq - retained_.front().seq].live;
     neg.push_back(row);
@@ -412,15 +413,16 @@ std::string QuerySink::Explain() const {
 }
 
 void RegisterQuerySink(OperatorRegistry& r) {
-  r.Register("sink", [](const OperatorSpec& s, const std::vector<OperatorInput>& in,
-                        const OperatorContext& ctx) -> std::unique_ptr<Operator> {
-    CQ_CHECK(in.size() == 1, "sink takes one input");
-    bool steps = false;
-    if (const json::Value* e = s.params.find("expose_steps")) steps = e->boolean();
-    return std::make_unique<QuerySink>(s.params["query"].str(), in[0].kind, *in[0].schema, steps, ctx.negative);
-  });
+  r.Register("sink",
+             [](const OperatorSpec& s, const std::vector<OperatorInput>& in,
+                const OperatorContext& ctx) -> std::unique_ptr<Operator> {
+               CQ_CHECK(in.size() == 1, "sink takes one input");
+               bool steps = false;
+               if (const json::Value* e = s.params.find("expose_steps")) steps = e->boolean();
+               return std::make_unique<QuerySink>(s.params["query"].str(), in[0].kind, *in[0].schema, steps,
+                                                  ctx.negative);
+             });
 }
-
 
 // The output not drained yet (chunks, and the small rows being gathered into one) and the rows
 // still waiting for their end (direct: by holder id; negative: positives by value and start).
@@ -564,11 +566,14 @@ void QuerySink::Restore(SnapshotReader& r) {
     }
     return WithStart(h[p.row], k.batch.StartAt(p.row));
   };
-  positives_.Restore(r, [&](const Positive& p) {
-    if (!holds(p.seq, p.row)) return false;
-    ++refs[p.seq - retained_.front().seq];
-    return true;
-  }, hash_of);
+  positives_.Restore(
+      r,
+      [&](const Positive& p) {
+        if (!holds(p.seq, p.row)) return false;
+        ++refs[p.seq - retained_.front().seq];
+        return true;
+      },
+      hash_of);
   waiting_ = r.I64();
   ok &= negative_ ? waiting == 0 : waiting == waiting_;
   for (size_t k = 0; k < retained_.size(); ++k) ok &= retained_[k].live == refs[k];

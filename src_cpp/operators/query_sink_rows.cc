@@ -33,7 +33,8 @@ class QuerySink::Rows final : public RowOperator {
   void Push(int, const Row& row, RowEmitter&) override {
     Time end = Time::Infinity();
     if constexpr (kRelation) {
-      if (negative_) [[unlikely]] return PushNegative(row);
+      if (negative_) [[unlikely]]
+        return PushNegative(row);
       if (row.pending()) return Wait(row);
       end = row.other;
     }
@@ -111,8 +112,9 @@ class QuerySink::Rows final : public RowOperator {
     bool ok = true;
     for (const Waiting& x : waiting_)
       if (x.slot != kNone.slot) ok = ok && once(x.slot, x.start), ++n;
-    positives_.Restore(r, [&](const Positive& p) { return ++n, once(p.slot, p.start); },
-                       [&](const Positive& p) { return Key(store_.layout(), store_.Get(p.slot), p.start); });
+    positives_.Restore(
+        r, [&](const Positive& p) { return ++n, once(p.slot, p.start); },
+        [&](const Positive& p) { return Key(store_.layout(), store_.Get(p.slot), p.start); });
     CQ_SNAPSHOT_CHECK(ok && n == store_.size(), "a query's waiting rows are inconsistent");
   }
 
@@ -141,14 +143,17 @@ class QuerySink::Rows final : public RowOperator {
       w[c][row] = x.valid ? x.i : 0;
       nulls |= !x.valid;
     }
-    if (nulls) [[unlikely]] AddNulls(v, row);
-    if (strings_) [[unlikely]] RetainStrings(v);
+    if (nulls) [[unlikely]]
+      AddNulls(v, row);
+    if (strings_) [[unlikely]]
+      RetainStrings(v);
     w += width;
     const bool never = end.IsInfinite();  // a never-ending end is NULL
     w[kStartTick][row] = start.tick;
     if constexpr (kRelation) {
       w[kEndTick][row] = never ? 0 : end.tick;
-      if (never) [[unlikely]] never_ends_.push_back(static_cast<int64_t>(row));
+      if (never) [[unlikely]]
+        never_ends_.push_back(static_cast<int64_t>(row));
     }
     if constexpr (kSteps) {
       w[kStartStep][row] = start.step;
@@ -240,9 +245,9 @@ class QuerySink::Rows final : public RowOperator {
     }
     const Time start = row.other;  // a negative tuple: `other` is the start it ends
     Positive p;
-    const bool found = positives_.Take(Key(l, row.values, start), [&](const Positive& q) {
-      return q.start == start && l.Equal(store_.Get(q.slot), row.values);
-    }, &p);
+    const bool found = positives_.Take(
+        Key(l, row.values, start),
+        [&](const Positive& q) { return q.start == start && l.Equal(store_.Get(q.slot), row.values); }, &p);
     CQ_CHECK(found, "a negative tuple without its positive");
     Output(row.values, start, row.sync);
     store_.Remove(p.slot);
@@ -251,7 +256,7 @@ class QuerySink::Rows final : public RowOperator {
   QuerySink* s_;
   std::shared_ptr<const Schema> schema_;
   RowStore store_;
-  std::vector<Waiting> waiting_;  // direct: by holder id
+  std::vector<Waiting> waiting_;      // direct: by holder id
   HashMultimap<Positive> positives_;  // negative: by hash of values and start
   // Final rows not handed to the query's queue yet: n_ rows of the chunk being built, in
   // buffers_ (room for cap_ rows; the user columns, then the times), words_ their values; the NULLs

@@ -42,8 +42,7 @@ std::vector<std::string> OperatorRegistry::names() const {
   return out;
 }
 
-std::unique_ptr<Operator> OperatorRegistry::Create(const OperatorSpec& spec,
-                                                   const std::vector<OperatorInput>& inputs,
+std::unique_ptr<Operator> OperatorRegistry::Create(const OperatorSpec& spec, const std::vector<OperatorInput>& inputs,
                                                    const OperatorContext& ctx) const {
   // The Negative Tuple method replaces the operators whose lifetimes it represents differently
   // (windows, and whatever reads ends); the others serve both methods.

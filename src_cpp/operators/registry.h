@@ -16,8 +16,8 @@ struct OperatorInput {
   BatchKind kind;
 };
 
-using OperatorFactory = std::function<std::unique_ptr<Operator>(
-    const OperatorSpec&, const std::vector<OperatorInput>&, const OperatorContext&)>;
+using OperatorFactory = std::function<std::unique_ptr<Operator>(const OperatorSpec&, const std::vector<OperatorInput>&,
+                                                                const OperatorContext&)>;
 
 class OperatorRegistry {
  public:

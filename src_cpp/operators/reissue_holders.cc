@@ -110,11 +110,12 @@ void ReissueHolders::Restore(SnapshotReader& r) {
 }
 
 void RegisterReissueHolders(OperatorRegistry& r) {
-  r.Register("reissue_holders", [](const OperatorSpec&, const std::vector<OperatorInput>& in,
-                                   const OperatorContext& ctx) -> std::unique_ptr<Operator> {
-    CQ_CHECK(in.size() == 1, "reissue_holders takes one input");
-    return std::make_unique<ReissueHolders>(*in[0].schema, in[0].kind, ctx.holders);
-  });
+  r.Register("reissue_holders",
+             [](const OperatorSpec&, const std::vector<OperatorInput>& in,
+                const OperatorContext& ctx) -> std::unique_ptr<Operator> {
+               CQ_CHECK(in.size() == 1, "reissue_holders takes one input");
+               return std::make_unique<ReissueHolders>(*in[0].schema, in[0].kind, ctx.holders);
+             });
 }
 
 }  // namespace cq

@@ -12,9 +12,7 @@
 namespace cq {
 
 RelationScan::RelationScan(std::string relation, Schema schema, bool negative, HolderTable* holders)
-    : relation_(std::move(relation)),
-      schema_(std::make_shared<const Schema>(std::move(schema))),
-      negative_(negative),
+    : relation_(std::move(relation)), schema_(std::make_shared<const Schema>(std::move(schema))), negative_(negative),
       holders_(holders) {}
 
 const Column* RelationScan::Ops(const Batch& changes) const {
@@ -231,7 +229,8 @@ Batch RelationScan::AliveFrom(Time p) const {
   std::vector<Alive> rows;
   rows.reserve(static_cast<size_t>(alive_count_));
   for (const auto& [key, q] : alive_)
-    for (size_t j = q.head; j < q.items.size(); ++j) rows.push_back({std::max(q.items[j].start, p), &key, q.items[j].holder});
+    for (size_t j = q.head; j < q.items.size(); ++j)
+      rows.push_back({std::max(q.items[j].start, p), &key, q.items[j].holder});
   std::stable_sort(rows.begin(), rows.end(), [](const Alive& a, const Alive& b) { return a.start < b.start; });
   const int64_t n = static_cast<int64_t>(rows.size());
   Batch o;
@@ -357,19 +356,21 @@ void RelationSince::Snapshot(SnapshotWriter& w) const { w.Pod(since_); }
 void RelationSince::Restore(SnapshotReader& r) { since_ = r.Pod<Time>(); }
 
 void RegisterRelationScan(OperatorRegistry& r) {
-  r.Register("relation_scan", [](const OperatorSpec& s, const std::vector<OperatorInput>& in,
-                                 const OperatorContext& ctx) -> std::unique_ptr<Operator> {
-    CQ_CHECK(in.empty(), "a relation scan reads no operator");
-    return std::make_unique<RelationScan>(s.params["relation"].str(), SchemaFromJson(s.params["schema"]),
-                                          ctx.negative, ctx.holders);
-  });
-  r.Register("relation_since", [](const OperatorSpec&, const std::vector<OperatorInput>& in,
-                                  const OperatorContext& ctx) -> std::unique_ptr<Operator> {
-    CQ_CHECK(in.size() == 1 && in[0].kind == BatchKind::kLifetime, "a relation as of a registration reads a relation");
-    return std::make_unique<RelationSince>(*in[0].schema, ctx.registered_at, ctx.negative);
-  });
+  r.Register("relation_scan",
+             [](const OperatorSpec& s, const std::vector<OperatorInput>& in,
+                const OperatorContext& ctx) -> std::unique_ptr<Operator> {
+               CQ_CHECK(in.empty(), "a relation scan reads no operator");
+               return std::make_unique<RelationScan>(s.params["relation"].str(), SchemaFromJson(s.params["schema"]),
+                                                     ctx.negative, ctx.holders);
+             });
+  r.Register("relation_since",
+             [](const OperatorSpec&, const std::vector<OperatorInput>& in,
+                const OperatorContext& ctx) -> std::unique_ptr<Operator> {
+               CQ_CHECK(in.size() == 1 && in[0].kind == BatchKind::kLifetime,
+                        "a relation as of a registration reads a relation");
+               return std::make_unique<RelationSince>(*in[0].schema, ctx.registered_at, ctx.negative);
+             });
 }
-
 
 // The alive copies of each value (start, holder, where they arrived), oldest first.
 void RelationScan::Snapshot(SnapshotWriter& w) const {

@@ -131,13 +131,13 @@ std::unique_ptr<RowOperator> RowWindow::ToRows() { return std::make_unique<Rows>
 std::string RowWindow::Explain() const { return "Window [Rows " + std::to_string(rows_) + "]"; }
 
 void RegisterRowWindow(OperatorRegistry& r) {
-  r.Register("row_window", [](const OperatorSpec& s, const std::vector<OperatorInput>& in,
-                              const OperatorContext& ctx) -> std::unique_ptr<Operator> {
-    CQ_CHECK(in.size() == 1 && in[0].kind == BatchKind::kStream, "a row window reads one stream");
-    return std::make_unique<RowWindow>(s.params["rows"].integer(), *in[0].schema, ctx.holders);
-  });
+  r.Register("row_window",
+             [](const OperatorSpec& s, const std::vector<OperatorInput>& in,
+                const OperatorContext& ctx) -> std::unique_ptr<Operator> {
+               CQ_CHECK(in.size() == 1 && in[0].kind == BatchKind::kStream, "a row window reads one stream");
+               return std::make_unique<RowWindow>(s.params["rows"].integer(), *in[0].schema, ctx.holders);
+             });
 }
-
 
 // The ring as it is: the pending holders of the last rows, oldest first from head_.
 void RowWindow::Snapshot(SnapshotWriter& w) const {
@@ -151,8 +151,9 @@ void RowWindow::Restore(SnapshotReader& r) {
   head_ = r.I64();
   count_ = r.I64();
   const auto size = static_cast<int64_t>(ring_.size());
-  CQ_SNAPSHOT_CHECK(count_ >= 0 && count_ <= size && count_ <= rows_ && (size == 0 ? head_ == 0 : head_ >= 0 && head_ < size),
-                    "a row window's ring is out of range");
+  CQ_SNAPSHOT_CHECK(
+      count_ >= 0 && count_ <= size && count_ <= rows_ && (size == 0 ? head_ == 0 : head_ >= 0 && head_ < size),
+      "a row window's ring is out of range");
   for (int64_t k = 0; k < count_; ++k)
     CQ_SNAPSHOT_CHECK(r.ValidHolder(Slot(k)), "a row window's pending holder ids are out of range");
 }

@@ -135,10 +135,8 @@ class FinalTicks {
 }  // namespace
 
 RStream::RStream(const Schema& input, bool negative, ExpirationPolicy policy, const int64_t* furthest)
-    : schema_(std::make_shared<const Schema>(input)),
-      instants_(input, negative, policy, /*track_alive=*/true, false),
-      negative_(negative),
-      furthest_(furthest) {}
+    : schema_(std::make_shared<const Schema>(input)), instants_(input, negative, policy, /*track_alive=*/true, false),
+      negative_(negative), furthest_(furthest) {}
 
 void RStream::Push(int, const Batch& batch, Emitter&) { instants_.batch().Push(batch); }
 
@@ -171,9 +169,7 @@ Time RStream::next_firing(int64_t) const {
   return std::min(change, Time{next_tick_, 0});
 }
 
-Time RStream::OutputProgress(Time progress) const {
-  return held_ ? std::min(progress, Time{next_tick_, 0}) : progress;
-}
+Time RStream::OutputProgress(Time progress) const { return held_ ? std::min(progress, Time{next_tick_, 0}) : progress; }
 
 void RStream::AdvanceTo(Time progress, Emitter& out) {
   if (progress.IsInfinite()) return Finish(out);
@@ -199,8 +195,9 @@ void RStream::AdvanceTo(Time progress, Emitter& out) {
     // Until the next change, every tick sees the same R: emit the run at once.
     const Time change = tracker.next_instant();
     const int64_t run_end =
-        change.IsInfinite() ? limit
-                            : std::max(next_tick_ + 1, std::min(limit, change.step > 0 ? change.tick + 1 : change.tick));
+        change.IsInfinite()
+            ? limit
+            : std::max(next_tick_ + 1, std::min(limit, change.step > 0 ? change.tick + 1 : change.tick));
     if (tracker.any_alive()) {
       const int64_t upto = std::min(run_end, beyond);
       if (next_tick_ < upto) EmitTicks(next_tick_, upto, tracker.alive(), out);
@@ -302,8 +299,9 @@ class RStream::Rows final : public RowOperator {
       if (op_->next_tick_ >= limit) return;
       const Time change = T().next_instant();
       const int64_t run_end =
-          change.IsInfinite() ? limit
-                              : std::max(op_->next_tick_ + 1, std::min(limit, change.step > 0 ? change.tick + 1 : change.tick));
+          change.IsInfinite()
+              ? limit
+              : std::max(op_->next_tick_ + 1, std::min(limit, change.step > 0 ? change.tick + 1 : change.tick));
       if (T().any_alive()) {
         const int64_t upto = std::min(run_end, beyond);
         if (op_->next_tick_ < upto) EmitTicks(op_->next_tick_, upto, Alive(), out);
@@ -347,11 +345,12 @@ class RStream::Rows final : public RowOperator {
     throw CqError(ErrorKind::kSemantic,
                   "RSTREAM on a recursive loop cannot decide tick " + std::to_string(op_->next_tick_) +
                       " after close(): whether its relation drops (and so whether the tick beyond the engine's "
-                      "progress " + std::to_string(Furthest(op_->furthest_)) + " goes out) is known only at " +
-                      now.ToString() + ", when the loop has run past that tick" +
+                      "progress " +
+                      std::to_string(Furthest(op_->furthest_)) + " goes out) is known only at " + now.ToString() +
+                      ", when the loop has run past that tick" +
                       (op_->negative_ ? "; under lifetime='negative' an end is known only when its negative tuple "
-                                   "arrives: lifetime='direct' (the default) knows it when the tuple starts"
-                                 : "; advance() the inputs past the last tick the query needs before close()"));
+                                        "arrives: lifetime='direct' (the default) knows it when the tuple starts"
+                                      : "; advance() the inputs past the last tick the query needs before close()"));
   }
   bool DropKnown() const {
     struct Change {
@@ -396,10 +395,11 @@ class RStream::Rows final : public RowOperator {
       return ids.Id(key);
     };
     for (uint32_t s : Alive()) ticks.Alive(s, id_of(s));
-    T().AdvanceTo(Time::Infinity(), [&](Time t, const std::vector<uint32_t>& starts, const std::vector<uint32_t>& ends) {
-      for (uint32_t s : starts) ticks.Change(t, s, id_of(s), 1);
-      for (uint32_t s : ends) ticks.Change(t, s, id_of(s), -1);
-    });
+    T().AdvanceTo(Time::Infinity(),
+                  [&](Time t, const std::vector<uint32_t>& starts, const std::vector<uint32_t>& ends) {
+                    for (uint32_t s : starts) ticks.Change(t, s, id_of(s), 1);
+                    for (uint32_t s : ends) ticks.Change(t, s, id_of(s), -1);
+                  });
     ticks.Run(op_->next_tick_, Furthest(op_->furthest_),
               [&](int64_t from, int64_t to, const std::vector<uint32_t>& rows) { EmitTicks(from, to, rows, out); });
     op_->next_tick_ = Time::kInfTick;
@@ -427,11 +427,12 @@ class RStream::Rows final : public RowOperator {
 std::unique_ptr<RowOperator> RStream::ToRows() { return std::make_unique<Rows>(this); }
 
 void RegisterRStream(OperatorRegistry& r) {
-  r.Register("rstream", [](const OperatorSpec& s, const std::vector<OperatorInput>& in,
-                           const OperatorContext& ctx) -> std::unique_ptr<Operator> {
-    CQ_CHECK(in.size() == 1 && in[0].kind == BatchKind::kLifetime, "RSTREAM reads one relation");
-    return std::make_unique<RStream>(*in[0].schema, ctx.negative, PlannedPolicy(s.params), ctx.furthest);
-  });
+  r.Register("rstream",
+             [](const OperatorSpec& s, const std::vector<OperatorInput>& in,
+                const OperatorContext& ctx) -> std::unique_ptr<Operator> {
+               CQ_CHECK(in.size() == 1 && in[0].kind == BatchKind::kLifetime, "RSTREAM reads one relation");
+               return std::make_unique<RStream>(*in[0].schema, ctx.negative, PlannedPolicy(s.params), ctx.furthest);
+             });
 }
 
 // The one state (the relation alive now and its changes to come), the first tick not decided,

@@ -49,8 +49,8 @@ class RStream final : public Operator {
   std::shared_ptr<const Schema> schema_;
   Instants instants_;
   int64_t next_tick_ = Time::kMinTick;  // the first tick not decided yet (kMinTick: none seen)
-  bool held_ = false;  // next_tick_ is complete but beyond P: the output waits for it
-  bool closing_ = false;  // (row form) close() has begun: its last instants run one by one
+  bool held_ = false;                   // next_tick_ is complete but beyond P: the output waits for it
+  bool closing_ = false;                // (row form) close() has begun: its last instants run one by one
   bool negative_;
   const int64_t* furthest_;
 };

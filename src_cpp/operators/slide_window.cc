@@ -57,12 +57,13 @@ std::string SlideWindow::Explain() const {
 }
 
 void RegisterSlideWindow(OperatorRegistry& r) {
-  r.Register("slide_window", [](const OperatorSpec& s, const std::vector<OperatorInput>& in,
-                                const OperatorContext&) -> std::unique_ptr<Operator> {
-    CQ_CHECK(in.size() == 1 && in[0].kind == BatchKind::kStream, "a window reads one stream");
-    return std::make_unique<SlideWindow>(DurationFromJson(s.params["range"]).ticks,
-                                         DurationFromJson(s.params["slide"]).ticks, *in[0].schema);
-  });
+  r.Register("slide_window",
+             [](const OperatorSpec& s, const std::vector<OperatorInput>& in,
+                const OperatorContext&) -> std::unique_ptr<Operator> {
+               CQ_CHECK(in.size() == 1 && in[0].kind == BatchKind::kStream, "a window reads one stream");
+               return std::make_unique<SlideWindow>(DurationFromJson(s.params["range"]).ticks,
+                                                    DurationFromJson(s.params["slide"]).ticks, *in[0].schema);
+             });
 }
 
 }  // namespace cq

@@ -13,9 +13,7 @@ namespace cq {
 
 template <Difference kSide>
 StreamDifference<kSide>::StreamDifference(const Schema& input, bool constant, bool negative, ExpirationPolicy policy)
-    : schema_(input),
-      equal_(input),
-      constant_(constant),
+    : schema_(input), equal_(input), constant_(constant),
       instants_(input, negative, policy, false, /*starts_only=*/kIStream),
       out_schema_(std::make_shared<const Schema>(input)) {
   CQ_CHECK(kIStream || !constant_, "DSTREAM has no constant-duration strategy");
@@ -204,8 +202,7 @@ void StreamDifference<kSide>::Push(int, const Batch& batch, Emitter& out) {
     instants_.batch().Push(batch);
     return;  // instants are decided when they are complete (AdvanceTo)
   }
-  CQ_CHECK(batch.constant_duration && batch.holders.empty() &&
-               (!duration_ || *batch.constant_duration == *duration_),
+  CQ_CHECK(batch.constant_duration && batch.holders.empty() && (!duration_ || *batch.constant_duration == *duration_),
            "ISTREAM was planned for lifetimes of one constant duration");
   if (!duration_) duration_ = batch.constant_duration;
   std::vector<uint32_t> keep;
@@ -256,7 +253,7 @@ void StreamDifference<kSide>::PushEnds(int, const EndBatch& ends, Emitter&) {
 template <Difference kSide>
 void StreamDifference<kSide>::EnterBatch() {
   if (!instants_.in_rows() && !general_) return;  // (the common case: one test)
-  InstantTracker& t = instants_.batch();  // (rows the row form kept move into batches)
+  InstantTracker& t = instants_.batch();          // (rows the row form kept move into batches)
   general_ = constant_ && t.retained_rows() > 0;
 }
 
@@ -299,7 +296,7 @@ void StreamDifference<kSide>::EnterRows() {
 
 template <Difference kSide>
 void StreamDifference<kSide>::EmitStream(const Batch& batch, const std::vector<uint32_t>& keep, bool dropped,
-                         Emitter& out) {
+                                         Emitter& out) {
   Batch o = batch;
   o.kind = BatchKind::kStream;
   o.other = {};
@@ -410,22 +407,24 @@ std::string StreamDifference<kSide>::Explain() const {
 }
 
 void RegisterIStream(OperatorRegistry& r) {
-  r.Register("istream", [](const OperatorSpec& s, const std::vector<OperatorInput>& in,
-                           const OperatorContext& ctx) -> std::unique_ptr<Operator> {
-    CQ_CHECK(in.size() == 1, "istream takes one input");
-    CQ_CHECK(in[0].kind == BatchKind::kLifetime, "ISTREAM's input must be a relation");
-    const bool constant = PlannedConstant(s.params) && !ctx.negative;
-    return std::make_unique<IStream>(*in[0].schema, constant, ctx.negative,
-                                     constant ? ExpirationPolicy::kFifo : PlannedPolicy(s.params));
-  });
+  r.Register("istream",
+             [](const OperatorSpec& s, const std::vector<OperatorInput>& in,
+                const OperatorContext& ctx) -> std::unique_ptr<Operator> {
+               CQ_CHECK(in.size() == 1, "istream takes one input");
+               CQ_CHECK(in[0].kind == BatchKind::kLifetime, "ISTREAM's input must be a relation");
+               const bool constant = PlannedConstant(s.params) && !ctx.negative;
+               return std::make_unique<IStream>(*in[0].schema, constant, ctx.negative,
+                                                constant ? ExpirationPolicy::kFifo : PlannedPolicy(s.params));
+             });
 }
 
 void RegisterDStream(OperatorRegistry& r) {
-  r.Register("dstream", [](const OperatorSpec& s, const std::vector<OperatorInput>& in,
-                           const OperatorContext& ctx) -> std::unique_ptr<Operator> {
-    CQ_CHECK(in.size() == 1 && in[0].kind == BatchKind::kLifetime, "DSTREAM reads one relation");
-    return std::make_unique<DStream>(*in[0].schema, false, ctx.negative, PlannedPolicy(s.params));
-  });
+  r.Register("dstream",
+             [](const OperatorSpec& s, const std::vector<OperatorInput>& in,
+                const OperatorContext& ctx) -> std::unique_ptr<Operator> {
+               CQ_CHECK(in.size() == 1 && in[0].kind == BatchKind::kLifetime, "DSTREAM reads one relation");
+               return std::make_unique<DStream>(*in[0].schema, false, ctx.negative, PlannedPolicy(s.params));
+             });
 }
 
 // The constant strategy's retained batches, expiry cursor and duration seen; whether the batch form
@@ -460,7 +459,8 @@ void StreamDifference<kSide>::Restore(SnapshotReader& r) {
   current_ = r.TimeReached("an ISTREAM's instant");
   r.PodVec(ending_now_);
   r.PodVec(consumed_, "an ISTREAM's cancelled ends", [](uint8_t c) { return c <= 1; });
-  bool ok = (retained_.empty() || retained_.back().seq + 1 == next_seq_) && cursor_ >= 0 && (retained_.empty() ? cursor_ == 0 : cursor_ <= retained_.front().batch.num_rows()) &&
+  bool ok = (retained_.empty() || retained_.back().seq + 1 == next_seq_) && cursor_ >= 0 &&
+            (retained_.empty() ? cursor_ == 0 : cursor_ <= retained_.front().batch.num_rows()) &&
             consumed_.size() == ending_now_.size() && (retained_.empty() || duration_);
   for (const RowRef& x : ending_now_)
     ok &= !retained_.empty() && x.seq >= retained_.front().seq && x.seq - retained_.front().seq < retained_.size() &&

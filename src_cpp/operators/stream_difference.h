@@ -99,7 +99,7 @@ class StreamDifference final : public Operator {
   uint64_t next_seq_ = 0;
 
   bool constant_;
-  bool general_ = false;  // constant, but the one state holds rows (the row form left them): used
+  bool general_ = false;              // constant, but the one state holds rows (the row form left them): used
   std::optional<Duration> duration_;  // constant: set by the first batch
   // constant: the first retained row not yet expired: retained_.front(), logical row `cursor_`.
   int64_t cursor_ = 0;

@@ -11,10 +11,7 @@
 namespace cq {
 
 UnionAll::UnionAll(const Schema& schema, BatchKind kind, int inputs)
-    : kind_(kind),
-      inputs_(inputs),
-      shared_(std::make_shared<const Schema>(schema)),
-      store_(RowLayout(schema)),
+    : kind_(kind), inputs_(inputs), shared_(std::make_shared<const Schema>(schema)), store_(RowLayout(schema)),
       ports_(static_cast<size_t>(inputs)) {}
 
 UnionAll::~UnionAll() = default;
@@ -95,7 +92,8 @@ class UnionAll::Rows final : public RowOperator {
 
   void Push(int port, const Row& row, RowEmitter& out) override {
     UnionAll& u = *u_;
-    if (!u.waiting_.empty()) [[unlikely]] TakeOver(out);
+    if (!u.waiting_.empty()) [[unlikely]]
+      TakeOver(out);
     if (!(out.now() < row.sync)) {
       // The region runs this row's instant: nothing earlier can come any more, so it goes on at
       // once, after the rows of its instant that came before it.
@@ -108,7 +106,8 @@ class UnionAll::Rows final : public RowOperator {
 
   void PushEnd(int, HolderId id, Time end, RowEmitter& out) override {
     UnionAll& u = *u_;
-    if (!u.waiting_.empty()) [[unlikely]] TakeOver(out);
+    if (!u.waiting_.empty()) [[unlikely]]
+      TakeOver(out);
     if (id < u.held_.size() && u.held_[id].port != kNone.port) {
       // Its row still waits here: it leaves with its end, and the end goes no further.
       Port& p = u.ports_[u.held_[id].port];
@@ -124,7 +123,8 @@ class UnionAll::Rows final : public RowOperator {
   // Most calls find nothing waiting: they stay this small.
   void AdvanceTo(Time progress, RowEmitter& out) override {
     UnionAll& u = *u_;
-    if (!u.waiting_.empty()) [[unlikely]] TakeOver(out);
+    if (!u.waiting_.empty()) [[unlikely]]
+      TakeOver(out);
     if (u.RowsHold()) Release(progress, out);
   }
 
@@ -170,7 +170,8 @@ void UnionAll::TakeFromBatches() {
   // arrival at an equal time, as the batch form has them.
   if (ports_.size() == static_cast<size_t>(inputs_)) ports_.emplace_back();
   const size_t carry = ports_.size() - 1;
-  waiting_.ReleaseEach(Time::Infinity(), [&](const Batch& b, int64_t k) { WithRow(b, k, [&](const Row& r) { Keep(carry, r); }); });
+  waiting_.ReleaseEach(Time::Infinity(),
+                       [&](const Batch& b, int64_t k) { WithRow(b, k, [&](const Row& r) { Keep(carry, r); }); });
   CQ_CHECK(waiting_.empty(), "a union holds rows at the end of time");
 }
 
@@ -178,9 +179,8 @@ Batch UnionAll::BatchOfRows() const {
   std::vector<const Item*> all;
   for (const Port& p : ports_)
     for (size_t i = p.head; i < p.items.size(); ++i) all.push_back(&p.items[i]);
-  std::sort(all.begin(), all.end(), [](const Item* a, const Item* b) {
-    return a->sync < b->sync || (a->sync == b->sync && a->seq < b->seq);
-  });
+  std::sort(all.begin(), all.end(),
+            [](const Item* a, const Item* b) { return a->sync < b->sync || (a->sync == b->sync && a->seq < b->seq); });
   RowBatchBuilder builder(shared_, kind_, std::nullopt);
   for (const Item* it : all) {
     Row r;
@@ -205,19 +205,19 @@ void UnionAll::ClearRows() {
 }
 
 void RegisterUnionAll(OperatorRegistry& r) {
-  r.Register("union_all", [](const OperatorSpec&, const std::vector<OperatorInput>& in,
-                             const OperatorContext&) -> std::unique_ptr<Operator> {
-    CQ_CHECK(in.size() >= 2, "UNION ALL takes two inputs or more");
-    for (const auto& i : in) {
-      CQ_CHECK(i.kind == in[0].kind, "UNION ALL of a stream and a relation");
-      CQ_CHECK(i.schema->size() == in[0].schema->size(), "UNION ALL inputs differ in width");
-      for (size_t c = 0; c < i.schema->size(); ++c)
-        CQ_CHECK((*i.schema)[c].type == (*in[0].schema)[c].type, "UNION ALL inputs differ in types");
-    }
-    return std::make_unique<UnionAll>(*in[0].schema, in[0].kind, static_cast<int>(in.size()));
-  });
+  r.Register("union_all",
+             [](const OperatorSpec&, const std::vector<OperatorInput>& in,
+                const OperatorContext&) -> std::unique_ptr<Operator> {
+               CQ_CHECK(in.size() >= 2, "UNION ALL takes two inputs or more");
+               for (const auto& i : in) {
+                 CQ_CHECK(i.kind == in[0].kind, "UNION ALL of a stream and a relation");
+                 CQ_CHECK(i.schema->size() == in[0].schema->size(), "UNION ALL inputs differ in width");
+                 for (size_t c = 0; c < i.schema->size(); ++c)
+                   CQ_CHECK((*i.schema)[c].type == (*in[0].schema)[c].type, "UNION ALL inputs differ in types");
+               }
+               return std::make_unique<UnionAll>(*in[0].schema, in[0].kind, static_cast<int>(in.size()));
+             });
 }
-
 
 // The rows waiting to go out in time order, as the batch form holds them (those the row form
 // holds as one run).

@@ -44,17 +44,19 @@ std::string ConstantDurationWindow::Explain() const {
 }
 
 void RegisterWindow(OperatorRegistry& r) {
-  r.Register("window", [](const OperatorSpec& s, const std::vector<OperatorInput>& in, const OperatorContext&) -> std::unique_ptr<Operator> {
-    CQ_CHECK(in.size() == 1, "window takes one input");
-    CQ_CHECK(in[0].kind == BatchKind::kStream, "a window's input must be a stream");
-    const std::string& kind = s.params["kind"].str();
-    Duration d;
-    if (kind == "now") d = Duration::Epsilon();
-    else if (kind == "unbounded") d = Duration::Infinite();
-    else if (kind == "range") d = DurationFromJson(s.params["range"]);
-    else CQ_CHECK(false, "window kind '" + kind + "' is not available in this build");
-    return std::make_unique<ConstantDurationWindow>(kind, d, *in[0].schema);
-  });
+  r.Register("window",
+             [](const OperatorSpec& s, const std::vector<OperatorInput>& in,
+                const OperatorContext&) -> std::unique_ptr<Operator> {
+               CQ_CHECK(in.size() == 1, "window takes one input");
+               CQ_CHECK(in[0].kind == BatchKind::kStream, "a window's input must be a stream");
+               const std::string& kind = s.params["kind"].str();
+               Duration d;
+               if (kind == "now") d = Duration::Epsilon();
+               else if (kind == "unbounded") d = Duration::Infinite();
+               else if (kind == "range") d = DurationFromJson(s.params["range"]);
+               else CQ_CHECK(false, "window kind '" + kind + "' is not available in this build");
+               return std::make_unique<ConstantDurationWindow>(kind, d, *in[0].schema);
+             });
 }
 
 }  // namespace cq

@@ -4,8 +4,7 @@
 
 namespace cq {
 
-RowBatchBuilder::RowBatchBuilder(std::shared_ptr<const Schema> schema, BatchKind kind,
-                                 std::optional<Duration> duration)
+RowBatchBuilder::RowBatchBuilder(std::shared_ptr<const Schema> schema, BatchKind kind, std::optional<Duration> duration)
     : schema_(std::move(schema)), kind_(kind), duration_(kind == BatchKind::kLifetime ? duration : std::nullopt) {
   for (const Field& f : *schema_) cols_.emplace_back(f.type);
 }

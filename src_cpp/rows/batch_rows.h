@@ -83,7 +83,7 @@ class RowBatchBuilder {
   TimeBuilder sync_, other_;
   std::vector<HolderId> holders_;
   int64_t pending_ = 0;
-  bool uniform_ = true;  // every row so far ends at its start + duration_
+  bool uniform_ = true;          // every row so far ends at its start + duration_
   std::vector<int32_t> row_of_;  // by holder id: the row held here under it, or -1
   int64_t n_ = 0;
   int64_t hint_ = 0;  // rows of the last batch: room made at the next one's first row

@@ -8,12 +8,8 @@
 namespace cq {
 
 Instants::Instants(const Schema& stored, bool negative, ExpirationPolicy policy, bool track_alive, bool starts_only)
-    : schema_(std::make_shared<const Schema>(stored)),
-      negative_(negative),
-      policy_(policy),
-      track_alive_(track_alive),
-      starts_only_(starts_only),
-      batch_(NewBatch()) {}
+    : schema_(std::make_shared<const Schema>(stored)), negative_(negative), policy_(policy), track_alive_(track_alive),
+      starts_only_(starts_only), batch_(NewBatch()) {}
 
 std::unique_ptr<InstantTracker> Instants::NewBatch() const {
   return MakeInstantTracker(negative_, static_cast<int>(policy_), track_alive_);

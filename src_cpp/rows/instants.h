@@ -45,9 +45,7 @@ class Instants {
   Time next_instant() const { return in_rows_ ? rows_->next_instant() : batch_->next_instant(); }
   bool any_alive() const { return in_rows_ ? rows_->any_alive() : batch_->any_alive(); }
   // Rows kept (for tests, and for owners that keep a state of their own beside this one).
-  int64_t kept_rows() const {
-    return in_rows_ ? static_cast<int64_t>(rows_->kept_rows()) : batch_->retained_rows();
-  }
+  int64_t kept_rows() const { return in_rows_ ? static_cast<int64_t>(rows_->kept_rows()) : batch_->retained_rows(); }
 
   // Which representation holds the rows, then its state.
   void Snapshot(SnapshotWriter& w) const;

@@ -8,8 +8,8 @@ namespace cq {
 
 void AppendKeyValue(TypeId type, const Value& v, std::string* out) {
   const bool valid = type != TypeId::kNull && v.valid;
-  AppendKeyOf(type, valid, static_cast<uint64_t>(v.i), valid && type == TypeId::kUtf8 ? v.s->view() : std::string_view(),
-              out);
+  AppendKeyOf(type, valid, static_cast<uint64_t>(v.i),
+              valid && type == TypeId::kUtf8 ? v.s->view() : std::string_view(), out);
 }
 
 RowLayout::RowLayout(const Schema& schema) {
@@ -43,7 +43,6 @@ uint64_t ValueHash(TypeId type, const Value& v) {
   }
   return 0;
 }
-
 
 uint64_t RowLayout::HashAny(const Value* v) const {
   uint64_t h = kHashSeed;
@@ -86,7 +85,6 @@ Value* RowStore::Place(uint32_t slot) {
   while ((slot >> kChunkBits) >= chunks_.size()) chunks_.emplace_back(new Value[(kChunkMask + 1) * (w ? w : 1)]);
   return const_cast<Value*>(Get(slot));
 }
-
 
 void RowStore::Clear() {
   if (layout_.has_strings())

@@ -247,7 +247,8 @@ void RowRelationTracker::Snapshot(SnapshotWriter& w) const {
   // Pending starts still held, by holder: renumbered from the FIFO's head.
   std::vector<PendingHeld> pending;
   for (size_t k = fifo_head_; k < fifo_.size(); ++k)
-    if (fifo_[k].end == Time::MinusInfinity()) pending.push_back({fifo_[k].holder, static_cast<uint32_t>(k - fifo_head_)});
+    if (fifo_[k].end == Time::MinusInfinity())
+      pending.push_back({fifo_[k].holder, static_cast<uint32_t>(k - fifo_head_)});
   w.PodVec(pending);
   w.PodVec(undetermined_);
   expiring_.Snapshot(w);
@@ -367,7 +368,8 @@ void RowNegativeTracker::Restore(SnapshotReader& r) {
   bool ok = true;
   for (size_t n = r.Count(16, "a negative tracker's instants"); n > 0; --n) {
     const Time t = r.TimeValue("an instant");
-    CQ_SNAPSHOT_CHECK(pending_.empty() || pending_.rbegin()->first < t, "a negative tracker's instants are out of order");
+    CQ_SNAPSHOT_CHECK(pending_.empty() || pending_.rbegin()->first < t,
+                      "a negative tracker's instants are out of order");
     Instant& at = pending_[t];
     r.PodVec(at.positives);
     r.PodVec(at.negatives);
@@ -382,15 +384,16 @@ void RowNegativeTracker::Restore(SnapshotReader& r) {
   std::vector<uint64_t> alive;
   alive_.ForEach([&](uint32_t s) { alive.push_back(hash_of(s)); });
   std::vector<uint64_t> pos, neg;
-  CQ_SNAPSHOT_CHECK(NegativesFindPositives(std::move(alive), [&](auto&& visit) {
-                      for (const auto& [t, at] : pending_) {
-                        pos.clear();
-                        neg.clear();
-                        for (uint32_t s : at.positives) pos.push_back(hash_of(s));
-                        for (uint32_t s : at.negatives) neg.push_back(hash_of(s));
-                        visit(pos, neg);
-                      }
-                    }),
+  CQ_SNAPSHOT_CHECK(NegativesFindPositives(std::move(alive),
+                                           [&](auto&& visit) {
+                                             for (const auto& [t, at] : pending_) {
+                                               pos.clear();
+                                               neg.clear();
+                                               for (uint32_t s : at.positives) pos.push_back(hash_of(s));
+                                               for (uint32_t s : at.negatives) neg.push_back(hash_of(s));
+                                               visit(pos, neg);
+                                             }
+                                           }),
                     "a negative tracker holds a negative tuple that no positive is alive for");
 }
 

@@ -213,8 +213,8 @@ class RowRelationTracker final : public RowTracker {
   std::vector<uint32_t> held_pending_;  // by holder id: the FIFO number (mod 2^32) of a held pending start
   std::vector<uint32_t> undetermined_;  // by holder id: the slot of a started row, end pending
   ExpirationSet<Entry> expiring_;
-  std::vector<uint32_t> alive_;      // track_alive: the slots alive
-  std::vector<uint32_t> alive_pos_;  // by slot: its place in alive_
+  std::vector<uint32_t> alive_;          // track_alive: the slots alive
+  std::vector<uint32_t> alive_pos_;      // by slot: its place in alive_
   std::vector<uint32_t> starts_, ends_;  // AdvanceTo's lists, kept for their capacity
 };
 

@@ -13,11 +13,8 @@ namespace {
 using harness::OperatorCase;
 
 // The input relation: k INT, s STRING, x INT, d DOUBLE, b BOOL.
-const Schema kInput = {{"k", TypeId::kInt64},
-                       {"s", TypeId::kUtf8},
-                       {"x", TypeId::kInt64},
-                       {"d", TypeId::kFloat64},
-                       {"b", TypeId::kBool}};
+const Schema kInput = {
+    {"k", TypeId::kInt64}, {"s", TypeId::kUtf8}, {"x", TypeId::kInt64}, {"d", TypeId::kFloat64}, {"b", TypeId::kBool}};
 const char* kTypes[] = {"int64", "utf8", "int64", "float64", "bool"};
 
 std::string Col(int i) {
@@ -26,9 +23,7 @@ std::string Col(int i) {
 
 // fn over column `arg` (-1: COUNT(*)), with its result type.
 std::string Agg(const std::string& fn, int arg, bool distinct = false) {
-  std::string type = fn == "count" || fn == "count_star" ? "int64"
-                     : fn == "avg"                         ? "float64"
-                                                           : kTypes[arg];
+  std::string type = fn == "count" || fn == "count_star" ? "int64" : fn == "avg" ? "float64" : kTypes[arg];
   return R"({"fn": ")" + fn + R"(", "distinct": )" + (distinct ? "true" : "false") + R"(, "type": ")" + type +
          R"(", "arg": )" + (arg < 0 ? std::string("null") : Col(arg)) + "}";
 }
@@ -115,8 +110,9 @@ EndBatch EndsAt(int64_t t, std::vector<HolderId>& ids) {
 // ticks 12-19 a row at a time: the results are those of a run in batch form throughout.
 CQ_TEST(aggregate_turns_into_its_row_form_mid_stream) {
   for (bool pending : {false, true}) {
-    const OperatorCase c = pending ? Case("AVG(x) GROUP BY k", Col(0), {Agg("avg", 2)})
-                                   : Case("AVG(x) GROUP BY k over [Range 5]", Col(0), {Agg("avg", 2)}, Duration::Ticks(5));
+    const OperatorCase c = pending
+                               ? Case("AVG(x) GROUP BY k", Col(0), {Agg("avg", 2)})
+                               : Case("AVG(x) GROUP BY k over [Range 5]", Col(0), {Agg("avg", 2)}, Duration::Ticks(5));
     HolderTable hb, hm;
     std::vector<HolderId> ib, im;  // input holders, by tick
     std::unique_ptr<Operator> batch = harness::Build(c, false, &hb), mixed = harness::Build(c, false, &hm);

@@ -42,9 +42,12 @@ struct Exported {
 };
 
 const I64s kI = {1, N, 3, 4, N, 6, 7, 8, 9, 10, N, 12, 13, 14, 15, 16, 17, 18, 19, 20};
-const F64s kF = {0.5, 1.5, 2.5, N, 4.5, 5.5, 6.5, 7.5, N, 9.5, 10.5, 11.5, 12.5, 13.5, 14.5, 15.5, 16.5, 17.5, 18.5, 19.5};
-const Strs kS = {"a", "bb", N, "", "\xc3\xa9t\xc3\xa9", "f", "g", N, "i", "j", "k", "l", "m", "n", "o", "p", "q", "r", "s", "t"};
-const Bools kB = {true, false, true, N, false, true, true, false, false, true, N, true, false, true, false, true, true, N, false, true};
+const F64s kF = {0.5,  1.5,  2.5,  N,    4.5,  5.5,  6.5,  7.5,  N,    9.5,
+                 10.5, 11.5, 12.5, 13.5, 14.5, 15.5, 16.5, 17.5, 18.5, 19.5};
+const Strs kS = {"a", "bb", N,   "", "\xc3\xa9t\xc3\xa9", "f", "g", N, "i", "j", "k", "l", "m", "n", "o", "p",
+                 "q", "r",  "s", "t"};
+const Bools kB = {true, false, true,  N,    false, true, true, false, false, true,
+                  N,    true,  false, true, false, true, true, N,     false, true};
 
 std::vector<Column> Columns() { return {I64(kI), F64(kF), Str(kS), Bool(kB)}; }
 const std::vector<std::string> kNames = {"i", "f", "s", "b"};

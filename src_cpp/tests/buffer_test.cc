@@ -10,8 +10,8 @@ namespace cq::test {
 namespace {
 
 CQ_TEST(buffers_are_aligned_padded_and_recycled_by_class) {
-  for (int64_t size : std::vector<int64_t>{0, 1, 8, 63, 64, 65, 1000, 4096, 65536 * 8, (int64_t{1} << 20) - 64,
-                                           int64_t{3} << 20}) {
+  for (int64_t size :
+       std::vector<int64_t>{0, 1, 8, 63, 64, 65, 1000, 4096, 65536 * 8, (int64_t{1} << 20) - 64, int64_t{3} << 20}) {
     Buffer b = Buffer::Allocate(size);
     CQ_EXPECT_EQ(reinterpret_cast<uintptr_t>(b.data) % 64, 0);
     CQ_EXPECT_EQ(b.size, size);

@@ -68,7 +68,8 @@ CQ_TEST(slice_column_at_bit_offsets_not_multiple_of_8) {
   for (int64_t k = 0; k < n; ++k) {
     bv.push_back(rng.Below(5) == 0 ? std::optional<bool>() : rng.Below(2) == 1);
     iv.push_back(rng.Below(7) == 0 ? std::optional<int64_t>() : k);
-    sv.push_back(rng.Below(6) == 0 ? std::optional<std::string>() : std::string(static_cast<size_t>(k % 4), 'a' + k % 26));
+    sv.push_back(rng.Below(6) == 0 ? std::optional<std::string>()
+                                   : std::string(static_cast<size_t>(k % 4), 'a' + k % 26));
   }
   Column b = Bool(bv), i = I64(iv), s = Str(sv);
   for (int64_t offset : {0, 1, 3, 7, 8, 13, 63, 64, 67, 125, 129}) {
@@ -215,9 +216,9 @@ CQ_TEST(row_equal_treats_null_as_equal_to_null_and_nan_as_nan) {
   std::vector<Column> b = {I64({1, N, 1, 2, 1}), F64({nan, 0.0, 0.0, 1.0, 1.0}), Str({"x", N, "x", "x", "x"}),
                            Bool({true, N, true, true, true})};
   RowEqual eq(schema);
-  CQ_EXPECT(eq(a, 0, b, 0));   // NaN = NaN for set operations
-  CQ_EXPECT(eq(a, 1, b, 1));   // NULL = NULL
-  CQ_EXPECT(eq(a, 2, b, 2));   // -0.0 = 0.0
+  CQ_EXPECT(eq(a, 0, b, 0));  // NaN = NaN for set operations
+  CQ_EXPECT(eq(a, 1, b, 1));  // NULL = NULL
+  CQ_EXPECT(eq(a, 2, b, 2));  // -0.0 = 0.0
   CQ_EXPECT(!eq(a, 3, b, 3));
   CQ_EXPECT(!eq(a, 4, b, 4));
   CQ_EXPECT(!eq(a, 0, b, 1));  // a value is not NULL

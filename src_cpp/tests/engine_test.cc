@@ -220,7 +220,8 @@ CQ_TEST(istream_bag_difference_counts_duplicates) {
   for (const std::vector<size_t>& sizes : std::vector<std::vector<size_t>>{{0}, {1}, {2}, {3, 1}}) {
     auto e = MakeEngine(Plan(Range(10), "", true));
     PushAll(*e, in, sizes);
-    CQ_EXPECT_EQ(Show(sizes) + Show(Drain(*e)), Show(sizes) + Show(std::vector<std::string>{"1|'v'|0", "1|'v'|0", "1|'v'|10"}));
+    CQ_EXPECT_EQ(Show(sizes) + Show(Drain(*e)),
+                 Show(sizes) + Show(std::vector<std::string>{"1|'v'|0", "1|'v'|0", "1|'v'|10"}));
   }
 }
 
@@ -232,8 +233,8 @@ CQ_TEST(istream_same_result_across_batch_boundaries_inside_equal_timestamp_runs)
   const std::vector<std::string> want = ReferenceIStream(in, 10, true);
   // ⟨3,'x'⟩ is filtered out. At 10, a ⟨1,'x'⟩ and the ⟨2,'x'⟩ of 0 end as copies start: only ⟨1,'y'⟩
   // is inserted; at 15 the rows of 5 end, and ⟨5,'x'⟩ is new.
-  CQ_EXPECT_EQ(want, (std::vector<std::string>{"1|'x'|0", "2|'x'|0", "1|'x'|0", "1|'y'|5", "2|'x'|5",
-                                               "1|'y'|10", "5|'x'|15"}));
+  CQ_EXPECT_EQ(
+      want, (std::vector<std::string>{"1|'x'|0", "2|'x'|0", "1|'x'|0", "1|'y'|5", "2|'x'|5", "1|'y'|10", "5|'x'|15"}));
   for (const std::vector<size_t>& sizes :
        std::vector<std::vector<size_t>>{{0}, {1}, {2}, {3}, {4}, {7}, {1, 2}, {2, 5}, {8, 1}}) {
     for (bool one_push : {false, true}) {

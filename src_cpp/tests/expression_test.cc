@@ -28,15 +28,13 @@ const Schema kSchema = {{"a", TypeId::kInt64}, {"x", TypeId::kFloat64}, {"s", Ty
 const std::string A = ColumnRef(0, "int64"), X = ColumnRef(1, "float64"), S = ColumnRef(2, "utf8"),
                   F = ColumnRef(3, "bool");
 
-std::unique_ptr<Expression> Compile(const std::string& text) {
-  return Expression::Compile(json::Parse(text), kSchema);
-}
+std::unique_ptr<Expression> Compile(const std::string& text) { return Expression::Compile(json::Parse(text), kSchema); }
 
 Batch TestBatch() {
   Batch b;
   b.schema = std::make_shared<const Schema>(kSchema);
-  b.columns = {I64({1, 2, 3, N, 5, 6}), F64({0.5, 1.5, N, 3.5, 4.5, 5.5}),
-               Str({"x", "y", "x", "z", N, "x"}), Bool({true, false, N, true, true, false})};
+  b.columns = {I64({1, 2, 3, N, 5, 6}), F64({0.5, 1.5, N, 3.5, 4.5, 5.5}), Str({"x", "y", "x", "z", N, "x"}),
+               Bool({true, false, N, true, true, false})};
   b.length = 6;
   return b;
 }
@@ -62,11 +60,13 @@ CQ_TEST(column_reference_without_selection_is_the_batch_column) {
 CQ_TEST(calls_evaluate_over_a_batch) {
   Batch b = TestBatch();
   // a + 1 > 3
-  auto gt = Compile(CallOf("greater", "bool", {CallOf("add", "int64", {A, Literal("int64", "1")}), Literal("int64", "3")}));
+  auto gt =
+      Compile(CallOf("greater", "bool", {CallOf("add", "int64", {A, Literal("int64", "1")}), Literal("int64", "3")}));
   CQ_EXPECT_EQ(ReadBool(gt->Evaluate(b)), (Bools{false, false, true, N, true, true}));
   // s = 'x' AND (f OR x < 2.0)
-  auto pred = Compile(CallOf("and", "bool", {CallOf("equal", "bool", {S, Literal("utf8", R"("x")")}),
-                                               CallOf("or", "bool", {F, CallOf("less", "bool", {X, Literal("float64", "2.0")})})}));
+  auto pred = Compile(CallOf("and", "bool",
+                             {CallOf("equal", "bool", {S, Literal("utf8", R"("x")")}),
+                              CallOf("or", "bool", {F, CallOf("less", "bool", {X, Literal("float64", "2.0")})})}));
   CQ_EXPECT_EQ(ReadBool(pred->Evaluate(b)), (Bools{true, false, N, false, N, false}));
   // CAST(a AS DOUBLE) / x, as the planner types a mixed division.
   auto div = Compile(CallOf("divide", "float64", {CallOf("cast_float64", "float64", {A}), X}));
@@ -113,7 +113,9 @@ CQ_TEST(calls_over_literals_are_folded_when_compiled) {
   const std::string null_bool = Literal("bool", "null");
   const Case cases[] = {
       {CallOf("add", "int64", {one, two}), "3"},
-      {CallOf("multiply", "int64", {CallOf("add", "int64", {one, two}), CallOf("negate", "int64", {Literal("int64", "4")})}), "-12"},
+      {CallOf("multiply", "int64",
+              {CallOf("add", "int64", {one, two}), CallOf("negate", "int64", {Literal("int64", "4")})}),
+       "-12"},
       {CallOf("and", "bool", {null_bool, Literal("bool", "false")}), "false"},
       {CallOf("and", "bool", {Literal("bool", "true"), null_bool}), N},
       {CallOf("or", "bool", {null_bool, Literal("bool", "true")}), "true"},
@@ -132,7 +134,9 @@ CQ_TEST(calls_over_literals_are_folded_when_compiled) {
       {CallOf("cast_utf8", "utf8", {Literal("float64", "1e10")}), "1.0E10"},
       {CallOf("cast_bool", "bool", {Literal("utf8", R"("maybe")")}), N},
       {CallOf("case_when", "int64", {Literal("bool", "false"), one, null_bool, two, Literal("int64", "3")}), "3"},
-      {CallOf("case_when", "int64", {Literal("bool", "true"), one, Literal("bool", "true"), two, Literal("int64", "null")}), "1"},
+      {CallOf("case_when", "int64",
+              {Literal("bool", "true"), one, Literal("bool", "true"), two, Literal("int64", "null")}),
+       "1"},
       {CallOf("case_when", "utf8", {null_bool, Literal("utf8", R"("x")"), Literal("utf8", "null")}), N},
   };
   for (const Case& c : cases) {
@@ -156,8 +160,9 @@ CQ_TEST(case_when_and_casts_evaluate_over_a_selection) {
   Select(b, {5, 0, 3, 4, 2});
   // CASE WHEN f THEN a WHEN s = 'x' THEN -a ELSE 0 END over rows 5, 0, 3, 4, 2:
   // f FALSE / s 'x' -> -6; f TRUE -> 1; f TRUE -> NULL (a NULL); f TRUE -> 5; f NULL / s 'x' -> -3.
-  auto e = Compile(CallOf("case_when", "int64", {F, A, CallOf("equal", "bool", {S, Literal("utf8", R"("x")")}),
-                                                 CallOf("negate", "int64", {A}), Literal("int64", "0")}));
+  auto e = Compile(CallOf("case_when", "int64",
+                          {F, A, CallOf("equal", "bool", {S, Literal("utf8", R"("x")")}),
+                           CallOf("negate", "int64", {A}), Literal("int64", "0")}));
   CQ_EXPECT_EQ(ReadI64(e->Evaluate(b)), (I64s{-6, 1, N, 5, -3}));
   CQ_EXPECT_EQ(e->ToString(kSchema), "case_when(f, a, equal(s, 'x'), negate(a), 0)");
   auto text = Compile(CallOf("cast_utf8", "utf8", {X}));

@@ -35,9 +35,7 @@ void CheckInt64Groups(const std::vector<I64s>& batches) {
   }
 }
 
-CQ_TEST(group_index_small_int_range) {
-  CheckInt64Groups({{3, 1, 3, N, 2, 1, N}, {2, 2, 9}, {}});
-}
+CQ_TEST(group_index_small_int_range) { CheckInt64Groups({{3, 1, 3, N, 2, 1, N}, {2, 2, 9}, {}}); }
 
 CQ_TEST(group_index_direct_table_grows_both_ways) {
   // Upward past the first table, downward below its base, and far past both ends later.
@@ -159,8 +157,8 @@ void CheckMapOneAgreesWithMap(const std::vector<TypeId>& types, const std::vecto
 CQ_TEST(group_index_one_row_at_a_time_gives_the_batch_ids) {
   const double nan = std::nan("");
   // One int64 key: the direct table, its growth, and its hand-over to hashing (70000).
-  CheckMapOneAgreesWithMap({TypeId::kInt64}, {{I64({3, 1, 3, N, 2})}, {I64({-5, 300, 2, N, 3})}, {I64({70000, 1, -5, 70000})}},
-                           1);
+  CheckMapOneAgreesWithMap({TypeId::kInt64},
+                           {{I64({3, 1, 3, N, 2})}, {I64({-5, 300, 2, N, 3})}, {I64({70000, 1, -5, 70000})}}, 1);
   CheckMapOneAgreesWithMap({TypeId::kFloat64}, {{F64({0.0, -0.0, nan, N, 1.5})}, {F64({1.5, nan, 0.0, 2.25, N})}}, 2);
   CheckMapOneAgreesWithMap({TypeId::kBool}, {{Bool({true, N, false})}, {Bool({false, true, N, true})}}, 3);
   CheckMapOneAgreesWithMap({TypeId::kUtf8, TypeId::kInt64, TypeId::kBool},
@@ -172,7 +170,8 @@ CQ_TEST(group_index_one_row_at_a_time_gives_the_batch_ids) {
   std::vector<std::vector<Column>> many;
   for (int b = 0; b < 6; ++b) {
     I64s keys;
-    for (int k = 0; k < 100; ++k) keys.push_back(rng.Below(10) == 0 ? std::nullopt : std::optional<int64_t>(rng.Below(400) * (b + 1) - 300));
+    for (int k = 0; k < 100; ++k)
+      keys.push_back(rng.Below(10) == 0 ? std::nullopt : std::optional<int64_t>(rng.Below(400) * (b + 1) - 300));
     many.push_back({I64(keys)});
   }
   for (uint64_t seed = 0; seed < 5; ++seed) CheckMapOneAgreesWithMap({TypeId::kInt64}, many, seed);

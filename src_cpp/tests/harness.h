@@ -34,9 +34,7 @@ struct TestCase {
 std::vector<TestCase>& Registry();
 
 struct Registrar {
-  Registrar(const char* name, TestFn fn, const char* file, int line) {
-    Registry().push_back({name, fn, file, line});
-  }
+  Registrar(const char* name, TestFn fn, const char* file, int line) { Registry().push_back({name, fn, file, line}); }
 };
 
 // Records a failure of the running test case.
@@ -75,7 +73,10 @@ std::string Show(const T& v) {
     return os.str();
   } else if constexpr (requires { v.ToString(); }) {
     return v.ToString();
-  } else if constexpr (requires { v.begin(); v.end(); }) {
+  } else if constexpr (requires {
+                         v.begin();
+                         v.end();
+                       }) {
     std::string s = "[";
     bool first = true;
     for (const auto& x : v) {
@@ -117,46 +118,48 @@ void ExpectEq(const A& a, const B& b, const char* text, const char* file, int li
 }  // namespace cq::test
 
 #define CQ_TEST_CONCAT_(a, b) a##b
-#define CQ_TEST(name)                                                                           \
-  static void CQ_TEST_CONCAT_(cq_test_, name)();                                                \
-  static const ::cq::test::Registrar CQ_TEST_CONCAT_(cq_test_registrar_, name)(                 \
-      #name, &CQ_TEST_CONCAT_(cq_test_, name), __FILE__, __LINE__);                             \
+#define CQ_TEST(name)                                                           \
+  static void CQ_TEST_CONCAT_(cq_test_, name)();                                \
+  static const ::cq::test::Registrar CQ_TEST_CONCAT_(cq_test_registrar_, name)( \
+      #name, &CQ_TEST_CONCAT_(cq_test_, name), __FILE__, __LINE__);             \
   static void CQ_TEST_CONCAT_(cq_test_, name)()
 
-#define CQ_EXPECT(cond)                                                                         \
-  do {                                                                                          \
-    if (!(cond)) ::cq::test::Fail(__FILE__, __LINE__, "expected " #cond);                       \
+#define CQ_EXPECT(cond)                                                   \
+  do {                                                                    \
+    if (!(cond)) ::cq::test::Fail(__FILE__, __LINE__, "expected " #cond); \
   } while (0)
 
-#define CQ_ASSERT(cond)                                                                         \
-  do {                                                                                          \
-    if (!(cond)) {                                                                              \
-      ::cq::test::Fail(__FILE__, __LINE__, "assertion failed: " #cond);                         \
-      throw ::cq::test::AssertionAbort{};                                                       \
-    }                                                                                           \
+#define CQ_ASSERT(cond)                                                 \
+  do {                                                                  \
+    if (!(cond)) {                                                      \
+      ::cq::test::Fail(__FILE__, __LINE__, "assertion failed: " #cond); \
+      throw ::cq::test::AssertionAbort{};                               \
+    }                                                                   \
   } while (0)
 
 #define CQ_EXPECT_EQ(a, b) ::cq::test::ExpectEq((a), (b), #a " == " #b, __FILE__, __LINE__)
 
-#define CQ_EXPECT_THROWS(stmt, ExceptionType)                                                   \
-  do {                                                                                          \
-    bool cq_threw_ = false;                                                                     \
-    try {                                                                                       \
-      stmt;                                                                                     \
-    } catch (const ExceptionType&) {                                                            \
-      cq_threw_ = true;                                                                         \
-    } catch (const std::exception& cq_e_) {                                                     \
-      cq_threw_ = true;                                                                         \
-      ::cq::test::Fail(__FILE__, __LINE__,                                                      \
-                       "expected " #stmt " to throw " #ExceptionType ", it threw another "      \
-                       "exception: " + std::string(cq_e_.what()));                              \
-    } catch (...) {                                                                             \
-      cq_threw_ = true;                                                                         \
-      ::cq::test::Fail(__FILE__, __LINE__,                                                      \
-                       "expected " #stmt " to throw " #ExceptionType ", it threw a non-std "    \
-                       "exception");                                                            \
-    }                                                                                           \
-    if (!cq_threw_)                                                                             \
-      ::cq::test::Fail(__FILE__, __LINE__,                                                      \
-                       "expected " #stmt " to throw " #ExceptionType ", it did not throw");     \
+#define CQ_EXPECT_THROWS(stmt, ExceptionType)                                                                   \
+  do {                                                                                                          \
+    bool cq_threw_ = false;                                                                                     \
+    try {                                                                                                       \
+      stmt;                                                                                                     \
+    } catch (const ExceptionType&) {                                                                            \
+      cq_threw_ = true;                                                                                         \
+    } catch (const std::exception& cq_e_) {                                                                     \
+      cq_threw_ = true;                                                                                         \
+      ::cq::test::Fail(__FILE__, __LINE__,                                                                      \
+                       "expected " #stmt " to throw " #ExceptionType                                            \
+                       ", it threw another "                                                                    \
+                       "exception: " +                                                                          \
+                           std::string(cq_e_.what()));                                                          \
+    } catch (...) {                                                                                             \
+      cq_threw_ = true;                                                                                         \
+      ::cq::test::Fail(__FILE__, __LINE__,                                                                      \
+                       "expected " #stmt " to throw " #ExceptionType                                            \
+                       ", it threw a non-std "                                                                  \
+                       "exception");                                                                            \
+    }                                                                                                           \
+    if (!cq_threw_)                                                                                             \
+      ::cq::test::Fail(__FILE__, __LINE__, "expected " #stmt " to throw " #ExceptionType ", it did not throw"); \
   } while (0)

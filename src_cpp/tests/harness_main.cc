@@ -103,8 +103,10 @@ int main(int argc, char** argv) {
     if (arg == "--expect-count" && i + 1 < argc) {
       const long want = std::strtol(argv[++i], nullptr, 10);
       if (static_cast<long>(Registry().size()) != want) {
-        std::printf("%zu test cases are compiled in, but CMake registered %ld: is a CQ_TEST not at "
-                    "the start of its line?\n", Registry().size(), want);
+        std::printf(
+            "%zu test cases are compiled in, but CMake registered %ld: is a CQ_TEST not at "
+            "the start of its line?\n",
+            Registry().size(), want);
         return 1;
       }
       std::printf("%zu test cases registered\n", Registry().size());

@@ -14,11 +14,8 @@ namespace {
 using harness::OperatorCase;
 
 // Left: k INT, s STRING, x INT, d DOUBLE, b BOOL. Right: k INT, s STRING, y INT, d DOUBLE.
-const Schema kLeft = {{"k", TypeId::kInt64},
-                      {"s", TypeId::kUtf8},
-                      {"x", TypeId::kInt64},
-                      {"d", TypeId::kFloat64},
-                      {"b", TypeId::kBool}};
+const Schema kLeft = {
+    {"k", TypeId::kInt64}, {"s", TypeId::kUtf8}, {"x", TypeId::kInt64}, {"d", TypeId::kFloat64}, {"b", TypeId::kBool}};
 const Schema kRight = {{"k", TypeId::kInt64}, {"s", TypeId::kUtf8}, {"y", TypeId::kInt64}, {"d", TypeId::kFloat64}};
 const char* kLeftTypes[] = {"int64", "utf8", "int64", "float64", "bool"};
 const char* kRightTypes[] = {"int64", "utf8", "int64", "float64"};

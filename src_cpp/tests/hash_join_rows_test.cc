@@ -46,9 +46,9 @@ std::unique_ptr<HashJoin> MakeJoin(const Variant& v, HolderTable* holders) {
   both.insert(both.end(), kRight.begin(), kRight.end());
   std::unique_ptr<Expression> residual;
   if (v.residual)
-    residual = Expression::Compile(
-        json::Parse(R"({"kind": "call", "fn": "less", "type": "bool", "args": [)" + Column(1) + ", " + Column(3) + "]}"),
-        both);
+    residual = Expression::Compile(json::Parse(R"({"kind": "call", "fn": "less", "type": "bool", "args": [)" +
+                                               Column(1) + ", " + Column(3) + "]}"),
+                                   both);
   return std::make_unique<HashJoin>(kLeft, kRight, std::move(lk), std::move(rk), std::move(residual), v.negative,
                                     holders);
 }
@@ -191,8 +191,8 @@ struct Driver : RowEmitter {
   int64_t tick = 0;
   bool pushing = false;
   int64_t results = 0;
-  int64_t emitted = 0;  // rows and ends
-  bool given = false;   // since the last advance
+  int64_t emitted = 0;       // rows and ends
+  bool given = false;        // since the last advance
   size_t looped = SIZE_MAX;  // inputs from this one on came through the loop, delivered by it
   Time now_;
 
@@ -205,8 +205,14 @@ struct Driver : RowEmitter {
     // (Rows come back only once every row of the running instant is in: a port's rows come in
     // time order.)
     if (++results % 3 != 0 || r.sync.tick + 1 >= static_cast<int64_t>(script->instants.size())) return;
-    Input back{1, r.values[0].valid ? std::optional<int64_t>(r.values[0].i) : std::nullopt,
-               (r.values[1].i + 1) % 4, {r.sync.tick + 1, 0}, {r.sync.tick + 3, 0}, false, -1, {}};
+    Input back{1,
+               r.values[0].valid ? std::optional<int64_t>(r.values[0].i) : std::nullopt,
+               (r.values[1].i + 1) % 4,
+               {r.sync.tick + 1, 0},
+               {r.sync.tick + 3, 0},
+               false,
+               -1,
+               {}};
     script->inputs.push_back(back);
     fixed.push_back(false);
     auto& next = script->instants[r.sync.tick + 1];
@@ -309,8 +315,9 @@ void RunReference(Form& f, const Variant& v, Script& script) {
   f.driver.script = &script;
   f.driver.make = [&f, v]() -> std::unique_ptr<RowOperator> {
     f.join = MakeJoin(v, &f.holders);
-    std::vector<BatchAdapter::Input> ins = {{std::make_shared<const Schema>(kLeft), BatchKind::kLifetime, std::nullopt},
-                                            {std::make_shared<const Schema>(kRight), BatchKind::kLifetime, std::nullopt}};
+    std::vector<BatchAdapter::Input> ins = {
+        {std::make_shared<const Schema>(kLeft), BatchKind::kLifetime, std::nullopt},
+        {std::make_shared<const Schema>(kRight), BatchKind::kLifetime, std::nullopt}};
     return std::make_unique<BatchAdapter>(f.join.get(), std::move(ins));
   };
   f.driver.Run(-1);
@@ -334,7 +341,8 @@ void Compare(const Output& got, const Output& want, int64_t ticks, const std::st
   for (int64_t t = 0; t <= ticks + 6; ++t) {
     const auto g = got.At({t, 0}), w = want.At({t, 0});
     if (g != w) {
-      Fail(__FILE__, __LINE__, what + " at " + std::to_string(t) + "\n    rows:  " + Show(g) + "\n    batch: " + Show(w));
+      Fail(__FILE__, __LINE__,
+           what + " at " + std::to_string(t) + "\n    rows:  " + Show(g) + "\n    batch: " + Show(w));
       return;
     }
   }

@@ -73,9 +73,7 @@ struct Rig {
   HolderTable holders;
   HeartbeatExecutor ex;
   std::vector<std::string> log;
-  Rig(int64_t max_run, const std::vector<ProbeSpec>& probes) : ex(max_run, &holders) {
-    ex.Add(Probes(probes, &log));
-  }
+  Rig(int64_t max_run, const std::vector<ProbeSpec>& probes) : ex(max_run, &holders) { ex.Add(Probes(probes, &log)); }
 };
 
 // The entries of `log` that start with `prefix`.
@@ -133,15 +131,13 @@ CQ_TEST(HeartbeatMaxRunBoundsConsecutiveExecutionsOfOneOperator) {
     rig.ex.Push(0, Rows({1, 2, 3, 4, 5}));
     return rig.log;
   };
-  CQ_EXPECT_EQ(run(1), (std::vector<std::string>{"s:0@1", "a:0@1", "b:0@1", "s:0@2", "a:0@2", "b:0@2", "s:0@3",
-                                                 "a:0@3", "b:0@3", "s:0@4", "a:0@4", "b:0@4", "s:0@5", "a:0@5",
-                                                 "b:0@5"}));
-  CQ_EXPECT_EQ(run(2), (std::vector<std::string>{"s:0@1", "s:0@2", "a:0@1", "a:0@2", "b:0@1", "b:0@2", "s:0@3",
-                                                 "s:0@4", "a:0@3", "a:0@4", "b:0@3", "b:0@4", "s:0@5", "a:0@5",
-                                                 "b:0@5"}));
-  CQ_EXPECT_EQ(run(100), (std::vector<std::string>{"s:0@1", "s:0@2", "s:0@3", "s:0@4", "s:0@5", "a:0@1", "a:0@2",
-                                                   "a:0@3", "a:0@4", "a:0@5", "b:0@1", "b:0@2", "b:0@3", "b:0@4",
-                                                   "b:0@5"}));
+  CQ_EXPECT_EQ(run(1), (std::vector<std::string>{"s:0@1", "a:0@1", "b:0@1", "s:0@2", "a:0@2", "b:0@2", "s:0@3", "a:0@3",
+                                                 "b:0@3", "s:0@4", "a:0@4", "b:0@4", "s:0@5", "a:0@5", "b:0@5"}));
+  CQ_EXPECT_EQ(run(2), (std::vector<std::string>{"s:0@1", "s:0@2", "a:0@1", "a:0@2", "b:0@1", "b:0@2", "s:0@3", "s:0@4",
+                                                 "a:0@3", "a:0@4", "b:0@3", "b:0@4", "s:0@5", "a:0@5", "b:0@5"}));
+  CQ_EXPECT_EQ(run(100),
+               (std::vector<std::string>{"s:0@1", "s:0@2", "s:0@3", "s:0@4", "s:0@5", "a:0@1", "a:0@2", "a:0@3",
+                                         "a:0@4", "a:0@5", "b:0@1", "b:0@2", "b:0@3", "b:0@4", "b:0@5"}));
 }
 
 CQ_TEST(HeartbeatRefusesACycleAndAddsNothing) {

@@ -101,9 +101,9 @@ CQ_TEST(istream_materialized_ends_ghosts_and_never_ending_rows) {
   const Time inf = Time::Infinity();
   // 1 lives [0, 5); 2 never ends; 3 is a ghost at 5 and cancels nothing; at 5, 1 ends and starts
   // again (no insert); 4 lives [5, 5+ε) and so is not there at 6, where it starts anew.
-  const std::vector<Row> rows = {{1, 0, {5, 0}, true},  {2, 0, inf, true},      {3, 5, {5, 0}, true},
-                                 {1, 5, {9, 0}, true},  {3, 5, {7, 0}, true},   {4, 5, {5, 1}, true},
-                                 {4, 6, {8, 0}, true},  {2, 6, {7, 0}, false},  {3, 7, {8, 0}, true}};
+  const std::vector<Row> rows = {{1, 0, {5, 0}, true}, {2, 0, inf, true},     {3, 5, {5, 0}, true},
+                                 {1, 5, {9, 0}, true}, {3, 5, {7, 0}, true},  {4, 5, {5, 1}, true},
+                                 {4, 6, {8, 0}, true}, {2, 6, {7, 0}, false}, {3, 7, {8, 0}, true}};
   CQ_EXPECT_EQ(Reference(rows), (std::vector<std::string>{"1@0", "2@0", "3@5", "4@5", "4@6"}));
   for (size_t cut : {size_t{1}, size_t{2}, size_t{4}, rows.size()}) {
     IStream op(kSchema, /*constant=*/false);
@@ -161,8 +161,7 @@ CQ_TEST(istream_general_strategy_mixes_constant_and_other_lifetimes) {
   push({{1, 3, {10, 0}, true}, {2, 4, {4, 0}, true}, {2, 4, {6, 0}, true}}, std::nullopt);
   // Another constant duration: still the heap. At 5 the 1 and one 2 from 2 are cancelled; at 6
   // the 1 from 5 ends as a 1 starts.
-  push({{1, 5, {6, 0}, true}, {2, 5, {6, 0}, true}, {2, 5, {6, 0}, true}, {1, 6, {7, 0}, true}},
-       Duration::Ticks(1));
+  push({{1, 5, {6, 0}, true}, {2, 5, {6, 0}, true}, {2, 5, {6, 0}, true}, {1, 6, {7, 0}, true}}, Duration::Ticks(1));
   op.AdvanceTo(Time::Infinity(), out);
   CQ_EXPECT_EQ(out.Rows(), Reference(all));
   CQ_EXPECT_EQ(out.Rows(), (std::vector<std::string>{"1@0", "2@1", "1@2", "2@2", "2@5"}));
@@ -247,9 +246,9 @@ CQ_TEST(istream_cancels_many_rows_against_many_as_bags_of_floats) {
     for (const Batch& b : out.batches)
       for (int64_t i = 0; i < b.length; ++i)
         if (b.sync.tick_data()[i] == 1) at1.push_back(std::to_string(b.columns[fc].f64()[i]));
-    CQ_EXPECT_EQ(std::string(float_first ? "float first: " : "int first: ") + Show(at1),
-                 std::string(float_first ? "float first: " : "int first: ") +
-                     Show(std::vector<std::string>{"nan", "3.500000"}));
+    CQ_EXPECT_EQ(
+        std::string(float_first ? "float first: " : "int first: ") + Show(at1),
+        std::string(float_first ? "float first: " : "int first: ") + Show(std::vector<std::string>{"nan", "3.500000"}));
   }
 }
 

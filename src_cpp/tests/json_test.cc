@@ -45,10 +45,10 @@ CQ_TEST(json_strings_with_escapes) {
   CQ_EXPECT_EQ(str(R"("a\nb\tc\rd")"), "a\nb\tc\rd");
   CQ_EXPECT_EQ(str(R"("say \"hi\"")"), "say \"hi\"");
   CQ_EXPECT_EQ(str(R"("back\\slash \/ \b\f")"), "back\\slash / \b\f");
-  CQ_EXPECT_EQ(str(R"("\u0041\u00e9\u00E9")"), "A\xc3\xa9\xc3\xa9");   // é as json.dumps writes it
-  CQ_EXPECT_EQ(str(R"("\u20ac")"), "\xe2\x82\xac");                     // € (three bytes)
-  CQ_EXPECT_EQ(str(R"("\ud83d\ude00")"), "\xf0\x9f\x98\x80");            // 😀 (a surrogate pair)
-  CQ_EXPECT_EQ(str("\"\xc3\xa9 raw\""), "\xc3\xa9 raw");                 // UTF-8 passes through
+  CQ_EXPECT_EQ(str(R"("\u0041\u00e9\u00E9")"), "A\xc3\xa9\xc3\xa9");  // é as json.dumps writes it
+  CQ_EXPECT_EQ(str(R"("\u20ac")"), "\xe2\x82\xac");                   // € (three bytes)
+  CQ_EXPECT_EQ(str(R"("\ud83d\ude00")"), "\xf0\x9f\x98\x80");         // 😀 (a surrogate pair)
+  CQ_EXPECT_EQ(str("\"\xc3\xa9 raw\""), "\xc3\xa9 raw");              // UTF-8 passes through
   CQ_EXPECT_EQ(str(R"("\u0000x")"), std::string("\0x", 2));
   // Keys are strings too.
   CQ_EXPECT_EQ(json::Parse(R"({"k\u00e9y": 1})")["k\xc3\xa9y"].integer(), 1);
@@ -81,12 +81,40 @@ CQ_TEST(json_integers_doubles_and_negatives) {
 
 CQ_TEST(json_malformed_input_throws) {
   const char* bad[] = {
-      "",          "   ",         "{",          "}",        "[1,",       "[1 2]",      "[1,]",
-      "{\"a\" 1}", "{\"a\": 1,}", "{a: 1}",     "{,}",      "tru",       "nul",        "truex",
-      "\"abc",     "\"a\\x\"",    "\"\\u12\"",  "\"\\u12G4\"", "\"\\",   "1.2.3",      "-",
-      "--1",       "1-",          "{} x",       "[] []",    "@",         "{\"a\": }",  "[\"a\" \"b\"]",
+      "",
+      "   ",
+      "{",
+      "}",
+      "[1,",
+      "[1 2]",
+      "[1,]",
+      "{\"a\" 1}",
+      "{\"a\": 1,}",
+      "{a: 1}",
+      "{,}",
+      "tru",
+      "nul",
+      "truex",
+      "\"abc",
+      "\"a\\x\"",
+      "\"\\u12\"",
+      "\"\\u12G4\"",
+      "\"\\",
+      "1.2.3",
+      "-",
+      "--1",
+      "1-",
+      "{} x",
+      "[] []",
+      "@",
+      "{\"a\": }",
+      "[\"a\" \"b\"]",
       // out of int64 range, and broken UTF-16 surrogates
-      "9223372036854775808", "-9223372036854775809", "\"\\ud83d\\u0041\"", "\"\\ud83d\"", "\"\\ude00\"",
+      "9223372036854775808",
+      "-9223372036854775809",
+      "\"\\ud83d\\u0041\"",
+      "\"\\ud83d\"",
+      "\"\\ude00\"",
   };
   for (const char* text : bad) {
     bool threw = false;

@@ -24,8 +24,7 @@ std::vector<std::optional<T>> Repeat(std::optional<T> v, int64_t n) {
 
 // Row-wise reference of a null-propagating binary operation.
 template <typename R, typename T, typename F>
-std::vector<std::optional<R>> Zip(const std::vector<std::optional<T>>& a,
-                                  const std::vector<std::optional<T>>& b, F f) {
+std::vector<std::optional<R>> Zip(const std::vector<std::optional<T>>& a, const std::vector<std::optional<T>>& b, F f) {
   std::vector<std::optional<R>> out;
   for (size_t i = 0; i < a.size(); ++i) out.push_back(a[i] && b[i] ? f(*a[i], *b[i]) : std::optional<R>());
   return out;
@@ -70,9 +69,12 @@ CQ_TEST(arithmetic_float64_combines_validity_over_130_rows) {
     bv.push_back(i % 11 == 3 ? std::optional<double>() : 1.5 - i);
   }
   Column a = F64(av), b = F64(bv);
-  CQ_EXPECT_EQ(ReadF64(Call("add", {Col(a), Col(b)}, n)), Zip<double>(av, bv, [](double x, double y) { return x + y; }));
-  CQ_EXPECT_EQ(ReadF64(Call("subtract", {Col(a), Col(b)}, n)), Zip<double>(av, bv, [](double x, double y) { return x - y; }));
-  CQ_EXPECT_EQ(ReadF64(Call("multiply", {Col(a), Col(b)}, n)), Zip<double>(av, bv, [](double x, double y) { return x * y; }));
+  CQ_EXPECT_EQ(ReadF64(Call("add", {Col(a), Col(b)}, n)),
+               Zip<double>(av, bv, [](double x, double y) { return x + y; }));
+  CQ_EXPECT_EQ(ReadF64(Call("subtract", {Col(a), Col(b)}, n)),
+               Zip<double>(av, bv, [](double x, double y) { return x - y; }));
+  CQ_EXPECT_EQ(ReadF64(Call("multiply", {Col(a), Col(b)}, n)),
+               Zip<double>(av, bv, [](double x, double y) { return x * y; }));
   CQ_EXPECT_EQ(ReadF64(Call("add", {Col(a), ScalarF64(0.25)}, n)),
                Zip<double>(av, Repeat<double>(0.25, n), [](double x, double y) { return x + y; }));
   CQ_EXPECT_EQ(ReadF64(Call("subtract", {ScalarF64(0.25), Col(b)}, n)),
@@ -161,12 +163,13 @@ void ExpectComparisons(const Datum& l, const Datum& r, const std::vector<std::op
                        const std::vector<std::optional<T>>& rv) {
   const int64_t n = static_cast<int64_t>(lv.size());
   const std::pair<const char*, std::function<bool(const T&, const T&)>> ops[] = {
-      {"equal", std::equal_to<T>()},       {"not_equal", std::not_equal_to<T>()},
-      {"less", std::less<T>()},            {"less_equal", std::less_equal<T>()},
-      {"greater", std::greater<T>()},      {"greater_equal", std::greater_equal<T>()}};
+      {"equal", std::equal_to<T>()},  {"not_equal", std::not_equal_to<T>()},
+      {"less", std::less<T>()},       {"less_equal", std::less_equal<T>()},
+      {"greater", std::greater<T>()}, {"greater_equal", std::greater_equal<T>()}};
   for (const auto& [name, f] : ops) {
     Bools want;
-    for (int64_t i = 0; i < n; ++i) want.push_back(lv[i] && rv[i] ? std::optional<bool>(f(*lv[i], *rv[i])) : std::nullopt);
+    for (int64_t i = 0; i < n; ++i)
+      want.push_back(lv[i] && rv[i] ? std::optional<bool>(f(*lv[i], *rv[i])) : std::nullopt);
     CQ_EXPECT_EQ(std::string(name) + " " + Show(ReadBool(Call(name, {l, r}, n))), std::string(name) + " " + Show(want));
   }
 }
@@ -278,8 +281,8 @@ CQ_TEST(and_or_not_word_loops_and_tails) {
           want_or.push_back(Or3(av[i], bv[i]));
           want_not.push_back(av[i] ? std::optional<bool>(!*av[i]) : std::nullopt);
         }
-        const std::string tag = "n=" + std::to_string(n) + " nulls " + std::to_string(nulls_a) + "/" +
-                                std::to_string(nulls_b) + ": ";
+        const std::string tag =
+            "n=" + std::to_string(n) + " nulls " + std::to_string(nulls_a) + "/" + std::to_string(nulls_b) + ": ";
         Column r_and = Call("and", {Col(a), Col(b)}, n);
         CQ_EXPECT_EQ(tag + Show(ReadBool(r_and)), tag + Show(want_and));
         CQ_EXPECT_EQ(tag + Show(ReadBool(Call("or", {Col(a), Col(b)}, n))), tag + Show(want_or));
@@ -317,12 +320,23 @@ CQ_TEST(is_null_and_is_not_null_on_every_type_are_never_null) {
   for (int64_t i = 0; i < n; ++i) sv.push_back(i % 3 ? std::optional<std::string>("s") : std::nullopt);
   Bools bv = RandomBools(rng, n, 2);
   const std::vector<Column> cols = {I64(iv), F64(fv), Str(sv), Bool(bv), Column::Nulls(TypeId::kNull, n)};
-  const std::vector<std::vector<bool>> nulls = {
-      [&] { std::vector<bool> v; for (auto& x : iv) v.push_back(!x); return v; }(),
-      std::vector<bool>(n, false),
-      [&] { std::vector<bool> v; for (auto& x : sv) v.push_back(!x); return v; }(),
-      [&] { std::vector<bool> v; for (auto& x : bv) v.push_back(!x); return v; }(),
-      std::vector<bool>(n, true)};
+  const std::vector<std::vector<bool>> nulls = {[&] {
+                                                  std::vector<bool> v;
+                                                  for (auto& x : iv) v.push_back(!x);
+                                                  return v;
+                                                }(),
+                                                std::vector<bool>(n, false),
+                                                [&] {
+                                                  std::vector<bool> v;
+                                                  for (auto& x : sv) v.push_back(!x);
+                                                  return v;
+                                                }(),
+                                                [&] {
+                                                  std::vector<bool> v;
+                                                  for (auto& x : bv) v.push_back(!x);
+                                                  return v;
+                                                }(),
+                                                std::vector<bool>(n, true)};
   for (size_t c = 0; c < cols.size(); ++c) {
     Bools want_null, want_not_null;
     for (int64_t i = 0; i < n; ++i) {
@@ -437,12 +451,13 @@ CQ_TEST(case_when_every_type_and_arity_against_a_row_wise_reference) {
               for (int64_t i = 0; i < n; ++i)
                 v.push_back(rng.Below(5) == 0 ? std::optional<bool>() : rng.Below(whens + 1) == 0);
               return v;
-            }()) : RandomColumn(rng, t, n, 5));
+            }())
+                                                               : RandomColumn(rng, t, n, 5));
             args.push_back(Col(cols.back()));
           }
         }
-        const std::string tag = std::string(TypeName(type)) + " whens=" + std::to_string(whens) +
-                                " n=" + std::to_string(n) + ": ";
+        const std::string tag =
+            std::string(TypeName(type)) + " whens=" + std::to_string(whens) + " n=" + std::to_string(n) + ": ";
         CQ_EXPECT_EQ(tag + Show(Cells(Call("case_when", args, n))), tag + Show(CaseReference(args, n)));
       }
     }
@@ -518,27 +533,78 @@ CQ_TEST(cast_to_utf8_prints_integers_booleans_and_doubles_as_java_does) {
   Column b = Bool({true, false, N});
   CQ_EXPECT_EQ(ReadStr(Call("cast_utf8", {Col(b)}, 3)), (Strs{"true", "false", N}));
   const double inf = std::numeric_limits<double>::infinity();
-  const std::vector<std::pair<double, std::string>> doubles = {
-      {0.0, "0.0"}, {-0.0, "-0.0"}, {1.0, "1.0"}, {-0.5, "-0.5"}, {100.0, "100.0"}, {1.5, "1.5"},
-      {0.1 + 0.2, "0.30000000000000004"}, {1e7, "1.0E7"}, {9999999.0, "9999999.0"}, {9999999.5, "9999999.5"},
-      {12345678.9, "1.23456789E7"}, {1e10, "1.0E10"}, {-1e10, "-1.0E10"}, {0.001, "0.001"}, {0.00123, "0.00123"},
-      {0.0001, "1.0E-4"}, {-1.5e-5, "-1.5E-5"}, {1e21, "1.0E21"}, {1e23, "1.0E23"}, {123456.789, "123456.789"},
-      {1.7976931348623157e308, "1.7976931348623157E308"}, {2.2250738585072014e-308, "2.2250738585072014E-308"},
-      {4.9e-324, "4.9E-324"}, {1e-323, "9.9E-324"}, {-4.9e-324, "-4.9E-324"}, {5e-322, "5.0E-322"},
-      {std::numeric_limits<double>::quiet_NaN(), "NaN"}, {inf, "Infinity"}, {-inf, "-Infinity"},
-      {9007199254740993.0, "9.007199254740992E15"}, {1234567.0, "1234567.0"}};
+  const std::vector<std::pair<double, std::string>> doubles = {{0.0, "0.0"},
+                                                               {-0.0, "-0.0"},
+                                                               {1.0, "1.0"},
+                                                               {-0.5, "-0.5"},
+                                                               {100.0, "100.0"},
+                                                               {1.5, "1.5"},
+                                                               {0.1 + 0.2, "0.30000000000000004"},
+                                                               {1e7, "1.0E7"},
+                                                               {9999999.0, "9999999.0"},
+                                                               {9999999.5, "9999999.5"},
+                                                               {12345678.9, "1.23456789E7"},
+                                                               {1e10, "1.0E10"},
+                                                               {-1e10, "-1.0E10"},
+                                                               {0.001, "0.001"},
+                                                               {0.00123, "0.00123"},
+                                                               {0.0001, "1.0E-4"},
+                                                               {-1.5e-5, "-1.5E-5"},
+                                                               {1e21, "1.0E21"},
+                                                               {1e23, "1.0E23"},
+                                                               {123456.789, "123456.789"},
+                                                               {1.7976931348623157e308, "1.7976931348623157E308"},
+                                                               {2.2250738585072014e-308, "2.2250738585072014E-308"},
+                                                               {4.9e-324, "4.9E-324"},
+                                                               {1e-323, "9.9E-324"},
+                                                               {-4.9e-324, "-4.9E-324"},
+                                                               {5e-322, "5.0E-322"},
+                                                               {std::numeric_limits<double>::quiet_NaN(), "NaN"},
+                                                               {inf, "Infinity"},
+                                                               {-inf, "-Infinity"},
+                                                               {9007199254740993.0, "9.007199254740992E15"},
+                                                               {1234567.0, "1234567.0"}};
   const auto [in, want] = Unzip(doubles);
   CQ_EXPECT_EQ(ReadStr(Call("cast_utf8", {Col(F64(in))}, static_cast<int64_t>(in.size()))), want);
 }
 
 CQ_TEST(cast_utf8_to_int64_trims_truncates_fractions_and_refuses_the_rest) {
-  const std::vector<std::pair<std::string, std::optional<int64_t>>> cases = {
-      {"42", 42}, {"-42", -42}, {"+42", 42}, {"  42\t\n", 42}, {"\x7f" "5\x01", 5}, {"007", 7}, {"1.9", 1},
-      {"-1.9", -1}, {"1.", 1}, {".5", 0}, {"-.5", 0}, {"9223372036854775807", kMax},
-      {"-9223372036854775808", kMin}, {"9223372036854775807.99", kMax}, {"9223372036854775808", N},
-      {"-9223372036854775809", N}, {"99999999999999999999", N}, {"", N}, {"  ", N}, {"-", N}, {"+", N},
-      {".", N}, {"-.", N}, {"1e3", N}, {"1.5e3", N}, {"0x10", N}, {"1 2", N}, {"1.2.3", N}, {"1.x", N},
-      {"--1", N}, {"+-1", N}, {"abc", N}, {"1,000", N}, {"\xef\xbc\x91", N} /* fullwidth 1 */};
+  const std::vector<std::pair<std::string, std::optional<int64_t>>> cases = {{"42", 42},
+                                                                             {"-42", -42},
+                                                                             {"+42", 42},
+                                                                             {"  42\t\n", 42},
+                                                                             {"\x7f"
+                                                                              "5\x01",
+                                                                              5},
+                                                                             {"007", 7},
+                                                                             {"1.9", 1},
+                                                                             {"-1.9", -1},
+                                                                             {"1.", 1},
+                                                                             {".5", 0},
+                                                                             {"-.5", 0},
+                                                                             {"9223372036854775807", kMax},
+                                                                             {"-9223372036854775808", kMin},
+                                                                             {"9223372036854775807.99", kMax},
+                                                                             {"9223372036854775808", N},
+                                                                             {"-9223372036854775809", N},
+                                                                             {"99999999999999999999", N},
+                                                                             {"", N},
+                                                                             {"  ", N},
+                                                                             {"-", N},
+                                                                             {"+", N},
+                                                                             {".", N},
+                                                                             {"-.", N},
+                                                                             {"1e3", N},
+                                                                             {"1.5e3", N},
+                                                                             {"0x10", N},
+                                                                             {"1 2", N},
+                                                                             {"1.2.3", N},
+                                                                             {"1.x", N},
+                                                                             {"--1", N},
+                                                                             {"+-1", N},
+                                                                             {"abc", N},
+                                                                             {"1,000", N},
+                                                                             {"\xef\xbc\x91", N} /* fullwidth 1 */};
   const auto [in, want] = Unzip(cases);
   CQ_EXPECT_EQ(ReadI64(Call("cast_int64", {Col(Str(in))}, static_cast<int64_t>(in.size()))), want);
 }
@@ -546,18 +612,65 @@ CQ_TEST(cast_utf8_to_int64_trims_truncates_fractions_and_refuses_the_rest) {
 CQ_TEST(cast_utf8_to_float64_reads_java_numbers_and_spark_special_values) {
   const double inf = std::numeric_limits<double>::infinity();
   const std::vector<std::pair<std::string, std::optional<double>>> cases = {
-      {"1", 1.0}, {"-1.5", -1.5}, {"+2.25", 2.25}, {" 3.5\t", 3.5}, {"1.", 1.0}, {".5", 0.5}, {"-.5", -0.5},
-      {"1e3", 1000.0}, {"1E+3", 1000.0}, {"2.5e-3", 0.0025}, {"1.5d", 1.5}, {"1.5F", 1.5}, {"7f", 7.0},
-      {"0x1p3", 8.0}, {"0X1.8P1", 3.0}, {"-0x10p0", -16.0}, {"0x1p-1074", 4.9e-324}, {"0x1.8p1d", 3.0},
-      {"0x.8p1", 1.0}, {"0x1.p1", 2.0},
-      {"0.30000000000000004", 0.1 + 0.2}, {"123456789012345678901234567890", 1.2345678901234568e29},
-      {"1e400", inf}, {"-1e400", -inf}, {"1e-400", 0.0}, {"4.9e-324", 4.9e-324}, {"2e-324", 0.0},
-      {"1.7976931348623157e308", 1.7976931348623157e308}, {"0.0000001e99999999999999999999", inf},
-      {"Infinity", inf}, {"-Infinity", -inf}, {"+Infinity", inf}, {"infinity", inf}, {"INF", inf},
-      {"-inf", -inf}, {" +Inf ", inf},
-      {"", N}, {" ", N}, {"-", N}, {".", N}, {"e5", N}, {"1e", N}, {"1e+", N}, {"1.2.3", N}, {"1 2", N},
-      {"1_000", N}, {"0x10", N}, {"0x", N}, {"0xp1", N}, {"0x1.p", N}, {"1d5", N}, {"1.5dd", N}, {"d", N},
-      {"infinityx", N}, {"nanx", N}, {"-nan", N}, {"++1", N}, {"1,5", N}, {"abc", N}};
+      {"1", 1.0},
+      {"-1.5", -1.5},
+      {"+2.25", 2.25},
+      {" 3.5\t", 3.5},
+      {"1.", 1.0},
+      {".5", 0.5},
+      {"-.5", -0.5},
+      {"1e3", 1000.0},
+      {"1E+3", 1000.0},
+      {"2.5e-3", 0.0025},
+      {"1.5d", 1.5},
+      {"1.5F", 1.5},
+      {"7f", 7.0},
+      {"0x1p3", 8.0},
+      {"0X1.8P1", 3.0},
+      {"-0x10p0", -16.0},
+      {"0x1p-1074", 4.9e-324},
+      {"0x1.8p1d", 3.0},
+      {"0x.8p1", 1.0},
+      {"0x1.p1", 2.0},
+      {"0.30000000000000004", 0.1 + 0.2},
+      {"123456789012345678901234567890", 1.2345678901234568e29},
+      {"1e400", inf},
+      {"-1e400", -inf},
+      {"1e-400", 0.0},
+      {"4.9e-324", 4.9e-324},
+      {"2e-324", 0.0},
+      {"1.7976931348623157e308", 1.7976931348623157e308},
+      {"0.0000001e99999999999999999999", inf},
+      {"Infinity", inf},
+      {"-Infinity", -inf},
+      {"+Infinity", inf},
+      {"infinity", inf},
+      {"INF", inf},
+      {"-inf", -inf},
+      {" +Inf ", inf},
+      {"", N},
+      {" ", N},
+      {"-", N},
+      {".", N},
+      {"e5", N},
+      {"1e", N},
+      {"1e+", N},
+      {"1.2.3", N},
+      {"1 2", N},
+      {"1_000", N},
+      {"0x10", N},
+      {"0x", N},
+      {"0xp1", N},
+      {"0x1.p", N},
+      {"1d5", N},
+      {"1.5dd", N},
+      {"d", N},
+      {"infinityx", N},
+      {"nanx", N},
+      {"-nan", N},
+      {"++1", N},
+      {"1,5", N},
+      {"abc", N}};
   const auto [in, want] = Unzip(cases);
   CQ_EXPECT_EQ(ReadF64(Call("cast_float64", {Col(Str(in))}, static_cast<int64_t>(in.size()))), want);
   // NaN in any case (and Java's signed NaN), which == cannot compare.
@@ -569,10 +682,10 @@ CQ_TEST(cast_utf8_to_float64_reads_java_numbers_and_spark_special_values) {
 }
 
 CQ_TEST(cast_utf8_to_bool_accepts_spark_words_in_any_case) {
-  Strs in = {"t", "TRUE", " True ", "y", "Yes", "1", "f", "false", "\tFALSE\n", "n", "NO", "0",
-             "", "2", "1.0", "on", "off", "tru", "yess", "-1", "null", N};
-  Bools want = {true, true, true, true, true, true, false, false, false, false, false, false,
-                N, N, N, N, N, N, N, N, N, N};
+  Strs in = {"t", "TRUE", " True ", "y",   "Yes", "1",   "f",   "false", "\tFALSE\n", "n",    "NO",
+             "0", "",     "2",      "1.0", "on",  "off", "tru", "yess",  "-1",        "null", N};
+  Bools want = {true,  true, true, true, true, true, false, false, false, false, false,
+                false, N,    N,    N,    N,    N,    N,     N,     N,     N,     N};
   CQ_EXPECT_EQ(ReadBool(Call("cast_bool", {Col(Str(in))}, static_cast<int64_t>(in.size()))), want);
 }
 
@@ -620,7 +733,8 @@ CQ_TEST(registry_finds_by_exact_signature_and_signatures_are_unique) {
   // Every cast between two different types.
   for (TypeId from : {I, F, S, B})
     for (const auto& [name, to] : {std::pair{"cast_int64", I}, {"cast_float64", F}, {"cast_utf8", S}, {"cast_bool", B}})
-      if (from != to) CQ_EXPECT_EQ(std::string(name) + (r.Find(name, {from}) ? " found" : " missing"), std::string(name) + " found");
+      if (from != to)
+        CQ_EXPECT_EQ(std::string(name) + (r.Find(name, {from}) ? " found" : " missing"), std::string(name) + " found");
   // case_when is variadic: (bool, T)+ T, for any number of WHENs.
   CQ_EXPECT_EQ(r.Find("case_when", {B, S, S})->result, S);
   CQ_EXPECT_EQ(r.Find("case_when", {B, F, B, F, F})->result, F);
@@ -628,21 +742,21 @@ CQ_TEST(registry_finds_by_exact_signature_and_signatures_are_unique) {
   for (int k = 0; k < 100; ++k) many.insert(many.end(), {B, I});
   many.push_back(I);
   CQ_EXPECT_EQ(r.Find("case_when", many)->result, I);
-  CQ_EXPECT(r.Find("case_when", {B, I}) == nullptr);            // no ELSE: the planner adds NULL
+  CQ_EXPECT(r.Find("case_when", {B, I}) == nullptr);  // no ELSE: the planner adds NULL
   CQ_EXPECT(r.Find("case_when", {I}) == nullptr);
-  CQ_EXPECT(r.Find("case_when", {B, I, I, I}) == nullptr);      // a value where a condition goes
-  CQ_EXPECT(r.Find("case_when", {B, I, B, F, I}) == nullptr);   // branches of different types
-  CQ_EXPECT(r.Find("case_when", {I, I, I}) == nullptr);         // a condition that is not BOOLEAN
+  CQ_EXPECT(r.Find("case_when", {B, I, I, I}) == nullptr);     // a value where a condition goes
+  CQ_EXPECT(r.Find("case_when", {B, I, B, F, I}) == nullptr);  // branches of different types
+  CQ_EXPECT(r.Find("case_when", {I, I, I}) == nullptr);        // a condition that is not BOOLEAN
   std::set<std::pair<std::string, std::vector<TypeId>>> seen;
   for (const Kernel& k : r.kernels()) {
     CQ_EXPECT(k.fn != nullptr);
     CQ_EXPECT(!k.doc.empty());
     CQ_EXPECT(seen.insert({k.name, k.args}).second);
   }
-  for (const char* name : {"add", "subtract", "multiply", "divide", "modulo", "negate", "equal", "not_equal",
-                           "less", "less_equal", "greater", "greater_equal", "and", "or", "not", "is_null",
-                           "is_not_null", "cast_int64", "cast_float64", "cast_utf8", "cast_bool",
-                           "case_when"}) {
+  for (const char* name :
+       {"add",         "subtract",   "multiply",     "divide",        "modulo",    "negate",   "equal", "not_equal",
+        "less",        "less_equal", "greater",      "greater_equal", "and",       "or",       "not",   "is_null",
+        "is_not_null", "cast_int64", "cast_float64", "cast_utf8",     "cast_bool", "case_when"}) {
     bool found = false;
     for (const Kernel& k : r.kernels()) found |= k.name == name;
     CQ_EXPECT_EQ(std::string(name) + (found ? " registered" : " missing"), std::string(name) + " registered");

@@ -173,11 +173,9 @@ std::vector<In> RandomInput(uint64_t seed, int n) {
   const char* strs[] = {"a", "b", "", "ccc"};
   for (int k = 0; k < n; ++k) {
     switch (rng.Below(6)) {
-      case 0: break;  // the same instant again
+      case 0: break;          // the same instant again
       case 1: ++step; break;  // an ε later (rows of a loop)
-      default:
-        tick += 1 + rng.Below(3);
-        step = 0;
+      default: tick += 1 + rng.Below(3); step = 0;
     }
     std::optional<std::string> s;
     if (rng.Below(5)) s = strs[rng.Below(4)];
@@ -191,8 +189,8 @@ struct TimeCase {
   int64_t range, slide;
 };
 const TimeCase kTimeCases[] = {
-    {"now", 0, 1},   {"range", 3, 1},   {"range", 1, 1},  {"range", 0, 1},  // (range 0: ghosts)
-    {"slide", 5, 2}, {"slide", 2, 5},   {"slide", 4, 4},  {"unbounded", 0, 1},
+    {"now", 0, 1},   {"range", 3, 1}, {"range", 1, 1}, {"range", 0, 1},  // (range 0: ghosts)
+    {"slide", 5, 2}, {"slide", 2, 5}, {"slide", 4, 4}, {"unbounded", 0, 1},
 };
 
 std::unique_ptr<Operator> MakeTime(const TimeCase& c) {
@@ -238,7 +236,8 @@ CQ_TEST(negative_time_window_rows_send_what_the_batch_form_sends) {
       bool late_enough = true;
       for (const Out& o : got)
         if (o.positive()) late_enough &= !(o.sync < rows[static_cast<size_t>(o.i)].t);
-      if (!late_enough) Fail(__FILE__, __LINE__, Name(c) + " seed " + std::to_string(seed) + ": a positive before its tuple");
+      if (!late_enough)
+        Fail(__FILE__, __LINE__, Name(c) + " seed " + std::to_string(seed) + ": a positive before its tuple");
       if (got != whole) {
         Fail(__FILE__, __LINE__, Name(c) + " seed " + std::to_string(seed));
         return;
@@ -252,39 +251,40 @@ CQ_TEST(negative_time_window_rows_fixed_cases) {
   const std::vector<In> rows = {{1, "a", {1, 0}}, {2, std::nullopt, {1, 0}}, {3, "c", {2, 0}}, {4, "d", {3, 0}}};
   NegativeTimeWindow w("range", 2, 1, kSchema);
   const Time inf = Time::Infinity();
-  CQ_EXPECT_EQ(RunRows([&] { return w.ToRows(); }, rows),
-               (std::vector<Out>{{1, "a", {1, 0}, inf},
-                                 {2, std::nullopt, {1, 0}, inf},
-                                 {3, "c", {2, 0}, inf},
-                                 {1, "a", {3, 0}, {1, 0}},
-                                 {2, std::nullopt, {3, 0}, {1, 0}},
-                                 {4, "d", {3, 0}, inf},
-                                 {3, "c", {4, 0}, {2, 0}},
-                                 {4, "d", {5, 0}, {3, 0}}}));
+  CQ_EXPECT_EQ(RunRows([&] { return w.ToRows(); }, rows), (std::vector<Out>{{1, "a", {1, 0}, inf},
+                                                                            {2, std::nullopt, {1, 0}, inf},
+                                                                            {3, "c", {2, 0}, inf},
+                                                                            {1, "a", {3, 0}, {1, 0}},
+                                                                            {2, std::nullopt, {3, 0}, {1, 0}},
+                                                                            {4, "d", {3, 0}, inf},
+                                                                            {3, "c", {4, 0}, {2, 0}},
+                                                                            {4, "d", {5, 0}, {3, 0}}}));
   // [Now]: each tuple ends an ε after it starts.
   NegativeTimeWindow now("now", 0, 1, kSchema);
   CQ_EXPECT_EQ(RunRows([&] { return now.ToRows(); }, {{1, "a", {4, 0}}, {2, "b", {4, 1}}}),
-               (std::vector<Out>{{1, "a", {4, 0}, inf}, {1, "a", {4, 1}, {4, 0}}, {2, "b", {4, 1}, inf},
-                                 {2, "b", {4, 2}, {4, 1}}}));
+               (std::vector<Out>{
+                   {1, "a", {4, 0}, inf}, {1, "a", {4, 1}, {4, 0}}, {2, "b", {4, 1}, inf}, {2, "b", {4, 2}, {4, 1}}}));
   // [Range 2 Slide 5]: 6 lives [10, 10) — a ghost, positive then negative; 7 lives [10, 15).
   NegativeTimeWindow slide("slide", 2, 5, kSchema);
-  CQ_EXPECT_EQ(RunRows([&] { return slide.ToRows(); }, {{6, "x", {6, 0}}, {7, "y", {9, 0}}}),
-               (std::vector<Out>{{6, "x", {10, 0}, inf}, {6, "x", {10, 0}, {10, 0}}, {7, "y", {10, 0}, inf},
-                                 {7, "y", {15, 0}, {10, 0}}}));
+  CQ_EXPECT_EQ(
+      RunRows([&] { return slide.ToRows(); }, {{6, "x", {6, 0}}, {7, "y", {9, 0}}}),
+      (std::vector<Out>{
+          {6, "x", {10, 0}, inf}, {6, "x", {10, 0}, {10, 0}}, {7, "y", {10, 0}, inf}, {7, "y", {15, 0}, {10, 0}}}));
   // In a loop ([Range 5 Slide 5] at 10+1ε): slide boundaries sit at step 0 (SEMANTICS.md §4.1), so
   // a tuple at an ε-step of a boundary tick is after it and starts at the next boundary, 15 — never
   // below the instant that made it; its end is the boundary at or after 15+1ε, 20.
   const std::vector<In> on_boundary = {{1, "a", {10, 1}}, {2, "b", {12, 2}}};
-  const std::vector<Out> kept = {{1, "a", {15, 0}, inf}, {2, "b", {15, 0}, inf}, {1, "a", {20, 0}, {15, 0}},
-                                 {2, "b", {20, 0}, {15, 0}}};
+  const std::vector<Out> kept = {
+      {1, "a", {15, 0}, inf}, {2, "b", {15, 0}, inf}, {1, "a", {20, 0}, {15, 0}}, {2, "b", {20, 0}, {15, 0}}};
   NegativeTimeWindow on("slide", 5, 5, kSchema), on_batch("slide", 5, 5, kSchema);
   CQ_EXPECT_EQ(RunRows([&] { return on.ToRows(); }, on_boundary), kept);
   CQ_EXPECT_EQ(RunBatch(on_batch, on_boundary, false), kept);
   // ... and with [Range 0 Slide 5] a ghost at that next boundary.
   NegativeTimeWindow zero("slide", 0, 5, kSchema);
-  CQ_EXPECT_EQ(RunRows([&] { return zero.ToRows(); }, {{1, "a", {10, 1}}, {2, "b", {12, 0}}}),
-               (std::vector<Out>{{1, "a", {15, 0}, inf}, {1, "a", {15, 0}, {15, 0}}, {2, "b", {15, 0}, inf},
-                                 {2, "b", {15, 0}, {15, 0}}}));
+  CQ_EXPECT_EQ(
+      RunRows([&] { return zero.ToRows(); }, {{1, "a", {10, 1}}, {2, "b", {12, 0}}}),
+      (std::vector<Out>{
+          {1, "a", {15, 0}, inf}, {1, "a", {15, 0}, {15, 0}}, {2, "b", {15, 0}, inf}, {2, "b", {15, 0}, {15, 0}}}));
   // [Range Unbounded]: positives only, at once.
   NegativeTimeWindow unb("unbounded", 0, 1, kSchema);
   auto r = unb.ToRows();
@@ -407,8 +407,7 @@ struct RowCase {
 const RowCase kRowCases[] = {{1, false}, {3, false}, {1, true}, {2, true}, {5, true}};
 
 std::unique_ptr<Operator> MakeRows(const RowCase& c) {
-  return std::make_unique<NegativeRowWindow>(c.rows, c.partitioned ? std::vector<int>{1} : std::vector<int>{},
-                                             kSchema);
+  return std::make_unique<NegativeRowWindow>(c.rows, c.partitioned ? std::vector<int>{1} : std::vector<int>{}, kSchema);
 }
 
 CQ_TEST(negative_row_window_rows_send_what_the_batch_form_sends) {

@@ -85,10 +85,10 @@ struct OperatorCase {
   // results at that instant, as a join's do): the variant's runs agree with each other exactly,
   // and with the direct method's results but for those ghosts.
   bool negative_ghosts = false;
-  bool steps = true;     // input instants with ε-steps too
-  int64_t ticks = 14;    // input instants span ticks [0, ticks)
-  bool rows = true;      // it has a row form (Operator::ToRows)
-  bool source = false;   // built with no input operator (a relation's scan): its input comes on port 0
+  bool steps = true;    // input instants with ε-steps too
+  int64_t ticks = 14;   // input instants span ticks [0, ticks)
+  bool rows = true;     // it has a row form (Operator::ToRows)
+  bool source = false;  // built with no input operator (a relation's scan): its input comes on port 0
   // Before close, the rows Operator::Backlog(p) hands a query registered at the last instant p are
   // recorded beside the output (the engine's least progress, OperatorContext::least, follows the
   // instants).
@@ -158,7 +158,7 @@ inline Script RandomScript(const OperatorCase& c, Rng& rng) {
     if (c.steps && rng.Below(4) == 0) times.push_back({t, 1});
   }
   Script s;
-  std::map<Time, std::vector<Event>> direct, negative;  // each instant's events
+  std::map<Time, std::vector<Event>> direct, negative;            // each instant's events
   std::map<Time, std::vector<Event>> late_direct, late_negative;  // those after its own tuples
   for (size_t i = 0; i < times.size(); ++i) {
     for (int64_t n = rng.Below(4); n > 0; --n) {
@@ -358,11 +358,11 @@ class Recorder final : public Emitter, public RowEmitter {
 struct RunOptions {
   std::string name;
   bool negative = false;
-  bool rows = false;                 // the row form from the start
-  size_t to_rows_at = SIZE_MAX;      // the batch form, then from this input event on the row form
-  size_t snapshot_at = SIZE_MAX;     // a snapshot, rebuild and restore before this input event
-  size_t to_batch_at = SIZE_MAX;     // the row form, then from this input event on the batch form
-  uint64_t seed = 1;                 // batch sizes and progress
+  bool rows = false;              // the row form from the start
+  size_t to_rows_at = SIZE_MAX;   // the batch form, then from this input event on the row form
+  size_t snapshot_at = SIZE_MAX;  // a snapshot, rebuild and restore before this input event
+  size_t to_batch_at = SIZE_MAX;  // the row form, then from this input event on the batch form
+  uint64_t seed = 1;              // batch sizes and progress
 };
 
 // The operator as the planner builds it, with the method the run asks for.
@@ -617,7 +617,7 @@ class Run {
   const Script& s_;
   RunOptions o_;
   Rng rng_;
-  Time least_ = Time::MinusInfinity();      // the engine's least progress, for OperatorContext::least
+  Time least_ = Time::MinusInfinity();    // the engine's least progress, for OperatorContext::least
   std::unique_ptr<HolderTable> holders_;  // (declared before the operator: it outlives it)
   std::unique_ptr<Operator> op_;
   std::unique_ptr<RowOperator> rows_;  // (after the operator: it goes first)
@@ -651,7 +651,8 @@ inline std::map<Time, std::map<std::string, int64_t>> RelationAtInstants(const s
 
 inline std::string ShowTuples(const std::vector<Recorder::Tuple>& v) {
   std::string out;
-  for (const Recorder::Tuple& t : v) out += "  (" + t.values + ") [" + ShowTime(t.start) + ", " + ShowTime(t.end) + ")\n";
+  for (const Recorder::Tuple& t : v)
+    out += "  (" + t.values + ") [" + ShowTime(t.start) + ", " + ShowTime(t.end) + ")\n";
   return out;
 }
 
@@ -663,7 +664,9 @@ inline int ExpectFormsAgree(const OperatorCase& c, uint64_t seed) {
   size_t n = 0, nn = 0;  // input events
   for (const Instant& in : s.direct) n += in.events.size();
   for (const Instant& in : s.negative) nn += in.events.size();
-  auto cut = [&](size_t size) { return size < 2 ? SIZE_MAX : 1 + static_cast<size_t>(rng.Below(static_cast<int64_t>(size - 1))); };
+  auto cut = [&](size_t size) {
+    return size < 2 ? SIZE_MAX : 1 + static_cast<size_t>(rng.Below(static_cast<int64_t>(size - 1)));
+  };
   std::vector<RunOptions> runs;
   // Each way, for one lifetime method (the first run, the direct method's batch form, is the
   // reference).
@@ -706,8 +709,8 @@ inline int ExpectFormsAgree(const OperatorCase& c, uint64_t seed) {
     for (const std::string& p : rec.problems()) why += "  " + p + "\n";
     const bool first_negative = o.negative && !have_negative_reference && c.negative_ghosts;
     const std::vector<Recorder::Tuple>& want = o.negative && c.negative_ghosts && !first_negative ? negative_reference
-                                               : first_negative                                  ? no_ghosts(reference)
-                                                                                                 : reference;
+                                               : first_negative                                   ? no_ghosts(reference)
+                                                                                                  : reference;
     const std::vector<Recorder::Tuple> have = first_negative ? no_ghosts(got) : got;
     if (first_negative) {
       negative_reference = got;
@@ -716,8 +719,9 @@ inline int ExpectFormsAgree(const OperatorCase& c, uint64_t seed) {
     if (k == 0) {
       reference = got;
     } else if (c.exact ? have != want : !RelationAtInstants(have, want).empty()) {
-      why += "  differs from the " + std::string(o.negative && !first_negative && c.negative_ghosts ? "negative " : "") +
-             "batch form's:\n" + o.name + ":\n" + ShowTuples(have) + "batch:\n" + ShowTuples(want);
+      why += "  differs from the " +
+             std::string(o.negative && !first_negative && c.negative_ghosts ? "negative " : "") + "batch form's:\n" +
+             o.name + ":\n" + ShowTuples(have) + "batch:\n" + ShowTuples(want);
     }
     if (why.empty()) continue;
     ++failed;

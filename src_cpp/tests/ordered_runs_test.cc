@@ -62,8 +62,7 @@ void Check(uint64_t seed, size_t runs, bool steps, int inputs, bool each) {
     // Times are sorted by (tick, step) inside a run.
     std::sort(times.begin(), times.end(), [](Time a, Time b) { return a < b; });
     if (!times.empty()) base[input] = times.back().tick;
-    for (size_t i = 0; i < times.size(); ++i)
-      keyed.emplace_back(times[i], r, static_cast<int64_t>(r * 1000 + i));
+    for (size_t i = 0; i < times.size(); ++i) keyed.emplace_back(times[i], r, static_cast<int64_t>(r * 1000 + i));
     held.Add(Run(static_cast<int64_t>(r), times));
   }
   std::stable_sort(keyed.begin(), keyed.end(),

@@ -1,8 +1,8 @@
 // ReissueHolders on its own: pending tuples leave under fresh holder ids (known ends pass as they
 // are), each end comes back under the id it was given, once, and ends of tuples that never came
 // this way are dropped. Its state survives a snapshot.
-#include "batch/snapshot.h"
 #include "operators/reissue_holders.h"
+#include "batch/snapshot.h"
 #include "tests/test_util.h"
 
 namespace cq::test {

@@ -23,7 +23,7 @@ struct Collect final : Emitter {
     for (int64_t i = 0; i < b.length; ++i) {
       const auto k = ReadI64(b.columns[0])[i];
       const std::string v = k ? std::to_string(*k) : "NULL";
-      const std::string end = b.EndPending(i) ? "?" + std::to_string(b.holders.as<const HolderId>()[i])
+      const std::string end = b.EndPending(i)           ? "?" + std::to_string(b.holders.as<const HolderId>()[i])
                               : b.EndAt(i).IsInfinite() ? "inf"
                                                         : std::to_string(b.EndAt(i).tick);
       events.push_back(v + "@" + std::to_string(b.StartAt(i).tick) + ".." + end);
@@ -105,7 +105,8 @@ std::vector<std::string> Drained(Engine& e) {
   for (const OutputChunk& c : e.Drain("q")) {
     const I64s k = ReadI64(c.columns[0]), s = ReadI64(c.columns[1]), t = ReadI64(c.columns[2]);
     for (int64_t i = 0; i < c.length; ++i)
-      rows.push_back(std::to_string(*k[i]) + ":" + std::to_string(*s[i]) + "-" + (t[i] ? std::to_string(*t[i]) : "null"));
+      rows.push_back(std::to_string(*k[i]) + ":" + std::to_string(*s[i]) + "-" +
+                     (t[i] ? std::to_string(*t[i]) : "null"));
   }
   std::sort(rows.begin(), rows.end());
   return rows;

@@ -214,8 +214,7 @@ struct Mismatches {
 // Evaluates `expr` (over `schema`) on `rows` both ways — the compiled expression over a batch of
 // them, and the row expression row by row — and records the rows where they differ. Afterwards
 // the rows' own strings must be back to the one reference the test holds.
-void BothWays(const std::string& expr, const Schema& schema, const std::vector<std::vector<TV>>& rows,
-              Mismatches* m) {
+void BothWays(const std::string& expr, const Schema& schema, const std::vector<std::vector<TV>>& rows, Mismatches* m) {
   const size_t width = schema.size();
   const int64_t n = static_cast<int64_t>(rows.size());
   std::unique_ptr<Expression> e;
@@ -345,15 +344,17 @@ CQ_TEST(row_expressions_agree_with_every_kernel_on_edge_cases) {
       }
       Mismatches m;
       BothWays(CallJson(k.name, k.result, cols), schema, Combinations(types, 20000, signatures), &m);
-      if (m.count) Fail(__FILE__, __LINE__, Signature(k.name, types) + ": " + std::to_string(m.count) +
-                                              " rows differ; the first: " + m.first);
+      if (m.count)
+        Fail(__FILE__, __LINE__,
+             Signature(k.name, types) + ": " + std::to_string(m.count) + " rows differ; the first: " + m.first);
     }
   }
   // Every family is there: the test must not pass by finding nothing to check.
   CQ_EXPECT(signatures >= 68);
-  for (const char* fn : {"add", "subtract", "multiply", "divide", "modulo", "negate", "equal", "not_equal", "less",
-                         "less_equal", "greater", "greater_equal", "and", "or", "not", "is_null", "is_not_null",
-                         "cast_int64", "cast_float64", "cast_utf8", "cast_bool", "case_when"}) {
+  for (const char* fn :
+       {"add",         "subtract",   "multiply",     "divide",        "modulo",    "negate",   "equal", "not_equal",
+        "less",        "less_equal", "greater",      "greater_equal", "and",       "or",       "not",   "is_null",
+        "is_not_null", "cast_int64", "cast_float64", "cast_utf8",     "cast_bool", "case_when"}) {
     bool found = false;
     for (const Kernel& k : KernelRegistry::Global().kernels()) found |= k.name == fn;
     CQ_EXPECT(found);
@@ -407,8 +408,9 @@ TV RandomValue(TypeId t, Rng& rng) {
     case TypeId::kFloat64: {
       switch (rng.Below(4)) {
         case 0: return D(static_cast<double>(rng.Below(41) - 20) / 4);
-        case 1: return D(std::ldexp(static_cast<double>(rng.Next() >> 11), static_cast<int>(rng.Below(200)) - 100) *
-                         (rng.Below(2) ? 1 : -1));
+        case 1:
+          return D(std::ldexp(static_cast<double>(rng.Next() >> 11), static_cast<int>(rng.Below(200)) - 100) *
+                   (rng.Below(2) ? 1 : -1));
         case 2: {
           double d;
           const uint64_t bits = rng.Next();  // any bit pattern: subnormals, NaNs with payloads, ±Inf
@@ -419,8 +421,8 @@ TV RandomValue(TypeId t, Rng& rng) {
       }
     }
     case TypeId::kUtf8: {
-      static const char* kPieces[] = {"0", "1", "9", "-", "+", ".", "e", "E", "x", "p", " ", "\t", "t", "r", "u",
-                                      "y", "n", "f", "a", "I", "nf", "NaN", "inity", "d", "\x7f", "\xc3\xa9"};
+      static const char* kPieces[] = {"0", "1", "9", "-", "+", ".", "e", "E",  "x",   "p",     " ", "\t",   "t",
+                                      "r", "u", "y", "n", "f", "a", "I", "nf", "NaN", "inity", "d", "\x7f", "\xc3\xa9"};
       std::string v;
       for (int64_t k = rng.Below(6); k > 0; --k) v += kPieces[rng.Below(static_cast<int64_t>(std::size(kPieces)))];
       return S(v);
@@ -441,7 +443,8 @@ CQ_TEST(row_forms_agree_with_every_kernel_on_random_rows) {
       Mismatches m;
       for (int round = 0; round < 8; ++round) {
         // Round 0 has every argument a column; the others make one argument a literal.
-        const size_t lit = round == 0 ? types.size() : static_cast<size_t>(rng.Below(static_cast<int64_t>(types.size())));
+        const size_t lit =
+            round == 0 ? types.size() : static_cast<size_t>(rng.Below(static_cast<int64_t>(types.size())));
         Schema schema;
         std::vector<std::string> args;
         for (size_t i = 0; i < types.size(); ++i) {
@@ -459,8 +462,10 @@ CQ_TEST(row_forms_agree_with_every_kernel_on_random_rows) {
           for (const Field& f : schema) r.push_back(RandomValue(f.type, rng));
         BothWays(CallJson(k.name, k.result, args), schema, rows, &m);
       }
-      if (m.count) Fail(__FILE__, __LINE__, Signature(k.name, types) + " on random rows: " + std::to_string(m.count) +
-                                              " rows differ; the first: " + m.first);
+      if (m.count)
+        Fail(__FILE__, __LINE__,
+             Signature(k.name, types) + " on random rows: " + std::to_string(m.count) +
+                 " rows differ; the first: " + m.first);
     }
   }
   CQ_EXPECT(signatures >= 68);
@@ -487,12 +492,14 @@ CQ_TEST(row_expressions_agree_with_every_kernel_with_a_literal_argument) {
           for (size_t i = 0; i < types.size(); ++i)
             args.push_back(i == lit ? LiteralJson(v) : ColumnJson(index[i], types[i]));
           // (a call over a literal only is folded when compiled: still one value per row)
-          BothWays(CallJson(k.name, k.result, args), schema,
-                   col_types.empty() ? std::vector<std::vector<TV>>(3) : rows, &m);
+          BothWays(CallJson(k.name, k.result, args), schema, col_types.empty() ? std::vector<std::vector<TV>>(3) : rows,
+                   &m);
         }
       }
-      if (m.count) Fail(__FILE__, __LINE__, Signature(k.name, types) + " with a literal: " +
-                                              std::to_string(m.count) + " rows differ; the first: " + m.first);
+      if (m.count)
+        Fail(__FILE__, __LINE__,
+             Signature(k.name, types) + " with a literal: " + std::to_string(m.count) +
+                 " rows differ; the first: " + m.first);
     }
   }
 }
@@ -504,8 +511,7 @@ CQ_TEST(row_expressions_on_numbers_agree_however_their_arguments_are_read) {
   int pairings = 0;
   for (const Kernel& k : KernelRegistry::Global().kernels()) {
     for (const std::vector<TypeId>& types : Arities(k)) {
-      if (types.size() != 2 || types[0] != types[1] ||
-          (types[0] != TypeId::kInt64 && types[0] != TypeId::kFloat64))
+      if (types.size() != 2 || types[0] != types[1] || (types[0] != TypeId::kInt64 && types[0] != TypeId::kFloat64))
         continue;
       const TypeId t = types[0];
       const Schema schema = {{"x", t}, {"y", t}};
@@ -515,7 +521,7 @@ CQ_TEST(row_expressions_on_numbers_agree_however_their_arguments_are_read) {
         for (int b = 0; b < 3; ++b) {
           for (const TV& v : {t == TypeId::kInt64 ? I(3) : D(2.5), NullOf(t), t == TypeId::kInt64 ? I(-1) : D(0)}) {
             const auto arg = [&](int how, int col) {
-              return how == 0 ? ColumnJson(col, t)
+              return how == 0   ? ColumnJson(col, t)
                      : how == 1 ? LiteralJson(v)
                                 : CallJson("negate", t, {ColumnJson(1 - col, t)});
             };
@@ -524,8 +530,9 @@ CQ_TEST(row_expressions_on_numbers_agree_however_their_arguments_are_read) {
           ++pairings;
         }
       }
-      if (m.count) Fail(__FILE__, __LINE__, Signature(k.name, types) + ": " + std::to_string(m.count) +
-                                              " rows differ; the first: " + m.first);
+      if (m.count)
+        Fail(__FILE__, __LINE__,
+             Signature(k.name, types) + ": " + std::to_string(m.count) + " rows differ; the first: " + m.first);
     }
   }
   // + - * / % and the six comparisons over BIGINT and DOUBLE, nine pairings each
@@ -544,17 +551,20 @@ CQ_TEST(nested_row_expressions_agree_and_give_back_their_strings) {
       CallJson("less", Bo, {s, CallJson("cast_utf8", U, {i})}),
       CallJson("case_when", U, {f, CallJson("cast_utf8", U, {i}), s}),
       CallJson("case_when", U, {f, s, LiteralJson(S("else"))}),
-      CallJson("case_when", U, {CallJson("is_null", Bo, {s}), LiteralJson(S("none")), f, CallJson("cast_utf8", U, {x}),
-                                CallJson("cast_utf8", U, {f})}),
+      CallJson("case_when", U,
+               {CallJson("is_null", Bo, {s}), LiteralJson(S("none")), f, CallJson("cast_utf8", U, {x}),
+                CallJson("cast_utf8", U, {f})}),
       CallJson("is_null", Bo, {CallJson("cast_utf8", U, {i})}),
       CallJson("is_not_null", Bo, {CallJson("case_when", U, {f, s, LiteralJson(NullOf(U))})}),
       CallJson("cast_float64", F, {CallJson("cast_utf8", U, {x})}),
       CallJson("cast_int64", In, {CallJson("case_when", U, {f, s, CallJson("cast_utf8", U, {i})})}),
       CallJson("and", Bo, {CallJson("less", Bo, {s, LiteralJson(S("b"))}), CallJson("not", Bo, {f})}),
-      CallJson("or", Bo, {CallJson("greater", Bo, {CallJson("cast_float64", F, {i}), x}),
-                          CallJson("equal", Bo, {CallJson("cast_bool", Bo, {s}), f})}),
+      CallJson("or", Bo,
+               {CallJson("greater", Bo, {CallJson("cast_float64", F, {i}), x}),
+                CallJson("equal", Bo, {CallJson("cast_bool", Bo, {s}), f})}),
       CallJson("add", In, {CallJson("multiply", In, {i, LiteralJson(I(3))}), CallJson("cast_int64", In, {x})}),
-      CallJson("divide", F, {CallJson("negate", F, {x}), CallJson("cast_float64", F, {CallJson("modulo", In, {i, i})})}),
+      CallJson("divide", F,
+               {CallJson("negate", F, {x}), CallJson("cast_float64", F, {CallJson("modulo", In, {i, i})})}),
   };
   const auto rows = Combinations({TypeId::kInt64, TypeId::kFloat64, TypeId::kUtf8, TypeId::kBool}, 4000, 99);
   for (const std::string& e : exprs) {
@@ -567,9 +577,10 @@ CQ_TEST(nested_row_expressions_agree_and_give_back_their_strings) {
 CQ_TEST(row_expression_literal_strings_are_shared_not_copied) {
   // A string literal is one reference the expression owns; each evaluation hands out another.
   const Schema schema = {{"f", TypeId::kBool}};
-  auto e = Expression::Compile(json::Parse(CallJson("case_when", TypeId::kUtf8,
-                                                    {ColumnJson(0, TypeId::kBool), LiteralJson(S("yes")), LiteralJson(S("no"))})),
-                               schema);
+  auto e = Expression::Compile(
+      json::Parse(CallJson("case_when", TypeId::kUtf8,
+                           {ColumnJson(0, TypeId::kBool), LiteralJson(S("yes")), LiteralJson(S("no"))})),
+      schema);
   auto re = RowExpression::From(*e);
   Value row[1] = {Value::Bool(true)};
   const Value a = re->Evaluate(row);
@@ -579,8 +590,8 @@ CQ_TEST(row_expression_literal_strings_are_shared_not_copied) {
   CQ_ASSERT(a.valid && b.valid && c.valid);
   CQ_EXPECT_EQ(std::string(a.s->view()), "yes");
   CQ_EXPECT_EQ(std::string(b.s->view()), "no");
-  CQ_EXPECT(b.s == c.s);          // the same block
-  CQ_EXPECT_EQ(b.s->refs, 3u);    // the expression's and two results'
+  CQ_EXPECT(b.s == c.s);        // the same block
+  CQ_EXPECT_EQ(b.s->refs, 3u);  // the expression's and two results'
   ReleaseString(a.s);
   ReleaseString(b.s);
   CQ_EXPECT_EQ(c.s->refs, 2u);
@@ -740,7 +751,8 @@ CQ_TEST(row_store_snapshot_round_trip_keeps_slots_and_free_list) {
   for (uint32_t k : {7u, 299u, 0u, 256u, 100u}) st.Remove(k);
   RowStore back{RowLayout(kStoreSchema)};
   back.Add(Vals({1000, s, 0}).data());  // whatever a restored store held before goes
-  RoundTrip([&](SnapshotWriter& w) { st.Snapshot(w, schema); }, [&](SnapshotReader& r) { back.Restore(r, kStoreSchema); });
+  RoundTrip([&](SnapshotWriter& w) { st.Snapshot(w, schema); },
+            [&](SnapshotReader& r) { back.Restore(r, kStoreSchema); });
   CQ_EXPECT_EQ(back.size(), st.size());
   bool same = true;
   for (uint32_t k = 0; k < 300; ++k) {
@@ -830,7 +842,8 @@ Row RowOf(const Value* values, Time sync, Time other, HolderId holder) {
   return r;
 }
 
-const Schema kBuilderSchema = {{"i", TypeId::kInt64}, {"s", TypeId::kUtf8}, {"x", TypeId::kFloat64}, {"f", TypeId::kBool}};
+const Schema kBuilderSchema = {
+    {"i", TypeId::kInt64}, {"s", TypeId::kUtf8}, {"x", TypeId::kFloat64}, {"f", TypeId::kBool}};
 
 // Appends a row of the builder schema; strings live through the call only.
 void AppendRow(RowBatchBuilder& bb, std::optional<int64_t> i, std::optional<std::string> s, std::optional<double> x,
@@ -889,7 +902,7 @@ CQ_TEST(row_batch_builder_writes_ends_holders_and_fixed_ends) {
   AppendRow(bb, 1, "a", 1.0, true, {1, 0}, {5, 0});
   AppendRow(bb, 2, "b", 2.0, true, {2, 0}, Time::Infinity(), 7);  // end pending under holder 7
   AppendRow(bb, 3, "c", 3.0, false, {2, 0}, Time::Infinity(), 9);
-  AppendRow(bb, 4, N, 4.0, false, {3, 2}, Time::Infinity());       // never ends
+  AppendRow(bb, 4, N, 4.0, false, {3, 2}, Time::Infinity());  // never ends
   // The end of a row held here is written into it; an unknown id is not this builder's.
   CQ_EXPECT(bb.FixEnd(7, {6, 1}));
   CQ_EXPECT(!bb.FixEnd(7, {8, 0}));  // once only
@@ -1015,9 +1028,7 @@ struct Seen {
   Time t;
   std::vector<int64_t> starts, ends;
   bool operator==(const Seen& o) const { return t == o.t && starts == o.starts && ends == o.ends; }
-  std::string ToString() const {
-    return t.ToString() + " +" + Show(starts) + " -" + Show(ends);
-  }
+  std::string ToString() const { return t.ToString() + " +" + Show(starts) + " -" + Show(ends); }
 };
 
 void PushRow(RowTracker& tr, int64_t v, Time sync, Time other = Time::Infinity(), HolderId holder = kNoHolder) {
@@ -1148,14 +1159,16 @@ CQ_TEST(bag_difference_of_a_large_instant_is_linear_and_exact) {
       default: return Value::Double(static_cast<double>(k % 7));
     }
   };
-  for (const int64_t distinct : {3, 1, 0}) {  // values: n / 3, a single one, all different (0)
+  for (const int64_t distinct : {3, 1, 0}) {       // values: n / 3, a single one, all different (0)
     for (const int64_t n : {6, 40, 2000, 8000}) {  // (6: few enough to compare pairwise)
       const int64_t ends_mod = distinct == 0 ? n : distinct == 1 ? 1 : n / 3;
       const int64_t starts_mod = distinct == 0 ? n : distinct == 1 ? 1 : n / 2;
       RowRelationTracker tr(schema, ExpirationPolicy::kLazy, false);
       std::multiset<std::pair<int64_t, std::string>> want;  // (k, x as text): the starts less the ends
       auto key = [](int64_t k, const Value& x) {
-        return std::pair<int64_t, std::string>{k, !x.valid ? "null" : std::isnan(x.d) ? "nan" : std::to_string(x.d + 0.0)};
+        return std::pair<int64_t, std::string>{k, !x.valid          ? "null"
+                                                  : std::isnan(x.d) ? "nan"
+                                                                    : std::to_string(x.d + 0.0)};
       };
       for (int64_t i = 0; i < n; ++i) {  // ending at 2
         const int64_t k = (i * 7919) % ends_mod;
@@ -1195,13 +1208,13 @@ CQ_TEST(bag_difference_of_a_large_instant_is_linear_and_exact) {
 
 CQ_TEST(negative_tracker_reports_positives_and_negatives_by_instant) {
   RowNegativeTracker tr(kTrackSchema, true);
-  PushRow(tr, 1, T(1));          // positive at 1
+  PushRow(tr, 1, T(1));  // positive at 1
   PushRow(tr, 2, T(1));
-  PushRow(tr, 2, T(2));          // a second 2
-  PushRow(tr, 1, T(3), T(1));    // negative at 3 of the 1 from 1
-  PushRow(tr, 7, T(3));          // a ghost at 3: positive and negative at once
+  PushRow(tr, 2, T(2));        // a second 2
+  PushRow(tr, 1, T(3), T(1));  // negative at 3 of the 1 from 1
+  PushRow(tr, 7, T(3));        // a ghost at 3: positive and negative at once
   PushRow(tr, 7, T(3), T(3));
-  PushRow(tr, 2, T(4), T(1));    // negative of one of the 2s
+  PushRow(tr, 2, T(4), T(1));  // negative of one of the 2s
   CQ_EXPECT_EQ(tr.next_instant(), T(1));
   CQ_EXPECT(Advance(tr, T(1)).empty());
   CQ_EXPECT_EQ(Advance(tr, T(2, 1)), (std::vector<Seen>{{T(1), {1, 2}, {}}, {T(2), {2}, {}}}));
@@ -1271,21 +1284,34 @@ CQ_TEST(trackers_snapshot_and_restore_mid_stream) {
   // Direct: held starts (known, pending, fixed while held), late starts (known, pending, fixed
   // while held and after their start), started pending ends, expiring ends, ghosts.
   const std::vector<Step> direct = {
-      {K::kPush, 1, T(1), T(6), kNoHolder},   {K::kPush, 2, T(2), inf, 5},          {K::kPush, 3, T(2), inf, 6},
-      {K::kAdvance, 0, T(2), {}, 0},          {K::kPush, 4, T(3), T(3), kNoHolder}, {K::kPush, 5, T(2), T(4), kNoHolder},
-      {K::kPush, 9, T(2), inf, 8},            {K::kPush, 10, T(2), inf, 9},         {K::kEnd, 0, {}, T(5), 6},
-      {K::kEnd, 0, {}, T(6), 8},              {K::kPush, 6, T(4), inf, 7},          {K::kAdvance, 0, T(3), {}, 0},
-      {K::kPush, 7, T(6), T(8), kNoHolder},   {K::kEnd, 0, {}, T(7), 5},            {K::kEnd, 0, {}, T(8), 9},
-      {K::kAdvance, 0, T(4, 1), {}, 0},       {K::kEnd, 0, {}, T(9), 7},            {K::kPush, 8, T(7), inf, kNoHolder},
-      {K::kAdvance, 0, T(6, 1), {}, 0},       {K::kAdvance, 0, inf, {}, 0},
+      {K::kPush, 1, T(1), T(6), kNoHolder},
+      {K::kPush, 2, T(2), inf, 5},
+      {K::kPush, 3, T(2), inf, 6},
+      {K::kAdvance, 0, T(2), {}, 0},
+      {K::kPush, 4, T(3), T(3), kNoHolder},
+      {K::kPush, 5, T(2), T(4), kNoHolder},
+      {K::kPush, 9, T(2), inf, 8},
+      {K::kPush, 10, T(2), inf, 9},
+      {K::kEnd, 0, {}, T(5), 6},
+      {K::kEnd, 0, {}, T(6), 8},
+      {K::kPush, 6, T(4), inf, 7},
+      {K::kAdvance, 0, T(3), {}, 0},
+      {K::kPush, 7, T(6), T(8), kNoHolder},
+      {K::kEnd, 0, {}, T(7), 5},
+      {K::kEnd, 0, {}, T(8), 9},
+      {K::kAdvance, 0, T(4, 1), {}, 0},
+      {K::kEnd, 0, {}, T(9), 7},
+      {K::kPush, 8, T(7), inf, kNoHolder},
+      {K::kAdvance, 0, T(6, 1), {}, 0},
+      {K::kAdvance, 0, inf, {}, 0},
   };
   // Negative: positives and negatives pending in several instants, a ghost, duplicates.
   const HolderId h = kNoHolder;
   const std::vector<Step> negative = {
-      {K::kPush, 1, T(1), inf, h},  {K::kPush, 1, T(1), inf, h},  {K::kPush, 2, T(2), inf, h},
-      {K::kAdvance, 0, T(1, 1), {}, h}, {K::kPush, 3, T(3), inf, h}, {K::kPush, 1, T(3), T(1), h},
-      {K::kPush, 3, T(3), T(3), h}, {K::kPush, 4, T(5), inf, h},  {K::kAdvance, 0, T(3), {}, h},
-      {K::kPush, 2, T(6), T(2), h}, {K::kAdvance, 0, T(5, 1), {}, h}, {K::kPush, 1, T(7), T(1), h},
+      {K::kPush, 1, T(1), inf, h},      {K::kPush, 1, T(1), inf, h},      {K::kPush, 2, T(2), inf, h},
+      {K::kAdvance, 0, T(1, 1), {}, h}, {K::kPush, 3, T(3), inf, h},      {K::kPush, 1, T(3), T(1), h},
+      {K::kPush, 3, T(3), T(3), h},     {K::kPush, 4, T(5), inf, h},      {K::kAdvance, 0, T(3), {}, h},
+      {K::kPush, 2, T(6), T(2), h},     {K::kAdvance, 0, T(5, 1), {}, h}, {K::kPush, 1, T(7), T(1), h},
       {K::kAdvance, 0, inf, {}, h},
   };
   for (auto [script, make] : {std::pair{&direct, &MakeDirect}, std::pair{&negative, &MakeNegative}}) {
@@ -1300,23 +1326,21 @@ CQ_TEST(trackers_snapshot_and_restore_mid_stream) {
   }
   // The direct script's expected output, so that both runs being wrong alike fails too.
   std::vector<std::vector<int64_t>> alive;
-  CQ_EXPECT_EQ(RunScript(direct, MakeDirect, direct.size(), &alive),
-               (std::vector<Seen>{{T(1), {1}, {}},
-                                  {T(2), {2, 3, 5, 9, 10}, {}},
-                                  {T(4), {6}, {5}},
-                                  {T(5), {}, {3}},
-                                  {T(6), {7}, {1, 9}},
-                                  {T(7), {8}, {2}},
-                                  {T(8), {}, {7, 10}},
-                                  {T(9), {}, {6}}}));
+  CQ_EXPECT_EQ(RunScript(direct, MakeDirect, direct.size(), &alive), (std::vector<Seen>{{T(1), {1}, {}},
+                                                                                        {T(2), {2, 3, 5, 9, 10}, {}},
+                                                                                        {T(4), {6}, {5}},
+                                                                                        {T(5), {}, {3}},
+                                                                                        {T(6), {7}, {1, 9}},
+                                                                                        {T(7), {8}, {2}},
+                                                                                        {T(8), {}, {7, 10}},
+                                                                                        {T(9), {}, {6}}}));
   CQ_EXPECT_EQ(alive.back(), (std::vector<int64_t>{8}));
-  CQ_EXPECT_EQ(RunScript(negative, MakeNegative, negative.size(), &alive),
-               (std::vector<Seen>{{T(1), {1, 1}, {}},
-                                  {T(2), {2}, {}},
-                                  {T(3), {3}, {1, 3}},
-                                  {T(5), {4}, {}},
-                                  {T(6), {}, {2}},
-                                  {T(7), {}, {1}}}));
+  CQ_EXPECT_EQ(RunScript(negative, MakeNegative, negative.size(), &alive), (std::vector<Seen>{{T(1), {1, 1}, {}},
+                                                                                              {T(2), {2}, {}},
+                                                                                              {T(3), {3}, {1, 3}},
+                                                                                              {T(5), {4}, {}},
+                                                                                              {T(6), {}, {2}},
+                                                                                              {T(7), {}, {1}}}));
   CQ_EXPECT_EQ(alive.back(), (std::vector<int64_t>{4}));
 }
 

@@ -97,7 +97,7 @@ CQ_TEST(snapshot_writes_a_shared_buffer_once_and_shares_it_again) {
   I64s many(1000);
   for (int64_t i = 0; i < 1000; ++i) many[i] = i;
   b.columns[0] = I64(many);  // longer than the batch: a view of a bigger column, as slices are
-  Batch view = b;  // another batch over the same buffers, as operators keep them
+  Batch view = b;            // another batch over the same buffers, as operators keep them
   view.has_selection = false;
   const size_t one = Serialized(b).size();
   CQ_EXPECT(one > 8000);
@@ -203,10 +203,10 @@ CQ_TEST(snapshot_writer_writes_structs_field_by_field_so_padding_never_reaches_t
 
 CQ_TEST(snapshot_reader_checks_ids_times_and_counts_and_says_where) {
   SnapshotWriter w;
-  w.U32(7);                   // an id
-  w.U32(3);                   // a holder id
-  w.Pod(Time{5, -1});         // not a time: a negative step
-  w.U64(100);                 // a count of 16-byte items, with far fewer bytes left
+  w.U32(7);            // an id
+  w.U32(3);            // a holder id
+  w.Pod(Time{5, -1});  // not a time: a negative step
+  w.U64(100);          // a count of 16-byte items, with far fewer bytes left
   SnapshotReader r(w.bytes().data(), w.bytes().size());
   auto e = CQ_CATCH(r.Below<uint32_t>(5, "a queue's id"));
   CQ_ASSERT(e.has_value());
@@ -217,11 +217,13 @@ CQ_TEST(snapshot_reader_checks_ids_times_and_counts_and_says_where) {
     e = CQ_CATCH(r.Holder());
   }
   CQ_ASSERT(e.has_value());
-  CQ_EXPECT(std::string(e->what()) ==
-            "not a valid cq snapshot: in operator #4 (Window [Rows 2]): an expiration holder id: expected below 3, found 3");
+  CQ_EXPECT(
+      std::string(e->what()) ==
+      "not a valid cq snapshot: in operator #4 (Window [Rows 2]): an expiration holder id: expected below 3, found 3");
   e = CQ_CATCH(r.TimeValue("a window's next end"));
   CQ_ASSERT(e.has_value());
-  CQ_EXPECT(std::string(e->what()).find("a window's next end: expected a time, found (tick 5, step -1)") != std::string::npos);
+  CQ_EXPECT(std::string(e->what()).find("a window's next end: expected a time, found (tick 5, step -1)") !=
+            std::string::npos);
   e = CQ_CATCH(r.Count(16, "the kept rows"));
   CQ_ASSERT(e.has_value());
   CQ_EXPECT(std::string(e->what()).find("the kept rows of 100 items of 16 bytes or more exceeds the 0 bytes left") !=
@@ -255,7 +257,8 @@ CQ_TEST(snapshot_reader_refuses_a_lifetime_batch_without_ends_and_holder_ids_out
   r2.set_holder_capacity(5);
   e = CQ_CATCH(r2.ReadBatch());
   CQ_ASSERT(e.has_value());
-  CQ_EXPECT(std::string(e->what()).find("a batch's holder ids: expected ids below 5, found 7 at row 1") != std::string::npos);
+  CQ_EXPECT(std::string(e->what()).find("a batch's holder ids: expected ids below 5, found 7 at row 1") !=
+            std::string::npos);
 
   SnapshotReader r3(bytes.data(), bytes.size());
   e = CQ_CATCH(r3.ReadBatch(*SampleBatch().schema, BatchKind::kStream));

@@ -75,7 +75,8 @@ void DrainSink(Operator& op, harness::Recorder& rec, size_t width, bool relation
     const size_t n = relation ? 2 : 1;
     for (int64_t i = 0; i < c.length; ++i) {
       std::string v;
-      for (size_t k = 0; k < width; ++k) v += (k ? "," : "") + harness::ShowCell(harness::Recorder::CellOf(c.columns[k], i));
+      for (size_t k = 0; k < width; ++k)
+        v += (k ? "," : "") + harness::ShowCell(harness::Recorder::CellOf(c.columns[k], i));
       auto time = [&](size_t k) {
         const Column& ticks = c.columns[width + k];
         if (!ticks.IsValid(i)) return Time::Infinity();

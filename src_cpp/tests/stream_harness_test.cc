@@ -12,8 +12,7 @@ namespace {
 using harness::OperatorCase;
 
 // The input relation: k INT, s STRING, d DOUBLE, b BOOL (small domains: equal rows meet often).
-const Schema kInput = {
-    {"k", TypeId::kInt64}, {"s", TypeId::kUtf8}, {"d", TypeId::kFloat64}, {"b", TypeId::kBool}};
+const Schema kInput = {{"k", TypeId::kInt64}, {"s", TypeId::kUtf8}, {"d", TypeId::kFloat64}, {"b", TypeId::kBool}};
 
 OperatorCase Case(const std::string& op, std::optional<Duration> constant = std::nullopt,
                   const std::string& expiration = "lazy") {
@@ -39,7 +38,8 @@ OperatorCase Case(const std::string& op, std::optional<Duration> constant = std:
 }
 
 std::vector<OperatorCase> DifferenceCases(const std::string& op) {
-  std::vector<OperatorCase> cases = {Case(op), Case(op, std::nullopt, "fifo"), Case(op, std::nullopt, "insertion_sort")};
+  std::vector<OperatorCase> cases = {Case(op), Case(op, std::nullopt, "fifo"),
+                                     Case(op, std::nullopt, "insertion_sort")};
   if (op == "istream") {
     // The planner gives ISTREAM the constant-duration strategy (the batch form's own).
     cases.push_back(Case(op, Duration::Ticks(3), "fifo"));

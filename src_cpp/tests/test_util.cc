@@ -84,10 +84,18 @@ Column Bool(const Bools& v) {
   return c;
 }
 
-I64s ReadI64(const Column& c) { return Read<int64_t>(c, [&](int64_t i) { return c.i64()[i]; }); }
-F64s ReadF64(const Column& c) { return Read<double>(c, [&](int64_t i) { return c.f64()[i]; }); }
-Strs ReadStr(const Column& c) { return Read<std::string>(c, [&](int64_t i) { return std::string(c.StrAt(i)); }); }
-Bools ReadBool(const Column& c) { return Read<bool>(c, [&](int64_t i) { return c.BoolAt(i); }); }
+I64s ReadI64(const Column& c) {
+  return Read<int64_t>(c, [&](int64_t i) { return c.i64()[i]; });
+}
+F64s ReadF64(const Column& c) {
+  return Read<double>(c, [&](int64_t i) { return c.f64()[i]; });
+}
+Strs ReadStr(const Column& c) {
+  return Read<std::string>(c, [&](int64_t i) { return std::string(c.StrAt(i)); });
+}
+Bools ReadBool(const Column& c) {
+  return Read<bool>(c, [&](int64_t i) { return c.BoolAt(i); });
+}
 
 int64_t CountNulls(const Column& c) {
   if (c.type == TypeId::kNull) return c.length;
@@ -150,8 +158,7 @@ Column Call(const std::string& fn, const std::vector<Datum>& args, int64_t n) {
   return out;
 }
 
-ImportedBatch MakeBatch(const std::vector<std::string>& names, const std::vector<Column>& columns,
-                        int64_t length) {
+ImportedBatch MakeBatch(const std::vector<std::string>& names, const std::vector<Column>& columns, int64_t length) {
   ArrowSchema schema;
   ArrowArray array;
   ExportStruct(names, columns, length, &schema, &array);

@@ -63,8 +63,7 @@ class Rng {
 
 // A record batch as the binding hands it to the engine: the columns exported through the Arrow C
 // Data Interface and imported back (so the buffers are views owned by the imported array).
-ImportedBatch MakeBatch(const std::vector<std::string>& names, const std::vector<Column>& columns,
-                        int64_t length);
+ImportedBatch MakeBatch(const std::vector<std::string>& names, const std::vector<Column>& columns, int64_t length);
 
 // Runs f and returns the CqError it threw; a test failure (and nullopt) when it threw nothing.
 template <typename F>

@@ -120,7 +120,8 @@ void DtsExecutor::ResolveRowTargets(Node& n, NodeRowEmitter& e) {
   if (n.exit) e.exits_.push_back(&n);
   for (const Consumer& c : n.inner) {
     if (c.bypass) ResolveRowTargets(*c.target, e);
-    else e.targets_.push_back({c.target, c.target->rows.get(), c.port, c.target->row_emitter.get(), StaleFlag(*c.target)});
+    else
+      e.targets_.push_back({c.target, c.target->rows.get(), c.port, c.target->row_emitter.get(), StaleFlag(*c.target)});
   }
 }
 
@@ -171,7 +172,8 @@ void DtsExecutor::Add(std::vector<std::pair<OperatorSpec, std::unique_ptr<Operat
   }
   for (auto& [spec, op] : ops)
     for (int in : spec.inputs)
-      CQ_CHECK(nodes_.count(in) || fresh.count(in), "operator " + std::to_string(spec.id) + " reads unknown operator " + std::to_string(in));
+      CQ_CHECK(nodes_.count(in) || fresh.count(in),
+               "operator " + std::to_string(spec.id) + " reads unknown operator " + std::to_string(in));
 
   std::vector<int> added;
   for (auto& [spec, op] : ops) {
@@ -281,7 +283,7 @@ void DtsExecutor::Schedule(const std::set<int>& fresh) {
         std::string ops;
         for (int id : c) ops += (ops.empty() ? "#" : " #") + std::to_string(id);
         throw CqError(ErrorKind::kSemantic, "a loop without a delay (operators " + ops +
-                      "): every loop of a recursive query needs a delay such as <Now>");
+                                                "): every loop of a recursive query needs a delay such as <Now>");
       }
       order.insert(order.end(), inner.begin(), inner.end());
       if (hybrid_) {
@@ -678,17 +680,20 @@ void DtsExecutor::RunawayLoop(const Region& r, int64_t tick) const {
     throw CqError(ErrorKind::kRunaway, "runaway loop: " + limit + "at tick " + std::to_string(tick) +
                                            " in the loop of " + LoopName(r) +
                                            " (its rows multiply as they go round; Engine(max_loop_rows=...) raises "
-                                           "the limit" + kept);
+                                           "the limit" +
+                                           kept);
   if (r.past_rows > static_cast<uint64_t>(bounds_.rows))
-    throw CqError(ErrorKind::kRunaway, "runaway loop: " + limit + past_inputs + ", up to tick " +
-                                           std::to_string(tick) + ", in the loop of " + LoopName(r) +
+    throw CqError(ErrorKind::kRunaway, "runaway loop: " + limit + past_inputs + ", up to tick " + std::to_string(tick) +
+                                           ", in the loop of " + LoopName(r) +
                                            " (a loop must settle once its inputs stop; Engine(max_loop_rows=...) "
-                                           "raises the limit" + kept);
+                                           "raises the limit" +
+                                           kept);
   throw CqError(ErrorKind::kRunaway, "runaway loop: rows at more than " + std::to_string(bounds_.ticks) + " ticks " +
                                          past_inputs + ", up to tick " + std::to_string(tick) + ", in the loop of " +
                                          LoopName(r) +
                                          " (a loop must settle once its inputs stop; Engine(max_loop_ticks=...) "
-                                         "raises the limit" + kept);
+                                         "raises the limit" +
+                                         kept);
 }
 
 void DtsExecutor::RunRegion(Region& r) {
@@ -713,8 +718,8 @@ void DtsExecutor::RunRegion(Region& r) {
     Time t = std::min(due, entered);
     for (Node* d : r.delays) t = std::min(t, d->delayed->head());
     if (!(t < bound)) break;
-    CQ_CHECK(!(t < r.progress), "an operator of a loop fires at " + t.ToString() + ", below the loop's progress " +
-                                    r.progress.ToString());
+    CQ_CHECK(!(t < r.progress),
+             "an operator of a loop fires at " + t.ToString() + ", below the loop's progress " + r.progress.ToString());
     if (t.step > bounds_.steps)
       throw CqError(ErrorKind::kRunaway,
                     "runaway loop: more than " + std::to_string(bounds_.steps) + " ε steps at tick " +
@@ -802,7 +807,8 @@ void DtsExecutor::Restore(SnapshotReader& r, const std::map<int, Time>& source_p
   for (const auto& [id, n] : nodes_) {
     if (n.region < 0 || !n.inputs.empty()) continue;
     auto it = source_progress.find(id);
-    if (it != source_progress.end()) reach[static_cast<size_t>(n.region)] = std::max(reach[static_cast<size_t>(n.region)], it->second);
+    if (it != source_progress.end())
+      reach[static_cast<size_t>(n.region)] = std::max(reach[static_cast<size_t>(n.region)], it->second);
   }
   for (const auto& [id, n] : nodes_) {
     const std::string what = "operator #" + std::to_string(id) + "'s progress " + where(n.progress);

@@ -159,7 +159,7 @@ class DtsExecutor final : public Executor {
     DtsExecutor* ex_;
     Node* self_;
     std::vector<Target> targets_;
-    std::vector<Node*> exits_;  // the nodes whose exit the rows reach (this one, bypassed ones)
+    std::vector<Node*> exits_;      // the nodes whose exit the rows reach (this one, bypassed ones)
     const Target* lone_ = nullptr;  // targets_[0] when it is the only place rows go
     // A delay's: the consumers in the region that take its rows at their instant (the rows wait
     // in Node::delayed, one of targets_, meanwhile). Query outputs are not among them: they take
@@ -191,8 +191,8 @@ class DtsExecutor final : public Executor {
     // in the region, and the exit, for its consumers outside (null when it has none).
     std::unique_ptr<RowOperator> rows;
     bool adapted = false;
-    bool when_due = false;  // rows->advances_when_due()
-    bool fires = true;      // rows->fires()
+    bool when_due = false;      // rows->advances_when_due()
+    bool fires = true;          // rows->fires()
     bool wakes_itself = false;  // rows->wakes_itself() (and advances when due)
     // Its next firing time as last asked, stale once it has been given something or advanced.
     Time next = Time::MinusInfinity();
@@ -205,9 +205,9 @@ class DtsExecutor final : public Executor {
     // The constant duration the plan gives its output's lifetimes, if any.
     std::optional<Duration> duration;
     Time progress = Time::MinusInfinity();
-    int region = -1;    // the region it runs in, or -1
+    int region = -1;       // the region it runs in, or -1
     bool on_loop = false;  // it is on a cycle of the graph
-    std::string query;  // the query it belongs to (for errors)
+    std::string query;     // the query it belongs to (for errors)
   };
   // What waits on one edge into a region: runs that may interleave (see OrderedRuns), released
   // instant by instant.
@@ -217,32 +217,32 @@ class DtsExecutor final : public Executor {
     OrderedRuns runs;
   };
   struct Region {
-    std::vector<int> nodes;      // in execution order
-    std::vector<Node*> members;  // the same nodes
+    std::vector<int> nodes;       // in execution order
+    std::vector<Node*> members;   // the same nodes
     std::vector<Node*> stateful;  // the members whose row form keeps something between calls
     // Of those, the ones that act by themselves only at close (they never fire, and advance only
     // when due): left out of the instants, told once time reaches infinity.
     std::vector<Node*> closers;
-    std::vector<Node*> exits;     // the members with consumers outside
-    std::vector<Node*> gathering;  // the members whose row form gathers (RowOperator::gathers)
-    std::vector<Node*> delays;     // the members whose rows wait for their instant (Node::delayed)
+    std::vector<Node*> exits;        // the members with consumers outside
+    std::vector<Node*> gathering;    // the members whose row form gathers (RowOperator::gathers)
+    std::vector<Node*> delays;       // the members whose rows wait for their instant (Node::delayed)
     std::vector<Node*> loop_delays;  // of those, the ones on a cycle: what goes round is what they take
-    std::vector<size_t> entries;  // into entries_
-    std::vector<int> producers;   // nodes outside the region that feed it
+    std::vector<size_t> entries;     // into entries_
+    std::vector<int> producers;      // nodes outside the region that feed it
     Time progress = Time::MinusInfinity();
-    Time now = Time::MinusInfinity();  // the instant being run (RowEmitter::now)
+    Time now = Time::MinusInfinity();    // the instant being run (RowEmitter::now)
     int64_t last_tick = Time::kMinTick;  // the furthest finite tick its inputs reached
-    bool closing = false;                 // its inputs have ended (told to its operators)
+    bool closing = false;                // its inputs have ended (told to its operators)
     // The loop bounds' counts (NextTick). Not in snapshots: a restored engine counts afresh.
     // `fed_tick`: its inputs' progress as it knows it — the furthest finite tick they reached
     // before the current call, or of a row that entered it since.
     int64_t fed_tick = Time::kMinTick;
-    uint64_t taken = 0;               // rows its loop delays took (they count into it)
-    int64_t tick = Time::kMinTick;    // the tick of the instants being run
-    uint64_t tick_taken = 0;          // `taken` when that tick began
+    uint64_t taken = 0;                  // rows its loop delays took (they count into it)
+    int64_t tick = Time::kMinTick;       // the tick of the instants being run
+    uint64_t tick_taken = 0;             // `taken` when that tick began
     int64_t past_from = Time::kMinTick;  // the fed_tick that the two counts below are past
-    int64_t past_ticks = 0;           // ticks past it at which the loop produced rows
-    uint64_t past_rows = 0;           // rows its loop delays took at those ticks
+    int64_t past_ticks = 0;              // ticks past it at which the loop produced rows
+    uint64_t past_rows = 0;              // rows its loop delays took at those ticks
   };
   struct Step {  // one element of the schedule: a node outside regions, or a region
     int node = -1;

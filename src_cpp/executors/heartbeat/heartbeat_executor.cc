@@ -19,9 +19,12 @@ std::vector<int> Topological(const std::map<int, const std::vector<int>*>& graph
     ids.push_back(id);
     for (int in : *ins) consumers[in].push_back(id);
   }
-  return ProducersFirst(ids, [&](int id, const auto& visit) {
-    for (int c : consumers[id]) visit(c);
-  }, &left);
+  return ProducersFirst(
+      ids,
+      [&](int id, const auto& visit) {
+        for (int c : consumers[id]) visit(c);
+      },
+      &left);
 }
 
 // One cycle among `left` (every one of them has an input in `left`): walk inputs until an
@@ -109,7 +112,8 @@ void HeartbeatExecutor::Add(std::vector<std::pair<OperatorSpec, std::unique_ptr<
   }
   for (auto& [spec, op] : ops)
     for (int in : spec.inputs)
-      CQ_CHECK(graph.count(in), "operator " + std::to_string(spec.id) + " reads unknown operator " + std::to_string(in));
+      CQ_CHECK(graph.count(in),
+               "operator " + std::to_string(spec.id) + " reads unknown operator " + std::to_string(in));
   std::vector<int> left;
   std::vector<int> order = Topological(graph, left);
   if (!left.empty()) {
@@ -185,8 +189,8 @@ void HeartbeatExecutor::EnqueueEnds(int node, const EndBatch& ends) {
     std::map<uint64_t, std::vector<uint32_t>> groups;
     for (int64_t k = 0; k < ends.length; ++k) {
       const Time e = ends.ends.At(k);
-      auto after = std::upper_bound(p.queue.begin(), p.queue.end(), e,
-                                    [](Time t, const Item& it) { return t < it.time; });
+      auto after =
+          std::upper_bound(p.queue.begin(), p.queue.end(), e, [](Time t, const Item& it) { return t < it.time; });
       groups[p.taken + static_cast<uint64_t>(after - p.queue.begin())].push_back(static_cast<uint32_t>(k));
     }
     for (auto& [after, rows] : groups) {
@@ -211,8 +215,7 @@ void HeartbeatExecutor::Promise(Port& p, Time t) {
   if (t > p.promised) {
     if (!p.queue.empty() && p.queue.back().kind == Item::Kind::kHeartbeat)
       p.queue.back().time = t;  // a later heartbeat says all the earlier one did
-    else
-      p.QueueData({Item::Kind::kHeartbeat, t, {}, {}});
+    else p.QueueData({Item::Kind::kHeartbeat, t, {}, {}});
     p.promised = t;
   }
   p.wave = wave_;

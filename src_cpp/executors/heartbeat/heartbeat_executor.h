@@ -110,7 +110,7 @@ class HeartbeatExecutor final : public Executor {
     // row the fix may be about (a row starts at or before its end). They need no merging by
     // time: one is taken as soon as the data before it is.
     std::multimap<uint64_t, Item> ends;
-    std::multiset<Time> ends_floor;  // the smallest end of each
+    std::multiset<Time> ends_floor;         // the smallest end of each
     Time seen = Time::MinusInfinity();      // latest time taken from `queue` (data or heartbeat)
     Time promised = Time::MinusInfinity();  // latest heartbeat queued: the producer's promise
     uint64_t wave = 0;                      // the AdvanceTo call `promised` is from
@@ -147,7 +147,7 @@ class HeartbeatExecutor final : public Executor {
     std::vector<Port> ports;  // a source has one, fed by Push and AdvanceTo
     std::unique_ptr<NodeEmitter> emitter;
     Time progress = Time::MinusInfinity();
-    uint64_t wave = 0;  // the last wave passed on to the consumers
+    uint64_t wave = 0;      // the last wave passed on to the consumers
     uint64_t fed_mark = 0;  // == turn_ when it was fed during the current turn
   };
 
