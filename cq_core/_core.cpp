@@ -162,6 +162,30 @@ PYBIND11_MODULE(_core, m) {
 
   m.def("operator_names", [] { return cq::OperatorRegistry::Global().names(); });
 
+  // What each operator is (operators/descriptor.h), for the planner, explain and the Spark runner.
+  m.def("operator_descriptors", [] {
+    const cq::OperatorRegistry& r = cq::OperatorRegistry::Global();
+    py::list out;
+    for (const cq::OperatorDescriptor* d : r.descriptors()) {
+      py::dict e;
+      e["name"] = d->name;
+      e["description"] = d->description;
+      e["output"] = cq::Name(d->output);
+      e["firing"] = cq::Name(d->firing);
+      e["lifetimes"] = cq::Name(d->lifetimes);
+      e["partition"] = cq::Name(d->partition);
+      e["columns"] = cq::Name(d->columns);
+      e["role"] = cq::Name(d->role);
+      e["keeps_identity"] = d->keeps_identity;
+      e["shareable"] = d->shareable;
+      e["tracks_lifetimes"] = d->tracks_lifetimes;
+      e["arrival_order"] = d->arrival_order;
+      e["negative_form"] = r.has_negative(d->name);
+      out.append(e);
+    }
+    return out;
+  });
+
   // The profile-guided build's stage this core was compiled at (setup.py): USE when profile-guided,
   // OFF without, GENERATE for the instrumented core of the training run. Benchmarks report it.
   m.attr("pgo") = CQ_PGO_STAGE;

@@ -44,3 +44,8 @@ pgo: str
 
 def operator_names() -> list[str]:
     """Names of the operators the core can build from a plan."""
+
+def operator_descriptors() -> list[dict[str, str | bool]]:
+    """What each registered operator is (src_cpp/operators/descriptor.h): name, description,
+    output, firing, lifetimes, partition, columns, role (strings), keeps_identity, shareable,
+    tracks_lifetimes, arrival_order and negative_form (booleans)."""

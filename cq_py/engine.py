@@ -35,7 +35,7 @@ from cq_py.planner import Catalog, Planner
 from cq_py.planner import explain as render_plan
 from cq_py.planner import types as T
 from cq_py.planner.expressions import missing_kernels
-from cq_py.planner.logical import DESCRIPTIONS, Node, QueryDef, StreamDef
+from cq_py.planner.logical import Node, QueryDef, StreamDef
 from cq_py.ticks import MAX_TICK, MIN_TICK, UNITS, tick_range, to_ticks
 
 LIFETIMES = ("direct", "negative")
@@ -988,7 +988,7 @@ def _check_runnable(nodes: list[Node], planner: Planner, executor: str) -> None:
     for n in nodes:
         if n.op not in available:
             raise planner.err(
-                f"{DESCRIPTIONS.get(n.op, n.op)} (in '{n.owner}') is not available in "
+                f"the operator '{n.op}' (in '{n.owner}') is not available in "
                 "this build yet; cq_py.explain() shows the plan",
                 n.pos,
             )

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from cq_py.planner import loops
 from cq_py.planner import types as T
-from cq_py.planner.logical import FIRING_POINTS, Catalog
+from cq_py.planner.logical import Catalog
+from cq_py.planner.operators import find
 
 
 def _cols(cols: list[tuple[str, str]]) -> str:
@@ -62,9 +63,11 @@ def render(cat: Catalog, executor: str = "dts") -> str:
     else:
         lines.append("Execution order (DTS): " + _order(order))
     fire = [
-        f"#{i} ({FIRING_POINTS[n.op]})"
+        f"#{i} ({d.firing})"
         for i, n in sorted(cat.nodes.items())
-        if n.op in FIRING_POINTS and not (n.op == "window" and n.params.get("kind") == "unbounded")
+        if (d := find(n.op)) is not None
+        and d.firing
+        and not (d.firing == "expirations" and n.params.get("kind") == "unbounded")
     ]
     lines.append("Firing points: " + (", ".join(fire) or "none"))
     return "\n".join(lines) + "\n"

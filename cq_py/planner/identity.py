@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from cq_py.planner.logical import PENDING, Catalog, Node
+from cq_py.planner.operators import descriptor
 
 # Operators that hand each input tuple on with its holder id.
-KEEPS_IDENTITY = ("filter", "project", "union_all", "relation_since")
 
 
 def identity_sources(cat: Catalog, node: int, known: dict[int, set[int]] | None = None) -> set[int]:
@@ -34,7 +34,7 @@ def identity_sources(cat: Catalog, node: int, known: dict[int, set[int]] | None 
         n = cat.nodes[x]
         if known is not None and x in known:
             out |= known[x]
-        elif n.op in KEEPS_IDENTITY and n.inputs:
+        elif descriptor(n.op).keeps_identity and n.inputs:
             todo.extend(n.inputs)
         else:
             out.add(x)

@@ -35,43 +35,6 @@ def duration_of(lifetime: str) -> dict[str, Any] | None:
     return None
 
 
-# Operators that create tuples by themselves: the DTS executor's firing points (paper 000 §3.2).
-FIRING_POINTS = {
-    "stream_scan": "input",
-    "relation_scan": "input",
-    "window": "expirations",
-    "slide_window": "expirations",
-    "rstream": "every tick",
-    "delay": "delayed output",
-}
-
-# How errors and explain name each operator kind to a user.
-DESCRIPTIONS = {
-    "stream_scan": "reading a stream",
-    "relation_scan": "reading a relation (REGISTER RELATION)",
-    "window": "the window",
-    "slide_window": "the window [Range d Slide d]",
-    "row_window": "the window [Rows n]",
-    "partition_row_window": "the window [Partition By ... Rows n]",
-    "filter": "WHERE",
-    "project": "the select list",
-    "join": "a query over several sources (join)",
-    "aggregate": "aggregates / GROUP BY",
-    "distinct": "SELECT DISTINCT",
-    "union_all": "UNION ALL",
-    "union": "UNION",
-    "except": "EXCEPT",
-    "intersect": "INTERSECT",
-    "istream": "ISTREAM",
-    "dstream": "DSTREAM",
-    "rstream": "RSTREAM",
-    "delay": "a delay (<Now>, <d>)",
-    "sink": "a query output",
-    "reissue_holders": "a second read of a relation in one union",
-    "relation_since": "a relation as a query registered while the engine runs sees it",
-}
-
-
 @dataclass
 class Node:
     id: int

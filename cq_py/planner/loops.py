@@ -15,8 +15,7 @@ from typing import Union
 from cq_py.errors import CQLSemanticError
 from cq_py.parser import ast
 from cq_py.planner.logical import STREAM, Catalog, Node
-
-STREAM_OPS = ("istream", "dstream", "rstream")
+from cq_py.planner.operators import descriptor
 
 
 def successors(
@@ -149,7 +148,7 @@ def check(
                 "RSTREAM(...) of one of them, or create the engine with auto_delay=True",
                 pos,
             )
-        stream_ops = [i for i in cycle if cat.nodes[i].op in STREAM_OPS]
+        stream_ops = [i for i in cycle if descriptor(cat.nodes[i].op).relation_to_stream]
         if not stream_ops:
             raise err(
                 f"the queries {ring} form a loop of relations without a stream operator; "

@@ -39,6 +39,7 @@ from cq_py.planner.logical import (
     StreamDef,
     constant,
 )
+from cq_py.planner.operators import descriptor
 from cq_py.planner.sharing import share_subplans
 
 # Nanoseconds per CQL duration unit and per engine time unit.
@@ -154,7 +155,7 @@ class Planner:
         loops.check(cat, first_new, self.auto_delay, self.err, self._new_id)
         propagate_lifetimes(cat)
         for node in cat.nodes.values():
-            if node.id >= first_new and node.op in ("istream", "dstream", "rstream", "aggregate"):
+            if node.id >= first_new and descriptor(node.op).tracks_lifetimes:
                 # The core's fast paths need lifetimes of one duration known at plan time.
                 source = cat.nodes[node.inputs[0]]
                 node.params["lifetime"] = "constant" if is_constant(source.lifetime) else "general"
@@ -1228,11 +1229,12 @@ class Planner:
 def derived_lifetime(node: Node, inputs: list[Node]) -> str:
     """The lifetime property of an operator that passes on its inputs' lifetimes."""
     lifes = {i.lifetime for i in inputs}
-    if node.op in ("filter", "project", "sink"):
+    rule = descriptor(node.op).lifetimes
+    if rule == "first input":
         return inputs[0].lifetime
-    if node.op == "join":
+    if rule == "join":
         return PENDING if PENDING in lifes else KNOWN
-    if node.op == "union_all" and node.kind == "relation":
+    if rule == "union" and node.kind == "relation":
         return union_all_lifetime(lifes)
     return node.lifetime
 

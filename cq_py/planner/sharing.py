@@ -18,11 +18,8 @@ import json
 from collections.abc import Collection
 from typing import Any
 
-from cq_py.planner.identity import KEEPS_IDENTITY
 from cq_py.planner.logical import Catalog, Node
-
-# Sources are one per registered name already; outputs are one per query by definition.
-_NEVER_SHARED = ("sink", "stream_scan", "relation_scan")
+from cq_py.planner.operators import descriptor
 
 
 def _key(n: Node) -> tuple[Any, ...]:
@@ -59,7 +56,7 @@ def share_subplans(cat: Catalog, first_new: int) -> None:
         known: dict[int, set[int]] = {}
         for i in sorted(cat.nodes):
             n = cat.nodes[i]
-            if i < first_new or n.op in _NEVER_SHARED:
+            if i < first_new or not descriptor(n.op).shareable:
                 continue
             k = _key(n)
             if k not in first:
@@ -86,7 +83,7 @@ def _receivers(
                 seen.add(r)
                 if r in stop:
                     return seen
-                if cat.nodes[r].op in KEEPS_IDENTITY:
+                if descriptor(cat.nodes[r].op).keeps_identity:
                     todo.append(r)
     return seen
 

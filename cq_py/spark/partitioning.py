@@ -35,6 +35,7 @@ from typing import Any, TypeAlias
 from cq_py.parser import parse
 from cq_py.planner import Catalog, Node, Planner
 from cq_py.planner.logical import UNBOUNDED, constant
+from cq_py.planner.operators import descriptor
 
 __all__ = ["CQPartitionWarning", "PartitionPlan", "partition_plan"]
 
@@ -89,13 +90,14 @@ class _Demand:
     def name(self) -> str:
         """The operator in a few words, for a conflict message."""
         n = self.node
-        if n.op == "join":
+        d = descriptor(n.op)
+        if d.partition == "join keys":
             return f"the join of query {n.owner}"
-        if n.op == "aggregate":
+        if d.partition == "group keys":
             return f"{_aggregate(n)} in query {n.owner}"
-        if n.op == "partition_row_window":
+        if d.partition == "partition keys":
             return f"{_window(n)} in query {n.owner}"
-        return f"{n.op.upper()} in query {n.owner}"
+        return f"{d.description} in query {n.owner}"
 
 
 def partition_plan(cql_text: str, time_unit: str = "ms") -> PartitionPlan:
@@ -119,10 +121,11 @@ def partition_plan(cql_text: str, time_unit: str = "ms") -> PartitionPlan:
     tracer = _Tracer(nodes)
     demands: list[_Demand] = []
     ordered = bool(relations)
-    rstream = any(n.op == "rstream" for n in nodes.values())
+    # RSTREAM emits at every tick: every part must reach the same last tick.
+    rstream = any(descriptor(n.op).firing == "every tick" for n in nodes.values())
     for node in sorted(nodes.values(), key=lambda n: n.id):
         d = _demand(node, nodes, tracer)
-        if node.op in ("row_window", "partition_row_window"):
+        if descriptor(node.op).arrival_order:
             ordered = True
         if d is not None:
             demands.append(d)
@@ -156,20 +159,21 @@ class _Tracer:
             return frozenset()
         visiting = visiting | {(node_id, index)}
         n = self.nodes[node_id]
-        if n.op in ("stream_scan", "relation_scan"):
-            name: str = n.params["stream" if n.op == "stream_scan" else "relation"]
+        d = descriptor(n.op)
+        if d.columns == "source":
+            name: str = n.params["stream" if d.role == "stream source" else "relation"]
             return frozenset({(name, n.schema[index][0])})
-        if n.op == "project":
+        if d.columns == "project":
             return self._expr(n.inputs[0], n.params["exprs"][index], visiting)
-        if n.op == "aggregate":
+        if d.columns == "group keys":
             keys = n.params["keys"]
             return self._expr(n.inputs[0], keys[index], visiting) if index < len(keys) else None
-        if n.op == "join":
+        if d.columns == "concat":
             width = len(self.nodes[n.inputs[0]].schema)
             if index < width:
                 return self._trace(n.inputs[0], index, visiting)
             return self._trace(n.inputs[1], index - width, visiting)
-        if n.op == "union_all":
+        if d.columns == "merge":
             found: set[tuple[str, str]] = set()
             for i in n.inputs:
                 o = self._trace(i, index, visiting)
@@ -200,20 +204,21 @@ class _Tracer:
 def _demand(n: Node, nodes: dict[int, Node], tracer: _Tracer) -> _Demand | None:
     """What ``n`` needs of the key, or None if it acts per row."""
     where = f"query {n.owner}"
-    if n.op == "row_window":
+    rule = descriptor(n.op).partition
+    if rule == "never":
         return _Demand(
             n,
             [],
             f"{where}: {_window(n)} on {_source(n, nodes)} is not partitioned "
             "(it counts the rows of every key)",
         )
-    if n.op == "partition_row_window":
+    if rule == "partition keys":
         return _Demand(
             n,
             tracer.options(n.inputs[0], n.params["keys"]),
             f"{where}: {_window(n)} on {_source(n, nodes)} does not partition on the key",
         )
-    if n.op == "join":
+    if rule == "join keys":
         options = []
         for lk, rk in zip(n.params["left_keys"], n.params["right_keys"], strict=True):
             lo = tracer._expr(n.inputs[0], lk, set())
@@ -233,7 +238,7 @@ def _demand(n: Node, nodes: dict[int, Node], tracer: _Tracer) -> _Demand | None:
             f"join in query {n.owner} is not on the partition key "
             f"({n.label.removeprefix('HashJoin ')})",
         )
-    if n.op == "aggregate":
+    if rule == "group keys":
         options = tracer.options(n.id, range(len(n.params["keys"])))
         if not n.params["keys"]:
             return _Demand(
@@ -243,7 +248,7 @@ def _demand(n: Node, nodes: dict[int, Node], tracer: _Tracer) -> _Demand | None:
                 f"({n.label.removeprefix('Aggregate ')}) needs every row",
             )
         return _Demand(n, options, f"{where}: {_aggregate(n)} does not group by the key")
-    if n.op in ("istream", "dstream"):
+    if rule == "whole rows":
         source = nodes[n.inputs[0]]
         if source.lifetime == UNBOUNDED or (
             source.lifetime == constant("ε") and not _delayed(source, nodes)
@@ -254,7 +259,8 @@ def _demand(n: Node, nodes: dict[int, Node], tracer: _Tracer) -> _Demand | None:
         return _Demand(
             n,
             tracer.options(n.inputs[0], range(len(source.schema))),
-            f"{where}: {n.op.upper()} compares whole rows, and none of their columns can be "
+            f"{where}: {descriptor(n.op).description} compares whole rows, and none of their "
+            "columns can be "
             "the partition key",
         )
     return None
@@ -268,7 +274,7 @@ def _delayed(n: Node, nodes: dict[int, Node]) -> bool:
         if i in seen:
             continue
         seen.add(i)
-        if nodes[i].op == "delay":
+        if descriptor(nodes[i].op).firing == "delayed output":
             return True
         todo.extend(nodes[i].inputs)
     return False
@@ -291,7 +297,7 @@ def _aggregate(n: Node) -> str:
 
 def _source(n: Node, nodes: dict[int, Node]) -> str:
     src = nodes[n.inputs[0]]
-    if src.op == "stream_scan":
+    if descriptor(src.op).role == "stream source":
         return f"stream '{src.params['stream']}'"
     return f"the output of query '{src.owner}'"
 

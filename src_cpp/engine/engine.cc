@@ -1,6 +1,7 @@
 #include "engine/engine.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cstring>
 
 #include "base/json.h"
@@ -13,6 +14,18 @@
 #include "plan/plan_util.h"
 
 namespace cq {
+
+namespace {
+
+// The operator that its descriptor's role says it is: a cast checked in debug builds (DuckDB's
+// PhysicalOperator::Cast<T>), where a dynamic_cast per operator would ask the type again.
+template <class T>
+T& As(Operator& op) {
+  assert(dynamic_cast<T*>(&op) != nullptr);
+  return static_cast<T&>(op);
+}
+
+}  // namespace
 
 Engine::Engine(EngineOptions options) : options_(std::move(options)) {
   KeepWorkingMemory();
@@ -145,23 +158,33 @@ void Engine::AddPlan(const std::string& plan_json) {
     ctx.registered_at = registered_at;
     std::unique_ptr<Operator> op = OperatorRegistry::Global().Create(spec, inputs, ctx);
     fresh[spec.id] = {&op->output_schema(), op->output_kind()};
-    if (auto* scan = dynamic_cast<StreamScan*>(op.get())) {
-      CQ_CHECK(!streams_.count(scan->stream()) && !new_streams.count(scan->stream()),
-               "stream '" + scan->stream() + "' registered twice");
-      new_streams[scan->stream()] = {spec.id, scan->shared_schema(), advanced_};
-    }
-    if (auto* scan = dynamic_cast<RelationScan*>(op.get())) {
-      CQ_CHECK(!streams_.count(scan->relation()) && !new_streams.count(scan->relation()),
-               "relation '" + scan->relation() + "' registered twice");
-      new_streams[scan->relation()] = {spec.id, scan->shared_schema(), advanced_, scan};
+    using Role = OperatorDescriptor::Role;
+    switch (OperatorRegistry::Global().descriptor(spec.op).role) {
+      case Role::kStreamSource: {
+        const StreamScan& scan = As<StreamScan>(*op);
+        CQ_CHECK(!streams_.count(scan.stream()) && !new_streams.count(scan.stream()),
+                 "stream '" + scan.stream() + "' registered twice");
+        new_streams[scan.stream()] = {spec.id, scan.shared_schema(), advanced_};
+        break;
+      }
+      case Role::kRelationSource: {
+        RelationScan& scan = As<RelationScan>(*op);
+        CQ_CHECK(!streams_.count(scan.relation()) && !new_streams.count(scan.relation()),
+                 "relation '" + scan.relation() + "' registered twice");
+        new_streams[scan.relation()] = {spec.id, scan.shared_schema(), advanced_, &scan};
+        break;
+      }
+      case Role::kOutput: {
+        const QuerySink& sink = As<QuerySink>(*op);
+        CQ_CHECK(!sinks_.count(sink.query()) && !new_sinks.count(sink.query()),
+                 "query '" + sink.query() + "' registered twice");
+        new_sinks[sink.query()] = spec.id;
+        break;
+      }
+      case Role::kNone: break;
     }
     for (int in : spec.inputs)
       if (!fresh.count(in) && !declared.count(in)) replays.push_back({in, spec.id});
-    if (auto* sink = dynamic_cast<QuerySink*>(op.get())) {
-      CQ_CHECK(!sinks_.count(sink->query()) && !new_sinks.count(sink->query()),
-               "query '" + sink->query() + "' registered twice");
-      new_sinks[sink->query()] = spec.id;
-    }
     built.emplace_back(std::move(spec), std::move(op));
   }
   for (const auto& [reader, id] : forward) {

@@ -657,7 +657,13 @@ void Aggregate::AdvanceTo(Time progress, Emitter& out) {
 }
 
 void RegisterAggregate(OperatorRegistry& r) {
-  r.Register("aggregate",
+  using D = OperatorDescriptor;
+  r.Register({.name = "aggregate",
+              .description = "aggregates / GROUP BY",
+              .output = D::Output::kRelation,
+              .partition = D::Partition::kOnGroupKeys,
+              .columns = D::Columns::kGroupKeys,
+              .tracks_lifetimes = true},
              [](const OperatorSpec& s, const std::vector<OperatorInput>& in,
                 const OperatorContext& ctx) -> std::unique_ptr<Operator> {
                CQ_CHECK(in.size() == 1 && in[0].kind == BatchKind::kLifetime, "an aggregate reads one relation");

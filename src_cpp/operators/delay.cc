@@ -123,7 +123,8 @@ void DelayOperator::Restore(SnapshotReader& r) {
 }
 
 void RegisterDelay(OperatorRegistry& r) {
-  r.Register("delay",
+  using D = OperatorDescriptor;
+  r.Register({.name = "delay", .description = "a delay (<Now>, <d>)", .firing = D::Firing::kDelayedOutput},
              [](const OperatorSpec& s, const std::vector<OperatorInput>& in,
                 const OperatorContext& ctx) -> std::unique_ptr<Operator> {
                CQ_CHECK(in.size() == 1 && in[0].kind == BatchKind::kStream, "a delay applies to a stream");

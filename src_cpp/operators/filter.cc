@@ -72,7 +72,8 @@ std::unique_ptr<RowOperator> Filter::ToRows() { return std::make_unique<FilterRo
 std::string Filter::Explain() const { return "Filter " + predicate_->ToString(schema_); }
 
 void RegisterFilter(OperatorRegistry& r) {
-  r.Register("filter",
+  using D = OperatorDescriptor;
+  r.Register({.name = "filter", .description = "WHERE", .lifetimes = D::Lifetimes::kFirstInput, .keeps_identity = true},
              [](const OperatorSpec& s, const std::vector<OperatorInput>& in,
                 const OperatorContext&) -> std::unique_ptr<Operator> {
                CQ_CHECK(in.size() == 1, "filter takes one input");

@@ -255,7 +255,13 @@ void HashJoin::Restore(SnapshotReader& r) {
 }
 
 void RegisterHashJoin(OperatorRegistry& r) {
-  r.Register("join",
+  using D = OperatorDescriptor;
+  r.Register({.name = "join",
+              .description = "a query over several sources (join)",
+              .output = D::Output::kRelation,
+              .lifetimes = D::Lifetimes::kJoin,
+              .partition = D::Partition::kOnJoinKeys,
+              .columns = D::Columns::kConcat},
              [](const OperatorSpec& s, const std::vector<OperatorInput>& in,
                 const OperatorContext& ctx) -> std::unique_ptr<Operator> {
                CQ_CHECK(in.size() == 2 && in[0].kind == BatchKind::kLifetime && in[1].kind == BatchKind::kLifetime,

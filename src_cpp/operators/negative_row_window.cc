@@ -209,21 +209,23 @@ void NegativeRowWindow::ClearRows() {
 }
 
 void RegisterNegativeRowWindow(OperatorRegistry& r) {
-  r.Register("negative:row_window",
-             [](const OperatorSpec& s, const std::vector<OperatorInput>& in,
-                const OperatorContext&) -> std::unique_ptr<Operator> {
-               CQ_CHECK(in.size() == 1 && in[0].kind == BatchKind::kStream, "a window reads one stream");
-               return std::make_unique<NegativeRowWindow>(s.params["rows"].integer(), std::vector<int>{},
-                                                          *in[0].schema);
-             });
-  r.Register("negative:partition_row_window",
-             [](const OperatorSpec& s, const std::vector<OperatorInput>& in,
-                const OperatorContext&) -> std::unique_ptr<Operator> {
-               CQ_CHECK(in.size() == 1 && in[0].kind == BatchKind::kStream, "a window reads one stream");
-               std::vector<int> keys;
-               for (const json::Value& k : s.params["keys"].array()) keys.push_back(static_cast<int>(k.integer()));
-               return std::make_unique<NegativeRowWindow>(s.params["rows"].integer(), std::move(keys), *in[0].schema);
-             });
+  r.RegisterNegative("row_window",
+                     [](const OperatorSpec& s, const std::vector<OperatorInput>& in,
+                        const OperatorContext&) -> std::unique_ptr<Operator> {
+                       CQ_CHECK(in.size() == 1 && in[0].kind == BatchKind::kStream, "a window reads one stream");
+                       return std::make_unique<NegativeRowWindow>(s.params["rows"].integer(), std::vector<int>{},
+                                                                  *in[0].schema);
+                     });
+  r.RegisterNegative("partition_row_window",
+                     [](const OperatorSpec& s, const std::vector<OperatorInput>& in,
+                        const OperatorContext&) -> std::unique_ptr<Operator> {
+                       CQ_CHECK(in.size() == 1 && in[0].kind == BatchKind::kStream, "a window reads one stream");
+                       std::vector<int> keys;
+                       for (const json::Value& k : s.params["keys"].array())
+                         keys.push_back(static_cast<int>(k.integer()));
+                       return std::make_unique<NegativeRowWindow>(s.params["rows"].integer(), std::move(keys),
+                                                                  *in[0].schema);
+                     });
 }
 
 // The kept batches (rows whose negative is still to come) and each partition's queue of them.

@@ -331,21 +331,22 @@ void NegativeTimeWindow::ClearRows() {
 }
 
 void RegisterNegativeTimeWindow(OperatorRegistry& r) {
-  r.Register("negative:window",
-             [](const OperatorSpec& s, const std::vector<OperatorInput>& in,
-                const OperatorContext&) -> std::unique_ptr<Operator> {
-               CQ_CHECK(in.size() == 1 && in[0].kind == BatchKind::kStream, "a window reads one stream");
-               const std::string& kind = s.params["kind"].str();
-               const int64_t range = kind == "range" ? DurationFromJson(s.params["range"]).ticks : 0;
-               return std::make_unique<NegativeTimeWindow>(kind, range, 1, *in[0].schema);
-             });
-  r.Register("negative:slide_window",
-             [](const OperatorSpec& s, const std::vector<OperatorInput>& in,
-                const OperatorContext&) -> std::unique_ptr<Operator> {
-               CQ_CHECK(in.size() == 1 && in[0].kind == BatchKind::kStream, "a window reads one stream");
-               return std::make_unique<NegativeTimeWindow>("slide", DurationFromJson(s.params["range"]).ticks,
-                                                           DurationFromJson(s.params["slide"]).ticks, *in[0].schema);
-             });
+  r.RegisterNegative("window",
+                     [](const OperatorSpec& s, const std::vector<OperatorInput>& in,
+                        const OperatorContext&) -> std::unique_ptr<Operator> {
+                       CQ_CHECK(in.size() == 1 && in[0].kind == BatchKind::kStream, "a window reads one stream");
+                       const std::string& kind = s.params["kind"].str();
+                       const int64_t range = kind == "range" ? DurationFromJson(s.params["range"]).ticks : 0;
+                       return std::make_unique<NegativeTimeWindow>(kind, range, 1, *in[0].schema);
+                     });
+  r.RegisterNegative("slide_window",
+                     [](const OperatorSpec& s, const std::vector<OperatorInput>& in,
+                        const OperatorContext&) -> std::unique_ptr<Operator> {
+                       CQ_CHECK(in.size() == 1 && in[0].kind == BatchKind::kStream, "a window reads one stream");
+                       return std::make_unique<NegativeTimeWindow>("slide", DurationFromJson(s.params["range"]).ticks,
+                                                                   DurationFromJson(s.params["slide"]).ticks,
+                                                                   *in[0].schema);
+                     });
 }
 
 // The kept batches and the two cursors: the next positive and the next negative to send. The

@@ -204,7 +204,12 @@ std::string PartitionRowWindow::Explain() const {
 }
 
 void RegisterPartitionRowWindow(OperatorRegistry& r) {
-  r.Register("partition_row_window",
+  using D = OperatorDescriptor;
+  r.Register({.name = "partition_row_window",
+              .description = "the window [Partition By ... Rows n]",
+              .output = D::Output::kRelation,
+              .partition = D::Partition::kOnPartitionKeys,
+              .arrival_order = true},
              [](const OperatorSpec& s, const std::vector<OperatorInput>& in,
                 const OperatorContext& ctx) -> std::unique_ptr<Operator> {
                CQ_CHECK(in.size() == 1 && in[0].kind == BatchKind::kStream, "a window reads one stream");

@@ -96,7 +96,12 @@ std::string Project::Explain() const {
 }
 
 void RegisterProject(OperatorRegistry& r) {
-  r.Register("project",
+  using D = OperatorDescriptor;
+  r.Register({.name = "project",
+              .description = "the select list",
+              .lifetimes = D::Lifetimes::kFirstInput,
+              .columns = D::Columns::kProject,
+              .keeps_identity = true},
              [](const OperatorSpec& s, const std::vector<OperatorInput>& in,
                 const OperatorContext&) -> std::unique_ptr<Operator> {
                CQ_CHECK(in.size() == 1, "project takes one input");

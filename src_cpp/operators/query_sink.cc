@@ -413,7 +413,12 @@ std::string QuerySink::Explain() const {
 }
 
 void RegisterQuerySink(OperatorRegistry& r) {
-  r.Register("sink",
+  using D = OperatorDescriptor;
+  r.Register({.name = "sink",
+              .description = "a query output",
+              .lifetimes = D::Lifetimes::kFirstInput,
+              .role = D::Role::kOutput,
+              .shareable = false},
              [](const OperatorSpec& s, const std::vector<OperatorInput>& in,
                 const OperatorContext& ctx) -> std::unique_ptr<Operator> {
                CQ_CHECK(in.size() == 1, "sink takes one input");

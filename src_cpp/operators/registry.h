@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "operators/descriptor.h"
 #include "operators/operator.h"
 
 namespace cq {
@@ -22,13 +23,26 @@ using OperatorFactory = std::function<std::unique_ptr<Operator>(const OperatorSp
 class OperatorRegistry {
  public:
   static const OperatorRegistry& Global();
-  void Register(const std::string& name, OperatorFactory factory);
+  // An operator: what it is, and how to build it from its spec.
+  void Register(OperatorDescriptor descriptor, OperatorFactory factory);
+  // The Negative Tuple method's form of a registered operator (paper 003 §2): built instead of it
+  // when the engine runs that method; it is the same operator to everything else.
+  void RegisterNegative(const std::string& name, OperatorFactory factory);
+  // Builds the operator of `spec`, and checks that it emits what its descriptor says.
   std::unique_ptr<Operator> Create(const OperatorSpec& spec, const std::vector<OperatorInput>& inputs,
                                    const OperatorContext& ctx) const;
+  const OperatorDescriptor& descriptor(const std::string& name) const;
   std::vector<std::string> names() const;
+  std::vector<const OperatorDescriptor*> descriptors() const;
+  bool has_negative(const std::string& name) const { return negative_.count(name) > 0; }
 
  private:
-  std::map<std::string, OperatorFactory> factories_;
+  struct Entry {
+    OperatorDescriptor descriptor;
+    OperatorFactory factory;
+  };
+  std::map<std::string, Entry> entries_;
+  std::map<std::string, OperatorFactory> negative_;
 };
 
 // One per operator file.

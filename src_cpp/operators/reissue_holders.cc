@@ -110,7 +110,8 @@ void ReissueHolders::Restore(SnapshotReader& r) {
 }
 
 void RegisterReissueHolders(OperatorRegistry& r) {
-  r.Register("reissue_holders",
+  using D = OperatorDescriptor;
+  r.Register({.name = "reissue_holders", .description = "a second read of a relation in one union"},
              [](const OperatorSpec&, const std::vector<OperatorInput>& in,
                 const OperatorContext& ctx) -> std::unique_ptr<Operator> {
                CQ_CHECK(in.size() == 1, "reissue_holders takes one input");

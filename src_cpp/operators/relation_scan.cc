@@ -356,14 +356,24 @@ void RelationSince::Snapshot(SnapshotWriter& w) const { w.Pod(since_); }
 void RelationSince::Restore(SnapshotReader& r) { since_ = r.Pod<Time>(); }
 
 void RegisterRelationScan(OperatorRegistry& r) {
-  r.Register("relation_scan",
+  using D = OperatorDescriptor;
+  r.Register({.name = "relation_scan",
+              .description = "reading a relation (REGISTER RELATION)",
+              .output = D::Output::kRelation,
+              .firing = D::Firing::kInput,
+              .columns = D::Columns::kSource,
+              .role = D::Role::kRelationSource,
+              .shareable = false},
              [](const OperatorSpec& s, const std::vector<OperatorInput>& in,
                 const OperatorContext& ctx) -> std::unique_ptr<Operator> {
                CQ_CHECK(in.empty(), "a relation scan reads no operator");
                return std::make_unique<RelationScan>(s.params["relation"].str(), SchemaFromJson(s.params["schema"]),
                                                      ctx.negative, ctx.holders);
              });
-  r.Register("relation_since",
+  r.Register({.name = "relation_since",
+              .description = "a relation as a query registered while the engine runs sees it",
+              .output = D::Output::kRelation,
+              .keeps_identity = true},
              [](const OperatorSpec&, const std::vector<OperatorInput>& in,
                 const OperatorContext& ctx) -> std::unique_ptr<Operator> {
                CQ_CHECK(in.size() == 1 && in[0].kind == BatchKind::kLifetime,

@@ -131,7 +131,12 @@ std::unique_ptr<RowOperator> RowWindow::ToRows() { return std::make_unique<Rows>
 std::string RowWindow::Explain() const { return "Window [Rows " + std::to_string(rows_) + "]"; }
 
 void RegisterRowWindow(OperatorRegistry& r) {
-  r.Register("row_window",
+  using D = OperatorDescriptor;
+  r.Register({.name = "row_window",
+              .description = "the window [Rows n]",
+              .output = D::Output::kRelation,
+              .partition = D::Partition::kNever,
+              .arrival_order = true},
              [](const OperatorSpec& s, const std::vector<OperatorInput>& in,
                 const OperatorContext& ctx) -> std::unique_ptr<Operator> {
                CQ_CHECK(in.size() == 1 && in[0].kind == BatchKind::kStream, "a row window reads one stream");

@@ -427,7 +427,12 @@ class RStream::Rows final : public RowOperator {
 std::unique_ptr<RowOperator> RStream::ToRows() { return std::make_unique<Rows>(this); }
 
 void RegisterRStream(OperatorRegistry& r) {
-  r.Register("rstream",
+  using D = OperatorDescriptor;
+  r.Register({.name = "rstream",
+              .description = "RSTREAM",
+              .output = D::Output::kStream,
+              .firing = D::Firing::kEveryTick,
+              .tracks_lifetimes = true},
              [](const OperatorSpec& s, const std::vector<OperatorInput>& in,
                 const OperatorContext& ctx) -> std::unique_ptr<Operator> {
                CQ_CHECK(in.size() == 1 && in[0].kind == BatchKind::kLifetime, "RSTREAM reads one relation");

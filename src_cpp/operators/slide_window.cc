@@ -57,7 +57,11 @@ std::string SlideWindow::Explain() const {
 }
 
 void RegisterSlideWindow(OperatorRegistry& r) {
-  r.Register("slide_window",
+  using D = OperatorDescriptor;
+  r.Register({.name = "slide_window",
+              .description = "the window [Range d Slide d]",
+              .output = D::Output::kRelation,
+              .firing = D::Firing::kExpirations},
              [](const OperatorSpec& s, const std::vector<OperatorInput>& in,
                 const OperatorContext&) -> std::unique_ptr<Operator> {
                CQ_CHECK(in.size() == 1 && in[0].kind == BatchKind::kStream, "a window reads one stream");

@@ -407,7 +407,12 @@ std::string StreamDifference<kSide>::Explain() const {
 }
 
 void RegisterIStream(OperatorRegistry& r) {
-  r.Register("istream",
+  using D = OperatorDescriptor;
+  r.Register({.name = "istream",
+              .description = "ISTREAM",
+              .output = D::Output::kStream,
+              .partition = D::Partition::kOnWholeRows,
+              .tracks_lifetimes = true},
              [](const OperatorSpec& s, const std::vector<OperatorInput>& in,
                 const OperatorContext& ctx) -> std::unique_ptr<Operator> {
                CQ_CHECK(in.size() == 1, "istream takes one input");
@@ -419,7 +424,12 @@ void RegisterIStream(OperatorRegistry& r) {
 }
 
 void RegisterDStream(OperatorRegistry& r) {
-  r.Register("dstream",
+  using D = OperatorDescriptor;
+  r.Register({.name = "dstream",
+              .description = "DSTREAM",
+              .output = D::Output::kStream,
+              .partition = D::Partition::kOnWholeRows,
+              .tracks_lifetimes = true},
              [](const OperatorSpec& s, const std::vector<OperatorInput>& in,
                 const OperatorContext& ctx) -> std::unique_ptr<Operator> {
                CQ_CHECK(in.size() == 1 && in[0].kind == BatchKind::kLifetime, "DSTREAM reads one relation");

@@ -15,9 +15,17 @@ void StreamScan::Push(int, const Batch& batch, Emitter& out) {
 std::string StreamScan::Explain() const { return "StreamScan " + stream_ + SchemaToString(*schema_); }
 
 void RegisterStreamScan(OperatorRegistry& r) {
-  r.Register("stream_scan", [](const OperatorSpec& s, const std::vector<OperatorInput>&, const OperatorContext&) {
-    return std::make_unique<StreamScan>(s.params["stream"].str(), SchemaFromJson(s.params["schema"]));
-  });
+  using D = OperatorDescriptor;
+  r.Register({.name = "stream_scan",
+              .description = "reading a stream",
+              .output = D::Output::kStream,
+              .firing = D::Firing::kInput,
+              .columns = D::Columns::kSource,
+              .role = D::Role::kStreamSource,
+              .shareable = false},
+             [](const OperatorSpec& s, const std::vector<OperatorInput>&, const OperatorContext&) {
+               return std::make_unique<StreamScan>(s.params["stream"].str(), SchemaFromJson(s.params["schema"]));
+             });
 }
 
 }  // namespace cq

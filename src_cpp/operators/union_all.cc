@@ -205,7 +205,12 @@ void UnionAll::ClearRows() {
 }
 
 void RegisterUnionAll(OperatorRegistry& r) {
-  r.Register("union_all",
+  using D = OperatorDescriptor;
+  r.Register({.name = "union_all",
+              .description = "UNION ALL",
+              .lifetimes = D::Lifetimes::kUnion,
+              .columns = D::Columns::kMerge,
+              .keeps_identity = true},
              [](const OperatorSpec&, const std::vector<OperatorInput>& in,
                 const OperatorContext&) -> std::unique_ptr<Operator> {
                CQ_CHECK(in.size() >= 2, "UNION ALL takes two inputs or more");

@@ -44,7 +44,11 @@ std::string ConstantDurationWindow::Explain() const {
 }
 
 void RegisterWindow(OperatorRegistry& r) {
-  r.Register("window",
+  using D = OperatorDescriptor;
+  r.Register({.name = "window",
+              .description = "the window",
+              .output = D::Output::kRelation,
+              .firing = D::Firing::kExpirations},
              [](const OperatorSpec& s, const std::vector<OperatorInput>& in,
                 const OperatorContext&) -> std::unique_ptr<Operator> {
                CQ_CHECK(in.size() == 1, "window takes one input");

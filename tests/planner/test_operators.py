@@ -1,0 +1,89 @@
+"""The planner's view of the core's operator descriptors (cq_core.operator_descriptors(),
+src_cpp/operators/descriptor.h): every operator the planner emits is described, and what it plans
+agrees with what the descriptor says the operator emits."""
+
+from pathlib import Path
+
+import pytest
+
+from conformance import cqlt
+from cq_py.errors import CQError
+from cq_py.parser import parse
+from cq_py.planner import Catalog, Planner
+from cq_py.planner.operators import descriptor, descriptors, find
+
+CORPUS = sorted((Path(__file__).parents[1] / "conformance").rglob("*.cqlt"))
+
+
+def _scripts():
+    """Each conformance file's statements, as one script (the ones the planner accepts)."""
+    for path in CORPUS:
+        blocks = cqlt.parse(path.read_text(), str(path))
+        text = "\n".join(b.text for b in blocks if b.kind == "statement" and not b.error)
+        if text.strip():
+            yield path.name, text
+
+
+def test_the_corpus_reaches_most_operators():
+    assert len(CORPUS) >= 80
+    seen: set[str] = set()
+    for _, text in _scripts():
+        try:
+            cat, _ = Planner(Catalog(), "ms", text).plan(parse(text))
+        except CQError:
+            continue
+        seen |= {n.op for n in cat.nodes.values()}
+    # Every operator but the one a query registered while the engine runs needs.
+    assert {d.name for d in descriptors()} - seen <= {"relation_since"}
+
+
+@pytest.mark.parametrize(
+    ("name", "text"), list(_scripts()), ids=lambda v: v if "\n" not in v else ""
+)
+def test_every_planned_operator_is_described_and_emits_its_kind(name, text):
+    try:
+        cat, _ = Planner(Catalog(), "ms", text).plan(parse(text))
+    except CQError:
+        pytest.skip("a script the planner refuses (its file expects that)")
+    for n in cat.nodes.values():
+        d = find(n.op)
+        assert d is not None, f"{name}: #{n.id} {n.op} has no descriptor"
+        if d.output == "as input":
+            assert n.kind == cat.nodes[n.inputs[0]].kind, f"{name}: #{n.id} {n.op}"
+        else:
+            assert n.kind == d.output, f"{name}: #{n.id} {n.op}"
+
+
+def test_the_facts_the_planner_relies_on():
+    # Holder ids pass unchanged through these (a second read of a relation must be told apart).
+    assert {d.name for d in descriptors() if d.keeps_identity} == {
+        "filter",
+        "project",
+        "union_all",
+        "relation_since",
+    }
+    # Sources are one per registered name, outputs one per query: never shared.
+    assert {d.name for d in descriptors() if not d.shareable} == {
+        "sink",
+        "stream_scan",
+        "relation_scan",
+    }
+    assert {d.name for d in descriptors() if d.relation_to_stream} == {
+        "istream",
+        "dstream",
+        "rstream",
+    }
+    assert {d.name: d.firing for d in descriptors() if d.firing} == {
+        "stream_scan": "input",
+        "relation_scan": "input",
+        "window": "expirations",
+        "slide_window": "expirations",
+        "rstream": "every tick",
+        "delay": "delayed output",
+    }
+    assert descriptor("join").lifetimes == "join"
+    assert descriptor("row_window").partition == "never"
+    assert descriptor("window").negative_form
+    assert not descriptor("join").negative_form
+    with pytest.raises(KeyError):
+        descriptor("no_such_operator")
