@@ -258,8 +258,7 @@ void StreamDifference<kSide>::EnterBatch() {
 }
 
 template <Difference kSide>
-void StreamDifference<kSide>::EnterRows() {
-  if (!constant_ || retained_.empty()) return;
+void StreamDifference<kSide>::MoveRetainedToRows() {
   // Every retained row has started, and its instant is decided: it goes over as a started tuple with
   // its end, but for those that ended before the instant in progress, and those whose end at it
   // cancelled a start already.

@@ -65,8 +65,13 @@ class StreamDifference final : public Operator {
   // The batch form is about to run: the one state in batch form, and (ISTREAM planned for
   // constant durations) whether it holds rows the constant strategy must leave to it.
   void EnterBatch();
-  // The row form is about to run: the constant strategy's rows move into the one state.
-  void EnterRows();
+  // The row form is about to run: the constant strategy's rows move into the one state. Inline,
+  // since every row the row form is given asks it.
+  void EnterRows() {
+    if (constant_ && !retained_.empty()) [[unlikely]]
+      MoveRetainedToRows();
+  }
+  void MoveRetainedToRows();
   bool UsesInstants() const { return !constant_ || general_; }
   // A row of a retained batch: the batch's sequence number and its physical row.
   struct RowRef {

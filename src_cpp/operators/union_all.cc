@@ -90,10 +90,12 @@ class UnionAll::Rows final : public RowOperator {
  public:
   explicit Rows(UnionAll* u) : u_(u) {}
 
+  // Rows the batch form kept are taken over first, on a tail call: a call that came back here
+  // would make every row save registers for it.
   void Push(int port, const Row& row, RowEmitter& out) override {
     UnionAll& u = *u_;
     if (!u.waiting_.empty()) [[unlikely]]
-      TakeOver(out);
+      return TakenOver(port, row, out);
     if (!(out.now() < row.sync)) {
       // The region runs this row's instant: nothing earlier can come any more, so it goes on at
       // once, after the rows of its instant that came before it.
@@ -104,10 +106,10 @@ class UnionAll::Rows final : public RowOperator {
     Keep(port, row, out);
   }
 
-  void PushEnd(int, HolderId id, Time end, RowEmitter& out) override {
+  void PushEnd(int port, HolderId id, Time end, RowEmitter& out) override {
     UnionAll& u = *u_;
     if (!u.waiting_.empty()) [[unlikely]]
-      TakeOver(out);
+      return TakenOver(port, id, end, out);
     if (id < u.held_.size() && u.held_[id].port != kNone.port) {
       // Its row still waits here: it leaves with its end, and the end goes no further.
       Port& p = u.ports_[u.held_[id].port];
@@ -156,6 +158,14 @@ class UnionAll::Rows final : public RowOperator {
   [[gnu::noinline]] void TakeOver(RowEmitter& out) {
     u_->TakeFromBatches();
     out.Wake();
+  }
+  [[gnu::noinline]] void TakenOver(int port, const Row& row, RowEmitter& out) {
+    TakeOver(out);
+    Push(port, row, out);
+  }
+  [[gnu::noinline]] void TakenOver(int port, HolderId id, Time end, RowEmitter& out) {
+    TakeOver(out);
+    PushEnd(port, id, end, out);
   }
 
   UnionAll* u_;

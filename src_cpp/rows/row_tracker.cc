@@ -156,7 +156,9 @@ void RowRelationTracker::RemoveAlive(uint32_t slot) {
   alive_.pop_back();
 }
 
-void RowRelationTracker::AdvanceTo(Time progress, const Visitor& visit) {
+// Flattened: GCC called std::vector's push_back out of line here, a call for every row that
+// starts, ends or is released (the lists keep their capacity: the call mostly stored one word).
+[[gnu::flatten]] void RowRelationTracker::AdvanceTo(Time progress, const Visitor& visit) {
   // A visitor's emission may come back into the tracker through a loop, but only to Push (rows
   // of a later instant) or PushEnd: neither touches these lists.
   std::vector<uint32_t>& starts = starts_;
