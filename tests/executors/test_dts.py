@@ -3,6 +3,7 @@ loops stop with an error naming the loop, and the hybrid and the published execu
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import tempfile
@@ -310,7 +311,9 @@ TWICE = (
 def isolated(code: str, timeout: float = 120) -> str:
     """Runs `code` in a fresh interpreter, with the cq_py these tests import, and returns what it
     printed; a run that does not end within `timeout` seconds fails the test instead of hanging
-    the suite."""
+    the suite. The sanitizer run (tests/sanitize/run.sh) scales the bound by
+    CQ_TEST_TIMEOUT_SCALE: the same work takes several times longer under ASan."""
+    timeout *= float(os.environ.get("CQ_TEST_TIMEOUT_SCALE", "1"))
     try:
         proc = subprocess.run(
             [sys.executable, "-c", textwrap.dedent(code)],

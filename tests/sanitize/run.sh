@@ -55,6 +55,8 @@ cd "$root"
 # (the working directory) from coming first, and an editable install of cq in the interpreter's
 # environment would map cq_core to its own tree whatever PYTHONPATH says — refused here.
 export PYTHONSAFEPATH=1 PYTHONPATH="$build/python:$root"
+# Tests that bound a subprocess's time (a loop of 10^7 rows) give it longer: ASan slows it down.
+export CQ_TEST_TIMEOUT_SCALE=10
 LD_PRELOAD="$preload" "$python" -c "import cq_core, sys; sys.exit(0 if cq_core.__file__.startswith('$pyext') else
   f'cq_core comes from {cq_core.__file__}, not the sanitized build $pyext: use an interpreter without cq installed')"
 LD_PRELOAD="$preload" "$python" -m pytest -q -p no:cacheprovider \
