@@ -294,6 +294,20 @@ void QuerySink::PushEnds(int, const EndBatch& ends, Emitter&) {
 }
 
 void QuerySink::PushNegative(const Batch& b) {
+  const std::vector<uint32_t> neg = Pair(batches_, b);
+  if (neg.empty()) return;
+  // Rows of the negatives: values and start (other) from them, end = their instant (sync).
+  Batch rows;
+  rows.kind = BatchKind::kLifetime;
+  rows.schema = b.schema;
+  rows.length = static_cast<int64_t>(neg.size());
+  for (const Column& c : b.columns) rows.columns.push_back(Gather(c, neg.data(), rows.length));
+  rows.sync = GatherTime(b.other, neg.data(), rows.length);
+  TimeColumn ends = GatherTime(b.sync, neg.data(), rows.length);
+  Output(rows, nullptr, rows.length, &ends);
+}
+
+std::vector<uint32_t> QuerySink::Pair(Batches& k, const Batch& b) const {
   const int64_t n = b.length;
   // Positives wait; each negative finds its positive by value and start (the lookup the direct
   // method avoids) and makes the row final: values and start from the negative, end its instant.
@@ -301,7 +315,6 @@ void QuerySink::PushNegative(const Batch& b) {
   // table then holds only the positives still alive, not a whole batch of them.
   std::vector<uint64_t> h(static_cast<size_t>(n));
   HashRows(b.columns, n, h.data());
-  Batches& k = batches_;
   const uint32_t seq = k.next_seq++;
   k.retained.push_back({seq, b, 0});
   std::vector<uint32_t> neg;
@@ -325,22 +338,12 @@ void QuerySink::PushNegative(const Batch& b) {
     --k.at(p.seq).live;
     neg.push_back(row);
   }
-  if (!neg.empty()) {
-    // Rows of the negatives: values and start (other) from them, end = their instant (sync).
-    Batch rows;
-    rows.kind = BatchKind::kLifetime;
-    rows.schema = b.schema;
-    rows.length = static_cast<int64_t>(neg.size());
-    for (const Column& c : b.columns) rows.columns.push_back(Gather(c, neg.data(), rows.length));
-    rows.sync = GatherTime(b.other, neg.data(), rows.length);
-    TimeColumn ends = GatherTime(b.sync, neg.data(), rows.length);
-    Output(rows, nullptr, rows.length, &ends);
-  }
   if (k.retained.back().live == 0) {  // no positive of it waits: forget it, and its number
     k.retained.pop_back();
     --k.next_seq;
   }
   while (k.holds() && k.retained.front().live == 0) k.retained.pop_front();
+  return neg;
 }
 
 void QuerySink::AdvanceTo(Time progress, Emitter&) {
@@ -597,44 +600,32 @@ QuerySink::Batches QuerySink::BatchesOfRows() const {
   Batches k;
   k.next_seq = batches_.next_seq;
   if (!RowsHold()) return k;
-  // One batch of the rows, in start order (a batch's is), each waiting by its holder (direct) or
-  // as a positive (negative).
-  struct Kept {
-    Held x;
-    HolderId holder;  // kNoHolder: a positive
-  };
-  std::vector<Kept> kept;
+  // One batch of the rows, in start order (a batch's is): the rows waiting by their holder
+  // (direct), or the positives, which wait as a batch of positives that just came does.
+  std::vector<std::pair<Held, HolderId>> kept;
   for (size_t id = 0; id < held_.size(); ++id)
     if (held_[id].slot != kNotHeld.slot) kept.push_back({held_[id], static_cast<HolderId>(id)});
   held_positives_.ForEach([&](const Held& p) { kept.push_back({p, kNoHolder}); });
-  std::sort(kept.begin(), kept.end(), [](const Kept& a, const Kept& b) {
-    return a.x.start != b.x.start ? a.x.start < b.x.start : a.x.slot < b.x.slot;
+  std::sort(kept.begin(), kept.end(), [](const auto& a, const auto& b) {
+    return a.first.start != b.first.start ? a.first.start < b.first.start : a.first.slot < b.first.slot;
   });
   RowBatchBuilder rows(schema_, BatchKind::kLifetime, std::nullopt);
-  for (const Kept& e : kept) {
+  for (const auto& [x, holder] : kept) {
     Row r;
-    r.values = store_.Get(e.x.slot);
-    r.sync = e.x.start;
+    r.values = store_.Get(x.slot);
+    r.sync = x.start;
     rows.Append(r);
   }
   Batch b = rows.Finish();
+  if (negative_) {
+    Pair(k, b);
+    return k;
+  }
   const uint32_t seq = k.next_seq++;
-  std::vector<uint64_t> h;
-  if (!held_positives_.empty()) {
-    h.resize(static_cast<size_t>(b.length));
-    HashRows(b.columns, b.length, h.data());
-  }
-  for (size_t i = 0; i < kept.size(); ++i) {
-    const uint32_t row = static_cast<uint32_t>(i);
-    if (kept[i].holder == kNoHolder) {
-      k.positives.Insert(PositiveKey(h[i], kept[i].x.start), {seq, row});
-      continue;
-    }
-    if (kept[i].holder >= k.slots.size()) k.slots.resize(held_.size());
-    k.slots[kept[i].holder] = {seq, row};
-    ++k.waiting;
-  }
-  k.retained.push_back({seq, std::move(b), static_cast<int64_t>(kept.size())});
+  k.slots.resize(held_.size());
+  for (size_t i = 0; i < kept.size(); ++i) k.slots[kept[i].second] = {seq, static_cast<uint32_t>(i)};
+  k.waiting = static_cast<int64_t>(kept.size());
+  k.retained.push_back({seq, std::move(b), k.waiting});
   return k;
 }
 

@@ -130,6 +130,10 @@ class QuerySink final : public Operator {
   static uint64_t PositiveKey(uint64_t values_hash, Time start) {
     return MixHash(values_hash ^ MixHash(static_cast<uint64_t>(start.tick) * 31 + static_cast<uint64_t>(start.step)));
   }
+  // The rows of `b` (compact) into `k` as the negative method has them: a positive waits (in b,
+  // by PositiveKey), a negative takes its positive out. Returns the negatives' rows. (The one
+  // place rows become positives of the batch layout, as they come and as they move over.)
+  std::vector<uint32_t> Pair(Batches& k, const Batch& b) const;
   // The row layout's rows as a batch layout (one batch; numbered after batches_'s last).
   Batches BatchesOfRows() const;
   void TakeFromRows();     // the row layout's rows into the batch layout
