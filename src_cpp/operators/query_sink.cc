@@ -8,6 +8,7 @@
 #include "batch/row_hash.h"
 #include "batch/snapshot.h"
 #include "operators/registry.h"
+#include "rows/batch_rows.h"
 
 namespace cq {
 
@@ -44,7 +45,8 @@ Column EndColumn(const TimeColumn& ends, int64_t n) {
 
 QuerySink::QuerySink(std::string query, BatchKind kind, const Schema& input, bool expose_steps, bool negative)
     : query_(std::move(query)), kind_(kind), input_(input), output_(input), expose_steps_(expose_steps),
-      negative_(negative && kind == BatchKind::kLifetime), equal_(input) {
+      negative_(negative && kind == BatchKind::kLifetime), equal_(input),
+      schema_(std::make_shared<const Schema>(input)), store_(RowLayout(input)) {
   if (kind_ == BatchKind::kStream) {
     output_.push_back({"ts", TypeId::kInt64});
     if (expose_steps_) output_.push_back({"ts_step", TypeId::kInt64});
@@ -220,6 +222,7 @@ void QuerySink::Push(int, const Batch& in, Emitter&) {
   const Batch& b = in.CompactInto(storage);
   const int64_t n = b.length;
   if (negative_) {
+    if (RowsHold()) TakeFromRows();
     PushNegative(b);
     return;
   }
@@ -238,29 +241,33 @@ void QuerySink::Push(int, const Batch& in, Emitter&) {
   for (int64_t i = first; i < n; ++i) (h[i] == kNoHolder ? now : wait).push_back(static_cast<uint32_t>(i));
   if (!now.empty()) Output(b, now.data(), static_cast<int64_t>(now.size()), nullptr);
   if (wait.empty()) return;
-  const uint32_t seq = next_seq_++;
+  if (RowsHold()) TakeFromRows();
+  Batches& k = batches_;
+  const uint32_t seq = k.next_seq++;
   for (uint32_t i : wait) {
-    if (h[i] >= slots_.size()) slots_.resize(std::max<size_t>(h[i] + 1, slots_.size() * 2));
-    CQ_CHECK(slots_[h[i]].row == Slot::kEmpty, "expiration holder " + std::to_string(h[i]) + " in use twice");
-    slots_[h[i]] = {seq, i};
+    if (h[i] >= k.slots.size()) k.slots.resize(std::max<size_t>(h[i] + 1, k.slots.size() * 2));
+    CQ_CHECK(k.slots[h[i]].row == Slot::kEmpty, "expiration holder " + std::to_string(h[i]) + " in use twice");
+    k.slots[h[i]] = {seq, i};
   }
-  waiting_ += static_cast<int64_t>(wait.size());
-  retained_.push_back({seq, std::move(b), static_cast<int64_t>(wait.size())});
+  k.waiting += static_cast<int64_t>(wait.size());
+  k.retained.push_back({seq, b, static_cast<int64_t>(wait.size())});
 }
 
 void QuerySink::PushEnds(int, const EndBatch& ends, Emitter&) {
   // The rows that wait here, sorted back into arrival order (batch, row) whatever order the ends
   // came in (a partitioned window fixes them key by key, all over the batches).
+  if (RowsHold()) TakeFromRows();
   struct Hit {
     uint32_t seq, row, k;
   };
   std::vector<Hit> hits;
+  std::vector<Slot>& slots = batches_.slots;
   const HolderId* ids = ends.ids();
   for (int64_t k = 0; k < ends.length; ++k) {
     const HolderId id = ids[k];
-    if (id >= slots_.size() || slots_[id].row == Slot::kEmpty) continue;  // never reached this query
-    hits.push_back({slots_[id].seq, slots_[id].row, static_cast<uint32_t>(k)});
-    slots_[id].row = Slot::kEmpty;
+    if (id >= slots.size() || slots[id].row == Slot::kEmpty) continue;  // never reached this query
+    hits.push_back({slots[id].seq, slots[id].row, static_cast<uint32_t>(k)});
+    slots[id].row = Slot::kEmpty;
   }
   if (hits.empty()) return;
   std::sort(hits.begin(), hits.end(),
@@ -276,24 +283,31 @@ void QuerySink::PushEnds(int, const EndBatch& ends, Emitter&) {
       rows.push_back(hits[i].row);
       which.push_back(hits[i].k);
     }
-    Retained& r = retained_[seq - retained_.front().seq];
+    Retained& r = batches_.at(seq);
     const int64_t m = static_cast<int64_t>(rows.size());
     TimeColumn e = GatherTime(ends.ends, which.data(), m);
     Output(r.batch, rows.data(), m, &e);
     r.live -= m;
-    waiting_ -= m;
+    batches_.waiting -= m;
   }
-  while (!retained_.empty() && retained_.front().live == 0) retained_.pop_front();
+  while (batches_.holds() && batches_.retained.front().live == 0) batches_.retained.pop_front();
 }
-
-namespace {
-// A row's value hash combined with a start: positives and negatives pair on both.
-uint64_t WithStart(uint64_t h, Time t) {
-  return MixHash(h ^ MixHash(static_cast<uint64_t>(t.tick) * 31 + static_cast<uint64_t>(t.step)));
-}
-}  // namespace
 
 void QuerySink::PushNegative(const Batch& b) {
+  const std::vector<uint32_t> neg = Pair(batches_, b);
+  if (neg.empty()) return;
+  // Rows of the negatives: values and start (other) from them, end = their instant (sync).
+  Batch rows;
+  rows.kind = BatchKind::kLifetime;
+  rows.schema = b.schema;
+  rows.length = static_cast<int64_t>(neg.size());
+  for (const Column& c : b.columns) rows.columns.push_back(Gather(c, neg.data(), rows.length));
+  rows.sync = GatherTime(b.other, neg.data(), rows.length);
+  TimeColumn ends = GatherTime(b.sync, neg.data(), rows.length);
+  Output(rows, nullptr, rows.length, &ends);
+}
+
+std::vector<uint32_t> QuerySink::Pair(Batches& k, const Batch& b) const {
   const int64_t n = b.length;
   // Positives wait; each negative finds its positive by value and start (the lookup the direct
   // method avoids) and makes the row final: values and start from the negative, end its instant.
@@ -301,67 +315,60 @@ void QuerySink::PushNegative(const Batch& b) {
   // table then holds only the positives still alive, not a whole batch of them.
   std::vector<uint64_t> h(static_cast<size_t>(n));
   HashRows(b.columns, n, h.data());
-  const uint32_t seq = next_seq_++;
-  retained_.push_back({seq, b, 0});
+  const uint32_t seq = k.next_seq++;
+  k.retained.push_back({seq, b, 0});
   std::vector<uint32_t> neg;
   for (int64_t i = 0; i < n; ++i) {
     const uint32_t row = static_cast<uint32_t>(i);
     if (b.EndAt(i).IsInfinite()) {
-      positives_.Insert(WithStart(h[i], b.StartAt(i)), {seq, row});
-      ++retained_.back().live;
+      k.positives.Insert(PositiveKey(h[i], b.StartAt(i)), {seq, row});
+      ++k.retained.back().live;
       continue;
     }
     const Time start = b.other.At(i);
     Positive p;
-    const bool found = positives_.Take(
-        WithStart(h[i], start),
+    const bool found = k.positives.Take(
+        PositiveKey(h[i], start),
         [&](const Positive& q) {
-          const Batch& pb = retained_[q.seq - retained_.front().seq].batch;
+          const Batch& pb = k.at(q.seq).batch;
           return pb.StartAt(q.row) == start && equal_(pb.columns, q.row, b.columns, i);
         },
         &p);
     CQ_CHECK(found, "a negative tuple without its positive");
-    --retained_[p.seq - retained_.front().seq].live;
+    --k.at(p.seq).live;
     neg.push_back(row);
   }
-  if (!neg.empty()) {
-    // Rows of the negatives: values and start (other) from them, end = their instant (sync).
-    Batch rows;
-    rows.kind = BatchKind::kLifetime;
-    rows.schema = b.schema;
-    rows.length = static_cast<int64_t>(neg.size());
-    for (const Column& c : b.columns) rows.columns.push_back(Gather(c, neg.data(), rows.length));
-    rows.sync = GatherTime(b.other, neg.data(), rows.length);
-    TimeColumn ends = GatherTime(b.sync, neg.data(), rows.length);
-    Output(rows, nullptr, rows.length, &ends);
+  if (k.retained.back().live == 0) {  // no positive of it waits: forget it, and its number
+    k.retained.pop_back();
+    --k.next_seq;
   }
-  if (retained_.back().live == 0) {  // no positive of it waits: forget it, and its number
-    retained_.pop_back();
-    --next_seq_;
-  }
-  while (!retained_.empty() && retained_.front().live == 0) retained_.pop_front();
+  while (k.holds() && k.retained.front().live == 0) k.retained.pop_front();
+  return neg;
 }
 
 void QuerySink::AdvanceTo(Time progress, Emitter&) {
-  if (!negative_ || !progress.IsInfinite() || positives_.empty()) return;
+  if (!negative_ || !progress.IsInfinite()) return;
+  if (RowsHold()) TakeFromRows();
+  Batches& kept = batches_;
+  if (kept.positives.empty()) return;
   // Close: the positives still waiting never end.
   std::vector<std::pair<uint32_t, uint32_t>> left;
-  positives_.ForEach([&](const Positive& p) { left.emplace_back(p.seq, p.row); });
-  positives_.clear();
+  kept.positives.ForEach([&](const Positive& p) { left.emplace_back(p.seq, p.row); });
+  kept.positives.clear();
   std::sort(left.begin(), left.end());
   size_t k = 0;
   while (k < left.size()) {
     const uint32_t seq = left[k].first;
     std::vector<uint32_t> rows;
     while (k < left.size() && left[k].first == seq) rows.push_back(left[k++].second);
-    const Batch& b = retained_[seq - retained_.front().seq].batch;
+    const Batch& b = kept.at(seq).batch;
     const int64_t m = static_cast<int64_t>(rows.size());
     TimeColumn never;
     never.ticks = Buffer::Allocate(m * 8);
     for (int64_t i = 0; i < m; ++i) never.ticks.as<int64_t>()[i] = Time::kInfTick;
     Output(b, rows.data(), m, &never);
   }
-  retained_.clear();
+  kept.retained.clear();
 }
 
 std::vector<OutputChunk> QuerySink::Drain() {
@@ -449,27 +456,32 @@ void QuerySink::Snapshot(SnapshotWriter& w) const {
     w.PodVec(b.valid);
     w.I64(b.nulls);
   }
-  // A kept batch is a whole output batch of its producer, kept for the few rows that wait (an
-  // aggregate's open results): only the waiting rows are written, and references renumbered.
-  std::vector<std::vector<uint32_t>> rows(retained_.size());
-  const uint32_t front = retained_.empty() ? 0 : retained_.front().seq;
-  for (const Slot& s : slots_)
+  if (RowsHold()) WriteBatches(w, BatchesOfRows());
+  else WriteBatches(w, batches_);
+}
+
+// A kept batch is a whole output batch of its producer, kept for the few rows that wait (an
+// aggregate's open results): only the waiting rows are written, and references renumbered.
+void QuerySink::WriteBatches(SnapshotWriter& w, const Batches& k) {
+  std::vector<std::vector<uint32_t>> rows(k.retained.size());
+  const uint32_t front = k.holds() ? k.retained.front().seq : 0;
+  for (const Slot& s : k.slots)
     if (s.row != Slot::kEmpty) rows[s.seq - front].push_back(s.row);
-  positives_.ForEach([&](const Positive& p) { rows[p.seq - front].push_back(p.row); });
-  std::vector<uint8_t> compacted(retained_.size(), 0);
-  w.U32(next_seq_);
-  w.U64(retained_.size());
-  for (size_t k = 0; k < retained_.size(); ++k) {
-    const Retained& r = retained_[k];
-    std::sort(rows[k].begin(), rows[k].end());
+  k.positives.ForEach([&](const Positive& p) { rows[p.seq - front].push_back(p.row); });
+  std::vector<uint8_t> compacted(k.retained.size(), 0);
+  w.U32(k.next_seq);
+  w.U64(k.retained.size());
+  for (size_t i = 0; i < k.retained.size(); ++i) {
+    const Retained& r = k.retained[i];
+    std::sort(rows[i].begin(), rows[i].end());
     w.U32(r.seq);
-    if (static_cast<int64_t>(rows[k].size()) * 2 < r.batch.length) {
-      compacted[k] = 1;
+    if (static_cast<int64_t>(rows[i].size()) * 2 < r.batch.length) {
+      compacted[i] = 1;
       Batch waiting = r.batch;
       waiting.has_selection = true;
-      waiting.selection = Buffer::Allocate(static_cast<int64_t>(rows[k].size()) * 4);
-      std::copy(rows[k].begin(), rows[k].end(), waiting.selection.as<uint32_t>());
-      waiting.selection_count = static_cast<int64_t>(rows[k].size());
+      waiting.selection = Buffer::Allocate(static_cast<int64_t>(rows[i].size()) * 4);
+      std::copy(rows[i].begin(), rows[i].end(), waiting.selection.as<uint32_t>());
+      waiting.selection_count = static_cast<int64_t>(rows[i].size());
       w.WriteBatch(waiting.Compact());
     } else {
       w.WriteBatch(r.batch);
@@ -481,12 +493,12 @@ void QuerySink::Snapshot(SnapshotWriter& w) const {
     return compacted[seq - front] ? static_cast<uint32_t>(std::lower_bound(rs.begin(), rs.end(), row) - rs.begin())
                                   : row;
   };
-  std::vector<Slot> slots = slots_;
+  std::vector<Slot> slots = k.slots;
   for (Slot& s : slots)
     if (s.row != Slot::kEmpty) s.row = renumber(s.seq, s.row);
   w.PodVec(slots);
-  positives_.Snapshot(w, [&](const Positive& p) { return Positive{p.seq, renumber(p.seq, p.row)}; });
-  w.I64(waiting_);
+  k.positives.Snapshot(w, [&](const Positive& p) { return Positive{p.seq, renumber(p.seq, p.row)}; });
+  w.I64(k.waiting);
 }
 
 void QuerySink::Restore(SnapshotReader& r) {
@@ -534,54 +546,122 @@ void QuerySink::Restore(SnapshotReader& r) {
   ok &= small_.empty() ? small_rows_ == 0 : small_.size() == output_.size();
   if (ok) ok = queued_rows_ == rows + small_rows_;
   CQ_SNAPSHOT_CHECK(ok, "a query's undrained output does not fit its schema");
-  next_seq_ = r.U32();
-  retained_.clear();
+  ClearRows();
+  Batches& k = batches_;
+  k.next_seq = r.U32();
+  k.retained.clear();
   for (size_t n = r.Count(1); n > 0; --n) {
     const uint32_t seq = r.U32();
     Batch b = r.ReadBatch(input_, kind_);
     const int64_t live = r.I64();
-    CQ_SNAPSHOT_CHECK(!b.has_selection && seq < next_seq_ && (retained_.empty() || seq == retained_.back().seq + 1) &&
+    CQ_SNAPSHOT_CHECK(!b.has_selection && seq < k.next_seq && (!k.holds() || seq == k.retained.back().seq + 1) &&
                           b.columns.size() == input_.size(),
                       "a query's waiting rows are out of sequence");
-    retained_.push_back({seq, std::move(b), live});
+    k.retained.push_back({seq, std::move(b), live});
   }
   // Numbers are handed out in order and only to kept batches: the last kept has the last number.
-  ok &= retained_.empty() || retained_.back().seq + 1 == next_seq_;
+  ok &= !k.holds() || k.retained.back().seq + 1 == k.next_seq;
   auto holds = [&](uint32_t seq, uint32_t row) {
-    return !retained_.empty() && seq >= retained_.front().seq && seq - retained_.front().seq < retained_.size() &&
-           row < static_cast<uint64_t>(retained_[seq - retained_.front().seq].batch.length);
+    return k.holds() && seq >= k.retained.front().seq && seq - k.retained.front().seq < k.retained.size() &&
+           row < static_cast<uint64_t>(k.at(seq).batch.length);
   };
-  r.PodVec(slots_);
+  r.PodVec(k.slots);
   // Each kept batch is kept for exactly the rows that still refer to it.
-  std::vector<int64_t> refs(retained_.size(), 0);
+  std::vector<int64_t> refs(k.retained.size(), 0);
   int64_t waiting = 0;
-  for (const Slot& s : slots_) {
+  for (const Slot& s : k.slots) {
     if (s.row == Slot::kEmpty) continue;
     ok &= holds(s.seq, s.row);
-    if (ok) ++refs[s.seq - retained_.front().seq], ++waiting;
+    if (ok) ++refs[s.seq - k.retained.front().seq], ++waiting;
   }
   // (negative) A positive waits under the hash of its values and start, which a negative looks up.
-  std::vector<std::vector<uint64_t>> hashes(retained_.size());
+  std::vector<std::vector<uint64_t>> hashes(k.retained.size());
   auto hash_of = [&](const Positive& p) {
-    const Retained& k = retained_[p.seq - retained_.front().seq];
-    std::vector<uint64_t>& h = hashes[p.seq - retained_.front().seq];
+    const Batch& b = k.at(p.seq).batch;
+    std::vector<uint64_t>& h = hashes[p.seq - k.retained.front().seq];
     if (h.empty()) {
-      h.resize(static_cast<size_t>(k.batch.length));
-      HashRows(k.batch.columns, k.batch.length, h.data());
+      h.resize(static_cast<size_t>(b.length));
+      HashRows(b.columns, b.length, h.data());
     }
-    return WithStart(h[p.row], k.batch.StartAt(p.row));
+    return PositiveKey(h[p.row], b.StartAt(p.row));
   };
-  positives_.Restore(
+  k.positives.Restore(
       r,
       [&](const Positive& p) {
         if (!holds(p.seq, p.row)) return false;
-        ++refs[p.seq - retained_.front().seq];
+        ++refs[p.seq - k.retained.front().seq];
         return true;
       },
       hash_of);
-  waiting_ = r.I64();
-  ok &= negative_ ? waiting == 0 : waiting == waiting_;
-  for (size_t k = 0; k < retained_.size(); ++k) ok &= retained_[k].live == refs[k];
+  k.waiting = r.I64();
+  ok &= negative_ ? waiting == 0 : waiting == k.waiting;
+  for (size_t i = 0; i < k.retained.size(); ++i) ok &= k.retained[i].live == refs[i];
   CQ_SNAPSHOT_CHECK(ok, "a query's waiting rows refer to batches it does not keep");
+}
+
+// ---- taking the rows over ----------------------------------------------------------------------
+
+QuerySink::Batches QuerySink::BatchesOfRows() const {
+  Batches k;
+  k.next_seq = batches_.next_seq;
+  if (!RowsHold()) return k;
+  // One batch of the rows, in start order (a batch's is): the rows waiting by their holder
+  // (direct), or the positives, which wait as a batch of positives that just came does.
+  std::vector<std::pair<Held, HolderId>> kept;
+  for (size_t id = 0; id < held_.size(); ++id)
+    if (held_[id].slot != kNotHeld.slot) kept.push_back({held_[id], static_cast<HolderId>(id)});
+  held_positives_.ForEach([&](const Held& p) { kept.push_back({p, kNoHolder}); });
+  std::sort(kept.begin(), kept.end(), [](const auto& a, const auto& b) {
+    return a.first.start != b.first.start ? a.first.start < b.first.start : a.first.slot < b.first.slot;
+  });
+  RowBatchBuilder rows(schema_, BatchKind::kLifetime, std::nullopt);
+  for (const auto& [x, holder] : kept) {
+    Row r;
+    r.values = store_.Get(x.slot);
+    r.sync = x.start;
+    rows.Append(r);
+  }
+  Batch b = rows.Finish();
+  if (negative_) {
+    Pair(k, b);
+    return k;
+  }
+  const uint32_t seq = k.next_seq++;
+  k.slots.resize(held_.size());
+  for (size_t i = 0; i < kept.size(); ++i) k.slots[kept[i].second] = {seq, static_cast<uint32_t>(i)};
+  k.waiting = static_cast<int64_t>(kept.size());
+  k.retained.push_back({seq, std::move(b), k.waiting});
+  return k;
+}
+
+void QuerySink::TakeFromRows() {
+  batches_ = BatchesOfRows();
+  ClearRows();
+}
+
+void QuerySink::ClearRows() {
+  store_.Clear();
+  held_.clear();
+  held_positives_.clear();
+}
+
+void QuerySink::TakeFromBatches() {
+  Batches& k = batches_;
+  const RowLayout& l = store_.layout();
+  for (size_t id = 0; id < k.slots.size(); ++id) {
+    const Slot& s = k.slots[id];
+    if (s.row == Slot::kEmpty) continue;
+    if (id >= held_.size()) held_.resize(k.slots.size(), kNotHeld);
+    WithRow(k.at(s.seq).batch, s.row, [&](const Row& r) { held_[id] = {store_.Add(r.values), r.sync}; });
+  }
+  k.positives.ForEach([&](const Positive& p) {
+    WithRow(k.at(p.seq).batch, p.row, [&](const Row& r) {
+      held_positives_.Insert(PositiveKey(l.Hash(r.values), r.sync), {store_.Add(r.values), r.sync});
+    });
+  });
+  k.retained.clear();
+  k.slots.clear();
+  k.positives.clear();
+  k.waiting = 0;
 }
 }  // namespace cq

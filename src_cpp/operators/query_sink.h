@@ -11,8 +11,10 @@
 #include "base/hash_multimap.h"
 #include "base/ring.h"
 #include "batch/row_equal.h"
+#include "batch/row_hash.h"
 
 #include "operators/operator.h"
+#include "rows/row.h"
 
 namespace cq {
 
@@ -42,7 +44,10 @@ class QuerySink final : public Operator {
   size_t Mark();
   void Rollback(size_t mark);
   int64_t queued_rows() const { return queued_rows_; }
-  int64_t waiting_rows() const { return waiting_; }
+  // Relation rows waiting for their end (direct method), in whichever layout holds them.
+  int64_t waiting_rows() const {
+    return batches_.waiting + static_cast<int64_t>(store_.size() - held_positives_.size());
+  }
 
  private:
   template <bool kRelation, bool kSteps>
@@ -80,28 +85,69 @@ class QuerySink final : public Operator {
   std::vector<ColumnBuilder> small_;  // one per output column
   int64_t small_rows_ = 0;
 
-  // Rows waiting for their end: retained batches, and for each holder id where its row is.
+  // ---- what waits here between calls: one state for both forms (rows/ROWS.md) ----------------
+  // Relation rows waiting for their end: by holder id (direct), or as positives waiting for their
+  // negative, by hash of values and start (the Negative Tuple method). The batch form keeps them
+  // in the batches they came in (a producer's batch is kept whole for its few open rows, none
+  // copied until it goes out), the row form a row each in a RowStore (a loop's instant brings a
+  // row or two). Only one layout holds rows at a time, the last form's: a form that finds rows in
+  // the other's layout takes them over first, so either form may be asked for at any time, and
+  // back, and no row is lost or goes out twice. Snapshots write the batch layout, whichever holds
+  // the rows; a restored state is in it.
+
+  // The batch layout: kept batches, numbered in arrival order, and where their waiting rows are.
   struct Retained {
     uint32_t seq;
     Batch batch;
-    int64_t live;
+    int64_t live;  // its rows still waiting
   };
   struct Slot {
     uint32_t seq = 0;
     uint32_t row = kEmpty;
     static constexpr uint32_t kEmpty = 0xFFFFFFFFu;
   };
-  Ring<Retained> retained_;
-  std::vector<Slot> slots_;
-  // Negative Tuple method: positives waiting for their negative, by hash of (values, start).
-  bool negative_;
-  RowEqual equal_;
   struct Positive {
     uint32_t seq = 0, row = 0;
   };
-  HashMultimap<Positive> positives_;
-  uint32_t next_seq_ = 0;
-  int64_t waiting_ = 0;
+  struct Batches {
+    Ring<Retained> retained;
+    std::vector<Slot> slots;           // direct: by holder id
+    HashMultimap<Positive> positives;  // negative: by PositiveKey
+    uint32_t next_seq = 0;
+    int64_t waiting = 0;  // (direct) rows in slots
+    bool holds() const { return !retained.empty(); }
+    Retained& at(uint32_t seq) { return retained[seq - retained.front().seq]; }
+  };
+  // The row layout: a kept row's values in store_, with its start.
+  struct Held {
+    uint32_t slot;
+    Time start;
+  };
+  static constexpr Held kNotHeld{0xFFFFFFFFu, {}};
+  bool RowsHold() const { return store_.size() != 0; }
+  // A row's key under the negative method: the hash of its values (alike in either form,
+  // batch/row_hash.h) combined with its start: positives and negatives pair on both.
+  static uint64_t PositiveKey(uint64_t values_hash, Time start) {
+    return MixHash(values_hash ^ MixHash(static_cast<uint64_t>(start.tick) * 31 + static_cast<uint64_t>(start.step)));
+  }
+  // The rows of `b` (compact) into `k` as the negative method has them: a positive waits (in b,
+  // by PositiveKey), a negative takes its positive out. Returns the negatives' rows. (The one
+  // place rows become positives of the batch layout, as they come and as they move over.)
+  std::vector<uint32_t> Pair(Batches& k, const Batch& b) const;
+  // The row layout's rows as a batch layout (one batch; numbered after batches_'s last).
+  Batches BatchesOfRows() const;
+  void TakeFromRows();     // the row layout's rows into the batch layout
+  void TakeFromBatches();  // the batch layout's rows into the row layout
+  void ClearRows();
+  static void WriteBatches(SnapshotWriter& w, const Batches& b);
+
+  bool negative_;
+  RowEqual equal_;
+  std::shared_ptr<const Schema> schema_;  // input_, for batches made of kept rows
+  Batches batches_;
+  RowStore store_;
+  std::vector<Held> held_;             // direct: by holder id
+  HashMultimap<Held> held_positives_;  // negative: by PositiveKey
 };
 
 }  // namespace cq

@@ -1,6 +1,7 @@
 // The query output's row form (rows/ROWS.md): under hybrid=False every operator below the sources
-// runs in a loop region, the outputs too. Rows go into the same growing columns as the batch
-// form's small batches do, and leave as the same chunks; a relation row waits here for its end.
+// runs in a loop region, the outputs too. Final rows are written straight into the columns of the
+// chunk they will go out in; a relation row whose end is not final waits in the query output's one
+// state (query_sink.h), taken over from the batch layout first if the batch form left rows there.
 #include <algorithm>
 #include <cstring>
 
@@ -10,7 +11,6 @@
 #include "batch/buffer.h"
 #include "batch/column.h"
 #include "batch/row_hash.h"
-#include "batch/snapshot.h"
 #include "batch/value_store.h"
 #include "operators/query_sink.h"
 #include "rows/batch_rows.h"
@@ -23,9 +23,8 @@ template <bool kRelation, bool kSteps>
 class QuerySink::Rows final : public RowOperator {
  public:
   explicit Rows(QuerySink* sink)
-      : s_(sink), schema_(std::make_shared<const Schema>(sink->input_)), store_(RowLayout(sink->input_)),
-        width_(sink->input_.size()), nulls_(sink->input_.size()) {
-    strings_ = store_.layout().has_strings();
+      : s_(sink), layout_(sink->input_), width_(sink->input_.size()), nulls_(sink->input_.size()) {
+    strings_ = layout_.has_strings();
     negative_ = sink->negative_;
   }
   ~Rows() override { ReleaseStaged(); }
@@ -42,26 +41,35 @@ class QuerySink::Rows final : public RowOperator {
   }
   // A relation row whose end is pending waits for it.
   [[gnu::noinline]] void Wait(const Row& row) {
-    if (row.holder >= waiting_.size()) waiting_.resize(std::max<size_t>(row.holder + 1, waiting_.size() * 2), kNone);
-    CQ_CHECK(waiting_[row.holder].slot == kNone.slot,
+    QuerySink& s = *s_;
+    if (s.batches_.holds()) [[unlikely]]
+      s.TakeFromBatches();
+    std::vector<Held>& held = s.held_;
+    if (row.holder >= held.size()) held.resize(std::max<size_t>(row.holder + 1, held.size() * 2), kNotHeld);
+    CQ_CHECK(held[row.holder].slot == kNotHeld.slot,
              "expiration holder " + std::to_string(row.holder) + " in use twice");
-    waiting_[row.holder] = {store_.Add(row.values), row.sync};
+    held[row.holder] = {s.store_.Add(row.values), row.sync};
   }
 
   void PushEnd(int, HolderId id, Time end, RowEmitter&) override {
-    if (id >= waiting_.size() || waiting_[id].slot == kNone.slot) return;  // never reached this query
-    const Waiting w = waiting_[id];
-    waiting_[id] = kNone;
-    Output(store_.Get(w.slot), w.start, end);
-    store_.Remove(w.slot);
+    QuerySink& s = *s_;
+    if (s.batches_.holds()) [[unlikely]]
+      s.TakeFromBatches();
+    std::vector<Held>& held = s.held_;
+    if (id >= held.size() || held[id].slot == kNotHeld.slot) return;  // never reached this query
+    const Held w = held[id];
+    held[id] = kNotHeld;
+    Output(s.store_.Get(w.slot), w.start, end);
+    s.store_.Remove(w.slot);
   }
 
   void AdvanceTo(Time progress, RowEmitter&) override {
-    if (!negative_ || !progress.IsInfinite() || positives_.empty()) return;
+    if (!negative_ || !progress.IsInfinite()) return;
+    QuerySink& s = *s_;
+    if (s.batches_.holds()) s.TakeFromBatches();
     // Close: the positives still waiting never end.
-    positives_.ForEach([&](const Positive& p) { Output(store_.Get(p.slot), p.start, Time::Infinity()); });
-    positives_.ForEach([&](const Positive& p) { store_.Remove(p.slot); });
-    positives_.clear();
+    s.held_positives_.ForEach([&](const Held& p) { Output(s.store_.Get(p.slot), p.start, Time::Infinity()); });
+    s.ClearRows();
   }
   bool stateful() const override { return negative_; }
   bool gathers() const override { return true; }
@@ -93,42 +101,10 @@ class QuerySink::Rows final : public RowOperator {
   bool advances_when_due() const override { return true; }  // (at close only)
   bool fires() const override { return false; }
 
-  void Snapshot(SnapshotWriter& w) const override {
-    store_.Snapshot(w, schema_);
-    w.PodVec(waiting_);
-    positives_.Snapshot(w);
-  }
-  void Restore(SnapshotReader& r) override {
-    store_.Restore(r, *schema_);
-    r.PodVec(waiting_);
-    // Each kept row waits once, by its holder or as a positive.
-    std::vector<uint8_t> named;
-    auto once = [&](uint32_t slot, Time start) {
-      if (!store_.live(slot) || !SnapshotReader::ValidTime(start)) return false;
-      if (slot >= named.size()) named.resize(slot + size_t{1}, 0);
-      return !named[slot]++;
-    };
-    size_t n = 0;
-    bool ok = true;
-    for (const Waiting& x : waiting_)
-      if (x.slot != kNone.slot) ok = ok && once(x.slot, x.start), ++n;
-    positives_.Restore(
-        r, [&](const Positive& p) { return ++n, once(p.slot, p.start); },
-        [&](const Positive& p) { return Key(store_.layout(), store_.Get(p.slot), p.start); });
-    CQ_SNAPSHOT_CHECK(ok && n == store_.size(), "a query's waiting rows are inconsistent");
-  }
+  // (Snapshot and Restore: nothing of its own. The rows waiting are the query output's state,
+  // which writes them; the chunk being built is empty between calls, flushed at the end of each.)
 
  private:
-  struct Waiting {
-    uint32_t slot;
-    Time start;
-  };
-  struct Positive {
-    uint32_t slot;
-    Time start;
-  };
-  static constexpr Waiting kNone{0xFFFFFFFFu, {}};
-
   // A final row: its values (a word each: int64, double bits, bool 0/1, or a retained string)
   // and times go straight into the buffers that will be the chunk's columns (SEMANTICS.md §6). A
   // full chunk goes out at once.
@@ -166,7 +142,7 @@ class QuerySink::Rows final : public RowOperator {
       if (!v[c].valid) nulls_[c].push_back(static_cast<int64_t>(row));
   }
   // Out of line, so that Output stays small where no column holds strings.
-  [[gnu::noinline]] void RetainStrings(const Value* v) const { store_.layout().Retain(v); }
+  [[gnu::noinline]] void RetainStrings(const Value* v) const { layout_.Retain(v); }
   [[gnu::noinline]] void Full() {
     Flush();
     cap_ = next_cap_;
@@ -234,35 +210,33 @@ class QuerySink::Rows final : public RowOperator {
   }
 
   // The negative method: a relation row is final when its negative tuple arrives.
-  static uint64_t Key(const RowLayout& l, const Value* v, Time start) {
-    return MixHash(l.Hash(v) ^ MixHash(static_cast<uint64_t>(start.tick) * 31 + static_cast<uint64_t>(start.step)));
-  }
   void PushNegative(const Row& row) {
-    const RowLayout& l = store_.layout();
+    QuerySink& s = *s_;
+    if (s.batches_.holds()) [[unlikely]]
+      s.TakeFromBatches();
+    const RowLayout& l = layout_;
+    RowStore& store = s.store_;
     if (row.other.IsInfinite()) {
-      positives_.Insert(Key(l, row.values, row.sync), {store_.Add(row.values), row.sync});
+      s.held_positives_.Insert(PositiveKey(l.Hash(row.values), row.sync), {store.Add(row.values), row.sync});
       return;
     }
     const Time start = row.other;  // a negative tuple: `other` is the start it ends
-    Positive p;
-    const bool found = positives_.Take(
-        Key(l, row.values, start),
-        [&](const Positive& q) { return q.start == start && l.Equal(store_.Get(q.slot), row.values); }, &p);
+    Held p;
+    const bool found = s.held_positives_.Take(
+        PositiveKey(l.Hash(row.values), start),
+        [&](const Held& q) { return q.start == start && l.Equal(store.Get(q.slot), row.values); }, &p);
     CQ_CHECK(found, "a negative tuple without its positive");
     Output(row.values, start, row.sync);
-    store_.Remove(p.slot);
+    store.Remove(p.slot);
   }
 
   QuerySink* s_;
-  std::shared_ptr<const Schema> schema_;
-  RowStore store_;
-  std::vector<Waiting> waiting_;      // direct: by holder id
-  HashMultimap<Positive> positives_;  // negative: by hash of values and start
+  RowLayout layout_;  // the user columns'
   // Final rows not handed to the query's queue yet: n_ rows of the chunk being built, in
   // buffers_ (room for cap_ rows; the user columns, then the times), words_ their values; the NULLs
   // of each user column and the rows that never end, by row number.
   size_t width_;
-  const std::vector<TypeId>& types() const { return store_.layout().types(); }  // the user columns
+  const std::vector<TypeId>& types() const { return layout_.types(); }  // the user columns
   bool strings_, negative_;  // (kept as flags: Output reads them for every row)
   std::vector<Buffer> buffers_;
   std::vector<int64_t*> words_;

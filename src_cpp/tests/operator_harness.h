@@ -8,8 +8,8 @@
 //   snapshot   the batch form snapshotted between two input events (with its holder table), a new
 //              operator built from the spec and restored from the bytes, and run on
 //   to rows    the batch form until a random input event, then its row form, asked for then
-//              (Operator::ToRows after the batch form ran: the state is kept); and the other
-//              way, the row form, then the batch form
+//              (Operator::ToRows after the batch form ran: the state is kept); the other way,
+//              the row form, then the batch form; and there and back (batch, rows, batch)
 //   negative   the operator built for the Negative Tuple method, its input as positive tuples at
 //              their starts and negative tuples at their ends (in batch form, in row form, turned
 //              into rows half way and back, each cut by a snapshot too) — where the operator has
@@ -105,9 +105,6 @@ struct OperatorCase {
   // (Recorder::Record). Its row form gathers (RowOperator::gathers): it is flushed where the
   // executor flushes it, at the end of every call.
   std::function<void(Operator&, Recorder&)> drain;
-  // False for an operator whose forms keep two states, which may not change form half way (the
-  // switch runs are left out): the query output, for now.
-  bool switches = true;
 };
 
 // ---- input -------------------------------------------------------------------------------------
@@ -685,13 +682,13 @@ inline int ExpectFormsAgree(const OperatorCase& c, uint64_t seed) {
     RunOptions back{m + "rows, to batch", negative, true};
     back.to_batch_at = cut(size);
     runs.push_back(back);
+    // There and back: the state the batch form built taken over by the row form, and back again.
+    runs.push_back({m + "to rows, to batch, snapshot", negative, false, at, cut(size), later});
   };
   method(false, n);
   if (c.negative) method(true, nn);
   if (!c.rows)  // (the batch form alone, with and without snapshots)
     std::erase_if(runs, [](const RunOptions& o) { return o.rows || o.to_rows_at != SIZE_MAX; });
-  if (!c.switches)
-    std::erase_if(runs, [](const RunOptions& o) { return o.to_rows_at != SIZE_MAX || o.to_batch_at != SIZE_MAX; });
   std::vector<Recorder::Tuple> reference, negative_reference;
   bool have_negative_reference = false;  // (an empty result is a reference too)
   auto no_ghosts = [](std::vector<Recorder::Tuple> v) {

@@ -2,10 +2,7 @@
 // way it can be driven: the delay (operators/delay.h; what it keeps for queries registered later,
 // its backlog, recorded with its output), the reissue of expiration holders (reissue_holders.h;
 // the map of ids given out), and a relation's scan (relation_scan.h; the alive copies of each
-// value, in batch form only, direct and negative), and a query's output (query_sink.h; rows
-// waiting for their ends, read back by draining it; its forms keep two states still, so it does
-// not change form half way).
-#include "operators/query_sink.h"
+// value, in batch form only, direct and negative). (A query's output: query_sink_harness_test.cc.)
 #include "tests/operator_harness.h"
 
 namespace cq::test {
@@ -66,45 +63,6 @@ CQ_TEST(relation_scan_forms_agree_in_the_harness) {
   };
   for (uint64_t seed = 1; seed <= 100; ++seed)
     if (harness::ExpectFormsAgree(c, seed) > 0) break;
-}
-
-// The chunks a query's output holds, as tuples: user columns, then start (and end, NULL for never)
-// ticks, then their steps (expose_steps).
-void DrainSink(Operator& op, harness::Recorder& rec, size_t width, bool relation) {
-  for (const OutputChunk& c : dynamic_cast<QuerySink&>(op).Drain()) {
-    const size_t n = relation ? 2 : 1;
-    for (int64_t i = 0; i < c.length; ++i) {
-      std::string v;
-      for (size_t k = 0; k < width; ++k)
-        v += (k ? "," : "") + harness::ShowCell(harness::Recorder::CellOf(c.columns[k], i));
-      auto time = [&](size_t k) {
-        const Column& ticks = c.columns[width + k];
-        if (!ticks.IsValid(i)) return Time::Infinity();
-        return Time{ticks.i64()[i], c.columns[width + n + k].i64()[i]};
-      };
-      const Time start = time(0);
-      rec.Record(v, start, relation ? time(1) : start);
-    }
-  }
-}
-
-CQ_TEST(query_sink_forms_agree_in_the_harness) {
-  for (BatchKind kind : {BatchKind::kLifetime, BatchKind::kStream}) {
-    const bool relation = kind == BatchKind::kLifetime;
-    OperatorCase c;
-    c.name = relation ? "the output of a relation-valued query" : "the output of a stream-valued query";
-    c.spec = R"({"op": "sink", "query": "q", "expose_steps": true})";
-    c.inputs = {{kInput, kind}};
-    c.drain = [&](Operator& op, harness::Recorder& rec) { DrainSink(op, rec, kInput.size(), relation); };
-    c.switches = false;
-    // (A producer fixes every pending end by close, as ∞ at the latest: a row whose end is never
-    // fixed is never final, and never output.)
-    c.adjust = [](std::vector<InputTuple>& tuples) {
-      for (InputTuple& t : tuples) t.fix_at_close |= t.pending && t.end.IsInfinite();
-    };
-    for (uint64_t seed = 1; seed <= 100; ++seed)
-      if (harness::ExpectFormsAgree(c, seed) > 0) break;
-  }
 }
 
 }  // namespace
