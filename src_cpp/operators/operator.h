@@ -108,7 +108,8 @@ class Operator {
   virtual bool is_output() const { return false; }
   // The operator's row form (rows/ROWS.md), which the DTS executor runs inside loop regions, where
   // an instant carries a row or two; null when it has none (it then runs there through a
-  // BatchAdapter). Asked once, before the operator has seen any input. The row form may refer to
+  // BatchAdapter). Asked once, at any time: the operator may have run in batch form before, and
+  // both forms drive its one state (rows/ROWS.md). The row form may refer to
   // this operator, which outlives it.
   virtual std::unique_ptr<RowOperator> ToRows() { return nullptr; }
   // What an operator added now, while the engine runs at progress `p`, must still be handed from

@@ -194,7 +194,7 @@ void DtsExecutor::Add(std::vector<std::pair<OperatorSpec, std::unique_ptr<Operat
       nodes_.at(ins[port]).consumers.push_back({id, static_cast<int>(port), &nodes_.at(id)});
   }
   try {
-    Schedule(std::set<int>(added.begin(), added.end()));
+    Schedule();
   } catch (...) {
     for (int id : added) {
       for (int in : nodes_.at(id).inputs) {
@@ -207,7 +207,7 @@ void DtsExecutor::Add(std::vector<std::pair<OperatorSpec, std::unique_ptr<Operat
   }
 }
 
-void DtsExecutor::Schedule(const std::set<int>& fresh) {
+void DtsExecutor::Schedule() {
   // Strongly connected components (Tarjan).
   std::map<int, int> index, low;
   std::set<int> on_stack;
@@ -427,16 +427,19 @@ void DtsExecutor::Schedule(const std::set<int>& fresh) {
   schedule_ = std::move(schedule);
   regions_ = std::move(regions);
   entries_ = std::move(entries);
-  MakeRowForms(fresh);
+  MakeRowForms();
 }
 
-void DtsExecutor::MakeRowForms(const std::set<int>& fresh) {
+void DtsExecutor::MakeRowForms() {
   for (Region& r : regions_) {
     for (size_t k = 0; k < r.members.size(); ++k) {
       Node* m = r.members[k];
       Node& n = *m;
       if (!n.rows) {
-        if (fresh.count(r.nodes[k])) n.rows = n.op->ToRows();
+        // An operator that ran in batch form outside loops joins one in its row form all the
+        // same: both forms drive its one state, and the row form takes over what the batch form
+        // holds (rows/ROWS.md). Only an operator with no row form runs through a BatchAdapter.
+        n.rows = n.op->ToRows();
         if (!n.rows) {
           std::vector<BatchAdapter::Input> ins;
           for (int in : n.inputs) {

@@ -253,15 +253,15 @@ class DtsExecutor final : public Executor {
   void DeliverEnds(const Consumer& c, const EndBatch& ends);
   // The targets and exits a member's rows reach (NodeRowEmitter), through bypassed projections.
   void ResolveRowTargets(Node& n, NodeRowEmitter& e);
-  // Row forms for the region members that have none yet: their own for `fresh` ones (added in
-  // this call), a BatchAdapter for operators that already ran outside loops.
-  void MakeRowForms(const std::set<int>& fresh);
+  // Row forms for the region members that have none yet: their own, also for operators that
+  // already ran outside loops (a BatchAdapter only for an operator that has none).
+  void MakeRowForms();
   // Hands each exit's gathered rows to the consumers outside.
   void FlushExits(Region& r);
   void FlushAllExits();
   // Orders the graph, cuts loops at delays and forms the regions; throws (changing nothing) on a
   // loop without a delay.
-  void Schedule(const std::set<int>& fresh);
+  void Schedule();
   void RunRegion(Region& r);
   // Where giving `n` a row or an end marks it for a visit: its stale flag, or, for a node that
   // wakes itself, a flag no one reads.
