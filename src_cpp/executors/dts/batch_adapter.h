@@ -1,10 +1,9 @@
 #pragma once
-// A batch operator inside a loop region (rows/ROWS.md): an operator with no row form, or one that
-// was running outside loops before a query registered later closed a loop through it (its state
-// is in batch form). The rows it is given wait, in arrival order, until it must advance (or an end
-// is fixed for one of them: it is written into the waiting row); then they go in as batches, one
-// per run of rows on a port, and what the operator emits goes on as rows. Correct for every
-// operator, and as slow as a batch per instant: the operators of loops have row forms.
+// A batch operator inside a loop region (rows/ROWS.md): an operator with no row form. The rows it
+// is given wait, in arrival order, until it must advance (or an end is fixed for one of them: it
+// is written into the waiting row); then they go in as batches, one per run of rows on a port, and
+// what the operator emits goes on as rows. Correct for every operator, and as slow as a batch per
+// instant: the operators of loops have row forms.
 #include <memory>
 #include <optional>
 #include <vector>
