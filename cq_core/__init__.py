@@ -1,5 +1,5 @@
 """cq's compiled core (private). Users import :mod:`cq_py`; this package holds only the binding."""
 
-from cq_core._core import CoreError, Engine, kernel_signatures, operator_descriptors, operator_names
+from cq_core._core import CoreError, Engine, kernel_signatures, operator_descriptors
 
-__all__ = ["CoreError", "Engine", "kernel_signatures", "operator_descriptors", "operator_names"]
+__all__ = ["CoreError", "Engine", "kernel_signatures", "operator_descriptors"]

@@ -160,8 +160,6 @@ PYBIND11_MODULE(_core, m) {
     return py::bytes(cq::Engine::SnapshotAnnex(BufferBytes(data, info)));
   });
 
-  m.def("operator_names", [] { return cq::OperatorRegistry::Global().names(); });
-
   // What each operator is (operators/descriptor.h), for the planner, explain and the Spark runner.
   m.def("operator_descriptors", [] {
     const cq::OperatorRegistry& r = cq::OperatorRegistry::Global();

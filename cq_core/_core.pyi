@@ -42,9 +42,6 @@ def kernel_signatures() -> list[tuple[str, list[str], str, str, int]]:
 # The stage of the profile-guided build this core was compiled at: 'USE', 'OFF' or 'GENERATE'.
 pgo: str
 
-def operator_names() -> list[str]:
-    """Names of the operators the core can build from a plan."""
-
 def operator_descriptors() -> list[dict[str, str | bool]]:
     """What each registered operator is (src_cpp/operators/descriptor.h): name, description,
     output, firing, lifetimes, partition, columns, role (strings), keeps_identity, shareable,

@@ -36,6 +36,7 @@ from cq_py.planner import explain as render_plan
 from cq_py.planner import types as T
 from cq_py.planner.expressions import missing_kernels
 from cq_py.planner.logical import Node, QueryDef, StreamDef
+from cq_py.planner.operators import find
 from cq_py.ticks import MAX_TICK, MIN_TICK, UNITS, tick_range, to_ticks
 
 LIFETIMES = ("direct", "negative")
@@ -967,7 +968,6 @@ def _check_runnable(nodes: list[Node], planner: Planner, executor: str) -> None:
     """Refuses, before anything is registered, a plan that uses operators or kernels the core does
     not have yet (``explain`` shows such plans all the same), and a recursive plan under the
     heartbeat executor, which would deadlock on it."""
-    available = set(_core_operator_names())
     from cq_py.planner import loops
 
     ids = {n.id for n in nodes}
@@ -986,7 +986,7 @@ def _check_runnable(nodes: list[Node], planner: Planner, executor: str) -> None:
                 first.pos if first else nodes[0].pos,
             )
     for n in nodes:
-        if n.op not in available:
+        if find(n.op) is None:
             raise planner.err(
                 f"the operator '{n.op}' (in '{n.owner}') is not available in "
                 "this build yet; cq_py.explain() shows the plan",
@@ -1008,12 +1008,6 @@ def _from_first_registered(names: list[str], planner: Planner) -> list[str]:
         return names
     k = min(range(len(names)), key=lambda i: registered.index(names[i].lower()))
     return names[k:] + names[:k]
-
-
-def _core_operator_names() -> list[str]:
-    from cq_core import operator_names
-
-    return operator_names()
 
 
 def explain(

@@ -10,6 +10,16 @@ import sys
 from pathlib import Path
 
 
+def time_bound(seconds: float) -> float:
+    """A child's time bound: ``seconds`` times CQ_TEST_TIMEOUT_SCALE, which the sanitizer run
+    (tests/sanitize/run.sh) sets, since the same work takes several times longer under ASan.
+
+    >>> time_bound(120) >= 120
+    True
+    """
+    return seconds * float(os.environ.get("CQ_TEST_TIMEOUT_SCALE", "1"))
+
+
 def child_env(*first: str | Path) -> dict[str, str]:
     """os.environ with PYTHONPATH = ``first`` + this process's sys.path.
 

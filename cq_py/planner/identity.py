@@ -15,8 +15,6 @@ from collections.abc import Callable
 from cq_py.planner.logical import PENDING, Catalog, Node
 from cq_py.planner.operators import descriptor
 
-# Operators that hand each input tuple on with its holder id.
-
 
 def identity_sources(cat: Catalog, node: int, known: dict[int, set[int]] | None = None) -> set[int]:
     """The operators whose holder ids reach ``node``'s output unchanged: up through filters,

@@ -260,8 +260,7 @@ def _demand(n: Node, nodes: dict[int, Node], tracer: _Tracer) -> _Demand | None:
             n,
             tracer.options(n.inputs[0], range(len(source.schema))),
             f"{where}: {descriptor(n.op).description} compares whole rows, and none of their "
-            "columns can be "
-            "the partition key",
+            "columns can be the partition key",
         )
     return None
 

@@ -48,12 +48,6 @@ const OperatorDescriptor& OperatorRegistry::descriptor(const std::string& name) 
   return it->second.descriptor;
 }
 
-std::vector<std::string> OperatorRegistry::names() const {
-  std::vector<std::string> out;
-  for (const auto& [name, e] : entries_) out.push_back(name);
-  return out;
-}
-
 std::vector<const OperatorDescriptor*> OperatorRegistry::descriptors() const {
   std::vector<const OperatorDescriptor*> out;
   for (const auto& [name, e] : entries_) out.push_back(&e.descriptor);

@@ -32,7 +32,6 @@ class OperatorRegistry {
   std::unique_ptr<Operator> Create(const OperatorSpec& spec, const std::vector<OperatorInput>& inputs,
                                    const OperatorContext& ctx) const;
   const OperatorDescriptor& descriptor(const std::string& name) const;
-  std::vector<std::string> names() const;
   std::vector<const OperatorDescriptor*> descriptors() const;
   bool has_negative(const std::string& name) const { return negative_.count(name) > 0; }
 

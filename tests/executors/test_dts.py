@@ -3,7 +3,6 @@ loops stop with an error naming the loop, and the hybrid and the published execu
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import tempfile
@@ -14,7 +13,7 @@ import pyarrow as pa
 import pytest
 
 import cq_py
-from child import child_env
+from child import child_env, time_bound
 
 
 def loop(name: str, step: str, cond: str = "", delay: str = "<Now>") -> str:
@@ -311,9 +310,8 @@ TWICE = (
 def isolated(code: str, timeout: float = 120) -> str:
     """Runs `code` in a fresh interpreter, with the cq_py these tests import, and returns what it
     printed; a run that does not end within `timeout` seconds fails the test instead of hanging
-    the suite. The sanitizer run (tests/sanitize/run.sh) scales the bound by
-    CQ_TEST_TIMEOUT_SCALE: the same work takes several times longer under ASan."""
-    timeout *= float(os.environ.get("CQ_TEST_TIMEOUT_SCALE", "1"))
+    the suite (the sanitizer run gives it longer: child.time_bound)."""
+    timeout = time_bound(timeout)
     try:
         proc = subprocess.run(
             [sys.executable, "-c", textwrap.dedent(code)],
