@@ -45,7 +45,13 @@ class SnapshotWriter : public ByteWriter {
   void WriteBatch(const Batch& b);
   void WriteEnds(const EndBatch& e);
 
+  // The progress of the operator being written, as its executor keeps it (MinusInfinity when not
+  // told): every instant below it is complete and handed over.
+  void set_progress(Time t) { progress_ = t; }
+  Time progress() const { return progress_; }
+
  private:
+  Time progress_ = Time::MinusInfinity();
   // Key: the buffer's first byte and size (buffers are immutable while a snapshot is taken).
   struct BufKey {
     const uint8_t* data;

@@ -430,7 +430,9 @@ std::string Engine::Explain() const {
         s += std::to_string(ins[i]);
       }
     }
-    s += ": " + executor_->op(id)->Explain() + "\n";
+    s += ": " + executor_->op(id)->Explain();
+    if (const std::string f = executor_->form(id); f != "batch") s += " [" + f + "]";
+    s += "\n";
   }
   return s;
 }
@@ -452,7 +454,8 @@ constexpr char kMagic[8] = {'C', 'Q', 'S', 'N', 'A', 'P', '\r', '\n'};
 //    (rows/instants.h), whichever form holds it.
 //    The hash join writes one state for both its forms (operators/hash_join_state.h).
 // 5: so does the query output: its row form writes nothing of its own (operators/query_sink.h).
-constexpr uint32_t kFormatVersion = 5;
+// 6: the tracker state writes one format, the batch representation's, whichever form holds it.
+constexpr uint32_t kFormatVersion = 6;
 constexpr size_t kHeaderSize = 32;
 
 }  // namespace

@@ -55,7 +55,8 @@ class Engine {
   std::vector<OutputChunk> Drain(const std::string& query);
   const Schema& OutputSchema(const std::string& query) const;
   std::vector<std::string> Queries() const;
-  // One line per operator, in execution order: "<id> <- <inputs>: <operator>".
+  // One line per operator, in execution order: "<id> <- <inputs>: <operator>", then the form it
+  // runs in when not its batch form ("[rows]", "[adapted]").
   std::string Explain() const;
 
   // A snapshot of the whole engine between calls (a checkpoint): every operator's state, the

@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -56,6 +57,9 @@ class Executor {
   // Operator ids in the order explain() shows them (the executor's schedule order).
   virtual const std::vector<int>& order() const = 0;
   virtual const std::vector<int>& inputs(int id) const = 0;
+  // The form operator `id` runs in: "batch" (whole batches), "rows" (its row form, in a loop's
+  // region) or "adapted" (a row form made of its batch form, for an operator that has none).
+  virtual std::string form(int id) const { return "batch"; }
 
   // Engine snapshots: the executor's own state (its place in time, rows queued between
   // operators), not the operators' (the engine saves those). Restore reads it into an executor

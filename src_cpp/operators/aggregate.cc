@@ -738,7 +738,6 @@ void Aggregate::Snapshot(SnapshotWriter& w) const {
   }
   w.Pod(max_sync_);
   w.I64(retained_);
-  w.Bool(general_);
   instants_->Snapshot(w);
   w.I64(out_hint_);
 }
@@ -806,22 +805,17 @@ void Aggregate::Restore(SnapshotReader& r) {
                     "an aggregate's retained rows are inconsistent");
   Load(next_start_);  // unpacks the cursors' chunks (pointers are not saved)
   Load(next_end_);
-  general_ = r.Bool();
-  CQ_SNAPSHOT_CHECK(input_ != Input::kGeneral || !general_, "an aggregate's strategy differs from its plan's");
   instants_->Restore(r);
+  // Rows the one state holds under a constant strategy came from the row form: the general
+  // strategy runs until they are gone, as after a switch (EnterBatch).
+  general_ = input_ != Input::kGeneral && instants_->kept_rows() > 0;
   CQ_SNAPSHOT_CHECK(chunks_.empty() || (input_ != Input::kGeneral && instants_->kept_rows() == 0),
                     "an aggregate keeps input rows in two places");
   // The tracked rows carry their group id last: it indexes the groups.
   bool in_groups = true;
-  if (const InstantTracker* t = instants_->held_in_batches()) {
-    for (const Batch* b : t->retained_batches()) {
-      const int64_t* g = b->columns.back().i64();
-      for (int64_t i = 0; i < b->length; ++i) in_groups &= g[i] >= 0 && static_cast<uint64_t>(g[i]) < groups;
-    }
-  } else {
-    instants_->held_in_rows()->ForEachKeptValues([&](const Value* v) {
-      in_groups &= v[nargs_].valid && v[nargs_].i >= 0 && static_cast<uint64_t>(v[nargs_].i) < groups;
-    });
+  for (const Batch* b : instants_->batch().retained_batches()) {
+    const int64_t* g = b->columns.back().i64();
+    for (int64_t i = 0; i < b->length; ++i) in_groups &= g[i] >= 0 && static_cast<uint64_t>(g[i]) < groups;
   }
   CQ_SNAPSHOT_CHECK(in_groups, "an aggregate's tracked rows name groups it does not have");
   out_hint_ = r.I64();

@@ -436,17 +436,15 @@ void RegisterDStream(OperatorRegistry& r) {
              });
 }
 
-// The constant strategy's retained batches, expiry cursor and duration seen; whether the batch form
-// reads the one state although planned for it; the one state (empty while the constant strategy
-// runs); the constant strategy's instant in progress and its bag of ending rows (a later push may
-// carry more rows of that instant).
+// The constant strategy's retained batches, expiry cursor and duration seen; the one state (empty
+// while the constant strategy runs, but for rows the row form left); the constant strategy's
+// instant in progress and its bag of ending rows (a later push may carry more rows of that instant).
 template <Difference kSide>
 void StreamDifference<kSide>::Snapshot(SnapshotWriter& w) const {
   w.U64(next_seq_);
   WriteNumberedBatches(w, retained_);
   w.OptDur(duration_);
   w.I64(cursor_);
-  w.Bool(general_);
   instants_.Snapshot(w);
   w.Pod(current_);
   w.PodVec(ending_now_);
@@ -459,9 +457,10 @@ void StreamDifference<kSide>::Restore(SnapshotReader& r) {
   ReadNumberedBatches(r, schema_, BatchKind::kLifetime, next_seq_, false, retained_, "an ISTREAM's retained batches");
   duration_ = r.OptDur();
   cursor_ = r.I64();
-  general_ = r.Bool();
-  CQ_SNAPSHOT_CHECK(constant_ || !general_, "an ISTREAM's strategy differs from its plan's");
   instants_.Restore(r);
+  // Rows the one state holds under the constant strategy came from the row form: the general
+  // strategy runs until they are gone, as after a switch (EnterBatch).
+  general_ = constant_ && instants_.kept_rows() > 0;
   r.CheckToCome(instants_.next_instant(), kIStream ? "ISTREAM's next instant" : "DSTREAM's next instant");
   CQ_SNAPSHOT_CHECK(retained_.empty() || (constant_ && !general_ && instants_.kept_rows() == 0),
                     "an ISTREAM keeps rows in two strategies");

@@ -65,7 +65,7 @@ void Instants::ToRowStore() {
   in_rows_ = true;
 }
 
-void Instants::ToBatch() {
+std::unique_ptr<InstantTracker> Instants::BatchFromRows(Time passed) const {
   struct Held {
     uint32_t slot;
     Time start, end;
@@ -74,6 +74,9 @@ void Instants::ToBatch() {
   std::vector<Held> held;
   std::vector<Started<uint32_t>> started;
   rows_->ForEachKept([&](uint32_t slot, Time start, Time end, HolderId holder, bool is_started) {
+    // starts_only: an end at an instant handed over had no start beside it (the row form lets
+    // it go when it next visits an instant); the batch form would see an instant of the past.
+    if (is_started && starts_only_ && end < passed) return;
     if (is_started) started.push_back({slot, end, holder});
     else held.push_back({slot, start, end, holder});
   });
@@ -97,29 +100,31 @@ void Instants::ToBatch() {
     x.holder = s.holder;
     sb.Append(x);
   }
-  batch_ = NewBatch();
-  if (!hb.empty()) batch_->Push(hb.Finish());
-  if (!sb.empty()) batch_->Adopt(sb.Finish());
+  std::unique_ptr<InstantTracker> out = NewBatch();
+  if (!hb.empty()) out->Push(hb.Finish());
+  if (!sb.empty()) out->Adopt(sb.Finish());
+  return out;
+}
+
+void Instants::ToBatch() {
+  batch_ = BatchFromRows(Time::MinusInfinity());
   rows_ = NewRows();
   in_rows_ = false;
 }
 
+// One format, the batch representation's: rows the row form holds are written as the batch form
+// would hold them, and a restore brings them back there (the row form takes them over when first
+// asked, as after any switch).
 void Instants::Snapshot(SnapshotWriter& w) const {
-  w.Bool(in_rows_);
-  if (in_rows_) rows_->Snapshot(w);
+  if (in_rows_) BatchFromRows(w.progress())->Snapshot(w);
   else batch_->Snapshot(w);
 }
 
 void Instants::Restore(SnapshotReader& r) {
-  in_rows_ = r.Bool();
-  if (in_rows_) {
-    rows_ = NewRows();
-    rows_->Restore(r);
-    batch_ = NewBatch();
-  } else {
-    batch_->Restore(r, *schema_);
-    rows_.reset();
-  }
+  batch_ = NewBatch();
+  batch_->Restore(r, *schema_);
+  rows_.reset();
+  in_rows_ = false;
 }
 
 }  // namespace cq

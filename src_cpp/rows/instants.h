@@ -9,8 +9,8 @@
 // times the work). Each representation is the fastest for its form, and only one holds rows at a
 // time: when the other form is asked for it, the rows move over (ForEachKept, then Push for those
 // whose instants have not come and Adopt for those started), so that no instant ever merges two
-// sets of rows. A form can be chosen at any time, and chosen again; a snapshot writes the one
-// representation that holds the rows, and a restore brings it back whichever form reads it next.
+// sets of rows. A form can be chosen at any time, and chosen again; a snapshot has one format (the
+// batch representation's) whichever holds the rows, and a restore brings them back in it.
 #include <memory>
 
 #include "batch/snapshot.h"
@@ -38,22 +38,22 @@ class Instants {
     return *rows_;
   }
   bool in_rows() const { return in_rows_; }
-  // The representation that holds the rows, read as it is (for owners checking a restored state).
-  const InstantTracker* held_in_batches() const { return in_rows_ ? nullptr : batch_.get(); }
-  const RowTracker* held_in_rows() const { return in_rows_ ? rows_.get() : nullptr; }
   // Read without moving anything: whichever holds the rows answers.
   Time next_instant() const { return in_rows_ ? rows_->next_instant() : batch_->next_instant(); }
   bool any_alive() const { return in_rows_ ? rows_->any_alive() : batch_->any_alive(); }
   // Rows kept (for tests, and for owners that keep a state of their own beside this one).
   int64_t kept_rows() const { return in_rows_ ? static_cast<int64_t>(rows_->kept_rows()) : batch_->retained_rows(); }
 
-  // Which representation holds the rows, then its state.
+  // One format whichever representation holds the rows: the batch form's.
   void Snapshot(SnapshotWriter& w) const;
   void Restore(SnapshotReader& r);
 
  private:
   std::unique_ptr<InstantTracker> NewBatch() const;
   std::unique_ptr<RowTracker> NewRows() const;
+  // The rows the row form holds, as the batch form holds them; every instant below `passed` has
+  // been handed over.
+  std::unique_ptr<InstantTracker> BatchFromRows(Time passed) const;
   void ToBatch();
   void ToRowStore();
 

@@ -66,22 +66,6 @@ void RowTracker::AppendBagDifference(const std::vector<uint32_t>& a, const std::
   }
 }
 
-void RowTracker::SnapshotStore(SnapshotWriter& w) const {
-  store_.Snapshot(w, schema_);
-  w.PodVec(released_);
-}
-
-void RowTracker::RestoreStore(SnapshotReader& r) {
-  store_.Restore(r, *schema_);
-  r.PodVec(released_);
-  bool ok = true;
-  for (uint32_t s : released_) ok &= store_.live(s);
-  std::vector<uint32_t> sorted = released_;  // a slot let go of twice would be freed twice
-  std::sort(sorted.begin(), sorted.end());
-  ok &= std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end();
-  CQ_SNAPSHOT_CHECK(ok, "a tracker lets go of rows it does not hold");
-}
-
 // ---- direct ----------------------------------------------------------------------------------
 
 void RowRelationTracker::Push(const Row& row) {
@@ -241,59 +225,6 @@ void RowRelationTracker::Adopt(const Row& row) {
   else if (!row.other.IsInfinite()) expiring_.Insert({row.other, slot});
 }
 
-void RowRelationTracker::Snapshot(SnapshotWriter& w) const {
-  SnapshotStore(w);
-  w.PodVec(fifo_.data() + fifo_head_, fifo_.size() - fifo_head_);
-  w.PodVec(late_);
-  w.U64(arrivals_);
-  // Pending starts still held, by holder: renumbered from the FIFO's head.
-  std::vector<PendingHeld> pending;
-  for (size_t k = fifo_head_; k < fifo_.size(); ++k)
-    if (fifo_[k].end == Time::MinusInfinity())
-      pending.push_back({fifo_[k].holder, static_cast<uint32_t>(k - fifo_head_)});
-  w.PodVec(pending);
-  w.PodVec(undetermined_);
-  expiring_.Snapshot(w);
-  w.PodVec(alive_);
-}
-
-void RowRelationTracker::Restore(SnapshotReader& r) {
-  RestoreStore(r);
-  auto valid = [&](const Held& h) {
-    return SnapshotReader::ValidTime(h.start) && SnapshotReader::ValidTime(h.end) &&
-           (h.holder == kNoHolder || r.ValidHolder(h.holder));
-  };
-  r.PodVec(fifo_, "a tracker's held starts", valid);
-  fifo_head_ = 0;
-  fifo_base_ = 0;
-  r.PodVec(late_, "a tracker's late starts", [&](const Late& l) { return valid(l.held); });
-  arrivals_ = r.U64();
-  std::vector<PendingHeld> pending;
-  r.PodVec(pending, "a tracker's pending starts", [&](const PendingHeld& p) { return r.ValidHolder(p.holder); });
-  held_pending_.clear();
-  bool ok = true;
-  for (const auto& [h, k] : pending) {
-    ok &= k < fifo_.size() && fifo_[k].holder == h && fifo_[k].end == Time::MinusInfinity();
-    if (ok) Put(held_pending_, h, k);
-  }
-  r.PodVec(undetermined_);
-  expiring_.Restore(r);
-  r.PodVec(alive_);
-  ok &= std::is_heap(late_.begin(), late_.end(), std::greater<Late>());
-  for (const Held& h : fifo_) ok &= store_.live(h.slot);
-  for (const Late& l : late_) ok &= store_.live(l.held.slot);
-  for (size_t k = 1; k < fifo_.size(); ++k) ok &= !(fifo_[k].start < fifo_[k - 1].start);
-  for (uint32_t s : undetermined_) ok &= s == kNone || store_.live(s);
-  expiring_.ForEach([&](const Entry& e) { ok &= store_.live(e.slot); });
-  for (uint32_t s : alive_) ok &= store_.live(s);
-  CQ_SNAPSHOT_CHECK(ok, "a relation tracker refers to rows it does not hold");
-  alive_pos_.clear();
-  for (size_t k = 0; k < alive_.size(); ++k) {
-    if (alive_[k] >= alive_pos_.size()) alive_pos_.resize(alive_[k] + 1, kNone);
-    alive_pos_[alive_[k]] = static_cast<uint32_t>(k);
-  }
-}
-
 // ---- negative --------------------------------------------------------------------------------
 
 void RowNegativeTracker::Push(const Row& row) {
@@ -351,52 +282,6 @@ void RowNegativeTracker::Adopt(const Row& row) {
   if (!track_alive_) return;  // (positives alive are kept only to be tracked)
   const uint32_t slot = store_.Add(row.values);
   alive_.Insert(layout().Hash(values(slot)), slot);
-}
-
-void RowNegativeTracker::Snapshot(SnapshotWriter& w) const {
-  SnapshotStore(w);
-  w.U64(pending_.size());
-  for (const auto& [t, at] : pending_) {
-    w.Pod(t);
-    w.PodVec(at.positives);
-    w.PodVec(at.negatives);
-  }
-  alive_.Snapshot(w);
-}
-
-void RowNegativeTracker::Restore(SnapshotReader& r) {
-  RestoreStore(r);
-  pending_.clear();
-  bool ok = true;
-  for (size_t n = r.Count(16, "a negative tracker's instants"); n > 0; --n) {
-    const Time t = r.TimeValue("an instant");
-    CQ_SNAPSHOT_CHECK(pending_.empty() || pending_.rbegin()->first < t,
-                      "a negative tracker's instants are out of order");
-    Instant& at = pending_[t];
-    r.PodVec(at.positives);
-    r.PodVec(at.negatives);
-    for (uint32_t s : at.positives) ok &= store_.live(s);
-    for (uint32_t s : at.negatives) ok &= store_.live(s);
-  }
-  CQ_SNAPSHOT_CHECK(ok, "a negative tracker refers to rows it does not hold");
-  auto hash_of = [&](uint32_t s) { return layout().Hash(values(s)); };
-  alive_.Restore(r, [&](uint32_t s) { return store_.live(s); }, hash_of);
-  if (!track_alive_) return;
-  // Every negative to come must find its positive (the instant would fail otherwise).
-  std::vector<uint64_t> alive;
-  alive_.ForEach([&](uint32_t s) { alive.push_back(hash_of(s)); });
-  std::vector<uint64_t> pos, neg;
-  CQ_SNAPSHOT_CHECK(NegativesFindPositives(std::move(alive),
-                                           [&](auto&& visit) {
-                                             for (const auto& [t, at] : pending_) {
-                                               pos.clear();
-                                               neg.clear();
-                                               for (uint32_t s : at.positives) pos.push_back(hash_of(s));
-                                               for (uint32_t s : at.negatives) neg.push_back(hash_of(s));
-                                               visit(pos, neg);
-                                             }
-                                           }),
-                    "a negative tracker holds a negative tuple that no positive is alive for");
 }
 
 std::unique_ptr<RowTracker> MakeRowTracker(bool negative, ExpirationPolicy policy, bool track_alive,

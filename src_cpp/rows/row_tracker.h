@@ -93,14 +93,9 @@ class RowTracker {
     store_.ForEach([&](uint32_t s) { f(store_.Get(s)); });
   }
 
-  virtual void Snapshot(SnapshotWriter& w) const = 0;
-  virtual void Restore(SnapshotReader& r) = 0;
-
  protected:
   void Release(uint32_t slot) { released_.push_back(slot); }
   void Release(const std::vector<uint32_t>& slots) { released_.insert(released_.end(), slots.begin(), slots.end()); }
-  void SnapshotStore(SnapshotWriter& w) const;
-  void RestoreStore(SnapshotReader& r);
 
   std::shared_ptr<const Schema> schema_;
   RowStore store_;
@@ -139,8 +134,6 @@ class RowRelationTracker final : public RowTracker {
   void ForEachKnownChange(const std::function<void(Time, uint32_t, int)>& f) const override;
   void ForEachKept(const KeptVisitor& f) const override;
   void Adopt(const Row& row) override;
-  void Snapshot(SnapshotWriter& w) const override;
-  void Restore(SnapshotReader& r) override;
 
  private:
   static constexpr uint32_t kNone = 0xFFFFFFFFu;
@@ -162,10 +155,6 @@ class RowRelationTracker final : public RowTracker {
   struct Entry {
     Time end;
     uint32_t slot;
-  };
-  struct PendingHeld {  // (snapshots) a held start whose end is pending: its holder, its place
-    HolderId holder;
-    uint32_t at;
   };
   // The next instant, and in `h` the held start that comes out next (null when none): AdvanceTo
   // starts its instant's loop from it.
@@ -230,8 +219,6 @@ class RowNegativeTracker final : public RowTracker {
   void ForEachKnownChange(const std::function<void(Time, uint32_t, int)>& f) const override;
   void ForEachKept(const KeptVisitor& f) const override;
   void Adopt(const Row& row) override;
-  void Snapshot(SnapshotWriter& w) const override;
-  void Restore(SnapshotReader& r) override;
 
  private:
   struct Instant {

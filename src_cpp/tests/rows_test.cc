@@ -18,6 +18,7 @@
 #include "kernels/registry.h"
 #include "operators/union_all.h"
 #include "rows/batch_rows.h"
+#include "rows/instants.h"
 #include "rows/row.h"
 #include "rows/row_expression.h"
 #include "rows/row_tracker.h"
@@ -1244,19 +1245,22 @@ struct Step {
   HolderId holder;
 };
 
-std::vector<Seen> RunScript(const std::vector<Step>& script, std::unique_ptr<RowTracker> (*make)(), size_t cut,
+std::vector<Seen> RunScript(const std::vector<Step>& script, std::unique_ptr<Instants> (*make)(), size_t cut,
                             std::vector<std::vector<int64_t>>* alive) {
-  std::unique_ptr<RowTracker> tr = make();
+  std::unique_ptr<Instants> state = make();
+  RowTracker* tr = &state->rows();
   std::vector<Seen> seen;
   for (size_t k = 0; k < script.size(); ++k) {
     if (k == cut) {
+      // (The snapshot is the batch representation's: the rows go over and come back.)
       SnapshotWriter w;
-      tr->Snapshot(w);
-      std::unique_ptr<RowTracker> fresh = make();
-      PushRow(*fresh, 1234, T(0));  // something to be replaced
+      state->Snapshot(w);
+      std::unique_ptr<Instants> fresh = make();
+      PushRow(fresh->rows(), 1234, T(0));  // something to be replaced
       SnapshotReader r(w.bytes().data(), w.bytes().size());
       fresh->Restore(r);
-      tr = std::move(fresh);
+      state = std::move(fresh);
+      tr = &state->rows();
     }
     const Step& s = script[k];
     switch (s.kind) {
@@ -1273,10 +1277,12 @@ std::vector<Seen> RunScript(const std::vector<Step>& script, std::unique_ptr<Row
   return seen;
 }
 
-std::unique_ptr<RowTracker> MakeDirect() {
-  return std::make_unique<RowRelationTracker>(kTrackSchema, ExpirationPolicy::kLazy, true);
+std::unique_ptr<Instants> MakeDirect() {
+  return std::make_unique<Instants>(kTrackSchema, false, ExpirationPolicy::kLazy, true, false);
 }
-std::unique_ptr<RowTracker> MakeNegative() { return std::make_unique<RowNegativeTracker>(kTrackSchema, true); }
+std::unique_ptr<Instants> MakeNegative() {
+  return std::make_unique<Instants>(kTrackSchema, true, ExpirationPolicy::kLazy, true, false);
+}
 
 CQ_TEST(trackers_snapshot_and_restore_mid_stream) {
   using K = Step::Kind;

@@ -456,3 +456,48 @@ def test_close_makes_final_what_lies_below_the_furthest_input_before_a_loop_runs
     with pytest.raises(cq_py.RunawayLoopError, match=r"past its inputs' progress \(tick 20\)"):
         eng.close()
     assert [r["ts"] for r in rows(eng, "twice")] == list(range(2, 21, 2))
+
+
+# Every kind of operator that can sit in a loop's region, in one script: under hybrid=False the
+# whole graph below the sources is one region (but for RSTREAM, which looks ahead at close).
+EVERY_OPERATOR = """
+REGISTER STREAM s(a INT, b INT);
+REGISTER RELATION r(a INT, c INT);
+REGISTER QUERY w AS ISTREAM(SELECT b, AVG(a) AS v FROM s [Range 5 Slide 2] GROUP BY b);
+REGISTER QUERY x AS DSTREAM(SELECT s.a, r.c FROM s [Range 3], r WHERE s.a = r.a AND s.b > 0);
+REGISTER QUERY y AS ISTREAM(SELECT a FROM s [Partition By b Rows 2] UNION ALL
+                            SELECT a FROM s [Rows 3]);
+REGISTER QUERY z AS RSTREAM(SELECT a FROM s [Now]);
+"""
+
+
+@pytest.mark.parametrize("lifetime", ["direct", "negative"])
+def test_every_operator_in_a_region_runs_its_own_row_form(lifetime):
+    # A region runs each member's row form over the one state its batch form keeps; only an
+    # operator with no row form would run adapted (BatchAdapter), and every one has a row form.
+    eng = cq_py.Engine(hybrid=False, lifetime=lifetime)
+    eng.execute(EVERY_OPERATOR)
+    eng.push("r", pa.table({"a": [1, 2], "c": [10, 20], "ts": [0, 0]}))
+    eng.push("s", pa.table({"a": [1, 2, 1, 3], "b": [1, 1, 2, 0], "ts": [0, 1, 3, 6]}))
+    lines = eng._core.explain().splitlines()
+    ops = [ln for ln in lines if " <- " in ln]
+    assert len(ops) == 22
+    # All but RSTREAM, which looks ahead at close and runs on whole batches between regions.
+    assert [ln for ln in ops if not ln.endswith(" [rows]")] == ["#22 <- #21: RStream (every tick)"]
+    # With the hybrid executor a loop registered later is a region of its own beside the running
+    # operators, which keep their batch form.
+    hybrid = cq_py.Engine(lifetime=lifetime)
+    hybrid.execute(EVERY_OPERATOR)
+    hybrid.push("s", pa.table({"a": [1], "b": [1], "ts": [0]}))
+    assert "[rows]" not in hybrid._core.explain()
+    hybrid.execute(
+        "REGISTER QUERY c AS ISTREAM(SELECT a FROM s [Now] "
+        "UNION ALL SELECT a + 1 AS a FROM c [Now] WHERE a + 1 < 4) <Now>;"
+    )
+    hybrid.push("s", pa.table({"a": [1], "b": [1], "ts": [5]}))
+    hybrid.close()
+    assert hybrid.fetch("c").to_pylist() == [{"a": a, "ts": 5} for a in (1, 2, 3)]
+    lines = hybrid._core.explain().splitlines()
+    in_rows = [ln.split(": ", 1)[1] for ln in lines if ln.endswith(" [rows]")]
+    assert len(in_rows) == 7, lines
+    assert "[adapted]" not in hybrid._core.explain()

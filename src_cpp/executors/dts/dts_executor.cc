@@ -525,8 +525,13 @@ void DtsExecutor::FlushAllExits() {
   for (Region& r : regions_) FlushExits(r);
 }
 
+Time DtsExecutor::Progress(const Node& n) const {
+  return n.region >= 0 ? std::max(n.progress, regions_[static_cast<size_t>(n.region)].progress) : n.progress;
+}
+
 void DtsExecutor::SnapshotOperator(int id, SnapshotWriter& w) const {
   const Node& n = nodes_.at(id);
+  w.set_progress(Progress(n));
   n.op->Snapshot(w);
   if (n.rows) n.rows->Snapshot(w);
 }
@@ -534,7 +539,7 @@ void DtsExecutor::SnapshotOperator(int id, SnapshotWriter& w) const {
 void DtsExecutor::RestoreOperator(int id, SnapshotReader& r) {
   Node& n = nodes_.at(id);
   // A loop's members see its instants before their own progress catches up (AdvanceRegion).
-  r.set_progress(n.region >= 0 ? std::max(n.progress, regions_[static_cast<size_t>(n.region)].progress) : n.progress);
+  r.set_progress(Progress(n));
   n.op->Restore(r);
   if (n.rows) n.rows->Restore(r);
   // A loop runs its instants from its progress on: a member due before it would fire in the past.

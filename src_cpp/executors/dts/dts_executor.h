@@ -74,8 +74,7 @@ class DtsExecutor final : public Executor {
   void Restore(SnapshotReader& r, const std::map<int, Time>& source_progress) override;
   void SnapshotOperator(int id, SnapshotWriter& w) const override;
   void RestoreOperator(int id, SnapshotReader& r) override;
-  // The form node `id` runs in, for tests and explain: "batch", "rows" or "adapted".
-  std::string form(int id) const;
+  std::string form(int id) const override;
 
  private:
   struct Node;
@@ -257,6 +256,9 @@ class DtsExecutor final : public Executor {
   // already ran outside loops (a BatchAdapter only for an operator that has none).
   void MakeRowForms();
   // Hands each exit's gathered rows to the consumers outside.
+  // Its progress as snapshots see it: a loop's member sees its instants before its own progress
+  // catches up (AdvanceRegion).
+  Time Progress(const Node& n) const;
   void FlushExits(Region& r);
   void FlushAllExits();
   // Orders the graph, cuts loops at delays and forms the regions; throws (changing nothing) on a
