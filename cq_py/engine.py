@@ -215,7 +215,9 @@ class Engine:
     strategy (SEMANTICS.md §5); ``expose_steps=True`` adds the ε-step columns to results;
     ``auto_delay=True`` puts an ε delay into each loop that has none;
     ``expiration="insertion_sort"`` replaces the lazy sorting of expiration sets by insertion sort
-    (the baseline of paper 003 §4.2). For ``executor="dts"``, ``hybrid=False`` splits time per
+    (the baseline of paper 003 §4.2). ``fuse=False`` plans an ISTREAM or DSTREAM of a grouped
+    aggregate as two operators instead of one (cq_py/planner/fusion.py says when they fuse; the
+    results are the same). For ``executor="dts"``, ``hybrid=False`` splits time per
     instant everywhere instead of only inside loops (paper 000 as published); ``max_run`` is the
     heartbeat executor's limit on consecutive executions of one operator.
 
@@ -255,6 +257,7 @@ class Engine:
         auto_delay: bool = False,
         expiration: str = "lazy",
         hybrid: bool = True,
+        fuse: bool = True,
         max_loop_steps: int = 1_000_000,
         max_run: int = 20,
         max_loop_ticks: int = 1_000_000,
@@ -270,6 +273,7 @@ class Engine:
         self.expose_steps = _flag("expose_steps", expose_steps)
         self.auto_delay = _flag("auto_delay", auto_delay)
         self.hybrid = _flag("hybrid", hybrid)
+        self.fuse = _flag("fuse", fuse)
         self._max_loop_steps = _count("max_loop_steps", max_loop_steps)
         self._max_run = _count("max_run", max_run)
         self._max_loop_ticks = _count("max_loop_ticks", max_loop_ticks)
@@ -317,6 +321,7 @@ class Engine:
             self.auto_delay,
             self.expiration,
             late=self._running,
+            fuse=self.fuse,
         )
         catalog, ops = planner.plan(script)
         _check_runnable(ops, planner, self.executor)
@@ -550,6 +555,7 @@ class Engine:
                     "auto_delay": self.auto_delay,
                     "expiration": self.expiration,
                     "hybrid": self.hybrid,
+                    "fuse": self.fuse,
                     "max_loop_steps": self._max_loop_steps,
                     "max_run": self._max_run,
                     "max_loop_ticks": self._max_loop_ticks,
@@ -1063,8 +1069,8 @@ def run(
     (insert) and ``'-'`` (delete, of the oldest alive copy of the row's values).
 
     ``engine_options`` are :class:`Engine`'s: ``time_unit`` ('ms'), ``lifetime``, ``executor``,
-    ``expose_steps``, ``auto_delay``, ``hybrid``, ``max_loop_steps``, ``max_run``, ``expiration``,
-    ``max_memory``.
+    ``expose_steps``, ``auto_delay``, ``hybrid``, ``fuse``, ``max_loop_steps``, ``max_run``,
+    ``expiration``, ``max_memory``.
 
     Output: a stream-valued query (ISTREAM / DSTREAM / RSTREAM) gives its columns and ``ts``, in
     time order; a relation-valued query gives its columns, ``start`` and ``end`` (the interval in

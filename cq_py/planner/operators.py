@@ -6,7 +6,7 @@ keeping tables of operator names.
 >>> d.output, d.firing, d.keeps_identity
 ('relation', 'expirations', False)
 >>> sorted(d.name for d in descriptors() if d.relation_to_stream)
-['dstream', 'istream', 'rstream']
+['dstream', 'dstream_aggregate', 'istream', 'istream_aggregate', 'rstream']
 """
 
 from __future__ import annotations
@@ -46,7 +46,8 @@ class OperatorDescriptor:
 
     @property
     def relation_to_stream(self) -> bool:
-        """ISTREAM, DSTREAM, RSTREAM: turns a relation into a stream (so a delay may follow it)."""
+        """ISTREAM, DSTREAM, RSTREAM (and an aggregate fused with one): turns a relation into a
+        stream (so a delay may follow it)."""
         return self.output == "stream" and not self.role.endswith("source")
 
 

@@ -27,6 +27,7 @@ from cq_py.planner.expressions import (
     conjuncts,
     literal,
 )
+from cq_py.planner.fusion import fuse_relation_to_stream
 from cq_py.planner.identity import separate_identities
 from cq_py.planner.logical import (
     KNOWN,
@@ -77,8 +78,10 @@ class Planner:
         auto_delay: bool = False,
         expiration: str = "lazy",
         late: bool = False,
+        fuse: bool = True,
     ):
         self.catalog = catalog
+        self.fuse = fuse
         # The engine is running (SEMANTICS.md §4.5): the script's queries see a relation as it
         # stands now, whole, and re-derive the relation-valued queries registered before them.
         self.late = late
@@ -162,6 +165,8 @@ class Planner:
                 node.params["expiration"] = self.expiration
         share_subplans(cat, first_new)
         separate_identities(cat, first_new, self._new_id)
+        if self.fuse:
+            fuse_relation_to_stream(cat, first_new)
         new = [cat.nodes[i] for i in sorted(cat.nodes) if i >= first_new]
         return cat, new
 
@@ -825,7 +830,12 @@ class Planner:
             if slide <= 0:
                 raise self.err("the slide of a window must be positive", w.slide.pos)
             params, op = {"range": {"ticks": rng}, "slide": {"ticks": slide}}, "slide_window"
-            life, label = f"{KNOWN} (slices of {slide} ticks)", f"[Range {rng} Slide {slide}]"
+            label = f"[Range {rng} Slide {slide}]"
+            # A range of whole slides ends every tuple the range after its start (slide_window.h).
+            constant_range = rng > 0 and rng % slide == 0
+            life = (
+                constant(f"{rng} ticks") if constant_range else f"{KNOWN} (slices of {slide} ticks)"
+            )
         elif w.kind == "rows":
             assert w.rows is not None
             if w.rows <= 0 or w.rows >= 2**63:

@@ -62,11 +62,11 @@ def share_subplans(cat: Catalog, first_new: int) -> None:
             if k not in first:
                 first[k] = i
             elif not _read_together(cat, readers, known, i, first[k]):
-                _replace(cat, i, first[k])
+                replace_node(cat, i, first[k])
                 readers, known = cat.consumers(), {}
                 any_merged = changed = True
     if any_merged:
-        _renumber(cat, first_new)
+        renumber(cat, first_new)
 
 
 def _receivers(
@@ -104,7 +104,8 @@ def _read_together(
     return bool(_receivers(cat, readers, a, known[b]) & known[b])
 
 
-def _replace(cat: Catalog, old: int, new: int) -> None:
+def replace_node(cat: Catalog, old: int, new: int) -> None:
+    """Removes operator ``old``: its readers and its query read ``new`` instead."""
     del cat.nodes[old]
     for n in cat.nodes.values():
         n.inputs = [new if i == old else i for i in n.inputs]
@@ -113,7 +114,8 @@ def _replace(cat: Catalog, old: int, new: int) -> None:
             q.out_id = new
 
 
-def _renumber(cat: Catalog, first_new: int) -> None:
+def renumber(cat: Catalog, first_new: int) -> None:
+    """Numbers the operators from ``first_new`` on without gaps, in their order."""
     ids = {
         old: first_new + k for k, old in enumerate(sorted(i for i in cat.nodes if i >= first_new))
     }

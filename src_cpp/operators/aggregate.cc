@@ -30,8 +30,8 @@ double BitsDouble(uint64_t b) {
 }  // namespace
 
 Aggregate::Aggregate(std::vector<std::unique_ptr<Expression>> keys, std::vector<Spec> aggs, Schema output, Input input,
-                     ExpirationPolicy policy, HolderTable* holders)
-    : keys_(std::move(keys)), output_(std::move(output)), input_(input), holders_(holders), index_([&] {
+                     ExpirationPolicy policy, HolderTable* holders, Emits emits)
+    : keys_(std::move(keys)), output_(std::move(output)), input_(input), emits_(emits), holders_(holders), index_([&] {
         std::vector<TypeId> types;
         for (const auto& k : keys_) types.push_back(k->type());
         return types;
@@ -84,12 +84,15 @@ Aggregate::Aggregate(std::vector<std::unique_ptr<Expression>> keys, std::vector<
 Aggregate::~Aggregate() = default;
 
 std::string Aggregate::Explain() const {
+  std::string s = "Aggregate";
   switch (input_) {
-    case Input::kConstant: return "Aggregate (constant-duration input: FIFO)";
-    case Input::kNegative: return "Aggregate (negative tuples)";
+    case Input::kConstant: s += " (constant-duration input: FIFO)"; break;
+    case Input::kNegative: s += " (negative tuples)"; break;
     case Input::kGeneral: break;
   }
-  return "Aggregate";
+  if (emits_ == Emits::kInserted) s += " fused with ISTREAM";
+  if (emits_ == Emits::kDeleted) s += " fused with DSTREAM";
+  return s;
 }
 
 void Aggregate::Grow(uint32_t groups) {
@@ -341,6 +344,11 @@ template <size_t kNa, typename Out>
   if (has_strings_)
     for (size_t a = 0; a < na; ++a) current_str_[g * na + a] = now_str_[a];
   if constexpr (std::is_same_v<Out, BatchOut>) {
+    if (emits_ != Emits::kRelation) {
+      // (Nothing at ∞: tuples that end there never end, and an instant there is none.)
+      if (emits_ == Emits::kInserted && !t.IsInfinite()) AppendRow<kNa>(g, t, t, now_.data(), now_str_.data());
+      return;
+    }
     if (input_ != Input::kNegative) {
       gr.out_row = out_group_.size();
       if (!gr.listed) {
@@ -359,6 +367,14 @@ template <size_t kNa, typename Out>
   Group& gr = groups_[g];
   gr.open = false;
   if constexpr (std::is_same_v<Out, BatchOut>) {
+    if (emits_ != Emits::kRelation) {
+      if (emits_ == Emits::kDeleted && !t.IsInfinite()) {
+        const size_t na = kNa ? kNa : na_;
+        AppendRow<kNa>(g, t, t, current_.data() + g * na,
+                       has_strings_ ? current_str_.data() + g * na : now_str_.data());
+      }
+      return;
+    }
     if (input_ == Input::kNegative) {
       const size_t na = kNa ? kNa : na_;
       AppendRow<kNa>(g, t, gr.started, current_.data() + g * na,
@@ -625,10 +641,10 @@ void Aggregate::AdvanceTo(Time progress, Emitter& out) {
   out_hint_ = n;
   if (n == 0) return;
   Batch o;
-  o.kind = BatchKind::kLifetime;
+  o.kind = output_kind();
   o.schema = shared_output_;
   o.length = n;
-  if (input_ != Input::kNegative) {
+  if (input_ != Input::kNegative && emits_ == Emits::kRelation) {
     // Results still open leave with a holder, through which their end is fixed later.
     size_t pending = 0;
     for (uint32_t g : opened_) {
@@ -654,47 +670,68 @@ void Aggregate::AdvanceTo(Time progress, Emitter& out) {
   out_group_.Finish();
   o.sync = out_start_.Finish();
   o.other = out_end_.Finish();
+  if (emits_ != Emits::kRelation) o.other = {};
   out.Emit(std::move(o));
 }
 
+namespace {
+std::unique_ptr<Operator> MakeAggregate(const OperatorSpec& s, const std::vector<OperatorInput>& in,
+                                        const OperatorContext& ctx, Aggregate::Emits emits) {
+  CQ_CHECK(in.size() == 1 && in[0].kind == BatchKind::kLifetime, "an aggregate reads one relation");
+  std::vector<std::unique_ptr<Expression>> keys;
+  Schema output;
+  for (const json::Value& k : s.params["keys"].array()) {
+    keys.push_back(Expression::Compile(k, *in[0].schema));
+    output.push_back({DefaultName('k', output.size()), keys.back()->type()});
+  }
+  std::vector<Aggregate::Spec> aggs;
+  for (const json::Value& a : s.params["aggregates"].array()) {
+    Aggregate::Spec spec;
+    spec.fn = a["fn"].str();
+    spec.distinct = a["distinct"].boolean();
+    auto t = TypeFromName(a["type"].str());
+    CQ_CHECK(t.has_value(), "unknown aggregate type");
+    spec.type = *t;
+    if (!a["arg"].is_null()) spec.arg = Expression::Compile(a["arg"], *in[0].schema);
+    output.push_back({DefaultName('a', aggs.size()), spec.type});
+    aggs.push_back(std::move(spec));
+  }
+  if (const json::Value* names = s.params.find("names"))
+    for (size_t i = 0; i < output.size() && i < names->array().size(); ++i) output[i].name = names->array()[i].str();
+  const Aggregate::Input input = ctx.negative                ? Aggregate::Input::kNegative
+                                 : PlannedConstant(s.params) ? Aggregate::Input::kConstant
+                                                             : Aggregate::Input::kGeneral;
+  return std::make_unique<Aggregate>(std::move(keys), std::move(aggs), std::move(output), input,
+                                     PlannedPolicy(s.params), ctx.holders, emits);
+}
+}  // namespace
+
 void RegisterAggregate(OperatorRegistry& r) {
   using D = OperatorDescriptor;
-  r.Register({.name = "aggregate",
-              .description = "aggregates / GROUP BY",
-              .output = D::Output::kRelation,
-              .partition = D::Partition::kOnGroupKeys,
-              .columns = D::Columns::kGroupKeys,
-              .tracks_lifetimes = true},
-             [](const OperatorSpec& s, const std::vector<OperatorInput>& in,
-                const OperatorContext& ctx) -> std::unique_ptr<Operator> {
-               CQ_CHECK(in.size() == 1 && in[0].kind == BatchKind::kLifetime, "an aggregate reads one relation");
-               std::vector<std::unique_ptr<Expression>> keys;
-               Schema output;
-               for (const json::Value& k : s.params["keys"].array()) {
-                 keys.push_back(Expression::Compile(k, *in[0].schema));
-                 output.push_back({DefaultName('k', output.size()), keys.back()->type()});
-               }
-               std::vector<Aggregate::Spec> aggs;
-               for (const json::Value& a : s.params["aggregates"].array()) {
-                 Aggregate::Spec spec;
-                 spec.fn = a["fn"].str();
-                 spec.distinct = a["distinct"].boolean();
-                 auto t = TypeFromName(a["type"].str());
-                 CQ_CHECK(t.has_value(), "unknown aggregate type");
-                 spec.type = *t;
-                 if (!a["arg"].is_null()) spec.arg = Expression::Compile(a["arg"], *in[0].schema);
-                 output.push_back({DefaultName('a', aggs.size()), spec.type});
-                 aggs.push_back(std::move(spec));
-               }
-               if (const json::Value* names = s.params.find("names"))
-                 for (size_t i = 0; i < output.size() && i < names->array().size(); ++i)
-                   output[i].name = names->array()[i].str();
-               const Aggregate::Input input = ctx.negative                ? Aggregate::Input::kNegative
-                                              : PlannedConstant(s.params) ? Aggregate::Input::kConstant
-                                                                          : Aggregate::Input::kGeneral;
-               return std::make_unique<Aggregate>(std::move(keys), std::move(aggs), std::move(output), input,
-                                                  PlannedPolicy(s.params), ctx.holders);
-             });
+  using E = Aggregate::Emits;
+  const D relation{.name = "aggregate",
+                   .description = "aggregates / GROUP BY",
+                   .output = D::Output::kRelation,
+                   .partition = D::Partition::kOnGroupKeys,
+                   .columns = D::Columns::kGroupKeys,
+                   .tracks_lifetimes = true};
+  r.Register(relation, [](const OperatorSpec& s, const std::vector<OperatorInput>& in, const OperatorContext& ctx) {
+    return MakeAggregate(s, in, ctx, E::kRelation);
+  });
+  // The fused forms (planned by cq_py/planner/fusion.py): the same operator, emitting a stream.
+  D inserted = relation;
+  inserted.name = "istream_aggregate";
+  inserted.description = "ISTREAM of an aggregate / GROUP BY (fused)";
+  inserted.output = D::Output::kStream;
+  r.Register(inserted, [](const OperatorSpec& s, const std::vector<OperatorInput>& in, const OperatorContext& ctx) {
+    return MakeAggregate(s, in, ctx, E::kInserted);
+  });
+  D deleted = inserted;
+  deleted.name = "dstream_aggregate";
+  deleted.description = "DSTREAM of an aggregate / GROUP BY (fused)";
+  r.Register(deleted, [](const OperatorSpec& s, const std::vector<OperatorInput>& in, const OperatorContext& ctx) {
+    return MakeAggregate(s, in, ctx, E::kDeleted);
+  });
 }
 
 // ---- snapshots -------------------------------------------------------------------------------
@@ -798,7 +835,8 @@ void Aggregate::Restore(SnapshotReader& r) {
                           (c->chunk == chunks_.size() ? c->row == 0 : c->row <= chunks_[c->chunk].length),
                       "an aggregate's cursors are out of range");
   }
-  max_sync_ = r.TimeReached("the latest input time an aggregate saw");
+  // (Not bounded by the progress: a sliding window's tuples start at the next slide boundary.)
+  max_sync_ = r.TimeValue("the latest input start an aggregate saw");
   retained_ = r.I64();
   CQ_SNAPSHOT_CHECK(chunks_.empty() || (chunks_.back().length <= retained_ &&
                                         chunks_.back().base <= retained_ - chunks_.back().length),

@@ -58,9 +58,14 @@ class Aggregate final : public Operator {
     std::unique_ptr<Expression> arg;  // null for count_star
   };
   enum class Input : uint8_t { kConstant, kNegative, kGeneral };
+  // What it emits: its result relation, or, fused with the ISTREAM or DSTREAM that read it alone,
+  // the stream of that operator. A group's result row is unique (its keys are in it), so I(t) −
+  // D(t) of the relation is the new rows of the groups whose value changed at t, and D(t) − I(t)
+  // their old ones: no tracker, no bag difference, no expiration holders.
+  enum class Emits : uint8_t { kRelation, kInserted, kDeleted };
 
   Aggregate(std::vector<std::unique_ptr<Expression>> keys, std::vector<Spec> aggs, Schema output, Input input,
-            ExpirationPolicy policy, HolderTable* holders);
+            ExpirationPolicy policy, HolderTable* holders, Emits emits = Emits::kRelation);
   ~Aggregate() override;
   void Push(int port, const Batch& batch, Emitter& out) override;
   void PushEnds(int port, const EndBatch& ends, Emitter& out) override;
@@ -70,7 +75,9 @@ class Aggregate final : public Operator {
   std::unique_ptr<RowOperator> ToRows() override;
   Time next_firing(int64_t last_tick) const override;
   const Schema& output_schema() const override { return output_; }
-  BatchKind output_kind() const override { return BatchKind::kLifetime; }
+  BatchKind output_kind() const override {
+    return emits_ == Emits::kRelation ? BatchKind::kLifetime : BatchKind::kStream;
+  }
   std::string Explain() const override;
   void Snapshot(SnapshotWriter& w) const override;
   void Restore(SnapshotReader& r) override;
@@ -223,6 +230,7 @@ class Aggregate final : public Operator {
   Schema output_;
   std::shared_ptr<const Schema> shared_output_;
   Input input_;
+  Emits emits_;
   HolderTable* holders_;
   GroupIndex index_;
   bool has_strings_ = false;  // some result is utf8

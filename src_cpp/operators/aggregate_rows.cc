@@ -11,6 +11,11 @@ namespace cq {
 
 void Aggregate::RowOut::Opened(uint32_t g, Time t) {
   Aggregate& a = *a_;
+  if (a.emits_ != Emits::kRelation) {
+    // (Nothing at ∞: tuples that end there never end, and an instant there is none.)
+    if (a.emits_ == Emits::kInserted && !t.IsInfinite()) Emit(g, t, Time::Infinity(), kNoHolder);
+    return;
+  }
   HolderId h = kNoHolder;
   if (a.input_ != Input::kNegative) a.groups_[g].holder = h = a.holders_->AllocateOne();
   Emit(g, t, Time::Infinity(), h);
@@ -18,6 +23,10 @@ void Aggregate::RowOut::Opened(uint32_t g, Time t) {
 
 void Aggregate::RowOut::Closed(uint32_t g, Time t) {
   Aggregate& a = *a_;
+  if (a.emits_ != Emits::kRelation) {
+    if (a.emits_ == Emits::kDeleted && !t.IsInfinite()) Emit(g, t, Time::Infinity(), kNoHolder);  // its old value
+    return;
+  }
   if (a.input_ == Input::kNegative) {
     Emit(g, t, a.groups_[g].started, kNoHolder);  // the old value leaves as a negative tuple
     return;

@@ -7,7 +7,7 @@
 namespace cq {
 
 SlideWindow::SlideWindow(int64_t range, int64_t slide, const Schema& input)
-    : range_(range), slide_(slide), schema_(input) {
+    : range_(range), slide_(slide), constant_(range > 0 && slide > 0 && range % slide == 0), schema_(input) {
   CQ_CHECK(slide_ > 0 && range_ >= 0, "a sliding window needs a positive slide");
 }
 
@@ -15,21 +15,23 @@ void SlideWindow::Push(int, const Batch& in, Emitter& out) {
   Batch b = in.Compact();
   const int64_t n = b.length;
   if (n == 0) return;
-  Buffer start = Buffer::Allocate(n * 8), end = Buffer::Allocate(n * 8);
+  Buffer start = Buffer::Allocate(n * 8);
   int64_t* s = start.as<int64_t>();
-  int64_t* e = end.as<int64_t>();
   // Both ends sit on boundaries, at step 0: a tuple at an ε-step of a boundary tick is after it.
-  for (int64_t i = 0; i < n; ++i) {
-    const Time t = b.sync.At(i);
-    s[i] = CeilToBoundary(t, slide_).tick;
-    e[i] = CeilToBoundary(t + Duration::Ticks(range_), slide_).tick;
+  for (int64_t i = 0; i < n; ++i) s[i] = CeilToBoundary(b.sync.At(i), slide_).tick;
+  b.other = {};
+  b.constant_duration.reset();
+  if (constant_) {
+    b.constant_duration = Duration::Ticks(range_);
+  } else {
+    Buffer end = Buffer::Allocate(n * 8);
+    int64_t* e = end.as<int64_t>();
+    for (int64_t i = 0; i < n; ++i) e[i] = CeilToBoundary(b.sync.At(i) + Duration::Ticks(range_), slide_).tick;
+    b.other.ticks = end;
   }
   b.sync = {};
-  b.other = {};
   b.sync.ticks = start;
-  b.other.ticks = end;
   b.kind = BatchKind::kLifetime;
-  b.constant_duration.reset();
   out.Emit(std::move(b));
 }
 

@@ -3,7 +3,9 @@
 // evaluated at multiples of S, so a tuple appears at the first slide boundary at or after it and
 // leaves at the first boundary at or after t + T. The ceiling is taken on (tick, ε-step) time with
 // boundaries at step 0 (CeilToBoundary): a tuple at (15, 1ε) is after the boundary 15. Both ends
-// are known at once (materialized), both at step 0.
+// are known at once, both at step 0. When T is a multiple of S the end is the start + T (the
+// ceiling moves with whole slides), so the output has the constant duration T, like [Range T]'s:
+// consumers then take their FIFO paths (LIFETIMES.md) and no end column is written.
 #include "operators/operator.h"
 
 namespace cq {
@@ -22,6 +24,7 @@ class SlideWindow final : public Operator {
 
  private:
   int64_t range_, slide_;
+  bool constant_;  // range_ is a positive multiple of slide_
   Schema schema_;
 };
 

@@ -464,7 +464,8 @@ void StreamDifference<kSide>::Restore(SnapshotReader& r) {
   r.CheckToCome(instants_.next_instant(), kIStream ? "ISTREAM's next instant" : "DSTREAM's next instant");
   CQ_SNAPSHOT_CHECK(retained_.empty() || (constant_ && !general_ && instants_.kept_rows() == 0),
                     "an ISTREAM keeps rows in two strategies");
-  current_ = r.TimeReached("an ISTREAM's instant");
+  // (Not bounded by the progress: a sliding window's tuples start at the next slide boundary.)
+  current_ = r.TimeValue("an ISTREAM's instant");
   r.PodVec(ending_now_);
   r.PodVec(consumed_, "an ISTREAM's cancelled ends", [](uint8_t c) { return c <= 1; });
   bool ok = (retained_.empty() || retained_.back().seq + 1 == next_seq_) && cursor_ >= 0 &&

@@ -481,9 +481,11 @@ def test_every_operator_in_a_region_runs_its_own_row_form(lifetime):
     eng.push("s", pa.table({"a": [1, 2, 1, 3], "b": [1, 1, 2, 0], "ts": [0, 1, 3, 6]}))
     lines = eng._core.explain().splitlines()
     ops = [ln for ln in lines if " <- " in ln]
-    assert len(ops) == 22
+    assert len(ops) == 21
     # All but RSTREAM, which looks ahead at close and runs on whole batches between regions.
-    assert [ln for ln in ops if not ln.endswith(" [rows]")] == ["#22 <- #21: RStream (every tick)"]
+    assert [ln for ln in ops if not ln.endswith(" [rows]")] == ["#21 <- #20: RStream (every tick)"]
+    assert "#3 <- #2: Aggregate" in lines[3]
+    assert "fused with ISTREAM" in lines[3]
     # With the hybrid executor a loop registered later is a region of its own beside the running
     # operators, which keep their batch form.
     hybrid = cq_py.Engine(lifetime=lifetime)

@@ -372,6 +372,18 @@ def join_at(t, left, right, on) -> Counter:
     return Counter(a + b for a in lv for b in rv if on(a, b))
 
 
+def dstream_of(at, points) -> Counter:
+    """DSTREAM of a relation given as R(t) at its change instants: R(previous instant) − R(t)."""
+    out: Counter = Counter()
+    before: Counter = Counter()
+    for t in points:
+        now = at(t)
+        for v, n in (before - now).items():
+            out[(v, t)] += n
+        before = now
+    return out
+
+
 def istream_of(at, points) -> Counter:
     """ISTREAM of a relation given as R(t) at its change instants: R(t) − R(previous instant)."""
     out: Counter = Counter()

@@ -16,7 +16,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import cq_py
-from oracle.reference import INF, alive_at, instants, istream_of, lifetimes, relation, wrap64
+from oracle.reference import (
+    INF,
+    alive_at,
+    dstream_of,
+    instants,
+    istream_of,
+    lifetimes,
+    relation,
+    wrap64,
+)
 from oracle.test_differential_select import (
     EXAMPLES,
     SCHEMA,
@@ -92,7 +101,7 @@ def spread(rows: list[dict], factor: int) -> list[dict]:
     return [dict(r, a=None if r["a"] is None else r["a"] * factor) for r in rows]
 
 
-def check(got_rel, got_istream, cols, rel, keys, x, y, body):
+def check(got_rel, got_istream, got_dstream, cols, rel, keys, x, y, body):
     def expected_at(t):
         return grouped([v for v, s, e in rel if s <= t < e], keys, x, y)
 
@@ -106,8 +115,11 @@ def check(got_rel, got_istream, cols, rel, keys, x, y, body):
     ]
     for t in instants([((), s, e) for _, s, e in rel], got):
         assert alive_at(got, t) == expected_at(t), (t, body)
+    points = instants([((), s, e) for _, s, e in rel])
     got_i = Counter((tuple(r[c] for c in cols), (r["ts"], r["ts_step"])) for r in got_istream)
-    assert got_i == istream_of(expected_at, instants([((), s, e) for _, s, e in rel])), body
+    assert got_i == istream_of(expected_at, points), body
+    got_d = Counter((tuple(r[c] for c in cols), (r["ts"], r["ts_step"])) for r in got_dstream)
+    assert got_d == dstream_of(expected_at, points), body
 
 
 @settings(
@@ -135,8 +147,14 @@ def test_grouping_equals_reference(executor, dataset, window, where, keys, x, y,
         + (f" WHERE {render(where)}" if where else "")
         + (f" GROUP BY {', '.join(keys)}" if keys else "")
     )
+    # ISTREAM and DSTREAM in scripts of their own: not sharing the aggregate, each is fused with
+    # it (cq_py/planner/fusion.py).
     out = run_engine(
-        SCHEMA + f"REGISTER QUERY r AS {body}; REGISTER QUERY i AS ISTREAM({body});",
+        [
+            SCHEMA + f"REGISTER QUERY r AS {body};",
+            f"REGISTER QUERY i AS ISTREAM({body});",
+            f"REGISTER QUERY d AS DSTREAM({body});",
+        ],
         rows,
         cuts,
         lifetime,
@@ -150,6 +168,7 @@ def test_grouping_equals_reference(executor, dataset, window, where, keys, x, y,
     check(
         out["r"].to_pylist(),
         out["i"].to_pylist(),
+        out["d"].to_pylist(),
         keys + [n for _, n in aggs],
         rel,
         keys,
@@ -224,8 +243,9 @@ def test_grouping_of_union_equals_reference(executor, streams, w1, w2, keys, x, 
         f"REGISTER QUERY u AS SELECT a, b, c, f FROM s {window_sql(w1)} "
         f"UNION ALL SELECT a, b, c, f FROM t {window_sql(w2)};"
         f"REGISTER QUERY r AS SELECT {select} FROM u{group};"
-        f"REGISTER QUERY i AS ISTREAM(SELECT {select} FROM u{group});"
     )
+    eng.execute(f"REGISTER QUERY i AS ISTREAM(SELECT {select} FROM u{group});")
+    eng.execute(f"REGISTER QUERY d AS DSTREAM(SELECT {select} FROM u{group});")
     at = {"s": 0, "t": 0}
     for name, k in pushes:
         src = s_rows if name == "s" else t_rows
@@ -241,6 +261,7 @@ def test_grouping_of_union_equals_reference(executor, streams, w1, w2, keys, x, 
     check(
         eng.fetch("r").to_pylist(),
         eng.fetch("i").to_pylist(),
+        eng.fetch("d").to_pylist(),
         keys + [n for _, n in aggs],
         rel,
         keys,

@@ -223,10 +223,13 @@ def window_sql(w) -> str:
 
 
 def run_engine(
-    cql: str, rows: list[dict], cuts: list[int], lifetime: str, executor: dict
+    cql: str | list[str], rows: list[dict], cuts: list[int], lifetime: str, executor: dict
 ) -> dict[str, pa.Table]:
+    """The engine's results for ``cql`` (scripts executed one after the other, before any input:
+    operators of different scripts are never shared) over ``rows`` pushed in pieces at ``cuts``."""
     eng = cq_py.Engine(expose_steps=True, lifetime=lifetime, **executor)
-    eng.execute(cql)
+    for text in [cql] if isinstance(cql, str) else cql:
+        eng.execute(text)
     schema = pa.schema(
         [
             ("a", pa.int64()),

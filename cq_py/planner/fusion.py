@@ -1,0 +1,88 @@
+"""Fused relation-to-stream operators: ISTREAM or DSTREAM over a grouped aggregate, planned as one.
+
+An aggregate knows, at every instant, which groups changed and their old and new values. Each
+group has one result row, and that row holds the group's keys, so no two rows of the relation are
+equal: ``ISTREAM`` of it is the new rows of the groups whose value changed, ``DSTREAM`` their old
+ones. Planned apart, the aggregate hands every change to the ISTREAM as an ending and a starting
+tuple (under the direct method through an expiration holder), and the ISTREAM keeps them until
+their instant and takes a bag difference; fused, the aggregate writes the stream's rows itself
+(``istream_aggregate``, ``dstream_aggregate``: operators/aggregate.h). DuckDB and Velox fuse
+operators in their physical planners in the same way, where one's output shape lets the next be
+skipped.
+
+The rewrite applies when the ISTREAM or DSTREAM reads the aggregate through projections that only
+pick or rename its columns and keep every GROUP BY key (rows stay unique), each operator on the
+way read by the next alone (nothing else sees the relation), all planned by this script. HAVING
+(a filter) and computed columns are not fused: a filter may drop a group's new row and keep its
+old one, and an expression may map two values to one.
+"""
+
+from __future__ import annotations
+
+from cq_py.planner.logical import STREAM, Catalog, Node
+from cq_py.planner.sharing import renumber, replace_node
+
+FUSED = {"istream": "istream_aggregate", "dstream": "dstream_aggregate"}
+
+
+def fuse_relation_to_stream(cat: Catalog, first_new: int) -> None:
+    """Fuses each new ISTREAM and DSTREAM with the grouped aggregate it reads, where the rows it
+    reads are the aggregate's (see the module's docstring), then numbers the new operators
+    without gaps.
+
+    Example: ``ISTREAM(SELECT key, AVG(val) AS a FROM e [Range 10] GROUP BY key)`` plans as
+    window → ``istream_aggregate`` → projection (key, a) → output: three operators, no ISTREAM.
+    """
+    fused = False
+    readers = cat.consumers()
+    for i in sorted(cat.nodes):
+        n = cat.nodes.get(i)
+        if i < first_new or n is None or n.op not in FUSED:
+            continue
+        chain = _chain(cat, readers, n, first_new)
+        if chain is None:
+            continue
+        agg, projects = chain
+        agg.op = FUSED[n.op]
+        agg.label += " + " + n.label.split(" ")[0]
+        for m in (agg, *projects):
+            m.kind, m.lifetime = "stream", STREAM
+        for key in ("lifetime", "expiration"):  # (the aggregate's own stay: it tracks its input)
+            n.params.pop(key, None)
+        replace_node(cat, n.id, (projects[-1] if projects else agg).id)
+        readers = cat.consumers()
+        fused = True
+    if fused:
+        renumber(cat, first_new)
+
+
+def _chain(
+    cat: Catalog, readers: dict[int, list[int]], n: Node, first_new: int
+) -> tuple[Node, list[Node]] | None:
+    """The aggregate ``n`` reads and the projections between them (lowest first), or None when
+    the rows ``n`` reads are not the aggregate's result rows whole."""
+    projects: list[Node] = []
+    # Column k of the current node comes from column cols[k] of the aggregate (found below).
+    p = cat.nodes[n.inputs[0]]
+    picks: list[list[int]] = []
+    while p.op == "project":
+        exprs = p.params.get("exprs", [])
+        if not all(e.get("kind") == "column" for e in exprs):
+            return None
+        picks.append([int(e["index"]) for e in exprs])
+        projects.append(p)
+        p = cat.nodes[p.inputs[0]]
+    if p.op != "aggregate" or p.id < first_new:
+        return None
+    on_the_way = [p, *reversed(projects)]
+    for below, above in zip(on_the_way, [*on_the_way[1:], n], strict=True):
+        if readers[below.id] != [above.id] or below.id < first_new:
+            return None
+    # Trace the aggregate's columns up through the projections: every key must reach n.
+    cols = list(range(len(p.schema)))
+    for pick in reversed(picks):
+        cols = [cols[k] for k in pick]
+    keys = len(p.params.get("keys", []))
+    if not set(range(keys)) <= set(cols):
+        return None
+    return p, list(reversed(projects))

@@ -1,0 +1,116 @@
+"""ISTREAM / DSTREAM fused with the grouped aggregate they read (cq_py/planner/fusion.py): when it
+happens, when it must not, and that the fused plan gives the unfused plan's rows."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+
+import cq_py
+
+SCHEMA = "REGISTER STREAM e(key INT, val BIGINT, s VARCHAR);"
+
+
+def ops(cql: str, **options) -> list[str]:
+    eng = cq_py.Engine(**options)
+    eng.execute(SCHEMA + cql)
+    return [n.op for n in eng._catalog.nodes.values()]
+
+
+@pytest.mark.parametrize(
+    ("query", "fused"),
+    [
+        ("ISTREAM(SELECT key, AVG(val) AS a FROM e [Range 10] GROUP BY key)", "istream_aggregate"),
+        ("DSTREAM(SELECT key, AVG(val) AS a FROM e [Range 10] GROUP BY key)", "dstream_aggregate"),
+        # Columns picked in another order, renamed, a key twice; no GROUP BY (one group).
+        (
+            "ISTREAM(SELECT MAX(val) AS m, key AS k, key FROM e [Rows 3] GROUP BY key)",
+            "istream_aggregate",
+        ),
+        ("ISTREAM(SELECT COUNT(*) AS n FROM e [Range 5 Slide 2])", "istream_aggregate"),
+        # SELECT DISTINCT is an aggregate of keys only.
+        ("ISTREAM(SELECT DISTINCT key, s FROM e [Range 3])", "istream_aggregate"),
+        ("DSTREAM(SELECT key, s, SUM(val) AS t FROM e [Now] GROUP BY key, s)", "dstream_aggregate"),
+    ],
+)
+def test_an_istream_or_dstream_of_an_aggregate_is_one_operator(query, fused):
+    plan = ops(f"REGISTER QUERY q AS {query};")
+    assert fused in plan
+    assert "istream" not in plan
+    assert "dstream" not in plan
+    assert "aggregate" not in plan
+    assert fused not in ops(f"REGISTER QUERY q AS {query};", fuse=False)
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        # A key left out: two groups' rows may be equal, and the bag difference cancels them.
+        "ISTREAM(SELECT AVG(val) AS a FROM e [Range 10] GROUP BY key)",
+        "ISTREAM(SELECT key, AVG(val) AS a FROM e [Range 10] GROUP BY key, s)",
+        # HAVING may drop a group's new row and keep its old one.
+        "ISTREAM(SELECT key, AVG(val) AS a FROM e [Range 10] GROUP BY key HAVING COUNT(*) > 1)",
+        # An expression may map two values to one.
+        "ISTREAM(SELECT key, AVG(val) > 3 AS big FROM e [Range 10] GROUP BY key)",
+        # RSTREAM is not a difference.
+        "RSTREAM(SELECT key, AVG(val) AS a FROM e [Range 10] GROUP BY key)",
+    ],
+)
+def test_what_is_not_a_difference_of_whole_result_rows_is_not_fused(query):
+    plan = ops(f"REGISTER QUERY q AS {query};")
+    assert "aggregate" in plan
+    assert not [op for op in plan if op.endswith("_aggregate")]
+
+
+def test_an_aggregate_another_query_reads_is_not_fused():
+    body = "SELECT key, AVG(val) AS a FROM e [Range 10] GROUP BY key"
+    plan = ops(f"REGISTER QUERY r AS {body}; REGISTER QUERY i AS ISTREAM({body});")
+    assert plan.count("aggregate") == 1  # shared by r and i
+    assert "istream" in plan
+    # In scripts of their own, nothing is shared and the ISTREAM is fused.
+    eng = cq_py.Engine()
+    eng.execute(SCHEMA + f"REGISTER QUERY r AS {body};")
+    eng.execute(f"REGISTER QUERY i AS ISTREAM({body});")
+    plan = [n.op for n in eng._catalog.nodes.values()]
+    assert plan.count("aggregate") == 1
+    assert "istream_aggregate" in plan
+    assert "fused with ISTREAM" in eng._core.explain()
+    assert "+ ISTREAM" in eng.explain()
+
+
+QUERIES = [
+    "ISTREAM(SELECT key, AVG(val) AS a, MIN(s) AS m FROM e [Range 4 Slide 2] GROUP BY key)",
+    "DSTREAM(SELECT key, COUNT(*) AS n, SUM(val) AS t FROM e [Range 3] GROUP BY key)",
+    "ISTREAM(SELECT s, key, MAX(val) AS m FROM e [Partition By key Rows 2] GROUP BY key, s)",
+    "DSTREAM(SELECT DISTINCT s FROM e [Rows 3])",
+    "ISTREAM(SELECT COUNT(DISTINCT key) AS n FROM e [Now])",
+]
+
+
+@pytest.mark.parametrize("query", QUERIES)
+@pytest.mark.parametrize("lifetime", ["direct", "negative"])
+@pytest.mark.parametrize(
+    "executor", [{"executor": "heartbeat"}, {"hybrid": True}, {"hybrid": False}]
+)
+def test_the_fused_plan_gives_the_rows_of_the_unfused_one(query, lifetime, executor):
+    data = pa.table(
+        {
+            "key": [i % 3 for i in range(40)],
+            "val": [(i * 7) % 5 for i in range(40)],
+            "s": [None if i % 6 == 0 else "xyz"[i % 3] for i in range(40)],
+            "ts": [i // 3 for i in range(40)],
+        }
+    )
+    out = []
+    for fuse in (True, False):
+        for chunk in (40, 1, 7):
+            eng = cq_py.Engine(lifetime=lifetime, fuse=fuse, expose_steps=True, **executor)
+            eng.execute(SCHEMA + f"REGISTER QUERY q AS {query};")
+            for off in range(0, 40, chunk):
+                eng.push("e", data.slice(off, chunk))
+            eng.close()
+            rows = eng.fetch("q").to_pylist()
+            out.append(sorted(rows, key=lambda r: (r["ts"], r["ts_step"], repr(r))))
+    assert out[0]
+    for other in out[1:]:
+        assert other == out[0]
