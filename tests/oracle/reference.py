@@ -374,23 +374,20 @@ def join_at(t, left, right, on) -> Counter:
 
 def dstream_of(at, points) -> Counter:
     """DSTREAM of a relation given as R(t) at its change instants: R(previous instant) − R(t)."""
-    out: Counter = Counter()
-    before: Counter = Counter()
-    for t in points:
-        now = at(t)
-        for v, n in (before - now).items():
-            out[(v, t)] += n
-        before = now
-    return out
+    return _changes_of(at, points, inserted=False)
 
 
 def istream_of(at, points) -> Counter:
     """ISTREAM of a relation given as R(t) at its change instants: R(t) − R(previous instant)."""
+    return _changes_of(at, points, inserted=True)
+
+
+def _changes_of(at, points, inserted: bool) -> Counter:
     out: Counter = Counter()
     before: Counter = Counter()
     for t in points:
         now = at(t)
-        for v, n in (now - before).items():
+        for v, n in ((now - before) if inserted else (before - now)).items():
             out[(v, t)] += n
         before = now
     return out
