@@ -9,9 +9,9 @@ Every engine starts from the same Arrow tables in memory (read from generate.py'
 before any timing) and its timing ends when every output row is materialised in an Arrow table:
 ``cq_py.run`` for cq, ``con.sql(...).to_arrow_table()`` for DuckDB, ``DataFrame.toArrow()`` for
 Spark (its inputs read from the same Parquet files and cached in Spark before any timing). Runs are
-interleaved — each repetition runs every workload on every engine, cq first in even repetitions
-and last in odd ones — and the best of ``--repeat`` (3) is reported. Each result is compared with
-cq's first (workloads.compare): a difference stops the benchmark with an error.
+interleaved — each repetition runs every workload on every engine, cq first in repetitions 1, 3,
+... and last in 2, 4, ... — and the best of ``--repeat`` (3) is reported. Each result is compared
+with cq's first (workloads.compare): a difference stops the benchmark with an error.
 
 ``--threads N`` (default: the machine's cores) sets DuckDB's ``threads`` and Spark's ``local[N]``;
 cq gets ``threads=N`` only if its Engine takes that option (the table says how many threads cq
@@ -169,7 +169,7 @@ def interleaved(
     for rep in range(repeat):
         for name, sides in plans.items():
             w = wl.WORKLOADS[name]
-            # cq first in even repetitions (its first result is the reference), last in odd ones.
+            # cq first in repetitions 1, 3, ... (its first result is the reference), last in 2, 4.
             for side in sides if rep % 2 == 0 else list(reversed(sides)):
                 seconds, out = timed(side.run)
                 side.seconds.append(seconds)
@@ -279,7 +279,7 @@ def chart(plans: dict[str, list[Side]], tables: dict[str, pa.Table], png: Path, 
                     xs.append(i + (k - (len(series) - 1) / 2) * width)
                     ys.append(events_of(wl.WORKLOADS[name], tables) / min(s.seconds))
         bars = ax.bar(xs, ys, width, label=label)
-        ax.bar_label(bars, [f"{y / 1e6:.2g}" for y in ys], fontsize=7)
+        ax.bar_label(bars, [f"{y / 1e6:.2g} M" for y in ys], fontsize=7)
     ax.set_xticks(range(len(plans)), list(plans))
     ax.set_yscale("log")
     ax.set_ylabel("events/s (best of the runs; W4: one side)")
