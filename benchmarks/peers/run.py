@@ -99,6 +99,7 @@ def duckdb_connection(tables: dict[str, pa.Table], threads: int) -> Any:
 
     con = duckdb.connect()
     con.execute(f"SET threads = {threads}")
+    con.execute("SET enable_progress_bar = false")
     for name, table in tables.items():
         con.register(name, table)
     return con

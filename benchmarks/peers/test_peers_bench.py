@@ -103,6 +103,53 @@ def test_the_corner_data_reach_the_corners():
             wl.compare(w, ours, con.sql(sql).to_arrow_table(), "naive SQL")
 
 
+@pytest.fixture(scope="module")
+def bench_tables(tmp_path_factory):
+    data = tmp_path_factory.mktemp("peers-data")
+    sizes = {"e": EVENTS, "a": max(1, EVENTS // 10), "b": max(1, EVENTS // 10)}
+    return {s: generate.load(s, n, data) for s, n in sizes.items()}
+
+
+@pytest.fixture(scope="module")
+def cq_results(bench_tables):
+    # Each workload's cq result: the cq case stores it; a DuckDB case run alone computes it.
+    return {}
+
+
+SIDES = [(name, "cq", "") for name in wl.WORKLOADS] + [
+    (name, "DuckDB", v) for name, w in wl.WORKLOADS.items() for v in w.sql
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "engine", "variant"),
+    SIDES,
+    ids=[f"{n}-{e}{'-' + v if v else ''}" for n, e, v in SIDES],
+)
+def test_peer_workload(benchmark, bench_tables, cq_results, name, engine, variant):
+    # pytest-benchmark's face of run.py: one side of one workload, events/s in extra_info.
+    w = wl.WORKLOADS[name]
+    threads = os.cpu_count() or 1
+    if engine == "cq":
+        side = run.cq_side(w, bench_tables, threads)
+    else:
+        side = run.duckdb_sides(w, run.duckdb_connection(bench_tables, threads), [variant])[0]
+    benchmark.group = f"peers {name}, {run.events_of(w, bench_tables):,} events"
+    out = benchmark.pedantic(side.run, rounds=1, iterations=1)
+    benchmark.extra_info["events"] = run.events_of(w, bench_tables)
+    if benchmark.stats is not None:
+        benchmark.extra_info["events_per_s"] = (
+            run.events_of(w, bench_tables) / benchmark.stats["mean"]
+        )
+    if engine == "cq":
+        cq_results[name] = out
+    else:
+        if name not in cq_results:
+            cq_results[name] = run.cq_side(w, bench_tables, threads).run()
+        wl.compare(w, cq_results[name], out, side.label)
+    assert out.num_rows > 0
+
+
 def test_benchmark_runs_and_checks_every_result(tmp_path, capsys):
     out = tmp_path / "peers.json"
     args = ["--events", str(EVENTS), "--repeat", "2", "--threads", "2", "--png", ""]
