@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import importlib.util
 import inspect
 import json
 import os
@@ -315,6 +316,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
             p.error(f"--{option} must be at least 1, found {getattr(args, option)}")
     if args.join_events is None:
         args.join_events = max(1, args.events // 10)
+    if args.spark and importlib.util.find_spec("pyspark") is None:
+        p.error(
+            "--spark runs Spark SQL through pyspark, which is not installed (pip install pyspark)"
+        )
     return args
 
 
