@@ -144,13 +144,13 @@ def spark_sides(w: wl.Workload, spark: Any) -> list[Side]:
 def rate(events: int, seconds: float) -> str:
     """Events per second, short.
 
-    >>> rate(10_000_000, 0.5), rate(1_000_000, 4.0), rate(20_000, 5.0)
-    ('20.0 M', '0.25 M', '4.0 k')
+    >>> rate(10_000_000, 0.5), rate(1_000_000, 4.0), rate(20_000, 5.0), rate(500, 13.9)
+    ('20.0 M', '0.25 M', '4.0 k', '36')
     """
     r = events / seconds
-    return (
-        f"{r / 1e6:.1f} M" if r >= 1e7 else f"{r / 1e6:.2f} M" if r >= 1e5 else f"{r / 1e3:.1f} k"
-    )
+    if r >= 1e5:
+        return f"{r / 1e6:.1f} M" if r >= 1e7 else f"{r / 1e6:.2f} M"
+    return f"{r / 1e3:.1f} k" if r >= 1e3 else f"{r:.0f}"
 
 
 def events_of(w: wl.Workload, tables: dict[str, pa.Table]) -> int:
