@@ -26,8 +26,9 @@ class ValueStore {
 
   // Row `row` of `c` (of this store's type, or kNull).
   void Append(const Column& c, int64_t row);
-  // int64, double (its bits) or bool (0/1).
-  void AppendBits(uint64_t bits, bool valid) {
+  // int64, double (its bits) or bool (0/1). Always inlined: it is an aggregate's per-result store,
+  // and GCC stopped inlining it once the aggregate had more callers.
+  [[gnu::always_inline]] void AppendBits(uint64_t bits, bool valid) {
     AppendValid(valid);
     bits_.Append(valid ? bits : 0);
   }
