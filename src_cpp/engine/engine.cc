@@ -36,6 +36,9 @@ Engine::Engine(EngineOptions options) : options_(std::move(options)) {
       throw CqError(ErrorKind::kSemantic, std::string(name) + " must be at least 1; found " + std::to_string(value));
   if (options_.max_run < 1)
     throw CqError(ErrorKind::kSemantic, "max_run must be at least 1; found " + std::to_string(options_.max_run));
+  if (options_.batch_size < 1)
+    throw CqError(ErrorKind::kSemantic,
+                  "batch_size must be at least 1; found " + std::to_string(options_.batch_size));
   if (options_.lifetime != "direct" && options_.lifetime != "negative")
     throw CqError(ErrorKind::kSemantic, "lifetime='" + options_.lifetime + "': expected 'direct' or 'negative'");
   if (options_.executor == "dts")
@@ -50,7 +53,7 @@ template <typename F>
 void Engine::Run(F&& f) {
   // The queries' results as they stand: what was final before the call. A call that fails half
   // way (a runaway loop) leaves them so, for fetch(), rather than with some of a loop's instants.
-  std::vector<std::pair<QuerySink*, size_t>> before;
+  std::vector<std::pair<QuerySink*, QuerySink::Position>> before;
   for (const auto& [name, id] : sinks_) {
     QuerySink* s = static_cast<QuerySink*>(executor_->op(id));
     before.emplace_back(s, s->Mark());
@@ -210,8 +213,7 @@ void Engine::AddPlan(const std::string& plan_json) {
   });
 }
 
-void Engine::Push(const std::string& stream, std::vector<ImportedBatch> batches) {
-  CheckUsable();
+const Engine::StreamState& Engine::Input(const std::string& stream) const {
   auto it = streams_.find(stream);
   if (it == streams_.end()) {
     std::string known;
@@ -219,7 +221,14 @@ void Engine::Push(const std::string& stream, std::vector<ImportedBatch> batches)
     throw CqError(ErrorKind::kInput,
                   "unknown stream '" + stream + "'; registered streams: " + (known.empty() ? "(none)" : known), stream);
   }
-  StreamState& st = it->second;
+  return it->second;
+}
+
+const Schema& Engine::InputSchema(const std::string& stream) const { return *Input(stream).schema; }
+
+void Engine::Push(const std::string& stream, std::vector<ImportedBatch> batches) {
+  CheckUsable();
+  StreamState& st = Input(stream);
   const std::string what = Describe(stream, st);
   if (closed_) throw CqError(ErrorKind::kInput, "the engine is closed; push to '" + stream + "' rejected", stream);
 
@@ -246,15 +255,33 @@ void Engine::Push(const std::string& stream, std::vector<ImportedBatch> batches)
     }
   }
 
-  // 2. Run.
+  // 2. Run, batch_size rows at a time, as that many pushes would: once a slice's worth of rows
+  // has gone in, the input's progress moves to the next row's time before it follows, so that
+  // the operators finish the instants below it and let their rows go (ISTREAM keeps every row of
+  // an instant not complete yet). Memory then follows the queries' state, not the push's size.
   Run([&] {
-    for (const Batch& batch : ready) executor_->Push(st.source_id, batch);
-    if (last > st.progress) {
-      st.progress = last;
-      UpdateProgress();
-      PropagateProgress();
+    const int64_t slice = options_.batch_size;
+    int64_t since = 0;  // rows run since the progress last moved
+    for (const Batch& batch : ready) {
+      for (int64_t at = 0; at < batch.length; at += slice) {
+        const int64_t n = std::min(slice, batch.length - at);
+        if (since >= slice) {
+          MoveProgress(st, {batch.sync.tick_data()[at], 0});
+          since = 0;
+        }
+        executor_->Push(st.source_id, n == batch.length ? batch : batch.Slice(at, n));
+        since += n;
+      }
     }
+    MoveProgress(st, last);
   });
+}
+
+void Engine::MoveProgress(StreamState& st, Time t) {
+  if (t <= st.progress) return;
+  st.progress = t;
+  UpdateProgress();
+  PropagateProgress();
 }
 
 std::string Engine::Describe(const std::string& name, const StreamState& st) {
@@ -332,6 +359,17 @@ std::vector<Batch> Engine::Validate(const std::string& stream, const StreamState
         *last = {t[r], 0};
       }
     }
+    // The extremes of int64 stand for ±∞ (time/time.h): a row there would be taken for one. Rows
+    // in order can have the least only first and the greatest only last.
+    if (b.length && (t[0] == Time::kMinTick || t[b.length - 1] == Time::kInfTick)) {
+      int64_t r = 0;
+      while (t[r] != Time::kMinTick && t[r] != Time::kInfTick) ++r;
+      throw CqError(ErrorKind::kInput,
+                    what + ": row " + std::to_string(row_base + r) + " has ts " + std::to_string(t[r]) +
+                        ", outside the engine's ticks from " + std::to_string(Time::kMinTick + 1) + " to " +
+                        std::to_string(Time::kInfTick - 1) + " (the extremes of int64 stand for ±∞)",
+                    stream, row_base + r);
+    }
     if (b.length) *last = {t[b.length - 1], 0};
     row_base += b.length;
     if (b.length == 0) continue;
@@ -359,9 +397,9 @@ void Engine::UpdateProgress() {
 }
 
 void Engine::PropagateProgress() {
-  std::map<int, Time> progress;
-  for (const auto& [name, s] : streams_) progress[s.source_id] = s.progress;
-  executor_->AdvanceTo(progress);
+  // (Filled in place: after the first call it allocates nothing, and it comes after every push.)
+  for (const auto& [name, s] : streams_) source_progress_[s.source_id] = s.progress;
+  executor_->AdvanceTo(source_progress_);
 }
 
 void Engine::Advance(Time t) {
