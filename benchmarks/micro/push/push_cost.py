@@ -29,7 +29,6 @@ import sys
 import time
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 
 import cq_py

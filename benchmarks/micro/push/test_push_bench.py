@@ -18,7 +18,7 @@ import pytest
 import cq_py
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from push_cost import QUERIES, STREAM, events, expected_rows  # noqa: E402
+from push_cost import QUERIES, STREAM, events, expected_rows
 
 ROWS = int(os.environ.get("CQ_BENCH_ROWS", "10000000"))
 PUSHES = int(os.environ.get("CQ_BENCH_PUSHES", str(min(100_000, ROWS // 10))))
