@@ -217,7 +217,7 @@ BAD_ROWS = [
 ]
 
 
-@pytest.mark.parametrize("stream, ts, values, words", BAD_ROWS)
+@pytest.mark.parametrize(("stream", "ts", "values", "words"), BAD_ROWS)
 def test_a_bad_row_raises_input_error_and_changes_nothing(stream, ts, values, words):
     eng = cq_py.Engine()
     eng.execute(
