@@ -53,14 +53,14 @@ template <typename F>
 void Engine::Run(F&& f) {
   // The queries' results as they stand: what was final before the call. A call that fails half
   // way (a runaway loop) leaves them so, for fetch(), rather than with some of a loop's instants.
-  std::vector<std::pair<QuerySink*, QuerySink::Position>> before;
+  marks_.clear();  // (a member: a push of one row should not allocate for it)
   for (const auto& [name, id] : sinks_) {
     QuerySink* s = static_cast<QuerySink*>(executor_->op(id));
-    before.emplace_back(s, s->Mark());
+    marks_.emplace_back(s, s->Mark());
   }
   auto fail = [&](ErrorKind kind, const char* what) {
     failed_ = std::make_unique<CqError>(kind, what);
-    for (auto& [s, mark] : before) s->Rollback(mark);
+    for (auto& [s, mark] : marks_) s->Rollback(mark);
   };
   try {
     f();
@@ -229,7 +229,8 @@ const Schema& Engine::InputSchema(const std::string& stream) const { return *Inp
 void Engine::Push(const std::string& stream, std::vector<ImportedBatch> batches) {
   CheckUsable();
   StreamState& st = Input(stream);
-  const std::string what = Describe(stream, st);
+  // (Messages only: named when something is refused, not on every push.)
+  auto what = [&] { return Describe(stream, st); };
   if (closed_) throw CqError(ErrorKind::kInput, "the engine is closed; push to '" + stream + "' rejected", stream);
 
   // 1. Validate everything; nothing changes if anything is rejected.
@@ -247,7 +248,7 @@ void Engine::Push(const std::string& stream, std::vector<ImportedBatch> batches)
       for (size_t c = 0; c < st.schema->size(); ++c)
         values += (c ? ", " : "") + (*st.schema)[c].name + "=" + ValueToString(b.columns[c], row);
       throw CqError(ErrorKind::kInput,
-                    what + ": row " + std::to_string(r) + " deletes (" + values + ") at ts " +
+                    what() + ": row " + std::to_string(r) + " deletes (" + values + ") at ts " +
                         std::to_string(b.sync.tick_data()[row]) +
                         ", which is not in the relation: a delete must match a row inserted before "
                         "it and not deleted yet",
@@ -291,7 +292,7 @@ std::string Engine::Describe(const std::string& name, const StreamState& st) {
 std::vector<Batch> Engine::Validate(const std::string& stream, const StreamState& st,
                                     std::vector<ImportedBatch> batches, Time* last) const {
   const Schema& schema = *st.schema;
-  const std::string what = Describe(stream, st);
+  auto what = [&] { return Describe(stream, st); };
   std::vector<Batch> ready;
   int64_t row_base = 0;
   for (ImportedBatch& b : batches) {
@@ -299,7 +300,7 @@ std::vector<Batch> Engine::Validate(const std::string& stream, const StreamState
     const bool has_op = st.relation && b.columns.size() == schema.size() + 2;
     if (b.columns.size() != schema.size() + 1 && !has_op)
       throw CqError(ErrorKind::kInput,
-                    what + " expects " + std::to_string(schema.size()) + " columns " + SchemaToString(schema) +
+                    what() + " expects " + std::to_string(schema.size()) + " columns " + SchemaToString(schema) +
                         (st.relation ? ", optionally an op column," : "") + " and a timestamp; found " +
                         std::to_string(b.columns.size()) + " columns",
                     stream);
@@ -307,7 +308,7 @@ std::vector<Batch> Engine::Validate(const std::string& stream, const StreamState
       const Column& col = b.columns[c];
       if (col.type != schema[c].type && col.type != TypeId::kNull)
         throw CqError(ErrorKind::kInput,
-                      what + " column '" + schema[c].name + "': expected " + std::string(TypeName(schema[c].type)) +
+                      what() + " column '" + schema[c].name + "': expected " + std::string(TypeName(schema[c].type)) +
                           ", found " + std::string(TypeName(col.type)),
                       stream);
     }
@@ -315,7 +316,7 @@ std::vector<Batch> Engine::Validate(const std::string& stream, const StreamState
       const Column& op = b.columns[schema.size()];
       if (op.type != TypeId::kUtf8)
         throw CqError(ErrorKind::kInput,
-                      what +
+                      what() +
                           ": the op column must hold the strings '+' (insert) or '-' "
                           "(delete); found " +
                           std::string(TypeName(op.type)),
@@ -323,7 +324,7 @@ std::vector<Batch> Engine::Validate(const std::string& stream, const StreamState
       for (int64_t r = 0; r < b.length; ++r) {
         if (op.IsValid(r) && op.StrAt(r).size() == 1 && (op.StrAt(r)[0] == '+' || op.StrAt(r)[0] == '-')) continue;
         throw CqError(ErrorKind::kInput,
-                      what + ": op at row " + std::to_string(row_base + r) + " is " + ValueToString(op, r) +
+                      what() + ": op at row " + std::to_string(row_base + r) + " is " + ValueToString(op, r) +
                           "; expected '+' (insert) or '-' (delete)",
                       stream, row_base + r);
       }
@@ -331,11 +332,11 @@ std::vector<Batch> Engine::Validate(const std::string& stream, const StreamState
     const Column& ts = b.columns.back();
     if (ts.type != TypeId::kInt64)
       throw CqError(ErrorKind::kInput,
-                    what + ": the timestamp must be int64 ticks, found " + std::string(TypeName(ts.type)), stream);
+                    what() + ": the timestamp must be int64 ticks, found " + std::string(TypeName(ts.type)), stream);
     if (ts.has_nulls()) {
       int64_t r = 0;
       while (ts.IsValid(r)) ++r;
-      throw CqError(ErrorKind::kInput, what + ": null timestamp at row " + std::to_string(row_base + r), stream,
+      throw CqError(ErrorKind::kInput, what() + ": null timestamp at row " + std::to_string(row_base + r), stream,
                     row_base + r);
     }
     const int64_t* t = ts.i64();
@@ -349,7 +350,7 @@ std::vector<Batch> Engine::Validate(const std::string& stream, const StreamState
         if (Time{t[r], 0} < *last) {
           const bool in_push = r > 0 || row_base > 0;
           throw CqError(ErrorKind::kInput,
-                        what + ": timestamps must not decrease; row " + std::to_string(row_base + r) + " has ts " +
+                        what() + ": timestamps must not decrease; row " + std::to_string(row_base + r) + " has ts " +
                             std::to_string(t[r]) + " after " +
                             (in_push ? "ts " + last->ToString() + " of the row before it"
                                      : last->ToString() + ", the " + (st.relation ? "relation" : "stream") +
@@ -365,7 +366,7 @@ std::vector<Batch> Engine::Validate(const std::string& stream, const StreamState
       int64_t r = 0;
       while (t[r] != Time::kMinTick && t[r] != Time::kInfTick) ++r;
       throw CqError(ErrorKind::kInput,
-                    what + ": row " + std::to_string(row_base + r) + " has ts " + std::to_string(t[r]) +
+                    what() + ": row " + std::to_string(row_base + r) + " has ts " + std::to_string(t[r]) +
                         ", outside the engine's ticks from " + std::to_string(Time::kMinTick + 1) + " to " +
                         std::to_string(Time::kInfTick - 1) + " (the extremes of int64 stand for ±∞)",
                     stream, row_base + r);

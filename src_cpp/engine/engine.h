@@ -136,6 +136,7 @@ class Engine {
   std::map<std::string, StreamState> streams_;  // streams and relations, by name
   std::map<std::string, int> sinks_;
   std::map<int, Time> source_progress_;  // PropagateProgress': each input's progress by its source
+  std::vector<std::pair<QuerySink*, QuerySink::Position>> marks_;  // Run's: the queries' results before
   Time advanced_ = Time::MinusInfinity();
   bool closed_ = false;
   std::unique_ptr<CqError> failed_;
