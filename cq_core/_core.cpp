@@ -202,35 +202,50 @@ PYBIND11_MODULE(_core, m) {
              py::gil_scoped_release release;
              e.Push(stream, std::move(imported));
            })
-      // One row, from Python values (the stream's columns in declared order, for a relation
-      // optionally its op after them): no Arrow object on the way. The GIL stays held: releasing
-      // and taking it again would cost a good part of what the row does in the core.
+      // One row from Python values, with no Arrow object on the way: `values` maps column names to
+      // values, `names` are the stream's declared columns in order (for a relation, optionally
+      // "op" after them). False, with nothing done, when the row is not in that exact form — a
+      // name missing or more names given, `ts` not an int within the ticks — for cq_py to
+      // resolve (names in any case, datetimes) or refuse with its message. Values convert as
+      // push() converts a list of dicts (RowValue). The GIL stays held: releasing and taking it
+      // again would cost a good part of what one row costs in the core.
       .def("push_row",
-           [](cq::Engine& e, const std::string& stream, int64_t tick, const py::list& values) {
+           [](cq::Engine& e, const std::string& stream, py::handle ts, py::dict values, py::tuple names) {
+             PyObject* t = ts.ptr();
+             if (!PyLong_CheckExact(t)) return false;
+             int overflow = 0;
+             const long long tick = PyLong_AsLongLongAndOverflow(t, &overflow);
+             if (overflow || tick == cq::Time::kMinTick || tick == cq::Time::kInfTick) return false;
              const cq::Schema& schema = e.InputSchema(stream);
-             const size_t n = static_cast<size_t>(PyList_GET_SIZE(values.ptr()));
-             if (n != schema.size() && n != schema.size() + 1)
-               throw py::value_error("push_row: " + std::to_string(n) + " values for " +
-                                     std::to_string(schema.size()) + " columns");
+             const size_t n = static_cast<size_t>(PyTuple_GET_SIZE(names.ptr()));
+             if (static_cast<size_t>(PyDict_GET_SIZE(values.ptr())) != n ||
+                 (n != schema.size() && n != schema.size() + 1))
+               return false;
              std::vector<cq::ImportedBatch> batch(1);
              cq::ImportedBatch& b = batch[0];
              b.length = 1;
              b.columns.reserve(n + 1);
-             for (size_t c = 0; c < schema.size(); ++c)
-               b.columns.push_back(RowValue(schema[c].type, PyList_GET_ITEM(values.ptr(), c), stream, schema[c].name));
-             if (n > schema.size()) {
-               py::handle op = PyList_GET_ITEM(values.ptr(), n - 1);
-               if (!PyUnicode_Check(op.ptr()))
-                 RowValueError(stream, "op", "'+' (insert) or '-' (delete)", op);
-               b.columns.push_back(RowValue(cq::TypeId::kUtf8, op, stream, "op"));
+             for (size_t c = 0; c < n; ++c) {
+               PyObject* v = PyDict_GetItemWithError(values.ptr(), PyTuple_GET_ITEM(names.ptr(), c));
+               if (!v) {
+                 if (PyErr_Occurred()) throw py::error_already_set();
+                 return false;
+               }
+               if (c < schema.size()) {
+                 b.columns.push_back(RowValue(schema[c].type, v, stream, schema[c].name));
+               } else {  // a relation's op, whose values the core checks
+                 if (!PyUnicode_Check(v)) RowValueError(stream, "op", "'+' (insert) or '-' (delete)", v);
+                 b.columns.push_back(RowValue(cq::TypeId::kUtf8, v, stream, "op"));
+               }
              }
-             cq::Column ts;
-             ts.type = cq::TypeId::kInt64;
-             ts.length = 1;
-             ts.values = cq::Buffer::Allocate(8);
-             *ts.values.as<int64_t>() = tick;
-             b.columns.push_back(std::move(ts));
+             cq::Column time;
+             time.type = cq::TypeId::kInt64;
+             time.length = 1;
+             time.values = cq::Buffer::Allocate(8);
+             *time.values.as<int64_t>() = tick;
+             b.columns.push_back(std::move(time));
              e.Push(stream, std::move(batch));
+             return true;
            })
       .def(
           "advance", [](cq::Engine& e, int64_t tick, int64_t step) { e.Advance({tick, step}); }, py::arg("tick"),

@@ -478,28 +478,32 @@ class Engine:
         Traceback (most recent call last):
         cq_py.errors.InputError: push_row to 'e': missing column 'val' (BIGINT); given: key, vla
         """
-        row = self._row_inputs.get(stream)
-        if row is None:
-            row = self._row_input(stream)
-        name, names = row
-        try:
-            args = [values[n] for n in names]
-        except KeyError:
-            args = self._row_values(name, values)
-        else:
-            if len(values) != len(names):
-                args = self._row_values(name, values)
-        if type(ts) is not int or not MIN_TICK <= ts <= MAX_TICK:
-            ts = self._row_tick(name, ts)
+        # The common case in one call: the stream as registered, the declared names exactly, an
+        # int tick. Anything else (other spellings, a datetime, a relation's op, an error) takes
+        # _push_row_resolved, which puts the row in that form or refuses it with its message.
+        row = self._row_inputs.get(stream) if type(stream) is str else None
         if self._max_memory is not None:
-            self._check_memory(f"push to '{name}'")
+            self._check_memory(f"push to '{stream}'")
         try:
-            self._core.push_row(name, ts, args)
+            if row is None or not self._core.push_row(row[0], ts, values, row[1]):
+                self._push_row_resolved(stream, ts, values)
         except _core.CoreError as e:
-            raise self._stopped(e, f"push to '{name}'") from None
+            raise self._stopped(e, f"push to '{stream}'") from None
         self._running = True
         if self._subscribers:
-            self._deliver(f"push to '{name}'")
+            self._deliver(f"push to '{stream}'")
+
+    def _push_row_resolved(self, stream: Any, ts: Any, values: dict[str, Any]) -> None:
+        """push_row of a row not in the binding's exact form: the stream's and columns' names
+        resolved as in CQL, the time converted, or an :class:`InputError`."""
+        name, names = self._row_input(stream)
+        args = self._row_values(name, values)
+        if len(args) > len(names):
+            names = (*names, OP)
+        if type(ts) is not int or not MIN_TICK <= ts <= MAX_TICK:
+            ts = self._row_tick(name, ts)
+        if not self._core.push_row(name, int(ts), dict(zip(names, args, strict=True)), names):
+            raise RuntimeError(f"cq internal error (please report): push_row to '{name}' refused")
 
     def _push_batches(self, stream: str, batches: list[pa.RecordBatch]) -> None:
         """The one way rows reach the core: ``batches`` of ``stream``, conformed (the declared

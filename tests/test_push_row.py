@@ -210,6 +210,7 @@ BAD_ROWS = [
     ("s", 2**63 - 1, {"a": 1, "b": 0.5, "c": "x", "f": True}, "outside the engine's ticks"),
     ("nope", 5, {"a": 1}, "unknown stream 'nope'"),
     (None, 5, {"a": 1}, "named by a str"),
+    (["s"], 5, {"a": 1}, "named by a str"),
     ("r", 5, {"k": "1"}, "column 'k' must be BIGINT"),
     ("r", 5, {"k": 1, "op": "x"}, "op at row 0 is 'x'"),
     ("r", 5, {"k": 1, "op": 1}, "column 'op' must be '+' (insert) or '-' (delete)"),
