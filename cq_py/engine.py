@@ -1289,7 +1289,13 @@ def run(
     if len(tables) == 1:
         pieces: Iterable[tuple[str, Any]] = tables.items()
     else:
-        pieces = _merge_by_time({n: t.to_batches() for n, t in tables.items()}, ts, eng.time_unit)
+        # Merged batch_size rows at a time: a round of the merge pushes one piece per input, and
+        # the instants a piece leaves open wait for the other inputs' pieces (zero-copy slices).
+        pieces = _merge_by_time(
+            {n: t.to_batches(max_chunksize=eng._batch_size) for n, t in tables.items()},
+            ts,
+            eng.time_unit,
+        )
     for name, piece in pieces:
         try:
             eng.push(name, piece, ts=ts)

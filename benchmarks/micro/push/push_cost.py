@@ -94,14 +94,16 @@ def per_push(workload: str, t: pa.Table, how: str) -> float:
 
 
 MEMORY = """
-import json, resource, sys, time
+import inspect, json, resource, sys, time
 sys.path.insert(0, sys.argv[3])
 from push_cost import QUERIES, STREAM, events
 import cq_py
 t = events(int(sys.argv[1]))
+# (A cq from before Engine had batch_size runs every push as one batch.)
+sized = "batch_size" in inspect.signature(cq_py.Engine).parameters
 start = time.perf_counter()
 out = cq_py.run(STREAM + f"REGISTER QUERY q AS {QUERIES['W5']};", inputs={"e": t},
-                batch_size=int(sys.argv[2]))
+                **({"batch_size": int(sys.argv[2])} if sized else {}))
 elapsed = time.perf_counter() - start
 usage = resource.getrusage(resource.RUSAGE_SELF)
 print(json.dumps({"peak": usage.ru_maxrss * 1024, "seconds": elapsed, "rows": out["q"].num_rows,
@@ -135,6 +137,9 @@ def main() -> None:
         print(f"per push, {args.pushes:,} pushes of one event (us):")
         print(f"  {'':22s} {'W1':>8s} {'W5':>8s}")
         for how in ("push_row", "push(RecordBatch)", "push([dict])"):
+            if how == "push_row" and not hasattr(cq_py.Engine, "push_row"):
+                print(f"  {how:22s} {'-':>8s} {'-':>8s}   (not in this cq)")
+                continue
             cost = {w: per_push(w, t, how) for w in QUERIES}
             print(f"  {how:22s} {cost['W1']:8.2f} {cost['W5']:8.2f}")
     if args.only != "push":
