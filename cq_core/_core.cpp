@@ -94,6 +94,22 @@ cq::Column RowValue(cq::TypeId type, py::handle v, const std::string& stream, co
   c.length = 1;
   PyObject* o = v.ptr();
   if (o == Py_None) return cq::Column::Nulls(type, 1);
+  // Python's own int and float, the common case, first: no type names read, no new references.
+  if (PyLong_CheckExact(o) && type != cq::TypeId::kUtf8 && type != cq::TypeId::kBool) {
+    int overflow = 0;
+    const long long x = PyLong_AsLongLongAndOverflow(o, &overflow);
+    constexpr long long kExact = 1LL << 53;
+    if (!overflow && (type == cq::TypeId::kInt64 || (x <= kExact && x >= -kExact))) {
+      c.values = cq::Buffer::Allocate(8);
+      if (type == cq::TypeId::kInt64) *c.values.as<int64_t>() = x;
+      else *c.values.as<double>() = static_cast<double>(x);
+      return c;
+    }
+  } else if (PyFloat_CheckExact(o) && type == cq::TypeId::kFloat64) {
+    c.values = cq::Buffer::Allocate(8);
+    *c.values.as<double>() = PyFloat_AS_DOUBLE(o);
+    return c;
+  }
   const bool is_bool = PyBool_Check(o) || std::string_view(Py_TYPE(o)->tp_name) == "numpy.bool_" ||
                        std::string_view(Py_TYPE(o)->tp_name) == "numpy.bool";
   switch (type) {
