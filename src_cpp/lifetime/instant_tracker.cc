@@ -58,9 +58,14 @@ void InstantTracker::AppendBagDifferences(const Changes& c, bool starts_minus_en
   size_t m = 0;
   const RowEqual& eq = *equal_;
   // A row finds its batch's columns, and whether they are plain numbers (asked once, as the batch
-  // was retained), by its number: only the batches the rows come from are looked at, however
-  // many are retained (single-row pushes keep thousands, one per row alive).
-  auto cols = [&](RowRef r) { return Cols(r.seq); };
+  // was retained), by its number (ColsOf).
+  ColsOf of{this, nullptr, retained_.front().seq};  // (rows to compare: something is retained)
+  if (retained_.size() <= 2 * (na + nb) + 16) {
+    batch_cols_.resize(retained_.size());
+    for (size_t r = 0; r < retained_.size(); ++r) batch_cols_[r] = {retained_[r].batch.columns, retained_[r].plain};
+    of.table = batch_cols_.data();
+  }
+  auto cols = [&](RowRef r) { return of(r.seq); };
   auto same = [&](const BatchCols& x, uint32_t i, const BatchCols& y, uint32_t j) {
     return x.plain && y.plain ? eq.Plain(x.cols, i, y.cols, j) : eq(x.cols, i, y.cols, j);
   };
@@ -72,7 +77,7 @@ void InstantTracker::AppendBagDifferences(const Changes& c, bool starts_minus_en
     while (j < nb && bt[j] < t) ++j;
     size_t j2 = j;
     while (j2 < nb && bt[j2] == t) ++j2;
-    if (j2 - j >= 2 && PlainInstants({a + i, i2 - i}, {b + j, j2 - j}, t, o, ot, m)) {
+    if (j2 - j >= 2 && PlainInstants({a + i, i2 - i}, {b + j, j2 - j}, t, of, o, ot, m)) {
       // Several rows taken away, all plain numbers (an instant of a batch of many): done there.
     } else if (j2 - j == 1) {
       // One row taken away, the commonest meeting: it cancels the first equal row, if any.
@@ -114,21 +119,21 @@ void InstantTracker::AppendBagDifferences(const Changes& c, bool starts_minus_en
   ts.Truncate(ts_base + m);
 }
 
-bool InstantTracker::PlainInstants(std::span<const RowRef> a, std::span<const RowRef> b, Time t, RowRef* o, Time* ot,
-                                   size_t& m) const {
+bool InstantTracker::PlainInstants(std::span<const RowRef> a, std::span<const RowRef> b, Time t, const ColsOf& cols,
+                                   RowRef* o, Time* ot, size_t& m) const {
   // `b` in pieces of at most 64 rows, as a − (b1 + b2) = (a − b1) − b2: what is left of `a` after a
   // piece is in o from m on, and the next piece takes it from there.
   const size_t m0 = m;
   for (size_t k = 0; k < b.size(); k += 64) {
     const std::span<const RowRef> rows = k == 0 ? a : std::span<const RowRef>(o + m0, m - m0);
     m = m0;  // (a piece that fails leaves it there)
-    if (!PlainInstant(rows, b.subspan(k, std::min<size_t>(64, b.size() - k)), t, o, ot, m)) return false;
+    if (!PlainInstant(rows, b.subspan(k, std::min<size_t>(64, b.size() - k)), t, cols, o, ot, m)) return false;
   }
   return true;
 }
 
-bool InstantTracker::PlainInstant(std::span<const RowRef> a, std::span<const RowRef> b, Time t, RowRef* o, Time* ot,
-                                  size_t& m) const {
+bool InstantTracker::PlainInstant(std::span<const RowRef> a, std::span<const RowRef> b, Time t, const ColsOf& cols,
+                                  RowRef* o, Time* ot, size_t& m) const {
   // Each row of `b` with its columns and its hash, the rows not used up yet as bits, and a 64-bit
   // filter with one bit set per hash of `b`. Most starts of an instant match no end (ISTREAM's new
   // rows rarely equal the ones ending): the filter turns those away with a hash and a bit test,
@@ -139,7 +144,7 @@ bool InstantTracker::PlainInstant(std::span<const RowRef> a, std::span<const Row
   uint64_t bh[64];
   uint64_t filter = 0;
   for (size_t k = 0; k < nb; ++k) {
-    const BatchCols x = Cols(b[k].seq);
+    const BatchCols x = cols(b[k].seq);
     if (!x.plain) return false;
     bc[k] = x.cols.data();
     bh[k] = eq.PlainHash({bc[k], width}, b[k].row);
@@ -151,7 +156,7 @@ bool InstantTracker::PlainInstant(std::span<const RowRef> a, std::span<const Row
   // been seen plain, so a fallback starts afresh.
   size_t w = m;
   for (const RowRef& r : a) {
-    const BatchCols x = Cols(r.seq);
+    const BatchCols x = cols(r.seq);
     if (!x.plain) return false;
     const Column* ac = x.cols.data();
     const uint64_t h = eq.PlainHash({ac, width}, r.row);
