@@ -121,6 +121,18 @@ void InstantTracker::AppendBagDifferences(const Changes& c, bool starts_minus_en
 
 bool InstantTracker::PlainInstants(std::span<const RowRef> a, std::span<const RowRef> b, Time t, const ColsOf& cols,
                                    RowRef* o, Time* ot, size_t& m) const {
+  if (cols.table) {
+    const BatchCols* table = cols.table;
+    const uint32_t base = cols.base;
+    return PlainPieces(
+        a, b, t, [table, base](uint32_t seq) -> const BatchCols& { return table[seq - base]; }, o, ot, m);
+  }
+  return PlainPieces(a, b, t, cols, o, ot, m);
+}
+
+template <typename Lookup>
+bool InstantTracker::PlainPieces(std::span<const RowRef> a, std::span<const RowRef> b, Time t, const Lookup& cols,
+                                 RowRef* o, Time* ot, size_t& m) const {
   // `b` in pieces of at most 64 rows, as a − (b1 + b2) = (a − b1) − b2: what is left of `a` after a
   // piece is in o from m on, and the next piece takes it from there.
   const size_t m0 = m;
@@ -132,7 +144,8 @@ bool InstantTracker::PlainInstants(std::span<const RowRef> a, std::span<const Ro
   return true;
 }
 
-bool InstantTracker::PlainInstant(std::span<const RowRef> a, std::span<const RowRef> b, Time t, const ColsOf& cols,
+template <typename Lookup>
+bool InstantTracker::PlainInstant(std::span<const RowRef> a, std::span<const RowRef> b, Time t, const Lookup& cols,
                                   RowRef* o, Time* ot, size_t& m) const {
   // Each row of `b` with its columns and its hash, the rows not used up yet as bits, and a 64-bit
   // filter with one bit set per hash of `b`. Most starts of an instant match no end (ISTREAM's new
@@ -144,7 +157,7 @@ bool InstantTracker::PlainInstant(std::span<const RowRef> a, std::span<const Row
   uint64_t bh[64];
   uint64_t filter = 0;
   for (size_t k = 0; k < nb; ++k) {
-    const BatchCols x = cols(b[k].seq);
+    const auto& x = cols(b[k].seq);
     if (!x.plain) return false;
     bc[k] = x.cols.data();
     bh[k] = eq.PlainHash({bc[k], width}, b[k].row);
@@ -156,7 +169,7 @@ bool InstantTracker::PlainInstant(std::span<const RowRef> a, std::span<const Row
   // been seen plain, so a fallback starts afresh.
   size_t w = m;
   for (const RowRef& r : a) {
-    const BatchCols x = cols(r.seq);
+    const auto& x = cols(r.seq);
     if (!x.plain) return false;
     const Column* ac = x.cols.data();
     const uint64_t h = eq.PlainHash({ac, width}, r.row);

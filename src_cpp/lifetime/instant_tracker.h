@@ -179,8 +179,14 @@ class InstantTracker {
   // o/ot from m on, and m moves past them. False, with m unchanged, when a row is not plain.
   bool PlainInstants(std::span<const RowRef> a, std::span<const RowRef> b, Time t, const ColsOf& cols, RowRef* o,
                      Time* ot, size_t& m) const;
+  // PlainInstants with the lookup resolved once (`cols(seq)` -> BatchCols): a table's base and
+  // address held where the rows written cannot change them.
+  template <typename Lookup>
+  bool PlainPieces(std::span<const RowRef> a, std::span<const RowRef> b, Time t, const Lookup& cols, RowRef* o,
+                   Time* ot, size_t& m) const;
   // One piece of PlainInstants: at most 64 rows of `b`. `a` may lie in o from m on.
-  bool PlainInstant(std::span<const RowRef> a, std::span<const RowRef> b, Time t, const ColsOf& cols, RowRef* o,
+  template <typename Lookup>
+  bool PlainInstant(std::span<const RowRef> a, std::span<const RowRef> b, Time t, const Lookup& cols, RowRef* o,
                     Time* ot, size_t& m) const;
   mutable std::vector<BatchCols> batch_cols_;  // AppendBagDifferences' table, kept for its capacity
 };
