@@ -5,6 +5,8 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cstring>
+
 #include "arrow/bridge.h"
 #include "engine/engine.h"
 #include "kernels/registry.h"
@@ -82,13 +84,28 @@ const char* CqlName(cq::TypeId t) {
                     stream);
 }
 
+// The 8-byte values of one row (BIGINT, DOUBLE, the timestamp) in one buffer, each column a view
+// of its slot: one allocation per row rather than one per column, and one block for a window to
+// keep while the row lives. (Columns are immutable: sharing a buffer is what slices do.)
+struct RowWords {
+  cq::Buffer block;
+  int64_t used = 0;
+  template <typename T>
+  cq::Buffer Put(T x) {
+    static_assert(sizeof(T) == 8);
+    std::memcpy(block.data + used * 8, &x, 8);
+    return cq::Buffer::Slice(block, 8 * used++, 8);
+  }
+};
+
 // One value of a row as a column of length 1, converted as pyarrow converts a list of dicts and
 // push() then casts it (cq_py.Engine._cast_column): any integer for BIGINT (bool is not one), an
 // integer or a float for DOUBLE (an integer only where a double holds it exactly, as Arrow's safe
 // cast), str for VARCHAR, bool for BOOLEAN, None for NULL. Python's own types take the first
 // branch; numpy's scalars go through __index__ / __float__. Anything else (Decimal, bytes, a
 // datetime) is refused, as push() refuses the Arrow column pyarrow makes of it.
-cq::Column RowValue(cq::TypeId type, py::handle v, const std::string& stream, const std::string& column) {
+cq::Column RowValue(cq::TypeId type, py::handle v, const std::string& stream, const std::string& column,
+                    RowWords& words) {
   cq::Column c;
   c.type = type;
   c.length = 1;
@@ -100,14 +117,11 @@ cq::Column RowValue(cq::TypeId type, py::handle v, const std::string& stream, co
     const long long x = PyLong_AsLongLongAndOverflow(o, &overflow);
     constexpr long long kExact = 1LL << 53;
     if (!overflow && (type == cq::TypeId::kInt64 || (x <= kExact && x >= -kExact))) {
-      c.values = cq::Buffer::Allocate(8);
-      if (type == cq::TypeId::kInt64) *c.values.as<int64_t>() = x;
-      else *c.values.as<double>() = static_cast<double>(x);
+      c.values = type == cq::TypeId::kInt64 ? words.Put(static_cast<int64_t>(x)) : words.Put(static_cast<double>(x));
       return c;
     }
   } else if (PyFloat_CheckExact(o) && type == cq::TypeId::kFloat64) {
-    c.values = cq::Buffer::Allocate(8);
-    *c.values.as<double>() = PyFloat_AS_DOUBLE(o);
+    c.values = words.Put(PyFloat_AS_DOUBLE(o));
     return c;
   }
   const bool is_bool = PyBool_Check(o) || std::string_view(Py_TYPE(o)->tp_name) == "numpy.bool_" ||
@@ -120,8 +134,7 @@ cq::Column RowValue(cq::TypeId type, py::handle v, const std::string& stream, co
       if (!index) throw py::error_already_set();
       const long long x = PyLong_AsLongLongAndOverflow(index.ptr(), &overflow);
       if (overflow) RowValueError(stream, column, "BIGINT (an integer)", v, ", which is outside int64");
-      c.values = cq::Buffer::Allocate(8);
-      *c.values.as<int64_t>() = x;
+      c.values = words.Put(static_cast<int64_t>(x));
       return c;
     }
     case cq::TypeId::kFloat64: {
@@ -144,8 +157,7 @@ cq::Column RowValue(cq::TypeId type, py::handle v, const std::string& stream, co
       } else {
         RowValueError(stream, column, "DOUBLE (a float or an integer)", v);
       }
-      c.values = cq::Buffer::Allocate(8);
-      *c.values.as<double>() = x;
+      c.values = words.Put(x);
       return c;
     }
     case cq::TypeId::kUtf8: {
@@ -241,6 +253,7 @@ PYBIND11_MODULE(_core, m) {
              cq::ImportedBatch& b = batch[0];
              b.length = 1;
              b.columns.reserve(n + 1);
+             RowWords words{cq::Buffer::Allocate(8 * static_cast<int64_t>(n + 1))};
              for (size_t c = 0; c < n; ++c) {
                PyObject* v = PyDict_GetItemWithError(values.ptr(), PyTuple_GET_ITEM(names.ptr(), c));
                if (!v) {
@@ -248,17 +261,16 @@ PYBIND11_MODULE(_core, m) {
                  return false;
                }
                if (c < schema.size()) {
-                 b.columns.push_back(RowValue(schema[c].type, v, stream, schema[c].name));
+                 b.columns.push_back(RowValue(schema[c].type, v, stream, schema[c].name, words));
                } else {  // a relation's op, whose values the core checks
                  if (!PyUnicode_Check(v)) RowValueError(stream, "op", "'+' (insert) or '-' (delete)", v);
-                 b.columns.push_back(RowValue(cq::TypeId::kUtf8, v, stream, "op"));
+                 b.columns.push_back(RowValue(cq::TypeId::kUtf8, v, stream, "op", words));
                }
              }
              cq::Column time;
              time.type = cq::TypeId::kInt64;
              time.length = 1;
-             time.values = cq::Buffer::Allocate(8);
-             *time.values.as<int64_t>() = tick;
+             time.values = words.Put(static_cast<int64_t>(tick));
              b.columns.push_back(std::move(time));
              e.Push(stream, std::move(batch));
              return true;
