@@ -5,6 +5,8 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cstring>
+
 #include "arrow/bridge.h"
 #include "engine/engine.h"
 #include "kernels/registry.h"
@@ -62,6 +64,124 @@ std::string_view BufferBytes(const py::buffer& data, const py::buffer_info& info
   return {static_cast<const char*>(info.ptr), static_cast<size_t>(info.size * info.itemsize)};
 }
 
+// The CQL name of a column type, for messages about the values of a row.
+const char* CqlName(cq::TypeId t) {
+  switch (t) {
+    case cq::TypeId::kInt64: return "BIGINT";
+    case cq::TypeId::kFloat64: return "DOUBLE";
+    case cq::TypeId::kUtf8: return "VARCHAR";
+    case cq::TypeId::kBool: return "BOOLEAN";
+    case cq::TypeId::kNull: break;
+  }
+  return "NULL";
+}
+
+[[noreturn]] void RowValueError(const std::string& stream, const std::string& column, const char* want,
+                                py::handle value, const std::string& why = "") {
+  throw cq::CqError(cq::ErrorKind::kInput,
+                    "push_row to '" + stream + "': column '" + column + "' must be " + want + "; found " + py::repr(value).cast<std::string>() +
+                        " (" + Py_TYPE(value.ptr())->tp_name + ")" + why,
+                    stream);
+}
+
+// The 8-byte values of one row (BIGINT, DOUBLE, the timestamp) in one buffer, each column a view
+// of its slot: one allocation per row rather than one per column, and one block for a window to
+// keep while the row lives. (Columns are immutable: sharing a buffer is what slices do.)
+struct RowWords {
+  cq::Buffer block;
+  int64_t used = 0;
+  template <typename T>
+  cq::Buffer Put(T x) {
+    static_assert(sizeof(T) == 8);
+    std::memcpy(block.data + used * 8, &x, 8);
+    return cq::Buffer::Slice(block, 8 * used++, 8);
+  }
+};
+
+// One value of a row as a column of length 1, converted as pyarrow converts a list of dicts and
+// push() then casts it (cq_py.Engine._cast_column): any integer for BIGINT (bool is not one), an
+// integer or a float for DOUBLE (an integer only where a double holds it exactly, as Arrow's safe
+// cast), str for VARCHAR, bool for BOOLEAN, None for NULL. Python's own types take the first
+// branch; numpy's scalars go through __index__ / __float__. Anything else (Decimal, bytes, a
+// datetime) is refused, as push() refuses the Arrow column pyarrow makes of it.
+cq::Column RowValue(cq::TypeId type, py::handle v, const std::string& stream, const std::string& column,
+                    RowWords& words) {
+  cq::Column c;
+  c.type = type;
+  c.length = 1;
+  PyObject* o = v.ptr();
+  if (o == Py_None) return cq::Column::Nulls(type, 1);
+  // Python's own int and float, the common case, first: no type names read, no new references.
+  if (PyLong_CheckExact(o) && type != cq::TypeId::kUtf8 && type != cq::TypeId::kBool) {
+    int overflow = 0;
+    const long long x = PyLong_AsLongLongAndOverflow(o, &overflow);
+    constexpr long long kExact = 1LL << 53;
+    if (!overflow && (type == cq::TypeId::kInt64 || (x <= kExact && x >= -kExact))) {
+      c.values = type == cq::TypeId::kInt64 ? words.Put(static_cast<int64_t>(x)) : words.Put(static_cast<double>(x));
+      return c;
+    }
+  } else if (PyFloat_CheckExact(o) && type == cq::TypeId::kFloat64) {
+    c.values = words.Put(PyFloat_AS_DOUBLE(o));
+    return c;
+  }
+  const bool is_bool = PyBool_Check(o) || std::string_view(Py_TYPE(o)->tp_name) == "numpy.bool_" ||
+                       std::string_view(Py_TYPE(o)->tp_name) == "numpy.bool";
+  switch (type) {
+    case cq::TypeId::kInt64: {
+      if (is_bool || PyFloat_Check(o) || !PyIndex_Check(o)) RowValueError(stream, column, "BIGINT (an integer)", v);
+      int overflow = 0;
+      py::object index = py::reinterpret_steal<py::object>(PyNumber_Index(o));
+      if (!index) throw py::error_already_set();
+      const long long x = PyLong_AsLongLongAndOverflow(index.ptr(), &overflow);
+      if (overflow) RowValueError(stream, column, "BIGINT (an integer)", v, ", which is outside int64");
+      c.values = words.Put(static_cast<int64_t>(x));
+      return c;
+    }
+    case cq::TypeId::kFloat64: {
+      double x;
+      if (PyFloat_Check(o)) {
+        x = PyFloat_AS_DOUBLE(o);
+      } else if (!is_bool && PyIndex_Check(o)) {
+        int overflow = 0;
+        py::object index = py::reinterpret_steal<py::object>(PyNumber_Index(o));
+        if (!index) throw py::error_already_set();
+        const long long i = PyLong_AsLongLongAndOverflow(index.ptr(), &overflow);
+        constexpr long long kExact = 1LL << 53;
+        if (overflow || i > kExact || i < -kExact)
+          RowValueError(stream, column, "DOUBLE (a float, or an integer a double holds exactly)", v);
+        x = static_cast<double>(i);
+      } else if (!is_bool && std::string_view(Py_TYPE(o)->tp_name).starts_with("numpy.float") &&
+                 Py_TYPE(o)->tp_as_number && Py_TYPE(o)->tp_as_number->nb_float) {
+        x = PyFloat_AsDouble(o);  // numpy.float32 and float16 (float64 is a float)
+        if (x == -1.0 && PyErr_Occurred()) throw py::error_already_set();
+      } else {
+        RowValueError(stream, column, "DOUBLE (a float or an integer)", v);
+      }
+      c.values = words.Put(x);
+      return c;
+    }
+    case cq::TypeId::kUtf8: {
+      if (!PyUnicode_Check(o)) RowValueError(stream, column, "VARCHAR (a str)", v);
+      Py_ssize_t n = 0;
+      const char* p = PyUnicode_AsUTF8AndSize(o, &n);
+      if (!p) {
+        PyErr_Clear();
+        RowValueError(stream, column, "VARCHAR (a str)", v, ", which is not valid UTF-8");
+      }
+      cq::FillStrings(c, 1, [&](int64_t) { return std::string_view(p, static_cast<size_t>(n)); });
+      return c;
+    }
+    case cq::TypeId::kBool: {
+      if (!is_bool) RowValueError(stream, column, "BOOLEAN (True or False)", v);
+      c.values = cq::Buffer::Allocate(1);
+      c.values.data[0] = PyObject_IsTrue(o) ? 1 : 0;
+      return c;
+    }
+    case cq::TypeId::kNull: break;
+  }
+  RowValueError(stream, column, CqlName(type), v);
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_core, m) {
@@ -91,13 +211,16 @@ PYBIND11_MODULE(_core, m) {
 
   py::class_<cq::Engine>(m, "Engine")
       .def(py::init([](const std::string& lifetime, const std::string& executor, bool expose_steps, bool hybrid,
-                       int64_t max_loop_steps, int64_t max_run, int64_t max_loop_ticks, int64_t max_loop_rows) {
-             return std::make_unique<cq::Engine>(cq::EngineOptions{
-                 lifetime, executor, expose_steps, hybrid, max_loop_steps, max_run, max_loop_ticks, max_loop_rows});
+                       int64_t max_loop_steps, int64_t max_run, int64_t max_loop_ticks, int64_t max_loop_rows,
+                       int64_t batch_size) {
+             return std::make_unique<cq::Engine>(cq::EngineOptions{lifetime, executor, expose_steps, hybrid,
+                                                                   max_loop_steps, max_run, max_loop_ticks,
+                                                                   max_loop_rows, batch_size});
            }),
            py::arg("lifetime") = "direct", py::arg("executor") = "dts", py::arg("expose_steps") = false,
            py::arg("hybrid") = true, py::arg("max_loop_steps") = 1000000, py::arg("max_run") = 20,
-           py::arg("max_loop_ticks") = 1000000, py::arg("max_loop_rows") = 10000000)
+           py::arg("max_loop_ticks") = 1000000, py::arg("max_loop_rows") = 10000000,
+           py::arg("batch_size") = 65536)
       .def("add_plan", &cq::Engine::AddPlan, py::call_guard<py::gil_scoped_release>())
       .def("push",
            [](cq::Engine& e, const std::string& stream, const py::list& batches) {
@@ -106,6 +229,51 @@ PYBIND11_MODULE(_core, m) {
              for (const auto& b : batches) imported.push_back(ImportCapsules(b));
              py::gil_scoped_release release;
              e.Push(stream, std::move(imported));
+           })
+      // One row from Python values, with no Arrow object on the way: `values` maps column names to
+      // values, `names` are the stream's declared columns in order (for a relation, optionally
+      // "op" after them). False, with nothing done, when the row is not in that exact form — a
+      // name missing or more names given, `ts` not an int within the ticks — for cq_py to
+      // resolve (names in any case, datetimes) or refuse with its message. Values convert as
+      // push() converts a list of dicts (RowValue). The GIL stays held: releasing and taking it
+      // again would cost a good part of what one row costs in the core.
+      .def("push_row",
+           [](cq::Engine& e, const std::string& stream, py::handle ts, py::dict values, py::tuple names) {
+             PyObject* t = ts.ptr();
+             if (!PyLong_CheckExact(t)) return false;
+             int overflow = 0;
+             const long long tick = PyLong_AsLongLongAndOverflow(t, &overflow);
+             if (overflow || tick == cq::Time::kMinTick || tick == cq::Time::kInfTick) return false;
+             const cq::Schema& schema = e.InputSchema(stream);
+             const size_t n = static_cast<size_t>(PyTuple_GET_SIZE(names.ptr()));
+             if (static_cast<size_t>(PyDict_GET_SIZE(values.ptr())) != n ||
+                 (n != schema.size() && n != schema.size() + 1))
+               return false;
+             std::vector<cq::ImportedBatch> batch(1);
+             cq::ImportedBatch& b = batch[0];
+             b.length = 1;
+             b.columns.reserve(n + 1);
+             RowWords words{cq::Buffer::Allocate(8 * static_cast<int64_t>(n + 1))};
+             for (size_t c = 0; c < n; ++c) {
+               PyObject* v = PyDict_GetItemWithError(values.ptr(), PyTuple_GET_ITEM(names.ptr(), c));
+               if (!v) {
+                 if (PyErr_Occurred()) throw py::error_already_set();
+                 return false;
+               }
+               if (c < schema.size()) {
+                 b.columns.push_back(RowValue(schema[c].type, v, stream, schema[c].name, words));
+               } else {  // a relation's op, whose values the core checks
+                 if (!PyUnicode_Check(v)) RowValueError(stream, "op", "'+' (insert) or '-' (delete)", v);
+                 b.columns.push_back(RowValue(cq::TypeId::kUtf8, v, stream, "op", words));
+               }
+             }
+             cq::Column time;
+             time.type = cq::TypeId::kInt64;
+             time.length = 1;
+             time.values = words.Put(static_cast<int64_t>(tick));
+             b.columns.push_back(std::move(time));
+             e.Push(stream, std::move(batch));
+             return true;
            })
       .def(
           "advance", [](cq::Engine& e, int64_t tick, int64_t step) { e.Advance({tick, step}); }, py::arg("tick"),

@@ -248,7 +248,7 @@ def cli() -> None:
     type=click.IntRange(min=1),
     default=65536,
     show_default=True,
-    help="Rows per batch read from each input.",
+    help="Rows per batch read from each input and run through the engine at a time.",
 )
 @click.option(
     "--time-unit",
@@ -385,6 +385,7 @@ def run_command(
         "max_loop_ticks": max_loop_ticks,
         "max_loop_rows": max_loop_rows,
         "max_memory": max_memory,
+        "batch_size": batch_size,
     }
     eng = _load_script(script, options)
 

@@ -737,6 +737,8 @@ def test_engine_options_reach_the_engine(tmp_path: Path, monkeypatch: pytest.Mon
         "78",
         "--max-loop-rows",
         "79",
+        "--batch-size",
+        "80",
     )
     assert result.exit_code == 0, result.output
     assert seen[0] == {
@@ -749,6 +751,7 @@ def test_engine_options_reach_the_engine(tmp_path: Path, monkeypatch: pytest.Mon
         "max_loop_ticks": 78,
         "max_loop_rows": 79,
         "max_memory": None,
+        "batch_size": 80,
     }
 
 

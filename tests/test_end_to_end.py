@@ -77,14 +77,15 @@ def test_istream_emits_nothing_for_a_value_that_ends_and_restarts_at_the_same_in
 
 
 @pytest.mark.parametrize("batch", [1, 2, 3, 1000])
-def test_results_do_not_depend_on_batch_boundaries(batch):
+@pytest.mark.parametrize("batch_size", [1, 2, 65536])
+def test_results_do_not_depend_on_batch_boundaries(batch, batch_size):
     ts = [0, 0, 0, 4, 4, 10, 10, 10, 14, 20, 20, 30]
     a = [1, 1, 2, 3, 3, 1, 1, 2, 3, 1, 9, 1]
     b = [0.9] * len(ts)
     # Range 10: at 10 the three rows of 0 end as three equal rows start; at 14 one 3 starts as two
     # end; at 20 only 9 is new (1 was alive until 20); at 30 the 1 of 20 ends as a 1 starts.
     expected = [(1, 0), (1, 0), (2, 0), (3, 4), (3, 4), (9, 20)]
-    eng = cq_py.Engine()
+    eng = cq_py.Engine(batch_size=batch_size)  # the core's own slices of each push
     eng.execute(FILTER_QUERY)
     table = pa.table({"a": a, "b": b, "ts": ts})
     for off in range(0, len(ts), batch):

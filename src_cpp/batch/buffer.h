@@ -43,8 +43,11 @@ class BufferBuilder {
     if (size_ == capacity_) Grow(size_ + 1);
     data()[size_++] = v;
   }
+  // Room for n values, exactly n when it must grow: a caller that knows how many rows come asks
+  // for them, and a one-row result (an instant of a row pushed alone) takes a one-row buffer, not
+  // the 64 values Append starts with, which a consumer keeping the row would hold for it.
   void Reserve(int64_t n) {
-    if (n > capacity_) Grow(n);
+    if (n > capacity_) Grow(n, true);
   }
   // Replaces the contents by n values (a restored snapshot).
   void Assign(const T* p, int64_t n) {
@@ -71,8 +74,8 @@ class BufferBuilder {
   }
 
  private:
-  [[gnu::noinline]] void Grow(int64_t need) {  // out of line: Append stays small enough to inline
-    int64_t cap = capacity_ < 64 ? 64 : capacity_ * 2;
+  [[gnu::noinline]] void Grow(int64_t need, bool exact = false) {  // out of line: Append stays inlined
+    int64_t cap = exact ? need : capacity_ < 64 ? 64 : capacity_ * 2;
     while (cap < need) cap *= 2;
     Buffer bigger = Buffer::Allocate(cap * static_cast<int64_t>(sizeof(T)));
     if (size_) std::memcpy(bigger.data, buffer_.data, static_cast<size_t>(size_) * sizeof(T));

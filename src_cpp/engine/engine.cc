@@ -36,6 +36,9 @@ Engine::Engine(EngineOptions options) : options_(std::move(options)) {
       throw CqError(ErrorKind::kSemantic, std::string(name) + " must be at least 1; found " + std::to_string(value));
   if (options_.max_run < 1)
     throw CqError(ErrorKind::kSemantic, "max_run must be at least 1; found " + std::to_string(options_.max_run));
+  if (options_.batch_size < 1)
+    throw CqError(ErrorKind::kSemantic,
+                  "batch_size must be at least 1; found " + std::to_string(options_.batch_size));
   if (options_.lifetime != "direct" && options_.lifetime != "negative")
     throw CqError(ErrorKind::kSemantic, "lifetime='" + options_.lifetime + "': expected 'direct' or 'negative'");
   if (options_.executor == "dts")
@@ -50,14 +53,14 @@ template <typename F>
 void Engine::Run(F&& f) {
   // The queries' results as they stand: what was final before the call. A call that fails half
   // way (a runaway loop) leaves them so, for fetch(), rather than with some of a loop's instants.
-  std::vector<std::pair<QuerySink*, size_t>> before;
+  marks_.clear();  // (a member: a push of one row should not allocate for it)
   for (const auto& [name, id] : sinks_) {
     QuerySink* s = static_cast<QuerySink*>(executor_->op(id));
-    before.emplace_back(s, s->Mark());
+    marks_.emplace_back(s, s->Mark());
   }
   auto fail = [&](ErrorKind kind, const char* what) {
     failed_ = std::make_unique<CqError>(kind, what);
-    for (auto& [s, mark] : before) s->Rollback(mark);
+    for (auto& [s, mark] : marks_) s->Rollback(mark);
   };
   try {
     f();
@@ -210,8 +213,7 @@ void Engine::AddPlan(const std::string& plan_json) {
   });
 }
 
-void Engine::Push(const std::string& stream, std::vector<ImportedBatch> batches) {
-  CheckUsable();
+const Engine::StreamState& Engine::Input(const std::string& stream) const {
   auto it = streams_.find(stream);
   if (it == streams_.end()) {
     std::string known;
@@ -219,8 +221,16 @@ void Engine::Push(const std::string& stream, std::vector<ImportedBatch> batches)
     throw CqError(ErrorKind::kInput,
                   "unknown stream '" + stream + "'; registered streams: " + (known.empty() ? "(none)" : known), stream);
   }
-  StreamState& st = it->second;
-  const std::string what = Describe(stream, st);
+  return it->second;
+}
+
+const Schema& Engine::InputSchema(const std::string& stream) const { return *Input(stream).schema; }
+
+void Engine::Push(const std::string& stream, std::vector<ImportedBatch> batches) {
+  CheckUsable();
+  StreamState& st = Input(stream);
+  // (Messages only: named when something is refused, not on every push.)
+  auto what = [&] { return Describe(stream, st); };
   if (closed_) throw CqError(ErrorKind::kInput, "the engine is closed; push to '" + stream + "' rejected", stream);
 
   // 1. Validate everything; nothing changes if anything is rejected.
@@ -238,7 +248,7 @@ void Engine::Push(const std::string& stream, std::vector<ImportedBatch> batches)
       for (size_t c = 0; c < st.schema->size(); ++c)
         values += (c ? ", " : "") + (*st.schema)[c].name + "=" + ValueToString(b.columns[c], row);
       throw CqError(ErrorKind::kInput,
-                    what + ": row " + std::to_string(r) + " deletes (" + values + ") at ts " +
+                    what() + ": row " + std::to_string(r) + " deletes (" + values + ") at ts " +
                         std::to_string(b.sync.tick_data()[row]) +
                         ", which is not in the relation: a delete must match a row inserted before "
                         "it and not deleted yet",
@@ -246,15 +256,33 @@ void Engine::Push(const std::string& stream, std::vector<ImportedBatch> batches)
     }
   }
 
-  // 2. Run.
+  // 2. Run, batch_size rows at a time, as that many pushes would: once a slice's worth of rows
+  // has gone in, the input's progress moves to the next row's time before it follows, so that
+  // the operators finish the instants below it and let their rows go (ISTREAM keeps every row of
+  // an instant not complete yet). Memory then follows the queries' state, not the push's size.
   Run([&] {
-    for (const Batch& batch : ready) executor_->Push(st.source_id, batch);
-    if (last > st.progress) {
-      st.progress = last;
-      UpdateProgress();
-      PropagateProgress();
+    const int64_t slice = options_.batch_size;
+    int64_t since = 0;  // rows run since the progress last moved
+    for (const Batch& batch : ready) {
+      for (int64_t at = 0; at < batch.length; at += slice) {
+        const int64_t n = std::min(slice, batch.length - at);
+        if (since >= slice) {
+          MoveProgress(st, {batch.sync.tick_data()[at], 0});
+          since = 0;
+        }
+        executor_->Push(st.source_id, n == batch.length ? batch : batch.Slice(at, n));
+        since += n;
+      }
     }
+    MoveProgress(st, last);
   });
+}
+
+void Engine::MoveProgress(StreamState& st, Time t) {
+  if (t <= st.progress) return;
+  st.progress = t;
+  UpdateProgress();
+  PropagateProgress();
 }
 
 std::string Engine::Describe(const std::string& name, const StreamState& st) {
@@ -264,7 +292,7 @@ std::string Engine::Describe(const std::string& name, const StreamState& st) {
 std::vector<Batch> Engine::Validate(const std::string& stream, const StreamState& st,
                                     std::vector<ImportedBatch> batches, Time* last) const {
   const Schema& schema = *st.schema;
-  const std::string what = Describe(stream, st);
+  auto what = [&] { return Describe(stream, st); };
   std::vector<Batch> ready;
   int64_t row_base = 0;
   for (ImportedBatch& b : batches) {
@@ -272,7 +300,7 @@ std::vector<Batch> Engine::Validate(const std::string& stream, const StreamState
     const bool has_op = st.relation && b.columns.size() == schema.size() + 2;
     if (b.columns.size() != schema.size() + 1 && !has_op)
       throw CqError(ErrorKind::kInput,
-                    what + " expects " + std::to_string(schema.size()) + " columns " + SchemaToString(schema) +
+                    what() + " expects " + std::to_string(schema.size()) + " columns " + SchemaToString(schema) +
                         (st.relation ? ", optionally an op column," : "") + " and a timestamp; found " +
                         std::to_string(b.columns.size()) + " columns",
                     stream);
@@ -280,7 +308,7 @@ std::vector<Batch> Engine::Validate(const std::string& stream, const StreamState
       const Column& col = b.columns[c];
       if (col.type != schema[c].type && col.type != TypeId::kNull)
         throw CqError(ErrorKind::kInput,
-                      what + " column '" + schema[c].name + "': expected " + std::string(TypeName(schema[c].type)) +
+                      what() + " column '" + schema[c].name + "': expected " + std::string(TypeName(schema[c].type)) +
                           ", found " + std::string(TypeName(col.type)),
                       stream);
     }
@@ -288,7 +316,7 @@ std::vector<Batch> Engine::Validate(const std::string& stream, const StreamState
       const Column& op = b.columns[schema.size()];
       if (op.type != TypeId::kUtf8)
         throw CqError(ErrorKind::kInput,
-                      what +
+                      what() +
                           ": the op column must hold the strings '+' (insert) or '-' "
                           "(delete); found " +
                           std::string(TypeName(op.type)),
@@ -296,7 +324,7 @@ std::vector<Batch> Engine::Validate(const std::string& stream, const StreamState
       for (int64_t r = 0; r < b.length; ++r) {
         if (op.IsValid(r) && op.StrAt(r).size() == 1 && (op.StrAt(r)[0] == '+' || op.StrAt(r)[0] == '-')) continue;
         throw CqError(ErrorKind::kInput,
-                      what + ": op at row " + std::to_string(row_base + r) + " is " + ValueToString(op, r) +
+                      what() + ": op at row " + std::to_string(row_base + r) + " is " + ValueToString(op, r) +
                           "; expected '+' (insert) or '-' (delete)",
                       stream, row_base + r);
       }
@@ -304,11 +332,11 @@ std::vector<Batch> Engine::Validate(const std::string& stream, const StreamState
     const Column& ts = b.columns.back();
     if (ts.type != TypeId::kInt64)
       throw CqError(ErrorKind::kInput,
-                    what + ": the timestamp must be int64 ticks, found " + std::string(TypeName(ts.type)), stream);
+                    what() + ": the timestamp must be int64 ticks, found " + std::string(TypeName(ts.type)), stream);
     if (ts.has_nulls()) {
       int64_t r = 0;
       while (ts.IsValid(r)) ++r;
-      throw CqError(ErrorKind::kInput, what + ": null timestamp at row " + std::to_string(row_base + r), stream,
+      throw CqError(ErrorKind::kInput, what() + ": null timestamp at row " + std::to_string(row_base + r), stream,
                     row_base + r);
     }
     const int64_t* t = ts.i64();
@@ -322,7 +350,7 @@ std::vector<Batch> Engine::Validate(const std::string& stream, const StreamState
         if (Time{t[r], 0} < *last) {
           const bool in_push = r > 0 || row_base > 0;
           throw CqError(ErrorKind::kInput,
-                        what + ": timestamps must not decrease; row " + std::to_string(row_base + r) + " has ts " +
+                        what() + ": timestamps must not decrease; row " + std::to_string(row_base + r) + " has ts " +
                             std::to_string(t[r]) + " after " +
                             (in_push ? "ts " + last->ToString() + " of the row before it"
                                      : last->ToString() + ", the " + (st.relation ? "relation" : "stream") +
@@ -331,6 +359,17 @@ std::vector<Batch> Engine::Validate(const std::string& stream, const StreamState
         }
         *last = {t[r], 0};
       }
+    }
+    // The extremes of int64 stand for ±∞ (time/time.h): a row there would be taken for one. Rows
+    // in order can have the least only first and the greatest only last.
+    if (b.length && (t[0] == Time::kMinTick || t[b.length - 1] == Time::kInfTick)) {
+      int64_t r = 0;
+      while (t[r] != Time::kMinTick && t[r] != Time::kInfTick) ++r;
+      throw CqError(ErrorKind::kInput,
+                    what() + ": row " + std::to_string(row_base + r) + " has ts " + std::to_string(t[r]) +
+                        ", outside the engine's ticks from " + std::to_string(Time::kMinTick + 1) + " to " +
+                        std::to_string(Time::kInfTick - 1) + " (the extremes of int64 stand for ±∞)",
+                    stream, row_base + r);
     }
     if (b.length) *last = {t[b.length - 1], 0};
     row_base += b.length;
@@ -359,9 +398,9 @@ void Engine::UpdateProgress() {
 }
 
 void Engine::PropagateProgress() {
-  std::map<int, Time> progress;
-  for (const auto& [name, s] : streams_) progress[s.source_id] = s.progress;
-  executor_->AdvanceTo(progress);
+  // (Filled in place: after the first call it allocates nothing, and it comes after every push.)
+  for (const auto& [name, s] : streams_) source_progress_[s.source_id] = s.progress;
+  executor_->AdvanceTo(source_progress_);
 }
 
 void Engine::Advance(Time t) {

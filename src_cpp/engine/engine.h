@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "arrow/bridge.h"
@@ -30,6 +31,13 @@ struct EngineOptions {
   // round a loop in one tick or past its inputs' progress (executors/dts/dts_executor.h, LoopBounds).
   int64_t max_loop_ticks = 1000000;
   int64_t max_loop_rows = 10000000;
+  // Rows handed to the operators at a time: a push holding more runs as slices of this many (after
+  // the whole push is validated, so it still changes all or nothing). Every operator's output for
+  // a slice is the size of the slice, not of the push: memory stays bounded by the state of the
+  // queries, whatever the size of a push, and the columns a slice makes (512 KiB at 65,536 int64s)
+  // stay below the allocator's mapping threshold (batch/buffer.h, KeepWorkingMemory), so each slice
+  // reuses the memory the one before freed instead of mapping, faulting in and zeroing fresh pages.
+  int64_t batch_size = 65536;
 };
 
 class Engine {
@@ -45,6 +53,7 @@ class Engine {
   // `stream` names a stream or a relation; a relation's batches may hold, before the timestamp,
   // an op column (utf8 "+" insert, "-" delete; without it every row is an insert), and each delete
   // must find an alive copy of its values. On a validation error nothing runs and nothing changes.
+  // The rows run options.batch_size at a time (see EngineOptions::batch_size).
   void Push(const std::string& stream, std::vector<ImportedBatch> batches);
   // Promise: no input below `t` on any stream.
   void Advance(Time t);
@@ -53,6 +62,9 @@ class Engine {
   bool closed() const { return closed_; }
 
   std::vector<OutputChunk> Drain(const std::string& query);
+  // The declared columns of input `stream` (a stream or a relation), without the timestamp;
+  // throws CqError(kInput) for a name that is not registered.
+  const Schema& InputSchema(const std::string& stream) const;
   const Schema& OutputSchema(const std::string& query) const;
   std::vector<std::string> Queries() const;
   // One line per operator, in execution order: "<id> <- <inputs>: <operator>", then the form it
@@ -82,12 +94,19 @@ class Engine {
     Time progress = Time::MinusInfinity();   // no input below this any more
     const RelationScan* relation = nullptr;  // a relation's source; null for a stream
   };
+  // The registered input `stream`, or CqError(kInput) naming the registered ones.
+  const StreamState& Input(const std::string& stream) const;
+  StreamState& Input(const std::string& stream) {
+    return const_cast<StreamState&>(std::as_const(*this).Input(stream));
+  }
   // "stream 's'" or "relation 'r'", for messages.
   static std::string Describe(const std::string& name, const StreamState& st);
   // The batches of a push to `name`, checked (columns, types, op values, timestamps from `*last`
   // on, which ends at the push's last timestamp) and ready to run; throws CqError(kInput).
   std::vector<Batch> Validate(const std::string& name, const StreamState& st, std::vector<ImportedBatch> batches,
                               Time* last) const;
+  // The input's progress moved on to `t` (when that is further), and on through the operators.
+  void MoveProgress(StreamState& st, Time t);
   QuerySink* Sink(const std::string& query) const;
   void PropagateProgress();
   // P and the least progress as the inputs' progress gives them.
@@ -117,6 +136,8 @@ class Engine {
   std::unique_ptr<Executor> executor_;
   std::map<std::string, StreamState> streams_;  // streams and relations, by name
   std::map<std::string, int> sinks_;
+  std::map<int, Time> source_progress_;  // PropagateProgress': each input's progress by its source
+  std::vector<std::pair<QuerySink*, QuerySink::Position>> marks_;  // Run's: the queries' results before
   Time advanced_ = Time::MinusInfinity();
   bool closed_ = false;
   std::unique_ptr<CqError> failed_;

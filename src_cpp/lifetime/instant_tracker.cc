@@ -13,7 +13,8 @@ namespace cq {
 uint32_t InstantTracker::Retain(Batch compact, int64_t live) {
   if (!equal_) equal_ = std::make_unique<RowEqual>(*compact.schema);
   const uint32_t seq = next_seq_++;
-  retained_.push_back({seq, std::move(compact), live});
+  const bool plain = equal_->IsPlain(compact.columns);
+  retained_.push_back({seq, std::move(compact), live, plain});
   return seq;
 }
 
@@ -56,17 +57,15 @@ void InstantTracker::AppendBagDifferences(const Changes& c, bool starts_minus_en
   Time* ot = ts.Append(na);
   size_t m = 0;
   const RowEqual& eq = *equal_;
-  // Each retained batch's columns, and whether its rows are plain numbers, by its number less the
-  // first's: an instant's rows come from a few batches, in turns, so a row finds them with a
-  // subtraction.
-  const uint32_t base = retained_.front().seq;  // (rows to compare: something is retained)
-  batch_cols_.resize(retained_.size());
-  for (size_t r = 0; r < retained_.size(); ++r) {
-    const std::span<const Column> cols = retained_[r].batch.columns;
-    batch_cols_[r] = {cols, eq.IsPlain(cols)};
+  // A row finds its batch's columns, and whether they are plain numbers (asked once, as the batch
+  // was retained), by its number (ColsOf).
+  ColsOf of{this, nullptr, retained_.front().seq};  // (rows to compare: something is retained)
+  if (retained_.size() <= 2 * (na + nb) + 16) {
+    batch_cols_.resize(retained_.size());
+    for (size_t r = 0; r < retained_.size(); ++r) batch_cols_[r] = {retained_[r].batch.columns, retained_[r].plain};
+    of.table = batch_cols_.data();
   }
-  const BatchCols* table = batch_cols_.data();
-  auto cols = [&](RowRef r) -> const BatchCols& { return table[r.seq - base]; };
+  auto cols = [&](RowRef r) { return of(r.seq); };
   auto same = [&](const BatchCols& x, uint32_t i, const BatchCols& y, uint32_t j) {
     return x.plain && y.plain ? eq.Plain(x.cols, i, y.cols, j) : eq(x.cols, i, y.cols, j);
   };
@@ -78,11 +77,11 @@ void InstantTracker::AppendBagDifferences(const Changes& c, bool starts_minus_en
     while (j < nb && bt[j] < t) ++j;
     size_t j2 = j;
     while (j2 < nb && bt[j2] == t) ++j2;
-    if (j2 - j >= 2 && PlainInstants({a + i, i2 - i}, {b + j, j2 - j}, t, table, base, o, ot, m)) {
+    if (j2 - j >= 2 && PlainInstants({a + i, i2 - i}, {b + j, j2 - j}, t, of, o, ot, m)) {
       // Several rows taken away, all plain numbers (an instant of a batch of many): done there.
     } else if (j2 - j == 1) {
       // One row taken away, the commonest meeting: it cancels the first equal row, if any.
-      const BatchCols& cy = cols(b[j]);
+      const BatchCols cy = cols(b[j]);
       bool cancelled = false;
       for (size_t x = i; x < i2; ++x) {
         if (!cancelled && same(cy, b[j].row, cols(a[x]), a[x].row)) {
@@ -97,7 +96,7 @@ void InstantTracker::AppendBagDifferences(const Changes& c, bool starts_minus_en
       const size_t ny = j2 - j;
       FewOnStack<uint8_t, 64> used(ny, 0);
       for (size_t x = i; x < i2; ++x) {
-        const BatchCols& cx = cols(a[x]);
+        const BatchCols cx = cols(a[x]);
         bool cancelled = false;
         for (size_t k = 0; k < ny && !cancelled; ++k)
           if (!used[k] && same(cols(b[j + k]), b[j + k].row, cx, a[x].row)) used[k] = cancelled = true;
@@ -120,21 +119,34 @@ void InstantTracker::AppendBagDifferences(const Changes& c, bool starts_minus_en
   ts.Truncate(ts_base + m);
 }
 
-bool InstantTracker::PlainInstants(std::span<const RowRef> a, std::span<const RowRef> b, Time t, const BatchCols* table,
-                                   uint32_t base, RowRef* o, Time* ot, size_t& m) const {
+bool InstantTracker::PlainInstants(std::span<const RowRef> a, std::span<const RowRef> b, Time t, const ColsOf& cols,
+                                   RowRef* o, Time* ot, size_t& m) const {
+  if (cols.table) {
+    const BatchCols* table = cols.table;
+    const uint32_t base = cols.base;
+    return PlainPieces(
+        a, b, t, [table, base](uint32_t seq) -> const BatchCols& { return table[seq - base]; }, o, ot, m);
+  }
+  return PlainPieces(a, b, t, cols, o, ot, m);
+}
+
+template <typename Lookup>
+bool InstantTracker::PlainPieces(std::span<const RowRef> a, std::span<const RowRef> b, Time t, const Lookup& cols,
+                                 RowRef* o, Time* ot, size_t& m) const {
   // `b` in pieces of at most 64 rows, as a − (b1 + b2) = (a − b1) − b2: what is left of `a` after a
   // piece is in o from m on, and the next piece takes it from there.
   const size_t m0 = m;
   for (size_t k = 0; k < b.size(); k += 64) {
     const std::span<const RowRef> rows = k == 0 ? a : std::span<const RowRef>(o + m0, m - m0);
     m = m0;  // (a piece that fails leaves it there)
-    if (!PlainInstant(rows, b.subspan(k, std::min<size_t>(64, b.size() - k)), t, table, base, o, ot, m)) return false;
+    if (!PlainInstant(rows, b.subspan(k, std::min<size_t>(64, b.size() - k)), t, cols, o, ot, m)) return false;
   }
   return true;
 }
 
-bool InstantTracker::PlainInstant(std::span<const RowRef> a, std::span<const RowRef> b, Time t, const BatchCols* table,
-                                  uint32_t base, RowRef* o, Time* ot, size_t& m) const {
+template <typename Lookup>
+bool InstantTracker::PlainInstant(std::span<const RowRef> a, std::span<const RowRef> b, Time t, const Lookup& cols,
+                                  RowRef* o, Time* ot, size_t& m) const {
   // Each row of `b` with its columns and its hash, the rows not used up yet as bits, and a 64-bit
   // filter with one bit set per hash of `b`. Most starts of an instant match no end (ISTREAM's new
   // rows rarely equal the ones ending): the filter turns those away with a hash and a bit test,
@@ -145,7 +157,7 @@ bool InstantTracker::PlainInstant(std::span<const RowRef> a, std::span<const Row
   uint64_t bh[64];
   uint64_t filter = 0;
   for (size_t k = 0; k < nb; ++k) {
-    const BatchCols& x = table[b[k].seq - base];
+    const auto& x = cols(b[k].seq);
     if (!x.plain) return false;
     bc[k] = x.cols.data();
     bh[k] = eq.PlainHash({bc[k], width}, b[k].row);
@@ -157,7 +169,7 @@ bool InstantTracker::PlainInstant(std::span<const RowRef> a, std::span<const Row
   // been seen plain, so a fallback starts afresh.
   size_t w = m;
   for (const RowRef& r : a) {
-    const BatchCols& x = table[r.seq - base];
+    const auto& x = cols(r.seq);
     if (!x.plain) return false;
     const Column* ac = x.cols.data();
     const uint64_t h = eq.PlainHash({ac, width}, r.row);
@@ -238,5 +250,6 @@ void InstantTracker::RestoreRetained(SnapshotReader& r, const Schema& expect) {
   bool ok = retained_.empty() || retained_.back().seq + 1 == next_seq_;
   CQ_SNAPSHOT_CHECK(ok, "a tracker's batch numbers are out of sequence");
   equal_ = retained_.empty() ? nullptr : std::make_unique<RowEqual>(*retained_.front().batch.schema);
+  for (Retained& k : retained_) k.plain = equal_->IsPlain(k.batch.columns);
 }
 }  // namespace cq

@@ -120,7 +120,8 @@ class InstantTracker {
   struct Retained {
     uint32_t seq;
     Batch batch;
-    int64_t live;  // references to its rows still held
+    int64_t live;        // references to its rows still held
+    bool plain = false;  // its rows are plain numbers (RowEqual::IsPlain), asked once, as it comes
   };
   // Keeps a compact copy of the batch's rows (by reference) with `live` references; its seq.
   uint32_t Retain(Batch compact, int64_t live);
@@ -158,15 +159,36 @@ class InstantTracker {
     std::span<const Column> cols;
     bool plain;
   };
-  // AppendBagDifferences at instant t when every row is plain numbers (`table`: each retained
-  // batch's BatchCols, by its number less `base`): the rows of `a` left go to o/ot from m on, and
-  // m moves past them. False, with m unchanged, when a row is not plain.
-  bool PlainInstants(std::span<const RowRef> a, std::span<const RowRef> b, Time t, const BatchCols* table,
-                     uint32_t base, RowRef* o, Time* ot, size_t& m) const;
+  // The BatchCols of the retained batch numbered `seq`, for AppendBagDifferences: from a table of
+  // every retained batch's, by its number less the first's, when building it costs no more than
+  // the rows to compare (an instant of a batch of many rows: a row finds its batch with a
+  // subtraction); otherwise looked up in the retained batches (a row or two against thousands of
+  // batches retained, as single-row pushes leave, where building the table cost a pass over them
+  // all at every instant).
+  struct ColsOf {
+    const InstantTracker* tracker;
+    const BatchCols* table;  // or null: look up
+    uint32_t base;
+    BatchCols operator()(uint32_t seq) const {
+      if (table) return table[seq - base];
+      const Retained& r = tracker->retained_[seq - base];
+      return {r.batch.columns, r.plain};
+    }
+  };
+  // AppendBagDifferences at instant t when every row is plain numbers: the rows of `a` left go to
+  // o/ot from m on, and m moves past them. False, with m unchanged, when a row is not plain.
+  bool PlainInstants(std::span<const RowRef> a, std::span<const RowRef> b, Time t, const ColsOf& cols, RowRef* o,
+                     Time* ot, size_t& m) const;
+  // PlainInstants with the lookup resolved once (`cols(seq)` -> BatchCols): a table's base and
+  // address held where the rows written cannot change them.
+  template <typename Lookup>
+  bool PlainPieces(std::span<const RowRef> a, std::span<const RowRef> b, Time t, const Lookup& cols, RowRef* o,
+                   Time* ot, size_t& m) const;
   // One piece of PlainInstants: at most 64 rows of `b`. `a` may lie in o from m on.
-  bool PlainInstant(std::span<const RowRef> a, std::span<const RowRef> b, Time t, const BatchCols* table, uint32_t base,
-                    RowRef* o, Time* ot, size_t& m) const;
-  mutable std::vector<BatchCols> batch_cols_;  // AppendBagDifferences', kept for its capacity
+  template <typename Lookup>
+  bool PlainInstant(std::span<const RowRef> a, std::span<const RowRef> b, Time t, const Lookup& cols, RowRef* o,
+                    Time* ot, size_t& m) const;
+  mutable std::vector<BatchCols> batch_cols_;  // AppendBagDifferences' table, kept for its capacity
 };
 
 // One of the two strategies, as the engine's lifetime method says.

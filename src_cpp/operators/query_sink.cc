@@ -104,6 +104,19 @@ void QuerySink::ColumnBuilder::Add(const Column& c, int64_t row) {
   }
 }
 
+void QuerySink::ColumnBuilder::Truncate(int64_t n) {
+  const auto rows = static_cast<size_t>(n);
+  if (valid.size() <= rows) return;
+  nulls -= static_cast<int64_t>(std::count(valid.begin() + n, valid.end(), uint8_t{0}));
+  valid.resize(rows);
+  if (i64.size() > rows) i64.resize(rows);
+  if (f64.size() > rows) f64.resize(rows);
+  if (offsets.size() > rows + 1) {
+    offsets.resize(rows + 1);
+    bytes.resize(static_cast<size_t>(offsets.back()));
+  }
+}
+
 Column QuerySink::ColumnBuilder::Finish() {
   const int64_t n = static_cast<int64_t>(valid.size());
   Column c;
@@ -402,17 +415,23 @@ std::vector<OutputChunk> QuerySink::Drain() {
   return out;
 }
 
-size_t QuerySink::Mark() {
-  FlushSmall();
-  return queue_.size();
-}
-
-void QuerySink::Rollback(size_t mark) {
-  FlushSmall();
-  while (queue_.size() > mark) {
-    queued_rows_ -= queue_.back().length;
-    queue_.pop_back();
+void QuerySink::Rollback(Position mark) {
+  // The rows gathered at the mark are still being gathered, or went out at the head of the first
+  // chunk queued after it (whatever queues a chunk flushes the gathered rows first).
+  if (queue_.size() == mark.chunks) {
+    for (ColumnBuilder& b : small_) b.Truncate(mark.small_rows);
+    small_rows_ = mark.small_rows;
+  } else {
+    if (mark.small_rows) {  // (they stay a chunk of their own)
+      OutputChunk& head = queue_[mark.chunks];
+      for (Column& c : head.columns) c = SliceColumn(c, 0, mark.small_rows);
+      head.length = mark.small_rows;
+    }
+    queue_.resize(mark.chunks + (mark.small_rows ? 1 : 0));
+    for (ColumnBuilder& b : small_) b.Truncate(0);
+    small_rows_ = 0;
   }
+  queued_rows_ = mark.queued_rows;
 }
 
 std::string QuerySink::Explain() const {

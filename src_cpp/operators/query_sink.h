@@ -39,10 +39,16 @@ class QuerySink final : public Operator {
 
   const std::string& query() const { return query_; }
   std::vector<OutputChunk> Drain();
-  // What is queued now (the rows being gathered become a chunk first), and back to it: a call
-  // into the engine that fails half way leaves the queries' results as they were before it.
-  size_t Mark();
-  void Rollback(size_t mark);
+  // What is queued now, and back to it: a call into the engine that fails half way leaves the
+  // queries' results as they were before it. Marking changes nothing (it comes before every push:
+  // the rows being gathered stay there, to become one chunk with those that follow).
+  struct Position {
+    size_t chunks;
+    int64_t small_rows;
+    int64_t queued_rows;
+  };
+  Position Mark() const { return {queue_.size(), small_rows_, queued_rows_}; }
+  void Rollback(Position mark);
   int64_t queued_rows() const { return queued_rows_; }
   // Relation rows waiting for their end (direct method), in whichever layout holds them.
   int64_t waiting_rows() const {
@@ -80,6 +86,7 @@ class QuerySink final : public Operator {
     void Add(const Column& c, int64_t row);
     void AddInt(int64_t v, bool is_valid);
     void AddValue(const Value& v);
+    void Truncate(int64_t n);  // keeps the first n values
     Column Finish();
   };
   std::vector<ColumnBuilder> small_;  // one per output column

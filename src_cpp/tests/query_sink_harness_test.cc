@@ -65,5 +65,47 @@ CQ_TEST(query_sink_forms_agree_in_the_harness) {
     }
 }
 
+// A call into the engine that fails half way takes the queries' output back to its mark
+// (Engine::Run). Marking does not flush the rows being gathered (a push of one row marks every
+// output first): they stay at the mark, and whatever came after goes, also when a batch of many
+// rows after the mark flushed them into a chunk of its own rows, and the gathering goes on after.
+CQ_TEST(query_sink_rolls_back_to_its_mark_with_the_rows_it_was_gathering) {
+  struct Nowhere final : Emitter {
+    void Emit(Batch) override {}
+    void EmitEnds(EndBatch) override {}
+  } out;
+  const Schema schema = {{"v", TypeId::kInt64}};
+  auto rows = [&](int64_t first, int64_t n) {
+    Batch b;
+    b.kind = BatchKind::kStream;
+    b.schema = std::make_shared<const Schema>(schema);
+    b.length = n;
+    I64s v;
+    for (int64_t i = 0; i < n; ++i) v.push_back(first + i);
+    b.columns.push_back(I64(v));
+    b.sync.ticks = I64(v).values;
+    return b;
+  };
+  auto drained = [](QuerySink& s) {
+    std::vector<int64_t> got;
+    for (const OutputChunk& c : s.Drain())
+      for (int64_t i = 0; i < c.length; ++i) got.push_back(c.columns[0].i64()[i]);
+    return got;
+  };
+  for (int64_t small_after : {0, 3})
+    for (int64_t large_after : {0, 100}) {
+      QuerySink s("q", BatchKind::kStream, schema, false, false);
+      s.Push(0, rows(0, 2), out);  // gathered, not a chunk yet
+      s.Push(0, rows(2, 1), out);
+      const QuerySink::Position mark = s.Mark();
+      if (small_after) s.Push(0, rows(100, small_after), out);
+      if (large_after) s.Push(0, rows(200, large_after), out);
+      s.Rollback(mark);
+      CQ_EXPECT_EQ(s.queued_rows(), int64_t{3});
+      s.Push(0, rows(3, 1), out);
+      CQ_EXPECT(drained(s) == (std::vector<int64_t>{0, 1, 2, 3}));
+    }
+}
+
 }  // namespace
 }  // namespace cq::test

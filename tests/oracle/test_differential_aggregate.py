@@ -72,8 +72,11 @@ def aggregate(values: list[dict], key: str | None, x: str, having: bool) -> Coun
     st.booleans(),
     st.integers(1, 5),
     st.sampled_from(["direct", "negative"]),
+    st.sampled_from([1, 3, 65536]),
 )
-def test_aggregate_equals_reference(executor, rows, window, key, x, having, batch, lifetime):
+def test_aggregate_equals_reference(
+    executor, rows, window, key, x, having, batch, lifetime, batch_size
+):
     items = (f"{key}, " if key else "") + (
         f"COUNT(*) AS n, COUNT({x}) AS nx, SUM({x}) AS sx, "
         f"AVG({x}) AS ax, MIN({x}) AS mn, MAX({x}) AS mx"
@@ -83,7 +86,8 @@ def test_aggregate_equals_reference(executor, rows, window, key, x, having, batc
         + (f" GROUP BY {key}" if key else "")
         + (" HAVING COUNT(*) > 1" if having else "")
     )
-    eng = cq_py.Engine(expose_steps=True, lifetime=lifetime, **executor)
+    # batch_size: the core runs each push in slices of that many rows (Engine's docstring).
+    eng = cq_py.Engine(expose_steps=True, lifetime=lifetime, batch_size=batch_size, **executor)
     eng.execute(SCHEMA + f"REGISTER QUERY r AS {body};")
     # ISTREAM and DSTREAM in scripts of their own: not sharing the aggregate, each is fused with
     # it when it can be (no HAVING: cq_py/planner/fusion.py).
