@@ -2,10 +2,12 @@
 // Arrow data cross as PyCapsules of the C Data Interface (the consumer moves the struct out), the
 // GIL is released while the core works, and CqError becomes cq_core._core.CoreError(kind, message,
 // stream, row), which cq_py maps to its own exceptions.
+#include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
 #include "arrow/bridge.h"
+#include "batch/partition.h"
 #include "engine/engine.h"
 #include "kernels/registry.h"
 #include "operators/registry.h"
@@ -233,6 +235,23 @@ PYBIND11_MODULE(_core, m) {
              e.Push(stream, std::move(batch));
            })
       .def(
+          "check",
+          [](const cq::Engine& e, const std::string& stream, const py::list& batches, bool deletes,
+             const std::optional<py::array_t<int64_t, py::array::c_style | py::array::forcecast>>& rows) {
+            std::vector<cq::ImportedBatch> imported;
+            imported.reserve(batches.size());
+            for (const auto& b : batches) imported.push_back(ImportCapsules(b));
+            std::span<const int64_t> numbers;
+            if (rows) numbers = {rows->data(), static_cast<size_t>(rows->size())};
+            py::gil_scoped_release release;
+            e.Check(stream, std::move(imported), deletes, numbers);
+          },
+          py::arg("stream"), py::arg("batches"), py::arg("deletes") = true, py::arg("rows") = py::none())
+      .def(
+          "advance_input",
+          [](cq::Engine& e, const std::string& stream, int64_t tick) { e.AdvanceInput(stream, {tick, 0}); },
+          py::call_guard<py::gil_scoped_release>())
+      .def(
           "advance", [](cq::Engine& e, int64_t tick, int64_t step) { e.Advance({tick, step}); }, py::arg("tick"),
           py::arg("step") = 0, py::call_guard<py::gil_scoped_release>())
       .def("close", &cq::Engine::Close, py::call_guard<py::gil_scoped_release>())
@@ -278,6 +297,43 @@ PYBIND11_MODULE(_core, m) {
         const std::string_view s = BufferBytes(data, info);
         py::gil_scoped_release release;
         e.Restore(s);
+      });
+
+  // The part of each row of a record batch of key columns among `parts` engines
+  // (batch/partition.h): (order, counts), order listing the rows of part 0, then of part 1, ...
+  m.def(
+      "partition_rows",
+      [](const py::handle& batch, int parts, bool as_double) {
+        if (parts < 1) throw py::value_error("partition_rows: parts must be at least 1");
+        cq::ImportedBatch keys = ImportCapsules(batch);
+        py::array_t<int64_t> order(keys.length);
+        std::vector<int64_t> counts(static_cast<size_t>(parts));
+        int64_t* out = order.mutable_data();
+        {
+          py::gil_scoped_release release;
+          cq::PartitionRows(keys.columns, keys.length, parts, as_double, out, counts.data());
+        }
+        return py::make_tuple(order, counts);
+      },
+      py::arg("batch"), py::arg("parts"), py::arg("as_double") = false);
+  // The part of one row (Engine.push_row's) by its key values, of the given core types: the part
+  // partition_rows gives the same values. A value its type does not take is push_row's InputError.
+  m.def(
+      "row_partition",
+      [](const std::string& stream, const py::list& values, const std::vector<std::string>& types,
+         const std::vector<std::string>& names, int parts, bool as_double) {
+        std::vector<cq::Column> keys;
+        for (size_t k = 0; k < types.size(); ++k) {
+          const std::optional<cq::TypeId> t = cq::TypeFromName(types[k]);
+          if (!t) throw py::value_error("row_partition: unknown type '" + types[k] + "'");
+          keys.push_back(RowValue(*t, PyList_GET_ITEM(values.ptr(), k), stream, names[k]));
+        }
+        int64_t order = 0;
+        std::vector<int64_t> counts(static_cast<size_t>(parts));
+        cq::PartitionRows(keys, 1, parts, as_double, &order, counts.data());
+        for (int p = 0; p < parts; ++p)
+          if (counts[p]) return p;
+        return 0;
       });
 
   m.def("snapshot_annex", [](const py::buffer& data) {

@@ -2,6 +2,9 @@
 
 from typing import Optional
 
+import numpy as np
+import numpy.typing as npt
+
 class CoreError(RuntimeError):
     """args = (kind: 'input' | 'semantic' | 'runaway' | 'snapshot' | 'internal', message, stream | None,
     row | None)."""
@@ -22,6 +25,12 @@ class Engine:
     # One row: the declared columns' values in order (a relation's op after them, optionally),
     # converted as push() converts a list of dicts; the tick of its timestamp.
     def push_row(self, stream: str, tick: int, values: list[object]) -> None: ...
+    # push()'s checks without running (deletes: a relation's deletes against its alive rows; rows:
+    # the row number each row reports in messages).
+    def check(self, stream: str, batches: list[ArrowCapsules], deletes: bool = True,
+              rows: Optional[npt.NDArray[np.int64]] = None) -> None: ...
+    # One input's progress to `tick`, as a push of rows up to it would, without rows.
+    def advance_input(self, stream: str, tick: int) -> None: ...
     def advance(self, tick: int, step: int = 0) -> None: ...
     def close(self) -> None: ...
     @property
@@ -34,6 +43,16 @@ class Engine:
     def snapshot(self, annex: bytes = b"") -> bytes: ...
     # Replaces the state by a snapshot of an engine with the same options and plans (atomic).
     def restore(self, data: bytes | bytearray | memoryview) -> None: ...
+
+def partition_rows(batch: ArrowCapsules, parts: int,
+                   as_double: bool = False) -> tuple[npt.NDArray[np.int64], list[int]]:
+    """(order, counts): the rows of a batch of key columns grouped by their part among `parts`
+    (part 0's rows, then part 1's, ..., each in input order), and the rows in each part."""
+
+def row_partition(stream: str, values: list[object], types: list[str], names: list[str],
+                  parts: int, as_double: bool) -> int:
+    """The part partition_rows gives a row of these key values (core type names); a value its
+    type does not take raises CoreError('input', ...) as push_row does."""
 
 def snapshot_annex(data: bytes | bytearray | memoryview) -> bytes:
     """The annex of a snapshot, once its header and checksum are checked."""

@@ -28,7 +28,7 @@ demands. Inputs no stateful operator reads get no key (any split works for them)
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
@@ -37,7 +37,7 @@ from cq_py.planner import Catalog, Node, Planner
 from cq_py.planner.logical import UNBOUNDED, constant
 from cq_py.planner.operators import descriptor
 
-__all__ = ["CQPartitionWarning", "PartitionPlan", "partition_plan"]
+__all__ = ["CQPartitionWarning", "PartitionPlan", "partition_catalog", "partition_plan"]
 
 # A set of (input name, column name) that must all be the key of their input; None when a column
 # is computed (it cannot carry the key).
@@ -46,7 +46,8 @@ Origins: TypeAlias = Origin | None
 
 
 class CQPartitionWarning(UserWarning):
-    """The script has no partition key cq can prove safe: it runs in one Spark partition."""
+    """The script has no partition key cq can prove safe: it runs in one Spark partition, or on
+    one engine of ``cq_py.Engine(threads=N)``."""
 
 
 @dataclass(frozen=True)
@@ -115,6 +116,23 @@ def partition_plan(cql_text: str, time_unit: str = "ms") -> PartitionPlan:
     """
     planner = Planner(Catalog(), time_unit, cql_text)
     cat, _ = planner.plan(parse(cql_text))
+    return partition_catalog(cat)
+
+
+def partition_catalog(cat: Catalog, fixed: Mapping[str, str | None] | None = None) -> PartitionPlan:
+    """:func:`partition_plan` of a catalog the planner has built: every input and query registered
+    in it (what :class:`cq_py.Engine` has executed so far, for ``Engine(threads=N)``).
+
+    ``fixed`` holds the keys some inputs must keep (a column, or None: split any way), as for an
+    engine whose inputs are already split: a plan that needs another key for one of them is not
+    partitionable, and its blocker says which operator needs what.
+
+    >>> from cq_py.parser import parse
+    >>> text = "REGISTER STREAM s(k INT, v INT); REGISTER QUERY q AS SELECT DISTINCT k FROM s;"
+    >>> cat, _ = Planner(Catalog(), "ms", text).plan(parse(text))
+    >>> partition_catalog(cat).keys
+    {'s': 'k'}
+    """
     nodes = cat.nodes
     inputs = {s.name: s for s in cat.streams.values()}
     relations = frozenset(s.name for s in cat.streams.values() if s.relation)
@@ -134,11 +152,10 @@ def partition_plan(cql_text: str, time_unit: str = "ms") -> PartitionPlan:
     for d in demands:
         if not d.options:
             return PartitionPlan(none, False, d.what, ordered, relations, True, rstream=rstream)
-    chosen = _solve(demands)
+    chosen = _solve(demands, fixed)
     if chosen is None:
-        return PartitionPlan(
-            none, False, _conflict(demands), ordered, relations, True, rstream=rstream
-        )
+        blocker = _conflict(demands) if _solve(demands) is None else _unfixed(demands, fixed or {})
+        return PartitionPlan(none, False, blocker, ordered, relations, True, rstream=rstream)
     keys = {name: chosen.get(name) for name in inputs}
     types = {name: dict(inputs[name].columns)[col] for name, col in keys.items() if col is not None}
     return PartitionPlan(keys, True, None, ordered, relations, bool(demands), types, rstream)
@@ -301,14 +318,22 @@ def _source(n: Node, nodes: dict[int, Node]) -> str:
     return f"the output of query '{src.owner}'"
 
 
-def _solve(demands: list[_Demand]) -> dict[str, str] | None:
-    """One key column per input that meets every demand (depth-first, fewest options first)."""
+def _solve(
+    demands: list[_Demand], fixed: Mapping[str, str | None] | None = None
+) -> dict[str, str] | None:
+    """One key column per input that meets every demand (depth-first, fewest options first),
+    keeping the keys ``fixed`` gives (an input fixed to None takes no key)."""
     order = sorted(demands, key=lambda d: len(d.options))
+    fixed = fixed or {}
+    unkeyed = {s for s, c in fixed.items() if c is None}
+    start = {s: c for s, c in fixed.items() if c is not None}
 
     def search(k: int, chosen: dict[str, str]) -> dict[str, str] | None:
         if k == len(order):
             return chosen
         for option in order[k].options:
+            if any(s in unkeyed for s, _ in option):
+                continue
             if all(chosen.get(s, c) == c for s, c in option):
                 # An option naming one input twice (two different columns) can never hold.
                 if len({s for s, _ in option}) != len(option):
@@ -318,7 +343,7 @@ def _solve(demands: list[_Demand]) -> dict[str, str] | None:
                     return found
         return None
 
-    return search(0, {})
+    return search(0, start)
 
 
 def _conflict(demands: list[_Demand]) -> str:
@@ -335,3 +360,15 @@ def _conflict(demands: list[_Demand]) -> str:
                 f"need{'s' if len(others) == 1 else ''} (they partition on {keyed})"
             )
     raise AssertionError("no conflict among demands that cannot all be met")
+
+
+def _unfixed(demands: list[_Demand], fixed: Mapping[str, str | None]) -> str:
+    """Why the demands cannot keep the ``fixed`` keys: the first operator, in plan order, that
+    needs another."""
+    split = ", ".join(
+        f"{s} by '{c}'" if c is not None else f"{s} any way" for s, c in sorted(fixed.items())
+    )
+    for k in range(1, len(demands) + 1):
+        if _solve(demands[:k], fixed) is None:
+            return f"{demands[k - 1].what} (the inputs are already split: {split})"
+    raise AssertionError("no demand breaks the fixed keys")

@@ -1,0 +1,393 @@
+"""``Engine(threads=N)``: N core engines, each running one part of the input, on all cores.
+
+The inputs are split by the key :func:`cq_py.spark.partitioning.partition_catalog` proves safe
+(every window, join and aggregate relates only rows of one key value), as the Spark runner splits
+them (SEMANTICS.md §7): a keyed input by the hash of its key (computed in the core,
+``_core.partition_rows``: equal keys meet, a BIGINT key and a DOUBLE key that compare equal too),
+a relation without a key by the hash of all its values (a delete must meet the row it ends), a
+stream without a key in N contiguous runs of rows (no operator relates two of its rows). Each
+part's engine runs on its own thread with the GIL released, so the parts run at once.
+
+Every engine sees the whole input's progress: after a push, the engines that got none of its rows
+are told how far the input has come (``advance_input``), so all complete the same instants and an
+instant's results are fetchable when one engine's would be. (``push_row`` tells them lazily:
+before anything reads results, checks a timestamp against them, or adds a plan.) A push is checked
+whole before any engine runs a row (and a relation's deletes in every part), so a rejected push
+changes nothing in any engine. Each query's output is the union of the parts' outputs, merged in
+time order by a stable sort: rows of equal times in part order, then in each part's order.
+
+Internal to :mod:`cq_py.engine`, which maps the core's errors (``_core.CoreError``) as for one
+engine: this module raises them as the core does.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from cq_core import _core
+from cq_py.planner import types as T
+from cq_py.planner.logical import Catalog
+from cq_py.spark.partitioning import PartitionPlan
+from cq_py.ticks import MIN_TICK
+
+__all__ = ["Layout", "Partitions", "join_annex", "split_annex"]
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How an engine's inputs are split: into ``parts`` engines, each input by its key column
+    (None: a stream in contiguous runs, a relation by all its values). ``blocker`` says why a
+    script runs on one engine (None when it need not)."""
+
+    parts: int
+    keys: dict[str, str | None]
+    blocker: str | None = None
+
+    @staticmethod
+    def of(plan: PartitionPlan, threads: int) -> Layout:
+        """The layout of ``plan`` on ``threads`` cores: one engine when nothing is to gain."""
+        if not plan.partitionable:
+            return Layout(1, {}, plan.blocker)
+        return Layout(threads, dict(plan.keys)) if threads > 1 else Layout(1, {})
+
+    def describe(self, threads: int) -> str:
+        """The line ``explain`` prints about the split.
+
+        >>> print(Layout(2, {"s": "k"}).describe(2))
+        Threads: 2 engines, one per part of the input: s split by key k
+        """
+        if self.parts == 1:
+            why = f": {self.blocker}" if self.blocker else ""
+            return f"Threads: one engine (threads={threads}){why}"
+        split = ", ".join(
+            f"{name} split by key {key}" if key else f"{name} any way (rows meet no other row)"
+            for name, key in self.keys.items()
+        )
+        return f"Threads: {self.parts} engines, one per part of the input: {split or 'no input'}"
+
+
+@dataclass(frozen=True)
+class _Input:
+    """What routing needs of one input: the indexes, names and core types of its key columns
+    (all of a relation's columns when it has no key; none for a stream without one)."""
+
+    relation: bool
+    width: int  # declared columns
+    key: tuple[int, ...]
+    names: tuple[str, ...]
+    types: tuple[str, ...]
+
+
+class Partitions:
+    """``parts`` core engines, one per part of the input, driven as one (the calls of
+    ``_core.Engine`` that :class:`cq_py.Engine` makes, on Arrow record batches)."""
+
+    def __init__(
+        self, cores: list[_core.Engine], layout: Layout, catalog: Catalog, batch_size: int
+    ):
+        self.cores = cores
+        self.layout = layout
+        self.batch_size = batch_size
+        self._inputs: dict[str, _Input] = {}
+        self._as_double = False
+        self.set_inputs(catalog)
+        # Each input's progress (the latest tick pushed or advanced to), and how far each engine
+        # has been told: push_row tells the others only when something needs it (``_catch_up``).
+        self._ticks: dict[str, int] = {}
+        self._told: dict[str, list[int]] = {}
+        self._behind = False
+        self._failed: _core.CoreError | None = None
+        self._pool: ThreadPoolExecutor | None = None
+
+    # -- plans ------------------------------------------------------------------------------
+
+    def set_inputs(self, catalog: Catalog) -> None:
+        """Reads the inputs' key columns from the catalog (after a script registered more)."""
+        keyed_types = set()
+        for s in catalog.streams.values():
+            key = self.layout.keys.get(s.name)
+            if key is not None:
+                idx: tuple[int, ...] = tuple(i for i, (n, _) in enumerate(s.columns) if n == key)
+            elif s.relation:
+                idx = tuple(range(len(s.columns)))
+            else:
+                idx = ()
+            self._inputs[s.name] = _Input(
+                s.relation,
+                len(s.columns),
+                idx,
+                tuple(s.columns[i][0] for i in idx),
+                tuple(s.columns[i][1] for i in idx),
+            )
+            if key is not None:
+                keyed_types.add(dict(s.columns)[key])
+        # Keys compared across a BIGINT and a DOUBLE column hash as doubles (as on Spark).
+        self._as_double = keyed_types == {T.INT64, T.FLOAT64}
+
+    def add_plan(self, plan: str) -> None:
+        """Adds a plan fragment to every engine (the first refuses it for all, changing nothing)."""
+        self._usable()
+        self._catch_up()
+        for core in self.cores:
+            core.add_plan(plan)
+
+    # -- data in ------------------------------------------------------------------------------
+
+    def push(self, stream: str, batches: list[pa.RecordBatch]) -> None:
+        """Pushes conformed ``batches`` (the declared columns, a relation's op, int64 ticks) of
+        ``stream``: checked whole, split, each part run by its engine, all engines told the
+        input's progress."""
+        self._usable()
+        self._catch_up()
+        info = self._inputs[stream]
+        first = self.cores[0]
+        # The whole push, checked once (all engines have the same progress): columns, types,
+        # timestamps, op values. A relation's deletes are checked in each part below.
+        first.check(stream, [b.__arrow_c_array__() for b in batches], deletes=False)
+        n = sum(b.num_rows for b in batches)
+        if n == 0:
+            return
+        table = pa.Table.from_batches(batches)
+        last = int(table.column(table.num_columns - 1)[-1].as_py())
+        parts = len(self.cores)
+        if info.key:
+            keys = table.select(list(info.key)).combine_chunks().to_batches()
+            key_batch = keys[0] if keys else None
+            assert key_batch is not None
+            order, counts = _core.partition_rows(
+                key_batch.__arrow_c_array__(), parts, self._as_double
+            )
+            bounds = np.concatenate([[0], np.cumsum(counts)])
+            if info.relation and table.num_columns == info.width + 2:
+                self._check_deletes(stream, table, order, bounds)
+
+            def part(p: int) -> None:
+                rows = order[bounds[p] : bounds[p + 1]]
+                for a in range(0, len(rows), self.batch_size):
+                    chunk = table.take(rows[a : a + self.batch_size])
+                    self.cores[p].push(stream, [b.__arrow_c_array__() for b in chunk.to_batches()])
+                self.cores[p].advance_input(stream, last)
+
+        else:
+            # Rows of a stream without a key meet no other row: contiguous runs, without a copy.
+            def part(p: int) -> None:
+                lo, hi = p * n // parts, (p + 1) * n // parts
+                if hi > lo:
+                    run = table.slice(lo, hi - lo)
+                    self.cores[p].push(stream, [b.__arrow_c_array__() for b in run.to_batches()])
+                self.cores[p].advance_input(stream, last)
+
+        self._each(part, range(parts))
+        self._moved(stream, last)
+
+    def _check_deletes(
+        self, stream: str, table: pa.Table, order: np.ndarray, bounds: np.ndarray
+    ) -> None:
+        """A relation's deletes checked in every part, before any part runs: the first failing
+        row of the whole push is the error (each part's rows named by the push's row numbers)."""
+        errors: list[_core.CoreError] = []
+        for p, core in enumerate(self.cores):
+            rows = order[bounds[p] : bounds[p + 1]]
+            if not len(rows):
+                continue
+            part = table.take(rows)
+            try:
+                core.check(stream, [b.__arrow_c_array__() for b in part.to_batches()], rows=rows)
+            except _core.CoreError as e:
+                errors.append(e)
+        if errors:
+            raise min(errors, key=lambda e: -1 if e.args[3] is None else e.args[3])
+
+    def push_row(self, stream: str, tick: int, values: list[Any]) -> None:
+        """One row (``_core.Engine.push_row``'s arguments), to the engine of its key."""
+        if self._failed is not None:
+            self._usable()
+        info = self._inputs[stream]
+        p = 0
+        if info.key:
+            try:
+                p = _core.row_partition(
+                    stream,
+                    [values[i] for i in info.key],
+                    list(info.types),
+                    list(info.names),
+                    len(self.cores),
+                    self._as_double,
+                )
+            except _core.CoreError:
+                # A key of the wrong type: the error push_row gives, which names the first
+                # column that is wrong (a value error comes before any push).
+                self.cores[0].push_row(stream, tick, values)
+                raise
+        ticks = self._ticks.get(stream, MIN_TICK)
+        told = self._told.get(stream)
+        if told is None:
+            told = self._told[stream] = [ticks] * len(self.cores)
+        if tick < ticks and told[p] < ticks:
+            # Below the input's progress: the engine learns it first, then refuses the row.
+            self.cores[p].advance_input(stream, ticks)
+            told[p] = ticks
+        self.cores[p].push_row(stream, tick, values)
+        if tick > ticks:
+            self._ticks[stream] = tick
+            self._behind = True
+        if tick > told[p]:
+            told[p] = tick
+
+    def advance(self, tick: int) -> None:
+        """Every engine's inputs to ``tick`` (the engines run what completes, at once)."""
+        self._usable()
+        self._each(lambda p: self.cores[p].advance(tick), range(len(self.cores)))
+        for stream in self._inputs:
+            self._moved(stream, tick)
+
+    def close(self) -> None:
+        """Closes every engine (at once), after telling each how far every input has come."""
+        if self.cores[0].closed:
+            return
+        self._usable()
+        self._catch_up()
+        self._each(lambda p: self.cores[p].close(), range(len(self.cores)))
+
+    @property
+    def closed(self) -> bool:
+        """Whether the engines are closed."""
+        return bool(self.cores[0].closed)
+
+    # -- results out --------------------------------------------------------------------------
+
+    def drain(self, query: str, order_by: Sequence[str]) -> list[pa.RecordBatch]:
+        """Every engine's new rows of ``query``, merged by ``order_by`` (time columns): a stable
+        sort, so rows of equal times come in part order, each part's in its own order."""
+        self._catch_up()
+        parts = []
+        for core in self.cores:
+            caps = core.drain(query)
+            if caps:
+                parts.append([pa.RecordBatch._import_from_c_capsule(s, a) for s, a in caps])
+        if len(parts) <= 1:
+            return parts[0] if parts else []
+        tables = [pa.Table.from_batches(bs) for bs in parts]
+        keys = [
+            np.concatenate([t.column(c).to_numpy() for t in tables]) for c in reversed(order_by)
+        ]
+        # (numpy's stable sort is a timsort: each part's rows are a run in time order, merged.)
+        perm = np.argsort(keys[0], kind="stable") if len(keys) == 1 else np.lexsort(keys)
+        merged = pa.concat_tables(tables).combine_chunks().take(perm)
+        return [b for b in merged.to_batches() if b.num_rows]
+
+    # -- snapshots ----------------------------------------------------------------------------
+
+    def snapshot(self, annex: bytes) -> bytes:
+        """One snapshot of all engines: engine 0's, whose annex holds ``annex`` and the others'
+        snapshots (:func:`join_annex`); its checksum covers them all."""
+        self._catch_up()
+        others = [core.snapshot(b"") for core in self.cores[1:]]
+        return bytes(self.cores[0].snapshot(join_annex(annex, others)))
+
+    def restore(self, data: bytes | bytearray | memoryview, others: list[bytes]) -> None:
+        """Restores every engine from :meth:`snapshot`'s bytes (``others``: the snapshots of
+        engines 1, 2, ... that its annex holds)."""
+        self.cores[0].restore(data)
+        for core, blob in zip(self.cores[1:], others, strict=True):
+            core.restore(blob)
+
+    # -- internals ----------------------------------------------------------------------------
+
+    def _usable(self) -> None:
+        if self._failed is not None:
+            kind, message = self._failed.args[0], self._failed.args[1]
+            raise _core.CoreError(
+                kind,
+                "the engine stopped at an earlier error and cannot go on (create a new "
+                f"Engine): {message}",
+                None,
+                None,
+            )
+
+    def _moved(self, stream: str, tick: int) -> None:
+        """Every engine knows that ``stream`` has come to ``tick``."""
+        if tick > self._ticks.get(stream, MIN_TICK):
+            self._ticks[stream] = tick
+        told = self._told.get(stream)
+        if told is not None:
+            for p, t in enumerate(told):
+                if t < tick:
+                    told[p] = tick
+
+    def _catch_up(self) -> None:
+        """Tells every engine the progress push_row brought to the others."""
+        if not self._behind:
+            return
+        for stream, told in self._told.items():
+            tick = self._ticks[stream]
+            for p, t in enumerate(told):
+                if t < tick:
+                    self.cores[p].advance_input(stream, tick)
+                    told[p] = tick
+        self._behind = False
+
+    def _each(self, run: Callable[[int], Any], parts: Iterable[int]) -> None:
+        """``run(p)`` for every part at once (part 0 on this thread), all of them run to the
+        end; then the first part's error, if any. An error while running (a runaway loop) stops
+        the whole engine, as it stops one."""
+        parts = list(parts)
+        if self._pool is None and len(parts) > 1:
+            self._pool = ThreadPoolExecutor(len(self.cores) - 1, thread_name_prefix="cq-part")
+        futures: list[Future[Any]] = []
+        if len(parts) > 1:
+            assert self._pool is not None
+            futures = [self._pool.submit(run, p) for p in parts[1:]]
+        errors: list[BaseException] = []
+        try:
+            run(parts[0])
+        except BaseException as e:  # noqa: BLE001 - re-raised below, after the others finish
+            errors.append(e)
+        for f in futures:
+            error = f.exception()
+            if error is not None:
+                errors.append(error)
+        if errors:
+            first = errors[0]
+            if isinstance(first, _core.CoreError) and first.args[0] in ("runaway", "internal"):
+                self._failed = first
+            raise first
+
+
+def join_annex(annex: bytes, others: list[bytes]) -> bytes:
+    """``annex`` (JSON: no NUL byte) then, after a NUL, each of ``others`` after its length.
+
+    >>> split_annex(join_annex(b'{"a": 1}', [b"xy", b""]))
+    (b'{"a": 1}', [b'xy', b''])
+    """
+    out = [annex, b"\0"]
+    for blob in others:
+        out += [struct.pack("<Q", len(blob)), blob]
+    return b"".join(out)
+
+
+def split_annex(annex: bytes) -> tuple[bytes, list[bytes]]:
+    """:func:`join_annex` undone: (the JSON, the other engines' snapshots); a ValueError for
+    bytes it did not make. An annex without a NUL is one engine's: (annex, [])."""
+    head, sep, rest = annex.partition(b"\0")
+    if not sep:
+        return annex, []
+    blobs, at = [], 0
+    view = memoryview(rest)
+    while at < len(rest):
+        if at + 8 > len(rest):
+            raise ValueError("a partition snapshot's length is cut short")
+        (size,) = struct.unpack_from("<Q", rest, at)
+        at += 8
+        if size > len(rest) - at:
+            raise ValueError("a partition snapshot runs past the end of the snapshot")
+        blobs.append(bytes(view[at : at + size]))
+        at += size
+    return head, blobs

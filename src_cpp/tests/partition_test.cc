@@ -1,0 +1,69 @@
+// batch/partition.h: the parts of a push for engines that each run one part of the input.
+#include <map>
+#include <set>
+
+#include "batch/partition.h"
+#include "batch/row_hash.h"
+#include "tests/test_util.h"
+
+namespace cq::test {
+namespace {
+
+std::vector<int> Parts(const std::vector<Column>& keys, int64_t n, int parts, bool as_double = false) {
+  std::vector<int64_t> order(static_cast<size_t>(n)), counts(static_cast<size_t>(parts));
+  PartitionRows(keys, n, parts, as_double, order.data(), counts.data());
+  std::vector<int> part(static_cast<size_t>(n), -1);
+  int64_t at = 0;
+  for (int p = 0; p < parts; ++p) {
+    int64_t previous = -1;
+    for (int64_t k = 0; k < counts[p]; ++k, ++at) {
+      CQ_EXPECT(order[at] > previous);  // each part's rows in input order
+      previous = order[at];
+      CQ_EXPECT_EQ(part[order[at]], -1);  // every row once
+      part[order[at]] = p;
+    }
+  }
+  CQ_EXPECT_EQ(at, n);
+  return part;
+}
+
+CQ_TEST(equal_keys_go_to_one_part_and_parts_are_balanced) {
+  Rng rng(7);
+  I64s k;
+  for (int i = 0; i < 20000; ++i) k.push_back(rng.Below(50) == 0 ? std::optional<int64_t>() : rng.Below(1000));
+  for (int parts : {1, 2, 3, 8}) {
+    const std::vector<int> part = Parts({I64(k)}, static_cast<int64_t>(k.size()), parts);
+    std::map<std::optional<int64_t>, std::set<int>> where;
+    std::vector<int64_t> sizes(static_cast<size_t>(parts));
+    for (size_t i = 0; i < k.size(); ++i) {
+      where[k[i]].insert(part[i]);
+      ++sizes[part[i]];
+    }
+    for (const auto& [key, ps] : where) CQ_EXPECT_EQ(ps.size(), 1u);
+    for (int64_t s : sizes) CQ_EXPECT(s > static_cast<int64_t>(k.size()) / parts / 2);
+  }
+}
+
+CQ_TEST(keys_equal_as_values_go_to_one_part) {
+  // -0.0 = 0.0 and NaN = NaN, as grouping and joins compare; with as_double, 3 = 3.0.
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  for (int parts : {2, 5, 16}) {
+    const std::vector<int> f = Parts({F64({0.0, -0.0, nan, -nan, 3.0})}, 5, parts);
+    CQ_EXPECT_EQ(f[0], f[1]);
+    CQ_EXPECT_EQ(f[2], f[3]);
+    const std::vector<int> i = Parts({I64({3, 0})}, 2, parts, /*as_double=*/true);
+    CQ_EXPECT_EQ(i[0], f[4]);
+    CQ_EXPECT_EQ(i[1], f[0]);
+  }
+  // Strings and several columns: the row's values decide.
+  const std::vector<int> s = Parts({Str({"ab", "c", "ab", std::nullopt}), I64({1, 1, 1, std::nullopt})}, 4, 7);
+  CQ_EXPECT_EQ(s[0], s[2]);
+}
+
+CQ_TEST(no_key_columns_put_every_row_in_part_zero) {
+  const std::vector<int> part = Parts({}, 3, 4);
+  CQ_EXPECT_EQ(part, (std::vector<int>{0, 0, 0}));
+}
+
+}  // namespace
+}  // namespace cq::test
