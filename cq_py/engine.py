@@ -421,15 +421,18 @@ class Engine:
             return
         layout = self._layout_for(catalog)
         old = self._layout
-        if old is not None and (layout.parts, layout.keys) == (old.parts, old.keys):
-            self._layout = layout
+        same = old is not None and (layout.parts, layout.keys) == (old.parts, old.keys)
+        if same or self._running_with_plans():
+            # The same split, or (input has come) one that keeps every input already split as it
+            # is (_layout_for): the new inputs and those nothing read yet take their keys.
             if plan is not None:
                 if self._parts is not None:
                     self._parts.add_plan(plan)
                 else:
                     self._core.add_plan(plan)
+            self._layout = layout
             if self._parts is not None:
-                self._parts.set_inputs(catalog)
+                self._parts.set_layout(layout, catalog)
         else:
             # No input has come (or no plan is there yet): the engines are built again for the
             # new split, with every fragment so far; the old ones stay until all is added.
@@ -458,12 +461,15 @@ class Engine:
         if plan is not None:
             self._plans.append(plan)
 
+    def _running_with_plans(self) -> bool:
+        """Whether the engines hold state of input that came (then they are not built again)."""
+        return self._running and bool(self._plans)
+
     def _layout_for(self, catalog: Catalog) -> Layout:
         """How to split the inputs of ``catalog`` (every script so far and the new one); a
         :class:`CQLSemanticError` when input has come and the split would have to change."""
-        running = self._running and bool(self._plans)
-        if not running or self._layout is None:
-            return Layout.of(partition_catalog(catalog), self._threads)
+        if not self._running_with_plans() or self._layout is None:
+            return Layout.of(partition_catalog(catalog), self._threads, catalog)
         if self._layout.parts == 1:
             return self._layout  # (a script that runs on one engine never gains a key)
         # The inputs whose rows sit in the engines as they were split: relations (they keep their
@@ -482,7 +488,7 @@ class Engine:
                 f"{plan.blocker}. Execute every script before the first push or advance, or "
                 "use Engine(threads=1)"
             )
-        return Layout(self._layout.parts, dict(plan.keys))
+        return Layout.of(plan, self._layout.parts, catalog)
 
     def stream_names(self) -> list[str]:
         """Names of the registered inputs — streams and relations — in registration order."""
@@ -989,7 +995,7 @@ class Engine:
                 q = self._query(query)
                 time = "ts" if q.kind == "stream" else "start"
                 order = [time, f"{time}_step"] if self.expose_steps else [time]
-                return self._parts.drain(query, order)
+                return self._parts.drain(query, order, q.kind == "stream")
             caps = self._core.drain(query)
         except _core.CoreError as e:
             raise _core_error(e) from None

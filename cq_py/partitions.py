@@ -3,10 +3,11 @@
 The inputs are split by the key :func:`cq_py.spark.partitioning.partition_catalog` proves safe
 (every window, join and aggregate relates only rows of one key value), as the Spark runner splits
 them (SEMANTICS.md §7): a keyed input by the hash of its key (computed in the core,
-``_core.partition_rows``: equal keys meet, a BIGINT key and a DOUBLE key that compare equal too),
-a relation without a key by the hash of all its values (a delete must meet the row it ends), a
-stream without a key in N contiguous runs of rows (no operator relates two of its rows). Each
-part's engine runs on its own thread with the GIL released, so the parts run at once.
+``_core.partition_rows``, numbers hashed as doubles: equal keys meet, a BIGINT key and a DOUBLE
+key that compare equal too), a relation without a key by its first column (a delete must meet the
+row it ends), a stream without a key in N contiguous runs of rows (no operator relates two of its
+rows: no hashing, no copy). Each part's engine runs on its own thread with the GIL released, so
+the parts run at once.
 
 Every engine sees the whole input's progress: after a push, the engines that got none of its rows
 are told how far the input has come (``advance_input``), so all complete the same instants and an
@@ -32,12 +33,16 @@ import numpy as np
 import pyarrow as pa
 
 from cq_core import _core
-from cq_py.planner import types as T
 from cq_py.planner.logical import Catalog
 from cq_py.spark.partitioning import PartitionPlan
 from cq_py.ticks import MIN_TICK
 
 __all__ = ["Layout", "Partitions", "join_annex", "split_annex"]
+
+# Keys are hashed as doubles whatever their numeric type: a BIGINT key and a DOUBLE key that compare
+# equal (a join of an INT column with a DOUBLE one) land in one part, and a script registered later
+# that compares them needs no other split of the rows that came before.
+_AS_DOUBLE = True
 
 
 @dataclass(frozen=True)
@@ -51,11 +56,20 @@ class Layout:
     blocker: str | None = None
 
     @staticmethod
-    def of(plan: PartitionPlan, threads: int) -> Layout:
-        """The layout of ``plan`` on ``threads`` cores: one engine when nothing is to gain."""
+    def of(plan: PartitionPlan, threads: int, catalog: Catalog) -> Layout:
+        """The layout of ``plan`` on ``threads`` cores: one engine when nothing is to gain. A
+        relation without a key is split by its first column: a delete meets the row it ends (equal
+        rows have equal first columns), and a query registered later that joins or groups the
+        relation on that column (the usual key) can still run on the same split."""
         if not plan.partitionable:
             return Layout(1, {}, plan.blocker)
-        return Layout(threads, dict(plan.keys)) if threads > 1 else Layout(1, {})
+        if threads == 1:
+            return Layout(1, {})
+        keys = dict(plan.keys)
+        for s in catalog.streams.values():
+            if s.relation and keys.get(s.name) is None and s.columns:
+                keys[s.name] = s.columns[0][0]
+        return Layout(threads, keys)
 
     def describe(self, threads: int) -> str:
         """The line ``explain`` prints about the split.
@@ -76,7 +90,7 @@ class Layout:
 @dataclass(frozen=True)
 class _Input:
     """What routing needs of one input: the indexes, names and core types of its key columns
-    (all of a relation's columns when it has no key; none for a stream without one)."""
+    (none for a stream without a key)."""
 
     relation: bool
     width: int  # declared columns
@@ -96,7 +110,6 @@ class Partitions:
         self.layout = layout
         self.batch_size = batch_size
         self._inputs: dict[str, _Input] = {}
-        self._as_double = False
         self.set_inputs(catalog)
         # Each input's progress (the latest tick pushed or advanced to), and how far each engine
         # has been told: push_row tells the others only when something needs it (``_catch_up``).
@@ -108,17 +121,17 @@ class Partitions:
 
     # -- plans ------------------------------------------------------------------------------
 
+    def set_layout(self, layout: Layout, catalog: Catalog) -> None:
+        """Takes a layout that keeps the split of every input that has rows in the engines (a
+        script registered while they run), and the catalog's inputs."""
+        self.layout = layout
+        self.set_inputs(catalog)
+
     def set_inputs(self, catalog: Catalog) -> None:
         """Reads the inputs' key columns from the catalog (after a script registered more)."""
-        keyed_types = set()
         for s in catalog.streams.values():
             key = self.layout.keys.get(s.name)
-            if key is not None:
-                idx: tuple[int, ...] = tuple(i for i, (n, _) in enumerate(s.columns) if n == key)
-            elif s.relation:
-                idx = tuple(range(len(s.columns)))
-            else:
-                idx = ()
+            idx = tuple(i for i, (n, _) in enumerate(s.columns) if n == key)
             self._inputs[s.name] = _Input(
                 s.relation,
                 len(s.columns),
@@ -126,10 +139,6 @@ class Partitions:
                 tuple(s.columns[i][0] for i in idx),
                 tuple(s.columns[i][1] for i in idx),
             )
-            if key is not None:
-                keyed_types.add(dict(s.columns)[key])
-        # Keys compared across a BIGINT and a DOUBLE column hash as doubles (as on Spark).
-        self._as_double = keyed_types == {T.INT64, T.FLOAT64}
 
     def add_plan(self, plan: str) -> None:
         """Adds a plan fragment to every engine (the first refuses it for all, changing nothing)."""
@@ -162,7 +171,7 @@ class Partitions:
             key_batch = keys[0] if keys else None
             assert key_batch is not None
             order, counts = _core.partition_rows(
-                key_batch.__arrow_c_array__(), parts, self._as_double
+                key_batch.__arrow_c_array__(), parts, _AS_DOUBLE
             )
             bounds = np.concatenate([[0], np.cumsum(counts)])
             if info.relation and table.num_columns == info.width + 2:
@@ -219,7 +228,7 @@ class Partitions:
                     list(info.types),
                     list(info.names),
                     len(self.cores),
-                    self._as_double,
+                    _AS_DOUBLE,
                 )
             except _core.CoreError:
                 # A key of the wrong type: the error push_row gives, which names the first
@@ -263,9 +272,11 @@ class Partitions:
 
     # -- results out --------------------------------------------------------------------------
 
-    def drain(self, query: str, order_by: Sequence[str]) -> list[pa.RecordBatch]:
+    def drain(self, query: str, order_by: Sequence[str], in_order: bool) -> list[pa.RecordBatch]:
         """Every engine's new rows of ``query``, merged by ``order_by`` (time columns): a stable
-        sort, so rows of equal times come in part order, each part's in its own order."""
+        sort, so rows of equal times come in part order, each part's in its own order. With
+        ``in_order`` (each engine's rows come in that order: a stream), parts whose times do not
+        overlap (a stream without a key, split in runs) are handed out as they are, uncopied."""
         self._catch_up()
         parts = []
         for core in self.cores:
@@ -275,6 +286,21 @@ class Partitions:
         if len(parts) <= 1:
             return parts[0] if parts else []
         tables = [pa.Table.from_batches(bs) for bs in parts]
+        if in_order:
+            ends = [
+                (
+                    tuple(t.column(c)[0].as_py() for c in order_by),
+                    tuple(t.column(c)[-1].as_py() for c in order_by),
+                )
+                for t in tables
+            ]
+            # Parts by first time (then part order, as the stable sort would put their ties).
+            runs = sorted(range(len(parts)), key=lambda p: ends[p][0])
+            if all(
+                ends[a][1] < ends[b][0] or (ends[a][1] == ends[b][0] and a < b)
+                for a, b in zip(runs, runs[1:])
+            ):
+                return [b for p in runs for b in parts[p]]
         keys = [
             np.concatenate([t.column(c).to_numpy() for t in tables]) for c in reversed(order_by)
         ]

@@ -739,6 +739,8 @@ def test_engine_options_reach_the_engine(tmp_path: Path, monkeypatch: pytest.Mon
         "79",
         "--batch-size",
         "80",
+        "--threads",
+        "3",
     )
     assert result.exit_code == 0, result.output
     assert seen[0] == {
@@ -752,6 +754,7 @@ def test_engine_options_reach_the_engine(tmp_path: Path, monkeypatch: pytest.Mon
         "max_loop_rows": 79,
         "max_memory": None,
         "batch_size": 80,
+        "threads": 3,
     }
 
 
