@@ -23,6 +23,7 @@ engine: this module raises them as the core does.
 
 from __future__ import annotations
 
+import itertools
 import struct
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -170,9 +171,7 @@ class Partitions:
             keys = table.select(list(info.key)).combine_chunks().to_batches()
             key_batch = keys[0] if keys else None
             assert key_batch is not None
-            order, counts = _core.partition_rows(
-                key_batch.__arrow_c_array__(), parts, _AS_DOUBLE
-            )
+            order, counts = _core.partition_rows(key_batch.__arrow_c_array__(), parts, _AS_DOUBLE)
             bounds = np.concatenate([[0], np.cumsum(counts)])
             if info.relation and table.num_columns == info.width + 2:
                 self._check_deletes(stream, table, order, bounds)
@@ -298,7 +297,7 @@ class Partitions:
             runs = sorted(range(len(parts)), key=lambda p: ends[p][0])
             if all(
                 ends[a][1] < ends[b][0] or (ends[a][1] == ends[b][0] and a < b)
-                for a, b in zip(runs, runs[1:])
+                for a, b in itertools.pairwise(runs)
             ):
                 return [b for p in runs for b in parts[p]]
         keys = [

@@ -11,11 +11,7 @@ import pytest
 import cq_py
 from configurations import CONFIGURATIONS as ALL
 
-CONFIGURATIONS = [
-    pytest.param({**options, "threads": threads}, id=f"{name}-threads{threads}")
-    for name, options in ALL.items()
-    for threads in (1, 2)
-]
+CONFIGURATIONS = [pytest.param(options, id=name) for name, options in ALL.items()]
 SNAPSHOTTING = [c for c in CONFIGURATIONS if c.values[0]["executor"] == "dts"]
 # Scripts whose late queries need another split of a stream that has rows in the engines (a key
 # for a stream split in runs, or every row) are refused under threads=2 (tests/test_threads.py).
