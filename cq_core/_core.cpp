@@ -316,6 +316,54 @@ PYBIND11_MODULE(_core, m) {
         return py::make_tuple(order, counts);
       },
       py::arg("batch"), py::arg("parts"), py::arg("as_double") = false);
+  // The rows of one part among `parts` (RowsOfPart), as an int64 array.
+  m.def(
+      "part_rows",
+      [](const py::handle& batch, int parts, int part, bool as_double) {
+        if (parts < 1 || part < 0 || part >= parts) throw py::value_error("part_rows: no such part");
+        cq::ImportedBatch keys = ImportCapsules(batch);
+        auto* rows = new std::vector<int64_t>();
+        {
+          py::gil_scoped_release release;
+          *rows = cq::RowsOfPart(keys.columns, keys.length, parts, part, as_double);
+        }
+        py::capsule owner(rows, [](void* v) { delete static_cast<std::vector<int64_t>*>(v); });
+        return py::array_t<int64_t>(static_cast<py::ssize_t>(rows->size()), rows->data(), owner);
+      },
+      py::arg("batch"), py::arg("parts"), py::arg("part"), py::arg("as_double") = false);
+  // The drained outputs of several parts (a list of drain()'s lists, one per part, each in time
+  // order) merged in time order (MergeByTime: by the int64 columns `time`), as record batches of at
+  // most `chunk_rows` rows.
+  m.def(
+      "merge_by_time",
+      [](const py::list& parts, const std::vector<int>& time, int64_t chunk_rows) {
+        std::vector<std::vector<cq::TimedChunk>> in;
+        std::vector<std::string> names;
+        for (const auto& part : parts) {
+          in.emplace_back();
+          for (const auto& pair : part.cast<py::list>()) {
+            cq::ImportedBatch b = ImportCapsules(pair);
+            if (names.empty()) names = b.names;
+            in.back().push_back({std::vector<cq::Column>(b.columns.begin(), b.columns.end()), b.length});
+          }
+        }
+        for (int c : time)
+          if (c < 0 || static_cast<size_t>(c) >= names.size()) throw py::value_error("merge_by_time: no such column");
+        std::vector<cq::TimedChunk> merged;
+        {
+          py::gil_scoped_release release;
+          merged = cq::MergeByTime(in, time, chunk_rows < 1 ? 1 : chunk_rows);
+        }
+        py::list out;
+        for (cq::TimedChunk& c : merged) {
+          cq::OutputChunk chunk;
+          for (cq::Column& col : c.columns) chunk.columns.push_back(std::move(col));
+          chunk.length = c.length;
+          out.append(ExportChunk(names, chunk));
+        }
+        return out;
+      },
+      py::arg("parts"), py::arg("time"), py::arg("chunk_rows") = 65536);
   // The part of one row (Engine.push_row's) by its key values, of the given core types: the part
   // partition_rows gives the same values. A value its type does not take is push_row's InputError.
   m.def(

@@ -49,6 +49,17 @@ def partition_rows(batch: ArrowCapsules, parts: int,
     """(order, counts): the rows of a batch of key columns grouped by their part among `parts`
     (part 0's rows, then part 1's, ..., each in input order), and the rows in each part."""
 
+def part_rows(batch: ArrowCapsules, parts: int, part: int,
+              as_double: bool = False) -> npt.NDArray[np.int64]:
+    """The rows of a batch of key columns in part `part` among `parts` (those partition_rows puts
+    there), in order."""
+
+def merge_by_time(parts: list[list[ArrowCapsules]], time: list[int],
+                  chunk_rows: int = 65536) -> list[ArrowCapsules]:
+    """Several parts' drained outputs, each in the order of its int64 columns `time`, merged in
+    that order (equal times in part order, each part's in its own order), in record batches of
+    at most `chunk_rows` rows."""
+
 def row_partition(stream: str, values: list[object], types: list[str], names: list[str],
                   parts: int, as_double: bool) -> int:
     """The part partition_rows gives a row of these key values (core type names); a value its

@@ -993,9 +993,11 @@ class Engine:
         try:
             if self._parts is not None:
                 q = self._query(query)
-                time = "ts" if q.kind == "stream" else "start"
-                order = [time, f"{time}_step"] if self.expose_steps else [time]
-                return self._parts.drain(query, order, q.kind == "stream")
+                names = self.query_schema(q.name).names
+                time = [names.index("ts")] if q.kind == "stream" else []
+                if time and self.expose_steps:
+                    time.append(names.index("ts_step"))
+                return self._parts.drain(query, time, q.kind == "stream")
             caps = self._core.drain(query)
         except _core.CoreError as e:
             raise _core_error(e) from None

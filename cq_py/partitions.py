@@ -167,20 +167,38 @@ class Partitions:
         table = pa.Table.from_batches(batches)
         last = int(table.column(table.num_columns - 1)[-1].as_py())
         parts = len(self.cores)
-        if info.key:
-            keys = table.select(list(info.key)).combine_chunks().to_batches()
-            key_batch = keys[0] if keys else None
-            assert key_batch is not None
-            order, counts = _core.partition_rows(key_batch.__arrow_c_array__(), parts, _AS_DOUBLE)
+        if info.relation:
+            # A relation's changes are few: routed once, its deletes checked in every part first.
+            keys = table.select(list(info.key)).combine_chunks().to_batches()[0]
+            order, counts = _core.partition_rows(keys.__arrow_c_array__(), parts, _AS_DOUBLE)
             bounds = np.concatenate([[0], np.cumsum(counts)])
-            if info.relation and table.num_columns == info.width + 2:
+            if table.num_columns == info.width + 2:
                 self._check_deletes(stream, table, order, bounds)
 
             def part(p: int) -> None:
                 rows = order[bounds[p] : bounds[p + 1]]
-                for a in range(0, len(rows), self.batch_size):
-                    chunk = table.take(rows[a : a + self.batch_size])
+                if len(rows):
+                    chunk = table.take(rows)
                     self.cores[p].push(stream, [b.__arrow_c_array__() for b in chunk.to_batches()])
+                self.cores[p].advance_input(stream, last)
+
+        elif info.key:
+            # Each engine's thread picks its own rows, a slice of the push at a time: every thread
+            # hashes every key (cheap), none waits for another, and nothing the size of the push
+            # is made (fresh memory costs more than the hashing).
+            (key,) = info.key
+            step = self.batch_size * parts
+
+            def part(p: int) -> None:
+                for at in range(0, n, step):
+                    piece = table.slice(at, step)
+                    keys = pa.record_batch([piece.column(key).combine_chunks()], names=["k"])
+                    rows = _core.part_rows(keys.__arrow_c_array__(), parts, p, _AS_DOUBLE)
+                    if len(rows):
+                        mine = piece.take(rows)
+                        self.cores[p].push(
+                            stream, [b.__arrow_c_array__() for b in mine.to_batches()]
+                        )
                 self.cores[p].advance_input(stream, last)
 
         else:
@@ -271,42 +289,35 @@ class Partitions:
 
     # -- results out --------------------------------------------------------------------------
 
-    def drain(self, query: str, order_by: Sequence[str], in_order: bool) -> list[pa.RecordBatch]:
-        """Every engine's new rows of ``query``, merged by ``order_by`` (time columns): a stable
-        sort, so rows of equal times come in part order, each part's in its own order. With
-        ``in_order`` (each engine's rows come in that order: a stream), parts whose times do not
-        overlap (a stream without a key, split in runs) are handed out as they are, uncopied."""
+    def drain(self, query: str, order_by: Sequence[int], in_order: bool) -> list[pa.RecordBatch]:
+        """Every engine's new rows of ``query``. With ``in_order`` (a stream: each engine's rows
+        come in the order of the int64 columns ``order_by``, its time), merged in that order (in
+        the core): rows of equal times in part order, each part's in its own order. Else (a
+        relation, whose rows :meth:`cq_py.Engine.fetch` sorts) one part after the other."""
         self._catch_up()
-        parts = []
-        for core in self.cores:
-            caps = core.drain(query)
-            if caps:
-                parts.append([pa.RecordBatch._import_from_c_capsule(s, a) for s, a in caps])
-        if len(parts) <= 1:
-            return parts[0] if parts else []
-        tables = [pa.Table.from_batches(bs) for bs in parts]
-        if in_order:
-            ends = [
-                (
-                    tuple(t.column(c)[0].as_py() for c in order_by),
-                    tuple(t.column(c)[-1].as_py() for c in order_by),
-                )
-                for t in tables
-            ]
-            # Parts by first time (then part order, as the stable sort would put their ties).
-            runs = sorted(range(len(parts)), key=lambda p: ends[p][0])
-            if all(
-                ends[a][1] < ends[b][0] or (ends[a][1] == ends[b][0] and a < b)
-                for a, b in itertools.pairwise(runs)
-            ):
-                return [b for p in runs for b in parts[p]]
-        keys = [
-            np.concatenate([t.column(c).to_numpy() for t in tables]) for c in reversed(order_by)
+        parts = [
+            [pa.RecordBatch._import_from_c_capsule(s, a) for s, a in caps]
+            for caps in (core.drain(query) for core in self.cores)
+            if caps
         ]
-        # (numpy's stable sort is a timsort: each part's rows are a run in time order, merged.)
-        perm = np.argsort(keys[0], kind="stable") if len(keys) == 1 else np.lexsort(keys)
-        merged = pa.concat_tables(tables).combine_chunks().take(perm)
-        return [b for b in merged.to_batches() if b.num_rows]
+        if len(parts) <= 1 or not in_order:
+            return [b for batches in parts for b in batches]
+        # Parts whose times do not overlap (a stream without a key, split in runs) go out as they
+        # are, uncopied: in order of their first times (ties: part order, as the merge's).
+        ends = [
+            (
+                tuple(batches[0].column(c)[0].as_py() for c in order_by),
+                tuple(batches[-1].column(c)[-1].as_py() for c in order_by),
+                p,
+            )
+            for p, batches in enumerate(parts)
+        ]
+        ends.sort()
+        if all(a[1] < b[0] or (a[1] == b[0] and a[2] < b[2]) for a, b in itertools.pairwise(ends)):
+            return [b for _, _, p in ends for b in parts[p]]
+        caps = [[b.__arrow_c_array__() for b in batches] for batches in parts]
+        merged = _core.merge_by_time(caps, list(order_by), self.batch_size)
+        return [pa.RecordBatch._import_from_c_capsule(s, a) for s, a in merged]
 
     # -- snapshots ----------------------------------------------------------------------------
 

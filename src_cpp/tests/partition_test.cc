@@ -60,6 +60,51 @@ CQ_TEST(keys_equal_as_values_go_to_one_part) {
   CQ_EXPECT_EQ(s[0], s[2]);
 }
 
+CQ_TEST(rows_of_a_part_are_those_partition_rows_gives_it) {
+  Rng rng(3);
+  I64s k;
+  for (int i = 0; i < 10000; ++i) k.push_back(rng.Below(30) == 0 ? std::optional<int64_t>() : rng.Below(500));
+  const std::vector<Column> keys = {I64(k)};
+  const std::vector<int> part = Parts(keys, static_cast<int64_t>(k.size()), 3, true);
+  for (int p = 0; p < 3; ++p) {
+    std::vector<int64_t> want;
+    for (size_t i = 0; i < k.size(); ++i)
+      if (part[i] == p) want.push_back(static_cast<int64_t>(i));
+    CQ_EXPECT_EQ(RowsOfPart(keys, static_cast<int64_t>(k.size()), 3, p, true), want);
+  }
+}
+
+TimedChunk Chunk(const I64s& ts, const I64s& steps, const Strs& v) {
+  return {{I64(ts), I64(steps), Str(v)}, static_cast<int64_t>(ts.size())};
+}
+
+CQ_TEST(merge_by_time_is_a_stable_merge_of_the_parts) {
+  // Part 0 and part 1 share times 2 and (5, 1); part 2 is empty; chunks of 3 rows out.
+  const std::vector<std::vector<TimedChunk>> parts = {
+      {Chunk({1, 2}, {0, 0}, {"a", "b"}), Chunk({5, 5}, {0, 1}, {"c", "d"})},
+      {Chunk({2, 2, 5}, {0, 0, 1}, {"e", "f", "g"}), Chunk({}, {}, {}), Chunk({9}, {0}, {"h"})},
+      {},
+  };
+  const int time[] = {0, 1};
+  const std::vector<TimedChunk> out = MergeByTime(parts, time, 3);
+  Strs got;
+  I64s ts;
+  for (const TimedChunk& c : out) {
+    CQ_EXPECT(c.length <= 3);
+    for (auto v : ReadStr(c.columns[2])) got.push_back(v);
+    for (auto t : ReadI64(c.columns[0])) ts.push_back(t);
+  }
+  CQ_EXPECT_EQ(got, (Strs{"a", "b", "e", "f", "c", "d", "g", "h"}));
+  CQ_EXPECT_EQ(ts, (I64s{1, 2, 2, 2, 5, 5, 5, 9}));
+  // By ts alone, (5, 0) and (5, 1) tie: part 0's two rows first.
+  const int ts_only[] = {0};
+  got.clear();
+  for (const TimedChunk& c : MergeByTime(parts, ts_only, 100))
+    for (auto v : ReadStr(c.columns[2])) got.push_back(v);
+  CQ_EXPECT_EQ(got, (Strs{"a", "b", "e", "f", "c", "d", "g", "h"}));
+  CQ_EXPECT(MergeByTime({{}, {}}, ts_only, 10).empty());
+}
+
 CQ_TEST(no_key_columns_put_every_row_in_part_zero) {
   const std::vector<int> part = Parts({}, 3, 4);
   CQ_EXPECT_EQ(part, (std::vector<int>{0, 0, 0}));
