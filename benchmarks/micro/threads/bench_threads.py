@@ -26,6 +26,8 @@ import pyarrow as pa
 import cq_py
 
 SCRIPTS = {
+    "W1": "ISTREAM(SELECT * FROM e [Now] WHERE val > 499)",
+    "W0": "SELECT key FROM e [Now] WHERE val > 2000",
     "W2": "ISTREAM(SELECT key, AVG(val) AS a FROM e [Range 10 SECONDS Slide 1 SECOND] GROUP BY key)",
     "W3": "ISTREAM(SELECT key, COUNT(*) AS c FROM e [Range 1 SECOND Slide 1 SECOND] GROUP BY key)",
     "W5": "ISTREAM(SELECT key, AVG(val) AS a FROM e [Partition By key Rows 10] GROUP BY key)",
