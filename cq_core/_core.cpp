@@ -364,6 +364,23 @@ PYBIND11_MODULE(_core, m) {
         return out;
       },
       py::arg("parts"), py::arg("time"), py::arg("chunk_rows") = 65536);
+  // The part of a row by its one number key (an int or a float: hashed as a double, as
+  // partition_rows(as_double=True) hashes it); -1 for any other value, which row_partition parts.
+  m.def("row_part", [](py::handle value, int parts) -> int {
+    PyObject* o = value.ptr();
+    double v;
+    if (PyLong_CheckExact(o)) {
+      int overflow = 0;
+      const long long x = PyLong_AsLongLongAndOverflow(o, &overflow);
+      if (overflow) return -1;
+      v = static_cast<double>(x);
+    } else if (PyFloat_CheckExact(o)) {
+      v = PyFloat_AS_DOUBLE(o);
+    } else {
+      return -1;
+    }
+    return cq::PartOfNumber(v, parts < 1 ? 1 : parts);
+  });
   // The part of one row (Engine.push_row's) by its key values, of the given core types: the part
   // partition_rows gives the same values. A value its type does not take is push_row's InputError.
   m.def(

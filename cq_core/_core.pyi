@@ -60,6 +60,10 @@ def merge_by_time(parts: list[list[ArrowCapsules]], time: list[int],
     that order (equal times in part order, each part's in its own order), in record batches of
     at most `chunk_rows` rows."""
 
+def row_part(value: object, parts: int) -> int:
+    """The part of a row whose one key is the number `value` (an int or a float); -1 for any
+    other value (row_partition parts those)."""
+
 def row_partition(stream: str, values: list[object], types: list[str], names: list[str],
                   parts: int, as_double: bool) -> int:
     """The part partition_rows gives a row of these key values (core type names); a value its

@@ -34,6 +34,7 @@ import numpy as np
 import pyarrow as pa
 
 from cq_core import _core
+from cq_py.planner import types as T
 from cq_py.planner.logical import Catalog
 from cq_py.spark.partitioning import PartitionPlan
 from cq_py.ticks import MIN_TICK
@@ -98,6 +99,7 @@ class _Input:
     key: tuple[int, ...]
     names: tuple[str, ...]
     types: tuple[str, ...]
+    number: bool  # one BIGINT or DOUBLE key: push_row's rows take _core.row_part
 
 
 class Partitions:
@@ -139,6 +141,7 @@ class Partitions:
                 idx,
                 tuple(s.columns[i][0] for i in idx),
                 tuple(s.columns[i][1] for i in idx),
+                len(idx) == 1 and s.columns[idx[0]][1] in (T.INT64, T.FLOAT64),
             )
 
     def add_plan(self, plan: str) -> None:
@@ -238,8 +241,30 @@ class Partitions:
         info = self._inputs[stream]
         p = 0
         if info.key:
-            try:
-                p = _core.row_partition(
+            # A number key takes the short way (-1: anything else takes the general one).
+            p = _core.row_part(values[info.key[0]], len(self.cores)) if info.number else -1
+            if p < 0:
+                p = self._row_part(stream, info, tick, values)
+        told = self._told.get(stream)
+        if told is None:
+            told = self._told[stream] = [self._ticks.get(stream, MIN_TICK)] * len(self.cores)
+        ticks = self._ticks.get(stream, MIN_TICK)
+        if tick < ticks and told[p] < ticks:
+            # Below the input's progress: the engine learns it first, then refuses the row.
+            self.cores[p].advance_input(stream, ticks)
+            told[p] = ticks
+        self.cores[p].push_row(stream, tick, values)
+        if tick > told[p]:
+            told[p] = tick
+            if tick > ticks:
+                self._ticks[stream] = tick
+                self._behind = True
+
+    def _row_part(self, stream: str, info: _Input, tick: int, values: list[Any]) -> int:
+        """The part of a row whose key is not one number (a string, a NULL, several columns)."""
+        try:
+            return int(
+                _core.row_partition(
                     stream,
                     [values[i] for i in info.key],
                     list(info.types),
@@ -247,25 +272,12 @@ class Partitions:
                     len(self.cores),
                     _AS_DOUBLE,
                 )
-            except _core.CoreError:
-                # A key of the wrong type: the error push_row gives, which names the first
-                # column that is wrong (a value error comes before any push).
-                self.cores[0].push_row(stream, tick, values)
-                raise
-        ticks = self._ticks.get(stream, MIN_TICK)
-        told = self._told.get(stream)
-        if told is None:
-            told = self._told[stream] = [ticks] * len(self.cores)
-        if tick < ticks and told[p] < ticks:
-            # Below the input's progress: the engine learns it first, then refuses the row.
-            self.cores[p].advance_input(stream, ticks)
-            told[p] = ticks
-        self.cores[p].push_row(stream, tick, values)
-        if tick > ticks:
-            self._ticks[stream] = tick
-            self._behind = True
-        if tick > told[p]:
-            told[p] = tick
+            )
+        except _core.CoreError:
+            # A key of the wrong type: the error push_row gives, which names the first column
+            # that is wrong (a value error comes before any push).
+            self.cores[0].push_row(stream, tick, values)
+            raise
 
     def advance(self, tick: int) -> None:
         """Every engine's inputs to ``tick`` (the engines run what completes, at once)."""

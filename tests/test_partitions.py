@@ -14,6 +14,7 @@ import pyarrow as pa
 import pytest
 
 import cq_py
+from cq_core import _core
 from cq_py.spark import CQPartitionWarning
 
 EVENTS = "REGISTER STREAM e(key BIGINT, val BIGINT);"
@@ -263,6 +264,43 @@ def test_push_row_routes_each_row_and_results_come_when_the_instant_completes():
         eng.push_row("e", 0, key="x", val=1)
 
 
+@pytest.mark.parametrize(
+    ("ktype", "keys"),
+    [
+        ("VARCHAR", ["a", "b", None, "c"]),
+        ("DOUBLE", [1.5, -0.0, 0.0, None, 3]),
+        ("BIGINT", [1, None, 2**62, -5]),
+    ],
+)
+def test_push_row_sends_a_row_where_push_sends_it(ktype, keys):
+    # Rows of one key pushed one by one, with push_row and with push, meet in one engine: a
+    # [Partition By k Rows 2] window counts them together.
+    script = (
+        f"REGISTER STREAM s(k {ktype}, v BIGINT);"
+        "REGISTER QUERY q AS ISTREAM(SELECT k, SUM(v) AS t FROM s [Partition By k Rows 2] "
+        "GROUP BY k);"
+    )
+    rows = [{"k": keys[i % len(keys)], "v": i, "ts": i // 3} for i in range(40)]
+    got = {}
+    for how in ("row", "push", "one"):
+        eng = cq_py.Engine(threads=1 if how == "one" else 2)
+        eng.execute(script)
+        for i, r in enumerate(rows):
+            if how == "row" or i % 2:
+                eng.push_row("s", r["ts"], k=r["k"], v=r["v"])
+            else:
+                eng.push(
+                    "s",
+                    pa.table({"k": pa.array([r["k"]], T[ktype]), "v": [r["v"]], "ts": [r["ts"]]}),
+                )
+        eng.close()
+        got[how] = bag(eng.fetch("q"))
+    assert got["row"] == got["push"] == got["one"]
+
+
+T = {"VARCHAR": pa.string(), "DOUBLE": pa.float64(), "BIGINT": pa.int64()}
+
+
 def test_subscribers_get_every_part_in_time_order():
     script = EVENTS + SCRIPTS["W2"]
     data = events(2000)
@@ -327,3 +365,31 @@ def test_the_default_is_the_machines_cores():
     from cq_py.engine import machine_cores
 
     assert cq_py.Engine()._threads == machine_cores() >= 1
+
+
+def test_a_runaway_loop_in_one_engine_stops_them_all():
+    script = (
+        "REGISTER STREAM s(k INT);"
+        "REGISTER QUERY c AS ISTREAM(SELECT k FROM s [Now] UNION ALL SELECT k FROM c [Now]) <1>;"
+    )
+    got = {}
+    for threads in (1, 2):
+        eng = cq_py.Engine(threads=threads, max_loop_ticks=100)
+        eng.execute(script)
+        assert ("Threads: 2 engines" in eng.explain()) == (threads == 2)
+        # One key: only its engine runs away (the second: the first checks a push whole); the
+        # other, which got no row, must stop too.
+        key = next(k for k in range(100) if _core.row_part(k, 2) == 1)
+        eng.push("s", pa.table({"k": [key, key], "ts": [0, 1]}))
+        with pytest.raises(cq_py.RunawayLoopError, match="runaway loop"):
+            eng.advance(1000)
+        later = pa.table({"k": list(range(8)), "ts": [5000] * 8})
+        for call in (
+            lambda e, later=later: e.push("s", later),
+            lambda e: e.advance(6000),
+            lambda e: e.close(),
+        ):
+            with pytest.raises(cq_py.RunawayLoopError, match="stopped at an earlier error"):
+                call(eng)
+        got[threads] = bag(eng.fetch("c"))
+    assert got[2] == got[1]

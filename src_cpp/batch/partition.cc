@@ -10,6 +10,12 @@ namespace {
 
 constexpr int64_t kBlock = 4096;
 
+// HashRows' hash of a row of one column, from the hash of its value, made a part: (high 32 bits
+// × parts) / 2^32, without a division.
+inline uint64_t PartOfValueHash(uint64_t value_hash, uint64_t parts) {
+  return ((MixHash(kRowHashSeed * 31 + value_hash) >> 32) * parts) >> 32;
+}
+
 // The parts of rows [at, at + n) of `keys`, n <= kBlock, into part[0, n).
 void PartsOf(std::span<const Column> keys, int64_t at, int64_t n, int parts, bool as_double, uint64_t* part) {
   const uint64_t scale = static_cast<uint64_t>(parts);
@@ -17,15 +23,13 @@ void PartsOf(std::span<const Column> keys, int64_t at, int64_t n, int parts, boo
       (keys[0].type == TypeId::kInt64 || keys[0].type == TypeId::kFloat64)) {
     // One number column without NULLs (the usual key): HashRows' hash of it, in one loop.
     const Column& c = keys[0];
-    const uint64_t seed = kRowHashSeed * 31;
-    if (c.type == TypeId::kFloat64 || as_double) {
-      for (int64_t i = 0; i < n; ++i) {
-        const double v = c.type == TypeId::kFloat64 ? c.f64()[at + i] : static_cast<double>(c.i64()[at + i]);
-        part[i] = ((MixHash(seed + MixHash(KeyBitsOf(v))) >> 32) * scale) >> 32;
-      }
-    } else {
+    if (c.type == TypeId::kFloat64) {
+      for (int64_t i = 0; i < n; ++i) part[i] = PartOfValueHash(MixHash(KeyBitsOf(c.f64()[at + i])), scale);
+    } else if (as_double) {
       for (int64_t i = 0; i < n; ++i)
-        part[i] = ((MixHash(seed + MixHash(static_cast<uint64_t>(c.i64()[at + i]))) >> 32) * scale) >> 32;
+        part[i] = PartOfValueHash(MixHash(KeyBitsOf(static_cast<double>(c.i64()[at + i]))), scale);
+    } else {
+      for (int64_t i = 0; i < n; ++i) part[i] = PartOfValueHash(MixHash(static_cast<uint64_t>(c.i64()[at + i])), scale);
     }
     return;
   }
@@ -49,6 +53,10 @@ void PartsOf(std::span<const Column> keys, int64_t at, int64_t n, int parts, boo
 }
 
 }  // namespace
+
+int PartOfNumber(double v, int parts) {
+  return static_cast<int>(PartOfValueHash(MixHash(KeyBitsOf(v)), static_cast<uint64_t>(parts)));
+}
 
 void PartitionRows(std::span<const Column> keys, int64_t n, int parts, bool as_double, int64_t* order,
                    int64_t* counts) {

@@ -23,6 +23,9 @@ namespace cq {
 // in input order; and counts[p], the rows of part p.
 void PartitionRows(std::span<const Column> keys, int64_t n, int parts, bool as_double, int64_t* order,
                    int64_t* counts);
+// The part of one row whose key is one number `v` (an int64 as the double it converts to), as
+// PartitionRows gives it with as_double: Engine.push_row's rows.
+int PartOfNumber(double v, int parts);
 // The rows of part `part` alone, in input order (each engine's thread picks its own rows).
 std::vector<int64_t> RowsOfPart(std::span<const Column> keys, int64_t n, int parts, int part, bool as_double);
 

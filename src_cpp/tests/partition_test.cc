@@ -120,6 +120,16 @@ CQ_TEST(a_number_key_without_nulls_has_the_hash_of_a_row) {
   }
 }
 
+CQ_TEST(one_number_goes_where_its_row_goes) {
+  const std::vector<int> ints = Parts({I64({7, -3, 1LL << 40})}, 3, 5, true);
+  CQ_EXPECT_EQ(PartOfNumber(7.0, 5), ints[0]);
+  CQ_EXPECT_EQ(PartOfNumber(-3.0, 5), ints[1]);
+  CQ_EXPECT_EQ(PartOfNumber(static_cast<double>(1LL << 40), 5), ints[2]);
+  const std::vector<int> floats = Parts({F64({2.5, -0.0})}, 2, 5);
+  CQ_EXPECT_EQ(PartOfNumber(2.5, 5), floats[0]);
+  CQ_EXPECT_EQ(PartOfNumber(0.0, 5), floats[1]);
+}
+
 CQ_TEST(no_key_columns_put_every_row_in_part_zero) {
   const std::vector<int> part = Parts({}, 3, 4);
   CQ_EXPECT_EQ(part, (std::vector<int>{0, 0, 0}));

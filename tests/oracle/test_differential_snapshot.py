@@ -7,7 +7,8 @@ snapshotted, thrown away and rebuilt with ``Engine.restore`` (options and CQL fr
 sometimes after fetching what was there, sometimes restored twice from the same bytes. Every
 query's output over the whole run must be the same bag of rows, ε-steps included, and stream rows
 must stay in time order. Both lifetime methods; DTS hybrid and as published (the heartbeat executor
-refuses snapshots); one engine or two (``threads``). Set CQ_SNAPSHOT_EXAMPLES to run more than the default 120 per family.
+refuses snapshots); one engine or two (``threads``). Set CQ_SNAPSHOT_EXAMPLES to run more than the
+default 120 per family.
 """
 
 from __future__ import annotations
