@@ -43,8 +43,10 @@ FLOORS: list[list[str]] = [
     ["cq_py/errors.py"],
     ["cq_py/ticks.py", "cq_py/parser/"],
     ["cq_py/io/", "cq_py/planner/"],
+    ["cq_py/spark/partitioning.py"],  # the partition key a plan proves (Spark, Engine(threads))
+    ["cq_py/partitions.py"],  # Engine(threads=N): one core engine per part of the input
     ["cq_py/engine.py"],
-    ["cq_py/__init__.py", "cq_py/spark/partitioning.py"],
+    ["cq_py/__init__.py"],
     ["cq_py/spark/tagging.py"],  # the united DataFrame both Spark runners build
     ["cq_py/spark/streaming.py", "cq_py/spark/files.py"],
     ["cq_py/spark/batch.py"],

@@ -2,12 +2,14 @@
 // Arrow data cross as PyCapsules of the C Data Interface (the consumer moves the struct out), the
 // GIL is released while the core works, and CqError becomes cq_core._core.CoreError(kind, message,
 // stream, row), which cq_py maps to its own exceptions.
+#include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
 #include <cstring>
 
 #include "arrow/bridge.h"
+#include "batch/partition.h"
 #include "engine/engine.h"
 #include "kernels/registry.h"
 #include "operators/registry.h"
@@ -79,8 +81,8 @@ const char* CqlName(cq::TypeId t) {
 [[noreturn]] void RowValueError(const std::string& stream, const std::string& column, const char* want,
                                 py::handle value, const std::string& why = "") {
   throw cq::CqError(cq::ErrorKind::kInput,
-                    "push_row to '" + stream + "': column '" + column + "' must be " + want + "; found " + py::repr(value).cast<std::string>() +
-                        " (" + Py_TYPE(value.ptr())->tp_name + ")" + why,
+                    "push_row to '" + stream + "': column '" + column + "' must be " + want + "; found " +
+                        py::repr(value).cast<std::string>() + " (" + Py_TYPE(value.ptr())->tp_name + ")" + why,
                     stream);
 }
 
@@ -219,8 +221,7 @@ PYBIND11_MODULE(_core, m) {
            }),
            py::arg("lifetime") = "direct", py::arg("executor") = "dts", py::arg("expose_steps") = false,
            py::arg("hybrid") = true, py::arg("max_loop_steps") = 1000000, py::arg("max_run") = 20,
-           py::arg("max_loop_ticks") = 1000000, py::arg("max_loop_rows") = 10000000,
-           py::arg("batch_size") = 65536)
+           py::arg("max_loop_ticks") = 1000000, py::arg("max_loop_rows") = 10000000, py::arg("batch_size") = 65536)
       .def("add_plan", &cq::Engine::AddPlan, py::call_guard<py::gil_scoped_release>())
       .def("push",
            [](cq::Engine& e, const std::string& stream, const py::list& batches) {
@@ -276,6 +277,23 @@ PYBIND11_MODULE(_core, m) {
              return true;
            })
       .def(
+          "check",
+          [](const cq::Engine& e, const std::string& stream, const py::list& batches, bool deletes,
+             const std::optional<py::array_t<int64_t, py::array::c_style | py::array::forcecast>>& rows) {
+            std::vector<cq::ImportedBatch> imported;
+            imported.reserve(batches.size());
+            for (const auto& b : batches) imported.push_back(ImportCapsules(b));
+            std::span<const int64_t> numbers;
+            if (rows) numbers = {rows->data(), static_cast<size_t>(rows->size())};
+            py::gil_scoped_release release;
+            e.Check(stream, std::move(imported), deletes, numbers);
+          },
+          py::arg("stream"), py::arg("batches"), py::arg("deletes") = true, py::arg("rows") = py::none())
+      .def(
+          "advance_input",
+          [](cq::Engine& e, const std::string& stream, int64_t tick) { e.AdvanceInput(stream, {tick, 0}); },
+          py::call_guard<py::gil_scoped_release>())
+      .def(
           "advance", [](cq::Engine& e, int64_t tick, int64_t step) { e.Advance({tick, step}); }, py::arg("tick"),
           py::arg("step") = 0, py::call_guard<py::gil_scoped_release>())
       .def("close", &cq::Engine::Close, py::call_guard<py::gil_scoped_release>())
@@ -322,6 +340,107 @@ PYBIND11_MODULE(_core, m) {
         py::gil_scoped_release release;
         e.Restore(s);
       });
+
+  // The part of each row of a record batch of key columns among `parts` engines
+  // (batch/partition.h): (order, counts), order listing the rows of part 0, then of part 1, ...
+  m.def(
+      "partition_rows",
+      [](const py::handle& batch, int parts, bool as_double) {
+        if (parts < 1) throw py::value_error("partition_rows: parts must be at least 1");
+        cq::ImportedBatch keys = ImportCapsules(batch);
+        py::array_t<int64_t> order(keys.length);
+        std::vector<int64_t> counts(static_cast<size_t>(parts));
+        int64_t* out = order.mutable_data();
+        {
+          py::gil_scoped_release release;
+          cq::PartitionRows(keys.columns, keys.length, parts, as_double, out, counts.data());
+        }
+        return py::make_tuple(order, counts);
+      },
+      py::arg("batch"), py::arg("parts"), py::arg("as_double") = false);
+  // The rows of one part among `parts` (RowsOfPart), as an int64 array.
+  m.def(
+      "part_rows",
+      [](const py::handle& batch, int parts, int part, bool as_double) {
+        if (parts < 1 || part < 0 || part >= parts) throw py::value_error("part_rows: no such part");
+        cq::ImportedBatch keys = ImportCapsules(batch);
+        auto* rows = new std::vector<int64_t>();
+        {
+          py::gil_scoped_release release;
+          *rows = cq::RowsOfPart(keys.columns, keys.length, parts, part, as_double);
+        }
+        py::capsule owner(rows, [](void* v) { delete static_cast<std::vector<int64_t>*>(v); });
+        return py::array_t<int64_t>(static_cast<py::ssize_t>(rows->size()), rows->data(), owner);
+      },
+      py::arg("batch"), py::arg("parts"), py::arg("part"), py::arg("as_double") = false);
+  // The drained outputs of several parts (a list of drain()'s lists, one per part, each in time
+  // order) merged in time order (MergeByTime: by the int64 columns `time`), as record batches of at
+  // most `chunk_rows` rows.
+  m.def(
+      "merge_by_time",
+      [](const py::list& parts, const std::vector<int>& time, int64_t chunk_rows) {
+        std::vector<std::vector<cq::TimedChunk>> in;
+        std::vector<std::string> names;
+        for (const auto& part : parts) {
+          in.emplace_back();
+          for (const auto& pair : part.cast<py::list>()) {
+            cq::ImportedBatch b = ImportCapsules(pair);
+            if (names.empty()) names = b.names;
+            in.back().push_back({std::vector<cq::Column>(b.columns.begin(), b.columns.end()), b.length});
+          }
+        }
+        for (int c : time)
+          if (c < 0 || static_cast<size_t>(c) >= names.size()) throw py::value_error("merge_by_time: no such column");
+        std::vector<cq::TimedChunk> merged;
+        {
+          py::gil_scoped_release release;
+          merged = cq::MergeByTime(in, time, chunk_rows < 1 ? 1 : chunk_rows);
+        }
+        py::list out;
+        for (cq::TimedChunk& c : merged) {
+          cq::OutputChunk chunk;
+          for (cq::Column& col : c.columns) chunk.columns.push_back(std::move(col));
+          chunk.length = c.length;
+          out.append(ExportChunk(names, chunk));
+        }
+        return out;
+      },
+      py::arg("parts"), py::arg("time"), py::arg("chunk_rows") = 65536);
+  // The part of a row by its one number key (an int or a float: hashed as a double, as
+  // partition_rows(as_double=True) hashes it); -1 for any other value, which row_partition parts.
+  m.def("row_part", [](py::handle value, int parts) -> int {
+    PyObject* o = value.ptr();
+    double v;
+    if (PyLong_CheckExact(o)) {
+      int overflow = 0;
+      const long long x = PyLong_AsLongLongAndOverflow(o, &overflow);
+      if (overflow) return -1;
+      v = static_cast<double>(x);
+    } else if (PyFloat_CheckExact(o)) {
+      v = PyFloat_AS_DOUBLE(o);
+    } else {
+      return -1;
+    }
+    return cq::PartOfNumber(v, parts < 1 ? 1 : parts);
+  });
+  // The part of one row (Engine.push_row's) by its key values, of the given core types: the part
+  // partition_rows gives the same values. A value its type does not take is push_row's InputError.
+  m.def("row_partition", [](const std::string& stream, const py::list& values, const std::vector<std::string>& types,
+                            const std::vector<std::string>& names, int parts, bool as_double) {
+    std::vector<cq::Column> keys;
+    RowWords words{cq::Buffer::Allocate(8 * static_cast<int64_t>(types.size() + 1))};
+    for (size_t k = 0; k < types.size(); ++k) {
+      const std::optional<cq::TypeId> t = cq::TypeFromName(types[k]);
+      if (!t) throw py::value_error("row_partition: unknown type '" + types[k] + "'");
+      keys.push_back(RowValue(*t, PyList_GET_ITEM(values.ptr(), k), stream, names[k], words));
+    }
+    int64_t order = 0;
+    std::vector<int64_t> counts(static_cast<size_t>(parts));
+    cq::PartitionRows(keys, 1, parts, as_double, &order, counts.data());
+    for (int p = 0; p < parts; ++p)
+      if (counts[p]) return p;
+    return 0;
+  });
 
   m.def("snapshot_annex", [](const py::buffer& data) {
     const py::buffer_info info = data.request();

@@ -2,6 +2,9 @@
 
 from typing import Optional
 
+import numpy as np
+import numpy.typing as npt
+
 class CoreError(RuntimeError):
     """args = (kind: 'input' | 'semantic' | 'runaway' | 'snapshot' | 'internal', message, stream | None,
     row | None)."""
@@ -24,6 +27,12 @@ class Engine:
     # with nothing done, when the row is not in that exact form (cq_py resolves it, or refuses it).
     def push_row(self, stream: str, ts: object, values: dict[str, object],
                  names: tuple[str, ...]) -> bool: ...
+    # push()'s checks without running (deletes: a relation's deletes against its alive rows; rows:
+    # the row number each row reports in messages).
+    def check(self, stream: str, batches: list[ArrowCapsules], deletes: bool = True,
+              rows: Optional[npt.NDArray[np.int64]] = None) -> None: ...
+    # One input's progress to `tick`, as a push of rows up to it would, without rows.
+    def advance_input(self, stream: str, tick: int) -> None: ...
     def advance(self, tick: int, step: int = 0) -> None: ...
     def close(self) -> None: ...
     @property
@@ -36,6 +45,31 @@ class Engine:
     def snapshot(self, annex: bytes = b"") -> bytes: ...
     # Replaces the state by a snapshot of an engine with the same options and plans (atomic).
     def restore(self, data: bytes | bytearray | memoryview) -> None: ...
+
+def partition_rows(batch: ArrowCapsules, parts: int,
+                   as_double: bool = False) -> tuple[npt.NDArray[np.int64], list[int]]:
+    """(order, counts): the rows of a batch of key columns grouped by their part among `parts`
+    (part 0's rows, then part 1's, ..., each in input order), and the rows in each part."""
+
+def part_rows(batch: ArrowCapsules, parts: int, part: int,
+              as_double: bool = False) -> npt.NDArray[np.int64]:
+    """The rows of a batch of key columns in part `part` among `parts` (those partition_rows puts
+    there), in order."""
+
+def merge_by_time(parts: list[list[ArrowCapsules]], time: list[int],
+                  chunk_rows: int = 65536) -> list[ArrowCapsules]:
+    """Several parts' drained outputs, each in the order of its int64 columns `time`, merged in
+    that order (equal times in part order, each part's in its own order), in record batches of
+    at most `chunk_rows` rows."""
+
+def row_part(value: object, parts: int) -> int:
+    """The part of a row whose one key is the number `value` (an int or a float); -1 for any
+    other value (row_partition parts those)."""
+
+def row_partition(stream: str, values: list[object], types: list[str], names: list[str],
+                  parts: int, as_double: bool) -> int:
+    """The part partition_rows gives a row of these key values (core type names); a value its
+    type does not take raises CoreError('input', ...) as push_row does."""
 
 def snapshot_annex(data: bytes | bytearray | memoryview) -> bytes:
     """The annex of a snapshot, once its header and checksum are checked."""

@@ -318,6 +318,15 @@ def cli() -> None:
     "windows over unbounded input keep every row they have seen.",
 )
 @click.option(
+    "--threads",
+    type=click.IntRange(min=1, max=1024),
+    default=None,
+    metavar="N",
+    help="Run N engines at once, each on one part of the input, when the script has a "
+    "partition key (as on Spark); a script without one runs on one engine and says why  "
+    "[default: the machine's cores].",
+)
+@click.option(
     "--no-input",
     is_flag=True,
     help="Run the script with no --input at all: its streams and relations stay empty.",
@@ -358,6 +367,7 @@ def run_command(
     max_loop_ticks: int,
     max_loop_rows: int,
     max_memory: int | None,
+    threads: int | None,
     no_input: bool,
     quiet: bool,
     spark_master: str | None,
@@ -387,6 +397,14 @@ def run_command(
         "max_memory": max_memory,
         "batch_size": batch_size,
     }
+    if spark_master is not None:
+        if threads is not None:
+            raise click.UsageError(
+                "--threads is for a run on this machine; with --spark, --partitions splits "
+                "the input"
+            )
+    else:
+        options["threads"] = threads
     eng = _load_script(script, options)
 
     streams = {s.lower(): s for s in eng.stream_names()}

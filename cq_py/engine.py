@@ -12,6 +12,8 @@ import datetime
 import functools
 import json
 import operator
+import os
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -31,12 +33,14 @@ from cq_py.errors import (
     SnapshotError,
 )
 from cq_py.parser import parse
+from cq_py.partitions import Layout, Partitions, split_annex
 from cq_py.planner import Catalog, Planner
 from cq_py.planner import explain as render_plan
 from cq_py.planner import types as T
 from cq_py.planner.expressions import missing_kernels
 from cq_py.planner.logical import Node, QueryDef, StreamDef
 from cq_py.planner.operators import find
+from cq_py.spark.partitioning import CQPartitionWarning, partition_catalog
 from cq_py.ticks import MAX_TICK, MIN_TICK, UNITS, tick_range, to_ticks
 
 LIFETIMES = ("direct", "negative")
@@ -99,6 +103,38 @@ def _count(name: str, value: Any) -> int:
         raise ArgumentError(
             f"Engine option {name} must be a positive integer (at most "
             f"{2**63 - 1}); found {_found(value)}"
+        )
+    return int(value)
+
+
+MAX_THREADS = 1024
+
+
+def machine_cores() -> int:
+    """The cores this process may run on: ``Engine(threads=...)``'s default. The CPUs it is
+    allowed (its affinity, which a container or ``taskset`` narrows) where the system says,
+    else ``os.cpu_count()``.
+
+    >>> machine_cores() >= 1
+    True
+    """
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def _threads(value: Any) -> int:
+    if value is None:
+        return min(machine_cores(), MAX_THREADS)
+    if (
+        isinstance(value, (bool, np.bool_))
+        or not isinstance(value, (int, np.integer))
+        or not 1 <= value <= MAX_THREADS
+    ):
+        raise ArgumentError(
+            f"Engine option threads must be a positive integer (at most {MAX_THREADS}) or None "
+            f"(the machine's cores); found {_found(value)}"
         )
     return int(value)
 
@@ -248,6 +284,22 @@ class Engine:
     process's resident memory is above the bound, ``push`` and ``advance`` are refused with
     :class:`MemoryLimitError` and change nothing; ``fetch``, ``snapshot`` and ``close`` still work.
 
+    ``threads`` (default None: the machine's cores, :func:`machine_cores`) runs that many core
+    engines, each on its own thread with one part of the input, when the script has a partition
+    key: one that every window, join and aggregate relates rows of (the key
+    :func:`cq_py.spark.partition_plan` proves, as for Spark). A keyed input is split by the hash
+    of its key, a relation without a key by its values, a stream without a key (one no operator
+    relates two rows of) in runs of rows; every engine sees every input's progress, and each
+    query's output is merged in time order (rows of equal times in part order). Results equal
+    one engine's as bags per instant. A script without such a key runs on one engine, which
+    ``explain()`` says, with a :class:`cq_py.spark.CQPartitionWarning` naming the operator when
+    ``threads`` was asked for. The split is decided by the scripts executed before the first
+    push or advance (an earlier split is redone then); once input has come, a script that needs
+    another split of an input already split (a key of its own, or a key for an input split
+    without one) is refused with :class:`CQLSemanticError`, as Flink and Spark keep a running
+    job's partitioning: execute every script first, or use ``threads=1``. Snapshots hold every
+    engine's state and restore with the same number of engines.
+
     >>> import pyarrow as pa, cq_py
     >>> eng = cq_py.Engine()
     >>> eng.execute("REGISTER STREAM s(a INT, b DOUBLE);"
@@ -275,6 +327,7 @@ class Engine:
         max_loop_rows: int = 10_000_000,
         max_memory: int | None = None,
         batch_size: int = 65_536,
+        threads: int | None = None,
     ):
         # Every option is checked here, with the package's error: the core's binding would
         # otherwise answer a wrong type with its whole signature, or take "no" for True.
@@ -292,6 +345,9 @@ class Engine:
         self._max_loop_rows = _count("max_loop_rows", max_loop_rows)
         self._max_memory = None if max_memory is None else _count("max_memory", max_memory)
         self._batch_size = _count("batch_size", batch_size)
+        self._threads = _threads(threads)
+        # Warn of a script that runs on one engine only when threads were asked for.
+        self._threads_asked = threads is not None and self._threads > 1
         if self._max_memory is not None:
             resident_bytes()  # refuses the option where it cannot be measured
         self._catalog = Catalog()
@@ -301,17 +357,13 @@ class Engine:
         # §4).
         self._running = False
         self._late: list[bool] = []  # for each text of _cql: registered while running
-        self._core = _core.Engine(
-            lifetime=self.lifetime,
-            executor=self.executor,
-            expose_steps=self.expose_steps,
-            hybrid=self.hybrid,
-            max_loop_steps=self._max_loop_steps,
-            max_run=self._max_run,
-            max_loop_ticks=self._max_loop_ticks,
-            max_loop_rows=self._max_loop_rows,
-            batch_size=self._batch_size,
-        )
+        self._core = self._new_core()
+        # With threads > 1 and a partition key: the engines of the parts (self._core is the
+        # first). The plan fragments added so far, to build them again when the split changes.
+        self._parts: Partitions | None = None
+        self._layout: Layout | None = None  # decided by the first execute()
+        self._plans: list[str] = []
+        self._advanced: int | None = None  # the last advance(), for engines built before any plan
         self._subscribers: dict[str, list[_Subscriber]] = {}
         # push_row's inputs as the caller names them: (registered name, declared column names).
         self._row_inputs: dict[str, tuple[str, tuple[str, ...]]] = {}
@@ -343,15 +395,105 @@ class Engine:
         )
         catalog, ops = planner.plan(script)
         _check_runnable(ops, planner, self.executor)
-        if ops:
-            plan = json.dumps({"operators": [op.to_plan() for op in ops]})
-            try:
-                self._core.add_plan(plan)
-            except _core.CoreError as e:
-                raise _core_error(e) from None
+        plan = json.dumps({"operators": [op.to_plan() for op in ops]}) if ops else None
+        try:
+            self._add_plan(plan, catalog)
+        except _core.CoreError as e:
+            raise _core_error(e) from None
         self._catalog = catalog
         self._cql.append(cql)
         self._late.append(self._running)
+
+    def _new_core(self) -> _core.Engine:
+        return _core.Engine(
+            lifetime=self.lifetime,
+            executor=self.executor,
+            expose_steps=self.expose_steps,
+            hybrid=self.hybrid,
+            max_loop_steps=self._max_loop_steps,
+            max_run=self._max_run,
+            max_loop_ticks=self._max_loop_ticks,
+            max_loop_rows=self._max_loop_rows,
+            batch_size=self._batch_size,
+        )
+
+    def _add_plan(self, plan: str | None, catalog: Catalog) -> None:
+        """Adds a plan fragment (None: the script added no operator) to the engines, splitting
+        the input as the whole catalog allows (``threads``); atomic, as execute() is."""
+        if self._threads == 1:
+            if plan is not None:
+                self._core.add_plan(plan)
+            return
+        layout = self._layout_for(catalog)
+        old = self._layout
+        same = old is not None and (layout.parts, layout.keys) == (old.parts, old.keys)
+        if same or self._running_with_plans():
+            # The same split, or (input has come) one that keeps every input already split as it
+            # is (_layout_for): the new inputs and those nothing read yet take their keys.
+            if plan is not None:
+                if self._parts is not None:
+                    self._parts.add_plan(plan)
+                else:
+                    self._core.add_plan(plan)
+            self._layout = layout
+            if self._parts is not None:
+                self._parts.set_layout(layout, catalog)
+        else:
+            # No input has come (or no plan is there yet): the engines are built again for the
+            # new split, with every fragment so far; the old ones stay until all is added.
+            cores = [self._new_core() for _ in range(layout.parts)]
+            for core in cores:
+                for p in [*self._plans, *([plan] if plan is not None else [])]:
+                    core.add_plan(p)
+                if self._advanced is not None:
+                    core.advance(self._advanced)
+            if (
+                layout.parts == 1
+                and self._threads_asked
+                and (self._layout is None or self._layout.parts > 1)
+            ):
+                warnings.warn(
+                    f"cq: Engine(threads={self._threads}) runs the script on one engine: "
+                    f"{layout.blocker}",
+                    CQPartitionWarning,
+                    stacklevel=3,
+                )
+            self._core = cores[0]
+            self._parts = (
+                Partitions(cores, layout, catalog, self._batch_size) if layout.parts > 1 else None
+            )
+            self._layout = layout
+        if plan is not None:
+            self._plans.append(plan)
+
+    def _running_with_plans(self) -> bool:
+        """Whether the engines hold state of input that came (then they are not built again)."""
+        return self._running and bool(self._plans)
+
+    def _layout_for(self, catalog: Catalog) -> Layout:
+        """How to split the inputs of ``catalog`` (every script so far and the new one); a
+        :class:`CQLSemanticError` when input has come and the split would have to change."""
+        if not self._running_with_plans() or self._layout is None:
+            return Layout.of(partition_catalog(catalog), self._threads, catalog)
+        if self._layout.parts == 1:
+            return self._layout  # (a script that runs on one engine never gains a key)
+        # The inputs whose rows sit in the engines as they were split: relations (they keep their
+        # rows), and streams some operator reads. A stream nothing read yet may take a key now.
+        read = {i for n in self._catalog.nodes.values() for i in n.inputs}
+        fixed = {
+            s.name: self._layout.keys.get(s.name)
+            for s in self._catalog.streams.values()
+            if s.relation or s.scan_id in read
+        }
+        plan = partition_catalog(catalog, fixed)
+        if not plan.partitionable:
+            raise CQLSemanticError(
+                f"the script cannot be registered while the engine runs: its input is split "
+                f"over {self._layout.parts} engines (Engine(threads={self._threads})), and "
+                f"{plan.blocker}. Execute every script before the first push or advance, or "
+                "use Engine(threads=1)"
+            )
+        return Layout.of(plan, self._layout.parts, catalog)
 
     def stream_names(self) -> list[str]:
         """Names of the registered inputs — streams and relations — in registration order."""
@@ -397,7 +539,10 @@ class Engine:
         >>> print(eng.explain().splitlines()[0])
         Streams:
         """
-        return render_plan(self._catalog, self.executor)
+        text = render_plan(self._catalog, self.executor)
+        if self._threads > 1 and self._layout is not None:
+            text += self._layout.describe(self._threads) + "\n"
+        return text
 
     # -- data in ------------------------------------------------------------------------------
 
@@ -490,7 +635,11 @@ class Engine:
         if self._max_memory is not None:
             self._check_memory(f"push to '{stream}'")
         try:
-            if row is None or not self._core.push_row(row[0], ts, values, row[1]):
+            if (
+                self._parts is not None
+                or row is None
+                or not self._core.push_row(row[0], ts, values, row[1])
+            ):
                 self._push_row_resolved(stream, ts, values)
         except _core.CoreError as e:
             raise self._stopped(e, f"push to '{stream}'") from None
@@ -507,7 +656,9 @@ class Engine:
             names = (*names, OP)
         if type(ts) is not int or not MIN_TICK <= ts <= MAX_TICK:
             ts = self._row_tick(name, ts)
-        if not self._core.push_row(name, int(ts), dict(zip(names, args, strict=True)), names):
+        if self._parts is not None:
+            self._parts.push_row(name, int(ts), args, names)
+        elif not self._core.push_row(name, int(ts), dict(zip(names, args, strict=True)), names):
             raise RuntimeError(f"cq internal error (please report): push_row to '{name}' refused")
 
     def _push_batches(self, stream: str, batches: list[pa.RecordBatch]) -> None:
@@ -515,7 +666,10 @@ class Engine:
         columns, a relation's op, the timestamp in ticks), validated whole by the core, then run
         ``batch_size`` rows at a time; subscribers served after."""
         try:
-            self._core.push(stream, [b.__arrow_c_array__() for b in batches])
+            if self._parts is None:
+                self._core.push(stream, [b.__arrow_c_array__() for b in batches])
+            else:
+                self._parts.push(stream, batches)
         except _core.CoreError as e:
             raise self._stopped(e, f"push to '{stream}'") from None
         self._running = True
@@ -534,9 +688,14 @@ class Engine:
         tick = self._tick(t)
         self._check_memory(f"advance({t!r})")
         try:
-            self._core.advance(tick)
+            if self._parts is None:
+                self._core.advance(tick)
+            else:
+                self._parts.advance(tick)
         except _core.CoreError as e:
             raise self._stopped(e, f"advance({t!r})") from None
+        if not self._plans:
+            self._advanced = tick if self._advanced is None else max(self._advanced, tick)
         self._running = True
         self._deliver(f"advance({t!r})")
 
@@ -547,7 +706,10 @@ class Engine:
         >>> eng = Engine(); eng.close()
         """
         try:
-            self._core.close()
+            if self._parts is None:
+                self._core.close()
+            else:
+                self._parts.close()
         except _core.CoreError as e:
             raise self._stopped(e, "close()") from None
         self._deliver("close()")
@@ -648,6 +810,7 @@ class Engine:
                     "max_loop_rows": self._max_loop_rows,
                     "max_memory": self._max_memory,
                     "batch_size": self._batch_size,
+                    "threads": self._threads,
                 },
                 "cql": self._cql,
                 "late": self._late,
@@ -655,7 +818,9 @@ class Engine:
             }
         ).encode()
         try:
-            return self._core.snapshot(annex)
+            if self._parts is None:
+                return self._core.snapshot(annex)
+            return self._parts.snapshot(annex)
         except _core.CoreError as e:
             raise _core_error(e) from None
 
@@ -684,6 +849,7 @@ class Engine:
         except _core.CoreError as e:
             raise _core_error(e) from None
         try:
+            annex, others = split_annex(annex)
             saved = json.loads(annex)
             if not isinstance(saved, dict) or saved.get("cq_py") != 1:
                 raise ValueError("no cq_py engine description")
@@ -708,11 +874,16 @@ class Engine:
                 f"not a snapshot of a cq_py.Engine ({_printable(str(e))}); "
                 "was it taken by Engine.snapshot()?"
             ) from None
+        # A snapshot older than threads ran on one engine.
+        options = {"threads": 1, **options} if isinstance(options, dict) else options
         try:
             eng = cls(**options)
-            for text, registered_late in zip(cql, late, strict=True):
-                eng._running = registered_late  # each text planned as it was
-                eng.execute(text)
+            with warnings.catch_warnings():
+                # (Said when the snapshot's engine executed them.)
+                warnings.simplefilter("ignore", CQPartitionWarning)
+                for text, registered_late in zip(cql, late, strict=True):
+                    eng._running = registered_late  # each text planned as it was
+                    eng.execute(text)
             eng._running = running
         except (CQError, TypeError, ValueError) as e:
             # The bytes pass the checksum (which anyone can compute: they may still be damaged), but
@@ -720,8 +891,17 @@ class Engine:
             raise SnapshotError(
                 f"the snapshot's engine cannot be rebuilt here: {_printable(str(e))}"
             ) from None
+        engines = 1 if eng._parts is None else len(eng._parts.cores)
+        if len(others) != engines - 1:
+            raise SnapshotError(
+                f"the snapshot holds {len(others) + 1} engines' states; its scripts run on "
+                f"{engines} here (Engine(threads={eng._threads}))"
+            )
         try:
-            eng._core.restore(data)
+            if eng._parts is None:
+                eng._core.restore(data)
+            else:
+                eng._parts.restore(data, others)
         except _core.CoreError as e:
             raise _core_error(e) from None
         return eng
@@ -824,6 +1004,17 @@ class Engine:
 
     def _drain(self, query: str) -> list[pa.RecordBatch]:
         try:
+            if self._parts is not None:
+                q = self._query(query)
+                names = self.query_schema(q.name).names
+                # A stream's parts merged by time; a relation's by start, in which one engine
+                # hands out rows wherever their ends are fixed in start order (a subscriber then
+                # gets the same sequence from one engine and from several).
+                at = "ts" if q.kind == "stream" else "start"
+                time = [names.index(at)]
+                if self.expose_steps:
+                    time.append(names.index(f"{at}_step"))
+                return self._parts.drain(query, time)
             caps = self._core.drain(query)
         except _core.CoreError as e:
             raise _core_error(e) from None
@@ -1236,10 +1427,10 @@ def run(
     (insert) and ``'-'`` (delete, of the oldest alive copy of the row's values).
 
     ``engine_options`` are :class:`Engine`'s: ``time_unit`` ('ms'), ``lifetime``, ``executor``,
-    ``expose_steps``, ``auto_delay``, ``hybrid``, ``fuse``, ``max_loop_steps``, ``max_run``, ``expiration``,
-    ``max_memory``, ``batch_size``: the inputs are pushed whole and the engine runs them
-    ``batch_size`` rows (65,536) at a time, so memory follows the queries' state and the output,
-    not the size of the inputs.
+    ``expose_steps``, ``auto_delay``, ``hybrid``, ``fuse``, ``max_loop_steps``, ``max_run``,
+    ``expiration``, ``max_memory``, ``threads``, ``batch_size``: the inputs are pushed whole and
+    the engine runs them ``batch_size`` rows (65,536) at a time, so memory follows the queries'
+    state and the output, not the size of the inputs.
 
     Output: a stream-valued query (ISTREAM / DSTREAM / RSTREAM) gives its columns and ``ts``, in
     time order; a relation-valued query gives its columns, ``start`` and ``end`` (the interval in

@@ -739,6 +739,8 @@ def test_engine_options_reach_the_engine(tmp_path: Path, monkeypatch: pytest.Mon
         "79",
         "--batch-size",
         "80",
+        "--threads",
+        "3",
     )
     assert result.exit_code == 0, result.output
     assert seen[0] == {
@@ -752,6 +754,7 @@ def test_engine_options_reach_the_engine(tmp_path: Path, monkeypatch: pytest.Mon
         "max_loop_rows": 79,
         "max_memory": None,
         "batch_size": 80,
+        "threads": 3,
     }
 
 
@@ -799,3 +802,26 @@ def test_a_failing_output_write_is_reported_as_itself(
     result = cq("run", SCRIPT, "-i", f"readings={READINGS}", "-o", tmp_path / "o", "-q")
     assert_fails(result, 1, "cq: error: No space left on device: ", "nothing was written")
     assert "callback" not in result.stderr
+
+
+def test_threads_run_the_same_results_and_stay_off_spark(tmp_path: Path) -> None:
+    # The sensors script groups by sensor: on two engines, split by sensor, the files hold the same
+    # rows (a relation's in start order, a stream's in time order, equal times in part order).
+    out = {}
+    for threads in ("1", "2"):
+        result = cq(
+            "run", SCRIPT, "-i", f"readings={READINGS}", "-q", "--threads", threads,
+            "-o", tmp_path / threads, "-f", "parquet",
+        )  # fmt: skip
+        assert result.exit_code == 0, result.output
+        out[threads] = {
+            p.name: sorted(map(repr, pq.read_table(p).to_pylist()))
+            for p in (tmp_path / threads).iterdir()
+        }
+    assert out["1"] == out["2"]
+    assert out["1"]
+    result = cq("run", SCRIPT, "-i", f"readings={READINGS}", "--threads", "2", "--spark")
+    assert result.exit_code == 2
+    assert "--threads is for a run on this machine" in result.output
+    result = cq("run", SCRIPT, "-i", f"readings={READINGS}", "--threads", "0")
+    assert result.exit_code == 2

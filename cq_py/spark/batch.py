@@ -96,7 +96,8 @@ def run(
     if partitions is not None and (not isinstance(partitions, int) or partitions < 1):
         raise ArgumentError(f"partitions must be a positive integer; found {partitions!r}")
     # The script is checked on the driver, with the engine's own errors, before any job runs.
-    eng = Engine(**engine_options)
+    # Spark runs a task per core: each task's engine runs on one thread unless asked otherwise.
+    eng = Engine(**{"threads": 1, **engine_options})
     eng.execute(cql_text)
     plan = partition_plan(cql_text, eng.time_unit)
     streams = {name.lower(): name for name in eng.stream_names()}
@@ -216,7 +217,7 @@ class _PartitionEngine:
             if not batch.num_rows:
                 continue
             if eng is None:
-                eng = Engine(**self.options)
+                eng = Engine(**{"threads": 1, **self.options})
                 eng.execute(self.cql)
             pending.append(batch)
             rows += batch.num_rows

@@ -136,7 +136,10 @@ def run(
     from pyspark.sql import functions as F
     from pyspark.sql.streaming.state import GroupStateTimeout
 
-    eng = Engine(**engine_options)  # options and script are checked here, on the driver
+    # Spark runs a task per core: each task's engine runs on one thread unless asked otherwise.
+    eng = Engine(
+        **{"threads": 1, **engine_options}
+    )  # options and script are checked here, on the driver
     eng.execute(cql_text)
     eng.snapshot()  # an engine that cannot be checkpointed (executor='heartbeat') fails here
     plan = partition_plan(cql_text, eng.time_unit)
@@ -333,7 +336,7 @@ class _Step:
                 )
             eng = Engine.restore(bytes(snapshot))
         else:
-            eng = Engine(**self.options)
+            eng = Engine(**{"threads": 1, **self.options})
             eng.execute(self.cql)
             meta = {
                 "format": _FORMAT,

@@ -37,8 +37,7 @@ Engine::Engine(EngineOptions options) : options_(std::move(options)) {
   if (options_.max_run < 1)
     throw CqError(ErrorKind::kSemantic, "max_run must be at least 1; found " + std::to_string(options_.max_run));
   if (options_.batch_size < 1)
-    throw CqError(ErrorKind::kSemantic,
-                  "batch_size must be at least 1; found " + std::to_string(options_.batch_size));
+    throw CqError(ErrorKind::kSemantic, "batch_size must be at least 1; found " + std::to_string(options_.batch_size));
   if (options_.lifetime != "direct" && options_.lifetime != "negative")
     throw CqError(ErrorKind::kSemantic, "lifetime='" + options_.lifetime + "': expected 'direct' or 'negative'");
   if (options_.executor == "dts")
@@ -229,32 +228,11 @@ const Schema& Engine::InputSchema(const std::string& stream) const { return *Inp
 void Engine::Push(const std::string& stream, std::vector<ImportedBatch> batches) {
   CheckUsable();
   StreamState& st = Input(stream);
-  // (Messages only: named when something is refused, not on every push.)
-  auto what = [&] { return Describe(stream, st); };
   if (closed_) throw CqError(ErrorKind::kInput, "the engine is closed; push to '" + stream + "' rejected", stream);
 
   // 1. Validate everything; nothing changes if anything is rejected.
   Time last = st.progress;
-  std::vector<Batch> ready = Validate(stream, st, std::move(batches), &last);
-  if (st.relation) {
-    // Deletes are checked against the alive copies as the push would change them, before any runs.
-    const int64_t r = st.relation->FirstMissingDelete(ready);
-    if (r >= 0) {
-      int64_t row = r;
-      size_t k = 0;
-      while (row >= ready[k].length) row -= ready[k++].length;
-      const Batch& b = ready[k];
-      std::string values;
-      for (size_t c = 0; c < st.schema->size(); ++c)
-        values += (c ? ", " : "") + (*st.schema)[c].name + "=" + ValueToString(b.columns[c], row);
-      throw CqError(ErrorKind::kInput,
-                    what() + ": row " + std::to_string(r) + " deletes (" + values + ") at ts " +
-                        std::to_string(b.sync.tick_data()[row]) +
-                        ", which is not in the relation: a delete must match a row inserted before "
-                        "it and not deleted yet",
-                    stream, r);
-    }
-  }
+  std::vector<Batch> ready = Prepare(stream, st, std::move(batches), &last, true, {});
 
   // 2. Run, batch_size rows at a time, as that many pushes would: once a slice's worth of rows
   // has gone in, the input's progress moves to the next row's time before it follows, so that
@@ -278,6 +256,54 @@ void Engine::Push(const std::string& stream, std::vector<ImportedBatch> batches)
   });
 }
 
+std::vector<Batch> Engine::Prepare(const std::string& stream, const StreamState& st, std::vector<ImportedBatch> batches,
+                                   Time* last, bool deletes, std::span<const int64_t> rows) const {
+  std::vector<Batch> ready = Validate(stream, st, std::move(batches), last, rows);
+  if (st.relation && deletes) {
+    // Deletes are checked against the alive copies as the push would change them, before any runs.
+    const int64_t r = st.relation->FirstMissingDelete(ready);
+    if (r >= 0) {
+      int64_t row = r;
+      size_t k = 0;
+      while (row >= ready[k].length) row -= ready[k++].length;
+      const Batch& b = ready[k];
+      std::string values;
+      for (size_t c = 0; c < st.schema->size(); ++c)
+        values += (c ? ", " : "") + (*st.schema)[c].name + "=" + ValueToString(b.columns[c], row);
+      const int64_t shown = rows.empty() ? r : rows[static_cast<size_t>(r)];
+      throw CqError(ErrorKind::kInput,
+                    Describe(stream, st) + ": row " + std::to_string(shown) + " deletes (" + values + ") at ts " +
+                        std::to_string(b.sync.tick_data()[row]) +
+                        ", which is not in the relation: a delete must match a row inserted before "
+                        "it and not deleted yet",
+                    stream, shown);
+    }
+  }
+  return ready;
+}
+
+void Engine::Check(const std::string& stream, std::vector<ImportedBatch> batches, bool deletes,
+                   std::span<const int64_t> rows) const {
+  CheckUsable();
+  const StreamState& st = Input(stream);
+  if (closed_) throw CqError(ErrorKind::kInput, "the engine is closed; push to '" + stream + "' rejected", stream);
+  int64_t n = 0;
+  for (const ImportedBatch& b : batches) n += b.length;
+  if (!rows.empty() && static_cast<int64_t>(rows.size()) != n)
+    throw CqError(ErrorKind::kInternal,
+                  "Check: " + std::to_string(rows.size()) + " row numbers for " + std::to_string(n) + " rows");
+  Time last = st.progress;
+  Prepare(stream, st, std::move(batches), &last, deletes, rows);
+}
+
+void Engine::AdvanceInput(const std::string& stream, Time t) {
+  CheckUsable();
+  StreamState& st = Input(stream);
+  if (closed_) throw CqError(ErrorKind::kInput, "the engine is closed; progress of '" + stream + "' rejected", stream);
+  if (t <= st.progress) return;
+  Run([&] { MoveProgress(st, t); });
+}
+
 void Engine::MoveProgress(StreamState& st, Time t) {
   if (t <= st.progress) return;
   st.progress = t;
@@ -290,11 +316,14 @@ std::string Engine::Describe(const std::string& name, const StreamState& st) {
 }
 
 std::vector<Batch> Engine::Validate(const std::string& stream, const StreamState& st,
-                                    std::vector<ImportedBatch> batches, Time* last) const {
+                                    std::vector<ImportedBatch> batches, Time* last,
+                                    std::span<const int64_t> rows) const {
   const Schema& schema = *st.schema;
   auto what = [&] { return Describe(stream, st); };
   std::vector<Batch> ready;
   int64_t row_base = 0;
+  // The row number a message names: the push's own, or the one `rows` gives.
+  auto shown = [&](int64_t r) { return rows.empty() ? r : rows[static_cast<size_t>(r)]; };
   for (ImportedBatch& b : batches) {
     // A relation's changes may carry the op column between its columns and the timestamp.
     const bool has_op = st.relation && b.columns.size() == schema.size() + 2;
@@ -324,9 +353,9 @@ std::vector<Batch> Engine::Validate(const std::string& stream, const StreamState
       for (int64_t r = 0; r < b.length; ++r) {
         if (op.IsValid(r) && op.StrAt(r).size() == 1 && (op.StrAt(r)[0] == '+' || op.StrAt(r)[0] == '-')) continue;
         throw CqError(ErrorKind::kInput,
-                      what() + ": op at row " + std::to_string(row_base + r) + " is " + ValueToString(op, r) +
+                      what() + ": op at row " + std::to_string(shown(row_base + r)) + " is " + ValueToString(op, r) +
                           "; expected '+' (insert) or '-' (delete)",
-                      stream, row_base + r);
+                      stream, shown(row_base + r));
       }
     }
     const Column& ts = b.columns.back();
@@ -336,8 +365,8 @@ std::vector<Batch> Engine::Validate(const std::string& stream, const StreamState
     if (ts.has_nulls()) {
       int64_t r = 0;
       while (ts.IsValid(r)) ++r;
-      throw CqError(ErrorKind::kInput, what() + ": null timestamp at row " + std::to_string(row_base + r), stream,
-                    row_base + r);
+      throw CqError(ErrorKind::kInput, what() + ": null timestamp at row " + std::to_string(shown(row_base + r)),
+                    stream, shown(row_base + r));
     }
     const int64_t* t = ts.i64();
     // Inputs sit at step 0 (SEMANTICS.md §2): a row at tick x is acceptable when (x, 0) is not
@@ -350,12 +379,12 @@ std::vector<Batch> Engine::Validate(const std::string& stream, const StreamState
         if (Time{t[r], 0} < *last) {
           const bool in_push = r > 0 || row_base > 0;
           throw CqError(ErrorKind::kInput,
-                        what() + ": timestamps must not decrease; row " + std::to_string(row_base + r) + " has ts " +
-                            std::to_string(t[r]) + " after " +
+                        what() + ": timestamps must not decrease; row " + std::to_string(shown(row_base + r)) +
+                            " has ts " + std::to_string(t[r]) + " after " +
                             (in_push ? "ts " + last->ToString() + " of the row before it"
                                      : last->ToString() + ", the " + (st.relation ? "relation" : "stream") +
                                            "'s progress (its latest timestamp or advance)"),
-                        stream, row_base + r);
+                        stream, shown(row_base + r));
         }
         *last = {t[r], 0};
       }
@@ -366,10 +395,10 @@ std::vector<Batch> Engine::Validate(const std::string& stream, const StreamState
       int64_t r = 0;
       while (t[r] != Time::kMinTick && t[r] != Time::kInfTick) ++r;
       throw CqError(ErrorKind::kInput,
-                    what() + ": row " + std::to_string(row_base + r) + " has ts " + std::to_string(t[r]) +
+                    what() + ": row " + std::to_string(shown(row_base + r)) + " has ts " + std::to_string(t[r]) +
                         ", outside the engine's ticks from " + std::to_string(Time::kMinTick + 1) + " to " +
                         std::to_string(Time::kInfTick - 1) + " (the extremes of int64 stand for ±∞)",
-                    stream, row_base + r);
+                    stream, shown(row_base + r));
     }
     if (b.length) *last = {t[b.length - 1], 0};
     row_base += b.length;

@@ -3,6 +3,7 @@
 // out, errors as CqError. Every call either completes or leaves the engine as it was.
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -55,6 +56,19 @@ class Engine {
   // must find an alive copy of its values. On a validation error nothing runs and nothing changes.
   // The rows run options.batch_size at a time (see EngineOptions::batch_size).
   void Push(const std::string& stream, std::vector<ImportedBatch> batches);
+  // Push's checks alone, without running: throws what Push would throw for `batches` and changes
+  // nothing. A relation's deletes are checked against its alive rows only when `deletes` (an engine
+  // that holds one part of a relation checks its part's deletes, not the whole push's). `rows`,
+  // when not empty, holds the row number each row of `batches` reports in messages: a part of a
+  // larger push names rows of the whole push. (cq_py's Engine(threads=N) checks a push whole
+  // before its parts go to the engines that each run a part of the input.)
+  void Check(const std::string& stream, std::vector<ImportedBatch> batches, bool deletes = true,
+             std::span<const int64_t> rows = {}) const;
+  // Moves input `stream`'s progress to `t` (when that is further), as a push of rows up to `t`
+  // would, without rows: an engine that runs one part of the input learns how far the whole input
+  // has come, so it completes the same instants as the engine holding the rows (cq_py's
+  // Engine(threads=N)). Unlike Advance, the other inputs stay where they are.
+  void AdvanceInput(const std::string& stream, Time t);
   // Promise: no input below `t` on any stream.
   void Advance(Time t);
   // End of input: time advances to infinity, everything becomes final.
@@ -96,15 +110,16 @@ class Engine {
   };
   // The registered input `stream`, or CqError(kInput) naming the registered ones.
   const StreamState& Input(const std::string& stream) const;
-  StreamState& Input(const std::string& stream) {
-    return const_cast<StreamState&>(std::as_const(*this).Input(stream));
-  }
+  StreamState& Input(const std::string& stream) { return const_cast<StreamState&>(std::as_const(*this).Input(stream)); }
   // "stream 's'" or "relation 'r'", for messages.
   static std::string Describe(const std::string& name, const StreamState& st);
   // The batches of a push to `name`, checked (columns, types, op values, timestamps from `*last`
   // on, which ends at the push's last timestamp) and ready to run; throws CqError(kInput).
   std::vector<Batch> Validate(const std::string& name, const StreamState& st, std::vector<ImportedBatch> batches,
-                              Time* last) const;
+                              Time* last, std::span<const int64_t> rows) const;
+  // Validate, then (when `deletes`) a relation's deletes against its alive rows: Push's step 1.
+  std::vector<Batch> Prepare(const std::string& name, const StreamState& st, std::vector<ImportedBatch> batches,
+                             Time* last, bool deletes, std::span<const int64_t> rows) const;
   // The input's progress moved on to `t` (when that is further), and on through the operators.
   void MoveProgress(StreamState& st, Time t);
   QuerySink* Sink(const std::string& query) const;

@@ -381,6 +381,65 @@ CQ_TEST(decreasing_timestamps_throw_with_the_row_and_change_nothing) {
   CQ_EXPECT_EQ(got, (std::vector<std::string>{"1|'x'|5", "2|'x'|10"}));
 }
 
+CQ_TEST(check_throws_what_push_would_and_runs_nothing) {
+  auto e = MakeEngine(Plan(Range(10), "", true));
+  PushAll(*e, Input{{1}, {"x"}, {5}}, {0});
+  CQ_EXPECT_EQ(Drain(*e), (std::vector<std::string>{"1|'x'|5"}));
+  auto batch = [](std::vector<int64_t> ts) {
+    std::vector<ImportedBatch> b;
+    I64s a(ts.size(), 1), t(ts.begin(), ts.end());
+    Strs s(ts.size(), "y");
+    b.push_back(MakeBatch({"a", "b", "ts"}, {I64(a), Str(s), I64(t)}, static_cast<int64_t>(ts.size())));
+    return b;
+  };
+  e->Check("s", batch({5, 6, 7}));  // fine: nothing runs
+  CQ_EXPECT(Drain(*e).empty());
+  auto err = CQ_CATCH(e->Check("s", batch({6, 4})));
+  CQ_ASSERT(err.has_value());
+  CQ_EXPECT_EQ(err->row(), 1);
+  // The row numbers of a part of a larger push: messages name the whole push's rows.
+  const int64_t rows[] = {10, 12};
+  err = CQ_CATCH(e->Check("s", batch({6, 4}), true, rows));
+  CQ_ASSERT(err.has_value());
+  CQ_EXPECT_EQ(err->row(), 12);
+  CQ_EXPECT(std::string(err->what()).find("row 12") != std::string::npos);
+  CQ_EXPECT_THROWS(e->Check("nope", batch({6})), CqError);
+  // The engine is as it was: a push from ts 5 on is taken, and nothing of the checked rows ran.
+  PushAll(*e, Input{{2}, {"z"}, {5}}, {0});
+  e->Close();
+  CQ_EXPECT_EQ(Drain(*e), (std::vector<std::string>{"2|'z'|5"}));
+  CQ_EXPECT_THROWS(e->Check("s", batch({20})), CqError);  // closed
+}
+
+CQ_TEST(advance_input_completes_the_instants_below_it_for_that_input_only) {
+  // Two streams read by one query: an instant completes when both inputs have passed it.
+  const std::string plan = R"({"operators": [
+      {"id": 0, "op": "stream_scan", "inputs": [], "stream": "s", "schema": [["a", "int64"], ["b", "utf8"]]},
+      {"id": 1, "op": "stream_scan", "inputs": [], "stream": "t", "schema": [["a", "int64"], ["b", "utf8"]]},
+      {"id": 2, "op": "window", "inputs": [0], "kind": "now"},
+      {"id": 3, "op": "window", "inputs": [1], "kind": "now"},
+      {"id": 4, "op": "union_all", "inputs": [2, 3]},
+      {"id": 5, "op": "istream", "inputs": [4], "lifetime": "general"},
+      {"id": 6, "op": "sink", "inputs": [5], "query": "q", "expose_steps": false}]})";
+  auto e = MakeEngine(plan);
+  PushAll(*e, Input{{1}, {"x"}, {3}}, {0});
+  e->AdvanceInput("s", Time{8, 0});
+  CQ_EXPECT(Drain(*e).empty());  // t is still at -∞
+  e->AdvanceInput("t", Time{4, 0});
+  CQ_EXPECT_EQ(Drain(*e), (std::vector<std::string>{"1|'x'|3"}));
+  // t may still have rows from 4 on, s only from 8 on: AdvanceInput is per input, not Advance.
+  std::vector<ImportedBatch> late;
+  late.push_back(MakeBatch({"a", "b", "ts"}, {I64({2}), Str({"y"}), I64({5})}, 1));
+  e->Push("t", std::move(late));
+  late.clear();
+  late.push_back(MakeBatch({"a", "b", "ts"}, {I64({2}), Str({"y"}), I64({5})}, 1));
+  auto err = CQ_CATCH(e->Push("s", std::move(late)));
+  CQ_EXPECT(err && err->kind() == ErrorKind::kInput);
+  e->AdvanceInput("s", Time{2, 0});  // behind: nothing
+  e->AdvanceInput("t", Time{9, 0});
+  CQ_EXPECT_EQ(Drain(*e), (std::vector<std::string>{"2|'y'|5"}));
+}
+
 CQ_TEST(wrong_column_count_or_type_throws) {
   auto e = MakeEngine(Plan(Range(10), "", true));
   auto push = [&](std::vector<std::string> names, std::vector<Column> cols) {

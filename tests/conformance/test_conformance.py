@@ -55,7 +55,7 @@ MATRIX = _matrix()
 
 
 def _agrees(config: dict, opts: dict) -> bool:
-    for key in ("executor", "lifetime", "batch_rows", "snapshot"):
+    for key in ("executor", "lifetime", "batch_rows", "snapshot", "threads"):
         if key in opts and config[key] != opts[key]:
             return False
     # hybrid is an option of the dts executor: a file that names it is about dts.
@@ -289,12 +289,15 @@ def test_runner_rejects_malformed_files_and_reports_skips():
 
 
 def test_the_matrix_is_whole():
-    assert len(MATRIX) == 30  # dts: 2 lifetimes x 2 hybrid x 3 batches x 2; heartbeat: 2 x 3
+    # dts on one engine: 2 lifetimes x 2 hybrid x 3 batches x 2; heartbeat: 2 x 3; dts on two
+    # engines (threads=2): 2 lifetimes x 3 batches x 2.
+    assert len(MATRIX) == 42
     assert not [c for c in MATRIX.values() if c["snapshot"] and c["executor"] != "dts"]
     assert {
         (c["executor"], c["lifetime"], c.get("hybrid", True), c["batch_rows"], c["snapshot"])
         for c in MATRIX.values()
     } >= {("dts", "negative", False, 7, True), ("heartbeat", "direct", True, 1, False)}
+    assert {c["threads"] for c in MATRIX.values()} == {1, 2}
 
 
 def test_a_file_runs_where_its_options_agree():
@@ -306,14 +309,15 @@ def test_a_file_runs_where_its_options_agree():
         finally:
             path.unlink()
 
-    assert len(configs("")) == 30
+    assert len(configs("")) == 42
     published = configs("executor=dts hybrid=false")
     assert len(published) == 12
     assert all(c["hybrid"] is False for c in published)
     heartbeat = configs("executor=heartbeat")
     assert len(heartbeat) == 6
     assert not any(c["snapshot"] for c in heartbeat)
-    assert len(configs("lifetime=direct batch_rows=all snapshot=false")) == 3
+    assert len(configs("lifetime=direct batch_rows=all snapshot=false")) == 4
+    assert len(configs("threads=1")) == 30
     assert configs("mode=plan") == [None]
 
 

@@ -49,13 +49,18 @@ from oracle.script_reference import (
 
 EXAMPLES = examples(300)
 
+# On one engine: two engines (threads=2) may refuse a late script these draw, which
+# test_differential_threads.py checks.
 CONFIGS = {
-    "dts-direct": {"executor": "dts", "lifetime": "direct"},
-    "dts-negative": {"executor": "dts", "lifetime": "negative"},
-    "dts-published-direct": {"executor": "dts", "lifetime": "direct", "hybrid": False},
-    "dts-published-negative": {"executor": "dts", "lifetime": "negative", "hybrid": False},
-    "heartbeat-direct": {"executor": "heartbeat", "lifetime": "direct"},
-    "heartbeat-negative": {"executor": "heartbeat", "lifetime": "negative", "max_run": 1},
+    name: {**options, "threads": 1}
+    for name, options in {
+        "dts-direct": {"executor": "dts", "lifetime": "direct"},
+        "dts-negative": {"executor": "dts", "lifetime": "negative"},
+        "dts-published-direct": {"executor": "dts", "lifetime": "direct", "hybrid": False},
+        "dts-published-negative": {"executor": "dts", "lifetime": "negative", "hybrid": False},
+        "heartbeat-direct": {"executor": "heartbeat", "lifetime": "direct"},
+        "heartbeat-negative": {"executor": "heartbeat", "lifetime": "negative", "max_run": 1},
+    }.items()
 }
 
 ARROW = {"int": pa.int64(), "double": pa.float64(), "str": pa.string(), "bool": pa.bool_()}

@@ -7,7 +7,8 @@ snapshotted, thrown away and rebuilt with ``Engine.restore`` (options and CQL fr
 sometimes after fetching what was there, sometimes restored twice from the same bytes. Every
 query's output over the whole run must be the same bag of rows, ε-steps included, and stream rows
 must stay in time order. Both lifetime methods; DTS hybrid and as published (the heartbeat executor
-refuses snapshots). Set CQ_SNAPSHOT_EXAMPLES to run more than the default 120 per family.
+refuses snapshots); one engine or two (``threads``). Set CQ_SNAPSHOT_EXAMPLES to run more than the
+default 120 per family.
 """
 
 from __future__ import annotations
@@ -117,8 +118,10 @@ def run(
 
 
 def assert_same(options: dict, cql: str, actions: list, plan) -> None:
-    """The run cut as `plan` says gives what the uninterrupted run gives."""
-    cuts, fetch_before, twice = plan
+    """The run cut as `plan` says gives what the uninterrupted run gives (on one engine or two,
+    as the plan draws: a snapshot of two holds both)."""
+    cuts, fetch_before, twice, threads = plan
+    options = {**options, "threads": threads}
     expected = run(options, cql, actions)
     got = run(options, cql, actions, cuts, fetch_before, twice)
     eng = cq_py.Engine(**options)
@@ -134,12 +137,12 @@ def assert_same(options: dict, cql: str, actions: list, plan) -> None:
 @st.composite
 def cut_plan(draw, n_actions: int):
     """Where to cut a run of n actions: one to four points (before any action, before close() or
-    after it), some with a fetch first, some restored twice."""
+    after it), some with a fetch first, some restored twice; and on how many engines it runs."""
     points = st.integers(0, n_actions + 1)
     cuts = set(draw(st.lists(points, min_size=1, max_size=4)))
     fetch_before = {k for k in cuts if draw(st.booleans())}
     twice = {k for k in cuts if k < n_actions and draw(st.integers(0, 3)) == 0}
-    return cuts, fetch_before, twice
+    return cuts, fetch_before, twice, draw(st.sampled_from([1, 2]))
 
 
 def stream_actions(rows: list[dict], cuts: list[int], heartbeats: bool = True) -> list:

@@ -282,6 +282,44 @@ def test_rstream_is_safe_with_any_key_and_flagged():
     assert not plan("SELECT k FROM s [Range 5]").rstream
 
 
+@pytest.mark.parametrize(
+    ("query", "why"),
+    [
+        (
+            "RSTREAM(SELECT k FROM s [Range Unbounded] UNION ALL SELECT k FROM s [Range 2])",
+            "[Range Unbounded] on stream 's'",
+        ),
+        (
+            "RSTREAM(SELECT k, MAX(v) AS m FROM s [Partition By k Rows 3] GROUP BY k)",
+            "[Partition By k Rows 3] on stream 's'",
+        ),
+        ("RSTREAM(SELECT k, COUNT(*) AS n FROM s [Range Unbounded] GROUP BY k)", "Unbounded"),
+    ],
+)
+def test_rstream_over_rows_that_may_never_end_needs_every_row(query, why):
+    # Past the progress RSTREAM emits R(t) while some row of R(t) ends later: a part holding only
+    # never-ending rows cannot know that another part's row ends later (SEMANTICS.md §4.3).
+    assert why in blocked(query)
+    assert "RSTREAM over rows that may never end" in blocked(query)
+    # A join's pair ends when its windowed side's row does.
+    assert plan(
+        "RSTREAM(SELECT s.k FROM s [Range 3], u [Range Unbounded] WHERE s.k = u.k)"
+    ).partitionable
+
+
+def test_a_widening_cast_carries_the_key_and_a_cast_of_a_string_does_not():
+    # BIGINT -> DOUBLE keeps equal values equal and unequal ones apart (hashed as doubles);
+    # VARCHAR -> DOUBLE makes one number of '1' and '1.0', and NULL of every 'x'.
+    assert keyed("SELECT DISTINCT CAST(w AS DOUBLE) AS x FROM s [Now]")["s"] == "w"
+    assert (
+        "does not group by the key"
+        in partition_plan(
+            "REGISTER STREAM t(c VARCHAR);"
+            "REGISTER QUERY q AS SELECT DISTINCT CAST(c AS DOUBLE) AS x FROM t [Now];"
+        ).blocker
+    )
+
+
 def test_ordered_when_arrival_order_counts():
     assert plan("SELECT k, v FROM s [Partition By k Rows 2]").ordered
     assert not plan("SELECT k, COUNT(*) FROM s [Range 5] GROUP BY k").ordered

@@ -1,0 +1,444 @@
+"""``Engine(threads=N)``: N core engines, each running one part of the input, on all cores.
+
+The inputs are split by the key :func:`cq_py.spark.partitioning.partition_catalog` proves safe
+(every window, join and aggregate relates only rows of one key value), as the Spark runner splits
+them (SEMANTICS.md §7): a keyed input by the hash of its key (computed in the core,
+``_core.partition_rows``, numbers hashed as doubles: equal keys meet, a BIGINT key and a DOUBLE
+key that compare equal too), a relation without a key by its first column (a delete must meet the
+row it ends), a stream without a key in N contiguous runs of rows (no operator relates two of its
+rows: no hashing, no copy). Each part's engine runs on its own thread with the GIL released, so
+the parts run at once.
+
+Every engine sees the whole input's progress: after a push, the engines that got none of its rows
+are told how far the input has come (``advance_input``), so all complete the same instants and an
+instant's results are fetchable when one engine's would be. (``push_row`` tells them lazily:
+before anything reads results, checks a timestamp against them, or adds a plan.) A push is checked
+whole before any engine runs a row (and a relation's deletes in every part), so a rejected push
+changes nothing in any engine. Each query's output is the union of the parts' outputs, merged in
+time order by a stable sort: rows of equal times in part order, then in each part's order.
+
+Internal to :mod:`cq_py.engine`, which maps the core's errors (``_core.CoreError``) as for one
+engine: this module raises them as the core does.
+"""
+
+from __future__ import annotations
+
+import itertools
+import struct
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from cq_core import _core
+from cq_py.planner import types as T
+from cq_py.planner.logical import Catalog
+from cq_py.spark.partitioning import PartitionPlan
+from cq_py.ticks import MIN_TICK
+
+__all__ = ["Layout", "Partitions", "join_annex", "split_annex"]
+
+# Keys are hashed as doubles whatever their numeric type: a BIGINT key and a DOUBLE key that compare
+# equal (a join of an INT column with a DOUBLE one) land in one part, and a script registered later
+# that compares them needs no other split of the rows that came before.
+_AS_DOUBLE = True
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How an engine's inputs are split: into ``parts`` engines, each input by its key column
+    (None: a stream in contiguous runs, a relation by all its values). ``blocker`` says why a
+    script runs on one engine (None when it need not)."""
+
+    parts: int
+    keys: dict[str, str | None]
+    blocker: str | None = None
+
+    @staticmethod
+    def of(plan: PartitionPlan, threads: int, catalog: Catalog) -> Layout:
+        """The layout of ``plan`` on ``threads`` cores: one engine when nothing is to gain. A
+        relation without a key is split by its first column: a delete meets the row it ends (equal
+        rows have equal first columns), and a query registered later that joins or groups the
+        relation on that column (the usual key) can still run on the same split."""
+        if not plan.partitionable:
+            return Layout(1, {}, plan.blocker)
+        if threads == 1:
+            return Layout(1, {})
+        keys = dict(plan.keys)
+        for s in catalog.streams.values():
+            if s.relation and keys.get(s.name) is None and s.columns:
+                keys[s.name] = s.columns[0][0]
+        return Layout(threads, keys)
+
+    def describe(self, threads: int) -> str:
+        """The line ``explain`` prints about the split.
+
+        >>> print(Layout(2, {"s": "k"}).describe(2))
+        Threads: 2 engines, one per part of the input: s split by key k
+        """
+        if self.parts == 1:
+            why = f": {self.blocker}" if self.blocker else ""
+            return f"Threads: one engine (threads={threads}){why}"
+        split = ", ".join(
+            f"{name} split by key {key}" if key else f"{name} any way (rows meet no other row)"
+            for name, key in self.keys.items()
+        )
+        return f"Threads: {self.parts} engines, one per part of the input: {split or 'no input'}"
+
+
+@dataclass(frozen=True)
+class _Input:
+    """What routing needs of one input: the indexes, names and core types of its key columns
+    (none for a stream without a key)."""
+
+    relation: bool
+    width: int  # declared columns
+    key: tuple[int, ...]
+    names: tuple[str, ...]
+    types: tuple[str, ...]
+    number: bool  # one BIGINT or DOUBLE key: push_row's rows take _core.row_part
+
+
+class Partitions:
+    """``parts`` core engines, one per part of the input, driven as one (the calls of
+    ``_core.Engine`` that :class:`cq_py.Engine` makes, on Arrow record batches)."""
+
+    def __init__(
+        self, cores: list[_core.Engine], layout: Layout, catalog: Catalog, batch_size: int
+    ):
+        self.cores = cores
+        self.layout = layout
+        self.batch_size = batch_size
+        self._inputs: dict[str, _Input] = {}
+        self.set_inputs(catalog)
+        # Each input's progress (the latest tick pushed or advanced to), and how far each engine
+        # has been told: push_row tells the others only when something needs it (``_catch_up``).
+        self._ticks: dict[str, int] = {}
+        self._told: dict[str, list[int]] = {}
+        self._behind = False
+        self._failed: _core.CoreError | None = None
+        self._pool: ThreadPoolExecutor | None = None
+
+    # -- plans ------------------------------------------------------------------------------
+
+    def set_layout(self, layout: Layout, catalog: Catalog) -> None:
+        """Takes a layout that keeps the split of every input that has rows in the engines (a
+        script registered while they run), and the catalog's inputs."""
+        self.layout = layout
+        self.set_inputs(catalog)
+
+    def set_inputs(self, catalog: Catalog) -> None:
+        """Reads the inputs' key columns from the catalog (after a script registered more)."""
+        for s in catalog.streams.values():
+            key = self.layout.keys.get(s.name)
+            idx = tuple(i for i, (n, _) in enumerate(s.columns) if n == key)
+            self._inputs[s.name] = _Input(
+                s.relation,
+                len(s.columns),
+                idx,
+                tuple(s.columns[i][0] for i in idx),
+                tuple(s.columns[i][1] for i in idx),
+                len(idx) == 1 and s.columns[idx[0]][1] in (T.INT64, T.FLOAT64),
+            )
+
+    def add_plan(self, plan: str) -> None:
+        """Adds a plan fragment to every engine (the first refuses it for all, changing nothing)."""
+        self._usable()
+        self._catch_up()
+        for core in self.cores:
+            core.add_plan(plan)
+
+    # -- data in ------------------------------------------------------------------------------
+
+    def push(self, stream: str, batches: list[pa.RecordBatch]) -> None:
+        """Pushes conformed ``batches`` (the declared columns, a relation's op, int64 ticks) of
+        ``stream``: checked whole, split, each part run by its engine, all engines told the
+        input's progress."""
+        self._usable()
+        self._catch_up()
+        info = self._inputs[stream]
+        first = self.cores[0]
+        # The whole push, checked once (all engines have the same progress): columns, types,
+        # timestamps, op values. A relation's deletes are checked in each part below.
+        first.check(stream, [b.__arrow_c_array__() for b in batches], deletes=False)
+        n = sum(b.num_rows for b in batches)
+        if n == 0:
+            return
+        table = pa.Table.from_batches(batches)
+        last = int(table.column(table.num_columns - 1)[-1].as_py())
+        parts = len(self.cores)
+        if info.relation:
+            # A relation's changes are few: routed once, its deletes checked in every part first.
+            keys = table.select(list(info.key)).combine_chunks().to_batches()[0]
+            order, counts = _core.partition_rows(keys.__arrow_c_array__(), parts, _AS_DOUBLE)
+            bounds = np.concatenate([[0], np.cumsum(counts)])
+            if table.num_columns == info.width + 2:
+                self._check_deletes(stream, table, order, bounds)
+
+            def part(p: int) -> None:
+                rows = order[bounds[p] : bounds[p + 1]]
+                if len(rows):
+                    chunk = table.take(rows)
+                    self.cores[p].push(stream, [b.__arrow_c_array__() for b in chunk.to_batches()])
+                self.cores[p].advance_input(stream, last)
+
+        elif info.key:
+            # Each engine's thread picks its own rows, a slice of the push at a time: every thread
+            # hashes every key (cheap), none waits for another, and nothing the size of the push
+            # is made (fresh memory costs more than the hashing).
+            (key,) = info.key
+            step = self.batch_size * parts
+
+            def part(p: int) -> None:
+                for at in range(0, n, step):
+                    piece = table.slice(at, step)
+                    keys = pa.record_batch([piece.column(key).combine_chunks()], names=["k"])
+                    rows = _core.part_rows(keys.__arrow_c_array__(), parts, p, _AS_DOUBLE)
+                    if len(rows):
+                        mine = piece.take(rows)
+                        self.cores[p].push(
+                            stream, [b.__arrow_c_array__() for b in mine.to_batches()]
+                        )
+                self.cores[p].advance_input(stream, last)
+
+        else:
+            # Rows of a stream without a key meet no other row: contiguous runs, without a copy.
+            def part(p: int) -> None:
+                lo, hi = p * n // parts, (p + 1) * n // parts
+                if hi > lo:
+                    run = table.slice(lo, hi - lo)
+                    self.cores[p].push(stream, [b.__arrow_c_array__() for b in run.to_batches()])
+                self.cores[p].advance_input(stream, last)
+
+        self._each(part, range(parts))
+        self._moved(stream, last)
+
+    def _check_deletes(
+        self, stream: str, table: pa.Table, order: np.ndarray, bounds: np.ndarray
+    ) -> None:
+        """A relation's deletes checked in every part, before any part runs: the first failing
+        row of the whole push is the error (each part's rows named by the push's row numbers)."""
+        errors: list[_core.CoreError] = []
+        for p, core in enumerate(self.cores):
+            rows = order[bounds[p] : bounds[p + 1]]
+            if not len(rows):
+                continue
+            part = table.take(rows)
+            try:
+                core.check(stream, [b.__arrow_c_array__() for b in part.to_batches()], rows=rows)
+            except _core.CoreError as e:
+                errors.append(e)
+        if errors:
+            raise min(errors, key=lambda e: -1 if e.args[3] is None else e.args[3])
+
+    def push_row(self, stream: str, tick: int, values: list[Any], names: tuple[str, ...]) -> None:
+        """One row, its values in the order of ``names`` (the declared columns, a relation's op
+        after them), to the engine of its key."""
+        if self._failed is not None:
+            self._usable()
+        info = self._inputs[stream]
+        p = 0
+        if info.key:
+            # A number key takes the short way (-1: anything else takes the general one).
+            p = _core.row_part(values[info.key[0]], len(self.cores)) if info.number else -1
+            if p < 0:
+                p = self._row_part(stream, info, tick, values, names)
+        told = self._told.get(stream)
+        if told is None:
+            told = self._told[stream] = [self._ticks.get(stream, MIN_TICK)] * len(self.cores)
+        ticks = self._ticks.get(stream, MIN_TICK)
+        if tick < ticks and told[p] < ticks:
+            # Below the input's progress: the engine learns it first, then refuses the row.
+            self.cores[p].advance_input(stream, ticks)
+            told[p] = ticks
+        if not self.cores[p].push_row(stream, tick, dict(zip(names, values, strict=True)), names):
+            raise RuntimeError(f"cq internal error (please report): push_row to '{stream}' refused")
+        if tick > told[p]:
+            told[p] = tick
+            if tick > ticks:
+                self._ticks[stream] = tick
+                self._behind = True
+
+    def _row_part(
+        self, stream: str, info: _Input, tick: int, values: list[Any], names: tuple[str, ...]
+    ) -> int:
+        """The part of a row whose key is not one number (a string, a NULL, several columns)."""
+        try:
+            return int(
+                _core.row_partition(
+                    stream,
+                    [values[i] for i in info.key],
+                    list(info.types),
+                    list(info.names),
+                    len(self.cores),
+                    _AS_DOUBLE,
+                )
+            )
+        except _core.CoreError:
+            # A key of the wrong type: the error push_row gives, which names the first column
+            # that is wrong (a value error comes before any push).
+            self.cores[0].push_row(stream, tick, dict(zip(names, values, strict=True)), names)
+            raise
+
+    def advance(self, tick: int) -> None:
+        """Every engine's inputs to ``tick`` (the engines run what completes, at once)."""
+        self._usable()
+        self._each(lambda p: self.cores[p].advance(tick), range(len(self.cores)))
+        for stream in self._inputs:
+            self._moved(stream, tick)
+
+    def close(self) -> None:
+        """Closes every engine (at once), after telling each how far every input has come."""
+        if self.cores[0].closed:
+            return
+        self._usable()
+        self._catch_up()
+        self._each(lambda p: self.cores[p].close(), range(len(self.cores)))
+
+    @property
+    def closed(self) -> bool:
+        """Whether the engines are closed."""
+        return bool(self.cores[0].closed)
+
+    # -- results out --------------------------------------------------------------------------
+
+    def drain(self, query: str, order_by: Sequence[int]) -> list[pa.RecordBatch]:
+        """Every engine's new rows of ``query``, merged (in the core) in the order of the int64
+        columns ``order_by`` (a stream's time, a relation's start): rows of equal times in part
+        order, each part's in its own order."""
+        self._catch_up()
+        parts = [
+            [pa.RecordBatch._import_from_c_capsule(s, a) for s, a in caps]
+            for caps in (core.drain(query) for core in self.cores)
+            if caps
+        ]
+        if len(parts) <= 1:
+            return [b for batches in parts for b in batches]
+        # Parts whose times do not overlap (a stream without a key, split in runs) go out as they
+        # are, uncopied: in order of their first times (ties: part order, as the merge's).
+        ends = [
+            (
+                tuple(batches[0].column(c)[0].as_py() for c in order_by),
+                tuple(batches[-1].column(c)[-1].as_py() for c in order_by),
+                p,
+            )
+            for p, batches in enumerate(parts)
+        ]
+        ends.sort()
+        if all(a[1] < b[0] or (a[1] == b[0] and a[2] < b[2]) for a, b in itertools.pairwise(ends)):
+            return [b for _, _, p in ends for b in parts[p]]
+        caps = [[b.__arrow_c_array__() for b in batches] for batches in parts]
+        merged = _core.merge_by_time(caps, list(order_by), self.batch_size)
+        return [pa.RecordBatch._import_from_c_capsule(s, a) for s, a in merged]
+
+    # -- snapshots ----------------------------------------------------------------------------
+
+    def snapshot(self, annex: bytes) -> bytes:
+        """One snapshot of all engines: engine 0's, whose annex holds ``annex`` and the others'
+        snapshots (:func:`join_annex`); its checksum covers them all."""
+        self._catch_up()
+        others = [core.snapshot(b"") for core in self.cores[1:]]
+        return bytes(self.cores[0].snapshot(join_annex(annex, others)))
+
+    def restore(self, data: bytes | bytearray | memoryview, others: list[bytes]) -> None:
+        """Restores every engine from :meth:`snapshot`'s bytes (``others``: the snapshots of
+        engines 1, 2, ... that its annex holds)."""
+        self.cores[0].restore(data)
+        for core, blob in zip(self.cores[1:], others, strict=True):
+            core.restore(blob)
+
+    # -- internals ----------------------------------------------------------------------------
+
+    def _usable(self) -> None:
+        if self._failed is not None:
+            kind, message = self._failed.args[0], self._failed.args[1]
+            raise _core.CoreError(
+                kind,
+                "the engine stopped at an earlier error and cannot go on (create a new "
+                f"Engine): {message}",
+                None,
+                None,
+            )
+
+    def _moved(self, stream: str, tick: int) -> None:
+        """Every engine knows that ``stream`` has come to ``tick``."""
+        if tick > self._ticks.get(stream, MIN_TICK):
+            self._ticks[stream] = tick
+        told = self._told.get(stream)
+        if told is not None:
+            for p, t in enumerate(told):
+                if t < tick:
+                    told[p] = tick
+
+    def _catch_up(self) -> None:
+        """Tells every engine the progress push_row brought to the others."""
+        if not self._behind:
+            return
+        for stream, told in self._told.items():
+            tick = self._ticks[stream]
+            for p, t in enumerate(told):
+                if t < tick:
+                    self.cores[p].advance_input(stream, tick)
+                    told[p] = tick
+        self._behind = False
+
+    def _each(self, run: Callable[[int], Any], parts: Iterable[int]) -> None:
+        """``run(p)`` for every part at once (part 0 on this thread), all of them run to the
+        end; then the first part's error, if any. An error while running (a runaway loop) stops
+        the whole engine, as it stops one."""
+        parts = list(parts)
+        if self._pool is None and len(parts) > 1:
+            self._pool = ThreadPoolExecutor(len(self.cores) - 1, thread_name_prefix="cq-part")
+        futures: list[Future[Any]] = []
+        if len(parts) > 1:
+            assert self._pool is not None
+            futures = [self._pool.submit(run, p) for p in parts[1:]]
+        errors: list[BaseException] = []
+        try:
+            run(parts[0])
+        except BaseException as e:  # noqa: BLE001 - re-raised below, after the others finish
+            errors.append(e)
+        for f in futures:
+            error = f.exception()
+            if error is not None:
+                errors.append(error)
+        if errors:
+            first = errors[0]
+            if isinstance(first, _core.CoreError) and first.args[0] in ("runaway", "internal"):
+                self._failed = first
+            raise first
+
+
+def join_annex(annex: bytes, others: list[bytes]) -> bytes:
+    """``annex`` (JSON: no NUL byte) then, after a NUL, each of ``others`` after its length.
+
+    >>> split_annex(join_annex(b'{"a": 1}', [b"xy", b""]))
+    (b'{"a": 1}', [b'xy', b''])
+    """
+    out = [annex, b"\0"]
+    for blob in others:
+        out += [struct.pack("<Q", len(blob)), blob]
+    return b"".join(out)
+
+
+def split_annex(annex: bytes) -> tuple[bytes, list[bytes]]:
+    """:func:`join_annex` undone: (the JSON, the other engines' snapshots); a ValueError for
+    bytes it did not make. An annex without a NUL is one engine's: (annex, [])."""
+    head, sep, rest = annex.partition(b"\0")
+    if not sep:
+        return annex, []
+    blobs, at = [], 0
+    view = memoryview(rest)
+    while at < len(rest):
+        if at + 8 > len(rest):
+            raise ValueError("a partition snapshot's length is cut short")
+        (size,) = struct.unpack_from("<Q", rest, at)
+        at += 8
+        if size > len(rest) - at:
+            raise ValueError("a partition snapshot runs past the end of the snapshot")
+        blobs.append(bytes(view[at : at + size]))
+        at += size
+    return head, blobs
