@@ -191,6 +191,9 @@ def peak_growth(mode: str, n: int) -> dict:
     done = subprocess.run(
         [sys.executable, "-c", PEAK, mode, str(n)],
         env=child_env(TESTS),
+        # Not the checkout: `python -c` puts the working directory first on sys.path, and a
+        # checkout's cq_core has no extension when cq was installed from it (CI).
+        cwd=TESTS,
         capture_output=True,
         text=True,
         timeout=time_bound(300),
