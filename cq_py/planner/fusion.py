@@ -15,11 +15,22 @@ pick or rename its columns and keep every GROUP BY key (rows stay unique), each 
 way read by the next alone (nothing else sees the relation), all planned by this script. HAVING
 (a filter) and computed columns are not fused: a filter may drop a group's new row and keep its
 old one, and an expression may map two values to one.
+
+The second rewrite fuses a grouped aggregate with the window ``[Partition By k1, … Rows N]`` it
+reads when the window's partition columns are the GROUP BY keys (``fuse_rows_window``): each
+group's relation is then its last N rows, which the aggregate keeps in a ring per group
+(``rows_per_group``: operators/aggregate.h, kRows), so that no row leaves the window with an end
+still pending (an expiration holder, a tracker of pending ends, a sort of the ends each instant).
+It applies outside loops, where the window is read by the aggregate alone and every argument is a
+number or a boolean (a ring keeps 8 bytes per argument); as the relation-to-stream fusion, it is
+what Flink's planner does with a ``ROW_NUMBER() <= N`` over a partition feeding an aggregate.
 """
 
 from __future__ import annotations
 
+from cq_py.planner import types as T
 from cq_py.planner.logical import STREAM, Catalog, Node
+from cq_py.planner.loops import is_loop, strongly_connected, successors
 from cq_py.planner.sharing import renumber, replace_node
 
 FUSED = {"istream": "istream_aggregate", "dstream": "dstream_aggregate"}
@@ -86,3 +97,51 @@ def _chain(
     if not set(range(keys)) <= set(cols):
         return None
     return p, list(reversed(projects))
+
+
+AGGREGATES = ("aggregate", "istream_aggregate", "dstream_aggregate")
+
+
+def fuse_rows_window(cat: Catalog, first_new: int) -> None:
+    """Plans each new grouped aggregate over ``[Partition By <its GROUP BY keys> Rows N]`` as one
+    operator reading the window's stream (see the module's docstring), then numbers the new
+    operators without gaps.
+
+    Example: ``SELECT key, AVG(val) FROM e [Partition By key Rows 10] GROUP BY key`` plans as
+    scan → aggregate (each group's last 10 rows) → projection → output: no window operator.
+    """
+    succ = successors(cat.nodes)
+    looped = {
+        i for comp in strongly_connected(cat.nodes, succ) if is_loop(comp, succ) for i in comp
+    }
+    readers = cat.consumers()
+    fused = False
+    for i in sorted(cat.nodes):
+        agg = cat.nodes.get(i)
+        if i < first_new or agg is None or agg.op not in AGGREGATES:
+            continue
+        w = cat.nodes[agg.inputs[0]]
+        if (
+            w.op != "partition_row_window"
+            or w.id < first_new
+            or readers[w.id] != [agg.id]
+            or {agg.id, w.id, w.inputs[0]} & looped
+            or cat.nodes[w.inputs[0]].kind != "stream"
+        ):
+            continue
+        keys = agg.params.get("keys", [])
+        if not keys or not all(k.get("kind") == "column" for k in keys):
+            continue
+        if {int(k["index"]) for k in keys} != {int(k) for k in w.params["keys"]}:
+            continue
+        args = [a["arg"] for a in agg.params.get("aggregates", []) if a.get("arg") is not None]
+        if any(a.get("type") not in (T.INT64, T.FLOAT64, T.BOOL, T.NULL) for a in args):
+            continue
+        agg.params["rows_per_group"] = int(w.params["rows"])
+        agg.inputs = [w.inputs[0]]
+        agg.label += " over " + w.label.removeprefix("Window ")
+        del cat.nodes[w.id]
+        readers = cat.consumers()
+        fused = True
+    if fused:
+        renumber(cat, first_new)

@@ -39,6 +39,38 @@ inline void TrimFront(std::vector<T>& v, size_t& head) {
 
 enum class ExpirationPolicy : uint8_t { kFifo, kLazy, kInsertionSort };
 
+// Sorts `v` by end (equal ends in any order, as std::sort). Ends that are ticks without ε-steps over a span not much wider than
+// their number (a join's ends: each row's start plus a window, in nearly arrival order) are
+// counted and placed, linear in both; anything else (steps, ∞, sparse ends) takes std::sort.
+template <typename Entry>
+void SortByEnd(std::vector<Entry>& v, std::vector<Entry>& scratch) {
+  const size_t n = v.size();
+  auto by_end = [](const Entry& a, const Entry& b) { return a.end < b.end; };
+  if (n < 64) {
+    std::sort(v.begin(), v.end(), by_end);
+    return;
+  }
+  int64_t lo = v[0].end.tick, hi = lo;
+  bool ticks = true;
+  for (const Entry& e : v) {
+    ticks &= e.end.step == 0 && !e.end.IsInfinite();
+    lo = std::min(lo, e.end.tick);
+    hi = std::max(hi, e.end.tick);
+  }
+  // (hi - lo computed unsigned: ticks may span the whole int64 range.)
+  const uint64_t span = static_cast<uint64_t>(hi) - static_cast<uint64_t>(lo);
+  if (!ticks || span >= 4 * n) {
+    std::sort(v.begin(), v.end(), by_end);
+    return;
+  }
+  std::vector<uint32_t> at(span + 2, 0);
+  for (const Entry& e : v) ++at[static_cast<uint64_t>(e.end.tick) - static_cast<uint64_t>(lo) + 1];
+  for (size_t k = 1; k < at.size(); ++k) at[k] += at[k - 1];
+  scratch.resize(n);
+  for (const Entry& e : v) scratch[at[static_cast<uint64_t>(e.end.tick) - static_cast<uint64_t>(lo)]++] = e;
+  v.swap(scratch);
+}
+
 template <typename Entry>  // Entry has a `Time end` member
 class ExpirationSet {
  public:
@@ -147,8 +179,7 @@ class ExpirationSet {
     auto by_end = [](const Entry& a, const Entry& b) { return a.end < b.end; };
     // Ends that came in order (constant-duration lifetimes, the commonest case) need neither the
     // sort nor the merge: the checks are linear and the sort is not.
-    if (!std::is_sorted(unsorted_.begin(), unsorted_.end(), by_end))
-      std::sort(unsorted_.begin(), unsorted_.end(), by_end);
+    if (!std::is_sorted(unsorted_.begin(), unsorted_.end(), by_end)) SortByEnd(unsorted_, scratch_);
     if (head_ > 0) {
       sorted_.erase(sorted_.begin(), sorted_.begin() + static_cast<std::ptrdiff_t>(head_));
       head_ = 0;
@@ -167,6 +198,7 @@ class ExpirationSet {
   size_t head_ = 0;
   std::vector<Entry> unsorted_;
   Time unsorted_min_ = Time::Infinity();
+  std::vector<Entry> scratch_;  // SortByEnd's, kept for its capacity
 };
 
 // Known ends for a tracker that expires many instants at once (RelationTracker::Collect): a few

@@ -30,8 +30,9 @@ double BitsDouble(uint64_t b) {
 }  // namespace
 
 Aggregate::Aggregate(std::vector<std::unique_ptr<Expression>> keys, std::vector<Spec> aggs, Schema output, Input input,
-                     ExpirationPolicy policy, HolderTable* holders, Emits emits)
-    : keys_(std::move(keys)), output_(std::move(output)), input_(input), emits_(emits), holders_(holders), index_([&] {
+                     ExpirationPolicy policy, HolderTable* holders, Emits emits, int64_t rows_per_group, bool negative)
+    : keys_(std::move(keys)), output_(std::move(output)), input_(input), emits_(emits),
+      negative_(negative || input == Input::kNegative), holders_(holders), index_([&] {
         std::vector<TypeId> types;
         for (const auto& k : keys_) types.push_back(k->type());
         return types;
@@ -79,6 +80,11 @@ Aggregate::Aggregate(std::vector<std::unique_ptr<Expression>> keys, std::vector<
   now_str_.resize(na_);
   instants_.emplace(*derived_schema_, input_ == Input::kNegative, policy, /*track_alive=*/false, /*starts_only=*/false);
   nargs_ = static_cast<size_t>(args);
+  rows_ = rows_per_group;
+  CQ_CHECK((input_ == Input::kRows) == (rows_ > 0), "an aggregate over its groups' last rows needs their number");
+  for (const Agg& a : aggs_)
+    CQ_CHECK(input_ != Input::kRows || a.arg_type != TypeId::kUtf8,
+             "an aggregate over its groups' last rows keeps 8-byte arguments only");
 }
 
 Aggregate::~Aggregate() = default;
@@ -89,6 +95,7 @@ std::string Aggregate::Explain() const {
     case Input::kConstant: s += " (constant-duration input: FIFO)"; break;
     case Input::kNegative: s += " (negative tuples)"; break;
     case Input::kGeneral: break;
+    case Input::kRows: s += " (each group's last " + std::to_string(rows_) + " rows: a ring per group)"; break;
   }
   if (emits_ == Emits::kInserted) s += " fused with ISTREAM";
   if (emits_ == Emits::kDeleted) s += " fused with DSTREAM";
@@ -104,6 +111,7 @@ void Aggregate::Grow(uint32_t groups) {
   sets_.resize(groups * sets_per_group_);
   current_.resize(groups * na);
   if (has_strings_) current_str_.resize(groups * na);
+  if (input_ == Input::kRows) rings_.resize(groups);
 }
 
 void Aggregate::Push(int, const Batch& in, Emitter&) {
@@ -266,6 +274,13 @@ aggfn::Arg Aggregate::ColumnArgs::Multiset(int a, TypeId type) const {
   return v;
 }
 
+aggfn::Arg Aggregate::RingArgs::Multiset(int a, TypeId type) const {
+  aggfn::Arg v;
+  if (type == TypeId::kFloat64) v.d = std::bit_cast<double>(values[a]);
+  else v.i = values[a];
+  return v;
+}
+
 aggfn::Arg Aggregate::ValueArgs::Multiset(int a, TypeId type) const {
   const Value& x = values[a];
   aggfn::Arg v;
@@ -349,7 +364,7 @@ template <size_t kNa, typename Out>
       if (emits_ == Emits::kInserted && !t.IsInfinite()) AppendRow<kNa>(g, t, t, now_.data(), now_str_.data());
       return;
     }
-    if (input_ != Input::kNegative) {
+    if (!negative_) {
       gr.out_row = out_group_.size();
       if (!gr.listed) {
         gr.listed = true;
@@ -375,7 +390,7 @@ template <size_t kNa, typename Out>
       }
       return;
     }
-    if (input_ == Input::kNegative) {
+    if (negative_) {
       const size_t na = kNa ? kNa : na_;
       AppendRow<kNa>(g, t, gr.started, current_.data() + g * na,
                      has_strings_ ? current_str_.data() + g * na : now_str_.data());
@@ -432,9 +447,17 @@ template <typename Out>
 void Aggregate::RunOrdered(Time progress, Out& out) {
   bool steps = duration_ && duration_->steps != 0;
   for (const Chunk& c : chunks_) steps |= c.sync.has_steps();
-  if (steps) RunInstants<Time, 0>(progress, out);
-  else if (na_ == 1) RunInstants<int64_t, 1>(progress, out);
-  else RunInstants<int64_t, 0>(progress, out);
+  if (input_ == Input::kRows) {
+    if (steps) RunRows<Time, 0>(progress, out);
+    else if (na_ == 1) RunRows<int64_t, 1>(progress, out);
+    else RunRows<int64_t, 0>(progress, out);
+  } else if (steps) {
+    RunInstants<Time, 0>(progress, out);
+  } else if (na_ == 1) {
+    RunInstants<int64_t, 1>(progress, out);
+  } else {
+    RunInstants<int64_t, 0>(progress, out);
+  }
   // Chunks both cursors have left behind are done.
   const size_t done = std::min(next_start_.chunk, next_end_.chunk);
   if (done > 0) {
@@ -506,6 +529,74 @@ void Aggregate::RunInstants(Time progress, Out& out) {
   if (!ends) e = s;
   next_start_ = s;
   next_end_ = e;
+}
+
+void Aggregate::GrowRing(Ring& r) const {
+  // Only while not full, so the ring's slots run from head to the end and on from 0: laid out
+  // again from 0 in order, with room for twice as many (at most rows_).
+  const uint64_t cap = r.values.size() / nargs_;
+  const uint64_t bigger = std::min<uint64_t>(static_cast<uint64_t>(rows_), std::max<uint64_t>(4, 2 * cap));
+  std::vector<int64_t> values(bigger * nargs_);
+  std::vector<uint8_t> valid(bigger * nargs_);
+  for (uint64_t k = 0; k < r.size; ++k) {
+    const uint64_t from = (r.head + k) % cap;
+    std::copy_n(r.values.data() + from * nargs_, nargs_, values.data() + k * nargs_);
+    std::copy_n(r.valid.data() + from * nargs_, nargs_, valid.data() + k * nargs_);
+  }
+  r.values = std::move(values);
+  r.valid = std::move(valid);
+  r.head = 0;
+}
+
+template <typename T, size_t kNa, typename Out>
+void Aggregate::RunRows(Time progress, Out& out) {
+  constexpr bool kTicks = std::is_same_v<T, int64_t>;
+  auto at = [](const Cursor& c) -> T {
+    if constexpr (kTicks) return c.ticks[c.row];
+    else return c.At();
+  };
+  T limit;  // instants below it are complete
+  if constexpr (kTicks) limit = progress.step > 0 ? progress.tick + 1 : progress.tick;
+  else limit = progress;
+  const size_t nargs = nargs_;
+  const uint64_t n = static_cast<uint64_t>(rows_);
+  Cursor s = next_start_;
+  Load(s);
+  while (Valid(s) && at(s) < limit) {
+    const T t = at(s);
+    do {
+      // The group's newest row takes the slot after its last; a full ring's oldest leaves first
+      // (at t, where the row arriving ends it: [Rows N] holds the last N).
+      const uint32_t g = s.groups[s.row];
+      Ring& r = rings_[g];
+      uint64_t slot;
+      if (r.size == n) {
+        slot = r.head;
+        ApplyRow<kNa>(RingArgs{r.values.data() + slot * nargs, r.valid.data() + slot * nargs}, g, -1);
+        r.head = r.head + 1 == n ? 0 : r.head + 1;
+      } else {
+        if (nargs && r.size * nargs == r.values.size()) GrowRing(r);
+        const uint64_t cap = nargs ? r.values.size() / nargs : n;
+        slot = r.head + r.size < cap ? r.head + r.size : r.head + r.size - cap;
+        ++r.size;
+      }
+      for (size_t a = 0; a < nargs; ++a) {
+        const bool valid = s.views[a].IsValid(s.row);
+        int64_t v = 0;
+        if (valid)
+          v = s.args[a].type == TypeId::kBool ? s.args[a].BoolAt(s.row) : s.views[a].I64(s.row);  // (a double's bits)
+        r.valid[slot * nargs + a] = valid;
+        r.values[slot * nargs + a] = v;
+      }
+      ApplyRow<kNa>(ColumnArgs{s.views, s.args, s.row}, g, +1);
+      Step(s);
+    } while (Valid(s) && at(s) == t);
+    Time instant;
+    if constexpr (kTicks) instant = Time{t, 0};
+    else instant = t;
+    EndInstant<kNa>(instant, out);
+  }
+  next_start_ = next_end_ = s;
 }
 
 template <size_t kNa, typename Out>
@@ -589,7 +680,7 @@ void Aggregate::Advance(Time progress, Out& out) {
   } else {
     AdvanceBatchInput(progress, out);
   }
-  if (progress.IsInfinite() && input_ != Input::kNegative) {
+  if (progress.IsInfinite() && !negative_) {
     // Close: the current results never end.
     for (uint32_t g = 0; g < groups_.size(); ++g)
       if (groups_[g].open) Close<0>(g, Time::Infinity(), out);
@@ -644,7 +735,7 @@ void Aggregate::AdvanceTo(Time progress, Emitter& out) {
   o.kind = output_kind();
   o.schema = shared_output_;
   o.length = n;
-  if (input_ != Input::kNegative && emits_ == Emits::kRelation) {
+  if (!negative_ && emits_ == Emits::kRelation) {
     // Results still open leave with a holder, through which their end is fixed later.
     size_t pending = 0;
     for (uint32_t g : opened_) {
@@ -677,7 +768,10 @@ void Aggregate::AdvanceTo(Time progress, Emitter& out) {
 namespace {
 std::unique_ptr<Operator> MakeAggregate(const OperatorSpec& s, const std::vector<OperatorInput>& in,
                                         const OperatorContext& ctx, Aggregate::Emits emits) {
-  CQ_CHECK(in.size() == 1 && in[0].kind == BatchKind::kLifetime, "an aggregate reads one relation");
+  const json::Value* rows = s.params.find("rows_per_group");
+  const int64_t rows_per_group = rows ? rows->integer() : 0;
+  CQ_CHECK(in.size() == 1 && in[0].kind == (rows ? BatchKind::kStream : BatchKind::kLifetime),
+           rows ? "an aggregate over its groups' last rows reads one stream" : "an aggregate reads one relation");
   std::vector<std::unique_ptr<Expression>> keys;
   Schema output;
   for (const json::Value& k : s.params["keys"].array()) {
@@ -698,11 +792,12 @@ std::unique_ptr<Operator> MakeAggregate(const OperatorSpec& s, const std::vector
   }
   if (const json::Value* names = s.params.find("names"))
     for (size_t i = 0; i < output.size() && i < names->array().size(); ++i) output[i].name = names->array()[i].str();
-  const Aggregate::Input input = ctx.negative                ? Aggregate::Input::kNegative
+  const Aggregate::Input input = rows                        ? Aggregate::Input::kRows
+                                 : ctx.negative              ? Aggregate::Input::kNegative
                                  : PlannedConstant(s.params) ? Aggregate::Input::kConstant
                                                              : Aggregate::Input::kGeneral;
   return std::make_unique<Aggregate>(std::move(keys), std::move(aggs), std::move(output), input,
-                                     PlannedPolicy(s.params), ctx.holders, emits);
+                                     PlannedPolicy(s.params), ctx.holders, emits, rows_per_group, ctx.negative);
 }
 }  // namespace
 
@@ -777,6 +872,21 @@ void Aggregate::Snapshot(SnapshotWriter& w) const {
   w.I64(retained_);
   instants_->Snapshot(w);
   w.I64(out_hint_);
+  if (input_ == Input::kRows) {
+    // Each ring's rows, oldest first (its capacity and head are not state).
+    w.U64(rings_.size());
+    for (const Ring& r : rings_) {
+      w.U64(r.size);
+      const uint64_t cap = nargs_ ? r.values.size() / nargs_ : 1;
+      for (uint64_t k = 0; k < r.size && nargs_; ++k) {
+        const uint64_t slot = (r.head + k) % cap;
+        for (size_t a = 0; a < nargs_; ++a) {
+          w.I64(r.values[slot * nargs_ + a]);
+          w.U8(r.valid[slot * nargs_ + a]);
+        }
+      }
+    }
+  }
 }
 
 void Aggregate::Restore(SnapshotReader& r) {
@@ -857,5 +967,25 @@ void Aggregate::Restore(SnapshotReader& r) {
   }
   CQ_SNAPSHOT_CHECK(in_groups, "an aggregate's tracked rows name groups it does not have");
   out_hint_ = r.I64();
+  rings_.clear();
+  if (input_ == Input::kRows) {
+    CQ_SNAPSHOT_CHECK(r.Count(8, "an aggregate's rings") == groups,
+                      "an aggregate's rings of last rows are inconsistent");
+    rings_.resize(groups);
+    for (size_t g = 0; g < groups; ++g) {
+      Ring& ring = rings_[g];
+      ring.size = nargs_ ? r.Count(9 * nargs_, "a ring's rows") : r.U64();
+      CQ_SNAPSHOT_CHECK(ring.size <= static_cast<uint64_t>(rows_) && static_cast<int64_t>(ring.size) == groups_[g].rows,
+                        "an aggregate's rings of last rows are inconsistent");
+      if (!nargs_) continue;
+      ring.values.resize(ring.size * nargs_);
+      ring.valid.resize(ring.size * nargs_);
+      for (uint64_t k = 0; k < ring.size * nargs_; ++k) {
+        ring.values[k] = r.I64();
+        ring.valid[k] = r.U8();
+        CQ_SNAPSHOT_CHECK(ValidBool(ring.valid[k]), "a flag is neither 0 nor 1");
+      }
+    }
+  }
 }
 }  // namespace cq

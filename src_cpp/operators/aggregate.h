@@ -23,6 +23,11 @@
 //              order; one cursor walks them.
 //   kGeneral   direct method, anything else (known ends of any length, pending ends): a
 //              RelationTracker hands over each complete instant.
+//   kRows      the input is a stream and each group's relation is its last N rows: the plan had
+//              [Partition By <the GROUP BY keys> Rows N] in front (cq_py/planner/fusion.py), and
+//              each group keeps its N latest arguments in a ring, the oldest leaving as a row of
+//              its group arrives. No window, no pending ends, no tracker. Either lifetime method:
+//              the input has no lifetimes, and the results leave as the method says.
 //
 // One state, two drivers (rows/ROWS.md): the groups, their accumulators and open results, and the
 // input rows whose instants have not come yet belong to this object, and its one Snapshot writes
@@ -33,6 +38,7 @@
 // and the row form of every input), never in both: ToRows may be asked at any time, also after the
 // batch form ran, and the rows the chunks hold then move into the tracker state; the batch form
 // that runs again reads that state (as kGeneral does) until it is empty, then goes back to chunks.
+#include <bit>
 #include <map>
 #include <memory>
 #include <optional>
@@ -57,15 +63,17 @@ class Aggregate final : public Operator {
     TypeId type;                      // of the result
     std::unique_ptr<Expression> arg;  // null for count_star
   };
-  enum class Input : uint8_t { kConstant, kNegative, kGeneral };
+  enum class Input : uint8_t { kConstant, kNegative, kGeneral, kRows };
   // What it emits: its result relation, or, fused with the ISTREAM or DSTREAM that read it alone,
   // the stream of that operator. A group's result row is unique (its keys are in it), so I(t) −
   // D(t) of the relation is the new rows of the groups whose value changed at t, and D(t) − I(t)
   // their old ones: no tracker, no bag difference, no expiration holders.
   enum class Emits : uint8_t { kRelation, kInserted, kDeleted };
 
+  // rows_per_group: kRows's N. negative: the results leave as negative tuples (implied by kNegative).
   Aggregate(std::vector<std::unique_ptr<Expression>> keys, std::vector<Spec> aggs, Schema output, Input input,
-            ExpirationPolicy policy, HolderTable* holders, Emits emits = Emits::kRelation);
+            ExpirationPolicy policy, HolderTable* holders, Emits emits = Emits::kRelation, int64_t rows_per_group = 0,
+            bool negative = false);
   ~Aggregate() override;
   void Push(int port, const Batch& batch, Emitter& out) override;
   void PushEnds(int port, const EndBatch& ends, Emitter& out) override;
@@ -149,6 +157,16 @@ class Aggregate final : public Operator {
     bool Present(int a) const { return columns[a].IsValid(row); }
     aggfn::Arg Multiset(int a, TypeId type) const;
   };
+  // kRows: one slot of a group's ring, each argument's 8 bytes (a double's bits, a bool as 0/1).
+  struct RingArgs {
+    const int64_t* values;
+    const uint8_t* valid;
+    bool Valid(int a) const { return valid[a]; }
+    int64_t I64(int a) const { return values[a]; }
+    double F64(int a) const { return std::bit_cast<double>(values[a]); }
+    bool Present(int a) const { return valid[a]; }
+    aggfn::Arg Multiset(int a, TypeId type) const;
+  };
   struct ValueArgs {
     const Value* values;
     bool Valid(int a) const { return values[a].valid; }
@@ -223,6 +241,8 @@ class Aggregate final : public Operator {
   void RunOrdered(Time progress, Out& out);
   template <typename T, size_t kNa, typename Out>
   void RunInstants(Time progress, Out& out);
+  template <typename T, size_t kNa, typename Out>
+  void RunRows(Time progress, Out& out);
 
   std::vector<std::unique_ptr<Expression>> keys_;
   std::vector<Agg> aggs_;
@@ -231,6 +251,7 @@ class Aggregate final : public Operator {
   std::shared_ptr<const Schema> shared_output_;
   Input input_;
   Emits emits_;
+  bool negative_;  // the results leave as negative tuples (else with expiration holders)
   HolderTable* holders_;
   GroupIndex index_;
   bool has_strings_ = false;  // some result is utf8
@@ -262,6 +283,16 @@ class Aggregate final : public Operator {
   Cursor next_start_, next_end_;  // the next start (kNegative: event) and, kConstant, the next end
   Time max_sync_ = Time::MinusInfinity();
   int64_t retained_ = 0;  // rows ever retained: the next chunk's base
+  // kRows: per group, a ring of its last rows_ rows' arguments ([slot * nargs_ + a]). It grows by
+  // doubling up to rows_ slots: a group with few rows costs few, whatever N.
+  struct Ring {
+    uint64_t head = 0, size = 0;
+    std::vector<int64_t> values;
+    std::vector<uint8_t> valid;
+  };
+  int64_t rows_ = 0;
+  std::vector<Ring> rings_;
+  void GrowRing(Ring& r) const;
   // The tracker state (kGeneral; the row form): the input rows with their lifetimes, as what the
   // groups need of each (its arguments, then its group id).
   std::optional<Instants> instants_;

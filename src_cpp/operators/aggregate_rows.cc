@@ -17,7 +17,7 @@ void Aggregate::RowOut::Opened(uint32_t g, Time t) {
     return;
   }
   HolderId h = kNoHolder;
-  if (a.input_ != Input::kNegative) a.groups_[g].holder = h = a.holders_->AllocateOne();
+  if (!a.negative_) a.groups_[g].holder = h = a.holders_->AllocateOne();
   Emit(g, t, Time::Infinity(), h);
 }
 
@@ -27,7 +27,7 @@ void Aggregate::RowOut::Closed(uint32_t g, Time t) {
     if (a.emits_ == Emits::kDeleted && !t.IsInfinite()) Emit(g, t, Time::Infinity(), kNoHolder);  // its old value
     return;
   }
-  if (a.input_ == Input::kNegative) {
+  if (a.negative_) {
     Emit(g, t, a.groups_[g].started, kNoHolder);  // the old value leaves as a negative tuple
     return;
   }
@@ -135,6 +135,11 @@ void Aggregate::Rows::AdvanceTo(Time progress, RowEmitter& out) {
   a_->Advance(progress, sink);
 }
 
-std::unique_ptr<RowOperator> Aggregate::ToRows() { return std::make_unique<Rows>(this); }
+std::unique_ptr<RowOperator> Aggregate::ToRows() {
+  // kRows has no row form: planned outside loops only (cq_py/planner/fusion.py), it runs adapted
+  // should a loop come to hold it.
+  if (input_ == Input::kRows) return nullptr;
+  return std::make_unique<Rows>(this);
+}
 
 }  // namespace cq
