@@ -43,7 +43,7 @@ FLOORS: list[list[str]] = [
     ["cq_core/", "src_cpp/tests/"],  # the binding (C++ and its Python package); the C++ tests
     # The Python package (cq_py/), above the binding it drives.
     ["cq_py/errors.py"],
-    ["cq_py/ticks.py", "cq_py/parser/"],
+    ["cq_py/ticks.py", "cq_py/parser/", "cq_py/swj_options.py"],
     ["cq_py/io/", "cq_py/planner/"],
     ["cq_py/spark/partitioning.py"],  # the partition key a plan proves (Spark, Engine(threads))
     ["cq_py/partitions.py"],  # Engine(threads=N): one core engine per part of the input
