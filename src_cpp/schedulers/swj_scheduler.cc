@@ -290,6 +290,7 @@ std::optional<Job> SwjScheduler::Next() const {
     if (oldest) return job(*oldest);
   }
   CQ_CHECK(false, "a pending tuple at no level");
+  return std::nullopt;
 }
 
 SwjScheduler::TupleView SwjScheduler::View(uint64_t id) const {

@@ -131,9 +131,10 @@ struct PeriodRecord {
 // Readings of §5.3 where it is terse (the README beside this file argues them):
 // - β_prev and rate_prev are the last period's *measured* β_now and rate ("the previous β", as
 //   "the previous rate"), so β_next extrapolates the load's trend. Were β_prev the β in force,
-//   β_next > β_now would hold exactly when S ≥ α, i.e. when FIFO is decided, and cases 3 and 5
-//   could never happen; read so, each case's reason holds (3 raises β to ease MQT, 5 lowers it
-//   to ease FIFO). β_prev starts at β0; rate_prev, rate_MQT and rate_FIFO at the first rate.
+//   β_next − β_now = β_now − β would be above 0 exactly when S > α (FIFO decided) and below it
+//   when S < α (MQT), and cases 3 and 5 could never happen; read so, each case's reason holds
+//   (3 raises β to ease MQT, 5 lowers it to ease FIFO). β_prev starts at β0; rate_prev,
+//   rate_MQT and rate_FIFO at the first rate.
 // - The quadrant's method is the one decided this period with the β in force (the method in use
 //   when β_update is set); case 4 then switches it to MQT, which S ≥ α with β = 0 never would.
 // - β_now ≠ 0 with β_next = β_now, or with a trend the figure does not pair with that quadrant
