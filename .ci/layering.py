@@ -31,7 +31,9 @@ FLOORS: list[list[str]] = [
     # The C++ core (src_cpp/).
     ["src_cpp/base/"],  # errors, the JSON reader, the byte-level serializer, general containers
     ["src_cpp/time/"],  # logical time: Time{tick, step}, Duration
-    ["src_cpp/batch/"],  # the batch format (columns, batches, their snapshots), columnar hashing
+    # The batch format (columns, batches, their snapshots), columnar hashing; the schedulers of a
+    # shared window join (pure policy over windows and counts: base only).
+    ["src_cpp/batch/", "src_cpp/schedulers/"],
     ["src_cpp/arrow/", "src_cpp/kernels/", "src_cpp/lifetime/"],  # Arrow bridge, kernels, holders
     ["src_cpp/plan/"],  # reading operator specs
     ["src_cpp/rows/"],  # the row form of loops
@@ -41,7 +43,7 @@ FLOORS: list[list[str]] = [
     ["cq_core/", "src_cpp/tests/"],  # the binding (C++ and its Python package); the C++ tests
     # The Python package (cq_py/), above the binding it drives.
     ["cq_py/errors.py"],
-    ["cq_py/ticks.py", "cq_py/parser/"],
+    ["cq_py/ticks.py", "cq_py/parser/", "cq_py/swj_options.py"],
     ["cq_py/io/", "cq_py/planner/"],
     ["cq_py/spark/partitioning.py"],  # the partition key a plan proves (Spark, Engine(threads))
     ["cq_py/partitions.py"],  # Engine(threads=N): one core engine per part of the input
