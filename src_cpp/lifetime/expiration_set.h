@@ -39,9 +39,10 @@ inline void TrimFront(std::vector<T>& v, size_t& head) {
 
 enum class ExpirationPolicy : uint8_t { kFifo, kLazy, kInsertionSort };
 
-// Sorts `v` by end (equal ends in any order, as std::sort). Ends that are ticks without ε-steps over a span not much wider than
-// their number (a join's ends: each row's start plus a window, in nearly arrival order) are
-// counted and placed, linear in both; anything else (steps, ∞, sparse ends) takes std::sort.
+// Sorts `v` by end (equal ends in any order, as std::sort). Ends that are ticks without ε-steps
+// over a span not much wider than their number (a join's ends: each row's start plus a window,
+// in nearly arrival order) are counted and placed, linear in both; anything else (steps, ∞,
+// sparse ends) takes std::sort.
 template <typename Entry>
 void SortByEnd(std::vector<Entry>& v, std::vector<Entry>& scratch) {
   const size_t n = v.size();
