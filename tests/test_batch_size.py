@@ -157,7 +157,7 @@ def test_a_rejected_push_runs_none_of_its_batches():
 
 
 PEAK = """
-import json, resource, sys
+import json, sys
 import numpy as np, pyarrow as pa
 import cq_py
 from cq_py.engine import resident_bytes
@@ -181,7 +181,10 @@ before = resident_bytes()
 # state and the merge of the outputs: benchmarks/micro/push prints both).
 out = cq_py.run(STREAMS + f"REGISTER QUERY q AS {query};", inputs=inputs, batch_size=65536,
                 threads=1)
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+# VmHWM: this process's own peak. (ru_maxrss also keeps the peak of the process it was forked
+# from, across exec: the test runner's, hundreds of MB late in a full run.)
+with open("/proc/self/status") as f:
+    peak = next(int(l.split()[1]) * 1024 for l in f if l.startswith("VmHWM:"))
 print(json.dumps({"growth": peak - before, "rows": out["q"].num_rows,
                   "output": out["q"].nbytes}))
 """

@@ -352,6 +352,11 @@ def _never_ends(node_id: int, nodes: dict[int, Node]) -> str | None:
             return True, f"relation '{n.params.get('relation', n.owner)}'"
         if d.partition in ("never", "partition keys"):
             return True, f"{_window(n)} on {_source(n, nodes)}"
+        if "rows_per_group" in n.params:
+            # An aggregate that took in its [Partition By k Rows N] (planner/fusion.py): its
+            # results stand for the window's rows, as they did planned apart.
+            window = n.label.split(" over ", 1)[1].split(" + ", 1)[0]
+            return True, f"{window} on {_source(n, nodes)}"
         if d.firing == "expirations":  # time windows
             return True, (
                 f"{_window(n)} on {_source(n, nodes)}" if n.lifetime == UNBOUNDED else None
