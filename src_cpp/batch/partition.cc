@@ -82,6 +82,19 @@ void PartitionRows(std::span<const Column> keys, int64_t n, int parts, bool as_d
   }
 }
 
+void PartsOfRows(std::span<const Column> keys, int64_t at, int64_t n, int parts, bool as_double, uint16_t* part) {
+  if (keys.empty() || parts == 1) {
+    std::fill(part, part + n, uint16_t{0});
+    return;
+  }
+  uint64_t of[kBlock];
+  for (int64_t done = 0; done < n; done += kBlock) {
+    const int64_t m = std::min(kBlock, n - done);
+    PartsOf(keys, at + done, m, parts, as_double, of);
+    for (int64_t i = 0; i < m; ++i) part[done + i] = static_cast<uint16_t>(of[i]);
+  }
+}
+
 std::vector<int64_t> RowsOfPart(std::span<const Column> keys, int64_t n, int parts, int part, bool as_double) {
   std::vector<int64_t> rows;
   if (keys.empty() || parts == 1) {
@@ -107,7 +120,7 @@ std::vector<int64_t> RowsOfPart(std::span<const Column> keys, int64_t n, int par
 }
 
 std::vector<TimedChunk> MergeByTime(const std::vector<std::vector<TimedChunk>>& parts, std::span<const int> time,
-                                    int64_t chunk_rows) {
+                                    int64_t chunk_rows, Workers* workers, int threads) {
   // Every non-empty chunk of every part is a source of the gather; each part has a cursor over its
   // chunks. The parts are few (one per core): the least head is found by a scan, in part order,
   // so that a tie goes to the lower part.
@@ -150,30 +163,38 @@ std::vector<TimedChunk> MergeByTime(const std::vector<std::vector<TimedChunk>>& 
     return x < y || (x == y && a.t1 && a.t1[a.row] < b.t1[b.row]);
   };
 
-  std::vector<TimedChunk> out;
-  std::vector<uint32_t> which, rows;
-  while (total > 0) {
-    const int64_t n = std::min(chunk_rows, total);
-    which.resize(static_cast<size_t>(n));
-    rows.resize(static_cast<size_t>(n));
-    for (int64_t k = 0; k < n; ++k) {
-      size_t best = 0;
-      for (size_t i = 1; i < live.size(); ++i)
-        if (before(cur[live[i]], cur[live[best]])) best = i;
-      Cursor& c = cur[live[best]];
-      which[k] = c.chunks[c.chunk];
-      rows[k] = static_cast<uint32_t>(c.row);
-      if (++c.row == c.length) {
-        if (++c.chunk < c.chunks.size()) load(c);
-        else live.erase(live.begin() + static_cast<std::ptrdiff_t>(best));
-      }
+  // The order first (the source and row of every output row), then the columns, chunk by chunk:
+  // with workers, their threads write the chunks at once.
+  std::vector<uint32_t> which(static_cast<size_t>(total)), rows(static_cast<size_t>(total));
+  for (int64_t k = 0; k < total; ++k) {
+    size_t best = 0;
+    for (size_t i = 1; i < live.size(); ++i)
+      if (before(cur[live[i]], cur[live[best]])) best = i;
+    Cursor& c = cur[live[best]];
+    which[static_cast<size_t>(k)] = c.chunks[c.chunk];
+    rows[static_cast<size_t>(k)] = static_cast<uint32_t>(c.row);
+    if (++c.row == c.length) {
+      if (++c.chunk < c.chunks.size()) load(c);
+      else live.erase(live.begin() + static_cast<std::ptrdiff_t>(best));
     }
-    TimedChunk chunk;
-    chunk.length = n;
-    chunk.columns.resize(width);
-    GatherColumns(sources.data(), sources.size(), width, which.data(), rows.data(), n, chunk.columns.data());
-    out.push_back(std::move(chunk));
-    total -= n;
+  }
+  const int64_t count = (total + chunk_rows - 1) / chunk_rows;
+  std::vector<TimedChunk> out(static_cast<size_t>(count));
+  auto gather = [&](int t, int step) {
+    for (int64_t c = t; c < count; c += step) {
+      const int64_t at = c * chunk_rows, n = std::min(chunk_rows, total - at);
+      TimedChunk& chunk = out[static_cast<size_t>(c)];
+      chunk.length = n;
+      chunk.columns.resize(width);
+      GatherColumns(sources.data(), sources.size(), width, which.data() + at, rows.data() + at, n,
+                    chunk.columns.data());
+    }
+  };
+  if (workers && threads > 1 && count > 1) {
+    const int step = static_cast<int>(std::min<int64_t>(threads, count));
+    workers->Run(step, [&](int t) { gather(t, step); });
+  } else {
+    gather(0, 1);
   }
   return out;
 }
