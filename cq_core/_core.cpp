@@ -365,8 +365,7 @@ PYBIND11_MODULE(_core, m) {
           "advance", [](cq::EngineGroup& g, int64_t tick) { g.Advance({tick, 0}); },
           py::call_guard<py::gil_scoped_release>())
       .def("close", &cq::EngineGroup::Close, py::call_guard<py::gil_scoped_release>())
-      .def("drain", [](cq::EngineGroup& g, const std::string& query, const std::vector<int>& time,
-                       int64_t chunk_rows) {
+      .def("drain", [](cq::EngineGroup& g, const std::string& query, const std::vector<int>& time, int64_t chunk_rows) {
         std::vector<cq::OutputChunk> chunks;
         std::vector<std::string> names;
         {

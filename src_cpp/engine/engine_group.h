@@ -28,8 +28,8 @@ class EngineGroup {
   // `slice_rows` at a time (memory follows the slices, not the push); with `key` < 0 (a stream whose
   // rows meet no other row), engine p takes the p-th of size() contiguous runs, uncopied. Then each
   // engine's input comes to `last`. The first engine's error, if any, after all have run.
-  void Push(const std::string& stream, std::vector<ImportedBatch> batches, int key, bool as_double,
-            int64_t slice_rows, int64_t last);
+  void Push(const std::string& stream, std::vector<ImportedBatch> batches, int key, bool as_double, int64_t slice_rows,
+            int64_t last);
   // Engine::Advance / Close of every engine at once.
   void Advance(Time t);
   void Close();
