@@ -1,4 +1,5 @@
 // batch/partition.h: the parts of a push for engines that each run one part of the input.
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -81,7 +82,7 @@ CQ_TEST(parts_of_rows_are_the_parts_partition_rows_gives) {
   Strs s;
   for (int i = 0; i < 9000; ++i) {
     k.push_back(rng.Below(40) == 0 ? std::optional<int64_t>() : rng.Below(700));
-    s.push_back(rng.Below(40) == 0 ? std::optional<std::string>() : "k" + std::to_string(rng.Below(90)));
+    s.push_back(rng.Below(40) == 0 ? std::optional<std::string>() : std::to_string(1000 + rng.Below(90)));
   }
   for (const std::vector<Column>& keys : {std::vector<Column>{I64(k)}, std::vector<Column>{Str(s)}})
     for (int parts : {1, 2, 3, 7}) {
@@ -126,7 +127,8 @@ CQ_TEST(merge_by_time_is_a_stable_merge_of_the_parts) {
 }
 
 CQ_TEST(merge_by_time_on_workers_writes_what_one_thread_writes) {
-  // Three parts of random times with many ties, merged into chunks of 5 rows by 1 and 3 threads.
+  // Three parts of random times with many ties (enough rows for the order to be found in
+  // segments), merged by 1 and 3 threads.
   Rng rng(13);
   std::vector<std::vector<TimedChunk>> parts(3);
   int64_t label = 0;
@@ -135,17 +137,17 @@ CQ_TEST(merge_by_time_on_workers_writes_what_one_thread_writes) {
     for (int c = 0; c < 4; ++c) {
       I64s ts, steps;
       Strs v;
-      for (int64_t i = 0, n = rng.Below(30); i < n; ++i) {
+      for (int64_t i = 0, n = rng.Below(3000); i < n; ++i) {
         t += rng.Below(3);
         ts.push_back(t);
         steps.push_back(0);
-        v.push_back("r" + std::to_string(label++));
+        v.push_back(std::to_string(label++));
       }
       part.push_back(Chunk(ts, steps, v));
     }
   }
   const int time[] = {0};
-  auto read = [](const std::vector<TimedChunk>& out, int64_t chunk_rows = 5) {
+  auto read = [](const std::vector<TimedChunk>& out, int64_t chunk_rows = 500) {
     Strs all;
     for (const TimedChunk& c : out) {
       CQ_EXPECT(c.length <= chunk_rows);
@@ -154,10 +156,16 @@ CQ_TEST(merge_by_time_on_workers_writes_what_one_thread_writes) {
     return all;
   };
   Workers w(3);
-  const Strs one = read(MergeByTime(parts, time, 5));
+  const Strs one = read(MergeByTime(parts, time, 500));
   CQ_EXPECT_EQ(static_cast<int64_t>(one.size()), label);
-  CQ_EXPECT_EQ(read(MergeByTime(parts, time, 5, &w, 3)), one);
-  CQ_EXPECT_EQ(read(MergeByTime(parts, time, 1000, &w, 3), 1000), one);
+  CQ_EXPECT(label > 8000);
+  CQ_EXPECT_EQ(read(MergeByTime(parts, time, 500, &w, 3)), one);
+  CQ_EXPECT_EQ(read(MergeByTime(parts, time, 100000, &w, 2), 100000), one);
+  // Every row in order of time, ties in part order (labels were given part by part).
+  I64s ts;
+  for (const TimedChunk& c : MergeByTime(parts, time, 500, &w, 3))
+    for (auto t : ReadI64(c.columns[0])) ts.push_back(t);
+  CQ_EXPECT(std::is_sorted(ts.begin(), ts.end()));
 }
 
 CQ_TEST(a_number_key_without_nulls_has_the_hash_of_a_row) {
