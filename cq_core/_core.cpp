@@ -11,6 +11,7 @@
 #include "arrow/bridge.h"
 #include "batch/partition.h"
 #include "engine/engine.h"
+#include "engine/engine_group.h"
 #include "kernels/registry.h"
 #include "operators/registry.h"
 
@@ -339,6 +340,42 @@ PYBIND11_MODULE(_core, m) {
         const std::string_view s = BufferBytes(data, info);
         py::gil_scoped_release release;
         e.Restore(s);
+      });
+
+  // Engines driven as one (EngineGroup): each call runs on the group's threads, the GIL released
+  // for all of it. The list of engines is kept alive by the group.
+  py::class_<cq::EngineGroup>(m, "EngineGroup")
+      .def(py::init([](const py::list& engines) {
+             std::vector<cq::Engine*> v;
+             for (const auto& e : engines) v.push_back(e.cast<cq::Engine*>());
+             if (v.empty()) throw py::value_error("EngineGroup: no engine");
+             return std::make_unique<cq::EngineGroup>(std::move(v));
+           }),
+           py::keep_alive<1, 2>())
+      .def("push",
+           [](cq::EngineGroup& g, const std::string& stream, const py::list& batches, int key, bool as_double,
+              int64_t slice_rows, int64_t last) {
+             std::vector<cq::ImportedBatch> imported;
+             imported.reserve(batches.size());
+             for (const auto& b : batches) imported.push_back(ImportCapsules(b));
+             py::gil_scoped_release release;
+             g.Push(stream, std::move(imported), key, as_double, slice_rows, last);
+           })
+      .def(
+          "advance", [](cq::EngineGroup& g, int64_t tick) { g.Advance({tick, 0}); },
+          py::call_guard<py::gil_scoped_release>())
+      .def("close", &cq::EngineGroup::Close, py::call_guard<py::gil_scoped_release>())
+      .def("drain", [](cq::EngineGroup& g, const std::string& query, const std::vector<int>& time, int64_t chunk_rows) {
+        std::vector<cq::OutputChunk> chunks;
+        std::vector<std::string> names;
+        {
+          py::gil_scoped_release release;
+          chunks = g.Drain(query, time, chunk_rows);
+          names = Names(g.engine(0).OutputSchema(query));
+        }
+        py::list out;
+        for (const auto& c : chunks) out.append(ExportChunk(names, c));
+        return out;
       });
 
   // The part of each row of a record batch of key columns among `parts` engines

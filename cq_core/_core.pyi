@@ -56,6 +56,21 @@ def part_rows(batch: ArrowCapsules, parts: int, part: int,
     """The rows of a batch of key columns in part `part` among `parts` (those partition_rows puts
     there), in order."""
 
+class EngineGroup:
+    """Engines that each run one part of the input, driven as one (src_cpp/engine/engine_group.h):
+    every call runs on the group's threads, engine k always on thread k, the GIL released."""
+    def __init__(self, engines: list[Engine]) -> None: ...
+    def push(self, stream: str, batches: list[ArrowCapsules], key: int, as_double: bool,
+             slice_rows: int, last: int) -> None:
+        """A stream's push, checked whole before: rows routed by the hash of column `key` (each
+        engine gathering its rows `slice_rows` at a time), or with key < 0 in contiguous runs;
+        then every engine's input comes to `last`."""
+    def advance(self, tick: int) -> None: ...
+    def close(self) -> None: ...
+    def drain(self, query: str, time: list[int], chunk_rows: int) -> list[ArrowCapsules]:
+        """Every engine's new rows of `query` merged in the order of its int64 columns `time`
+        (equal times in engine order), in record batches of at most `chunk_rows` rows."""
+
 def merge_by_time(parts: list[list[ArrowCapsules]], time: list[int],
                   chunk_rows: int = 65536) -> list[ArrowCapsules]:
     """Several parts' drained outputs, each in the order of its int64 columns `time`, merged in

@@ -7,7 +7,9 @@ them (SEMANTICS.md §7): a keyed input by the hash of its key (computed in the c
 key that compare equal too), a relation without a key by its first column (a delete must meet the
 row it ends), a stream without a key in N contiguous runs of rows (no operator relates two of its
 rows: no hashing, no copy). Each part's engine runs on its own thread with the GIL released, so
-the parts run at once.
+the parts run at once: a stream's pushes, ``advance``, ``close`` and draining run in the core
+(``_core.EngineGroup``), on threads of its own, engine k always on thread k, with the GIL
+released for the whole call.
 
 Every engine sees the whole input's progress: after a push, the engines that got none of its rows
 are told how far the input has come (``advance_input``), so all complete the same instants and an
@@ -15,7 +17,9 @@ instant's results are fetchable when one engine's would be. (``push_row`` tells 
 before anything reads results, checks a timestamp against them, or adds a plan.) A push is checked
 whole before any engine runs a row (and a relation's deletes in every part), so a rejected push
 changes nothing in any engine. Each query's output is the union of the parts' outputs, merged in
-time order by a stable sort: rows of equal times in part order, then in each part's order.
+time order by a stable k-way merge in the core, every thread writing output columns: rows of
+equal times in part order, then in each part's order (parts whose times do not overlap go out
+as they are, uncopied).
 
 Internal to :mod:`cq_py.engine`, which maps the core's errors (``_core.CoreError``) as for one
 engine: this module raises them as the core does.
@@ -23,7 +27,6 @@ engine: this module raises them as the core does.
 
 from __future__ import annotations
 
-import itertools
 import struct
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -121,6 +124,9 @@ class Partitions:
         self._behind = False
         self._failed: _core.CoreError | None = None
         self._pool: ThreadPoolExecutor | None = None
+        # The engines driven as one by the core (pushes of streams, advance, close, drain): each
+        # engine on its own thread, the same one every call.
+        self._group = _core.EngineGroup(cores)
 
     # -- plans ------------------------------------------------------------------------------
 
@@ -167,51 +173,35 @@ class Partitions:
         n = sum(b.num_rows for b in batches)
         if n == 0:
             return
+        tail = next(b for b in reversed(batches) if b.num_rows)
+        last = int(tail.column(tail.num_columns - 1)[-1].as_py())
+        if not info.relation:
+            # A stream, all in the core (EngineGroup.push, the GIL released throughout): a keyed
+            # stream's rows routed by the hash of the key in one columnar pass, each engine's
+            # thread gathering its own rows; a stream without a key in contiguous runs, uncopied.
+            # Every engine runs its part at once, then learns the input's progress.
+            key = info.key[0] if info.key else -1
+            caps = [b.__arrow_c_array__() for b in batches]
+            self._grouped(
+                lambda: self._group.push(stream, caps, key, _AS_DOUBLE, self.batch_size, last)
+            )
+            self._moved(stream, last)
+            return
         table = pa.Table.from_batches(batches)
-        last = int(table.column(table.num_columns - 1)[-1].as_py())
         parts = len(self.cores)
-        if info.relation:
-            # A relation's changes are few: routed once, its deletes checked in every part first.
-            keys = table.select(list(info.key)).combine_chunks().to_batches()[0]
-            order, counts = _core.partition_rows(keys.__arrow_c_array__(), parts, _AS_DOUBLE)
-            bounds = np.concatenate([[0], np.cumsum(counts)])
-            if table.num_columns == info.width + 2:
-                self._check_deletes(stream, table, order, bounds)
+        # A relation's changes are few: routed once, its deletes checked in every part first.
+        keys = table.select(list(info.key)).combine_chunks().to_batches()[0]
+        order, counts = _core.partition_rows(keys.__arrow_c_array__(), parts, _AS_DOUBLE)
+        bounds = np.concatenate([[0], np.cumsum(counts)])
+        if table.num_columns == info.width + 2:
+            self._check_deletes(stream, table, order, bounds)
 
-            def part(p: int) -> None:
-                rows = order[bounds[p] : bounds[p + 1]]
-                if len(rows):
-                    chunk = table.take(rows)
-                    self.cores[p].push(stream, [b.__arrow_c_array__() for b in chunk.to_batches()])
-                self.cores[p].advance_input(stream, last)
-
-        elif info.key:
-            # Each engine's thread picks its own rows, a slice of the push at a time: every thread
-            # hashes every key (cheap), none waits for another, and nothing the size of the push
-            # is made (fresh memory costs more than the hashing).
-            (key,) = info.key
-            step = self.batch_size * parts
-
-            def part(p: int) -> None:
-                for at in range(0, n, step):
-                    piece = table.slice(at, step)
-                    keys = pa.record_batch([piece.column(key).combine_chunks()], names=["k"])
-                    rows = _core.part_rows(keys.__arrow_c_array__(), parts, p, _AS_DOUBLE)
-                    if len(rows):
-                        mine = piece.take(rows)
-                        self.cores[p].push(
-                            stream, [b.__arrow_c_array__() for b in mine.to_batches()]
-                        )
-                self.cores[p].advance_input(stream, last)
-
-        else:
-            # Rows of a stream without a key meet no other row: contiguous runs, without a copy.
-            def part(p: int) -> None:
-                lo, hi = p * n // parts, (p + 1) * n // parts
-                if hi > lo:
-                    run = table.slice(lo, hi - lo)
-                    self.cores[p].push(stream, [b.__arrow_c_array__() for b in run.to_batches()])
-                self.cores[p].advance_input(stream, last)
+        def part(p: int) -> None:
+            rows = order[bounds[p] : bounds[p + 1]]
+            if len(rows):
+                chunk = table.take(rows)
+                self.cores[p].push(stream, [b.__arrow_c_array__() for b in chunk.to_batches()])
+            self.cores[p].advance_input(stream, last)
 
         self._each(part, range(parts))
         self._moved(stream, last)
@@ -286,7 +276,7 @@ class Partitions:
     def advance(self, tick: int) -> None:
         """Every engine's inputs to ``tick`` (the engines run what completes, at once)."""
         self._usable()
-        self._each(lambda p: self.cores[p].advance(tick), range(len(self.cores)))
+        self._grouped(lambda: self._group.advance(tick))
         for stream in self._inputs:
             self._moved(stream, tick)
 
@@ -296,7 +286,7 @@ class Partitions:
             return
         self._usable()
         self._catch_up()
-        self._each(lambda p: self.cores[p].close(), range(len(self.cores)))
+        self._grouped(self._group.close)
 
     @property
     def closed(self) -> bool:
@@ -310,29 +300,8 @@ class Partitions:
         columns ``order_by`` (a stream's time, a relation's start): rows of equal times in part
         order, each part's in its own order."""
         self._catch_up()
-        parts = [
-            [pa.RecordBatch._import_from_c_capsule(s, a) for s, a in caps]
-            for caps in (core.drain(query) for core in self.cores)
-            if caps
-        ]
-        if len(parts) <= 1:
-            return [b for batches in parts for b in batches]
-        # Parts whose times do not overlap (a stream without a key, split in runs) go out as they
-        # are, uncopied: in order of their first times (ties: part order, as the merge's).
-        ends = [
-            (
-                tuple(batches[0].column(c)[0].as_py() for c in order_by),
-                tuple(batches[-1].column(c)[-1].as_py() for c in order_by),
-                p,
-            )
-            for p, batches in enumerate(parts)
-        ]
-        ends.sort()
-        if all(a[1] < b[0] or (a[1] == b[0] and a[2] < b[2]) for a, b in itertools.pairwise(ends)):
-            return [b for _, _, p in ends for b in parts[p]]
-        caps = [[b.__arrow_c_array__() for b in batches] for batches in parts]
-        merged = _core.merge_by_time(caps, list(order_by), self.batch_size)
-        return [pa.RecordBatch._import_from_c_capsule(s, a) for s, a in merged]
+        caps = self._group.drain(query, list(order_by), self.batch_size)
+        return [pa.RecordBatch._import_from_c_capsule(s, a) for s, a in caps]
 
     # -- snapshots ----------------------------------------------------------------------------
 
@@ -384,6 +353,16 @@ class Partitions:
                     self.cores[p].advance_input(stream, tick)
                     told[p] = tick
         self._behind = False
+
+    def _grouped(self, call: Callable[[], Any]) -> None:
+        """``call()``, a call of the engine group: an error while running (a runaway loop) stops
+        the whole engine, as it stops one."""
+        try:
+            call()
+        except _core.CoreError as e:
+            if e.args[0] in ("runaway", "internal"):
+                self._failed = e
+            raise
 
     def _each(self, run: Callable[[int], Any], parts: Iterable[int]) -> None:
         """``run(p)`` for every part at once (part 0 on this thread), all of them run to the

@@ -393,3 +393,117 @@ def test_a_runaway_loop_in_one_engine_stops_them_all():
                 call(eng)
         got[threads] = bag(eng.fetch("c"))
     assert got[2] == got[1]
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+def test_a_stream_split_in_runs_gives_one_engines_rows(threads):
+    # W1 reads rows that meet no other row: each push is cut into contiguous runs. One push (a
+    # run over one input) gives one engine's table row for row: its parts' outputs follow one
+    # another. Over several pushes, rows of one time that came in two pushes may sit in two
+    # engines, and come in engine order (deterministic, as SPEC asks of equal times).
+    script = EVENTS + SCRIPTS["W1"]
+    data = events(5000)
+    one = run(script, {"e": data}, 1, batch_size=300)["q"]
+    assert run(script, {"e": data}, threads, batch_size=300)["q"].equals(one)
+
+    def pushed() -> pa.Table:
+        eng = cq_py.Engine(threads=threads, batch_size=300)
+        eng.execute(script)
+        got = []
+        for k in range(0, 5000, 777):
+            eng.push("e", data.slice(k, 777))
+            got.append(eng.fetch("q"))
+        eng.close()
+        got.append(eng.fetch("q"))
+        return pa.concat_tables(got)
+
+    first = pushed()
+    assert bag(first) == bag(one)
+    assert time_of(first) == sorted(time_of(first))
+    assert pushed().equals(first)
+
+
+def test_a_rejected_push_changes_no_engine_of_a_stream_split_in_runs():
+    script = EVENTS + SCRIPTS["W1"]
+    good, rest = events(300), events(300, seed=4, start=10_000)
+    last = good["ts"][-1].as_py()
+    bad = pa.table({"key": [1] * 6, "val": [900] * 6, "ts": [last + 1] * 5 + [last - 1]})
+    out = {}
+    for threads in (1, 2):
+        eng = cq_py.Engine(threads=threads)
+        eng.execute(script)
+        eng.push("e", good)
+        with pytest.raises(cq_py.InputError, match="row 5") as err:
+            eng.push("e", bad)
+        assert err.value.row == 5
+        eng.push("e", rest)
+        eng.close()
+        out[threads] = eng.fetch("q")
+    assert bag(out[2]) == bag(out[1])
+
+
+@pytest.mark.parametrize(
+    ("ktype", "keys"),
+    [
+        ("VARCHAR", ["a", "b", None, "c", "dd"]),
+        ("DOUBLE", [1.5, -0.0, 0.0, None, 3.0, float("nan")]),
+        ("BIGINT", [1, None, 2**62, -5, 7]),
+    ],
+)
+def test_a_push_of_many_batches_routes_every_key_type(ktype, keys):
+    # Keys with NULLs, strings, -0.0 and NaN, pushed as a table of several record batches (an
+    # empty one last): equal keys meet in one engine, whatever batch they come in.
+    script = (
+        f"REGISTER STREAM s(k {ktype}, v BIGINT);"
+        "REGISTER QUERY q AS ISTREAM(SELECT k, SUM(v) AS t FROM s [Partition By k Rows 3] "
+        "GROUP BY k);"
+    )
+    n = 600
+    table = pa.table(
+        {
+            "k": pa.array([keys[i * 7 % len(keys)] for i in range(n)], T[ktype]),
+            "v": list(range(n)),
+            "ts": [i // 4 for i in range(n)],
+        }
+    )
+    empty = pa.RecordBatch.from_pylist([], schema=table.schema)
+    data = pa.Table.from_batches([*table.to_batches(max_chunksize=130), empty])
+
+    def rows(table: pa.Table) -> Counter:  # NaN as a value equal to itself
+        return Counter(tuple("NaN" if x != x else x for x in r.values()) for r in table.to_pylist())
+
+    one = run(script, {"s": data}, 1)["q"]
+    for threads in (2, 3):
+        many = run(script, {"s": data}, threads, batch_size=64)["q"]
+        assert rows(many) == rows(one)
+        assert time_of(many) == sorted(time_of(many))
+
+
+def test_steps_shown_merge_by_time_and_step():
+    # expose_steps: the parts' rows merge by (ts, ts_step).
+    script = EVENTS + SCRIPTS["two-queries"]
+    data = {"e": events(1500)}
+    one = run(script, data, 1, expose_steps=True)
+    many = run(script, data, 2, expose_steps=True, batch_size=100)
+    for q, table in one.items():
+        assert bag(many[q]) == bag(table)
+        at = "ts" if "ts" in table.column_names else "start"
+        keys = list(zip(many[q][at].to_pylist(), many[q][f"{at}_step"].to_pylist(), strict=True))
+        assert keys == sorted(keys)
+
+
+def test_a_snapshot_after_pushes_in_runs_holds_every_engine():
+    script = EVENTS + SCRIPTS["W1"]
+    first, rest = events(800), events(800, seed=2, start=5000)
+    eng = cq_py.Engine(threads=2)
+    eng.execute(script)
+    eng.push("e", first)
+    before = eng.fetch("q")
+    again = cq_py.Engine.restore(eng.snapshot())
+    want = run(script, {"e": pa.concat_tables([first, rest])}, 1)["q"]
+    for e in (eng, again):
+        e.push("e", rest)
+        e.close()
+        got = pa.concat_tables([before, e.fetch("q")])
+        assert bag(got) == bag(want)
+        assert time_of(got) == sorted(time_of(got))

@@ -1,6 +1,8 @@
 #include "batch/partition.h"
 
 #include <algorithm>
+#include <memory>
+#include <utility>
 
 #include "batch/row_hash.h"
 
@@ -82,6 +84,19 @@ void PartitionRows(std::span<const Column> keys, int64_t n, int parts, bool as_d
   }
 }
 
+void PartsOfRows(std::span<const Column> keys, int64_t at, int64_t n, int parts, bool as_double, uint16_t* part) {
+  if (keys.empty() || parts == 1) {
+    std::fill(part, part + n, uint16_t{0});
+    return;
+  }
+  uint64_t of[kBlock];
+  for (int64_t done = 0; done < n; done += kBlock) {
+    const int64_t m = std::min(kBlock, n - done);
+    PartsOf(keys, at + done, m, parts, as_double, of);
+    for (int64_t i = 0; i < m; ++i) part[done + i] = static_cast<uint16_t>(of[i]);
+  }
+}
+
 std::vector<int64_t> RowsOfPart(std::span<const Column> keys, int64_t n, int parts, int part, bool as_double) {
   std::vector<int64_t> rows;
   if (keys.empty() || parts == 1) {
@@ -107,73 +122,144 @@ std::vector<int64_t> RowsOfPart(std::span<const Column> keys, int64_t n, int par
 }
 
 std::vector<TimedChunk> MergeByTime(const std::vector<std::vector<TimedChunk>>& parts, std::span<const int> time,
-                                    int64_t chunk_rows) {
-  // Every non-empty chunk of every part is a source of the gather; each part has a cursor over its
-  // chunks. The parts are few (one per core): the least head is found by a scan, in part order,
-  // so that a tie goes to the lower part.
+                                    int64_t chunk_rows, Workers* workers, int threads) {
+  // Every non-empty chunk of every part is a source of the gather. The parts are few (one per
+  // core): the least head is found by a scan, in part order, so that a tie goes to the lower part.
   std::vector<const Column*> sources;
-  struct Cursor {
-    std::vector<uint32_t> chunks;  // its sources, in order
-    size_t chunk = 0;
-    const int64_t* t0 = nullptr;
-    const int64_t* t1 = nullptr;
-    int64_t row = 0, length = 0;
-  };
-  std::vector<Cursor> cur(parts.size());
   std::vector<int64_t> lengths;
+  std::vector<std::vector<uint32_t>> chunks(parts.size());  // each part's sources, in order
+  std::vector<std::vector<int64_t>> first(parts.size());    // the part's row number of each's first
+  std::vector<int64_t> size(parts.size(), 0);
   size_t width = 0;
   int64_t total = 0;
   for (size_t p = 0; p < parts.size(); ++p)
     for (const TimedChunk& c : parts[p])
       if (c.length) {
-        cur[p].chunks.push_back(static_cast<uint32_t>(sources.size()));
+        chunks[p].push_back(static_cast<uint32_t>(sources.size()));
+        first[p].push_back(size[p]);
         sources.push_back(c.columns.data());
         lengths.push_back(c.length);
         width = c.columns.size();
+        size[p] += c.length;
         total += c.length;
       }
-  auto load = [&](Cursor& c) {  // the cursor's current chunk
-    const Column* cols = sources[c.chunks[c.chunk]];
-    c.t0 = cols[time[0]].i64();
-    c.t1 = time.size() > 1 ? cols[time[1]].i64() : nullptr;
-    c.row = 0;
-    c.length = lengths[c.chunks[c.chunk]];
+  using Key = std::pair<int64_t, int64_t>;  // (time, ε-step or 0)
+  auto key_at = [&](uint32_t src, int64_t row) -> Key {
+    const Column* cols = sources[src];
+    return {cols[time[0]].i64()[row], time.size() > 1 ? cols[time[1]].i64()[row] : 0};
   };
-  std::vector<size_t> live;  // parts with rows left, in part order
-  for (size_t p = 0; p < parts.size(); ++p)
-    if (!cur[p].chunks.empty()) {
-      load(cur[p]);
-      live.push_back(p);
+  // The chunk (index in the part's list) holding row r of part p.
+  auto chunk_of = [&](size_t p, int64_t r) {
+    return static_cast<size_t>(std::upper_bound(first[p].begin(), first[p].end(), r) - first[p].begin() - 1);
+  };
+  // The first row of part p at or after `v`.
+  auto lower = [&](size_t p, const Key& v) -> int64_t {
+    for (size_t c = 0; c < chunks[p].size(); ++c) {
+      const uint32_t src = chunks[p][c];
+      if (key_at(src, lengths[src] - 1) < v) continue;
+      int64_t lo = 0, hi = lengths[src] - 1;  // key_at(hi) >= v
+      while (lo < hi) {
+        const int64_t mid = lo + (hi - lo) / 2;
+        if (key_at(src, mid) < v) lo = mid + 1;
+        else hi = mid;
+      }
+      return first[p][c] + lo;
     }
-  auto before = [&](const Cursor& a, const Cursor& b) {
-    const int64_t x = a.t0[a.row], y = b.t0[b.row];
-    return x < y || (x == y && a.t1 && a.t1[a.row] < b.t1[b.row]);
+    return size[p];
   };
 
-  std::vector<TimedChunk> out;
-  std::vector<uint32_t> which, rows;
-  while (total > 0) {
-    const int64_t n = std::min(chunk_rows, total);
-    which.resize(static_cast<size_t>(n));
-    rows.resize(static_cast<size_t>(n));
-    for (int64_t k = 0; k < n; ++k) {
+  // Rows [from[p], to[p]) of every part merged into which/rows from `at` on.
+  // (Not cleared: every place is written.)
+  std::unique_ptr<uint32_t[]> which(new uint32_t[static_cast<size_t>(total)]);
+  std::unique_ptr<uint32_t[]> rows(new uint32_t[static_cast<size_t>(total)]);
+  struct Cursor {
+    size_t part = 0, chunk = 0;
+    const int64_t* t0 = nullptr;
+    const int64_t* t1 = nullptr;
+    int64_t row = 0, length = 0, left = 0;
+  };
+  auto merge = [&](const std::vector<int64_t>& from, const std::vector<int64_t>& to, int64_t at) {
+    std::vector<Cursor> live;  // parts with rows left, in part order
+    auto load = [&](Cursor& c) {
+      const uint32_t src = chunks[c.part][c.chunk];
+      c.t0 = sources[src][time[0]].i64();
+      c.t1 = time.size() > 1 ? sources[src][time[1]].i64() : nullptr;
+      c.length = lengths[src];
+    };
+    for (size_t p = 0; p < parts.size(); ++p)
+      if (from[p] < to[p]) {
+        Cursor c;
+        c.part = p;
+        c.chunk = chunk_of(p, from[p]);
+        load(c);
+        c.row = from[p] - first[p][c.chunk];
+        c.left = to[p] - from[p];
+        live.push_back(c);
+      }
+    auto before = [](const Cursor& a, const Cursor& b) {
+      const int64_t x = a.t0[a.row], y = b.t0[b.row];
+      return x < y || (x == y && a.t1 && a.t1[a.row] < b.t1[b.row]);
+    };
+    while (!live.empty()) {
       size_t best = 0;
       for (size_t i = 1; i < live.size(); ++i)
-        if (before(cur[live[i]], cur[live[best]])) best = i;
-      Cursor& c = cur[live[best]];
-      which[k] = c.chunks[c.chunk];
-      rows[k] = static_cast<uint32_t>(c.row);
-      if (++c.row == c.length) {
-        if (++c.chunk < c.chunks.size()) load(c);
-        else live.erase(live.begin() + static_cast<std::ptrdiff_t>(best));
+        if (before(live[i], live[best])) best = i;
+      Cursor& c = live[best];
+      which[static_cast<size_t>(at)] = chunks[c.part][c.chunk];
+      rows[static_cast<size_t>(at)] = static_cast<uint32_t>(c.row);
+      ++at;
+      if (--c.left == 0) {
+        live.erase(live.begin() + static_cast<std::ptrdiff_t>(best));
+      } else if (++c.row == c.length) {
+        ++c.chunk;
+        load(c);
+        c.row = 0;
       }
     }
-    TimedChunk chunk;
-    chunk.length = n;
-    chunk.columns.resize(width);
-    GatherColumns(sources.data(), sources.size(), width, which.data(), rows.data(), n, chunk.columns.data());
-    out.push_back(std::move(chunk));
-    total -= n;
+  };
+
+  // The order first (the source and row of every output row), then the columns, chunk by chunk.
+  // With workers, both by all threads at once: the order in segments of time cut at pivots (rows
+  // of the largest part), each part's rows of a segment found by binary search (rows equal to a
+  // pivot all fall after it, so a tie stays in part order), and the chunks shared out.
+  const int segments = workers && threads > 1 && total > 4096 ? threads : 1;
+  std::vector<std::vector<int64_t>> cut(static_cast<size_t>(segments) + 1, std::vector<int64_t>(parts.size(), 0));
+  cut[static_cast<size_t>(segments)] = size;
+  if (segments > 1) {
+    const size_t big = static_cast<size_t>(std::max_element(size.begin(), size.end()) - size.begin());
+    for (int k = 1; k < segments; ++k) {
+      const int64_t r = size[big] * k / segments;
+      const size_t c = chunk_of(big, r);
+      const Key pivot = key_at(chunks[big][c], r - first[big][c]);
+      for (size_t p = 0; p < parts.size(); ++p) cut[static_cast<size_t>(k)][p] = lower(p, pivot);
+    }
+  }
+  std::vector<int64_t> offset(static_cast<size_t>(segments) + 1, 0);
+  for (int k = 0; k < segments; ++k) {
+    int64_t n = 0;
+    for (size_t p = 0; p < parts.size(); ++p) n += cut[static_cast<size_t>(k) + 1][p] - cut[static_cast<size_t>(k)][p];
+    offset[static_cast<size_t>(k) + 1] = offset[static_cast<size_t>(k)] + n;
+  }
+  const int64_t count = (total + chunk_rows - 1) / chunk_rows;
+  std::vector<TimedChunk> out(static_cast<size_t>(count));
+  auto gather = [&](int t, int step) {
+    for (int64_t c = t; c < count; c += step) {
+      const int64_t at = c * chunk_rows, n = std::min(chunk_rows, total - at);
+      TimedChunk& chunk = out[static_cast<size_t>(c)];
+      chunk.length = n;
+      chunk.columns.resize(width);
+      GatherColumns(sources.data(), sources.size(), width, which.get() + at, rows.get() + at, n, chunk.columns.data());
+    }
+  };
+  if (segments > 1) {
+    workers->Run(segments, [&](int k) {
+      merge(cut[static_cast<size_t>(k)], cut[static_cast<size_t>(k) + 1], offset[static_cast<size_t>(k)]);
+    });
+    const int step = static_cast<int>(std::min<int64_t>(threads, count));
+    workers->Run(step, [&](int t) { gather(t, step); });
+  } else {
+    merge(cut[0], cut[1], 0);
+    gather(0, 1);
   }
   return out;
 }

@@ -7,6 +7,7 @@
 #include <span>
 #include <vector>
 
+#include "base/workers.h"
 #include "batch/column.h"
 
 namespace cq {
@@ -25,6 +26,9 @@ void PartitionRows(std::span<const Column> keys, int64_t n, int parts, bool as_d
 // The part of one row whose key is one number `v` (an int64 as the double it converts to), as
 // PartitionRows gives it with as_double: Engine.push_row's rows.
 int PartOfNumber(double v, int parts);
+// The parts of rows [at, at + n) of `keys`, as PartitionRows gives them, into part[0, n) (parts
+// below 65,536).
+void PartsOfRows(std::span<const Column> keys, int64_t at, int64_t n, int parts, bool as_double, uint16_t* part);
 // The rows of part `part` alone, in input order (each engine's thread picks its own rows).
 std::vector<int64_t> RowsOfPart(std::span<const Column> keys, int64_t n, int parts, int part, bool as_double);
 
@@ -37,8 +41,9 @@ struct TimedChunk {
 // The outputs of several parts merged in time order: each part's chunks hold its rows in order of
 // the int64 columns `time` (ts, then its ε-step when shown); the result holds every row in that
 // order, rows of equal times in part order and each part's in its own order (a stable merge), as
-// chunks of at most `chunk_rows` rows.
+// chunks of at most `chunk_rows` rows. With `workers`, the chunks' columns are written by all its
+// threads at once (the order of the rows is found first, in one pass).
 std::vector<TimedChunk> MergeByTime(const std::vector<std::vector<TimedChunk>>& parts, std::span<const int> time,
-                                    int64_t chunk_rows);
+                                    int64_t chunk_rows, Workers* workers = nullptr, int threads = 1);
 
 }  // namespace cq

@@ -1,4 +1,5 @@
 // batch/partition.h: the parts of a push for engines that each run one part of the input.
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -74,6 +75,26 @@ CQ_TEST(rows_of_a_part_are_those_partition_rows_gives_it) {
   }
 }
 
+CQ_TEST(parts_of_rows_are_the_parts_partition_rows_gives) {
+  // Any run of rows [at, at + n), across the blocks the hashing works in.
+  Rng rng(5);
+  I64s k;
+  Strs s;
+  for (int i = 0; i < 9000; ++i) {
+    k.push_back(rng.Below(40) == 0 ? std::optional<int64_t>() : rng.Below(700));
+    s.push_back(rng.Below(40) == 0 ? std::optional<std::string>() : std::to_string(1000 + rng.Below(90)));
+  }
+  for (const std::vector<Column>& keys : {std::vector<Column>{I64(k)}, std::vector<Column>{Str(s)}})
+    for (int parts : {1, 2, 3, 7}) {
+      const std::vector<int> want = Parts(keys, 9000, parts, true);
+      for (auto [at, n] : {std::pair<int64_t, int64_t>{0, 9000}, {1, 4097}, {4095, 4905}, {8999, 1}}) {
+        std::vector<uint16_t> got(static_cast<size_t>(n));
+        PartsOfRows(keys, at, n, parts, true, got.data());
+        for (int64_t i = 0; i < n; ++i) CQ_EXPECT_EQ(static_cast<int>(got[i]), want[at + i]);
+      }
+    }
+}
+
 TimedChunk Chunk(const I64s& ts, const I64s& steps, const Strs& v) {
   return {{I64(ts), I64(steps), Str(v)}, static_cast<int64_t>(ts.size())};
 }
@@ -103,6 +124,48 @@ CQ_TEST(merge_by_time_is_a_stable_merge_of_the_parts) {
     for (auto v : ReadStr(c.columns[2])) got.push_back(v);
   CQ_EXPECT_EQ(got, (Strs{"a", "b", "e", "f", "c", "d", "g", "h"}));
   CQ_EXPECT(MergeByTime({{}, {}}, ts_only, 10).empty());
+}
+
+CQ_TEST(merge_by_time_on_workers_writes_what_one_thread_writes) {
+  // Three parts of random times with many ties (enough rows for the order to be found in
+  // segments), merged by 1 and 3 threads.
+  Rng rng(13);
+  std::vector<std::vector<TimedChunk>> parts(3);
+  int64_t label = 0;
+  for (auto& part : parts) {
+    int64_t t = 0;
+    for (int c = 0; c < 4; ++c) {
+      I64s ts, steps;
+      Strs v;
+      for (int64_t i = 0, n = rng.Below(3000); i < n; ++i) {
+        t += rng.Below(3);
+        ts.push_back(t);
+        steps.push_back(0);
+        v.push_back(std::to_string(label++));
+      }
+      part.push_back(Chunk(ts, steps, v));
+    }
+  }
+  const int time[] = {0};
+  auto read = [](const std::vector<TimedChunk>& out, int64_t chunk_rows = 500) {
+    Strs all;
+    for (const TimedChunk& c : out) {
+      CQ_EXPECT(c.length <= chunk_rows);
+      for (auto v : ReadStr(c.columns[2])) all.push_back(v);
+    }
+    return all;
+  };
+  Workers w(3);
+  const Strs one = read(MergeByTime(parts, time, 500));
+  CQ_EXPECT_EQ(static_cast<int64_t>(one.size()), label);
+  CQ_EXPECT(label > 8000);
+  CQ_EXPECT_EQ(read(MergeByTime(parts, time, 500, &w, 3)), one);
+  CQ_EXPECT_EQ(read(MergeByTime(parts, time, 100000, &w, 2), 100000), one);
+  // Every row in order of time, ties in part order (labels were given part by part).
+  I64s ts;
+  for (const TimedChunk& c : MergeByTime(parts, time, 500, &w, 3))
+    for (auto t : ReadI64(c.columns[0])) ts.push_back(t);
+  CQ_EXPECT(std::is_sorted(ts.begin(), ts.end()));
 }
 
 CQ_TEST(a_number_key_without_nulls_has_the_hash_of_a_row) {

@@ -13,10 +13,11 @@ reported with the ratio; every threads=2 result is checked equal to threads=1's 
 
 The machine may be shared: each run also prints how many cores other processes kept busy meanwhile
 (from /proc/stat, less this process's own time), so that a run two threads could not overlap is
-seen as such. ``--where`` prints, for the best threads=2 ``run`` of each workload, where its time
-went: the serial start (converting and checking the input), the parallel part (each engine's
-thread: picking its rows, its engine), and merging the outputs in time order. No timing is
-asserted anywhere.
+seen as such. ``--where`` prints, for a threads=2 ``run`` of each workload, where its time went:
+the pushes (checking the input whole, then the engine group: the split, each engine on its own
+thread), merging the outputs in time order, and the rest; with the CPU time of the calling thread
+and of the group's other threads. ``--workloads W1`` runs the stateless W1 too (split in
+contiguous runs). No timing is asserted anywhere.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from cq_core import _core
 from cq_py import partitions
 
 SCRIPTS = {
+    "W1": "ISTREAM(SELECT * FROM e [Now] WHERE val > 499)",
     "W2": "ISTREAM(SELECT key, AVG(val) AS a "
     "FROM e [Range 10 SECONDS Slide 1 SECOND] GROUP BY key)",
     "W3": "ISTREAM(SELECT key, COUNT(*) AS c FROM e [Range 1 SECOND Slide 1 SECOND] GROUP BY key)",
@@ -120,29 +122,24 @@ def measured(f: Callable[[], pa.Table]) -> tuple[float, float, pa.Table]:
 
 
 class Where:
-    """Where a threads=2 run's time goes, from hooks around Partitions: the parallel part's wall
-    time and each engine thread's CPU time (of which picking rows), the merge, the rest."""
+    """Where a threads=2 run's time goes, from hooks around Partitions: its pushes (checking the
+    input whole, then the engine group: splitting, each engine on its thread), draining (the
+    merge in time order), the rest (converting the input, Python); and the CPU time of this
+    thread and of the engine group's other threads."""
 
     def __init__(self) -> None:
-        self.parallel = 0.0
-        self.threads: dict[int, float] = {}
-        self.routing = 0.0
+        self.push = 0.0
         self.merge = 0.0
 
     def __enter__(self) -> Where:
-        self.saved = (partitions.Partitions._each, partitions.Partitions.drain, _core.part_rows)
-        each, drain, part_rows = self.saved
+        self.saved = (partitions.Partitions.push, partitions.Partitions.drain)
+        push, drain = self.saved
         me = self
 
-        def timed_each(self: Any, run: Callable[[int], Any], parts: Any) -> None:
-            def timed(p: int) -> None:
-                t = time.thread_time()
-                run(p)
-                me.threads[p] = me.threads.get(p, 0.0) + time.thread_time() - t
-
+        def timed_push(self: Any, *args: Any) -> None:
             t0 = time.perf_counter()
-            each(self, timed, parts)
-            me.parallel += time.perf_counter() - t0
+            push(self, *args)
+            me.push += time.perf_counter() - t0
 
         def timed_drain(self: Any, *args: Any) -> Any:
             t0 = time.perf_counter()
@@ -150,27 +147,23 @@ class Where:
             me.merge += time.perf_counter() - t0
             return out
 
-        def timed_part_rows(*args: Any) -> Any:
-            t = time.thread_time()
-            out = part_rows(*args)
-            me.routing += time.thread_time() - t
-            return out
-
-        partitions.Partitions._each = timed_each  # type: ignore[method-assign]
+        partitions.Partitions.push = timed_push  # type: ignore[method-assign]
         partitions.Partitions.drain = timed_drain  # type: ignore[method-assign]
-        _core.part_rows = timed_part_rows
+        self.cpu = (time.thread_time(), time.process_time())
         return self
 
     def __exit__(self, *exc: object) -> None:
-        partitions.Partitions._each, partitions.Partitions.drain, _core.part_rows = self.saved
+        main, proc = time.thread_time() - self.cpu[0], time.process_time() - self.cpu[1]
+        self.main, self.others = main, proc - main
+        partitions.Partitions.push, partitions.Partitions.drain = self.saved
 
     def report(self, total: float) -> str:
-        cpu = ", ".join(f"thread {p} {s:.2f} s CPU" for p, s in sorted(self.threads.items()))
-        rest = total - self.parallel - self.merge
+        rest = total - self.push - self.merge
         return (
-            f"    total {total:.2f} s: engines in parallel {self.parallel:.2f} s ({cpu}; of which "
-            f"picking rows {self.routing:.2f} s), merging outputs {self.merge:.2f} s, the rest "
-            f"(converting and checking the input, Python) {rest:.2f} s"
+            f"    total {total:.3f} s: pushes {self.push:.3f} s (checked, split, engines at once), "
+            f"merging outputs {self.merge:.3f} s, the rest (converting the input, Python) "
+            f"{rest:.3f} s; CPU: this thread {self.main:.3f} s, the engines' other threads "
+            f"{self.others:.3f} s"
         )
 
 
