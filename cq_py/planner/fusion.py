@@ -37,9 +37,9 @@ residual predicate.
 
 from __future__ import annotations
 
-from cq_py.planner import types as T
 from typing import Any
 
+from cq_py.planner import types as T
 from cq_py.planner.logical import STREAM, Catalog, Node
 from cq_py.planner.loops import is_loop, strongly_connected, successors
 from cq_py.planner.sharing import renumber, replace_node

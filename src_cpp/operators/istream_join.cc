@@ -35,9 +35,8 @@ IStreamJoin::IStreamJoin(const Schema& left, const Schema& right, Duration left_
                          std::vector<std::unique_ptr<Expression>> left_keys,
                          std::vector<std::unique_ptr<Expression>> right_keys, const std::vector<int>& compared,
                          ExpirationPolicy policy)
-    : duration_{left_duration, right_duration},
-      equal_{RowEqual(Picked(left, SideColumns(compared, left.size(), 0))),
-             RowEqual(Picked(right, SideColumns(compared, left.size(), 1)))} {
+    : duration_{left_duration, right_duration}, equal_{RowEqual(Picked(left, SideColumns(compared, left.size(), 0))),
+                                                       RowEqual(Picked(right, SideColumns(compared, left.size(), 1)))} {
   schema_ = left;
   schema_.insert(schema_.end(), right.begin(), right.end());
   shared_ = std::make_shared<const Schema>(schema_);
@@ -225,7 +224,8 @@ void RegisterIStreamJoin(OperatorRegistry& r) {
                const json::Value& w = s.params["windows"];
                CQ_CHECK(w.array().size() == 2, "an ISTREAM of a join reads two windows");
                std::vector<int> compared;
-               for (const json::Value& c : s.params["compare"].array()) compared.push_back(static_cast<int>(c.integer()));
+               for (const json::Value& c : s.params["compare"].array())
+                 compared.push_back(static_cast<int>(c.integer()));
                return std::make_unique<IStreamJoin>(*in[0].schema, *in[1].schema, WindowDuration(w.array()[0]),
                                                     WindowDuration(w.array()[1]), std::move(lk), std::move(rk),
                                                     compared, PlannedPolicy(s.params));

@@ -358,8 +358,12 @@ def test_the_fused_join_gives_istream_of_the_join(data, w1, w2, select, lifetime
     t_rows = data.draw(join_stream(("k", "d")))
     query = f"ISTREAM(SELECT {select} FROM s {window_sql(w1)}, t {window_sql(w2)} WHERE s.a = t.k)"
     names = ["a", "b", "k", "d"] if select == "*" else [c.split(".")[1] for c in select.split(", ")]
-    left = [((r["a"], r["b"]), s, e) for r, (s, e) in zip(s_rows, lifetimes(s_rows, w1))]
-    right = [((r["k"], r["d"]), s, e) for r, (s, e) in zip(t_rows, lifetimes(t_rows, w2))]
+    left = [
+        ((r["a"], r["b"]), s, e) for r, (s, e) in zip(s_rows, lifetimes(s_rows, w1), strict=True)
+    ]
+    right = [
+        ((r["k"], r["d"]), s, e) for r, (s, e) in zip(t_rows, lifetimes(t_rows, w2), strict=True)
+    ]
 
     def expected_at(t):
         pairs = join_at(t, left, right, lambda lv, rv: lv[0] is not None and lv[0] == rv[0])
