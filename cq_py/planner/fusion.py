@@ -113,6 +113,12 @@ def _chain(
 AGGREGATES = ("aggregate", "istream_aggregate", "dstream_aggregate")
 
 
+def _looped(cat: Catalog) -> set[int]:
+    """The operators on a loop (which the fusions leave alone)."""
+    succ = successors(cat.nodes)
+    return {i for comp in strongly_connected(cat.nodes, succ) if is_loop(comp, succ) for i in comp}
+
+
 def fuse_rows_window(cat: Catalog, first_new: int) -> None:
     """Plans each new grouped aggregate over ``[Partition By <its GROUP BY keys> Rows N]`` as one
     operator reading the window's stream (see the module's docstring), then numbers the new
@@ -121,10 +127,7 @@ def fuse_rows_window(cat: Catalog, first_new: int) -> None:
     Example: ``SELECT key, AVG(val) FROM e [Partition By key Rows 10] GROUP BY key`` plans as
     scan → aggregate (each group's last 10 rows) → projection → output: no window operator.
     """
-    succ = successors(cat.nodes)
-    looped = {
-        i for comp in strongly_connected(cat.nodes, succ) if is_loop(comp, succ) for i in comp
-    }
+    looped = _looped(cat)
     readers = cat.consumers()
     fused = False
     for i in sorted(cat.nodes):
@@ -170,10 +173,7 @@ def fuse_istream_join(cat: Catalog, first_new: int) -> None:
     a.key = b.key)`` plans as scans → ``istream_join`` → projection → output: no window, no
     ISTREAM.
     """
-    succ = successors(cat.nodes)
-    looped = {
-        i for comp in strongly_connected(cat.nodes, succ) if is_loop(comp, succ) for i in comp
-    }
+    looped = _looped(cat)
     readers = cat.consumers()
     fused = False
     for i in sorted(cat.nodes):

@@ -302,8 +302,8 @@ def test_a_start_meeting_the_end_of_an_equal_pair_is_not_emitted():
     # (1, 5, 7) lives on [0, 3) and starts again at 3: ISTREAM emits it at 0 only; (1, 6, 7)
     # starts at 3 beside it; at 5 a pair of the rows at 2 ends as an equal one starts twice.
     query = "ISTREAM(SELECT s.a, s.b, t.d FROM s [Range 3], t [Range 3] WHERE s.a = t.k)"
-    s = [(1, 5, 0), (1, 5, 3), (1, 6, 3), (2, 1, 2), (2, 1, 5), (2, 1, 5)]
-    t = [(1, 7, 0), (1, 7, 3), (2, 2, 2), (2, 2, 5)]
+    s = [(1, 5, 0), (2, 1, 2), (1, 5, 3), (1, 6, 3), (2, 1, 5), (2, 1, 5)]
+    t = [(1, 7, 0), (2, 2, 2), (1, 7, 3), (2, 2, 5)]
     batches = [
         ("s", [{"a": a, "b": b, "ts": ts} for a, b, ts in s]),
         ("t", [{"k": k, "d": d, "ts": ts} for k, d, ts in t]),
