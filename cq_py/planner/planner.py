@@ -27,7 +27,7 @@ from cq_py.planner.expressions import (
     conjuncts,
     literal,
 )
-from cq_py.planner.fusion import fuse_relation_to_stream, fuse_rows_window
+from cq_py.planner.fusion import fuse_istream_join, fuse_relation_to_stream, fuse_rows_window
 from cq_py.planner.identity import separate_identities
 from cq_py.planner.logical import (
     KNOWN,
@@ -168,6 +168,7 @@ class Planner:
         if self.fuse:
             fuse_rows_window(cat, first_new)
             fuse_relation_to_stream(cat, first_new)
+            fuse_istream_join(cat, first_new)
         new = [cat.nodes[i] for i in sorted(cat.nodes) if i >= first_new]
         return cat, new
 

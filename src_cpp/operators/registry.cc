@@ -23,6 +23,7 @@ const OperatorRegistry& OperatorRegistry::Global() {
     RegisterNegativeRowWindow(r);
     RegisterUnionAll(r);
     RegisterHashJoin(r);
+    RegisterIStreamJoin(r);
     RegisterAggregate(r);
     RegisterDelay(r);
     RegisterReissueHolders(r);

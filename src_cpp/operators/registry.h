@@ -61,6 +61,7 @@ void RegisterNegativeTimeWindow(OperatorRegistry& r);
 void RegisterNegativeRowWindow(OperatorRegistry& r);
 void RegisterUnionAll(OperatorRegistry& r);
 void RegisterHashJoin(OperatorRegistry& r);
+void RegisterIStreamJoin(OperatorRegistry& r);
 void RegisterAggregate(OperatorRegistry& r);
 void RegisterDelay(OperatorRegistry& r);
 void RegisterReissueHolders(OperatorRegistry& r);
