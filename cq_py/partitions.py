@@ -34,10 +34,8 @@ import numpy as np
 import pyarrow as pa
 
 from cq_core import _core
-from cq_py.planner import types as T
 from cq_py.planner.logical import Catalog
 from cq_py.spark.partitioning import PartitionPlan
-from cq_py.ticks import MIN_TICK
 
 __all__ = ["Layout", "Partitions", "join_annex", "split_annex"]
 
@@ -91,15 +89,12 @@ class Layout:
 
 @dataclass(frozen=True)
 class _Input:
-    """What routing needs of one input: the indexes, names and core types of its key columns
-    (none for a stream without a key)."""
+    """What routing a push needs of one input: the index of its key column (none for a stream
+    without a key)."""
 
     relation: bool
     width: int  # declared columns
     key: tuple[int, ...]
-    names: tuple[str, ...]
-    types: tuple[str, ...]
-    number: bool  # one BIGINT or DOUBLE key: push_row's rows take _core.row_part
 
 
 class Partitions:
@@ -113,13 +108,11 @@ class Partitions:
         self.layout = layout
         self.batch_size = batch_size
         self._inputs: dict[str, _Input] = {}
+        # push_row's rows, each to the engine of its key in one call; it keeps each input's
+        # progress and how far each engine has been told it (push_row tells the others only when
+        # something needs it: ``_catch_up``), and whether an error stopped the engines.
+        self.rows = _core.RowParts(list(cores))
         self.set_inputs(catalog)
-        # Each input's progress (the latest tick pushed or advanced to), and how far each engine
-        # has been told: push_row tells the others only when something needs it (``_catch_up``).
-        self._ticks: dict[str, int] = {}
-        self._told: dict[str, list[int]] = {}
-        self._behind = False
-        self._failed: _core.CoreError | None = None
         self._pool: ThreadPoolExecutor | None = None
 
     # -- plans ------------------------------------------------------------------------------
@@ -135,14 +128,8 @@ class Partitions:
         for s in catalog.streams.values():
             key = self.layout.keys.get(s.name)
             idx = tuple(i for i, (n, _) in enumerate(s.columns) if n == key)
-            self._inputs[s.name] = _Input(
-                s.relation,
-                len(s.columns),
-                idx,
-                tuple(s.columns[i][0] for i in idx),
-                tuple(s.columns[i][1] for i in idx),
-                len(idx) == 1 and s.columns[idx[0]][1] in (T.INT64, T.FLOAT64),
-            )
+            self._inputs[s.name] = _Input(s.relation, len(s.columns), idx)
+            self.rows.set_key(s.name, idx[0] if idx else -1)
 
     def add_plan(self, plan: str) -> None:
         """Adds a plan fragment to every engine (the first refuses it for all, changing nothing)."""
@@ -234,55 +221,6 @@ class Partitions:
         if errors:
             raise min(errors, key=lambda e: -1 if e.args[3] is None else e.args[3])
 
-    def push_row(self, stream: str, tick: int, values: list[Any], names: tuple[str, ...]) -> None:
-        """One row, its values in the order of ``names`` (the declared columns, a relation's op
-        after them), to the engine of its key."""
-        if self._failed is not None:
-            self._usable()
-        info = self._inputs[stream]
-        p = 0
-        if info.key:
-            # A number key takes the short way (-1: anything else takes the general one).
-            p = _core.row_part(values[info.key[0]], len(self.cores)) if info.number else -1
-            if p < 0:
-                p = self._row_part(stream, info, tick, values, names)
-        told = self._told.get(stream)
-        if told is None:
-            told = self._told[stream] = [self._ticks.get(stream, MIN_TICK)] * len(self.cores)
-        ticks = self._ticks.get(stream, MIN_TICK)
-        if tick < ticks and told[p] < ticks:
-            # Below the input's progress: the engine learns it first, then refuses the row.
-            self.cores[p].advance_input(stream, ticks)
-            told[p] = ticks
-        if not self.cores[p].push_row(stream, tick, dict(zip(names, values, strict=True)), names):
-            raise RuntimeError(f"cq internal error (please report): push_row to '{stream}' refused")
-        if tick > told[p]:
-            told[p] = tick
-            if tick > ticks:
-                self._ticks[stream] = tick
-                self._behind = True
-
-    def _row_part(
-        self, stream: str, info: _Input, tick: int, values: list[Any], names: tuple[str, ...]
-    ) -> int:
-        """The part of a row whose key is not one number (a string, a NULL, several columns)."""
-        try:
-            return int(
-                _core.row_partition(
-                    stream,
-                    [values[i] for i in info.key],
-                    list(info.types),
-                    list(info.names),
-                    len(self.cores),
-                    _AS_DOUBLE,
-                )
-            )
-        except _core.CoreError:
-            # A key of the wrong type: the error push_row gives, which names the first column
-            # that is wrong (a value error comes before any push).
-            self.cores[0].push_row(stream, tick, dict(zip(names, values, strict=True)), names)
-            raise
-
     def advance(self, tick: int) -> None:
         """Every engine's inputs to ``tick`` (the engines run what completes, at once)."""
         self._usable()
@@ -353,37 +291,15 @@ class Partitions:
     # -- internals ----------------------------------------------------------------------------
 
     def _usable(self) -> None:
-        if self._failed is not None:
-            kind, message = self._failed.args[0], self._failed.args[1]
-            raise _core.CoreError(
-                kind,
-                "the engine stopped at an earlier error and cannot go on (create a new "
-                f"Engine): {message}",
-                None,
-                None,
-            )
+        self.rows.check_usable()
 
     def _moved(self, stream: str, tick: int) -> None:
         """Every engine knows that ``stream`` has come to ``tick``."""
-        if tick > self._ticks.get(stream, MIN_TICK):
-            self._ticks[stream] = tick
-        told = self._told.get(stream)
-        if told is not None:
-            for p, t in enumerate(told):
-                if t < tick:
-                    told[p] = tick
+        self.rows.moved(stream, tick)
 
     def _catch_up(self) -> None:
         """Tells every engine the progress push_row brought to the others."""
-        if not self._behind:
-            return
-        for stream, told in self._told.items():
-            tick = self._ticks[stream]
-            for p, t in enumerate(told):
-                if t < tick:
-                    self.cores[p].advance_input(stream, tick)
-                    told[p] = tick
-        self._behind = False
+        self.rows.catch_up()
 
     def _each(self, run: Callable[[int], Any], parts: Iterable[int]) -> None:
         """``run(p)`` for every part at once (part 0 on this thread), all of them run to the
@@ -408,7 +324,7 @@ class Partitions:
         if errors:
             first = errors[0]
             if isinstance(first, _core.CoreError) and first.args[0] in ("runaway", "internal"):
-                self._failed = first
+                self.rows.stop(first.args[0], first.args[1])
             raise first
 
 
