@@ -200,8 +200,7 @@ bool RowBatch(const cq::Schema& schema, const std::string& stream, py::handle ts
   const long long tick = PyLong_AsLongLongAndOverflow(t, &overflow);
   if (overflow || tick == cq::Time::kMinTick || tick == cq::Time::kInfTick) return false;
   const size_t n = static_cast<size_t>(PyTuple_GET_SIZE(names.ptr()));
-  if (static_cast<size_t>(PyDict_GET_SIZE(values.ptr())) != n ||
-      (n != schema.size() && n != schema.size() + 1))
+  if (static_cast<size_t>(PyDict_GET_SIZE(values.ptr())) != n || (n != schema.size() && n != schema.size() + 1))
     return false;
   b.length = 1;
   b.columns.reserve(n + 1);

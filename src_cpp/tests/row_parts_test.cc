@@ -28,7 +28,9 @@ struct Engines {
   }
 };
 
-ImportedBatch Row(int64_t k, int64_t v, int64_t ts) { return MakeBatch({"k", "v", "ts"}, {I64({k}), I64({v}), I64({ts})}, 1); }
+ImportedBatch Row(int64_t k, int64_t v, int64_t ts) {
+  return MakeBatch({"k", "v", "ts"}, {I64({k}), I64({v}), I64({ts})}, 1);
+}
 
 int64_t Rows(Engine& e) {
   int64_t n = 0;

@@ -11,9 +11,9 @@ default ``Engine()`` (threads: the machine's cores; W1 and W5 then run on that m
 stream split by key) and on ``Engine(threads=1)``, and for comparison ``push`` of a one-row
 RecordBatch that already has the stream's schema (made before the clock starts) and of a one-row
 list of dicts. Then what a call alone costs: an empty Python function taking push_row's
-arguments, and the binding's push_row refusing the row at once (pybind11's share). Each run's output is checked against a numpy/pandas
-reference (W1: the rows with val > 499; W5: the rows whose key's average of its last 10 values
-changed).
+arguments, and the binding's push_row refusing the row at once (pybind11's share). Each run's
+output is checked against a numpy/pandas reference (W1: the rows with val > 499; W5: the rows
+whose key's average of its last 10 values changed).
 
 Memory: W5 over --rows events (default 10,000,000) through ``cq_py.run`` in a fresh process, one
 table in, peak RSS of the whole process (input and output included) from getrusage, and the time of
