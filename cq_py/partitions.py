@@ -11,8 +11,10 @@ the parts run at once.
 
 Every engine sees the whole input's progress: after a push, the engines that got none of its rows
 are told how far the input has come (``advance_input``), so all complete the same instants and an
-instant's results are fetchable when one engine's would be. (``push_row`` tells them lazily:
-before anything reads results, checks a timestamp against them, or adds a plan.) A push is checked
+instant's results are fetchable when one engine's would be. ``push_row``'s rows need no split:
+each goes to the engine of its key in one call into the core (``_core.RowParts``, which keeps how
+far each engine has been told), and the others are told lazily: before anything reads results,
+checks a timestamp against them, or adds a plan. A push is checked
 whole before any engine runs a row (and a relation's deletes in every part), so a rejected push
 changes nothing in any engine. Each query's output is the union of the parts' outputs, merged in
 time order by a stable sort: rows of equal times in part order, then in each part's order.
