@@ -432,7 +432,7 @@ PYBIND11_MODULE(_core, m) {
            [](cq::RowParts& r, const std::string& stream, py::handle ts, py::dict values, py::tuple names) {
              std::vector<cq::ImportedBatch> batch(1);
              if (!RowBatch(r.InputSchema(stream), stream, ts, values, names, batch[0])) return false;
-             r.Push(stream, std::move(batch[0]));
+             r.Push(stream, std::move(batch));
              return true;
            })
       .def("moved", &cq::RowParts::Moved)

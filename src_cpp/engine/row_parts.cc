@@ -23,25 +23,27 @@ RowParts::Input& RowParts::Of(const std::string& stream) {
   return it->second;
 }
 
-int RowParts::Push(const std::string& stream, ImportedBatch row) {
+int RowParts::Push(const std::string& stream, std::vector<ImportedBatch> row) {
   CheckUsable();
-  CQ_CHECK(row.length == 1 && !row.columns.empty(), "RowParts::Push takes one row");
+  CQ_CHECK(row.size() == 1 && row[0].length == 1 && !row[0].columns.empty(), "RowParts::Push takes one row");
+  const std::vector<Column>& columns = row[0].columns;
   Input& in = Of(stream);
   int p = 0;
   if (in.key >= 0 && parts() > 1) {
-    CQ_CHECK(static_cast<size_t>(in.key) + 1 < row.columns.size(), "RowParts: the key column is not in the row");
-    int64_t order = 0;
-    int64_t counts[2] = {0, 0};
-    std::vector<int64_t> many;
-    int64_t* c = counts;
-    if (parts() > 2) {
-      many.resize(engines_.size());
-      c = many.data();
+    CQ_CHECK(static_cast<size_t>(in.key) + 1 < columns.size(), "RowParts: the key column is not in the row");
+    const Column& key = columns[static_cast<size_t>(in.key)];
+    if (key.IsValid(0) && key.type == TypeId::kInt64) {
+      p = PartOfNumber(static_cast<double>(key.i64()[0]), parts());  // (the usual key, the short way)
+    } else if (key.IsValid(0) && key.type == TypeId::kFloat64) {
+      p = PartOfNumber(key.f64()[0], parts());
+    } else {
+      int64_t order = 0;
+      std::vector<int64_t> counts(engines_.size());
+      PartitionRows(std::span<const Column>(&key, 1), 1, parts(), true, &order, counts.data());
+      while (counts[static_cast<size_t>(p)] == 0) ++p;
     }
-    PartitionRows(std::span<const Column>(&row.columns[static_cast<size_t>(in.key)], 1), 1, parts(), true, &order, c);
-    while (c[p] == 0) ++p;
   }
-  const Column& ts = row.columns.back();
+  const Column& ts = columns.back();
   const int64_t tick = ts.IsValid(0) && ts.type == TypeId::kInt64 ? ts.i64()[0] : Time::kMinTick;
   Engine& e = *engines_[static_cast<size_t>(p)];
   if (tick < in.progress && in.told[p] < in.progress) {
@@ -50,10 +52,8 @@ int RowParts::Push(const std::string& stream, ImportedBatch row) {
     e.AdvanceInput(stream, {in.progress, 0});
     in.told[p] = in.progress;
   }
-  std::vector<ImportedBatch> batch;
-  batch.push_back(std::move(row));
   try {
-    e.Push(stream, std::move(batch));
+    e.Push(stream, std::move(row));
   } catch (const CqError& err) {
     if (err.kind() == ErrorKind::kRunaway || err.kind() == ErrorKind::kInternal) Stop(err.kind(), err.what());
     throw;

@@ -29,12 +29,13 @@ class RowParts {
   // rows all go to the first engine (a stream without a key: no operator relates two of its rows).
   void SetKey(const std::string& stream, int key);
 
-  // Pushes `row` (one row in Engine::Push's form: the declared columns, a relation's op, the
-  // timestamp in ticks) of `stream` to the engine of its key and returns that engine's index. A row
+  // Pushes `row` (one batch of one row in Engine::Push's form: the declared columns, a relation's
+  // op, the timestamp in ticks) of `stream` to the engine of its key and returns that engine's
+  // index. A row
   // below the input's progress is refused by that engine as by one engine; on any error nothing
   // of the input changes (that engine may have been told the input's progress, which it would
   // have been told anyway).
-  int Push(const std::string& stream, ImportedBatch row);
+  int Push(const std::string& stream, std::vector<ImportedBatch> row);
   // Every engine has been told that `stream` came to `tick` (a push split over all of them, an
   // advance): nothing to catch up below it.
   void Moved(const std::string& stream, int64_t tick);

@@ -28,8 +28,10 @@ struct Engines {
   }
 };
 
-ImportedBatch Row(int64_t k, int64_t v, int64_t ts) {
-  return MakeBatch({"k", "v", "ts"}, {I64({k}), I64({v}), I64({ts})}, 1);
+std::vector<ImportedBatch> Row(int64_t k, int64_t v, int64_t ts) {
+  std::vector<ImportedBatch> row;
+  row.push_back(MakeBatch({"k", "v", "ts"}, {I64({k}), I64({v}), I64({ts})}, 1));
+  return row;
 }
 
 int64_t Rows(Engine& e) {
@@ -81,11 +83,7 @@ CQ_TEST(catch_up_tells_every_engine_the_progress_and_moved_needs_none) {
   parts.Push("s", Row(first, 1, 7));
   // Engine 1 has no row: until told, a row below 7 in it would be taken; after, it is refused.
   parts.CatchUp();
-  auto error = CQ_CATCH(e.all[1]->Push("s", [] {
-    std::vector<ImportedBatch> b;
-    b.push_back(Row(1, 1, 6));
-    return b;
-  }()));
+  auto error = CQ_CATCH(e.all[1]->Push("s", Row(1, 1, 6)));
   CQ_EXPECT(error.has_value());
   parts.Moved("s", 9);
   CQ_EXPECT_EQ(parts.Progress("s"), 9);

@@ -158,6 +158,12 @@ def binding_call() -> dict[str, float]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--pushes", type=int, default=100_000)
+    ap.add_argument(
+        "--batch-pushes",
+        type=int,
+        default=None,
+        help="pushes for push(RecordBatch) and push([dict]) (default: --pushes)",
+    )
     ap.add_argument("--rows", type=int, default=10_000_000)
     ap.add_argument("--one-batch", action="store_true")
     ap.add_argument(
@@ -167,6 +173,7 @@ def main() -> None:
 
     if args.only != "memory":
         t = events(args.pushes)
+        fewer = t.slice(0, args.batch_pushes or args.pushes)
         print(f"per push, {args.pushes:,} pushes of one event (us):")
         print(f"  {'':22s} {'W1':>8s} {'W5':>8s}")
         default = machine_cores()
@@ -176,8 +183,10 @@ def main() -> None:
             ("push(RecordBatch)", None),
             ("push([dict])", None),
         ):
-            cost = {w: per_push(w, t, how, threads) for w in QUERIES}
-            print(f"  {how:22s} {cost['W1']:8.2f} {cost['W5']:8.2f}")
+            rows = t if how.startswith("push_row") else fewer
+            cost = {w: per_push(w, rows, how, threads) for w in QUERIES}
+            pushes = "" if rows is t else f"   ({rows.num_rows:,} pushes)"
+            print(f"  {how:22s} {cost['W1']:8.2f} {cost['W5']:8.2f}{pushes}")
         bare = binding_call()
         print(
             f"  a call alone: {bare['python']:.2f} us in Python (an empty function with push_row's "
