@@ -12,6 +12,7 @@
 #include "batch/partition.h"
 #include "engine/engine.h"
 #include "engine/engine_group.h"
+#include "engine/row_parts.h"
 #include "kernels/registry.h"
 #include "operators/registry.h"
 
@@ -185,6 +186,47 @@ cq::Column RowValue(cq::TypeId type, py::handle v, const std::string& stream, co
   RowValueError(stream, column, CqlName(type), v);
 }
 
+// One row from Python values in Engine::Push's form, with no Arrow object on the way: `values`
+// maps column names to values, `names` are the stream's declared columns in order (for a
+// relation, optionally "op" after them). False, with nothing done, when the row is not in that
+// exact form — a name missing or more names given, `ts` not an int within the ticks — for cq_py to
+// resolve (names in any case, datetimes) or refuse with its message. Values convert as push()
+// converts a list of dicts (RowValue). The GIL stays held: releasing and taking it again would
+// cost a good part of what one row costs in the core.
+bool RowBatch(const cq::Schema& schema, const std::string& stream, py::handle ts, const py::dict& values,
+              const py::tuple& names, cq::ImportedBatch& b) {
+  PyObject* t = ts.ptr();
+  if (!PyLong_CheckExact(t)) return false;
+  int overflow = 0;
+  const long long tick = PyLong_AsLongLongAndOverflow(t, &overflow);
+  if (overflow || tick == cq::Time::kMinTick || tick == cq::Time::kInfTick) return false;
+  const size_t n = static_cast<size_t>(PyTuple_GET_SIZE(names.ptr()));
+  if (static_cast<size_t>(PyDict_GET_SIZE(values.ptr())) != n || (n != schema.size() && n != schema.size() + 1))
+    return false;
+  b.length = 1;
+  b.columns.reserve(n + 1);
+  RowWords words{cq::Buffer::Allocate(8 * static_cast<int64_t>(n + 1))};
+  for (size_t c = 0; c < n; ++c) {
+    PyObject* v = PyDict_GetItemWithError(values.ptr(), PyTuple_GET_ITEM(names.ptr(), c));
+    if (!v) {
+      if (PyErr_Occurred()) throw py::error_already_set();
+      return false;
+    }
+    if (c < schema.size()) {
+      b.columns.push_back(RowValue(schema[c].type, v, stream, schema[c].name, words));
+    } else {  // a relation's op, whose values the core checks
+      if (!PyUnicode_Check(v)) RowValueError(stream, "op", "'+' (insert) or '-' (delete)", v);
+      b.columns.push_back(RowValue(cq::TypeId::kUtf8, v, stream, "op", words));
+    }
+  }
+  cq::Column time;
+  time.type = cq::TypeId::kInt64;
+  time.length = 1;
+  time.values = words.Put(static_cast<int64_t>(tick));
+  b.columns.push_back(std::move(time));
+  return true;
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_core, m) {
@@ -241,39 +283,8 @@ PYBIND11_MODULE(_core, m) {
       // again would cost a good part of what one row costs in the core.
       .def("push_row",
            [](cq::Engine& e, const std::string& stream, py::handle ts, py::dict values, py::tuple names) {
-             PyObject* t = ts.ptr();
-             if (!PyLong_CheckExact(t)) return false;
-             int overflow = 0;
-             const long long tick = PyLong_AsLongLongAndOverflow(t, &overflow);
-             if (overflow || tick == cq::Time::kMinTick || tick == cq::Time::kInfTick) return false;
-             const cq::Schema& schema = e.InputSchema(stream);
-             const size_t n = static_cast<size_t>(PyTuple_GET_SIZE(names.ptr()));
-             if (static_cast<size_t>(PyDict_GET_SIZE(values.ptr())) != n ||
-                 (n != schema.size() && n != schema.size() + 1))
-               return false;
              std::vector<cq::ImportedBatch> batch(1);
-             cq::ImportedBatch& b = batch[0];
-             b.length = 1;
-             b.columns.reserve(n + 1);
-             RowWords words{cq::Buffer::Allocate(8 * static_cast<int64_t>(n + 1))};
-             for (size_t c = 0; c < n; ++c) {
-               PyObject* v = PyDict_GetItemWithError(values.ptr(), PyTuple_GET_ITEM(names.ptr(), c));
-               if (!v) {
-                 if (PyErr_Occurred()) throw py::error_already_set();
-                 return false;
-               }
-               if (c < schema.size()) {
-                 b.columns.push_back(RowValue(schema[c].type, v, stream, schema[c].name, words));
-               } else {  // a relation's op, whose values the core checks
-                 if (!PyUnicode_Check(v)) RowValueError(stream, "op", "'+' (insert) or '-' (delete)", v);
-                 b.columns.push_back(RowValue(cq::TypeId::kUtf8, v, stream, "op", words));
-               }
-             }
-             cq::Column time;
-             time.type = cq::TypeId::kInt64;
-             time.length = 1;
-             time.values = words.Put(static_cast<int64_t>(tick));
-             b.columns.push_back(std::move(time));
+             if (!RowBatch(e.InputSchema(stream), stream, ts, values, names, batch[0])) return false;
              e.Push(stream, std::move(batch));
              return true;
            })
@@ -443,41 +454,32 @@ PYBIND11_MODULE(_core, m) {
         return out;
       },
       py::arg("parts"), py::arg("time"), py::arg("chunk_rows") = 65536);
-  // The part of a row by its one number key (an int or a float: hashed as a double, as
-  // partition_rows(as_double=True) hashes it); -1 for any other value, which row_partition parts.
-  m.def("row_part", [](py::handle value, int parts) -> int {
-    PyObject* o = value.ptr();
-    double v;
-    if (PyLong_CheckExact(o)) {
-      int overflow = 0;
-      const long long x = PyLong_AsLongLongAndOverflow(o, &overflow);
-      if (overflow) return -1;
-      v = static_cast<double>(x);
-    } else if (PyFloat_CheckExact(o)) {
-      v = PyFloat_AS_DOUBLE(o);
-    } else {
-      return -1;
-    }
-    return cq::PartOfNumber(v, parts < 1 ? 1 : parts);
-  });
-  // The part of one row (Engine.push_row's) by its key values, of the given core types: the part
-  // partition_rows gives the same values. A value its type does not take is push_row's InputError.
-  m.def("row_partition", [](const std::string& stream, const py::list& values, const std::vector<std::string>& types,
-                            const std::vector<std::string>& names, int parts, bool as_double) {
-    std::vector<cq::Column> keys;
-    RowWords words{cq::Buffer::Allocate(8 * static_cast<int64_t>(types.size() + 1))};
-    for (size_t k = 0; k < types.size(); ++k) {
-      const std::optional<cq::TypeId> t = cq::TypeFromName(types[k]);
-      if (!t) throw py::value_error("row_partition: unknown type '" + types[k] + "'");
-      keys.push_back(RowValue(*t, PyList_GET_ITEM(values.ptr(), k), stream, names[k], words));
-    }
-    int64_t order = 0;
-    std::vector<int64_t> counts(static_cast<size_t>(parts));
-    cq::PartitionRows(keys, 1, parts, as_double, &order, counts.data());
-    for (int p = 0; p < parts; ++p)
-      if (counts[p]) return p;
-    return 0;
-  });
+  // Engine(threads=N)'s engines fed one row at a time (engine/row_parts.h). push_row is
+  // Engine.push_row's: the row converted in the same way (RowBatch; False when it is not in that
+  // exact form), then pushed to the engine of its key alone.
+  py::class_<cq::RowParts>(m, "RowParts")
+      .def(py::init([](const py::list& engines) {
+             std::vector<cq::Engine*> e;
+             for (py::handle h : engines) e.push_back(h.cast<cq::Engine*>());
+             return std::make_unique<cq::RowParts>(std::move(e));
+           }),
+           py::keep_alive<1, 2>())
+      .def("set_key", &cq::RowParts::SetKey)
+      .def("push_row",
+           [](cq::RowParts& r, const std::string& stream, py::handle ts, py::dict values, py::tuple names) {
+             std::vector<cq::ImportedBatch> batch(1);
+             if (!RowBatch(r.InputSchema(stream), stream, ts, values, names, batch[0])) return false;
+             r.Push(stream, std::move(batch));
+             return true;
+           })
+      .def("moved", &cq::RowParts::Moved)
+      .def("catch_up", &cq::RowParts::CatchUp, py::call_guard<py::gil_scoped_release>())
+      .def("progress", &cq::RowParts::Progress)
+      .def("stop",
+           [](cq::RowParts& r, const std::string& kind, const std::string& what) {
+             r.Stop(kind == "runaway" ? cq::ErrorKind::kRunaway : cq::ErrorKind::kInternal, what);
+           })
+      .def("check_usable", &cq::RowParts::CheckUsable);
 
   m.def("snapshot_annex", [](const py::buffer& data) {
     const py::buffer_info info = data.request();

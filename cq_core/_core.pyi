@@ -77,14 +77,24 @@ def merge_by_time(parts: list[list[ArrowCapsules]], time: list[int],
     that order (equal times in part order, each part's in its own order), in record batches of
     at most `chunk_rows` rows."""
 
-def row_part(value: object, parts: int) -> int:
-    """The part of a row whose one key is the number `value` (an int or a float); -1 for any
-    other value (row_partition parts those)."""
-
-def row_partition(stream: str, values: list[object], types: list[str], names: list[str],
-                  parts: int, as_double: bool) -> int:
-    """The part partition_rows gives a row of these key values (core type names); a value its
-    type does not take raises CoreError('input', ...) as push_row does."""
+class RowParts:
+    """Engine(threads=N)'s engines fed one row at a time: each row goes to the engine of its key
+    alone; the others are told the input's progress when catch_up() is called."""
+    def __init__(self, engines: list[Engine]) -> None: ...
+    # Input `stream` is split by its declared column `key` (-1: its rows go to the first engine).
+    def set_key(self, stream: str, key: int) -> None: ...
+    # Engine.push_row's, to the engine of the row's key.
+    def push_row(self, stream: str, ts: object, values: dict[str, object],
+                 names: tuple[str, ...]) -> bool: ...
+    # Every engine knows that `stream` came to `tick` (a push split over all, an advance).
+    def moved(self, stream: str, tick: int) -> None: ...
+    # Tells every engine the progress that rows pushed to the others brought.
+    def catch_up(self) -> None: ...
+    def progress(self, stream: str) -> int: ...
+    # An error while running (kind 'runaway' or 'internal') stops every engine.
+    def stop(self, kind: str, what: str) -> None: ...
+    # CoreError, naming the error that stopped the engines, if one did.
+    def check_usable(self) -> None: ...
 
 def snapshot_annex(data: bytes | bytearray | memoryview) -> bytes:
     """The annex of a snapshot, once its header and checksum are checked."""

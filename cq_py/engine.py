@@ -367,6 +367,8 @@ class Engine:
         self._subscribers: dict[str, list[_Subscriber]] = {}
         # push_row's inputs as the caller names them: (registered name, declared column names).
         self._row_inputs: dict[str, tuple[str, tuple[str, ...]]] = {}
+        # What push_row hands a row in its exact form to: the one engine, or the parts' router.
+        self._rows: _core.Engine | _core.RowParts = self._core
         # push's inputs that need no conforming: (stream, ts column) -> the Arrow schema they have.
         self._ready_schemas: dict[tuple[str, str], pa.Schema] = {}
 
@@ -462,6 +464,7 @@ class Engine:
             self._parts = (
                 Partitions(cores, layout, catalog, self._batch_size) if layout.parts > 1 else None
             )
+            self._rows = self._core if self._parts is None else self._parts.rows
             self._layout = layout
         if plan is not None:
             self._plans.append(plan)
@@ -635,11 +638,7 @@ class Engine:
         if self._max_memory is not None:
             self._check_memory(f"push to '{stream}'")
         try:
-            if (
-                self._parts is not None
-                or row is None
-                or not self._core.push_row(row[0], ts, values, row[1])
-            ):
+            if row is None or not self._rows.push_row(row[0], ts, values, row[1]):
                 self._push_row_resolved(stream, ts, values)
         except _core.CoreError as e:
             raise self._stopped(e, f"push to '{stream}'") from None
@@ -656,9 +655,7 @@ class Engine:
             names = (*names, OP)
         if type(ts) is not int or not MIN_TICK <= ts <= MAX_TICK:
             ts = self._row_tick(name, ts)
-        if self._parts is not None:
-            self._parts.push_row(name, int(ts), args, names)
-        elif not self._core.push_row(name, int(ts), dict(zip(names, args, strict=True)), names):
+        if not self._rows.push_row(name, int(ts), dict(zip(names, args, strict=True)), names):
             raise RuntimeError(f"cq internal error (please report): push_row to '{name}' refused")
 
     def _push_batches(self, stream: str, batches: list[pa.RecordBatch]) -> None:

@@ -13,8 +13,10 @@ released for the whole call.
 
 Every engine sees the whole input's progress: after a push, the engines that got none of its rows
 are told how far the input has come (``advance_input``), so all complete the same instants and an
-instant's results are fetchable when one engine's would be. (``push_row`` tells them lazily:
-before anything reads results, checks a timestamp against them, or adds a plan.) A push is checked
+instant's results are fetchable when one engine's would be. ``push_row``'s rows need no split:
+each goes to the engine of its key in one call into the core (``_core.RowParts``, which keeps how
+far each engine has been told), and the others are told lazily: before anything reads results,
+checks a timestamp against them, or adds a plan. A push is checked
 whole before any engine runs a row (and a relation's deletes in every part), so a rejected push
 changes nothing in any engine. Each query's output is the union of the parts' outputs, merged in
 time order by a stable k-way merge in the core, every thread writing output columns: rows of
@@ -37,10 +39,8 @@ import numpy as np
 import pyarrow as pa
 
 from cq_core import _core
-from cq_py.planner import types as T
 from cq_py.planner.logical import Catalog
 from cq_py.spark.partitioning import PartitionPlan
-from cq_py.ticks import MIN_TICK
 
 __all__ = ["Layout", "Partitions", "join_annex", "split_annex"]
 
@@ -94,15 +94,12 @@ class Layout:
 
 @dataclass(frozen=True)
 class _Input:
-    """What routing needs of one input: the indexes, names and core types of its key columns
-    (none for a stream without a key)."""
+    """What routing a push needs of one input: the index of its key column (none for a stream
+    without a key)."""
 
     relation: bool
     width: int  # declared columns
     key: tuple[int, ...]
-    names: tuple[str, ...]
-    types: tuple[str, ...]
-    number: bool  # one BIGINT or DOUBLE key: push_row's rows take _core.row_part
 
 
 class Partitions:
@@ -116,13 +113,11 @@ class Partitions:
         self.layout = layout
         self.batch_size = batch_size
         self._inputs: dict[str, _Input] = {}
+        # push_row's rows, each to the engine of its key in one call; it keeps each input's
+        # progress and how far each engine has been told it (push_row tells the others only when
+        # something needs it: ``_catch_up``), and whether an error stopped the engines.
+        self.rows = _core.RowParts(list(cores))
         self.set_inputs(catalog)
-        # Each input's progress (the latest tick pushed or advanced to), and how far each engine
-        # has been told: push_row tells the others only when something needs it (``_catch_up``).
-        self._ticks: dict[str, int] = {}
-        self._told: dict[str, list[int]] = {}
-        self._behind = False
-        self._failed: _core.CoreError | None = None
         self._pool: ThreadPoolExecutor | None = None
         # The engines driven as one by the core (pushes of streams, advance, close, drain): each
         # engine on its own thread, the same one every call.
@@ -141,14 +136,8 @@ class Partitions:
         for s in catalog.streams.values():
             key = self.layout.keys.get(s.name)
             idx = tuple(i for i, (n, _) in enumerate(s.columns) if n == key)
-            self._inputs[s.name] = _Input(
-                s.relation,
-                len(s.columns),
-                idx,
-                tuple(s.columns[i][0] for i in idx),
-                tuple(s.columns[i][1] for i in idx),
-                len(idx) == 1 and s.columns[idx[0]][1] in (T.INT64, T.FLOAT64),
-            )
+            self._inputs[s.name] = _Input(s.relation, len(s.columns), idx)
+            self.rows.set_key(s.name, idx[0] if idx else -1)
 
     def add_plan(self, plan: str) -> None:
         """Adds a plan fragment to every engine (the first refuses it for all, changing nothing)."""
@@ -224,55 +213,6 @@ class Partitions:
         if errors:
             raise min(errors, key=lambda e: -1 if e.args[3] is None else e.args[3])
 
-    def push_row(self, stream: str, tick: int, values: list[Any], names: tuple[str, ...]) -> None:
-        """One row, its values in the order of ``names`` (the declared columns, a relation's op
-        after them), to the engine of its key."""
-        if self._failed is not None:
-            self._usable()
-        info = self._inputs[stream]
-        p = 0
-        if info.key:
-            # A number key takes the short way (-1: anything else takes the general one).
-            p = _core.row_part(values[info.key[0]], len(self.cores)) if info.number else -1
-            if p < 0:
-                p = self._row_part(stream, info, tick, values, names)
-        told = self._told.get(stream)
-        if told is None:
-            told = self._told[stream] = [self._ticks.get(stream, MIN_TICK)] * len(self.cores)
-        ticks = self._ticks.get(stream, MIN_TICK)
-        if tick < ticks and told[p] < ticks:
-            # Below the input's progress: the engine learns it first, then refuses the row.
-            self.cores[p].advance_input(stream, ticks)
-            told[p] = ticks
-        if not self.cores[p].push_row(stream, tick, dict(zip(names, values, strict=True)), names):
-            raise RuntimeError(f"cq internal error (please report): push_row to '{stream}' refused")
-        if tick > told[p]:
-            told[p] = tick
-            if tick > ticks:
-                self._ticks[stream] = tick
-                self._behind = True
-
-    def _row_part(
-        self, stream: str, info: _Input, tick: int, values: list[Any], names: tuple[str, ...]
-    ) -> int:
-        """The part of a row whose key is not one number (a string, a NULL, several columns)."""
-        try:
-            return int(
-                _core.row_partition(
-                    stream,
-                    [values[i] for i in info.key],
-                    list(info.types),
-                    list(info.names),
-                    len(self.cores),
-                    _AS_DOUBLE,
-                )
-            )
-        except _core.CoreError:
-            # A key of the wrong type: the error push_row gives, which names the first column
-            # that is wrong (a value error comes before any push).
-            self.cores[0].push_row(stream, tick, dict(zip(names, values, strict=True)), names)
-            raise
-
     def advance(self, tick: int) -> None:
         """Every engine's inputs to ``tick`` (the engines run what completes, at once)."""
         self._usable()
@@ -322,37 +262,15 @@ class Partitions:
     # -- internals ----------------------------------------------------------------------------
 
     def _usable(self) -> None:
-        if self._failed is not None:
-            kind, message = self._failed.args[0], self._failed.args[1]
-            raise _core.CoreError(
-                kind,
-                "the engine stopped at an earlier error and cannot go on (create a new "
-                f"Engine): {message}",
-                None,
-                None,
-            )
+        self.rows.check_usable()
 
     def _moved(self, stream: str, tick: int) -> None:
         """Every engine knows that ``stream`` has come to ``tick``."""
-        if tick > self._ticks.get(stream, MIN_TICK):
-            self._ticks[stream] = tick
-        told = self._told.get(stream)
-        if told is not None:
-            for p, t in enumerate(told):
-                if t < tick:
-                    told[p] = tick
+        self.rows.moved(stream, tick)
 
     def _catch_up(self) -> None:
         """Tells every engine the progress push_row brought to the others."""
-        if not self._behind:
-            return
-        for stream, told in self._told.items():
-            tick = self._ticks[stream]
-            for p, t in enumerate(told):
-                if t < tick:
-                    self.cores[p].advance_input(stream, tick)
-                    told[p] = tick
-        self._behind = False
+        self.rows.catch_up()
 
     def _grouped(self, call: Callable[[], Any]) -> None:
         """``call()``, a call of the engine group: an error while running (a runaway loop) stops
@@ -387,7 +305,7 @@ class Partitions:
         if errors:
             first = errors[0]
             if isinstance(first, _core.CoreError) and first.args[0] in ("runaway", "internal"):
-                self._failed = first
+                self.rows.stop(first.args[0], first.args[1])
             raise first
 
 

@@ -218,9 +218,10 @@ BAD_ROWS = [
 ]
 
 
+@pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize(("stream", "ts", "values", "words"), BAD_ROWS)
-def test_a_bad_row_raises_input_error_and_changes_nothing(stream, ts, values, words):
-    eng = cq_py.Engine()
+def test_a_bad_row_raises_input_error_and_changes_nothing(stream, ts, values, words, threads):
+    eng = cq_py.Engine(threads=threads)
     eng.execute(
         SCHEMA + "REGISTER RELATION r(k INT);"
         "REGISTER QUERY q AS ISTREAM(SELECT a, AVG(b) AS m FROM s [Partition By a Rows 2] "
@@ -292,3 +293,92 @@ def test_a_batch_with_the_stream_s_schema_is_pushed_as_it_is_and_checked_all_the
     fresh.execute(SCHEMA)
     with pytest.raises(cq_py.InputError, match="outside the engine's ticks"):
         fresh.push("s", pa.RecordBatch.from_pylist([{"a": 1, "ts": -(2**63)}], schema=ARROW))
+
+
+# Issue 29's W1 and W5 over one stream split by its key: with threads=2 each row goes to the engine
+# of its key alone (RowParts), the other learning the input's progress when something reads.
+PARTED = (
+    "REGISTER STREAM e(key BIGINT, val BIGINT);"
+    "REGISTER QUERY w1 AS ISTREAM(SELECT * FROM e [Now] WHERE val > 499);"
+    "REGISTER QUERY w5 AS ISTREAM(SELECT key, AVG(val) AS a FROM e "
+    "[Partition By key Rows 3] GROUP BY key);"
+)
+
+
+def parted_rows(n: int, seed: int) -> list[dict[str, object]]:
+    rng = np.random.default_rng(seed)
+    ts = np.cumsum(rng.choice([0, 0, 1, 3], n))
+    return [
+        {"key": None if k == 7 else int(k), "val": int(v), "ts": int(t)}
+        for k, v, t in zip(rng.integers(0, 8, n), rng.integers(0, 1000, n), ts, strict=True)
+    ]
+
+
+def bags(eng: cq_py.Engine, got: dict[str, list[pa.Table]] | None = None) -> dict[str, Counter]:
+    return {
+        q: Counter(map(repr, pa.concat_tables([*(got or {}).get(q, []), eng.fetch(q)]).to_pylist()))
+        for q in eng.query_names()
+    }
+
+
+@pytest.mark.parametrize("executor", ["dts", "heartbeat"])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_rows_pushed_one_at_a_time_give_what_the_table_gives_on_one_engine_or_several(
+    executor, threads
+):
+    data = parted_rows(600, seed=threads)
+    whole = cq_py.Engine(executor=executor, threads=1)
+    whole.execute(PARTED)
+    whole.push("e", pa.Table.from_pylist(data))
+    whole.close()
+
+    eng = cq_py.Engine(executor=executor, threads=threads)
+    eng.execute(PARTED)
+    assert ("Threads: 2 engines" in eng.explain()) == (threads == 2)
+    got: dict[str, list[pa.Table]] = {q: [] for q in eng.query_names()}
+    for i, r in enumerate(data):
+        eng.push_row("e", r["ts"], key=r["key"], val=r["val"])
+        if i % 7 == 0:
+            for q in got:
+                fetched = eng.fetch(q)
+                # What is fetchable right after a push is final: below the row's time, or (W1,
+                # stateless) at it.
+                assert all(t <= r["ts"] for t in fetched.column("ts").to_pylist())
+                got[q].append(fetched)
+    eng.close()
+    assert bags(eng, got) == bags(whole)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_the_results_of_an_instant_are_fetchable_when_the_row_completing_it_is_pushed(threads):
+    eng = cq_py.Engine(threads=threads)
+    eng.execute(PARTED)
+    # Keys of both parts: the row completing an instant may go to the engine that has none of it.
+    for t, key in enumerate(range(8)):
+        eng.push_row("e", t, key=key, val=100 * key)
+        assert eng.fetch("w5").to_pylist() == (
+            [] if t == 0 else [{"key": key - 1, "a": 100.0 * (key - 1), "ts": t - 1}]
+        )
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_row_back_in_time_is_refused_by_whichever_engine_its_key_goes_to(threads):
+    eng = cq_py.Engine(threads=threads)
+    eng.execute(PARTED)
+    ref = cq_py.Engine(threads=1)
+    ref.execute(PARTED)
+    for e in (eng, ref):
+        for key in range(8):
+            e.push_row("e", 10, key=key, val=key)
+        e.push_row("e", 20, key=0, val=5)  # the input is at 20; key 0's engine knows it
+    for key in range(8):
+        with pytest.raises(cq_py.InputError, match="timestamps must not decrease; row 0 has ts 15"):
+            eng.push_row("e", 15, key=key, val=1)
+    with pytest.raises(cq_py.InputError, match="column 'key' must be BIGINT"):
+        eng.push_row("e", 30, key="1", val=1)
+    with pytest.raises(cq_py.InputError, match="unknown column 'vla'"):
+        eng.push_row("e", 30, key=1, val=1, vla=2)
+    for e in (eng, ref):
+        e.push_row("e", 20, key=3, val=7)
+        e.close()
+    assert bags(eng) == bags(ref)

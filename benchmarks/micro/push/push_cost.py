@@ -6,11 +6,14 @@
 over events with ts one per ms from 0, key uniform in 0..999, val uniform int64 in 0..999.
 
 Per push: --pushes events (default 100,000) pushed one at a time, Python included, the results
-fetched at the end, in microseconds per push: through ``Engine.push_row`` (the row API), and for
-comparison ``push`` of a one-row RecordBatch that already has the stream's schema (made before the
-clock starts) and of a one-row list of dicts. Each run's output is checked against a numpy/pandas
-reference (W1: the rows with val > 499; W5: the rows whose key's average of its last 10 values
-changed).
+fetched at the end, in microseconds per push: through ``Engine.push_row`` (the row API) on the
+default ``Engine()`` (threads: the machine's cores; W1 and W5 then run on that many engines, the
+stream split by key) and on ``Engine(threads=1)``, and for comparison ``push`` of a one-row
+RecordBatch that already has the stream's schema (made before the clock starts) and of a one-row
+list of dicts. Then what a call alone costs: an empty Python function taking push_row's
+arguments, and the binding's push_row refusing the row at once (pybind11's share). Each run's
+output is checked against a numpy/pandas reference (W1: the rows with val > 499; W5: the rows
+whose key's average of its last 10 values changed).
 
 Memory: W5 over --rows events (default 10,000,000) through ``cq_py.run`` in a fresh process, one
 table in, peak RSS of the whole process (input and output included) from getrusage, and the time of
@@ -32,6 +35,7 @@ import numpy as np
 import pyarrow as pa
 
 import cq_py
+from cq_py.engine import machine_cores
 
 QUERIES = {
     "W1": "ISTREAM(SELECT * FROM e [Now] WHERE val > 499)",
@@ -63,13 +67,13 @@ def expected_rows(workload: str, t: pa.Table) -> int:
     return int((mean["val"] != before).sum())
 
 
-def per_push(workload: str, t: pa.Table, how: str) -> float:
-    """Microseconds per push of one event, over every row of t."""
-    eng = cq_py.Engine()
+def per_push(workload: str, t: pa.Table, how: str, threads: int | None = None) -> float:
+    """Microseconds per push of one event, over every row of t, on Engine(threads=threads)."""
+    eng = cq_py.Engine(threads=threads)
     eng.execute(STREAM + f"REGISTER QUERY q AS {QUERIES[workload]};")
     n = t.num_rows
     key, val, ts = (t.column(c).to_pylist() for c in ("key", "val", "ts"))
-    if how == "push_row":
+    if how.startswith("push_row"):
         push_row = eng.push_row
         start = time.perf_counter()
         for i in range(n):
@@ -125,9 +129,41 @@ def memory(rows: int, batch_size: int) -> dict:
     return json.loads(done.stdout)
 
 
+def binding_call() -> dict[str, float]:
+    """Microseconds per call, in the loop push_row's callers write: a Python function taking the
+    same arguments and doing nothing (the interpreter's share: the call, the keyword dict), and
+    the binding's push_row refusing the row at once (pybind11's dispatch and argument conversion
+    on top: its ts is no int)."""
+    eng = cq_py.Engine(threads=1)
+    eng.execute(STREAM)
+    n = 200_000
+    out = {}
+
+    def nothing(stream: str, ts: object, /, **values: object) -> None:
+        return None
+
+    core = eng._core
+    names = ("key", "val")
+    for what, call in (
+        ("python", lambda i: nothing("e", i, key=i, val=i)),
+        ("pybind11", lambda i: core.push_row("e", None, {"key": i, "val": i}, names)),
+    ):
+        start = time.perf_counter()
+        for i in range(n):
+            call(i)
+        out[what] = (time.perf_counter() - start) / n * 1e6
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--pushes", type=int, default=100_000)
+    ap.add_argument(
+        "--batch-pushes",
+        type=int,
+        default=None,
+        help="pushes for push(RecordBatch) and push([dict]) (default: --pushes)",
+    )
     ap.add_argument("--rows", type=int, default=10_000_000)
     ap.add_argument("--one-batch", action="store_true")
     ap.add_argument(
@@ -137,14 +173,25 @@ def main() -> None:
 
     if args.only != "memory":
         t = events(args.pushes)
+        fewer = t.slice(0, args.batch_pushes or args.pushes)
         print(f"per push, {args.pushes:,} pushes of one event (us):")
         print(f"  {'':22s} {'W1':>8s} {'W5':>8s}")
-        for how in ("push_row", "push(RecordBatch)", "push([dict])"):
-            if how == "push_row" and not hasattr(cq_py.Engine, "push_row"):
-                print(f"  {how:22s} {'-':>8s} {'-':>8s}   (not in this cq)")
-                continue
-            cost = {w: per_push(w, t, how) for w in QUERIES}
-            print(f"  {how:22s} {cost['W1']:8.2f} {cost['W5']:8.2f}")
+        default = machine_cores()
+        for how, threads in (
+            (f"push_row threads={default}", None),
+            ("push_row threads=1", 1),
+            ("push(RecordBatch)", None),
+            ("push([dict])", None),
+        ):
+            rows = t if how.startswith("push_row") else fewer
+            cost = {w: per_push(w, rows, how, threads) for w in QUERIES}
+            pushes = "" if rows is t else f"   ({rows.num_rows:,} pushes)"
+            print(f"  {how:22s} {cost['W1']:8.2f} {cost['W5']:8.2f}{pushes}")
+        bare = binding_call()
+        print(
+            f"  a call alone: {bare['python']:.2f} us in Python (an empty function with push_row's "
+            f"arguments), {bare['pybind11']:.2f} us through the binding (push_row refusing at once)"
+        )
     if args.only != "push":
         print(f"W5 over {args.rows:,} events through cq_py.run (one table in, fresh process):")
         sizes = [65536] + ([args.rows] if args.one_batch else [])
