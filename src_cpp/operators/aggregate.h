@@ -194,8 +194,10 @@ class Aggregate final : public Operator {
 
   // The per-row and per-result helpers take the number of aggregates as a template argument
   // when it is 1 (the commonest query), so that their loops over aggregates disappear; 0 means
-  // na_.
-  template <size_t kNa, typename Args>
+  // na_. The ordered loops also take that one aggregate's Op (kAnyOp: read per row), so that the
+  // switch over it leaves the per-row path.
+  static constexpr int kAnyOp = -1;
+  template <size_t kNa, typename Args, int kOp = kAnyOp>
   void ApplyRow(const Args& args, uint32_t g, int64_t sign);
   void ApplyMultiset(size_t a, const aggfn::Arg& v, uint32_t g, int64_t sign);
   // The groups touched at instant t get their new results.
@@ -207,7 +209,9 @@ class Aggregate final : public Operator {
   void Open(uint32_t g, Time t, Out& out);
   template <size_t kNa, typename Out>
   void Close(uint32_t g, Time t, Out& out);
-  template <size_t kNa>
+  // A row of the output being built; kEnd: with its end (a relation's row; a fused stream's rows
+  // have none).
+  template <size_t kNa, bool kEnd = true>
   void AppendRow(uint32_t g, Time start, Time end, const Result* values, const std::string* strs);
 
   // The instants below `progress` (from the chunks or the tracker state, whichever holds the rows),
@@ -239,9 +243,9 @@ class Aggregate final : public Operator {
   }
   template <typename Out>
   void RunOrdered(Time progress, Out& out);
-  template <typename T, size_t kNa, typename Out>
+  template <typename T, size_t kNa, int kOp, typename Out>
   void RunInstants(Time progress, Out& out);
-  template <typename T, size_t kNa, typename Out>
+  template <typename T, size_t kNa, int kOp, typename Out>
   void RunRows(Time progress, Out& out);
 
   std::vector<std::unique_ptr<Expression>> keys_;
