@@ -23,6 +23,8 @@ const OperatorRegistry& OperatorRegistry::Global() {
     RegisterNegativeRowWindow(r);
     RegisterUnionAll(r);
     RegisterHashJoin(r);
+    RegisterSharedWindowJoin(r);
+    RegisterSwjRoute(r);
     RegisterAggregate(r);
     RegisterDelay(r);
     RegisterReissueHolders(r);
