@@ -34,7 +34,7 @@ from typing import Any
 
 from cq_py.planner import loops
 from cq_py.planner.logical import Catalog, Node
-from cq_py.planner.sharing import replace_node
+from cq_py.planner.sharing import renumber, replace_node
 
 SHARED = "shared_window_join"
 ROUTE = "swj_route"
@@ -247,20 +247,7 @@ def renumber_in_order(cat: Catalog, first_new: int) -> None:
             waiting[r] -= 1
             if waiting[r] == 0 and r in left:
                 heapq.heappush(ready, r)
-    ids = {old: first_new + k for k, old in enumerate(placed)}
-
-    def m(i: int) -> int:
-        return ids.get(i, i)
-
-    cat.nodes = {m(i): n for i, n in sorted(cat.nodes.items(), key=lambda kv: m(kv[0]))}
-    for n in cat.nodes.values():
-        n.id = m(n.id)
-        n.inputs = [m(i) for i in n.inputs]
-    for q in cat.queries.values():
-        q.out_id, q.sink_id = m(q.out_id), m(q.sink_id)
-    for s in cat.streams.values():
-        s.scan_id = m(s.scan_id)
-    cat.next_id = first_new + len(ids)
+    renumber(cat, first_new, placed)
 
 
 def describe(cat: Catalog) -> list[str]:
