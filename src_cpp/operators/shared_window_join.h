@@ -13,7 +13,7 @@
 // hash_join_state.h): equal timestamps (the left input first), NULL keys (joining nothing),
 // duplicates and ghosts behave as there, and it keeps the join's one state, its row form and its
 // snapshot format. Exact mode only: every pair is computed, nothing is dropped (the bounded mode
-// of paper 004 §3, buffers of B tuples scheduled by schedulers/, is not here).
+// of paper 004, buffers of B tuples scheduled by schedulers/, is not here).
 //
 // Spec: the join's ("left_keys", "right_keys", "residual", "expiration") and "windows": [w1, …,
 // wn] in ticks, non-decreasing, wn ≥ 1 (the planner's cq_py/planner/shared_joins.py).
