@@ -15,6 +15,7 @@
 #include "engine/row_parts.h"
 #include "kernels/registry.h"
 #include "operators/registry.h"
+#include "schedulers/swj_scheduler.h"
 
 namespace py = pybind11;
 
@@ -508,6 +509,15 @@ PYBIND11_MODULE(_core, m) {
       out.append(e);
     }
     return out;
+  });
+
+  // A shared window join's MQT segments (schedulers/swj_scheduler.h), for explain: the segments
+  // as (j, k] pairs, their text as paper 004 §6.2 writes orders, and each query's weight.
+  m.def("mqt_segments", [](const std::vector<int64_t>& windows) {
+    const cq::swj::MqtMatrix m(windows);
+    std::vector<double> weights;
+    for (int q = 1; q <= m.n(); ++q) weights.push_back(m.Weight(q));
+    return py::make_tuple(m.segments(), m.SegmentsText(), weights);
   });
 
   // The profile-guided build's stage this core was compiled at (setup.py): USE when profile-guided,

@@ -107,6 +107,11 @@ def kernel_signatures() -> list[tuple[str, list[str], str, str, int]]:
 # The stage of the profile-guided build this core was compiled at: 'USE', 'OFF' or 'GENERATE'.
 pgo: str
 
+def mqt_segments(windows: list[int]) -> tuple[list[tuple[int, int]], str, list[float]]:
+    """A shared window join's MQT segments for windows w1 <= ... <= wn (ticks, each >= 1;
+    CoreError('input', ...) otherwise): the segments as (j, k) pairs (queries j+1..k), their text
+    as paper 004 §6.2 writes orders ('1,2,3-10') and each query's weight."""
+
 def operator_descriptors() -> list[dict[str, str | bool]]:
     """What each registered operator is (src_cpp/operators/descriptor.h): name, description,
     output, firing, lifetimes, partition, columns, role (strings), keeps_identity, shareable,

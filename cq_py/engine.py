@@ -253,9 +253,13 @@ class Engine:
     ``expiration="insertion_sort"`` replaces the lazy sorting of expiration sets by insertion sort
     (the baseline of paper 003 §4.2). ``fuse=False`` plans an ISTREAM or DSTREAM of a grouped
     aggregate as two operators instead of one (cq_py/planner/fusion.py says when they fuse; the
-    results are the same). For ``executor="dts"``, ``hybrid=False`` splits time per
-    instant everywhere instead of only inside loops (paper 000 as published); ``max_run`` is the
-    heartbeat executor's limit on consecutive executions of one operator.
+    results are the same). ``share_joins=False`` plans every join alone instead of sharing the
+    joins of a script that differ only in their ``[Range w]`` windows as one shared window join
+    (paper 004; cq_py/planner/shared_joins.py says when they share, ``explain()`` which did and
+    why the others did not; the results are the same). For ``executor="dts"``,
+    ``hybrid=False`` splits time per instant everywhere instead of only inside loops (paper 000
+    as published); ``max_run`` is the heartbeat executor's limit on consecutive executions of
+    one operator.
 
     A loop of recursive queries that does not settle is stopped with :class:`RunawayLoopError`,
     naming the loop, when it takes more than ``max_loop_steps`` ε steps in one tick (default
@@ -321,6 +325,7 @@ class Engine:
         expiration: str = "lazy",
         hybrid: bool = True,
         fuse: bool = True,
+        share_joins: bool = True,
         max_loop_steps: int = 1_000_000,
         max_run: int = 20,
         max_loop_ticks: int = 1_000_000,
@@ -339,6 +344,7 @@ class Engine:
         self.auto_delay = _flag("auto_delay", auto_delay)
         self.hybrid = _flag("hybrid", hybrid)
         self.fuse = _flag("fuse", fuse)
+        self.share_joins = _flag("share_joins", share_joins)
         self._max_loop_steps = _count("max_loop_steps", max_loop_steps)
         self._max_run = _count("max_run", max_run)
         self._max_loop_ticks = _count("max_loop_ticks", max_loop_ticks)
@@ -394,6 +400,8 @@ class Engine:
             self.expiration,
             late=self._running,
             fuse=self.fuse,
+            share_joins=self.share_joins,
+            lifetime=self.lifetime,
         )
         catalog, ops = planner.plan(script)
         _check_runnable(ops, planner, self.executor)
@@ -801,6 +809,7 @@ class Engine:
                     "expiration": self.expiration,
                     "hybrid": self.hybrid,
                     "fuse": self.fuse,
+                    "share_joins": self.share_joins,
                     "max_loop_steps": self._max_loop_steps,
                     "max_run": self._max_run,
                     "max_loop_ticks": self._max_loop_ticks,
@@ -871,8 +880,13 @@ class Engine:
                 f"not a snapshot of a cq_py.Engine ({_printable(str(e))}); "
                 "was it taken by Engine.snapshot()?"
             ) from None
-        # A snapshot older than threads ran on one engine.
-        options = {"threads": 1, **options} if isinstance(options, dict) else options
+        # A snapshot older than threads ran on one engine; one older than shared joins planned
+        # every join alone.
+        options = (
+            {"threads": 1, "share_joins": False, **options}
+            if isinstance(options, dict)
+            else options
+        )
         try:
             eng = cls(**options)
             with warnings.catch_warnings():
@@ -1372,7 +1386,12 @@ def _from_first_registered(names: list[str], planner: Planner) -> list[str]:
 
 
 def explain(
-    cql: str, time_unit: str = "ms", *, expose_steps: bool = False, auto_delay: bool = False
+    cql: str,
+    time_unit: str = "ms",
+    *,
+    expose_steps: bool = False,
+    auto_delay: bool = False,
+    share_joins: bool = True,
 ) -> str:
     """The plan of ``cql`` without running it: every statement parsed and checked, every operator
     with its inputs, windows, lifetime properties and delays, the loops and the DTS order.
@@ -1389,6 +1408,7 @@ def explain(
         cql,
         _flag("expose_steps", expose_steps),
         _flag("auto_delay", auto_delay),
+        share_joins=_flag("share_joins", share_joins),
     )
     catalog, _ = planner.plan(parse(cql))
     return render_plan(catalog)
@@ -1424,7 +1444,8 @@ def run(
     (insert) and ``'-'`` (delete, of the oldest alive copy of the row's values).
 
     ``engine_options`` are :class:`Engine`'s: ``time_unit`` ('ms'), ``lifetime``, ``executor``,
-    ``expose_steps``, ``auto_delay``, ``hybrid``, ``fuse``, ``max_loop_steps``, ``max_run``,
+    ``expose_steps``, ``auto_delay``, ``hybrid``, ``fuse``, ``share_joins``, ``max_loop_steps``,
+    ``max_run``,
     ``expiration``, ``max_memory``, ``threads``, ``batch_size``: the inputs are pushed whole and
     the engine runs them ``batch_size`` rows (65,536) at a time, so memory follows the queries'
     state and the output, not the size of the inputs.

@@ -7,6 +7,7 @@ from cq_py.planner import loops
 from cq_py.planner import types as T
 from cq_py.planner.logical import Catalog
 from cq_py.planner.operators import find
+from cq_py.planner.shared_joins import describe
 
 
 def _cols(cols: list[tuple[str, str]]) -> str:
@@ -54,6 +55,7 @@ def render(cat: Catalog, executor: str = "dts") -> str:
         ins = (" <- " + ", ".join(f"#{x}" for x in n.inputs)) if n.inputs else ""
         prop = n.kind if n.kind == "stream" else f"{n.kind}, {n.lifetime}"
         lines.append(f"  #{n.id} {n.label}{ins}  [{n.owner}]  -> {prop}")
+    lines += describe(cat)
     order = loops.dts_order(cat.nodes)
     loop_lines: list[str] = []
     _loops(order, cat, loop_lines, 1)

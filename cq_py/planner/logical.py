@@ -48,6 +48,9 @@ class Node:
     pos: ast.Pos = ast.NOPOS
     label: str = ""  # one line for explain
     inserted: bool = False  # a delay put in by auto_delay
+    # What explain() says of it beyond its label: why a join was not shared, a shared join's
+    # members (planner/shared_joins.py).
+    note: str = ""
     # The expressions the operator computes: checked against the core's kernels before running.
     checks: list[TypedExpr] = field(default_factory=list, repr=False)
 

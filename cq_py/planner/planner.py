@@ -17,7 +17,7 @@ from typing import Any
 from cq_py.errors import CQLSemanticError
 from cq_py.parser import ast
 from cq_py.parser.tokenizer import source_line
-from cq_py.planner import loops
+from cq_py.planner import loops, shared_joins
 from cq_py.planner import types as T
 from cq_py.planner.expressions import (
     ExpressionBinder,
@@ -79,9 +79,15 @@ class Planner:
         expiration: str = "lazy",
         late: bool = False,
         fuse: bool = True,
+        share_joins: bool = True,
+        lifetime: str = "direct",
     ):
         self.catalog = catalog
         self.fuse = fuse
+        # Joins that differ only in their windows planned as one (planner/shared_joins.py), which
+        # the direct method alone runs.
+        self.share_joins = share_joins
+        self.lifetime = lifetime
         # The engine is running (SEMANTICS.md §4.5): the script's queries see a relation as it
         # stands now, whole, and re-derive the relation-valued queries registered before them.
         self.late = late
@@ -165,6 +171,10 @@ class Planner:
                 node.params["expiration"] = self.expiration
         share_subplans(cat, first_new)
         separate_identities(cat, first_new, self._new_id)
+        # Joins shared by several queries first: a join fused with its ISTREAM serves one query.
+        shared_joins.share_joins(
+            cat, first_new, self._new_id, enabled=self.share_joins, lifetime=self.lifetime
+        )
         if self.fuse:
             fuse_rows_window(cat, first_new)
             fuse_relation_to_stream(cat, first_new)

@@ -114,16 +114,17 @@ def replace_node(cat: Catalog, old: int, new: int) -> None:
             q.out_id = new
 
 
-def renumber(cat: Catalog, first_new: int) -> None:
-    """Numbers the operators from ``first_new`` on without gaps, in their order."""
-    ids = {
-        old: first_new + k for k, old in enumerate(sorted(i for i in cat.nodes if i >= first_new))
-    }
+def renumber(cat: Catalog, first_new: int, order: list[int] | None = None) -> None:
+    """Numbers the operators from ``first_new`` on without gaps, in their order (or in
+    ``order``, which lists each of them once)."""
+    if order is None:
+        order = sorted(i for i in cat.nodes if i >= first_new)
+    ids = {old: first_new + k for k, old in enumerate(order)}
 
     def m(i: int) -> int:
         return ids.get(i, i)
 
-    cat.nodes = {m(i): n for i, n in sorted(cat.nodes.items())}
+    cat.nodes = {m(i): n for i, n in sorted(cat.nodes.items(), key=lambda kv: m(kv[0]))}
     for n in cat.nodes.values():
         n.id = m(n.id)
         n.inputs = [m(i) for i in n.inputs]

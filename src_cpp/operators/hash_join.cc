@@ -31,10 +31,12 @@ std::unique_ptr<To> MoveState(const From& from, const JoinSpec& spec) {
 
 HashJoin::HashJoin(const Schema& left, const Schema& right, std::vector<std::unique_ptr<Expression>> left_keys,
                    std::vector<std::unique_ptr<Expression>> right_keys, std::unique_ptr<Expression> residual,
-                   bool negative, HolderTable* holders, ExpirationPolicy policy)
+                   bool negative, HolderTable* holders, ExpirationPolicy policy, const std::vector<int64_t>& windows)
     : residual_(std::move(residual)) {
   schema_ = left;
   schema_.insert(schema_.end(), right.begin(), right.end());
+  for (int64_t w : windows) shrink_.push_back(Duration::Ticks(windows.back() - w));
+  if (shared()) schema_.push_back({"slice", TypeId::kInt64});
   shared_ = std::make_shared<const Schema>(schema_);
   keys_[0] = std::move(left_keys);
   keys_[1] = std::move(right_keys);
@@ -118,6 +120,14 @@ void HashJoin::BatchSink::Flush() {
     auto cols =
         GatherRows([&](uint32_t seq) -> const Batch& { return s.batch(seq); }, rows, j_.spec_.input[side].size());
     for (Column& c : cols) o.columns.push_back(std::move(c));
+  }
+  if (j_.shared()) {
+    Column slice;
+    slice.type = TypeId::kInt64;
+    slice.length = n;
+    slice.values = Buffer::Allocate(n * 8);
+    for (int64_t i = 0; i < n; ++i) slice.values.as<int64_t>()[i] = j_.SliceOf(em_[i].sync, em_[i].other);
+    o.columns.push_back(std::move(slice));
   }
   o.sync.ticks = Buffer::Allocate(n * 8);
   o.other.ticks = Buffer::Allocate(n * 8);
@@ -265,22 +275,26 @@ void RegisterHashJoin(OperatorRegistry& r) {
               .columns = D::Columns::kConcat},
              [](const OperatorSpec& s, const std::vector<OperatorInput>& in,
                 const OperatorContext& ctx) -> std::unique_ptr<Operator> {
-               CQ_CHECK(in.size() == 2 && in[0].kind == BatchKind::kLifetime && in[1].kind == BatchKind::kLifetime,
-                        "a join reads two relations");
-               std::vector<std::unique_ptr<Expression>> lk, rk;
-               for (const json::Value& e : s.params["left_keys"].array())
-                 lk.push_back(Expression::Compile(e, *in[0].schema));
-               for (const json::Value& e : s.params["right_keys"].array())
-                 rk.push_back(Expression::Compile(e, *in[1].schema));
-               Schema both = *in[0].schema;
-               both.insert(both.end(), in[1].schema->begin(), in[1].schema->end());
-               std::unique_ptr<Expression> residual;
-               if (const json::Value* res = s.params.find("residual"); res && !res->is_null())
-                 residual = Expression::Compile(*res, both);
-               return std::make_unique<HashJoin>(*in[0].schema, *in[1].schema, std::move(lk), std::move(rk),
-                                                 std::move(residual), ctx.negative, ctx.holders,
+               JoinExpressions e = CompileJoinSpec(s, in);
+               return std::make_unique<HashJoin>(*in[0].schema, *in[1].schema, std::move(e.keys[0]),
+                                                 std::move(e.keys[1]), std::move(e.residual), ctx.negative, ctx.holders,
                                                  PlannedPolicy(s.params));
              });
+}
+
+JoinExpressions CompileJoinSpec(const OperatorSpec& s, const std::vector<OperatorInput>& in) {
+  CQ_CHECK(in.size() == 2 && in[0].kind == BatchKind::kLifetime && in[1].kind == BatchKind::kLifetime,
+           "a join reads two relations");
+  JoinExpressions out;
+  for (const json::Value& e : s.params["left_keys"].array())
+    out.keys[0].push_back(Expression::Compile(e, *in[0].schema));
+  for (const json::Value& e : s.params["right_keys"].array())
+    out.keys[1].push_back(Expression::Compile(e, *in[1].schema));
+  Schema both = *in[0].schema;
+  both.insert(both.end(), in[1].schema->begin(), in[1].schema->end());
+  if (const json::Value* res = s.params.find("residual"); res && !res->is_null())
+    out.residual = Expression::Compile(*res, both);
+  return out;
 }
 
 }  // namespace cq

@@ -105,6 +105,7 @@ void HashJoin::Rows::Pair(int side, uint32_t x, uint32_t y, const JoinMeta&, con
   r.values = joined_.data();
   bool open;
   if (!core_->PairTimes(xm, ym, &r.sync, &r.other, &open)) return;
+  if (j_->shared()) joined_.back() = Value::Int(j_->SliceOf(r.sync, r.other));
   if (open) r.holder = core_->results().Open(side == 0 ? xm : ym, side == 0 ? ym : xm, j_->spec_.holders);
   out_->Emit(r);
 }

@@ -24,6 +24,8 @@ const OperatorRegistry& OperatorRegistry::Global() {
     RegisterUnionAll(r);
     RegisterHashJoin(r);
     RegisterIStreamJoin(r);
+    RegisterSharedWindowJoin(r);
+    RegisterSwjRoute(r);
     RegisterAggregate(r);
     RegisterDelay(r);
     RegisterReissueHolders(r);

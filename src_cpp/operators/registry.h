@@ -62,6 +62,8 @@ void RegisterNegativeRowWindow(OperatorRegistry& r);
 void RegisterUnionAll(OperatorRegistry& r);
 void RegisterHashJoin(OperatorRegistry& r);
 void RegisterIStreamJoin(OperatorRegistry& r);
+void RegisterSharedWindowJoin(OperatorRegistry& r);
+void RegisterSwjRoute(OperatorRegistry& r);
 void RegisterAggregate(OperatorRegistry& r);
 void RegisterDelay(OperatorRegistry& r);
 void RegisterReissueHolders(OperatorRegistry& r);
