@@ -28,7 +28,8 @@ def test_master_query_parses_with_the_papers_windows() -> None:
     assert [m.name for m in st.query.masters] == ["Access", "c1"]
     assert [m.pos.column for m in st.query.masters] == [28, 36]
     windows = [src.window for src in st.query.select.sources]
-    assert windows[0] is not None and windows[0].kind == "now"
+    assert windows[0] is not None
+    assert windows[0].kind == "now"
     assert windows[1] == ast.Window("range", range=ast.Duration(5, "s"))
     assert windows[2] is None  # unbounded
 
@@ -49,8 +50,10 @@ def test_clock_and_table_statements_parse() -> None:
     [
         (
             "REGISTER QUERY q AS MASTER s SELECT a FROM s UNION SELECT a FROM s;",
-            "expected ';' after the MASTER query, found 'UNION' (a MASTER query is a whole "
-            "query: it cannot be an operand of UNION",
+            (
+                "expected ';' after the MASTER query, found 'UNION' (a MASTER query is a whole "
+                "query: it cannot be an operand of UNION"
+            ),
         ),
         (
             "REGISTER QUERY q AS SELECT a FROM s UNION MASTER s SELECT a FROM s;",
@@ -86,13 +89,17 @@ def test_syntax_errors(text: str, message: str) -> None:
     [
         (
             "REGISTER QUERY q AS MASTER r SELECT a FROM s;",
-            "MASTER source 'r' is a relation; a master must be a stream, a clock or a "
-            "stream-valued query",
+            (
+                "MASTER source 'r' is a relation; a master must be a stream, a clock or a "
+                "stream-valued query"
+            ),
         ),
         (
             "REGISTER QUERY q AS MASTER x SELECT a FROM s;",
-            "unknown MASTER source 'x'; a master is a stream, a clock or a stream-valued "
-            "query. Streams: s, t; clocks: c; stream-valued queries: (none)",
+            (
+                "unknown MASTER source 'x'; a master is a stream, a clock or a stream-valued "
+                "query. Streams: s, t; clocks: c; stream-valued queries: (none)"
+            ),
         ),
         (
             "REGISTER QUERY q AS MASTER rq SELECT a FROM s; REGISTER QUERY rq AS SELECT a FROM s;",
@@ -103,8 +110,10 @@ def test_syntax_errors(text: str, message: str) -> None:
         ("REGISTER CLOCK k EVERY 0;", "the period of clock 'k' must be positive; found 0"),
         (
             "REGISTER CLOCK k EVERY 10 OFFSET 10;",
-            "the offset of clock 'k' must be at least 0 and below its period (10 ticks); "
-            "found 10 ticks",
+            (
+                "the offset of clock 'k' must be at least 0 and below its period (10 ticks); "
+                "found 10 ticks"
+            ),
         ),
         ("REGISTER CLOCK k EVERY 1 ms;", "1 MILLISECONDS is not a whole number of ticks"),
         ("REGISTER TABLE u FROM 'sqlite:///x.db';", "REGISTER TABLE is run by an Engine"),
