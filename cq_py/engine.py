@@ -32,7 +32,8 @@ from cq_py.errors import (
     RunawayLoopError,
     SnapshotError,
 )
-from cq_py.parser import parse
+from cq_py.io.databases import DatabaseError
+from cq_py.parser import ast, parse
 from cq_py.partitions import Layout, Partitions, split_annex
 from cq_py.planner import Catalog, Planner
 from cq_py.planner import explain as render_plan
@@ -41,6 +42,7 @@ from cq_py.planner.expressions import missing_kernels
 from cq_py.planner.logical import Node, QueryDef, StreamDef
 from cq_py.planner.operators import find
 from cq_py.spark.partitioning import CQPartitionWarning, partition_catalog
+from cq_py.tables import TableView, Views
 from cq_py.ticks import MAX_TICK, MIN_TICK, UNITS, tick_range, to_ticks
 
 LIFETIMES = ("direct", "negative")
@@ -369,6 +371,10 @@ class Engine:
         self._row_inputs: dict[str, tuple[str, tuple[str, ...]]] = {}
         # push's inputs that need no conforming: (stream, ts column) -> the Arrow schema they have.
         self._ready_schemas: dict[tuple[str, str], pa.Schema] = {}
+        # REGISTER TABLE's cached views (cq_py/tables.py), and the furthest tick any input has
+        # reached: where refresh_tables() applies their changes.
+        self._tables = Views()
+        self._table_tick = MIN_TICK
 
     # -- CQL ----------------------------------------------------------------------------------
 
@@ -382,7 +388,24 @@ class Engine:
         >>> eng.query_names()
         ['q']
         """
-        script = parse(_cql_text(cql, "execute()"))
+        script = parsed = parse(_cql_text(cql, "execute()"))
+        new_views: list[TableView] = []
+        if any(isinstance(st, ast.RegisterTable) for st in script.statements):
+            script, new_views = self._tables.resolve(script)
+        try:
+            self._execute(cql, script)
+        except BaseException:
+            self._tables.discard(new_views)
+            raise
+        if script is not parsed:
+            self._tables.commit(new_views, script)
+            for view in new_views:
+                assert view.content is not None
+                self._push_table(view.input, view.content.schema.empty_table(), view.content)
+            # Rows are in: a query registered from now on sees the tables as they stand.
+            self._running = self._running or bool(new_views)
+
+    def _execute(self, cql: str, script: ast.Script) -> None:
         planner = Planner(
             self._catalog,
             self.time_unit,
@@ -580,6 +603,7 @@ class Engine:
             raise InputError(
                 f"unknown stream {stream!r}; registered streams: {known}", stream=stream
             )
+        self._not_a_table(sdef)
         if not isinstance(ts, str):
             raise ArgumentError(f"push(ts=...) names the timestamp column; found {_found(ts)}")
         if self._core.closed:
@@ -644,6 +668,8 @@ class Engine:
         except _core.CoreError as e:
             raise self._stopped(e, f"push to '{stream}'") from None
         self._running = True
+        if self._tables:
+            self._tables_follow(ts if type(ts) is int else self._row_tick(str(stream), ts))
         if self._subscribers:
             self._deliver(f"push to '{stream}'")
 
@@ -673,7 +699,65 @@ class Engine:
         except _core.CoreError as e:
             raise self._stopped(e, f"push to '{stream}'") from None
         self._running = True
+        if self._tables and batches and stream not in self._tables.inputs():
+            last = batches[-1]
+            if last.num_rows:
+                self._tables_follow(int(last.column(last.num_columns - 1)[-1].as_py()))
         self._deliver(f"push to '{stream}'")
+
+    def _not_a_table(self, sdef: StreamDef) -> None:
+        if sdef.origin == "table":
+            raise InputError(
+                f"'{sdef.name}' is a database table ({sdef.url}); it changes through its "
+                "database: call refresh_tables() instead of pushing to it",
+                stream=sdef.name,
+            )
+
+    def _tables_follow(self, tick: int) -> None:
+        """The tables' inputs move on with the furthest input: a table changes only when
+        refresh_tables() applies its changes, at that tick, so nothing below it is held back."""
+        if tick <= self._table_tick:
+            return
+        self._table_tick = tick
+        try:
+            for core in self._parts.cores if self._parts is not None else [self._core]:
+                for name in self._tables.inputs():
+                    core.advance_input(name, tick)
+        except _core.CoreError as e:
+            raise self._stopped(e, "moving the tables' progress") from None
+
+    def _push_table(self, name: str, deleted: pa.Table, inserted: pa.Table) -> None:
+        """A table's changes as a relation's: deletes, then inserts, at the furthest tick."""
+        if not deleted.num_rows and not inserted.num_rows:
+            return
+        changes = pa.concat_tables([deleted, inserted.cast(deleted.schema)])
+        ops = ["-"] * deleted.num_rows + ["+"] * inserted.num_rows
+        changes = changes.append_column(OP, pa.array(ops, pa.string())).append_column(
+            "ts", pa.array(np.full(changes.num_rows, self._table_tick), pa.int64())
+        )
+        sdef = self._stream(name)
+        self._push_batches(name, self._conform(changes, name, sdef.columns, "ts", True))
+
+    def refresh_tables(self) -> None:
+        """Applies what changed in the databases of ``REGISTER TABLE`` since the last refresh, at
+        the furthest tick any input has reached: inserts as arrivals, updates and deletes as the
+        difference between the view's SQL run again and the cached copy (paper 001 §4.6). Every
+        database is read before anything is applied: a database error is an
+        :class:`InputError` naming the table, applies nothing, and the engine goes on.
+
+        >>> eng = Engine(); eng.refresh_tables()  # no tables: nothing to do
+        """
+        if not self._tables:
+            return
+        if self._core.closed:
+            raise InputError("the engine is closed; refresh_tables() rejected")
+        try:
+            changes = self._tables.read()
+        except DatabaseError as e:
+            raise InputError(f"refresh_tables(): {e}; nothing was applied") from None
+        for view, deleted, inserted, content, last in changes:
+            self._push_table(view.input, deleted, inserted)
+            view.content, view.last_id = content, last
 
     def advance(self, t: Any) -> None:
         """Promises that no input below ``t`` will come on any stream (a heartbeat): results up
@@ -687,6 +771,8 @@ class Engine:
         """
         tick = self._tick(t)
         self._check_memory(f"advance({t!r})")
+        if self._tables:
+            self._table_tick = max(self._table_tick, tick)
         try:
             if self._parts is None:
                 self._core.advance(tick)
@@ -792,6 +878,12 @@ class Engine:
         >>> again.fetch("q").to_pylist()  # the row of ts 0 was not fetched before the snapshot
         [{'a': 1, 'ts': 0}, {'a': 2, 'ts': 5}]
         """
+        if self._tables:
+            raise SnapshotError(
+                "an engine with REGISTER TABLE cannot be snapshotted yet: its cached views and "
+                "change-log positions are not part of a snapshot; found tables "
+                + ", ".join(n for v in self._tables.views.values() for n in v.names)
+            )
         annex = json.dumps(
             {
                 "cq_py": 1,
@@ -941,6 +1033,7 @@ class Engine:
                 f"push_row: the stream is named by a str; found {_found(stream)}", stream=None
             )
         sdef = self._stream(stream)
+        self._not_a_table(sdef)
         row = (sdef.name, tuple(n for n, _ in sdef.columns))
         self._row_inputs[stream] = row
         return row

@@ -235,6 +235,20 @@ class Planner:
     def _register_source(
         self, st: ast.RegisterStream | ast.RegisterRelation | ast.RegisterTable
     ) -> None:
+        if isinstance(st, ast.RegisterTable):
+            remote = st.remote or st.name
+            same = next(
+                (
+                    s
+                    for s in self.cat.streams.values()
+                    if s.origin == "table" and (s.url, s.remote) == (st.url, remote)
+                ),
+                None,
+            )
+            if same is not None:
+                # One cached copy per SQL text (paper 001 §3.2): another name for the same view.
+                self.cat.streams[st.name.lower()] = replace(same, name=st.name, pos=st.pos)
+                return
         relation = isinstance(st, (ast.RegisterRelation, ast.RegisterTable))
         what = "relation" if relation else "stream"
         seen: set[str] = set()
