@@ -81,23 +81,22 @@ class Server:
         if os.geteuid() == 0:
             shutil.chown(self.root, "nobody")
             shutil.chown(self.socket_dir, "nobody")
-        for command in (
-            [str(self.bindir / "initdb"), "-D", str(self.data), "--auth=trust", "-U", USER, "-E"]
-            + ["UTF8", "--no-sync"],
-            [str(self.bindir / "pg_ctl"), "-D", str(self.data), "-l", str(self.root / "log")]
-            + ["-w", "-t", "60", "-o"]
-            + [f"-p {self.port} -k {self.socket_dir} -c listen_addresses='' -c fsync=off"]
-            + ["start"],
-        ):
-            out = subprocess.run(self._as_owner(*command), capture_output=True, text=True)
+        initdb = [str(self.bindir / "initdb"), "-D", str(self.data), "--auth=trust", "-U", USER]
+        options = f"-p {self.port} -k {self.socket_dir} -c listen_addresses='' -c fsync=off"
+        log = str(self.root / "log")
+        pg_ctl = [str(self.bindir / "pg_ctl"), "-D", str(self.data), "-l", log, "-w", "-t", "60"]
+        for command in ([*initdb, "-E", "UTF8", "--no-sync"], [*pg_ctl, "-o", options, "start"]):
+            out = subprocess.run(
+                self._as_owner(*command), capture_output=True, text=True, check=False
+            )
             if out.returncode:
                 log = (self.root / "log").read_text() if (self.root / "log").exists() else ""
                 raise RuntimeError(f"{command[0]} failed: {out.stdout}{out.stderr}{log}")
 
     def stop(self) -> None:
+        pg_ctl = str(self.bindir / "pg_ctl")
         subprocess.run(
-            self._as_owner(str(self.bindir / "pg_ctl"), "-D", str(self.data), "-m", "fast")
-            + ["-w", "stop"],
+            self._as_owner(pg_ctl, "-D", str(self.data), "-m", "fast", "-w", "stop"),
             capture_output=True,
             check=False,
         )

@@ -183,9 +183,23 @@ class Database:
                 f"{self.url}: expected {len(columns)} columns from {sql!r}, found {len(values)}"
             )
         return pa.table(
-            [pa.array(v, type=ARROW[t]) for v, (_, t) in zip(values, columns, strict=True)],
+            [self._array(v, n, t, sql) for v, (n, t) in zip(values, columns, strict=True)],
             schema=schema,
         )
+
+    def _array(self, values: Sequence[Any], name: str, cq_type: str, sql: str) -> pa.Array:
+        try:
+            return pa.array(values, type=ARROW[cq_type])
+        except (pa.ArrowInvalid, pa.ArrowTypeError):
+            pass
+        try:
+            # SQLite keeps booleans as 0 and 1, and any column may hold any kind of value.
+            return pa.array(values).cast(ARROW[cq_type])
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as e:
+            raise DatabaseError(
+                f"{self.url}: column '{name}' of {sql!r} holds values that are not "
+                f"{cq_type}: {e}"
+            ) from None
 
     def capture(self, table: str, columns: list[tuple[str, str]]) -> tuple[str, int]:
         """Installs change capture on ``table`` (once; later calls reuse the log): triggers that
