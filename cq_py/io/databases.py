@@ -197,8 +197,7 @@ class Database:
             return pa.array(values).cast(ARROW[cq_type])
         except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as e:
             raise DatabaseError(
-                f"{self.url}: column '{name}' of {sql!r} holds values that are not "
-                f"{cq_type}: {e}"
+                f"{self.url}: column '{name}' of {sql!r} holds values that are not {cq_type}: {e}"
             ) from None
 
     def capture(self, table: str, columns: list[tuple[str, str]]) -> tuple[str, int]:
