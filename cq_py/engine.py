@@ -375,6 +375,13 @@ class Engine:
         # reached: where refresh_tables() applies their changes.
         self._tables = Views()
         self._table_tick = MIN_TICK
+        # Each input's furthest tick (by lower-cased name) and the last advance(): the clocks
+        # (REGISTER CLOCK) tick as the least of them passes their ticks. Per clock: its period,
+        # offset and next tick.
+        self._progress: dict[str, int] = {}
+        self._floor = MIN_TICK
+        self._clocks: dict[str, list[int]] = {}
+        self._restoring = False
 
     # -- CQL ----------------------------------------------------------------------------------
 
@@ -404,6 +411,7 @@ class Engine:
                 self._push_table(view.input, view.content.schema.empty_table(), view.content)
             # Rows are in: a query registered from now on sees the tables as they stand.
             self._running = self._running or bool(new_views)
+        self._start_clocks()
 
     def _execute(self, cql: str, script: ast.Script) -> None:
         planner = Planner(
@@ -668,8 +676,8 @@ class Engine:
         except _core.CoreError as e:
             raise self._stopped(e, f"push to '{stream}'") from None
         self._running = True
-        if self._tables:
-            self._tables_follow(ts if type(ts) is int else self._row_tick(str(stream), ts))
+        name = row[0] if row is not None else str(stream)
+        self._moved(name, ts if type(ts) is int else self._row_tick(name, ts))
         if self._subscribers:
             self._deliver(f"push to '{stream}'")
 
@@ -699,13 +707,73 @@ class Engine:
         except _core.CoreError as e:
             raise self._stopped(e, f"push to '{stream}'") from None
         self._running = True
-        if self._tables and batches and stream not in self._tables.inputs():
+        if batches and batches[-1].num_rows and stream not in self._tables.inputs():
             last = batches[-1]
-            if last.num_rows:
-                self._tables_follow(int(last.column(last.num_columns - 1)[-1].as_py()))
+            self._moved(stream, int(last.column(last.num_columns - 1)[-1].as_py()))
         self._deliver(f"push to '{stream}'")
 
+    def _moved(self, name: str, tick: int) -> None:
+        """Input ``name`` reached ``tick``: the tables and the clocks follow."""
+        key = name.lower()
+        if tick > self._progress.get(key, MIN_TICK):
+            self._progress[key] = tick
+        if self._tables:
+            self._tables_follow(tick)
+        if self._clocks:
+            self._clocks_follow(self._least())
+
+    def _least(self) -> int:
+        """The least progress of the inputs the clocks wait for: every stream and relation but
+        the clocks and the tables (which follow the others)."""
+        ticks = [
+            max(self._progress.get(k, MIN_TICK), self._floor)
+            for k, s in self._catalog.streams.items()
+            if s.origin not in ("clock", "table")
+        ]
+        return min(ticks, default=self._floor)
+
+    def _start_clocks(self) -> None:
+        """The clocks a script registered: a clock registered while the engine runs ticks from
+        its progress on (a query registered at p sees input from p on)."""
+        since = self._least() if self._running else MIN_TICK
+        for key, s in self._catalog.streams.items():
+            if s.origin == "clock" and key not in self._clocks:
+                first = s.offset
+                if since > first:
+                    first += -(-(since - first) // s.every) * s.every
+                self._clocks[key] = [s.every, first]
+        if self._running and not self._restoring:
+            self._clocks_follow(since)
+
+    def _clocks_follow(self, upto: int) -> None:
+        """Every clock's ticks below ``upto`` pushed, and its progress moved to ``upto``: a tick
+        fires once the progress passes it (a firing point, paper 000 §3.2)."""
+        if upto <= MIN_TICK:
+            return
+        cores = self._parts.cores if self._parts is not None else [self._core]
+        try:
+            for key, state in self._clocks.items():
+                every, first = state
+                name = self._catalog.streams[key].name
+                if first < upto:
+                    ticks = np.arange(first, upto, every, dtype=np.int64)
+                    state[1] = int(ticks[-1]) + every
+                    batch = pa.record_batch([pa.array(ticks)], names=["ts"])
+                    if self._parts is None:
+                        self._core.push(name, [batch.__arrow_c_array__()])
+                    else:
+                        self._parts.push(name, [batch])
+                for core in cores:
+                    core.advance_input(name, upto)
+        except _core.CoreError as e:
+            raise self._stopped(e, "ticking the clocks") from None
+
     def _not_a_table(self, sdef: StreamDef) -> None:
+        if sdef.origin == "clock":
+            raise InputError(
+                f"'{sdef.name}' is a clock; the engine makes its ticks, nothing is pushed to it",
+                stream=sdef.name,
+            )
         if sdef.origin == "table":
             raise InputError(
                 f"'{sdef.name}' is a database table ({sdef.url}); it changes through its "
@@ -773,6 +841,14 @@ class Engine:
         self._check_memory(f"advance({t!r})")
         if self._tables:
             self._table_tick = max(self._table_tick, tick)
+        if self._clocks and not self._core.closed:
+            # The clocks' ticks below the new progress go in first: the advance moves every
+            # input, the clocks too, past them.
+            floor, self._floor = self._floor, max(self._floor, tick)
+            try:
+                self._clocks_follow(self._least())
+            finally:
+                self._floor = floor
         try:
             if self._parts is None:
                 self._core.advance(tick)
@@ -780,6 +856,7 @@ class Engine:
                 self._parts.advance(tick)
         except _core.CoreError as e:
             raise self._stopped(e, f"advance({t!r})") from None
+        self._floor = max(self._floor, tick)
         if not self._plans:
             self._advanced = tick if self._advanced is None else max(self._advanced, tick)
         self._running = True
@@ -791,6 +868,9 @@ class Engine:
 
         >>> eng = Engine(); eng.close()
         """
+        if self._clocks and not self._core.closed:
+            # A clock ticks up to the progress reached before close(), not beyond (issue 31).
+            self._clocks_follow(max([self._floor, *self._progress.values()]))
         try:
             if self._parts is None:
                 self._core.close()
@@ -907,6 +987,10 @@ class Engine:
                 "cql": self._cql,
                 "late": self._late,
                 "running": self._running,
+                # Where the clocks are, and the inputs' progress they follow.
+                "clocks": self._clocks,
+                "progress": self._progress,
+                "floor": self._floor,
             }
         ).encode()
         try:
@@ -973,10 +1057,28 @@ class Engine:
             with warnings.catch_warnings():
                 # (Said when the snapshot's engine executed them.)
                 warnings.simplefilter("ignore", CQPartitionWarning)
+                eng._restoring = True  # (the clocks tick once the core's state is back)
                 for text, registered_late in zip(cql, late, strict=True):
                     eng._running = registered_late  # each text planned as it was
                     eng.execute(text)
             eng._running = running
+            eng._restoring = False
+            clocks, progress = saved.get("clocks", {}), saved.get("progress", {})
+            floor = saved.get("floor", MIN_TICK)
+            ints = (
+                isinstance(clocks, dict)
+                and clocks.keys() == eng._clocks.keys()
+                and all(
+                    isinstance(v, list) and len(v) == 2 and all(type(x) is int for x in v)
+                    for v in clocks.values()
+                )
+                and isinstance(progress, dict)
+                and all(type(v) is int for v in progress.values())
+                and type(floor) is int
+            )
+            if not ints:
+                raise ValueError("its clocks' state is not a clock's")
+            eng._clocks, eng._progress, eng._floor = clocks, progress, floor
         except (CQError, TypeError, ValueError) as e:
             # The bytes pass the checksum (which anyone can compute: they may still be damaged), but
             # this cq cannot rebuild the engine they describe.

@@ -88,6 +88,9 @@ class StreamDef:
     # A table's database url and its table there.
     url: str = ""
     remote: str = ""
+    # A clock's period and offset, in ticks.
+    every: int = 0
+    offset: int = 0
 
 
 @dataclass

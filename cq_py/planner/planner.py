@@ -199,7 +199,8 @@ class Planner:
         return node
 
     def _register_clock(self, st: ast.RegisterClock) -> None:
-        """A clock (paper 001 §3.1): a stream of no columns that ticks at o + k·d, k ≥ 0."""
+        """A clock (paper 001 §3.1): a stream of no columns that ticks at o + k·d, k ≥ 0, each
+        tick once the engine's progress passes it."""
         every = self.ticks(st.every)
         if every <= 0:
             raise self.err(
@@ -214,12 +215,14 @@ class Planner:
                 f"({every} ticks); found {offset} ticks",
                 st.offset.pos,
             )
+        # The core reads a clock as a stream of no columns; the engine feeds it its ticks as the
+        # progress of the other inputs passes them (cq_py/engine.py, _clocks_follow).
         scan = self._add(
             Node(
                 self._new_id(),
-                "clock",
+                "stream_scan",
                 [],
-                {"clock": st.name, "every": {"ticks": every}, "offset": {"ticks": offset}},
+                {"stream": st.name, "schema": []},
                 [],
                 kind="stream",
                 lifetime=STREAM,
@@ -229,7 +232,7 @@ class Planner:
             )
         )
         self.cat.streams[st.name.lower()] = StreamDef(
-            st.name, [], scan.id, False, st.pos, origin="clock"
+            st.name, [], scan.id, False, st.pos, origin="clock", every=every, offset=offset
         )
 
     def _register_source(
