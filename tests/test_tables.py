@@ -223,3 +223,22 @@ def test_bag_difference_counts_copies() -> None:
     assert Counter(tuple(r.values()) for r in inserted.to_pylist()) == Counter(
         [(None, None), (3, "w")]
     )
+
+
+def test_a_master_query_reads_a_table_changed_mid_run(sqlite_table: Path) -> None:
+    eng = cq_py.Engine()
+    eng.execute(
+        f"REGISTER TABLE t FROM 'sqlite:///{sqlite_table}'; REGISTER STREAM s(k INT);"
+        "REGISTER CLOCK c EVERY 10;"
+        "REGISTER QUERY on_s AS MASTER s SELECT s.k, t.v FROM s [now], t WHERE s.k = t.k;"
+        "REGISTER QUERY on_c AS MASTER c SELECT k, v FROM t;"
+    )
+    eng.push("s", [{"k": 1, "ts": 5}])
+    _sqlite(sqlite_table)("UPDATE t SET v = 'A' WHERE k = 1")
+    eng.refresh_tables()  # at 5: (1, 'a') ends, (1, 'A') starts
+    eng.push("s", [{"k": 1, "ts": 8}, {"k": 1, "ts": 12}])
+    eng.close()
+    # s at 5 saw the update (it came at 5, before the run at 5); so did 8 and 12.
+    assert _rows(eng.fetch("on_s")) == [(1, "A", 5), (1, "A", 8), (1, "A", 12)]
+    # The clock at 0 emits the table whole; at 10, what started since: the update's row.
+    assert _rows(eng.fetch("on_c")) == [(1, "A", 10), (1, "a", 0), (2, "b", 0)]
