@@ -32,7 +32,8 @@ from cq_py.errors import (
     RunawayLoopError,
     SnapshotError,
 )
-from cq_py.parser import parse
+from cq_py.io.databases import DatabaseError
+from cq_py.parser import ast, parse
 from cq_py.partitions import Layout, Partitions, split_annex
 from cq_py.planner import Catalog, Planner
 from cq_py.planner import explain as render_plan
@@ -41,6 +42,7 @@ from cq_py.planner.expressions import missing_kernels
 from cq_py.planner.logical import Node, QueryDef, StreamDef
 from cq_py.planner.operators import find
 from cq_py.spark.partitioning import CQPartitionWarning, partition_catalog
+from cq_py.tables import TableView, Views
 from cq_py.ticks import MAX_TICK, MIN_TICK, UNITS, tick_range, to_ticks
 
 LIFETIMES = ("direct", "negative")
@@ -377,6 +379,17 @@ class Engine:
         self._rows: _core.Engine | _core.RowParts = self._core
         # push's inputs that need no conforming: (stream, ts column) -> the Arrow schema they have.
         self._ready_schemas: dict[tuple[str, str], pa.Schema] = {}
+        # REGISTER TABLE's cached views (cq_py/tables.py), and the furthest tick any input has
+        # reached: where refresh_tables() applies their changes.
+        self._tables = Views()
+        self._table_tick = MIN_TICK
+        # Each input's furthest tick (by lower-cased name) and the last advance(): the clocks
+        # (REGISTER CLOCK) tick as the least of them passes their ticks. Per clock: its period,
+        # offset and next tick.
+        self._progress: dict[str, int] = {}
+        self._floor = MIN_TICK
+        self._clocks: dict[str, list[int]] = {}
+        self._restoring = False
 
     # -- CQL ----------------------------------------------------------------------------------
 
@@ -390,7 +403,25 @@ class Engine:
         >>> eng.query_names()
         ['q']
         """
-        script = parse(_cql_text(cql, "execute()"))
+        script = parsed = parse(_cql_text(cql, "execute()"))
+        new_views: list[TableView] = []
+        if any(isinstance(st, ast.RegisterTable) for st in script.statements):
+            script, new_views = self._tables.resolve(script)
+        try:
+            self._execute(cql, script)
+        except BaseException:
+            self._tables.discard(new_views)
+            raise
+        if script is not parsed:
+            self._tables.commit(new_views, script)
+            for view in new_views:
+                assert view.content is not None
+                self._push_table(view.input, view.content.schema.empty_table(), view.content)
+            # Rows are in: a query registered from now on sees the tables as they stand.
+            self._running = self._running or bool(new_views)
+        self._start_clocks()
+
+    def _execute(self, cql: str, script: ast.Script) -> None:
         planner = Planner(
             self._catalog,
             self.time_unit,
@@ -591,6 +622,7 @@ class Engine:
             raise InputError(
                 f"unknown stream {stream!r}; registered streams: {known}", stream=stream
             )
+        self._not_a_table(sdef)
         if not isinstance(ts, str):
             raise ArgumentError(f"push(ts=...) names the timestamp column; found {_found(ts)}")
         if self._core.closed:
@@ -651,6 +683,8 @@ class Engine:
         except _core.CoreError as e:
             raise self._stopped(e, f"push to '{stream}'") from None
         self._running = True
+        name = row[0] if row is not None else str(stream)
+        self._moved(name, ts if type(ts) is int else self._row_tick(name, ts))
         if self._subscribers:
             self._deliver(f"push to '{stream}'")
 
@@ -678,7 +712,125 @@ class Engine:
         except _core.CoreError as e:
             raise self._stopped(e, f"push to '{stream}'") from None
         self._running = True
+        if batches and batches[-1].num_rows and stream not in self._tables.inputs():
+            last = batches[-1]
+            self._moved(stream, int(last.column(last.num_columns - 1)[-1].as_py()))
         self._deliver(f"push to '{stream}'")
+
+    def _moved(self, name: str, tick: int) -> None:
+        """Input ``name`` reached ``tick``: the tables and the clocks follow."""
+        key = name.lower()
+        if tick > self._progress.get(key, MIN_TICK):
+            self._progress[key] = tick
+        if self._tables:
+            self._tables_follow(tick)
+        if self._clocks:
+            self._clocks_follow(self._least())
+
+    def _least(self) -> int:
+        """The least progress of the inputs the clocks wait for: every stream and relation but
+        the clocks and the tables (which follow the others)."""
+        ticks = [
+            max(self._progress.get(k, MIN_TICK), self._floor)
+            for k, s in self._catalog.streams.items()
+            if s.origin not in ("clock", "table")
+        ]
+        return min(ticks, default=self._floor)
+
+    def _start_clocks(self) -> None:
+        """The clocks a script registered: a clock registered while the engine runs ticks from
+        its progress on (a query registered at p sees input from p on)."""
+        since = self._least() if self._running else MIN_TICK
+        for key, s in self._catalog.streams.items():
+            if s.origin == "clock" and key not in self._clocks:
+                first = s.offset
+                if since > first:
+                    first += -(-(since - first) // s.every) * s.every
+                self._clocks[key] = [s.every, first]
+        if self._running and not self._restoring:
+            self._clocks_follow(since)
+
+    def _clocks_follow(self, upto: int) -> None:
+        """Every clock's ticks below ``upto`` pushed, and its progress moved to ``upto``: a tick
+        fires once the progress passes it (a firing point, paper 000 §3.2)."""
+        if upto <= MIN_TICK:
+            return
+        cores = self._parts.cores if self._parts is not None else [self._core]
+        try:
+            for key, state in self._clocks.items():
+                every, first = state
+                name = self._catalog.streams[key].name
+                if first < upto:
+                    ticks = np.arange(first, upto, every, dtype=np.int64)
+                    state[1] = int(ticks[-1]) + every
+                    batch = pa.record_batch([pa.array(ticks)], names=["ts"])
+                    if self._parts is None:
+                        self._core.push(name, [batch.__arrow_c_array__()])
+                    else:
+                        self._parts.push(name, [batch])
+                for core in cores:
+                    core.advance_input(name, upto)
+        except _core.CoreError as e:
+            raise self._stopped(e, "ticking the clocks") from None
+
+    def _not_a_table(self, sdef: StreamDef) -> None:
+        if sdef.origin == "clock":
+            raise InputError(
+                f"'{sdef.name}' is a clock; the engine makes its ticks, nothing is pushed to it",
+                stream=sdef.name,
+            )
+        if sdef.origin == "table":
+            raise InputError(
+                f"'{sdef.name}' is a database table ({sdef.url}); it changes through its "
+                "database: call refresh_tables() instead of pushing to it",
+                stream=sdef.name,
+            )
+
+    def _tables_follow(self, tick: int) -> None:
+        """The tables' inputs move on with the furthest input: a table changes only when
+        refresh_tables() applies its changes, at that tick, so nothing below it is held back."""
+        if tick <= self._table_tick:
+            return
+        self._table_tick = tick
+        try:
+            for core in self._parts.cores if self._parts is not None else [self._core]:
+                for name in self._tables.inputs():
+                    core.advance_input(name, tick)
+        except _core.CoreError as e:
+            raise self._stopped(e, "moving the tables' progress") from None
+
+    def _push_table(self, name: str, deleted: pa.Table, inserted: pa.Table) -> None:
+        """A table's changes as a relation's: deletes, then inserts, at the furthest tick."""
+        if not deleted.num_rows and not inserted.num_rows:
+            return
+        changes = pa.concat_tables([deleted, inserted.cast(deleted.schema)])
+        ops = ["-"] * deleted.num_rows + ["+"] * inserted.num_rows
+        changes = changes.append_column(OP, pa.array(ops, pa.string())).append_column(
+            "ts", pa.array(np.full(changes.num_rows, self._table_tick), pa.int64())
+        )
+        sdef = self._stream(name)
+        self._push_batches(name, self._conform(changes, name, sdef.columns, "ts", True))
+
+    def refresh_tables(self) -> None:
+        """Applies what changed in the databases of ``REGISTER TABLE`` since the last refresh, at
+        the furthest tick any input has reached: inserts as arrivals, updates and deletes as the
+        difference between the view's SQL run again and the cached copy (paper 001 §4.6). Every
+        database is read before anything is applied: a database error is an
+        :class:`InputError` naming the table, applies nothing, and the engine goes on.
+
+        >>> eng = Engine(); eng.refresh_tables()  # no tables: nothing to do
+        """
+        if not self._tables:
+            return
+        if self._core.closed:
+            raise InputError("the engine is closed; refresh_tables() rejected")
+        try:
+            changes = self._tables.read()
+        except DatabaseError as e:
+            raise InputError(f"refresh_tables(): {e}; nothing was applied") from None
+        for view, deleted, inserted, content, last in changes:
+            self._push_table(view.input, deleted, inserted)
+            view.content, view.last_id = content, last
 
     def advance(self, t: Any) -> None:
         """Promises that no input below ``t`` will come on any stream (a heartbeat): results up
@@ -692,6 +844,16 @@ class Engine:
         """
         tick = self._tick(t)
         self._check_memory(f"advance({t!r})")
+        if self._tables:
+            self._table_tick = max(self._table_tick, tick)
+        if self._clocks and not self._core.closed:
+            # The clocks' ticks below the new progress go in first: the advance moves every
+            # input, the clocks too, past them.
+            floor, self._floor = self._floor, max(self._floor, tick)
+            try:
+                self._clocks_follow(self._least())
+            finally:
+                self._floor = floor
         try:
             if self._parts is None:
                 self._core.advance(tick)
@@ -699,6 +861,7 @@ class Engine:
                 self._parts.advance(tick)
         except _core.CoreError as e:
             raise self._stopped(e, f"advance({t!r})") from None
+        self._floor = max(self._floor, tick)
         if not self._plans:
             self._advanced = tick if self._advanced is None else max(self._advanced, tick)
         self._running = True
@@ -710,6 +873,9 @@ class Engine:
 
         >>> eng = Engine(); eng.close()
         """
+        if self._clocks and not self._core.closed:
+            # A clock ticks up to the progress reached before close(), not beyond (issue 31).
+            self._clocks_follow(max([self._floor, *self._progress.values()]))
         try:
             if self._parts is None:
                 self._core.close()
@@ -797,6 +963,12 @@ class Engine:
         >>> again.fetch("q").to_pylist()  # the row of ts 0 was not fetched before the snapshot
         [{'a': 1, 'ts': 0}, {'a': 2, 'ts': 5}]
         """
+        if self._tables:
+            raise SnapshotError(
+                "an engine with REGISTER TABLE cannot be snapshotted yet: its cached views and "
+                "change-log positions are not part of a snapshot; found tables "
+                + ", ".join(n for v in self._tables.views.values() for n in v.names)
+            )
         annex = json.dumps(
             {
                 "cq_py": 1,
@@ -821,6 +993,10 @@ class Engine:
                 "cql": self._cql,
                 "late": self._late,
                 "running": self._running,
+                # Where the clocks are, and the inputs' progress they follow.
+                "clocks": self._clocks,
+                "progress": self._progress,
+                "floor": self._floor,
             }
         ).encode()
         try:
@@ -892,10 +1068,28 @@ class Engine:
             with warnings.catch_warnings():
                 # (Said when the snapshot's engine executed them.)
                 warnings.simplefilter("ignore", CQPartitionWarning)
+                eng._restoring = True  # (the clocks tick once the core's state is back)
                 for text, registered_late in zip(cql, late, strict=True):
                     eng._running = registered_late  # each text planned as it was
                     eng.execute(text)
             eng._running = running
+            eng._restoring = False
+            clocks, progress = saved.get("clocks", {}), saved.get("progress", {})
+            floor = saved.get("floor", MIN_TICK)
+            ints = (
+                isinstance(clocks, dict)
+                and clocks.keys() == eng._clocks.keys()
+                and all(
+                    isinstance(v, list) and len(v) == 2 and all(type(x) is int for x in v)
+                    for v in clocks.values()
+                )
+                and isinstance(progress, dict)
+                and all(type(v) is int for v in progress.values())
+                and type(floor) is int
+            )
+            if not ints:
+                raise ValueError("its clocks' state is not a clock's")
+            eng._clocks, eng._progress, eng._floor = clocks, progress, floor
         except (CQError, TypeError, ValueError) as e:
             # The bytes pass the checksum (which anyone can compute: they may still be damaged), but
             # this cq cannot rebuild the engine they describe.
@@ -952,6 +1146,7 @@ class Engine:
                 f"push_row: the stream is named by a str; found {_found(stream)}", stream=None
             )
         sdef = self._stream(stream)
+        self._not_a_table(sdef)
         row = (sdef.name, tuple(n for n, _ in sdef.columns))
         self._row_inputs[stream] = row
         return row

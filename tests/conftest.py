@@ -9,6 +9,7 @@ a seed to draw from (``pytest -p hypothesis --hypothesis-seed`` does the same fo
 
 import os
 
+import pytest
 from hypothesis import settings
 
 settings.register_profile("fixed", derandomize=True, database=None, print_blob=True)
@@ -27,3 +28,26 @@ def pytest_collection_modifyitems(items):
         test = getattr(item, "obj", None)
         if test is not None and hasattr(test, "hypothesis"):
             hypothesis.seed(int(_seed))(test)
+
+
+@pytest.fixture(scope="session")
+def pg_server():
+    """A PostgreSQL server of the suite's own (tests/postgres_server.py), for the whole session.
+    Under CI (CI=true) a missing PostgreSQL or psycopg fails the tests that need it: .ci/run
+    installs both, and these tests must never skip there."""
+    from postgres_server import binaries, postgres
+
+    missing = []
+    if binaries() is None:
+        missing.append("the PostgreSQL server (apt-get install postgresql)")
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        missing.append("psycopg (pip install 'cq[postgres]')")
+    if missing:
+        message = "needs " + " and ".join(missing)
+        if os.environ.get("CI"):
+            pytest.fail(message + "; CI must install it (.ci/run)")
+        pytest.skip(message)
+    with postgres() as server:
+        yield server

@@ -223,7 +223,25 @@ class SetOp:
     pos: Pos = field(default=NOPOS, compare=False)
 
 
-Query = Select | StreamOp | SetOp
+@dataclass(frozen=True)
+class MasterName:
+    """One source of a MASTER clause: a stream, a stream-valued query or a clock."""
+
+    name: str
+    pos: Pos = field(default=NOPOS, compare=False)
+
+
+@dataclass(frozen=True)
+class Master:
+    """``MASTER m1, ..., mk SELECT ...`` (paper 001 §2.1): a stream of the SELECT's new tuples at
+    each instant of the masters. Only the whole query of a ``REGISTER QUERY`` may be one."""
+
+    masters: tuple[MasterName, ...]
+    select: Select
+    pos: Pos = field(default=NOPOS, compare=False)
+
+
+Query = Select | StreamOp | SetOp | Master
 
 
 # ---------------------------------------------------------------------------------------------
@@ -259,7 +277,29 @@ class RegisterQuery:
     pos: Pos = field(default=NOPOS, compare=False)
 
 
-Statement = RegisterStream | RegisterRelation | RegisterQuery
+@dataclass(frozen=True)
+class RegisterClock:
+    """``REGISTER CLOCK name EVERY d [OFFSET o]``: a stream that ticks at o + k·d, k ≥ 0."""
+
+    name: str
+    every: Duration
+    offset: Duration | None = None
+    pos: Pos = field(default=NOPOS, compare=False)
+
+
+@dataclass(frozen=True)
+class RegisterTable:
+    """``REGISTER TABLE name FROM 'url' [TABLE 'remote']``: a database table read as a relation.
+    ``columns`` are empty as parsed; the engine fills them from the database's catalog."""
+
+    name: str
+    url: str
+    remote: str | None = None
+    columns: tuple[ColumnDef, ...] = ()
+    pos: Pos = field(default=NOPOS, compare=False)
+
+
+Statement = RegisterStream | RegisterRelation | RegisterQuery | RegisterClock | RegisterTable
 
 
 @dataclass(frozen=True)

@@ -69,6 +69,7 @@ class _Parser:
         self.tokens = tokenize(source)
         self.i = 0
         self.depth = 0
+        self.in_master = False  # the paper's bare-duration windows ([5second]) are allowed
 
     # =========================================================================================
     # Token access
@@ -255,7 +256,7 @@ class _Parser:
             if self.at_kw("SELECT", *_STREAM_OPERATORS) or self.at_op("("):
                 hint = "a query must be registered: REGISTER QUERY name AS ..."
             raise self.expected(
-                "a statement (REGISTER STREAM, REGISTER RELATION or REGISTER QUERY)", hint
+                "a statement (REGISTER STREAM, RELATION, QUERY, CLOCK or TABLE)", hint
             )
         if self.accept_word("STREAM"):
             name = self.name("a stream name after REGISTER STREAM")
@@ -266,8 +267,56 @@ class _Parser:
         if self.accept_word("QUERY"):
             name = self.name("a query name after REGISTER QUERY")
             self.accept_kw("AS")
+            if self.at_word("MASTER"):
+                return ast.RegisterQuery(name, self.master(), start.pos)
             return ast.RegisterQuery(name, self.query(), start.pos)
-        raise self.expected("STREAM, RELATION or QUERY after REGISTER")
+        if self.accept_word("CLOCK"):
+            name = self.name("a clock name after REGISTER CLOCK")
+            if not self.accept_word("EVERY"):
+                raise self.expected(f"EVERY after the clock name '{name}'")
+            every = self.duration("after EVERY")
+            offset = self.duration("after OFFSET") if self.accept_word("OFFSET") else None
+            return ast.RegisterClock(name, every, offset, start.pos)
+        if self.accept_word("TABLE"):
+            name = self.name("a table name after REGISTER TABLE")
+            if not self.accept_kw("FROM"):
+                raise self.expected(f"FROM 'url' after the table name '{name}'")
+            url = self.string("a database url in quotes after FROM (e.g. 'sqlite:///data.db')")
+            remote = None
+            if self.accept_word("TABLE"):
+                remote = self.string("the database's table name in quotes after TABLE")
+            return ast.RegisterTable(name, url, remote, (), start.pos)
+        raise self.expected("STREAM, RELATION, QUERY, CLOCK or TABLE after REGISTER")
+
+    def string(self, what: str) -> str:
+        tok = self.tok
+        if tok.kind is not TokenKind.STRING:
+            raise self.expected(what)
+        self.advance()
+        return str(tok.value)
+
+    def master(self) -> ast.Master:
+        """``MASTER m1[, m2 ...] SELECT ...``: a whole query, never an operand (paper 001 §2.1)."""
+        kw = self.advance()
+        pos = self.tok.pos
+        masters = [ast.MasterName(self.name("a stream or clock name after MASTER"), pos)]
+        while self.accept_op(","):
+            pos = self.tok.pos
+            masters.append(ast.MasterName(self.name("a stream or clock name after ','"), pos))
+        if not self.at_kw("SELECT"):
+            raise self.expected("',' or SELECT after the MASTER sources")
+        self.in_master = True
+        try:
+            select = self.select()
+        finally:
+            self.in_master = False
+        if self.at_kw("UNION", "EXCEPT", "INTERSECT"):
+            raise self.expected(
+                "';' after the MASTER query",
+                "a MASTER query is a whole query: it cannot be an operand of "
+                f"{self.tok.value}; register it and the other query apart",
+            )
+        return ast.Master(tuple(masters), select, kw.pos)
 
     def column_defs(self, what: str) -> tuple[ast.ColumnDef, ...]:
         self.expect_op("(", f"after the {what} name")
@@ -314,6 +363,12 @@ class _Parser:
             raise self.expected(f"a query after {op}", f"{op} ALL is not supported; use {op}")
 
     def query_primary(self) -> ast.Query:
+        if self.at_word("MASTER") and self.peek(1).kind in _NAME_KINDS:
+            raise self.expected(
+                "a query (SELECT, ISTREAM, DSTREAM, RSTREAM or '(')",
+                "MASTER may only start the whole query of REGISTER QUERY name AS MASTER ..., "
+                "not an operand of a set operation, ISTREAM/DSTREAM/RSTREAM or parentheses",
+            )
         if self.at_kw("SELECT"):
             return self.select()
         if self.at_kw(*_STREAM_OPERATORS):
@@ -410,6 +465,9 @@ class _Parser:
                     if not self.at_op("]"):
                         raise self.expected("a time unit, Slide or ']' after the range")
                     result = ast.Window("range", range=range_, pos=lb.pos)
+        elif self.in_master and self.tok.kind in (TokenKind.INTEGER, TokenKind.DURATION):
+            # Paper 001's window: a bare duration, [5second] = [Range 5 SECONDS].
+            result = ast.Window("range", range=self.duration("in the window"), pos=lb.pos)
         elif self.accept_word("ROWS"):
             result = ast.Window("rows", rows=self.integer("a row count after Rows"), pos=lb.pos)
         elif self.accept_word("PARTITION"):

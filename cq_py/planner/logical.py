@@ -85,6 +85,15 @@ class StreamDef:
     scan_id: int
     relation: bool = False
     pos: ast.Pos = ast.NOPOS
+    # "stream" or "relation" as declared, "clock" (REGISTER CLOCK: ticks, no columns, only a
+    # master) or "table" (REGISTER TABLE: a relation the engine fills from a database).
+    origin: str = ""
+    # A table's database url and its table there.
+    url: str = ""
+    remote: str = ""
+    # A clock's period and offset, in ticks.
+    every: int = 0
+    offset: int = 0
 
 
 @dataclass

@@ -40,7 +40,7 @@ from cq_py.planner.logical import (
     StreamDef,
     constant,
 )
-from cq_py.planner.operators import descriptor
+from cq_py.planner.operators import descriptor, find
 from cq_py.planner.sharing import share_subplans
 
 # Nanoseconds per CQL duration unit and per engine time unit.
@@ -147,6 +147,16 @@ class Planner:
             seen[key] = st.pos
             if isinstance(st, (ast.RegisterStream, ast.RegisterRelation)):
                 self._register_source(st)
+            elif isinstance(st, ast.RegisterClock):
+                self._register_clock(st)
+            elif isinstance(st, ast.RegisterTable):
+                if not st.columns:
+                    raise self.err(
+                        f"table '{st.name}' has no columns: REGISTER TABLE is run by an Engine, "
+                        "which reads them from the database's catalog",
+                        st.pos,
+                    )
+                self._register_source(st)
             else:
                 queries.append(st)
 
@@ -161,6 +171,15 @@ class Planner:
         cat.queries = {k: v for k, v in cat.queries.items() if k not in order} | {
             k: cat.queries[k] for k in order
         }
+        for node in cat.nodes.values():
+            if node.id >= first_new and find(node.op) is None:
+                # A plan the dialect accepts but this build of the core cannot run (paper 001's
+                # clock and master trigger are parsed and checked ahead of their operators).
+                raise self.err(
+                    f"{node.label}: this build of the core has no '{node.op}' operator, so "
+                    f"'{node.owner}' cannot run; found a plan the core cannot build",
+                    node.pos,
+                )
         loops.check(cat, first_new, self.auto_delay, self.err, self._new_id)
         propagate_lifetimes(cat)
         for node in cat.nodes.values():
@@ -190,8 +209,61 @@ class Planner:
         self.cat.nodes[node.id] = node
         return node
 
-    def _register_source(self, st: ast.RegisterStream | ast.RegisterRelation) -> None:
-        relation = isinstance(st, ast.RegisterRelation)
+    def _register_clock(self, st: ast.RegisterClock) -> None:
+        """A clock (paper 001 §3.1): a stream of no columns that ticks at o + k·d, k ≥ 0, each
+        tick once the engine's progress passes it."""
+        every = self.ticks(st.every)
+        if every <= 0:
+            raise self.err(
+                f"the period of clock '{st.name}' must be positive; found {every} ticks",
+                st.every.pos,
+            )
+        offset = self.ticks(st.offset) if st.offset is not None else 0
+        if not 0 <= offset < every:
+            assert st.offset is not None
+            raise self.err(
+                f"the offset of clock '{st.name}' must be at least 0 and below its period "
+                f"({every} ticks); found {offset} ticks",
+                st.offset.pos,
+            )
+        # The core reads a clock as a stream of no columns; the engine feeds it its ticks as the
+        # progress of the other inputs passes them (cq_py/engine.py, _clocks_follow).
+        scan = self._add(
+            Node(
+                self._new_id(),
+                "stream_scan",
+                [],
+                {"stream": st.name, "schema": []},
+                [],
+                kind="stream",
+                lifetime=STREAM,
+                owner=st.name,
+                pos=st.pos,
+                label=f"Clock {st.name} every {every} ticks from {offset}",
+            )
+        )
+        self.cat.streams[st.name.lower()] = StreamDef(
+            st.name, [], scan.id, False, st.pos, origin="clock", every=every, offset=offset
+        )
+
+    def _register_source(
+        self, st: ast.RegisterStream | ast.RegisterRelation | ast.RegisterTable
+    ) -> None:
+        if isinstance(st, ast.RegisterTable):
+            remote = st.remote or st.name
+            same = next(
+                (
+                    s
+                    for s in self.cat.streams.values()
+                    if s.origin == "table" and (s.url, s.remote) == (st.url, remote)
+                ),
+                None,
+            )
+            if same is not None:
+                # One cached copy per SQL text (paper 001 §3.2): another name for the same view.
+                self.cat.streams[st.name.lower()] = replace(same, name=st.name, pos=st.pos)
+                return
+        relation = isinstance(st, (ast.RegisterRelation, ast.RegisterTable))
         what = "relation" if relation else "stream"
         seen: set[str] = set()
         cols = []
@@ -221,7 +293,10 @@ class Planner:
                 label=f"{'RelationScan' if relation else 'StreamScan'} {st.name}",
             )
         )
-        self.cat.streams[st.name.lower()] = StreamDef(st.name, cols, scan.id, relation, st.pos)
+        sdef = StreamDef(st.name, cols, scan.id, relation, st.pos, origin=what)
+        if isinstance(st, ast.RegisterTable):
+            sdef.origin, sdef.url, sdef.remote = "table", st.url, st.remote or st.name
+        self.cat.streams[st.name.lower()] = sdef
 
     # =========================================================================================
     # Output columns of named queries, by fixpoint
@@ -404,7 +479,85 @@ class Planner:
             return self._select(q, owner)
         if isinstance(q, ast.StreamOp):
             return self._stream_op(q, owner)
+        if isinstance(q, ast.Master):
+            return self._master(q, owner)
         return self._set_op(q, owner)
+
+    def _master(self, q: ast.Master, owner: str) -> tuple[str, list[tuple[str, str]], Node]:
+        """``MASTER m1, ..., mk SELECT ...`` (paper 001 §2.1): the SELECT's relation R and the
+        masters into a master trigger, which at each instant τ of the masters emits the tuples of
+        R(τ) that started since the previous instant (issue 31's semantics)."""
+        masters: list[Node] = []
+        seen: set[str] = set()
+        for m in q.masters:
+            if m.name.lower() in seen:
+                raise self.err(f"MASTER names '{m.name}' twice", m.pos)
+            seen.add(m.name.lower())
+            masters.append(self._master_source(m, owner))
+        _, cols, rel = self._select(q.select, owner)
+        node = self._add(
+            Node(
+                self._new_id(),
+                "master_trigger",
+                [rel.id, *(n.id for n in masters)],
+                {},
+                list(cols),
+                kind="stream",
+                lifetime=STREAM,
+                owner=owner,
+                pos=q.pos,
+                label=f"Master {', '.join(m.name for m in q.masters)}",
+            )
+        )
+        return "stream", list(cols), node
+
+    def _master_source(self, m: ast.MasterName, owner: str) -> Node:
+        """A MASTER entry: a stream, a clock or a stream-valued query (never a relation)."""
+        target = self.cat.lookup(m.name)
+        key = m.name.lower()
+        if isinstance(target, StreamDef):
+            if target.relation:
+                what = "table" if target.origin == "table" else "relation"
+                raise self.err(
+                    f"MASTER source '{m.name}' is a {what}; a master must be a stream, a "
+                    "clock or a stream-valued query (its arrivals run the query)",
+                    m.pos,
+                )
+            self.references.append(target.name)
+            return self.cat.nodes[target.scan_id]
+        if isinstance(target, QueryDef) or key in self.schemas:
+            kind = target.kind if isinstance(target, QueryDef) else self.schemas[key][0]
+            if kind != "stream":
+                raise self.err(
+                    f"MASTER source '{m.name}' is a relation-valued query; a master must be a "
+                    "stream, a clock or a stream-valued query",
+                    m.pos,
+                )
+            if isinstance(target, QueryDef):
+                out: int | str = target.out_id
+                cols = target.columns
+            else:
+                out, cols = m.name, self.schemas[key][1]
+            self.references.append(target.name if target is not None else m.name)
+            placeholder = Node(-1, "query_ref", [], {}, cols, kind="stream", owner=m.name)
+            return self._reference(placeholder, out)
+        if key in self.script_queries:
+            assert self.inferring, "every query's columns are inferred before planning"
+            raise Deferred(m.name)
+        streams = [s.name for s in self.cat.streams.values() if s.origin == "stream"]
+        clocks = [s.name for s in self.cat.streams.values() if s.origin == "clock"]
+        queries = [
+            d.name
+            for d in self.cat.queries.values()
+            if d.kind == "stream" and d.name.lower() != owner.lower()
+        ]
+        raise self.err(
+            f"unknown MASTER source '{m.name}'; a master is a stream, a clock or a "
+            f"stream-valued query. Streams: {', '.join(streams) or '(none)'}; clocks: "
+            f"{', '.join(clocks) or '(none)'}; stream-valued queries: "
+            f"{', '.join(queries) or '(none)'}",
+            m.pos,
+        )
 
     def _stream_op(self, q: ast.StreamOp, owner: str) -> tuple[str, list[tuple[str, str]], Node]:
         kind, cols, inner = self._query(q.query, owner)
@@ -722,6 +875,12 @@ class Planner:
         self.references.append(target.name if target is not None else src.name)
         if isinstance(target, StreamDef):
             scan = self.cat.nodes[target.scan_id]
+            if target.origin == "clock":
+                raise self.err(
+                    f"'{src.name}' is a clock: it has no columns to read; name it in MASTER "
+                    "to run a query at its ticks",
+                    src.pos,
+                )
             if target.relation:
                 if src.window is not None:
                     raise self.err(
@@ -1292,6 +1451,8 @@ def _names_of(q: ast.Query) -> list[str] | None:
         return _names_of(q.query)
     if isinstance(q, ast.SetOp):
         return _names_of(q.left)
+    if isinstance(q, ast.Master):
+        return _names_of(q.select)
     names = []
     for item in q.items:
         if item.alias:
@@ -1314,6 +1475,9 @@ def _sources(q: ast.Query) -> list[ast.Source]:
             out += x.sources
         elif isinstance(x, ast.StreamOp):
             todo.append(x.query)
+        elif isinstance(x, ast.Master):
+            out += [ast.Source(m.name, pos=m.pos) for m in x.masters]
+            todo.append(x.select)
         else:
             todo += [x.right, x.left]
     return out

@@ -17,6 +17,7 @@ const OperatorRegistry& OperatorRegistry::Global() {
     RegisterRowWindow(r);
     RegisterDStream(r);
     RegisterRStream(r);
+    RegisterMasterTrigger(r);
     RegisterSlideWindow(r);
     RegisterPartitionRowWindow(r);
     RegisterNegativeTimeWindow(r);

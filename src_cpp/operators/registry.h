@@ -55,6 +55,7 @@ void RegisterQuerySink(OperatorRegistry& r);
 void RegisterRowWindow(OperatorRegistry& r);
 void RegisterDStream(OperatorRegistry& r);
 void RegisterRStream(OperatorRegistry& r);
+void RegisterMasterTrigger(OperatorRegistry& r);
 void RegisterSlideWindow(OperatorRegistry& r);
 void RegisterPartitionRowWindow(OperatorRegistry& r);
 void RegisterNegativeTimeWindow(OperatorRegistry& r);

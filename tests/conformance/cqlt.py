@@ -913,6 +913,8 @@ def _sources(q: Any) -> set[str]:
         return {src.name.lower() for src in q.sources}
     if isinstance(q, ast.StreamOp):
         return _sources(q.query)
+    if isinstance(q, ast.Master):
+        return _sources(q.select) | {m.name.lower() for m in q.masters}
     return _sources(q.left) | _sources(q.right)
 
 

@@ -907,11 +907,11 @@ ERROR_CASES = [
         ),
     ),
     (
-        "REGISTER TABLE s(a INT);",
+        "REGISTER VIEW s(a INT);",
         1,
         10,
-        "TABLE",
-        "expected STREAM, RELATION or QUERY after REGISTER, found 'TABLE'",
+        "VIEW",
+        "expected STREAM, RELATION, QUERY, CLOCK or TABLE after REGISTER, found 'VIEW'",
     ),
     (
         "SELECT a FROM s;",
@@ -919,7 +919,7 @@ ERROR_CASES = [
         1,
         "SELECT",
         (
-            "expected a statement (REGISTER STREAM, REGISTER RELATION or REGISTER QUERY), "
+            "expected a statement (REGISTER STREAM, RELATION, QUERY, CLOCK or TABLE), "
             "found 'SELECT' (a query must be registered: REGISTER QUERY name AS ...)"
         ),
     ),

@@ -1,0 +1,442 @@
+"""Database access: urls, drivers, catalog reads, change capture (paper 001 §3.2, §4.6).
+
+One module for every use of a relational database, free of any query semantics: paper 001's tables
+read through cached views (the engine's ``REGISTER TABLE``), and later paper 002's transactional
+resources. Urls follow SQLAlchemy's spelling:
+
+==========================  ==================================================================
+``sqlite:///path``          the standard library's sqlite3 (``sqlite:////abs/path`` absolute)
+``postgresql://user@host:port/db?host=/socket/dir``   psycopg 3 (the ``postgres`` extra)
+``duckdb:///path``          DuckDB, when installed (read only: DuckDB has no triggers)
+==========================  ==================================================================
+
+A table's columns come from the database's catalog, mapped onto cq's four types (BIGINT, DOUBLE,
+VARCHAR, BOOLEAN); any other type is a :class:`DatabaseError` naming the url, the table and the
+column. Results come back as Arrow tables built a column at a time (the driver's rows transposed
+by ``zip``; no per-row Python code of ours).
+
+Change capture: :meth:`Database.capture` installs triggers that append every insert (with the new
+row), update and delete (the operation only) of a table to a change log, a table named
+``cq_log_<table>`` with an increasing ``cq_id``; :meth:`Database.changes` reads the log past a
+given id. The log is never truncated by cq (several readers may follow it from their own ids).
+
+>>> import sqlite3, tempfile, os
+>>> path = os.path.join(tempfile.mkdtemp(), "d.db")
+>>> with sqlite3.connect(path) as c:
+...     _ = c.execute("CREATE TABLE t (k INTEGER, name TEXT)")
+>>> db = connect(f"sqlite:///{path}")
+>>> db.columns("t")
+[('k', 'BIGINT'), ('name', 'VARCHAR')]
+>>> log, start = db.capture("t", db.columns("t"))
+>>> with sqlite3.connect(path) as c:
+...     _ = c.execute("INSERT INTO t VALUES (1, 'a')")
+>>> db.changes(log, start, db.columns("t")).to_pylist()
+[{'cq_id': 1, 'cq_op': 'I', 'k': 1, 'name': 'a'}]
+>>> db.close()
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+import sqlite3
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+import pyarrow as pa
+
+from cq_py.errors import CQError
+
+__all__ = ["Database", "DatabaseError", "connect", "quote"]
+
+#: cq's column types as Arrow types (the planner's types by their CQL names).
+ARROW = {
+    "BIGINT": pa.int64(),
+    "DOUBLE": pa.float64(),
+    "VARCHAR": pa.string(),
+    "BOOLEAN": pa.bool_(),
+}
+
+# PostgreSQL's and DuckDB's type names (information_schema.columns.data_type, lower-cased) -> cq.
+_CATALOG_TYPES = {
+    "smallint": "BIGINT",
+    "integer": "BIGINT",
+    "bigint": "BIGINT",
+    "tinyint": "BIGINT",
+    "hugeint": None,
+    "double precision": "DOUBLE",
+    "double": "DOUBLE",
+    "real": "DOUBLE",
+    "float": "DOUBLE",
+    "text": "VARCHAR",
+    "character varying": "VARCHAR",
+    "character": "VARCHAR",
+    "varchar": "VARCHAR",
+    "boolean": "BOOLEAN",
+}
+
+
+class DatabaseError(CQError):
+    """A database could not be opened or read, or holds what cq cannot take; the message names
+    the url and, where it applies, the table and the column."""
+
+
+def quote(name: str) -> str:
+    """``name`` as a quoted SQL identifier (standard SQL, as SQLite, PostgreSQL and DuckDB take it).
+
+    >>> print(quote("a b"))
+    "a b"
+    """
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _sqlite_type(declared: str) -> str | None:
+    """SQLite's affinity rules (its documentation, §3.1) on a declared type, onto cq's types."""
+    d = declared.upper()
+    if "INT" in d:
+        return "BIGINT"
+    if "BOOL" in d:
+        return "BOOLEAN"
+    if any(w in d for w in ("CHAR", "CLOB", "TEXT")):
+        return "VARCHAR"
+    if any(w in d for w in ("REAL", "FLOA", "DOUB")):
+        return "DOUBLE"
+    return None  # BLOB, NUMERIC, DATE, no type at all: values of any kind may be stored
+
+
+class Database:
+    """An open database: one connection, in autocommit except inside :meth:`snapshot`. Made by
+    :func:`connect`."""
+
+    #: Whether the database has triggers (change capture); without, readers compare whole results.
+    has_triggers = True
+
+    def __init__(self, url: str):
+        self.url = url
+
+    # -- what each driver gives ----------------------------------------------------------------
+
+    def _rows(
+        self, sql: str, params: Sequence[Any] = ()
+    ) -> tuple[list[str], list[tuple[Any, ...]]]:
+        raise NotImplementedError
+
+    def _run(self, sql: str) -> None:
+        raise NotImplementedError
+
+    def _catalog(self, table: str) -> list[tuple[str, str, str | None]]:
+        """(column, the database's type name, cq's type or None) of ``table``, in order."""
+        raise NotImplementedError
+
+    def _capture_sql(self, table: str, log: str, columns: list[tuple[str, str]]) -> list[str]:
+        raise NotImplementedError
+
+    def begin(self) -> None:
+        """Starts a transaction whose reads see one state of the database."""
+        self._run("BEGIN")
+
+    def commit(self) -> None:
+        self._run("COMMIT")
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    # -- the module's interface ----------------------------------------------------------------
+
+    def columns(self, table: str) -> list[tuple[str, str]]:
+        """(name, cq type) of every column of ``table``; a :class:`DatabaseError` for a missing
+        table or a type cq lacks.
+
+        >>> connect("sqlite:///:memory:").columns("nothing")
+        Traceback (most recent call last):
+        cq_py.io.databases.DatabaseError: sqlite:///:memory:: no table 'nothing' in the database
+        """
+        found = self._catalog(table)
+        if not found:
+            raise DatabaseError(f"{self.url}: no table '{table}' in the database")
+        out = []
+        for name, declared, cq in found:
+            if cq is None:
+                raise DatabaseError(
+                    f"{self.url}: table '{table}', column '{name}' has type "
+                    f"'{declared or '(none)'}', which cq lacks; expected one of BIGINT, "
+                    "DOUBLE, VARCHAR, BOOLEAN (an integer, floating point, text or boolean type)"
+                )
+            out.append((name, cq))
+        return out
+
+    def query(self, sql: str, columns: list[tuple[str, str]]) -> pa.Table:
+        """The rows of ``sql`` as an Arrow table with ``columns`` (name, cq type) as its schema.
+
+        >>> connect("sqlite:///:memory:").query("SELECT 1 AS a", [("a", "BIGINT")]).to_pylist()
+        [{'a': 1}]
+        """
+        _, rows = self._rows(sql)
+        schema = pa.schema([(n, ARROW[t]) for n, t in columns])
+        if not rows:
+            return schema.empty_table()
+        values = list(zip(*rows, strict=True))
+        if len(values) != len(columns):
+            raise DatabaseError(
+                f"{self.url}: expected {len(columns)} columns from {sql!r}, found {len(values)}"
+            )
+        return pa.table(
+            [self._array(v, n, t, sql) for v, (n, t) in zip(values, columns, strict=True)],
+            schema=schema,
+        )
+
+    def _array(self, values: Sequence[Any], name: str, cq_type: str, sql: str) -> pa.Array:
+        try:
+            return pa.array(values, type=ARROW[cq_type])
+        except (pa.ArrowInvalid, pa.ArrowTypeError):
+            pass
+        try:
+            # SQLite keeps booleans as 0 and 1, and any column may hold any kind of value.
+            return pa.array(values).cast(ARROW[cq_type])
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as e:
+            raise DatabaseError(
+                f"{self.url}: column '{name}' of {sql!r} holds values that are not {cq_type}: {e}"
+            ) from None
+
+    def capture(self, table: str, columns: list[tuple[str, str]]) -> tuple[str, int]:
+        """Installs change capture on ``table`` (once; later calls reuse the log): triggers that
+        append each insert, update and delete to the change log. Returns the log's name and the
+        last id in it now. Without triggers (DuckDB): ("", 0).
+
+        >>> db = connect("sqlite:///:memory:")
+        >>> db._run("CREATE TABLE t (a INTEGER)")
+        >>> db.capture("t", [("a", "BIGINT")])
+        ('cq_log_t', 0)
+        """
+        if not self.has_triggers:
+            return "", 0
+        log = f"cq_log_{table}"
+        for sql in self._capture_sql(table, log, columns):
+            self._run(sql)
+        return log, self.last_change(log)
+
+    def last_change(self, log: str) -> int:
+        """The highest id in the change log ``log`` (0 when it is empty)."""
+        if not log:
+            return 0
+        _, rows = self._rows(f"SELECT COALESCE(MAX(cq_id), 0) FROM {quote(log)}")
+        return int(rows[0][0])
+
+    def changes(self, log: str, after: int, columns: list[tuple[str, str]]) -> pa.Table:
+        """The change log's entries with an id above ``after``, in id order: ``cq_id``, ``cq_op``
+        ('I' insert, 'U' update, 'D' delete) and the inserted row's ``columns`` (nulls for 'U'
+        and 'D')."""
+        names = ", ".join(quote(n) for n, _ in columns)
+        return self.query(
+            f"SELECT cq_id, cq_op, {names} FROM {quote(log)} WHERE cq_id > {int(after)} "
+            "ORDER BY cq_id",
+            [("cq_id", "BIGINT"), ("cq_op", "VARCHAR"), *columns],
+        )
+
+
+class _SQLite(Database):
+    def __init__(self, url: str, path: str):
+        super().__init__(url)
+        try:
+            if path == ":memory:":
+                self.conn = sqlite3.connect(":memory:", isolation_level=None)
+            else:
+                # mode=rw: a missing file is an error, not a new empty database.
+                uri = "file:" + Path(path).as_posix().replace("?", "%3f") + "?mode=rw"
+                self.conn = sqlite3.connect(uri, uri=True, isolation_level=None)
+            self.conn.execute("SELECT 1 FROM sqlite_master LIMIT 1")
+        except sqlite3.Error as e:
+            raise DatabaseError(f"{url}: the database does not open ({e})") from None
+
+    def _rows(
+        self, sql: str, params: Sequence[Any] = ()
+    ) -> tuple[list[str], list[tuple[Any, ...]]]:
+        try:
+            cur = self.conn.execute(sql, params)
+            return [d[0] for d in cur.description or ()], cur.fetchall()
+        except sqlite3.Error as e:
+            raise DatabaseError(f"{self.url}: {e} (in {sql!r})") from None
+
+    def _run(self, sql: str) -> None:
+        self._rows(sql)
+
+    def _catalog(self, table: str) -> list[tuple[str, str, str | None]]:
+        _, rows = self._rows(f"PRAGMA table_info({quote(table)})")
+        return [(r[1], r[2], _sqlite_type(r[2])) for r in rows]
+
+    def _capture_sql(self, table: str, log: str, columns: list[tuple[str, str]]) -> list[str]:
+        names = ", ".join(quote(n) for n, _ in columns)
+        new = ", ".join(f"NEW.{quote(n)}" for n, _ in columns)
+        return [
+            (
+                f"CREATE TABLE IF NOT EXISTS {quote(log)} "
+                f"(cq_id INTEGER PRIMARY KEY AUTOINCREMENT, "
+                f"cq_op TEXT NOT NULL, {', '.join(quote(n) for n, _ in columns)})"
+            ),
+            (
+                f"CREATE TRIGGER IF NOT EXISTS {quote(log + '_i')} AFTER INSERT ON {quote(table)} "
+                f"BEGIN INSERT INTO {quote(log)} (cq_op, {names}) VALUES ('I', {new}); END"
+            ),
+            (
+                f"CREATE TRIGGER IF NOT EXISTS {quote(log + '_u')} AFTER UPDATE ON {quote(table)} "
+                f"BEGIN INSERT INTO {quote(log)} (cq_op) VALUES ('U'); END"
+            ),
+            (
+                f"CREATE TRIGGER IF NOT EXISTS {quote(log + '_d')} AFTER DELETE ON {quote(table)} "
+                f"BEGIN INSERT INTO {quote(log)} (cq_op) VALUES ('D'); END"
+            ),
+        ]
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+class _PostgreSQL(Database):
+    def __init__(self, url: str):
+        super().__init__(url)
+        try:
+            psycopg = importlib.import_module("psycopg")
+        except ImportError:
+            raise DatabaseError(
+                f"{url}: PostgreSQL needs psycopg 3; install cq with the 'postgres' extra "
+                "(pip install 'cq[postgres]')"
+            ) from None
+        self.errors = psycopg.Error
+        try:
+            self.conn = psycopg.connect(url, autocommit=True)
+        except psycopg.Error as e:
+            raise DatabaseError(f"{url}: the database does not open ({e})") from None
+
+    def _rows(
+        self, sql: str, params: Sequence[Any] = ()
+    ) -> tuple[list[str], list[tuple[Any, ...]]]:
+        try:
+            with self.conn.cursor() as cur:
+                cur.execute(sql, params or None)
+                if cur.description is None:
+                    return [], []
+                return [d.name for d in cur.description], cur.fetchall()
+        except self.errors as e:
+            raise DatabaseError(f"{self.url}: {str(e).strip()} (in {sql!r})") from None
+
+    def _run(self, sql: str) -> None:
+        self._rows(sql)
+
+    def begin(self) -> None:
+        self._run("BEGIN ISOLATION LEVEL REPEATABLE READ")
+
+    def _catalog(self, table: str) -> list[tuple[str, str, str | None]]:
+        schema, _, name = table.rpartition(".")
+        _, rows = self._rows(
+            "SELECT column_name, data_type FROM information_schema.columns "
+            "WHERE table_name = %s AND table_schema = COALESCE(NULLIF(%s, ''), current_schema()) "
+            "ORDER BY ordinal_position",
+            (name, schema),
+        )
+        return [(r[0], r[1], _CATALOG_TYPES.get(r[1].lower())) for r in rows]
+
+    def _capture_sql(self, table: str, log: str, columns: list[tuple[str, str]]) -> list[str]:
+        types = {"BIGINT": "BIGINT", "DOUBLE": "DOUBLE PRECISION", "VARCHAR": "TEXT"}
+        cols = ", ".join(f"{quote(n)} {types.get(t, t)}" for n, t in columns)
+        names = ", ".join(quote(n) for n, _ in columns)
+        new = ", ".join(f"NEW.{quote(n)}" for n, _ in columns)
+        fn = quote(log + "_fn")
+        return [
+            (
+                f"CREATE TABLE IF NOT EXISTS {quote(log)} (cq_id BIGSERIAL PRIMARY KEY, "
+                f"cq_op TEXT NOT NULL, {cols})"
+            ),
+            (
+                f"CREATE OR REPLACE FUNCTION {fn}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+                f"IF TG_OP = 'INSERT' THEN INSERT INTO {quote(log)} (cq_op, {names}) "
+                f"VALUES ('I', {new}); "
+                f"ELSE INSERT INTO {quote(log)} (cq_op) VALUES (substr(TG_OP, 1, 1)); END IF; "
+                "RETURN NULL; END $$"
+            ),
+            (
+                f"CREATE OR REPLACE TRIGGER {quote(log + '_t')} AFTER INSERT OR UPDATE OR DELETE "
+                f"ON {quote(table)} FOR EACH ROW EXECUTE FUNCTION {fn}()"
+            ),
+        ]
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+class _DuckDB(Database):
+    has_triggers = False
+
+    def __init__(self, url: str, path: str):
+        super().__init__(url)
+        try:
+            self.duckdb = importlib.import_module("duckdb")
+        except ImportError:
+            raise DatabaseError(f"{url}: DuckDB is not installed (pip install duckdb)") from None
+        if path != ":memory:" and not Path(path).is_file():
+            raise DatabaseError(f"{url}: the database does not open (no file {path})")
+        self.path = path
+        self.conn: Any = None
+        self._open()
+
+    def _open(self) -> None:
+        # Read only, and held only while reading: DuckDB locks its file against other writers.
+        try:
+            self.conn = self.duckdb.connect(self.path, read_only=self.path != ":memory:")
+        except self.duckdb.Error as e:
+            raise DatabaseError(f"{self.url}: the database does not open ({e})") from None
+
+    def _rows(
+        self, sql: str, params: Sequence[Any] = ()
+    ) -> tuple[list[str], list[tuple[Any, ...]]]:
+        if self.conn is None:
+            self._open()
+        try:
+            cur = self.conn.execute(sql, list(params))
+            return [d[0] for d in cur.description or ()], cur.fetchall()
+        except self.duckdb.Error as e:
+            raise DatabaseError(f"{self.url}: {e} (in {sql!r})") from None
+
+    def _run(self, sql: str) -> None:
+        self._rows(sql)
+
+    def begin(self) -> None:
+        if self.conn is None:
+            self._open()
+
+    def commit(self) -> None:
+        if self.path != ":memory:":
+            self.close()
+
+    def _catalog(self, table: str) -> list[tuple[str, str, str | None]]:
+        _, rows = self._rows(
+            "SELECT column_name, data_type FROM information_schema.columns "
+            "WHERE table_name = ? ORDER BY ordinal_position",
+            (table,),
+        )
+        return [(r[0], r[1], _CATALOG_TYPES.get(r[1].lower())) for r in rows]
+
+    def close(self) -> None:
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None
+
+
+def connect(url: str) -> Database:
+    """Opens the database at ``url``; a :class:`DatabaseError` saying why when it does not open.
+
+    >>> connect("mysql://h/db")
+    Traceback (most recent call last):
+    cq_py.io.databases.DatabaseError: mysql://h/db: expected sqlite:///..., postgresql://... or duckdb:///...
+    """
+    scheme = re.match(r"^([a-z][a-z0-9+.-]*)://", url)
+    kind = scheme.group(1).split("+")[0] if scheme else ""
+    if kind == "sqlite" or kind == "duckdb":
+        path = unquote(urlsplit(url).path)[1:] if url.count("/") >= 3 else ""
+        if not path:
+            raise DatabaseError(f"{url}: expected {kind}:///path (a file, or :memory:)")
+        return _SQLite(url, path) if kind == "sqlite" else _DuckDB(url, path)
+    if kind in ("postgresql", "postgres"):
+        return _PostgreSQL(url)
+    raise DatabaseError(f"{url}: expected sqlite:///..., postgresql://... or duckdb:///...")
