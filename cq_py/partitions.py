@@ -279,7 +279,7 @@ class Partitions:
             call()
         except _core.CoreError as e:
             if e.args[0] in ("runaway", "internal"):
-                self._failed = e
+                self.rows.stop(e.args[0], e.args[1])
             raise
 
     def _each(self, run: Callable[[int], Any], parts: Iterable[int]) -> None:
