@@ -493,6 +493,19 @@ class Planner:
                 raise self.err(f"MASTER names '{m.name}' twice", m.pos)
             seen.add(m.name.lower())
             masters.append(self._master_source(m, owner))
+        if self.lifetime == "negative":
+            # Under negative tuples a delete names a value, not the copy that arrived with it:
+            # of equal values that started at different times, which one ends is not known, and
+            # MASTER emits by start. Windows end their copies in arrival order; relations need not.
+            for src in _sources(q.select):
+                sdef = self.cat.streams.get(src.name.lower())
+                if sdef is not None and sdef.relation:
+                    raise self.err(
+                        f"MASTER over the relation '{src.name}' needs lifetime='direct': under "
+                        "lifetime='negative' a delete does not say which of equal rows ends, "
+                        "and MASTER emits rows by when they started",
+                        src.pos,
+                    )
         _, cols, rel = self._select(q.select, owner)
         node = self._add(
             Node(

@@ -137,3 +137,19 @@ def test_an_engine_registers_nothing_of_a_rejected_script() -> None:
             "REGISTER QUERY q AS MASTER r SELECT a FROM s;"
         )
     assert (eng.stream_names(), eng.query_names()) == (["s", "r"], [])
+
+
+def test_master_over_a_relation_needs_the_direct_method() -> None:
+    # Under negative tuples a delete names a value: of equal rows that started at different
+    # times the method cannot say which ends, and MASTER emits rows by their start.
+    script = (
+        "REGISTER STREAM s(a INT); REGISTER RELATION r(a INT);"
+        "REGISTER QUERY q AS MASTER s SELECT r.a FROM s [Now], r WHERE s.a = r.a;"
+    )
+    eng = cq_py.Engine(lifetime="negative")
+    with pytest.raises(cq_py.CQLSemanticError, match="MASTER over the relation 'r' needs"):
+        eng.execute(script)
+    assert (eng.stream_names(), eng.query_names()) == ([], [])
+    direct = cq_py.Engine(lifetime="direct")
+    direct.execute(script)
+    assert direct.query_names() == ["q"]
