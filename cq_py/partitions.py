@@ -278,9 +278,14 @@ class Partitions:
         try:
             call()
         except _core.CoreError as e:
-            if e.args[0] in ("runaway", "internal"):
-                self.rows.stop(e.args[0], e.args[1])
+            self._stop_on(e)
             raise
+
+    def _stop_on(self, error: BaseException) -> None:
+        """An error while running (a runaway loop, an internal error) stops every engine:
+        RowParts keeps it, and every later call checks it (:meth:`_usable`)."""
+        if isinstance(error, _core.CoreError) and error.args[0] in ("runaway", "internal"):
+            self.rows.stop(error.args[0], error.args[1])
 
     def _each(self, run: Callable[[int], Any], parts: Iterable[int]) -> None:
         """``run(p)`` for every part at once (part 0 on this thread), all of them run to the
@@ -303,10 +308,8 @@ class Partitions:
             if error is not None:
                 errors.append(error)
         if errors:
-            first = errors[0]
-            if isinstance(first, _core.CoreError) and first.args[0] in ("runaway", "internal"):
-                self.rows.stop(first.args[0], first.args[1])
-            raise first
+            self._stop_on(errors[0])
+            raise errors[0]
 
 
 def join_annex(annex: bytes, others: list[bytes]) -> bytes:
