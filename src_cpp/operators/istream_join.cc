@@ -173,10 +173,16 @@ void IStreamJoin::AdvanceTo(Time progress, Emitter& out) {
   Core& core = *core_;
   core.set_progress(progress);
   Sink sink(*this, out);
-  core.Drain(progress, true, sink);
+  // Only instants below progress: rows at progress itself may still come, and an instant's starts
+  // are checked against its ending pairs once, when all of them are in (drained twice, an ending
+  // pair would cancel a second start, or be gone). For the same reason rows ending at progress
+  // stay in the index until their instant has been drained; (tick, step - 1) is the last time
+  // before progress, steps being non-negative.
+  core.Drain(progress, false, sink);
   sink.Flush();
-  core.Expire(0, progress);
-  core.Expire(1, progress);
+  const Time before{progress.tick, progress.step - 1};
+  core.Expire(0, before);
+  core.Expire(1, before);
   core.store(0).Trim();
   core.store(1).Trim();
 }

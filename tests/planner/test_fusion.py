@@ -285,17 +285,31 @@ def test_a_join_or_window_another_query_reads_is_not_fused():
     assert "istream_join" not in plan
 
 
-def _join_run(query, batches, fuse, lifetime, executor, snapshot_at=None):
+def _join_run(query, batches, fuse, lifetime, executor, snapshot_at=None, finals=None):
+    """The rows of q after close(). With `finals`, a list: after each push, the engine's least
+    progress p (the minimum over s and t of the latest timestamp pushed) and every row fetched so
+    far are appended to it; no row may be out at p or later (SEMANTICS.md §4: only instants below
+    p are complete; a row released at p can still be cancelled by one that comes at p)."""
     eng = cq_py.Engine(lifetime=lifetime, fuse=fuse, expose_steps=True, **executor)
     eng.execute(JOIN_SCHEMA + f"REGISTER QUERY q AS {query};")
+    latest: dict[str, int] = {}
+    out: Counter = Counter()
     for k, (name, rows) in enumerate(batches):
         eng.push(name, pa.Table.from_pylist(rows, schema=JOIN_TYPES[name]))
+        latest[name] = rows[-1]["ts"]
+        if finals is not None:
+            out.update(tuple(sorted(r.items())) for r in eng.fetch("q").to_pylist())
+            p = min(latest.get(n, -(2**62)) for n in ("s", "t"))
+            early = [r for r in out if dict(r)["ts"] >= p]
+            assert not early, f"released at or after the least progress {p}: {early}"
+            finals.append((p, Counter(out)))
         if k == snapshot_at:
             snap = eng.snapshot()
             eng = cq_py.Engine.restore(snap)
             assert eng.snapshot() == snap
     eng.close()
-    return Counter(tuple(sorted(r.items())) for r in eng.fetch("q").to_pylist())
+    out.update(tuple(sorted(r.items())) for r in eng.fetch("q").to_pylist())
+    return out
 
 
 def test_a_start_meeting_the_end_of_an_equal_pair_is_not_emitted():
@@ -319,6 +333,26 @@ def test_a_start_meeting_the_end_of_an_equal_pair_is_not_emitted():
     for lifetime in ("direct", "negative"):
         for fuse in (True, False):
             assert _join_run(query, batches, fuse, lifetime, {}) == want, (lifetime, fuse)
+
+
+def test_an_instant_split_across_pushes_is_checked_against_its_ending_pairs_once():
+    # (1, 1, 2) lives on [0, 2) and starts again at 2 from the rows at 2: ISTREAM emits it at 0
+    # only. The rows at 2 come in three pushes, progress reaching 2 after the second: the pair
+    # ending at 2 must still cancel the start at 2 that the third push makes.
+    query = "ISTREAM(SELECT s.a, s.b, t.d FROM s [Range 2], t [Range 2] WHERE s.a = t.k)"
+    batches = [
+        ("s", [{"a": 1, "b": 1, "ts": 0}]),
+        ("t", [{"k": 1, "d": 2, "ts": 0}]),
+        ("t", [{"k": 9, "d": 0, "ts": 2}]),
+        ("s", [{"a": 1, "b": 1, "ts": 2}]),
+        ("t", [{"k": 1, "d": 2, "ts": 2}]),
+    ]
+    want = Counter({(("a", 1), ("b", 1), ("d", 2), ("ts", 0), ("ts_step", 0)): 1})
+    for lifetime in ("direct", "negative"):
+        for executor in JOIN_EXECUTORS:
+            for fuse in (True, False):
+                got = _join_run(query, batches, fuse, lifetime, executor, finals=[])
+                assert got == want, (lifetime, executor, fuse)
 
 
 JOIN_WINDOWS = st.one_of(
@@ -385,7 +419,17 @@ def test_the_fused_join_gives_istream_of_the_join(data, w1, w2, select, lifetime
     snap = data.draw(st.integers(0, len(batches))) if "executor" not in executor else None
     got = {}
     for fuse in (True, False):
-        rows = _join_run(query, batches, fuse, lifetime, executor, snap)
+        finals: list = []
+        rows = _join_run(query, batches, fuse, lifetime, executor, snap, finals)
+        for p, so_far in finals:  # every instant below the least progress is complete
+            want_below = Counter({(v, t): m for (v, t), m in want.items() if t[0] < p})
+            got_below = Counter(
+                {
+                    (tuple(dict(r)[c] for c in names), (dict(r)["ts"], dict(r)["ts_step"])): m
+                    for r, m in so_far.items()
+                }
+            )
+            assert got_below == want_below, (query, fuse, p)
         got[fuse] = Counter(
             {
                 (tuple(dict(r)[c] for c in names), (dict(r)["ts"], dict(r)["ts_step"])): m
