@@ -27,7 +27,7 @@ from cq_py.planner.expressions import (
     conjuncts,
     literal,
 )
-from cq_py.planner.fusion import fuse_relation_to_stream, fuse_rows_window
+from cq_py.planner.fusion import fuse_istream_join, fuse_relation_to_stream, fuse_rows_window
 from cq_py.planner.identity import separate_identities
 from cq_py.planner.logical import (
     KNOWN,
@@ -190,13 +190,14 @@ class Planner:
                 node.params["expiration"] = self.expiration
         share_subplans(cat, first_new)
         separate_identities(cat, first_new, self._new_id)
-        # Joins shared by several queries, before the fusions (each of which serves one query).
+        # Joins shared by several queries first: a join fused with its ISTREAM serves one query.
         shared_joins.share_joins(
             cat, first_new, self._new_id, enabled=self.share_joins, lifetime=self.lifetime
         )
         if self.fuse:
             fuse_rows_window(cat, first_new)
             fuse_relation_to_stream(cat, first_new)
+            fuse_istream_join(cat, first_new)
         new = [cat.nodes[i] for i in sorted(cat.nodes) if i >= first_new]
         return cat, new
 
