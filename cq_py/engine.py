@@ -1540,9 +1540,11 @@ def _check_runnable(nodes: list[Node], planner: Planner, executor: str) -> None:
     heartbeat executor, which would deadlock on it."""
     from cq_py.planner import loops
 
-    ids = {n.id for n in nodes}
-    succ = loops.successors(planner.cat.nodes)
-    for comp in loops.strongly_connected(planner.cat.nodes, succ):
+    # (A loop through a new operator lies among the new ones: loops.new_part.)
+    part = {n.id: n for n in nodes}
+    ids = set(part)
+    succ = loops.successors(part)
+    for comp in loops.strongly_connected(part, succ):
         if executor == "heartbeat" and ids & set(comp) and loops.is_loop(comp, succ):
             names = _from_first_registered(
                 loops.queries_on(loops.find_cycle(comp, succ), planner.cat), planner
