@@ -207,6 +207,26 @@ void DtsExecutor::Add(std::vector<std::pair<OperatorSpec, std::unique_ptr<Operat
   }
 }
 
+void DtsExecutor::Remove(const std::vector<int>& ids) {
+  const std::set<int> gone(ids.begin(), ids.end());
+  for (int id : ids) {
+    CQ_CHECK(nodes_.count(id), "removing unknown operator " + std::to_string(id));
+    for (const Consumer& c : nodes_.at(id).consumers)
+      CQ_CHECK(gone.count(c.node), "operator " + std::to_string(id) + " is still read by " + std::to_string(c.node));
+  }
+  for (int id : ids)
+    for (int in : nodes_.at(id).inputs) {
+      if (gone.count(in)) continue;
+      auto& cs = nodes_.at(in).consumers;
+      cs.erase(std::remove_if(cs.begin(), cs.end(), [&](const Consumer& c) { return c.node == id; }), cs.end());
+    }
+  // Out of the graph, but alive until the schedule is rebuilt: the old regions, entries and row
+  // targets still point at them (a map's extracted node stays where it is).
+  std::vector<decltype(nodes_)::node_type> removed;
+  for (int id : ids) removed.push_back(nodes_.extract(id));
+  Schedule();  // (fewer operators: no new loop, nothing to refuse)
+}
+
 void DtsExecutor::Schedule() {
   // Strongly connected components (Tarjan).
   std::map<int, int> index, low;
@@ -378,7 +398,8 @@ void DtsExecutor::Schedule() {
     for (int id : regions[r].nodes) region_of[id] = static_cast<int>(r);
   for (Region& r : regions) {
     for (const Region& old : regions_)
-      if (!old.nodes.empty() && std::find(r.nodes.begin(), r.nodes.end(), old.nodes.front()) != r.nodes.end()) {
+      if (std::any_of(old.nodes.begin(), old.nodes.end(),
+                      [&](int id) { return std::find(r.nodes.begin(), r.nodes.end(), id) != r.nodes.end(); })) {
         r.progress = old.progress;
         r.last_tick = old.last_tick;
         r.fed_tick = old.fed_tick;
