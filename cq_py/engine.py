@@ -1037,8 +1037,10 @@ class Engine:
         free = self._operators_of(q)
         plan = json.dumps({"drop": {"query": q.name, "operators": free}})
         try:
-            for core in self._parts.cores if self._parts is not None else [self._core]:
-                core.add_plan(plan)
+            if self._parts is not None:
+                self._parts.add_plan(plan)
+            else:
+                self._core.add_plan(plan)
         except _core.CoreError as e:
             raise _core_error(e) from None
         catalog = self._catalog.fork()

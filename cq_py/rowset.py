@@ -118,8 +118,9 @@ class RowSet:
     def add_listener(self, listener: Callable[[RowSetEvent], Any]) -> None:
         """Calls ``listener(event)`` once per run of the query from now on (and for runs already
         waiting, at the next push, advance or close). A listener that raises stops that delivery:
-        the run it raised on and the later ones stay for the next one, and the exception reaches
-        the call that delivered, as the ``__cause__`` of a :class:`cq_py.CallbackError`.
+        the run it raised on and the later ones stay for the next one (every listener of the row
+        set gets that run again then), and the exception reaches the call that delivered, as the
+        ``__cause__`` of a :class:`cq_py.CallbackError`.
 
         >>> import cq_py
         >>> eng = cq_py.Engine(); eng.execute("REGISTER STREAM s(a INT);")

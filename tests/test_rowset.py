@@ -370,3 +370,31 @@ def test_drop_a_reader_of_a_loop(hybrid, lifetime, together) -> None:
     got, want = run(True), run(False)
     assert got == want
     assert got["lb"]
+
+
+def test_drop_on_engines_of_parts() -> None:
+    """Engine(threads=2) with a partition key (k): the drop reaches every part's engine."""
+    script = {
+        "p1": "ISTREAM(SELECT k, SUM(v) AS s FROM a [Range 5] GROUP BY k)",
+        "p2": "ISTREAM(SELECT k, COUNT(*) AS n FROM a [Range 3] GROUP BY k)",
+    }
+    rows = [(t, "a", {"k": t % 4, "v": t}) for t in range(40)]
+
+    def run(drop: bool) -> Counter:
+        eng = cq_py.Engine(threads=2)
+        eng.execute(
+            "REGISTER STREAM a(k INT, v INT);"
+            + "".join(
+                f"REGISTER QUERY {q} AS {text};" for q, text in script.items() if drop or q != "p1"
+            )
+        )
+        assert eng._parts is not None
+        _feed(eng, rows[:20])
+        out = _bag(eng.fetch("p2"))
+        if drop:
+            eng.drop("p1")
+        _feed(eng, rows[20:])
+        eng.close()
+        return out + _bag(eng.fetch("p2"))
+
+    assert run(True) == run(False)
