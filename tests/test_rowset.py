@@ -398,3 +398,29 @@ def test_drop_on_engines_of_parts() -> None:
         return out + _bag(eng.fetch("p2"))
 
     assert run(True) == run(False)
+
+
+@pytest.mark.parametrize("config", CONFIGS)
+def test_drop_while_rows_wait_for_the_other_input(config) -> None:
+    """Under the heartbeat executor a join's queues hold rows (and end fixes of row windows)
+    while its other input has not moved: dropping it then lets them go."""
+    executor, lifetime = config
+    join = "ISTREAM(SELECT a.v, b.w FROM a [Rows 2], b [Rows 2] WHERE a.k = b.k)"
+    other = "ISTREAM(SELECT k, v FROM a [Rows 2])"
+
+    def run(drop: bool) -> Counter:
+        eng = _engine(executor=executor, lifetime=lifetime)
+        eng.execute(
+            f"REGISTER QUERY o AS {other};" + (f"REGISTER QUERY j AS {join};" if drop else "")
+        )
+        eng.push("b", [{"k": 1, "w": 0, "ts": 0}])
+        eng.push("a", [{"k": t % 2, "v": t, "ts": t} for t in range(1, 12)])
+        out = _bag(eng.fetch("o"))
+        if drop:
+            eng.drop("j")
+        eng.push("b", [{"k": 1, "w": 5, "ts": 12}])
+        eng.push("a", [{"k": 1, "v": 99, "ts": 13}])
+        eng.close()
+        return out + _bag(eng.fetch("o"))
+
+    assert run(True) == run(False)

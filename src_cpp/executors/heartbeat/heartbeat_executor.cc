@@ -187,6 +187,10 @@ void HeartbeatExecutor::Remove(const std::vector<int>& ids) {
     for (int& i : *v) i = moved[i];
   }
   nodes_ = std::move(kept);
+  // End fixes still queued for a removed operator pin their ids: nobody will take them now.
+  for (const Node& n : removed)
+    for (const Port& p : n.ports)
+      for (const auto& [after, it] : p.ends) holders_->Unpin(it.ends.ids(), it.ends.length);
 }
 
 void HeartbeatExecutor::Append(Port& port, const Batch& batch) {
