@@ -1047,6 +1047,7 @@ class Engine:
         del catalog.queries[key]
         for i in free:
             del catalog.nodes[i]
+        catalog._readers = None  # (operators of earlier scripts went: their readers too)
         self._catalog = catalog
         self._plans.append(plan)
         self._drops.append((len(self._cql), q.name))

@@ -424,3 +424,40 @@ def test_drop_while_rows_wait_for_the_other_input(config) -> None:
         return out + _bag(eng.fetch("o"))
 
     assert run(True) == run(False)
+
+
+def test_the_catalogs_readers_as_computed_whole() -> None:
+    """Catalog.consumers() adds the new operators' edges to those fork() found (4g): after
+    scripts of every kind, late ones, drops and failures, it equals the whole computation."""
+    from cq_py.planner.logical import Catalog
+
+    def whole(cat: Catalog) -> dict[int, list[int]]:
+        out: dict[int, list[int]] = {i: [] for i in cat.nodes}
+        for n in cat.nodes.values():
+            for i in n.inputs:
+                out[i].append(n.id)
+        return {k: sorted(v) for k, v in out.items()}
+
+    def same(eng: cq_py.Engine) -> None:
+        got = {k: sorted(v) for k, v in eng._catalog.consumers().items()}
+        assert got == whole(eng._catalog)
+
+    eng = _engine(auto_delay=True)
+    for script in SCRIPTS:
+        eng.execute("".join(f"REGISTER QUERY {q} AS {QUERIES[q]};" for q in script))
+        same(eng)
+    eng.execute(LOOP)
+    same(eng)
+    _feed(eng, _rows(2, 20))
+    eng.execute("REGISTER QUERY late AS ISTREAM(SELECT k, s FROM g1);")  # re-derives g1
+    same(eng)
+    eng.drop("q1")
+    same(eng)
+    with pytest.raises(cq_py.CQLSemanticError):
+        eng.execute("REGISTER QUERY bad AS ISTREAM(SELECT nope FROM a [Now]);")
+    eng.execute(
+        "REGISTER QUERY x AS ISTREAM(SELECT v FROM a [Now] UNION ALL SELECT v FROM y [Now]);"
+        "REGISTER QUERY y AS ISTREAM(SELECT v FROM x [Now] WHERE v < 3);"
+    )  # a loop auto_delay cuts
+    assert "inserted by auto_delay" in eng.explain()
+    same(eng)
