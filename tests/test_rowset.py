@@ -10,8 +10,11 @@ from collections import Counter
 
 import pyarrow as pa
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import cq_py
+from budget import examples
 from cq_py.rowset import RowSet, RowSetEvent
 
 CONFIGS = [
@@ -461,3 +464,45 @@ def test_the_catalogs_readers_as_computed_whole() -> None:
     )  # a loop auto_delay cuts
     assert "inserted by auto_delay" in eng.explain()
     same(eng)
+
+
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    scripts=st.lists(
+        st.lists(st.sampled_from(sorted(QUERIES)), min_size=1, max_size=3, unique=True),
+        min_size=1,
+        max_size=3,
+    ),
+    drops=st.integers(1, 3),
+    at=st.integers(0, 60),
+    seed=st.integers(0, 2**16),
+    config=st.sampled_from(CONFIGS),
+)
+def test_random_drops_as_never_registered(scripts, drops, at, seed, config) -> None:
+    """Random scripts of the queries above (each name once; a script's queries share
+    sub-plans), several dropped at one random point: the rest give what an engine that never
+    had the dropped ones gives."""
+    seen: set[str] = set()
+    scripts = [[q for q in s if not (q in seen or seen.add(q))] for s in scripts]
+    scripts = [s for s in scripts if s]
+    names = [q for s in scripts for q in s]
+    dropped = set(random.Random(seed).sample(names, min(drops, len(names))))
+    rows = _rows(seed, 60)
+    executor, lifetime = config
+
+    def run(drop: bool) -> dict[str, Counter]:
+        eng = _engine(executor=executor, lifetime=lifetime)
+        for s in scripts:
+            kept = [q for q in s if drop or q not in dropped]
+            if kept:
+                eng.execute("".join(f"REGISTER QUERY {q} AS {QUERIES[q]};" for q in kept))
+        _feed(eng, rows[:at])
+        out = {q: _bag(eng.fetch(q)) for q in eng.query_names() if q not in dropped}
+        if drop:
+            for q in sorted(dropped):
+                eng.drop(q)
+        _feed(eng, rows[at:])
+        eng.close()
+        return {q: out[q] + _bag(eng.fetch(q)) for q in out}
+
+    assert run(True) == run(False)
