@@ -228,22 +228,23 @@ void DtsExecutor::Remove(const std::vector<int>& ids) {
 }
 
 void DtsExecutor::Schedule() {
-  // Strongly connected components (Tarjan).
-  std::map<int, int> index, low;
-  std::set<int> on_stack;
+  // Strongly connected components (Tarjan). Flat arrays by operator id: this runs at every
+  // registration over every operator (500 queries registered one by one, issue 31).
+  const size_t ids = nodes_.empty() ? 0 : static_cast<size_t>(nodes_.rbegin()->first) + 1;
+  std::vector<int> index(ids, -1), low(ids, 0), comp_of(ids, -1);
+  std::vector<char> on_stack(ids, 0);
   std::vector<int> stack;
   std::vector<std::vector<int>> comps;
-  std::map<int, int> comp_of;
   int counter = 0;
   std::function<void(int)> visit = [&](int v) {
     index[v] = low[v] = counter++;
     stack.push_back(v);
-    on_stack.insert(v);
+    on_stack[v] = 1;
     for (const Consumer& c : nodes_.at(v).consumers) {
-      if (!index.count(c.node)) {
+      if (index[c.node] < 0) {
         visit(c.node);
         low[v] = std::min(low[v], low[c.node]);
-      } else if (on_stack.count(c.node)) {
+      } else if (on_stack[c.node]) {
         low[v] = std::min(low[v], index[c.node]);
       }
     }
@@ -253,7 +254,7 @@ void DtsExecutor::Schedule() {
       do {
         w = stack.back();
         stack.pop_back();
-        on_stack.erase(w);
+        on_stack[w] = 0;
         comps.back().push_back(w);
         comp_of[w] = static_cast<int>(comps.size()) - 1;
       } while (w != v);
@@ -261,7 +262,7 @@ void DtsExecutor::Schedule() {
     }
   };
   for (const auto& [id, n] : nodes_)
-    if (!index.count(id)) visit(id);
+    if (index[id] < 0) visit(id);
 
   auto is_loop = [&](const std::vector<int>& c) {
     if (c.size() > 1) return true;
@@ -281,15 +282,14 @@ void DtsExecutor::Schedule() {
   };
 
   // The condensation in order: components whose producers are all placed, smallest id first.
-  std::map<int, int> comp_indegree;
-  for (size_t k = 0; k < comps.size(); ++k) comp_indegree[static_cast<int>(k)] = 0;
+  std::vector<int> comp_indegree(comps.size(), 0);
   for (const auto& [id, n] : nodes_)
     for (const Consumer& c : n.consumers)
       if (comp_of[c.node] != comp_of[id]) ++comp_indegree[comp_of[c.node]];
   auto first_id = [&](int k) { return comps[k].front(); };
   std::set<std::pair<int, int>> ready;  // (smallest id, component)
-  for (const auto& [k, d] : comp_indegree)
-    if (d == 0) ready.insert({first_id(k), k});
+  for (size_t k = 0; k < comps.size(); ++k)
+    if (comp_indegree[k] == 0) ready.insert({first_id(static_cast<int>(k)), static_cast<int>(k)});
   std::vector<int> order;
   std::vector<Step> schedule;
   std::vector<Region> regions;
