@@ -77,7 +77,8 @@ class RowSet:
     Listeners (:meth:`add_listener`) are called once per run with a :class:`RowSetEvent`; inside
     the call the row set holds that run's rows, the cursor before the first. Without listeners,
     the rows delivered wait in the row set: :meth:`next` walks over them and those it has passed
-    are let go at the next delivery. :meth:`stop` unregisters the query
+    are let go at the next delivery. Rows delivered to a row set are not also kept for
+    :meth:`cq_py.Engine.fetch`. :meth:`stop` unregisters the query
     (:meth:`cq_py.Engine.drop`).
 
     >>> import cq_py
@@ -108,6 +109,7 @@ class RowSet:
         self._pos = -1
         self._row: dict[str, Any] | None = None
         self.stopped = False
+        self._dispatching = False
 
     def __repr__(self) -> str:
         state = "stopped" if self.stopped else f"{len(self._listeners)} listeners"
@@ -224,8 +226,16 @@ class RowSet:
         """Hands the waiting runs to the listeners, in time order; without listeners, makes them
         the rows the cursor walks over. A listener's exception propagates with its run and the
         later ones still waiting."""
-        if not self._pending:
+        if not self._pending or self._dispatching:
+            # (A listener that pushes: its results join the queue the outer call goes through.)
             return
+        self._dispatching = True
+        try:
+            self._hand_out()
+        finally:
+            self._dispatching = False
+
+    def _hand_out(self) -> None:
         if not self._listeners:
             # The rows the cursor has not passed yet, then the new ones.
             rest = self._view.slice(min(self._pos + 1, self._view.num_rows))

@@ -506,3 +506,23 @@ def test_random_drops_as_never_registered(scripts, drops, at, seed, config) -> N
         return {q: out[q] + _bag(eng.fetch(q)) for q in out}
 
     assert run(True) == run(False)
+
+
+def test_a_listener_that_pushes() -> None:
+    """A listener may push (an application reacting to a run): the runs that push completes
+    come after the current one, each once, in time order."""
+    eng = _engine()
+    rs = eng.rowset("MASTER a SELECT v FROM a [Now]")
+    seen: list[int] = []
+
+    def listener(event: RowSetEvent) -> None:
+        seen.append(event.ts)
+        if event.ts < 4:
+            # (Completes the run at ts + 1: delivered after this one, not inside it.)
+            eng.push("a", [{"k": 0, "v": 0, "ts": event.ts + 2}])
+
+    rs.add_listener(listener)
+    eng.push("a", [{"k": 0, "v": 0, "ts": 0}, {"k": 0, "v": 0, "ts": 1}])
+    assert seen == [0, 1, 2, 3, 4]
+    eng.advance(10)
+    assert seen == [0, 1, 2, 3, 4, 5]
