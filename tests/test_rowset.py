@@ -526,3 +526,37 @@ def test_a_listener_that_pushes() -> None:
     assert seen == [0, 1, 2, 3, 4]
     eng.advance(10)
     assert seen == [0, 1, 2, 3, 4, 5]
+
+
+def test_drop_a_master_another_query_uses_and_a_query_over_a_table(tmp_path) -> None:
+    import sqlite3
+
+    db = tmp_path / "t.sqlite"
+    with sqlite3.connect(db) as c:
+        c.execute("CREATE TABLE t(k INTEGER, name TEXT)")
+        c.executemany("INSERT INTO t VALUES (?, ?)", [(0, "zero"), (1, "one")])
+    n1 = "REGISTER QUERY n1 AS MASTER a SELECT a.v, t.name FROM a [Now], t WHERE a.k = t.k;"
+
+    def run(with_n1: bool) -> Counter:
+        eng = _engine()
+        eng.execute(
+            f"REGISTER TABLE t FROM 'sqlite:///{db}';"
+            "REGISTER QUERY ticks AS ISTREAM(SELECT k FROM a [Now]);"
+            "REGISTER QUERY m AS MASTER ticks SELECT b.w FROM b [Range 5];"
+            + (n1 if with_n1 else "")
+            + "REGISTER QUERY n2 AS MASTER a SELECT t.name FROM a [Now], t WHERE a.k = t.k;"
+        )
+        with pytest.raises(cq_py.CQLSemanticError, match="'ticks' cannot be dropped: m reads"):
+            eng.drop("ticks")
+        _feed(eng, _rows(4, 20)[:10])
+        out = _bag(eng.fetch("n2"))
+        if with_n1:
+            eng.drop("n1")
+        _feed(eng, _rows(4, 20)[10:])
+        eng.close()
+        assert eng.query_names() == ["ticks", "m", "n2"]
+        return out + _bag(eng.fetch("n2"))
+
+    got = run(True)
+    assert got == run(False)
+    assert got
