@@ -47,7 +47,7 @@ FLOORS: list[list[str]] = [
     ["cq_py/io/", "cq_py/planner/"],
     ["cq_py/spark/partitioning.py"],  # the partition key a plan proves (Spark, Engine(threads))
     # Engine(threads=N): one core engine per part of the input; REGISTER TABLE's cached views.
-    ["cq_py/partitions.py", "cq_py/tables.py"],
+    ["cq_py/partitions.py", "cq_py/tables.py", "cq_py/rowset.py"],
     ["cq_py/engine.py"],
     ["cq_py/__init__.py"],
     ["cq_py/spark/tagging.py"],  # the united DataFrame both Spark runners build

@@ -13,6 +13,7 @@ import functools
 import json
 import operator
 import os
+import re
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
@@ -41,6 +42,7 @@ from cq_py.planner import types as T
 from cq_py.planner.expressions import missing_kernels
 from cq_py.planner.logical import Node, QueryDef, StreamDef
 from cq_py.planner.operators import find
+from cq_py.rowset import RowSet
 from cq_py.spark.partitioning import CQPartitionWarning, partition_catalog
 from cq_py.tables import TableView, Views
 from cq_py.ticks import MAX_TICK, MIN_TICK, UNITS, tick_range, to_ticks
@@ -390,6 +392,11 @@ class Engine:
         self._floor = MIN_TICK
         self._clocks: dict[str, list[int]] = {}
         self._restoring = False
+        # Row sets (rowset()) by query name; the queries dropped (drop()): where in _cql each
+        # was dropped (for snapshots), and their lower-cased names (for messages).
+        self._rowsets: dict[str, list[RowSet]] = {}
+        self._drops: list[tuple[int, str]] = []
+        self._dropped: set[str] = set()
 
     # -- CQL ----------------------------------------------------------------------------------
 
@@ -941,6 +948,158 @@ class Engine:
         self._subscribers.setdefault(q.name, []).append(_Subscriber(callback))
         self._deliver(f"subscribe({q.name!r})")
 
+    def rowset(self, query: str) -> RowSet:
+        """A :class:`cq_py.rowset.RowSet` over a stream-valued query's results, run by run
+        (paper 001 §3.3's ``CQRowSet``): ``query`` names a registered query, or is the text of
+        one (``MASTER m SELECT ...``, ``ISTREAM(...)``), which is registered under a name of its
+        own (``rs.query``) as :meth:`execute` would. Results already there wait for the first
+        listener or ``next()``; the row set's :meth:`~cq_py.rowset.RowSet.stop` drops the query.
+
+        An unknown name, or a relation-valued query (its rows have no instant of their own:
+        wrap it in ``ISTREAM(...)``), is a :class:`CQLSemanticError`; a text that does not
+        parse, a :class:`CQLSyntaxError`. Nothing is registered then.
+
+        >>> eng = Engine()
+        >>> eng.execute("REGISTER STREAM access(loc VARCHAR); REGISTER CLOCK c EVERY 10;")
+        >>> rs = eng.rowset("MASTER c SELECT loc FROM access [Range 10]")
+        >>> rs.metadata.column_names
+        ['loc', 'ts']
+        >>> rs.add_listener(lambda e: print(e.ts, [r["loc"] for r in e.source]))
+        >>> eng.push("access", [{"loc": "/a", "ts": 3}, {"loc": "/b", "ts": 12}])
+        10 ['/a']
+        >>> eng.advance(25)
+        20 ['/b']
+        """
+        if not isinstance(query, str):
+            raise ArgumentError(
+                f"rowset() takes a query's name or CQL text as a str; found {_found(query)}"
+            )
+        text = query.strip().rstrip(";").strip()
+        anonymous = re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", text) is None
+        if anonymous:
+            k = 1
+            while self._catalog.lookup(f"rowset_{k}") is not None:
+                k += 1
+            self.execute(f"REGISTER QUERY rowset_{k} AS {text};")
+            text = f"rowset_{k}"
+        q = self._query(text)
+        if q.kind != "stream":
+            if anonymous:
+                self.drop(q.name)
+            raise CQLSemanticError(
+                f"a row set follows a stream-valued query (MASTER, ISTREAM, DSTREAM, RSTREAM), "
+                f"whose rows come at instants; found the relation-valued query '{q.name}': "
+                "wrap it in ISTREAM(...)"
+            )
+        rs = RowSet(self, q.name, self.query_schema(q.name))
+        self._rowsets.setdefault(q.name, []).append(rs)
+        self._subscribers.setdefault(q.name, []).append(_Subscriber(rs._take))
+        self._deliver(f"rowset({q.name!r})")
+        return rs
+
+    def drop(self, query: str) -> None:
+        """Unregisters ``query``: its results stop, its row sets are stopped, and its operators
+        that no other query uses are freed with their state; every other query goes on exactly
+        as before (sub-plans shared inside a script stay for the queries still reading them).
+        Dropping a query another query reads is a :class:`CQLSemanticError` naming them (drop
+        those first); so is an unknown or already dropped query. Nothing changes then.
+
+        >>> eng = Engine()
+        >>> eng.execute("REGISTER STREAM s(a INT);"
+        ...             "REGISTER QUERY q AS ISTREAM(SELECT a FROM s [Now]);"
+        ...             "REGISTER QUERY r AS ISTREAM(SELECT a FROM s [Now] WHERE a > 1);")
+        >>> eng.drop("q")
+        >>> eng.query_names()
+        ['r']
+        """
+        key = query.lower() if isinstance(query, str) else None
+        q = self._catalog.queries.get(key) if key is not None else None
+        if q is None:
+            if key in self._dropped:
+                known = ", ".join(self.query_names()) or "(none)"
+                raise CQLSemanticError(
+                    f"query {query!r} was dropped already; registered queries: {known}"
+                )
+            self._query(query)  # (the unknown query's error)
+        assert q is not None
+        assert key is not None
+        readers = [
+            o.name
+            for o in self._catalog.queries.values()
+            if o is not q and key in (r.lower() for r in o.references)
+        ]
+        if readers:
+            raise CQLSemanticError(
+                f"query '{q.name}' cannot be dropped: {', '.join(readers)} "
+                f"{'reads' if len(readers) == 1 else 'read'} it; drop "
+                f"{'that' if len(readers) == 1 else 'those'} first"
+            )
+        free = self._operators_of(q)
+        plan = json.dumps({"drop": {"query": q.name, "operators": free}})
+        try:
+            if self._parts is not None:
+                self._parts.add_plan(plan)
+            else:
+                self._core.add_plan(plan)
+        except _core.CoreError as e:
+            raise _core_error(e) from None
+        catalog = self._catalog.fork()
+        del catalog.queries[key]
+        for i in free:
+            del catalog.nodes[i]
+        catalog._readers = None  # (operators of earlier scripts went: their readers too)
+        self._catalog = catalog
+        self._plans.append(plan)
+        self._drops.append((len(self._cql), q.name))
+        self._dropped.add(key)
+        self._subscribers.pop(q.name, None)
+        for rs in self._rowsets.pop(q.name, []):
+            rs.stopped = True
+
+    def _operators_of(self, q: QueryDef) -> list[int]:
+        """The operators only ``q`` uses: those its output reads, directly or not, that no other
+        query's output reads and that are no input's scan."""
+        cat = self._catalog
+
+        def upstream(starts: Iterable[int]) -> set[int]:
+            seen: set[int] = set()
+            todo = list(starts)
+            while todo:
+                i = todo.pop()
+                if i not in seen and i in cat.nodes:
+                    seen.add(i)
+                    todo.extend(cat.nodes[i].inputs)
+            return seen
+
+        kept = upstream(o.sink_id for o in cat.queries.values() if o is not q)
+        kept |= {s.scan_id for s in cat.streams.values()}
+        free = upstream([q.sink_id]) - kept
+        # An operator that feeds one left out (no output reads it) stays with it.
+        readers = cat.consumers()
+        while stays := {i for i in free if any(r not in free for r in readers[i])}:
+            free -= stays
+        return sorted(free)
+
+    def _dispatch_rowsets(self, call: str, quiet: bool) -> None:
+        """Hands each row set its waiting runs (after the subscribers have been served). A
+        listener that raises leaves its run and the later ones for the next delivery, and
+        raises :class:`CallbackError` (unless ``quiet``: a subscriber's error is raised)."""
+        for name, sets in list(self._rowsets.items()):
+            for rs in list(sets):
+                try:
+                    rs._dispatch()
+                except Exception as error:
+                    if quiet:
+                        continue
+                    rows = sum(b.num_rows for b in rs._pending)
+                    raise CallbackError(
+                        f"a listener of the row set of '{name}' raised "
+                        f"{type(error).__name__}: {error}. The {call} was applied: do not retry "
+                        f"it. The run it raised on and the later ones ({rows} rows) wait in the "
+                        "row set: its listeners get them again at the next push, advance or close",
+                        query=name,
+                    ) from error
+
     # -- snapshots ----------------------------------------------------------------------------
 
     def snapshot(self) -> bytes:
@@ -992,6 +1151,8 @@ class Engine:
                 },
                 "cql": self._cql,
                 "late": self._late,
+                # The queries dropped: after how many texts of "cql", by name.
+                "drops": self._drops,
                 "running": self._running,
                 # Where the clocks are, and the inputs' progress they follow.
                 "clocks": self._clocks,
@@ -1069,9 +1230,22 @@ class Engine:
                 # (Said when the snapshot's engine executed them.)
                 warnings.simplefilter("ignore", CQPartitionWarning)
                 eng._restoring = True  # (the clocks tick once the core's state is back)
-                for text, registered_late in zip(cql, late, strict=True):
+                drops = saved.get("drops", [])
+                if not isinstance(drops, list) or not all(
+                    isinstance(d, list)
+                    and len(d) == 2
+                    and type(d[0]) is int
+                    and isinstance(d[1], str)
+                    and 1 <= d[0] <= len(cql)
+                    for d in drops
+                ):
+                    raise ValueError("its dropped queries are not a list of [position, name]")
+                for k, (text, registered_late) in enumerate(zip(cql, late, strict=True)):
                     eng._running = registered_late  # each text planned as it was
                     eng.execute(text)
+                    for at, name in drops:
+                        if at == k + 1:
+                            eng.drop(name)
             eng._running = running
             eng._restoring = False
             clocks, progress = saved.get("clocks", {}), saved.get("progress", {})
@@ -1256,6 +1430,8 @@ class Engine:
                         failures.append((name, sub, e))
                         break
                     sub.backlog.popleft()
+        if self._rowsets:
+            self._dispatch_rowsets(call, bool(failures))
         if failures:
             name, sub, error = failures[0]
             kept = sum(b.num_rows for b in sub.backlog)
@@ -1540,9 +1716,11 @@ def _check_runnable(nodes: list[Node], planner: Planner, executor: str) -> None:
     heartbeat executor, which would deadlock on it."""
     from cq_py.planner import loops
 
-    ids = {n.id for n in nodes}
-    succ = loops.successors(planner.cat.nodes)
-    for comp in loops.strongly_connected(planner.cat.nodes, succ):
+    # (A loop through a new operator lies among the new ones: loops.new_part.)
+    part = {n.id: n for n in nodes}
+    ids = set(part)
+    succ = loops.successors(part)
+    for comp in loops.strongly_connected(part, succ):
         if executor == "heartbeat" and ids & set(comp) and loops.is_loop(comp, succ):
             names = _from_first_registered(
                 loops.queries_on(loops.find_cycle(comp, succ), planner.cat), planner

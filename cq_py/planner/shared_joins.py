@@ -76,13 +76,7 @@ def share_joins(
         for j in joins:
             j.note = f"lifetime={lifetime!r} (a shared join runs under the direct method)"
         return
-    succ = loops.successors(cat.nodes)
-    on_loop = {
-        v
-        for comp in loops.strongly_connected(cat.nodes, succ)
-        if loops.is_loop(comp, succ)
-        for v in comp
-    }
+    on_loop = loops.loop_members(loops.new_part(cat, first_new))
     groups: dict[tuple[Any, ...], list[tuple[Node, int]]] = {}
     for j in joins:
         if j.id in on_loop:
