@@ -82,6 +82,28 @@ class QueryGroups:
         self.profiles.append(profile)
         self.logging = self.logged()
 
+    def remove(self, name: str) -> None:
+        """Query ``name`` was dropped: it leaves its base group. The base groups are formed again
+        without it (greedily, as if it had never registered); each goes to the cluster that held
+        its first member, so no other query changes cluster before the next check."""
+        if not any(p.name == name for p in self.profiles):
+            return
+        groups = self.base_groups()
+        cluster_of = {
+            self.profiles[k].name: c
+            for c, members in enumerate(self._current_clusters(len(groups)))
+            for b in members
+            for k in groups[b]
+        }
+        self.profiles = [p for p in self.profiles if p.name != name]
+        self.logging = self.logged()
+        if self.clusters is None:
+            return
+        regrouped: dict[int, list[int]] = {}
+        for b, g in enumerate(self.base_groups()):
+            regrouped.setdefault(cluster_of[self.profiles[g[0]].name], []).append(b)
+        self.clusters = sorted(regrouped.values(), key=lambda c: c[0])
+
     def base_groups(self) -> list[list[int]]:
         """The base groups, as indices of :attr:`profiles` (each alone when disabled)."""
         if not self.enabled:

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from budget import examples
 from cq_py import optimizer as mqo
+from cq_py.optimizer import Clock, QueryGroups
 from cq_py.parser import parse
 
 
@@ -207,3 +208,29 @@ def test_complete_linkage_equals_the_brute_force_one(s, theta2):
     assert got == brute_force_complete_linkage(s, theta2)
     for c in got:  # every two members at least θ2 similar
         assert all(s[i, j] >= theta2 for i, j in itertools.combinations(c, 2))
+
+
+def test_a_dropped_query_leaves_its_group_and_the_others_keep_their_clusters():
+    # a and c run at s's arrivals (every 5), b at t's (every 5, 1 later): all read every s
+    # arrival of the period. d runs on a clock every 7 and reads 1 tick: s's 0, 35, 70 (3/20).
+    g = QueryGroups(theta1=0.5, theta2=0.2, period=100, streams={"s", "t"})
+    g.clocks["c"] = Clock(every=7, offset=0)
+    for name, master, width in [("a", "s", 10.0), ("b", "t", 10.0), ("c", "s", 8.0)]:
+        g.add(profile(name, [master], s=width))
+    g.add(profile("d", ["c"], s=1.0))
+    g.note("s", np.arange(0, 100, 5))
+    g.note("t", np.arange(1, 100, 5))
+    g.follow(100)
+    assert g.groups()["base_groups"] == [["a", "c"], ["b"], ["d"]]
+    assert g.groups()["clusters"] == [["a", "c", "b"], ["d"]]
+    g.remove("a")
+    after = g.groups()
+    assert after == {
+        "base_groups": [["b"], ["c"], ["d"]],
+        "clusters": [["b", "c"], ["d"]],
+        "log_period": [0, 100],
+    }
+    g.remove("nobody")  # (nothing)
+    assert g.groups() == after
+    g.remove("d")
+    assert g.logging == {"s", "t"}
