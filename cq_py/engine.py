@@ -34,6 +34,7 @@ from cq_py.errors import (
     SnapshotError,
 )
 from cq_py.io.databases import DatabaseError
+from cq_py.optimizer import Clock, QueryGroups, profile_of
 from cq_py.parser import ast, parse
 from cq_py.partitions import Layout, Partitions, split_annex
 from cq_py.planner import Catalog, Planner
@@ -42,6 +43,7 @@ from cq_py.planner import types as T
 from cq_py.planner.expressions import missing_kernels
 from cq_py.planner.logical import Node, QueryDef, StreamDef
 from cq_py.planner.operators import find
+from cq_py.planner.planner import TIME_UNIT_NS, UNIT_NS
 from cq_py.rowset import RowSet
 from cq_py.spark.partitioning import CQPartitionWarning, partition_catalog
 from cq_py.tables import TableView, Views
@@ -95,6 +97,18 @@ def _flag(name: str, value: Any) -> bool:
     if not isinstance(value, (bool, np.bool_)):
         raise ArgumentError(f"Engine option {name} must be True or False; found {_found(value)}")
     return bool(value)
+
+
+def _positive(name: str, value: Any, top: float, what: str) -> float:
+    """A number in (0, top] (top = inf: finite), else an ArgumentError saying it is ``what``."""
+    if (
+        isinstance(value, (bool, np.bool_))
+        or not isinstance(value, (int, float, np.integer, np.floating))
+        or not 0 < value <= top
+        or value == float("inf")
+    ):
+        raise ArgumentError(f"Engine option {name} must be {what}; found {_found(value)}")
+    return float(value)
 
 
 def _count(name: str, value: Any) -> int:
@@ -337,6 +351,10 @@ class Engine:
         max_memory: int | None = None,
         batch_size: int = 65_536,
         threads: int | None = None,
+        mqo: bool = True,
+        theta1: float = 0.5,
+        theta2: float = 0.1,
+        log_period: float = 1800.0,
     ):
         # Every option is checked here, with the package's error: the core's binding would
         # otherwise answer a wrong type with its whole signature, or take "no" for True.
@@ -356,6 +374,12 @@ class Engine:
         self._max_memory = None if max_memory is None else _count("max_memory", max_memory)
         self._batch_size = _count("batch_size", batch_size)
         self._threads = _threads(threads)
+        self.mqo = _flag("mqo", mqo)
+        self._theta1 = _positive("theta1", theta1, 1.0, "a number in (0, 1]")
+        self._theta2 = _positive("theta2", theta2, 1.0, "a number in (0, 1]")
+        self._log_period = _positive(
+            "log_period", log_period, float("inf"), "a positive number of seconds"
+        )
         # Warn of a script that runs on one engine only when threads were asked for.
         self._threads_asked = threads is not None and self._threads > 1
         if self._max_memory is not None:
@@ -397,6 +421,14 @@ class Engine:
         self._rowsets: dict[str, list[RowSet]] = {}
         self._drops: list[tuple[int, str]] = []
         self._dropped: set[str] = set()
+        # MASTER queries' base groups and clusters (paper 001 §4.2–§4.5, cq_py/optimizer), the
+        # arrival log they are found on, and the period of that log in ticks.
+        self._groups = QueryGroups(
+            self._theta1,
+            self._theta2,
+            max(1, int(self._log_period * 10**9) // TIME_UNIT_NS[self.time_unit]),
+            enabled=self.mqo,
+        )
 
     # -- CQL ----------------------------------------------------------------------------------
 
@@ -451,6 +483,25 @@ class Engine:
         self._catalog = catalog
         self._cql.append(cql)
         self._late.append(self._running)
+        self._group_queries(script)
+
+    def _group_queries(self, script: ast.Script) -> None:
+        """The MASTER queries ``script`` registered join the optimizer's base groups."""
+        groups = self._groups
+        for key, sdef in self._catalog.streams.items():
+            if sdef.origin == "clock":
+                groups.clocks[key] = Clock(sdef.every, sdef.offset)
+            elif not sdef.relation:
+                groups.streams.add(key)
+        for st in script.statements:
+            if isinstance(st, ast.RegisterQuery) and isinstance(st.query, ast.Master):
+                groups.add(profile_of(st.name, st.query, self._duration_ticks))
+
+    def _duration_ticks(self, d: ast.Duration) -> int:
+        """A CQL duration (one the planner took already) in ticks."""
+        if d.unit is None:
+            return d.value
+        return d.value * UNIT_NS[d.unit] // TIME_UNIT_NS[self.time_unit]
 
     def _new_core(self) -> _core.Engine:
         return _core.Engine(
@@ -578,6 +629,33 @@ class Engine:
             ]
         )
 
+    def query_groups(self) -> dict[str, Any]:
+        """The MASTER queries' base groups (paper 001 §4.2: equal masters, a common source, and
+        on every common source windows at least ``theta1`` as wide as each other) and clusters
+        (§4.3: base groups whose runs read nearly the same arrivals in the last ``log_period``,
+        every two at least ``theta2`` similar), as query names; ``log_period`` is the span
+        ``[t0, t1)`` in ticks of the arrival log the clusters were found on (None until the
+        first period has passed: each base group is its own cluster until then). With
+        ``mqo=False`` every query is alone.
+
+        >>> eng = Engine()
+        >>> eng.execute("REGISTER STREAM s(a INT); REGISTER CLOCK c EVERY 10 SECONDS;"
+        ...             "REGISTER QUERY q1 AS MASTER c SELECT a FROM s [Range 10 SECONDS];"
+        ...             "REGISTER QUERY q2 AS MASTER c SELECT a FROM s [Range 6 SECONDS];")
+        >>> eng.query_groups()
+        {'base_groups': [['q1', 'q2']], 'clusters': [['q1', 'q2']], 'log_period': None}
+        """
+        return self._groups.groups()
+
+    def recluster(self) -> None:
+        """Clusters the MASTER queries' base groups again now, on the arrival log of the last
+        ``log_period`` (paper 001 §4.5; the engine does it by itself at the end of every period
+        where a cluster's similarities fell below ``theta2``). Nothing with ``mqo=False``.
+
+        >>> eng = Engine(mqo=False); eng.recluster()
+        """
+        self._groups.recluster(self._least())
+
     def explain(self) -> str:
         """The registered streams and queries, every operator (inputs, window, lifetime property,
         delay), the loops and the execution order (DTS's, or the heartbeat executor's topological
@@ -591,7 +669,30 @@ class Engine:
         text = render_plan(self._catalog, self.executor)
         if self._threads > 1 and self._layout is not None:
             text += self._layout.describe(self._threads) + "\n"
+        if self._groups.profiles:
+            text += self._describe_groups()
         return text
+
+    def _describe_groups(self) -> str:
+        g = self._groups.groups()
+        where = (
+            f"on the arrivals of [{g['log_period'][0]}, {g['log_period'][1]})"
+            if g["log_period"]
+            else "each base group alone until the first log period ends"
+        )
+        lines = [
+            "Query groups (paper 001 §4.2-§4.5"
+            + (
+                f"; theta1 {self._theta1}, theta2 {self._theta2}, log period "
+                f"{self._log_period:g} s):"
+                if self.mqo
+                else "; mqo=False: every query alone):"
+            ),
+            "  base groups: " + "; ".join(", ".join(b) for b in g["base_groups"]),
+            f"  clusters ({where}): " + "; ".join(", ".join(c) for c in g["clusters"]),
+            "  (operators are not shared across a group yet: each query runs its own plan)",
+        ]
+        return "\n".join(lines) + "\n"
 
     # -- data in ------------------------------------------------------------------------------
 
@@ -691,7 +792,10 @@ class Engine:
             raise self._stopped(e, f"push to '{stream}'") from None
         self._running = True
         name = row[0] if row is not None else str(stream)
-        self._moved(name, ts if type(ts) is int else self._row_tick(name, ts))
+        tick = ts if type(ts) is int else self._row_tick(name, ts)
+        if self._groups.logging:
+            self._groups.note_one(name, tick)
+        self._moved(name, tick)
         if self._subscribers:
             self._deliver(f"push to '{stream}'")
 
@@ -719,6 +823,9 @@ class Engine:
         except _core.CoreError as e:
             raise self._stopped(e, f"push to '{stream}'") from None
         self._running = True
+        if self._groups.logging:
+            for b in batches:  # (the timestamps in ticks: the last column, as conformed)
+                self._groups.note(stream, b.column(b.num_columns - 1).to_numpy())
         if batches and batches[-1].num_rows and stream not in self._tables.inputs():
             last = batches[-1]
             self._moved(stream, int(last.column(last.num_columns - 1)[-1].as_py()))
@@ -733,6 +840,7 @@ class Engine:
             self._tables_follow(tick)
         if self._clocks:
             self._clocks_follow(self._least())
+        self._groups.follow(self._least())
 
     def _least(self) -> int:
         """The least progress of the inputs the clocks wait for: every stream and relation but
@@ -869,6 +977,8 @@ class Engine:
         except _core.CoreError as e:
             raise self._stopped(e, f"advance({t!r})") from None
         self._floor = max(self._floor, tick)
+        if tick < MAX_TICK:
+            self._groups.follow(self._least())
         if not self._plans:
             self._advanced = tick if self._advanced is None else max(self._advanced, tick)
         self._running = True
@@ -1052,6 +1162,7 @@ class Engine:
         self._plans.append(plan)
         self._drops.append((len(self._cql), q.name))
         self._dropped.add(key)
+        self._groups.remove(q.name)
         self._subscribers.pop(q.name, None)
         for rs in self._rowsets.pop(q.name, []):
             rs.stopped = True
@@ -1148,6 +1259,10 @@ class Engine:
                     "max_memory": self._max_memory,
                     "batch_size": self._batch_size,
                     "threads": self._threads,
+                    "mqo": self.mqo,
+                    "theta1": self._theta1,
+                    "theta2": self._theta2,
+                    "log_period": self._log_period,
                 },
                 "cql": self._cql,
                 "late": self._late,
@@ -1158,6 +1273,8 @@ class Engine:
                 "clocks": self._clocks,
                 "progress": self._progress,
                 "floor": self._floor,
+                # The optimizer's arrival log and clusters (its base groups follow the CQL).
+                "groups": self._groups.state(),
             }
         ).encode()
         try:
@@ -1264,6 +1381,7 @@ class Engine:
             if not ints:
                 raise ValueError("its clocks' state is not a clock's")
             eng._clocks, eng._progress, eng._floor = clocks, progress, floor
+            eng._groups.load(saved.get("groups"))
         except (CQError, TypeError, ValueError) as e:
             # The bytes pass the checksum (which anyone can compute: they may still be damaged), but
             # this cq cannot rebuild the engine they describe.
