@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import random
 import sqlite3
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -21,33 +22,12 @@ import pytest
 import cq_py
 
 QUERIES = int(os.environ.get("CQ_BENCH_QUERIES", "500"))
-MASTERS = [
-    "access",
-    "status",
-    "clock30a",
-    "clock30b",
-    "clock60a",
-    "clock60b",
-    "clock60c",
-    "clock60d",
-]
+# Paper 001 §5's streams, table, clocks and masters, as its reproduction declares them.
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "papers" / "001"))
+from workload import MASTERS, setup_script  # noqa: E402
+
 COLUMNS = ["access.ip", "access.location", "status.load", "urls.title", "urls.size", "status.host"]
 WINDOWS = ["[Range 1 SECONDS]", "[Range 5 SECONDS]", "[Range 30 SECONDS]", "[Range 60 SECONDS]"]
-
-
-def setup_script(db: Path) -> str:
-    """Access, Status, the URLs table and the clocks of Table 2."""
-    return (
-        "REGISTER STREAM access(ip VARCHAR, location VARCHAR, host VARCHAR);"
-        "REGISTER STREAM status(host VARCHAR, load DOUBLE);"
-        f"REGISTER TABLE urls FROM 'sqlite:///{db}';"
-        "REGISTER CLOCK clock30a EVERY 30 SECONDS;"
-        "REGISTER CLOCK clock30b EVERY 30 SECONDS OFFSET 15 SECONDS;"
-        "REGISTER CLOCK clock60a EVERY 60 SECONDS;"
-        "REGISTER CLOCK clock60b EVERY 60 SECONDS OFFSET 15 SECONDS;"
-        "REGISTER CLOCK clock60c EVERY 60 SECONDS OFFSET 30 SECONDS;"
-        "REGISTER CLOCK clock60d EVERY 60 SECONDS OFFSET 45 SECONDS;"
-    )
 
 
 def queries(n: int, seed: int = 1) -> list[str]:
