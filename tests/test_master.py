@@ -29,21 +29,36 @@ def _bag(table) -> Counter:
     return Counter((r.pop("ts"), tuple(r.values())) for r in table.to_pylist())
 
 
-def _run(config, streams, script, since=None):
-    """Pushes every stream's rows in time order, the query registered at progress ``since``."""
+def _run(config, streams, script, since=None, mqo=None):
+    """Pushes every stream's rows in time order, the query registered at progress ``since``.
+    ``mqo``: None for the default engine, else (on, recluster_at): the optimizer on or off with
+    a log period of 3 ticks (so it checks and clusters during the run), more MASTER queries over
+    the same sources registered beside q (base groups with several members), and recluster()
+    called once the rows reach ``recluster_at``."""
     executor, lifetime = config
     # One engine: a MASTER query is not partitioned, and Engine(threads=2) refuses to register
     # one while the engine runs (as any script whose split would change).
-    eng = cq_py.Engine(executor=executor, lifetime=lifetime, threads=1)
+    options = {} if mqo is None else {"mqo": mqo[0], "log_period": 0.003, "theta2": 0.3}
+    eng = cq_py.Engine(executor=executor, lifetime=lifetime, threads=1, **options)
     eng.execute(
         "REGISTER STREAM a(k INT, v INT); REGISTER STREAM b(k INT, w INT);"
         "REGISTER STREAM m(x INT); REGISTER CLOCK c1 EVERY 3 OFFSET 1; REGISTER CLOCK c2 EVERY 4;"
     )
+    if mqo is not None:
+        eng.execute(
+            "REGISTER QUERY o1 AS MASTER m SELECT v FROM a [Range 3] WHERE v > 10;"
+            "REGISTER QUERY o2 AS MASTER c1 SELECT a.v, b.w FROM a [Range 5], b WHERE a.k = b.k;"
+            "REGISTER QUERY o3 AS MASTER a SELECT v FROM a [Now];"
+        )
     if since is None:
         eng.execute(script)
     rows = sorted((t, name, vals) for name, rs in streams.items() for t, vals in rs)
     registered = since is None
+    reclustered = mqo is None or mqo[1] is None
     for t, name, vals in rows:
+        if not reclustered and t >= mqo[1]:
+            eng.recluster()
+            reclustered = True
         if not registered and t >= since:
             eng.advance(since)
             eng.execute(script)
@@ -136,8 +151,9 @@ masters_rows = st.lists(st.integers(0, 14), max_size=5).map(
     join=st.booleans(),
     threshold=st.integers(0, 50),
     since=st.one_of(st.none(), st.integers(0, 12)),
+    mqo=st.one_of(st.none(), st.tuples(st.booleans(), st.one_of(st.none(), st.integers(0, 14)))),
 )
-def test_master_equals_the_evaluator(config, a, b, m, wa, wb, masters, join, threshold, since):
+def test_master_equals_the_evaluator(config, a, b, m, wa, wb, masters, join, threshold, since, mqo):
     streams = {"a": a, "b": b, "m": m}
     ms = sorted(masters)
     if join:
@@ -162,7 +178,7 @@ def test_master_equals_the_evaluator(config, a, b, m, wa, wb, masters, join, thr
     # to the registration's progress.
     final = max([t for rows in streams.values() for t, _ in rows] + [since or -(2**62)])
     runs = instants(ms, streams, CLOCKS, since, final)
-    assert _run(config, streams, script, since) == master(r, runs)
+    assert _run(config, streams, script, since, mqo) == master(r, runs)
 
 
 @settings(max_examples=examples(30), deadline=None)
