@@ -1883,9 +1883,11 @@ def explain(
     expose_steps: bool = False,
     auto_delay: bool = False,
     share_joins: bool = True,
+    fuse: bool = True,
 ) -> str:
     """The plan of ``cql`` without running it: every statement parsed and checked, every operator
-    with its inputs, windows, lifetime properties and delays, the loops and the DTS order.
+    with its inputs, windows, lifetime properties and delays, the loops and the DTS order
+    (``fuse`` and ``share_joins`` as for :class:`Engine`).
 
     >>> plan = explain("REGISTER STREAM s(a INT); REGISTER QUERY q AS SELECT a FROM s;")
     >>> print(plan.splitlines()[3])
@@ -1899,6 +1901,7 @@ def explain(
         cql,
         _flag("expose_steps", expose_steps),
         _flag("auto_delay", auto_delay),
+        fuse=_flag("fuse", fuse),
         share_joins=_flag("share_joins", share_joins),
     )
     catalog, _ = planner.plan(parse(cql))

@@ -22,7 +22,7 @@ def render(cat: Catalog, executor: str = "dts") -> str:
     >>> from cq_py.parser import parse
     >>> from cq_py.planner import Planner, Catalog
     >>> script = parse("REGISTER STREAM s(a INT);"
-    ...                "REGISTER QUERY q AS ISTREAM(SELECT a FROM s [Now]);")
+    ...                "REGISTER QUERY q AS ISTREAM(SELECT a FROM s [Range 5]);")
     >>> cat, _ = Planner(Catalog()).plan(script)
     >>> print(render(cat))  # doctest: +NORMALIZE_WHITESPACE
     Streams:
@@ -31,8 +31,8 @@ def render(cat: Catalog, executor: str = "dts") -> str:
       q: stream (a BIGINT, ts); reads s
     Operators:
       #0 StreamScan s  [s]  -> stream
-      #1 Window [Now] <- #0  [q]  -> relation, constant duration ε
-      #2 Project a <- #1  [q]  -> relation, constant duration ε
+      #1 Window [Range 5] <- #0  [q]  -> relation, constant duration 5 ticks
+      #2 Project a <- #1  [q]  -> relation, constant duration 5 ticks
       #3 ISTREAM <- #2  [q]  -> stream
       #4 Output q <- #3  [q]  -> stream
     Loops: none

@@ -33,10 +33,20 @@ which it finds in its index (``istream_join``: operators/istream_join.h). The wi
 operator, which reads their streams, so it is the same under both lifetime methods. It applies
 outside loops, where each operator on the way is read by the next alone and the join has no
 residual predicate.
+
+The fourth rewrite (``fuse_istream_now``) drops the ``[Now]`` window and the ISTREAM above it
+where an ISTREAM reads a ``[Now]`` window of a registered stream through filters and
+projections only: such a tuple lives on [t, t + ε), and a registered stream's timestamps are
+whole ticks (ε-steps come only from delays inside queries), so no tuple of the relation ends at
+an instant where another starts and ``ISTREAM`` emits every tuple at its start, as it is. The
+filters and projections then run over the stream itself, under either lifetime method: nothing
+is kept, nothing expires (``ISTREAM(SELECT * FROM e [Now] WHERE val > 499)``, issue 29's W1,
+becomes scan → filter → projection → output).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from cq_py.planner import types as T
@@ -173,16 +183,11 @@ def fuse_istream_join(cat: Catalog, first_new: int) -> None:
     a.key = b.key)`` plans as scans → ``istream_join`` → projection → output: no window, no
     ISTREAM.
     """
-    looped = _looped(cat)
-    readers = cat.consumers()
-    fused = False
-    for i in sorted(cat.nodes):
-        n = cat.nodes.get(i)
-        if i < first_new or n is None or n.op != "istream" or i in looped:
-            continue
+
+    def fuse(n: Node, readers: dict[int, list[int]], looped: set[int]) -> bool:
         found = _join_of_windows(cat, readers, n, first_new, looped)
         if found is None:
-            continue
+            return False
         join, projects, windows, compared = found
         join.op = "istream_join"
         join.inputs = [w.inputs[0] for w in windows]
@@ -196,8 +201,29 @@ def fuse_istream_join(cat: Catalog, first_new: int) -> None:
         replace_node(cat, n.id, (projects[-1] if projects else join).id)
         for w in {w.id: w for w in windows}.values():
             del cat.nodes[w.id]
-        readers = cat.consumers()
-        fused = True
+        return True
+
+    _each_new_istream(cat, first_new, fuse)
+
+
+def _each_new_istream(
+    cat: Catalog,
+    first_new: int,
+    fuse: Callable[[Node, dict[int, list[int]], set[int]], bool],
+) -> None:
+    """Calls ``fuse(n, readers, looped)`` for each ISTREAM this script planned outside loops (True
+    when it rewrote the plan: the readers are then found again), then numbers the new operators
+    without gaps if any was."""
+    looped = _looped(cat)
+    readers = cat.consumers()
+    fused = False
+    for i in sorted(cat.nodes):
+        n = cat.nodes.get(i)
+        if i < first_new or n is None or n.op != "istream" or i in looped:
+            continue
+        if fuse(n, readers, looped):
+            readers = cat.consumers()
+            fused = True
     if fused:
         renumber(cat, first_new)
 
@@ -242,3 +268,41 @@ def _join_of_windows(
     for pick in reversed(picks):
         cols = [cols[k] for k in pick]
     return p, list(reversed(projects)), windows, sorted(set(cols))
+
+
+def fuse_istream_now(cat: Catalog, first_new: int) -> None:
+    """Plans each new ISTREAM of a ``[Now]`` window of a registered stream, read through filters
+    and projections each read by the next alone, as those filters and projections over the
+    stream (see the module's docstring), then numbers the new operators without gaps. At least
+    one filter or projection is on the way (``SELECT`` always plans one): it carries the label
+    that ``explain()`` shows.
+
+    Example: ``ISTREAM(SELECT key, val FROM e [Now] WHERE val > 499)`` plans as scan → filter →
+    projection → output: no window, no ISTREAM.
+    """
+
+    def fuse(n: Node, readers: dict[int, list[int]], looped: set[int]) -> bool:
+        chain: list[Node] = []  # highest first
+        p = cat.nodes[n.inputs[0]]
+        while p.op in ("filter", "project"):
+            chain.append(p)
+            p = cat.nodes[p.inputs[0]]
+        if not chain or p.op != "window" or p.params.get("kind") != "now":
+            return False
+        if cat.nodes[p.inputs[0]].op != "stream_scan":
+            return False
+        on_the_way = [p, *reversed(chain)]
+        if any(
+            readers[below.id] != [above.id] or below.id < first_new or below.id in looped
+            for below, above in zip(on_the_way, [*on_the_way[1:], n], strict=True)
+        ):
+            return False
+        chain[-1].inputs = list(p.inputs)
+        for m in chain:
+            m.kind, m.lifetime = "stream", STREAM
+        chain[0].label += " (ISTREAM of [Now] fused: over the stream)"
+        del cat.nodes[p.id]
+        replace_node(cat, n.id, chain[0].id)
+        return True
+
+    _each_new_istream(cat, first_new, fuse)

@@ -109,6 +109,7 @@ OPTIONS: dict[str, Callable[[str], Any]] = {
     "expose_steps": _bool,
     "hybrid": _bool,
     "threads": int,
+    "fuse": _bool,
     # The runner's own, not the engine's: how a push block is split into pushes ("all": one push;
     # N: N rows at a time), and whether the engine is snapshotted and restored after every push.
     "batch_rows": _batch_rows,

@@ -499,3 +499,121 @@ def test_one_aggregates_loop_gives_the_rows_of_the_general_one(agg, window, life
     assert relation
     for k, rows in enumerate(out):
         assert rows == (stream if (k // 6) % 2 == 0 else relation), k
+
+
+# ---- ISTREAM of a [Now] window of a registered stream (fuse_istream_now) ----------------------
+# Every tuple of the window lives on [t, t + ε) and a registered stream carries whole ticks, so
+# the ISTREAM emits each filtered, projected row at its time: the window and the ISTREAM go.
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "ISTREAM(SELECT * FROM s [Now] WHERE b > 0)",
+        "ISTREAM(SELECT a + b AS c FROM s [Now])",
+        "ISTREAM(SELECT DISTINCT a FROM s [Now])",  # not fused: DISTINCT keeps state
+        "ISTREAM(SELECT a FROM s [Range 1])",  # not fused: tuples end at later instants
+        "ISTREAM(SELECT a FROM s [Now], t [Now] WHERE a = k)",  # the join's fusion instead
+    ],
+)
+def test_an_istream_of_a_now_window_of_a_stream_is_its_filters_and_projections(query):
+    ops = join_ops(f"REGISTER QUERY q AS {query};")
+    plain = "DISTINCT" not in query and "Range" not in query and " t " not in query
+    assert (set(ops) <= {"stream_scan", "filter", "project", "sink"}) == plain, ops
+    assert ops == join_ops(f"REGISTER QUERY q AS {query};", fuse=True)
+    assert "istream" in join_ops(f"REGISTER QUERY q AS {query};", fuse=False)
+
+
+def test_a_now_window_another_query_reads_or_a_delayed_stream_is_not_fused():
+    both = (
+        "REGISTER QUERY w AS SELECT a FROM s [Now];"
+        "REGISTER QUERY i AS ISTREAM(SELECT a FROM s [Now]);"
+    )
+    ops = join_ops(both)  # (sub-plan reuse: w and i read one window and projection)
+    assert ops.count("istream") == 1
+    assert "window" in ops
+    delayed = (
+        "REGISTER QUERY d AS ISTREAM(SELECT a FROM s [Now]) <Now>;"
+        "REGISTER QUERY i AS ISTREAM(SELECT a FROM d [Now]);"
+    )
+    ops = join_ops(delayed)
+    assert "window" in ops  # d's rows carry ε-steps: i keeps its window and ISTREAM
+    assert "istream" in ops
+    eng = cq_py.Engine()
+    eng.execute(JOIN_SCHEMA)
+    eng.push("s", [{"a": 1, "b": 1, "ts": 0}])
+    eng.execute("REGISTER QUERY i AS ISTREAM(SELECT a FROM s [Now]);")  # while running: kept
+    assert "istream" in [n.op for n in eng._catalog.nodes.values()]
+
+
+@st.composite
+def now_stream(draw):
+    rows, ts = [], draw(st.integers(0, 2))
+    for _ in range(draw(st.integers(0, 14))):
+        ts += draw(st.sampled_from([0, 0, 1, 2]))
+        rows.append(
+            {
+                "a": draw(st.one_of(st.none(), st.integers(0, 2))),
+                "b": draw(st.integers(-1, 1)),
+                "ts": ts,
+            }
+        )
+    return rows
+
+
+NOW_QUERIES = [
+    ("SELECT * FROM s [Now] WHERE b > 0", lambda r: r["b"] > 0, lambda r: (r["a"], r["b"])),
+    ("SELECT a FROM s [Now]", lambda r: True, lambda r: (r["a"],)),
+    (
+        "SELECT b * 2 AS c FROM s [Now] WHERE a IS NOT NULL AND b >= 0",
+        lambda r: r["a"] is not None and r["b"] >= 0,
+        lambda r: (r["b"] * 2,),
+    ),
+]
+
+
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.data(),
+    now_stream(),
+    st.sampled_from(range(len(NOW_QUERIES))),
+    st.sampled_from(["direct", "negative"]),
+)
+def test_the_fused_istream_of_now_gives_the_rows_of_the_unfused_plan(data, rows, q, lifetime):
+    """Against the definition (each row passing the filter, projected, at its time) and the
+    unfused plan: every executor, pushes of several sizes (equal times split across pushes), a
+    snapshot midway, the query registered while the engine runs."""
+    select, keep, project = NOW_QUERIES[q]
+    chunk = data.draw(st.sampled_from([1, 3, 100]))
+    executor = data.draw(st.sampled_from(JOIN_EXECUTORS))
+    late = data.draw(st.one_of(st.none(), st.integers(0, len(rows))))
+    snap = data.draw(st.integers(0, len(rows))) if "executor" not in executor else None
+    got = {}
+    for fuse in (True, False):
+        eng = cq_py.Engine(lifetime=lifetime, fuse=fuse, **executor)
+        eng.execute(
+            JOIN_SCHEMA + ("" if late is not None else f"REGISTER QUERY q AS ISTREAM({select});")
+        )
+        out: Counter = Counter()
+        since = None
+        for k in range(0, max(len(rows), 1), chunk):
+            if late is not None and since is None and k >= late:
+                since = rows[k - 1]["ts"] if k else None
+                eng.execute(f"REGISTER QUERY q AS ISTREAM({select});")
+                since = since if since is not None else -1
+            part = rows[k : k + chunk]
+            if part:
+                eng.push("s", pa.Table.from_pylist(part, schema=JOIN_TYPES["s"]))
+            if since is not None or late is None:
+                out.update(tuple(r.values()) for r in eng.fetch("q").to_pylist())
+            if snap is not None and k // chunk == snap:
+                eng = cq_py.Engine.restore(eng.snapshot())
+        if late is not None and since is None:
+            eng.execute(f"REGISTER QUERY q AS ISTREAM({select});")
+            since = rows[-1]["ts"] if rows else -1
+        eng.close()
+        out.update(tuple(r.values()) for r in eng.fetch("q").to_pylist())
+        got[fuse] = out
+    assert got[True] == got[False]
+    if late is None:  # (registered while running, the window is kept: its rows come from p on)
+        assert got[True] == Counter((*project(r), r["ts"]) for r in rows if keep(r))
