@@ -1,0 +1,442 @@
+#include "operators/swj_bounded.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+
+#include "base/errors.h"
+#include "batch/row_hash.h"
+#include "batch/snapshot.h"
+
+namespace cq {
+
+const char* SwjOutcomeName(SwjOutcome o) {
+  switch (o) {
+    case SwjOutcome::kProcessed: return "processed";
+    case SwjOutcome::kPartly: return "partly";
+    case SwjOutcome::kGivenUp: return "given up";
+    case SwjOutcome::kEvicted: return "evicted";
+  }
+  return "?";
+}
+
+SwjBounded::SwjBounded(const Schema& left, const Schema& right, JoinExpressions expressions,
+                       std::vector<int64_t> windows, SwjBoundedOptions options)
+    : expr_(std::move(expressions)),
+      windows_(std::move(windows)),
+      options_(options),
+      scheduler_(windows_, options.scheduler) {
+  swj::CheckBuffer(options_.buffer);
+  CQ_CHECK(options_.period > 0 && std::isfinite(options_.period) && options_.tick_ns > 0,
+           "a bounded shared join's period and tick are above 0");
+  Schema s = left;
+  s.insert(s.end(), right.begin(), right.end());
+  s.push_back({"slice", TypeId::kInt64});
+  s.push_back({"upto", TypeId::kInt64});
+  schema_ = std::make_shared<const Schema>(std::move(s));
+  width_[0] = left.size();
+  width_[1] = right.size();
+  CQ_CHECK(expr_.keys[0].size() == expr_.keys[1].size(), "join keys differ in number");
+  processed_.assign(n(), 0);
+  dropped_.assign(n(), 0);
+}
+
+void SwjBounded::Push(int port, const Batch& in, Emitter&) {
+  const int64_t rows = in.num_rows();
+  if (rows == 0) return;
+  const Duration wn = Duration::Ticks(windows_.back());
+  SideState& s = sides_[port];
+  const uint32_t number = s.next_batch++;
+  Kept& kept = s.batches[number];
+  kept.batch = in.Compact();
+  const Batch& b = kept.batch;
+  CQ_CHECK(b.holders.empty() && (b.constant_duration ? *b.constant_duration == wn : true),
+           "a shared window join's input " + std::to_string(port) + " is not a [Range " +
+               std::to_string(windows_.back()) + "] window");
+  std::vector<Column> keys;
+  for (const auto& k : expr_.keys[port]) keys.push_back(k->Evaluate(b));
+  for (int64_t i = 0; i < rows; ++i) {
+    Arrival a{number, static_cast<uint32_t>(i), b.StartAt(i), true, {}};
+    CQ_CHECK(b.EndAt(i) == a.t + wn, "a shared window join's input " + std::to_string(port) +
+                                         " is not a [Range " + std::to_string(windows_.back()) + "] window");
+    for (const Column& c : keys) {
+      // NULL joins nothing, as in the hash join.
+      if (!c.IsValid(i)) a.has_key = false;
+      if (a.has_key) AppendKey(c, i, &a.key);
+    }
+    if (!a.has_key) a.key.clear();
+    s.queue.push_back(std::move(a));
+  }
+  kept.refs = rows;
+}
+
+const SwjBounded::Arrival* SwjBounded::NextArrival(Time progress, int* side) const {
+  const Arrival* best = nullptr;
+  for (int p = 0; p < 2; ++p) {
+    const SideState& s = sides_[p];
+    if (s.queue.empty()) continue;
+    const Arrival& a = s.queue.front();
+    // Below progress only (nothing earlier can come any more); the left first at equal times.
+    if (!(a.t < progress)) continue;
+    if (!best || a.t < best->t) {
+      best = &a;
+      *side = p;
+    }
+  }
+  return best;
+}
+
+void SwjBounded::Release(int side, uint32_t batch) {
+  Kept& k = sides_[side].batches.at(batch);
+  if (--k.refs == 0) retired_.push_back({side, batch});
+}
+
+void SwjBounded::TakeIn(int side) {
+  SideState& s = sides_[side];
+  SideState& o = sides_[1 - side];
+  Arrival a = std::move(s.queue.front());
+  s.queue.pop_front();
+  if (static_cast<int64_t>(s.buffer.size()) >= options_.buffer) Evict(side);
+  Tuple x;
+  x.id = scheduler_.Arrive(side == 0 ? swj::Side::kLeft : swj::Side::kRight, a.t.tick);
+  x.seq = s.first_seq + s.buffer.size();
+  x.t = a.t;
+  x.batch = a.batch;
+  x.row = a.row;
+  x.has_key = a.has_key;
+  x.key = std::move(a.key);
+  x.pred = o.arrivals;
+  x.t_pred = o.last_arrival;
+  if (x.has_key) s.by_key[x.key].push_back(x.seq);
+  where_.emplace(x.id, std::make_pair(side, x.seq));
+  s.buffer.push_back(std::move(x));
+  ++s.arrivals;
+  s.last_arrival = a.t;
+  ++taken_;
+}
+
+void SwjBounded::Count(std::vector<int64_t>& counter, int from, int to) const {
+  for (int q = from + 1; q <= to; ++q) ++counter[q - 1];
+}
+
+void SwjBounded::Evict(int side) {
+  SideState& s = sides_[side];
+  Tuple& v = s.buffer.front();
+  const int level = scheduler_.Evict(v.id);
+  if (level < n()) {
+    Count(dropped_, level, n());
+    if (options_.trace)
+      jobs_.push_back({v.id, static_cast<uint8_t>(side), v.t.tick, level, n(), SwjOutcome::kEvicted, clock_});
+  }
+  if (v.has_key) {
+    auto it = s.by_key.find(v.key);
+    it->second.pop_front();  // the side's oldest is its key's oldest
+    if (it->second.empty()) s.by_key.erase(it);
+  }
+  Release(side, v.batch);
+  s.last_evicted = v.t;
+  where_.erase(v.id);
+  s.buffer.pop_front();
+  ++s.first_seq;
+  ++evicted_;
+}
+
+int SwjBounded::Cap(int side, const Tuple& x) const {
+  const SideState& o = sides_[1 - side];
+  if (x.pred == 0 || o.first_seq == 0) return n();
+  // The latest tuple of the other side that came before x and has left: x's last predecessor if
+  // that one has left, else the last tuple evicted (evictions go oldest first).
+  const Time gone = o.first_seq >= x.pred ? x.t_pred : o.last_evicted;
+  const int64_t d = x.t.tick - gone.tick;
+  // Queries whose window reaches back to it (w_i > d) lost a partner.
+  return static_cast<int>(std::upper_bound(windows_.begin(), windows_.end(), d) - windows_.begin());
+}
+
+void SwjBounded::RunJob(const swj::Job& job) {
+  const auto started = std::chrono::steady_clock::now();
+  const auto [side, seq] = where_.at(job.tuple);
+  SideState& s = sides_[side];
+  SideState& o = sides_[1 - side];
+  Tuple& x = s.buffer[seq - s.first_seq];
+  const int cap = Cap(side, x);
+  int64_t scanned = 0, emitted = 0;
+  SwjOutcome outcome;
+  int hi = std::min(job.to, cap);
+  if (cap <= job.from) {
+    scheduler_.Done(job.tuple, n(), false);
+    Count(dropped_, job.from, n());
+    x.found.clear();
+    outcome = SwjOutcome::kGivenUp;
+    hi = job.from;
+  } else {
+    // Partners that arrived before x, with t_x − t_y in [w_from, w_hi): the slices from+1..hi.
+    std::vector<std::pair<uint64_t, int32_t>> fresh;
+    if (x.has_key) {
+      if (auto it = o.by_key.find(x.key); it != o.by_key.end()) {
+        const std::deque<uint64_t>& seqs = it->second;
+        const auto time_of = [&](uint64_t q) { return o.buffer[q - o.first_seq].t.tick; };
+        const auto end = std::lower_bound(seqs.begin(), seqs.end(), x.pred);
+        // Times rise with seq: the first partner with d < w_hi, and the first with d < w_from.
+        const auto first = std::partition_point(seqs.begin(), end,
+                                                [&](uint64_t q) { return x.t.tick - time_of(q) >= W(hi); });
+        const auto last = job.from == 0 ? end : std::partition_point(first, end, [&](uint64_t q) {
+          return x.t.tick - time_of(q) >= W(job.from);
+        });
+        for (auto q = first; q != last; ++q) {
+          const int64_t d = x.t.tick - time_of(*q);
+          const int32_t slice =
+              static_cast<int32_t>(std::upper_bound(windows_.begin(), windows_.end(), d) - windows_.begin()) + 1;
+          fresh.push_back({*q, slice});
+        }
+        scanned = last - first;
+      }
+    }
+    auto emit = [&](uint64_t partner, int64_t lo) {
+      const Tuple& y = o.buffer[partner - o.first_seq];
+      Out r;
+      r.batch[side] = x.batch;
+      r.row[side] = x.row;
+      r.batch[1 - side] = y.batch;
+      r.row[1 - side] = y.row;
+      r.start = x.t;
+      r.end = y.t + Duration::Ticks(windows_.back());
+      r.lo = lo;
+      r.hi = hi;
+      out_.push_back(r);
+      ++emitted;
+    };
+    for (const auto& [partner, slice] : x.found) emit(partner, job.from + 1);
+    for (const auto& [partner, slice] : fresh) emit(partner, slice);
+    scheduler_.Done(job.tuple, hi);
+    Count(processed_, job.from, hi);
+    if (hi < n()) x.found.insert(x.found.end(), fresh.begin(), fresh.end());
+    outcome = SwjOutcome::kProcessed;
+    if (hi < job.to) {
+      scheduler_.Done(job.tuple, n(), false);
+      Count(dropped_, hi, n());
+      outcome = SwjOutcome::kPartly;
+    }
+    if (scheduler_.View(job.tuple).level == n()) x.found.clear();
+  }
+  if (options_.clock == swj::Clock::kWork) {
+    clock_ += (kSwjJobNs + kSwjScanNs * static_cast<double>(scanned) + kSwjPairNs * static_cast<double>(emitted)) /
+              options_.tick_ns;
+  } else {
+    const double ns =
+        std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - started).count();
+    clock_ += ns / options_.tick_ns;
+  }
+  if (options_.trace)
+    jobs_.push_back({job.tuple, static_cast<uint8_t>(side), x.t.tick, job.from, outcome == SwjOutcome::kGivenUp ? n() : hi,
+                     outcome, clock_});
+}
+
+void SwjBounded::ClosePeriods(double upto) {
+  while (started_ && next_end_ <= upto) {
+    periods_.push_back(scheduler_.EndPeriod(next_end_));
+    next_end_ += options_.period;
+    // A long quiet spell: one record says nothing arrived; the next period is the one holding
+    // `upto` (a period without arrivals changes nothing, so the skipped ones would add nothing).
+    if (next_end_ <= upto && scheduler_.arrivals_this_period() == 0)
+      next_end_ += std::floor((upto - next_end_) / options_.period) * options_.period;
+  }
+}
+
+void SwjBounded::AdvanceTo(Time progress, Emitter& out) {
+  const double far = progress.IsInfinite() ? std::numeric_limits<double>::infinity()
+                                           : static_cast<double>(progress.tick);
+  for (;;) {
+    int side = 0;
+    const Arrival* a = NextArrival(progress, &side);
+    const double horizon = a ? static_cast<double>(a->t.tick) : far;
+    while (clock_ < horizon) {
+      ClosePeriods(clock_);
+      const std::optional<swj::Job> job = scheduler_.Next();
+      if (!job) break;
+      RunJob(*job);
+    }
+    if (!a) break;
+    const double t = static_cast<double>(a->t.tick);
+    if (!started_) {
+      started_ = true;
+      next_end_ = (std::floor(t / options_.period) + 1) * options_.period;
+    }
+    clock_ = std::max(clock_, t);
+    ClosePeriods(clock_);
+    TakeIn(side);
+  }
+  Flush(out);
+}
+
+void SwjBounded::Flush(Emitter& out) {
+  if (!out_.empty()) {
+    const int64_t n = static_cast<int64_t>(out_.size());
+    Batch o;
+    o.kind = BatchKind::kLifetime;
+    o.schema = schema_;
+    o.length = n;
+    for (int side = 0; side < 2; ++side) {
+      std::vector<BatchRow> rows(out_.size());
+      for (size_t i = 0; i < out_.size(); ++i) rows[i] = {out_[i].batch[side], out_[i].row[side]};
+      const SideState& s = sides_[side];
+      auto cols =
+          GatherRows([&](uint32_t b) -> const Batch& { return s.batches.at(b).batch; }, rows, width_[side]);
+      for (Column& c : cols) o.columns.push_back(std::move(c));
+    }
+    for (int tag = 0; tag < 2; ++tag) {
+      Column c;
+      c.type = TypeId::kInt64;
+      c.length = n;
+      c.values = Buffer::Allocate(n * 8);
+      for (int64_t i = 0; i < n; ++i) c.values.as<int64_t>()[i] = tag == 0 ? out_[i].lo : out_[i].hi;
+      o.columns.push_back(std::move(c));
+    }
+    std::vector<Time> starts(out_.size()), ends(out_.size());
+    for (size_t i = 0; i < out_.size(); ++i) {
+      starts[i] = out_[i].start;
+      ends[i] = out_[i].end;
+    }
+    o.sync = MakeTimeColumn(starts);
+    o.other = MakeTimeColumn(ends);
+    out_.clear();
+    std::vector<uint32_t> keep;
+    if (expr_.residual) {
+      Column pred = expr_.residual->Evaluate(o);
+      for (int64_t i = 0; i < n; ++i)
+        if (pred.IsValid(i) && pred.BoolAt(i)) keep.push_back(static_cast<uint32_t>(i));
+      if (static_cast<int64_t>(keep.size()) != n) {
+        o.has_selection = true;
+        o.selection = Buffer::Allocate(static_cast<int64_t>(keep.size()) * 4);
+        std::copy(keep.begin(), keep.end(), o.selection.as<uint32_t>());
+        o.selection_count = static_cast<int64_t>(keep.size());
+      }
+    }
+    if (o.num_rows() > 0) out.Emit(o.Compact());
+  }
+  for (auto [side, b] : retired_) {
+    auto it = sides_[side].batches.find(b);
+    if (it != sides_[side].batches.end() && it->second.refs == 0) sides_[side].batches.erase(it);
+  }
+  retired_.clear();
+}
+
+Time SwjBounded::OutputProgress(Time progress) const {
+  if (progress == Time::MinusInfinity()) return progress;
+  Time hold = progress;
+  // Rows of a tuple start at its time: those with work left (or not taken in yet) may still come.
+  if (auto t = scheduler_.OldestPending()) hold = std::min(hold, Time{*t, 0});
+  for (const SideState& s : sides_)
+    if (!s.queue.empty()) hold = std::min(hold, s.queue.front().t);
+  return hold;
+}
+
+std::string SwjBounded::Explain() const {
+  std::string w;
+  for (int64_t x : windows_) w += (w.empty() ? "" : ", ") + std::to_string(x);
+  return "SharedWindowJoin windows [" + w + "] bounded " + std::to_string(options_.buffer) + " per side, " +
+         swj::PolicyName(options_.scheduler.policy) + ", clock " + swj::ClockName(options_.clock);
+}
+
+void SwjBounded::Snapshot(SnapshotWriter&) const {
+  throw CqError(ErrorKind::kSnapshot,
+                "a bounded shared window join (Engine(swj_buffer=...)) cannot be snapshotted yet: its buffers, "
+                "scheduler and counters are not written");
+}
+
+void SwjBounded::Restore(SnapshotReader&) {
+  throw CqError(ErrorKind::kSnapshot, "a bounded shared window join (Engine(swj_buffer=...)) cannot be restored");
+}
+
+namespace {
+
+std::string JsonNumber(double v) {
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "Infinity" : "-Infinity";
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+template <typename T, typename F>
+std::string JsonArray(const std::vector<T>& v, F show) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + show(v[i]);
+  return s + "]";
+}
+
+std::string JsonString(std::string_view s) { return "\"" + std::string(s) + "\""; }
+
+}  // namespace
+
+std::string SwjBounded::Report() const {
+  // Pairs already lost but not yet given up: buffered tuples whose queries above their cap lost
+  // a partner (the job would give them up; they are dropped now, by the definition).
+  std::vector<int64_t> dropped = dropped_;
+  for (int side = 0; side < 2; ++side)
+    for (const Tuple& x : sides_[side].buffer) {
+      const int level = scheduler_.View(x.id).level;
+      if (level < n()) Count(dropped, std::max(level, Cap(side, x)), n());
+    }
+  std::vector<int64_t> pending(n());
+  for (int q = 0; q < n(); ++q) pending[q] = taken_ - processed_[q] - dropped[q];
+  const auto i64 = [](int64_t v) { return std::to_string(v); };
+  const auto num = [](double v) { return JsonNumber(v); };
+  std::string s = "{";
+  s += "\"windows\":" + JsonArray(windows_, i64);
+  s += ",\"segments\":" + JsonString(scheduler_.matrix().SegmentsText());
+  std::vector<double> weights;
+  for (int q = 1; q <= n(); ++q) weights.push_back(scheduler_.matrix().Weight(q));
+  s += ",\"weights\":" + JsonArray(weights, num);
+  s += ",\"buffer\":" + i64(options_.buffer);
+  s += ",\"scheduler\":" + JsonString(swj::PolicyName(options_.scheduler.policy));
+  s += ",\"load\":" + JsonString(swj::LoadName(options_.scheduler.load));
+  s += ",\"clock_kind\":" + JsonString(swj::ClockName(options_.clock));
+  s += ",\"clock\":" + JsonNumber(clock_);
+  s += ",\"method\":" + JsonString(swj::MethodName(scheduler_.method()));
+  s += ",\"beta\":" + JsonNumber(scheduler_.state().beta);
+  s += ",\"arrivals\":" + i64(taken_);
+  s += ",\"evicted\":" + i64(evicted_);
+  s += ",\"buffered\":[" + i64(static_cast<int64_t>(sides_[0].buffer.size())) + "," +
+       i64(static_cast<int64_t>(sides_[1].buffer.size())) + "]";
+  s += ",\"processed\":" + JsonArray(processed_, i64);
+  s += ",\"dropped\":" + JsonArray(dropped, i64);
+  s += ",\"pending\":" + JsonArray(pending, i64);
+  const auto col = [&](const char* name, auto get) {
+    std::string c = std::string(",\"") + name + "\":[";
+    for (size_t i = 0; i < periods_.size(); ++i) c += (i ? "," : "") + get(periods_[i]);
+    return c + "]";
+  };
+  using P = swj::PeriodRecord;
+  s += ",\"periods\":{\"_\":0";
+  s += col("time", [](const P& p) { return JsonNumber(p.time); });
+  s += col("rate", [](const P& p) { return std::to_string(p.rate); });
+  s += col("S", [](const P& p) { return JsonNumber(p.load); });
+  s += col("alpha", [](const P& p) { return JsonNumber(p.alpha); });
+  s += col("beta", [](const P& p) { return JsonNumber(p.beta); });
+  s += col("beta_now", [](const P& p) { return JsonNumber(p.beta_now); });
+  s += col("beta_next", [](const P& p) { return JsonNumber(p.beta_next); });
+  s += col("rate_next", [](const P& p) { return JsonNumber(p.rate_next); });
+  s += col("high", [](const P& p) { return std::string(p.high ? "true" : "false"); });
+  s += col("method", [](const P& p) { return JsonString(swj::MethodName(p.method)); });
+  s += col("case", [](const P& p) { return std::to_string(p.case_no); });
+  s += col("open", [](const P& p) { return std::string(p.open ? "true" : "false"); });
+  s += "}";
+  s += ",\"jobs\":{\"_\":0";
+  const auto jcol = [&](const char* name, auto get) {
+    std::string c = std::string(",\"") + name + "\":[";
+    for (size_t i = 0; i < jobs_.size(); ++i) c += (i ? "," : "") + get(jobs_[i]);
+    return c + "]";
+  };
+  s += jcol("tuple", [](const JobRecord& j) { return std::to_string(j.tuple); });
+  s += jcol("side", [](const JobRecord& j) { return JsonString(j.side == 0 ? "left" : "right"); });
+  s += jcol("ts", [](const JobRecord& j) { return std::to_string(j.ts); });
+  s += jcol("from", [](const JobRecord& j) { return std::to_string(j.from); });
+  s += jcol("to", [](const JobRecord& j) { return std::to_string(j.to); });
+  s += jcol("outcome", [](const JobRecord& j) { return JsonString(SwjOutcomeName(j.outcome)); });
+  s += jcol("clock", [](const JobRecord& j) { return JsonNumber(j.clock); });
+  s += "}}";
+  return s;
+}
+
+}  // namespace cq
