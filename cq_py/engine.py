@@ -42,6 +42,7 @@ from cq_py.planner.expressions import missing_kernels
 from cq_py.planner.logical import Node, QueryDef, StreamDef
 from cq_py.planner.operators import find
 from cq_py.spark.partitioning import CQPartitionWarning, partition_catalog
+from cq_py.swj_options import shared_join_entry, shared_join_nodes, swj_options, trace_tables
 from cq_py.tables import TableView, Views
 from cq_py.ticks import MAX_TICK, MIN_TICK, UNITS, tick_range, to_ticks
 
@@ -335,6 +336,13 @@ class Engine:
         max_memory: int | None = None,
         batch_size: int = 65_536,
         threads: int | None = None,
+        swj_buffer: int | None = None,
+        swj_scheduler: str | None = None,
+        swj_period_ms: float = 500,
+        swj_beta0: float = 0.05,
+        swj_clock: str = "work",
+        swj_load: str = "arrived",
+        swj_trace: bool = False,
     ):
         # Every option is checked here, with the package's error: the core's binding would
         # otherwise answer a wrong type with its whole signature, or take "no" for True.
@@ -354,6 +362,20 @@ class Engine:
         self._max_memory = None if max_memory is None else _count("max_memory", max_memory)
         self._batch_size = _count("batch_size", batch_size)
         self._threads = _threads(threads)
+        # Bounded shared joins (paper 004; cq_py/swj_options.py): checked here, run on one engine
+        # (B tuples per side of the whole input, not of a part).
+        self._swj = swj_options(
+            buffer=swj_buffer,
+            scheduler=swj_scheduler,
+            period_ms=swj_period_ms,
+            beta0=swj_beta0,
+            clock=swj_clock,
+            load=swj_load,
+            trace=swj_trace,
+            executor=self.executor,
+        )
+        if self._swj.bounded:
+            self._threads = 1
         # Warn of a script that runs on one engine only when threads were asked for.
         self._threads_asked = threads is not None and self._threads > 1
         if self._max_memory is not None:
@@ -433,6 +455,7 @@ class Engine:
             fuse=self.fuse,
             share_joins=self.share_joins,
             lifetime=self.lifetime,
+            swj_bounded=self._swj.plan_params(self.time_unit),
         )
         catalog, ops = planner.plan(script)
         _check_runnable(ops, planner, self.executor)
@@ -585,6 +608,46 @@ class Engine:
         if self._threads > 1 and self._layout is not None:
             text += self._layout.describe(self._threads) + "\n"
         return text
+
+    def shared_joins(self) -> list[dict[str, Any]]:
+        """Each shared window join of the plan (paper 004): its operator ``id``, ``members`` (the
+        queries, smallest window first), ``windows``, MQT ``segments`` and ``bounded``; in bounded
+        mode (``swj_buffer``) also, per member, the (tuple, query) pairs ``processed``,
+        ``dropped`` and ``pending`` (they add up to the tuples taken in), the members that dropped
+        any (``dropping``), the ``clock`` and the scheduler's state (cq_py/swj_options.py).
+
+        >>> eng = Engine()
+        >>> eng.execute("REGISTER STREAM a(k INT); REGISTER STREAM b(k INT);"
+        ...             "REGISTER QUERY q1 AS SELECT * FROM a [Range 2], b [Range 2] WHERE a.k = b.k;"
+        ...             "REGISTER QUERY q2 AS SELECT * FROM a [Range 5], b [Range 5] WHERE a.k = b.k;")
+        >>> eng.shared_joins()[0]["members"]
+        ['q1', 'q2']
+        """
+        return [
+            shared_join_entry(j, self._core.shared_join_report(j["id"]) if j["bounded"] else None)
+            for j in shared_join_nodes(self._catalog)
+        ]
+
+    def shared_join_trace(self, id: int) -> dict[str, pa.Table]:
+        """The trace of bounded shared join ``id`` (an ``id`` of :meth:`shared_joins`):
+        ``"periods"``, a table of one row per period (time, rate, S, alpha, beta, beta_now,
+        beta_next, rate_next, high, method, case, open), and with ``swj_trace=True``
+        ``"jobs"``: every job and eviction (tuple, side, ts, from, to, outcome, clock).
+
+        >>> eng = Engine(swj_buffer=100)
+        >>> eng.execute("REGISTER STREAM a(k INT); REGISTER STREAM b(k INT);"
+        ...             "REGISTER QUERY q1 AS SELECT * FROM a [Range 2], b [Range 2] WHERE a.k = b.k;"
+        ...             "REGISTER QUERY q2 AS SELECT * FROM a [Range 5], b [Range 5] WHERE a.k = b.k;")
+        >>> sorted(eng.shared_join_trace(eng.shared_joins()[0]["id"]))
+        ['jobs', 'periods']
+        """
+        ids = [j["id"] for j in shared_join_nodes(self._catalog) if j["bounded"]]
+        if not isinstance(id, int) or id not in ids:
+            raise ArgumentError(
+                f"shared_join_trace(id) takes the id of a bounded shared join "
+                f"({', '.join(map(str, ids)) or 'none in this plan'}); found {id!r}"
+            )
+        return trace_tables(self._core.shared_join_report(id), self._swj.trace)
 
     # -- data in ------------------------------------------------------------------------------
 

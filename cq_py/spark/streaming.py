@@ -75,6 +75,7 @@ import pyarrow.compute as pc
 from cq_py.engine import Engine
 from cq_py.errors import ArgumentError, CQError, InputError
 from cq_py.spark.partitioning import CQPartitionWarning, partition_plan
+from cq_py.swj_options import refuse_on_spark
 from cq_py.spark.tagging import (
     MICROS_PER_TICK,
     PART,
@@ -136,6 +137,7 @@ def run(
     from pyspark.sql import functions as F
     from pyspark.sql.streaming.state import GroupStateTimeout
 
+    refuse_on_spark(engine_options)
     # Spark runs a task per core: each task's engine runs on one thread unless asked otherwise.
     eng = Engine(
         **{"threads": 1, **engine_options}
