@@ -1,0 +1,271 @@
+"""Bounded shared window joins (paper 004, ``Engine(swj_buffer=B, ...)``;
+src_cpp/operators/swj_bounded.h): each query's rows are exactly the exact result's rows of the
+(tuple, query) pairs the trace logs processed; processed + dropped + pending add up; no side holds
+more than B; rows, counters and traces do not depend on how the input is pushed; MandF follows
+[S >= alpha]; MQT on P1 serves query 1 of every buffered tuple before any query 2."""
+
+import json
+import random
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+import cq_py
+from cq_py.errors import ArgumentError, CQError
+
+REPO = Path(__file__).resolve().parents[1]
+SCHEDULERS = ("mqt", "fifo", "mandf", "admandf")
+
+
+def script(windows):
+    return "REGISTER STREAM a(k INT, x INT); REGISTER STREAM b(k INT, y INT);" + "".join(
+        f"REGISTER QUERY q{i} AS SELECT * FROM a [Range {w}], b [Range {w}] WHERE a.k = b.k;"
+        for i, w in enumerate(windows, 1)
+    )
+
+
+def inputs(n, gap, keys, seed=7):
+    """n tuples per side, a's at even multiples of gap/2 and b's at odd ones (so a tuple is named
+    by its side and time), keys drawn from range(keys)."""
+    rng = random.Random(seed)
+    a = pa.table(
+        {
+            "k": [rng.randrange(keys) for _ in range(n)],
+            "x": list(range(n)),
+            "ts": [gap * i for i in range(n)],
+        }
+    )
+    b = pa.table(
+        {
+            "k": [rng.randrange(keys) for _ in range(n)],
+            "y": list(range(n)),
+            "ts": [gap * i + gap // 2 for i in range(n)],
+        }
+    )
+    return a, b
+
+
+def run(windows, a, b, chunks=None, time_unit="ns", check=None, **options):
+    """Runs the queries; ``chunks``: a seed for random push sizes, interleaving the streams.
+    ``check(engine)`` is called between pushes."""
+    eng = cq_py.Engine(time_unit=time_unit, **options)
+    eng.execute(script(windows))
+    if chunks is None:
+        eng.push("a", a)
+        eng.push("b", b)
+    else:
+        rng = random.Random(chunks)
+        at = {"a": 0, "b": 0}
+        tables = {"a": a, "b": b}
+        while any(at[s] < tables[s].num_rows for s in at):
+            s = rng.choice([s for s in at if at[s] < tables[s].num_rows])
+            size = rng.choice([1, 2, 3, 7, 20, 64])
+            eng.push(s, tables[s].slice(at[s], size))
+            at[s] += size
+            if check:
+                check(eng)
+    eng.close()
+    rows = {
+        f"q{i}": sorted(
+            (r["x"], r["y"], r["start"], r["end"]) for r in eng.fetch(f"q{i}").to_pylist()
+        )
+        for i in range(1, len(windows) + 1)
+    }
+    return eng, rows
+
+
+def processed_pairs(jobs):
+    """(side, ts, query) of every pair the trace logs processed."""
+    done = set()
+    for r in jobs.to_pylist():
+        if r["outcome"] in ("processed", "partly"):
+            for q in range(r["from"] + 1, r["to"] + 1):
+                done.add((r["side"], r["ts"], q))
+    return done
+
+
+def producer(row, a_ts, b_ts):
+    """The tuple whose job emits a pair: the later one (the left first at equal times)."""
+    x, y = row[0], row[1]
+    return ("left", a_ts[x]) if a_ts[x] > b_ts[y] else ("right", b_ts[y])
+
+
+def counters_add_up(entry):
+    for q in entry["members"]:
+        assert entry["processed"][q] + entry["dropped"][q] + entry["pending"][q] == entry["arrivals"]
+
+
+# An overload: a tuple every 20 ns on each side, a job costs 200 ns and more (the work clock).
+WINDOWS = [100, 400, 1500, 6000]
+BUFFER = 40
+
+
+@pytest.fixture(scope="module")
+def overload():
+    a, b = inputs(300, 40, 6)
+    _, exact = run(WINDOWS, a, b)
+    return a, b, exact
+
+
+@pytest.mark.parametrize("scheduler", SCHEDULERS)
+def test_rows_are_the_exact_rows_of_the_pairs_logged_processed(overload, scheduler):
+    a, b, exact = overload
+    sizes = []
+
+    def check(eng):
+        (entry,) = eng.shared_joins()
+        assert max(entry["buffered"]) <= BUFFER
+        counters_add_up(entry)
+        sizes.append(sum(entry["pending"].values()))
+
+    opts = dict(swj_buffer=BUFFER, swj_scheduler=scheduler, swj_trace=True, swj_period_ms=0.0005)
+    eng, rows = run(WINDOWS, a, b, chunks=3, check=check, **opts)
+    assert max(sizes) > 0  # work was pending between pushes
+    (entry,) = eng.shared_joins()
+    counters_add_up(entry)
+    assert entry["arrivals"] == 600
+    assert entry["evicted"] > 0 and sum(entry["dropped"].values()) > 0  # it is an overload
+    assert entry["processed"]["q1"] > 0
+    jobs = eng.shared_join_trace(entry["id"])["jobs"]
+    done = processed_pairs(jobs)
+    a_ts = a.column("ts").to_pylist()
+    b_ts = b.column("ts").to_pylist()
+    for i in range(1, len(WINDOWS) + 1):
+        q = f"q{i}"
+        want = [r for r in exact[q] if (*producer(r, a_ts, b_ts), i) in done]
+        assert rows[q] == want, q
+        # The counters are the trace's.
+        assert entry["processed"][q] == sum(1 for p in done if p[2] == i)
+
+
+@pytest.mark.parametrize("scheduler", SCHEDULERS)
+def test_rows_counters_and_traces_do_not_depend_on_the_pushes(overload, scheduler):
+    a, b, _ = overload
+    opts = dict(swj_buffer=BUFFER, swj_scheduler=scheduler, swj_trace=True, swj_period_ms=0.0005)
+    runs = [run(WINDOWS, a, b, chunks=c, **opts) for c in (None, 1, 2)]
+    first_eng, first_rows = runs[0]
+    first = first_eng.shared_joins()
+    trace = first_eng.shared_join_trace(first[0]["id"])
+    for eng, rows in runs[1:]:
+        assert rows == first_rows
+        assert eng.shared_joins() == first
+        other = eng.shared_join_trace(first[0]["id"])
+        assert other["jobs"].equals(trace["jobs"])
+        # (NaN, where a policy has no such figure, is unequal to itself: compared as text.)
+        assert str(other["periods"].to_pylist()) == str(trace["periods"].to_pylist())
+        assert other["periods"].num_rows > 10
+
+
+def test_a_buffer_far_above_need_drops_nothing_and_gives_exact_rows():
+    # A tuple every 10 us on each side (a us tick); a tuple's jobs cost about 1 us of work: a
+    # tenth of the server's capacity or less. B holds every tuple of the widest window.
+    windows = [50, 200, 900, 3000]
+    a, b = inputs(400, 20, 5)
+    _, exact = run(windows, a, b, time_unit="us")
+    for scheduler in SCHEDULERS:
+        eng, rows = run(
+            windows, a, b, chunks=5, time_unit="us", swj_buffer=10_000, swj_scheduler=scheduler
+        )
+        (entry,) = eng.shared_joins()
+        assert rows == exact, scheduler
+        assert sum(entry["dropped"].values()) == 0 and sum(entry["pending"].values()) == 0
+        assert entry["processed"] == {q: 800 for q in entry["members"]}
+        # The clock kept pace with the input: the server was never far behind.
+        assert entry["clock"] < 40 * 400 + 10
+
+
+def test_mandf_decides_fifo_exactly_when_the_load_reaches_alpha():
+    a, b = inputs(400, 500, 6)  # about the server's capacity: both methods get decided
+    for load in ("arrived", "oldest"):
+        eng, _ = run(
+            WINDOWS,
+            a,
+            b,
+            swj_buffer=BUFFER,
+            swj_scheduler="mandf",
+            swj_load=load,
+            swj_period_ms=0.002,
+            swj_beta0=0.3,
+        )
+        (entry,) = eng.shared_joins()
+        periods = eng.shared_join_trace(entry["id"])["periods"].to_pylist()
+        with_arrivals = [p for p in periods if p["rate"] > 0]
+        assert len(with_arrivals) > 10
+        methods = set()
+        for p in with_arrivals:
+            fifo = p["S"] >= p["alpha"] * (1 - 1e-12)
+            assert p["method"] == ("FIFO" if fifo else "MQT"), p
+            methods.add(p["method"])
+        assert methods == {"FIFO", "MQT"}, load  # both were decided
+
+
+def test_mqt_serves_query_1_of_every_buffered_tuple_before_any_query_2_on_p1():
+    patterns = json.loads((REPO / "benchmarks/papers/004/patterns.json").read_text())
+    windows = patterns["patterns"]["P1"]["windows_ms"]  # as ticks: 1 to 3,000 ns
+    a, b = inputs(300, 2, 4)  # a tuple per ns: a backlog from the start
+    eng, _ = run(windows, a, b, swj_buffer=10_000, swj_scheduler="mqt", swj_trace=True)
+    (entry,) = eng.shared_joins()
+    assert entry["segments"] == "1,2,3,4,5,6,7,8,9,10"
+    arrivals = sorted(
+        [("left", t) for t in a.column("ts").to_pylist()]
+        + [("right", t) for t in b.column("ts").to_pylist()],
+        key=lambda s: s[1],
+    )
+    query1 = set()
+    checked = 0
+    clock = float("-inf")
+    for job in eng.shared_join_trace(entry["id"])["jobs"].to_pylist():
+        if job["from"] == 0:
+            query1.add((job["side"], job["ts"]))
+        elif job["from"] < 2 <= job["to"]:
+            # Every tuple taken in before this job started has had its query 1.
+            taken = [s for s in arrivals if s[1] <= clock]
+            assert all(s in query1 for s in taken)
+            checked += 1
+        clock = job["clock"]
+    assert checked == 600  # every tuple reached query 2 (nothing was evicted)
+    assert entry["dropped"] == {q: 0 for q in entry["members"]}
+
+
+def test_bounded_mode_options_are_checked_at_construction():
+    with pytest.raises(ArgumentError, match="need executor='dts'; found executor='heartbeat'"):
+        cq_py.Engine(executor="heartbeat", swj_buffer=10)
+    with pytest.raises(ArgumentError, match="swj_scheduler='mqt' needs swj_buffer"):
+        cq_py.Engine(swj_scheduler="mqt")
+    with pytest.raises(ArgumentError, match="swj_buffer must be a whole number"):
+        cq_py.Engine(swj_buffer=0)
+    with pytest.raises(ArgumentError, match="swj_clock must be one of 'work', 'wall'"):
+        cq_py.Engine(swj_buffer=5, swj_clock="cpu")
+
+
+def test_bounded_mode_is_refused_on_spark():
+    from cq_py.spark import batch
+
+    with pytest.raises(CQError, match="do not run on Spark"):
+        batch.run(None, script([1, 2]), swj_buffer=10)  # type: ignore[arg-type]
+
+
+def test_snapshots_of_a_bounded_join_are_refused_clearly():
+    eng = cq_py.Engine(swj_buffer=10)
+    eng.execute(script([2, 5]))
+    with pytest.raises(CQError, match="cannot be snapshotted yet"):
+        eng.snapshot()
+
+
+def test_exact_mode_has_no_counters_and_no_trace():
+    eng = cq_py.Engine()
+    eng.execute(script([2, 5]))
+    (entry,) = eng.shared_joins()
+    assert entry["bounded"] is False and "processed" not in entry
+    assert entry["members"] == ["q1", "q2"] and entry["windows"] == [2, 5]
+    with pytest.raises(ArgumentError, match="the id of a bounded shared join"):
+        eng.shared_join_trace(entry["id"])
+
+
+def test_the_wall_clock_runs_and_counts_alike(overload):
+    a, b, _ = overload
+    eng, _ = run(WINDOWS, a, b, swj_buffer=BUFFER, swj_clock="wall")
+    (entry,) = eng.shared_joins()
+    assert entry["clock_kind"] == "wall"
+    counters_add_up(entry)
