@@ -259,7 +259,14 @@ class Engine:
     results are the same). ``share_joins=False`` plans every join alone instead of sharing the
     joins of a script that differ only in their ``[Range w]`` windows as one shared window join
     (paper 004; cq_py/planner/shared_joins.py says when they share, ``explain()`` which did and
-    why the others did not; the results are the same). For ``executor="dts"``,
+    why the others did not; the results are the same). ``swj_buffer=B`` runs each shared join in
+    bounded mode (lossy, opt-in; paper 004): each side holds B tuples, the work is scheduled by
+    ``swj_scheduler`` ("mqt", "fifo", "mandf", "admandf") on a ``swj_clock`` ("work": counted
+    work, independent of how input is pushed; "wall": elapsed time), with periods of
+    ``swj_period_ms``, β0 ``swj_beta0`` and load ``swj_load``; :meth:`shared_joins` counts the
+    (tuple, query) pairs processed, dropped and pending, :meth:`shared_join_trace` gives the
+    periods and, with ``swj_trace=True``, the jobs (cq_py/swj_options.py; dts only, one engine,
+    no snapshots yet). For ``executor="dts"``,
     ``hybrid=False`` splits time per instant everywhere instead of only inside loops (paper 000
     as published); ``max_run`` is the heartbeat executor's limit on consecutive executions of
     one operator.
@@ -617,9 +624,9 @@ class Engine:
         any (``dropping``), the ``clock`` and the scheduler's state (cq_py/swj_options.py).
 
         >>> eng = Engine()
+        >>> q = "SELECT * FROM a [Range {0}], b [Range {0}] WHERE a.k = b.k"
         >>> eng.execute("REGISTER STREAM a(k INT); REGISTER STREAM b(k INT);"
-        ...             "REGISTER QUERY q1 AS SELECT * FROM a [Range 2], b [Range 2] WHERE a.k = b.k;"
-        ...             "REGISTER QUERY q2 AS SELECT * FROM a [Range 5], b [Range 5] WHERE a.k = b.k;")
+        ...             f"REGISTER QUERY q1 AS {q.format(2)}; REGISTER QUERY q2 AS {q.format(5)};")
         >>> eng.shared_joins()[0]["members"]
         ['q1', 'q2']
         """
@@ -634,10 +641,10 @@ class Engine:
         beta_next, rate_next, high, method, case, open), and with ``swj_trace=True``
         ``"jobs"``: every job and eviction (tuple, side, ts, from, to, outcome, clock).
 
-        >>> eng = Engine(swj_buffer=100)
+        >>> eng = Engine(swj_buffer=100, swj_trace=True)
+        >>> q = "SELECT * FROM a [Range {0}], b [Range {0}] WHERE a.k = b.k"
         >>> eng.execute("REGISTER STREAM a(k INT); REGISTER STREAM b(k INT);"
-        ...             "REGISTER QUERY q1 AS SELECT * FROM a [Range 2], b [Range 2] WHERE a.k = b.k;"
-        ...             "REGISTER QUERY q2 AS SELECT * FROM a [Range 5], b [Range 5] WHERE a.k = b.k;")
+        ...             f"REGISTER QUERY q1 AS {q.format(2)}; REGISTER QUERY q2 AS {q.format(5)};")
         >>> sorted(eng.shared_join_trace(eng.shared_joins()[0]["id"]))
         ['jobs', 'periods']
         """

@@ -214,7 +214,16 @@ def shared_join_entry(join: dict[str, Any], report: str | None) -> dict[str, Any
     for what in ("processed", "dropped", "pending"):
         entry[what] = dict(zip(members, r[what], strict=True))
     entry["dropping"] = [m for m, d in zip(members, r["dropped"], strict=True) if d]
-    for what in ("arrivals", "evicted", "buffered", "buffer", "scheduler", "load", "method", "beta"):
+    for what in (
+        "arrivals",
+        "evicted",
+        "buffered",
+        "buffer",
+        "scheduler",
+        "load",
+        "method",
+        "beta",
+    ):
         entry[what] = r[what]
     entry["clock"] = r["clock"]
     entry["clock_kind"] = r["clock_kind"]

@@ -25,7 +25,6 @@ from pyspark.sql import functions as F
 from cq_py.engine import Engine
 from cq_py.errors import ArgumentError, InputError
 from cq_py.spark.partitioning import CQPartitionWarning, partition_plan
-from cq_py.swj_options import refuse_on_spark
 from cq_py.spark.tagging import (
     SEQ,
     TAG,
@@ -36,6 +35,7 @@ from cq_py.spark.tagging import (
     tagged,
     united_key_type,
 )
+from cq_py.swj_options import refuse_on_spark
 
 __all__ = ["CQPartitionWarning", "run"]
 

@@ -75,7 +75,6 @@ import pyarrow.compute as pc
 from cq_py.engine import Engine
 from cq_py.errors import ArgumentError, CQError, InputError
 from cq_py.spark.partitioning import CQPartitionWarning, partition_plan
-from cq_py.swj_options import refuse_on_spark
 from cq_py.spark.tagging import (
     MICROS_PER_TICK,
     PART,
@@ -86,6 +85,7 @@ from cq_py.spark.tagging import (
     tagged,
     united_key_type,
 )
+from cq_py.swj_options import refuse_on_spark
 
 if TYPE_CHECKING:  # the executors import this module too: only the driver needs these names
     import pandas as pd

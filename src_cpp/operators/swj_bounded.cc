@@ -23,9 +23,7 @@ const char* SwjOutcomeName(SwjOutcome o) {
 
 SwjBounded::SwjBounded(const Schema& left, const Schema& right, JoinExpressions expressions,
                        std::vector<int64_t> windows, SwjBoundedOptions options)
-    : expr_(std::move(expressions)),
-      windows_(std::move(windows)),
-      options_(options),
+    : expr_(std::move(expressions)), windows_(std::move(windows)), options_(options),
       scheduler_(windows_, options.scheduler) {
   swj::CheckBuffer(options_.buffer);
   CQ_CHECK(options_.period > 0 && std::isfinite(options_.period) && options_.tick_ns > 0,
@@ -58,8 +56,8 @@ void SwjBounded::Push(int port, const Batch& in, Emitter&) {
   for (const auto& k : expr_.keys[port]) keys.push_back(k->Evaluate(b));
   for (int64_t i = 0; i < rows; ++i) {
     Arrival a{number, static_cast<uint32_t>(i), b.StartAt(i), true, {}};
-    CQ_CHECK(b.EndAt(i) == a.t + wn, "a shared window join's input " + std::to_string(port) +
-                                         " is not a [Range " + std::to_string(windows_.back()) + "] window");
+    CQ_CHECK(b.EndAt(i) == a.t + wn, "a shared window join's input " + std::to_string(port) + " is not a [Range " +
+                                         std::to_string(windows_.back()) + "] window");
     for (const Column& c : keys) {
       // NULL joins nothing, as in the hash join.
       if (!c.IsValid(i)) a.has_key = false;
@@ -178,8 +176,8 @@ void SwjBounded::RunJob(const swj::Job& job) {
         const auto time_of = [&](uint64_t q) { return o.buffer[q - o.first_seq].t.tick; };
         const auto end = std::lower_bound(seqs.begin(), seqs.end(), x.pred);
         // Times rise with seq: the first partner with d < w_hi, and the first with d < w_from.
-        const auto first = std::partition_point(seqs.begin(), end,
-                                                [&](uint64_t q) { return x.t.tick - time_of(q) >= W(hi); });
+        const auto first =
+            std::partition_point(seqs.begin(), end, [&](uint64_t q) { return x.t.tick - time_of(q) >= W(hi); });
         const auto last = job.from == 0 ? end : std::partition_point(first, end, [&](uint64_t q) {
           return x.t.tick - time_of(q) >= W(job.from);
         });
@@ -223,13 +221,12 @@ void SwjBounded::RunJob(const swj::Job& job) {
     clock_ += (kSwjJobNs + kSwjScanNs * static_cast<double>(scanned) + kSwjPairNs * static_cast<double>(emitted)) /
               options_.tick_ns;
   } else {
-    const double ns =
-        std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - started).count();
+    const double ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - started).count();
     clock_ += ns / options_.tick_ns;
   }
   if (options_.trace)
-    jobs_.push_back({job.tuple, static_cast<uint8_t>(side), x.t.tick, job.from, outcome == SwjOutcome::kGivenUp ? n() : hi,
-                     outcome, clock_});
+    jobs_.push_back({job.tuple, static_cast<uint8_t>(side), x.t.tick, job.from,
+                     outcome == SwjOutcome::kGivenUp ? n() : hi, outcome, clock_});
 }
 
 void SwjBounded::ClosePeriods(double upto) {
@@ -244,8 +241,8 @@ void SwjBounded::ClosePeriods(double upto) {
 }
 
 void SwjBounded::AdvanceTo(Time progress, Emitter& out) {
-  const double far = progress.IsInfinite() ? std::numeric_limits<double>::infinity()
-                                           : static_cast<double>(progress.tick);
+  const double far =
+      progress.IsInfinite() ? std::numeric_limits<double>::infinity() : static_cast<double>(progress.tick);
   for (;;) {
     int side = 0;
     const Arrival* a = NextArrival(progress, &side);
@@ -280,8 +277,7 @@ void SwjBounded::Flush(Emitter& out) {
       std::vector<BatchRow> rows(out_.size());
       for (size_t i = 0; i < out_.size(); ++i) rows[i] = {out_[i].batch[side], out_[i].row[side]};
       const SideState& s = sides_[side];
-      auto cols =
-          GatherRows([&](uint32_t b) -> const Batch& { return s.batches.at(b).batch; }, rows, width_[side]);
+      auto cols = GatherRows([&](uint32_t b) -> const Batch& { return s.batches.at(b).batch; }, rows, width_[side]);
       for (Column& c : cols) o.columns.push_back(std::move(c));
     }
     for (int tag = 0; tag < 2; ++tag) {

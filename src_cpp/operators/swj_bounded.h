@@ -1,5 +1,5 @@
 #pragma once
-// The shared window join in bounded mode (paper 004 §3–§5, Engine(swj_buffer=B, ...)): the same
+// The shared window join in bounded mode (paper 004 §4; Engine(swj_buffer=B, ...)): the same
 // n queries as operators/shared_window_join.h, but each side keeps at most B tuples and the work
 // is done as jobs that a scheduler (schedulers/swj_scheduler.h) chooses, on a clock of its own.
 // Lossy on purpose: a (tuple, query) pair whose tuple, or a partner inside that query's window,
@@ -97,8 +97,8 @@ class SwjBounded final : public Operator {
     uint32_t row;
     bool has_key;
     std::string key;
-    uint64_t pred;  // arrivals of the other side before this one
-    Time t_pred;    // the latest of them
+    uint64_t pred;                                    // arrivals of the other side before this one
+    Time t_pred;                                      // the latest of them
     std::vector<std::pair<uint64_t, int32_t>> found;  // partners (seq) and slices of jobs run
   };
   struct Kept {
@@ -157,8 +157,8 @@ class SwjBounded final : public Operator {
   SideState sides_[2];
   std::unordered_map<uint64_t, std::pair<int, uint64_t>> where_;  // scheduler id -> side, seq
   double clock_ = 0;
-  bool started_ = false;  // the first arrival fixed the periods' grid
-  double next_end_ = 0;   // the current period's end
+  bool started_ = false;                      // the first arrival fixed the periods' grid
+  double next_end_ = 0;                       // the current period's end
   std::vector<int64_t> processed_, dropped_;  // by query (index 0: query 1)
   int64_t taken_ = 0;                         // tuples taken in, both sides
   int64_t evicted_ = 0;
