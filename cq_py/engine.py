@@ -1059,6 +1059,7 @@ class Engine:
                     "max_memory": self._max_memory,
                     "batch_size": self._batch_size,
                     "threads": self._threads,
+                    **self._swj.annex(),
                 },
                 "cql": self._cql,
                 "late": self._late,

@@ -42,6 +42,25 @@ class SwjOptions:
         """Whether tuples can be dropped (a buffer was given)."""
         return self.buffer is not None
 
+    def annex(self) -> dict[str, Any]:
+        """The ``Engine(swj_...)`` options a snapshot keeps to rebuild the same plan (none in
+        exact mode, so that exact engines' snapshots stay as they were).
+
+        >>> SwjOptions(buffer=10).annex()["swj_buffer"]
+        10
+        """
+        if self.buffer is None:
+            return {}
+        return {
+            "swj_buffer": self.buffer,
+            "swj_scheduler": self.scheduler,
+            "swj_period_ms": self.period_ms,
+            "swj_beta0": self.beta0,
+            "swj_clock": self.clock,
+            "swj_load": self.load,
+            "swj_trace": self.trace,
+        }
+
     def plan_params(self, time_unit: str) -> dict[str, Any] | None:
         """The ``"bounded"`` parameters of a ``shared_window_join`` operator (None in exact mode):
         the period in ticks of ``time_unit`` and the nanoseconds a tick is worth (the work

@@ -260,11 +260,38 @@ def test_bounded_mode_is_refused_on_spark():
         batch.run(None, script([1, 2]), swj_buffer=10)  # type: ignore[arg-type]
 
 
-def test_snapshots_of_a_bounded_join_are_refused_clearly():
-    eng = cq_py.Engine(swj_buffer=10)
-    eng.execute(script([2, 5]))
-    with pytest.raises(CQError, match="cannot be snapshotted yet"):
-        eng.snapshot()
+@pytest.mark.parametrize("scheduler", SCHEDULERS)
+def test_a_snapshot_and_restore_at_a_cut_change_nothing(overload, scheduler):
+    a, b, _ = overload
+    opts = {
+        "swj_buffer": BUFFER,
+        "swj_scheduler": scheduler,
+        "swj_trace": True,
+        "swj_period_ms": 0.0005,
+    }
+    whole, rows = run(WINDOWS, a, b, **opts)
+    eng = cq_py.Engine(time_unit="ns", **opts)
+    eng.execute(script(WINDOWS))
+    eng.push("a", a.slice(0, 170))
+    eng.push("b", b.slice(0, 130))
+    (cut,) = eng.shared_joins()
+    assert sum(cut["pending"].values()) > 0  # the cut holds work in hand
+    data = eng.snapshot()
+    back = cq_py.Engine.restore(data)
+    assert back.snapshot() == data
+    back.push("a", a.slice(170))
+    back.push("b", b.slice(130))
+    back.close()
+    assert back.shared_joins() == whole.shared_joins()
+    for i in range(1, len(WINDOWS) + 1):
+        got = sorted(
+            (r["x"], r["y"], r["start"], r["end"]) for r in back.fetch(f"q{i}").to_pylist()
+        )
+        assert got == rows[f"q{i}"]
+    (entry,) = whole.shared_joins()
+    assert back.shared_join_trace(entry["id"])["jobs"].equals(
+        whole.shared_join_trace(entry["id"])["jobs"]
+    )
 
 
 def test_exact_mode_has_no_counters_and_no_trace():

@@ -33,6 +33,8 @@ SwjBounded::SwjBounded(const Schema& left, const Schema& right, JoinExpressions 
   s.push_back({"slice", TypeId::kInt64});
   s.push_back({"upto", TypeId::kInt64});
   schema_ = std::make_shared<const Schema>(std::move(s));
+  input_[0] = left;
+  input_[1] = right;
   width_[0] = left.size();
   width_[1] = right.size();
   CQ_CHECK(expr_.keys[0].size() == expr_.keys[1].size(), "join keys differ in number");
@@ -334,14 +336,227 @@ std::string SwjBounded::Explain() const {
          swj::PolicyName(options_.scheduler.policy) + ", clock " + swj::ClockName(options_.clock);
 }
 
-void SwjBounded::Snapshot(SnapshotWriter&) const {
-  throw CqError(ErrorKind::kSnapshot,
-                "a bounded shared window join (Engine(swj_buffer=...)) cannot be snapshotted yet: its buffers, "
-                "scheduler and counters are not written");
+// ---- snapshots -----------------------------------------------------------------------------
+//
+// The scheduler's section, the clock, the counters, the trace, then per side its kept batches
+// (by number), the arrivals not taken in, and the buffer (by seq). The key index and the id map
+// are rebuilt from the buffer. Taken between calls, when no output is waiting (Flush ran).
+
+void SwjBounded::WriteSide(SnapshotWriter& w, const SideState& s) const {
+  w.U32(s.next_batch);
+  std::vector<uint32_t> numbers;
+  for (const auto& [number, kept] : s.batches) numbers.push_back(number);
+  std::sort(numbers.begin(), numbers.end());
+  w.U64(numbers.size());
+  for (uint32_t number : numbers) {
+    const Kept& k = s.batches.at(number);
+    w.U32(number);
+    w.I64(k.refs);
+    w.WriteBatch(k.batch);
+  }
+  w.U64(s.queue.size());
+  for (const Arrival& a : s.queue) {
+    w.U32(a.batch);
+    w.U32(a.row);
+    w.Pod(a.t);
+    w.Bool(a.has_key);
+    w.Str(a.key);
+  }
+  w.U64(s.first_seq);
+  w.U64(s.arrivals);
+  w.Pod(s.last_arrival);
+  w.Pod(s.last_evicted);
+  w.U64(s.buffer.size());
+  for (const Tuple& x : s.buffer) {
+    w.U64(x.id);
+    w.Pod(x.t);
+    w.U32(x.batch);
+    w.U32(x.row);
+    w.Bool(x.has_key);
+    w.Str(x.key);
+    w.U64(x.pred);
+    w.Pod(x.t_pred);
+    w.U64(x.found.size());
+    for (const auto& [partner, slice] : x.found) {
+      w.U64(partner);
+      w.I64(slice);
+    }
+  }
 }
 
-void SwjBounded::Restore(SnapshotReader&) {
-  throw CqError(ErrorKind::kSnapshot, "a bounded shared window join (Engine(swj_buffer=...)) cannot be restored");
+void SwjBounded::Snapshot(SnapshotWriter& w) const {
+  CQ_CHECK(out_.empty() && retired_.empty(), "a bounded shared join snapshotted inside a call");
+  scheduler_.Write(w);
+  w.Pod(clock_);
+  w.Bool(started_);
+  w.Pod(next_end_);
+  w.I64(taken_);
+  w.I64(evicted_);
+  w.PodVec(processed_);
+  w.PodVec(dropped_);
+  w.U64(periods_.size());
+  for (const swj::PeriodRecord& p : periods_) {
+    for (double v : {p.time, p.load, p.alpha, p.beta, p.beta_now, p.beta_next, p.rate_next}) w.Pod(v);
+    w.I64(p.rate);
+    w.Bool(p.high);
+    w.U8(static_cast<uint8_t>(p.method));
+    w.U8(p.case_no);
+    w.Bool(p.open);
+  }
+  w.U64(jobs_.size());
+  for (const JobRecord& j : jobs_) {
+    w.U64(j.tuple);
+    w.U8(j.side);
+    w.I64(j.ts);
+    w.I64(j.from);
+    w.I64(j.to);
+    w.U8(static_cast<uint8_t>(j.outcome));
+    w.Pod(j.clock);
+  }
+  for (const SideState& s : sides_) WriteSide(w, s);
+}
+
+void SwjBounded::ReadSide(SnapshotReader& r, int side, SideState& s) const {
+  s.next_batch = r.U32();
+  const size_t batches = r.Count(4 + 8, "a bounded shared join's kept batches");
+  for (size_t i = 0; i < batches; ++i) {
+    const uint32_t number = r.Below<uint32_t>(s.next_batch, "a kept batch's number");
+    Kept k;
+    k.refs = r.I64In(1, INT64_MAX, "a kept batch's tuples");
+    k.batch = r.ReadBatch(&input_[side]);
+    CQ_SNAPSHOT_CHECK(!k.batch.has_selection && k.batch.holders.empty(), "a kept batch: expected compact rows");
+    CQ_SNAPSHOT_CHECK(s.batches.emplace(number, std::move(k)).second, "a kept batch twice");
+  }
+  std::unordered_map<uint32_t, int64_t> refs;
+  const auto row_of = [&](uint32_t batch, uint32_t row) {
+    auto it = s.batches.find(batch);
+    CQ_SNAPSHOT_CHECK(it != s.batches.end() && row < it->second.batch.length,
+                      "a bounded shared join's tuple: expected a row of a kept batch");
+    ++refs[batch];
+  };
+  const size_t queued = r.Count(4 + 4 + 16 + 1 + 8, "a bounded shared join's arrivals");
+  Time last = Time::MinusInfinity();
+  for (size_t i = 0; i < queued; ++i) {
+    Arrival a;
+    a.batch = r.U32();
+    a.row = r.U32();
+    row_of(a.batch, a.row);
+    a.t = r.TimeValue("an arrival's time");
+    CQ_SNAPSHOT_CHECK(last <= a.t, "a bounded shared join's arrivals: expected in time order");
+    last = a.t;
+    a.has_key = r.Bool();
+    a.key = r.Str();
+    s.queue.push_back(std::move(a));
+  }
+  s.first_seq = r.U64();
+  s.arrivals = r.U64();
+  s.last_arrival = r.TimeValue("the last arrival's time");
+  s.last_evicted = r.TimeValue("the last eviction's time");
+  const size_t buffered = r.Count(8 + 16 + 4 + 4 + 1 + 8 + 8 + 16 + 8, "a bounded shared join's buffer");
+  CQ_SNAPSHOT_CHECK(static_cast<int64_t>(buffered) <= options_.buffer && s.first_seq + buffered == s.arrivals,
+                    "a bounded shared join's buffer: expected at most B tuples, the side's latest arrivals");
+  for (size_t i = 0; i < buffered; ++i) {
+    Tuple x;
+    x.id = r.U64();
+    x.seq = s.first_seq + i;
+    x.t = r.TimeValue("a buffered tuple's time");
+    x.batch = r.U32();
+    x.row = r.U32();
+    row_of(x.batch, x.row);
+    x.has_key = r.Bool();
+    x.key = r.Str();
+    x.pred = r.U64();
+    x.t_pred = r.TimeValue("a buffered tuple's predecessor's time");
+    const size_t found = r.Count(16, "a buffered tuple's partners");
+    for (size_t f = 0; f < found; ++f) {
+      const uint64_t partner = r.U64();
+      const int64_t slice = r.I64In(1, n(), "a partner's slice");
+      CQ_SNAPSHOT_CHECK(partner < x.pred, "a partner: expected one that arrived before its tuple");
+      x.found.push_back({partner, static_cast<int32_t>(slice)});
+    }
+    CQ_SNAPSHOT_CHECK(s.buffer.empty() || s.buffer.back().t <= x.t,
+                      "a bounded shared join's buffer: expected in time order");
+    s.buffer.push_back(std::move(x));
+  }
+  for (const auto& [number, k] : s.batches)
+    CQ_SNAPSHOT_CHECK(refs[number] == k.refs, "a kept batch's tuples: expected the count of those that refer to it");
+}
+
+void SwjBounded::Restore(SnapshotReader& r) {
+  swj::SwjScheduler scheduler(windows_, options_.scheduler);
+  scheduler.Read(r);
+  const double clock = r.Pod<double>();
+  const bool started = r.Bool();
+  const double next_end = r.Pod<double>();
+  CQ_SNAPSHOT_CHECK(std::isfinite(clock) && std::isfinite(next_end), "a bounded shared join's clock");
+  const int64_t taken = r.I64In(0, INT64_MAX, "a bounded shared join's arrivals");
+  const int64_t evicted = r.I64In(0, taken, "a bounded shared join's evictions");
+  std::vector<int64_t> processed, dropped;
+  r.PodVec(processed, "the processed counters");
+  r.PodVec(dropped, "the dropped counters");
+  CQ_SNAPSHOT_CHECK(processed.size() == windows_.size() && dropped.size() == windows_.size(),
+                    "a bounded shared join's counters: expected one per query");
+  for (int q = 0; q < n(); ++q)
+    CQ_SNAPSHOT_CHECK(processed[q] >= 0 && dropped[q] >= 0 && processed[q] + dropped[q] <= taken,
+                      "a bounded shared join's counters: expected at most the arrivals");
+  std::vector<swj::PeriodRecord> periods(r.Count(7 * 8 + 8 + 4, "the periods"));
+  for (swj::PeriodRecord& p : periods) {
+    for (double* v : {&p.time, &p.load, &p.alpha, &p.beta, &p.beta_now, &p.beta_next, &p.rate_next})
+      *v = r.Pod<double>();
+    p.rate = r.I64In(0, INT64_MAX, "a period's rate");
+    p.high = r.Bool();
+    p.method = r.Enum(swj::Method::kFifo, "a period's method");
+    p.case_no = static_cast<uint8_t>(r.Below<uint8_t>(9, "a period's case"));
+    p.open = r.Bool();
+  }
+  std::vector<JobRecord> jobs(r.Count(8 + 1 + 8 + 8 + 8 + 1 + 8, "the jobs"));
+  for (JobRecord& j : jobs) {
+    j.tuple = r.U64();
+    j.side = r.Below<uint8_t>(2, "a job's side");
+    j.ts = r.I64();
+    j.from = static_cast<int32_t>(r.I64In(0, n(), "a job's first query"));
+    j.to = static_cast<int32_t>(r.I64In(0, n(), "a job's last query"));
+    j.outcome = r.Enum(SwjOutcome::kEvicted, "a job's outcome");
+    j.clock = r.Pod<double>();
+  }
+  SideState sides[2];
+  for (int side = 0; side < 2; ++side) ReadSide(r, side, sides[side]);
+  // Every buffered tuple is the scheduler's, on its side at its time, and nothing else is.
+  std::unordered_map<uint64_t, std::pair<int, uint64_t>> where;
+  for (int side = 0; side < 2; ++side) {
+    CQ_SNAPSHOT_CHECK(scheduler.buffered(side == 0 ? swj::Side::kLeft : swj::Side::kRight) == sides[side].buffer.size(),
+                      "a bounded shared join's buffer: expected the scheduler's tuples");
+    for (const Tuple& x : sides[side].buffer) {
+      bool ok = false;
+      try {
+        const auto v = scheduler.View(x.id);
+        ok = v.side == (side == 0 ? swj::Side::kLeft : swj::Side::kRight) && v.time == x.t.tick;
+      } catch (const CqError&) {
+      }
+      CQ_SNAPSHOT_CHECK(ok && where.emplace(x.id, std::make_pair(side, x.seq)).second,
+                        "a buffered tuple: expected one the scheduler holds, on its side at its time");
+    }
+  }
+  CQ_SNAPSHOT_CHECK(static_cast<int64_t>(sides[0].arrivals + sides[1].arrivals) == taken &&
+                        static_cast<int64_t>(sides[0].first_seq + sides[1].first_seq) == evicted,
+                    "a bounded shared join's arrivals: expected the sides' counts");
+  // All read and checked: take it.
+  scheduler_ = std::move(scheduler);
+  clock_ = clock;
+  started_ = started;
+  next_end_ = next_end;
+  taken_ = taken;
+  evicted_ = evicted;
+  processed_ = std::move(processed);
+  dropped_ = std::move(dropped);
+  periods_ = std::move(periods);
+  jobs_ = std::move(jobs);
+  where_ = std::move(where);
+  for (int side = 0; side < 2; ++side) {
+    sides_[side] = std::move(sides[side]);
+    for (const Tuple& x : sides_[side].buffer)
+      if (x.has_key) sides_[side].by_key[x.key].push_back(x.seq);
+  }
 }
 
 namespace {

@@ -146,8 +146,11 @@ class SwjBounded final : public Operator {
   void Count(std::vector<int64_t>& counter, int from, int to) const;
   void Flush(Emitter& out);
   void Release(int side, uint32_t batch);
+  void WriteSide(SnapshotWriter& w, const SideState& s) const;
+  void ReadSide(SnapshotReader& r, int side, SideState& s) const;
 
   std::shared_ptr<const Schema> schema_;
+  Schema input_[2];
   size_t width_[2];
   JoinExpressions expr_;
   std::vector<int64_t> windows_;
