@@ -242,6 +242,42 @@ def test_mqt_serves_query_1_of_every_buffered_tuple_before_any_query_2_on_p1():
     assert entry["dropped"] == dict.fromkeys(entry["members"], 0)
 
 
+def test_a_window_wider_than_b_tuples_drops_its_pairs_and_is_named():
+    # A tuple every 40 us per side (a light load) and B = 10: a side holds 400 us, less than
+    # [Range 1000].
+    a, b = inputs(200, 40, 3)
+    eng, _ = run([100, 300, 1000], a, b, time_unit="us", swj_buffer=10, swj_scheduler="fifo")
+    (entry,) = eng.shared_joins()
+    assert entry["dropping"] == ["q3"]
+    assert entry["dropped"]["q3"] > 0
+    assert entry["processed"]["q1"] == 400
+    counters_add_up(entry)
+
+
+@pytest.mark.parametrize(("pattern", "gap", "beta0"), [("P1", 300, 0.6), ("P4", 800, 0.3)])
+def test_the_four_schedulers_run_different_jobs_on(pattern, gap, beta0):
+    # Loads about the server's capacity, where MandF and adMandF switch at different times.
+    patterns = json.loads((REPO / "benchmarks/papers/004/patterns.json").read_text())
+    windows = patterns["patterns"][pattern]["windows_ms"]
+    a, b = inputs(300, gap, 4)
+    traces = []
+    for scheduler in SCHEDULERS:
+        eng, _ = run(
+            windows,
+            a,
+            b,
+            swj_buffer=60,
+            swj_scheduler=scheduler,
+            swj_trace=True,
+            swj_period_ms=0.002,
+            swj_beta0=beta0,
+        )
+        (entry,) = eng.shared_joins()
+        jobs = eng.shared_join_trace(entry["id"])["jobs"]
+        traces.append(jobs.select(["tuple", "from", "to"]).to_pylist())
+    assert len({str(t) for t in traces}) == 4
+
+
 def test_bounded_mode_options_are_checked_at_construction():
     with pytest.raises(ArgumentError, match="need executor='dts'; found executor='heartbeat'"):
         cq_py.Engine(executor="heartbeat", swj_buffer=10)

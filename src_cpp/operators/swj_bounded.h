@@ -107,8 +107,7 @@ class SwjBounded final : public Operator {
   };
   struct SideState {
     std::deque<Arrival> queue;  // pushed, not taken in yet
-    size_t queue_head = 0;
-    std::deque<Tuple> buffer;  // by seq; buffer[0] has seq first_seq (= tuples evicted)
+    std::deque<Tuple> buffer;   // by seq; buffer[0] has seq first_seq (= tuples evicted)
     uint64_t first_seq = 0;
     uint64_t arrivals = 0;
     Time last_arrival;
