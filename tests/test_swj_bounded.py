@@ -348,3 +348,49 @@ def test_the_wall_clock_runs_and_counts_alike(overload):
     (entry,) = eng.shared_joins()
     assert entry["clock_kind"] == "wall"
     counters_add_up(entry)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_random_scripts_with_equal_times_nulls_and_duplicates(seed):
+    # Equal timestamps within and across the inputs, NULL keys, duplicate rows, equal windows and
+    # w = 1, a random scheduler, buffer and push chunking. A tuple is named by its place in the
+    # arrival order (time, the left input first, then input order), which the scheduler's ids
+    # follow.
+    rng = random.Random(seed)
+    windows = [1]
+    while len(set(windows)) < 2:  # (one window: a join alone, nothing shared)
+        windows = sorted(rng.choice([1, 3, 3, 40, 150, 600]) for _ in range(rng.randint(2, 4)))
+    n = 150
+    span = rng.choice([6000, 60_000])  # an overload, or about the server's capacity
+    tables = []
+    for name in ("x", "y"):
+        ts = sorted(rng.randrange(0, span, 7) for _ in range(n))
+        keys = [rng.choice([0, 1, 2, None]) for _ in range(n)]
+        tables.append(pa.table({"k": keys, name: list(range(n)), "ts": ts}))
+    a, b = tables
+    opts = {
+        "swj_buffer": rng.choice([5, 20, 80]),
+        "swj_scheduler": rng.choice(SCHEDULERS),
+        "swj_trace": True,
+        "swj_period_ms": 0.0004,
+        "swj_load": rng.choice(["arrived", "oldest"]),
+    }
+    _, exact = run(windows, a, b)
+    eng, rows = run(windows, a, b, chunks=seed, **opts)
+    _, whole = run(windows, a, b, **opts)
+    assert rows == whole
+    (entry,) = eng.shared_joins()
+    counters_add_up(entry)
+    order = sorted(
+        [(t, 0, i) for i, t in enumerate(a.column("ts").to_pylist())]
+        + [(t, 1, i) for i, t in enumerate(b.column("ts").to_pylist())]
+    )
+    place = {(side, i): p for p, (_, side, i) in enumerate(order)}
+    done = set()
+    for job in eng.shared_join_trace(entry["id"])["jobs"].to_pylist():
+        if job["outcome"] in ("processed", "partly"):
+            done |= {(job["tuple"], q) for q in range(job["from"] + 1, job["to"] + 1)}
+    members = entry["members"]
+    for i, q in enumerate(members, start=1):
+        want = [r for r in exact[q] if (max(place[(0, r[0])], place[(1, r[1])]), i) in done]
+        assert rows[q] == want, (q, opts, windows)
