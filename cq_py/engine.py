@@ -618,8 +618,10 @@ class Engine:
 
     def shared_joins(self) -> list[dict[str, Any]]:
         """Each shared window join of the plan (paper 004): its operator ``id``, ``members`` (the
-        queries, smallest window first), ``windows``, MQT ``segments`` and ``bounded``; in bounded
-        mode (``swj_buffer``) also, per member, the (tuple, query) pairs ``processed``,
+        queries, smallest window first), ``windows``, MQT ``segments``, ``readers`` (per member,
+        the queries that read its route: a query identical to a member shares it) and
+        ``bounded``; in bounded mode (``swj_buffer``) also, per query, the (tuple, query) pairs
+        ``processed``,
         ``dropped`` and ``pending`` (they add up to the tuples taken in), the members that dropped
         any (``dropping``), the ``clock`` and the scheduler's state (cq_py/swj_options.py).
 

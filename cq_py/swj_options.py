@@ -207,15 +207,39 @@ def shared_join_nodes(catalog: Any) -> list[dict[str, Any]]:
             (r for r in nodes.values() if r.op == "swj_route" and r.inputs == [i]),
             key=lambda r: r.params["slice"],
         )
+        readers = _readers(catalog, [r.id for r in routes])
         out.append(
             {
                 "id": i,
                 "members": [r.owner for r in routes],
                 "windows": list(n.params["windows"]),
+                "readers": [readers[r.id] or [r.owner] for r in routes],
                 "bounded": "bounded" in n.params,
             }
         )
     return out
+
+
+def _readers(catalog: Any, routes: list[int]) -> dict[int, list[str]]:
+    """The queries that read each route: a query identical to a member (sub-plan reuse gave
+    them one join) reads the member's route too. A query's operators are found walking up from
+    its output, stopping at another query's output (a query reading a query is no member)."""
+    outs: dict[int, set[str]] = {}
+    for name, q in catalog.queries.items():
+        outs.setdefault(q.out_id, set()).add(name)
+    found: dict[int, list[str]] = {r: [] for r in routes}
+    for name, q in sorted(catalog.queries.items()):
+        seen, todo = set(), [q.out_id]
+        while todo:
+            i = todo.pop()
+            if i in seen or i not in catalog.nodes or name not in outs.get(i, {name}):
+                continue
+            seen.add(i)
+            if i in found:
+                found[i].append(name)
+                continue
+            todo += catalog.nodes[i].inputs
+    return found
 
 
 def shared_join_entry(join: dict[str, Any], report: str | None) -> dict[str, Any]:
@@ -229,10 +253,11 @@ def shared_join_entry(join: dict[str, Any], report: str | None) -> dict[str, Any
     if report is None:
         return entry
     r = json.loads(report)
-    members = join["members"]
+    # Counters by query: every query reading a member's route has the member's.
+    readers = join["readers"]
     for what in ("processed", "dropped", "pending"):
-        entry[what] = dict(zip(members, r[what], strict=True))
-    entry["dropping"] = [m for m, d in zip(members, r["dropped"], strict=True) if d]
+        entry[what] = {q: v for qs, v in zip(readers, r[what], strict=True) for q in qs}
+    entry["dropping"] = [q for qs, d in zip(readers, r["dropped"], strict=True) if d for q in qs]
     for what in (
         "arrivals",
         "evicted",
