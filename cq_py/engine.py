@@ -265,8 +265,8 @@ class Engine:
     work, independent of how input is pushed; "wall": elapsed time), with periods of
     ``swj_period_ms``, β0 ``swj_beta0`` and load ``swj_load``; :meth:`shared_joins` counts the
     (tuple, query) pairs processed, dropped and pending, :meth:`shared_join_trace` gives the
-    periods and, with ``swj_trace=True``, the jobs (cq_py/swj_options.py; dts only, one engine,
-    no snapshots yet). For ``executor="dts"``,
+    periods and, with ``swj_trace=True``, the jobs (cq_py/swj_options.py; dts only, one engine).
+    For ``executor="dts"``,
     ``hybrid=False`` splits time per instant everywhere instead of only inside loops (paper 000
     as published); ``max_run`` is the heartbeat executor's limit on consecutive executions of
     one operator.
