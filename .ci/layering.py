@@ -44,10 +44,12 @@ FLOORS: list[list[str]] = [
     # The Python package (cq_py/), above the binding it drives.
     ["cq_py/errors.py"],
     ["cq_py/ticks.py", "cq_py/parser/", "cq_py/swj_options.py"],
-    ["cq_py/io/", "cq_py/planner/"],
+    # Reading sources and planning; the multiple-query optimizer of MASTER queries (paper 001
+    # §4) beside the planner, over parsed queries and arrival timestamps.
+    ["cq_py/io/", "cq_py/planner/", "cq_py/optimizer/"],
     ["cq_py/spark/partitioning.py"],  # the partition key a plan proves (Spark, Engine(threads))
     # Engine(threads=N): one core engine per part of the input; REGISTER TABLE's cached views.
-    ["cq_py/partitions.py", "cq_py/tables.py"],
+    ["cq_py/partitions.py", "cq_py/tables.py", "cq_py/rowset.py"],
     ["cq_py/engine.py"],
     ["cq_py/__init__.py"],
     ["cq_py/spark/tagging.py"],  # the united DataFrame both Spark runners build

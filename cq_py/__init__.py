@@ -20,6 +20,7 @@ from cq_py.errors import (
     RunawayLoopError,
     SnapshotError,
 )
+from cq_py.rowset import RowSet, RowSetEvent, RowSetMetaData
 
 __version__ = "0.1.0"
 __all__ = [
@@ -31,6 +32,9 @@ __all__ = [
     "Engine",
     "InputError",
     "MemoryLimitError",
+    "RowSet",
+    "RowSetEvent",
+    "RowSetMetaData",
     "RunawayLoopError",
     "SnapshotError",
     "explain",

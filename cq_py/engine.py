@@ -13,6 +13,7 @@ import functools
 import json
 import operator
 import os
+import re
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
@@ -33,6 +34,7 @@ from cq_py.errors import (
     SnapshotError,
 )
 from cq_py.io.databases import DatabaseError
+from cq_py.optimizer import Clock, QueryGroups, profile_of
 from cq_py.parser import ast, parse
 from cq_py.partitions import Layout, Partitions, split_annex
 from cq_py.planner import Catalog, Planner
@@ -41,6 +43,8 @@ from cq_py.planner import types as T
 from cq_py.planner.expressions import missing_kernels
 from cq_py.planner.logical import Node, QueryDef, StreamDef
 from cq_py.planner.operators import find
+from cq_py.planner.planner import TIME_UNIT_NS, UNIT_NS
+from cq_py.rowset import RowSet
 from cq_py.spark.partitioning import CQPartitionWarning, partition_catalog
 from cq_py.swj_options import shared_join_entry, shared_join_nodes, swj_options, trace_tables
 from cq_py.tables import TableView, Views
@@ -94,6 +98,18 @@ def _flag(name: str, value: Any) -> bool:
     if not isinstance(value, (bool, np.bool_)):
         raise ArgumentError(f"Engine option {name} must be True or False; found {_found(value)}")
     return bool(value)
+
+
+def _positive(name: str, value: Any, top: float, what: str) -> float:
+    """A number in (0, top] (top = inf: finite), else an ArgumentError saying it is ``what``."""
+    if (
+        isinstance(value, (bool, np.bool_))
+        or not isinstance(value, (int, float, np.integer, np.floating))
+        or not 0 < value <= top
+        or value == float("inf")
+    ):
+        raise ArgumentError(f"Engine option {name} must be {what}; found {_found(value)}")
+    return float(value)
 
 
 def _count(name: str, value: Any) -> int:
@@ -343,6 +359,10 @@ class Engine:
         max_memory: int | None = None,
         batch_size: int = 65_536,
         threads: int | None = None,
+        mqo: bool = True,
+        theta1: float = 0.5,
+        theta2: float = 0.1,
+        log_period: float = 1800.0,
         swj_buffer: int | None = None,
         swj_scheduler: str | None = None,
         swj_period_ms: float = 500,
@@ -369,6 +389,12 @@ class Engine:
         self._max_memory = None if max_memory is None else _count("max_memory", max_memory)
         self._batch_size = _count("batch_size", batch_size)
         self._threads = _threads(threads)
+        self.mqo = _flag("mqo", mqo)
+        self._theta1 = _positive("theta1", theta1, 1.0, "a number in (0, 1]")
+        self._theta2 = _positive("theta2", theta2, 1.0, "a number in (0, 1]")
+        self._log_period = _positive(
+            "log_period", log_period, float("inf"), "a positive number of seconds"
+        )
         # Bounded shared joins (paper 004; cq_py/swj_options.py): checked here, run on one engine
         # (B tuples per side of the whole input, not of a part).
         self._swj = swj_options(
@@ -419,6 +445,19 @@ class Engine:
         self._floor = MIN_TICK
         self._clocks: dict[str, list[int]] = {}
         self._restoring = False
+        # Row sets (rowset()) by query name; the queries dropped (drop()): where in _cql each
+        # was dropped (for snapshots), and their lower-cased names (for messages).
+        self._rowsets: dict[str, list[RowSet]] = {}
+        self._drops: list[tuple[int, str]] = []
+        self._dropped: set[str] = set()
+        # MASTER queries' base groups and clusters (paper 001 §4.2–§4.5, cq_py/optimizer), the
+        # arrival log they are found on, and the period of that log in ticks.
+        self._groups = QueryGroups(
+            self._theta1,
+            self._theta2,
+            max(1, int(self._log_period * 10**9) // TIME_UNIT_NS[self.time_unit]),
+            enabled=self.mqo,
+        )
 
     # -- CQL ----------------------------------------------------------------------------------
 
@@ -474,6 +513,25 @@ class Engine:
         self._catalog = catalog
         self._cql.append(cql)
         self._late.append(self._running)
+        self._group_queries(script)
+
+    def _group_queries(self, script: ast.Script) -> None:
+        """The MASTER queries ``script`` registered join the optimizer's base groups."""
+        groups = self._groups
+        for key, sdef in self._catalog.streams.items():
+            if sdef.origin == "clock":
+                groups.clocks[key] = Clock(sdef.every, sdef.offset)
+            elif not sdef.relation:
+                groups.streams.add(key)
+        for st in script.statements:
+            if isinstance(st, ast.RegisterQuery) and isinstance(st.query, ast.Master):
+                groups.add(profile_of(st.name, st.query, self._duration_ticks))
+
+    def _duration_ticks(self, d: ast.Duration) -> int:
+        """A CQL duration (one the planner took already) in ticks."""
+        if d.unit is None:
+            return d.value
+        return d.value * UNIT_NS[d.unit] // TIME_UNIT_NS[self.time_unit]
 
     def _new_core(self) -> _core.Engine:
         return _core.Engine(
@@ -601,6 +659,33 @@ class Engine:
             ]
         )
 
+    def query_groups(self) -> dict[str, Any]:
+        """The MASTER queries' base groups (paper 001 §4.2: equal masters, a common source, and
+        on every common source windows at least ``theta1`` as wide as each other) and clusters
+        (§4.3: base groups whose runs read nearly the same arrivals in the last ``log_period``,
+        every two at least ``theta2`` similar), as query names; ``log_period`` is the span
+        ``[t0, t1)`` in ticks of the arrival log the clusters were found on (None until the
+        first period has passed: each base group is its own cluster until then). With
+        ``mqo=False`` every query is alone.
+
+        >>> eng = Engine()
+        >>> eng.execute("REGISTER STREAM s(a INT); REGISTER CLOCK c EVERY 10 SECONDS;"
+        ...             "REGISTER QUERY q1 AS MASTER c SELECT a FROM s [Range 10 SECONDS];"
+        ...             "REGISTER QUERY q2 AS MASTER c SELECT a FROM s [Range 6 SECONDS];")
+        >>> eng.query_groups()
+        {'base_groups': [['q1', 'q2']], 'clusters': [['q1', 'q2']], 'log_period': None}
+        """
+        return self._groups.groups()
+
+    def recluster(self) -> None:
+        """Clusters the MASTER queries' base groups again now, on the arrival log of the last
+        ``log_period`` (paper 001 §4.5; the engine does it by itself at the end of every period
+        where a cluster's similarities fell below ``theta2``). Nothing with ``mqo=False``.
+
+        >>> eng = Engine(mqo=False); eng.recluster()
+        """
+        self._groups.recluster(self._least())
+
     def explain(self) -> str:
         """The registered streams and queries, every operator (inputs, window, lifetime property,
         delay), the loops and the execution order (DTS's, or the heartbeat executor's topological
@@ -614,7 +699,30 @@ class Engine:
         text = render_plan(self._catalog, self.executor)
         if self._threads > 1 and self._layout is not None:
             text += self._layout.describe(self._threads) + "\n"
+        if self._groups.profiles:
+            text += self._describe_groups()
         return text
+
+    def _describe_groups(self) -> str:
+        g = self._groups.groups()
+        where = (
+            f"on the arrivals of [{g['log_period'][0]}, {g['log_period'][1]})"
+            if g["log_period"]
+            else "each base group alone until the first log period ends"
+        )
+        lines = [
+            "Query groups (paper 001 §4.2-§4.5"
+            + (
+                f"; theta1 {self._theta1}, theta2 {self._theta2}, log period "
+                f"{self._log_period:g} s):"
+                if self.mqo
+                else "; mqo=False: every query alone):"
+            ),
+            "  base groups: " + "; ".join(", ".join(b) for b in g["base_groups"]),
+            f"  clusters ({where}): " + "; ".join(", ".join(c) for c in g["clusters"]),
+            "  (operators are not shared across a group yet: each query runs its own plan)",
+        ]
+        return "\n".join(lines) + "\n"
 
     def shared_joins(self) -> list[dict[str, Any]]:
         """Each shared window join of the plan (paper 004): its operator ``id``, ``members`` (the
@@ -756,7 +864,10 @@ class Engine:
             raise self._stopped(e, f"push to '{stream}'") from None
         self._running = True
         name = row[0] if row is not None else str(stream)
-        self._moved(name, ts if type(ts) is int else self._row_tick(name, ts))
+        tick = ts if type(ts) is int else self._row_tick(name, ts)
+        if self._groups.logging:
+            self._groups.note_one(name, tick)
+        self._moved(name, tick)
         if self._subscribers:
             self._deliver(f"push to '{stream}'")
 
@@ -784,6 +895,9 @@ class Engine:
         except _core.CoreError as e:
             raise self._stopped(e, f"push to '{stream}'") from None
         self._running = True
+        if self._groups.logging:
+            for b in batches:  # (the timestamps in ticks: the last column, as conformed)
+                self._groups.note(stream, b.column(b.num_columns - 1).to_numpy())
         if batches and batches[-1].num_rows and stream not in self._tables.inputs():
             last = batches[-1]
             self._moved(stream, int(last.column(last.num_columns - 1)[-1].as_py()))
@@ -798,6 +912,7 @@ class Engine:
             self._tables_follow(tick)
         if self._clocks:
             self._clocks_follow(self._least())
+        self._groups.follow(self._least())
 
     def _least(self) -> int:
         """The least progress of the inputs the clocks wait for: every stream and relation but
@@ -934,6 +1049,8 @@ class Engine:
         except _core.CoreError as e:
             raise self._stopped(e, f"advance({t!r})") from None
         self._floor = max(self._floor, tick)
+        if tick < MAX_TICK:
+            self._groups.follow(self._least())
         if not self._plans:
             self._advanced = tick if self._advanced is None else max(self._advanced, tick)
         self._running = True
@@ -1013,6 +1130,159 @@ class Engine:
         self._subscribers.setdefault(q.name, []).append(_Subscriber(callback))
         self._deliver(f"subscribe({q.name!r})")
 
+    def rowset(self, query: str) -> RowSet:
+        """A :class:`cq_py.rowset.RowSet` over a stream-valued query's results, run by run
+        (paper 001 §3.3's ``CQRowSet``): ``query`` names a registered query, or is the text of
+        one (``MASTER m SELECT ...``, ``ISTREAM(...)``), which is registered under a name of its
+        own (``rs.query``) as :meth:`execute` would. Results already there wait for the first
+        listener or ``next()``; the row set's :meth:`~cq_py.rowset.RowSet.stop` drops the query.
+
+        An unknown name, or a relation-valued query (its rows have no instant of their own:
+        wrap it in ``ISTREAM(...)``), is a :class:`CQLSemanticError`; a text that does not
+        parse, a :class:`CQLSyntaxError`. Nothing is registered then.
+
+        >>> eng = Engine()
+        >>> eng.execute("REGISTER STREAM access(loc VARCHAR); REGISTER CLOCK c EVERY 10;")
+        >>> rs = eng.rowset("MASTER c SELECT loc FROM access [Range 10]")
+        >>> rs.metadata.column_names
+        ['loc', 'ts']
+        >>> rs.add_listener(lambda e: print(e.ts, [r["loc"] for r in e.source]))
+        >>> eng.push("access", [{"loc": "/a", "ts": 3}, {"loc": "/b", "ts": 12}])
+        10 ['/a']
+        >>> eng.advance(25)
+        20 ['/b']
+        """
+        if not isinstance(query, str):
+            raise ArgumentError(
+                f"rowset() takes a query's name or CQL text as a str; found {_found(query)}"
+            )
+        text = query.strip().rstrip(";").strip()
+        anonymous = re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", text) is None
+        if anonymous:
+            k = 1
+            while self._catalog.lookup(f"rowset_{k}") is not None:
+                k += 1
+            self.execute(f"REGISTER QUERY rowset_{k} AS {text};")
+            text = f"rowset_{k}"
+        q = self._query(text)
+        if q.kind != "stream":
+            if anonymous:
+                self.drop(q.name)
+            raise CQLSemanticError(
+                f"a row set follows a stream-valued query (MASTER, ISTREAM, DSTREAM, RSTREAM), "
+                f"whose rows come at instants; found the relation-valued query '{q.name}': "
+                "wrap it in ISTREAM(...)"
+            )
+        rs = RowSet(self, q.name, self.query_schema(q.name))
+        self._rowsets.setdefault(q.name, []).append(rs)
+        self._subscribers.setdefault(q.name, []).append(_Subscriber(rs._take))
+        self._deliver(f"rowset({q.name!r})")
+        return rs
+
+    def drop(self, query: str) -> None:
+        """Unregisters ``query``: its results stop, its row sets are stopped, and its operators
+        that no other query uses are freed with their state; every other query goes on exactly
+        as before (sub-plans shared inside a script stay for the queries still reading them).
+        Dropping a query another query reads is a :class:`CQLSemanticError` naming them (drop
+        those first); so is an unknown or already dropped query. Nothing changes then.
+
+        >>> eng = Engine()
+        >>> eng.execute("REGISTER STREAM s(a INT);"
+        ...             "REGISTER QUERY q AS ISTREAM(SELECT a FROM s [Now]);"
+        ...             "REGISTER QUERY r AS ISTREAM(SELECT a FROM s [Now] WHERE a > 1);")
+        >>> eng.drop("q")
+        >>> eng.query_names()
+        ['r']
+        """
+        key = query.lower() if isinstance(query, str) else None
+        q = self._catalog.queries.get(key) if key is not None else None
+        if q is None:
+            if key in self._dropped:
+                known = ", ".join(self.query_names()) or "(none)"
+                raise CQLSemanticError(
+                    f"query {query!r} was dropped already; registered queries: {known}"
+                )
+            self._query(query)  # (the unknown query's error)
+        assert q is not None
+        assert key is not None
+        readers = [
+            o.name
+            for o in self._catalog.queries.values()
+            if o is not q and key in (r.lower() for r in o.references)
+        ]
+        if readers:
+            raise CQLSemanticError(
+                f"query '{q.name}' cannot be dropped: {', '.join(readers)} "
+                f"{'reads' if len(readers) == 1 else 'read'} it; drop "
+                f"{'that' if len(readers) == 1 else 'those'} first"
+            )
+        free = self._operators_of(q)
+        plan = json.dumps({"drop": {"query": q.name, "operators": free}})
+        try:
+            if self._parts is not None:
+                self._parts.add_plan(plan)
+            else:
+                self._core.add_plan(plan)
+        except _core.CoreError as e:
+            raise _core_error(e) from None
+        catalog = self._catalog.fork()
+        del catalog.queries[key]
+        for i in free:
+            del catalog.nodes[i]
+        catalog._readers = None  # (operators of earlier scripts went: their readers too)
+        self._catalog = catalog
+        self._plans.append(plan)
+        self._drops.append((len(self._cql), q.name))
+        self._dropped.add(key)
+        self._groups.remove(q.name)
+        self._subscribers.pop(q.name, None)
+        for rs in self._rowsets.pop(q.name, []):
+            rs.stopped = True
+
+    def _operators_of(self, q: QueryDef) -> list[int]:
+        """The operators only ``q`` uses: those its output reads, directly or not, that no other
+        query's output reads and that are no input's scan."""
+        cat = self._catalog
+
+        def upstream(starts: Iterable[int]) -> set[int]:
+            seen: set[int] = set()
+            todo = list(starts)
+            while todo:
+                i = todo.pop()
+                if i not in seen and i in cat.nodes:
+                    seen.add(i)
+                    todo.extend(cat.nodes[i].inputs)
+            return seen
+
+        kept = upstream(o.sink_id for o in cat.queries.values() if o is not q)
+        kept |= {s.scan_id for s in cat.streams.values()}
+        free = upstream([q.sink_id]) - kept
+        # An operator that feeds one left out (no output reads it) stays with it.
+        readers = cat.consumers()
+        while stays := {i for i in free if any(r not in free for r in readers[i])}:
+            free -= stays
+        return sorted(free)
+
+    def _dispatch_rowsets(self, call: str, quiet: bool) -> None:
+        """Hands each row set its waiting runs (after the subscribers have been served). A
+        listener that raises leaves its run and the later ones for the next delivery, and
+        raises :class:`CallbackError` (unless ``quiet``: a subscriber's error is raised)."""
+        for name, sets in list(self._rowsets.items()):
+            for rs in list(sets):
+                try:
+                    rs._dispatch()
+                except Exception as error:
+                    if quiet:
+                        continue
+                    rows = sum(b.num_rows for b in rs._pending)
+                    raise CallbackError(
+                        f"a listener of the row set of '{name}' raised "
+                        f"{type(error).__name__}: {error}. The {call} was applied: do not retry "
+                        f"it. The run it raised on and the later ones ({rows} rows) wait in the "
+                        "row set: its listeners get them again at the next push, advance or close",
+                        query=name,
+                    ) from error
+
     # -- snapshots ----------------------------------------------------------------------------
 
     def snapshot(self) -> bytes:
@@ -1061,15 +1331,23 @@ class Engine:
                     "max_memory": self._max_memory,
                     "batch_size": self._batch_size,
                     "threads": self._threads,
+                    "mqo": self.mqo,
+                    "theta1": self._theta1,
+                    "theta2": self._theta2,
+                    "log_period": self._log_period,
                     **self._swj.annex(),
                 },
                 "cql": self._cql,
                 "late": self._late,
+                # The queries dropped: after how many texts of "cql", by name.
+                "drops": self._drops,
                 "running": self._running,
                 # Where the clocks are, and the inputs' progress they follow.
                 "clocks": self._clocks,
                 "progress": self._progress,
                 "floor": self._floor,
+                # The optimizer's arrival log and clusters (its base groups follow the CQL).
+                "groups": self._groups.state(),
             }
         ).encode()
         try:
@@ -1142,9 +1420,22 @@ class Engine:
                 # (Said when the snapshot's engine executed them.)
                 warnings.simplefilter("ignore", CQPartitionWarning)
                 eng._restoring = True  # (the clocks tick once the core's state is back)
-                for text, registered_late in zip(cql, late, strict=True):
+                drops = saved.get("drops", [])
+                if not isinstance(drops, list) or not all(
+                    isinstance(d, list)
+                    and len(d) == 2
+                    and type(d[0]) is int
+                    and isinstance(d[1], str)
+                    and 1 <= d[0] <= len(cql)
+                    for d in drops
+                ):
+                    raise ValueError("its dropped queries are not a list of [position, name]")
+                for k, (text, registered_late) in enumerate(zip(cql, late, strict=True)):
                     eng._running = registered_late  # each text planned as it was
                     eng.execute(text)
+                    for at, name in drops:
+                        if at == k + 1:
+                            eng.drop(name)
             eng._running = running
             eng._restoring = False
             clocks, progress = saved.get("clocks", {}), saved.get("progress", {})
@@ -1163,6 +1454,7 @@ class Engine:
             if not ints:
                 raise ValueError("its clocks' state is not a clock's")
             eng._clocks, eng._progress, eng._floor = clocks, progress, floor
+            eng._groups.load(saved.get("groups"))
         except (CQError, TypeError, ValueError) as e:
             # The bytes pass the checksum (which anyone can compute: they may still be damaged), but
             # this cq cannot rebuild the engine they describe.
@@ -1329,6 +1621,8 @@ class Engine:
                         failures.append((name, sub, e))
                         break
                     sub.backlog.popleft()
+        if self._rowsets:
+            self._dispatch_rowsets(call, bool(failures))
         if failures:
             name, sub, error = failures[0]
             kept = sum(b.num_rows for b in sub.backlog)
@@ -1613,9 +1907,11 @@ def _check_runnable(nodes: list[Node], planner: Planner, executor: str) -> None:
     heartbeat executor, which would deadlock on it."""
     from cq_py.planner import loops
 
-    ids = {n.id for n in nodes}
-    succ = loops.successors(planner.cat.nodes)
-    for comp in loops.strongly_connected(planner.cat.nodes, succ):
+    # (A loop through a new operator lies among the new ones: loops.new_part.)
+    part = {n.id: n for n in nodes}
+    ids = set(part)
+    succ = loops.successors(part)
+    for comp in loops.strongly_connected(part, succ):
         if executor == "heartbeat" and ids & set(comp) and loops.is_loop(comp, succ):
             names = _from_first_registered(
                 loops.queries_on(loops.find_cycle(comp, succ), planner.cat), planner

@@ -24,9 +24,20 @@ still pending (an expiration holder, a tracker of pending ends, a sort of the en
 It applies outside loops, where the window is read by the aggregate alone and every argument is a
 number or a boolean (a ring keeps 8 bytes per argument); as the relation-to-stream fusion, it is
 what Flink's planner does with a ``ROW_NUMBER() <= N`` over a partition feeding an aggregate.
+
+The third rewrite fuses ISTREAM with an equi-join of two windows of constant duration (``[Range
+T]``, ``[Now]``, ``[Range Unbounded]``) it reads through projections that only pick columns
+(``fuse_istream_join``): a pair starts when its later row arrives, so the join emits the pairs it
+makes at their start, and takes the bag difference only against the pairs that end at that instant,
+which it finds in its index (``istream_join``: operators/istream_join.h). The windows go into the
+operator, which reads their streams, so it is the same under both lifetime methods. It applies
+outside loops, where each operator on the way is read by the next alone and the join has no
+residual predicate.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from cq_py.planner import types as T
 from cq_py.planner.logical import STREAM, Catalog, Node
@@ -102,6 +113,12 @@ def _chain(
 AGGREGATES = ("aggregate", "istream_aggregate", "dstream_aggregate")
 
 
+def _looped(cat: Catalog) -> set[int]:
+    """The operators on a loop (which the fusions leave alone)."""
+    succ = successors(cat.nodes)
+    return {i for comp in strongly_connected(cat.nodes, succ) if is_loop(comp, succ) for i in comp}
+
+
 def fuse_rows_window(cat: Catalog, first_new: int) -> None:
     """Plans each new grouped aggregate over ``[Partition By <its GROUP BY keys> Rows N]`` as one
     operator reading the window's stream (see the module's docstring), then numbers the new
@@ -110,10 +127,7 @@ def fuse_rows_window(cat: Catalog, first_new: int) -> None:
     Example: ``SELECT key, AVG(val) FROM e [Partition By key Rows 10] GROUP BY key`` plans as
     scan → aggregate (each group's last 10 rows) → projection → output: no window operator.
     """
-    succ = successors(cat.nodes)
-    looped = {
-        i for comp in strongly_connected(cat.nodes, succ) if is_loop(comp, succ) for i in comp
-    }
+    looped = _looped(cat)
     readers = cat.consumers()
     fused = False
     for i in sorted(cat.nodes):
@@ -145,3 +159,86 @@ def fuse_rows_window(cat: Catalog, first_new: int) -> None:
         fused = True
     if fused:
         renumber(cat, first_new)
+
+
+CONSTANT_WINDOWS = ("range", "now", "unbounded")
+
+
+def fuse_istream_join(cat: Catalog, first_new: int) -> None:
+    """Plans each new ISTREAM of an equi-join of two constant-duration windows as one operator
+    reading the windows' streams (see the module's docstring), then numbers the new operators
+    without gaps.
+
+    Example: ``ISTREAM(SELECT a.key, a.val, b.val AS w FROM a [Range 10], b [Range 10] WHERE
+    a.key = b.key)`` plans as scans → ``istream_join`` → projection → output: no window, no
+    ISTREAM.
+    """
+    looped = _looped(cat)
+    readers = cat.consumers()
+    fused = False
+    for i in sorted(cat.nodes):
+        n = cat.nodes.get(i)
+        if i < first_new or n is None or n.op != "istream" or i in looped:
+            continue
+        found = _join_of_windows(cat, readers, n, first_new, looped)
+        if found is None:
+            continue
+        join, projects, windows, compared = found
+        join.op = "istream_join"
+        join.inputs = [w.inputs[0] for w in windows]
+        join.params["windows"] = [_window_params(w) for w in windows]
+        join.params["compare"] = compared
+        join.label += (
+            " over " + ", ".join(w.label.removeprefix("Window ") for w in windows) + " + ISTREAM"
+        )
+        for m in (join, *projects):
+            m.kind, m.lifetime = "stream", STREAM
+        replace_node(cat, n.id, (projects[-1] if projects else join).id)
+        for w in {w.id: w for w in windows}.values():
+            del cat.nodes[w.id]
+        readers = cat.consumers()
+        fused = True
+    if fused:
+        renumber(cat, first_new)
+
+
+def _window_params(w: Node) -> dict[str, Any]:
+    return {k: v for k, v in w.params.items() if k in ("kind", "range")}
+
+
+def _join_of_windows(
+    cat: Catalog, readers: dict[int, list[int]], n: Node, first_new: int, looped: set[int]
+) -> tuple[Node, list[Node], list[Node], list[int]] | None:
+    """The join ``n`` reads, the projections between them (lowest first), the join's two windows
+    and the join's columns ``n`` compares; None when ``n`` does not read such a join alone."""
+    projects: list[Node] = []
+    picks: list[list[int]] = []
+    p = cat.nodes[n.inputs[0]]
+    while p.op == "project":
+        exprs = p.params.get("exprs", [])
+        if not all(e.get("kind") == "column" for e in exprs):
+            return None
+        picks.append([int(e["index"]) for e in exprs])
+        projects.append(p)
+        p = cat.nodes[p.inputs[0]]
+    if p.op != "join" or p.params.get("residual") is not None:
+        return None
+    on_the_way = [p, *reversed(projects)]
+    for below, above in zip(on_the_way, [*on_the_way[1:], n], strict=True):
+        if readers[below.id] != [above.id] or below.id < first_new or below.id in looped:
+            return None
+    windows = [cat.nodes[w] for w in p.inputs]
+    for w in windows:
+        if (
+            w.op != "window"
+            or w.params.get("kind") not in CONSTANT_WINDOWS
+            or w.id < first_new
+            or w.id in looped
+            or set(readers[w.id]) != {p.id}
+            or cat.nodes[w.inputs[0]].kind != "stream"
+        ):
+            return None
+    cols = list(range(len(p.schema)))
+    for pick in reversed(picks):
+        cols = [cols[k] for k in pick]
+    return p, list(reversed(projects)), windows, sorted(set(cols))

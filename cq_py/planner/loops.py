@@ -117,8 +117,27 @@ def queries_on(cycle: list[int], cat: Catalog) -> list[str]:
     return names
 
 
-def delay_free_loops(cat: Catalog) -> list[list[int]]:
-    nodes = {i: n for i, n in cat.nodes.items() if n.op != "delay"}
+def new_part(cat: Catalog, first_new: int) -> dict[int, Node]:
+    """The operators a script added (ids from ``first_new`` on). Every loop through one of them
+    lies among them: an operator of an earlier script never reads a later one, so a cycle cannot
+    leave the new part. Checking loops there alone keeps registering a query independent of how
+    many were registered before (issue 31, 4g).
+
+    >>> cat = Catalog(nodes={0: Node(0, "stream_scan", []), 1: Node(1, "window", [0])})
+    >>> sorted(new_part(cat, 1))
+    [1]
+    """
+    return {i: n for i, n in cat.nodes.items() if i >= first_new}
+
+
+def loop_members(nodes: dict[int, Node]) -> set[int]:
+    """The operators of ``nodes`` that lie on a loop among them."""
+    succ = successors(nodes)
+    return {v for comp in strongly_connected(nodes, succ) if is_loop(comp, succ) for v in comp}
+
+
+def delay_free_loops(cat: Catalog, first_new: int = 0) -> list[list[int]]:
+    nodes = {i: n for i, n in new_part(cat, first_new).items() if n.op != "delay"}
     succ = successors(nodes)
     return [find_cycle(c, succ) for c in strongly_connected(nodes, succ) if is_loop(c, succ)]
 
@@ -133,7 +152,7 @@ def check(
     """Rejects loops without a delay, or (auto_delay) inserts an ε delay after one stream operator
     of each such loop, rewiring the stream operator's consumers to read the delay."""
     while True:
-        found = delay_free_loops(cat)
+        found = delay_free_loops(cat, first_new)
         if not found:
             return
         cycle = found[0]

@@ -6,7 +6,8 @@ keeping tables of operator names.
 >>> d.output, d.firing, d.keeps_identity
 ('relation', 'expirations', False)
 >>> sorted(d.name for d in descriptors() if d.relation_to_stream)
-['dstream', 'dstream_aggregate', 'istream', 'istream_aggregate', 'master_trigger', 'rstream']
+['dstream', 'dstream_aggregate', 'istream', 'istream_aggregate', 'istream_join',
+ 'master_trigger', 'rstream']
 """
 
 from __future__ import annotations

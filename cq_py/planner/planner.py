@@ -27,7 +27,12 @@ from cq_py.planner.expressions import (
     conjuncts,
     literal,
 )
-from cq_py.planner.fusion import fuse_relation_to_stream, fuse_rows_window
+from cq_py.planner.fusion import (
+    AGGREGATES,
+    fuse_istream_join,
+    fuse_relation_to_stream,
+    fuse_rows_window,
+)
 from cq_py.planner.identity import separate_identities
 from cq_py.planner.logical import (
     KNOWN,
@@ -124,7 +129,7 @@ class Planner:
         """The catalog after the script, and the operators it adds (in id order)."""
         if script.source:
             self.source = script.source
-        cat = copy.deepcopy(self.catalog)
+        cat = self.catalog.fork()
         first_new = cat.next_id
         self.cat = cat
         self.first_new = first_new
@@ -174,8 +179,8 @@ class Planner:
         cat.queries = {k: v for k, v in cat.queries.items() if k not in order} | {
             k: cat.queries[k] for k in order
         }
-        for node in cat.nodes.values():
-            if node.id >= first_new and find(node.op) is None:
+        for node in loops.new_part(cat, first_new).values():
+            if find(node.op) is None:
                 # A plan the dialect accepts but this build of the core cannot run (paper 001's
                 # clock and master trigger are parsed and checked ahead of their operators).
                 raise self.err(
@@ -184,16 +189,16 @@ class Planner:
                     node.pos,
                 )
         loops.check(cat, first_new, self.auto_delay, self.err, self._new_id)
-        propagate_lifetimes(cat)
-        for node in cat.nodes.values():
-            if node.id >= first_new and descriptor(node.op).tracks_lifetimes:
+        propagate_lifetimes(cat, first_new)
+        for node in loops.new_part(cat, first_new).values():
+            if descriptor(node.op).tracks_lifetimes:
                 # The core's fast paths need lifetimes of one duration known at plan time.
                 source = cat.nodes[node.inputs[0]]
                 node.params["lifetime"] = "constant" if is_constant(source.lifetime) else "general"
                 node.params["expiration"] = self.expiration
         share_subplans(cat, first_new)
         separate_identities(cat, first_new, self._new_id)
-        # Joins shared by several queries, before the fusions (each of which serves one query).
+        # Joins shared by several queries first: a join fused with its ISTREAM serves one query.
         shared_joins.share_joins(
             cat,
             first_new,
@@ -203,8 +208,13 @@ class Planner:
             bounded=self.swj_bounded,
         )
         if self.fuse:
-            fuse_rows_window(cat, first_new)
+            # (Each fusion starts from a new aggregate: a script without one, such as a MASTER
+            # query over joins, need not walk the whole graph for its loops.)
+            if any(n.op in AGGREGATES for n in loops.new_part(cat, first_new).values()):
+                fuse_rows_window(cat, first_new)
             fuse_relation_to_stream(cat, first_new)
+            if any(n.op == "istream" for n in loops.new_part(cat, first_new).values()):
+                fuse_istream_join(cat, first_new)
         new = [cat.nodes[i] for i in sorted(cat.nodes) if i >= first_new]
         return cat, new
 
@@ -1448,12 +1458,15 @@ def union_all_lifetime(lifes: set[str]) -> str:
     return UNBOUNDED if lifes == {UNBOUNDED} else KNOWN
 
 
-def propagate_lifetimes(cat: Catalog) -> None:
-    """Recomputes derived lifetime properties until they settle: inside a loop a query may have
-    been planned before the queries it reads, with a provisional property for them."""
-    for _ in range(len(cat.nodes) + 1):
+def propagate_lifetimes(cat: Catalog, first_new: int = 0) -> None:
+    """Recomputes derived lifetime properties of the operators from ``first_new`` on until they
+    settle: inside a loop a query may have been planned before the queries it reads, with a
+    provisional property for them. (Those of earlier scripts settled when they were planned, and
+    read nothing newer.)"""
+    added = list(loops.new_part(cat, first_new).values())
+    for _ in range(len(added) + 1):
         changed = False
-        for node in cat.nodes.values():
+        for node in added:
             new = derived_lifetime(node, [cat.nodes[i] for i in node.inputs])
             if new != node.lifetime:
                 node.lifetime, changed = new, True

@@ -81,13 +81,7 @@ def share_joins(
         for j in joins:
             j.note = f"lifetime={lifetime!r} (a shared join runs under the direct method)"
         return
-    succ = loops.successors(cat.nodes)
-    on_loop = {
-        v
-        for comp in loops.strongly_connected(cat.nodes, succ)
-        if loops.is_loop(comp, succ)
-        for v in comp
-    }
+    on_loop = loops.loop_members(loops.new_part(cat, first_new))
     groups: dict[tuple[Any, ...], list[tuple[Node, int]]] = {}
     for j in joins:
         if j.id in on_loop:
@@ -265,7 +259,8 @@ def describe(cat: Catalog) -> list[str]:
     """``explain()``'s lines on joins: each shared window join with its windows, members and MQT
     segments, then each join left alone with the reason; nothing when the plan has no join."""
     shared = [n for _, n in sorted(cat.nodes.items()) if n.op == SHARED]
-    alone = [n for _, n in sorted(cat.nodes.items()) if n.op == "join"]
+    # (A join left alone may have been fused with its ISTREAM since: fusion.fuse_istream_join.)
+    alone = [n for _, n in sorted(cat.nodes.items()) if n.op in ("join", "istream_join")]
     if not shared and not alone:
         return []
     lines = ["Shared joins:" + ("" if shared else " none")]

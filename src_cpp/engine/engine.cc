@@ -97,8 +97,13 @@ void Engine::CheckUsable() const {
 
 void Engine::AddPlan(const std::string& plan_json) {
   CheckUsable();
-  if (closed_) throw CqError(ErrorKind::kInput, "the engine is closed; no query can be added");
   json::Value plan = json::Parse(plan_json);
+  if (const json::Value* drop = plan.find("drop")) {  // (a closed engine may let go of a query)
+    Drop(*drop);
+    plans_.push_back(plan_json);
+    return;
+  }
+  if (closed_) throw CqError(ErrorKind::kInput, "the engine is closed; no query can be added");
   std::vector<std::pair<OperatorSpec, std::unique_ptr<Operator>>> built;
   // Schemas of the fragment's own operators, for the inputs that refer to them.
   std::map<int, OperatorInput> fresh;
@@ -211,6 +216,22 @@ void Engine::AddPlan(const std::string& plan_json) {
       for (const Batch& b : executor_->op(producer)->Backlog(registered_at)) executor_->Replay(producer, reader, b);
     PropagateProgress();
   });
+}
+
+void Engine::Drop(const json::Value& drop) {
+  const std::string query = drop["query"].str();
+  const auto sink = sinks_.find(query);
+  if (sink == sinks_.end()) throw CqError(ErrorKind::kSemantic, "unknown query '" + query + "': nothing to drop");
+  std::vector<int> ids;
+  for (const json::Value& i : drop["operators"].array()) ids.push_back(static_cast<int>(i.integer()));
+  CQ_CHECK(std::find(ids.begin(), ids.end(), sink->second) != ids.end(),
+           "dropping query '" + query + "' keeps its output operator");
+  for (const auto& [name, st] : streams_)
+    CQ_CHECK(std::find(ids.begin(), ids.end(), st.source_id) == ids.end(),
+             "dropping query '" + query + "' would remove input '" + name + "'");
+  executor_->Remove(ids);  // atomic; nothing below can fail
+  sinks_.erase(sink);
+  for (int id : ids) depth_.erase(id);
 }
 
 const Engine::StreamState& Engine::Input(const std::string& stream) const {

@@ -11,6 +11,7 @@
 
 #include "arrow/bridge.h"
 #include "base/errors.h"
+#include "base/json.h"
 #include "batch/snapshot.h"
 #include "executors/executor.h"
 #include "operators/query_sink.h"
@@ -46,7 +47,10 @@ class Engine {
   explicit Engine(EngineOptions options);
 
   // Adds the operators of a plan fragment: {"operators": [{"id", "op", "inputs", ...}, ...]}.
-  // Atomic: on error nothing of the fragment is added.
+  // Atomic: on error nothing of the fragment is added. A fragment {"drop": {"query": q,
+  // "operators": [ids]}} instead unregisters query q and removes those operators (its output and
+  // what no other query reads, as cq_py computes them); kept in order with the others, so that a
+  // snapshot's fragments rebuild the same graph.
   void AddPlan(const std::string& plan_json);
 
   // Validates every batch (columns, types, timestamps: non-null, non-decreasing, not below the
@@ -126,6 +130,8 @@ class Engine {
   // The input's progress moved on to `t` (when that is further), and on through the operators.
   void MoveProgress(StreamState& st, Time t);
   QuerySink* Sink(const std::string& query) const;
+  // AddPlan's drop: query `query` and operators `drop` ({"query", "operators"}) removed.
+  void Drop(const json::Value& drop);
   void PropagateProgress();
   // P and the least progress as the inputs' progress gives them.
   void UpdateProgress();

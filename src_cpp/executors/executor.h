@@ -45,6 +45,10 @@ class Executor {
   // Adds operators (ids must be new; inputs must name existing or newly added operators). Either
   // every operator is added or, on an exception, none is.
   virtual void Add(std::vector<std::pair<OperatorSpec, std::unique_ptr<Operator>>> ops) = 0;
+  // Removes operators that no remaining operator reads (a dropped query's, paper 001 §3.3), freeing
+  // their state; the others keep theirs and their place in time. Either all go or, on an
+  // exception, none does.
+  virtual void Remove(const std::vector<int>& ids) = 0;
   // Rows entering at source operator `source`.
   virtual void Push(int source, const Batch& batch) = 0;
   // Source `source` will not produce anything below `progress` any more.

@@ -131,6 +131,13 @@ class ExpirationSet {
     }
   }
 
+  // Calls f(entry) for every entry with end <= t, in end order, and keeps them.
+  template <typename F>
+  void ForEachThrough(Time t, F&& f) {
+    if (!(t < unsorted_min_)) Merge();
+    for (size_t i = head_; HasFrom(sorted_, i) && !(t < sorted_[i].end); ++i) f(sorted_[i]);
+  }
+
   // The earliest end in the set (Time::Infinity() when empty).
   Time next_end() const {
     Time t = unsorted_min_;

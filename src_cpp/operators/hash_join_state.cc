@@ -125,7 +125,13 @@ JoinBatchStore::Chunk& JoinBatchStore::Add(Batch b) {
     meta[i].key = hashes_[static_cast<size_t>(i)];
     meta[i].state = kJoinWaiting;
   }
-  if (spec_->negative) HashRows(k->batch.columns, n, k->values.Append(static_cast<size_t>(n)));
+  if (spec_->negative) {
+    HashRows(k->batch.columns, n, k->values.Append(static_cast<size_t>(n)));
+  } else if (spec_->hash_values) {
+    std::vector<Column> cols;
+    for (int c : spec_->value_cols[side_]) cols.push_back(k->batch.columns[c]);
+    HashRows(cols, n, k->values.Append(static_cast<size_t>(n)));
+  }
   k->live = n;
   if (empty()) {
     slots_.clear();

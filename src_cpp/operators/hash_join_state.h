@@ -68,6 +68,10 @@ struct JoinSpec {
   bool negative = false;
   HolderTable* holders = nullptr;
   ExpirationPolicy policy = ExpirationPolicy::kLazy;
+  // Direct method: hash these columns of each kept row (value_hash), for a bag difference over
+  // the joined rows (ISTREAM fused with the join: operators/istream_join.h).
+  bool hash_values = false;
+  std::vector<int> value_cols[2];
 };
 
 // A kept row as the snapshot format writes it (JoinMeta less the key hash, which is the store's).
@@ -184,6 +188,8 @@ class JoinBatchStore {
     return eq ? &cy.meta[Row(y)] : nullptr;
   }
   bool SameValues(Handle p, Handle x) const;  // (negative method)
+  // The hash of the row's JoinSpec::value_cols (spec.hash_values).
+  uint64_t value_hash(Handle h) const { return at(Seq(h)).values[Row(h)]; }
   // Drops the batches whose rows are all let go.
   void Trim();
 
@@ -205,7 +211,8 @@ class JoinBatchStore {
     Batch batch;  // compact
     std::vector<Column> key_cols;
     ScratchList<JoinMeta> meta;    // batch.length, all set by Push or Import
-    ScratchList<uint64_t> values;  // negative: hash of each row's values, to find a positive again
+    ScratchList<uint64_t> values;  // negative: hash of each row's values, to find a positive again;
+                                   // spec.hash_values: of its value_cols
     int64_t live;
   };
 
@@ -347,15 +354,47 @@ class JoinCore {
   // Joins the waiting rows in time order, the left input first at equal times: those below
   // `limit`, or with `through` those not after it. The sink hears sink.Begin(side, x) for each
   // row, then sink.Pair(side, x, y, m, ym) for each row y of the other side with an equal key (m:
-  // what x's JoinMeta was when the probe began; ym: y's, valid until the sink emits).
+  // what x's JoinMeta was when the probe began; ym: y's, valid until the sink emits). A sink with
+  // an Instant(t) hears it before the first row of each instant t is joined, when every row
+  // ending at t is still in the index (EndingPairs).
   template <typename Sink>
   void Drain(Time limit, bool through, Sink& sink) {
+    constexpr bool kInstants = requires { sink.Instant(Time{}); };
+    Time last = Time::MinusInfinity();
     for (;;) {
       const Time l = sides_[0].store.HeadTime(), r = sides_[1].store.HeadTime();
       const int side = l <= r ? 0 : 1;
       const Time t = side == 0 ? l : r;
       if (t.IsInfinite() || (through ? limit < t : !(t < limit))) return;
+      if constexpr (kInstants) {
+        if (last != t) {
+          last = t;
+          sink.Instant(t);
+        }
+      }
       Join(side, sides_[side].store.PopHead(), sink);
+    }
+  }
+  // Direct method, ends known: f(l, r) for every joined pair that ends at t (min of its rows' ends
+  // is t, its start before t). Right for the instant the sink's Instant(t) hears, before any row of
+  // t is joined: rows ending at t are still in the index then, and none starting at t is yet.
+  template <typename F>
+  void EndingPairs(Time t, F&& f) {
+    for (int side = 0; side < 2; ++side) {
+      Side& s = sides_[side];
+      const Store& ss = s.store;
+      const Store& os = sides_[1 - side].store;
+      s.expiring.ForEachThrough(t, [&](const Expiry& e) {
+        if (e.end != t) return;
+        const typename Store::Probe probe = ss.ProbeOf(e.ref);
+        sides_[1 - side].table.ForEachWith(ss.meta(e.ref).key, [&](H y) {
+          const JoinMeta* ym = ss.Matches(probe, os, y);
+          // (A pair whose rows both end at t is the left row's.)
+          if (!ym || !(ym->sync < t) || ym->other < t || (side == 1 && ym->other == t)) return;
+          if (side == 0) f(e.ref, y);
+          else f(y, e.ref);
+        });
+      });
     }
   }
   // The result of x (of input `side`) and y, in a row's time fields; false when there is none.

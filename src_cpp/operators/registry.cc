@@ -24,6 +24,7 @@ const OperatorRegistry& OperatorRegistry::Global() {
     RegisterNegativeRowWindow(r);
     RegisterUnionAll(r);
     RegisterHashJoin(r);
+    RegisterIStreamJoin(r);
     RegisterSharedWindowJoin(r);
     RegisterSwjRoute(r);
     RegisterAggregate(r);

@@ -62,6 +62,7 @@ void RegisterNegativeTimeWindow(OperatorRegistry& r);
 void RegisterNegativeRowWindow(OperatorRegistry& r);
 void RegisterUnionAll(OperatorRegistry& r);
 void RegisterHashJoin(OperatorRegistry& r);
+void RegisterIStreamJoin(OperatorRegistry& r);
 void RegisterSharedWindowJoin(OperatorRegistry& r);
 void RegisterSwjRoute(OperatorRegistry& r);
 void RegisterAggregate(OperatorRegistry& r);

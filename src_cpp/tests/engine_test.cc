@@ -503,5 +503,53 @@ CQ_TEST(a_rejected_plan_adds_nothing) {
   CQ_EXPECT(e.Explain().find("IStream") != std::string::npos);
 }
 
+// A second query r over q's ISTREAM (operator 4), as a later script registers it.
+const std::string kReader = R"({"operators": [
+    {"id": 6, "op": "filter", "inputs": [4], "predicate": )" +
+                            kAModThreeNotZero + R"(},
+    {"id": 7, "op": "sink", "inputs": [6], "query": "r", "expose_steps": false}]})";
+
+CQ_TEST(dropping_a_query_removes_only_its_operators) {
+  for (const std::string executor : {"dts", "heartbeat"}) {
+    EngineOptions o;
+    o.executor = executor;
+    Engine e(o);
+    e.AddPlan(Plan(Range(10), "", true));
+    e.AddPlan(kReader);
+    PushAll(e, Input{{1, 2, 3}, {"x", "y", "z"}, {0, 1, 2}}, {0});
+    // Operator 4 is still read by r: refused, nothing changes.
+    auto err = CQ_CATCH(e.AddPlan(R"({"drop": {"query": "q", "operators": [4, 5]}})"));
+    CQ_EXPECT(err && err->kind() == ErrorKind::kInternal);
+    err = CQ_CATCH(e.AddPlan(R"({"drop": {"query": "nope", "operators": [5]}})"));
+    CQ_EXPECT(err && err->kind() == ErrorKind::kSemantic);
+    CQ_EXPECT_EQ(e.Queries(), (std::vector<std::string>{"q", "r"}));
+    e.AddPlan(R"({"drop": {"query": "q", "operators": [5]}})");
+    CQ_EXPECT_EQ(e.Queries(), (std::vector<std::string>{"r"}));
+    CQ_EXPECT(e.Explain().find("Output q") == std::string::npos);
+    CQ_EXPECT_THROWS(e.Drain("q"), CqError);
+    PushAll(e, Input{{4, 5}, {"u", "v"}, {3, 4}}, {0});
+    e.Close();
+    CQ_EXPECT_EQ(Drain(e, "r"), (std::vector<std::string>{"1|'x'|0", "2|'y'|1", "4|'u'|3", "5|'v'|4"}));
+  }
+}
+
+CQ_TEST(a_snapshot_keeps_the_drops) {
+  const std::string drop = R"({"drop": {"query": "r", "operators": [6, 7]}})";
+  Engine e(EngineOptions{});
+  e.AddPlan(Plan(Range(10), "", true));
+  e.AddPlan(kReader);
+  PushAll(e, Input{{1}, {"x"}, {0}}, {0});
+  e.AddPlan(drop);
+  const std::string snap = e.Snapshot();
+  Engine again(EngineOptions{});
+  again.AddPlan(Plan(Range(10), "", true));
+  again.AddPlan(kReader);
+  CQ_EXPECT_THROWS(again.Restore(snap), CqError);  // (the drop is missing)
+  again.AddPlan(drop);
+  again.Restore(snap);
+  PushAll(again, Input{{2}, {"y"}, {1}}, {0});
+  CQ_EXPECT_EQ(Drain(again), (std::vector<std::string>{"1|'x'|0", "2|'y'|1"}));
+}
+
 }  // namespace
 }  // namespace cq::test

@@ -3,10 +3,17 @@ happens, when it must not, and that the fused plan gives the unfused plan's rows
 
 from __future__ import annotations
 
+from collections import Counter
+
 import pyarrow as pa
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import cq_py
+from budget import examples
+from oracle.reference import instants, istream_of, join_at, lifetimes
+from oracle.test_differential_select import window_sql
 
 SCHEMA = "REGISTER STREAM e(key INT, val BIGINT, s VARCHAR);"
 
@@ -213,6 +220,224 @@ def test_the_groups_rings_give_the_rows_of_the_window_across_a_snapshot(query, l
     assert out[0]
     for other in out[1:]:
         assert other == out[0]
+
+
+# ---- ISTREAM of an equi-join of two constant-duration windows ---------------------------------
+
+JOIN_SCHEMA = "REGISTER STREAM s(a INT, b INT); REGISTER STREAM t(k INT, d INT);"
+JOIN_TYPES = {
+    "s": pa.schema([("a", pa.int64()), ("b", pa.int64()), ("ts", pa.int64())]),
+    "t": pa.schema([("k", pa.int64()), ("d", pa.int64()), ("ts", pa.int64())]),
+}
+
+
+def join_ops(cql: str, **options) -> list[str]:
+    eng = cq_py.Engine(**options)
+    eng.execute(JOIN_SCHEMA + cql)
+    return [n.op for n in eng._catalog.nodes.values()]
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "ISTREAM(SELECT s.a, s.b, t.d FROM s [Range 10], t [Range 3] WHERE s.a = t.k)",
+        "ISTREAM(SELECT * FROM s [Now], t [Range Unbounded] WHERE s.a = t.k)",
+        # Columns picked in another order, one side's left out; keys in two columns.
+        "ISTREAM(SELECT t.d, s.a AS x FROM s [Range 2], t [Now] WHERE t.k = s.a AND s.b = t.d)",
+    ],
+)
+def test_an_istream_of_a_join_of_constant_windows_is_one_operator(query):
+    plan = join_ops(f"REGISTER QUERY q AS {query};")
+    assert "istream_join" in plan
+    for gone in ("istream", "join", "window"):
+        assert gone not in plan
+    assert "istream_join" not in join_ops(f"REGISTER QUERY q AS {query};", fuse=False)
+    eng = cq_py.Engine()
+    eng.execute(JOIN_SCHEMA + f"REGISTER QUERY q AS {query};")
+    assert "fused with ISTREAM" in eng._core.explain()
+    assert "+ ISTREAM" in eng.explain()
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        # A residual predicate, windows whose starts are not their rows' times or whose ends
+        # are pending, a computed column (it may map two pairs to one value), a filter.
+        "ISTREAM(SELECT s.a, t.d FROM s [Range 3], t [Range 3] WHERE s.a = t.k AND s.b < t.d)",
+        "ISTREAM(SELECT s.a, t.d FROM s [Range 4 Slide 2], t [Range 3] WHERE s.a = t.k)",
+        "ISTREAM(SELECT s.a, t.d FROM s [Rows 2], t [Range 3] WHERE s.a = t.k)",
+        "ISTREAM(SELECT s.a + t.d AS x FROM s [Range 3], t [Range 3] WHERE s.a = t.k)",
+        "ISTREAM(SELECT s.a, t.d FROM s [Range 3], t [Range 3] WHERE s.a = t.k AND s.a + t.d > 1)",
+        "DSTREAM(SELECT s.a, t.d FROM s [Range 3], t [Range 3] WHERE s.a = t.k)",
+    ],
+)
+def test_other_joins_keep_their_istream(query):
+    assert "istream_join" not in join_ops(f"REGISTER QUERY q AS {query};")
+
+
+def test_a_join_or_window_another_query_reads_is_not_fused():
+    body = "SELECT s.a, t.d FROM s [Range 3], t [Range 3] WHERE s.a = t.k"
+    plan = join_ops(f"REGISTER QUERY r AS {body}; REGISTER QUERY i AS ISTREAM({body});")
+    assert "istream_join" not in plan
+    plan = join_ops(
+        f"REGISTER QUERY w AS SELECT * FROM s [Range 3]; REGISTER QUERY i AS ISTREAM({body});"
+    )
+    assert "istream_join" not in plan
+
+
+def _join_run(query, batches, fuse, lifetime, executor, snapshot_at=None, finals=None):
+    """The rows of q after close(). With `finals`, a list: after each push, the engine's least
+    progress p (the minimum over s and t of the latest timestamp pushed) and every row fetched so
+    far are appended to it; no row may be out at p or later (SEMANTICS.md §4: only instants below
+    p are complete; a row released at p can still be cancelled by one that comes at p)."""
+    eng = cq_py.Engine(lifetime=lifetime, fuse=fuse, expose_steps=True, **executor)
+    eng.execute(JOIN_SCHEMA + f"REGISTER QUERY q AS {query};")
+    latest: dict[str, int] = {}
+    out: Counter = Counter()
+    for k, (name, rows) in enumerate(batches):
+        eng.push(name, pa.Table.from_pylist(rows, schema=JOIN_TYPES[name]))
+        latest[name] = rows[-1]["ts"]
+        if finals is not None:
+            out.update(tuple(sorted(r.items())) for r in eng.fetch("q").to_pylist())
+            p = min(latest.get(n, -(2**62)) for n in ("s", "t"))
+            early = [r for r in out if dict(r)["ts"] >= p]
+            assert not early, f"released at or after the least progress {p}: {early}"
+            finals.append((p, Counter(out)))
+        if k == snapshot_at:
+            snap = eng.snapshot()
+            eng = cq_py.Engine.restore(snap)
+            assert eng.snapshot() == snap
+    eng.close()
+    out.update(tuple(sorted(r.items())) for r in eng.fetch("q").to_pylist())
+    return out
+
+
+def test_a_start_meeting_the_end_of_an_equal_pair_is_not_emitted():
+    # (1, 5, 7) lives on [0, 3) and starts again at 3: ISTREAM emits it at 0 only; (1, 6, 7)
+    # starts at 3 beside it; at 5 a pair of the rows at 2 ends as an equal one starts twice.
+    query = "ISTREAM(SELECT s.a, s.b, t.d FROM s [Range 3], t [Range 3] WHERE s.a = t.k)"
+    s = [(1, 5, 0), (2, 1, 2), (1, 5, 3), (1, 6, 3), (2, 1, 5), (2, 1, 5)]
+    t = [(1, 7, 0), (2, 2, 2), (1, 7, 3), (2, 2, 5)]
+    batches = [
+        ("s", [{"a": a, "b": b, "ts": ts} for a, b, ts in s]),
+        ("t", [{"k": k, "d": d, "ts": ts} for k, d, ts in t]),
+    ]
+    want = Counter(
+        {
+            (("a", 1), ("b", 5), ("d", 7), ("ts", 0), ("ts_step", 0)): 1,
+            (("a", 1), ("b", 6), ("d", 7), ("ts", 3), ("ts_step", 0)): 1,
+            (("a", 2), ("b", 1), ("d", 2), ("ts", 2), ("ts_step", 0)): 1,
+            (("a", 2), ("b", 1), ("d", 2), ("ts", 5), ("ts_step", 0)): 1,
+        }
+    )
+    for lifetime in ("direct", "negative"):
+        for fuse in (True, False):
+            assert _join_run(query, batches, fuse, lifetime, {}) == want, (lifetime, fuse)
+
+
+def test_an_instant_split_across_pushes_is_checked_against_its_ending_pairs_once():
+    # (1, 1, 2) lives on [0, 2) and starts again at 2 from the rows at 2: ISTREAM emits it at 0
+    # only. The rows at 2 come in three pushes, progress reaching 2 after the second: the pair
+    # ending at 2 must still cancel the start at 2 that the third push makes.
+    query = "ISTREAM(SELECT s.a, s.b, t.d FROM s [Range 2], t [Range 2] WHERE s.a = t.k)"
+    batches = [
+        ("s", [{"a": 1, "b": 1, "ts": 0}]),
+        ("t", [{"k": 1, "d": 2, "ts": 0}]),
+        ("t", [{"k": 9, "d": 0, "ts": 2}]),
+        ("s", [{"a": 1, "b": 1, "ts": 2}]),
+        ("t", [{"k": 1, "d": 2, "ts": 2}]),
+    ]
+    want = Counter({(("a", 1), ("b", 1), ("d", 2), ("ts", 0), ("ts_step", 0)): 1})
+    for lifetime in ("direct", "negative"):
+        for executor in JOIN_EXECUTORS:
+            for fuse in (True, False):
+                got = _join_run(query, batches, fuse, lifetime, executor, finals=[])
+                assert got == want, (lifetime, executor, fuse)
+
+
+JOIN_WINDOWS = st.one_of(
+    st.just(("now",)), st.just(("unbounded",)), st.integers(0, 4).map(lambda T: ("range", T))
+)
+JOIN_SELECTS = ["s.a, s.b, t.d", "*", "t.d, s.b", "s.b"]
+JOIN_EXECUTORS = [
+    {"executor": "heartbeat", "max_run": 1},
+    {"hybrid": True},
+    {"hybrid": False},
+    {"threads": 2},
+]
+
+
+@st.composite
+def join_stream(draw, names):
+    rows, ts = [], draw(st.integers(0, 2))
+    for _ in range(draw(st.integers(0, 12))):
+        ts += draw(st.sampled_from([0, 0, 1, 1, 2, 3]))
+        key = draw(st.one_of(st.none(), st.integers(0, 2)))
+        rows.append({names[0]: key, names[1]: draw(st.integers(0, 1)), "ts": ts})
+    return rows
+
+
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.data(),
+    JOIN_WINDOWS,
+    JOIN_WINDOWS,
+    st.sampled_from(JOIN_SELECTS),
+    st.sampled_from(["direct", "negative"]),
+)
+def test_the_fused_join_gives_istream_of_the_join(data, w1, w2, select, lifetime):
+    """Against SEMANTICS.md §4's ISTREAM of the join at every instant (tests/oracle/reference.py),
+    and against the unfused plan: every executor, pushes of several sizes, a snapshot midway."""
+    s_rows = data.draw(join_stream(("a", "b")))
+    t_rows = data.draw(join_stream(("k", "d")))
+    query = f"ISTREAM(SELECT {select} FROM s {window_sql(w1)}, t {window_sql(w2)} WHERE s.a = t.k)"
+    names = ["a", "b", "k", "d"] if select == "*" else [c.split(".")[1] for c in select.split(", ")]
+    left = [
+        ((r["a"], r["b"]), s, e) for r, (s, e) in zip(s_rows, lifetimes(s_rows, w1), strict=True)
+    ]
+    right = [
+        ((r["k"], r["d"]), s, e) for r, (s, e) in zip(t_rows, lifetimes(t_rows, w2), strict=True)
+    ]
+
+    def expected_at(t):
+        pairs = join_at(t, left, right, lambda lv, rv: lv[0] is not None and lv[0] == rv[0])
+        out: Counter = Counter()
+        for (a, b, k, d), m in pairs.items():
+            row = {"a": a, "b": b, "k": k, "d": d}
+            out[tuple(row[c] for c in names)] += m
+        return out
+
+    want = Counter(
+        {(v, t): m for (v, t), m in istream_of(expected_at, instants(left, right)).items()}
+    )
+    chunk = data.draw(st.sampled_from([1, 3, 100]))
+    batches = []
+    for name, rows in (("s", s_rows), ("t", t_rows)):
+        batches += [(name, rows[i : i + chunk]) for i in range(0, len(rows), chunk)]
+    batches.sort(key=lambda b: b[1][0]["ts"])  # each stream in time order, interleaved
+    executor = data.draw(st.sampled_from(JOIN_EXECUTORS))
+    snap = data.draw(st.integers(0, len(batches))) if "executor" not in executor else None
+    got = {}
+    for fuse in (True, False):
+        finals: list = []
+        rows = _join_run(query, batches, fuse, lifetime, executor, snap, finals)
+        for p, so_far in finals:  # every instant below the least progress is complete
+            want_below = Counter({(v, t): m for (v, t), m in want.items() if t[0] < p})
+            got_below = Counter(
+                {
+                    (tuple(dict(r)[c] for c in names), (dict(r)["ts"], dict(r)["ts_step"])): m
+                    for r, m in so_far.items()
+                }
+            )
+            assert got_below == want_below, (query, fuse, p)
+        got[fuse] = Counter(
+            {
+                (tuple(dict(r)[c] for c in names), (dict(r)["ts"], dict(r)["ts_step"])): m
+                for r, m in rows.items()
+            }
+        )
+    assert got[True] == want, query
+    assert got[False] == want, query
 
 
 # ---- the ordered loops of one aggregate (operators/aggregate.cc, RunOrdered) ------------------

@@ -82,6 +82,7 @@ def test_the_facts_the_planner_relies_on():
         "rstream",
         "istream_aggregate",
         "dstream_aggregate",
+        "istream_join",
         "master_trigger",
     }
     assert {d.name: d.firing for d in descriptors() if d.firing} == {

@@ -207,23 +207,44 @@ void DtsExecutor::Add(std::vector<std::pair<OperatorSpec, std::unique_ptr<Operat
   }
 }
 
+void DtsExecutor::Remove(const std::vector<int>& ids) {
+  const std::set<int> gone(ids.begin(), ids.end());
+  for (int id : ids) {
+    CQ_CHECK(nodes_.count(id), "removing unknown operator " + std::to_string(id));
+    for (const Consumer& c : nodes_.at(id).consumers)
+      CQ_CHECK(gone.count(c.node), "operator " + std::to_string(id) + " is still read by " + std::to_string(c.node));
+  }
+  for (int id : ids)
+    for (int in : nodes_.at(id).inputs) {
+      if (gone.count(in)) continue;
+      auto& cs = nodes_.at(in).consumers;
+      cs.erase(std::remove_if(cs.begin(), cs.end(), [&](const Consumer& c) { return c.node == id; }), cs.end());
+    }
+  // Out of the graph, but alive until the schedule is rebuilt: the old regions, entries and row
+  // targets still point at them (a map's extracted node stays where it is).
+  std::vector<decltype(nodes_)::node_type> removed;
+  for (int id : ids) removed.push_back(nodes_.extract(id));
+  Schedule();  // (fewer operators: no new loop, nothing to refuse)
+}
+
 void DtsExecutor::Schedule() {
-  // Strongly connected components (Tarjan).
-  std::map<int, int> index, low;
-  std::set<int> on_stack;
+  // Strongly connected components (Tarjan). Flat arrays by operator id: this runs at every
+  // registration over every operator (500 queries registered one by one, issue 31).
+  const size_t ids = nodes_.empty() ? 0 : static_cast<size_t>(nodes_.rbegin()->first) + 1;
+  std::vector<int> index(ids, -1), low(ids, 0), comp_of(ids, -1);
+  std::vector<char> on_stack(ids, 0);
   std::vector<int> stack;
   std::vector<std::vector<int>> comps;
-  std::map<int, int> comp_of;
   int counter = 0;
   std::function<void(int)> visit = [&](int v) {
     index[v] = low[v] = counter++;
     stack.push_back(v);
-    on_stack.insert(v);
+    on_stack[v] = 1;
     for (const Consumer& c : nodes_.at(v).consumers) {
-      if (!index.count(c.node)) {
+      if (index[c.node] < 0) {
         visit(c.node);
         low[v] = std::min(low[v], low[c.node]);
-      } else if (on_stack.count(c.node)) {
+      } else if (on_stack[c.node]) {
         low[v] = std::min(low[v], index[c.node]);
       }
     }
@@ -233,7 +254,7 @@ void DtsExecutor::Schedule() {
       do {
         w = stack.back();
         stack.pop_back();
-        on_stack.erase(w);
+        on_stack[w] = 0;
         comps.back().push_back(w);
         comp_of[w] = static_cast<int>(comps.size()) - 1;
       } while (w != v);
@@ -241,7 +262,7 @@ void DtsExecutor::Schedule() {
     }
   };
   for (const auto& [id, n] : nodes_)
-    if (!index.count(id)) visit(id);
+    if (index[id] < 0) visit(id);
 
   auto is_loop = [&](const std::vector<int>& c) {
     if (c.size() > 1) return true;
@@ -261,15 +282,14 @@ void DtsExecutor::Schedule() {
   };
 
   // The condensation in order: components whose producers are all placed, smallest id first.
-  std::map<int, int> comp_indegree;
-  for (size_t k = 0; k < comps.size(); ++k) comp_indegree[static_cast<int>(k)] = 0;
+  std::vector<int> comp_indegree(comps.size(), 0);
   for (const auto& [id, n] : nodes_)
     for (const Consumer& c : n.consumers)
       if (comp_of[c.node] != comp_of[id]) ++comp_indegree[comp_of[c.node]];
   auto first_id = [&](int k) { return comps[k].front(); };
   std::set<std::pair<int, int>> ready;  // (smallest id, component)
-  for (const auto& [k, d] : comp_indegree)
-    if (d == 0) ready.insert({first_id(k), k});
+  for (size_t k = 0; k < comps.size(); ++k)
+    if (comp_indegree[k] == 0) ready.insert({first_id(static_cast<int>(k)), static_cast<int>(k)});
   std::vector<int> order;
   std::vector<Step> schedule;
   std::vector<Region> regions;
@@ -378,7 +398,8 @@ void DtsExecutor::Schedule() {
     for (int id : regions[r].nodes) region_of[id] = static_cast<int>(r);
   for (Region& r : regions) {
     for (const Region& old : regions_)
-      if (!old.nodes.empty() && std::find(r.nodes.begin(), r.nodes.end(), old.nodes.front()) != r.nodes.end()) {
+      if (std::any_of(old.nodes.begin(), old.nodes.end(),
+                      [&](int id) { return std::find(r.nodes.begin(), r.nodes.end(), id) != r.nodes.end(); })) {
         r.progress = old.progress;
         r.last_tick = old.last_tick;
         r.fed_tick = old.fed_tick;

@@ -63,6 +63,7 @@ class DtsExecutor final : public Executor {
   explicit DtsExecutor(bool hybrid = true, LoopBounds bounds = {}) : hybrid_(hybrid), bounds_(bounds) {}
 
   void Add(std::vector<std::pair<OperatorSpec, std::unique_ptr<Operator>>> ops) override;
+  void Remove(const std::vector<int>& ids) override;
   void Push(int source, const Batch& batch) override;
   void AdvanceTo(const std::map<int, Time>& source_progress) override;
   void Replay(int producer, int consumer, const Batch& batch) override;

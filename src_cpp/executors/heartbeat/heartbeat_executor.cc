@@ -152,6 +152,47 @@ void HeartbeatExecutor::Add(std::vector<std::pair<OperatorSpec, std::unique_ptr<
   order_ = std::move(order);
 }
 
+void HeartbeatExecutor::Remove(const std::vector<int>& ids) {
+  std::set<int> gone;  // indices into nodes_
+  for (int id : ids) {
+    CQ_CHECK(index_.count(id), "removing unknown operator " + std::to_string(id));
+    gone.insert(index_.at(id));
+  }
+  for (int i : gone)
+    for (const Consumer& c : nodes_[i].consumers)
+      CQ_CHECK(gone.count(c.node),
+               "operator " + std::to_string(nodes_[i].id) + " is still read by " + std::to_string(nodes_[c.node].id));
+  // The others move down over the gaps; consumers and emitters name nodes by index.
+  std::vector<int> moved(nodes_.size(), -1);
+  std::vector<Node> kept, removed;
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    if (gone.count(static_cast<int>(i))) {
+      removed.push_back(std::move(nodes_[i]));
+    } else {
+      moved[i] = static_cast<int>(kept.size());
+      kept.push_back(std::move(nodes_[i]));
+    }
+  }
+  index_.clear();
+  for (size_t i = 0; i < kept.size(); ++i) {
+    Node& n = kept[i];
+    std::erase_if(n.consumers, [&](const Consumer& c) { return moved[c.node] < 0; });
+    for (Consumer& c : n.consumers) c.node = moved[c.node];
+    n.emitter->set_node(static_cast<int>(i));
+    index_[n.id] = static_cast<int>(i);
+  }
+  std::erase_if(order_, [&](int id) { return !index_.count(id); });
+  for (auto* v : {&stack_, &fed_}) {
+    std::erase_if(*v, [&](int i) { return moved[i] < 0; });
+    for (int& i : *v) i = moved[i];
+  }
+  nodes_ = std::move(kept);
+  // End fixes still queued for a removed operator pin their ids: nobody will take them now.
+  for (const Node& n : removed)
+    for (const Port& p : n.ports)
+      for (const auto& [after, it] : p.ends) holders_->Unpin(it.ends.ids(), it.ends.length);
+}
+
 void HeartbeatExecutor::Append(Port& port, const Batch& batch) {
   const int64_t rows = batch.num_rows();
   int64_t start = 0;

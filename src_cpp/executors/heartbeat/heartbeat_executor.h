@@ -50,6 +50,7 @@ class HeartbeatExecutor final : public Executor {
   // `holders`: the engine's table, whose ids stay pinned while their end fixes wait in a queue.
   HeartbeatExecutor(int64_t max_run, HolderTable* holders);
   void Add(std::vector<std::pair<OperatorSpec, std::unique_ptr<Operator>>> ops) override;
+  void Remove(const std::vector<int>& ids) override;
   void Push(int source, const Batch& batch) override;
   void AdvanceTo(const std::map<int, Time>& source_progress) override;
   void Replay(int producer, int consumer, const Batch& batch) override;
@@ -134,6 +135,7 @@ class HeartbeatExecutor final : public Executor {
     NodeEmitter(HeartbeatExecutor* ex, int node) : ex_(ex), node_(node) {}
     void Emit(Batch batch) override { ex_->EnqueueData(node_, batch); }
     void EmitEnds(EndBatch ends) override { ex_->EnqueueEnds(node_, ends); }
+    void set_node(int node) { node_ = node; }  // (Remove renumbers the nodes)
 
    private:
     HeartbeatExecutor* ex_;
