@@ -333,6 +333,7 @@ PYBIND11_MODULE(_core, m) {
            })
       .def("queries", &cq::Engine::Queries)
       .def("explain", &cq::Engine::Explain)
+      .def("shared_join_report", &cq::Engine::SharedJoinReport)
       // Snapshots cross as bytes: one copy out (std::string -> bytes); in, the caller's buffer is
       // read where it is.
       .def(

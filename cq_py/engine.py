@@ -46,6 +46,7 @@ from cq_py.planner.operators import find
 from cq_py.planner.planner import TIME_UNIT_NS, UNIT_NS
 from cq_py.rowset import RowSet
 from cq_py.spark.partitioning import CQPartitionWarning, partition_catalog
+from cq_py.swj_options import shared_join_entry, shared_join_nodes, swj_options, trace_tables
 from cq_py.tables import TableView, Views
 from cq_py.ticks import MAX_TICK, MIN_TICK, UNITS, tick_range, to_ticks
 
@@ -274,7 +275,14 @@ class Engine:
     results are the same). ``share_joins=False`` plans every join alone instead of sharing the
     joins of a script that differ only in their ``[Range w]`` windows as one shared window join
     (paper 004; cq_py/planner/shared_joins.py says when they share, ``explain()`` which did and
-    why the others did not; the results are the same). For ``executor="dts"``,
+    why the others did not; the results are the same). ``swj_buffer=B`` runs each shared join in
+    bounded mode (lossy, opt-in; paper 004): each side holds B tuples, the work is scheduled by
+    ``swj_scheduler`` ("mqt", "fifo", "mandf", "admandf") on a ``swj_clock`` ("work": counted
+    work, independent of how input is pushed; "wall": elapsed time), with periods of
+    ``swj_period_ms``, β0 ``swj_beta0`` and load ``swj_load``; :meth:`shared_joins` counts the
+    (tuple, query) pairs processed, dropped and pending, :meth:`shared_join_trace` gives the
+    periods and, with ``swj_trace=True``, the jobs (cq_py/swj_options.py; dts only, one engine).
+    For ``executor="dts"``,
     ``hybrid=False`` splits time per instant everywhere instead of only inside loops (paper 000
     as published); ``max_run`` is the heartbeat executor's limit on consecutive executions of
     one operator.
@@ -355,6 +363,13 @@ class Engine:
         theta1: float = 0.5,
         theta2: float = 0.1,
         log_period: float = 1800.0,
+        swj_buffer: int | None = None,
+        swj_scheduler: str | None = None,
+        swj_period_ms: float = 500,
+        swj_beta0: float = 0.05,
+        swj_clock: str = "work",
+        swj_load: str = "arrived",
+        swj_trace: bool = False,
     ):
         # Every option is checked here, with the package's error: the core's binding would
         # otherwise answer a wrong type with its whole signature, or take "no" for True.
@@ -380,6 +395,20 @@ class Engine:
         self._log_period = _positive(
             "log_period", log_period, float("inf"), "a positive number of seconds"
         )
+        # Bounded shared joins (paper 004; cq_py/swj_options.py): checked here, run on one engine
+        # (B tuples per side of the whole input, not of a part).
+        self._swj = swj_options(
+            buffer=swj_buffer,
+            scheduler=swj_scheduler,
+            period_ms=swj_period_ms,
+            beta0=swj_beta0,
+            clock=swj_clock,
+            load=swj_load,
+            trace=swj_trace,
+            executor=self.executor,
+        )
+        if self._swj.bounded:
+            self._threads = 1
         # Warn of a script that runs on one engine only when threads were asked for.
         self._threads_asked = threads is not None and self._threads > 1
         if self._max_memory is not None:
@@ -472,6 +501,7 @@ class Engine:
             fuse=self.fuse,
             share_joins=self.share_joins,
             lifetime=self.lifetime,
+            swj_bounded=self._swj.plan_params(self.time_unit),
         )
         catalog, ops = planner.plan(script)
         _check_runnable(ops, planner, self.executor)
@@ -693,6 +723,48 @@ class Engine:
             "  (operators are not shared across a group yet: each query runs its own plan)",
         ]
         return "\n".join(lines) + "\n"
+
+    def shared_joins(self) -> list[dict[str, Any]]:
+        """Each shared window join of the plan (paper 004): its operator ``id``, ``members`` (the
+        queries, smallest window first), ``windows``, MQT ``segments``, ``readers`` (per member,
+        the queries that read its route: a query identical to a member shares it) and
+        ``bounded``; in bounded mode (``swj_buffer``) also, per query, the (tuple, query) pairs
+        ``processed``,
+        ``dropped`` and ``pending`` (they add up to the tuples taken in), the members that dropped
+        any (``dropping``), the ``clock`` and the scheduler's state (cq_py/swj_options.py).
+
+        >>> eng = Engine()
+        >>> q = "SELECT * FROM a [Range {0}], b [Range {0}] WHERE a.k = b.k"
+        >>> eng.execute("REGISTER STREAM a(k INT); REGISTER STREAM b(k INT);"
+        ...             f"REGISTER QUERY q1 AS {q.format(2)}; REGISTER QUERY q2 AS {q.format(5)};")
+        >>> eng.shared_joins()[0]["members"]
+        ['q1', 'q2']
+        """
+        return [
+            shared_join_entry(j, self._core.shared_join_report(j["id"]) if j["bounded"] else None)
+            for j in shared_join_nodes(self._catalog)
+        ]
+
+    def shared_join_trace(self, id: int) -> dict[str, pa.Table]:
+        """The trace of bounded shared join ``id`` (an ``id`` of :meth:`shared_joins`):
+        ``"periods"``, a table of one row per period (time, rate, S, alpha, beta, beta_now,
+        beta_next, rate_next, high, method, case, open), and with ``swj_trace=True``
+        ``"jobs"``: every job and eviction (tuple, side, ts, from, to, outcome, clock).
+
+        >>> eng = Engine(swj_buffer=100, swj_trace=True)
+        >>> q = "SELECT * FROM a [Range {0}], b [Range {0}] WHERE a.k = b.k"
+        >>> eng.execute("REGISTER STREAM a(k INT); REGISTER STREAM b(k INT);"
+        ...             f"REGISTER QUERY q1 AS {q.format(2)}; REGISTER QUERY q2 AS {q.format(5)};")
+        >>> sorted(eng.shared_join_trace(eng.shared_joins()[0]["id"]))
+        ['jobs', 'periods']
+        """
+        ids = [j["id"] for j in shared_join_nodes(self._catalog) if j["bounded"]]
+        if not isinstance(id, int) or id not in ids:
+            raise ArgumentError(
+                f"shared_join_trace(id) takes the id of a bounded shared join "
+                f"({', '.join(map(str, ids)) or 'none in this plan'}); found {id!r}"
+            )
+        return trace_tables(self._core.shared_join_report(id), self._swj.trace)
 
     # -- data in ------------------------------------------------------------------------------
 
@@ -1263,6 +1335,7 @@ class Engine:
                     "theta1": self._theta1,
                     "theta2": self._theta2,
                     "log_period": self._log_period,
+                    **self._swj.annex(),
                 },
                 "cql": self._cql,
                 "late": self._late,

@@ -8,13 +8,15 @@ reaches it another way is refused too.
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
-from cq_py.errors import ArgumentError
+from cq_py.errors import ArgumentError, CQError
 
 SCHEDULERS = ("mqt", "fifo", "mandf", "admandf")
 LOADS = ("arrived", "oldest")
@@ -39,6 +41,64 @@ class SwjOptions:
     def bounded(self) -> bool:
         """Whether tuples can be dropped (a buffer was given)."""
         return self.buffer is not None
+
+    def annex(self) -> dict[str, Any]:
+        """The ``Engine(swj_...)`` options a snapshot keeps to rebuild the same plan (none in
+        exact mode, so that exact engines' snapshots stay as they were).
+
+        >>> SwjOptions(buffer=10).annex()["swj_buffer"]
+        10
+        """
+        if self.buffer is None:
+            return {}
+        return {
+            "swj_buffer": self.buffer,
+            "swj_scheduler": self.scheduler,
+            "swj_period_ms": self.period_ms,
+            "swj_beta0": self.beta0,
+            "swj_clock": self.clock,
+            "swj_load": self.load,
+            "swj_trace": self.trace,
+        }
+
+    def plan_params(self, time_unit: str) -> dict[str, Any] | None:
+        """The ``"bounded"`` parameters of a ``shared_window_join`` operator (None in exact mode):
+        the period in ticks of ``time_unit`` and the nanoseconds a tick is worth (the work
+        clock's constants are in nanoseconds, src_cpp/operators/swj_bounded.h).
+
+        >>> SwjOptions(buffer=10).plan_params("ms")["period"]
+        500.0
+        """
+        if self.buffer is None:
+            return None
+        tick_ns = _TICK_NS[time_unit]
+        return {
+            "buffer": self.buffer,
+            "scheduler": self.scheduler,
+            "period": self.period_ms * 1e6 / tick_ns,
+            "beta0": self.beta0,
+            "clock": self.clock,
+            "load": self.load,
+            "trace": self.trace,
+            "tick_ns": tick_ns,
+        }
+
+
+_TICK_NS = {"s": 1e9, "ms": 1e6, "us": 1e3, "ns": 1.0}
+
+
+def refuse_on_spark(engine_options: dict[str, Any]) -> None:
+    """Bounded shared joins run on one engine only: on Spark a :class:`CQError` (each task's
+    engine would bound and schedule its own part, which is not the paper's buffer).
+
+    >>> refuse_on_spark({"share_joins": True})
+    """
+    if engine_options.get("swj_buffer") is not None:
+        raise CQError(
+            "bounded shared joins (swj_buffer="
+            f"{engine_options['swj_buffer']!r}) do not run on Spark: each task's engine would "
+            "bound and schedule its own part of the input; run them on one cq_py.Engine"
+        )
 
 
 def _found(value: Any) -> str:
@@ -131,3 +191,136 @@ def swj_options(
         load=load,
         trace=trace,
     )
+
+
+def shared_join_nodes(catalog: Any) -> list[dict[str, Any]]:
+    """The shared window joins of a planned catalog (cq_py/planner/shared_joins.py's operators):
+    ``id``, ``members`` (the routes' queries, smallest window first), ``windows``, ``bounded``.
+    """
+    nodes = catalog.nodes
+    out = []
+    for i in sorted(nodes):
+        n = nodes[i]
+        if n.op != "shared_window_join":
+            continue
+        routes = sorted(
+            (r for r in nodes.values() if r.op == "swj_route" and r.inputs == [i]),
+            key=lambda r: r.params["slice"],
+        )
+        readers = _readers(catalog, [r.id for r in routes])
+        out.append(
+            {
+                "id": i,
+                "members": [r.owner for r in routes],
+                "windows": list(n.params["windows"]),
+                "readers": [readers[r.id] or [r.owner] for r in routes],
+                "bounded": "bounded" in n.params,
+            }
+        )
+    return out
+
+
+def _readers(catalog: Any, routes: list[int]) -> dict[int, list[str]]:
+    """The queries that read each route: a query identical to a member (sub-plan reuse gave
+    them one join) reads the member's route too. A query's operators are found walking up from
+    its output, stopping at another query's output (a query reading a query is no member)."""
+    outs: dict[int, set[str]] = {}
+    for name, q in catalog.queries.items():
+        outs.setdefault(q.out_id, set()).add(name)
+    found: dict[int, list[str]] = {r: [] for r in routes}
+    for name, q in sorted(catalog.queries.items()):
+        seen, todo = set(), [q.out_id]
+        while todo:
+            i = todo.pop()
+            if i in seen or i not in catalog.nodes or name not in outs.get(i, {name}):
+                continue
+            seen.add(i)
+            if i in found:
+                found[i].append(name)
+                continue
+            todo += catalog.nodes[i].inputs
+    return found
+
+
+def shared_join_entry(join: dict[str, Any], report: str | None) -> dict[str, Any]:
+    """What ``Engine.shared_joins()`` says of one shared join: ``join`` (from
+    :func:`shared_join_nodes`) with its MQT segments, and in bounded mode the core's report
+    (src_cpp/operators/swj_bounded.h) as counters per member query.
+    """
+    from cq_core import mqt_segments
+
+    entry = {**join, "segments": mqt_segments(join["windows"])[1]}
+    if report is None:
+        return entry
+    r = json.loads(report)
+    # Counters by query: every query reading a member's route has the member's.
+    readers = join["readers"]
+    for what in ("processed", "dropped", "pending"):
+        entry[what] = {q: v for qs, v in zip(readers, r[what], strict=True) for q in qs}
+    entry["dropping"] = [q for qs, d in zip(readers, r["dropped"], strict=True) if d for q in qs]
+    for what in (
+        "arrivals",
+        "evicted",
+        "buffered",
+        "buffer",
+        "scheduler",
+        "load",
+        "method",
+        "beta",
+    ):
+        entry[what] = r[what]
+    entry["clock"] = r["clock"]
+    entry["clock_kind"] = r["clock_kind"]
+    entry["weights"] = r["weights"]
+    return entry
+
+
+_PERIODS = pa.schema(
+    [
+        ("time", pa.float64()),
+        ("rate", pa.int64()),
+        ("S", pa.float64()),
+        ("alpha", pa.float64()),
+        ("beta", pa.float64()),
+        ("beta_now", pa.float64()),
+        ("beta_next", pa.float64()),
+        ("rate_next", pa.float64()),
+        ("high", pa.bool_()),
+        ("method", pa.string()),
+        ("case", pa.int64()),
+        ("open", pa.bool_()),
+    ]
+)
+_JOBS = pa.schema(
+    [
+        ("tuple", pa.int64()),
+        ("side", pa.string()),
+        ("ts", pa.int64()),
+        ("from", pa.int64()),
+        ("to", pa.int64()),
+        ("outcome", pa.string()),
+        ("clock", pa.float64()),
+    ]
+)
+
+
+def trace_tables(report: str, jobs: bool) -> dict[str, pa.Table]:
+    """A bounded shared join's report as Arrow tables: ``periods`` and, when traced, ``jobs``
+    (an outcome ``processed`` ran queries from+1..to; ``partly`` ran them and dropped to+1..n;
+    ``given up`` and ``evicted`` dropped from+1..to).
+
+    >>> r = '{"periods": {"time": [500.0], "rate": [3], "S": [1.5], "alpha": [NaN], "beta": [NaN],'
+    >>> r += ' "beta_now": [0.5], "beta_next": [NaN], "rate_next": [NaN], "high": [false],'
+    >>> r += ' "method": ["MQT"], "case": [0], "open": [false]}, "jobs": {}}'
+    >>> trace_tables(r, False)["periods"].column("rate").to_pylist()
+    [3]
+    """
+    r = json.loads(report)
+    out = {"periods": _table(r["periods"], _PERIODS)}
+    if jobs:
+        out["jobs"] = _table(r["jobs"], _JOBS)
+    return out
+
+
+def _table(columns: dict[str, list[Any]], schema: pa.Schema) -> pa.Table:
+    return pa.table({f.name: pa.array(columns[f.name], f.type) for f in schema}, schema=schema)

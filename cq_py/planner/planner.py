@@ -87,12 +87,15 @@ class Planner:
         fuse: bool = True,
         share_joins: bool = True,
         lifetime: str = "direct",
+        swj_bounded: dict[str, Any] | None = None,
     ):
         self.catalog = catalog
         self.fuse = fuse
         # Joins that differ only in their windows planned as one (planner/shared_joins.py), which
         # the direct method alone runs.
         self.share_joins = share_joins
+        # Bounded mode's operator parameters (cq_py/swj_options.py), None in exact mode.
+        self.swj_bounded = swj_bounded
         self.lifetime = lifetime
         # The engine is running (SEMANTICS.md §4.5): the script's queries see a relation as it
         # stands now, whole, and re-derive the relation-valued queries registered before them.
@@ -198,7 +201,12 @@ class Planner:
         separate_identities(cat, first_new, self._new_id)
         # Joins shared by several queries first: a join fused with its ISTREAM serves one query.
         shared_joins.share_joins(
-            cat, first_new, self._new_id, enabled=self.share_joins, lifetime=self.lifetime
+            cat,
+            first_new,
+            self._new_id,
+            enabled=self.share_joins,
+            lifetime=self.lifetime,
+            bounded=self.swj_bounded,
         )
         if self.fuse:
             # (Each fusion starts from a new aggregate: a script without one, such as a MASTER

@@ -56,10 +56,15 @@ def share_joins(
     *,
     enabled: bool = True,
     lifetime: str = "direct",
+    bounded: dict[str, Any] | None = None,
 ) -> None:
     """Plans each group of this script's joins that differ only in their windows as one shared
     window join with a route per join, and notes on every other join of the script why it was
     left alone (``Node.note``, which ``explain()`` shows).
+
+    ``bounded`` (``SwjOptions.plan_params``; None: exact mode) makes each shared join bounded
+    (src_cpp/operators/swj_bounded.h): its results carry two tags, and each route takes the rows
+    whose tags hold its query.
 
     Example: ``SELECT * FROM a [Range 5], b [Range 5] WHERE a.k = b.k`` and the same with
     ``[Range 9]`` become the windows [Range 9] of a and b, one ``shared_window_join`` with windows
@@ -116,7 +121,7 @@ def share_joins(
                 "filters with the same keys and residual"
             )
             continue
-        _share(cat, members, new_id)
+        _share(cat, members, new_id, bounded)
         changed = True
     if changed:
         _drop_unread(cat, first_new)
@@ -139,7 +144,12 @@ def _side(cat: Catalog, i: int) -> _Side | str:
     return _Side(n.inputs[0], int(n.params["range"]["ticks"]), tuple(reversed(filters)))
 
 
-def _share(cat: Catalog, members: list[tuple[Node, int]], new_id: Callable[[], int]) -> None:
+def _share(
+    cat: Catalog,
+    members: list[tuple[Node, int]],
+    new_id: Callable[[], int],
+    bounded: dict[str, Any] | None = None,
+) -> None:
     """One shared join over the inputs of the widest member, and a route in place of each."""
     members = sorted(members, key=lambda m: (m[1], m[0].id))
     windows = [w for _, w in members]
@@ -150,15 +160,16 @@ def _share(cat: Catalog, members: list[tuple[Node, int]], new_id: Callable[[], i
         new_id(),
         SHARED,
         list(widest.inputs),
-        {**widest.params, "windows": windows},
-        [*widest.schema, ("slice", "int64")],
+        {**widest.params, "windows": windows, **({"bounded": bounded} if bounded else {})},
+        [*widest.schema, ("slice", "int64"), *([("upto", "int64")] if bounded else [])],
         kind="relation",
         lifetime=widest.lifetime,
         owner=widest.owner,
         pos=widest.pos,
         label="SharedWindowJoin"
         + widest.label.removeprefix("HashJoin").removeprefix("Join")
-        + f" windows {_list(windows)}",
+        + f" windows {_list(windows)}"
+        + (f" bounded {bounded['buffer']} per side, {bounded['scheduler']}" if bounded else ""),
         checks=list(widest.checks),
         note=f"members {names}; MQT segments {segments}",
     )
@@ -168,7 +179,7 @@ def _share(cat: Catalog, members: list[tuple[Node, int]], new_id: Callable[[], i
             new_id(),
             ROUTE,
             [shared.id],
-            {"slice": k, "shrink": windows[-1] - w},
+            {"slice": k, "shrink": windows[-1] - w, **({"upto": True} if bounded else {})},
             list(j.schema),
             kind="relation",
             lifetime=j.lifetime,

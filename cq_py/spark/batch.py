@@ -35,6 +35,7 @@ from cq_py.spark.tagging import (
     tagged,
     united_key_type,
 )
+from cq_py.swj_options import refuse_on_spark
 
 __all__ = ["CQPartitionWarning", "run"]
 
@@ -95,6 +96,7 @@ def run(
         raise ArgumentError(f"chunk_rows must be a positive integer; found {chunk_rows!r}")
     if partitions is not None and (not isinstance(partitions, int) or partitions < 1):
         raise ArgumentError(f"partitions must be a positive integer; found {partitions!r}")
+    refuse_on_spark(engine_options)
     # The script is checked on the driver, with the engine's own errors, before any job runs.
     # Spark runs a task per core: each task's engine runs on one thread unless asked otherwise.
     eng = Engine(**{"threads": 1, **engine_options})

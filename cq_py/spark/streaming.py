@@ -85,6 +85,7 @@ from cq_py.spark.tagging import (
     tagged,
     united_key_type,
 )
+from cq_py.swj_options import refuse_on_spark
 
 if TYPE_CHECKING:  # the executors import this module too: only the driver needs these names
     import pandas as pd
@@ -136,6 +137,7 @@ def run(
     from pyspark.sql import functions as F
     from pyspark.sql.streaming.state import GroupStateTimeout
 
+    refuse_on_spark(engine_options)
     # Spark runs a task per core: each task's engine runs on one thread unless asked otherwise.
     eng = Engine(
         **{"threads": 1, **engine_options}

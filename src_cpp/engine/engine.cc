@@ -11,6 +11,7 @@
 #include "operators/registry.h"
 #include "operators/relation_scan.h"
 #include "operators/stream_scan.h"
+#include "operators/swj_bounded.h"
 #include "plan/plan_util.h"
 
 namespace cq {
@@ -524,6 +525,13 @@ std::string Engine::Explain() const {
     s += "\n";
   }
   return s;
+}
+
+std::string Engine::SharedJoinReport(int id) const {
+  for (int op : executor_->order())
+    if (op == id)
+      if (const auto* j = dynamic_cast<const SwjBounded*>(executor_->op(id))) return j->Report();
+  throw CqError(ErrorKind::kInput, "operator #" + std::to_string(id) + " is not a bounded shared window join");
 }
 
 // ---- snapshots ---------------------------------------------------------------------------------

@@ -88,6 +88,9 @@ class Engine {
   // One line per operator, in execution order: "<id> <- <inputs>: <operator>", then the form it
   // runs in when not its batch form ("[rows]", "[adapted]").
   std::string Explain() const;
+  // A bounded shared window join's counters, clock and trace (operators/swj_bounded.h's Report):
+  // one JSON object; CqError(kInput) when operator `id` is not one.
+  std::string SharedJoinReport(int id) const;
 
   // A snapshot of the whole engine between calls (a checkpoint): every operator's state, the
   // expiration holder table, the executor's queues and place in time, each input's progress,

@@ -1,6 +1,7 @@
 #include "operators/shared_window_join.h"
 
 #include "base/errors.h"
+#include "operators/swj_bounded.h"
 #include "plan/plan_util.h"
 
 namespace cq {
@@ -37,6 +38,28 @@ std::string SharedWindowJoin::Explain() const {
   return "SharedWindowJoin windows [" + w + "]";
 }
 
+namespace {
+
+// Bounded mode (operators/swj_bounded.h): the options as the planner wrote them, checked again.
+std::unique_ptr<Operator> Bounded(const json::Value& b, const std::vector<OperatorInput>& in, JoinExpressions e,
+                                  std::vector<int64_t> windows) {
+  SwjBoundedOptions o;
+  o.buffer = b["buffer"].integer();
+  swj::CheckBuffer(o.buffer);
+  o.scheduler.policy = swj::ParsePolicy(b["scheduler"].str());
+  o.scheduler.load = swj::ParseLoad(b["load"].str());
+  o.scheduler.beta0 = b["beta0"].number();
+  swj::CheckBeta0(o.scheduler.beta0);
+  o.period = b["period"].number();
+  swj::CheckPeriod(o.period);
+  o.clock = swj::ParseClock(b["clock"].str());
+  o.trace = b["trace"].boolean();
+  o.tick_ns = b["tick_ns"].number();
+  return std::make_unique<SwjBounded>(*in[0].schema, *in[1].schema, std::move(e), std::move(windows), o);
+}
+
+}  // namespace
+
 void RegisterSharedWindowJoin(OperatorRegistry& r) {
   using D = OperatorDescriptor;
   r.Register({.name = "shared_window_join",
@@ -57,6 +80,7 @@ void RegisterSharedWindowJoin(OperatorRegistry& r) {
                CQ_CHECK(!windows.empty() && windows.back() >= 1,
                         "a shared window join needs a window of a tick or more");
                JoinExpressions e = CompileJoinSpec(s, in);
+               if (const json::Value* b = s.params.find("bounded")) return Bounded(*b, in, std::move(e), windows);
                return std::make_unique<SharedWindowJoin>(*in[0].schema, *in[1].schema, std::move(e.keys[0]),
                                                          std::move(e.keys[1]), std::move(e.residual), ctx.holders,
                                                          PlannedPolicy(s.params), std::move(windows));

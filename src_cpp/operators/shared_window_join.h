@@ -12,8 +12,9 @@
 // It is the hash join over those windows with a slice column (operators/hash_join.h,
 // hash_join_state.h): equal timestamps (the left input first), NULL keys (joining nothing),
 // duplicates and ghosts behave as there, and it keeps the join's one state, its row form and its
-// snapshot format. Exact mode only: every pair is computed, nothing is dropped (the bounded mode
-// of paper 004, buffers of B tuples scheduled by schedulers/, is not here).
+// snapshot format. Exact mode: every pair is computed, nothing is dropped. Bounded mode (buffers
+// of B tuples, work scheduled by schedulers/) is operators/swj_bounded.h, built by the same
+// factory when the spec has "bounded".
 //
 // Spec: the join's ("left_keys", "right_keys", "residual", "expiration") and "windows": [w1, …,
 // wn] in ticks, non-decreasing, wn ≥ 1 (the planner's cq_py/planner/shared_joins.py).

@@ -5,15 +5,17 @@
 
 namespace cq {
 
-SwjRoute::SwjRoute(const Schema& input, int64_t slice, int64_t shrink) : slice_(slice), shrink_(shrink) {
-  schema_ = std::make_shared<const Schema>(input.begin(), input.end() - 1);
+SwjRoute::SwjRoute(const Schema& input, int64_t slice, int64_t shrink, bool upto)
+    : slice_(slice), shrink_(shrink), upto_(upto) {
+  schema_ = std::make_shared<const Schema>(input.begin(), input.end() - (upto ? 2 : 1));
 }
 
 void SwjRoute::Push(int, const Batch& batch, Emitter& out) {
   const int64_t n = batch.num_rows();
   if (n == 0) return;
   CQ_CHECK(!batch.constant_duration && batch.holders.empty(), "a route reads a shared join's results");
-  const int64_t* slice = batch.columns.back().i64();
+  const int64_t* slice = batch.columns[schema_->size()].i64();
+  const int64_t* upto = upto_ ? batch.columns.back().i64() : nullptr;
   // The rows of this query, as a selection over the physical rows (no row is copied).
   Buffer sel = Buffer::Allocate(n * 4);
   uint32_t* s = sel.as<uint32_t>();
@@ -21,7 +23,7 @@ void SwjRoute::Push(int, const Batch& batch, Emitter& out) {
   for (int64_t k = 0; k < n; ++k) {
     const uint32_t i = static_cast<uint32_t>(batch.Physical(k));
     s[count] = i;
-    count += slice[i] <= slice_;
+    count += slice[i] <= slice_ && (!upto || slice_ <= upto[i]);
   }
   if (count == 0) return;
   Batch b;
@@ -29,6 +31,7 @@ void SwjRoute::Push(int, const Batch& batch, Emitter& out) {
   b.schema = schema_;
   b.columns = batch.columns;
   b.columns.pop_back();
+  if (upto_) b.columns.pop_back();
   b.length = batch.length;
   b.sync = batch.sync;
   b.other = batch.other;
@@ -50,9 +53,10 @@ void SwjRoute::Push(int, const Batch& batch, Emitter& out) {
 namespace {
 class SwjRouteRows final : public RowOperator {
  public:
-  SwjRouteRows(size_t slice_col, int64_t slice, int64_t shrink) : col_(slice_col), slice_(slice), shrink_(shrink) {}
+  SwjRouteRows(size_t slice_col, int64_t slice, int64_t shrink, bool upto)
+      : col_(slice_col), slice_(slice), shrink_(shrink), upto_(upto) {}
   void Push(int, const Row& in, RowEmitter& out) override {
-    if (in.values[col_].i > slice_) return;
+    if (in.values[col_].i > slice_ || (upto_ && in.values[col_ + 1].i < slice_)) return;
     Row r = in;  // (its values' first columns are the output's)
     r.other.tick -= shrink_;
     out.Emit(r);
@@ -63,11 +67,12 @@ class SwjRouteRows final : public RowOperator {
   size_t col_;
   int64_t slice_;
   int64_t shrink_;
+  bool upto_;
 };
 }  // namespace
 
 std::unique_ptr<RowOperator> SwjRoute::ToRows() {
-  return std::make_unique<SwjRouteRows>(schema_->size(), slice_, shrink_);
+  return std::make_unique<SwjRouteRows>(schema_->size(), slice_, shrink_, upto_);
 }
 
 std::string SwjRoute::Explain() const {
@@ -88,7 +93,10 @@ void RegisterSwjRoute(OperatorRegistry& r) {
                         "a route reads a shared window join's results");
                const int64_t slice = s.params["slice"].integer(), shrink = s.params["shrink"].integer();
                CQ_CHECK(slice >= 1 && shrink >= 0, "a route's slice is at least 1 and its shrink not negative");
-               return std::make_unique<SwjRoute>(*in[0].schema, slice, shrink);
+               const json::Value* upto = s.params.find("upto");
+               const bool bounded = upto && upto->boolean();
+               CQ_CHECK(!bounded || in[0].schema->size() >= 2, "a bounded route reads two tags");
+               return std::make_unique<SwjRoute>(*in[0].schema, slice, shrink, bounded);
              });
 }
 

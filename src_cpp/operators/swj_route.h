@@ -3,15 +3,18 @@
 // of slice ≤ i, ending wn − wi earlier (t_y + wi), without the slice column. What a join over the
 // query's own [Range wi] windows gives, row for row. Stateless.
 //
+// In bounded mode (operators/swj_bounded.h) each row carries two tags, lo and hi, and query i
+// takes the rows with lo ≤ i ≤ hi (its rows of a tuple leave when the job covering i ran).
+//
 // Spec: "slice": i (1-based; with equal windows, any query's index among them), "shrink": wn − wi
-// in ticks.
+// in ticks, "upto": true in bounded mode (two tag columns).
 #include "operators/operator.h"
 
 namespace cq {
 
 class SwjRoute final : public Operator {
  public:
-  SwjRoute(const Schema& input, int64_t slice, int64_t shrink);
+  SwjRoute(const Schema& input, int64_t slice, int64_t shrink, bool upto = false);
   void Push(int port, const Batch& batch, Emitter& out) override;
   std::unique_ptr<RowOperator> ToRows() override;
   const Schema& output_schema() const override { return *schema_; }
@@ -25,6 +28,7 @@ class SwjRoute final : public Operator {
   std::shared_ptr<const Schema> schema_;  // the input's, less the slice column
   int64_t slice_;
   int64_t shrink_;
+  bool upto_;  // bounded mode: tags lo, hi
 };
 
 }  // namespace cq

@@ -187,6 +187,12 @@ class SwjScheduler {
   size_t buffered() const { return tuples_.size(); }
   size_t buffered(Side side) const { return side_count_[static_cast<int>(side)]; }
   int64_t arrivals_this_period() const { return static_cast<int64_t>(period_ids_.size()); }
+  // The arrival time of the oldest buffered tuple with queries left (an operator holds its output
+  // progress there), or nullopt when every buffered tuple is complete.
+  std::optional<int64_t> OldestPending() const {
+    if (pending_.empty()) return std::nullopt;
+    return pending_.begin()->time;
+  }
 
   void Write(ByteWriter& w) const;
   // Replaces this scheduler's state by the snapshot's; the windows and options must be this
