@@ -31,10 +31,11 @@ def _bag(table) -> Counter:
 
 def _run(config, streams, script, since=None, mqo=None):
     """Pushes every stream's rows in time order, the query registered at progress ``since``.
-    ``mqo``: None for the default engine, else (on, recluster_at): the optimizer on or off with
-    a log period of 3 ticks (so it checks and clusters during the run), more MASTER queries over
-    the same sources registered beside q (base groups with several members), and recluster()
-    called once the rows reach ``recluster_at``."""
+    ``mqo``: None for the default engine, else (on, recluster_at, snapshot_at): the optimizer on
+    or off with a log period of 3 ticks (so it checks and clusters during the run), more MASTER
+    queries over the same sources registered beside q (base groups with several members),
+    recluster() called once the rows reach ``recluster_at``, and under dts the engine replaced by
+    its snapshot's restore after the push of the first row at or after ``snapshot_at``."""
     executor, lifetime = config
     # One engine: a MASTER query is not partitioned, and Engine(threads=2) refuses to register
     # one while the engine runs (as any script whose split would change).
@@ -65,6 +66,12 @@ def _run(config, streams, script, since=None, mqo=None):
             registered = True
         cols = {"a": ("k", "v"), "b": ("k", "w"), "m": ("x",)}[name]
         eng.push(name, [{**dict(zip(cols, vals, strict=True)), "ts": t}])
+        if mqo is not None and mqo[2] is not None and t >= mqo[2] and executor == "dts":
+            mqo = (*mqo[:2], None)  # (once)
+            # A snapshot and restore here: the optimizer's log and clusters come back too.
+            groups = eng.query_groups()
+            eng = cq_py.Engine.restore(eng.snapshot())
+            assert eng.query_groups() == groups
     if not registered:
         eng.advance(since)
         eng.execute(script)
@@ -151,7 +158,14 @@ masters_rows = st.lists(st.integers(0, 14), max_size=5).map(
     join=st.booleans(),
     threshold=st.integers(0, 50),
     since=st.one_of(st.none(), st.integers(0, 12)),
-    mqo=st.one_of(st.none(), st.tuples(st.booleans(), st.one_of(st.none(), st.integers(0, 14)))),
+    mqo=st.one_of(
+        st.none(),
+        st.tuples(
+            st.booleans(),
+            st.one_of(st.none(), st.integers(0, 14)),
+            st.one_of(st.none(), st.integers(0, 14)),
+        ),
+    ),
 )
 def test_master_equals_the_evaluator(config, a, b, m, wa, wb, masters, join, threshold, since, mqo):
     streams = {"a": a, "b": b, "m": m}
