@@ -43,7 +43,7 @@ from cq_py.planner import types as T
 from cq_py.planner.expressions import missing_kernels
 from cq_py.planner.logical import Node, QueryDef, StreamDef
 from cq_py.planner.operators import find
-from cq_py.planner.planner import TIME_UNIT_NS, UNIT_NS
+from cq_py.planner.planner import TIME_UNIT_NS
 from cq_py.rowset import RowSet
 from cq_py.spark.partitioning import CQPartitionWarning, partition_catalog
 from cq_py.swj_options import shared_join_entry, shared_join_nodes, swj_options, trace_tables
@@ -513,10 +513,11 @@ class Engine:
         self._catalog = catalog
         self._cql.append(cql)
         self._late.append(self._running)
-        self._group_queries(script)
+        self._group_queries(script, planner.ticks)
 
-    def _group_queries(self, script: ast.Script) -> None:
-        """The MASTER queries ``script`` registered join the optimizer's base groups."""
+    def _group_queries(self, script: ast.Script, ticks: Callable[[ast.Duration], int]) -> None:
+        """The MASTER queries ``script`` registered join the optimizer's base groups (``ticks``:
+        the planner's conversion of durations)."""
         groups = self._groups
         for key, sdef in self._catalog.streams.items():
             if sdef.origin == "clock":
@@ -525,13 +526,7 @@ class Engine:
                 groups.streams.add(key)
         for st in script.statements:
             if isinstance(st, ast.RegisterQuery) and isinstance(st.query, ast.Master):
-                groups.add(profile_of(st.name, st.query, self._duration_ticks))
-
-    def _duration_ticks(self, d: ast.Duration) -> int:
-        """A CQL duration (one the planner took already) in ticks."""
-        if d.unit is None:
-            return d.value
-        return d.value * UNIT_NS[d.unit] // TIME_UNIT_NS[self.time_unit]
+                groups.add(profile_of(st.name, st.query, ticks))
 
     def _new_core(self) -> _core.Engine:
         return _core.Engine(
@@ -912,7 +907,8 @@ class Engine:
             self._tables_follow(tick)
         if self._clocks:
             self._clocks_follow(self._least())
-        self._groups.follow(self._least())
+        if self._groups.next_check is not None:  # (a period runs: MASTER queries' arrivals came)
+            self._groups.follow(self._least())
 
     def _least(self) -> int:
         """The least progress of the inputs the clocks wait for: every stream and relation but
@@ -1049,7 +1045,7 @@ class Engine:
         except _core.CoreError as e:
             raise self._stopped(e, f"advance({t!r})") from None
         self._floor = max(self._floor, tick)
-        if tick < MAX_TICK:
+        if tick < MAX_TICK and self._groups.next_check is not None:
             self._groups.follow(self._least())
         if not self._plans:
             self._advanced = tick if self._advanced is None else max(self._advanced, tick)

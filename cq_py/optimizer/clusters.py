@@ -182,9 +182,7 @@ class QueryGroups:
     def _check(self, end: int) -> None:
         self.checks += 1
         groups = self.base_groups()
-        if self.clusters is None or any(
-            b not in {x for c in self.clusters for x in c} for b in range(len(groups))
-        ):
+        if self.clusters is None or sum(map(len, self.clusters)) < len(groups):
             self._cluster(end)
             return
         uses = self._uses(groups, end)

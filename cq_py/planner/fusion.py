@@ -27,14 +27,14 @@ what Flink's planner does with a ``ROW_NUMBER() <= N`` over a partition feeding 
 
 The third rewrite fuses ISTREAM with an equi-join of two windows of constant duration (``[Range
 T]``, ``[Now]``, ``[Range Unbounded]``) it reads through projections that only pick columns
-(``fuse_istream_join``): a pair starts when its later row arrives, so the join emits the pairs it
+(``_istream_join``): a pair starts when its later row arrives, so the join emits the pairs it
 makes at their start, and takes the bag difference only against the pairs that end at that instant,
 which it finds in its index (``istream_join``: operators/istream_join.h). The windows go into the
 operator, which reads their streams, so it is the same under both lifetime methods. It applies
 outside loops, where each operator on the way is read by the next alone and the join has no
 residual predicate.
 
-The fourth rewrite (``fuse_istream_now``) drops the ``[Now]`` window and the ISTREAM above it
+The fourth rewrite (``_istream_now``) drops the ``[Now]`` window and the ISTREAM above it
 where an ISTREAM reads a ``[Now]`` window of a registered stream through filters and
 projections only: such a tuple lives on [t, t + ε), and a registered stream's timestamps are
 whole ticks (ε-steps come only from delays inside queries), so no tuple of the relation ends at
@@ -174,36 +174,48 @@ def fuse_rows_window(cat: Catalog, first_new: int) -> None:
 CONSTANT_WINDOWS = ("range", "now", "unbounded")
 
 
-def fuse_istream_join(cat: Catalog, first_new: int) -> None:
-    """Plans each new ISTREAM of an equi-join of two constant-duration windows as one operator
-    reading the windows' streams (see the module's docstring), then numbers the new operators
-    without gaps.
+def fuse_istreams(cat: Catalog, first_new: int, over_now: bool = True) -> None:
+    """The ISTREAM fusions, in one walk over the ISTREAMs this script planned outside loops: each
+    is fused with a join of windows (``_istream_join``) or, with ``over_now``, with a ``[Now]``
+    window of a registered stream (``_istream_now``); then the new operators are numbered without
+    gaps. (A query registered while the engine runs takes ``over_now=False``: its window fills
+    from p.)"""
+
+    def fuse(n: Node, readers: dict[int, list[int]], looped: set[int]) -> bool:
+        return _istream_join(cat, first_new, n, readers, looped) or (
+            over_now and _istream_now(cat, first_new, n, readers, looped)
+        )
+
+    _each_new_istream(cat, first_new, fuse)
+
+
+def _istream_join(
+    cat: Catalog, first_new: int, n: Node, readers: dict[int, list[int]], looped: set[int]
+) -> bool:
+    """Plans ISTREAM ``n`` of an equi-join of two constant-duration windows as one operator
+    reading the windows' streams (see the module's docstring); False when it does not read one.
 
     Example: ``ISTREAM(SELECT a.key, a.val, b.val AS w FROM a [Range 10], b [Range 10] WHERE
     a.key = b.key)`` plans as scans → ``istream_join`` → projection → output: no window, no
     ISTREAM.
     """
-
-    def fuse(n: Node, readers: dict[int, list[int]], looped: set[int]) -> bool:
-        found = _join_of_windows(cat, readers, n, first_new, looped)
-        if found is None:
-            return False
-        join, projects, windows, compared = found
-        join.op = "istream_join"
-        join.inputs = [w.inputs[0] for w in windows]
-        join.params["windows"] = [_window_params(w) for w in windows]
-        join.params["compare"] = compared
-        join.label += (
-            " over " + ", ".join(w.label.removeprefix("Window ") for w in windows) + " + ISTREAM"
-        )
-        for m in (join, *projects):
-            m.kind, m.lifetime = "stream", STREAM
-        replace_node(cat, n.id, (projects[-1] if projects else join).id)
-        for w in {w.id: w for w in windows}.values():
-            del cat.nodes[w.id]
-        return True
-
-    _each_new_istream(cat, first_new, fuse)
+    found = _join_of_windows(cat, readers, n, first_new, looped)
+    if found is None:
+        return False
+    join, projects, windows, compared = found
+    join.op = "istream_join"
+    join.inputs = [w.inputs[0] for w in windows]
+    join.params["windows"] = [_window_params(w) for w in windows]
+    join.params["compare"] = compared
+    join.label += (
+        " over " + ", ".join(w.label.removeprefix("Window ") for w in windows) + " + ISTREAM"
+    )
+    for m in (join, *projects):
+        m.kind, m.lifetime = "stream", STREAM
+    replace_node(cat, n.id, (projects[-1] if projects else join).id)
+    for w in {w.id: w for w in windows}.values():
+        del cat.nodes[w.id]
+    return True
 
 
 def _each_new_istream(
@@ -270,39 +282,37 @@ def _join_of_windows(
     return p, list(reversed(projects)), windows, sorted(set(cols))
 
 
-def fuse_istream_now(cat: Catalog, first_new: int) -> None:
-    """Plans each new ISTREAM of a ``[Now]`` window of a registered stream, read through filters
-    and projections each read by the next alone, as those filters and projections over the
-    stream (see the module's docstring), then numbers the new operators without gaps. At least
-    one filter or projection is on the way (``SELECT`` always plans one): it carries the label
-    that ``explain()`` shows.
+def _istream_now(
+    cat: Catalog, first_new: int, n: Node, readers: dict[int, list[int]], looped: set[int]
+) -> bool:
+    """Plans ISTREAM ``n`` of a ``[Now]`` window of a registered stream, read through filters and
+    projections each read by the next alone, as those filters and projections over the stream
+    (see the module's docstring); False when it does not read one. At least one filter or
+    projection is on the way (``SELECT`` always plans one): it carries the label that
+    ``explain()`` shows.
 
     Example: ``ISTREAM(SELECT key, val FROM e [Now] WHERE val > 499)`` plans as scan → filter →
     projection → output: no window, no ISTREAM.
     """
-
-    def fuse(n: Node, readers: dict[int, list[int]], looped: set[int]) -> bool:
-        chain: list[Node] = []  # highest first
-        p = cat.nodes[n.inputs[0]]
-        while p.op in ("filter", "project"):
-            chain.append(p)
-            p = cat.nodes[p.inputs[0]]
-        if not chain or p.op != "window" or p.params.get("kind") != "now":
-            return False
-        if cat.nodes[p.inputs[0]].op != "stream_scan":
-            return False
-        on_the_way = [p, *reversed(chain)]
-        if any(
-            readers[below.id] != [above.id] or below.id < first_new or below.id in looped
-            for below, above in zip(on_the_way, [*on_the_way[1:], n], strict=True)
-        ):
-            return False
-        chain[-1].inputs = list(p.inputs)
-        for m in chain:
-            m.kind, m.lifetime = "stream", STREAM
-        chain[0].label += " (ISTREAM of [Now] fused: over the stream)"
-        del cat.nodes[p.id]
-        replace_node(cat, n.id, chain[0].id)
-        return True
-
-    _each_new_istream(cat, first_new, fuse)
+    chain: list[Node] = []  # highest first
+    p = cat.nodes[n.inputs[0]]
+    while p.op in ("filter", "project"):
+        chain.append(p)
+        p = cat.nodes[p.inputs[0]]
+    if not chain or p.op != "window" or p.params.get("kind") != "now":
+        return False
+    if cat.nodes[p.inputs[0]].op != "stream_scan":
+        return False
+    on_the_way = [p, *reversed(chain)]
+    if any(
+        readers[below.id] != [above.id] or below.id < first_new or below.id in looped
+        for below, above in zip(on_the_way, [*on_the_way[1:], n], strict=True)
+    ):
+        return False
+    chain[-1].inputs = list(p.inputs)
+    for m in chain:
+        m.kind, m.lifetime = "stream", STREAM
+    chain[0].label += " (ISTREAM of [Now] fused: over the stream)"
+    del cat.nodes[p.id]
+    replace_node(cat, n.id, chain[0].id)
+    return True

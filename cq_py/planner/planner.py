@@ -29,8 +29,7 @@ from cq_py.planner.expressions import (
 )
 from cq_py.planner.fusion import (
     AGGREGATES,
-    fuse_istream_join,
-    fuse_istream_now,
+    fuse_istreams,
     fuse_relation_to_stream,
     fuse_rows_window,
 )
@@ -215,9 +214,8 @@ class Planner:
                 fuse_rows_window(cat, first_new)
             fuse_relation_to_stream(cat, first_new)
             if any(n.op == "istream" for n in loops.new_part(cat, first_new).values()):
-                fuse_istream_join(cat, first_new)
-                if not self.late:  # (a late window fills from p: its own rule, kept whole)
-                    fuse_istream_now(cat, first_new)
+                # (A late query's [Now] window fills from p: its own rule, kept whole.)
+                fuse_istreams(cat, first_new, over_now=not self.late)
         new = [cat.nodes[i] for i in sorted(cat.nodes) if i >= first_new]
         return cat, new
 

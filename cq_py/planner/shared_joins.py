@@ -259,7 +259,7 @@ def describe(cat: Catalog) -> list[str]:
     """``explain()``'s lines on joins: each shared window join with its windows, members and MQT
     segments, then each join left alone with the reason; nothing when the plan has no join."""
     shared = [n for _, n in sorted(cat.nodes.items()) if n.op == SHARED]
-    # (A join left alone may have been fused with its ISTREAM since: fusion.fuse_istream_join.)
+    # (A join left alone may have been fused with its ISTREAM since: fusion.fuse_istreams.)
     alone = [n for _, n in sorted(cat.nodes.items()) if n.op in ("join", "istream_join")]
     if not shared and not alone:
         return []

@@ -501,7 +501,7 @@ def test_one_aggregates_loop_gives_the_rows_of_the_general_one(agg, window, life
         assert rows == (stream if (k // 6) % 2 == 0 else relation), k
 
 
-# ---- ISTREAM of a [Now] window of a registered stream (fuse_istream_now) ----------------------
+# ---- ISTREAM of a [Now] window of a registered stream (fusion._istream_now) ----------------------
 # Every tuple of the window lives on [t, t + ε) and a registered stream carries whole ticks, so
 # the ISTREAM emits each filtered, projected row at its time: the window and the ISTREAM go.
 
