@@ -428,6 +428,7 @@ class Engine:
         self._plans: list[str] = []
         self._advanced: int | None = None  # the last advance(), for engines built before any plan
         self._subscribers: dict[str, list[_Subscriber]] = {}
+        self._backlogged: set[str] = set()  # queries whose callbacks raised at the last delivery
         # push_row's inputs as the caller names them: (registered name, declared column names).
         self._row_inputs: dict[str, tuple[str, tuple[str, ...]]] = {}
         # What push_row hands a row in its exact form to: the one engine, or the parts' router.
@@ -940,9 +941,11 @@ class Engine:
             return
         cores = self._parts.cores if self._parts is not None else [self._core]
         try:
+            names = []
             for key, state in self._clocks.items():
                 every, first = state
                 name = self._catalog.streams[key].name
+                names.append(name)
                 if first < upto:
                     ticks = np.arange(first, upto, every, dtype=np.int64)
                     state[1] = int(ticks[-1]) + every
@@ -951,8 +954,8 @@ class Engine:
                         self._core.push(name, [batch.__arrow_c_array__()])
                     else:
                         self._parts.push(name, [batch])
-                for core in cores:
-                    core.advance_input(name, upto)
+            for core in cores:  # (one run of the operators for every clock)
+                core.advance_inputs(names, upto)
         except _core.CoreError as e:
             raise self._stopped(e, "ticking the clocks") from None
 
@@ -1587,6 +1590,25 @@ class Engine:
             raise _core_error(e) from None
         return [pa.RecordBatch._import_from_c_capsule(s, a) for s, a in caps]
 
+    def _drain_subscribed(self) -> list[tuple[str, list[_Subscriber], list[pa.RecordBatch]]]:
+        """Every subscribed query's new batches: one core call for all of them on one engine
+        (only the queries with rows come back), a merge per query on several."""
+        if self._parts is not None:
+            return [(n, subs, self._drain(n)) for n, subs in self._subscribers.items()]
+        names = list(self._subscribers)
+        try:
+            drained = self._core.drain_each(names)
+        except _core.CoreError as e:
+            raise _core_error(e) from None
+        batches = {
+            k: [pa.RecordBatch._import_from_c_capsule(s, a) for s, a in caps] for k, caps in drained
+        }
+        # A query without new rows is served too when a callback left a backlog (delivered again).
+        for n in self._backlogged:
+            if n in self._subscribers:
+                batches.setdefault(names.index(n), [])
+        return [(names[k], self._subscribers[names[k]], batches[k]) for k in sorted(batches)]
+
     def _stopped(self, e: _core.CoreError, call: str) -> CQError | RuntimeError:
         """The exception for a core error while data moved. After a runaway loop the subscribers
         first get what was final before the call (what fetch() returns); should a callback raise
@@ -1603,8 +1625,10 @@ class Engine:
         next time, or fetched); the others are served all the same, then the first failure is
         raised as a :class:`CallbackError` saying that ``call`` was applied."""
         failures: list[tuple[str, _Subscriber, Exception]] = []
-        for name, subscribers in self._subscribers.items():
-            batches = self._drain(name)
+        served = self._drain_subscribed()
+        # Until every callback has returned (an interrupt may leave backlogs anywhere).
+        self._backlogged.update(name for name, _, _ in served)
+        for name, subscribers, batches in served:
             # Queued for every subscriber before any is called, so that an interrupt inside a
             # callback loses nothing either.
             for sub in subscribers:
@@ -1617,6 +1641,7 @@ class Engine:
                         failures.append((name, sub, e))
                         break
                     sub.backlog.popleft()
+        self._backlogged = {name for name, _, _ in failures}
         if self._rowsets:
             self._dispatch_rowsets(call, bool(failures))
         if failures:

@@ -326,6 +326,23 @@ void Engine::AdvanceInput(const std::string& stream, Time t) {
   Run([&] { MoveProgress(st, t); });
 }
 
+void Engine::AdvanceInputs(const std::vector<std::string>& streams, Time t) {
+  CheckUsable();
+  std::vector<StreamState*> moved;
+  for (const std::string& stream : streams) {
+    StreamState& st = Input(stream);
+    if (closed_)
+      throw CqError(ErrorKind::kInput, "the engine is closed; progress of '" + stream + "' rejected", stream);
+    if (st.progress < t) moved.push_back(&st);
+  }
+  if (moved.empty()) return;
+  Run([&] {
+    for (StreamState* st : moved) st->progress = t;
+    UpdateProgress();
+    PropagateProgress();
+  });
+}
+
 void Engine::MoveProgress(StreamState& st, Time t) {
   if (t <= st.progress) return;
   st.progress = t;
@@ -498,6 +515,16 @@ QuerySink* Engine::Sink(const std::string& query) const {
 }
 
 std::vector<OutputChunk> Engine::Drain(const std::string& query) { return Sink(query)->Drain(); }
+
+std::vector<std::pair<size_t, std::vector<OutputChunk>>> Engine::DrainEach(const std::vector<std::string>& queries) {
+  std::vector<QuerySink*> sinks;
+  sinks.reserve(queries.size());
+  for (const std::string& q : queries) sinks.push_back(Sink(q));  // (every name checked before any drains)
+  std::vector<std::pair<size_t, std::vector<OutputChunk>>> out;
+  for (size_t k = 0; k < sinks.size(); ++k)
+    if (std::vector<OutputChunk> chunks = sinks[k]->Drain(); !chunks.empty()) out.emplace_back(k, std::move(chunks));
+  return out;
+}
 
 const Schema& Engine::OutputSchema(const std::string& query) const { return Sink(query)->output_schema(); }
 

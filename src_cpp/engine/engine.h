@@ -73,6 +73,9 @@ class Engine {
   // has come, so it completes the same instants as the engine holding the rows (cq_py's
   // Engine(threads=N)). Unlike Advance, the other inputs stay where they are.
   void AdvanceInput(const std::string& stream, Time t);
+  // AdvanceInput of each of `streams` (checked all first: nothing moves if one is unknown), the
+  // operators run once for all of them (an engine's clocks follow its streams this way).
+  void AdvanceInputs(const std::vector<std::string>& streams, Time t);
   // Promise: no input below `t` on any stream.
   void Advance(Time t);
   // End of input: time advances to infinity, everything becomes final.
@@ -80,6 +83,9 @@ class Engine {
   bool closed() const { return closed_; }
 
   std::vector<OutputChunk> Drain(const std::string& query);
+  // Drain of each of `queries`, only the ones with rows returned (index into `queries`, chunks):
+  // serving hundreds of subscribed queries after every push asks each sink in one call.
+  std::vector<std::pair<size_t, std::vector<OutputChunk>>> DrainEach(const std::vector<std::string>& queries);
   // The declared columns of input `stream` (a stream or a relation), without the timestamp;
   // throws CqError(kInput) for a name that is not registered.
   const Schema& InputSchema(const std::string& stream) const;
