@@ -11,6 +11,7 @@ import contextlib
 import datetime
 import functools
 import json
+import math
 import operator
 import os
 import re
@@ -34,7 +35,7 @@ from cq_py.errors import (
     SnapshotError,
 )
 from cq_py.io.databases import DatabaseError
-from cq_py.optimizer import Clock, QueryGroups, profile_of
+from cq_py.optimizer import Clock, QueryGroups, base_groups, profile_of
 from cq_py.parser import ast, parse
 from cq_py.partitions import Layout, Partitions, split_annex
 from cq_py.planner import Catalog, Planner
@@ -42,6 +43,7 @@ from cq_py.planner import explain as render_plan
 from cq_py.planner import types as T
 from cq_py.planner.expressions import missing_kernels
 from cq_py.planner.logical import Node, QueryDef, StreamDef
+from cq_py.planner.master_sharing import MasterShares, wider
 from cq_py.planner.operators import find
 from cq_py.planner.planner import TIME_UNIT_NS
 from cq_py.rowset import RowSet
@@ -459,6 +461,14 @@ class Engine:
             max(1, int(self._log_period * 10**9) // TIME_UNIT_NS[self.time_unit]),
             enabled=self.mqo,
         )
+        # The windows and joins the MASTER queries of a base group share (§4.4,
+        # planner/master_sharing.py), and each stream's pushes so far (a part tells its rows from
+        # those of a query registered later by them).
+        self._master_shares = MasterShares(enabled=self.mqo, negative=self.lifetime == "negative")
+        self._pushes: dict[str, int] = {}
+        # For each text of _cql, what its sharing choices read (pushes, progress, floor), so that
+        # a restored engine plans it the same way.
+        self._share_inputs: list[dict[str, Any]] = []
 
     # -- CQL ----------------------------------------------------------------------------------
 
@@ -503,18 +513,80 @@ class Engine:
             share_joins=self.share_joins,
             lifetime=self.lifetime,
             swj_bounded=self._swj.plan_params(self.time_unit),
+            master_shares=self._master_shares,
         )
-        catalog, ops = planner.plan(script)
-        _check_runnable(ops, planner, self.executor)
-        plan = json.dumps({"operators": [op.to_plan() for op in ops]}) if ops else None
+        shares = self._master_shares
+        kept = [(p, list(p.members)) for p in shares.parts]
         try:
-            self._add_plan(plan, catalog)
-        except _core.CoreError as e:
-            raise _core_error(e) from None
+            self._share_groups(script, planner.ticks)
+            catalog, ops = planner.plan(script)
+            _check_runnable(ops, planner, self.executor)
+            plan = json.dumps({"operators": [op.to_plan() for op in ops]}) if ops else None
+            try:
+                self._add_plan(plan, catalog)
+            except _core.CoreError as e:
+                raise _core_error(e) from None
+        except BaseException:
+            shares.parts = [p for p, _ in kept]
+            for p, members in kept:
+                p.members = members
+            raise
+        shares.commit(catalog, len(kept))
+        self._share_inputs.append(
+            {"pushes": dict(self._pushes), "progress": dict(self._progress), "floor": self._floor}
+        )
         self._catalog = catalog
         self._cql.append(cql)
         self._late.append(self._running)
         self._group_queries(script, planner.ticks)
+
+    def _replay_share_inputs(self, inputs: Any) -> None:
+        """Restoring: the pushes, progress and floor a text's sharing choices read when it was
+        first executed (None in snapshots older than sharing, which share nothing)."""
+        if inputs is None:
+            return
+        if not (
+            isinstance(inputs, dict)
+            and all(isinstance(inputs.get(k), dict) for k in ("pushes", "progress"))
+            and type(inputs.get("floor")) is int
+            and all(type(v) is int for k in ("pushes", "progress") for v in inputs[k].values())
+        ):
+            raise ValueError("its sharing inputs are not counts and ticks")
+        self._pushes, self._progress, self._floor = (
+            dict(inputs["pushes"]),
+            dict(inputs["progress"]),
+            inputs["floor"],
+        )
+
+    def _share_groups(self, script: ast.Script, ticks: Callable[[ast.Duration], int]) -> None:
+        """For the planner: the base group each MASTER query of ``script`` joins (its first
+        member, and each stream's widest window in it), and how far the streams have come."""
+        shares = self._master_shares
+        shares.groups = {}
+        if not self.mqo:
+            return
+        shares.pushed = dict(self._pushes)
+        shares.last_row = dict(self._progress)
+        shares.floor = self._floor if self._floor > MIN_TICK else None
+        new = [
+            profile_of(st.name, st.query, ticks)
+            for st in script.statements
+            if isinstance(st, ast.RegisterQuery) and isinstance(st.query, ast.Master)
+        ]
+        if not new:
+            return
+        profiles = self._groups.profiles + new
+        for group in base_groups(profiles, self._theta1):
+            names = [profiles[k].name for k in group]
+            widths: dict[str, int | None] = {}
+            for k in group:
+                for stream, w in profiles[k].widths.items():
+                    if w is None:
+                        continue
+                    ticks_w = None if math.isinf(w) else int(w)
+                    widths[stream] = wider(widths.get(stream, ticks_w), ticks_w)
+            for n in names:
+                shares.groups[n.lower()] = (names[0].lower(), widths)
 
     def _group_queries(self, script: ast.Script, ticks: Callable[[ast.Duration], int]) -> None:
         """The MASTER queries ``script`` registered join the optimizer's base groups (``ticks``:
@@ -902,6 +974,7 @@ class Engine:
     def _moved(self, name: str, tick: int) -> None:
         """Input ``name`` reached ``tick``: the tables and the clocks follow."""
         key = name.lower()
+        self._pushes[key] = self._pushes.get(key, 0) + 1
         if tick > self._progress.get(key, MIN_TICK):
             self._progress[key] = tick
         if self._tables:
@@ -1234,6 +1307,7 @@ class Engine:
         self._drops.append((len(self._cql), q.name))
         self._dropped.add(key)
         self._groups.remove(q.name)
+        self._master_shares.forget(set(self._catalog.nodes))
         self._subscribers.pop(q.name, None)
         for rs in self._rowsets.pop(q.name, []):
             rs.stopped = True
@@ -1347,6 +1421,9 @@ class Engine:
                 "floor": self._floor,
                 # The optimizer's arrival log and clusters (its base groups follow the CQL).
                 "groups": self._groups.state(),
+                # What each text's MASTER queries chose to share depended on (see _execute).
+                "share_inputs": self._share_inputs,
+                "pushes": self._pushes,
             }
         ).encode()
         try:
@@ -1429,8 +1506,14 @@ class Engine:
                     for d in drops
                 ):
                     raise ValueError("its dropped queries are not a list of [position, name]")
+                # (A snapshot older than MASTER sharing planned every MASTER query alone.)
+                eng._master_shares.enabled = eng.mqo and "share_inputs" in saved
+                inputs = saved.get("share_inputs") or [None] * len(cql)
+                if not isinstance(inputs, list) or len(inputs) != len(cql):
+                    raise ValueError("its sharing inputs do not match its scripts")
                 for k, (text, registered_late) in enumerate(zip(cql, late, strict=True)):
                     eng._running = registered_late  # each text planned as it was
+                    eng._replay_share_inputs(inputs[k])
                     eng.execute(text)
                     for at, name in drops:
                         if at == k + 1:
@@ -1452,7 +1535,12 @@ class Engine:
             )
             if not ints:
                 raise ValueError("its clocks' state is not a clock's")
+            eng._master_shares.enabled = eng.mqo
             eng._clocks, eng._progress, eng._floor = clocks, progress, floor
+            pushes = saved.get("pushes", {})
+            if not isinstance(pushes, dict) or not all(type(v) is int for v in pushes.values()):
+                raise ValueError("its push counts are not counts")
+            eng._pushes = pushes
             eng._groups.load(saved.get("groups"))
         except (CQError, TypeError, ValueError) as e:
             # The bytes pass the checksum (which anyone can compute: they may still be damaged), but
