@@ -430,6 +430,7 @@ class Engine:
         self._plans: list[str] = []
         self._advanced: int | None = None  # the last advance(), for engines built before any plan
         self._subscribers: dict[str, list[_Subscriber]] = {}
+        self._watched: list[str] | None = None  # the subscribed queries as the core has them
         self._backlogged: set[str] = set()  # queries whose callbacks raised at the last delivery
         # push_row's inputs as the caller names them: (registered name, declared column names).
         self._row_inputs: dict[str, tuple[str, tuple[str, ...]]] = {}
@@ -466,6 +467,7 @@ class Engine:
         # those of a query registered later by them).
         self._master_shares = MasterShares(enabled=self.mqo, negative=self.lifetime == "negative")
         self._pushes: dict[str, int] = {}
+        self._base_groups: tuple[list[str], list[list[int]]] = ([], [])
         # For each text of _cql, what its sharing choices read (pushes, progress, floor), so that
         # a restored engine plans it the same way.
         self._share_inputs: list[dict[str, Any]] = []
@@ -576,7 +578,16 @@ class Engine:
         if not new:
             return
         profiles = self._groups.profiles + new
-        for group in base_groups(profiles, self._theta1):
+        # The groups of the queries registered before, kept while no query was dropped: one
+        # registration places one query, not every query again.
+        cached, groups_before = self._base_groups
+        known = groups_before if cached == [p.name for p in self._groups.profiles] else None
+        groups = base_groups(profiles, self._theta1, known)
+        self._base_groups = ([p.name for p in profiles], groups)
+        first_new = len(self._groups.profiles)
+        for group in groups:
+            if group[-1] < first_new:
+                continue  # (no query of this script in it)
             names = [profiles[k].name for k in group]
             widths: dict[str, int | None] = {}
             for k in group:
@@ -1685,7 +1696,10 @@ class Engine:
             return [(n, subs, self._drain(n)) for n, subs in self._subscribers.items()]
         names = list(self._subscribers)
         try:
-            drained = self._core.drain_each(names)
+            if names != self._watched:  # (the core keeps the list between calls)
+                self._core.watch(names)
+                self._watched = names
+            drained = self._core.drain_watched()
         except _core.CoreError as e:
             raise _core_error(e) from None
         batches = {

@@ -108,7 +108,9 @@ def _compatible(p: QueryProfile, q: QueryProfile, theta1: float) -> bool:
     )
 
 
-def base_groups(profiles: list[QueryProfile], theta1: float) -> list[list[int]]:
+def base_groups(
+    profiles: list[QueryProfile], theta1: float, known: list[list[int]] | None = None
+) -> list[list[int]]:
     """§4.2's base groups, as lists of indices into ``profiles`` (registration order): every two
     queries of a group have equal masters, a common source, and on each common source a window
     ratio ≥ θ1. That relation is not transitive, so a query joins the first group (in order of
@@ -119,11 +121,22 @@ def base_groups(profiles: list[QueryProfile], theta1: float) -> list[list[int]]:
     >>> c = QueryProfile("c", frozenset({"s"}), {"x": 4.0})
     >>> base_groups([a, b, c], 0.5)  # c agrees with b (4/6) but not with a (4/10)
     [[0, 1], [2]]
+
+    ``known``: the groups of a prefix of ``profiles`` (as this function made them): only the
+    queries after it are placed (an engine registering queries one by one).
+
+    >>> base_groups([a, b, c], 0.5, known=[[0, 1]])
+    [[0, 1], [2]]
     """
-    groups: list[list[int]] = []
-    for k, p in enumerate(profiles):
+    groups = [list(g) for g in known] if known else []
+    first = sum(len(g) for g in groups)
+    for k in range(first, len(profiles)):
+        p = profiles[k]
         for g in groups:
-            if all(_compatible(profiles[m], p, theta1) for m in g):
+            # (equal masters first: the cheap test that rules most groups out)
+            if profiles[g[0]].masters == p.masters and all(
+                _compatible(profiles[m], p, theta1) for m in g
+            ):
                 g.append(k)
                 break
         else:
