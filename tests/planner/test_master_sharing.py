@@ -118,7 +118,7 @@ def _expected(streams, queries, k):
     final = max(rows + [q[6][0] for q in queries if q[6][0] is not None and q[6][1]] + [-(2**62)])
     cols = (lambda v: (v[0][1], v[0][0], v[1][1])) if join else (lambda v: (v[0][1], v[0][0]))
     # The relation's tuples as the query sees them: whole at its registration, each alive from
-    # max(insert, p) (SPEC §4: p the progress then; before any input, -inf).
+    # max(insert, p) (SEMANTICS.md §4.5: p the progress then; before any input, -inf).
     p = (since, 0) if since is not None else (-math.inf, 0)
     rel = [
         (max((t, 0), p), (d, 0) if d is not None else INF, (k, z)) for t, (k, z), d in streams["r"]
