@@ -24,6 +24,7 @@ CONFIGS = [
     ("dts", "negative"),
     ("heartbeat", "direct"),
     ("heartbeat", "negative"),
+    ("dts-published", "direct"),  # hybrid=False: every operator in its row form
 ]
 CLOCKS = {"c1": (3, 1), "c2": (4, 0)}
 WINDOWS = {
@@ -74,7 +75,10 @@ def _run(config, streams, queries, mqo, snapshot_at):
     """Rows pushed in time order (one push per row); query k registered before the first row at
     or after its ``at`` (after advance(at) when ``advanced``, else right there), or after all."""
     executor, lifetime = config
-    eng = cq_py.Engine(executor=executor, lifetime=lifetime, threads=1, mqo=mqo)
+    hybrid = executor != "dts-published"
+    eng = cq_py.Engine(
+        executor=executor.split("-")[0], lifetime=lifetime, hybrid=hybrid, threads=1, mqo=mqo
+    )
     eng.execute(SETUP)
     rows = sorted(
         [(t, name, vals) for name, rs in streams.items() if name != "r" for t, vals in rs]
@@ -96,7 +100,7 @@ def _run(config, streams, queries, mqo, snapshot_at):
     for t, name, vals in rows:
         register_upto(t)
         eng.push(name, [{**dict(zip(COLUMNS[name], vals, strict=True)), "ts": t}])
-        if snapshot_at is not None and t >= snapshot_at and executor == "dts":
+        if snapshot_at is not None and t >= snapshot_at and executor.startswith("dts"):
             snapshot_at = None
             eng = cq_py.Engine.restore(eng.snapshot())
     register_upto(2**40)
