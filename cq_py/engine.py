@@ -799,8 +799,21 @@ class Engine:
             ),
             "  base groups: " + "; ".join(", ".join(b) for b in g["base_groups"]),
             f"  clusters ({where}): " + "; ".join(", ".join(c) for c in g["clusters"]),
-            "  (operators are not shared across a group yet: each query runs its own plan)",
         ]
+        parts = [p for p in self._master_shares.parts if len(p.members) > 1]
+        if parts:
+            lines.append(
+                "  shared parts (§4.4; windows and joins planned once, each member reading them "
+                "through its own master trigger):"
+            )
+            for p in parts:
+                widths = ", ".join(
+                    f"{s} {'unbounded' if w is None else '[Now]' if w == 0 else f'[Range {w}]'}"
+                    for s, w in p.widths.items()
+                )
+                lines.append(f"    #{p.node} ({widths}): {', '.join(p.members)}")
+        else:
+            lines.append("  shared parts (§4.4): none (no two queries of a base group share)")
         return "\n".join(lines) + "\n"
 
     def shared_joins(self) -> list[dict[str, Any]]:
