@@ -179,11 +179,25 @@ def jaccard(a: np.ndarray, b: np.ndarray) -> float:
     >>> jaccard(np.array([1, 2, 3]), np.array([2, 3, 4])), jaccard(np.array([]), np.array([]))
     (0.5, 1.0)
     """
-    ua, ub = np.unique(a), np.unique(b)
-    union = len(np.union1d(ua, ub))
-    if union == 0:
+    ua, ub = _distinct(a), _distinct(b)
+    if len(ua) + len(ub) == 0:
         return 1.0
-    return len(np.intersect1d(ua, ub, assume_unique=True)) / union
+    common = len(np.intersect1d(ua, ub, assume_unique=True))
+    return common / (len(ua) + len(ub) - common)
+
+
+def _distinct(a: np.ndarray) -> np.ndarray:
+    """The distinct values of ``a``, sorted: USE sets come sorted (the log is), so a look at
+    neighbours does what np.unique's hashing would, at every pair of groups a clustering compares.
+
+    >>> _distinct(np.array([1, 1, 2, 5, 5])), _distinct(np.array([3, 1, 3]))
+    (array([1, 2, 5]), array([1, 3]))
+    """
+    if len(a) < 2:
+        return a
+    if not (a[1:] >= a[:-1]).all():
+        return np.unique(a)
+    return a[np.concatenate(([True], a[1:] != a[:-1]))]
 
 
 def similarity(uses_1: dict[str, np.ndarray] | None, uses_2: dict[str, np.ndarray] | None) -> float:
