@@ -218,6 +218,39 @@ def similarity(uses_1: dict[str, np.ndarray] | None, uses_2: dict[str, np.ndarra
     return min(jaccard(uses_1[i], uses_2[i]) for i in sorted(common))
 
 
+def similarity_matrix(uses: list[dict[str, np.ndarray] | None]) -> np.ndarray:
+    """:func:`similarity` of every pair of base groups at once (the diagonal 1): per stream, each
+    group's USE set as a row of membership over the stream's distinct arrivals, and the sizes of
+    all intersections as one product of that matrix with itself.
+
+    >>> u = [{"a": np.array([1, 2])}, {"a": np.array([2]), "b": np.array([7])}, None]
+    >>> similarity_matrix(u)
+    array([[1. , 0.5, 0. ],
+           [0.5, 1. , 0. ],
+           [0. , 0. , 1. ]])
+    """
+    n = len(uses)
+    sim = np.full((n, n), np.inf)
+    common = np.zeros((n, n), dtype=bool)
+    for stream in sorted({s for u in uses if u is not None for s in u}):
+        rows = [k for k, u in enumerate(uses) if u is not None and stream in u]
+        sets = [_distinct(uses[k][stream]) for k in rows]  # type: ignore[index]
+        universe = np.unique(np.concatenate(sets)) if sets else np.empty(0, np.int64)
+        member = np.zeros((len(rows), len(universe)))
+        for r, s in enumerate(sets):
+            member[r, np.searchsorted(universe, s)] = 1.0
+        inter = member @ member.T
+        size = member.sum(axis=1)
+        union = size[:, None] + size[None, :] - inter
+        jac = np.where(union == 0, 1.0, inter / np.where(union == 0, 1.0, union))
+        idx = np.ix_(rows, rows)
+        sim[idx] = np.minimum(sim[idx], jac)
+        common[idx] = True
+    sim = np.where(common, sim, 0.0)
+    np.fill_diagonal(sim, 1.0)
+    return sim
+
+
 def complete_linkage(sim: np.ndarray, theta2: float) -> list[list[int]]:
     """Agglomerative clustering with complete linkage (a cluster's similarity to another is the
     least similarity of their members), merging the most similar pair while it is ≥ θ2, so that
