@@ -4,9 +4,9 @@ Queries whose FROM reads the same streams and tables joined on the same conditio
 same join over different windows. The first of a base group (cq_py/optimizer: equal masters,
 comparable windows) plans the join once over the group's widest windows, each stream row's
 arrival kept as a column (the window's input gets a ``start()`` column); every member then reads
-that relation through its own master trigger, which keeps a tuple only when each of its arrivals
-lies in the member's own window at the run (``a > τ − width``) and came after the member
-registered, and applies the member's other predicates and select list above it. So each query
+that relation through its own filters (the member's other predicates) and master trigger, which
+keeps a tuple only when each of its arrivals lies in the member's own window at the run
+(``a > τ − width``) and came after the member registered; its select list follows. So each query
 gets exactly its own result (issue 31's semantics), while the windows, the joins and the table's
 cached view exist once per group: operators with equal parameters merged, master = union (every
 member's trigger reads the one relation), window = maximum.

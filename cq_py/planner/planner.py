@@ -633,7 +633,9 @@ class Planner:
                         "from": since,
                     }
                 )
-        rel = self.cat.nodes[part.node]
+        # The member's own conjuncts first: its trigger then keeps only the tuples they pass (a
+        # filter commutes with the trigger, which emits tuples of its input unchanged).
+        rel = self._filters(self.cat.nodes[part.node], own_preds, owner)
         label = f"Master {', '.join(m.name for m in q.masters)} over the shared #{part.node}"
         current = self._add(
             Node(
@@ -649,7 +651,6 @@ class Planner:
                 label=label,
             )
         )
-        current = self._filters(current, own_preds, owner)
         items = [(binder.bind(i.expr), i) for i in sel.items]
         names = [i.alias or self._default_name(e) for e, i in items]
         seen: set[str] = set()
