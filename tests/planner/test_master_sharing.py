@@ -71,13 +71,20 @@ def _changes(rel):
     return sorted(out, key=lambda c: (c[0], c[3] == "+"))
 
 
-def _run(config, streams, queries, mqo, snapshot_at):
+def _run(config, streams, queries, mqo, snapshot_at, recluster_at=None):
     """Rows pushed in time order (one push per row); query k registered before the first row at
-    or after its ``at`` (after advance(at) when ``advanced``, else right there), or after all."""
+    or after its ``at`` (after advance(at) when ``advanced``, else right there), or after all.
+    The optimizer's log period is 3 ticks (it clusters during the run); recluster() is called
+    before the first row at or after ``recluster_at``."""
     executor, lifetime = config
     hybrid = executor != "dts-published"
     eng = cq_py.Engine(
-        executor=executor.split("-")[0], lifetime=lifetime, hybrid=hybrid, threads=1, mqo=mqo
+        executor=executor.split("-")[0],
+        lifetime=lifetime,
+        hybrid=hybrid,
+        threads=1,
+        mqo=mqo,
+        log_period=0.003,
     )
     eng.execute(SETUP)
     rows = sorted(
@@ -99,6 +106,9 @@ def _run(config, streams, queries, mqo, snapshot_at):
 
     for t, name, vals in rows:
         register_upto(t)
+        if recluster_at is not None and t >= recluster_at:
+            recluster_at = None
+            eng.recluster()
         eng.push(name, [{**dict(zip(COLUMNS[name], vals, strict=True)), "ts": t}])
         if snapshot_at is not None and t >= snapshot_at and executor.startswith("dts"):
             snapshot_at = None
@@ -190,12 +200,13 @@ query = st.tuples(
     r=relation_rows,
     queries=st.lists(query, min_size=2, max_size=4),
     snapshot_at=st.one_of(st.none(), st.integers(0, 13)),
+    recluster_at=st.one_of(st.none(), st.integers(0, 13)),
 )
-def test_each_query_gets_its_own_rows(config, a, b, m, r, queries, snapshot_at) -> None:
+def test_each_query_gets_its_own_rows(config, a, b, m, r, queries, snapshot_at, recluster_at):
     if config[1] == "negative":  # (MASTER over a relation needs lifetime="direct")
         queries = [(q[0], min(q[1], 1), *q[2:]) for q in queries]
     streams = {"a": a, "b": b, "m": m, "r": r}
-    shared, _ = _run(config, streams, queries, True, snapshot_at)
+    shared, _ = _run(config, streams, queries, True, snapshot_at, recluster_at)
     alone, _ = _run(config, streams, queries, False, None)
     for k in range(len(queries)):
         expected = _expected(streams, queries, k)
