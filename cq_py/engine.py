@@ -11,6 +11,7 @@ import contextlib
 import datetime
 import functools
 import json
+import math
 import operator
 import os
 import re
@@ -34,7 +35,7 @@ from cq_py.errors import (
     SnapshotError,
 )
 from cq_py.io.databases import DatabaseError
-from cq_py.optimizer import Clock, QueryGroups, profile_of
+from cq_py.optimizer import Clock, QueryGroups, base_groups, profile_of
 from cq_py.parser import ast, parse
 from cq_py.partitions import Layout, Partitions, split_annex
 from cq_py.planner import Catalog, Planner
@@ -42,6 +43,7 @@ from cq_py.planner import explain as render_plan
 from cq_py.planner import types as T
 from cq_py.planner.expressions import missing_kernels
 from cq_py.planner.logical import Node, QueryDef, StreamDef
+from cq_py.planner.master_sharing import MasterShares, wider
 from cq_py.planner.operators import find
 from cq_py.planner.planner import TIME_UNIT_NS
 from cq_py.rowset import RowSet
@@ -428,6 +430,8 @@ class Engine:
         self._plans: list[str] = []
         self._advanced: int | None = None  # the last advance(), for engines built before any plan
         self._subscribers: dict[str, list[_Subscriber]] = {}
+        self._watched: list[str] | None = None  # the subscribed queries as the core has them
+        self._backlogged: set[str] = set()  # queries whose callbacks raised at the last delivery
         # push_row's inputs as the caller names them: (registered name, declared column names).
         self._row_inputs: dict[str, tuple[str, tuple[str, ...]]] = {}
         # What push_row hands a row in its exact form to: the one engine, or the parts' router.
@@ -458,6 +462,15 @@ class Engine:
             max(1, int(self._log_period * 10**9) // TIME_UNIT_NS[self.time_unit]),
             enabled=self.mqo,
         )
+        # The windows and joins the MASTER queries of a base group share (§4.4,
+        # planner/master_sharing.py), and each stream's pushes so far (a part tells its rows from
+        # those of a query registered later by them).
+        self._master_shares = MasterShares(enabled=self.mqo, negative=self.lifetime == "negative")
+        self._pushes: dict[str, int] = {}
+        self._base_groups: tuple[list[str], list[list[int]]] = ([], [])
+        # For each text of _cql, what its sharing choices read (pushes, progress, floor), so that
+        # a restored engine plans it the same way.
+        self._share_inputs: list[dict[str, Any]] = []
 
     # -- CQL ----------------------------------------------------------------------------------
 
@@ -502,18 +515,89 @@ class Engine:
             share_joins=self.share_joins,
             lifetime=self.lifetime,
             swj_bounded=self._swj.plan_params(self.time_unit),
+            master_shares=self._master_shares,
         )
-        catalog, ops = planner.plan(script)
-        _check_runnable(ops, planner, self.executor)
-        plan = json.dumps({"operators": [op.to_plan() for op in ops]}) if ops else None
+        shares = self._master_shares
+        kept = [(p, list(p.members)) for p in shares.parts]
         try:
-            self._add_plan(plan, catalog)
-        except _core.CoreError as e:
-            raise _core_error(e) from None
+            self._share_groups(script, planner.ticks)
+            catalog, ops = planner.plan(script)
+            _check_runnable(ops, planner, self.executor)
+            plan = json.dumps({"operators": [op.to_plan() for op in ops]}) if ops else None
+            try:
+                self._add_plan(plan, catalog)
+            except _core.CoreError as e:
+                raise _core_error(e) from None
+        except BaseException:
+            shares.parts = [p for p, _ in kept]
+            for p, members in kept:
+                p.members = members
+            raise
+        shares.commit(catalog, len(kept))
+        self._share_inputs.append(
+            {"pushes": dict(self._pushes), "progress": dict(self._progress), "floor": self._floor}
+        )
         self._catalog = catalog
         self._cql.append(cql)
         self._late.append(self._running)
         self._group_queries(script, planner.ticks)
+
+    def _replay_share_inputs(self, inputs: Any) -> None:
+        """Restoring: the pushes, progress and floor a text's sharing choices read when it was
+        first executed (None in snapshots older than sharing, which share nothing)."""
+        if inputs is None:
+            return
+        if not (
+            isinstance(inputs, dict)
+            and all(isinstance(inputs.get(k), dict) for k in ("pushes", "progress"))
+            and type(inputs.get("floor")) is int
+            and all(type(v) is int for k in ("pushes", "progress") for v in inputs[k].values())
+        ):
+            raise ValueError("its sharing inputs are not counts and ticks")
+        self._pushes, self._progress, self._floor = (
+            dict(inputs["pushes"]),
+            dict(inputs["progress"]),
+            inputs["floor"],
+        )
+
+    def _share_groups(self, script: ast.Script, ticks: Callable[[ast.Duration], int]) -> None:
+        """For the planner: the base group each MASTER query of ``script`` joins (its first
+        member, and each stream's widest window in it), and how far the streams have come."""
+        shares = self._master_shares
+        shares.groups = {}
+        if not self.mqo:
+            return
+        shares.pushed = dict(self._pushes)
+        shares.last_row = dict(self._progress)
+        shares.floor = self._floor if self._floor > MIN_TICK else None
+        new = [
+            profile_of(st.name, st.query, ticks)
+            for st in script.statements
+            if isinstance(st, ast.RegisterQuery) and isinstance(st.query, ast.Master)
+        ]
+        if not new:
+            return
+        profiles = self._groups.profiles + new
+        # The groups of the queries registered before, kept while no query was dropped: one
+        # registration places one query, not every query again.
+        cached, groups_before = self._base_groups
+        known = groups_before if cached == [p.name for p in self._groups.profiles] else None
+        groups = base_groups(profiles, self._theta1, known)
+        self._base_groups = ([p.name for p in profiles], groups)
+        first_new = len(self._groups.profiles)
+        for group in groups:
+            if group[-1] < first_new:
+                continue  # (no query of this script in it)
+            names = [profiles[k].name for k in group]
+            widths: dict[str, int | None] = {}
+            for k in group:
+                for stream, w in profiles[k].widths.items():
+                    if w is None:
+                        continue
+                    ticks_w = None if math.isinf(w) else int(w)
+                    widths[stream] = wider(widths.get(stream, ticks_w), ticks_w)
+            for n in names:
+                shares.groups[n.lower()] = (names[0].lower(), widths)
 
     def _group_queries(self, script: ast.Script, ticks: Callable[[ast.Duration], int]) -> None:
         """The MASTER queries ``script`` registered join the optimizer's base groups (``ticks``:
@@ -715,8 +799,21 @@ class Engine:
             ),
             "  base groups: " + "; ".join(", ".join(b) for b in g["base_groups"]),
             f"  clusters ({where}): " + "; ".join(", ".join(c) for c in g["clusters"]),
-            "  (operators are not shared across a group yet: each query runs its own plan)",
         ]
+        parts = [p for p in self._master_shares.parts if len(p.members) > 1]
+        if parts:
+            lines.append(
+                "  shared parts (§4.4; windows and joins planned once, each member reading them "
+                "through its own master trigger):"
+            )
+            for p in parts:
+                widths = ", ".join(
+                    f"{s} {'unbounded' if w is None else '[Now]' if w == 0 else f'[Range {w}]'}"
+                    for s, w in p.widths.items()
+                )
+                lines.append(f"    #{p.node} ({widths}): {', '.join(p.members)}")
+        else:
+            lines.append("  shared parts (§4.4): none (no two queries of a base group share)")
         return "\n".join(lines) + "\n"
 
     def shared_joins(self) -> list[dict[str, Any]]:
@@ -901,6 +998,7 @@ class Engine:
     def _moved(self, name: str, tick: int) -> None:
         """Input ``name`` reached ``tick``: the tables and the clocks follow."""
         key = name.lower()
+        self._pushes[key] = self._pushes.get(key, 0) + 1
         if tick > self._progress.get(key, MIN_TICK):
             self._progress[key] = tick
         if self._tables:
@@ -940,9 +1038,11 @@ class Engine:
             return
         cores = self._parts.cores if self._parts is not None else [self._core]
         try:
+            names = []
             for key, state in self._clocks.items():
                 every, first = state
                 name = self._catalog.streams[key].name
+                names.append(name)
                 if first < upto:
                     ticks = np.arange(first, upto, every, dtype=np.int64)
                     state[1] = int(ticks[-1]) + every
@@ -951,8 +1051,8 @@ class Engine:
                         self._core.push(name, [batch.__arrow_c_array__()])
                     else:
                         self._parts.push(name, [batch])
-                for core in cores:
-                    core.advance_input(name, upto)
+            for core in cores:  # (one run of the operators for every clock)
+                core.advance_inputs(names, upto)
         except _core.CoreError as e:
             raise self._stopped(e, "ticking the clocks") from None
 
@@ -1231,6 +1331,7 @@ class Engine:
         self._drops.append((len(self._cql), q.name))
         self._dropped.add(key)
         self._groups.remove(q.name)
+        self._master_shares.forget(set(self._catalog.nodes))
         self._subscribers.pop(q.name, None)
         for rs in self._rowsets.pop(q.name, []):
             rs.stopped = True
@@ -1344,6 +1445,9 @@ class Engine:
                 "floor": self._floor,
                 # The optimizer's arrival log and clusters (its base groups follow the CQL).
                 "groups": self._groups.state(),
+                # What each text's MASTER queries chose to share depended on (see _execute).
+                "share_inputs": self._share_inputs,
+                "pushes": self._pushes,
             }
         ).encode()
         try:
@@ -1426,8 +1530,14 @@ class Engine:
                     for d in drops
                 ):
                     raise ValueError("its dropped queries are not a list of [position, name]")
+                # (A snapshot older than MASTER sharing planned every MASTER query alone.)
+                eng._master_shares.enabled = eng.mqo and "share_inputs" in saved
+                inputs = saved.get("share_inputs") or [None] * len(cql)
+                if not isinstance(inputs, list) or len(inputs) != len(cql):
+                    raise ValueError("its sharing inputs do not match its scripts")
                 for k, (text, registered_late) in enumerate(zip(cql, late, strict=True)):
                     eng._running = registered_late  # each text planned as it was
+                    eng._replay_share_inputs(inputs[k])
                     eng.execute(text)
                     for at, name in drops:
                         if at == k + 1:
@@ -1449,7 +1559,12 @@ class Engine:
             )
             if not ints:
                 raise ValueError("its clocks' state is not a clock's")
+            eng._master_shares.enabled = eng.mqo
             eng._clocks, eng._progress, eng._floor = clocks, progress, floor
+            pushes = saved.get("pushes", {})
+            if not isinstance(pushes, dict) or not all(type(v) is int for v in pushes.values()):
+                raise ValueError("its push counts are not counts")
+            eng._pushes = pushes
             eng._groups.load(saved.get("groups"))
         except (CQError, TypeError, ValueError) as e:
             # The bytes pass the checksum (which anyone can compute: they may still be damaged), but
@@ -1587,6 +1702,28 @@ class Engine:
             raise _core_error(e) from None
         return [pa.RecordBatch._import_from_c_capsule(s, a) for s, a in caps]
 
+    def _drain_subscribed(self) -> list[tuple[str, list[_Subscriber], list[pa.RecordBatch]]]:
+        """Every subscribed query's new batches: one core call for all of them on one engine
+        (only the queries with rows come back), a merge per query on several."""
+        if self._parts is not None:
+            return [(n, subs, self._drain(n)) for n, subs in self._subscribers.items()]
+        names = list(self._subscribers)
+        try:
+            if names != self._watched:  # (the core keeps the list between calls)
+                self._core.watch(names)
+                self._watched = names
+            drained = self._core.drain_watched()
+        except _core.CoreError as e:
+            raise _core_error(e) from None
+        batches = {
+            k: [pa.RecordBatch._import_from_c_capsule(s, a) for s, a in caps] for k, caps in drained
+        }
+        # A query without new rows is served too when a callback left a backlog (delivered again).
+        for n in self._backlogged:
+            if n in self._subscribers:
+                batches.setdefault(names.index(n), [])
+        return [(names[k], self._subscribers[names[k]], batches[k]) for k in sorted(batches)]
+
     def _stopped(self, e: _core.CoreError, call: str) -> CQError | RuntimeError:
         """The exception for a core error while data moved. After a runaway loop the subscribers
         first get what was final before the call (what fetch() returns); should a callback raise
@@ -1603,8 +1740,10 @@ class Engine:
         next time, or fetched); the others are served all the same, then the first failure is
         raised as a :class:`CallbackError` saying that ``call`` was applied."""
         failures: list[tuple[str, _Subscriber, Exception]] = []
-        for name, subscribers in self._subscribers.items():
-            batches = self._drain(name)
+        served = self._drain_subscribed()
+        # Until every callback has returned (an interrupt may leave backlogs anywhere).
+        self._backlogged.update(name for name, _, _ in served)
+        for name, subscribers, batches in served:
             # Queued for every subscriber before any is called, so that an interrupt inside a
             # callback loses nothing either.
             for sub in subscribers:
@@ -1617,6 +1756,7 @@ class Engine:
                         failures.append((name, sub, e))
                         break
                     sub.backlog.popleft()
+        self._backlogged = {name for name, _, _ in failures}
         if self._rowsets:
             self._dispatch_rowsets(call, bool(failures))
         if failures:
