@@ -51,6 +51,7 @@ FLOORS: list[list[str]] = [
     # Engine(threads=N): one core engine per part of the input; REGISTER TABLE's cached views.
     ["cq_py/partitions.py", "cq_py/tables.py", "cq_py/rowset.py"],
     ["cq_py/engine.py"],
+    ["cq_py/replay.py"],  # a paced replay of input files through an Engine (cq replay)
     ["cq_py/__init__.py"],
     ["cq_py/spark/tagging.py"],  # the united DataFrame both Spark runners build
     ["cq_py/spark/streaming.py", "cq_py/spark/files.py"],

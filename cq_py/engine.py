@@ -704,6 +704,22 @@ class Engine:
             )
         return Layout.of(plan, self._layout.parts, catalog)
 
+    def clock_ticks(self, start: int, stop: int) -> list[int]:
+        """The ticks of every registered clock (``REGISTER CLOCK``) in [start, stop), in order,
+        each once: the instants a paced replay must reach besides its inputs' rows.
+
+        >>> eng = Engine()
+        >>> eng.execute("REGISTER CLOCK c EVERY 10 OFFSET 5; REGISTER CLOCK d EVERY 15;")
+        >>> eng.clock_ticks(0, 40)
+        [0, 5, 15, 25, 30, 35]
+        """
+        ticks = [
+            Clock(s.every, s.offset).ticks(start, stop)
+            for s in self._catalog.streams.values()
+            if s.origin == "clock"
+        ]
+        return np.unique(np.concatenate(ticks)).tolist() if ticks else []
+
     def stream_names(self) -> list[str]:
         """Names of the registered inputs — streams and relations — in registration order."""
         return [s.name for s in self._catalog.streams.values()]
