@@ -240,3 +240,36 @@ def test_a_base_group_shares_one_join_and_each_query_keeps_its_windows() -> None
     alone, explain_alone = _run(("dts", "direct"), streams, queries, False, None)
     assert got == alone
     assert "over the shared" not in explain_alone
+
+
+def test_dropping_members_keeps_the_part_for_the_others_and_frees_it_with_the_last():
+    eng = cq_py.Engine(threads=1)
+    eng.execute(SETUP)
+    q = (
+        "REGISTER QUERY {} AS MASTER m SELECT a.v AS v FROM a [Range {}], b [Range 6] "
+        "WHERE a.k = b.k;"
+    )
+    eng.execute(q.format("q0", 6))
+    eng.execute(q.format("q1", 5))
+    eng.execute(q.format("q2", 4))
+    explain = eng.explain()
+    assert sorted(Counter(re.findall(r"over the shared #(\d+)", explain)).values()) == [3]
+    eng.push("a", [{"k": 1, "v": 10, "ts": 1}])
+    eng.push("b", [{"k": 1, "w": 0, "ts": 2}])
+    eng.drop("q0")  # the part's first member
+    eng.push("m", [{"x": 0, "ts": 4}])
+    eng.advance(5)  # (the run at 4 is decided once every input is past it)
+    assert eng.fetch("q1")["v"].to_pylist() == [10]
+    assert eng.fetch("q2")["v"].to_pylist() == [10]
+    eng.drop("q1")
+    eng.drop("q2")
+    operators = len(re.findall(r"^\s+#\d+ ", eng.explain(), re.M))
+    assert "over the shared" not in eng.explain()
+    # A query registered now gets a part of its own (the old one went with its last member).
+    eng.execute(q.format("q3", 6))
+    assert len(re.findall(r"^\s+#\d+ ", eng.explain(), re.M)) > operators
+    eng.push("a", [{"k": 1, "v": 20, "ts": 6}])
+    eng.push("b", [{"k": 1, "w": 0, "ts": 6}])
+    eng.push("m", [{"x": 0, "ts": 7}])
+    eng.close()
+    assert eng.fetch("q3")["v"].to_pylist() == [20]
