@@ -418,7 +418,8 @@ def run_command(
                 f"streams and relations: {known}",
                 param_hint="'--input'",
             )
-    _check_inputs_cover(script, streams, inputs, no_input)
+    fed = {s.lower(): s for s in eng.input_names()}
+    _check_inputs_cover(script, fed, inputs, no_input)
     relations = set(eng.relation_names())
     if spark_master is not None:
         _run_on_spark(
@@ -533,7 +534,8 @@ def replay_command(
                 f"streams and relations: {known}",
                 param_hint="'--input'",
             )
-    _check_inputs_cover(script, streams, inputs, False)
+    fed = {s.lower(): s for s in eng.input_names()}
+    _check_inputs_cover(script, fed, inputs, False)
     relations = set(eng.relation_names())
     rows = [0]
     for query in eng.query_names():

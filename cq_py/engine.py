@@ -720,6 +720,19 @@ class Engine:
         ]
         return np.unique(np.concatenate(ticks)).tolist() if ticks else []
 
+    def input_names(self) -> list[str]:
+        """Names of the inputs a caller feeds — streams and relations, not clocks (which tick by
+        themselves) nor database tables (read from their database) — in registration order.
+
+        >>> eng = Engine()
+        >>> eng.execute("REGISTER STREAM s(a INT); REGISTER CLOCK c EVERY 10;")
+        >>> eng.stream_names(), eng.input_names()
+        (['s', 'c'], ['s'])
+        """
+        return [
+            s.name for s in self._catalog.streams.values() if s.origin not in ("clock", "table")
+        ]
+
     def stream_names(self) -> list[str]:
         """Names of the registered inputs — streams and relations — in registration order."""
         return [s.name for s in self._catalog.streams.values()]

@@ -324,6 +324,15 @@ def test_a_stream_left_without_input_is_warned_about(tmp_path: Path) -> None:
     assert "cq: warning: no --input for 'other': it stays empty" in result.stderr
 
 
+def test_a_clock_needs_no_input_and_is_not_warned_about(tmp_path: Path) -> None:
+    # (A clock ticks by itself; it was warned about as an input left empty.)
+    script = tmp_path / "clock.cql"
+    script.write_text(SCRIPT.read_text() + "\nREGISTER CLOCK every_min EVERY 1 MINUTES;\n")
+    result = cq("run", script, "-i", f"readings={READINGS}", "-o", tmp_path / "o")
+    assert result.exit_code == 0, result.output
+    assert "warning" not in result.stderr
+
+
 # -- cq explain -----------------------------------------------------------------------------
 
 
