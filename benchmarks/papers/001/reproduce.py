@@ -255,6 +255,9 @@ def wall_clock_replay(data: workload.Data, qs: list[workload.Query], k: float) -
             check=True,
             capture_output=True,
             text=True,
+            # Not the checkout: `python -m` puts the working directory first on sys.path, and a
+            # checkout's cq_py has no built core (an installed one does).
+            cwd=d,
         )
         print(f"  cq replay: {out.stdout.strip()}")
         lat = pacsv.read_csv(d / "latencies.csv")["latency_ms"].to_numpy()
