@@ -2050,8 +2050,10 @@ def run(
         )
     if not isinstance(ts, str):
         raise ArgumentError(f"run(ts=...) names the timestamp column; found {_found(ts)}")
-    eng = Engine(**engine_options)
-    eng.execute(_cql_text(cql, "run()"))
+    text = _cql_text(cql, "run()")
+    threads = _threads(engine_options.get("threads"))
+    eng = Engine(**{**engine_options, "threads": 1}) if threads > 1 else Engine(**engine_options)
+    eng.execute(text)
     # Unknown names fail before anything runs.
     names = {name: eng._stream(name).name for name in inputs}
     if len(set(names.values())) < len(names):
@@ -2063,6 +2065,20 @@ def run(
         )
     converted = {names[name]: Engine._to_table(data, names[name]) for name, data in inputs.items()}
     tables = {k: v for k, v in converted.items() if v is not None and v.num_rows}
+    if threads > 1:
+        sliced = _run_sliced(eng, text, tables, ts, threads, engine_options)
+        if sliced is not None:
+            return sliced
+        # No time split: the key-partitioned engines (or one, saying why), as Engine(threads=N).
+        eng = Engine(**engine_options)
+        eng.execute(text)
+    _push_all(eng, tables, ts)
+    eng.close()
+    return {q: eng.fetch(q) for q in eng.query_names()}
+
+
+def _push_all(eng: Engine, tables: dict[str, pa.Table], ts: str) -> None:
+    """Pushes ``tables`` (stream name -> rows in time order) to ``eng`` merged in time order."""
     pushed = dict.fromkeys(tables, 0)
     if len(tables) == 1:
         pieces: Iterable[tuple[str, Any]] = tables.items()
@@ -2086,8 +2102,72 @@ def run(
                 f"{e.message} (row {row} of inputs[{name!r}])", stream=name, row=row
             ) from None
         pushed[name] += piece.num_rows
-    eng.close()
-    return {q: eng.fetch(q) for q in eng.query_names()}
+
+
+def _run_sliced(
+    first: Engine,
+    text: str,
+    tables: dict[str, pa.Table],
+    ts: str,
+    threads: int,
+    options: Mapping[str, Any],
+) -> dict[str, pa.Table] | None:
+    """:func:`run` on ``threads`` engines, each over a slice of time of the inputs after a warm-up
+    (:mod:`cq_py.slices`; ``first`` has executed ``text`` and runs the first slice); None when the
+    script or the data allow no time split (the caller runs as ``Engine(threads=N)`` does). Any
+    error of a slice runs the whole again the usual way, which reports it as one engine would."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from cq_py.slices import bounds, cut_by_time, ticks_of, warmup_start
+    from cq_py.spark.slicing import slice_catalog
+
+    plan = slice_catalog(first._catalog)
+    if not plan.sliceable or not tables or first.expose_steps:
+        return None
+    ticks = {n: ticks_of(t.column(ts)) if ts in t.column_names else None for n, t in tables.items()}
+    if any(v is None for v in ticks.values()):
+        return None
+    largest = max(tables, key=lambda n: tables[n].num_rows)
+    cuts = bounds(ticks[largest], threads)  # type: ignore[arg-type]
+    if not cuts:
+        return None
+    # Per slice and input: (warm-up start, slice start, slice end) as rows of the input.
+    rows: list[dict[str, tuple[int, int, int]]] = []
+    for k in range(len(cuts) + 1):
+        spans = {}
+        for name, t in ticks.items():
+            assert t is not None
+            lo = 0 if k == 0 else int(np.searchsorted(t, cuts[k - 1], "left"))
+            hi = len(t) if k == len(cuts) else int(np.searchsorted(t, cuts[k], "left"))
+            if 0 < lo < len(t) and t[lo - 1] > t[lo]:
+                return None  # out of order: the usual run names the row
+            limit = max(hi - lo, 1)  # a warm-up longer than the slice saves nothing
+            warm = warmup_start(t, tables[name], lo, plan.lookback[name], limit) if lo else 0
+            if warm is None:
+                return None
+            spans[name] = (warm, lo, hi)
+        rows.append(spans)
+    engines = [first]
+    for _ in cuts:
+        other = Engine(**{**options, "threads": 1})
+        other.execute(text)
+        engines.append(other)
+
+    def one(k: int) -> dict[str, pa.Table]:
+        eng = engines[k]
+        part = {n: tables[n].slice(w, hi - w) for n, (w, _, hi) in rows[k].items() if hi > w}
+        _push_all(eng, part, ts)
+        eng.close()
+        lo = cuts[k - 1] if k else None
+        hi_t = cuts[k] if k < len(cuts) else None
+        return {q: cut_by_time(eng.fetch(q), lo, hi_t) for q in eng.query_names()}
+
+    try:
+        with ThreadPoolExecutor(len(engines)) as pool:
+            outs = list(pool.map(one, range(len(engines))))
+    except CQError:
+        return None
+    return {q: pa.concat_tables([o[q] for o in outs]) for q in outs[0]}
 
 
 def _merge_by_time(

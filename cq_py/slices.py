@@ -1,0 +1,149 @@
+"""``cq_py.run(..., threads=N)`` split by time: where the input's slices and their warm-ups start.
+
+When the whole input is known and :func:`cq_py.spark.slicing.slice_catalog` bounds how far back
+the script looks, engine k runs the input rows with ts in ``[T_k, T_{k+1})`` after a warm-up of the
+rows just before ``T_k``, and keeps its outputs with ts in ``[T_k, T_{k+1})``. The inputs are sorted
+by ts, so every slice is a zero-copy slice of the input table, and every output a zero-copy slice
+of an engine's output: no hashing of keys, no copy of rows, no merge. This module finds the
+``T_k`` (even shares of the rows of the largest input) and each input's warm-up start, with
+vectorised numpy over the timestamps and, for ``[Partition By k Rows n]``, the key column.
+
+Internal to :func:`cq_py.run` (:mod:`cq_py.engine`), which runs the engines.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from cq_py.spark.slicing import Lookback
+
+__all__ = ["bounds", "cut_by_time", "ticks_of", "warmup_start"]
+
+# The smallest warm-up tried for a [Partition By k Rows n] before doubling it.
+_FIRST_REGION = 4096
+
+
+def ticks_of(column: pa.ChunkedArray) -> np.ndarray | None:
+    """The timestamps of an input as int64 ticks (a view when they are int64 already), or None
+    when they are not integers without nulls (then the input is not split by time).
+
+    >>> ticks_of(pa.chunked_array([[1, 2, 2]])).tolist()
+    [1, 2, 2]
+    """
+    if not pa.types.is_integer(column.type) or column.null_count:
+        return None
+    one = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
+    return np.asarray(one).astype(np.int64, copy=False)
+
+
+def bounds(ts: np.ndarray, parts: int) -> list[int]:
+    """The slices' starts ``T_1 < ... < T_{parts-1}`` (``T_0`` is the beginning of time): the
+    timestamps at even shares of the rows of ``ts``, fewer when equal timestamps make two
+    coincide (a timestamp's rows all go to one slice).
+
+    >>> bounds(np.array([0, 1, 2, 3, 4, 5]), 3)
+    [2, 4]
+    >>> bounds(np.array([7, 7, 7, 7]), 2)
+    []
+    """
+    out: list[int] = []
+    n = len(ts)
+    for k in range(1, parts):
+        t = int(ts[min(n - 1, k * n // parts)])
+        if t > int(ts[0]) and (not out or t > out[-1]):
+            out.append(t)
+    return out
+
+
+def warmup_start(
+    ts: np.ndarray, table: pa.Table, start: int, lookback: Lookback, limit: int
+) -> int | None:
+    """The first row of the warm-up of the slice that starts at row ``start`` of an input (its
+    timestamps ``ts``, its rows ``table``): the union of the rows with ts within
+    ``lookback.ticks`` of the slice's first, the ``lookback.rows`` rows before it, and for each
+    ``(column, n)`` of ``lookback.per_key`` the rows back to where every value of the column met
+    before ``start`` has ``min(n, its rows before start)`` rows. None when that warm-up would be
+    longer than ``limit`` rows (then a time split saves nothing: the caller runs one engine).
+
+    >>> t = pa.table({"k": np.arange(10_000) % 3, "ts": np.arange(10_000)})
+    >>> ts = np.arange(10_000)
+    >>> warmup_start(ts, t, 9_000, Lookback(per_key=(("k", 2),)), 9_000)  # tries 4,096 rows first
+    4904
+    >>> warmup_start(ts, t, 9_000, Lookback(ticks=1, rows=5), 9_000)
+    8995
+    >>> print(warmup_start(ts, t, 9_000, Lookback(rows=3), 2))
+    None
+    """
+    first = start
+    if lookback.ticks:
+        first = min(first, int(np.searchsorted(ts, ts[start] - lookback.ticks, "left")))
+    if lookback.rows:
+        first = min(first, max(0, start - lookback.rows))
+    for column, n in lookback.per_key:
+        if start - first > limit:
+            return None
+        keyed = _keyed_start(table.column(column).slice(0, start), n, start - first, limit)
+        if keyed is None:
+            return None
+        first = min(first, keyed)
+    return None if start - first > limit else first
+
+
+def _keyed_start(keys: pa.ChunkedArray, n: int, known: int, limit: int) -> int | None:
+    """The warm-up start for ``[Partition By key Rows n]`` of the rows ``keys`` before a slice: the
+    shortest suffix, doubling from ``known`` rows, in which every key has min(n, its rows) rows."""
+    codes = _codes(keys)
+    s = len(codes)
+    if s == 0:
+        return 0
+    width = int(codes.max()) + 1
+    need = np.minimum(np.bincount(codes, minlength=width), n)
+    m = max(known, _FIRST_REGION)
+    while True:
+        a = max(0, s - m)
+        if a == 0:
+            return 0 if s <= limit else None
+        if (np.bincount(codes[a:], minlength=width) >= need).all():
+            return a
+        if m > limit:
+            return None
+        m *= 2
+
+
+def _codes(keys: pa.ChunkedArray) -> np.ndarray:
+    """Small non-negative integers, equal for equal keys (nulls one more value): the keys
+    themselves when they are such integers, else their dictionary's indices. Values the engine
+    holds equal but the dictionary tells apart (0.0 and -0.0) only make the warm-up longer."""
+    if pa.types.is_integer(keys.type) and not keys.null_count and len(keys):
+        lo, hi = pc.min_max(keys).values()
+        if lo.as_py() >= 0 and hi.as_py() < (1 << 22):
+            return np.asarray(keys.combine_chunks()).astype(np.int64, copy=False)
+    encoded = pc.dictionary_encode(keys.combine_chunks(), null_encoding="encode")
+    return np.asarray(encoded.indices).astype(np.int64, copy=False)
+
+
+def cut_by_time(table: pa.Table, lo: int | None, hi: int | None) -> pa.Table:
+    """The rows of a stream query's output (in time order) with ``lo <= ts < hi`` (None: no
+    bound), as a zero-copy slice.
+
+    >>> cut_by_time(pa.table({"ts": [1, 2, 2, 3]}), 2, 3).column("ts").to_pylist()
+    [2, 2]
+    """
+    ts = table.column("ts")
+    i = 0 if lo is None else _first_at_or_after(ts, lo)
+    j = table.num_rows if hi is None else _first_at_or_after(ts, hi)
+    return table.slice(i, max(0, j - i))
+
+
+def _first_at_or_after(ts: pa.ChunkedArray, t: int) -> int:
+    offset = 0
+    for chunk in ts.chunks:
+        if len(chunk) == 0:
+            continue
+        values = np.asarray(chunk.cast(pa.int64()))
+        if values[-1] >= t:
+            return offset + int(np.searchsorted(values, t, "left"))
+        offset += len(chunk)
+    return offset
