@@ -2128,12 +2128,17 @@ def _run_sliced(
     if any(v is None for v in ticks.values()):
         return None
     largest = max(tables, key=lambda n: tables[n].num_rows)
-    cuts = bounds(ticks[largest], threads)  # type: ignore[arg-type]
+    big = ticks[largest]
+    assert big is not None
+    cuts = bounds(big, threads)
     if not cuts:
         return None
     # Per slice and input: (warm-up start, slice start, slice end) as rows of the input.
     rows: list[dict[str, tuple[int, int, int]]] = []
+    edges = [0, *(int(np.searchsorted(big, c, "left")) for c in cuts)]
     for k in range(len(cuts) + 1):
+        # A warm-up as long as the slice (of the largest input) saves nothing.
+        limit = (edges[k + 1] if k < len(cuts) else tables[largest].num_rows) - edges[k] - 1
         spans = {}
         for name, t in ticks.items():
             assert t is not None
@@ -2141,8 +2146,8 @@ def _run_sliced(
             hi = len(t) if k == len(cuts) else int(np.searchsorted(t, cuts[k], "left"))
             if 0 < lo < len(t) and t[lo - 1] > t[lo]:
                 return None  # out of order: the usual run names the row
-            limit = max(hi - lo, 1)  # a warm-up longer than the slice saves nothing
-            warm = warmup_start(t, tables[name], lo, plan.lookback[name], limit) if lo else 0
+            lb = plan.lookback[name]
+            warm = warmup_start(t, tables[name], lo, lb, limit, cuts[k - 1]) if lo else 0
             if warm is None:
                 return None
             spans[name] = (warm, lo, hi)

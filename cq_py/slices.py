@@ -21,9 +21,6 @@ from cq_py.spark.slicing import Lookback
 
 __all__ = ["bounds", "cut_by_time", "ticks_of", "warmup_start"]
 
-# The smallest warm-up tried for a [Partition By k Rows n] before doubling it.
-_FIRST_REGION = 4096
-
 
 def ticks_of(column: pa.ChunkedArray) -> np.ndarray | None:
     """The timestamps of an input as int64 ticks (a view when they are int64 already), or None
@@ -58,19 +55,25 @@ def bounds(ts: np.ndarray, parts: int) -> list[int]:
 
 
 def warmup_start(
-    ts: np.ndarray, table: pa.Table, start: int, lookback: Lookback, limit: int
+    ts: np.ndarray,
+    table: pa.Table,
+    start: int,
+    lookback: Lookback,
+    limit: int,
+    at: int | None = None,
 ) -> int | None:
     """The first row of the warm-up of the slice that starts at row ``start`` of an input (its
-    timestamps ``ts``, its rows ``table``): the union of the rows with ts within
-    ``lookback.ticks`` of the slice's first, the ``lookback.rows`` rows before it, and for each
+    timestamps ``ts``, its rows ``table``) and at time ``at`` (T_k: by default the row's ts; an
+    input may have no row at T_k, or none after it): the union of the rows with ts within
+    ``lookback.ticks`` of ``at``, the ``lookback.rows`` rows before it, and for each
     ``(column, n)`` of ``lookback.per_key`` the rows back to where every value of the column met
     before ``start`` has ``min(n, its rows before start)`` rows. None when that warm-up would be
     longer than ``limit`` rows (then a time split saves nothing: the caller runs one engine).
 
     >>> t = pa.table({"k": np.arange(10_000) % 3, "ts": np.arange(10_000)})
     >>> ts = np.arange(10_000)
-    >>> warmup_start(ts, t, 9_000, Lookback(per_key=(("k", 2),)), 9_000)  # tries 4,096 rows first
-    4904
+    >>> warmup_start(ts, t, 9_000, Lookback(per_key=(("k", 2),)), 9_000)  # 6 rows: 2 per key
+    8994
     >>> warmup_start(ts, t, 9_000, Lookback(ticks=1, rows=5), 9_000)
     8995
     >>> print(warmup_start(ts, t, 9_000, Lookback(rows=3), 2))
@@ -78,7 +81,8 @@ def warmup_start(
     """
     first = start
     if lookback.ticks:
-        first = min(first, int(np.searchsorted(ts, ts[start] - lookback.ticks, "left")))
+        t = int(ts[start]) if at is None else at
+        first = min(first, int(np.searchsorted(ts, t - lookback.ticks, "left")))
     if lookback.rows:
         first = min(first, max(0, start - lookback.rows))
     for column, n in lookback.per_key:
@@ -100,16 +104,17 @@ def _keyed_start(keys: pa.ChunkedArray, n: int, known: int, limit: int) -> int |
         return 0
     width = int(codes.max()) + 1
     need = np.minimum(np.bincount(codes, minlength=width), n)
-    m = max(known, _FIRST_REGION)
+    # At least every key's need; then doubling, each try one bincount of the rows it takes.
+    m = max(known, int(need.sum()))
     while True:
         a = max(0, s - m)
         if a == 0:
             return 0 if s <= limit else None
         if (np.bincount(codes[a:], minlength=width) >= need).all():
             return a
-        if m > limit:
+        if m >= limit:
             return None
-        m *= 2
+        m = min(limit, 2 * m)
 
 
 def _codes(keys: pa.ChunkedArray) -> np.ndarray:
