@@ -7,6 +7,7 @@ that cross the boundary as Arrow C Data Interface capsules, without copies.
 from __future__ import annotations
 
 import collections
+import concurrent.futures
 import contextlib
 import datetime
 import functools
@@ -2113,11 +2114,10 @@ def _run_sliced(
     options: Mapping[str, Any],
 ) -> dict[str, pa.Table] | None:
     """:func:`run` on ``threads`` engines, each over a slice of time of the inputs after a warm-up
-    (:mod:`cq_py.slices`; ``first`` has executed ``text`` and runs the first slice); None when the
-    script or the data allow no time split (the caller runs as ``Engine(threads=N)`` does). Any
-    error of a slice runs the whole again the usual way, which reports it as one engine would."""
-    from concurrent.futures import ThreadPoolExecutor
-
+    (:mod:`cq_py.slices`; ``first`` has executed ``text`` and runs the first slice, on the calling
+    thread); None when the script or the data allow no time split (the caller runs as
+    ``Engine(threads=N)`` does). Any error of a slice runs the whole again the usual way, which
+    reports it as one engine would."""
     from cq_py.slices import bounds, cut_by_time, ticks_of, warmup_start
     from cq_py.spark.slicing import slice_catalog
 
@@ -2125,54 +2125,70 @@ def _run_sliced(
     if not plan.sliceable or not tables or first.expose_steps:
         return None
     ticks = {n: ticks_of(t.column(ts)) if ts in t.column_names else None for n, t in tables.items()}
-    if any(v is None for v in ticks.values()):
+    times = {n: t for n, t in ticks.items() if t is not None}
+    if len(times) < len(ticks):
         return None
     largest = max(tables, key=lambda n: tables[n].num_rows)
-    big = ticks[largest]
-    assert big is not None
-    cuts = bounds(big, threads)
+    cuts = bounds(times[largest], threads)
     if not cuts:
         return None
-    # Per slice and input: (warm-up start, slice start, slice end) as rows of the input.
-    rows: list[dict[str, tuple[int, int, int]]] = []
-    edges = [0, *(int(np.searchsorted(big, c, "left")) for c in cuts)]
-    for k in range(len(cuts) + 1):
+    # Each input's slices as rows: slice k is [edges[k], edges[k + 1]).
+    edges = {
+        n: [0, *(int(np.searchsorted(t, c, "left")) for c in cuts), len(t)]
+        for n, t in times.items()
+    }
+    for n, t in times.items():
+        if any(0 < e < len(t) and t[e - 1] > t[e] for e in edges[n]):
+            return None  # out of order: the usual run names the row
+
+    def one(k: int) -> dict[str, pa.Table] | None:
+        """Slice k's outputs; None when its warm-up would be as long as the slice."""
         # A warm-up as long as the slice (of the largest input) saves nothing.
-        limit = (edges[k + 1] if k < len(cuts) else tables[largest].num_rows) - edges[k] - 1
-        spans = {}
-        for name, t in ticks.items():
-            assert t is not None
-            lo = 0 if k == 0 else int(np.searchsorted(t, cuts[k - 1], "left"))
-            hi = len(t) if k == len(cuts) else int(np.searchsorted(t, cuts[k], "left"))
-            if 0 < lo < len(t) and t[lo - 1] > t[lo]:
-                return None  # out of order: the usual run names the row
-            lb = plan.lookback[name]
-            warm = warmup_start(t, tables[name], lo, lb, limit, cuts[k - 1]) if lo else 0
+        limit = edges[largest][k + 1] - edges[largest][k] - 1
+        part = {}
+        for name, t in times.items():
+            lo, hi = edges[name][k], edges[name][k + 1]
+            warm = (
+                warmup_start(t, tables[name], lo, plan.lookback[name], limit, cuts[k - 1])
+                if k
+                else 0
+            )
             if warm is None:
                 return None
-            spans[name] = (warm, lo, hi)
-        rows.append(spans)
-    engines = [first]
-    for _ in cuts:
-        other = Engine(**{**options, "threads": 1})
-        other.execute(text)
-        engines.append(other)
-
-    def one(k: int) -> dict[str, pa.Table]:
-        eng = engines[k]
-        part = {n: tables[n].slice(w, hi - w) for n, (w, _, hi) in rows[k].items() if hi > w}
+            if hi > warm:
+                part[name] = tables[name].slice(warm, hi - warm)
+        if k:
+            eng = Engine(**{**options, "threads": 1})
+            eng.execute(text)
+        else:
+            eng = first
         _push_all(eng, part, ts)
         eng.close()
-        lo = cuts[k - 1] if k else None
+        lo_t = cuts[k - 1] if k else None
         hi_t = cuts[k] if k < len(cuts) else None
-        return {q: cut_by_time(eng.fetch(q), lo, hi_t) for q in eng.query_names()}
+        return {q: cut_by_time(eng.fetch(q), lo_t, hi_t) for q in eng.query_names()}
 
+    # Slices 1.. on the pool's threads (their warm-ups and engines made there, while slice 0 runs
+    # here): the engines release the GIL while they run.
+    pool = _slice_pool()
+    later = [pool.submit(one, k) for k in range(1, len(cuts) + 1)]
     try:
-        with ThreadPoolExecutor(len(engines)) as pool:
-            outs = list(pool.map(one, range(len(engines))))
+        outs = [one(0)] + [f.result() for f in later]
     except CQError:
+        concurrent.futures.wait(later)  # the usual run that follows has the cores
         return None
-    return {q: pa.concat_tables([o[q] for o in outs]) for q in outs[0]}
+    if any(o is None for o in outs):
+        return None
+    return {q: pa.concat_tables([o[q] for o in outs if o is not None]) for q in first.query_names()}
+
+
+@functools.cache
+def _slice_pool() -> Any:
+    """The threads that run the time slices of :func:`run` after the first (kept: starting threads
+    costs a millisecond or two a run)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    return ThreadPoolExecutor(MAX_THREADS - 1, thread_name_prefix="cq-slice")
 
 
 def _merge_by_time(
