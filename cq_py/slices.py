@@ -96,37 +96,43 @@ def warmup_start(
 
 
 def _keyed_start(keys: pa.ChunkedArray, n: int, known: int, limit: int) -> int | None:
-    """The warm-up start for ``[Partition By key Rows n]`` of the rows ``keys`` before a slice: the
-    shortest suffix, doubling from ``known`` rows, in which every key has min(n, its rows) rows."""
-    codes = _codes(keys)
+    """The warm-up start for ``[Partition By key Rows n]`` of the rows ``keys`` before a slice: a
+    suffix, doubling from ``known`` rows, in which every key met before has min(n, its rows)
+    rows. One pass over all the rows (which keys are met), then one count of each suffix tried;
+    keys short of ``n`` rows in the longest suffix allowed are looked for before it (rare keys
+    whose rows all lie in it)."""
+    codes, width = _codes(keys)
     s = len(codes)
     if s == 0:
         return 0
-    width = int(codes.max()) + 1
-    need = np.minimum(np.bincount(codes, minlength=width), n)
-    # At least every key's need; then doubling, each try one bincount of the rows it takes.
-    m = max(known, int(need.sum()))
+    met = np.zeros(width, dtype=bool)
+    met[codes] = True
+    m = min(max(known, n * int(met.sum())), max(limit, 1))
     while True:
         a = max(0, s - m)
         if a == 0:
             return 0 if s <= limit else None
-        if (np.bincount(codes[a:], minlength=width) >= need).all():
+        short = met & (np.bincount(codes[a:], minlength=width) < n)
+        if not short.any():
             return a
         if m >= limit:
-            return None
+            return None if short[codes[:a]].any() else a
         m = min(limit, 2 * m)
 
 
-def _codes(keys: pa.ChunkedArray) -> np.ndarray:
-    """Small non-negative integers, equal for equal keys (nulls one more value): the keys
-    themselves when they are such integers, else their dictionary's indices. Values the engine
-    holds equal but the dictionary tells apart (0.0 and -0.0) only make the warm-up longer."""
-    if pa.types.is_integer(keys.type) and not keys.null_count and len(keys):
-        lo, hi = pc.min_max(keys).values()
-        if lo.as_py() >= 0 and hi.as_py() < (1 << 22):
-            return np.asarray(keys.combine_chunks()).astype(np.int64, copy=False)
-    encoded = pc.dictionary_encode(keys.combine_chunks(), null_encoding="encode")
-    return np.asarray(encoded.indices).astype(np.int64, copy=False)
+def _codes(keys: pa.ChunkedArray) -> tuple[np.ndarray, int]:
+    """Small non-negative integers, equal for equal keys (nulls one more value), and their bound:
+    the keys themselves when they are such integers, else their dictionary's indices. Values the
+    engine holds equal but the dictionary tells apart (0.0 and -0.0) only make the warm-up longer.
+    """
+    one = keys.chunk(0) if keys.num_chunks == 1 else keys.combine_chunks()
+    if pa.types.is_integer(one.type) and not one.null_count and len(one):
+        values = np.asarray(one)
+        lo, hi = int(values.min()), int(values.max())
+        if lo >= 0 and hi < (1 << 22):
+            return values.astype(np.int64, copy=False), hi + 1
+    encoded = pc.dictionary_encode(one, null_encoding="encode")
+    return np.asarray(encoded.indices).astype(np.int64, copy=False), len(encoded.dictionary)
 
 
 def cut_by_time(table: pa.Table, lo: int | None, hi: int | None) -> pa.Table:
