@@ -2114,14 +2114,14 @@ def _run_sliced(
     options: Mapping[str, Any],
 ) -> dict[str, pa.Table] | None:
     """:func:`run` on ``threads`` engines, each over a slice of time of the inputs after a warm-up
-    (:mod:`cq_py.slices`; ``first`` has executed ``text`` and runs the first slice, on the calling
-    thread); None when the script or the data allow no time split (the caller runs as
+    (:mod:`cq_py.time_split`; ``first`` has executed ``text`` and runs the first slice, on the
+    calling thread); None when the script or the data allow no time split (the caller runs as
     ``Engine(threads=N)`` does). Any error of a slice runs the whole again the usual way, which
     reports it as one engine would."""
-    from cq_py.slices import bounds, cut_by_time, ticks_of, warmup_start
-    from cq_py.spark.slicing import slice_catalog
+    from cq_py.spark.lookback import lookback_catalog
+    from cq_py.time_split import bounds, cut_by_time, ticks_of, warmup_start
 
-    plan = slice_catalog(first._catalog)
+    plan = lookback_catalog(first._catalog)
     if not plan.sliceable or not tables or first.expose_steps:
         return None
     ticks = {n: ticks_of(t.column(ts)) if ts in t.column_names else None for n, t in tables.items()}

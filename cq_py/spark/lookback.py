@@ -9,7 +9,7 @@ and no merge. This module proves, from the plan, how much warm-up suffices (a
 
 * ``[Range r]`` looks back ``r`` ticks; ``[Range r Slide s]`` at most ``r + s``; ``[Now]`` nothing.
 * ``[Rows n]`` looks back ``n`` rows; ``[Partition By k Rows n]`` back until every key met
-  before has ``n`` rows (data-dependent: :mod:`cq_py.slices` finds it).
+  before has ``n`` rows (data-dependent: :mod:`cq_py.time_split` finds it).
 * ISTREAM and DSTREAM compare the relation with its value one instant before: the lookback of
   the instant ``T_k - 1``, one tick more.
 * Filters, projections, UNION ALL and joins look back as far as their inputs (the furthest).
@@ -22,7 +22,7 @@ delays and loops, MASTER, RSTREAM (it repeats its relation at every tick: a warm
 when it last did), relation-valued queries (a row's interval would be cut at ``T_k``), windows
 over a query's output (their lookback compounds), and every operator not named here.
 
->>> plan = slice_plan("REGISTER STREAM e(key INT, val INT);"
+>>> plan = lookback_plan("REGISTER STREAM e(key INT, val INT);"
 ...                   "REGISTER QUERY q AS ISTREAM(SELECT key, COUNT(*) AS c FROM e "
 ...                   "[Range 1000 Slide 1000] GROUP BY key);")
 >>> plan.lookback["e"], plan.blocker
@@ -39,7 +39,7 @@ from cq_py.planner import Catalog, Node, Planner
 from cq_py.planner import types as T
 from cq_py.planner.logical import STREAM
 
-__all__ = ["Lookback", "SlicePlan", "slice_catalog", "slice_plan"]
+__all__ = ["Lookback", "LookbackPlan", "lookback_catalog", "lookback_plan"]
 
 # Aggregates whose result depends only on the rows in the window, not on the order they came and
 # went in: COUNT, MIN and MAX of anything; SUM and AVG of integers (an exact 128-bit sum).
@@ -76,7 +76,7 @@ class Lookback:
 
 
 @dataclass(frozen=True)
-class SlicePlan:
+class LookbackPlan:
     """The warm-up of every input (``lookback``), or why the script cannot be split by time
     (``blocker``, then ``lookback`` is empty)."""
 
@@ -93,32 +93,32 @@ class _Refused(Exception):
     """A part of the plan whose lookback cannot be bounded; the message says which."""
 
 
-def slice_plan(cql_text: str, time_unit: str = "ms") -> SlicePlan:
+def lookback_plan(cql_text: str, time_unit: str = "ms") -> LookbackPlan:
     """The time-slicing proof of ``cql_text``: its warm-up per input, or why there is none.
 
-    >>> print(slice_plan("REGISTER STREAM s(k INT, v DOUBLE);"
+    >>> print(lookback_plan("REGISTER STREAM s(k INT, v DOUBLE);"
     ...            "REGISTER QUERY q AS ISTREAM(SELECT k, SUM(v) FROM s [Range 10] GROUP BY k);"
     ...            ).blocker)
     query q: SUM(v) of DOUBLE values is not exact (it depends on the order rows came and went)
     """
     planner = Planner(Catalog(), time_unit, cql_text)
     cat, _ = planner.plan(parse(cql_text))
-    return slice_catalog(cat)
+    return lookback_catalog(cat)
 
 
-def slice_catalog(cat: Catalog) -> SlicePlan:
-    """:func:`slice_plan` of a catalog the planner has built.
+def lookback_catalog(cat: Catalog) -> LookbackPlan:
+    """:func:`lookback_plan` of a catalog the planner has built.
 
     >>> text = "REGISTER STREAM s(k INT); REGISTER QUERY q AS ISTREAM(SELECT k FROM s [Rows 3]);"
     >>> cat, _ = Planner(Catalog(), "ms", text).plan(parse(text))
-    >>> slice_catalog(cat).lookback
+    >>> lookback_catalog(cat).lookback
     {'s': Lookback(ticks=1, rows=3, per_key=())}
     """
     if not cat.nodes:
-        return SlicePlan(blocker="no query is registered")
+        return LookbackPlan(blocker="no query is registered")
     for s in cat.streams.values():
         if s.relation:
-            return SlicePlan(blocker=f"'{s.name}' is a relation (its rows live until deleted)")
+            return LookbackPlan(blocker=f"'{s.name}' is a relation (its rows live until deleted)")
     nodes = cat.nodes
     found: dict[int, dict[str, Lookback]] = {}
     try:
@@ -132,13 +132,13 @@ def slice_catalog(cat: Catalog) -> SlicePlan:
         for node in nodes.values():
             _lookback(node.id, nodes, found, set())
     except _Refused as e:
-        return SlicePlan(blocker=str(e))
+        return LookbackPlan(blocker=str(e))
     total: dict[str, Lookback] = {s.name: Lookback() for s in cat.streams.values()}
     for node in nodes.values():
         if node.op == "sink":
             for name, lb in found[node.id].items():
                 total[name] = total[name].union(lb)
-    return SlicePlan(total)
+    return LookbackPlan(total)
 
 
 def _lookback(

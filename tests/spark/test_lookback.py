@@ -1,7 +1,7 @@
-"""The time-slicing proof (cq_py.spark.slicing): how far back each input's warm-up must reach for
+"""The time-slicing proof (cq_py.spark.lookback): how far back each input's warm-up must reach for
 an engine started at T_k to give the one engine's outputs from T_k on, or why nothing bounds it.
 
-No Spark here: the pass reads the plan only. tests/test_slices.py checks that the warm-ups it
+No Spark here: the pass reads the plan only. tests/test_time_split.py checks that the warm-ups it
 proves do give one engine's results through ``cq_py.run(threads=2)``.
 """
 
@@ -9,14 +9,14 @@ import pytest
 
 from cq_py.parser import parse
 from cq_py.planner import Catalog, Planner
-from cq_py.spark.slicing import Lookback, SlicePlan, slice_catalog, slice_plan
+from cq_py.spark.lookback import Lookback, LookbackPlan, lookback_catalog, lookback_plan
 
 STREAMS = "REGISTER STREAM s(k INT, v INT, x DOUBLE);REGISTER STREAM u(k INT, w INT);"
 
 
-def plan(*queries: str) -> SlicePlan:
+def plan(*queries: str) -> LookbackPlan:
     body = "".join(f"REGISTER QUERY q{i} AS {q};" for i, q in enumerate(queries, 1))
-    return slice_plan(STREAMS + body)
+    return lookback_plan(STREAMS + body)
 
 
 def lookback(*queries: str) -> dict[str, Lookback]:
@@ -97,17 +97,17 @@ def test_a_window_over_a_query_output_is_refused():
 
 
 def test_relations_delays_and_master_are_refused():
-    relation = slice_plan(
+    relation = lookback_plan(
         "REGISTER RELATION r(k INT); REGISTER QUERY q AS ISTREAM(SELECT k FROM r);"
     )
     assert "'r' is a relation" in (relation.blocker or "")
-    looped = slice_plan(
+    looped = lookback_plan(
         "REGISTER STREAM s(k INT);"
         "REGISTER QUERY q AS ISTREAM(SELECT k FROM s [Now] UNION ALL "
         "SELECT k + 1 FROM q [Range 1] WHERE k < 3) <Now>;"
     )
     assert "a window over the output of query q" in (looped.blocker or "")
-    delayed = slice_plan(
+    delayed = lookback_plan(
         "REGISTER STREAM s(k INT);REGISTER QUERY q AS ISTREAM(SELECT k FROM s [Now]) <1>;"
     )
     assert "Delay <1> (1 ticks) cannot be split by time" in (delayed.blocker or "")
@@ -116,7 +116,7 @@ def test_relations_delays_and_master_are_refused():
 def test_a_hand_made_catalog():
     text = STREAMS + "REGISTER QUERY q AS ISTREAM(SELECT k, COUNT(*) FROM s [Rows 3] GROUP BY k);"
     cat, _ = Planner(Catalog(), "ms", text).plan(parse(text))
-    assert slice_catalog(cat).lookback["s"] == Lookback(1, 3)
+    assert lookback_catalog(cat).lookback["s"] == Lookback(1, 3)
     # The same plan with its aggregate made inexact by hand: refused.
     agg = next(n for n in cat.nodes.values() if n.op in ("aggregate", "istream_aggregate"))
     agg.params["aggregates"] = [
@@ -127,7 +127,7 @@ def test_a_hand_made_catalog():
             "arg": {"kind": "column", "index": 2, "type": "float64"},
         }
     ]
-    assert "not exact" in (slice_catalog(cat).blocker or "")
+    assert "not exact" in (lookback_catalog(cat).blocker or "")
     # An operator the pass does not know is refused, by name.
     agg.op, agg.label = "master_trigger", "MASTER"
-    assert "MASTER cannot be split by time" in (slice_catalog(cat).blocker or "")
+    assert "MASTER cannot be split by time" in (lookback_catalog(cat).blocker or "")

@@ -1,5 +1,5 @@
-"""``cq_py.run(threads=N)`` split by time (cq_py/slices.py, the run path in cq_py/engine.py): the
-slices' bounds and warm-ups, then random scripts of windowed aggregates, joins, ISTREAM and
+"""``cq_py.run(threads=N)`` split by time (cq_py/time_split.py, the run path in cq_py/engine.py):
+the bounds and warm-ups, then random scripts of windowed aggregates, joins, ISTREAM and
 DSTREAM over adversarial data giving one engine's outputs exactly (the same bag of rows at every
 timestamp, in time order), and the shapes no warm-up bounds falling back to the usual run."""
 
@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 
 import cq_py
 import cq_py.engine
-from cq_py.slices import bounds, cut_by_time, ticks_of, warmup_start
-from cq_py.spark.slicing import Lookback
+from cq_py.spark.lookback import Lookback
+from cq_py.time_split import bounds, cut_by_time, ticks_of, warmup_start
 
 STREAMS = (
     "REGISTER STREAM e(key BIGINT, val BIGINT, x DOUBLE); REGISTER STREAM f(key BIGINT, w BIGINT);"
@@ -26,7 +26,7 @@ STREAMS = (
 # -- the bounds and warm-ups ---------------------------------------------------------------------
 
 
-def test_bounds_are_even_shares_and_keep_a_timestamp_in_one_slice():
+def test_bounds_are_even_shares_and_keep_a_timestamp_in_one_share():
     ts = np.array([0, 0, 1, 1, 1, 1, 2, 3])
     assert bounds(ts, 2) == [1]  # row 4 has ts 1: the slice starts at ts 1's first row
     assert bounds(ts, 4) == [1, 2]  # two shares fall in ts 1: one bound
@@ -249,7 +249,7 @@ def test_refused_shapes_fall_back_to_the_usual_run(query, monkeypatch):
     assert Counter(one["q"].column(col).to_pylist()) == Counter(two["q"].column(col).to_pylist())
 
 
-def test_a_warm_up_longer_than_the_slice_falls_back(monkeypatch):
+def test_a_warm_up_as_long_as_its_share_falls_back(monkeypatch):
     spy = Spy(monkeypatch)
     script = f"{STREAMS} REGISTER QUERY q AS {W['W5']};"
     e = events(4000, 3, seed=2)

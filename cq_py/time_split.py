@@ -1,6 +1,6 @@
 """``cq_py.run(..., threads=N)`` split by time: where the input's slices and their warm-ups start.
 
-When the whole input is known and :func:`cq_py.spark.slicing.slice_catalog` bounds how far back
+When the whole input is known and :func:`cq_py.spark.lookback.lookback_catalog` bounds how far back
 the script looks, engine k runs the input rows with ts in ``[T_k, T_{k+1})`` after a warm-up of the
 rows just before ``T_k``, and keeps its outputs with ts in ``[T_k, T_{k+1})``. The inputs are sorted
 by ts, so every slice is a zero-copy slice of the input table, and every output a zero-copy slice
@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cq_py.spark.slicing import Lookback
+from cq_py.spark.lookback import Lookback
 
 __all__ = ["bounds", "cut_by_time", "ticks_of", "warmup_start"]
 
