@@ -2014,6 +2014,13 @@ def run(
     the engine runs them ``batch_size`` rows (65,536) at a time, so memory follows the queries'
     state and the output, not the size of the inputs.
 
+    With ``threads`` above 1 (the default: the machine's cores) and a script whose outputs look
+    back a bounded stretch (:func:`cq_py.spark.lookback.lookback_plan`: stream-valued queries over
+    time and row windows, joins, exact aggregates), the inputs are cut in time: each thread's
+    engine runs one stretch after a warm-up of the rows just before it and gives that stretch's
+    outputs, the same as one engine's. Other scripts run as ``Engine(threads=N)`` does (split by
+    a partition key, or on one engine).
+
     Output: a stream-valued query (ISTREAM / DSTREAM / RSTREAM) gives its columns and ``ts``, in
     time order; a relation-valued query gives its columns, ``start`` and ``end`` (the interval in
     which the row is in the relation; ``end`` null: still there at the end), in start order. With
