@@ -280,3 +280,23 @@ def test_an_input_out_of_order_is_reported_as_by_one_engine():
     with pytest.raises(cq_py.InputError) as two:
         cq_py.run(script, data, threads=2)
     assert two.value.row == one.value.row == 2500
+
+
+def test_a_script_reading_a_table_falls_back(tmp_path, monkeypatch):
+    # REGISTER TABLE is a relation the engine refreshes: its rows live until changed.
+    import sqlite3
+
+    db = tmp_path / "t.db"
+    with sqlite3.connect(db) as c:
+        c.execute("CREATE TABLE t (k INTEGER, v TEXT)")
+        c.execute("INSERT INTO t VALUES (1, 'a'), (2, 'b')")
+    spy = Spy(monkeypatch)
+    script = (
+        f"REGISTER TABLE t FROM 'sqlite:///{db}'; {STREAMS}"
+        "REGISTER QUERY q AS ISTREAM(SELECT e.key, t.v FROM e [Range 5], t WHERE e.key = t.k);"
+    )
+    data = {"e": events(3000, 3, seed=4)}
+    one = cq_py.run(script, data, threads=1)
+    assert_same(one, cq_py.run(script, data, threads=2))
+    assert one["q"].num_rows > 100
+    assert spy.sliced == [False]
