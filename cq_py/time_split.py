@@ -107,17 +107,33 @@ def _keyed_start(keys: pa.ChunkedArray, n: int, known: int, limit: int) -> int |
         return 0
     met = np.zeros(width, dtype=bool)
     met[codes] = True
+
+    def enough(m: int) -> bool:
+        return not (met & (np.bincount(codes[s - m :], minlength=width) < n)).any()
+
     m = min(max(known, n * int(met.sum())), max(limit, 1))
+    failed = 0  # the longest suffix known too short
     while True:
         a = max(0, s - m)
         if a == 0:
             return 0 if s <= limit else None
         short = met & (np.bincount(codes[a:], minlength=width) < n)
         if not short.any():
-            return a
+            break
         if m >= limit:
             return None if short[codes[:a]].any() else a
-        m = min(limit, 2 * m)
+        failed, m = m, min(limit, 2 * m)
+    # Halve the gap between a suffix too short and one long enough a few times: the doubling
+    # overshoots by up to half, rows the warm-up would run for nothing.
+    for _ in range(6):
+        mid = (failed + m) // 2
+        if mid <= failed:
+            break
+        if enough(mid):
+            m = mid
+        else:
+            failed = mid
+    return s - m
 
 
 def _codes(keys: pa.ChunkedArray) -> tuple[np.ndarray, int]:
