@@ -2136,7 +2136,9 @@ def _run_sliced(
     if len(times) < len(ticks):
         return None
     largest = max(tables, key=lambda n: tables[n].num_rows)
-    cuts = bounds(times[largest], threads)
+    # A share shorter than a batch is one push for one engine: planning another engine and
+    # handing it to a thread costs more than the share (a few milliseconds).
+    cuts = bounds(times[largest], min(threads, tables[largest].num_rows // first._batch_size))
     if not cuts:
         return None
     # Each input's slices as rows: slice k is [edges[k], edges[k + 1]).

@@ -194,7 +194,7 @@ def scripts(draw) -> str:
     gaps=st.booleans(),
     seed=st.integers(0, 2**16),
     threads=st.sampled_from([2, 3, 4]),
-    batch=st.sampled_from([65_536, 97]),
+    batch=st.sampled_from([1, 97, 500]),
 )
 def test_random_scripts_split_by_time_equal_one_engine(
     script, n, m, keys, gaps, seed, threads, batch, monkeypatch
@@ -223,8 +223,12 @@ def test_most_random_cases_do_split(monkeypatch):
     f = events(1500, 40, 9)
     data = {"e": events(3000, 40, 8, gaps=True), "f": f.rename_columns(["key", "w", "x", "ts"])}
     data["f"] = data["f"].drop_columns(["x"])
-    assert_same(cq_py.run(script, data, threads=1), cq_py.run(script, data, threads=3))
+    one = cq_py.run(script, data, threads=1)
+    assert_same(one, cq_py.run(script, data, threads=3, batch_size=100))
     assert spy.sliced == [True]
+    # Shares shorter than a batch (65,536 rows) are not worth an engine each.
+    assert_same(one, cq_py.run(script, data, threads=3))
+    assert spy.sliced == [True, False]
 
 
 @pytest.mark.parametrize(
@@ -242,7 +246,7 @@ def test_refused_shapes_fall_back_to_the_usual_run(query, monkeypatch):
     script = f"{STREAMS} REGISTER QUERY q AS {query};"
     data = {"e": events(2000, 30, seed=5)}
     one = cq_py.run(script, data, threads=1)
-    two = cq_py.run(script, data, threads=2)
+    two = cq_py.run(script, data, threads=2, batch_size=100)
     assert spy.sliced == [False]
     col = "ts" if "ts" in one["q"].column_names else "start"
     assert one["q"].num_rows == two["q"].num_rows > 0
@@ -256,7 +260,9 @@ def test_a_warm_up_as_long_as_its_share_falls_back(monkeypatch):
     keys = e["key"].to_numpy().copy()
     keys[0] = 77  # a key met once, at the start: the last slice's warm-up is the whole input
     data = {"e": e.set_column(0, "key", pa.array(keys))}
-    assert_same(cq_py.run(script, data, threads=1), cq_py.run(script, data, threads=2))
+    assert_same(
+        cq_py.run(script, data, threads=1), cq_py.run(script, data, threads=2, batch_size=100)
+    )
     assert spy.sliced == [False]
 
 
@@ -265,7 +271,9 @@ def test_timestamps_as_arrow_timestamps_fall_back(monkeypatch):
     script = f"{STREAMS} REGISTER QUERY q AS {W['W3']};"
     e = events(3000, 5, seed=2)
     data = {"e": e.set_column(3, "ts", e["ts"].cast(pa.timestamp("ms")))}
-    assert_same(cq_py.run(script, data, threads=1), cq_py.run(script, data, threads=2))
+    assert_same(
+        cq_py.run(script, data, threads=1), cq_py.run(script, data, threads=2, batch_size=100)
+    )
     assert spy.sliced == [False]
 
 
@@ -278,7 +286,7 @@ def test_an_input_out_of_order_is_reported_as_by_one_engine():
     with pytest.raises(cq_py.InputError) as one:
         cq_py.run(script, data, threads=1)
     with pytest.raises(cq_py.InputError) as two:
-        cq_py.run(script, data, threads=2)
+        cq_py.run(script, data, threads=2, batch_size=100)
     assert two.value.row == one.value.row == 2500
 
 
@@ -297,6 +305,6 @@ def test_a_script_reading_a_table_falls_back(tmp_path, monkeypatch):
     )
     data = {"e": events(3000, 3, seed=4)}
     one = cq_py.run(script, data, threads=1)
-    assert_same(one, cq_py.run(script, data, threads=2))
+    assert_same(one, cq_py.run(script, data, threads=2, batch_size=100))
     assert one["q"].num_rows > 100
     assert spy.sliced == [False]
