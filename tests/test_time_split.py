@@ -308,3 +308,24 @@ def test_a_script_reading_a_table_falls_back(tmp_path, monkeypatch):
     assert_same(one, cq_py.run(script, data, threads=2, batch_size=100))
     assert one["q"].num_rows > 100
     assert spy.sliced == [False]
+
+
+@pytest.mark.parametrize("executor", ["dts", "heartbeat"])
+@pytest.mark.parametrize("lifetime", ["direct", "negative"])
+def test_both_executors_and_lifetime_methods(executor, lifetime, monkeypatch):
+    spy = Spy(monkeypatch)
+    queries = [
+        *W.values(),
+        "DSTREAM(SELECT e.key, e.val, f.w FROM e [Rows 5], f [Range 9] WHERE e.key = f.key)",
+    ]
+    f = events(1500, 40, 9)
+    data = {
+        "e": events(3000, 40, 8, gaps=True),
+        "f": pa.table({"key": f["key"], "w": f["val"], "ts": f["ts"]}),
+    }
+    options = {"executor": executor, "lifetime": lifetime}
+    for query in queries:
+        script = f"{STREAMS} REGISTER QUERY q AS {query};"
+        one = cq_py.run(script, data, threads=1, **options)
+        assert_same(one, cq_py.run(script, data, threads=2, batch_size=100, **options))
+    assert spy.sliced == [True] * len(queries)
