@@ -7,6 +7,7 @@ that cross the boundary as Arrow C Data Interface capsules, without copies.
 from __future__ import annotations
 
 import collections
+import concurrent.futures
 import contextlib
 import datetime
 import functools
@@ -2182,6 +2183,13 @@ def run(
     the engine runs them ``batch_size`` rows (65,536) at a time, so memory follows the queries'
     state and the output, not the size of the inputs.
 
+    With ``threads`` above 1 (the default: the machine's cores) and a script whose outputs look
+    back a bounded stretch (:func:`cq_py.spark.lookback.lookback_plan`: stream-valued queries over
+    time and row windows, joins, exact aggregates), the inputs are cut in time: each thread's
+    engine runs one stretch after a warm-up of the rows just before it and gives that stretch's
+    outputs, the same as one engine's. Other scripts run as ``Engine(threads=N)`` does (split by
+    a partition key, or on one engine).
+
     Output: a stream-valued query (ISTREAM / DSTREAM / RSTREAM) gives its columns and ``ts``, in
     time order; a relation-valued query gives its columns, ``start`` and ``end`` (the interval in
     which the row is in the relation; ``end`` null: still there at the end), in start order. With
@@ -2219,8 +2227,10 @@ def run(
         )
     if not isinstance(ts, str):
         raise ArgumentError(f"run(ts=...) names the timestamp column; found {_found(ts)}")
-    eng = Engine(**engine_options)
-    eng.execute(_cql_text(cql, "run()"))
+    text = _cql_text(cql, "run()")
+    threads = _threads(engine_options.get("threads"))
+    eng = Engine(**{**engine_options, "threads": 1}) if threads > 1 else Engine(**engine_options)
+    eng.execute(text)
     # Unknown names fail before anything runs.
     names = {name: eng._stream(name).name for name in inputs}
     if len(set(names.values())) < len(names):
@@ -2232,6 +2242,20 @@ def run(
         )
     converted = {names[name]: Engine._to_table(data, names[name]) for name, data in inputs.items()}
     tables = {k: v for k, v in converted.items() if v is not None and v.num_rows}
+    if threads > 1:
+        sliced = _run_sliced(eng, text, tables, ts, threads, engine_options)
+        if sliced is not None:
+            return sliced
+        # No time split: the key-partitioned engines (or one, saying why), as Engine(threads=N).
+        eng = Engine(**engine_options)
+        eng.execute(text)
+    _push_all(eng, tables, ts)
+    eng.close()
+    return {q: eng.fetch(q) for q in eng.query_names()}
+
+
+def _push_all(eng: Engine, tables: dict[str, pa.Table], ts: str) -> None:
+    """Pushes ``tables`` (stream name -> rows in time order) to ``eng`` merged in time order."""
     pushed = dict.fromkeys(tables, 0)
     if len(tables) == 1:
         pieces: Iterable[tuple[str, Any]] = tables.items()
@@ -2255,8 +2279,94 @@ def run(
                 f"{e.message} (row {row} of inputs[{name!r}])", stream=name, row=row
             ) from None
         pushed[name] += piece.num_rows
-    eng.close()
-    return {q: eng.fetch(q) for q in eng.query_names()}
+
+
+def _run_sliced(
+    first: Engine,
+    text: str,
+    tables: dict[str, pa.Table],
+    ts: str,
+    threads: int,
+    options: Mapping[str, Any],
+) -> dict[str, pa.Table] | None:
+    """:func:`run` on ``threads`` engines, each over a slice of time of the inputs after a warm-up
+    (:mod:`cq_py.time_split`; ``first`` has executed ``text`` and runs the first slice, on the
+    calling thread); None when the script or the data allow no time split (the caller runs as
+    ``Engine(threads=N)`` does). Any error of a slice runs the whole again the usual way, which
+    reports it as one engine would."""
+    from cq_py.spark.lookback import lookback_catalog
+    from cq_py.time_split import bounds, cut_by_time, ticks_of, warmup_start
+
+    plan = lookback_catalog(first._catalog)
+    if not plan.sliceable or not tables or first.expose_steps:
+        return None
+    ticks = {n: ticks_of(t.column(ts)) if ts in t.column_names else None for n, t in tables.items()}
+    times = {n: t for n, t in ticks.items() if t is not None}
+    if len(times) < len(ticks):
+        return None
+    largest = max(tables, key=lambda n: tables[n].num_rows)
+    # A share shorter than a batch is one push for one engine: planning another engine and
+    # handing it to a thread costs more than the share (a few milliseconds).
+    cuts = bounds(times[largest], min(threads, tables[largest].num_rows // first._batch_size))
+    if not cuts:
+        return None
+    # Each input's slices as rows: slice k is [edges[k], edges[k + 1]).
+    edges = {
+        n: [0, *(int(np.searchsorted(t, c, "left")) for c in cuts), len(t)]
+        for n, t in times.items()
+    }
+    for n, t in times.items():
+        if any(0 < e < len(t) and t[e - 1] > t[e] for e in edges[n]):
+            return None  # out of order: the usual run names the row
+
+    def one(k: int) -> dict[str, pa.Table] | None:
+        """Slice k's outputs; None when its warm-up would be as long as the slice."""
+        # A warm-up as long as the slice (of the largest input) saves nothing.
+        limit = edges[largest][k + 1] - edges[largest][k] - 1
+        part = {}
+        for name, t in times.items():
+            lo, hi = edges[name][k], edges[name][k + 1]
+            warm = (
+                warmup_start(t, tables[name], lo, plan.lookback[name], limit, cuts[k - 1])
+                if k
+                else 0
+            )
+            if warm is None:
+                return None
+            if hi > warm:
+                part[name] = tables[name].slice(warm, hi - warm)
+        if k:
+            eng = Engine(**{**options, "threads": 1})
+            eng.execute(text)
+        else:
+            eng = first
+        _push_all(eng, part, ts)
+        eng.close()
+        lo_t = cuts[k - 1] if k else None
+        hi_t = cuts[k] if k < len(cuts) else None
+        return {q: cut_by_time(eng.fetch(q), lo_t, hi_t) for q in eng.query_names()}
+
+    # Slices 1.. on the pool's threads (their warm-ups and engines made there, while slice 0 runs
+    # here): the engines release the GIL while they run.
+    pool = _slice_pool()
+    later = [pool.submit(one, k) for k in range(1, len(cuts) + 1)]
+    try:
+        outs = [one(0)] + [f.result() for f in later]
+    except CQError:
+        concurrent.futures.wait(later)  # the usual run that follows has the cores
+        return None
+    if any(o is None for o in outs):
+        return None
+    return {q: pa.concat_tables([o[q] for o in outs if o is not None]) for q in first.query_names()}
+
+
+@functools.cache
+def _slice_pool() -> Any:
+    """The threads that run the time slices of :func:`run` after the first (kept: starting threads
+    costs a millisecond or two a run)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    return ThreadPoolExecutor(MAX_THREADS - 1, thread_name_prefix="cq-slice")
 
 
 def _merge_by_time(
