@@ -335,23 +335,6 @@ PYBIND11_MODULE(_core, m) {
              }
              return out;
            })
-      .def("drain_each",
-           [](cq::Engine& e, const std::vector<std::string>& queries) {
-             std::vector<std::pair<size_t, std::vector<cq::OutputChunk>>> drained;
-             std::vector<std::vector<std::string>> names;
-             {
-               py::gil_scoped_release release;
-               drained = e.DrainEach(queries);
-               for (const auto& [k, chunks] : drained) names.push_back(Names(e.OutputSchema(queries[k])));
-             }
-             py::list out;
-             for (size_t d = 0; d < drained.size(); ++d) {
-               py::list batches;
-               for (const auto& c : drained[d].second) batches.append(ExportChunk(names[d], c));
-               out.append(py::make_tuple(drained[d].first, batches));
-             }
-             return out;
-           })
       .def("drain",
            [](cq::Engine& e, const std::string& query) {
              std::vector<cq::OutputChunk> chunks;

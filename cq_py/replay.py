@@ -22,6 +22,7 @@ import pyarrow as pa
 from cq_py.engine import Engine
 from cq_py.io.readers import merge_by_time
 from cq_py.planner.planner import TIME_UNIT_NS
+from cq_py.ticks import to_ticks
 
 __all__ = ["ReplayReport", "replay"]
 
@@ -57,11 +58,9 @@ class ReplayReport:
 
 
 def _ticks(batch: pa.RecordBatch, ts: str, unit: str) -> np.ndarray:
-    """Column ``ts`` in ticks of ``unit``: integers as they are, Arrow timestamps converted."""
-    col = batch.column(ts)
-    if pa.types.is_timestamp(col.type):
-        col = col.cast(pa.timestamp(unit)).cast(pa.int64())
-    return np.asarray(col.to_numpy(), dtype=np.int64)
+    """Column ``ts`` in ticks of ``unit`` (integers as they are, Arrow timestamps converted)."""
+    ticks = to_ticks(batch.column(ts), unit, where="replay", column=ts)
+    return np.asarray(ticks.to_numpy(zero_copy_only=False), dtype=np.int64)
 
 
 def _runs(batch: pa.RecordBatch, ts: str, unit: str) -> Iterator[tuple[int, pa.RecordBatch]]:

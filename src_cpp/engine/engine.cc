@@ -548,16 +548,6 @@ std::vector<std::pair<size_t, std::vector<OutputChunk>>> Engine::DrainWatched() 
   return out;
 }
 
-std::vector<std::pair<size_t, std::vector<OutputChunk>>> Engine::DrainEach(const std::vector<std::string>& queries) {
-  std::vector<QuerySink*> sinks;
-  sinks.reserve(queries.size());
-  for (const std::string& q : queries) sinks.push_back(Sink(q));  // (every name checked before any drains)
-  std::vector<std::pair<size_t, std::vector<OutputChunk>>> out;
-  for (size_t k = 0; k < sinks.size(); ++k)
-    if (std::vector<OutputChunk> chunks = sinks[k]->Drain(); !chunks.empty()) out.emplace_back(k, std::move(chunks));
-  return out;
-}
-
 const Schema& Engine::OutputSchema(const std::string& query) const { return Sink(query)->output_schema(); }
 
 std::vector<std::string> Engine::Queries() const {

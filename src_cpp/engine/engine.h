@@ -83,11 +83,8 @@ class Engine {
   bool closed() const { return closed_; }
 
   std::vector<OutputChunk> Drain(const std::string& query);
-  // Drain of each of `queries`, only the ones with rows returned (index into `queries`, chunks):
-  // serving hundreds of subscribed queries after every push asks each sink in one call.
-  std::vector<std::pair<size_t, std::vector<OutputChunk>>> DrainEach(const std::vector<std::string>& queries);
-  // DrainEach of the queries last given to Watch (checked then): the subscribed queries, drained
-  // after every call without naming them again.
+  // Drain of each query last given to Watch (checked then), only those with rows returned (index
+  // into the list, chunks): the subscribed queries, drained after every call without naming them.
   void Watch(const std::vector<std::string>& queries);
   std::vector<std::pair<size_t, std::vector<OutputChunk>>> DrainWatched();
   const std::vector<std::string>& watched() const { return watched_; }
