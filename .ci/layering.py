@@ -47,10 +47,11 @@ FLOORS: list[list[str]] = [
     # Reading sources and planning; the multiple-query optimizer of MASTER queries (paper 001
     # §4) beside the planner, over parsed queries and arrival timestamps.
     ["cq_py/io/", "cq_py/planner/", "cq_py/optimizer/"],
-    ["cq_py/spark/partitioning.py"],  # the partition key a plan proves (Spark, Engine(threads))
+    ["cq_py/spark/partitioning.py", "cq_py/spark/lookback.py"],  # partition key, time slices
     # Engine(threads=N): one core engine per part of the input; REGISTER TABLE's cached views.
-    ["cq_py/partitions.py", "cq_py/tables.py", "cq_py/rowset.py"],
+    ["cq_py/partitions.py", "cq_py/time_split.py", "cq_py/tables.py", "cq_py/rowset.py"],
     ["cq_py/engine.py"],
+    ["cq_py/replay.py"],  # a paced replay of input files through an Engine (cq replay)
     ["cq_py/__init__.py"],
     ["cq_py/spark/tagging.py"],  # the united DataFrame both Spark runners build
     ["cq_py/spark/streaming.py", "cq_py/spark/files.py"],

@@ -307,10 +307,34 @@ PYBIND11_MODULE(_core, m) {
           [](cq::Engine& e, const std::string& stream, int64_t tick) { e.AdvanceInput(stream, {tick, 0}); },
           py::call_guard<py::gil_scoped_release>())
       .def(
+          "advance_inputs",
+          [](cq::Engine& e, const std::vector<std::string>& streams, int64_t tick) {
+            e.AdvanceInputs(streams, {tick, 0});
+          },
+          py::call_guard<py::gil_scoped_release>())
+      .def(
           "advance", [](cq::Engine& e, int64_t tick, int64_t step) { e.Advance({tick, step}); }, py::arg("tick"),
           py::arg("step") = 0, py::call_guard<py::gil_scoped_release>())
       .def("close", &cq::Engine::Close, py::call_guard<py::gil_scoped_release>())
       .def_property_readonly("closed", &cq::Engine::closed)
+      .def("watch", &cq::Engine::Watch, py::call_guard<py::gil_scoped_release>())
+      .def("drain_watched",
+           [](cq::Engine& e) {
+             std::vector<std::pair<size_t, std::vector<cq::OutputChunk>>> drained;
+             std::vector<std::vector<std::string>> names;
+             {
+               py::gil_scoped_release release;
+               drained = e.DrainWatched();
+               for (const auto& [k, chunks] : drained) names.push_back(Names(e.OutputSchema(e.watched()[k])));
+             }
+             py::list out;
+             for (size_t d = 0; d < drained.size(); ++d) {
+               py::list batches;
+               for (const auto& c : drained[d].second) batches.append(ExportChunk(names[d], c));
+               out.append(py::make_tuple(drained[d].first, batches));
+             }
+             return out;
+           })
       .def("drain",
            [](cq::Engine& e, const std::string& query) {
              std::vector<cq::OutputChunk> chunks;

@@ -4,6 +4,7 @@
 
     cq run examples/sensors/sensors.cql --input readings=examples/sensors/readings.csv --output out/
     cq explain examples/sensors/sensors.cql
+    cq replay examples/sensors/sensors.cql --input readings=examples/sensors/readings.csv -k 100
 
 Inputs stream through in bounded memory: each file is read in batches, the inputs are merged in
 time order and pushed to the engine, and with ``--output`` every query's results are appended to
@@ -42,6 +43,7 @@ from cq_py.errors import (
 )
 from cq_py.io.readers import detect_format, merge_by_time, open_input, row_count, source_line
 from cq_py.io.writers import EXTENSIONS, OutputFormat, QueryWriter, open_writer
+from cq_py.replay import replay
 
 __all__ = ["cli", "main"]
 
@@ -416,7 +418,8 @@ def run_command(
                 f"streams and relations: {known}",
                 param_hint="'--input'",
             )
-    _check_inputs_cover(script, streams, inputs, no_input)
+    fed = {s.lower(): s for s in eng.input_names()}
+    _check_inputs_cover(script, fed, inputs, no_input)
     relations = set(eng.relation_names())
     if spark_master is not None:
         _run_on_spark(
@@ -454,6 +457,101 @@ def run_command(
     else:
         for query in eng.query_names():
             _print_csv(query, eng.fetch(query))
+
+
+@cli.command("replay", short_help="Replay input files at a pace and measure latency.")
+@click.argument("script", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option(
+    "--input",
+    "-i",
+    "inputs",
+    multiple=True,
+    metavar="NAME=PATH",
+    callback=_parse_inputs,
+    help="Feed stream or relation NAME from a file, as for cq run (repeatable).",
+)
+@click.option(
+    "--speed",
+    "-k",
+    type=click.FloatRange(min=0, min_open=True),
+    required=True,
+    help="Event time runs this many times faster than the wall clock (1: real time).",
+)
+@click.option("--ts", default="ts", show_default=True, metavar="COLUMN")
+@click.option("--time-unit", type=click.Choice(TIME_UNITS), default="ms", show_default=True)
+@click.option("--lifetime", type=click.Choice(LIFETIMES), default="direct", show_default=True)
+@click.option("--executor", type=click.Choice(EXECUTORS), default="dts", show_default=True)
+@click.option(
+    "--mqo/--no-mqo",
+    default=True,
+    show_default=True,
+    help="Group and share MASTER queries (paper 001's optimizer).",
+)
+@click.option(
+    "--latencies",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    metavar="FILE",
+    help="Also write each arrival's event time and latency (ms) to FILE as CSV.",
+)
+@_reports_errors
+def replay_command(
+    script: Path,
+    inputs: list[tuple[str, Path]],
+    speed: float,
+    ts: str,
+    time_unit: str,
+    lifetime: str,
+    executor: str,
+    mqo: bool,
+    latencies: Path | None,
+) -> None:
+    """Replay the --input files into SCRIPT as their timestamps come due at --speed times the
+    wall clock, every query subscribed, and report each arrival's latency: from when it was due
+    until the results it brings reached the subscribers (paper 001 §5's measure).
+
+    \b
+    Example:
+      cq replay examples/sensors/sensors.cql \\
+         --input readings=examples/sensors/readings.csv --speed 1000
+    """
+    eng = _load_script(
+        script,
+        {
+            "time_unit": time_unit,
+            "lifetime": lifetime,
+            "executor": executor,
+            "mqo": mqo,
+            "threads": 1,
+        },
+    )
+    streams = {s.lower(): s for s in eng.stream_names()}
+    for name, _ in inputs:
+        if name.lower() not in streams:
+            known = ", ".join(streams.values()) or "(none)"
+            raise click.BadParameter(
+                f"{script} registers no stream or relation {name!r}; its "
+                f"streams and relations: {known}",
+                param_hint="'--input'",
+            )
+    fed = {s.lower(): s for s in eng.input_names()}
+    _check_inputs_cover(script, fed, inputs, False)
+    relations = set(eng.relation_names())
+    rows = [0]
+    for query in eng.query_names():
+        eng.subscribe(query, lambda batch: rows.__setitem__(0, rows[0] + batch.num_rows))
+    sources = {
+        streams[name.lower()]: open_input(
+            path, schema=_input_schema(eng, streams[name.lower()], relations)
+        )
+        for name, path in inputs
+    }
+    report = replay(eng, sources, speed, ts=ts)
+    click.echo(f"{report.summary()}; {rows[0]} result rows")
+    if latencies is not None:
+        pacsv.write_csv(
+            pa.table({"ts": report.ticks, "latency_ms": report.latencies * 1000}), latencies
+        )
 
 
 def _check_inputs_cover(

@@ -7,10 +7,12 @@ that cross the boundary as Arrow C Data Interface capsules, without copies.
 from __future__ import annotations
 
 import collections
+import concurrent.futures
 import contextlib
 import datetime
 import functools
 import json
+import math
 import operator
 import os
 import re
@@ -34,7 +36,7 @@ from cq_py.errors import (
     SnapshotError,
 )
 from cq_py.io.databases import DatabaseError
-from cq_py.optimizer import Clock, QueryGroups, profile_of
+from cq_py.optimizer import Clock, QueryGroups, base_groups, profile_of
 from cq_py.parser import ast, parse
 from cq_py.partitions import Layout, Partitions, split_annex
 from cq_py.planner import Catalog, Planner
@@ -42,6 +44,7 @@ from cq_py.planner import explain as render_plan
 from cq_py.planner import types as T
 from cq_py.planner.expressions import missing_kernels
 from cq_py.planner.logical import Node, QueryDef, StreamDef
+from cq_py.planner.master_sharing import MasterShares, wider
 from cq_py.planner.operators import find
 from cq_py.planner.planner import TIME_UNIT_NS
 from cq_py.rowset import RowSet
@@ -428,6 +431,8 @@ class Engine:
         self._plans: list[str] = []
         self._advanced: int | None = None  # the last advance(), for engines built before any plan
         self._subscribers: dict[str, list[_Subscriber]] = {}
+        self._watched: list[str] | None = None  # the subscribed queries as the core has them
+        self._backlogged: set[str] = set()  # queries whose callbacks raised at the last delivery
         # push_row's inputs as the caller names them: (registered name, declared column names).
         self._row_inputs: dict[str, tuple[str, tuple[str, ...]]] = {}
         # What push_row hands a row in its exact form to: the one engine, or the parts' router.
@@ -458,6 +463,15 @@ class Engine:
             max(1, int(self._log_period * 10**9) // TIME_UNIT_NS[self.time_unit]),
             enabled=self.mqo,
         )
+        # The windows and joins the MASTER queries of a base group share (§4.4,
+        # planner/master_sharing.py), and each stream's pushes so far (a part tells its rows from
+        # those of a query registered later by them).
+        self._master_shares = MasterShares(enabled=self.mqo, negative=self.lifetime == "negative")
+        self._pushes: dict[str, int] = {}
+        self._base_groups: tuple[list[str], list[list[int]]] = ([], [])
+        # For each text of _cql, what its sharing choices read (pushes, progress, floor), so that
+        # a restored engine plans it the same way.
+        self._share_inputs: list[dict[str, Any]] = []
 
     # -- CQL ----------------------------------------------------------------------------------
 
@@ -502,18 +516,89 @@ class Engine:
             share_joins=self.share_joins,
             lifetime=self.lifetime,
             swj_bounded=self._swj.plan_params(self.time_unit),
+            master_shares=self._master_shares,
         )
-        catalog, ops = planner.plan(script)
-        _check_runnable(ops, planner, self.executor)
-        plan = json.dumps({"operators": [op.to_plan() for op in ops]}) if ops else None
+        shares = self._master_shares
+        kept = [(p, list(p.members)) for p in shares.parts]
         try:
-            self._add_plan(plan, catalog)
-        except _core.CoreError as e:
-            raise _core_error(e) from None
+            self._share_groups(script, planner.ticks)
+            catalog, ops = planner.plan(script)
+            _check_runnable(ops, planner, self.executor)
+            plan = json.dumps({"operators": [op.to_plan() for op in ops]}) if ops else None
+            try:
+                self._add_plan(plan, catalog)
+            except _core.CoreError as e:
+                raise _core_error(e) from None
+        except BaseException:
+            shares.parts = [p for p, _ in kept]
+            for p, members in kept:
+                p.members = members
+            raise
+        shares.commit(catalog, len(kept))
+        self._share_inputs.append(
+            {"pushes": dict(self._pushes), "progress": dict(self._progress), "floor": self._floor}
+        )
         self._catalog = catalog
         self._cql.append(cql)
         self._late.append(self._running)
         self._group_queries(script, planner.ticks)
+
+    def _replay_share_inputs(self, inputs: Any) -> None:
+        """Restoring: the pushes, progress and floor a text's sharing choices read when it was
+        first executed (None in snapshots older than sharing, which share nothing)."""
+        if inputs is None:
+            return
+        if not (
+            isinstance(inputs, dict)
+            and all(isinstance(inputs.get(k), dict) for k in ("pushes", "progress"))
+            and type(inputs.get("floor")) is int
+            and all(type(v) is int for k in ("pushes", "progress") for v in inputs[k].values())
+        ):
+            raise ValueError("its sharing inputs are not counts and ticks")
+        self._pushes, self._progress, self._floor = (
+            dict(inputs["pushes"]),
+            dict(inputs["progress"]),
+            inputs["floor"],
+        )
+
+    def _share_groups(self, script: ast.Script, ticks: Callable[[ast.Duration], int]) -> None:
+        """For the planner: the base group each MASTER query of ``script`` joins (its first
+        member, and each stream's widest window in it), and how far the streams have come."""
+        shares = self._master_shares
+        shares.groups = {}
+        if not self.mqo:
+            return
+        shares.pushed = dict(self._pushes)
+        shares.last_row = dict(self._progress)
+        shares.floor = self._floor if self._floor > MIN_TICK else None
+        new = [
+            profile_of(st.name, st.query, ticks)
+            for st in script.statements
+            if isinstance(st, ast.RegisterQuery) and isinstance(st.query, ast.Master)
+        ]
+        if not new:
+            return
+        profiles = self._groups.profiles + new
+        # The groups of the queries registered before, kept while no query was dropped: one
+        # registration places one query, not every query again.
+        cached, groups_before = self._base_groups
+        known = groups_before if cached == [p.name for p in self._groups.profiles] else None
+        groups = base_groups(profiles, self._theta1, known)
+        self._base_groups = ([p.name for p in profiles], groups)
+        first_new = len(self._groups.profiles)
+        for group in groups:
+            if group[-1] < first_new:
+                continue  # (no query of this script in it)
+            names = [profiles[k].name for k in group]
+            widths: dict[str, int | None] = {}
+            for k in group:
+                for stream, w in profiles[k].widths.items():
+                    if w is None:
+                        continue
+                    ticks_w = None if math.isinf(w) else int(w)
+                    widths[stream] = wider(widths.get(stream, ticks_w), ticks_w)
+            for n in names:
+                shares.groups[n.lower()] = (names[0].lower(), widths)
 
     def _group_queries(self, script: ast.Script, ticks: Callable[[ast.Duration], int]) -> None:
         """The MASTER queries ``script`` registered join the optimizer's base groups (``ticks``:
@@ -620,6 +705,35 @@ class Engine:
             )
         return Layout.of(plan, self._layout.parts, catalog)
 
+    def clock_ticks(self, start: int, stop: int) -> list[int]:
+        """The ticks of every registered clock (``REGISTER CLOCK``) in [start, stop), in order,
+        each once: the instants a paced replay must reach besides its inputs' rows.
+
+        >>> eng = Engine()
+        >>> eng.execute("REGISTER CLOCK c EVERY 10 OFFSET 5; REGISTER CLOCK d EVERY 15;")
+        >>> eng.clock_ticks(0, 40)
+        [0, 5, 15, 25, 30, 35]
+        """
+        ticks = [
+            Clock(s.every, s.offset).ticks(start, stop)
+            for s in self._catalog.streams.values()
+            if s.origin == "clock"
+        ]
+        return np.unique(np.concatenate(ticks)).tolist() if ticks else []
+
+    def input_names(self) -> list[str]:
+        """Names of the inputs a caller feeds — streams and relations, not clocks (which tick by
+        themselves) nor database tables (read from their database) — in registration order.
+
+        >>> eng = Engine()
+        >>> eng.execute("REGISTER STREAM s(a INT); REGISTER CLOCK c EVERY 10;")
+        >>> eng.stream_names(), eng.input_names()
+        (['s', 'c'], ['s'])
+        """
+        return [
+            s.name for s in self._catalog.streams.values() if s.origin not in ("clock", "table")
+        ]
+
     def stream_names(self) -> list[str]:
         """Names of the registered inputs — streams and relations — in registration order."""
         return [s.name for s in self._catalog.streams.values()]
@@ -715,8 +829,21 @@ class Engine:
             ),
             "  base groups: " + "; ".join(", ".join(b) for b in g["base_groups"]),
             f"  clusters ({where}): " + "; ".join(", ".join(c) for c in g["clusters"]),
-            "  (operators are not shared across a group yet: each query runs its own plan)",
         ]
+        parts = [p for p in self._master_shares.parts if len(p.members) > 1]
+        if parts:
+            lines.append(
+                "  shared parts (§4.4; windows and joins planned once, each member reading them "
+                "through its own master trigger):"
+            )
+            for p in parts:
+                widths = ", ".join(
+                    f"{s} {'unbounded' if w is None else '[Now]' if w == 0 else f'[Range {w}]'}"
+                    for s, w in p.widths.items()
+                )
+                lines.append(f"    #{p.node} ({widths}): {', '.join(p.members)}")
+        else:
+            lines.append("  shared parts (§4.4): none (no two queries of a base group share)")
         return "\n".join(lines) + "\n"
 
     def shared_joins(self) -> list[dict[str, Any]]:
@@ -901,6 +1028,7 @@ class Engine:
     def _moved(self, name: str, tick: int) -> None:
         """Input ``name`` reached ``tick``: the tables and the clocks follow."""
         key = name.lower()
+        self._pushes[key] = self._pushes.get(key, 0) + 1
         if tick > self._progress.get(key, MIN_TICK):
             self._progress[key] = tick
         if self._tables:
@@ -940,9 +1068,11 @@ class Engine:
             return
         cores = self._parts.cores if self._parts is not None else [self._core]
         try:
+            names = []
             for key, state in self._clocks.items():
                 every, first = state
                 name = self._catalog.streams[key].name
+                names.append(name)
                 if first < upto:
                     ticks = np.arange(first, upto, every, dtype=np.int64)
                     state[1] = int(ticks[-1]) + every
@@ -951,8 +1081,8 @@ class Engine:
                         self._core.push(name, [batch.__arrow_c_array__()])
                     else:
                         self._parts.push(name, [batch])
-                for core in cores:
-                    core.advance_input(name, upto)
+            for core in cores:  # (one run of the operators for every clock)
+                core.advance_inputs(names, upto)
         except _core.CoreError as e:
             raise self._stopped(e, "ticking the clocks") from None
 
@@ -1231,6 +1361,7 @@ class Engine:
         self._drops.append((len(self._cql), q.name))
         self._dropped.add(key)
         self._groups.remove(q.name)
+        self._master_shares.forget(set(self._catalog.nodes))
         self._subscribers.pop(q.name, None)
         for rs in self._rowsets.pop(q.name, []):
             rs.stopped = True
@@ -1344,6 +1475,9 @@ class Engine:
                 "floor": self._floor,
                 # The optimizer's arrival log and clusters (its base groups follow the CQL).
                 "groups": self._groups.state(),
+                # What each text's MASTER queries chose to share depended on (see _execute).
+                "share_inputs": self._share_inputs,
+                "pushes": self._pushes,
             }
         ).encode()
         try:
@@ -1426,8 +1560,14 @@ class Engine:
                     for d in drops
                 ):
                     raise ValueError("its dropped queries are not a list of [position, name]")
+                # (A snapshot older than MASTER sharing planned every MASTER query alone.)
+                eng._master_shares.enabled = eng.mqo and "share_inputs" in saved
+                inputs = saved.get("share_inputs") or [None] * len(cql)
+                if not isinstance(inputs, list) or len(inputs) != len(cql):
+                    raise ValueError("its sharing inputs do not match its scripts")
                 for k, (text, registered_late) in enumerate(zip(cql, late, strict=True)):
                     eng._running = registered_late  # each text planned as it was
+                    eng._replay_share_inputs(inputs[k])
                     eng.execute(text)
                     for at, name in drops:
                         if at == k + 1:
@@ -1449,7 +1589,12 @@ class Engine:
             )
             if not ints:
                 raise ValueError("its clocks' state is not a clock's")
+            eng._master_shares.enabled = eng.mqo
             eng._clocks, eng._progress, eng._floor = clocks, progress, floor
+            pushes = saved.get("pushes", {})
+            if not isinstance(pushes, dict) or not all(type(v) is int for v in pushes.values()):
+                raise ValueError("its push counts are not counts")
+            eng._pushes = pushes
             eng._groups.load(saved.get("groups"))
         except (CQError, TypeError, ValueError) as e:
             # The bytes pass the checksum (which anyone can compute: they may still be damaged), but
@@ -1587,6 +1732,28 @@ class Engine:
             raise _core_error(e) from None
         return [pa.RecordBatch._import_from_c_capsule(s, a) for s, a in caps]
 
+    def _drain_subscribed(self) -> list[tuple[str, list[_Subscriber], list[pa.RecordBatch]]]:
+        """Every subscribed query's new batches: one core call for all of them on one engine
+        (only the queries with rows come back), a merge per query on several."""
+        if self._parts is not None:
+            return [(n, subs, self._drain(n)) for n, subs in self._subscribers.items()]
+        names = list(self._subscribers)
+        try:
+            if names != self._watched:  # (the core keeps the list between calls)
+                self._core.watch(names)
+                self._watched = names
+            drained = self._core.drain_watched()
+        except _core.CoreError as e:
+            raise _core_error(e) from None
+        batches = {
+            k: [pa.RecordBatch._import_from_c_capsule(s, a) for s, a in caps] for k, caps in drained
+        }
+        # A query without new rows is served too when a callback left a backlog (delivered again).
+        for n in self._backlogged:
+            if n in self._subscribers:
+                batches.setdefault(names.index(n), [])
+        return [(names[k], self._subscribers[names[k]], batches[k]) for k in sorted(batches)]
+
     def _stopped(self, e: _core.CoreError, call: str) -> CQError | RuntimeError:
         """The exception for a core error while data moved. After a runaway loop the subscribers
         first get what was final before the call (what fetch() returns); should a callback raise
@@ -1603,8 +1770,10 @@ class Engine:
         next time, or fetched); the others are served all the same, then the first failure is
         raised as a :class:`CallbackError` saying that ``call`` was applied."""
         failures: list[tuple[str, _Subscriber, Exception]] = []
-        for name, subscribers in self._subscribers.items():
-            batches = self._drain(name)
+        served = self._drain_subscribed()
+        # Until every callback has returned (an interrupt may leave backlogs anywhere).
+        self._backlogged.update(name for name, _, _ in served)
+        for name, subscribers, batches in served:
             # Queued for every subscriber before any is called, so that an interrupt inside a
             # callback loses nothing either.
             for sub in subscribers:
@@ -1617,6 +1786,7 @@ class Engine:
                         failures.append((name, sub, e))
                         break
                     sub.backlog.popleft()
+        self._backlogged = {name for name, _, _ in failures}
         if self._rowsets:
             self._dispatch_rowsets(call, bool(failures))
         if failures:
@@ -2013,6 +2183,13 @@ def run(
     the engine runs them ``batch_size`` rows (65,536) at a time, so memory follows the queries'
     state and the output, not the size of the inputs.
 
+    With ``threads`` above 1 (the default: the machine's cores) and a script whose outputs look
+    back a bounded stretch (:func:`cq_py.spark.lookback.lookback_plan`: stream-valued queries over
+    time and row windows, joins, exact aggregates), the inputs are cut in time: each thread's
+    engine runs one stretch after a warm-up of the rows just before it and gives that stretch's
+    outputs, the same as one engine's. Other scripts run as ``Engine(threads=N)`` does (split by
+    a partition key, or on one engine).
+
     Output: a stream-valued query (ISTREAM / DSTREAM / RSTREAM) gives its columns and ``ts``, in
     time order; a relation-valued query gives its columns, ``start`` and ``end`` (the interval in
     which the row is in the relation; ``end`` null: still there at the end), in start order. With
@@ -2050,8 +2227,10 @@ def run(
         )
     if not isinstance(ts, str):
         raise ArgumentError(f"run(ts=...) names the timestamp column; found {_found(ts)}")
-    eng = Engine(**engine_options)
-    eng.execute(_cql_text(cql, "run()"))
+    text = _cql_text(cql, "run()")
+    threads = _threads(engine_options.get("threads"))
+    eng = Engine(**{**engine_options, "threads": 1}) if threads > 1 else Engine(**engine_options)
+    eng.execute(text)
     # Unknown names fail before anything runs.
     names = {name: eng._stream(name).name for name in inputs}
     if len(set(names.values())) < len(names):
@@ -2063,6 +2242,20 @@ def run(
         )
     converted = {names[name]: Engine._to_table(data, names[name]) for name, data in inputs.items()}
     tables = {k: v for k, v in converted.items() if v is not None and v.num_rows}
+    if threads > 1:
+        sliced = _run_sliced(eng, text, tables, ts, threads, engine_options)
+        if sliced is not None:
+            return sliced
+        # No time split: the key-partitioned engines (or one, saying why), as Engine(threads=N).
+        eng = Engine(**engine_options)
+        eng.execute(text)
+    _push_all(eng, tables, ts)
+    eng.close()
+    return {q: eng.fetch(q) for q in eng.query_names()}
+
+
+def _push_all(eng: Engine, tables: dict[str, pa.Table], ts: str) -> None:
+    """Pushes ``tables`` (stream name -> rows in time order) to ``eng`` merged in time order."""
     pushed = dict.fromkeys(tables, 0)
     if len(tables) == 1:
         pieces: Iterable[tuple[str, Any]] = tables.items()
@@ -2086,8 +2279,94 @@ def run(
                 f"{e.message} (row {row} of inputs[{name!r}])", stream=name, row=row
             ) from None
         pushed[name] += piece.num_rows
-    eng.close()
-    return {q: eng.fetch(q) for q in eng.query_names()}
+
+
+def _run_sliced(
+    first: Engine,
+    text: str,
+    tables: dict[str, pa.Table],
+    ts: str,
+    threads: int,
+    options: Mapping[str, Any],
+) -> dict[str, pa.Table] | None:
+    """:func:`run` on ``threads`` engines, each over a slice of time of the inputs after a warm-up
+    (:mod:`cq_py.time_split`; ``first`` has executed ``text`` and runs the first slice, on the
+    calling thread); None when the script or the data allow no time split (the caller runs as
+    ``Engine(threads=N)`` does). Any error of a slice runs the whole again the usual way, which
+    reports it as one engine would."""
+    from cq_py.spark.lookback import lookback_catalog
+    from cq_py.time_split import bounds, cut_by_time, ticks_of, warmup_start
+
+    plan = lookback_catalog(first._catalog)
+    if not plan.sliceable or not tables or first.expose_steps:
+        return None
+    ticks = {n: ticks_of(t.column(ts)) if ts in t.column_names else None for n, t in tables.items()}
+    times = {n: t for n, t in ticks.items() if t is not None}
+    if len(times) < len(ticks):
+        return None
+    largest = max(tables, key=lambda n: tables[n].num_rows)
+    # A share shorter than a batch is one push for one engine: planning another engine and
+    # handing it to a thread costs more than the share (a few milliseconds).
+    cuts = bounds(times[largest], min(threads, tables[largest].num_rows // first._batch_size))
+    if not cuts:
+        return None
+    # Each input's slices as rows: slice k is [edges[k], edges[k + 1]).
+    edges = {
+        n: [0, *(int(np.searchsorted(t, c, "left")) for c in cuts), len(t)]
+        for n, t in times.items()
+    }
+    for n, t in times.items():
+        if any(0 < e < len(t) and t[e - 1] > t[e] for e in edges[n]):
+            return None  # out of order: the usual run names the row
+
+    def one(k: int) -> dict[str, pa.Table] | None:
+        """Slice k's outputs; None when its warm-up would be as long as the slice."""
+        # A warm-up as long as the slice (of the largest input) saves nothing.
+        limit = edges[largest][k + 1] - edges[largest][k] - 1
+        part = {}
+        for name, t in times.items():
+            lo, hi = edges[name][k], edges[name][k + 1]
+            warm = (
+                warmup_start(t, tables[name], lo, plan.lookback[name], limit, cuts[k - 1])
+                if k
+                else 0
+            )
+            if warm is None:
+                return None
+            if hi > warm:
+                part[name] = tables[name].slice(warm, hi - warm)
+        if k:
+            eng = Engine(**{**options, "threads": 1})
+            eng.execute(text)
+        else:
+            eng = first
+        _push_all(eng, part, ts)
+        eng.close()
+        lo_t = cuts[k - 1] if k else None
+        hi_t = cuts[k] if k < len(cuts) else None
+        return {q: cut_by_time(eng.fetch(q), lo_t, hi_t) for q in eng.query_names()}
+
+    # Slices 1.. on the pool's threads (their warm-ups and engines made there, while slice 0 runs
+    # here): the engines release the GIL while they run.
+    pool = _slice_pool()
+    later = [pool.submit(one, k) for k in range(1, len(cuts) + 1)]
+    try:
+        outs = [one(0)] + [f.result() for f in later]
+    except CQError:
+        concurrent.futures.wait(later)  # the usual run that follows has the cores
+        return None
+    if any(o is None for o in outs):
+        return None
+    return {q: pa.concat_tables([o[q] for o in outs if o is not None]) for q in first.query_names()}
+
+
+@functools.cache
+def _slice_pool() -> Any:
+    """The threads that run the time slices of :func:`run` after the first (kept: starting threads
+    costs a millisecond or two a run)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    return ThreadPoolExecutor(MAX_THREADS - 1, thread_name_prefix="cq-slice")
 
 
 def _merge_by_time(

@@ -324,6 +324,15 @@ def test_a_stream_left_without_input_is_warned_about(tmp_path: Path) -> None:
     assert "cq: warning: no --input for 'other': it stays empty" in result.stderr
 
 
+def test_a_clock_needs_no_input_and_is_not_warned_about(tmp_path: Path) -> None:
+    # (A clock ticks by itself; it was warned about as an input left empty.)
+    script = tmp_path / "clock.cql"
+    script.write_text(SCRIPT.read_text() + "\nREGISTER CLOCK every_min EVERY 1 MINUTES;\n")
+    result = cq("run", script, "-i", f"readings={READINGS}", "-o", tmp_path / "o")
+    assert result.exit_code == 0, result.output
+    assert "warning" not in result.stderr
+
+
 # -- cq explain -----------------------------------------------------------------------------
 
 
@@ -825,3 +834,26 @@ def test_threads_run_the_same_results_and_stay_off_spark(tmp_path: Path) -> None
     assert "--threads is for a run on this machine" in result.output
     result = cq("run", SCRIPT, "-i", f"readings={READINGS}", "--threads", "0")
     assert result.exit_code == 2
+
+
+def test_replay_paces_the_example_and_reports_latency(tmp_path):
+    out = tmp_path / "latencies.csv"
+    result = cq(
+        "replay", SCRIPT, "--input", f"readings={READINGS}", "--speed", "1000", "--latencies", out
+    )
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith("arrivals ")
+    assert "latency mean" in result.output
+    assert "result rows" in result.output
+    lat = pacsv.read_csv(out)
+    assert lat.column_names == ["ts", "latency_ms"]
+    assert lat.num_rows == int(result.output.split()[1].rstrip(";"))
+
+
+def test_replay_refuses_a_speed_that_is_not_positive():
+    result = CliRunner().invoke(
+        cli, ["replay", str(SCRIPT), "--input", f"readings={READINGS}", "--speed", "0"]
+    )
+    assert result.exit_code == 2
+    assert "--speed" in result.output
+    assert "0.0 is not in the range x>0" in result.output

@@ -60,6 +60,27 @@ def test_a_failing_callback_keeps_its_batch_for_the_next_delivery():
     assert other.rows == [10, 20, 30]
 
 
+def test_a_kept_batch_comes_again_at_a_call_that_brings_the_query_nothing_new():
+    # Only queries with new rows are drained after a call (one core call for all of them): a
+    # query with a backlog and nothing new must be served all the same.
+    eng = cq_py.Engine(threads=1)
+    eng.execute(
+        "REGISTER STREAM s(a INT); REGISTER STREAM t(b INT);"
+        "REGISTER QUERY q AS ISTREAM(SELECT a FROM s [Now]);"
+        "REGISTER QUERY r AS ISTREAM(SELECT b FROM t [Now]);"
+    )
+    cb, other = Flaky(fail_on=[1]), Flaky(fail_on=[])
+    eng.subscribe("q", cb)
+    eng.subscribe("r", other)
+    with pytest.raises(cq_py.CallbackError):
+        eng.push("s", pa.table({"a": [1], "ts": [1]}))  # q's row goes out; its callback raises
+    assert cb.rows == []
+    eng.push("t", pa.table({"b": [7], "ts": [1]}))  # nothing new for q
+    assert cb.rows == [1]
+    eng.close()
+    assert other.rows == [7]
+
+
 def test_what_a_failing_callback_did_not_take_can_be_fetched():
     eng = engine()
     cb = Flaky(fail_on=[1, 2, 3])

@@ -17,6 +17,7 @@ from cq_py.optimizer.groups import (
     jaccard,
     profile_of,
     similarity,
+    similarity_matrix,
     use_set,
     window_ratio,
 )
@@ -31,6 +32,7 @@ __all__ = [
     "jaccard",
     "profile_of",
     "similarity",
+    "similarity_matrix",
     "use_set",
     "window_ratio",
 ]

@@ -18,7 +18,7 @@ from cq_py.optimizer.groups import (
     QueryProfile,
     base_groups,
     complete_linkage,
-    similarity,
+    similarity_matrix,
     use_set,
 )
 
@@ -186,25 +186,16 @@ class QueryGroups:
             self._cluster(end)
             return
         uses = self._uses(groups, end)
+        sim = similarity_matrix(uses)
         for c in self.clusters:
-            if any(
-                similarity(uses[a], uses[b]) < self.theta2
-                for i, a in enumerate(c)
-                for b in c[i + 1 :]
-            ):
-                self._cluster(end, uses)
+            if any(sim[a, b] < self.theta2 for i, a in enumerate(c) for b in c[i + 1 :]):
+                self._cluster(end, sim)
                 return
         self._trim(end)
 
-    def _cluster(self, end: int, uses: list[dict[str, np.ndarray] | None] | None = None) -> None:
-        groups = self.base_groups()
-        if uses is None:
-            uses = self._uses(groups, end)
-        n = len(groups)
-        sim = np.ones((n, n))
-        for a in range(n):
-            for b in range(a + 1, n):
-                sim[a, b] = sim[b, a] = similarity(uses[a], uses[b])
+    def _cluster(self, end: int, sim: np.ndarray | None = None) -> None:
+        if sim is None:
+            sim = similarity_matrix(self._uses(self.base_groups(), end))
         self.clusters = complete_linkage(sim, self.theta2)
         self.log_period = (end - self.period, end)
         self.reclusterings += 1

@@ -108,7 +108,9 @@ def _compatible(p: QueryProfile, q: QueryProfile, theta1: float) -> bool:
     )
 
 
-def base_groups(profiles: list[QueryProfile], theta1: float) -> list[list[int]]:
+def base_groups(
+    profiles: list[QueryProfile], theta1: float, known: list[list[int]] | None = None
+) -> list[list[int]]:
     """§4.2's base groups, as lists of indices into ``profiles`` (registration order): every two
     queries of a group have equal masters, a common source, and on each common source a window
     ratio ≥ θ1. That relation is not transitive, so a query joins the first group (in order of
@@ -119,11 +121,22 @@ def base_groups(profiles: list[QueryProfile], theta1: float) -> list[list[int]]:
     >>> c = QueryProfile("c", frozenset({"s"}), {"x": 4.0})
     >>> base_groups([a, b, c], 0.5)  # c agrees with b (4/6) but not with a (4/10)
     [[0, 1], [2]]
+
+    ``known``: the groups of a prefix of ``profiles`` (as this function made them): only the
+    queries after it are placed (an engine registering queries one by one).
+
+    >>> base_groups([a, b, c], 0.5, known=[[0, 1]])
+    [[0, 1], [2]]
     """
-    groups: list[list[int]] = []
-    for k, p in enumerate(profiles):
+    groups = [list(g) for g in known] if known else []
+    first = sum(len(g) for g in groups)
+    for k in range(first, len(profiles)):
+        p = profiles[k]
         for g in groups:
-            if all(_compatible(profiles[m], p, theta1) for m in g):
+            # (equal masters first: the cheap test that rules most groups out)
+            if profiles[g[0]].masters == p.masters and all(
+                _compatible(profiles[m], p, theta1) for m in g
+            ):
                 g.append(k)
                 break
         else:
@@ -166,11 +179,25 @@ def jaccard(a: np.ndarray, b: np.ndarray) -> float:
     >>> jaccard(np.array([1, 2, 3]), np.array([2, 3, 4])), jaccard(np.array([]), np.array([]))
     (0.5, 1.0)
     """
-    ua, ub = np.unique(a), np.unique(b)
-    union = len(np.union1d(ua, ub))
-    if union == 0:
+    ua, ub = _distinct(a), _distinct(b)
+    if len(ua) + len(ub) == 0:
         return 1.0
-    return len(np.intersect1d(ua, ub, assume_unique=True)) / union
+    common = len(np.intersect1d(ua, ub, assume_unique=True))
+    return common / (len(ua) + len(ub) - common)
+
+
+def _distinct(a: np.ndarray) -> np.ndarray:
+    """The distinct values of ``a``, sorted: USE sets come sorted (the log is), so a look at
+    neighbours does what np.unique's hashing would, at every pair of groups a clustering compares.
+
+    >>> _distinct(np.array([1, 1, 2, 5, 5])), _distinct(np.array([3, 1, 3]))
+    (array([1, 2, 5]), array([1, 3]))
+    """
+    if len(a) < 2:
+        return a
+    if not (a[1:] >= a[:-1]).all():
+        return np.unique(a)
+    return a[np.concatenate(([True], a[1:] != a[:-1]))]
 
 
 def similarity(uses_1: dict[str, np.ndarray] | None, uses_2: dict[str, np.ndarray] | None) -> float:
@@ -189,6 +216,39 @@ def similarity(uses_1: dict[str, np.ndarray] | None, uses_2: dict[str, np.ndarra
     if not common:
         return 0.0
     return min(jaccard(uses_1[i], uses_2[i]) for i in sorted(common))
+
+
+def similarity_matrix(uses: list[dict[str, np.ndarray] | None]) -> np.ndarray:
+    """:func:`similarity` of every pair of base groups at once (the diagonal 1): per stream, each
+    group's USE set as a row of membership over the stream's distinct arrivals, and the sizes of
+    all intersections as one product of that matrix with itself.
+
+    >>> u = [{"a": np.array([1, 2])}, {"a": np.array([2]), "b": np.array([7])}, None]
+    >>> similarity_matrix(u)
+    array([[1. , 0.5, 0. ],
+           [0.5, 1. , 0. ],
+           [0. , 0. , 1. ]])
+    """
+    n = len(uses)
+    sim = np.full((n, n), np.inf)
+    common = np.zeros((n, n), dtype=bool)
+    for stream in sorted({s for u in uses if u is not None for s in u}):
+        rows = [k for k, u in enumerate(uses) if u is not None and stream in u]
+        sets = [_distinct(uses[k][stream]) for k in rows]  # type: ignore[index]
+        universe = np.unique(np.concatenate(sets)) if sets else np.empty(0, np.int64)
+        member = np.zeros((len(rows), len(universe)))
+        for r, s in enumerate(sets):
+            member[r, np.searchsorted(universe, s)] = 1.0
+        inter = member @ member.T
+        size = member.sum(axis=1)
+        union = size[:, None] + size[None, :] - inter
+        jac = np.where(union == 0, 1.0, inter / np.where(union == 0, 1.0, union))
+        idx = np.ix_(rows, rows)
+        sim[idx] = np.minimum(sim[idx], jac)
+        common[idx] = True
+    sim = np.where(common, sim, 0.0)
+    np.fill_diagonal(sim, 1.0)
+    return sim
 
 
 def complete_linkage(sim: np.ndarray, theta2: float) -> list[list[int]]:

@@ -93,9 +93,10 @@ def has_kernel(fn: str, args: tuple[str, ...], result: str) -> bool:
 class TypedExpr:
     """An expression bound to input column indexes, with its type.
 
-    ``kind`` is "column", "literal", "call" or "agg" (an aggregate, before the planner replaces it
-    by a column of the aggregate's output). ``to_plan()`` is the JSON the core compiles
-    (src_cpp/kernels/expression.h). ``text`` is how the user wrote it, for names and messages.
+    ``kind`` is "column", "literal", "call", "agg" (an aggregate, before the planner replaces it
+    by a column of the aggregate's output) or "start" (the row's start tick). ``to_plan()`` is
+    the JSON the core compiles (src_cpp/kernels/expression.h). ``text`` is how the user wrote
+    it, for names and messages.
     """
 
     kind: str
@@ -126,6 +127,8 @@ class TypedExpr:
             return {"kind": "column", "index": self.index, "type": self.type}
         if self.kind == "literal":
             return {"kind": "literal", "type": self.type, "value": self.value}
+        if self.kind == "start":  # the row's start tick (planner/master_sharing.py)
+            return {"kind": "start", "type": self.type}
         if self.kind == "agg":
             raise AssertionError(
                 "aggregates are planned as an aggregate operator, not an expression"

@@ -45,6 +45,7 @@ from cq_py.planner.logical import (
     StreamDef,
     constant,
 )
+from cq_py.planner.master_sharing import ARRIVAL, MasterShares, SharedPart, not_shareable, wider
 from cq_py.planner.operators import descriptor, find
 from cq_py.planner.sharing import share_subplans
 
@@ -87,8 +88,11 @@ class Planner:
         share_joins: bool = True,
         lifetime: str = "direct",
         swj_bounded: dict[str, Any] | None = None,
+        master_shares: MasterShares | None = None,
     ):
         self.catalog = catalog
+        # MASTER queries of a base group sharing windows and joins (planner/master_sharing.py).
+        self.master_shares = master_shares
         self.fuse = fuse
         # Joins that differ only in their windows planned as one (planner/shared_joins.py), which
         # the direct method alone runs.
@@ -525,6 +529,9 @@ class Planner:
                         "and MASTER emits rows by when they started",
                         src.pos,
                     )
+        shared = self._master_shared(q, owner, masters)
+        if shared is not None:
+            return shared
         _, cols, rel = self._select(q.select, owner)
         node = self._add(
             Node(
@@ -541,6 +548,183 @@ class Planner:
             )
         )
         return "stream", list(cols), node
+
+    def _master_shared(
+        self, q: ast.Master, owner: str, masters: list[Node]
+    ) -> tuple[str, list[tuple[str, str]], Node] | None:
+        """The query over its base group's shared part (planner/master_sharing.py), or None when
+        it runs alone (sharing off, no group, or a shape that cannot share)."""
+        if self.inferring:  # (columns only: the same either way)
+            return None
+        shares = self.master_shares
+        sel = q.select
+        kinds = {
+            k: ("relation" if s.relation else "stream") if s.origin != "clock" else "clock"
+            for k, s in self.cat.streams.items()
+        }
+        if not_shareable(sel, kinds) is not None:
+            return None
+        if shares is None or not shares.enabled or owner.lower() not in shares.groups:
+            if self.lifetime != "negative":
+                return None
+            # Under negative tuples an end names values, not the copy that started: a join's
+            # equal rows that started at different times (a row joined before and after a partner
+            # expired at the same instant) would end in the wrong order, and MASTER emits by start.
+            # The arrivals kept as columns tell every copy apart: the query runs over a part of
+            # its own, stamped as a shared one is.
+            shares = MasterShares(enabled=False)
+            group: tuple[str, dict[str, int | None]] = (owner.lower(), {})
+        else:
+            group = shares.groups[owner.lower()]
+        anchor, group_widths = group
+        streams = [src for src in sel.sources if kinds[src.name.lower()] == "stream"]
+        own = {src.name.lower(): self._width_ticks(src.window) for src in streams}
+        # The scope of the sources as the part presents them (a stream's arrival column last).
+        columns: list[tuple[str, str]] = []
+        sources: list[tuple[set[str], str, int, int]] = []
+        arrivals: dict[str, int] = {}
+        for src in sel.sources:
+            sdef = self.cat.streams[src.name.lower()]
+            cols = list(self.cat.nodes[sdef.scan_id].schema)
+            if any(n.lower() == ARRIVAL for n, _ in cols):
+                return None
+            answers = {src.alias.lower()} if src.alias else {src.name.lower()}
+            label = f"'{src.name}'" + (f" (as {src.alias})" if src.alias else "")
+            if not sdef.relation:
+                arrivals[src.name.lower()] = len(columns) + len(cols)
+                cols.append((ARRIVAL, T.INT64))
+            sources.append((answers, label, len(columns), len(columns) + len(cols)))
+            columns += cols
+        scope = Scope(columns, sources)
+        binder = ExpressionBinder(scope, self.err)
+        bound = [(c, binder.bind_predicate(c)) for c in conjuncts(sel.where)]
+
+        def spans(e: TypedExpr) -> int:
+            return len(
+                {k for c in e.columns() for k, (_, _, a, b) in enumerate(sources) if a <= c < b}
+            )
+
+        joins = [(c, e) for c, e in bound if spans(e) >= 2]
+        own_preds = [(c, e) for c, e in bound if spans(e) < 2]
+        key = (
+            anchor,
+            tuple(
+                (s.name.lower(), (s.alias or "").lower(), kinds[s.name.lower()])
+                for s in sel.sources
+            ),
+            tuple(sorted({e.to_plan().__repr__() for _, e in joins})),
+        )
+        part, froms = shares.choose(key, own)
+        if part is None:
+            widths = {s: wider(group_widths.get(s, w), w) for s, w in own.items()}
+            part = self._shared_part(
+                sel, key, widths, columns, sources, arrivals, joins, owner, shares
+            )
+            froms = {}
+        part.members.append(owner)
+        checks = []
+        for s, w in own.items():
+            shared_w, since = part.widths[s], froms.get(s)
+            if (shared_w != w or since is not None) and (w is not None or since is not None):
+                checks.append(
+                    {
+                        "column": part.arrivals[s],
+                        "width": None if w is None else max(w, 1),
+                        "from": since,
+                    }
+                )
+        # The member's own conjuncts first: its trigger then keeps only the tuples they pass (a
+        # filter commutes with the trigger, which emits tuples of its input unchanged).
+        rel = self._filters(self.cat.nodes[part.node], own_preds, owner)
+        label = f"Master {', '.join(m.name for m in q.masters)} over the shared #{part.node}"
+        current = self._add(
+            Node(
+                self._new_id(),
+                "master_trigger",
+                [rel.id, *(n.id for n in masters)],
+                {"arrivals": checks} if checks else {},
+                list(rel.schema),
+                kind="stream",
+                lifetime=STREAM,
+                owner=owner,
+                pos=q.pos,
+                label=label,
+            )
+        )
+        items = [(binder.bind(i.expr), i) for i in sel.items]
+        names = [i.alias or self._default_name(e) for e, i in items]
+        seen: set[str] = set()
+        for n, (_, i) in zip(names, items, strict=True):
+            if n.lower() in seen:
+                raise self.err(
+                    f"the select list names '{n}' twice; give one of them another name with AS",
+                    i.pos,
+                )
+            seen.add(n.lower())
+        current = self._project(current, [e for e, _ in items], names, owner, sel.pos)
+        return "stream", list(current.schema), current
+
+    def _width_ticks(self, w: ast.Window | None) -> int | None:
+        """A shareable window's width in ticks: 0 for [Now], None unbounded."""
+        if w is None or w.kind == "unbounded":
+            return None
+        if w.kind == "now":
+            return 0
+        assert w.range is not None
+        return self.ticks(w.range)
+
+    def _shared_part(
+        self,
+        sel: ast.Select,
+        key: tuple[Any, ...],
+        widths: dict[str, int | None],
+        columns: list[tuple[str, str]],
+        sources: list[tuple[set[str], str, int, int]],
+        arrivals: dict[str, int],
+        joins: list[tuple[ast.Expr, TypedExpr]],
+        owner: str,
+        shares: MasterShares,
+    ) -> SharedPart:
+        """A base group's shared part: each stream stamped with its arrival and windowed at the
+        group's widest window, the tables as for one query, joined on the join conditions."""
+        inputs: list[tuple[Node, str, ast.Source]] = []
+        for src, (_, label, start, stop) in zip(sel.sources, sources, strict=True):
+            sdef = self.cat.streams[src.name.lower()]
+            if sdef.relation:
+                node, _ = self._source(src, owner)
+                inputs.append((node, label, src))
+                continue
+            self.references.append(sdef.name)
+            scan = self.cat.nodes[sdef.scan_id]
+            exprs = [
+                TypedExpr("column", t, index=i, text=n) for i, (n, t) in enumerate(scan.schema)
+            ] + [TypedExpr("start", T.INT64, text="start()")]
+            stamped = self._project(
+                scan, exprs, [n for n, _ in columns[start:stop]], owner, src.pos
+            )
+            w = widths[src.name.lower()]
+            window = (
+                ast.Window("unbounded")
+                if w is None
+                else ast.Window("now")
+                if w == 0
+                else ast.Window("range", range=ast.Duration(w))
+            )
+            inputs.append((self._window(stamped, window, owner, src.pos, src), label, src))
+        rel = self._joins(inputs, sources, joins, owner, sel)
+        rel.note = f"shared by the MASTER queries of {owner}'s base group (paper 001 §4.4)"
+        part = SharedPart(
+            key,
+            rel.id,
+            columns,
+            sources,
+            arrivals,
+            widths,
+            {s: shares.pushed.get(s, 0) for s in widths},
+            node_ref=rel,
+        )
+        shares.parts.append(part)
+        return part
 
     def _master_source(self, m: ast.MasterName, owner: str) -> Node:
         """A MASTER entry: a stream, a clock or a stream-valued query (never a relation)."""

@@ -54,10 +54,7 @@ void Engine::Run(F&& f) {
   // The queries' results as they stand: what was final before the call. A call that fails half
   // way (a runaway loop) leaves them so, for fetch(), rather than with some of a loop's instants.
   marks_.clear();  // (a member: a push of one row should not allocate for it)
-  for (const auto& [name, id] : sinks_) {
-    QuerySink* s = static_cast<QuerySink*>(executor_->op(id));
-    marks_.emplace_back(s, s->Mark());
-  }
+  for (QuerySink* s : SinkList()) marks_.emplace_back(s, s->Mark());
   auto fail = [&](ErrorKind kind, const char* what) {
     failed_ = std::make_unique<CqError>(kind, what);
     for (auto& [s, mark] : marks_) s->Rollback(mark);
@@ -206,6 +203,8 @@ void Engine::AddPlan(const std::string& plan_json) {
   executor_->Add(std::move(built));  // atomic; nothing below can fail
   streams_.merge(new_streams);
   sinks_.merge(new_sinks);
+  sinks_stale_ = true;
+  ++sinks_generation_;
   depth_.merge(new_depth);
   plans_.push_back(plan_json);
   UpdateProgress();  // (a new input may be behind the others)
@@ -231,6 +230,8 @@ void Engine::Drop(const json::Value& drop) {
              "dropping query '" + query + "' would remove input '" + name + "'");
   executor_->Remove(ids);  // atomic; nothing below can fail
   sinks_.erase(sink);
+  sinks_stale_ = true;
+  ++sinks_generation_;
   for (int id : ids) depth_.erase(id);
 }
 
@@ -324,6 +325,23 @@ void Engine::AdvanceInput(const std::string& stream, Time t) {
   if (closed_) throw CqError(ErrorKind::kInput, "the engine is closed; progress of '" + stream + "' rejected", stream);
   if (t <= st.progress) return;
   Run([&] { MoveProgress(st, t); });
+}
+
+void Engine::AdvanceInputs(const std::vector<std::string>& streams, Time t) {
+  CheckUsable();
+  std::vector<StreamState*> moved;
+  for (const std::string& stream : streams) {
+    StreamState& st = Input(stream);
+    if (closed_)
+      throw CqError(ErrorKind::kInput, "the engine is closed; progress of '" + stream + "' rejected", stream);
+    if (st.progress < t) moved.push_back(&st);
+  }
+  if (moved.empty()) return;
+  Run([&] {
+    for (StreamState* st : moved) st->progress = t;
+    UpdateProgress();
+    PropagateProgress();
+  });
 }
 
 void Engine::MoveProgress(StreamState& st, Time t) {
@@ -498,6 +516,37 @@ QuerySink* Engine::Sink(const std::string& query) const {
 }
 
 std::vector<OutputChunk> Engine::Drain(const std::string& query) { return Sink(query)->Drain(); }
+
+const std::vector<QuerySink*>& Engine::SinkList() {
+  if (sinks_stale_) {
+    sink_list_.clear();
+    for (const auto& [name, id] : sinks_) sink_list_.push_back(static_cast<QuerySink*>(executor_->op(id)));
+    sinks_stale_ = false;
+  }
+  return sink_list_;
+}
+
+void Engine::Watch(const std::vector<std::string>& queries) {
+  for (const std::string& q : queries) Sink(q);  // (an unknown name throws; nothing changes)
+  watched_ = queries;
+  watched_generation_ = ~uint64_t{0};
+}
+
+std::vector<std::pair<size_t, std::vector<OutputChunk>>> Engine::DrainWatched() {
+  if (watched_generation_ != sinks_generation_) {
+    watched_sinks_.clear();
+    for (const std::string& q : watched_) {
+      auto it = sinks_.find(q);  // (a query dropped since is not drained)
+      watched_sinks_.push_back(it == sinks_.end() ? nullptr : static_cast<QuerySink*>(executor_->op(it->second)));
+    }
+    watched_generation_ = sinks_generation_;
+  }
+  std::vector<std::pair<size_t, std::vector<OutputChunk>>> out;
+  for (size_t k = 0; k < watched_sinks_.size(); ++k)
+    if (QuerySink* s = watched_sinks_[k])
+      if (std::vector<OutputChunk> chunks = s->Drain(); !chunks.empty()) out.emplace_back(k, std::move(chunks));
+  return out;
+}
 
 const Schema& Engine::OutputSchema(const std::string& query) const { return Sink(query)->output_schema(); }
 
@@ -697,6 +746,8 @@ void Engine::Restore(std::string_view snapshot) {
   std::swap(executor_, fresh.executor_);
   std::swap(streams_, fresh.streams_);
   std::swap(sinks_, fresh.sinks_);
+  sinks_stale_ = true;
+  ++sinks_generation_;
   std::swap(advanced_, fresh.advanced_);
   std::swap(closed_, fresh.closed_);
   std::swap(failed_, fresh.failed_);

@@ -73,6 +73,9 @@ class Engine {
   // has come, so it completes the same instants as the engine holding the rows (cq_py's
   // Engine(threads=N)). Unlike Advance, the other inputs stay where they are.
   void AdvanceInput(const std::string& stream, Time t);
+  // AdvanceInput of each of `streams` (checked all first: nothing moves if one is unknown), the
+  // operators run once for all of them (an engine's clocks follow its streams this way).
+  void AdvanceInputs(const std::vector<std::string>& streams, Time t);
   // Promise: no input below `t` on any stream.
   void Advance(Time t);
   // End of input: time advances to infinity, everything becomes final.
@@ -80,6 +83,11 @@ class Engine {
   bool closed() const { return closed_; }
 
   std::vector<OutputChunk> Drain(const std::string& query);
+  // Drain of each query last given to Watch (checked then), only those with rows returned (index
+  // into the list, chunks): the subscribed queries, drained after every call without naming them.
+  void Watch(const std::vector<std::string>& queries);
+  std::vector<std::pair<size_t, std::vector<OutputChunk>>> DrainWatched();
+  const std::vector<std::string>& watched() const { return watched_; }
   // The declared columns of input `stream` (a stream or a relation), without the timestamp;
   // throws CqError(kInput) for a name that is not registered.
   const Schema& InputSchema(const std::string& stream) const;
@@ -160,6 +168,15 @@ class Engine {
   std::unique_ptr<Executor> executor_;
   std::map<std::string, StreamState> streams_;  // streams and relations, by name
   std::map<std::string, int> sinks_;
+  // The sinks' operators in sinks_' order, resolved again after the graph changed (AddPlan, Drop,
+  // Restore): Run marks every query's results at each call, hundreds of them for paper 001.
+  const std::vector<QuerySink*>& SinkList();
+  std::vector<QuerySink*> sink_list_;
+  bool sinks_stale_ = true;
+  uint64_t sinks_generation_ = 0;  // counts the changes of the graph's sinks
+  std::vector<std::string> watched_;
+  std::vector<QuerySink*> watched_sinks_;
+  uint64_t watched_generation_ = ~uint64_t{0};
   std::map<int, Time> source_progress_;  // PropagateProgress': each input's progress by its source
   std::vector<std::pair<QuerySink*, QuerySink::Position>> marks_;  // Run's: the queries' results before
   Time advanced_ = Time::MinusInfinity();

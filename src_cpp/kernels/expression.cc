@@ -67,6 +67,11 @@ std::unique_ptr<Expression> Expression::Compile(const json::Value& spec, const S
                                                      std::string(TypeName(input[e->column_].type)));
     return e;
   }
+  if (kind == "start") {
+    CQ_CHECK(e->type_ == TypeId::kInt64, "a row's start is a BIGINT");
+    e->kind_ = Kind::kStart;
+    return e;
+  }
   if (kind == "literal") {
     e->kind_ = Kind::kLiteral;
     e->literal_ = ScalarFromJson(e->type_, spec["value"]);
@@ -113,6 +118,13 @@ Column Expression::Evaluate(const Batch& batch) const {
       return batch.has_selection ? Gather(c, batch.sel(), n) : c;
     }
     case Kind::kLiteral: return Broadcast(literal_, n);
+    case Kind::kStart: {
+      Column c;
+      c.type = TypeId::kInt64;
+      c.length = n;
+      c.values = batch.has_selection ? GatherTime(batch.sync, batch.sel(), n).ticks : batch.sync.ticks;
+      return c;
+    }
     case Kind::kCall: break;
   }
   // Loops evaluate a row or two per call: the arguments live on the stack, and a bare column of an
@@ -138,6 +150,7 @@ std::string Expression::ToString(const Schema& input) const {
   switch (kind_) {
     case Kind::kColumn: return input[column_].name;
     case Kind::kLiteral: return ScalarToString(literal_);
+    case Kind::kStart: return "start()";
     case Kind::kCall: break;
   }
   std::string s = kernel_->name + "(";

@@ -39,8 +39,9 @@ void Project::Push(int, const Batch& batch, Emitter& out) {
 namespace {
 class ProjectRows final : public RowOperator {
  public:
+  // A null expression is start(): the row's start tick (a stream row's arrival).
   explicit ProjectRows(std::vector<std::unique_ptr<RowExpression>> exprs) : exprs_(std::move(exprs)) {
-    for (const auto& e : exprs_) strings_ |= e->type() == TypeId::kUtf8;
+    for (const auto& e : exprs_) strings_ |= e && e->type() == TypeId::kUtf8;
   }
   void Push(int, const Row& in, RowEmitter& out) override {
     // One set of output values per depth of nesting: a loop may bring a row back into this
@@ -52,13 +53,14 @@ class ProjectRows final : public RowOperator {
       size_t& d;
       ~Leave() { --d; }
     } leave{depth_};
-    for (size_t k = 0; k < exprs_.size(); ++k) v[k] = exprs_[k]->Evaluate(in.values);
+    for (size_t k = 0; k < exprs_.size(); ++k)
+      v[k] = exprs_[k] ? exprs_[k]->Evaluate(in.values) : Value::Int(in.sync.tick);
     Row r = in;
     r.values = v;
     out.Emit(r);
     if (strings_)
       for (size_t k = 0; k < exprs_.size(); ++k)
-        if (exprs_[k]->type() == TypeId::kUtf8 && v[k].valid) ReleaseString(v[k].s);
+        if (exprs_[k] && exprs_[k]->type() == TypeId::kUtf8 && v[k].valid) ReleaseString(v[k].s);
   }
   bool stateful() const override { return false; }
 
@@ -72,7 +74,7 @@ class ProjectRows final : public RowOperator {
 
 std::unique_ptr<RowOperator> Project::ToRows() {
   std::vector<std::unique_ptr<RowExpression>> exprs;
-  for (const auto& e : exprs_) exprs.push_back(RowExpression::From(*e));
+  for (const auto& e : exprs_) exprs.push_back(e->is_start() ? nullptr : RowExpression::From(*e));
   return std::make_unique<ProjectRows>(std::move(exprs));
 }
 

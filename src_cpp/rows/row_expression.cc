@@ -32,6 +32,7 @@ Value EvalLiteral(const RowNode& e, const Value*) {
 
 void Build(const Expression& e, RowNode* n) {
   n->type = e.type();
+  CQ_CHECK(!e.is_start(), "a row's start has no row form: it is read in batches only");
   if (e.is_column()) {
     n->kind = RowNode::Kind::kColumn;
     n->column = e.column_index();

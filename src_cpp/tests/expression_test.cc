@@ -93,6 +93,20 @@ CQ_TEST(evaluation_follows_the_selection_vector) {
   CQ_EXPECT_EQ(both->Evaluate(b).length, 0);
 }
 
+CQ_TEST(start_is_each_rows_start_tick) {
+  // MASTER queries sharing a window keep a stream row's arrival as a column (start()).
+  Batch b = TestBatch();
+  b.sync.ticks = Buffer::Allocate(6 * 8);
+  for (int64_t i = 0; i < 6; ++i) b.sync.ticks.as<int64_t>()[i] = 10 * i;
+  auto start = Compile(R"({"kind": "start", "type": "int64"})");
+  CQ_EXPECT(start->is_start());
+  CQ_EXPECT_EQ(ReadI64(start->Evaluate(b)), (I64s{0, 10, 20, 30, 40, 50}));
+  Select(b, {5, 0, 3});
+  CQ_EXPECT_EQ(ReadI64(start->Evaluate(b)), (I64s{50, 0, 30}));
+  auto later = Compile(CallOf("add", "int64", {R"({"kind": "start", "type": "int64"})", A}));
+  CQ_EXPECT_EQ(ReadI64(later->Evaluate(b)), (I64s{56, 1, N}));
+}
+
 CQ_TEST(calls_over_literals_are_folded_when_compiled) {
   struct Case {
     std::string spec;

@@ -13,10 +13,12 @@ using harness::OperatorCase;
 const Schema kInput = {{"k", TypeId::kInt64}, {"s", TypeId::kUtf8}};
 const Schema kMaster = {{"x", TypeId::kInt64}};
 
-OperatorCase Case(const std::string& name, int masters) {
+OperatorCase Case(
+    const std::string& name, int masters,
+    const std::string& spec = R"({"op": "master_trigger", "lifetime": "general", "expiration": "lazy"})") {
   OperatorCase c;
   c.name = name;
-  c.spec = R"({"op": "master_trigger", "lifetime": "general", "expiration": "lazy"})";
+  c.spec = spec;
   c.inputs.push_back({kInput, BatchKind::kLifetime});
   for (int k = 0; k < masters; ++k) c.inputs.push_back({kMaster, BatchKind::kStream});
   c.rows = false;
@@ -29,7 +31,12 @@ OperatorCase Case(const std::string& name, int masters) {
 }
 
 CQ_TEST(master_trigger_forms_agree_in_the_harness) {
-  for (const OperatorCase& c : {Case("MASTER over one master", 1), Case("MASTER over two masters", 2)})
+  // A member of a shared part (planner/master_sharing.py): column k read as an arrival, kept
+  // when within 3 ticks of the run and from tick 2 on.
+  const OperatorCase shared = Case("MASTER of a shared part", 2,
+                                   R"({"op": "master_trigger", "lifetime": "general", "expiration": "lazy",)"
+                                   R"( "arrivals": [{"column": 0, "width": 3, "from": 2}]})");
+  for (const OperatorCase& c : {Case("MASTER over one master", 1), Case("MASTER over two masters", 2), shared})
     for (uint64_t seed = 1; seed <= 100; ++seed)
       if (harness::ExpectFormsAgree(c, seed) > 0) break;  // (one seed's report is enough)
 }

@@ -87,8 +87,8 @@ PLANTED = {
         "    from pyspark.sql import DataFrame",
         "    from cq_py.spark import batch",
         (
-            "from cq_py.spark import batch runs up a floor: cq_py/spark/streaming.py (floor 19) "
-            "may not reach cq_py/spark/batch.py (floor 20)"
+            "from cq_py.spark import batch runs up a floor: cq_py/spark/streaming.py (floor 20) "
+            "may not reach cq_py/spark/batch.py (floor 21)"
         ),
     ),
 }

@@ -234,3 +234,20 @@ def test_a_dropped_query_leaves_its_group_and_the_others_keep_their_clusters():
     assert g.groups() == after
     g.remove("d")
     assert g.logging == {"s", "t"}
+
+
+ticks = st.lists(st.integers(0, 30), max_size=8).map(lambda t: np.array(sorted(t), np.int64))
+group_uses = st.one_of(
+    st.none(),
+    st.dictionaries(st.sampled_from(["a", "b", "c"]), ticks, max_size=3),
+)
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(st.lists(group_uses, min_size=1, max_size=6))
+def test_the_similarity_matrix_equals_each_pairs_similarity(uses):
+    # (The matrix is what clustering reads; similarity() is §4.3's definition, pair by pair.)
+    sim = mqo.similarity_matrix(uses)
+    for a, b in itertools.product(range(len(uses)), repeat=2):
+        expected = 1.0 if a == b else mqo.similarity(uses[a], uses[b])
+        assert math.isclose(sim[a, b], expected), (a, b)

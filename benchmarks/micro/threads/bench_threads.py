@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -125,16 +126,31 @@ class Where:
     """Where a threads=2 run's time goes, from hooks around Partitions: its pushes (checking the
     input whole, then the engine group: splitting, each engine on its thread), draining (the
     merge in time order), the rest (converting the input, Python); and the CPU time of this
-    thread and of the engine group's other threads."""
+    thread and of the engine group's other threads. A run split by time (``cq_py.run`` over
+    time slices) has no Partitions: each slice's push is timed instead (when it started after
+    the call, its seconds and its thread's CPU seconds)."""
 
     def __init__(self) -> None:
         self.push = 0.0
         self.merge = 0.0
+        self.slices: list[tuple[str, float, float, float]] = []
 
     def __enter__(self) -> Where:
         self.saved = (partitions.Partitions.push, partitions.Partitions.drain)
+        self.saved_push_all = cq_py.engine._push_all
         push, drain = self.saved
+        push_all = self.saved_push_all
         me = self
+        self.t0 = time.perf_counter()
+
+        def timed_push_all(*args: Any) -> None:
+            t0, c0 = time.perf_counter(), time.thread_time()
+            push_all(*args)
+            t1 = time.perf_counter()
+            name = threading.current_thread().name
+            me.slices.append((name, t0 - me.t0, t1 - t0, time.thread_time() - c0))
+
+        cq_py.engine._push_all = timed_push_all
 
         def timed_push(self: Any, *args: Any) -> None:
             t0 = time.perf_counter()
@@ -156,9 +172,19 @@ class Where:
         main, proc = time.thread_time() - self.cpu[0], time.process_time() - self.cpu[1]
         self.main, self.others = main, proc - main
         partitions.Partitions.push, partitions.Partitions.drain = self.saved
+        cq_py.engine._push_all = self.saved_push_all
 
     def report(self, total: float) -> str:
         rest = total - self.push - self.merge
+        if self.slices:
+            each = "; ".join(
+                f"{name}: from {start * 1e3:.1f} ms, {sec:.3f} s (CPU {cpu:.3f} s)"
+                for name, start, sec, cpu in sorted(self.slices, key=lambda x: x[1])
+            )
+            return (
+                f"    total {total:.3f} s, split by time: the slices' pushes {each}; CPU: this "
+                f"thread {self.main:.3f} s, the other threads {self.others:.3f} s"
+            )
         return (
             f"    total {total:.3f} s: pushes {self.push:.3f} s (checked, split, engines at once), "
             f"merging outputs {self.merge:.3f} s, the rest (converting the input, Python) "

@@ -444,6 +444,12 @@ void DtsExecutor::Schedule() {
           if (entries[e].node == c.node && entries[e].port == c.port) c.entry = static_cast<int>(e);
       c.bypass = c.entry < 0 && c.target->op->passes_through();
     }
+  for (Step& s : schedule) {
+    if (s.region >= 0) continue;
+    s.target = &nodes_.at(s.node);
+    s.producers.clear();
+    for (int in : s.target->inputs) s.producers.push_back(&nodes_.at(in));
+  }
   order_ = std::move(order);
   schedule_ = std::move(schedule);
   regions_ = std::move(regions);
@@ -601,8 +607,7 @@ Time DtsExecutor::InputProgress(int producer) const {
   // An input's progress is its producer's, moved forward by the producer's delay (a delay's
   // output holds nothing below its input's progress plus the delay), or held back by an RSTREAM
   // that cannot decide a tick yet (Operator::OutputProgress).
-  const Node& i = nodes_.at(producer);
-  return i.op->OutputProgress(i.progress);
+  return InputProgress(nodes_.at(producer));
 }
 
 void DtsExecutor::AdvanceTo(const std::map<int, Time>& source_progress) {
@@ -611,14 +616,14 @@ void DtsExecutor::AdvanceTo(const std::map<int, Time>& source_progress) {
       RunRegion(regions_[s.region]);
       continue;
     }
-    Node& n = nodes_.at(s.node);
+    Node& n = *s.target;
     Time p;
-    if (n.inputs.empty()) {
+    if (s.producers.empty()) {
       auto it = source_progress.find(s.node);
       p = it == source_progress.end() ? n.progress : it->second;
     } else {
       p = Time::Infinity();
-      for (int in : n.inputs) p = std::min(p, InputProgress(in));
+      for (const Node* in : s.producers) p = std::min(p, InputProgress(*in));
     }
     if (p > n.progress) {
       n.progress = p;
