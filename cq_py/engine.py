@@ -853,7 +853,8 @@ class Engine:
         ``bounded``; in bounded mode (``swj_buffer``) also, per query, the (tuple, query) pairs
         ``processed``,
         ``dropped`` and ``pending`` (they add up to the tuples taken in), the members that dropped
-        any (``dropping``), the ``clock`` and the scheduler's state (cq_py/swj_options.py).
+        any (``dropping``), the ``clock``, the ``work`` done (jobs, scanned, emitted) and the
+        scheduler's state (cq_py/swj_options.py).
 
         >>> eng = Engine()
         >>> q = "SELECT * FROM a [Range {0}], b [Range {0}] WHERE a.k = b.k"

@@ -245,7 +245,8 @@ def _readers(catalog: Any, routes: list[int]) -> dict[int, list[str]]:
 def shared_join_entry(join: dict[str, Any], report: str | None) -> dict[str, Any]:
     """What ``Engine.shared_joins()`` says of one shared join: ``join`` (from
     :func:`shared_join_nodes`) with its MQT segments, and in bounded mode the core's report
-    (src_cpp/operators/swj_bounded.h) as counters per member query.
+    (src_cpp/operators/swj_bounded.h) as counters per member query, and the ``work`` done: jobs
+    run, partners scanned and pairs emitted, whatever the clock.
     """
     from cq_core import mqt_segments
 
@@ -267,6 +268,7 @@ def shared_join_entry(join: dict[str, Any], report: str | None) -> dict[str, Any
         "load",
         "method",
         "beta",
+        "work",
     ):
         entry[what] = r[what]
     entry["clock"] = r["clock"]

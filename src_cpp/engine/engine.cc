@@ -601,7 +601,7 @@ constexpr char kMagic[8] = {'C', 'Q', 'S', 'N', 'A', 'P', '\r', '\n'};
 //    The hash join writes one state for both its forms (operators/hash_join_state.h).
 // 5: so does the query output: its row form writes nothing of its own (operators/query_sink.h).
 // 6: the tracker state writes one format, the batch representation's, whichever form holds it.
-constexpr uint32_t kFormatVersion = 6;
+constexpr uint32_t kFormatVersion = 7;
 constexpr size_t kHeaderSize = 32;
 
 }  // namespace

@@ -220,13 +220,14 @@ void SwjBounded::RunJob(const swj::Job& job) {
     }
     if (scheduler_.View(job.tuple).level == n()) x.found.clear();
   }
-  if (!wall) {
-    clock_ += (kSwjJobNs + kSwjScanNs * static_cast<double>(scanned) + kSwjPairNs * static_cast<double>(emitted)) /
-              options_.tick_ns;
-  } else {
-    const double ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - started).count();
-    clock_ += ns / options_.tick_ns;
-  }
+  ++jobs_run_;
+  scanned_ += scanned;
+  emitted_ += emitted;
+  const double ns =
+      wall ? std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - started).count()
+           : kSwjJobNs + kSwjScanNs * static_cast<double>(scanned) + kSwjPairNs * static_cast<double>(emitted);
+  clock_ += ns / options_.tick_ns;
+  busy_ += ns / options_.tick_ns;
   if (options_.trace)
     jobs_.push_back({job.tuple, static_cast<uint8_t>(side), x.t.tick, job.from,
                      outcome == SwjOutcome::kGivenUp ? n() : hi, outcome, clock_});
@@ -395,6 +396,10 @@ void SwjBounded::Snapshot(SnapshotWriter& w) const {
   w.I64(evicted_);
   w.PodVec(processed_);
   w.PodVec(dropped_);
+  w.I64(jobs_run_);
+  w.I64(scanned_);
+  w.I64(emitted_);
+  w.Pod(busy_);
   w.U64(periods_.size());
   for (const swj::PeriodRecord& p : periods_) {
     for (double v : {p.time, p.load, p.alpha, p.beta, p.beta_now, p.beta_next, p.rate_next}) w.Pod(v);
@@ -500,6 +505,11 @@ void SwjBounded::Restore(SnapshotReader& r) {
   for (int q = 0; q < n(); ++q)
     CQ_SNAPSHOT_CHECK(processed[q] >= 0 && dropped[q] >= 0 && processed[q] + dropped[q] <= taken,
                       "a bounded shared join's counters: expected at most the arrivals");
+  const int64_t jobs_run = r.I64In(0, INT64_MAX, "a bounded shared join's jobs run");
+  const int64_t scanned = r.I64In(0, INT64_MAX, "a bounded shared join's scanned tuples");
+  const int64_t emitted = r.I64In(0, INT64_MAX, "a bounded shared join's emitted pairs");
+  const double busy = r.Pod<double>();
+  CQ_SNAPSHOT_CHECK(std::isfinite(busy) && busy >= 0, "a bounded shared join's busy time");
   std::vector<swj::PeriodRecord> periods(r.Count(7 * 8 + 8 + 4, "the periods"));
   for (swj::PeriodRecord& p : periods) {
     for (double* v : {&p.time, &p.load, &p.alpha, &p.beta, &p.beta_now, &p.beta_next, &p.rate_next})
@@ -550,6 +560,10 @@ void SwjBounded::Restore(SnapshotReader& r) {
   evicted_ = evicted;
   processed_ = std::move(processed);
   dropped_ = std::move(dropped);
+  jobs_run_ = jobs_run;
+  scanned_ = scanned;
+  emitted_ = emitted;
+  busy_ = busy;
   periods_ = std::move(periods);
   jobs_ = std::move(jobs);
   where_ = std::move(where);
@@ -609,6 +623,8 @@ std::string SwjBounded::Report() const {
   s += ",\"beta\":" + JsonNumber(scheduler_.state().beta);
   s += ",\"arrivals\":" + i64(taken_);
   s += ",\"evicted\":" + i64(evicted_);
+  s += ",\"work\":{\"jobs\":" + i64(jobs_run_) + ",\"scanned\":" + i64(scanned_) + ",\"emitted\":" + i64(emitted_) +
+       ",\"busy\":" + JsonNumber(busy_) + "}";
   s += ",\"buffered\":[" + i64(static_cast<int64_t>(sides_[0].buffer.size())) + "," +
        i64(static_cast<int64_t>(sides_[1].buffer.size())) + "]";
   s += ",\"processed\":" + JsonArray(processed_, i64);

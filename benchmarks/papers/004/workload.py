@@ -7,6 +7,12 @@
 - **Stages**: four input rates (tuples per second per source), each a fixed multiple of the
   distribution's FIFO capacity (stages.json), rate measured every 0.5 s, beta0 = 0.05.
 
+Time is scaled: the paper's prototype (a 2000s PC) served far fewer tuples per second than the
+bounded join does here, so at the paper's time scale this server would never be overloaded before a
+5,000-tuple buffer stopped holding a 3 s window. One paper millisecond is ``SCALE_NS`` nanoseconds of
+the work clock: windows, periods, stages and rates are stated in paper time (ms, tuples per paper
+second) and scaled when the engine is built and the input stamped.
+
 Input is built column-wise with numpy (no per-row Python loops) and pushed through the public
 Engine API with ``executor="dts"`` and the work clock.
 """
@@ -33,6 +39,7 @@ PERIOD_MS = 500
 BETA0 = 0.05
 LOCATIONS = 100
 SEED = 4
+SCALE_NS = 1000  # work-clock nanoseconds per paper millisecond
 
 
 def windows(distribution: str, seed: int = SEED) -> list[int]:
@@ -53,10 +60,11 @@ def windows(distribution: str, seed: int = SEED) -> list[int]:
 
 
 def script(ws: list[int]) -> str:
-    """The CQL of §6: two streams and one query per window."""
+    """The CQL of §6: two streams and one query per window (paper ms, scaled to ns ticks)."""
     head = "REGISTER STREAM a(loc INT, x BIGINT); REGISTER STREAM b(loc INT, y BIGINT);"
     return head + "".join(
-        f"REGISTER QUERY q{i} AS SELECT * FROM a [Range {w}], b [Range {w}] WHERE a.loc = b.loc;"
+        f"REGISTER QUERY q{i} AS SELECT * FROM a [Range {w * SCALE_NS}], "
+        f"b [Range {w * SCALE_NS}] WHERE a.loc = b.loc;"
         for i, w in enumerate(ws, 1)
     )
 
@@ -80,10 +88,15 @@ def timestamps(counts_rates: list[tuple[int, float]], start_ms: float) -> np.nda
 
 
 def build_input(
-    stage_rates: list[float], stage_s: float, prime_rate: float, seed: int = SEED
+    stage_rates: list[float],
+    stage_s: float,
+    prime_rate: float,
+    seed: int = SEED,
+    locations: int = LOCATIONS,
 ) -> Input:
-    """The two sources' tuples: PRIMED at ``prime_rate`` (tuples/s per source), BURST at once, then
-    ``stage_s`` seconds at each of the four stage rates. Keys uniform over LOCATIONS; ns times."""
+    """The two sources' tuples: PRIMED at ``prime_rate`` (tuples per paper second per source),
+    BURST at once, then ``stage_s`` paper seconds at each stage rate. Keys uniform over
+    ``locations``; times in ns ticks (paper ms x SCALE_NS)."""
     rng = np.random.default_rng(seed)
     prime = timestamps([(PRIMED, prime_rate)], 0.0)
     burst_at = prime[-1] + 1000.0 / prime_rate
@@ -97,10 +110,10 @@ def build_input(
     ts_ms = np.concatenate([prime, burst, stages])
 
     def side(offset_ns: int, name: str) -> pa.Table:
-        ts = (ts_ms * 1e6).astype(np.int64) + offset_ns
+        ts = (ts_ms * SCALE_NS).astype(np.int64) + offset_ns
         return pa.table(
             {
-                "loc": pa.array(rng.integers(0, LOCATIONS, len(ts)), pa.int32()),
+                "loc": pa.array(rng.integers(0, locations, len(ts)), pa.int32()),
                 name: pa.array(np.arange(len(ts), dtype=np.int64)),
                 "ts": pa.array(ts),
             }
@@ -109,16 +122,18 @@ def build_input(
     return Input(side(0, "x"), side(1, "y"), starts, PRIMED + BURST)
 
 
-def engine(ws: list[int], scheduler: str, **options: Any) -> cq_py.Engine:
+def engine(
+    ws: list[int], scheduler: str, clock: str = "work", buffer: int = BUFFER, **options: Any
+) -> cq_py.Engine:
     """A bounded-mode engine with §6's parameters running the ten queries."""
     eng = cq_py.Engine(
         time_unit="ns",
         executor="dts",
-        swj_buffer=BUFFER,
+        swj_buffer=buffer,
         swj_scheduler=scheduler,
-        swj_period_ms=PERIOD_MS,
+        swj_period_ms=PERIOD_MS * SCALE_NS / 1e6,
         swj_beta0=BETA0,
-        swj_clock="work",
+        swj_clock=clock,
         **options,
     )
     eng.execute(script(ws))
@@ -138,7 +153,7 @@ def run_stages(ws: list[int], scheduler: str, data: Input, **options: Any) -> li
     """Pushes ``data`` stage by stage; the counters at the end of priming (before the burst) and
     after each stage. Differences against the first are the pairs of tuples arrived since."""
     eng = engine(ws, scheduler, **options)
-    cuts_ns = [int(s * 1e6) for s in data.stage_starts_ms[1:]]
+    cuts_ns = [int(s * SCALE_NS) for s in data.stage_starts_ms[1:]]
     bounds = [PRIMED, *(int(np.searchsorted(data.a.column("ts").to_numpy(), c)) for c in cuts_ns)]
     bounds.append(data.a.num_rows)
     seen, at = [], 0
