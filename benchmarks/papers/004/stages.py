@@ -25,7 +25,7 @@ import workload  # noqa: E402
 DISTRIBUTIONS = ["random", "P1", "P2", "P3", "P4", "P5", "P6", "P7", "P8"]
 MULTIPLIERS = [0.5, 1.0, 2.0, 4.0]
 PRIME_RATE = 50.0  # tuples/s per source before stage 1: slow enough to be processed
-STAGE_S = 5.0
+STAGE_S = 10.0
 FILE = HERE / "stages.json"
 
 
@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="coarse, printed only")
     args = parser.parse_args(argv)
-    steps, stage_s = (2, 1.0) if args.quick else (6, STAGE_S)
+    steps, stage_s = (2, STAGE_S) if args.quick else (6, STAGE_S)
     out: dict[str, object] = {
         "multipliers": MULTIPLIERS,
         "prime_rate": PRIME_RATE,
