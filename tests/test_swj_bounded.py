@@ -98,7 +98,7 @@ def counters_add_up(entry):
         )
 
 
-# An overload: a tuple every 20 ns on each side, a job costs 630 ns and more (the work clock).
+# An overload: a tuple every 20 ns on each side, a job costs 352 ns and more (the work clock).
 WINDOWS = [100, 400, 1500, 6000]
 BUFFER = 40
 
@@ -190,7 +190,7 @@ def test_a_buffer_far_above_need_drops_nothing_and_gives_exact_rows():
 
 
 def test_mandf_decides_fifo_exactly_when_the_load_reaches_alpha():
-    a, b = inputs(400, 1500, 6)  # about the server's capacity: both methods get decided
+    a, b = inputs(400, 900, 6)  # about the server's capacity: both methods get decided
     for load in ("arrived", "oldest"):
         eng, _ = run(
             WINDOWS,
@@ -254,7 +254,7 @@ def test_a_window_wider_than_b_tuples_drops_its_pairs_and_is_named():
     counters_add_up(entry)
 
 
-@pytest.mark.parametrize(("pattern", "gap", "beta0"), [("P1", 1000, 0.6), ("P4", 2400, 0.3)])
+@pytest.mark.parametrize(("pattern", "gap", "beta0"), [("P1", 600, 0.6), ("P4", 1200, 0.3)])
 def test_the_four_schedulers_run_different_jobs_on(pattern, gap, beta0):
     # Loads about the server's capacity, where MandF and adMandF switch at different times.
     patterns = json.loads((REPO / "benchmarks/papers/004/patterns.json").read_text())

@@ -107,7 +107,6 @@ void SwjBounded::TakeIn(int side) {
   x.key = std::move(a.key);
   x.pred = o.arrivals;
   x.t_pred = o.last_arrival;
-  if (x.has_key) s.by_key[x.key].push_back(x.seq);
   where_.emplace(x.id, std::make_pair(side, x.seq));
   s.buffer.push_back(std::move(x));
   ++s.arrivals;
@@ -127,11 +126,6 @@ void SwjBounded::Evict(int side) {
     Count(dropped_, level, n());
     if (options_.trace)
       jobs_.push_back({v.id, static_cast<uint8_t>(side), v.t.tick, level, n(), SwjOutcome::kEvicted, clock_});
-  }
-  if (v.has_key) {
-    auto it = s.by_key.find(v.key);
-    it->second.pop_front();  // the side's oldest is its key's oldest
-    if (it->second.empty()) s.by_key.erase(it);
   }
   Release(side, v.batch);
   s.last_evicted = v.t;
@@ -172,25 +166,27 @@ void SwjBounded::RunJob(const swj::Job& job) {
     hi = job.from;
   } else {
     // Partners that arrived before x, with t_x − t_y in [w_from, w_hi): the slices from+1..hi.
+    // The paper's server scans those slices tuple by tuple (the MQT matrix prices a job by the
+    // window span it covers), so this one does too: every buffered tuple of the slices is looked
+    // at and counted, whatever its key.
     std::vector<std::pair<uint64_t, int32_t>> fresh;
+    // Buffered tuples of the other side that came before x: seqs [first_seq, x.pred), times rising.
+    const uint64_t before = std::max(o.first_seq, std::min<uint64_t>(x.pred, o.first_seq + o.buffer.size()));
+    const auto begin = o.buffer.begin();
+    const auto end = begin + static_cast<std::ptrdiff_t>(before - o.first_seq);
+    const auto first =
+        std::partition_point(begin, end, [&](const Tuple& y) { return x.t.tick - y.t.tick >= W(hi); });
+    const auto last = job.from == 0 ? end : std::partition_point(first, end, [&](const Tuple& y) {
+      return x.t.tick - y.t.tick >= W(job.from);
+    });
+    scanned = last - first;
     if (x.has_key) {
-      if (auto it = o.by_key.find(x.key); it != o.by_key.end()) {
-        const std::deque<uint64_t>& seqs = it->second;
-        const auto time_of = [&](uint64_t q) { return o.buffer[q - o.first_seq].t.tick; };
-        const auto end = std::lower_bound(seqs.begin(), seqs.end(), x.pred);
-        // Times rise with seq: the first partner with d < w_hi, and the first with d < w_from.
-        const auto first =
-            std::partition_point(seqs.begin(), end, [&](uint64_t q) { return x.t.tick - time_of(q) >= W(hi); });
-        const auto last = job.from == 0 ? end : std::partition_point(first, end, [&](uint64_t q) {
-          return x.t.tick - time_of(q) >= W(job.from);
-        });
-        for (auto q = first; q != last; ++q) {
-          const int64_t d = x.t.tick - time_of(*q);
-          const int32_t slice =
-              static_cast<int32_t>(std::upper_bound(windows_.begin(), windows_.end(), d) - windows_.begin()) + 1;
-          fresh.push_back({*q, slice});
-        }
-        scanned = last - first;
+      for (auto y = first; y != last; ++y) {
+        if (!y->has_key || y->key != x.key) continue;
+        const int64_t d = x.t.tick - y->t.tick;
+        const int32_t slice =
+            static_cast<int32_t>(std::upper_bound(windows_.begin(), windows_.end(), d) - windows_.begin()) + 1;
+        fresh.push_back({y->seq, slice});
       }
     }
     auto emit = [&](uint64_t partner, int64_t lo) {
@@ -567,11 +563,7 @@ void SwjBounded::Restore(SnapshotReader& r) {
   periods_ = std::move(periods);
   jobs_ = std::move(jobs);
   where_ = std::move(where);
-  for (int side = 0; side < 2; ++side) {
-    sides_[side] = std::move(sides[side]);
-    for (const Tuple& x : sides_[side].buffer)
-      if (x.has_key) sides_[side].by_key[x.key].push_back(x.seq);
-  }
+  for (int side = 0; side < 2; ++side) sides_[side] = std::move(sides[side]);
 }
 
 namespace {

@@ -11,8 +11,9 @@
 //    both sides are merged the same way whatever the push chunking.
 //  - One server works on the clock c. Before taking in a tuple at t it runs jobs while c < t
 //    (then c = max(c, t)); at progress p it runs jobs while c < p; close() (p = ∞) runs all.
-//    A job (x, j, k) scans the partners y of x that arrived before x, with the same key and
-//    t_x − t_y in [w_j, w_k): the slices j+1..k. Its cost advances c: kSwjJobNs + kSwjScanNs per
+//    A job (x, j, k) scans the tuples y of the other side that arrived before x with
+//    t_x − t_y in [w_j, w_k), the slices j+1..k, as the paper's server does (whatever their key:
+//    the MQT matrix prices a job by its window span); those with x's key are its partners. Its cost advances c: kSwjJobNs + kSwjScanNs per
 //    scanned tuple + kSwjPairNs per emitted pair (clock "work"), or the measured time (clock
 //    "wall"). Results depend on the arrival sequence alone under the work clock.
 //  - The rows of queries j+1..k for x leave when the job ran: those found now and those of
@@ -43,9 +44,9 @@ namespace cq {
 // The work clock's constants, in nanoseconds (a job's set-up with its tuple's intake, one partner
 // looked at, one pair emitted and routed to the queries); Engine(time_unit) gives the ticks they
 // are worth. Fitted to this engine's CPU time by benchmarks/papers/004/constants.py.
-inline constexpr double kSwjJobNs = 630;
-inline constexpr double kSwjScanNs = 64;
-inline constexpr double kSwjPairNs = 96;
+inline constexpr double kSwjJobNs = 352;
+inline constexpr double kSwjScanNs = 3.9;
+inline constexpr double kSwjPairNs = 178;
 
 struct SwjBoundedOptions {
   int64_t buffer = 1;
@@ -113,7 +114,6 @@ class SwjBounded final : public Operator {
     uint64_t arrivals = 0;
     Time last_arrival;
     Time last_evicted;
-    std::unordered_map<std::string, std::deque<uint64_t>> by_key;  // buffered seqs, in order
     std::unordered_map<uint32_t, Kept> batches;
     uint32_t next_batch = 0;
   };

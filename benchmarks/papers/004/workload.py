@@ -39,7 +39,7 @@ PERIOD_MS = 500
 BETA0 = 0.05
 LOCATIONS = 100
 SEED = 4
-SCALE_NS = 1000  # work-clock nanoseconds per paper millisecond
+SCALE_NS = 10_000  # work-clock nanoseconds per paper millisecond
 
 
 def windows(distribution: str, seed: int = SEED) -> list[int]:
