@@ -174,8 +174,7 @@ void SwjBounded::RunJob(const swj::Job& job) {
     const uint64_t before = std::max(o.first_seq, std::min<uint64_t>(x.pred, o.first_seq + o.buffer.size()));
     const auto begin = o.buffer.begin();
     const auto end = begin + static_cast<std::ptrdiff_t>(before - o.first_seq);
-    const auto first =
-        std::partition_point(begin, end, [&](const Tuple& y) { return x.t.tick - y.t.tick >= W(hi); });
+    const auto first = std::partition_point(begin, end, [&](const Tuple& y) { return x.t.tick - y.t.tick >= W(hi); });
     const auto last = job.from == 0 ? end : std::partition_point(first, end, [&](const Tuple& y) {
       return x.t.tick - y.t.tick >= W(job.from);
     });

@@ -13,9 +13,10 @@
 //    (then c = max(c, t)); at progress p it runs jobs while c < p; close() (p = ∞) runs all.
 //    A job (x, j, k) scans the tuples y of the other side that arrived before x with
 //    t_x − t_y in [w_j, w_k), the slices j+1..k, as the paper's server does (whatever their key:
-//    the MQT matrix prices a job by its window span); those with x's key are its partners. Its cost advances c: kSwjJobNs + kSwjScanNs per
-//    scanned tuple + kSwjPairNs per emitted pair (clock "work"), or the measured time (clock
-//    "wall"). Results depend on the arrival sequence alone under the work clock.
+//    the MQT matrix prices a job by its window span); those with x's key are its partners.
+//    Its cost advances c: kSwjJobNs + kSwjScanNs per scanned tuple + kSwjPairNs per emitted
+//    pair (clock "work"), or the measured time (clock "wall"). Results depend on the arrival sequence alone under the
+//    work clock.
 //  - The rows of queries j+1..k for x leave when the job ran: those found now and those of
 //    slices ≤ j found by x's earlier jobs (kept with x). Each row carries two tags, lo and hi:
 //    query i takes it iff lo ≤ i ≤ hi (the route with "upto", operators/swj_route.h). So a

@@ -1,4 +1,4 @@
-"""The work clock's constants (ns per job, per scanned partner, per emitted pair), measured.
+"""The work clock's constants (ns per job, per scanned tuple, per emitted pair), measured.
 
 The bounded shared join counts its work (``shared_joins()[0]["work"]``: jobs, scanned, emitted).
 Runs of §6's workload with a buffer too large to drop anything, different schedulers (jobs per
@@ -36,7 +36,9 @@ RUNS = [
 ]
 
 
-def work(dist: str, scheduler: str, locations: int, rate: float, stage_s: float) -> dict[str, float]:
+def work(
+    dist: str, scheduler: str, locations: int, rate: float, stage_s: float
+) -> dict[str, float]:
     """One run without drops: the join's work counters and the CPU time it took (ns)."""
     data = workload.build_input([rate], stage_s, 100.0, locations=locations)
     eng = workload.engine(workload.windows(dist), scheduler, buffer=10**7)
@@ -68,10 +70,12 @@ def main(argv: list[str] | None = None) -> int:
     repeat = 1 if args.quick else args.repeat
     started = time.perf_counter()
     rows = []
-    print(f"{'dist':7} {'sched':5} {'keys':>5} {'jobs':>9} {'scanned':>10} {'emitted':>10} {'cpu ms':>9}")
+    head = ("dist", "sched", "keys", "jobs", "scanned", "emitted", "cpu ms")
+    print("{:7} {:5} {:>5} {:>9} {:>10} {:>10} {:>9}".format(*head))
     for dist, scheduler, locations in runs:
+        stage_s = 2.0 if args.quick else 5.0
         r = min(
-            (work(dist, scheduler, locations, 1000.0, 2.0 if args.quick else 5.0) for _ in range(repeat)),
+            (work(dist, scheduler, locations, 1000.0, stage_s) for _ in range(repeat)),
             key=lambda r: r["cpu"],
         )
         rows.append(r)
@@ -81,7 +85,10 @@ def main(argv: list[str] | None = None) -> int:
             flush=True,
         )
     (job, scan, pair), r2 = fit(rows)
-    print(f"fit: job {job:.1f} ns, scanned partner {scan:.2f} ns, emitted pair {pair:.2f} ns, R² {r2:.4f}")
+    print(
+        f"fit: job {job:.1f} ns, scanned tuple {scan:.2f} ns, emitted pair {pair:.2f} ns, "
+        f"R² {r2:.4f}"
+    )
     print(f"{time.perf_counter() - started:.1f} s")
     return 0
 

@@ -8,10 +8,10 @@
   distribution's FIFO capacity (stages.json), rate measured every 0.5 s, beta0 = 0.05.
 
 Time is scaled: the paper's prototype (a 2000s PC) served far fewer tuples per second than the
-bounded join does here, so at the paper's time scale this server would never be overloaded before a
-5,000-tuple buffer stopped holding a 3 s window. One paper millisecond is ``SCALE_NS`` nanoseconds of
-the work clock: windows, periods, stages and rates are stated in paper time (ms, tuples per paper
-second) and scaled when the engine is built and the input stamped.
+bounded join does here, so at the paper's time scale this server would never be overloaded
+before a 5,000-tuple buffer stopped holding a 3 s window. One paper millisecond is ``SCALE_NS``
+nanoseconds of the work clock: windows, periods, stages and rates are stated in paper time (ms,
+tuples per paper second) and scaled when the engine is built and the input stamped.
 
 Input is built column-wise with numpy (no per-row Python loops) and pushed through the public
 Engine API with ``executor="dts"`` and the work clock.
@@ -149,9 +149,12 @@ def counters(eng: cq_py.Engine) -> dict[str, int]:
     return out
 
 
-def run_stages(ws: list[int], scheduler: str, data: Input, **options: Any) -> list[dict[str, int]]:
+def run_stages(
+    ws: list[int], scheduler: str, data: Input, keep: bool = False, **options: Any
+) -> Any:
     """Pushes ``data`` stage by stage; the counters at the end of priming (before the burst) and
-    after each stage. Differences against the first are the pairs of tuples arrived since."""
+    after each stage. Differences against the first are the pairs of tuples arrived since. With
+    ``keep``, also the engine, not closed (its trace)."""
     eng = engine(ws, scheduler, **options)
     cuts_ns = [int(s * SCALE_NS) for s in data.stage_starts_ms[1:]]
     bounds = [PRIMED, *(int(np.searchsorted(data.a.column("ts").to_numpy(), c)) for c in cuts_ns)]
@@ -162,5 +165,7 @@ def run_stages(ws: list[int], scheduler: str, data: Input, **options: Any) -> li
         eng.push("b", data.b.slice(at, end - at))
         at = end
         seen.append(counters(eng))
+    if keep:
+        return seen, eng
     eng.close()
     return seen
