@@ -1142,9 +1142,9 @@ class Engine:
             changes = self._tables.read()
         except DatabaseError as e:
             raise InputError(f"refresh_tables(): {e}; nothing was applied") from None
-        for view, deleted, inserted, content, last in changes:
+        for view, deleted, inserted, content, position in changes:
             self._push_table(view.input, deleted, inserted)
-            view.content, view.last_id = content, last
+            view.content, view.position = content, position
 
     def advance(self, t: Any) -> None:
         """Promises that no input below ``t`` will come on any stream (a heartbeat): results up

@@ -31,6 +31,7 @@ difference); the database client lives here and in cq_py.io.databases, never in 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -56,7 +57,7 @@ class TableView:
     input: str  # the name of the relation the engine feeds (the first name registered for it)
     names: list[str] = field(default_factory=list)
     log: str = ""
-    last_id: int = 0
+    position: Any = 0  # the reader's place in the change log (Database.position)
     content: pa.Table | None = None  # what the relation holds now
 
     @property
@@ -152,7 +153,7 @@ class Views:
         view.log, _ = view.db.capture(view.remote, view.columns)
         view.db.begin()
         try:
-            view.last_id = view.db.last_change(view.log)
+            view.position = view.db.position(view.log)
             view.content = view.db.query(view.sql, view.columns)
         finally:
             view.db.commit()
@@ -172,23 +173,24 @@ class Views:
         for v in new:
             v.db.close()
 
-    def read(self) -> list[tuple[TableView, pa.Table, pa.Table, pa.Table, int]]:
+    def read(self) -> list[tuple[TableView, pa.Table, pa.Table, pa.Table, Any]]:
         """What changed in every view since the last refresh, read from every database before
-        anything is applied: (view, deleted rows, inserted rows, its new content, the log's new
-        last id). A database error is a :class:`DatabaseError` naming the table."""
+        anything is applied: (view, deleted rows, inserted rows, its new content, the reader's
+        new place in the change log). A database error is a :class:`DatabaseError` naming the
+        table."""
         out = []
         for view in self.views.values():
             assert view.content is not None
             try:
                 view.db.begin()
                 try:
-                    changes = (
-                        view.db.changes(view.log, view.last_id, view.columns)
+                    changes, position = (
+                        view.db.read_changes(view.log, view.position, view.columns)
                         if view.db.has_triggers
-                        else None
+                        else (None, view.position)
                     )
-                    last = int(pc.max(changes["cq_id"]).as_py() or 0) if changes else 0
                     if changes is not None and changes.num_rows == 0:
+                        view.position = position  # nothing to apply: only the place moves
                         continue
                     if changes is not None and pc.all(pc.equal(changes["cq_op"], "I")).as_py():
                         # Inserts only: the log's rows are the arrivals (paper 001 §4.6).
@@ -198,12 +200,11 @@ class Views:
                     else:
                         content = view.db.query(view.sql, view.columns)
                         deleted, inserted = bag_difference(view.content, content)
-                        last = max(last, view.last_id)
                 finally:
                     view.db.commit()
             except DatabaseError as e:
                 raise DatabaseError(f"table '{', '.join(view.names)}': {e}") from None
-            out.append((view, deleted, inserted, content, last))
+            out.append((view, deleted, inserted, content, position))
         return out
 
     def close(self) -> None:

@@ -6,6 +6,7 @@ refresh_tables(), at the furthest tick reached."""
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -242,3 +243,67 @@ def test_a_master_query_reads_a_table_changed_mid_run(sqlite_table: Path) -> Non
     assert _rows(eng.fetch("on_s")) == [(1, "A", 5), (1, "A", 8), (1, "A", 12)]
     # The clock at 0 emits the table whole; at 10, what started since: the update's row.
     assert _rows(eng.fetch("on_c")) == [(1, "A", 10), (1, "a", 0), (2, "b", 0)]
+
+
+def test_postgres_an_insert_committed_after_a_later_one_is_not_lost(pg_server) -> None:
+    # PostgreSQL numbers the change log from a sequence when a row is written, not when its
+    # transaction commits: a slow writer's entry can be committed after a higher one was read.
+    import psycopg
+
+    pg_server.psql("DROP TABLE IF EXISTS late; CREATE TABLE late (k bigint);")
+    eng = cq_py.Engine()
+    eng.execute(
+        f"REGISTER TABLE late FROM '{pg_server.url()}'; REGISTER QUERY rel AS SELECT k FROM late;"
+    )
+    slow = psycopg.connect(pg_server.url())  # a transaction left open
+    slow.execute("INSERT INTO late VALUES (1)")
+    pg_server.psql("INSERT INTO late VALUES (2)")  # a later id, committed first
+    eng.advance(5)
+    eng.refresh_tables()
+    slow.commit()
+    slow.close()
+    eng.advance(10)
+    eng.refresh_tables()
+    eng.advance(20)
+    eng.refresh_tables()  # nothing twice
+    eng.close()
+    assert _rows(eng.fetch("rel")) == [(1, 10, None), (2, 5, None)]
+
+
+def test_postgres_concurrent_writers_lose_and_repeat_no_insert(pg_server) -> None:
+    # Writers on their own connections hold their transactions open for random spells while
+    # the engine refreshes: every key must arrive exactly once, whatever the commit order.
+    import random
+    import threading
+
+    import psycopg
+
+    pg_server.psql("DROP TABLE IF EXISTS busy; CREATE TABLE busy (k bigint);")
+    eng = cq_py.Engine()
+    eng.execute(
+        f"REGISTER TABLE busy FROM '{pg_server.url()}'; REGISTER QUERY rel AS SELECT k FROM busy;"
+    )
+
+    def writer(w: int) -> None:
+        rng = random.Random(w)
+        with psycopg.connect(pg_server.url()) as conn:
+            for i in range(15):
+                conn.execute("INSERT INTO busy VALUES (%s)", (w * 100 + i,))
+                time.sleep(rng.random() * 0.01)
+                conn.commit()
+
+    threads = [threading.Thread(target=writer, args=(w,)) for w in range(4)]
+    for t in threads:
+        t.start()
+    tick = 0
+    while any(t.is_alive() for t in threads):
+        tick += 1
+        eng.advance(tick)
+        eng.refresh_tables()
+    for t in threads:
+        t.join()
+    eng.advance(tick + 1)
+    eng.refresh_tables()
+    eng.close()
+    keys = [k for k, _, _ in _rows(eng.fetch("rel"))]
+    assert keys == sorted(w * 100 + i for w in range(4) for i in range(15))

@@ -17,8 +17,10 @@ by ``zip``; no per-row Python code of ours).
 
 Change capture: :meth:`Database.capture` installs triggers that append every insert (with the new
 row), update and delete (the operation only) of a table to a change log, a table named
-``cq_log_<table>`` with an increasing ``cq_id``; :meth:`Database.changes` reads the log past a
-given id. The log is never truncated by cq (several readers may follow it from their own ids).
+``cq_log_<table>`` with an increasing ``cq_id``; :meth:`Database.read_changes` reads what a
+reader has not seen from its :meth:`Database.position` (on PostgreSQL ids are not in commit
+order, so a position also remembers the transactions that may still commit below it). The log is
+never truncated by cq (several readers may follow it from their own positions).
 
 >>> import sqlite3, tempfile, os
 >>> path = os.path.join(tempfile.mkdtemp(), "d.db")
@@ -41,10 +43,12 @@ import importlib
 import re
 import sqlite3
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+import numpy as np
 import pyarrow as pa
 
 from cq_py.errors import CQError
@@ -224,6 +228,31 @@ class Database:
         _, rows = self._rows(f"SELECT COALESCE(MAX(cq_id), 0) FROM {quote(log)}")
         return int(rows[0][0])
 
+    def position(self, log: str) -> Any:
+        """Where a reader of ``log`` stands once it has everything the current transaction sees
+        (call it inside :meth:`begin`, with the read it goes with). Opaque: give it back to
+        :meth:`read_changes`. Here the log's last id: SQLite's writers take turns, so ids rise
+        in commit order."""
+        return self.last_change(log)
+
+    def read_changes(
+        self, log: str, after: Any, columns: list[tuple[str, str]]
+    ) -> tuple[pa.Table, Any]:
+        """The change log's entries a reader at ``after`` (a :meth:`position`) has not seen, in
+        id order, and its position past them; inside :meth:`begin`. Each entry comes once.
+
+        >>> db = connect("sqlite:///:memory:")
+        >>> db._run("CREATE TABLE t (a INTEGER)")
+        >>> log, _ = db.capture("t", [("a", "BIGINT")])
+        >>> db._run("INSERT INTO t VALUES (7)")
+        >>> changes, at = db.read_changes(log, db.position(log) - 1, [("a", "BIGINT")])
+        >>> changes["a"].to_pylist(), at
+        ([7], 1)
+        """
+        changes = self.changes(log, int(after), columns)
+        last = max([int(after), *changes["cq_id"].to_pylist()[-1:]])
+        return changes, last
+
     def changes(self, log: str, after: int, columns: list[tuple[str, str]]) -> pa.Table:
         """The change log's entries with an id above ``after``, in id order: ``cq_id``, ``cq_op``
         ('I' insert, 'U' update, 'D' delete) and the inserted row's ``columns`` (nulls for 'U'
@@ -349,6 +378,10 @@ class _PostgreSQL(Database):
                 f"cq_op TEXT NOT NULL, {cols})"
             ),
             (
+                f"ALTER TABLE {quote(log)} ADD COLUMN IF NOT EXISTS cq_xid xid8 NOT NULL "
+                "DEFAULT pg_current_xact_id()"
+            ),
+            (
                 f"CREATE OR REPLACE FUNCTION {fn}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
                 f"IF TG_OP = 'INSERT' THEN INSERT INTO {quote(log)} (cq_op, {names}) "
                 f"VALUES ('I', {new}); "
@@ -361,8 +394,57 @@ class _PostgreSQL(Database):
             ),
         ]
 
+    # Ids come from a sequence when a row is written, not when its transaction commits: a reader
+    # that kept only the last id read would skip a slow writer's lower id committed after it.
+    # A position also keeps the xmin of the snapshot it was read in (every transaction below it
+    # had ended) and the ids already read from transactions at or above it; the next read takes
+    # the ids above the last one and every entry of those transactions it has not had.
+
+    def position(self, log: str) -> PgPosition:
+        _, rows = self._rows(
+            "SELECT COALESCE(MAX(cq_id), 0), "
+            f"pg_snapshot_xmin(pg_current_snapshot())::text::bigint FROM {quote(log)}"
+        )
+        last, xmin = int(rows[0][0]), int(rows[0][1])
+        _, seen = self._rows(
+            f"SELECT cq_id FROM {quote(log)} WHERE cq_xid >= %s::text::xid8", (xmin,)
+        )
+        return PgPosition(last, xmin, frozenset(int(r[0]) for r in seen))
+
+    def read_changes(
+        self, log: str, after: Any, columns: list[tuple[str, str]]
+    ) -> tuple[pa.Table, PgPosition]:
+        at = after if isinstance(after, PgPosition) else PgPosition(int(after), 0, frozenset())
+        names = ", ".join(quote(n) for n, _ in columns)
+        # The first statement fixes the transaction's snapshot; its xmin goes with what is read.
+        _, rows = self._rows("SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint")
+        xmin = int(rows[0][0])
+        found = self.query(
+            f"SELECT cq_id, cq_op, {names}, cq_xid::text::bigint AS cq_xid FROM {quote(log)} "
+            f"WHERE cq_id > {at.last} OR cq_xid >= '{at.xmin}'::xid8 ORDER BY cq_id",
+            [("cq_id", "BIGINT"), ("cq_op", "VARCHAR"), *columns, ("cq_xid", "BIGINT")],
+        )
+        ids = found["cq_id"].to_numpy()
+        xids = found["cq_xid"].to_numpy()
+        fresh = ~np.isin(ids, np.fromiter(at.seen, np.int64, len(at.seen)))
+        seen = frozenset(ids[xids >= xmin].tolist())
+        last = max(at.last, int(ids.max()) if len(ids) else 0)
+        changes = found.filter(pa.array(fresh)).drop_columns(["cq_xid"])
+        return changes, PgPosition(last, xmin, seen)
+
     def close(self) -> None:
         self.conn.close()
+
+
+@dataclass(frozen=True)
+class PgPosition:
+    """A reader's place in a PostgreSQL change log (:meth:`Database.position`): the last id
+    read, the xmin of the snapshot it read in, and the ids read from transactions at or above
+    that xmin (their neighbours may commit later with lower ids)."""
+
+    last: int
+    xmin: int
+    seen: frozenset[int]
 
 
 class _DuckDB(Database):
