@@ -489,6 +489,13 @@ class Engine:
         new_views: list[TableView] = []
         if any(isinstance(st, ast.RegisterTable) for st in script.statements):
             script, new_views = self._tables.resolve(script)
+        if not self._running and (new_views or self._tables):
+            try:
+                script, pushed = self._tables.push_down(script, new_views)
+            except DatabaseError as e:
+                self._tables.discard(new_views)
+                raise CQLSemanticError(f"a view over a database table: {e}") from None
+            new_views += pushed
         try:
             self._execute(cql, script)
         except BaseException:
@@ -806,6 +813,8 @@ class Engine:
         Streams:
         """
         text = render_plan(self._catalog, self.executor)
+        if self._tables:
+            text += self._tables.describe()
         if self._threads > 1 and self._layout is not None:
             text += self._layout.describe(self._threads) + "\n"
         if self._groups.profiles:

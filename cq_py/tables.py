@@ -43,6 +43,96 @@ from cq_py.parser import ast
 
 __all__ = ["TableView", "Views", "bag_difference"]
 
+_COMPARISONS = {"=", "<>", "<", "<=", ">", ">="}
+
+
+def _column_defs(columns: list[tuple[str, str]], pos: ast.Pos) -> tuple[ast.ColumnDef, ...]:
+    return tuple(ast.ColumnDef(n, ast.TypeName(t), pos) for n, t in columns if t in _TYPE_NAMES)
+
+
+def _conjuncts(e: ast.Expr | None) -> list[ast.Expr]:
+    if e is None:
+        return []
+    if isinstance(e, ast.Binary) and e.op == "AND":
+        return _conjuncts(e.left) + _conjuncts(e.right)
+    return [e]
+
+
+def _sql(
+    e: ast.Expr,
+    label: str,
+    cols: dict[str, tuple[str, str]],
+    single: bool,
+    collation: str | None,
+) -> tuple[str, str] | None:
+    """``e`` as SQL over one table and its kind ('int', 'str', 'bool' or 'pred'), or None when
+    it reads another source or might mean something else in the database than in CQL. Kept to
+    what every database evaluates as cq does: BIGINT comparisons, string and boolean equality
+    under a binary collation (a column's own collation could fold case), IS NULL, BETWEEN and
+    IN over them, AND, OR, NOT (three-valued in both). No arithmetic (overflow and division
+    differ), no DOUBLE (PostgreSQL orders NaN as a number)."""
+
+    def go(x: ast.Expr) -> tuple[str, str] | None:
+        return _sql(x, label, cols, single, collation)
+
+    if isinstance(e, ast.ColumnRef):
+        if not (e.qualifier.lower() == label if e.qualifier else single):
+            return None
+        col = cols.get(e.name.lower())
+        kind = {"BIGINT": "int", "VARCHAR": "str", "BOOLEAN": "bool"}.get(col[1]) if col else None
+        if col is None or kind is None or (kind == "str" and collation is None):
+            return None
+        text = quote(col[0])
+        return (f"{text} COLLATE {collation}" if kind == "str" else text), kind
+    if isinstance(e, ast.Literal):
+        if e.type == "int" and isinstance(e.value, int):
+            return str(e.value), "int"
+        if e.type == "string" and isinstance(e.value, str) and collation is not None:
+            return "'" + e.value.replace("'", "''") + "'", "str"
+        if e.type == "bool" and isinstance(e.value, bool):
+            return ("TRUE" if e.value else "FALSE"), "bool"
+        return None
+    if isinstance(e, ast.Binary) and e.op in _COMPARISONS:
+        left, right = go(e.left), go(e.right)
+        if left is None or right is None or left[1] != right[1] or left[1] == "pred":
+            return None
+        if left[1] != "int" and e.op not in {"=", "<>"}:
+            return None  # string order follows collations; booleans have none in some databases
+        return f"({left[0]} {e.op} {right[0]})", "pred"
+    if isinstance(e, ast.Binary) and e.op in {"AND", "OR"}:
+        left, right = go(e.left), go(e.right)
+        if left is None or right is None or left[1] != "pred" or right[1] != "pred":
+            return None
+        return f"({left[0]} {e.op} {right[0]})", "pred"
+    if isinstance(e, ast.Unary) and e.op == "-" and isinstance(e.operand, ast.Literal):
+        inner = go(e.operand)
+        return (f"(-{inner[0]})", "int") if inner and inner[1] == "int" else None
+    if isinstance(e, ast.Unary) and e.op == "NOT":
+        inner = go(e.operand)
+        return (f"(NOT {inner[0]})", "pred") if inner and inner[1] == "pred" else None
+    if isinstance(e, ast.IsNull):
+        inner = go(e.operand)
+        if inner is None or inner[1] == "pred":
+            return None
+        return f"({inner[0]} IS {'NOT ' if e.negated else ''}NULL)", "pred"
+    if isinstance(e, ast.Between):
+        parts = [go(x) for x in (e.operand, e.low, e.high)]
+        if any(p is None or p[1] != "int" for p in parts):
+            return None
+        x, lo, hi = (p[0] for p in parts if p is not None)
+        return f"({x} {'NOT ' if e.negated else ''}BETWEEN {lo} AND {hi})", "pred"
+    if isinstance(e, ast.InList):
+        inner = go(e.operand)
+        items = [go(i) if isinstance(i, ast.Literal) else None for i in e.items]
+        if inner is None or inner[1] not in {"int", "str"}:
+            return None
+        if any(i is None or i[1] != inner[1] for i in items):
+            return None
+        listed = ", ".join(i[0] for i in items if i is not None)
+        return f"({inner[0]} {'NOT ' if e.negated else ''}IN ({listed}))", "pred"
+    return None
+
+
 _TYPE_NAMES = {"BIGINT", "DOUBLE", "VARCHAR", "BOOLEAN"}
 
 
@@ -59,10 +149,12 @@ class TableView:
     log: str = ""
     position: Any = 0  # the reader's place in the change log (Database.position)
     content: pa.Table | None = None  # what the relation holds now
+    where: str = ""  # a query's filters on the table, run by the database (push_down)
 
     @property
     def sql(self) -> str:
-        return f"SELECT {', '.join(quote(n) for n, _ in self.columns)} FROM {quote(self.remote)}"
+        sql = f"SELECT {', '.join(quote(n) for n, _ in self.columns)} FROM {quote(self.remote)}"
+        return f"{sql} WHERE {self.where}" if self.where else sql
 
 
 def bag_difference(old: pa.Table, new: pa.Table) -> tuple[pa.Table, pa.Table]:
@@ -124,18 +216,12 @@ class Views:
                     db = connect(st.url)
                     try:
                         columns = db.columns(remote)
-                        view = TableView(st.url, remote, columns, db, st.name)
-                        self._load(view)
                     except DatabaseError:
                         db.close()
                         raise
+                    view = self._open(TableView(st.url, remote, columns, db, st.name))
                     new.append(view)
-                defs = tuple(
-                    ast.ColumnDef(n, ast.TypeName(t), st.pos)
-                    for n, t in view.columns
-                    if t in _TYPE_NAMES
-                )
-                statements.append(replace(st, columns=defs))
+                statements.append(replace(st, columns=_column_defs(view.columns, st.pos)))
         except DatabaseError as e:
             for v in new:
                 v.db.close()
@@ -143,8 +229,139 @@ class Views:
             raise err(f"REGISTER TABLE {st.name}: {e}", line, st.pos.column or None) from None
         return replace(script, statements=tuple(statements)), new
 
+    def push_down(
+        self, script: ast.Script, new: list[TableView]
+    ) -> tuple[ast.Script, list[TableView]]:
+        """The script with each query's filters on a database table sent to the database (paper
+        001 §4.6: the part of a plan over tables only goes to the database as SQL): the table in
+        the query's FROM becomes a view whose SQL carries those filters, cached once per SQL
+        text, and the filters leave the query's WHERE. Only filters that mean the same in SQL as
+        in CQL go (:func:`_sql`); the others stay in the query. Returns the script and the views
+        it adds (loaded, as :meth:`resolve`'s). Only for a script registered before any row is
+        in: a view loaded later would start its rows later than the table's.
+
+        >>> import sqlite3, tempfile, os
+        >>> path = os.path.join(tempfile.mkdtemp(), "u.db")
+        >>> with sqlite3.connect(path) as c:
+        ...     _ = c.execute("CREATE TABLE urls (loc TEXT, hits INTEGER)")
+        >>> views = Views()
+        >>> from cq_py.parser import parse
+        >>> script, new = views.resolve(parse(f"REGISTER TABLE urls FROM 'sqlite:///{path}';"
+        ...     "REGISTER QUERY q AS SELECT loc FROM urls WHERE hits > 10 AND loc <> hits;"))
+        >>> script, more = views.push_down(script, new)
+        >>> more[0].sql
+        'SELECT "loc", "hits" FROM "urls" WHERE ("hits" > 10)'
+        >>> views.discard(new + more)
+        """
+        tables = dict(self.by_name)
+        for st in script.statements:
+            if isinstance(st, ast.RegisterTable):
+                remote = st.remote or st.name
+                tables[st.name.lower()] = next(
+                    v
+                    for v in [*new, *self.views.values()]
+                    if (v.url, v.remote, v.where) == (st.url, remote, "")
+                )
+        made: list[TableView] = []
+        if not tables:
+            return script, made
+        statements: list[ast.Statement] = []
+        try:
+            for st in script.statements:
+                if isinstance(st, ast.RegisterQuery):
+                    extra: list[ast.Statement] = []
+                    query = self._push_query(st.query, tables, made, extra)
+                    statements.extend(extra)
+                    statements.append(replace(st, query=query))
+                else:
+                    statements.append(st)
+        except DatabaseError:
+            self.discard(made)
+            raise
+        return replace(script, statements=tuple(statements)), made
+
+    def _push_query(
+        self,
+        q: ast.Query,
+        tables: dict[str, TableView],
+        made: list[TableView],
+        extra: list[ast.Statement],
+    ) -> ast.Query:
+        if isinstance(q, ast.Select):
+            return self._push_select(q, tables, made, extra)
+        if isinstance(q, ast.StreamOp):
+            return replace(q, query=self._push_query(q.query, tables, made, extra))
+        if isinstance(q, ast.SetOp):
+            left = self._push_query(q.left, tables, made, extra)
+            return replace(q, left=left, right=self._push_query(q.right, tables, made, extra))
+        return replace(q, select=self._push_select(q.select, tables, made, extra))
+
+    def _push_select(
+        self,
+        sel: ast.Select,
+        tables: dict[str, TableView],
+        made: list[TableView],
+        extra: list[ast.Statement],
+    ) -> ast.Select:
+        keep = _conjuncts(sel.where)
+        sources = list(sel.sources)
+        for i, src in enumerate(sel.sources):
+            view = tables.get(src.name.lower())
+            if view is None or view.where or src.window is not None:
+                continue
+            label = (src.alias or src.name).lower()
+            cols = {n.lower(): (n, t) for n, t in view.columns}
+            pushed = []
+            for c in list(keep):
+                found = _sql(c, label, cols, len(sel.sources) == 1, view.db.binary_collation)
+                if found is not None and found[1] == "pred":
+                    pushed.append(found[0])
+                    keep.remove(c)
+            if not pushed:
+                continue
+            where = " AND ".join(pushed)
+            target = next(
+                (
+                    v
+                    for v in [*made, *self.views.values()]
+                    if (v.url, v.remote, v.where) == (view.url, view.remote, where)
+                ),
+                None,
+            )
+            if target is None:
+                name = f"{view.remote}$where{len(self.views) + len(made) + 1}"
+                db = connect(view.url)
+                target = self._open(
+                    TableView(view.url, view.remote, view.columns, db, name, where=where)
+                )
+                made.append(target)
+                defs = _column_defs(view.columns, src.pos)
+                extra.append(
+                    ast.RegisterTable(name, view.url, view.remote, defs, src.pos, where=where)
+                )
+            sources[i] = replace(src, name=target.input, alias=src.alias or src.name)
+        if sources == list(sel.sources):
+            return sel
+        where_ = None
+        for c in keep:
+            where_ = c if where_ is None else ast.Binary("AND", where_, c, c.pos)
+        return replace(sel, sources=tuple(sources), where=where_)
+
     def _find(self, url: str, remote: str) -> TableView | None:
-        return next((v for v in self.views.values() if (v.url, v.remote) == (url, remote)), None)
+        return next(
+            (v for v in self.views.values() if (v.url, v.remote, v.where) == (url, remote, "")),
+            None,
+        )
+
+    @classmethod
+    def _open(cls, view: TableView) -> TableView:
+        """``view`` loaded; its connection closed if the database fails."""
+        try:
+            cls._load(view)
+        except DatabaseError:
+            view.db.close()
+            raise
+        return view
 
     @staticmethod
     def _load(view: TableView) -> None:
@@ -164,7 +381,11 @@ class Views:
             self.views[(v.url, v.sql)] = v
         for st in script.statements:
             if isinstance(st, ast.RegisterTable):
-                view = self._find(st.url, st.remote or st.name)
+                view = (
+                    next(v for v in new if v.input == st.name)
+                    if st.where
+                    else self._find(st.url, st.remote or st.name)
+                )
                 assert view is not None
                 view.names.append(st.name)
                 self.by_name[st.name.lower()] = view
@@ -192,7 +413,11 @@ class Views:
                     if changes is not None and changes.num_rows == 0:
                         view.position = position  # nothing to apply: only the place moves
                         continue
-                    if changes is not None and pc.all(pc.equal(changes["cq_op"], "I")).as_py():
+                    if (
+                        changes is not None
+                        and not view.where
+                        and pc.all(pc.equal(changes["cq_op"], "I")).as_py()
+                    ):
                         # Inserts only: the log's rows are the arrivals (paper 001 §4.6).
                         inserted = changes.select([n for n, _ in view.columns])
                         deleted = inserted.schema.empty_table()
@@ -206,6 +431,15 @@ class Views:
                 raise DatabaseError(f"table '{', '.join(view.names)}': {e}") from None
             out.append((view, deleted, inserted, content, position))
         return out
+
+    def describe(self) -> str:
+        """``explain()``'s lines for the cached views: the names reading each, its database and
+        the SQL it runs there (paper 001 §4.6)."""
+        lines = ["Database views (one cached copy per SQL text, paper 001 §4.6):"]
+        for v in self.views.values():
+            names = ", ".join(v.names) or v.input
+            lines.append(f"  {names}: {v.url}: {v.sql}")
+        return "\n".join(lines) + "\n"
 
     def close(self) -> None:
         for v in self.views.values():

@@ -116,6 +116,9 @@ class Database:
 
     #: Whether the database has triggers (change capture); without, readers compare whole results.
     has_triggers = True
+    #: The collation that compares text byte by byte, as cq does (None: none known, so text
+    #: comparisons are not sent to this database).
+    binary_collation: str | None = None
 
     def __init__(self, url: str):
         self.url = url
@@ -266,6 +269,8 @@ class Database:
 
 
 class _SQLite(Database):
+    binary_collation = "BINARY"
+
     def __init__(self, url: str, path: str):
         super().__init__(url)
         try:
@@ -323,6 +328,8 @@ class _SQLite(Database):
 
 
 class _PostgreSQL(Database):
+    binary_collation = '"C"'
+
     def __init__(self, url: str):
         super().__init__(url)
         try:

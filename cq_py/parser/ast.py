@@ -290,13 +290,15 @@ class RegisterClock:
 @dataclass(frozen=True)
 class RegisterTable:
     """``REGISTER TABLE name FROM 'url' [TABLE 'remote']``: a database table read as a relation.
-    ``columns`` are empty as parsed; the engine fills them from the database's catalog."""
+    ``columns`` are empty as parsed; the engine fills them from the database's catalog. ``where``
+    (never parsed) holds the filters a query's view of the table sends to the database."""
 
     name: str
     url: str
     remote: str | None = None
     columns: tuple[ColumnDef, ...] = ()
     pos: Pos = field(default=NOPOS, compare=False)
+    where: str = ""
 
 
 Statement = RegisterStream | RegisterRelation | RegisterQuery | RegisterClock | RegisterTable

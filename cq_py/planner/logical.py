@@ -91,6 +91,7 @@ class StreamDef:
     # A table's database url and its table there.
     url: str = ""
     remote: str = ""
+    where: str = ""  # a table view's filters, run by the database (cq_py/tables.py push_down)
     # A clock's period and offset, in ticks.
     every: int = 0
     offset: int = 0

@@ -277,7 +277,8 @@ class Planner:
                 (
                     s
                     for s in self.cat.streams.values()
-                    if s.origin == "table" and (s.url, s.remote) == (st.url, remote)
+                    if s.origin == "table"
+                    and (s.url, s.remote, s.where) == (st.url, remote, st.where)
                 ),
                 None,
             )
@@ -318,6 +319,7 @@ class Planner:
         sdef = StreamDef(st.name, cols, scan.id, relation, st.pos, origin=what)
         if isinstance(st, ast.RegisterTable):
             sdef.origin, sdef.url, sdef.remote = "table", st.url, st.remote or st.name
+            sdef.where = st.where
         self.cat.streams[st.name.lower()] = sdef
 
     # =========================================================================================
