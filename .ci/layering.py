@@ -34,7 +34,8 @@ FLOORS: list[list[str]] = [
     # The batch format (columns, batches, their snapshots), columnar hashing; the schedulers of a
     # shared window join (pure policy over windows and counts: base only).
     ["src_cpp/batch/", "src_cpp/schedulers/"],
-    ["src_cpp/arrow/", "src_cpp/kernels/", "src_cpp/lifetime/"],  # Arrow bridge, kernels, holders
+    # Arrow bridge, kernels, holders; the in-process store of updatable resources (paper 002).
+    ["src_cpp/arrow/", "src_cpp/kernels/", "src_cpp/lifetime/", "src_cpp/txn/"],
     ["src_cpp/plan/"],  # reading operator specs
     ["src_cpp/rows/"],  # the row form of loops
     ["src_cpp/operators/"],  # operators, batch and row drivers
@@ -49,7 +50,14 @@ FLOORS: list[list[str]] = [
     ["cq_py/io/", "cq_py/planner/", "cq_py/optimizer/"],
     ["cq_py/spark/partitioning.py", "cq_py/spark/lookback.py"],  # partition key, time slices
     # Engine(threads=N): one core engine per part of the input; REGISTER TABLE's cached views.
-    ["cq_py/partitions.py", "cq_py/time_split.py", "cq_py/tables.py", "cq_py/rowset.py"],
+    # The in-process store of updatable resources (paper 002).
+    [
+        "cq_py/partitions.py",
+        "cq_py/time_split.py",
+        "cq_py/tables.py",
+        "cq_py/rowset.py",
+        "cq_py/resources.py",
+    ],
     ["cq_py/engine.py"],
     ["cq_py/replay.py"],  # a paced replay of input files through an Engine (cq replay)
     ["cq_py/__init__.py"],

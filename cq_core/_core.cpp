@@ -16,6 +16,7 @@
 #include "kernels/registry.h"
 #include "operators/registry.h"
 #include "schedulers/swj_scheduler.h"
+#include "txn/resource_store.h"
 
 namespace py = pybind11;
 
@@ -239,11 +240,12 @@ PYBIND11_MODULE(_core, m) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const cq::CqError& e) {
-      const char* kind = e.kind() == cq::ErrorKind::kInput      ? "input"
-                         : e.kind() == cq::ErrorKind::kSemantic ? "semantic"
-                         : e.kind() == cq::ErrorKind::kRunaway  ? "runaway"
-                         : e.kind() == cq::ErrorKind::kSnapshot ? "snapshot"
-                                                                : "internal";
+      const char* kind = e.kind() == cq::ErrorKind::kInput         ? "input"
+                         : e.kind() == cq::ErrorKind::kSemantic    ? "semantic"
+                         : e.kind() == cq::ErrorKind::kRunaway     ? "runaway"
+                         : e.kind() == cq::ErrorKind::kSnapshot    ? "snapshot"
+                         : e.kind() == cq::ErrorKind::kLockTimeout ? "lock_timeout"
+                                                                   : "internal";
       py::object row = e.row() < 0 ? py::object(py::none()) : py::object(py::int_(e.row()));
       py::object stream = e.stream().empty() ? py::object(py::none()) : py::object(py::str(e.stream()));
       // A message may quote bytes that are not UTF-8 (a damaged snapshot's): escaped, not an error.
@@ -558,4 +560,80 @@ PYBIND11_MODULE(_core, m) {
     }
     return out;
   });
+
+  // The in-process store of updatable resources (paper 002; txn/resource_store.h). Changes come as
+  // (resource, kind, Arrow capsules); commits and lock waits release the GIL.
+  py::class_<cq::txn::ResourceStore>(m, "ResourceStore")
+      .def(py::init<>())
+      .def("define",
+           [](cq::txn::ResourceStore& s, const std::string& name, const std::vector<std::string>& names,
+              const std::vector<std::string>& types, const std::vector<int>& key) {
+             cq::txn::ResourceSpec spec{name, {}, key};
+             for (size_t k = 0; k < names.size(); ++k) {
+               const auto t = cq::TypeFromName(types.at(k));
+               if (!t) throw cq::CqError(cq::ErrorKind::kInput, "resource '" + name + "': unknown type " + types[k]);
+               spec.columns.push_back({names[k], *t});
+             }
+             s.Define(std::move(spec));
+           })
+      .def("has", &cq::txn::ResourceStore::Has)
+      .def("names", &cq::txn::ResourceStore::Names)
+      .def("spec",
+           [](const cq::txn::ResourceStore& s, const std::string& name) {
+             const cq::txn::ResourceSpec spec = s.Spec(name);
+             std::vector<std::string> names, types;
+             for (const auto& f : spec.columns) {
+               names.push_back(f.name);
+               types.emplace_back(cq::TypeName(f.type));
+             }
+             return py::make_tuple(names, types, spec.key);
+           })
+      .def("commit",
+           [](cq::txn::ResourceStore& s, const py::list& changes, double timeout_s, const std::string& writer) {
+             std::vector<cq::txn::ResourceChange> cs;
+             for (const auto& item : changes) {
+               auto t = py::reinterpret_borrow<py::tuple>(item);
+               const auto kind = t[1].cast<std::string>();
+               cq::ImportedBatch b = ImportCapsules(t[2]);
+               cq::txn::ResourceChange c{t[0].cast<std::string>(),
+                                         kind == "delete"    ? cq::txn::ChangeKind::kDelete
+                                         : kind == "replace" ? cq::txn::ChangeKind::kReplace
+                                                             : cq::txn::ChangeKind::kUpsert,
+                                         {},
+                                         b.length};
+               for (auto& col : b.columns) c.columns.push_back(std::move(col));
+               cs.push_back(std::move(c));
+             }
+             const auto timeout = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                 std::chrono::duration<double>(std::max(0.0, timeout_s)));
+             py::gil_scoped_release release;
+             return s.Commit(cs, timeout, writer);
+           })
+      .def("current",
+           [](const cq::txn::ResourceStore& s, const std::string& name) {
+             const auto v = s.Current(name);
+             std::vector<std::string> names;
+             for (const auto& f : s.Spec(name).columns) names.push_back(f.name);
+             cq::OutputChunk chunk;
+             chunk.columns = v->columns;
+             chunk.length = v->length;
+             return py::make_tuple(v->version, ExportChunk(names, chunk));
+           })
+      .def(
+          "lock_shared",
+          [](cq::txn::ResourceStore& s, const std::string& name, const std::string& holder, double timeout_s) {
+            const auto timeout = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                std::chrono::duration<double>(std::max(0.0, timeout_s)));
+            return s.LockShared(name, holder, timeout);
+          },
+          py::call_guard<py::gil_scoped_release>())
+      .def("unlock_shared", &cq::txn::ResourceStore::UnlockShared)
+      .def("holders", &cq::txn::ResourceStore::Holders)
+      .def("version", &cq::txn::ResourceStore::version)
+      .def("update_log", [](const cq::txn::ResourceStore& s) {
+        py::list out;
+        for (const auto& r : s.UpdateLog())
+          out.append(py::make_tuple(r.version, r.at_ns, r.writer, r.resources, r.upserted, r.deleted));
+        return out;
+      });
 }

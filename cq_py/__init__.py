@@ -16,10 +16,12 @@ from cq_py.errors import (
     CQLSemanticError,
     CQLSyntaxError,
     InputError,
+    LockTimeout,
     MemoryLimitError,
     RunawayLoopError,
     SnapshotError,
 )
+from cq_py.resources import ResourceStore
 from cq_py.rowset import RowSet, RowSetEvent, RowSetMetaData
 
 __version__ = "0.1.0"
@@ -31,7 +33,9 @@ __all__ = [
     "CallbackError",
     "Engine",
     "InputError",
+    "LockTimeout",
     "MemoryLimitError",
+    "ResourceStore",
     "RowSet",
     "RowSetEvent",
     "RowSetMetaData",

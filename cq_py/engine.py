@@ -31,6 +31,7 @@ from cq_py.errors import (
     CQError,
     CQLSemanticError,
     InputError,
+    LockTimeout,
     MemoryLimitError,
     RunawayLoopError,
     SnapshotError,
@@ -80,6 +81,8 @@ def _core_error(e: _core.CoreError) -> CQError | RuntimeError:
         return RunawayLoopError(message)
     if kind == "snapshot":
         return SnapshotError(message)
+    if kind == "lock_timeout":
+        return LockTimeout(message)
     return RuntimeError(f"cq internal error (please report): {message}")
 
 

@@ -175,3 +175,21 @@ class RunawayLoopError(CQError):
     ...     print(str(e)[:33])
     runaway loop: more than 100 ε ste
     """
+
+
+class LockTimeout(CQError):
+    """A transaction waited longer than its timeout for a resource's lock (paper 002): the message
+    names the resource and the queries holding it.
+
+    >>> import cq_py
+    >>> store = cq_py.ResourceStore()
+    >>> store.load("x", [{"id": 1}], key=["id"])
+    >>> store._core.lock_shared("x", "q1", 1.0)  # a query reading x under 2PL
+    True
+    >>> try:
+    ...     with store.transaction(timeout=0.01) as tx:
+    ...         tx.upsert("x", [{"id": 2}])
+    ... except cq_py.LockTimeout as e:
+    ...     print(e)
+    resource 'x' stayed locked past the timeout by query 'q1'
+    """

@@ -10,7 +10,8 @@ namespace cq {
 // kRunaway: a loop did not settle within max_loop_steps ε steps of one tick.
 // kSnapshot: bytes given to Engine::Restore are not a snapshot of this engine (damaged, truncated,
 // another format version, or taken of other plans or options).
-enum class ErrorKind : uint8_t { kInput, kSemantic, kRunaway, kInternal, kSnapshot };
+// kLockTimeout: a transaction waited longer than its timeout for a resource's lock (txn/).
+enum class ErrorKind : uint8_t { kInput, kSemantic, kRunaway, kInternal, kSnapshot, kLockTimeout };
 
 class CqError : public std::runtime_error {
  public:

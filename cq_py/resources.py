@@ -1,0 +1,313 @@
+"""Updatable resources (paper 002): the in-process store that other threads update while queries
+read it, and (later in this module) the databases' last-update stamps.
+
+:class:`ResourceStore` holds keyed tables. Each commit makes a new immutable version of the
+resources it touches (readers pin a version and are never disturbed by later commits), every
+version carries its last-update stamp (the store's commit number), and each resource has a
+reader–writer lock that the strategies of ``Engine(txn=...)`` take as paper 002 §4 prescribes.
+A transaction is atomic across resources: every change is checked before anything is published,
+and a change that does not fit is an :class:`InputError` that leaves the store as it was. A writer
+waits for the readers holding a resource's lock at most ``timeout`` seconds, then gets
+:class:`LockTimeout` naming the resource and the queries holding it.
+
+>>> import pyarrow as pa
+>>> store = ResourceStore()
+>>> store.load("x", pa.table({"id": [1, 2], "v": ["a", "b"]}), key=["id"])
+>>> with store.transaction(timeout=1.0) as tx:
+...     tx.upsert("x", [{"id": 2, "v": "B"}, {"id": 3, "v": "c"}])
+...     tx.delete("x", [1])
+>>> store.read("x").sort_by("id").to_pylist()
+[{'id': 2, 'v': 'B'}, {'id': 3, 'v': 'c'}]
+>>> store.version()
+2
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from types import TracebackType
+from typing import Any
+
+import pyarrow as pa
+
+from cq_core import _core
+from cq_py.errors import ArgumentError, CQError, InputError, LockTimeout
+
+__all__ = ["ResourceStore", "Transaction"]
+
+#: cq's column types by Arrow type (the four the core has).
+_TYPES = {pa.int64(): "int64", pa.float64(): "float64", pa.string(): "utf8", pa.bool_(): "bool"}
+_ARROW = {v: k for k, v in _TYPES.items()}
+
+
+def _error(e: _core.CoreError) -> CQError | RuntimeError:
+    kind, message, _, _ = e.args
+    if kind == "input":
+        return InputError(message)
+    if kind == "lock_timeout":
+        return LockTimeout(message)
+    return RuntimeError(f"cq internal error (please report): {message}")
+
+
+def _timeout(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+        raise ArgumentError(f"timeout must be a number of seconds >= 0; found {value!r}")
+    return float(value)
+
+
+class ResourceStore:
+    """Keyed tables updated in transactions from any thread while an engine reads them
+    (``Engine(resources=store)``). Thread-safe.
+
+    >>> store = ResourceStore()
+    >>> store.load("rates", [{"cur": "EUR", "rate": 1.1}], key=["cur"])
+    >>> store.read("rates").to_pylist()
+    [{'cur': 'EUR', 'rate': 1.1}]
+    """
+
+    def __init__(self) -> None:
+        self._core = _core.ResourceStore()
+        self._define = threading.Lock()
+
+    def names(self) -> list[str]:
+        """The resources defined, in name order.
+
+        >>> ResourceStore().names()
+        []
+        """
+        return list(self._core.names())
+
+    def schema(self, name: str) -> tuple[pa.Schema, list[str]]:
+        """Resource ``name``'s columns and its key's columns.
+
+        >>> s = ResourceStore(); s.load("x", [{"id": 1}], key=["id"])
+        >>> s.schema("x")[1]
+        ['id']
+        """
+        self._known(name)
+        names, types, key = self._core.spec(name)
+        schema = pa.schema([(n, _ARROW[t]) for n, t in zip(names, types, strict=True)])
+        return schema, [names[k] for k in key]
+
+    def load(
+        self, name: str, data: Any, key: Sequence[str] | None = None, timeout: float = 10.0
+    ) -> None:
+        """Replaces resource ``name``'s content with ``data`` (an Arrow table or record batch, or a
+        list of dicts), as one transaction. The first load defines the resource: its columns are
+        ``data``'s, and ``key`` names the key's columns (required then; if given later it must be
+        the same).
+
+        >>> s = ResourceStore(); s.load("x", [{"id": 1, "v": "a"}], key=["id"])
+        >>> s.load("x", [{"id": 2, "v": "b"}]); s.read("x")["id"].to_pylist()
+        [2]
+        """
+        timeout = _timeout(timeout)
+        with self._define:
+            if not self._core.has(name):
+                table = _table(data, None, f"load('{name}')")
+                if not key:
+                    raise ArgumentError(
+                        f"load('{name}') defines the resource: key must name its key columns; "
+                        f"found {key!r}"
+                    )
+                missing = [k for k in key if k not in table.column_names]
+                if missing:
+                    raise ArgumentError(
+                        f"load('{name}'): key columns {missing} are not among {table.column_names}"
+                    )
+                bad = [f.name for f in table.schema if f.type not in _TYPES]
+                if bad:
+                    raise InputError(
+                        f"load('{name}'): columns {bad} have types cq lacks; expected BIGINT, "
+                        "DOUBLE, VARCHAR or BOOLEAN (int64, float64, string, bool)"
+                    )
+                try:
+                    self._core.define(
+                        name,
+                        table.column_names,
+                        [_TYPES[f.type] for f in table.schema],
+                        [table.column_names.index(k) for k in key],
+                    )
+                except _core.CoreError as e:
+                    raise _error(e) from None
+        schema, have = self.schema(name)
+        if key is not None and list(key) != have:
+            raise ArgumentError(f"load('{name}'): the resource's key is {have}; found {list(key)}")
+        with self.transaction(timeout=timeout, writer=f"load('{name}')") as tx:
+            tx._add(name, "replace", _table(data, schema, f"load('{name}')"))
+
+    def transaction(self, timeout: float = 10.0, writer: str = "") -> Transaction:
+        """A transaction: changes made through it are applied at once when its ``with`` block
+        ends without an exception (nothing when it raises). ``timeout``: seconds to wait for the
+        resources' locks, then :class:`LockTimeout`.
+
+        >>> s = ResourceStore(); s.load("x", [{"id": 1}], key=["id"])
+        >>> with s.transaction() as tx:
+        ...     tx.upsert("x", [{"id": 5}])
+        >>> sorted(s.read("x")["id"].to_pylist())
+        [1, 5]
+        """
+        return Transaction(self, _timeout(timeout), writer)
+
+    def read(self, name: str) -> pa.Table:
+        """Resource ``name``'s committed content now (one version, whole).
+
+        >>> s = ResourceStore(); s.load("x", [{"id": 1}], key=["id"]); s.read("x").num_rows
+        1
+        """
+        return self.read_version(name)[1]
+
+    def read_version(self, name: str) -> tuple[int, pa.Table]:
+        """(the commit that made it, the content) of resource ``name``'s current version.
+
+        >>> s = ResourceStore(); s.load("x", [{"id": 1}], key=["id"]); s.read_version("x")[0]
+        1
+        """
+        self._known(name)
+        version, (schema, array) = self._core.current(name)
+        return version, pa.Table.from_batches(
+            [pa.RecordBatch._import_from_c_capsule(schema, array)]
+        )
+
+    def version(self) -> int:
+        """The number of the last commit (0 before any).
+
+        >>> ResourceStore().version()
+        0
+        """
+        return int(self._core.version())
+
+    def update_log(self) -> pa.Table:
+        """One row per commit: ``version``, ``at`` (when it was published), ``writer``,
+        ``resources`` it changed, rows ``upserted`` and ``deleted``.
+
+        >>> s = ResourceStore(); s.load("x", [{"id": 1}], key=["id"])
+        >>> s.update_log().select(["version", "writer", "resources"]).to_pylist()
+        [{'version': 1, 'writer': "load('x')", 'resources': ['x']}]
+        """
+        rows = self._core.update_log()
+        return pa.table(
+            {
+                "version": pa.array([r[0] for r in rows], pa.int64()),
+                "at": pa.array([r[1] for r in rows], pa.timestamp("ns", tz="UTC")),
+                "writer": pa.array([r[2] for r in rows], pa.string()),
+                "resources": pa.array([r[3] for r in rows], pa.list_(pa.string())),
+                "upserted": pa.array([r[4] for r in rows], pa.int64()),
+                "deleted": pa.array([r[5] for r in rows], pa.int64()),
+            }
+        )
+
+    def _known(self, name: str) -> None:
+        if not isinstance(name, str) or not self._core.has(name):
+            raise InputError(
+                f"no resource {name!r} in the store; it holds {self.names() or 'none'}"
+            )
+
+
+def _table(data: Any, schema: pa.Schema | None, where: str) -> pa.Table:
+    """``data`` as one Arrow table, cast to ``schema`` when given (an InputError naming the
+    column when it does not fit)."""
+    if isinstance(data, pa.RecordBatch):
+        data = pa.Table.from_batches([data])
+    if isinstance(data, list):
+        try:
+            data = (
+                pa.Table.from_pylist(data, schema=schema) if schema else pa.Table.from_pylist(data)
+            )
+        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError) as e:
+            raise InputError(f"{where}: rows that do not fit the columns: {e}") from None
+    if not isinstance(data, pa.Table):
+        raise ArgumentError(
+            f"{where}: expected a pyarrow Table or RecordBatch or a list of dicts; found "
+            f"{type(data).__name__}"
+        )
+    if schema is None:
+        return data
+    if sorted(data.column_names) != sorted(schema.names):
+        raise InputError(f"{where}: expected columns {schema.names}; found {data.column_names}")
+    try:
+        return data.select(schema.names).cast(schema)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
+        raise InputError(f"{where}: values that are not of the column's type: {e}") from None
+
+
+class Transaction:
+    """Changes to a :class:`ResourceStore`, applied together at the end of a ``with`` block
+    (:meth:`ResourceStore.transaction`), in the order they were made.
+
+    >>> s = ResourceStore(); s.load("x", [{"id": 1, "v": "a"}], key=["id"])
+    >>> with s.transaction() as tx:
+    ...     tx.upsert("x", [{"id": 1, "v": "z"}])
+    >>> s.read("x").to_pylist()
+    [{'id': 1, 'v': 'z'}]
+    """
+
+    def __init__(self, store: ResourceStore, timeout: float, writer: str) -> None:
+        self._store, self._timeout, self._writer = store, timeout, writer
+        self._changes: list[tuple[str, str, pa.Table]] = []
+        self._open = False
+
+    def __enter__(self) -> Transaction:
+        self._open = True
+        return self
+
+    def upsert(self, resource: str, rows: Any) -> None:
+        """Inserts ``rows`` (every column), replacing the rows with their keys.
+
+        >>> s = ResourceStore(); s.load("x", [{"id": 1}], key=["id"])
+        >>> with s.transaction() as tx: tx.upsert("x", [{"id": 2}])
+        """
+        schema, _ = self._store.schema(resource)
+        self._add(resource, "upsert", _table(rows, schema, f"upsert to '{resource}'"))
+
+    def delete(self, resource: str, keys: Any) -> None:
+        """Deletes the rows of ``keys``: a table or list of dicts of the key columns, or, for a
+        key of one column, a list of its values. A key the resource does not hold is an
+        :class:`InputError` at commit.
+
+        >>> s = ResourceStore(); s.load("x", [{"id": 1}, {"id": 2}], key=["id"])
+        >>> with s.transaction() as tx: tx.delete("x", [1])
+        >>> s.read("x")["id"].to_pylist()
+        [2]
+        """
+        schema, key = self._store.schema(resource)
+        key_schema = pa.schema([schema.field(k) for k in key])
+        if isinstance(keys, list) and keys and not isinstance(keys[0], dict):
+            if len(key) != 1:
+                raise ArgumentError(
+                    f"delete from '{resource}': its key has columns {key}; give dicts or a table"
+                )
+            keys = [{key[0]: k} for k in keys]
+        self._add(resource, "delete", _table(keys, key_schema, f"delete from '{resource}'"))
+
+    def _add(self, resource: str, kind: str, table: pa.Table) -> None:
+        if not self._open:
+            raise ArgumentError("a transaction takes changes inside its with block only")
+        self._changes.append((resource, kind, table))
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        value: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._open = False
+        if kind is not None or not self._changes:
+            return
+        changes = [
+            (
+                r,
+                k,
+                t.combine_chunks().to_batches()[0].__arrow_c_array__() if t.num_rows else _empty(t),
+            )
+            for r, k, t in self._changes
+        ]
+        try:
+            self._store._core.commit(changes, self._timeout, self._writer)
+        except _core.CoreError as e:
+            raise _error(e) from None
+
+
+def _empty(t: pa.Table) -> Any:
+    return pa.RecordBatch.from_pylist([], schema=t.schema).__arrow_c_array__()

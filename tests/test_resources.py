@@ -1,0 +1,173 @@
+"""cq_py.ResourceStore (cq_py/resources.py, src_cpp/txn/resource_store.h): transactions applied
+whole or not at all, from other threads while readers hold locks or pinned versions; writers
+blocked by readers' shared locks until released, or given LockTimeout naming the holders."""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+
+import pyarrow as pa
+import pytest
+
+import cq_py
+from cq_py import InputError, LockTimeout
+from cq_py.errors import ArgumentError
+
+
+def _store() -> cq_py.ResourceStore:
+    store = cq_py.ResourceStore()
+    store.load("x", pa.table({"id": [1, 2, 3], "v": [0, 0, 0]}), key=["id"])
+    store.load("y", pa.table({"id": [1], "w": ["0"]}), key=["id"])
+    return store
+
+
+def test_an_updater_thread_converts_whole_tables_and_locked_readers_see_one_state() -> None:
+    store = _store()
+    stop = threading.Event()
+
+    def updater() -> None:
+        rng = random.Random(3)
+        g = 0
+        while not stop.is_set():
+            g += 1
+            with store.transaction(timeout=5) as tx:
+                tx.upsert("x", pa.table({"id": [1, 2, 3], "v": [g, g, g]}))
+                tx.upsert("y", [{"id": 1, "w": str(g)}])
+            time.sleep(rng.random() * 0.001)
+
+    t = threading.Thread(target=updater)
+    t.start()
+    seen = set()
+    try:
+        for _ in range(300):
+            # A query reading x and y under two-phase locking: both locks until it is done.
+            assert store._core.lock_shared("x", "q", 5.0)
+            assert store._core.lock_shared("y", "q", 5.0)
+            try:
+                xs = set(store.read("x")["v"].to_pylist())
+                ys = store.read("y")["w"].to_pylist()
+            finally:
+                store._core.unlock_shared("y", "q")
+                store._core.unlock_shared("x", "q")
+            assert len(xs) == 1
+            assert [str(next(iter(xs)))] == ys
+            seen.add(ys[0])
+            time.sleep(0.0005)  # between queries the writer gets its turn
+    finally:
+        stop.set()
+        t.join()
+    assert len(seen) > 10  # the updates really interleaved with the reads
+    log = store.update_log()
+    assert log["version"].to_pylist() == list(range(1, log.num_rows + 1))
+
+
+def test_a_pinned_version_does_not_change_under_later_commits() -> None:
+    store = _store()
+    version, before = store.read_version("x")
+    with store.transaction() as tx:
+        tx.upsert("x", [{"id": 1, "v": 9}])
+        tx.delete("x", [2])
+    assert before.to_pylist() == [{"id": 1, "v": 0}, {"id": 2, "v": 0}, {"id": 3, "v": 0}]
+    after_version, after = store.read_version("x")
+    assert (version, after_version) == (1, 3)  # x's load, then this commit (y's load was 2)
+    assert after_version == store.version()
+    assert sorted(map(tuple, (r.values() for r in after.to_pylist()))) == [(1, 9), (3, 0)]
+
+
+def test_a_writer_waits_for_the_readers_lock_and_times_out_naming_the_query() -> None:
+    store = _store()
+    assert store._core.lock_shared("x", "q7", 1.0)
+    started = time.monotonic()
+    with (
+        pytest.raises(
+            LockTimeout, match=r"resource 'x' stayed locked past the timeout by query 'q7'"
+        ),
+        store.transaction(timeout=0.1) as tx,
+    ):
+        tx.upsert("x", [{"id": 1, "v": 5}])
+    assert time.monotonic() - started >= 0.1
+    assert store.read("x")["v"].to_pylist() == [0, 0, 0]  # nothing applied
+    done = threading.Event()
+
+    def writer() -> None:
+        with store.transaction(timeout=10) as tx:
+            tx.upsert("x", [{"id": 1, "v": 5}])
+        done.set()
+
+    t = threading.Thread(target=writer)
+    t.start()
+    time.sleep(0.1)
+    assert not done.is_set()  # blocked while q7 holds the lock
+    store._core.unlock_shared("x", "q7")
+    t.join(5)
+    assert done.is_set()
+    assert store.read("x").sort_by("id")["v"].to_pylist() == [5, 0, 0]
+    # Without a reader nothing waits: a writer on another resource was never blocked either.
+    with store.transaction(timeout=0) as tx:
+        tx.upsert("y", [{"id": 2, "w": "b"}])
+
+
+def _commit(store: cq_py.ResourceStore, *changes: tuple[str, str, object]) -> None:
+    """One transaction making ``changes`` (method, resource, data) in order."""
+    with store.transaction() as tx:
+        for method, resource, data in changes:
+            getattr(tx, method)(resource, data)
+
+
+def _raises_inside(store: cq_py.ResourceStore) -> None:
+    with store.transaction() as tx:
+        tx.upsert("x", [{"id": 1, "v": 1}])
+        raise RuntimeError("boom")
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        (
+            [("upsert", "x", [{"id": 1, "v": 1}]), ("delete", "y", [42])],
+            "resource 'y': delete of a key it does not hold",
+        ),
+        (
+            [
+                ("upsert", "x", [{"id": 1, "v": 1}]),
+                ("upsert", "x", pa.table({"id": ["a"], "v": [1]})),
+            ],
+            "upsert to 'x': values that are not of the column's type",
+        ),
+        ([("upsert", "x", pa.table({"id": [1]}))], r"expected columns \['id', 'v'\]"),
+        ([("upsert", "x", [{"id": 1, "v": 1}, {"id": 1, "v": 2}])], "two rows with one key"),
+        ([("upsert", "x", [{"id": None, "v": 1}])], "a NULL in the key"),
+        ([("upsert", "z", [{"id": 1}])], r"no resource 'z' in the store; it holds \['x', 'y'\]"),
+    ],
+)
+def test_a_change_that_does_not_fit_leaves_every_resource_as_it_was(changes, message) -> None:
+    store = _store()
+    version = store.version()
+    with pytest.raises(InputError, match=message):
+        _commit(store, *changes)
+    with pytest.raises(RuntimeError, match="boom"):
+        _raises_inside(store)
+    assert store.version() == version
+    assert store.read("x")["v"].to_pylist() == [0, 0, 0]
+    assert store.read("y").num_rows == 1
+
+
+def test_loading_defines_once_and_must_agree() -> None:
+    store = cq_py.ResourceStore()
+    with pytest.raises(ArgumentError, match="key must name its key columns"):
+        store.load("x", [{"id": 1}])
+    with pytest.raises(ArgumentError, match="key columns \\['nope'\\] are not among \\['id'\\]"):
+        store.load("x", [{"id": 1}], key=["nope"])
+    with pytest.raises(InputError, match="columns \\['d'\\] have types cq lacks"):
+        store.load("x", pa.table({"id": [1], "d": pa.array([1], pa.int8())}), key=["id"])
+    store.load("x", [{"id": 1, "v": "a"}], key=["id"])
+    with pytest.raises(ArgumentError, match="the resource's key is \\['id'\\]; found \\['v'\\]"):
+        store.load("x", [{"id": 1, "v": "a"}], key=["v"])
+    with pytest.raises(ArgumentError, match="timeout must be a number of seconds"):
+        store.transaction(timeout=-1)
+    tx = store.transaction()
+    with pytest.raises(ArgumentError, match="inside its with block"):
+        tx.upsert("x", [{"id": 2, "v": "b"}])
+    assert store.names() == ["x"]
