@@ -18,6 +18,7 @@ from cq_py.errors import (
     InputError,
     LockTimeout,
     MemoryLimitError,
+    ResourceError,
     RunawayLoopError,
     SnapshotError,
 )
@@ -35,6 +36,7 @@ __all__ = [
     "InputError",
     "LockTimeout",
     "MemoryLimitError",
+    "ResourceError",
     "ResourceStore",
     "RowSet",
     "RowSetEvent",

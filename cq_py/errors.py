@@ -193,3 +193,17 @@ class LockTimeout(CQError):
     ...     print(e)
     resource 'x' stayed locked past the timeout by query 'q1'
     """
+
+
+class ResourceError(CQError):
+    """A database holding resources (paper 002) cannot be used as asked: it does not open, a
+    table is missing, it cannot keep last-update stamps, or it cannot be locked as the strategy
+    needs.
+
+    >>> import cq_py.resources
+    >>> try:
+    ...     cq_py.resources.install_versioning("sqlite:///nowhere/x.db", ["x"])
+    ... except ResourceError as e:
+    ...     print(str(e).split(": ")[-1])
+    the database does not open (unable to open database file)
+    """

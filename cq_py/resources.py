@@ -32,9 +32,10 @@ from typing import Any
 import pyarrow as pa
 
 from cq_core import _core
-from cq_py.errors import ArgumentError, CQError, InputError, LockTimeout
+from cq_py.errors import ArgumentError, CQError, InputError, LockTimeout, ResourceError
+from cq_py.io.databases import DatabaseError, connect
 
-__all__ = ["ResourceStore", "Transaction"]
+__all__ = ["ResourceStore", "Transaction", "install_versioning"]
 
 #: cq's column types by Arrow type (the four the core has).
 _TYPES = {pa.int64(): "int64", pa.float64(): "float64", pa.string(): "utf8", pa.bool_(): "bool"}
@@ -311,3 +312,30 @@ class Transaction:
 
 def _empty(t: pa.Table) -> Any:
     return pa.RecordBatch.from_pylist([], schema=t.schema).__arrow_c_array__()
+
+
+def install_versioning(url: str, tables: Sequence[str]) -> None:
+    """Adds trigger-kept last-update stamps to ``tables`` of the database at ``url``
+    (``sqlite:///path`` or ``postgresql://...``): any writer's transaction that changes a table
+    raises its stamp, which the optimistic strategy of paper 002 §4.2.1 checks at commit. Once per
+    table; installing again keeps the stamps. A :class:`ResourceError` names what failed.
+
+    >>> import sqlite3, tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "r.db")
+    >>> with sqlite3.connect(path) as c:
+    ...     _ = c.execute("CREATE TABLE x (id INTEGER, v TEXT)")
+    >>> install_versioning(f"sqlite:///{path}", ["x"])
+    """
+    if isinstance(tables, str):
+        raise ArgumentError(f"tables must be a list of table names; found the string {tables!r}")
+    try:
+        db = connect(url)
+    except DatabaseError as e:
+        raise ResourceError(str(e)) from None
+    try:
+        for table in tables:
+            db.install_versioning(table)
+    except DatabaseError as e:
+        raise ResourceError(str(e)) from None
+    finally:
+        db.close()

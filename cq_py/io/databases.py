@@ -96,6 +96,11 @@ def quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
+def _literal(text: str) -> str:
+    """``text`` as an SQL string literal."""
+    return "'" + text.replace("'", "''") + "'"
+
+
 def _sqlite_type(declared: str) -> str | None:
     """SQLite's affinity rules (its documentation, §3.1) on a declared type, onto cq's types."""
     d = declared.upper()
@@ -231,6 +236,40 @@ class Database:
         _, rows = self._rows(f"SELECT COALESCE(MAX(cq_id), 0) FROM {quote(log)}")
         return int(rows[0][0])
 
+    def _versioning_sql(self, table: str) -> list[str]:
+        raise NotImplementedError
+
+    def install_versioning(self, table: str) -> None:
+        """Installs a last-update stamp on ``table`` (once; later calls keep it): a row of
+        ``cq_stamps`` that triggers raise in every transaction that inserts, updates or deletes
+        rows of it, whoever the writer (SQLite once per row, PostgreSQL once per statement).
+        These are paper 002 §4.2.1's last-update times as counters: a stamp that moved since a
+        transaction began means an update came between.
+
+        >>> db = connect("sqlite:///:memory:")
+        >>> db._run("CREATE TABLE t (a INTEGER)")
+        >>> db.install_versioning("t"); db.stamp("t")
+        0
+        >>> db._run("INSERT INTO t VALUES (1), (2)"); db.stamp("t") > 0
+        True
+        """
+        self.columns(table)  # the table exists (a DatabaseError naming it otherwise)
+        if not self.has_triggers:
+            raise DatabaseError(f"{self.url}: no triggers, so no last-update stamps")
+        for sql in self._versioning_sql(table):
+            self._run(sql)
+
+    def stamp(self, table: str) -> int:
+        """``table``'s last-update stamp (:meth:`install_versioning`); a DatabaseError when it has
+        none."""
+        _, rows = self._rows("SELECT stamp FROM cq_stamps WHERE table_name = " + _literal(table))
+        if not rows:
+            raise DatabaseError(
+                f"{self.url}: table '{table}' has no last-update stamp; "
+                "run cq_py.resources.install_versioning first"
+            )
+        return int(rows[0][0])
+
     def position(self, log: str) -> Any:
         """Where a reader of ``log`` stands once it has everything the current transaction sees
         (call it inside :meth:`begin`, with the read it goes with). Opaque: give it back to
@@ -323,6 +362,22 @@ class _SQLite(Database):
             ),
         ]
 
+    def _versioning_sql(self, table: str) -> list[str]:
+        # Row triggers: one bump per row changed is still a change of the stamp; a transaction's
+        # bumps commit or roll back with its rows.
+        name = _literal(table)
+        out = [
+            "CREATE TABLE IF NOT EXISTS cq_stamps (table_name TEXT PRIMARY KEY, stamp INTEGER)",
+            f"INSERT OR IGNORE INTO cq_stamps VALUES ({name}, 0)",
+        ]
+        for op in ("INSERT", "UPDATE", "DELETE"):
+            trigger = quote(f"cq_stamp_{table}_{op[0].lower()}")
+            out.append(
+                f"CREATE TRIGGER IF NOT EXISTS {trigger} AFTER {op} ON {quote(table)} "
+                f"BEGIN UPDATE cq_stamps SET stamp = stamp + 1 WHERE table_name = {name}; END"
+            )
+        return out
+
     def close(self) -> None:
         self.conn.close()
 
@@ -398,6 +453,23 @@ class _PostgreSQL(Database):
             (
                 f"CREATE OR REPLACE TRIGGER {quote(log + '_t')} AFTER INSERT OR UPDATE OR DELETE "
                 f"ON {quote(table)} FOR EACH ROW EXECUTE FUNCTION {fn}()"
+            ),
+        ]
+
+    def _versioning_sql(self, table: str) -> list[str]:
+        name = _literal(table)
+        fn = quote(f"cq_stamp_{table}_fn")
+        return [
+            "CREATE TABLE IF NOT EXISTS cq_stamps (table_name TEXT PRIMARY KEY, stamp BIGINT)",
+            f"INSERT INTO cq_stamps VALUES ({name}, 0) ON CONFLICT (table_name) DO NOTHING",
+            (
+                f"CREATE OR REPLACE FUNCTION {fn}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+                f"UPDATE cq_stamps SET stamp = stamp + 1 WHERE table_name = {name}; "
+                "RETURN NULL; END $$"
+            ),
+            (
+                f"CREATE OR REPLACE TRIGGER {quote(f'cq_stamp_{table}_t')} AFTER INSERT OR UPDATE "
+                f"OR DELETE ON {quote(table)} FOR EACH STATEMENT EXECUTE FUNCTION {fn}()"
             ),
         ]
 
