@@ -576,6 +576,15 @@ PYBIND11_MODULE(_core, m) {
              }
              s.Define(std::move(spec));
            })
+      .def("define_model", &cq::txn::ResourceStore::DefineModel)
+      .def(
+          "begin_exclusive",
+          [](cq::txn::ResourceStore& s, const std::vector<std::string>& names, double timeout_s) {
+            s.BeginExclusive(names, std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                        std::chrono::duration<double>(std::max(0.0, timeout_s))));
+          },
+          py::call_guard<py::gil_scoped_release>())
+      .def("end_exclusive", &cq::txn::ResourceStore::EndExclusive)
       .def("has", &cq::txn::ResourceStore::Has)
       .def("names", &cq::txn::ResourceStore::Names)
       .def("spec",

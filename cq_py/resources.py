@@ -25,7 +25,7 @@ waits for the readers holding a resource's lock at most ``timeout`` seconds, the
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import Any
 
@@ -70,6 +70,7 @@ class ResourceStore:
     def __init__(self) -> None:
         self._core = _core.ResourceStore()
         self._define = threading.Lock()
+        self._models: dict[str, Callable[..., Any]] = {}
 
     def names(self) -> list[str]:
         """The resources defined, in name order.
@@ -77,7 +78,7 @@ class ResourceStore:
         >>> ResourceStore().names()
         []
         """
-        return list(self._core.names())
+        return [n for n in self._core.names() if self._core.spec(n)[0]]  # (models have none)
 
     def schema(self, name: str) -> tuple[pa.Schema, list[str]]:
         """Resource ``name``'s columns and its key's columns.
@@ -88,6 +89,8 @@ class ResourceStore:
         """
         self._known(name)
         names, types, key = self._core.spec(name)
+        if not names:
+            raise InputError(f"'{name}' is a model: set_model changes it, not rows")
         schema = pa.schema([(n, _ARROW[t]) for n, t in zip(names, types, strict=True)])
         return schema, [names[k] for k in key]
 
@@ -137,6 +140,41 @@ class ResourceStore:
             raise ArgumentError(f"load('{name}'): the resource's key is {have}; found {list(key)}")
         with self.transaction(timeout=timeout, writer=f"load('{name}')") as tx:
             tx._add(name, "replace", _table(data, schema, f"load('{name}')"))
+
+    def set_model(self, name: str, fn: Callable[..., Any], timeout: float = 10.0) -> None:
+        """Makes ``fn`` model ``name`` (``REGISTER MODEL``: called on Arrow batches of its
+        arguments, returning its result columns). It waits, as a writer, for the queries holding
+        the model's lock (two-phase locking holds it to their commit), at most ``timeout`` seconds,
+        then :class:`LockTimeout`; the new model is a new version (``update_log``).
+
+        >>> s = ResourceStore(); s.set_model("double", lambda x: {"y": x * 2}); s.model("double")[0]
+        1
+        """
+        if not callable(fn):
+            raise ArgumentError(f"set_model('{name}'): expected a callable; found {fn!r}")
+        timeout = _timeout(timeout)
+        try:
+            with self._define:
+                self._core.define_model(name)
+            self._core.begin_exclusive([name], timeout)
+        except _core.CoreError as e:
+            raise _error(e) from None
+        try:
+            self._models[name] = fn
+        finally:
+            self._core.end_exclusive([name], f"set_model('{name}')", True)
+
+    def model(self, name: str) -> tuple[int, Callable[..., Any]]:
+        """(the version that set it, the callable) of model ``name``.
+
+        >>> s = ResourceStore(); s.set_model("f", len); s.model("f")[1] is len
+        True
+        """
+        if name not in self._models:
+            raise InputError(
+                f"no model {name!r} in the store; it holds {sorted(self._models) or 'none'}"
+            )
+        return int(self._core.current(name)[0]), self._models[name]
 
     def transaction(self, timeout: float = 10.0, writer: str = "") -> Transaction:
         """A transaction: changes made through it are applied at once when its ``with`` block

@@ -171,3 +171,37 @@ def test_loading_defines_once_and_must_agree() -> None:
     with pytest.raises(ArgumentError, match="inside its with block"):
         tx.upsert("x", [{"id": 2, "v": "b"}])
     assert store.names() == ["x"]
+
+
+def test_set_model_waits_for_the_queries_holding_it_and_versions_it() -> None:
+    store = _store()
+    store.set_model("score", lambda x: {"s": x})
+    first, _ = store.model("score")
+    assert store._core.lock_shared("score", "q3", 1.0)
+    with pytest.raises(
+        LockTimeout, match="resource 'score' stayed locked past the timeout by query 'q3'"
+    ):
+        store.set_model("score", lambda x: {"s": -x}, timeout=0.05)
+    assert store.model("score")[1](2) == {"s": 2}  # the old one stays
+    done = threading.Event()
+
+    def swap() -> None:
+        store.set_model("score", lambda x: {"s": -x}, timeout=10)
+        done.set()
+
+    t = threading.Thread(target=swap)
+    t.start()
+    time.sleep(0.05)
+    assert not done.is_set()
+    store._core.unlock_shared("score", "q3")
+    t.join(5)
+    version, fn = store.model("score")
+    assert version > first
+    assert fn(2) == {"s": -2}
+    assert store.names() == ["x", "y"]  # models are not resources
+    with pytest.raises(InputError, match="is a model"):
+        _commit(store, ("upsert", "score", [{"id": 1}]))
+    with pytest.raises(InputError, match="no model 'nope'"):
+        store.model("nope")
+    with pytest.raises(ArgumentError, match="expected a callable"):
+        store.set_model("score", 3)

@@ -146,5 +146,25 @@ CQ_TEST(resource_store_defining_again_must_agree) {
   CQ_EXPECT(no_key && no_key->kind() == ErrorKind::kInput);
 }
 
+CQ_TEST(resource_store_a_model_is_a_lock_and_versions_swapped_under_an_exclusive_lock) {
+  ResourceStore s;
+  s.DefineModel("m");
+  s.DefineModel("m");  // again: nothing changes
+  CQ_EXPECT(s.LockShared("m", "q1", 1s));
+  auto e = CQ_CATCH(s.BeginExclusive({"m"}, 10ms));
+  CQ_EXPECT(e && e->kind() == ErrorKind::kLockTimeout);
+  s.UnlockShared("m", "q1");
+  s.BeginExclusive({"m"}, 1s);
+  CQ_EXPECT(!s.LockShared("m", "q2", 10ms));  // a reader waits while the model is swapped
+  CQ_EXPECT(s.EndExclusive({"m"}, "set", true) == 1);
+  CQ_EXPECT(s.Current("m")->version == 1);
+  CQ_EXPECT(s.LockShared("m", "q2", 10ms));
+  s.UnlockShared("m", "q2");
+  auto rows = CQ_CATCH(s.Commit({Upsert("m", {1}, {"a"})}, 1s, "w"));
+  CQ_EXPECT(rows && std::string(rows->what()).find("is a model") != std::string::npos);
+  auto clash = CQ_CATCH(s.Define(XSpec("m")));
+  CQ_EXPECT(clash && std::string(clash->what()).find("is a model of the store") != std::string::npos);
+}
+
 }  // namespace
 }  // namespace cq::test

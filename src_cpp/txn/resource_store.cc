@@ -143,6 +143,7 @@ void ResourceStore::Define(ResourceSpec spec) {
     if (k < 0 || k >= static_cast<int>(spec.columns.size())) InputError("resource '" + spec.name + "': bad key");
   std::lock_guard l(mu_);
   if (const auto it = resources_.find(spec.name); it != resources_.end()) {
+    if (it->second.model) InputError("'" + spec.name + "' is a model of the store, not a resource");
     const ResourceSpec& old = it->second.spec;
     const bool same = old.key == spec.key && old.columns.size() == spec.columns.size() &&
                       std::equal(old.columns.begin(), old.columns.end(), spec.columns.begin(),
@@ -210,6 +211,72 @@ std::vector<std::string> ResourceStore::Holders(const std::string& name) const {
   return out;
 }
 
+void ResourceStore::AcquireAll(std::unique_lock<std::mutex>& l, const std::vector<std::string>& names,
+                               std::chrono::steady_clock::time_point deadline) {
+  for (const auto& name : names) At(name);  // every one exists
+  const auto free = [&] {
+    for (const auto& name : names) {
+      const Entry& e = resources_.at(name);
+      if (e.writing || e.reader_count) return false;
+    }
+    return true;
+  };
+  if (!cv_.wait_until(l, deadline, free)) {
+    for (const auto& name : names) {
+      const Entry& e = resources_.at(name);
+      if (!e.writing && !e.reader_count) continue;
+      std::string who;
+      for (const auto& [holder, _] : e.readers)
+        if (who.find("'" + holder + "'") == std::string::npos) who += (who.empty() ? "" : ", ") + ("'" + holder + "'");
+      throw CqError(ErrorKind::kLockTimeout, "resource '" + name + "' stayed locked past the timeout by " +
+                                                 (e.writing ? std::string("another writer") : "query " + who));
+    }
+  }
+  for (const auto& name : names) resources_.at(name).writing = true;
+}
+
+void ResourceStore::DefineModel(const std::string& name) {
+  std::lock_guard l(mu_);
+  if (const auto it = resources_.find(name); it != resources_.end()) {
+    if (!it->second.model) InputError("'" + name + "' is a resource of the store, not a model");
+    return;
+  }
+  Entry e;
+  e.spec.name = name;
+  e.model = true;
+  e.current = std::make_shared<ResourceVersion>();
+  resources_.emplace(name, std::move(e));
+}
+
+void ResourceStore::BeginExclusive(const std::vector<std::string>& names, std::chrono::nanoseconds timeout) {
+  std::unique_lock l(mu_);
+  AcquireAll(l, names, std::chrono::steady_clock::now() + timeout);
+}
+
+uint64_t ResourceStore::EndExclusive(const std::vector<std::string>& names, const std::string& writer, bool changed) {
+  std::lock_guard l(mu_);
+  for (const auto& name : names) CQ_CHECK(At(name).writing, "an exclusive lock released that was not held");
+  uint64_t v = version_;
+  if (changed) {
+    v = ++version_;
+    UpdateRecord record{v, 0, writer, {}, 0, 0};
+    record.at_ns =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+            .count();
+    for (const auto& name : names) {
+      Entry& e = resources_.at(name);
+      auto next = std::make_shared<ResourceVersion>(*e.current);
+      next->version = v;
+      e.current = std::move(next);
+      record.resources.push_back(name);
+    }
+    log_.push_back(std::move(record));
+  }
+  for (const auto& name : names) resources_.at(name).writing = false;
+  cv_.notify_all();
+  return v;
+}
+
 uint64_t ResourceStore::Commit(const std::vector<ResourceChange>& given, std::chrono::nanoseconds timeout,
                                const std::string& writer) {
   // A column of NULLs may come untyped (Arrow's null type): it takes its column's type.
@@ -219,7 +286,9 @@ uint64_t ResourceStore::Commit(const std::vector<ResourceChange>& given, std::ch
   {
     std::lock_guard l(mu_);
     for (ResourceChange& c : changes) {
-      const ResourceSpec& spec = At(c.resource).spec;
+      const Entry& entry = At(c.resource);
+      if (entry.model) InputError("'" + c.resource + "' is a model: set_model changes it, not rows");
+      const ResourceSpec& spec = entry.spec;
       const Schema want = Expected(spec, c.kind);
       bool fits = c.columns.size() == want.size();
       for (size_t k = 0; fits && k < want.size(); ++k)
@@ -235,34 +304,13 @@ uint64_t ResourceStore::Commit(const std::vector<ResourceChange>& given, std::ch
       specs.emplace(c.resource, spec);
     }
   }
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::vector<std::string> names;
+  for (const auto& [name, _] : by) names.push_back(name);
   std::map<std::string, std::shared_ptr<const ResourceVersion>> bases;
   {
     std::unique_lock l(mu_);
-    const auto free = [&] {
-      for (const auto& [name, _] : by) {
-        const Entry& e = resources_.at(name);
-        if (e.writing || e.reader_count) return false;
-      }
-      return true;
-    };
-    if (!cv_.wait_until(l, deadline, free)) {
-      for (const auto& [name, _] : by) {
-        const Entry& e = resources_.at(name);
-        if (!e.writing && !e.reader_count) continue;
-        std::string who;
-        for (const auto& [holder, __] : e.readers)
-          if (who.find("'" + holder + "'") == std::string::npos)
-            who += (who.empty() ? "" : ", ") + ("'" + holder + "'");
-        throw CqError(ErrorKind::kLockTimeout, "resource '" + name + "' stayed locked past the timeout by " +
-                                                   (e.writing ? std::string("another writer") : "query " + who));
-      }
-    }
-    for (const auto& [name, _] : by) {
-      Entry& e = resources_.at(name);
-      e.writing = true;
-      bases[name] = e.current;
-    }
+    AcquireAll(l, names, std::chrono::steady_clock::now() + timeout);
+    for (const auto& name : names) bases[name] = resources_.at(name).current;
   }
   std::map<std::string, std::shared_ptr<ResourceVersion>> next;
   int64_t upserted = 0, deleted = 0;

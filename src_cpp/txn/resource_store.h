@@ -71,6 +71,9 @@ class ResourceStore {
   // Defines `spec.name`, empty. Defining a name again is kInput unless the columns and key are
   // the same (then nothing changes). Rows come in by commits (a load is a kReplace change).
   void Define(ResourceSpec spec);
+  // Defines `name` as a model (paper 002's models: no rows, its callable kept by the caller): a
+  // lock and versions only. Defining it again changes nothing; a resource of that name is kInput.
+  void DefineModel(const std::string& name);
   bool Has(const std::string& name) const;
   ResourceSpec Spec(const std::string& name) const;
   std::vector<std::string> Names() const;
@@ -90,6 +93,12 @@ class ResourceStore {
   uint64_t Commit(const std::vector<ResourceChange>& changes, std::chrono::nanoseconds timeout,
                   const std::string& writer);
 
+  // A writer's exclusive locks on `names` for a change made outside the store (a model's callable
+  // swapped): taken all at once after waiting up to `timeout` (kLockTimeout as Commit), released
+  // by EndExclusive, which publishes a new version of each (one commit) when `changed`.
+  void BeginExclusive(const std::vector<std::string>& names, std::chrono::nanoseconds timeout);
+  uint64_t EndExclusive(const std::vector<std::string>& names, const std::string& writer, bool changed);
+
   uint64_t version() const;
   std::vector<UpdateRecord> UpdateLog() const;
 
@@ -100,9 +109,14 @@ class ResourceStore {
     std::multimap<std::string, int> readers;  // holder -> (one entry per lock taken)
     int reader_count = 0;
     bool writing = false;
+    bool model = false;
   };
   Entry& At(const std::string& name);
   const Entry& At(const std::string& name) const;
+  // Waits (lock held in `l`) until no reader or writer holds any of `names`, then marks them
+  // written; kLockTimeout naming the first still held at the deadline.
+  void AcquireAll(std::unique_lock<std::mutex>& l, const std::vector<std::string>& names,
+                  std::chrono::steady_clock::time_point deadline);
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
