@@ -301,7 +301,43 @@ class RegisterTable:
     where: str = ""
 
 
-Statement = RegisterStream | RegisterRelation | RegisterQuery | RegisterClock | RegisterTable
+@dataclass(frozen=True)
+class RegisterResource:
+    """``REGISTER RESOURCE name (col TYPE, ...) [KEY (col, ...)] [FROM 'url' [TABLE 'tbl']]
+    [ACCESS KEY | ACCESS SCAN]``: a keyed table that others update while queries read it (paper
+    002). No url: the engine's in-process store. ``access`` is 'key' (a lookup by the key) or
+    'scan' (a nested loop); by default 'key' when there is a key, else 'scan'."""
+
+    name: str
+    columns: tuple[ColumnDef, ...]
+    key: tuple[str, ...] = ()
+    url: str | None = None
+    remote: str | None = None
+    access: str = "key"
+    pos: Pos = field(default=NOPOS, compare=False)
+    access_pos: Pos = field(default=NOPOS, compare=False)
+
+
+@dataclass(frozen=True)
+class RegisterModel:
+    """``REGISTER MODEL name (col TYPE, ...) RETURNS (col TYPE, ...)``: a function other programs
+    update (paper 002's models), called as ``name(args)`` on Arrow batches."""
+
+    name: str
+    args: tuple[ColumnDef, ...]
+    returns: tuple[ColumnDef, ...]
+    pos: Pos = field(default=NOPOS, compare=False)
+
+
+Statement = (
+    RegisterStream
+    | RegisterRelation
+    | RegisterQuery
+    | RegisterClock
+    | RegisterTable
+    | RegisterResource
+    | RegisterModel
+)
 
 
 @dataclass(frozen=True)

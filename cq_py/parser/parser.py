@@ -256,7 +256,8 @@ class _Parser:
             if self.at_kw("SELECT", *_STREAM_OPERATORS) or self.at_op("("):
                 hint = "a query must be registered: REGISTER QUERY name AS ..."
             raise self.expected(
-                "a statement (REGISTER STREAM, RELATION, QUERY, CLOCK or TABLE)", hint
+                "a statement (REGISTER STREAM, RELATION, QUERY, CLOCK, TABLE, RESOURCE or MODEL)",
+                hint,
             )
         if self.accept_word("STREAM"):
             name = self.name("a stream name after REGISTER STREAM")
@@ -286,7 +287,47 @@ class _Parser:
             if self.accept_word("TABLE"):
                 remote = self.string("the database's table name in quotes after TABLE")
             return ast.RegisterTable(name, url, remote, (), start.pos)
-        raise self.expected("STREAM, RELATION, QUERY, CLOCK or TABLE after REGISTER")
+        if self.accept_word("RESOURCE"):
+            return self.register_resource(start)
+        if self.accept_word("MODEL"):
+            name = self.name("a model name after REGISTER MODEL")
+            args = self.column_defs("model")
+            if not self.accept_word("RETURNS"):
+                raise self.expected(f"RETURNS (col TYPE, ...) after the arguments of '{name}'")
+            return ast.RegisterModel(name, args, self.column_defs("model result"), start.pos)
+        raise self.expected(
+            "STREAM, RELATION, QUERY, CLOCK, TABLE, RESOURCE or MODEL after REGISTER"
+        )
+
+    def register_resource(self, start: Token) -> ast.RegisterResource:
+        name = self.name("a resource name after REGISTER RESOURCE")
+        columns = self.column_defs("resource")
+        key: tuple[str, ...] = ()
+        if self.accept_word("KEY"):
+            if not self.accept_op("("):
+                raise self.expected(f"(col, ...) after KEY of resource '{name}'")
+            names = [self.name("a key column")]
+            while self.accept_op(","):
+                names.append(self.name("a key column"))
+            if not self.accept_op(")"):
+                raise self.expected("')' after the key's columns")
+            key = tuple(names)
+        url = remote = None
+        if self.accept_kw("FROM"):
+            url = self.string("a database url in quotes after FROM (e.g. 'sqlite:///data.db')")
+            if self.accept_word("TABLE"):
+                remote = self.string("the database's table name in quotes after TABLE")
+        access, access_pos = ("key" if key else "scan"), start.pos
+        if self.at_word("ACCESS"):
+            access_pos = self.tok.pos
+            self.advance()
+            if self.accept_word("KEY"):
+                access = "key"
+            elif self.accept_word("SCAN"):
+                access = "scan"
+            else:
+                raise self.expected("KEY or SCAN after ACCESS")
+        return ast.RegisterResource(name, columns, key, url, remote, access, start.pos, access_pos)
 
     def string(self, what: str) -> str:
         tok = self.tok

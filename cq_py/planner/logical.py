@@ -124,6 +124,9 @@ class Catalog:
     queries: dict[str, QueryDef] = field(default_factory=dict)
     nodes: dict[int, Node] = field(default_factory=dict)
     next_id: int = 0
+    # REGISTER RESOURCE and REGISTER MODEL (paper 002), by lower-cased name: read by reference
+    # operators, they have no scan of their own.
+    resources: dict[str, ast.RegisterResource | ast.RegisterModel] = field(default_factory=dict)
     # The readers of the operators below an id, among them, as fork() found them: those
     # operators and their inputs never change after (see fork), so consumers() need only add
     # what reads them from the operators planned since.
@@ -151,7 +154,13 @@ class Catalog:
         >>> sorted(cat.nodes), f.nodes[0] is cat.nodes[0]
         ([0], True)
         """
-        fork = Catalog(dict(self.streams), dict(self.queries), dict(self.nodes), self.next_id)
+        fork = Catalog(
+            dict(self.streams),
+            dict(self.queries),
+            dict(self.nodes),
+            self.next_id,
+            dict(self.resources),
+        )
         fork._readers = (self.next_id, self.consumers())
         return fork
 

@@ -148,6 +148,9 @@ class Planner:
                     f"{seen[key].line})",
                     st.pos,
                 )
+            if key in cat.resources:
+                kind = "model" if isinstance(cat.resources[key], ast.RegisterModel) else "resource"
+                raise self.err(f"'{st.name}' is already registered as a {kind}", st.pos)
             existing = cat.lookup(st.name)
             if existing is not None:
                 what = (
@@ -161,6 +164,8 @@ class Planner:
                 self._register_source(st)
             elif isinstance(st, ast.RegisterClock):
                 self._register_clock(st)
+            elif isinstance(st, (ast.RegisterResource, ast.RegisterModel)):
+                self._register_resource(st)
             elif isinstance(st, ast.RegisterTable):
                 if not st.columns:
                     raise self.err(
@@ -173,6 +178,8 @@ class Planner:
                 queries.append(st)
 
         self.script_queries = {q.name.lower(): q for q in queries}
+        for q in queries:
+            self._check_resources(q)
         self.references: list[str] = []
         self._infer_schemas(queries)
         for q in self._dependency_order(queries):
@@ -267,6 +274,101 @@ class Planner:
         self.cat.streams[st.name.lower()] = StreamDef(
             st.name, [], scan.id, False, st.pos, origin="clock", every=every, offset=offset
         )
+
+    def _register_resource(self, st: ast.RegisterResource | ast.RegisterModel) -> None:
+        """A resource or model (paper 002) checked and put in the catalog."""
+        defs = st.columns if isinstance(st, ast.RegisterResource) else st.args + st.returns
+        seen: set[str] = set()
+        for c in defs:
+            if c.name.lower() in seen:
+                raise self.err(f"column '{c.name}' twice in '{st.name}'", c.pos)
+            seen.add(c.name.lower())
+        if isinstance(st, ast.RegisterResource):
+            for k in st.key:
+                if k.lower() not in seen:
+                    names = ", ".join(c.name for c in st.columns)
+                    raise self.err(
+                        f"key column '{k}' of resource '{st.name}' is not one of its columns "
+                        f"({names})",
+                        st.pos,
+                    )
+            if st.access == "key" and not st.key:
+                raise self.err(
+                    f"ACCESS KEY needs a key: resource '{st.name}' has no KEY (col, ...); "
+                    "write one, or ACCESS SCAN",
+                    st.access_pos,
+                )
+            if st.url is not None and not st.url.startswith(_RESOURCE_SCHEMES):
+                raise self.err(
+                    f"resource '{st.name}': unknown url scheme in {st.url!r}; expected one of "
+                    f"{', '.join(s + '...' for s in _RESOURCE_SCHEMES)} (or no FROM: the "
+                    "in-process store)",
+                    st.pos,
+                )
+        self.cat.resources[st.name.lower()] = st
+
+    def _check_resources(self, q: ast.RegisterQuery) -> None:
+        """A query reading resources or calling models (paper 002) must read a windowed stream,
+        be stream-valued (its commit operator is its relation-to-stream operator, Def. 3.2) and
+        stay out of loops; and only the scheduled executor runs reference operators."""
+        reads = [s for s in _sources(q.query) if s.name.lower() in self.cat.resources]
+        calls = [f for f in _calls(q.query) if f.name.lower() in self.cat.resources]
+        if not reads and not calls:
+            return
+        for src in reads:
+            if isinstance(self.cat.resources[src.name.lower()], ast.RegisterModel):
+                raise self.err(
+                    f"'{src.name}' is a model: call it as {src.name}(args), not in FROM", src.pos
+                )
+            if src.window is not None:
+                raise self.err(
+                    f"a window on resource '{src.name}': a resource is read as it stands when "
+                    "each row is processed, never windowed",
+                    src.window.pos,
+                )
+        first = reads[0].name if reads else calls[0].name
+        what = f"{'resource' if reads else 'model'} '{self.cat.resources[first.lower()].name}'"
+        pos = reads[0].pos if reads else calls[0].pos
+        if not any(self._is_stream(s) for s in _sources(q.query)):
+            raise self.err(
+                f"query '{q.name}' reads {what} but no stream: a resource or model is read for "
+                "each row of a stream",
+                pos,
+            )
+        if not isinstance(q.query, (ast.StreamOp, ast.Master)):
+            raise self.err(
+                f"query '{q.name}' reads {what} and is relation-valued: its rows must be "
+                "committed by a relation-to-stream operator (ISTREAM, DSTREAM or RSTREAM)",
+                q.pos,
+            )
+        if q.name.lower() in self._reachable(q):
+            raise self.err(f"{what} in a loop: query '{q.name}' reads itself", pos)
+        raise self.err(
+            f"query '{q.name}' reads {what}: reference operators (paper 002) run only under "
+            "executor='scheduled', which this build does not have yet",
+            pos,
+        )
+
+    def _is_stream(self, src: ast.Source) -> bool:
+        target = self.cat.lookup(src.name)
+        if isinstance(target, StreamDef):
+            return target.origin in ("stream", "clock") and not target.relation
+        if isinstance(target, QueryDef):
+            return target.kind == "stream"
+        q = self.script_queries.get(src.name.lower())
+        return q is not None and isinstance(q.query, (ast.StreamOp, ast.Master))
+
+    def _reachable(self, q: ast.RegisterQuery) -> set[str]:
+        """The script's queries q reads, directly or through others (lower-cased)."""
+        out: set[str] = set()
+        todo = [q]
+        while todo:
+            for src in _sources(todo.pop().query):
+                key = src.name.lower()
+                if key in self.script_queries and key not in out:
+                    out.add(key)
+                    todo.append(self.script_queries[key])
+        return out
 
     def _register_source(
         self, st: ast.RegisterStream | ast.RegisterRelation | ast.RegisterTable
@@ -1682,6 +1784,52 @@ def _names_of(q: ast.Query) -> list[str] | None:
         else:
             return None
     return names
+
+
+_RESOURCE_SCHEMES = ("sqlite:///", "postgresql://")
+
+
+def _calls(q: ast.Query) -> list[ast.FuncCall]:
+    """Every function call in a query expression's select lists, conditions and groupings."""
+    exprs: list[ast.Expr] = []
+    todo: list[ast.Query] = [q]
+    while todo:
+        x = todo.pop()
+        if isinstance(x, ast.Select):
+            exprs += [i.expr for i in x.items] + list(x.group_by)
+            exprs += [e for e in (x.where, x.having) if e is not None]
+        elif isinstance(x, ast.StreamOp):
+            todo.append(x.query)
+        elif isinstance(x, ast.Master):
+            todo.append(x.select)
+        else:
+            todo += [x.right, x.left]
+    out: list[ast.FuncCall] = []
+    while exprs:
+        e = exprs.pop()
+        if isinstance(e, ast.FuncCall):
+            out.append(e)
+        for v in vars(e).values():
+            # Operands, and the tuples of them (arguments, IN lists, CASE's (when, then) pairs).
+            parts = v if isinstance(v, tuple) else (v,)
+            for p in parts:
+                exprs += [x for x in (p if isinstance(p, tuple) else (p,)) if isinstance(x, _EXPRS)]
+    return out
+
+
+_EXPRS = (
+    ast.Literal,
+    ast.ColumnRef,
+    ast.Star,
+    ast.Unary,
+    ast.Binary,
+    ast.IsNull,
+    ast.Between,
+    ast.InList,
+    ast.Case,
+    ast.Cast,
+    ast.FuncCall,
+)
 
 
 def _sources(q: ast.Query) -> list[ast.Source]:

@@ -911,7 +911,10 @@ ERROR_CASES = [
         1,
         10,
         "VIEW",
-        "expected STREAM, RELATION, QUERY, CLOCK or TABLE after REGISTER, found 'VIEW'",
+        (
+            "expected STREAM, RELATION, QUERY, CLOCK, TABLE, RESOURCE or MODEL after REGISTER, "
+            "found 'VIEW'"
+        ),
     ),
     (
         "SELECT a FROM s;",
@@ -919,8 +922,8 @@ ERROR_CASES = [
         1,
         "SELECT",
         (
-            "expected a statement (REGISTER STREAM, RELATION, QUERY, CLOCK or TABLE), "
-            "found 'SELECT' (a query must be registered: REGISTER QUERY name AS ...)"
+            "expected a statement (REGISTER STREAM, RELATION, QUERY, CLOCK, TABLE, RESOURCE or "
+            "MODEL), found 'SELECT' (a query must be registered: REGISTER QUERY name AS ...)"
         ),
     ),
     (
