@@ -306,7 +306,7 @@ def test_max_run_must_be_a_positive_integer():
             cq_py.Engine(executor="heartbeat", max_run=bad)
     with pytest.raises(_core.CoreError, match="max_run must be at least 1"):
         _core.Engine(executor="heartbeat", max_run=0)
-    with pytest.raises(_core.CoreError, match="expected 'dts' or 'heartbeat'"):
+    with pytest.raises(_core.CoreError, match="expected 'dts', 'heartbeat' or 'scheduled'"):
         _core.Engine(executor="hb")
 
 
