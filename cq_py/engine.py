@@ -2223,7 +2223,7 @@ def run(
 
     ``engine_options`` are :class:`Engine`'s: ``time_unit`` ('ms'), ``lifetime``, ``executor``,
     ``expose_steps``, ``auto_delay``, ``hybrid``, ``fuse``, ``share_joins``, ``max_loop_steps``,
-    ``max_run``,
+    ``max_run``, ``scheduler``, ``batch``, ``gatekeeper``,
     ``expiration``, ``max_memory``, ``threads``, ``batch_size``: the inputs are pushed whole and
     the engine runs them ``batch_size`` rows (65,536) at a time, so memory follows the queries'
     state and the output, not the size of the inputs.
