@@ -260,14 +260,15 @@ PYBIND11_MODULE(_core, m) {
   py::class_<cq::Engine>(m, "Engine")
       .def(py::init([](const std::string& lifetime, const std::string& executor, bool expose_steps, bool hybrid,
                        int64_t max_loop_steps, int64_t max_run, int64_t max_loop_ticks, int64_t max_loop_rows,
-                       int64_t batch_size) {
-             return std::make_unique<cq::Engine>(cq::EngineOptions{lifetime, executor, expose_steps, hybrid,
-                                                                   max_loop_steps, max_run, max_loop_ticks,
-                                                                   max_loop_rows, batch_size});
+                       int64_t batch_size, const std::string& scheduler, int64_t batch, bool gatekeeper) {
+             return std::make_unique<cq::Engine>(
+                 cq::EngineOptions{lifetime, executor, expose_steps, hybrid, max_loop_steps, max_run, max_loop_ticks,
+                                   max_loop_rows, batch_size, scheduler, batch, gatekeeper});
            }),
            py::arg("lifetime") = "direct", py::arg("executor") = "dts", py::arg("expose_steps") = false,
            py::arg("hybrid") = true, py::arg("max_loop_steps") = 1000000, py::arg("max_run") = 20,
-           py::arg("max_loop_ticks") = 1000000, py::arg("max_loop_rows") = 10000000, py::arg("batch_size") = 65536)
+           py::arg("max_loop_ticks") = 1000000, py::arg("max_loop_rows") = 10000000, py::arg("batch_size") = 65536,
+           py::arg("scheduler") = "round_robin", py::arg("batch") = 1, py::arg("gatekeeper") = true)
       .def("add_plan", &cq::Engine::AddPlan, py::call_guard<py::gil_scoped_release>())
       .def("push",
            [](cq::Engine& e, const std::string& stream, const py::list& batches) {
@@ -359,6 +360,7 @@ PYBIND11_MODULE(_core, m) {
            })
       .def("queries", &cq::Engine::Queries)
       .def("explain", &cq::Engine::Explain)
+      .def("evaluations", &cq::Engine::Evaluations)
       .def("shared_join_report", &cq::Engine::SharedJoinReport)
       // Snapshots cross as bytes: one copy out (std::string -> bytes); in, the caller's buffer is
       // read where it is.

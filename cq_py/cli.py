@@ -277,7 +277,8 @@ def cli() -> None:
     type=click.Choice(EXECUTORS),
     default="dts",
     show_default=True,
-    help="The scheduler: dts (delay-aware, runs loops) or heartbeat.",
+    help="The scheduler: dts (delay-aware, runs loops), heartbeat or scheduled (paper 002, "
+    "round robin, one row per evaluation).",
 )
 @click.option(
     "--hybrid/--no-hybrid",

@@ -55,7 +55,8 @@ from cq_py.tables import TableView, Views
 from cq_py.ticks import MAX_TICK, MIN_TICK, UNITS, tick_range, to_ticks
 
 LIFETIMES = ("direct", "negative")
-EXECUTORS = ("dts", "heartbeat")
+EXECUTORS = ("dts", "heartbeat", "scheduled")
+SCHEDULERS = ("round_robin",)  # executor="scheduled"'s policies (src_cpp/schedulers/)
 TIME_UNITS = UNITS
 OP = "op"  # the column of a relation's input that marks inserts ('+') and deletes ('-')
 
@@ -291,7 +292,12 @@ class Engine:
     For ``executor="dts"``,
     ``hybrid=False`` splits time per instant everywhere instead of only inside loops (paper 000
     as published); ``max_run`` is the heartbeat executor's limit on consecutive executions of
-    one operator.
+    one operator. ``executor="scheduled"`` (paper 002 §5) runs the heartbeat executor's queues
+    with one row per item under a scheduler policy: ``scheduler`` ("round_robin") picks whose turn
+    it is, ``batch`` (default 1) is how many evaluations (rows taken from an input queue) an
+    operator gets per turn, and ``gatekeeper`` switches §6's gatekeeper constraint (no effect
+    until resources are planned: without them there are no gatekeepers). :meth:`stats` gives
+    each operator's evaluations. The results are DTS's.
 
     A loop of recursive queries that does not settle is stopped with :class:`RunawayLoopError`,
     naming the loop, when it takes more than ``max_loop_steps`` ε steps in one tick (default
@@ -360,6 +366,9 @@ class Engine:
         share_joins: bool = True,
         max_loop_steps: int = 1_000_000,
         max_run: int = 20,
+        scheduler: str = "round_robin",
+        batch: int = 1,
+        gatekeeper: bool = True,
         max_loop_ticks: int = 1_000_000,
         max_loop_rows: int = 10_000_000,
         max_memory: int | None = None,
@@ -390,6 +399,9 @@ class Engine:
         self.share_joins = _flag("share_joins", share_joins)
         self._max_loop_steps = _count("max_loop_steps", max_loop_steps)
         self._max_run = _count("max_run", max_run)
+        self.scheduler = _choice("scheduler", scheduler, SCHEDULERS)
+        self._batch = _count("batch", batch)
+        self.gatekeeper = _flag("gatekeeper", gatekeeper)
         self._max_loop_ticks = _count("max_loop_ticks", max_loop_ticks)
         self._max_loop_rows = _count("max_loop_rows", max_loop_rows)
         self._max_memory = None if max_memory is None else _count("max_memory", max_memory)
@@ -527,6 +539,7 @@ class Engine:
             lifetime=self.lifetime,
             swj_bounded=self._swj.plan_params(self.time_unit),
             master_shares=self._master_shares,
+            executor=self.executor,
         )
         shares = self._master_shares
         kept = [(p, list(p.members)) for p in shares.parts]
@@ -634,6 +647,9 @@ class Engine:
             max_loop_ticks=self._max_loop_ticks,
             max_loop_rows=self._max_loop_rows,
             batch_size=self._batch_size,
+            scheduler=self.scheduler,
+            batch=self._batch,
+            gatekeeper=self.gatekeeper,
         )
 
     def _add_plan(self, plan: str | None, catalog: Catalog) -> None:
@@ -818,11 +834,41 @@ class Engine:
         text = render_plan(self._catalog, self.executor)
         if self._tables:
             text += self._tables.describe()
+        if self.executor == "scheduled":
+            text += (
+                f"Scheduler: {self.scheduler}, batch {self._batch}, gatekeeper constraint "
+                f"{'on' if self.gatekeeper else 'off'} (gatekeepers: none)\n"
+            )
         if self._threads > 1 and self._layout is not None:
             text += self._layout.describe(self._threads) + "\n"
         if self._groups.profiles:
             text += self._describe_groups()
         return text
+
+    def stats(self) -> dict[str, Any]:
+        """What the executor did so far: ``{"operators": {id: {"evaluations": n}}}`` by the
+        operator ids :meth:`explain` shows. An evaluation (paper 002 §5.1) takes one row from one
+        of the operator's input queues under ``executor="scheduled"``, one timestamp's rows under
+        ``"heartbeat"``; with ``threads`` the engines' counts are summed. The DTS executor does not
+        count them: :class:`ArgumentError` names the executors that do.
+
+        >>> eng = Engine(executor="scheduled", batch=2)
+        >>> eng.execute("REGISTER STREAM s(a INT);"
+        ...             "REGISTER QUERY q AS ISTREAM(SELECT a FROM s [Now]);")
+        >>> eng.push("s", pa.table({"a": [1, 2, 3], "ts": [0, 0, 1]}))
+        >>> [op["evaluations"] for op in eng.stats()["operators"].values()][:2]
+        [3, 3]
+        """
+        if self.executor == "dts":
+            raise ArgumentError(
+                "stats() counts evaluations under executor='scheduled' or 'heartbeat'; found "
+                "executor='dts'"
+            )
+        counts: dict[int, int] = {}
+        for core in self._parts.cores if self._parts is not None else [self._core]:
+            for op, n in core.evaluations():
+                counts[op] = counts.get(op, 0) + n
+        return {"operators": {op: {"evaluations": n} for op, n in counts.items()}}
 
     def _describe_groups(self) -> str:
         g = self._groups.groups()
@@ -2083,7 +2129,7 @@ class Engine:
 def _check_runnable(nodes: list[Node], planner: Planner, executor: str) -> None:
     """Refuses, before anything is registered, a plan that uses operators or kernels the core does
     not have yet (``explain`` shows such plans all the same), and a recursive plan under the
-    heartbeat executor, which would deadlock on it."""
+    heartbeat and scheduled executors, which would deadlock on it."""
     from cq_py.planner import loops
 
     # (A loop through a new operator lies among the new ones: loops.new_part.)
@@ -2091,14 +2137,14 @@ def _check_runnable(nodes: list[Node], planner: Planner, executor: str) -> None:
     ids = set(part)
     succ = loops.successors(part)
     for comp in loops.strongly_connected(part, succ):
-        if executor == "heartbeat" and ids & set(comp) and loops.is_loop(comp, succ):
+        if executor in ("heartbeat", "scheduled") and ids & set(comp) and loops.is_loop(comp, succ):
             names = _from_first_registered(
                 loops.queries_on(loops.find_cycle(comp, succ), planner.cat), planner
             )
             ring = " → ".join(names + names[:1])
             first = planner.cat.queries.get(names[0].lower()) if names else None
             raise planner.err(
-                f"executor='heartbeat' cannot run the recursive loop {ring} (it would "
+                f"executor='{executor}' cannot run the recursive loop {ring} (it would "
                 "deadlock: a binary operator on the loop waits for a heartbeat from its "
                 "own output, paper 000 §2.3); use executor='dts'",
                 first.pos if first else nodes[0].pos,
@@ -2191,7 +2237,7 @@ def run(
 
     ``engine_options`` are :class:`Engine`'s: ``time_unit`` ('ms'), ``lifetime``, ``executor``,
     ``expose_steps``, ``auto_delay``, ``hybrid``, ``fuse``, ``share_joins``, ``max_loop_steps``,
-    ``max_run``,
+    ``max_run``, ``scheduler``, ``batch``, ``gatekeeper``,
     ``expiration``, ``max_memory``, ``threads``, ``batch_size``: the inputs are pushed whole and
     the engine runs them ``batch_size`` rows (65,536) at a time, so memory follows the queries'
     state and the output, not the size of the inputs.

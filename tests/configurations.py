@@ -11,6 +11,16 @@ CONFIGURATIONS: dict[str, dict] = {
         ("dts-published", {"executor": "dts", "hybrid": False, "threads": 1}),
         ("heartbeat", {"executor": "heartbeat", "threads": 1}),
         ("dts-threads2", {"executor": "dts", "threads": 2}),
+        # Paper 002 §5: round robin, one row per evaluation, `batch` of them per turn; the
+        # gatekeeper constraint on and off (no resources, no gatekeepers: the same results).
+        *(
+            (
+                f"scheduled-b{batch}{'' if gatekeeper else '-nogk'}",
+                {"executor": "scheduled", "batch": batch, "gatekeeper": gatekeeper, "threads": 1},
+            )
+            for batch in (1, 7)
+            for gatekeeper in (True, False)
+        ),
     )
     for lifetime in ("direct", "negative")
 }

@@ -95,7 +95,10 @@ def test_data_arrow_cannot_take_is_an_input_error(data, needle, row):
         ({"max_run": 2.0}, "max_run must be a positive integer"),
         ({"time_unit": None}, "time_unit must be one of 's', 'ms', 'us', 'ns'; found None"),
         ({"lifetime": "Direct"}, "lifetime must be one of 'direct', 'negative'"),
-        ({"executor": 1}, "executor must be one of 'dts', 'heartbeat'; found 1 (int)"),
+        ({"executor": 1}, "executor must be one of 'dts', 'heartbeat', 'scheduled'; found 1 (int)"),
+        ({"scheduler": "fifo"}, "scheduler must be one of 'round_robin'; found 'fifo'"),
+        ({"batch": 0}, "batch must be a positive integer (at most 9223372036854775807); found 0"),
+        ({"gatekeeper": "yes"}, "gatekeeper must be True or False; found 'yes'"),
     ],
 )
 def test_a_bad_engine_option_is_an_argument_error(options, needle):

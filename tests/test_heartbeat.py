@@ -1,8 +1,9 @@
 """The heartbeat executor (SEMANTICS.md §5, paper 000 §2.3): the same results as DTS on scripts
 where two streams meet (the stall of a binary operator, holder ids recycled while an end waits in a
-queue), its refusal of recursive scripts, its options, and its explain order. The differential tests
-(tests/oracle) and the conformance corpus run under both executors too; the core's own refusal of
-a cycle is tested in src_cpp/tests/heartbeat_test.cc."""
+queue), its refusal of recursive scripts, its options, and its explain order. The scheduled
+executor (paper 002), on the same queues, is held to the same properties beside it. The
+differential tests (tests/oracle) and the conformance corpus run under every executor too; the
+core's own refusal of a cycle is tested in src_cpp/tests/heartbeat_test.cc."""
 
 from __future__ import annotations
 
@@ -198,12 +199,17 @@ def test_streams_meeting_give_the_dts_results_final_at_the_same_progress(
         "heartbeat": cq_py.Engine(
             executor="heartbeat", max_run=max_run, lifetime=lifetime, expose_steps=True
         ),
+        # Paper 002's executor on the same queues, `batch` rows per turn (as many as max_run).
+        "scheduled": cq_py.Engine(
+            executor="scheduled", batch=max_run, lifetime=lifetime, expose_steps=True, threads=1
+        ),
     }
     try:
         engines["dts"].execute(cql)
     except cq_py.CQLSemanticError:  # a construct the planner refuses (for both executors)
         return
     engines["heartbeat"].execute(cql)
+    engines["scheduled"].execute(cql)
     out: dict[str, dict[str, list]] = {
         ex: {q: [] for q in ("l", "r", "m", "j", "u", "i", "d")} for ex in engines
     }
@@ -222,18 +228,21 @@ def test_streams_meeting_give_the_dts_results_final_at_the_same_progress(
         else:
             step("push", stream, rows)
             progress[stream] = max(progress[stream], rows[-1]["ts"])
-        # What is final below the inputs' progress is there under both executors.
+        # What is final below the inputs' progress is there under every executor.
         for q in ("i", "d"):
             p = min(progress.values())
-            assert final_part(out["heartbeat"][q], p) == final_part(out["dts"][q], p), (q, p, cql)
+            for ex in ("heartbeat", "scheduled"):
+                assert final_part(out[ex][q], p) == final_part(out["dts"][q], p), (ex, q, p, cql)
     step("close")
-    got, want = out["heartbeat"], out["dts"]
-    for q in ("l", "r", "m", "j", "u"):  # relations: the same R(t) at every t
-        assert equivalent(lifetimes(got[q]), lifetimes(want[q])), (q, cql)
-    for q in ("i", "d"):  # streams: the same bag at every timestamp, in time order
-        assert bags(got)[q] == bags(want)[q], (q, cql)
-        stamps = [(r["ts"], r["ts_step"]) for r in got[q]]
-        assert stamps == sorted(stamps), (q, cql)
+    want = out["dts"]
+    for ex in ("heartbeat", "scheduled"):
+        got = out[ex]
+        for q in ("l", "r", "m", "j", "u"):  # relations: the same R(t) at every t
+            assert equivalent(lifetimes(got[q]), lifetimes(want[q])), (ex, q, cql)
+        for q in ("i", "d"):  # streams: the same bag at every timestamp, in time order
+            assert bags(got)[q] == bags(want)[q], (ex, q, cql)
+            stamps = [(r["ts"], r["ts_step"]) for r in got[q]]
+            assert stamps == sorted(stamps), (ex, q, cql)
 
 
 def test_queries_added_to_a_running_engine_see_what_dts_shows_them():
@@ -261,9 +270,10 @@ def test_queries_added_to_a_running_engine_see_what_dts_shows_them():
         return out
 
     assert go("heartbeat") == go("dts")  # the same rows at every fetch
+    assert go("scheduled") == go("dts")
 
 
-@pytest.mark.parametrize("executor", ["dts", "heartbeat"])
+@pytest.mark.parametrize("executor", ["dts", "heartbeat", "scheduled"])
 @pytest.mark.parametrize("lifetime", ["direct", "negative"])
 def test_a_union_of_two_streams_feeding_a_join(executor, lifetime):
     # j(0) = {0 from t, 0 and 0 from s}, m(0) = {0, 0}: 6 rows of u at 0; j(1) = {0, 0},
@@ -306,7 +316,7 @@ def test_max_run_must_be_a_positive_integer():
             cq_py.Engine(executor="heartbeat", max_run=bad)
     with pytest.raises(_core.CoreError, match="max_run must be at least 1"):
         _core.Engine(executor="heartbeat", max_run=0)
-    with pytest.raises(_core.CoreError, match="expected 'dts' or 'heartbeat'"):
+    with pytest.raises(_core.CoreError, match="expected 'dts', 'heartbeat' or 'scheduled'"):
         _core.Engine(executor="hb")
 
 

@@ -60,8 +60,8 @@ def render(cat: Catalog, executor: str = "dts") -> str:
     loop_lines: list[str] = []
     _loops(order, cat, loop_lines, 1)
     lines += ["Loops:", *loop_lines] if loop_lines else ["Loops: none"]
-    if executor == "heartbeat":
-        lines.append("Execution order (heartbeat, topological): " + _order(order))
+    if executor in ("heartbeat", "scheduled"):
+        lines.append(f"Execution order ({executor}, topological): " + _order(order))
     else:
         lines.append("Execution order (DTS): " + _order(order))
     fire = [

@@ -89,8 +89,10 @@ class Planner:
         lifetime: str = "direct",
         swj_bounded: dict[str, Any] | None = None,
         master_shares: MasterShares | None = None,
+        executor: str = "dts",
     ):
         self.catalog = catalog
+        self.executor = executor  # (resources are read by the scheduled executor only)
         # MASTER queries of a base group sharing windows and joins (planner/master_sharing.py).
         self.master_shares = master_shares
         self.fuse = fuse
@@ -343,9 +345,16 @@ class Planner:
             )
         if q.name.lower() in self._reachable(q):
             raise self.err(f"{what} in a loop: query '{q.name}' reads itself", pos)
+        if self.executor != "scheduled":
+            raise self.err(
+                f"query '{q.name}' reads {what}: reference operators (paper 002) run only under "
+                f"executor='scheduled'; found executor='{self.executor}'",
+                pos,
+            )
         raise self.err(
-            f"query '{q.name}' reads {what}: reference operators (paper 002) run only under "
-            "executor='scheduled', which this build does not have yet",
+            f"query '{q.name}' reads {what}: the reference operators of paper 002 are not built "
+            "in this version of cq (resources can be registered, and updated through "
+            "cq_py.ResourceStore)",
             pos,
         )
 

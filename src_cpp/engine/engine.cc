@@ -8,6 +8,7 @@
 #include "batch/buffer.h"
 #include "executors/dts/dts_executor.h"
 #include "executors/heartbeat/heartbeat_executor.h"
+#include "executors/scheduled/scheduled_executor.h"
 #include "operators/registry.h"
 #include "operators/relation_scan.h"
 #include "operators/stream_scan.h"
@@ -46,7 +47,12 @@ Engine::Engine(EngineOptions options) : options_(std::move(options)) {
         options_.hybrid, LoopBounds{options_.max_loop_steps, options_.max_loop_ticks, options_.max_loop_rows});
   else if (options_.executor == "heartbeat")
     executor_ = std::make_unique<HeartbeatExecutor>(options_.max_run, holders_.get());
-  else throw CqError(ErrorKind::kSemantic, "executor='" + options_.executor + "': expected 'dts' or 'heartbeat'");
+  else if (options_.executor == "scheduled")
+    executor_ = std::make_unique<ScheduledExecutor>(
+        sched::Options{options_.scheduler, options_.batch, options_.gatekeeper}, holders_.get());
+  else
+    throw CqError(ErrorKind::kSemantic,
+                  "executor='" + options_.executor + "': expected 'dts', 'heartbeat' or 'scheduled'");
 }
 
 template <typename F>
@@ -554,6 +560,17 @@ std::vector<std::string> Engine::Queries() const {
   std::vector<std::string> q;
   for (const auto& [name, id] : sinks_) q.push_back(name);
   return q;
+}
+
+std::vector<std::pair<int, int64_t>> Engine::Evaluations() const {
+  if (!executor_->counts_evaluations())
+    throw CqError(ErrorKind::kInput,
+                  "evaluations are counted under executor='scheduled' or 'heartbeat'; found "
+                  "executor='" +
+                      options_.executor + "'");
+  std::vector<std::pair<int, int64_t>> out;
+  for (int id : executor_->order()) out.emplace_back(id, executor_->evaluations(id));
+  return out;
 }
 
 std::string Engine::Explain() const {

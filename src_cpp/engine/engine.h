@@ -40,6 +40,11 @@ struct EngineOptions {
   // stay below the allocator's mapping threshold (batch/buffer.h, KeepWorkingMemory), so each slice
   // reuses the memory the one before freed instead of mapping, faulting in and zeroing fresh pages.
   int64_t batch_size = 65536;
+  // Scheduled (paper 002 §5): the policy choosing whose turn it is, the evaluations (rows taken)
+  // an operator gets per turn, and §6's gatekeeper constraint (schedulers/scheduler.h).
+  std::string scheduler = "round_robin";
+  int64_t batch = 1;
+  bool gatekeeper = true;
 };
 
 class Engine {
@@ -96,6 +101,10 @@ class Engine {
   // One line per operator, in execution order: "<id> <- <inputs>: <operator>", then the form it
   // runs in when not its batch form ("[rows]", "[adapted]").
   std::string Explain() const;
+  // Evaluations per operator id, in execution order (paper 002 §5.1: rows taken from its input
+  // queues; under the heartbeat executor, one-timestamp items). CqError(kInput) under the DTS
+  // executor, which does not count them.
+  std::vector<std::pair<int, int64_t>> Evaluations() const;
   // A bounded shared window join's counters, clock and trace (operators/swj_bounded.h's Report):
   // one JSON object; CqError(kInput) when operator `id` is not one.
   std::string SharedJoinReport(int id) const;

@@ -64,6 +64,9 @@ class Executor {
   // The form operator `id` runs in: "batch" (whole batches), "rows" (its row form, in a loop's
   // region) or "adapted" (a row form made of its batch form, for an operator that has none).
   virtual std::string form(int id) const { return "batch"; }
+  // Whether it counts evaluations (items taken from input queues), and operator `id`'s count.
+  virtual bool counts_evaluations() const { return false; }
+  virtual int64_t evaluations(int id) const { return 0; }
 
   // Engine snapshots: the executor's own state (its place in time, rows queued between
   // operators), not the operators' (the engine saves those). Restore reads it into an executor

@@ -510,7 +510,7 @@ const std::string kReader = R"({"operators": [
     {"id": 7, "op": "sink", "inputs": [6], "query": "r", "expose_steps": false}]})";
 
 CQ_TEST(dropping_a_query_removes_only_its_operators) {
-  for (const std::string executor : {"dts", "heartbeat"}) {
+  for (const std::string executor : {"dts", "heartbeat", "scheduled"}) {
     EngineOptions o;
     o.executor = executor;
     Engine e(o);

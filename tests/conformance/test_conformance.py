@@ -34,7 +34,8 @@ def test_the_corpus_is_there():
 
 # The matrix (README.md here): every run-mode file runs under every engine configuration
 # (SEMANTICS.md §5: the same results) × each way of splitting its push blocks × with or without a
-# snapshot and restore after every push (dts only: a heartbeat engine takes no snapshot). A file
+# snapshot and restore after every push (dts only: a heartbeat or scheduled engine takes no
+# snapshot). A file
 # that names one of these options in its `options` block runs only where the matrix agrees with it
 # (a file about hybrid=false runs under the dts configurations with hybrid=false); plan-mode files
 # run once.
@@ -290,14 +291,22 @@ def test_runner_rejects_malformed_files_and_reports_skips():
 
 def test_the_matrix_is_whole():
     # dts on one engine: 2 lifetimes x 2 hybrid x 3 batches x 2; heartbeat: 2 x 3; dts on two
-    # engines (threads=2): 2 lifetimes x 3 batches x 2.
-    assert len(MATRIX) == 42
+    # engines (threads=2): 2 lifetimes x 3 batches x 2; scheduled: 2 batch x 2 gatekeeper x 2
+    # lifetimes x 3 batches.
+    assert len(MATRIX) == 66
     assert not [c for c in MATRIX.values() if c["snapshot"] and c["executor"] != "dts"]
     assert {
         (c["executor"], c["lifetime"], c.get("hybrid", True), c["batch_rows"], c["snapshot"])
         for c in MATRIX.values()
     } >= {("dts", "negative", False, 7, True), ("heartbeat", "direct", True, 1, False)}
     assert {c["threads"] for c in MATRIX.values()} == {1, 2}
+    scheduled = {
+        (c["batch"], c["gatekeeper"], c["lifetime"], c["batch_rows"])
+        for c in MATRIX.values()
+        if c["executor"] == "scheduled"
+    }
+    assert len(scheduled) == 24
+    assert (7, False, "negative", 1) in scheduled
 
 
 def test_a_file_runs_where_its_options_agree():
@@ -309,15 +318,16 @@ def test_a_file_runs_where_its_options_agree():
         finally:
             path.unlink()
 
-    assert len(configs("")) == 42
+    assert len(configs("")) == 66
     published = configs("executor=dts hybrid=false")
     assert len(published) == 12
     assert all(c["hybrid"] is False for c in published)
     heartbeat = configs("executor=heartbeat")
     assert len(heartbeat) == 6
     assert not any(c["snapshot"] for c in heartbeat)
-    assert len(configs("lifetime=direct batch_rows=all snapshot=false")) == 4
-    assert len(configs("threads=1")) == 30
+    assert len(configs("executor=scheduled")) == 24
+    assert len(configs("lifetime=direct batch_rows=all snapshot=false")) == 8
+    assert len(configs("threads=1")) == 54
     assert configs("mode=plan") == [None]
 
 

@@ -235,6 +235,11 @@ CONFIGS += [
     pytest.param({"executor": "heartbeat", "lifetime": lt}, id=f"heartbeat-{lt}")
     for lt in ("direct", "negative")
 ]
+CONFIGS += [
+    pytest.param(
+        {"executor": "scheduled", "batch": 7, "lifetime": "negative"}, id="scheduled-b7-negative"
+    )
+]
 
 
 @pytest.mark.parametrize("options", CONFIGS)

@@ -13,8 +13,9 @@ confuse). Inputs are pushed whole (one push per input) or merged in time order i
 rows with heartbeats in between.
 
 Each example runs in every configuration: executor dts (hybrid on and off) and heartbeat, under
-both lifetime methods. ``CQ_HYPOTHESIS_EXAMPLES`` sets the number of scripts (default 300, drawn
-from a fixed seed: tests/conftest.py; CQ_HYPOTHESIS_SEED=random draws new ones).
+both lifetime methods, and scheduled (batch 7, gatekeeper constraint off) under the negative
+one. ``CQ_HYPOTHESIS_EXAMPLES`` sets the number of scripts (default 300, drawn from a fixed seed:
+tests/conftest.py; CQ_HYPOTHESIS_SEED=random draws new ones).
 """
 
 from __future__ import annotations
@@ -60,6 +61,12 @@ CONFIGS = {
         "dts-published-negative": {"executor": "dts", "lifetime": "negative", "hybrid": False},
         "heartbeat-direct": {"executor": "heartbeat", "lifetime": "direct"},
         "heartbeat-negative": {"executor": "heartbeat", "lifetime": "negative", "max_run": 1},
+        "scheduled-b7-negative": {
+            "executor": "scheduled",
+            "lifetime": "negative",
+            "batch": 7,
+            "gatekeeper": False,
+        },
     }.items()
 }
 

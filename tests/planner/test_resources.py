@@ -74,7 +74,7 @@ def test_malformed_statements_are_syntax_errors(cql: str, message: str) -> None:
             "REGISTER QUERY q AS ISTREAM(SELECT s.k, x.name FROM s [Range 5], x WHERE s.k = x.k);",
             (
                 "reads resource 'x': reference operators \\(paper 002\\) run only under "
-                "executor='scheduled'"
+                "executor='scheduled'; found executor='dts'"
             ),
             66,
         ),
@@ -107,3 +107,12 @@ def test_bad_uses_are_refused_with_their_place_and_nothing_registered(
     assert (e.value.line, e.value.column) == (1, column)
     assert eng.explain() == before
     assert eng.query_names() == []
+
+
+def test_under_the_scheduled_executor_reading_a_resource_is_not_built_yet() -> None:
+    eng = cq_py.Engine(executor="scheduled")
+    eng.execute(SETUP)
+    with pytest.raises(CQLSemanticError, match="reference operators of paper 002 are not built"):
+        eng.execute(
+            "REGISTER QUERY q AS ISTREAM(SELECT s.k, x.name FROM s [Range 5], x WHERE s.k = x.k);"
+        )

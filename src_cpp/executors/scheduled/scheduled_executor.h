@@ -1,0 +1,38 @@
+#pragma once
+// The scheduled executor (paper 002 §5, SEMANTICS.md §5 executor="scheduled"): the queues, waves
+// and end fixes of the heartbeat method (executors/queued/) with each data item one row, and who
+// runs next decided by a policy of schedulers/ (round robin). One evaluation takes one row from an
+// input queue (§5.1); an input's progress is its queue's head (the stall of §2.3 and the waves),
+// so an operator's result is final without its taking a later row. A turn gives the operator up to
+// `batch` evaluations; the end fixes and heartbeats it takes on the way are not evaluations (they
+// carry no row) and are taken whenever due.
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "executors/queued/queued_executor.h"
+#include "schedulers/scheduler.h"
+
+namespace cq {
+
+class ScheduledExecutor final : public QueuedExecutor, private sched::Queues {
+ public:
+  ScheduledExecutor(const sched::Options& options, HolderTable* holders);
+  void Add(std::vector<std::pair<OperatorSpec, std::unique_ptr<Operator>>> ops) override;
+  void Remove(const std::vector<int>& ids) override;
+  const sched::Scheduler& scheduler() const { return *scheduler_; }
+  // Turns given so far (a turn: one operator's run of up to `batch` evaluations).
+  int64_t turns() const { return turns_; }
+
+ private:
+  void Drain() override;
+  void Wake(int) override {}  // every turn asks the operators in the policy's order
+  bool Ready(int id) override;
+
+  std::unique_ptr<sched::Scheduler> scheduler_;
+  int64_t turns_ = 0;
+};
+
+}  // namespace cq
