@@ -21,7 +21,6 @@ from cq_py.errors import ArgumentError, CQError
 SCHEDULERS = ("mqt", "fifo", "mandf", "admandf")
 LOADS = ("arrived", "oldest")
 CLOCKS = ("work", "wall")
-EXECUTORS = ("dts", "heartbeat")
 
 
 @dataclass(frozen=True)
