@@ -1,0 +1,82 @@
+#pragma once
+// ISTREAM of a query's share of a shared window join (operators/shared_window_join.h), planned as
+// one operator in place of its route (operators/swj_route.h) and the ISTREAM above it
+// (cq_py/planner/fusion.py). The route's relation holds each pair of slice ≤ i over
+// [t_x, t_y + wi), so ISTREAM's R(t) − R(t⁻) (SEMANTICS.md §4.3) is the pairs starting at t less,
+// as a bag of the compared columns, the pairs of the query ending at t — as for a join fused with
+// its ISTREAM (operators/istream_join.h), which finds those in its index. A route has no index
+// (the shared join keeps the rows, for the widest window), so it keeps, for each pair it passed
+// and until its end, the batch it came in and its row: a heap of ends, no hash, no copy, no sort
+// of the pairs. At each instant the pairs that end there are taken off the heap, and a start equal
+// to one of them (each cancels one start) is left out.
+//
+// Planned apart, the ISTREAM tracks the route's relation in full (an instant's rows collected, bag
+// differences of each start and each end); here the pairs cost a heap entry each, and an instant
+// where nothing of the query ends costs nothing more than the route.
+//
+// Exact mode only (the bounded route's two tags have their own rule). Results go out as a stream
+// at each pair's start, in the order the shared join emits them (by start).
+//
+// Spec: the route's "slice" and "shrink", and "compare": the route's output columns (the joined
+// row, the slice column excluded) that the ISTREAM compares.
+#include <deque>
+#include <memory>
+#include <vector>
+
+#include "batch/row_equal.h"
+#include "operators/operator.h"
+
+namespace cq {
+
+class SwjRouteIStream final : public Operator {
+ public:
+  SwjRouteIStream(const Schema& input, int64_t slice, int64_t shrink, std::vector<int> compared);
+  void Push(int port, const Batch& batch, Emitter& out) override;
+  void AdvanceTo(Time progress, Emitter& out) override;
+  const Schema& output_schema() const override { return *schema_; }
+  BatchKind output_kind() const override { return BatchKind::kStream; }
+  std::string Explain() const override;
+  // The pairs of the query not yet ended (their batches, rows and ends), and the instant reached
+  // with the ending pairs it has cancelled.
+  void Snapshot(SnapshotWriter& w) const override;
+  void Restore(SnapshotReader& r) override;
+
+ private:
+  // An input batch some kept pair is in.
+  struct Kept {
+    Batch batch;
+    Columns compared;  // its compared columns
+    int64_t live = 0;  // pairs of it on the heap or ending now
+  };
+  // A pair of R(t) for the current t: where it is, and its end.
+  struct Open {
+    Time end;
+    uint64_t seq;
+    uint32_t row;
+  };
+  struct Ending {
+    uint64_t seq;
+    uint32_t row;
+    bool used;  // cancelled a start already (one each: a bag difference)
+  };
+  void Begin(Time t);
+  void Release(uint64_t seq);
+  Kept& kept(uint64_t seq) { return kept_[seq - first_seq_]; }
+  Columns Compared(const Batch& b) const;
+
+  std::shared_ptr<const Schema> input_;
+  std::shared_ptr<const Schema> schema_;  // the input's, less the slice column
+  int64_t slice_;
+  int64_t shrink_;
+  std::vector<int> compared_;
+  RowEqual equal_;
+  std::deque<Kept> kept_;  // by seq, from first_seq_
+  uint64_t first_seq_ = 0;
+  static constexpr uint64_t kNone = ~uint64_t{0};
+  uint64_t filling_ = kNone;  // the batch Push is reading (kept even while none of it is live)
+  std::vector<Open> open_;    // a min-heap by end
+  Time instant_ = Time::MinusInfinity();
+  std::vector<Ending> ending_;  // R(instant_⁻)'s pairs ending at instant_
+};
+
+}  // namespace cq
