@@ -323,8 +323,10 @@ def _istream_route(
     route, projects, compared = found
     if route.params.get("upto"):
         return False  # bounded mode: a route of two tags
+    shared = cat.nodes[route.inputs[0]]
     route.op = "swj_route_istream"
     route.params["compare"] = compared
+    route.params["window"] = shared.params["windows"][route.params["slice"] - 1]
     route.label += " + ISTREAM"
     for m in (route, *projects):
         m.kind, m.lifetime = "stream", STREAM

@@ -16,17 +16,23 @@ Schema Picked(const Schema& s, const std::vector<int>& cols) {
   return out;
 }
 
-// The heap's order: the earliest end on top.
-constexpr auto kLaterEnd = [](const auto& a, const auto& b) { return b.end < a.end; };
-
 }  // namespace
 
-SwjRouteIStream::SwjRouteIStream(const Schema& input, int64_t slice, int64_t shrink, std::vector<int> compared)
+SwjRouteIStream::SwjRouteIStream(const Schema& input, int64_t slice, int64_t shrink, int64_t window,
+                                 std::vector<int> compared)
     : input_(std::make_shared<const Schema>(input)),
       schema_(std::make_shared<const Schema>(input.begin(), input.end() - 1)), slice_(slice), shrink_(shrink),
-      compared_(std::move(compared)), equal_(Picked(input, compared_)) {
+      window_(window), compared_(std::move(compared)), equal_(Picked(input, compared_)) {
   for (int c : compared_)
     CQ_CHECK(c >= 0 && static_cast<size_t>(c) < schema_->size(), "a compared column is out of the route's columns");
+  CQ_CHECK(window_ >= 1, "a route's window is a tick or more");
+  // Buckets of 2^shift ticks, enough of them that the ends to come, in (t, t + w], fall in
+  // distinct buckets: a tick each up to windows of 2^16 ticks.
+  while ((window_ >> shift_) >= (int64_t{1} << 16)) ++shift_;
+  size_t n = 1;
+  while (static_cast<int64_t>(n) < (window_ >> shift_) + 2) n *= 2;
+  ring_.resize(n);
+  mask_ = n - 1;
 }
 
 Columns SwjRouteIStream::Compared(const Batch& b) const {
@@ -43,26 +49,44 @@ void SwjRouteIStream::Release(uint64_t seq) {
   }
 }
 
-// The pairs of R(t⁻) that end at t leave the heap for ending_; those ending before t leave.
+// Buckets of the ring before `bucket` hold ends before it only: their pairs leave.
+void SwjRouteIStream::Sweep(int64_t bucket) {
+  if (drained_ == kNoBucket || drained_ >= bucket) return;
+  const int64_t from = std::max(drained_, bucket - static_cast<int64_t>(ring_.size()));
+  for (int64_t k = from; k < bucket; ++k) {
+    std::vector<Open>& v = ring_[static_cast<uint64_t>(k) & mask_];
+    for (const Open& o : v) Release(o.seq);
+    v.clear();
+  }
+  drained_ = bucket;
+}
+
+// The pairs of R(t⁻) that end at t leave the ring for ending_; those ending before t leave.
 void SwjRouteIStream::Begin(Time t) {
   for (const Ending& e : ending_) Release(e.seq);
   ending_.clear();
   instant_ = t;
-  while (!open_.empty() && !(t < open_.front().end)) {
-    std::pop_heap(open_.begin(), open_.end(), kLaterEnd);
-    const Open o = open_.back();
-    open_.pop_back();
-    if (o.end == t) ending_.push_back({o.seq, o.row, false});
+  const int64_t b = t.tick >> shift_;
+  Sweep(b);
+  drained_ = b;
+  std::vector<Open>& v = ring_[static_cast<uint64_t>(b) & mask_];
+  size_t keep = 0;
+  for (const Open& o : v) {
+    if (t < o.end) v[keep++] = o;
+    else if (o.end == t) ending_.push_back({o.seq, o.row, false});
     else Release(o.seq);
   }
+  v.resize(keep);
 }
+
+void SwjRouteIStream::Insert(const Open& o) { ring_[static_cast<uint64_t>(o.end.tick >> shift_) & mask_].push_back(o); }
 
 void SwjRouteIStream::Push(int, const Batch& batch, Emitter& out) {
   const int64_t n = batch.num_rows();
   if (n == 0) return;
   CQ_CHECK(!batch.constant_duration && batch.holders.empty(), "a route reads a shared join's results");
   const int64_t* slice = batch.columns[schema_->size()].i64();
-  // Kept while it has pairs on the heap; the pairs of one batch may end within it.
+  // Kept while it has pairs in the ring; the pairs of one batch may end within it.
   const uint64_t seq = filling_ = first_seq_ + kept_.size();
   kept_.push_back({batch, Compared(batch), 0});
   Buffer sel = Buffer::Allocate(n * 4);
@@ -88,8 +112,8 @@ void SwjRouteIStream::Push(int, const Batch& batch, Emitter& out) {
     s[count] = i;
     count += !cancelled;
     // Cancelled or not, the pair is in R until its end (slice ≤ i: it starts before it ends).
-    open_.push_back({end, seq, i});
-    std::push_heap(open_.begin(), open_.end(), kLaterEnd);
+    CQ_CHECK(end.tick - start.tick <= window_, "a route's pair lasts longer than its window");
+    Insert({end, seq, i});
     ++kept(seq).live;
   }
   filling_ = kNone;
@@ -121,11 +145,7 @@ void SwjRouteIStream::AdvanceTo(Time progress, Emitter&) {
     for (const Ending& e : ending_) Release(e.seq);
     ending_.clear();
   }
-  while (!open_.empty() && open_.front().end < progress) {
-    std::pop_heap(open_.begin(), open_.end(), kLaterEnd);
-    Release(open_.back().seq);
-    open_.pop_back();
-  }
+  Sweep(progress.tick >> shift_);
 }
 
 std::string SwjRouteIStream::Explain() const {
@@ -140,12 +160,16 @@ void SwjRouteIStream::Snapshot(SnapshotWriter& w) const {
   w.U64(first_seq_);
   w.U64(kept_.size());
   for (const Kept& k : kept_) w.WriteBatch(k.batch);
-  w.U64(open_.size());
-  for (const Open& o : open_) {
-    w.I64(o.end.tick);
-    w.I64(o.end.step);
-    w.U64(o.seq);
-    w.U32(o.row);
+  std::vector<const Open*> open;
+  if (drained_ != kNoBucket)
+    for (size_t k = 0; k < ring_.size(); ++k)
+      for (const Open& o : ring_[(static_cast<uint64_t>(drained_) + k) & mask_]) open.push_back(&o);
+  w.U64(open.size());
+  for (const Open* o : open) {
+    w.I64(o->end.tick);
+    w.I64(o->end.step);
+    w.U64(o->seq);
+    w.U32(o->row);
   }
   w.U64(ending_.size());
   for (const Ending& e : ending_) {
@@ -169,14 +193,20 @@ void SwjRouteIStream::Restore(SnapshotReader& r) {
   const auto in_range = [&](uint64_t seq, uint32_t row) {
     return seq >= first_seq_ && seq - first_seq_ < kept_.size() && row < kept(seq).batch.length;
   };
-  open_.resize(r.Count(28, "a route's open pairs"));
-  for (Open& o : open_) {
+  for (std::vector<Open>& v : ring_) v.clear();
+  drained_ = instant_.tick == Time::MinusInfinity().tick ? kNoBucket : instant_.tick >> shift_;
+  const size_t open = r.Count(28, "a route's open pairs");
+  for (size_t k = 0; k < open; ++k) {
+    Open o;
     o.end.tick = r.I64();
     o.end.step = r.I64();
     o.seq = r.U64();
     o.row = r.U32();
     CQ_SNAPSHOT_CHECK(in_range(o.seq, o.row), "a route's open pair refers to no kept row");
+    CQ_SNAPSHOT_CHECK(drained_ != kNoBucket && instant_ < o.end && o.end.tick - instant_.tick <= window_,
+                      "a route's open pair ends outside its window");
     ++kept(o.seq).live;
+    Insert(o);
   }
   ending_.resize(r.Count(13, "a route's ending pairs"));
   for (Ending& e : ending_) {
@@ -187,7 +217,6 @@ void SwjRouteIStream::Restore(SnapshotReader& r) {
     ++kept(e.seq).live;
   }
   for (const Kept& k : kept_) CQ_SNAPSHOT_CHECK(k.live > 0, "a route keeps a batch no pair is in");
-  std::make_heap(open_.begin(), open_.end(), kLaterEnd);
 }
 
 void RegisterSwjRouteIStream(OperatorRegistry& r) {
@@ -203,10 +232,12 @@ void RegisterSwjRouteIStream(OperatorRegistry& r) {
                         "a route reads a shared window join's results");
                const int64_t slice = s.params["slice"].integer(), shrink = s.params["shrink"].integer();
                CQ_CHECK(slice >= 1 && shrink >= 0, "a route's slice is at least 1 and its shrink not negative");
+               const int64_t window = s.params["window"].integer();
+               CQ_CHECK(window >= 1, "a fused route's window is a tick or more");
                std::vector<int> compared;
                for (const json::Value& c : s.params["compare"].array())
                  compared.push_back(static_cast<int>(c.integer()));
-               return std::make_unique<SwjRouteIStream>(*in[0].schema, slice, shrink, std::move(compared));
+               return std::make_unique<SwjRouteIStream>(*in[0].schema, slice, shrink, window, std::move(compared));
              });
 }
 
