@@ -59,11 +59,15 @@ class SwjRouteIStream final : public Operator {
   struct Ending {
     uint64_t seq;
     uint32_t row;
-    bool used;  // cancelled a start already (one each: a bag difference)
+    bool used;       // cancelled a start already (one each: a bag difference)
+    uint64_t probe;  // its value of the probe column (ending_ is sorted by it)
   };
   void Begin(Time t);
   void Sweep(int64_t bucket);
   void Insert(const Open& o);
+  void Probe();
+  uint64_t ProbeOf(const Kept& k, int64_t row) const;
+  bool Cancels(const Kept& k, int64_t row);
   void Release(uint64_t seq);
   Kept& kept(uint64_t seq) { return kept_[seq - first_seq_]; }
   Columns Compared(const Batch& b) const;
@@ -74,6 +78,7 @@ class SwjRouteIStream final : public Operator {
   int64_t shrink_;
   int64_t window_;  // wi, ticks
   std::vector<int> compared_;
+  int probe_col_ = -1;  // a BIGINT among compared_ (its position there), or none
   RowEqual equal_;
   std::deque<Kept> kept_;  // by seq, from first_seq_
   uint64_t first_seq_ = 0;
