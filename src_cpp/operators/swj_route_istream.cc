@@ -118,13 +118,18 @@ void SwjRouteIStream::Push(int, const Batch& batch, Emitter& out) {
   if (n == 0) return;
   CQ_CHECK(!batch.constant_duration && batch.holders.empty(), "a route reads a shared join's results");
   const int64_t* slice = batch.columns[schema_->size()].i64();
+  // Most of a narrow query's batches hold none of its slices (at 0.1 match a probe, a pair or
+  // none a batch): nothing is kept or allocated for them.
+  int64_t first = 0;
+  while (first < n && slice[batch.Physical(first)] > slice_) ++first;
+  if (first == n) return;
   // Kept while it has pairs in the ring; the pairs of one batch may end within it.
   const uint64_t seq = filling_ = first_seq_ + kept_.size();
   kept_.push_back({batch, Compared(batch), 0});
   Buffer sel = Buffer::Allocate(n * 4);
   uint32_t* s = sel.as<uint32_t>();
   int64_t count = 0;
-  for (int64_t k = 0; k < n; ++k) {
+  for (int64_t k = first; k < n; ++k) {
     const uint32_t i = static_cast<uint32_t>(batch.Physical(k));
     if (slice[i] > slice_) continue;
     const Time start = batch.StartAt(i);
