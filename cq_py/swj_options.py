@@ -203,7 +203,11 @@ def shared_join_nodes(catalog: Any) -> list[dict[str, Any]]:
         if n.op != "shared_window_join":
             continue
         routes = sorted(
-            (r for r in nodes.values() if r.op == "swj_route" and r.inputs == [i]),
+            (
+                r
+                for r in nodes.values()
+                if r.op in ("swj_route", "swj_route_istream") and r.inputs == [i]
+            ),
             key=lambda r: r.params["slice"],
         )
         readers = _readers(catalog, [r.id for r in routes])

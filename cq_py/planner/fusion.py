@@ -34,6 +34,12 @@ operator, which reads their streams, so it is the same under both lifetime metho
 outside loops, where each operator on the way is read by the next alone and the join has no
 residual predicate.
 
+The same fusion for a query of a shared window join (``_istream_route``, planned by
+cq_py/planner/shared_joins.py before the fusions): ISTREAM over the query's route, through
+projections that only pick columns, becomes ``swj_route_istream`` (operators/swj_route_istream.h),
+which emits each pair at its start and takes the bag difference against the query's pairs ending
+there, which it keeps (the shared join's index holds the rows for the widest window only).
+
 The fourth rewrite (``_istream_now``) drops the ``[Now]`` window and the ISTREAM above it
 where an ISTREAM reads a ``[Now]`` window of a registered stream through filters and
 projections only: such a tuple lives on [t, t + ε), and a registered stream's timestamps are
@@ -182,8 +188,10 @@ def fuse_istreams(cat: Catalog, first_new: int, over_now: bool = True) -> None:
     from p.)"""
 
     def fuse(n: Node, readers: dict[int, list[int]], looped: set[int]) -> bool:
-        return _istream_join(cat, first_new, n, readers, looped) or (
-            over_now and _istream_now(cat, first_new, n, readers, looped)
+        return (
+            _istream_join(cat, first_new, n, readers, looped)
+            or _istream_route(cat, first_new, n, readers, looped)
+            or (over_now and _istream_now(cat, first_new, n, readers, looped))
         )
 
     _each_new_istream(cat, first_new, fuse)
@@ -249,22 +257,12 @@ def _join_of_windows(
 ) -> tuple[Node, list[Node], list[Node], list[int]] | None:
     """The join ``n`` reads, the projections between them (lowest first), the join's two windows
     and the join's columns ``n`` compares; None when ``n`` does not read such a join alone."""
-    projects: list[Node] = []
-    picks: list[list[int]] = []
-    p = cat.nodes[n.inputs[0]]
-    while p.op == "project":
-        exprs = p.params.get("exprs", [])
-        if not all(e.get("kind") == "column" for e in exprs):
-            return None
-        picks.append([int(e["index"]) for e in exprs])
-        projects.append(p)
-        p = cat.nodes[p.inputs[0]]
-    if p.op != "join" or p.params.get("residual") is not None:
+    found = _read_alone(cat, readers, n, first_new, looped, "join")
+    if found is None:
         return None
-    on_the_way = [p, *reversed(projects)]
-    for below, above in zip(on_the_way, [*on_the_way[1:], n], strict=True):
-        if readers[below.id] != [above.id] or below.id < first_new or below.id in looped:
-            return None
+    p, projects, cols = found
+    if p.params.get("residual") is not None:
+        return None
     windows = [cat.nodes[w] for w in p.inputs]
     for w in windows:
         if (
@@ -276,10 +274,64 @@ def _join_of_windows(
             or cat.nodes[w.inputs[0]].kind != "stream"
         ):
             return None
+    return p, projects, windows, cols
+
+
+def _read_alone(
+    cat: Catalog, readers: dict[int, list[int]], n: Node, first_new: int, looped: set[int], op: str
+) -> tuple[Node, list[Node], list[int]] | None:
+    """The operator ``op`` that ISTREAM ``n`` reads through projections that only pick columns,
+    each on the way read by the next alone, planned by this script and outside loops; with the
+    projections (lowest first) and the operator's columns ``n`` compares. None otherwise."""
+    projects: list[Node] = []
+    picks: list[list[int]] = []
+    p = cat.nodes[n.inputs[0]]
+    while p.op == "project":
+        exprs = p.params.get("exprs", [])
+        if not all(e.get("kind") == "column" for e in exprs):
+            return None
+        picks.append([int(e["index"]) for e in exprs])
+        projects.append(p)
+        p = cat.nodes[p.inputs[0]]
+    if p.op != op:
+        return None
+    on_the_way = [p, *reversed(projects)]
+    for below, above in zip(on_the_way, [*on_the_way[1:], n], strict=True):
+        if readers[below.id] != [above.id] or below.id < first_new or below.id in looped:
+            return None
     cols = list(range(len(p.schema)))
     for pick in reversed(picks):
         cols = [cols[k] for k in pick]
-    return p, list(reversed(projects)), windows, sorted(set(cols))
+    return p, list(reversed(projects)), sorted(set(cols))
+
+
+def _istream_route(
+    cat: Catalog, first_new: int, n: Node, readers: dict[int, list[int]], looped: set[int]
+) -> bool:
+    """Plans ISTREAM ``n`` of a route of a shared window join (exact mode) as one operator,
+    ``swj_route_istream`` (operators/swj_route_istream.h): the route emits each pair of its
+    query at its start, less those equal to a pair of the query ending there; False when ``n``
+    does not read such a route alone.
+
+    Example: ``ISTREAM(SELECT * FROM a [Range 5], b [Range 5] WHERE a.k = b.k)`` beside the same
+    query over ``[Range 9]`` plans as one ``shared_window_join`` and, per query, a
+    ``swj_route_istream`` (and a projection): no ISTREAM.
+    """
+    found = _read_alone(cat, readers, n, first_new, looped, "swj_route")
+    if found is None:
+        return False
+    route, projects, compared = found
+    if route.params.get("upto"):
+        return False  # bounded mode: a route of two tags
+    shared = cat.nodes[route.inputs[0]]
+    route.op = "swj_route_istream"
+    route.params["compare"] = compared
+    route.params["window"] = shared.params["windows"][route.params["slice"] - 1]
+    route.label += " + ISTREAM"
+    for m in (route, *projects):
+        m.kind, m.lifetime = "stream", STREAM
+    replace_node(cat, n.id, (projects[-1] if projects else route).id)
+    return True
 
 
 def _istream_now(

@@ -7,7 +7,7 @@ keeping tables of operator names.
 ('relation', 'expirations', False)
 >>> sorted(d.name for d in descriptors() if d.relation_to_stream)
 ['dstream', 'dstream_aggregate', 'istream', 'istream_aggregate', 'istream_join',
- 'master_trigger', 'rstream']
+ 'master_trigger', 'rstream', 'swj_route_istream']
 """
 
 from __future__ import annotations

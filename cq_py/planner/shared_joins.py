@@ -38,6 +38,8 @@ from cq_py.planner.sharing import renumber, replace_node
 
 SHARED = "shared_window_join"
 ROUTE = "swj_route"
+# A route, or a route fused with its query's ISTREAM (fusion.py's _istream_route).
+ROUTES = (ROUTE, "swj_route_istream")
 
 
 @dataclass(frozen=True)
@@ -268,7 +270,7 @@ def describe(cat: Catalog) -> list[str]:
         routes = [
             r
             for r in sorted(cat.nodes)
-            if cat.nodes[r].op == ROUTE and cat.nodes[r].inputs == [n.id]
+            if cat.nodes[r].op in ROUTES and cat.nodes[r].inputs == [n.id]
         ]
         lines.append(
             f"  #{n.id} windows {_list(n.params['windows'])}; {n.note}; routes "

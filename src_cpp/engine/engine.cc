@@ -618,7 +618,10 @@ constexpr char kMagic[8] = {'C', 'Q', 'S', 'N', 'A', 'P', '\r', '\n'};
 //    The hash join writes one state for both its forms (operators/hash_join_state.h).
 // 5: so does the query output: its row form writes nothing of its own (operators/query_sink.h).
 // 6: the tracker state writes one format, the batch representation's, whichever form holds it.
-constexpr uint32_t kFormatVersion = 7;
+// 7: the bounded shared join writes its work counters (operators/swj_bounded.h).
+// 8: an ISTREAM over a shared join's route is one operator with a state of its own (the pairs
+//    not yet ended: operators/swj_route_istream.h) where there were a route and an ISTREAM.
+constexpr uint32_t kFormatVersion = 8;
 constexpr size_t kHeaderSize = 32;
 
 }  // namespace

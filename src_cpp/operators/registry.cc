@@ -27,6 +27,7 @@ const OperatorRegistry& OperatorRegistry::Global() {
     RegisterIStreamJoin(r);
     RegisterSharedWindowJoin(r);
     RegisterSwjRoute(r);
+    RegisterSwjRouteIStream(r);
     RegisterAggregate(r);
     RegisterDelay(r);
     RegisterReissueHolders(r);

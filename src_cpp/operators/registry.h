@@ -65,6 +65,7 @@ void RegisterHashJoin(OperatorRegistry& r);
 void RegisterIStreamJoin(OperatorRegistry& r);
 void RegisterSharedWindowJoin(OperatorRegistry& r);
 void RegisterSwjRoute(OperatorRegistry& r);
+void RegisterSwjRouteIStream(OperatorRegistry& r);
 void RegisterAggregate(OperatorRegistry& r);
 void RegisterDelay(OperatorRegistry& r);
 void RegisterReissueHolders(OperatorRegistry& r);

@@ -5,9 +5,12 @@
 //    hash join over [Range wi] windows of the same input (equal timestamps across inputs, NULL
 //    keys, duplicates, ε-steps, equal windows, w = 1, residuals, no keys);
 //  * a snapshot restored and taken again gives the same bytes;
-//  * the route keeps slices ≤ i, moves ends and drops the slice column, in both forms.
+//  * the route keeps slices ≤ i, moves ends and drops the slice column, in both forms;
+//  * the route fused with ISTREAM (operators/swj_route_istream.h) emits each pair at its start
+//    less one equal pair ending there each, across batches and a snapshot/restore.
 #include "operators/shared_window_join.h"
 #include "operators/swj_route.h"
+#include "operators/swj_route_istream.h"
 #include "tests/operator_harness.h"
 
 namespace cq::test {
@@ -221,6 +224,67 @@ CQ_TEST(route_keeps_its_slices_and_moves_their_ends) {
     r->Push(0, row, rows);
   }
   CQ_EXPECT(rows.Tuples() == want);
+}
+
+// Results of a shared join with windows [3, 5, 7]: (v, w, slice) over [start, t_y + 7).
+Batch Pairs(const std::vector<int64_t>& v, const std::vector<int64_t>& slice, const std::vector<Time>& start,
+            const std::vector<Time>& end) {
+  const Schema in = {{"v", TypeId::kInt64}, {"w", TypeId::kInt64}, {"slice", TypeId::kInt64}};
+  Batch b;
+  b.kind = BatchKind::kLifetime;
+  b.schema = std::make_shared<const Schema>(in);
+  b.length = static_cast<int64_t>(v.size());
+  std::vector<int64_t> w;
+  for (size_t k = 0; k < v.size(); ++k) w.push_back(100 + static_cast<int64_t>(k));
+  b.columns.push_back(I64(std::vector<std::optional<int64_t>>(v.begin(), v.end())));
+  b.columns.push_back(I64(std::vector<std::optional<int64_t>>(w.begin(), w.end())));
+  b.columns.push_back(I64(std::vector<std::optional<int64_t>>(slice.begin(), slice.end())));
+  b.sync = MakeTimeColumn(start);
+  b.other = MakeTimeColumn(end);
+  return b;
+}
+
+std::unique_ptr<Operator> FusedRoute() {
+  // Query 2 ([Range 5]): slices 1-2, ends 2 earlier; ISTREAM compares v alone.
+  static const Schema in = {{"v", TypeId::kInt64}, {"w", TypeId::kInt64}, {"slice", TypeId::kInt64}};
+  OperatorSpec spec;
+  spec.op = "swj_route_istream";
+  spec.params = json::Parse(R"({"op": "swj_route_istream", "slice": 2, "shrink": 2, "window": 5, "compare": [0]})");
+  OperatorContext ctx;
+  return OperatorRegistry::Global().Create(spec, {{&in, BatchKind::kLifetime}}, ctx);
+}
+
+CQ_TEST(route_fused_with_istream_cancels_starts_against_equal_pairs_ending_there) {
+  // v=1 over [1, 6) and v=2 over [2, 7) (query 2's ends); v=9 is slice 3 (not query 2's).
+  const Batch first = Pairs({1, 2, 9}, {1, 2, 3}, {{1, 0}, {2, 0}, {2, 0}}, {{8, 0}, {9, 0}, {9, 0}});
+  // At 6 two pairs of v=1 start: one is cancelled by the v=1 ending at 6 (a bag difference), the
+  // other starts; at 7 the v=2 starting is cancelled by the v=2 ending there; the v=3 starts.
+  const Batch second =
+      Pairs({1, 1, 2, 3}, {1, 2, 1, 2}, {{6, 0}, {6, 0}, {7, 0}, {7, 0}}, {{12, 0}, {12, 0}, {13, 0}, {13, 0}});
+  std::unique_ptr<Operator> op = FusedRoute();
+  CQ_EXPECT_EQ(op->output_kind(), BatchKind::kStream);
+  CQ_EXPECT_EQ(op->output_schema().size(), 2u);
+  Recorder whole(op->output_schema(), BatchKind::kStream, false);
+  op->Push(0, first, whole);
+  op->AdvanceTo({3, 0}, whole);
+  // A snapshot here (the pairs of the first batch still open), restored into a fresh operator.
+  const std::string bytes = SnapshotOf(*op);
+  std::unique_ptr<Operator> again = FusedRoute();
+  SnapshotReader r(bytes.data(), bytes.size());
+  again->Restore(r);
+  CQ_EXPECT_EQ(r.left(), 0u);
+  CQ_EXPECT(SnapshotOf(*again) == bytes);
+  Recorder rest(op->output_schema(), BatchKind::kStream, false);
+  op->Push(0, second, whole);
+  again->Push(0, second, rest);
+  op->AdvanceTo(Time::Infinity(), whole);
+  again->AdvanceTo(Time::Infinity(), rest);
+  std::vector<std::string> got, after;
+  for (const Recorder::Tuple& t : whole.Tuples()) got.push_back(t.values + "@" + std::to_string(t.start.tick));
+  for (const Recorder::Tuple& t : rest.Tuples()) after.push_back(t.values + "@" + std::to_string(t.start.tick));
+  // (Tuples() sorts by values.)
+  CQ_EXPECT(got == (std::vector<std::string>{"1,100@1", "1,101@6", "2,101@2", "3,103@7"}));
+  CQ_EXPECT(after == (std::vector<std::string>{"1,101@6", "3,103@7"}));
 }
 
 }  // namespace

@@ -50,16 +50,24 @@ FILTERS = {
 }
 
 
-def query(name: str, w: int, residual: str, filter_a: str, istream: bool) -> Query:
+# Select lists: every column, or a few (the ISTREAM then compares fewer columns, and a pair
+# starting often equals one ending at the same instant).
+COLUMNS = {
+    "*": (("a.k", "k"), ("a.x", "x"), ("b.k", "bk"), ("b.y", "y")),
+    "keys": (("a.k", "k"), ("b.k", "bk")),
+    "x": (("a.x", "x"),),
+}
+
+
+def query(
+    name: str, w: int, residual: str, filter_a: str, istream: bool, columns: str = "*"
+) -> Query:
     conds = [Op("=", (Col("a.k", "int"), Col("b.k", "int")))]
     conds += [c for c in (RESIDUALS[residual], FILTERS[filter_a]) if c is not None]
     where = conds[0]
     for c in conds[1:]:
         where = Op("AND", (where, c))
-    items = tuple(
-        (Col(c, "int"), alias)
-        for c, alias in (("a.k", "k"), ("a.x", "x"), ("b.k", "bk"), ("b.y", "y"))
-    )
+    items = tuple((Col(c, "int"), alias) for c, alias in COLUMNS[columns])
     sel = Select(items, (Source("a", "a", ("range", w)), Source("b", "b", ("range", w))), where)
     return Query(name, ToStream("ISTREAM", sel) if istream else sel)
 
@@ -71,9 +79,40 @@ def scripts(draw):
     windows = [draw(st.sampled_from(pool)) if draw(st.integers(0, 9)) else 0 for _ in range(n)]
     residual = draw(st.sampled_from(sorted(RESIDUALS)))
     filter_a = draw(st.sampled_from(sorted(FILTERS)))
+    # Mostly ISTREAM queries (fused with their routes: swj_route_istream), some relations.
+    istream = draw(st.sampled_from([0.5, 0.9, 1.0]))
     return [
-        query(f"q{i}", w, residual, filter_a, draw(st.booleans())) for i, w in enumerate(windows)
+        query(
+            f"q{i}",
+            w,
+            residual,
+            filter_a,
+            draw(st.floats(0, 1)) < istream,
+            draw(st.sampled_from(sorted(COLUMNS))),
+        )
+        for i, w in enumerate(windows)
     ]
+
+
+def fused_routes(queries) -> int:
+    """How many routes explain() shows fused with their ISTREAM."""
+    text = cq_py.explain(render_inputs(INPUTS) + "\n" + render_queries(queries))
+    return sum("Route [Range" in line and "+ ISTREAM" in line for line in text.splitlines())
+
+
+def shares_an_istream(queries) -> bool:
+    """True when the planner must fuse a route with its ISTREAM: a shared join (two windows of
+    at least 1 among the queries) and an ISTREAM query alone over its window (a route read by
+    two queries is left as it is)."""
+    count = Counter(_window(q) for q in queries if _window(q) > 0)
+    return len(count) >= 2 and any(
+        isinstance(q.body, ToStream) and count[_window(q)] == 1 for q in queries if _window(q)
+    )
+
+
+def _window(q: Query) -> int:
+    sel = q.body.inner if isinstance(q.body, ToStream) else q.body
+    return int(sel.sources[0].window[1])
 
 
 @st.composite
@@ -138,6 +177,8 @@ def test_shared_joins_equal_joins_alone_and_the_reference(
     times = [r["ts"] for r in itertools.chain(a_rows, b_rows)]
     ref = Evaluator(INPUTS, queries, data, progress=max(times, default=0))
     script = render_queries(queries)
+    if shares_an_istream(queries):
+        assert fused_routes(queries) > 0, script
     for q in queries:
         assert bag(shared[q.name]) == bag(alone[q.name]), (q.name, script, data, chunk)
         assert bag(cut_run[q.name]) == bag(shared[q.name]), (q.name, script, data, chunk, cut)
@@ -154,3 +195,6 @@ def test_generated_scripts_do_share():
     ]
     text = cq_py.explain(render_inputs(INPUTS) + "\n" + render_queries(qs))
     assert "SharedWindowJoin" in text, text
+    assert "Route [Range 1] (slices 1-1) + ISTREAM" in text, text
+    assert fused_routes(qs) == 1
+    assert shares_an_istream(qs)

@@ -83,6 +83,7 @@ def test_the_facts_the_planner_relies_on():
         "istream_aggregate",
         "dstream_aggregate",
         "istream_join",
+        "swj_route_istream",
         "master_trigger",
     }
     assert {d.name: d.firing for d in descriptors() if d.firing} == {
