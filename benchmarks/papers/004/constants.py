@@ -26,7 +26,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-import workload  # noqa: E402
+import swj_workload as workload  # noqa: E402
 
 RUNS = [
     (dist, scheduler, locations)

@@ -24,7 +24,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import stages  # noqa: E402
-import workload  # noqa: E402
+import swj_workload as workload  # noqa: E402
 
 SCHEDULERS = ["mqt", "fifo", "mandf", "admandf"]
 MQT_DROPS = ["P1", "P4", "P7", "P8"]  # §6.3.2: where MQT leaves queries unrun

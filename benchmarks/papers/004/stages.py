@@ -3,10 +3,10 @@ each distribution's FIFO capacity, one set of multiples for all nine distributio
 
 The FIFO capacity of a distribution is the highest arrival rate (tuples per paper second per
 source) that the FIFO scheduler keeps up with: after priming and the burst, STAGE_S paper seconds
-at the rate drop nothing and end with no more pending work than the burst left. Found by bisection
-with the same engine and workload (workload.py). The stages run at MULTIPLIERS times it: below it,
-at it, and a quarter above, where a FIFO server's backlog still fits the buffer (§6.3: adMandF
-drops nothing in stage 4) and one that starves old tuples' wide windows does not.
+at the rate drop nothing and end with no more pending work than the burst left. Found by
+bisection with the same engine and workload (swj_workload.py). The stages run at MULTIPLIERS times
+it: below it, at it, and a quarter above, where a FIFO server's backlog still fits the buffer
+(§6.3: adMandF drops nothing in stage 4) and one that starves old tuples' wide windows does not.
 
     python benchmarks/papers/004/stages.py            # writes stages.json
     python benchmarks/papers/004/stages.py --quick    # a coarse bisection, printed only
@@ -23,7 +23,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-import workload  # noqa: E402
+import swj_workload as workload  # noqa: E402
 
 DISTRIBUTIONS = ["random", "P1", "P2", "P3", "P4", "P5", "P6", "P7", "P8"]
 MULTIPLIERS = [0.5, 0.75, 1.0, 1.25]

@@ -1,4 +1,4 @@
-"""Paper 004 §6's workload (workload.py) through the bounded shared join: every scheduler's
+"""Paper 004 §6's workload (swj_workload.py) through the bounded shared join: every scheduler's
 counters add up to queries × arrivals after priming, the burst and a stage, and the primed tuples
 are all processed before stage 1."""
 
@@ -9,7 +9,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import workload
+import swj_workload as workload
 
 
 @pytest.mark.parametrize("scheduler", ["mqt", "fifo", "mandf", "admandf"])
