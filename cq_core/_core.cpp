@@ -57,6 +57,11 @@ cq::ImportedBatch ImportCapsules(const py::handle& pair) {
   return cq::ImportStruct(schema, array);
 }
 
+// A timeout in seconds from Python (negative: none to wait) as the core's duration.
+std::chrono::nanoseconds Seconds(double s) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(std::max(0.0, s)));
+}
+
 std::vector<std::string> Names(const cq::Schema& s) {
   std::vector<std::string> n;
   for (const auto& f : s) n.push_back(f.name);
@@ -68,18 +73,6 @@ std::string_view BufferBytes(const py::buffer& data, const py::buffer_info& info
   if (info.ndim > 1 || (info.ndim == 1 && info.strides[0] != info.itemsize))
     throw py::type_error("a snapshot must be a contiguous bytes-like object");
   return {static_cast<const char*>(info.ptr), static_cast<size_t>(info.size * info.itemsize)};
-}
-
-// The CQL name of a column type, for messages about the values of a row.
-const char* CqlName(cq::TypeId t) {
-  switch (t) {
-    case cq::TypeId::kInt64: return "BIGINT";
-    case cq::TypeId::kFloat64: return "DOUBLE";
-    case cq::TypeId::kUtf8: return "VARCHAR";
-    case cq::TypeId::kBool: return "BOOLEAN";
-    case cq::TypeId::kNull: break;
-  }
-  return "NULL";
 }
 
 [[noreturn]] void RowValueError(const std::string& stream, const std::string& column, const char* want,
@@ -185,7 +178,7 @@ cq::Column RowValue(cq::TypeId type, py::handle v, const std::string& stream, co
     }
     case cq::TypeId::kNull: break;
   }
-  RowValueError(stream, column, CqlName(type), v);
+  RowValueError(stream, column, cq::CqlTypeName(type), v);
 }
 
 // One row from Python values in Engine::Push's form, with no Arrow object on the way: `values`
@@ -582,8 +575,7 @@ PYBIND11_MODULE(_core, m) {
       .def(
           "begin_exclusive",
           [](cq::txn::ResourceStore& s, const std::vector<std::string>& names, double timeout_s) {
-            s.BeginExclusive(names, std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                        std::chrono::duration<double>(std::max(0.0, timeout_s))));
+            s.BeginExclusive(names, Seconds(timeout_s));
           },
           py::call_guard<py::gil_scoped_release>())
       .def("end_exclusive", &cq::txn::ResourceStore::EndExclusive)
@@ -615,10 +607,8 @@ PYBIND11_MODULE(_core, m) {
                for (auto& col : b.columns) c.columns.push_back(std::move(col));
                cs.push_back(std::move(c));
              }
-             const auto timeout = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                 std::chrono::duration<double>(std::max(0.0, timeout_s)));
              py::gil_scoped_release release;
-             return s.Commit(cs, timeout, writer);
+             return s.Commit(cs, Seconds(timeout_s), writer);
            })
       .def("current",
            [](const cq::txn::ResourceStore& s, const std::string& name) {
@@ -633,9 +623,7 @@ PYBIND11_MODULE(_core, m) {
       .def(
           "lock_shared",
           [](cq::txn::ResourceStore& s, const std::string& name, const std::string& holder, double timeout_s) {
-            const auto timeout = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                std::chrono::duration<double>(std::max(0.0, timeout_s)));
-            return s.LockShared(name, holder, timeout);
+            return s.LockShared(name, holder, Seconds(timeout_s));
           },
           py::call_guard<py::gil_scoped_release>())
       .def("unlock_shared", &cq::txn::ResourceStore::UnlockShared)

@@ -31,10 +31,10 @@ from cq_py.errors import (
     CQError,
     CQLSemanticError,
     InputError,
-    LockTimeout,
     MemoryLimitError,
     RunawayLoopError,
     SnapshotError,
+    from_core,
 )
 from cq_py.io.databases import DatabaseError
 from cq_py.optimizer import Clock, QueryGroups, base_groups, profile_of
@@ -73,18 +73,7 @@ def _printable(text: str) -> str:
 
 def _core_error(e: _core.CoreError) -> CQError | RuntimeError:
     """The one place where the core's error categories become cq_py exceptions."""
-    kind, message, stream, row = e.args
-    if kind == "input":
-        return InputError(message, stream=stream, row=row)
-    if kind == "semantic":
-        return CQLSemanticError(message)
-    if kind == "runaway":
-        return RunawayLoopError(message)
-    if kind == "snapshot":
-        return SnapshotError(message)
-    if kind == "lock_timeout":
-        return LockTimeout(message)
-    return RuntimeError(f"cq internal error (please report): {message}")
+    return from_core(*e.args)
 
 
 def _found(value: Any) -> str:
@@ -1176,7 +1165,7 @@ class Engine:
         if not deleted.num_rows and not inserted.num_rows:
             return
         changes = pa.concat_tables([deleted, inserted.cast(deleted.schema)])
-        ops = ["-"] * deleted.num_rows + ["+"] * inserted.num_rows
+        ops = np.repeat(np.array(["-", "+"]), [deleted.num_rows, inserted.num_rows])
         changes = changes.append_column(OP, pa.array(ops, pa.string())).append_column(
             "ts", pa.array(np.full(changes.num_rows, self._table_tick), pa.int64())
         )

@@ -207,3 +207,25 @@ class ResourceError(CQError):
     ...     print(str(e).split(": ")[-1])
     the database does not open (unable to open database file)
     """
+
+
+def from_core(
+    kind: str, message: str, stream: str | None = None, row: int | None = None
+) -> CQError | RuntimeError:
+    """The exception for an error the core reports as (kind, message, stream, row)
+    (``cq_core._core.CoreError``'s arguments): the one place where its kinds become cq_py's.
+
+    >>> from_core("lock_timeout", "resource 'x' stayed locked")
+    LockTimeout("resource 'x' stayed locked")
+    """
+    if kind == "input":
+        return InputError(message, stream=stream, row=row)
+    if kind == "semantic":
+        return CQLSemanticError(message)
+    if kind == "runaway":
+        return RunawayLoopError(message)
+    if kind == "snapshot":
+        return SnapshotError(message)
+    if kind == "lock_timeout":
+        return LockTimeout(message)
+    return RuntimeError(f"cq internal error (please report): {message}")

@@ -32,7 +32,7 @@ from typing import Any
 import pyarrow as pa
 
 from cq_core import _core
-from cq_py.errors import ArgumentError, CQError, InputError, LockTimeout, ResourceError
+from cq_py.errors import ArgumentError, CQError, InputError, ResourceError, from_core
 from cq_py.io.databases import DatabaseError, connect
 
 __all__ = ["ResourceStore", "Transaction", "install_versioning"]
@@ -43,12 +43,7 @@ _ARROW = {v: k for k, v in _TYPES.items()}
 
 
 def _error(e: _core.CoreError) -> CQError | RuntimeError:
-    kind, message, _, _ = e.args
-    if kind == "input":
-        return InputError(message)
-    if kind == "lock_timeout":
-        return LockTimeout(message)
-    return RuntimeError(f"cq internal error (please report): {message}")
+    return from_core(*e.args)
 
 
 def _timeout(value: Any) -> float:
@@ -334,22 +329,17 @@ class Transaction:
         self._open = False
         if kind is not None or not self._changes:
             return
-        changes = [
-            (
-                r,
-                k,
-                t.combine_chunks().to_batches()[0].__arrow_c_array__() if t.num_rows else _empty(t),
-            )
-            for r, k, t in self._changes
-        ]
+        changes = [(r, k, _one_batch(t).__arrow_c_array__()) for r, k, t in self._changes]
         try:
             self._store._core.commit(changes, self._timeout, self._writer)
         except _core.CoreError as e:
             raise _error(e) from None
 
 
-def _empty(t: pa.Table) -> Any:
-    return pa.RecordBatch.from_pylist([], schema=t.schema).__arrow_c_array__()
+def _one_batch(t: pa.Table) -> pa.RecordBatch:
+    """``t`` as one record batch (its chunks joined; an empty table has no batch of its own)."""
+    batches = t.combine_chunks().to_batches()
+    return batches[0] if batches else pa.RecordBatch.from_pylist([], schema=t.schema)
 
 
 def install_versioning(url: str, tables: Sequence[str]) -> None:

@@ -22,6 +22,17 @@ std::optional<TypeId> TypeFromName(std::string_view name) {
   return std::nullopt;
 }
 
+const char* CqlTypeName(TypeId t) {
+  switch (t) {
+    case TypeId::kInt64: return "BIGINT";
+    case TypeId::kFloat64: return "DOUBLE";
+    case TypeId::kUtf8: return "VARCHAR";
+    case TypeId::kBool: return "BOOLEAN";
+    case TypeId::kNull: break;
+  }
+  return "NULL";
+}
+
 const char* ArrowFormat(TypeId t) {
   switch (t) {
     case TypeId::kNull: return "n";

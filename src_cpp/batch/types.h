@@ -16,6 +16,8 @@ std::string_view TypeName(TypeId t);
 std::optional<TypeId> TypeFromName(std::string_view name);
 // The Arrow C Data Interface format string of a type ("l", "g", "u", "b", "n").
 const char* ArrowFormat(TypeId t);
+// The CQL name of a type (BIGINT, DOUBLE, VARCHAR, BOOLEAN; NULL), for messages to users.
+const char* CqlTypeName(TypeId t);
 std::optional<TypeId> TypeFromArrowFormat(std::string_view format);
 
 struct Field {

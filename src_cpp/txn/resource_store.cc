@@ -12,20 +12,9 @@ namespace {
 
 [[noreturn]] void InputError(const std::string& message) { throw CqError(ErrorKind::kInput, message); }
 
-const char* CqlType(TypeId t) {
-  switch (t) {
-    case TypeId::kInt64: return "BIGINT";
-    case TypeId::kFloat64: return "DOUBLE";
-    case TypeId::kUtf8: return "VARCHAR";
-    case TypeId::kBool: return "BOOLEAN";
-    case TypeId::kNull: break;
-  }
-  return "NULL";
-}
-
 std::string Describe(const Schema& s) {
   std::string out;
-  for (const Field& f : s) out += (out.empty() ? "" : ", ") + f.name + " " + CqlType(f.type);
+  for (const Field& f : s) out += (out.empty() ? "" : ", ") + f.name + " " + CqlTypeName(f.type);
   return "(" + out + ")";
 }
 
