@@ -59,6 +59,8 @@ class SharedPart:
     pushed: dict[str, int]
     members: list[str] = field(default_factory=list)
     node_ref: Any = None  # the operator while its script is planned (ids change until added)
+    trigger: int = -1  # the part's master trigger, read by every member
+    trigger_ref: Any = None
 
 
 def covers(shared: int | None, own: int | None) -> bool:
@@ -199,10 +201,15 @@ class MasterShares:
         take their operators' final ids (numbering may have closed gaps); a part whose operator a
         later pass replaced is forgotten (its members run all the same: only reuse is lost)."""
         for part in self.parts[known:]:
-            node = part.node_ref
-            part.node_ref = None
-            if node is not None and catalog.nodes.get(node.id) is node:
-                part.node = node.id
+            node, trigger = part.node_ref, part.trigger_ref
+            part.node_ref = part.trigger_ref = None
+            if (
+                node is not None
+                and catalog.nodes.get(node.id) is node
+                and trigger is not None
+                and catalog.nodes.get(trigger.id) is trigger
+            ):
+                part.node, part.trigger = node.id, trigger.id
             else:
                 part.node = -1
         self.parts = [p for p in self.parts if p.node >= 0]
@@ -210,7 +217,7 @@ class MasterShares:
 
     def forget(self, alive: set[int]) -> None:
         """Parts whose operator was dropped (no member left) are forgotten."""
-        self.parts = [p for p in self.parts if p.node in alive]
+        self.parts = [p for p in self.parts if p.node in alive and p.trigger in alive]
 
 
 def _narrower(a: SharedPart, b: SharedPart) -> bool:
