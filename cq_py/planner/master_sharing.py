@@ -3,13 +3,14 @@
 Queries whose FROM reads the same streams and tables joined on the same conditions compute the
 same join over different windows. The first of a base group (cq_py/optimizer: equal masters,
 comparable windows) plans the join once over the group's widest windows, each stream row's
-arrival kept as a column (the window's input gets a ``start()`` column); every member then reads
-that relation through its own filters (the member's other predicates) and master trigger, which
-keeps a tuple only when each of its arrivals lies in the member's own window at the run
-(``a > τ − width``) and came after the member registered; its select list follows. So each query
-gets exactly its own result (issue 31's semantics), while the windows, the joins and the table's
-cached view exist once per group: operators with equal parameters merged, master = union (every
-member's trigger reads the one relation), window = maximum.
+arrival kept as a column (the window's input gets a ``start()`` column), and one master trigger
+over it: the members of a base group share their masters, so each run emits once, for all of
+them, the part's tuples that started since the previous run. Every member then keeps, with plain
+filters, the tuples its own predicates pass and whose arrivals all lie in its own windows at the
+run (``a > τ − width``, τ being the emitted row's ``start()``) and came after it registered; its
+select list follows. So each query gets exactly its own result (issue 31's semantics), while the
+windows, the joins, the trigger and the table's cached view exist once per group: operators with
+equal parameters merged, master = union, window = maximum.
 
 Plan choice (§4.4: the join order and predicate placement that saves most operators; ties to
 narrow windows first): the join conditions — the conjuncts over two or more sources — are the

@@ -760,7 +760,7 @@ class Planner:
         # A tuple the shared trigger emits at τ is this member's when each of its arrivals lies
         # in the member's own window at τ (a > τ − width; [Now] has width 1) and came at or after
         # its registration: plain filters on the trigger's stream, τ being the row's start().
-        checks: list[tuple[ast.Expr, TypedExpr]] = []
+        checks: list[TypedExpr] = []
         for s, w in own.items():
             shared_w, since = part.widths[s], froms.get(s)
             if not ((shared_w != w or since is not None) and (w is not None or since is not None)):
@@ -778,34 +778,32 @@ class Planner:
                     text=f"start() - {max(w, 1)}",
                 )
                 checks.append(
-                    (
-                        q,
-                        TypedExpr(
-                            "call",
-                            T.BOOL,
-                            fn="greater",
-                            args=(arrival, floor),
-                            text=f"{arrival.text} > {floor.text}",
-                        ),
+                    TypedExpr(
+                        "call",
+                        T.BOOL,
+                        fn="greater",
+                        args=(arrival, floor),
+                        text=f"{arrival.text} > {floor.text}",
                     )
                 )
             if since is not None:
                 lit = TypedExpr("literal", T.INT64, value=since, text=str(since))
                 checks.append(
-                    (
-                        q,
-                        TypedExpr(
-                            "call",
-                            T.BOOL,
-                            fn="greater_equal",
-                            args=(arrival, lit),
-                            text=f"{arrival.text} >= {since}",
-                        ),
+                    TypedExpr(
+                        "call",
+                        T.BOOL,
+                        fn="greater_equal",
+                        args=(arrival, lit),
+                        text=f"{arrival.text} >= {since}",
                     )
                 )
         # The member's own conjuncts first (the most selective in the paper's workload), then its
         # windows' and registration's checks.
-        current = self._filters(trigger, own_preds + checks, owner)
+        current = self._filters(trigger, own_preds, owner)
+        if checks:
+            current = self._filter(
+                current, balanced("and", "AND", checks, T.BOOL, q.pos), owner, q.pos
+            )
         items = [(binder.bind(i.expr), i) for i in sel.items]
         names = [i.alias or self._default_name(e) for e, i in items]
         seen: set[str] = set()

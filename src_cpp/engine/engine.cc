@@ -621,7 +621,9 @@ constexpr char kMagic[8] = {'C', 'Q', 'S', 'N', 'A', 'P', '\r', '\n'};
 // 7: the bounded shared join writes its work counters (operators/swj_bounded.h).
 // 8: an ISTREAM over a shared join's route is one operator with a state of its own (the pairs
 //    not yet ended: operators/swj_route_istream.h) where there were a route and an ISTREAM.
-constexpr uint32_t kFormatVersion = 8;
+// 9: a MASTER part shared by a base group has one master trigger, its members filters over it
+//    (cq_py/planner/master_sharing.py), where each member had a trigger of its own.
+constexpr uint32_t kFormatVersion = 9;
 constexpr size_t kHeaderSize = 32;
 
 }  // namespace
