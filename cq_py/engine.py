@@ -1800,6 +1800,8 @@ class Engine:
             drained = self._core.drain_watched()
         except _core.CoreError as e:
             raise _core_error(e) from None
+        if not drained and not self._backlogged:
+            return []
         batches = {
             k: [pa.RecordBatch._import_from_c_capsule(s, a) for s, a in caps] for k, caps in drained
         }
