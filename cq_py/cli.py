@@ -493,7 +493,7 @@ def run_command(
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
     metavar="FILE",
-    help="Also write each arrival's event time and latency (ms) to FILE as CSV.",
+    help="Also write each arrival's event time, latency and service time (ms) to FILE as CSV.",
 )
 @_reports_errors
 def replay_command(
@@ -551,7 +551,14 @@ def replay_command(
     click.echo(f"{report.summary()}; {rows[0]} result rows")
     if latencies is not None:
         pacsv.write_csv(
-            pa.table({"ts": report.ticks, "latency_ms": report.latencies * 1000}), latencies
+            pa.table(
+                {
+                    "ts": report.ticks,
+                    "latency_ms": report.latencies * 1000,
+                    "service_ms": report.services * 1000,
+                }
+            ),
+            latencies,
         )
 
 

@@ -880,15 +880,17 @@ class Engine:
         parts = [p for p in self._master_shares.parts if len(p.members) > 1]
         if parts:
             lines.append(
-                "  shared parts (§4.4; windows and joins planned once, each member reading them "
-                "through its own master trigger):"
+                "  shared parts (§4.4; windows, joins and the master trigger planned once, each "
+                "member keeping the trigger's tuples in its own windows):"
             )
             for p in parts:
                 widths = ", ".join(
                     f"{s} {'unbounded' if w is None else '[Now]' if w == 0 else f'[Range {w}]'}"
                     for s, w in p.widths.items()
                 )
-                lines.append(f"    #{p.node} ({widths}): {', '.join(p.members)}")
+                lines.append(
+                    f"    #{p.node} ({widths}; trigger #{p.trigger}): {', '.join(p.members)}"
+                )
         else:
             lines.append("  shared parts (§4.4): none (no two queries of a base group share)")
         return "\n".join(lines) + "\n"
@@ -980,10 +982,15 @@ class Engine:
                 f"the engine is closed; push to '{sdef.name}' rejected", stream=sdef.name
             )
         self._check_memory(f"push to '{sdef.name}'")
-        if isinstance(data, pa.RecordBatch) and data.schema.equals(self._ready(sdef, ts)):
+        if isinstance(data, (pa.RecordBatch, pa.Table)) and data.schema.equals(
+            self._ready(sdef, ts)
+        ):
             # Already what the core takes (the declared columns in order and types, then int64
             # ticks): nothing to convert. The core checks the timestamps as for any push.
-            batches = [data] if data.num_rows else []
+            if isinstance(data, pa.Table):
+                batches = [b for b in data.to_batches() if b.num_rows]
+            else:
+                batches = [data] if data.num_rows else []
         else:
             table = self._to_table(data, sdef.name)
             if table is None:
@@ -1793,6 +1800,8 @@ class Engine:
             drained = self._core.drain_watched()
         except _core.CoreError as e:
             raise _core_error(e) from None
+        if not drained and not self._backlogged:
+            return []
         batches = {
             k: [pa.RecordBatch._import_from_c_capsule(s, a) for s, a in caps] for k, caps in drained
         }

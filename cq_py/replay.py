@@ -29,18 +29,20 @@ __all__ = ["ReplayReport", "replay"]
 
 @dataclass
 class ReplayReport:
-    """What a replay measured: each arrival's event time (ticks) and latency (seconds), and the
+    """What a replay measured: each arrival's event time (ticks), latency and service time (the
+    engine's calls for it: its pushes and the advance that completed it; seconds), and the
     seconds the engine was busy."""
 
     ticks: np.ndarray
     latencies: np.ndarray
     busy: float
     wall: float
+    services: np.ndarray
 
     def summary(self) -> str:
         """One line per figure, in milliseconds.
 
-        >>> r = ReplayReport(np.array([1, 2]), np.array([0.001, 0.003]), 0.004, 1.0)
+        >>> r = ReplayReport(np.array([1, 2]), np.array([0.001, 0.003]), 0.004, 1.0, np.zeros(2))
         >>> for part in r.summary().split("; "):
         ...     print(part)
         arrivals 2
@@ -94,7 +96,9 @@ def replay(
     seconds_per_tick = TIME_UNIT_NS[eng.time_unit] / 1e9 / speed
     ticks: list[int] = []
     lat: list[float] = []
+    services: list[float] = []
     busy = 0.0
+    pushing = 0.0  # the pending arrival's pushes so far
     origin: tuple[float, int] | None = None  # (wall time, tick) of the first arrival
     pending: tuple[int, float] | None = None  # the arrival pushed and not completed: (t, due)
 
@@ -112,7 +116,7 @@ def replay(
                 time.sleep(min(left, 0.05))
         return d if sleep else time.perf_counter()
 
-    def complete(t: int, d: float) -> None:
+    def complete(t: int, d: float, pushed: float = 0.0) -> None:
         nonlocal busy
         start = time.perf_counter()
         eng.advance(t + 1)
@@ -120,19 +124,23 @@ def replay(
         busy += end - start
         ticks.append(t)
         lat.append(end - d)
+        services.append(pushed + end - start)
 
     def arrive(t: int, stream: str, rows: pa.RecordBatch) -> None:
-        nonlocal pending, busy
+        nonlocal pending, busy, pushing
         if pending is not None and t > pending[0]:
-            complete(*pending)
+            complete(*pending, pushing)
             for c in eng.clock_ticks(pending[0] + 1, t):  # clock ticks between arrivals
                 complete(c, wait(c))
             pending = None
         if pending is None:
             pending = (t, wait(t))
+            pushing = 0.0
         start = time.perf_counter()
         eng.push(stream, rows, ts=ts)
-        busy += time.perf_counter() - start
+        took = time.perf_counter() - start
+        busy += took
+        pushing += took
 
     # merge_by_time's batches start in time order but may overlap (one input's batch runs past
     # the start of the next input's): their runs of one timestamp wait in a heap until no later
@@ -153,7 +161,9 @@ def replay(
         t, _, name, rows = heapq.heappop(waiting)
         arrive(t, name, rows)
     if pending is not None:
-        complete(*pending)
+        complete(*pending, pushing)
     eng.close()
     wall = time.perf_counter() - origin[0] if origin is not None else 0.0
-    return ReplayReport(np.array(ticks, dtype=np.int64), np.array(lat), busy, wall)
+    return ReplayReport(
+        np.array(ticks, dtype=np.int64), np.array(lat), busy, wall, np.array(services)
+    )

@@ -846,8 +846,12 @@ def test_replay_paces_the_example_and_reports_latency(tmp_path):
     assert "latency mean" in result.output
     assert "result rows" in result.output
     lat = pacsv.read_csv(out)
-    assert lat.column_names == ["ts", "latency_ms"]
+    assert lat.column_names == ["ts", "latency_ms", "service_ms"]
     assert lat.num_rows == int(result.output.split()[1].rstrip(";"))
+    # An arrival's latency holds its service (the engine's calls for it), and more when queued.
+    latency, service = lat["latency_ms"].to_numpy(), lat["service_ms"].to_numpy()
+    assert (service > 0).all()
+    assert (latency >= service - 1e-6).all()
 
 
 def test_replay_refuses_a_speed_that_is_not_positive():

@@ -214,7 +214,7 @@ def test_damaged_bytes_are_refused(blob):
 
 def test_another_format_version_is_named(blob):
     bad = blob[:8] + struct.pack("<I", 99) + blob[12:]
-    with pytest.raises(cq_py.SnapshotError, match="format version 99; this cq reads version 8"):
+    with pytest.raises(cq_py.SnapshotError, match="format version 99; this cq reads version 9"):
         cq_py.Engine.restore(bad)
 
 

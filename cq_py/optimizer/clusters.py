@@ -76,10 +76,13 @@ class QueryGroups:
     log_period: tuple[int, int] | None = None  # the window the clusters were found on
     checks: int = 0
     reclusterings: int = 0
+    # base_groups() until a query registers or leaves (each check asks it several times).
+    _groups: list[list[int]] | None = field(default=None, repr=False)
 
     def add(self, profile: QueryProfile) -> None:
         """A MASTER query registered (in registration order)."""
         self.profiles.append(profile)
+        self._groups = None
         self.logging = self.logged()
 
     def remove(self, name: str) -> None:
@@ -96,6 +99,7 @@ class QueryGroups:
             for k in groups[b]
         }
         self.profiles = [p for p in self.profiles if p.name != name]
+        self._groups = None
         self.logging = self.logged()
         if self.clusters is None:
             return
@@ -108,7 +112,9 @@ class QueryGroups:
         """The base groups, as indices of :attr:`profiles` (each alone when disabled)."""
         if not self.enabled:
             return [[k] for k in range(len(self.profiles))]
-        return base_groups(self.profiles, self.theta1)
+        if self._groups is None:
+            self._groups = base_groups(self.profiles, self.theta1)
+        return [list(g) for g in self._groups]
 
     def logged(self) -> set[str]:
         """The streams whose arrivals the log keeps: those a MASTER query reads or runs on."""

@@ -236,9 +236,11 @@ def similarity_matrix(uses: list[dict[str, np.ndarray] | None]) -> np.ndarray:
         rows = [k for k, u in enumerate(uses) if u is not None and stream in u]
         sets = [_distinct(uses[k][stream]) for k in rows]  # type: ignore[index]
         universe = np.unique(np.concatenate(sets)) if sets else np.empty(0, np.int64)
-        member = np.zeros((len(rows), len(universe)))
+        # Integer counts: numpy multiplies them itself, where a float product would wake the
+        # BLAS library's threads, which then spin on the other core long after the check.
+        member = np.zeros((len(rows), len(universe)), dtype=np.int64)
         for r, s in enumerate(sets):
-            member[r, np.searchsorted(universe, s)] = 1.0
+            member[r, np.searchsorted(universe, s)] = 1
         inter = member @ member.T
         size = member.sum(axis=1)
         union = size[:, None] + size[None, :] - inter

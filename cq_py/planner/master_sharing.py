@@ -3,13 +3,14 @@
 Queries whose FROM reads the same streams and tables joined on the same conditions compute the
 same join over different windows. The first of a base group (cq_py/optimizer: equal masters,
 comparable windows) plans the join once over the group's widest windows, each stream row's
-arrival kept as a column (the window's input gets a ``start()`` column); every member then reads
-that relation through its own filters (the member's other predicates) and master trigger, which
-keeps a tuple only when each of its arrivals lies in the member's own window at the run
-(``a > τ − width``) and came after the member registered; its select list follows. So each query
-gets exactly its own result (issue 31's semantics), while the windows, the joins and the table's
-cached view exist once per group: operators with equal parameters merged, master = union (every
-member's trigger reads the one relation), window = maximum.
+arrival kept as a column (the window's input gets a ``start()`` column), and one master trigger
+over it: the members of a base group share their masters, so each run emits once, for all of
+them, the part's tuples that started since the previous run. Every member then keeps, with plain
+filters, the tuples its own predicates pass and whose arrivals all lie in its own windows at the
+run (``a > τ − width``, τ being the emitted row's ``start()``) and came after it registered; its
+select list follows. So each query gets exactly its own result (issue 31's semantics), while the
+windows, the joins, the trigger and the table's cached view exist once per group: operators with
+equal parameters merged, master = union, window = maximum.
 
 Plan choice (§4.4: the join order and predicate placement that saves most operators; ties to
 narrow windows first): the join conditions — the conjuncts over two or more sources — are the
@@ -59,6 +60,8 @@ class SharedPart:
     pushed: dict[str, int]
     members: list[str] = field(default_factory=list)
     node_ref: Any = None  # the operator while its script is planned (ids change until added)
+    trigger: int = -1  # the part's master trigger, read by every member
+    trigger_ref: Any = None
 
 
 def covers(shared: int | None, own: int | None) -> bool:
@@ -199,10 +202,15 @@ class MasterShares:
         take their operators' final ids (numbering may have closed gaps); a part whose operator a
         later pass replaced is forgotten (its members run all the same: only reuse is lost)."""
         for part in self.parts[known:]:
-            node = part.node_ref
-            part.node_ref = None
-            if node is not None and catalog.nodes.get(node.id) is node:
-                part.node = node.id
+            node, trigger = part.node_ref, part.trigger_ref
+            part.node_ref = part.trigger_ref = None
+            if (
+                node is not None
+                and catalog.nodes.get(node.id) is node
+                and trigger is not None
+                and catalog.nodes.get(trigger.id) is trigger
+            ):
+                part.node, part.trigger = node.id, trigger.id
             else:
                 part.node = -1
         self.parts = [p for p in self.parts if p.node >= 0]
@@ -210,7 +218,7 @@ class MasterShares:
 
     def forget(self, alive: set[int]) -> None:
         """Parts whose operator was dropped (no member left) are forgotten."""
-        self.parts = [p for p in self.parts if p.node in alive]
+        self.parts = [p for p in self.parts if p.node in alive and p.trigger in alive]
 
 
 def _narrower(a: SharedPart, b: SharedPart) -> bool:

@@ -726,6 +726,7 @@ class Planner:
                 for s in sel.sources
             ),
             tuple(sorted({e.to_plan().__repr__() for _, e in joins})),
+            tuple(sorted(m.name.lower() for m in q.masters)),
         )
         part, froms = shares.choose(key, own)
         if part is None:
@@ -735,35 +736,74 @@ class Planner:
             )
             froms = {}
         part.members.append(owner)
-        checks = []
+        if part.trigger_ref is None and part.trigger < 0:
+            # One master trigger per part: its members share their masters (a base group's), so
+            # every run emits, once for all of them, the part's tuples that started since the
+            # previous run; each member keeps those in its own windows (below).
+            rel = part.node_ref if part.node_ref is not None else self.cat.nodes[part.node]
+            part.trigger_ref = self._add(
+                Node(
+                    self._new_id(),
+                    "master_trigger",
+                    [rel.id, *(n.id for n in masters)],
+                    {},
+                    list(rel.schema),
+                    kind="stream",
+                    lifetime=STREAM,
+                    owner=owner,
+                    pos=q.pos,
+                    label=f"Master {', '.join(m.name for m in q.masters)} over the shared "
+                    f"#{rel.id}",
+                )
+            )
+        trigger = part.trigger_ref if part.trigger_ref is not None else self.cat.nodes[part.trigger]
+        # A tuple the shared trigger emits at τ is this member's when each of its arrivals lies
+        # in the member's own window at τ (a > τ − width; [Now] has width 1) and came at or after
+        # its registration: plain filters on the trigger's stream, τ being the row's start().
+        checks: list[TypedExpr] = []
         for s, w in own.items():
             shared_w, since = part.widths[s], froms.get(s)
-            if (shared_w != w or since is not None) and (w is not None or since is not None):
-                checks.append(
-                    {
-                        "column": part.arrivals[s],
-                        "width": None if w is None else max(w, 1),
-                        "from": since,
-                    }
+            if not ((shared_w != w or since is not None) and (w is not None or since is not None)):
+                continue
+            arrival = TypedExpr("column", T.INT64, index=part.arrivals[s], text=f"{s}.{ARRIVAL}")
+            if w is not None:
+                floor = TypedExpr(
+                    "call",
+                    T.INT64,
+                    fn="subtract",
+                    args=(
+                        TypedExpr("start", T.INT64, text="start()"),
+                        TypedExpr("literal", T.INT64, value=max(w, 1), text=str(max(w, 1))),
+                    ),
+                    text=f"start() - {max(w, 1)}",
                 )
-        # The member's own conjuncts first: its trigger then keeps only the tuples they pass (a
-        # filter commutes with the trigger, which emits tuples of its input unchanged).
-        rel = self._filters(self.cat.nodes[part.node], own_preds, owner)
-        label = f"Master {', '.join(m.name for m in q.masters)} over the shared #{part.node}"
-        current = self._add(
-            Node(
-                self._new_id(),
-                "master_trigger",
-                [rel.id, *(n.id for n in masters)],
-                {"arrivals": checks} if checks else {},
-                list(rel.schema),
-                kind="stream",
-                lifetime=STREAM,
-                owner=owner,
-                pos=q.pos,
-                label=label,
+                checks.append(
+                    TypedExpr(
+                        "call",
+                        T.BOOL,
+                        fn="greater",
+                        args=(arrival, floor),
+                        text=f"{arrival.text} > {floor.text}",
+                    )
+                )
+            if since is not None:
+                lit = TypedExpr("literal", T.INT64, value=since, text=str(since))
+                checks.append(
+                    TypedExpr(
+                        "call",
+                        T.BOOL,
+                        fn="greater_equal",
+                        args=(arrival, lit),
+                        text=f"{arrival.text} >= {since}",
+                    )
+                )
+        # The member's own conjuncts first (the most selective in the paper's workload), then its
+        # windows' and registration's checks.
+        current = self._filters(trigger, own_preds, owner)
+        if checks:
+            current = self._filter(
+                current, balanced("and", "AND", checks, T.BOOL, q.pos), owner, q.pos
             )
-        )
         items = [(binder.bind(i.expr), i) for i in sel.items]
         names = [i.alias or self._default_name(e) for e, i in items]
         seen: set[str] = set()

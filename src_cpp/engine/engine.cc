@@ -420,8 +420,17 @@ std::vector<Batch> Engine::Validate(const std::string& stream, const StreamState
     // A branch-free pass first (it vectorizes); the offending row is looked for only on failure.
     bool ordered = b.length == 0 || Time{t[0], 0} >= *last;
     for (int64_t r = 1; r < b.length; ++r) ordered &= t[r] >= t[r - 1];
+    // The extremes of int64 stand for ±∞ (time/time.h): a row there would be taken for one.
+    auto infinite = [&](int64_t r) {
+      return CqError(ErrorKind::kInput,
+                     what() + ": row " + std::to_string(shown(row_base + r)) + " has ts " + std::to_string(t[r]) +
+                         ", outside the engine's ticks from " + std::to_string(Time::kMinTick + 1) + " to " +
+                         std::to_string(Time::kInfTick - 1) + " (the extremes of int64 stand for ±∞)",
+                     stream, shown(row_base + r));
+    };
     if (!ordered) {
       for (int64_t r = 0; r < b.length; ++r) {
+        if (t[r] == Time::kMinTick || t[r] == Time::kInfTick) throw infinite(r);  // (the cause, not the order)
         if (Time{t[r], 0} < *last) {
           const bool in_push = r > 0 || row_base > 0;
           throw CqError(ErrorKind::kInput,
@@ -435,16 +444,11 @@ std::vector<Batch> Engine::Validate(const std::string& stream, const StreamState
         *last = {t[r], 0};
       }
     }
-    // The extremes of int64 stand for ±∞ (time/time.h): a row there would be taken for one. Rows
-    // in order can have the least only first and the greatest only last.
+    // Rows in order can have the least only first and the greatest only last.
     if (b.length && (t[0] == Time::kMinTick || t[b.length - 1] == Time::kInfTick)) {
       int64_t r = 0;
       while (t[r] != Time::kMinTick && t[r] != Time::kInfTick) ++r;
-      throw CqError(ErrorKind::kInput,
-                    what() + ": row " + std::to_string(shown(row_base + r)) + " has ts " + std::to_string(t[r]) +
-                        ", outside the engine's ticks from " + std::to_string(Time::kMinTick + 1) + " to " +
-                        std::to_string(Time::kInfTick - 1) + " (the extremes of int64 stand for ±∞)",
-                    stream, shown(row_base + r));
+      throw infinite(r);
     }
     if (b.length) *last = {t[b.length - 1], 0};
     row_base += b.length;
@@ -621,7 +625,9 @@ constexpr char kMagic[8] = {'C', 'Q', 'S', 'N', 'A', 'P', '\r', '\n'};
 // 7: the bounded shared join writes its work counters (operators/swj_bounded.h).
 // 8: an ISTREAM over a shared join's route is one operator with a state of its own (the pairs
 //    not yet ended: operators/swj_route_istream.h) where there were a route and an ISTREAM.
-constexpr uint32_t kFormatVersion = 8;
+// 9: a MASTER part shared by a base group has one master trigger, its members filters over it
+//    (cq_py/planner/master_sharing.py), where each member had a trigger of its own.
+constexpr uint32_t kFormatVersion = 9;
 constexpr size_t kHeaderSize = 32;
 
 }  // namespace

@@ -67,7 +67,21 @@ class FilterRows final : public RowOperator {
 };
 }  // namespace
 
-std::unique_ptr<RowOperator> Filter::ToRows() { return std::make_unique<FilterRows>(RowExpression::From(*predicate_)); }
+namespace {
+bool ReadsStart(const Expression& e) {
+  if (e.is_start()) return true;
+  for (size_t i = 0; i < e.arg_count(); ++i)
+    if (ReadsStart(e.arg(i))) return true;
+  return false;
+}
+}  // namespace
+
+// A predicate on a row's start (a shared MASTER part's member windows, planner/master_sharing.py)
+// has no row form: inside a loop such a filter runs through a BatchAdapter.
+std::unique_ptr<RowOperator> Filter::ToRows() {
+  if (ReadsStart(*predicate_)) return nullptr;
+  return std::make_unique<FilterRows>(RowExpression::From(*predicate_));
+}
 
 std::string Filter::Explain() const { return "Filter " + predicate_->ToString(schema_); }
 

@@ -7,19 +7,9 @@
 
 namespace cq {
 
-MasterTrigger::MasterTrigger(const Schema& input, int masters, bool negative, ExpirationPolicy policy,
-                             std::vector<Arrival> arrivals)
+MasterTrigger::MasterTrigger(const Schema& input, int masters, bool negative, ExpirationPolicy policy)
     : schema_(std::make_shared<const Schema>(input)), masters_(masters),
-      instants_(input, negative, policy, /*track_alive=*/true, /*starts_only=*/false), arrivals_(std::move(arrivals)) {}
-
-bool MasterTrigger::Mine(const Batch& b, int64_t row, Time tau) const {
-  for (const Arrival& a : arrivals_) {
-    const int64_t at = b.columns[a.column].i64()[row];
-    if (a.width && !(at > tau.tick - *a.width)) return false;
-    if (a.from && at < *a.from) return false;
-  }
-  return true;
-}
+      instants_(input, negative, policy, /*track_alive=*/true, /*starts_only=*/false) {}
 
 void MasterTrigger::Push(int port, const Batch& batch, Emitter&) {
   if (port == 0) return instants_.batch().Push(batch);
@@ -58,7 +48,7 @@ void MasterTrigger::AdvanceTo(Time progress, Emitter& out) {
     for (const InstantTracker::RowRef& r : tracker.alive()) {
       const Batch& b = tracker.batch(r.seq);
       const Time start = b.sync.At(r.row);
-      if (last_run_ < start && start <= tau && (arrivals_.empty() || Mine(b, static_cast<int64_t>(r.row), tau))) {
+      if (last_run_ < start && start <= tau) {
         rows.push_back(r);
         ts.push_back(tau);
       }
@@ -82,12 +72,7 @@ Time MasterTrigger::next_firing(int64_t) const {
 }
 
 std::string MasterTrigger::Explain() const {
-  std::string s = "MasterTrigger(" + std::to_string(masters_) + " master" + (masters_ == 1 ? "" : "s");
-  for (const Arrival& a : arrivals_) {
-    s += ", arrival #" + std::to_string(a.column) + " in " + (a.width ? std::to_string(*a.width) : "unbounded");
-    if (a.from) s += " from " + std::to_string(*a.from);
-  }
-  return s + ")";
+  return "MasterTrigger(" + std::to_string(masters_) + " master" + (masters_ == 1 ? "" : "s") + ")";
 }
 
 void MasterTrigger::Snapshot(SnapshotWriter& w) const {
@@ -119,20 +104,8 @@ void RegisterMasterTrigger(OperatorRegistry& r) {
                         "MASTER reads one relation and at least one master");
                for (size_t k = 1; k < in.size(); ++k)
                  CQ_CHECK(in[k].kind == BatchKind::kStream, "a MASTER's masters are streams");
-               std::vector<MasterTrigger::Arrival> arrivals;
-               if (const json::Value* list = s.params.find("arrivals"))
-                 for (const json::Value& a : list->array()) {
-                   MasterTrigger::Arrival x{static_cast<int>(a["column"].integer()), std::nullopt, std::nullopt};
-                   CQ_CHECK(x.column >= 0 && x.column < static_cast<int>(in[0].schema->size()) &&
-                                (*in[0].schema)[x.column].type == TypeId::kInt64,
-                            "a MASTER's arrival column must be a BIGINT column of its relation");
-                   if (const json::Value* w = a.find("width"); w && !w->is_null()) x.width = w->integer();
-                   if (const json::Value* f = a.find("from"); f && !f->is_null()) x.from = f->integer();
-                   CQ_CHECK(!x.width || *x.width > 0, "a MASTER's window width is positive");
-                   arrivals.push_back(x);
-                 }
                return std::make_unique<MasterTrigger>(*in[0].schema, static_cast<int>(in.size() - 1), ctx.negative,
-                                                      PlannedPolicy(s.params), std::move(arrivals));
+                                                      PlannedPolicy(s.params));
              });
 }
 

@@ -11,7 +11,6 @@
 // instant run. A run reads R(τ) and keeps the tuples that started after the last run. No row form:
 // inside loops it runs through a BatchAdapter.
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 #include "lifetime/expiration_set.h"
@@ -20,17 +19,9 @@
 namespace cq {
 class MasterTrigger final : public Operator {
  public:
-  // A query sharing R with others of its cluster (paper 001 §4.4, cq_py/planner/master_sharing.py)
-  // reads R built over the widest windows, each stream row's arrival kept as a column: a tuple is
-  // in this query's R(τ) when every such arrival a lies in its own window (a > τ − width; [Now] has
-  // width 1) and came at or after the query's registration (a ≥ from).
-  struct Arrival {
-    int column;
-    std::optional<int64_t> width;  // none: unbounded
-    std::optional<int64_t> from;   // none: every row the shared operators hold
-  };
-  MasterTrigger(const Schema& input, int masters, bool negative, ExpirationPolicy policy,
-                std::vector<Arrival> arrivals = {});
+  // A base group's shared part (cq_py/planner/master_sharing.py) has one trigger over its relation;
+  // each member keeps the emitted tuples whose arrivals lie in its own windows with a filter.
+  MasterTrigger(const Schema& input, int masters, bool negative, ExpirationPolicy policy);
   void Push(int port, const Batch& batch, Emitter& out) override;
   void PushEnds(int port, const EndBatch& ends, Emitter& out) override;
   void AdvanceTo(Time progress, Emitter& out) override;
@@ -49,8 +40,5 @@ class MasterTrigger final : public Operator {
   std::vector<Time> runs_;  // the masters' instants not run yet, in order, distinct
   size_t runs_head_ = 0;    // runs_[0, runs_head_) are done (dropped in batches)
   Time last_run_ = Time::MinusInfinity();
-  std::vector<Arrival> arrivals_;
-  // The tuple's arrivals all in this query's windows at τ and after its registration.
-  bool Mine(const Batch& b, int64_t row, Time tau) const;
 };
 }  // namespace cq

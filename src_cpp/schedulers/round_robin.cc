@@ -19,6 +19,30 @@ std::unique_ptr<Scheduler> MakeScheduler(const Options& options) {
   return std::make_unique<RoundRobin>(options);
 }
 
+void Scheduler::SetAreas(std::vector<RedoArea> areas) {
+  areas_ = std::move(areas);
+  gatekeeper_of_.clear();
+  for (size_t a = 0; a < areas_.size(); ++a)
+    for (int g : areas_[a].gatekeepers) gatekeeper_of_[g] = a;
+}
+
+int Scheduler::Gate(int id, Queues& q) const {
+  if (!options_.gatekeeper) return id;
+  const auto found = gatekeeper_of_.find(id);
+  if (found == gatekeeper_of_.end()) return id;
+  const RedoArea& area = areas_[found->second];
+  for (int m : area.members)
+    if (!gatekeeper_of_.count(m) && q.Ready(m)) return -1;
+  int best = -1;
+  std::pair<int64_t, int64_t> earliest;
+  for (int g : area.gatekeepers) {
+    if (!q.Ready(g)) continue;
+    const auto t = q.NextRow(g);
+    if (best < 0 || t < earliest) best = g, earliest = t;
+  }
+  return best;
+}
+
 void RoundRobin::SetOperators(const std::vector<int>& ids) {
   // The turn stays with the operator that was to be asked next, if it is still there.
   const int at = next_ < ids_.size() ? ids_[next_] : -1;
@@ -30,14 +54,20 @@ void RoundRobin::SetOperators(const std::vector<int>& ids) {
 int RoundRobin::NextTurn(Queues& q) {
   for (size_t k = 0; k < ids_.size(); ++k) {
     const size_t i = (next_ + k) % ids_.size();
-    if (q.Ready(ids_[i])) {
-      next_ = (i + 1) % ids_.size();
-      return ids_[i];
-    }
+    if (!q.Ready(ids_[i])) continue;
+    const int who = Gate(ids_[i], q);
+    if (who < 0) continue;
+    next_ = (i + 1) % ids_.size();
+    return who;
   }
   return -1;
 }
 
-int RoundRobin::BeforeEvaluation(int turn, int64_t done, Queues&) { return done < options_.batch ? turn : -1; }
+int RoundRobin::BeforeEvaluation(int turn, int64_t done, Queues& q) {
+  if (done >= options_.batch) return -1;
+  // Checked before every evaluation of the batch: a gatekeeper's row may have made an operator
+  // of its area ready, which then goes first (the turn ends).
+  return gatekeeper_of_.empty() ? turn : Gate(turn, q);
+}
 
 }  // namespace cq::sched

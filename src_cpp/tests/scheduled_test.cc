@@ -2,8 +2,10 @@
 // policy alone: turns go round the operators in order, skipping those that cannot evaluate; a
 // turn is up to `batch` evaluations, each one row taken from an input queue (§5.1); the counts of
 // evaluations per operator on small plans worked out by hand.
+#include <map>
 #include <set>
 
+#include "base/json.h"
 #include "executors/scheduled/scheduled_executor.h"
 #include "schedulers/round_robin.h"
 #include "tests/probe_ops.h"
@@ -22,16 +24,28 @@ struct Rig {
   }
 };
 
-// Queues as a test sets them: which operators can evaluate, and who was asked.
+// Queues as a test sets them: which operators can evaluate (and the tick of their next row), and
+// who was asked.
 class FakeQueues final : public sched::Queues {
  public:
   std::set<int> ready;
+  std::map<int, int64_t> next;
   std::vector<int> asked;
   bool Ready(int id) override {
     asked.push_back(id);
     return ready.count(id) > 0;
   }
+  std::pair<int64_t, int64_t> NextRow(int id) override { return {next[id], 0}; }
 };
+
+// Probes with the plan keys of a redo area: `area` for each operator in one, `gatekeepers` among them.
+Ops InArea(Ops ops, const std::set<int>& area, const std::set<int>& gatekeepers) {
+  for (auto& [spec, op] : ops)
+    if (area.count(spec.id))
+      spec.params = json::Parse(std::string(R"({"redo_area": 0, "gatekeeper": )") +
+                                (gatekeepers.count(spec.id) ? "true" : "false") + "}");
+  return ops;
+}
 
 }  // namespace
 
@@ -72,6 +86,57 @@ CQ_TEST(RoundRobinGivesBatchEvaluationsPerTurn) {
     for (int64_t done = 0; done < batch; ++done) CQ_EXPECT_EQ(rr.BeforeEvaluation(1, done, q), 1);
     CQ_EXPECT_EQ(rr.BeforeEvaluation(1, batch, q), -1);
   }
+}
+
+CQ_TEST(GatekeeperWaitsWhileItsAreaCanEvaluateThenTheEarliestGoes) {
+  // Area {1, 2, 3}, gatekeepers 1 and 2 (paper 002 §6).
+  sched::RoundRobin rr({"round_robin", 4, true});
+  rr.SetOperators({0, 1, 2, 3});
+  rr.SetAreas({{{1, 2, 3}, {1, 2}}});
+  FakeQueues q;
+  q.ready = {1, 2, 3};
+  q.next = {{1, 7}, {2, 5}};
+  // 3 can evaluate: neither gatekeeper may, the turn goes to 3.
+  CQ_EXPECT_EQ(rr.NextTurn(q), 3);
+  CQ_EXPECT_EQ(rr.BeforeEvaluation(3, 0, q), 3);
+  // 3 is done: it is 1's turn in the round, but 2's next row (5) is earlier than 1's (7).
+  q.ready = {1, 2};
+  CQ_EXPECT_EQ(rr.NextTurn(q), 2);
+  CQ_EXPECT_EQ(rr.BeforeEvaluation(2, 0, q), 2);
+  // Its row made 3 ready: before the batch's next evaluation the turn ends.
+  q.ready = {1, 2, 3};
+  CQ_EXPECT_EQ(rr.BeforeEvaluation(2, 1, q), -1);
+  // 0 is in no area: never held back.
+  q.ready = {0, 3};
+  CQ_EXPECT_EQ(rr.BeforeEvaluation(0, 1, q), 0);
+  // The constraint off: the round and the batch alone decide.
+  sched::RoundRobin off({"round_robin", 4, false});
+  off.SetOperators({0, 1, 2, 3});
+  off.SetAreas({{{1, 2, 3}, {1, 2}}});
+  q.ready = {1, 2, 3};
+  CQ_EXPECT_EQ(off.NextTurn(q), 1);
+  CQ_EXPECT_EQ(off.BeforeEvaluation(1, 3, q), 1);
+}
+
+CQ_TEST(ScheduledGatekeeperLetsOneRowInAtATime) {
+  // s -> g -> a -> b, g the gatekeeper of area {g, a, b}, five rows at once, batch 5. Without the
+  // constraint g takes all five in its turn; with it g takes one, then a and b carry it through
+  // before g takes the next (§6: what enters the area is only what its commit needs).
+  auto run = [](bool gatekeeper) {
+    HolderTable holders;
+    std::vector<std::string> log;
+    ScheduledExecutor ex({"round_robin", 5, gatekeeper}, &holders);
+    ex.Add(InArea(Probes({{0, {}, "s"}, {1, {0}, "g"}, {2, {1}, "a"}, {3, {2}, "b"}}, &log), {1, 2, 3}, {1}));
+    ex.Push(0, Rows({1, 2, 3, 4, 5}));
+    for (int id : {0, 1, 2, 3}) CQ_EXPECT_EQ(ex.evaluations(id), 5);
+    return Of(log, "g:").size() == 5 ? std::vector<std::string>(log.begin() + 5, log.end()) : log;
+  };
+  CQ_EXPECT_EQ(run(false),
+               (std::vector<std::string>{"g:0@1", "g:0@2", "g:0@3", "g:0@4", "g:0@5", "a:0@1", "a:0@2", "a:0@3",
+                                         "a:0@4", "a:0@5", "b:0@1", "b:0@2", "b:0@3", "b:0@4", "b:0@5"}));
+  CQ_EXPECT_EQ(run(true),
+               (std::vector<std::string>{"g:0@1", "a:0@1", "b:0@1", "g:0@2", "a:0@2", "b:0@2", "g:0@3", "a:0@3",
+                                         "b:0@3", "g:0@4", "a:0@4", "b:0@4", "g:0@5", "a:0@5", "b:0@5"}));
 }
 
 CQ_TEST(SchedulerOptionsAreChecked) {

@@ -6,6 +6,10 @@
 // so an operator's result is final without its taking a later row. A turn gives the operator up to
 // `batch` evaluations; the end fixes and heartbeats it takes on the way are not evaluations (they
 // carry no row) and are taken whenever due.
+//
+// Redo areas (paper 002 §3.4) come with the plan: an operator spec's "redo_area" (an integer
+// naming its area) and "gatekeeper" (true: rows enter the area through it) keys; the policy keeps
+// §6's constraint on them (schedulers/scheduler.h Gate).
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -30,8 +34,12 @@ class ScheduledExecutor final : public QueuedExecutor, private sched::Queues {
   void Drain() override;
   void Wake(int) override {}  // every turn asks the operators in the policy's order
   bool Ready(int id) override;
+  std::pair<int64_t, int64_t> NextRow(int id) override;
+  // The areas from area_of_, to the policy.
+  void SetAreas();
 
   std::unique_ptr<sched::Scheduler> scheduler_;
+  std::map<int, std::pair<int64_t, bool>> area_of_;  // operator id -> (redo area, gatekeeper)
   int64_t turns_ = 0;
 };
 
