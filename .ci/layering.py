@@ -47,7 +47,7 @@ FLOORS: list[list[str]] = [
     ["cq_py/ticks.py", "cq_py/parser/", "cq_py/swj_options.py"],
     # Reading sources and planning; the multiple-query optimizer of MASTER queries (paper 001
     # §4) beside the planner, over parsed queries and arrival timestamps.
-    ["cq_py/io/", "cq_py/planner/", "cq_py/optimizer/"],
+    ["cq_py/io/", "cq_py/planner/", "cq_py/optimizer/", "cq_py/txn.py"],
     ["cq_py/spark/partitioning.py", "cq_py/spark/lookback.py"],  # partition key, time slices
     # Engine(threads=N): one core engine per part of the input; REGISTER TABLE's cached views.
     # The in-process store of updatable resources (paper 002).

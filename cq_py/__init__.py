@@ -8,6 +8,7 @@
 [{'a': 2, 'ts': 1}]
 """
 
+from cq_py import txn
 from cq_py.engine import Engine, explain, run
 from cq_py.errors import (
     ArgumentError,
@@ -45,4 +46,5 @@ __all__ = [
     "SnapshotError",
     "explain",
     "run",
+    "txn",
 ]

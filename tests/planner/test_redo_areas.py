@@ -1,0 +1,88 @@
+"""cq_py.planner.redo_areas: the commit operator, redo queues, redo area and gatekeepers of paper
+002 §3.2, §3.4 and §6 on the plans of the paper's figures, worked out by hand."""
+
+from __future__ import annotations
+
+from cq_py.planner.redo_areas import Op, RedoArea, redo_area
+
+
+def test_fig8_two_reference_joins_a_window_join_and_an_aggregate() -> None:
+    # S1 -> x-join -> filter1 -> window \\
+    #                                 join (θ) -> filter3 -> [Rows 10] -> AVG -> RSTREAM
+    # S2 -> y-join -> filter2 -> window /
+    plan = [
+        Op(0, "source"),
+        Op(1, "reference", (0,)),
+        Op(2, "other", (1,)),
+        Op(3, "window", (2,)),  # r = s = 10: no overlap
+        Op(4, "source"),
+        Op(5, "reference", (4,)),
+        Op(6, "other", (5,)),
+        Op(7, "window", (6,)),
+        Op(8, "other", (3, 7)),
+        Op(9, "other", (8,)),
+        Op(10, "window", (9,), overlaps=True),  # [Rows 10], slides by one row
+        Op(11, "other", (10,)),
+        Op(12, "relation_to_stream", (11,)),
+    ]
+    assert redo_area(plan, 12) == RedoArea(
+        commit=12,
+        members=[1, 2, 3, 5, 6, 7, 8, 9, 10, 11, 12],
+        queues=[(1, 0), (5, 0)],
+        gatekeepers=[1, 5],
+        overlapping=True,
+    )
+
+
+def test_a_window_meeting_referenced_rows_gets_a_queue_rule_2() -> None:
+    # A -> x-join -> window (overlapping) \\
+    #                                       join -> AVG -> ISTREAM
+    # B -----------> window               /
+    plan = [
+        Op(0, "source"),
+        Op(1, "reference", (0,)),
+        Op(2, "window", (1,), overlaps=True),
+        Op(3, "source"),
+        Op(4, "window", (3,)),
+        Op(5, "other", (2, 4)),
+        Op(6, "other", (5,)),
+        Op(7, "relation_to_stream", (6,)),
+    ]
+    area = redo_area(plan, 7)
+    assert area is not None
+    assert (area.commit, area.queues, area.gatekeepers) == (7, [(1, 0), (4, 0)], [1, 4])
+    assert area.members == [1, 2, 4, 5, 6, 7]
+    assert area.overlapping
+
+
+def test_without_a_window_the_top_reference_operator_commits_and_nothing_is_queued() -> None:
+    plan = [
+        Op(0, "source"),
+        Op(1, "reference", (0,)),
+        Op(2, "reference", (1,)),
+        Op(3, "other", (2,)),
+    ]
+    assert redo_area(plan, 3) == RedoArea(commit=2, members=[2])
+
+
+def test_a_query_reading_no_resource_has_no_area() -> None:
+    plan = [Op(0, "source"), Op(1, "window", (0,)), Op(2, "relation_to_stream", (1,))]
+    assert redo_area(plan, 2) is None
+
+
+def test_a_window_below_the_references_is_outside_the_area() -> None:
+    # S -> [Range 5] -> x-join -> [Range 3 Slide 3] -> COUNT -> ISTREAM: the first window feeds
+    # the reference operator, which has no reference upstream: its input (the window) is queued,
+    # and the window below stays outside.
+    plan = [
+        Op(0, "source"),
+        Op(1, "window", (0,), overlaps=True),
+        Op(2, "reference", (1,)),
+        Op(3, "window", (2,)),
+        Op(4, "other", (3,)),
+        Op(5, "relation_to_stream", (4,)),
+    ]
+    area = redo_area(plan, 5)
+    assert area is not None
+    assert (area.commit, area.queues, area.members) == (5, [(2, 0)], [2, 3, 4, 5])
+    assert not area.overlapping
