@@ -351,12 +351,12 @@ class Planner:
                 f"executor='scheduled'; found executor='{self.executor}'",
                 pos,
             )
-        raise self.err(
-            f"query '{q.name}' reads {what}: the reference operators of paper 002 are not built "
-            "in this version of cq (resources can be registered, and updated through "
-            "cq_py.ResourceStore)",
-            pos,
-        )
+        if calls:
+            raise self.err(
+                f"query '{q.name}' calls model '{calls[0].name}': model_apply (paper 002's "
+                "models) is not built in this version of cq; resources are",
+                calls[0].pos,
+            )
 
     def _is_stream(self, src: ast.Source) -> bool:
         target = self.cat.lookup(src.name)
@@ -1181,7 +1181,7 @@ class Planner:
         """The relation a FROM entry reads, and its label for messages."""
         target = self.cat.lookup(src.name)
         key = src.name.lower()
-        if target is None and key not in self.schemas:
+        if target is None and key not in self.schemas and key not in self.cat.resources:
             if key in self.script_queries:
                 assert self.inferring, "every query's columns are inferred before planning"
                 raise Deferred(src.name)
@@ -1200,6 +1200,11 @@ class Planner:
                 src.pos,
             )
         label = f"'{src.name}'" + (f" (as {src.alias})" if src.alias else "")
+        res = self.cat.resources.get(key)
+        if isinstance(res, ast.RegisterResource):
+            # Not an operator: the reference join reads it (_joins) for each row of a stream.
+            cols = [(c.name, T.FROM_CQL[c.type.name]) for c in res.columns]
+            return Node(-1, "resource", [], {"resource": res.name}, cols, owner=owner), label
         self.references.append(target.name if target is not None else src.name)
         if isinstance(target, StreamDef):
             scan = self.cat.nodes[target.scan_id]
@@ -1499,6 +1504,10 @@ class Planner:
             if len(inputs) == 1:
                 nodes.append(node)
                 continue
+            if node.op == "resource":
+                # Its conjuncts are checked on the pairs, as the reference join makes them.
+                nodes.append(node)
+                continue
             nodes.append(self._filters(node, [(a, local(e, start)) for a, e in mine], owner))
             # By identity: comparing syntax trees would recurse down them.
             taken = {id(p) for p in mine}
@@ -1529,6 +1538,24 @@ class Planner:
                 residual.append(e)
             remaining = later
             right = nodes[k]
+            if current.op == "resource":
+                raise self.err(
+                    f"resource '{current.params['resource']}' comes first in FROM: write the "
+                    "stream it is joined with before it (a reference join reads the resource for "
+                    "each of the stream's rows)",
+                    q.sources[0].pos,
+                )
+            if right.op == "resource":
+                current = self._reference_join(
+                    current,
+                    right,
+                    list(zip(left_keys, right_keys, strict=True)),
+                    residual,
+                    owner,
+                    q.sources[k].pos,
+                )
+                joined.add(k)
+                continue
             schema = list(current.schema) + list(right.schema)
             pred = balanced("and", "AND", residual, T.BOOL, residual[-1].pos) if residual else None
             # Pending if either side is; otherwise known (intersections: no constant duration, and
@@ -1560,6 +1587,102 @@ class Planner:
             )
             joined.add(k)
         return self._filters(current, remaining, owner)
+
+    def _reference_join(
+        self,
+        current: Node,
+        resource: Node,
+        equalities: list[tuple[TypedExpr, TypedExpr]],
+        residual: list[TypedExpr],
+        owner: str,
+        pos: ast.Pos,
+    ) -> Node:
+        """A stream's rows joined with a resource read as each row is processed (paper 002 §7):
+        ACCESS KEY looks up the KEY with the equated expressions of the stream's side (every key
+        column equated, of its type); SCAN, or equalities that are not the whole key, run as the
+        nested loop's residual."""
+        res = self.cat.resources[resource.params["resource"].lower()]
+        assert isinstance(res, ast.RegisterResource)
+        names = [c.name.lower() for c in res.columns]
+        width = len(current.schema)
+        keys: list[TypedExpr] = []
+        if res.access == "key":
+            by_col: dict[int, TypedExpr] = {}
+            for left, right in equalities:
+                if right.kind == "column" and right.index not in by_col:
+                    by_col[right.index] = left
+                else:
+                    residual.append(self._equality(left, right, width))
+            want = [names.index(k.lower()) for k in res.key]
+            missing = [res.key[i] for i, c in enumerate(want) if c not in by_col]
+            if missing:
+                raise self.err(
+                    f"ACCESS KEY on resource '{res.name}': the join must equate every key column "
+                    f"with the stream's values; {', '.join(missing)} has no equality (write one, "
+                    "or register the resource with ACCESS SCAN)",
+                    pos,
+                )
+            for c in want:
+                e = by_col.pop(c)
+                if e.type != resource.schema[c][1]:
+                    raise self.err(
+                        f"ACCESS KEY on resource '{res.name}': key column '{resource.schema[c][0]}'"
+                        f" is {resource.schema[c][1]} and is equated with {e.text}, of type "
+                        f"{e.type}; the types must be the same",
+                        pos,
+                    )
+                keys.append(e)
+            for c, e in by_col.items():
+                residual.append(
+                    self._equality(e, TypedExpr("column", resource.schema[c][1], index=c), width)
+                )
+        else:
+            residual += [self._equality(lk, rk, width) for lk, rk in equalities]
+        if current.lifetime == PENDING and res.access != "key":
+            raise self.err(
+                f"a SCAN of resource '{res.name}' under a window whose ends are not known at "
+                "arrival (a row window): each row may join several resource rows, which would "
+                "share its identity; use ACCESS KEY or a time window",
+                pos,
+            )
+        pred = balanced("and", "AND", residual, T.BOOL, residual[-1].pos) if residual else None
+        on = " AND ".join(f"{res.name}.{res.key[i]} = {e.text}" for i, e in enumerate(keys))
+        label = f"ReferenceJoin {res.name} " + (f"ACCESS KEY ({on})" if keys else "SCAN")
+        if pred is not None:
+            label += f" where {pred.text}"
+        return self._add(
+            Node(
+                self._new_id(),
+                "reference_join",
+                [current.id],
+                {
+                    "resource": res.name,
+                    "access": "key" if keys else "scan",
+                    "keys": [x.to_plan() for x in keys],
+                    "residual": pred.to_plan() if pred is not None else None,
+                },
+                list(current.schema) + list(resource.schema),
+                kind=current.kind,
+                lifetime=current.lifetime,
+                owner=owner,
+                pos=pos,
+                label=label,
+                checks=keys + ([pred] if pred is not None else []),
+            )
+        )
+
+    @staticmethod
+    def _equality(left: TypedExpr, right: TypedExpr, width: int) -> TypedExpr:
+        """``left = right`` over the pair's columns (``right`` local to the resource)."""
+        shifted = right.shifted(lambda i: i + width)
+        return TypedExpr(
+            "call",
+            T.BOOL,
+            fn="equal",
+            args=(left, shifted),
+            text=f"{left.text} = {shifted.text}",
+            pos=left.pos,
+        )
 
     def _filters(self, input_: Node, preds: list[tuple[ast.Expr, TypedExpr]], owner: str) -> Node:
         """One filter per conjunct, in the order written: each later conjunct sees only the rows

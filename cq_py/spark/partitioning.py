@@ -199,6 +199,8 @@ class _Tracer:
             return [(n.inputs[1], index - width)]
         if d.columns == "merge":
             return [(i, index) for i in n.inputs]
+        if d.columns == "extend":  # (columns past its input's are read from a resource)
+            return [(n.inputs[0], index)] if index < len(self.nodes[n.inputs[0]].schema) else None
         # Filters, windows, ISTREAM/DSTREAM/RSTREAM, delays and sinks pass columns on unchanged.
         return [(n.inputs[0], index)]
 
