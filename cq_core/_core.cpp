@@ -136,6 +136,35 @@ class PyResource final : public cq::txn::Resource {
   py::object reader_;
 };
 
+// A model held by Python (cq_py.resources.ModelReader over ResourceStore.set_model): apply(args)
+// takes the argument columns as Arrow capsules and returns (version, result capsules), called
+// with the GIL, a batch at a time. ModelApply checks the result's shape.
+class PyModel final : public cq::txn::Model {
+ public:
+  explicit PyModel(py::object reader) : reader_(std::move(reader)) {}
+  ~PyModel() override {
+    py::gil_scoped_acquire gil;
+    reader_ = py::object();
+  }
+  cq::txn::ModelResult Apply(const std::string&, const cq::Columns& args, const cq::Schema& arg_schema,
+                             int64_t n) override {
+    py::gil_scoped_acquire gil;
+    cq::OutputChunk chunk;
+    chunk.columns = args;
+    chunk.length = n;
+    py::object r = reader_.attr("apply")(ExportChunk(Names(arg_schema), chunk));
+    auto t = py::reinterpret_borrow<py::tuple>(r);
+    cq::ImportedBatch b = ImportCapsules(t[1]);
+    cq::txn::ModelResult out;
+    out.version = t[0].cast<uint64_t>();
+    for (auto& c : b.columns) out.columns.push_back(std::move(c));
+    return out;
+  }
+
+ private:
+  py::object reader_;
+};
+
 [[noreturn]] void RowValueError(const std::string& stream, const std::string& column, const char* want,
                                 py::handle value, const std::string& why = "") {
   throw cq::CqError(cq::ErrorKind::kInput,
@@ -430,6 +459,8 @@ PYBIND11_MODULE(_core, m) {
                spec.columns.push_back({names[k], *cq::TypeFromName(types.at(k))});
              e.BindResource(name, std::make_shared<PyResource>(std::move(spec), std::move(reader)));
            })
+      .def("bind_model", [](cq::Engine& e, const std::string& name,
+                            py::object reader) { e.BindModel(name, std::make_shared<PyModel>(std::move(reader))); })
       .def("read_log",
            [](const cq::Engine& e) {
              const auto records = e.ReadLog();

@@ -53,6 +53,8 @@ class Engine:
     def bind_resource(
         self, name: str, names: list[str], types: list[str], key: list[int], reader: Any
     ) -> None: ...
+    # A model: a Python reader with apply(arg capsules) returning (version, result capsules).
+    def bind_model(self, name: str, reader: Any) -> None: ...
     # Every read so far: (operator ids, resource codes, resource names, versions, instants, rows).
     def read_log(
         self,

@@ -49,7 +49,7 @@ from cq_py.planner.logical import Node, QueryDef, StreamDef
 from cq_py.planner.master_sharing import MasterShares, wider
 from cq_py.planner.operators import find
 from cq_py.planner.planner import TIME_UNIT_NS
-from cq_py.resources import DatabaseResource, ResourceStore
+from cq_py.resources import DatabaseResource, ModelReader, ResourceStore
 from cq_py.rowset import RowSet
 from cq_py.spark.partitioning import CQPartitionWarning, partition_catalog
 from cq_py.swj_options import shared_join_entry, shared_join_nodes, swj_options, trace_tables
@@ -69,6 +69,7 @@ _TYPE_NAMES = {
     pa.string(): T.UTF8,
     pa.bool_(): T.BOOL,
 }
+_ARROW_OF = {t: a for a, t in _TYPE_NAMES.items()}
 _CQL_NAMES = {
     pa.int64(): "BIGINT",
     pa.float64(): "DOUBLE",
@@ -663,11 +664,22 @@ class Engine:
                 groups.add(profile_of(st.name, st.query, ticks))
 
     def _bind_resources(self, catalog: Catalog, ops: list[Node]) -> None:
-        """Binds each resource the reference joins of ``ops`` read (paper 002) to the core, the
-        first time one is read: without a url the store's resource of that name (defined with
-        the declared columns and key when the store lacks it; a :class:`CQLSemanticError` naming
-        both when they differ), with one a :class:`DatabaseResource` of its table."""
+        """Binds each model the model_apply operators of ``ops`` call (the store's, by name:
+        :meth:`ResourceStore.set_model`) and each resource their reference joins read (paper 002)
+        to the core, the first time one is used. A resource without a url is the store's of
+        that name (defined with the declared columns and key when the store lacks it; a
+        :class:`CQLSemanticError` naming both when they differ), with one a
+        :class:`DatabaseResource` of its table."""
         for op in ops:
+            if op.op == "model_apply" and op.params["model"].lower() not in self._bound:
+                returns = pa.schema([(n, _ARROW_OF[t]) for n, t in op.params["returns"]])
+                model = ModelReader(self.resources, op.params["model"], returns)
+
+                def bind_model(core: _core.Engine, m: ModelReader = model) -> None:
+                    core.bind_model(m.name, m)
+
+                self._bound[op.params["model"].lower()] = bind_model
+                bind_model(self._core)
             if op.op != "reference_join" or op.params["resource"].lower() in self._bound:
                 continue
             st = catalog.resources[op.params["resource"].lower()]

@@ -35,7 +35,7 @@ from cq_core import _core
 from cq_py.errors import ArgumentError, CQError, InputError, ResourceError, from_core
 from cq_py.io.databases import DatabaseError, connect, quote
 
-__all__ = ["DatabaseResource", "ResourceStore", "Transaction", "install_versioning"]
+__all__ = ["DatabaseResource", "ModelReader", "ResourceStore", "Transaction", "install_versioning"]
 
 #: cq's column types by Arrow type (the four the core has).
 _TYPES = {pa.int64(): "int64", pa.float64(): "float64", pa.string(): "utf8", pa.bool_(): "bool"}
@@ -474,3 +474,60 @@ class DatabaseResource:
 
 
 _TYPES_CQL = {"BIGINT": "int64", "DOUBLE": "float64", "VARCHAR": "utf8", "BOOLEAN": "bool"}
+
+
+class ModelReader:
+    """Model ``name`` of a :class:`ResourceStore` as the core's model operator calls it
+    (``REGISTER MODEL name (args) RETURNS (cols)``): the store's current callable, applied to
+    whole Arrow arrays of the arguments (one call per batch, never per row), must return the
+    result columns — an array for a model of one column, or a dict of them by name — each as
+    long as the batch and of its declared type; anything else is an :class:`InputError` naming
+    the model, and nothing is emitted.
+
+    >>> import pyarrow.compute as pc
+    >>> s = ResourceStore(); s.set_model("double", lambda x: pc.multiply(x, 2))
+    >>> r = ModelReader(s, "double", pa.schema([("y", pa.int64())]))
+    >>> r.call(pa.record_batch({"x": [1, 2]}))[1].to_pylist()
+    [{'y': 2}, {'y': 4}]
+    """
+
+    def __init__(self, store: ResourceStore, name: str, returns: pa.Schema) -> None:
+        self._store, self.name, self._returns = store, name, returns
+
+    def call(self, args: pa.RecordBatch) -> tuple[int, pa.RecordBatch]:
+        """(the model's version, its result for the rows of ``args``).
+
+        >>> ModelReader.call.__name__
+        'call'
+        """
+        version, fn = self._store.model(self.name)
+        result = fn(*args.columns)
+        names = self._returns.names
+        if not isinstance(result, dict):
+            result = {names[0]: result} if len(names) == 1 else {}
+        if sorted(result) != sorted(names):
+            raise InputError(
+                f"model '{self.name}' returned columns {sorted(result)}; expected {names} (one "
+                "array for a model of one column, else a dict of arrays by name)"
+            )
+        columns = []
+        for field in self._returns:
+            value = result[field.name]
+            try:
+                array = value if isinstance(value, pa.Array) else pa.array(value)
+            except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError) as e:
+                raise InputError(
+                    f"model '{self.name}': column '{field.name}' is not an array ({e})"
+                ) from None
+            if array.type != field.type or len(array) != args.num_rows:
+                raise InputError(
+                    f"model '{self.name}' returned {len(array)} values of type {array.type} for "
+                    f"column '{field.name}'; expected {args.num_rows} of type {field.type}"
+                )
+            columns.append(array)
+        return version, pa.RecordBatch.from_arrays(columns, names=names)
+
+    # The core's call (cq_core's PyModel): Arrow capsules in and out.
+    def apply(self, args: tuple[Any, Any]) -> tuple[int, tuple[Any, Any]]:
+        version, batch = self.call(pa.RecordBatch._import_from_c_capsule(*args))
+        return version, batch.__arrow_c_array__()

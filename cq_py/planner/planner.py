@@ -351,12 +351,6 @@ class Planner:
                 f"executor='scheduled'; found executor='{self.executor}'",
                 pos,
             )
-        if calls:
-            raise self.err(
-                f"query '{q.name}' calls model '{calls[0].name}': model_apply (paper 002's "
-                "models) is not built in this version of cq; resources are",
-                calls[0].pos,
-            )
 
     def _is_stream(self, src: ast.Source) -> bool:
         target = self.cat.lookup(src.name)
@@ -1398,12 +1392,25 @@ class Planner:
             answers = {src.alias.lower()} if src.alias else {src.name.lower()}
             sources.append((answers, label, len(columns), len(columns) + len(node.schema)))
             columns += node.schema
+        width = len(columns)
+        # Model calls (paper 002): each distinct call a column after the sources', which its
+        # model_apply adds once the sources are joined.
+        calls = self._model_calls(q)
         scope = Scope(columns, sources)
+        for call, model in calls:
+            scope.models[call] = len(columns)
+            columns.append((model.returns[0].name, T.FROM_CQL[model.returns[0].type.name]))
         binder = ExpressionBinder(scope, self.err)
 
-        # WHERE, conjunct by conjunct: those over one source run before the join.
+        # WHERE, conjunct by conjunct: those over one source run before the join; those calling
+        # a model after it.
         preds = [(c, binder.bind_predicate(c)) for c in conjuncts(q.where)]
+        late = [p for p in preds if any(i >= width for i in p[1].columns())]
+        preds = [p for p in preds if all(i < width for i in p[1].columns())]
         current = self._joins(inputs, sources, preds, owner, q)
+        if calls:
+            current = self._model_applies(current, calls, scope, owner)
+            current = self._filters(current, late, owner)
 
         # Aggregates and GROUP BY.
         agg_binder = ExpressionBinder(scope, self.err, allow_aggregates="SELECT")
@@ -1414,7 +1421,7 @@ class Planner:
                 if item.expr.qualifier is not None:
                     start, stop = scope.source_of(item.expr.qualifier, item.pos, self.err)
                 else:
-                    start, stop = 0, len(columns)
+                    start, stop = 0, width
                 taken = {n.lower() for _, n, _ in items} | explicit
                 for i in range(start, stop):
                     n, t = columns[i]
@@ -1587,6 +1594,84 @@ class Planner:
             )
             joined.add(k)
         return self._filters(current, remaining, owner)
+
+    def _model_calls(self, q: ast.Select) -> list[tuple[ast.FuncCall, ast.RegisterModel]]:
+        """The distinct calls of models (paper 002) in ``q``'s select list and WHERE, checked: a
+        model of one RETURNS column, called with its arguments' count and no model inside."""
+        exprs = [i.expr for i in q.items] + ([q.where] if q.where is not None else [])
+        found: dict[ast.FuncCall, ast.RegisterModel] = {}
+        sub = ast.Select(items=tuple(ast.SelectItem(e, None, ast.NOPOS) for e in exprs), sources=())
+        for call in reversed(_calls(sub)):
+            model = self.cat.resources.get(call.name.lower())
+            if not isinstance(model, ast.RegisterModel) or call in found:
+                continue
+            if len(model.returns) != 1:
+                raise self.err(
+                    f"model '{model.name}' returns {len(model.returns)} columns; a call is one "
+                    "value, so only a model of one RETURNS column can be called in this version",
+                    call.pos,
+                )
+            if len(call.args) != len(model.args):
+                raise self.err(
+                    f"model '{model.name}' takes {len(model.args)} arguments "
+                    f"({', '.join(a.name for a in model.args)}); found {len(call.args)}",
+                    call.pos,
+                )
+            inner = [c for a in call.args for c in _calls(_select_of(a))]
+            if any(c.name.lower() in self.cat.resources for c in inner):
+                raise self.err(
+                    f"a model called inside model '{model.name}''s arguments; call it apart",
+                    call.pos,
+                )
+            found[call] = model
+        return list(found.items())
+
+    def _model_applies(
+        self,
+        current: Node,
+        calls: list[tuple[ast.FuncCall, ast.RegisterModel]],
+        scope: Scope,
+        owner: str,
+    ) -> Node:
+        """One model_apply per distinct call, in the order of the columns ``scope`` gave them."""
+        binder = ExpressionBinder(scope, self.err)
+        for call, model in calls:
+            args = []
+            for a, decl in zip(call.args, model.args, strict=True):
+                e = binder.bind(a)
+                want = T.FROM_CQL[decl.type.name]
+                if e.kind == "literal" and e.value is None:
+                    e = ExpressionBinder.coerce_null(e, want)
+                if e.type != want:
+                    raise self.err(
+                        f"model '{model.name}': argument '{decl.name}' is {decl.type.name}; "
+                        f"found {e.text} of type {T.CQL_NAME[e.type]}",
+                        getattr(a, "pos", call.pos),
+                    )
+                args.append(e)
+            ret = model.returns[0]
+            returns = [(ret.name, T.FROM_CQL[ret.type.name])]
+            current = self._add(
+                Node(
+                    self._new_id(),
+                    "model_apply",
+                    [current.id],
+                    {
+                        "model": model.name,
+                        "args": [x.to_plan() for x in args],
+                        "returns": [list(r) for r in returns],
+                    },
+                    list(current.schema) + returns,
+                    kind=current.kind,
+                    lifetime=current.lifetime,
+                    owner=owner,
+                    pos=call.pos,
+                    label=f"ModelApply {model.name}({', '.join(x.text for x in args)}) -> "
+                    f"{ret.name}",
+                    checks=args,
+                )
+            )
+        return current
 
     def _reference_join(
         self,
@@ -1962,6 +2047,11 @@ _EXPRS = (
     ast.Cast,
     ast.FuncCall,
 )
+
+
+def _select_of(e: ast.Expr) -> ast.Select:
+    """A select of ``e`` alone (for walking an expression with _calls)."""
+    return ast.Select(items=(ast.SelectItem(e, None, ast.NOPOS),), sources=())
 
 
 def _sources(q: ast.Query) -> list[ast.Source]:

@@ -7,15 +7,29 @@
 
 namespace cq {
 
+ReferenceOperator::ReferenceOperator(int id, const Schema& input, const Schema& read, BatchKind kind, txn::ReadLog* log)
+    : id_(id), input_(input), kind_(kind), log_(log) {
+  Schema out = input;
+  for (const Field& f : read) out.push_back(f);
+  schema_ = std::make_shared<const Schema>(std::move(out));
+}
+
+OperatorDescriptor ReferenceDescriptor(std::string name, std::string description) {
+  using D = OperatorDescriptor;
+  return {.name = std::move(name),
+          .description = std::move(description),
+          .lifetimes = D::Lifetimes::kFirstInput,
+          .partition = D::Partition::kNever,
+          .columns = D::Columns::kExtend,
+          .keeps_identity = true,
+          .shareable = false};
+}
+
 ReferenceJoin::ReferenceJoin(int id, std::shared_ptr<txn::Resource> resource, bool scan,
                              std::vector<std::unique_ptr<Expression>> keys, std::unique_ptr<Expression> residual,
                              const Schema& input, BatchKind kind, txn::ReadLog* log)
-    : id_(id), resource_(std::move(resource)), scan_(scan), keys_(std::move(keys)), residual_(std::move(residual)),
-      input_(input), kind_(kind), log_(log) {
-  Schema out = input;
-  for (const Field& f : resource_->spec().columns) out.push_back(f);
-  schema_ = std::make_shared<const Schema>(std::move(out));
-}
+    : ReferenceOperator(id, input, resource->spec().columns, kind, log), resource_(std::move(resource)), scan_(scan),
+      keys_(std::move(keys)), residual_(std::move(residual)) {}
 
 void ReferenceJoin::Push(int, const Batch& given, Emitter& out) {
   const int64_t n = given.num_rows();
@@ -91,41 +105,36 @@ std::string ReferenceJoin::Explain() const {
 }
 
 void RegisterReferenceJoin(OperatorRegistry& r) {
-  using D = OperatorDescriptor;
-  r.Register(
-      {.name = "reference_join",
-       .description = "reference join (a stream's rows joined with a resource as it stands when each is processed)",
-       .lifetimes = D::Lifetimes::kFirstInput,
-       .partition = D::Partition::kNever,
-       .columns = D::Columns::kExtend,
-       .keeps_identity = true,
-       .shareable = false},
-      [](const OperatorSpec& s, const std::vector<OperatorInput>& in,
-         const OperatorContext& ctx) -> std::unique_ptr<Operator> {
-        CQ_CHECK(in.size() == 1, "reference_join takes one input");
-        const std::string name = s.params["resource"].str();
-        if (!ctx.txn || !ctx.txn->resources.count(name))
-          throw CqError(ErrorKind::kInput, "reference join: no resource '" + name + "' is bound to the engine");
-        std::shared_ptr<txn::Resource> resource = ctx.txn->resources.at(name);
-        const bool scan = s.params["access"].str() == "scan";
-        std::vector<std::unique_ptr<Expression>> keys;
-        if (!scan) {
-          for (const json::Value& e : s.params["keys"].array()) keys.push_back(Expression::Compile(e, *in[0].schema));
-          CQ_CHECK(keys.size() == resource->spec().key.size(), "reference_join: one expression per key column");
-          for (size_t k = 0; k < keys.size(); ++k)
-            CQ_CHECK(keys[k]->type() == resource->spec().columns[resource->spec().key[k]].type,
-                     "reference_join: a key expression of another type than its key column");
-        }
-        Schema both = *in[0].schema;
-        for (const Field& f : resource->spec().columns) both.push_back(f);
-        std::unique_ptr<Expression> residual;
-        if (const json::Value* res = s.params.find("residual"); res && !res->is_null()) {
-          residual = Expression::Compile(*res, both);
-          CQ_CHECK(residual->type() == TypeId::kBool, "reference_join residual must be boolean");
-        }
-        return std::make_unique<ReferenceJoin>(s.id, std::move(resource), scan, std::move(keys), std::move(residual),
-                                               *in[0].schema, in[0].kind, &ctx.txn->log);
-      });
+  r.Register(ReferenceDescriptor(
+                 "reference_join",
+                 "reference join (a stream's rows joined with a resource as it stands when each is processed)"),
+             [](const OperatorSpec& s, const std::vector<OperatorInput>& in,
+                const OperatorContext& ctx) -> std::unique_ptr<Operator> {
+               CQ_CHECK(in.size() == 1, "reference_join takes one input");
+               const std::string name = s.params["resource"].str();
+               if (!ctx.txn || !ctx.txn->resources.count(name))
+                 throw CqError(ErrorKind::kInput, "reference join: no resource '" + name + "' is bound to the engine");
+               std::shared_ptr<txn::Resource> resource = ctx.txn->resources.at(name);
+               const bool scan = s.params["access"].str() == "scan";
+               std::vector<std::unique_ptr<Expression>> keys;
+               if (!scan) {
+                 for (const json::Value& e : s.params["keys"].array())
+                   keys.push_back(Expression::Compile(e, *in[0].schema));
+                 CQ_CHECK(keys.size() == resource->spec().key.size(), "reference_join: one expression per key column");
+                 for (size_t k = 0; k < keys.size(); ++k)
+                   CQ_CHECK(keys[k]->type() == resource->spec().columns[resource->spec().key[k]].type,
+                            "reference_join: a key expression of another type than its key column");
+               }
+               Schema both = *in[0].schema;
+               for (const Field& f : resource->spec().columns) both.push_back(f);
+               std::unique_ptr<Expression> residual;
+               if (const json::Value* res = s.params.find("residual"); res && !res->is_null()) {
+                 residual = Expression::Compile(*res, both);
+                 CQ_CHECK(residual->type() == TypeId::kBool, "reference_join residual must be boolean");
+               }
+               return std::make_unique<ReferenceJoin>(s.id, std::move(resource), scan, std::move(keys),
+                                                      std::move(residual), *in[0].schema, in[0].kind, &ctx.txn->log);
+             });
 }
 
 }  // namespace cq

@@ -15,34 +15,49 @@
 #include <vector>
 
 #include "kernels/expression.h"
+#include "operators/descriptor.h"
 #include "operators/operator.h"
 #include "txn/resource.h"
 
 namespace cq {
 
-class ReferenceJoin final : public Operator {
+// What the reference operators (paper 002: reference_join, model_apply) share: their input's
+// columns followed by columns they read, the input's kind and lifetimes, the engine's read log,
+// and no state of their own (a row's results depend on the row and on what is read for it).
+class ReferenceOperator : public Operator {
+ public:
+  const Schema& output_schema() const override { return *schema_; }
+  BatchKind output_kind() const override { return kind_; }
+  void Snapshot(SnapshotWriter&) const override {}
+  void Restore(SnapshotReader&) override {}
+
+ protected:
+  ReferenceOperator(int id, const Schema& input, const Schema& read, BatchKind kind, txn::ReadLog* log);
+  int id_;
+  Schema input_;
+  std::shared_ptr<const Schema> schema_;
+  BatchKind kind_;
+  txn::ReadLog* log_;
+};
+
+// Their descriptor: the first input's lifetimes, never split (Spark refuses resources), the input's
+// columns then their own, at most one output row per input row for a lookup or a call (so the
+// holder id stays the row's identity), and not shared (each query reads for itself).
+OperatorDescriptor ReferenceDescriptor(std::string name, std::string description);
+
+class ReferenceJoin final : public ReferenceOperator {
  public:
   ReferenceJoin(int id, std::shared_ptr<txn::Resource> resource, bool scan,
                 std::vector<std::unique_ptr<Expression>> keys, std::unique_ptr<Expression> residual,
                 const Schema& input, BatchKind kind, txn::ReadLog* log);
   void Push(int port, const Batch& batch, Emitter& out) override;
-  const Schema& output_schema() const override { return *schema_; }
-  BatchKind output_kind() const override { return kind_; }
   std::string Explain() const override;
-  // Stateless: a row's results depend on the row and the resource's state when it is read.
-  void Snapshot(SnapshotWriter&) const override {}
-  void Restore(SnapshotReader&) override {}
 
  private:
-  int id_;
   std::shared_ptr<txn::Resource> resource_;
   bool scan_;
   std::vector<std::unique_ptr<Expression>> keys_;
   std::unique_ptr<Expression> residual_;
-  Schema input_;
-  std::shared_ptr<const Schema> schema_;
-  BatchKind kind_;
-  txn::ReadLog* log_;
 };
 
 }  // namespace cq

@@ -32,6 +32,7 @@ const OperatorRegistry& OperatorRegistry::Global() {
     RegisterDelay(r);
     RegisterReissueHolders(r);
     RegisterReferenceJoin(r);
+    RegisterModelApply(r);
     return r;
   }();
   return registry;

@@ -70,5 +70,6 @@ void RegisterAggregate(OperatorRegistry& r);
 void RegisterDelay(OperatorRegistry& r);
 void RegisterReissueHolders(OperatorRegistry& r);
 void RegisterReferenceJoin(OperatorRegistry& r);
+void RegisterModelApply(OperatorRegistry& r);
 
 }  // namespace cq

@@ -118,8 +118,8 @@ def test_under_the_scheduled_executor_a_resource_read_is_a_reference_join() -> N
     assert "ReferenceJoin x ACCESS KEY (x.k = s.k)" in eng.explain()
 
 
-def test_under_the_scheduled_executor_calling_a_model_is_not_built_yet() -> None:
+def test_under_the_scheduled_executor_a_model_call_is_a_model_apply() -> None:
     eng = cq_py.Engine(executor="scheduled")
     eng.execute(SETUP)
-    with pytest.raises(CQLSemanticError, match=r"model_apply .* is not built"):
-        eng.execute("REGISTER QUERY q AS ISTREAM(SELECT f(s.v) AS b FROM s [Now]);")
+    eng.execute("REGISTER QUERY q AS ISTREAM(SELECT f(s.v) AS b FROM s [Now]);")
+    assert "ModelApply f(s.v) -> b" in eng.explain()
