@@ -757,6 +757,15 @@ class Engine:
         self._bound[st.name.lower()] = bind
         bind(self._core)
 
+    def resources_read(self) -> list[str]:
+        """The resources and models (paper 002) the registered queries read, lower-cased, in
+        name order.
+
+        >>> Engine().resources_read()
+        []
+        """
+        return sorted(self._bound)
+
     def read_log(self) -> pa.Table:
         """Every read of a resource the reference operators made (paper 002), in order: the
         ``operator`` (its id in :meth:`explain`), the ``resource``, the ``version`` read (the

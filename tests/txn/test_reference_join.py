@@ -263,3 +263,16 @@ def test_a_snapshot_of_an_engine_reading_resources_is_refused_saying_why() -> No
     eng.execute(STREAM + resource_sql("KEY") + QUERY)
     with pytest.raises(cq_py.SnapshotError, match=r"read resources .* read as it stands"):
         eng.snapshot()
+
+
+def test_spark_refuses_a_script_with_resources_saying_why() -> None:
+    from cq_py.spark import batch
+
+    # (Refused on the driver before any Spark work, so no session is needed.)
+    with pytest.raises(cq_py.CQError, match="does not run on Spark: they are read when each row"):
+        batch.run(
+            None,  # type: ignore[arg-type]
+            STREAM + resource_sql("KEY") + QUERY,
+            executor="scheduled",
+            resources=ResourceStore(),
+        )
