@@ -1005,10 +1005,12 @@ class Engine:
 
     def stats(self) -> dict[str, Any]:
         """What the executor did so far: ``{"operators": {id: {"evaluations": n}}}`` by the
-        operator ids :meth:`explain` shows. An evaluation (paper 002 §5.1) takes one row from one
-        of the operator's input queues under ``executor="scheduled"``, one timestamp's rows under
-        ``"heartbeat"``; with ``threads`` the engines' counts are summed. The DTS executor does not
-        count them: :class:`ArgumentError` names the executors that do.
+        operator ids :meth:`explain` shows, with ``"reads"`` for the reference operators (their
+        reads of resources and models, :meth:`read_log`). An evaluation (paper 002 §5.1) takes
+        one row from one of the operator's input queues under ``executor="scheduled"``, one
+        timestamp's rows under ``"heartbeat"``; with ``threads`` the engines' counts are summed.
+        The DTS executor does not count them: :class:`ArgumentError` names the executors that
+        do.
 
         >>> eng = Engine(executor="scheduled", batch=2)
         >>> eng.execute("REGISTER STREAM s(a INT);"
@@ -1026,7 +1028,12 @@ class Engine:
         for core in self._parts.cores if self._parts is not None else [self._core]:
             for op, n in core.evaluations():
                 counts[op] = counts.get(op, 0) + n
-        return {"operators": {op: {"evaluations": n} for op, n in counts.items()}}
+        out: dict[int, dict[str, int]] = {op: {"evaluations": n} for op, n in counts.items()}
+        # Reference operators (paper 002) also count their reads of resources and models.
+        ops, reads = np.unique(self._core.read_log()[0], return_counts=True)
+        for op, n in zip(ops.tolist(), reads.tolist(), strict=True):
+            out.setdefault(op, {"evaluations": 0})["reads"] = n
+        return {"operators": out}
 
     def _describe_groups(self) -> str:
         g = self._groups.groups()

@@ -276,3 +276,13 @@ def test_spark_refuses_a_script_with_resources_saying_why() -> None:
             executor="scheduled",
             resources=ResourceStore(),
         )
+
+
+def test_stats_count_each_reference_operators_reads() -> None:
+    store = ResourceStore()
+    store.load("x", content(0), key=["id"])
+    eng = run(store, "KEY", [rows_of(0, 12)])
+    ops = eng.stats()["operators"]
+    join = next(op for op, s in ops.items() if "reads" in s)
+    assert ops[join] == {"evaluations": 12, "reads": 12}
+    assert sum("reads" in s for s in ops.values()) == 1
