@@ -407,12 +407,12 @@ def reference_join(
     on,
 ) -> list[tuple[tuple, tuple, tuple]]:
     """The lifetime tuples of a stream's windowed rows ``left`` (values, start, end) joined with
-    a resource read when each row is processed: ``version_at(start)`` is the resource frozen at
-    the version that row read (``frozen_resource``), and a result lives as its stream row does.
+    a resource read when each row is processed: ``version_at(k, start)`` is the resource frozen at
+    the version the k-th row read (``frozen_resource``), and a result lives as its stream row does.
     Joined with one version throughout, this is the join of two relations at every instant."""
     out = []
-    for lv, s, e in left:
-        for rv, _, _ in version_at(s):
+    for k, (lv, s, e) in enumerate(left):
+        for rv, _, _ in version_at(k, s):
             if on(lv, rv):
                 out.append((lv + rv, s, e))
     return out

@@ -81,7 +81,7 @@ def test_a_sqlite_table_joins_as_the_store_holding_its_rows(tmp_path: Path, acce
     assert (
         results[0]
         == results[1]
-        == oracle(rows, lambda s: frozen_resource(ROWS, ["id", "v", "name"]))
+        == oracle(rows, lambda _, s: frozen_resource(ROWS, ["id", "v", "name"]))
     )
     assert results[0]  # (rows matched)
 
@@ -121,7 +121,7 @@ def test_sqlite_changes_between_pushes_show_with_their_stamps(tmp_path: Path) ->
         table.pop(rng.randint(0, 9), None)
     stamp_at = {(e["instant"], 0): e["version"] for e in log}
     rows = [r for p in pushes for r in p]
-    assert got(eng) == oracle(rows, lambda s: by_stamp[stamp_at[s]])
+    assert got(eng) == oracle(rows, lambda _, s: by_stamp[stamp_at[s]])
 
 
 def test_postgres_table_joins_as_the_store_holding_its_rows(pg_server) -> None:
@@ -135,7 +135,7 @@ def test_postgres_table_joins_as_the_store_holding_its_rows(pg_server) -> None:
     eng = engine(pg_server.url(), "KEY")
     eng.push("s", rows)
     eng.close()
-    assert got(eng) == oracle(rows, lambda s: frozen_resource(ROWS, ["id", "v", "name"]))
+    assert got(eng) == oracle(rows, lambda _, s: frozen_resource(ROWS, ["id", "v", "name"]))
     assert len(set(eng.read_log()["version"].to_pylist())) == 1
 
 

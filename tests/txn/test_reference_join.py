@@ -80,7 +80,7 @@ def test_a_resource_not_updated_is_a_static_relation(access: str, batch: int, se
     stream = rows_of(seed, 25)
     eng = run(store, access, [stream[:10], stream[10:]], batch=batch)
     static = frozen_resource(rows, ["id", "v"])
-    assert got(eng) == oracle(stream, lambda s: static)
+    assert got(eng) == oracle(stream, lambda _, s: static)
     log = eng.read_log()
     assert set(log["version"].to_pylist()) == {1}
     # Under the scheduled executor one read is one row's evaluation.
@@ -121,9 +121,9 @@ def test_updates_between_pushes_show_in_later_rows(seed: int) -> None:
     for entry in log:
         version_of.setdefault((entry["instant"], 0), entry["version"])
     # Rows of one instant are pushed together, so each instant read one version.
-    assert got(eng) == oracle(stream, lambda s: frozen[version_of[s]])
+    assert got(eng) == oracle(stream, lambda _, s: frozen[version_of[s]])
     # The updates changed what later rows joined: the first version alone gives other rows.
-    assert got(eng) != oracle(stream, lambda s: frozen[1])
+    assert got(eng) != oracle(stream, lambda _, s: frozen[1])
     assert len(set(version_of.values())) > 1
 
 
@@ -286,3 +286,42 @@ def test_stats_count_each_reference_operators_reads() -> None:
     join = next(op for op, s in ops.items() if "reads" in s)
     assert ops[join] == {"evaluations": 12, "reads": 12}
     assert sum("reads" in s for s in ops.values()) == 1
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_an_updater_thread_meanwhile_each_row_sees_one_committed_version(seed: int) -> None:
+    # txn="none": no concurrency control, but every read is of one committed version (the store
+    # publishes whole versions), and each row's results are the join with the version it read.
+    import threading
+
+    store = ResourceStore()
+    store.load("x", content(seed), key=["id"])
+    versions = {1: content(seed)}
+    stop = threading.Event()
+    rng = random.Random(seed)
+
+    def updater() -> None:
+        while not stop.is_set():
+            with store.transaction() as tx:
+                tx.upsert("x", [{"id": rng.randint(0, 6), "v": rng.choice([0.5, 2.0, 4.0])}])
+            v, table = store.read_version("x")  # (the only writer: still its version)
+            versions[v] = table.to_pylist()
+
+    thread = threading.Thread(target=updater)
+    thread.start()
+    try:
+        stream = rows_of(seed, 300)
+        eng = cq_py.Engine(executor="scheduled", resources=store, threads=1)
+        eng.execute(STREAM + resource_sql("KEY") + QUERY)
+        for i in range(0, len(stream), 3):
+            eng.push("s", pa.Table.from_pylist(stream[i : i + 3], schema=SCHEMA))
+        eng.close()
+    finally:
+        stop.set()
+        thread.join()
+    read = eng.read_log()["version"].to_pylist()
+    assert len(read) == len(stream)
+    assert read == sorted(read)  # rows are processed in order, versions only move forward
+    assert len(set(read)) > 1  # the updater committed meanwhile
+    frozen = {v: frozen_resource(versions[v], ["id", "v"]) for v in set(read)}
+    assert got(eng) == oracle(stream, lambda k, _: frozen[read[k]])
