@@ -280,6 +280,10 @@ def _demand(n: Node, nodes: dict[int, Node], tracer: _Tracer) -> _Demand | None:
                 f"{where}: RSTREAM over rows that may never end ({never}) emits them past the "
                 "progress while a row of any key ends later",
             )
+    if rule == "never" and descriptor(n.op).columns == "extend":
+        return _Demand(
+            n, [], f"{where}: {n.label} reads a resource or model (paper 002): one engine runs it"
+        )
     if rule == "never":
         return _Demand(
             n,

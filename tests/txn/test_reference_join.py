@@ -325,3 +325,9 @@ def test_an_updater_thread_meanwhile_each_row_sees_one_committed_version(seed: i
     assert len(set(read)) > 1  # the updater committed meanwhile
     frozen = {v: frozen_resource(versions[v], ["id", "v"]) for v in set(read)}
     assert got(eng) == oracle(stream, lambda k, _: frozen[read[k]])
+
+
+def test_a_script_reading_a_resource_runs_on_one_engine_saying_why() -> None:
+    eng = cq_py.Engine(executor="scheduled", threads=2)
+    eng.execute(STREAM + resource_sql("KEY") + QUERY)
+    assert "reads a resource or model (paper 002): one engine runs it" in eng.explain()
