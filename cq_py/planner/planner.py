@@ -2003,7 +2003,7 @@ def _names_of(q: ast.Query) -> list[str] | None:
     return names
 
 
-_RESOURCE_SCHEMES = ("sqlite:///", "postgresql://")
+_RESOURCE_SCHEMES = ("sqlite:///", "postgresql://", "duckdb:///")
 
 
 def _calls(q: ast.Query) -> list[ast.FuncCall]:

@@ -167,3 +167,18 @@ def test_a_database_error_during_a_read_is_a_resource_error(tmp_path: Path) -> N
         c.execute("DROP TABLE things")
     with pytest.raises(cq_py.ResourceError, match=r"resource table 'things'.*no such table"):
         eng.push("s", pa.Table.from_pylist([{"k": 1, "a": 0, "ts": 0}]))
+
+
+def test_a_duckdb_table_joins_as_the_store_holding_its_rows(tmp_path: Path) -> None:
+    duckdb = pytest.importorskip("duckdb")
+    path = tmp_path / "r.duckdb"
+    with duckdb.connect(str(path)) as c:
+        c.execute("CREATE TABLE things (id BIGINT, v DOUBLE, name VARCHAR)")
+        c.executemany("INSERT INTO things VALUES (?, ?, ?)", [tuple(r.values()) for r in ROWS])
+    rows = stream(4, 30)
+    eng = engine(f"duckdb:///{path}", "KEY")
+    eng.push("s", rows)
+    eng.close()
+    assert got(eng) == oracle(rows, lambda _, s: frozen_resource(ROWS, ["id", "v", "name"]))
+    # DuckDB has no triggers, so no last-update stamps: every read logs stamp 0.
+    assert set(eng.read_log()["version"].to_pylist()) == {0}
