@@ -1,7 +1,5 @@
 #include "operators/reference_join.h"
 
-#include <numeric>
-
 #include "base/errors.h"
 #include "operators/registry.h"
 
