@@ -307,6 +307,12 @@ class Engine:
     until resources are planned: without them there are no gatekeepers). :meth:`stats` gives
     each operator's evaluations. The results are DTS's.
 
+    Paper 002's resources and models run under ``executor="scheduled"``: ``resources`` is the
+    :class:`cq_py.ResourceStore` that ``REGISTER RESOURCE`` without a url reads and whose models
+    ``REGISTER MODEL`` calls (a new empty store by default, :attr:`resources`); ``txn`` is the
+    concurrency control of those reads, ``"none"`` only so far (each read sees the resource as
+    it stands). :meth:`read_log` lists the reads.
+
     A loop of recursive queries that does not settle is stopped with :class:`RunawayLoopError`,
     naming the loop, when it takes more than ``max_loop_steps`` ε steps in one tick (default
     1,000,000); when more than ``max_loop_rows`` rows go round it in one tick, or past its inputs'
