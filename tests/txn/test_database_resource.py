@@ -182,3 +182,33 @@ def test_a_duckdb_table_joins_as_the_store_holding_its_rows(tmp_path: Path) -> N
     assert got(eng) == oracle(rows, lambda _, s: frozen_resource(ROWS, ["id", "v", "name"]))
     # DuckDB has no triggers, so no last-update stamps: every read logs stamp 0.
     assert set(eng.read_log()["version"].to_pylist()) == {0}
+
+
+def test_a_key_of_two_columns_looks_up_both_in_sqlite_and_the_store(tmp_path: Path) -> None:
+    content = [{"a": a, "b": b, "w": f"{a}/{b}"} for a in range(3) for b in ("p", "q")]
+    path = tmp_path / "r.db"
+    with sqlite3.connect(path) as c:
+        c.execute("CREATE TABLE pairs (a INTEGER, b TEXT, w TEXT)")
+        c.executemany("INSERT INTO pairs VALUES (:a, :b, :w)", content)
+    store = ResourceStore()
+    store.load("y", content, key=["a", "b"])
+    rng = random.Random(3)
+    rows = [
+        {"k": rng.randint(0, 3), "s": rng.choice(["p", "q", "r", None]), "ts": t} for t in range(40)
+    ]
+    results = []
+    for where in (f" FROM 'sqlite:///{path}' TABLE 'pairs'", ""):
+        eng = cq_py.Engine(executor="scheduled", threads=1, resources=store)
+        eng.execute(
+            "REGISTER STREAM t(k BIGINT, s VARCHAR);"
+            f"REGISTER RESOURCE y (a BIGINT, b VARCHAR, w VARCHAR) KEY (a, b){where};"
+            "REGISTER QUERY q AS ISTREAM(SELECT t.k, y.w FROM t [Now], y "
+            "WHERE y.b = t.s AND t.k = y.a);"
+        )
+        eng.push("t", rows)
+        eng.close()
+        results.append(Counter((r["k"], r["w"], r["ts"]) for r in eng.fetch("q").to_pylist()))
+    want = Counter(
+        (r["k"], f"{r['k']}/{r['s']}", r["ts"]) for r in rows if r["k"] < 3 and r["s"] in ("p", "q")
+    )
+    assert results[0] == results[1] == want
