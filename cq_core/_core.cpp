@@ -16,6 +16,7 @@
 #include "kernels/registry.h"
 #include "operators/registry.h"
 #include "schedulers/swj_scheduler.h"
+#include "txn/resource.h"
 #include "txn/resource_store.h"
 
 namespace py = pybind11;
@@ -74,6 +75,95 @@ std::string_view BufferBytes(const py::buffer& data, const py::buffer_info& info
     throw py::type_error("a snapshot must be a contiguous bytes-like object");
   return {static_cast<const char*>(info.ptr), static_cast<size_t>(info.size * info.itemsize)};
 }
+
+// The rows (stamp, (schema, array)) a Python resource or model returned, checked against the
+// columns it must have; kInput naming `what` otherwise.
+std::pair<uint64_t, cq::ImportedBatch> ReadReturned(const py::object& r, const cq::Schema& want,
+                                                    const std::string& what) {
+  if (!py::isinstance<py::tuple>(r) || py::len(r) != 2)
+    throw cq::CqError(cq::ErrorKind::kInput, what + " must return (version, Arrow capsules)");
+  auto t = py::reinterpret_borrow<py::tuple>(r);
+  cq::ImportedBatch b = ImportCapsules(t[1]);
+  bool fits = b.columns.size() == want.size();
+  for (size_t k = 0; fits && k < want.size(); ++k) fits = b.columns[k].type == want[k].type;
+  if (!fits) {
+    std::string w, f;
+    for (const auto& x : want) w += (w.empty() ? "" : ", ") + x.name + " " + cq::CqlTypeName(x.type);
+    for (size_t k = 0; k < b.columns.size(); ++k)
+      f += (f.empty() ? "" : ", ") + b.names[k] + " " + cq::CqlTypeName(b.columns[k].type);
+    throw cq::CqError(cq::ErrorKind::kInput, what + ": expected columns (" + w + "); found (" + f + ")");
+  }
+  return {t[0].cast<uint64_t>(), std::move(b)};
+}
+
+// A resource held by Python (a database table read through cq_py/io/databases.py): `reader` has
+// lookup(keys) and scan(), each returning (stamp, Arrow capsules); called with the GIL, a batch of
+// probes at a time.
+class PyResource final : public cq::txn::Resource {
+ public:
+  PyResource(cq::txn::ResourceSpec spec, py::object reader) : Resource(std::move(spec)), reader_(std::move(reader)) {}
+  ~PyResource() override {
+    py::gil_scoped_acquire gil;
+    reader_ = py::object();
+  }
+  cq::txn::ResourceRead Lookup(const cq::Columns& keys, int64_t n) override {
+    py::gil_scoped_acquire gil;
+    std::vector<std::string> names;
+    for (int k : spec_.key) names.push_back(spec_.columns[k].name);
+    cq::OutputChunk chunk;
+    chunk.columns = keys;
+    chunk.length = n;
+    cq::txn::ResourceRead read = Read(reader_.attr("lookup")(ExportChunk(names, chunk)));
+    cq::txn::MatchProbes(spec_, keys, n, read);
+    return read;
+  }
+  cq::txn::ResourceRead Scan() override {
+    py::gil_scoped_acquire gil;
+    cq::txn::ResourceRead read = Read(reader_.attr("scan")());
+    read.rows_read = read.length;
+    return read;
+  }
+
+ private:
+  cq::txn::ResourceRead Read(const py::object& r) {
+    auto [version, b] = ReadReturned(r, spec_.columns, "resource '" + spec_.name + "'");
+    cq::txn::ResourceRead read;
+    read.version = version;
+    read.length = b.length;
+    for (auto& c : b.columns) read.columns.push_back(std::move(c));
+    return read;
+  }
+  py::object reader_;
+};
+
+// A model held by Python (cq_py.resources.ModelReader over ResourceStore.set_model): apply(args)
+// takes the argument columns as Arrow capsules and returns (version, result capsules), called
+// with the GIL, a batch at a time. ModelApply checks the result's shape.
+class PyModel final : public cq::txn::Model {
+ public:
+  explicit PyModel(py::object reader) : reader_(std::move(reader)) {}
+  ~PyModel() override {
+    py::gil_scoped_acquire gil;
+    reader_ = py::object();
+  }
+  cq::txn::ModelResult Apply(const std::string&, const cq::Columns& args, const cq::Schema& arg_schema,
+                             int64_t n) override {
+    py::gil_scoped_acquire gil;
+    cq::OutputChunk chunk;
+    chunk.columns = args;
+    chunk.length = n;
+    py::object r = reader_.attr("apply")(ExportChunk(Names(arg_schema), chunk));
+    auto t = py::reinterpret_borrow<py::tuple>(r);
+    cq::ImportedBatch b = ImportCapsules(t[1]);
+    cq::txn::ModelResult out;
+    out.version = t[0].cast<uint64_t>();
+    for (auto& c : b.columns) out.columns.push_back(std::move(c));
+    return out;
+  }
+
+ private:
+  py::object reader_;
+};
 
 [[noreturn]] void RowValueError(const std::string& stream, const std::string& column, const char* want,
                                 py::handle value, const std::string& why = "") {
@@ -355,6 +445,41 @@ PYBIND11_MODULE(_core, m) {
       .def("explain", &cq::Engine::Explain)
       .def("evaluations", &cq::Engine::Evaluations)
       .def("shared_join_report", &cq::Engine::SharedJoinReport)
+      .def(
+          "bind_store_resource",
+          [](cq::Engine& e, const std::string& name, const cq::txn::ResourceStore& store) {
+            e.BindResource(name, std::make_shared<cq::txn::StoreResource>(&store, name));
+          },
+          py::keep_alive<1, 3>())
+      .def("bind_resource",
+           [](cq::Engine& e, const std::string& name, const std::vector<std::string>& names,
+              const std::vector<std::string>& types, const std::vector<int>& key, py::object reader) {
+             cq::txn::ResourceSpec spec{name, {}, key};
+             for (size_t k = 0; k < names.size(); ++k)
+               spec.columns.push_back({names[k], *cq::TypeFromName(types.at(k))});
+             e.BindResource(name, std::make_shared<PyResource>(std::move(spec), std::move(reader)));
+           })
+      .def("bind_model", [](cq::Engine& e, const std::string& name,
+                            py::object reader) { e.BindModel(name, std::make_shared<PyModel>(std::move(reader))); })
+      .def("read_log",
+           [](const cq::Engine& e) {
+             const auto records = e.ReadLog();
+             const auto n = static_cast<py::ssize_t>(records.size());
+             py::array_t<int64_t> op(n), version(n), instant(n), rows(n), resource(n);
+             std::vector<std::string> names;
+             std::map<std::string, int64_t> code;
+             for (py::ssize_t i = 0; i < n; ++i) {
+               const auto& r = records[i];
+               op.mutable_at(i) = r.op;
+               version.mutable_at(i) = static_cast<int64_t>(r.version);
+               instant.mutable_at(i) = r.instant.tick;
+               rows.mutable_at(i) = r.rows;
+               auto [it, fresh] = code.emplace(r.resource, static_cast<int64_t>(names.size()));
+               if (fresh) names.push_back(r.resource);
+               resource.mutable_at(i) = it->second;
+             }
+             return py::make_tuple(op, resource, names, version, instant, rows);
+           })
       // Snapshots cross as bytes: one copy out (std::string -> bytes); in, the caller's buffer is
       // read where it is.
       .def(

@@ -1,6 +1,6 @@
 """Typed surface of the private binding (cq_core/_core.cpp). Users import cq_py instead."""
 
-from typing import Optional
+from typing import Any, Optional
 
 import numpy as np
 import numpy.typing as npt
@@ -47,6 +47,25 @@ class Engine:
     def explain(self) -> str: ...
     def evaluations(self) -> list[tuple[int, int]]: ...
     def shared_join_report(self, id: int) -> str: ...
+    # Paper 002: resources the reference operators of later plans read. A store's resource of
+    # that name, or a Python reader with lookup(keys) and scan() returning (stamp, capsules).
+    def bind_store_resource(self, name: str, store: ResourceStore) -> None: ...
+    def bind_resource(
+        self, name: str, names: list[str], types: list[str], key: list[int], reader: Any
+    ) -> None: ...
+    # A model: a Python reader with apply(arg capsules) returning (version, result capsules).
+    def bind_model(self, name: str, reader: Any) -> None: ...
+    # Every read so far: (operator ids, resource codes, resource names, versions, instants, rows).
+    def read_log(
+        self,
+    ) -> tuple[
+        npt.NDArray[np.int64],
+        npt.NDArray[np.int64],
+        list[str],
+        npt.NDArray[np.int64],
+        npt.NDArray[np.int64],
+        npt.NDArray[np.int64],
+    ]: ...
     # The whole engine's state between calls, with `annex` stored unread beside it.
     def snapshot(self, annex: bytes = b"") -> bytes: ...
     # Replaces the state by a snapshot of an engine with the same options and plans (atomic).

@@ -32,6 +32,7 @@ from cq_py.errors import (
     CQLSemanticError,
     InputError,
     MemoryLimitError,
+    ResourceError,
     RunawayLoopError,
     SnapshotError,
     from_core,
@@ -48,6 +49,7 @@ from cq_py.planner.logical import Node, QueryDef, StreamDef
 from cq_py.planner.master_sharing import MasterShares, wider
 from cq_py.planner.operators import find
 from cq_py.planner.planner import TIME_UNIT_NS
+from cq_py.resources import DatabaseResource, ModelReader, ResourceStore
 from cq_py.rowset import RowSet
 from cq_py.spark.partitioning import CQPartitionWarning, partition_catalog
 from cq_py.swj_options import shared_join_entry, shared_join_nodes, swj_options, trace_tables
@@ -57,6 +59,23 @@ from cq_py.ticks import MAX_TICK, MIN_TICK, UNITS, tick_range, to_ticks
 LIFETIMES = ("direct", "negative")
 EXECUTORS = ("dts", "heartbeat", "scheduled")
 SCHEDULERS = ("round_robin",)  # executor="scheduled"'s policies (src_cpp/schedulers/)
+# Paper 002's concurrency control of resource reads: "none" reads whatever is current. (2pl,
+# snapshot and optimistic wrap the same reads; they are not built yet.)
+TXNS = ("none",)
+# A store resource's column types as the planner and CQL name them.
+_TYPE_NAMES = {
+    pa.int64(): T.INT64,
+    pa.float64(): T.FLOAT64,
+    pa.string(): T.UTF8,
+    pa.bool_(): T.BOOL,
+}
+_ARROW_OF = {t: a for a, t in _TYPE_NAMES.items()}
+_CQL_NAMES = {
+    pa.int64(): "BIGINT",
+    pa.float64(): "DOUBLE",
+    pa.string(): "VARCHAR",
+    pa.bool_(): "BOOLEAN",
+}
 TIME_UNITS = UNITS
 OP = "op"  # the column of a relation's input that marks inserts ('+') and deletes ('-')
 
@@ -288,6 +307,12 @@ class Engine:
     until resources are planned: without them there are no gatekeepers). :meth:`stats` gives
     each operator's evaluations. The results are DTS's.
 
+    Paper 002's resources and models run under ``executor="scheduled"``: ``resources`` is the
+    :class:`cq_py.ResourceStore` that ``REGISTER RESOURCE`` without a url reads and whose models
+    ``REGISTER MODEL`` calls (a new empty store by default, :attr:`resources`); ``txn`` is the
+    concurrency control of those reads, ``"none"`` only so far (each read sees the resource as
+    it stands). :meth:`read_log` lists the reads.
+
     A loop of recursive queries that does not settle is stopped with :class:`RunawayLoopError`,
     naming the loop, when it takes more than ``max_loop_steps`` ε steps in one tick (default
     1,000,000); when more than ``max_loop_rows`` rows go round it in one tick, or past its inputs'
@@ -374,6 +399,8 @@ class Engine:
         swj_clock: str = "work",
         swj_load: str = "arrived",
         swj_trace: bool = False,
+        resources: ResourceStore | None = None,
+        txn: str = "none",
     ):
         # Every option is checked here, with the package's error: the core's binding would
         # otherwise answer a wrong type with its whole signature, or take "no" for True.
@@ -391,6 +418,22 @@ class Engine:
         self.scheduler = _choice("scheduler", scheduler, SCHEDULERS)
         self._batch = _count("batch", batch)
         self.gatekeeper = _flag("gatekeeper", gatekeeper)
+        if not isinstance(txn, str) or txn not in TXNS:
+            raise ArgumentError(
+                f"Engine option txn must be one of {', '.join(map(repr, TXNS))} (no concurrency "
+                "control: each read sees the resource as it stands; 2pl, snapshot and "
+                f"optimistic are not built yet); found {_found(txn)}"
+            )
+        self.txn = txn
+        if resources is not None and not isinstance(resources, ResourceStore):
+            raise ArgumentError(
+                f"Engine option resources must be a cq_py.ResourceStore; found {_found(resources)}"
+            )
+        #: The in-process store that REGISTER RESOURCE without a url reads (paper 002).
+        self.resources = resources if resources is not None else ResourceStore()
+        # The resources bound to the core so far, by lower-cased name: the call binding each to
+        # a core (again on every core built later).
+        self._bound: dict[str, Callable[[_core.Engine], None]] = {}
         self._max_loop_ticks = _count("max_loop_ticks", max_loop_ticks)
         self._max_loop_rows = _count("max_loop_rows", max_loop_rows)
         self._max_memory = None if max_memory is None else _count("max_memory", max_memory)
@@ -536,6 +579,7 @@ class Engine:
             self._share_groups(script, planner.ticks)
             catalog, ops = planner.plan(script)
             _check_runnable(ops, planner, self.executor)
+            self._bind_resources(catalog, ops)
             plan = json.dumps({"operators": [op.to_plan() for op in ops]}) if ops else None
             try:
                 self._add_plan(plan, catalog)
@@ -625,7 +669,138 @@ class Engine:
             if isinstance(st, ast.RegisterQuery) and isinstance(st.query, ast.Master):
                 groups.add(profile_of(st.name, st.query, ticks))
 
+    def _bind_resources(self, catalog: Catalog, ops: list[Node]) -> None:
+        """Binds each model the model_apply operators of ``ops`` call (the store's, by name:
+        :meth:`ResourceStore.set_model`) and each resource their reference joins read (paper 002)
+        to the core, the first time one is used. A resource without a url is the store's of
+        that name (defined with the declared columns and key when the store lacks it; a
+        :class:`CQLSemanticError` naming both when they differ), with one a
+        :class:`DatabaseResource` of its table."""
+        for op in ops:
+            if op.op == "model_apply" and op.params["model"].lower() not in self._bound:
+                returns = pa.schema([(n, _ARROW_OF[t]) for n, t in op.params["returns"]])
+                model = ModelReader(self.resources, op.params["model"], returns)
+
+                def bind_model(core: _core.Engine, m: ModelReader = model) -> None:
+                    core.bind_model(m.name, m)
+
+                self._bound[op.params["model"].lower()] = bind_model
+                bind_model(self._core)
+            if op.op != "reference_join" or op.params["resource"].lower() in self._bound:
+                continue
+            st = catalog.resources[op.params["resource"].lower()]
+            assert isinstance(st, ast.RegisterResource)
+            cols = [(c.name, T.FROM_CQL[c.type.name]) for c in st.columns]
+            names = [n.lower() for n, _ in cols]
+            key = [names.index(k.lower()) for k in st.key]
+            if st.url is None:
+                self._bind_store_resource(st, cols, key)
+                continue
+            try:
+                reader = DatabaseResource(st.url, st.remote or st.name, cols, list(st.key))
+            except ResourceError as e:
+                raise CQLSemanticError(
+                    f"resource '{st.name}': {e}", st.pos.line, st.pos.column
+                ) from None
+            spec = ([n for n, _ in cols], [t for _, t in cols], key)
+
+            def bind(core: _core.Engine, args: tuple[Any, ...] = (st.name, *spec, reader)) -> None:
+                core.bind_resource(*args)
+
+            self._bound[st.name.lower()] = bind
+            bind(self._core)
+
+    def _bind_store_resource(
+        self, st: ast.RegisterResource, cols: list[tuple[str, str]], key: list[int]
+    ) -> None:
+        """REGISTER RESOURCE without a url: the store's resource ``st.name``."""
+        store = self.resources
+        declared = (
+            "("
+            + ", ".join(f"{c.name} {c.type.name}" for c in st.columns)
+            + ") KEY ("
+            + ", ".join(st.key)
+            + ")"
+        )
+        if not st.key:
+            raise CQLSemanticError(
+                f"resource '{st.name}' of the in-process store needs a KEY (col, ...): the "
+                "store keeps keyed tables",
+                st.pos.line,
+                st.pos.column,
+            )
+        if st.name not in store.names():
+            try:
+                store._core.define(st.name, [n for n, _ in cols], [t for _, t in cols], key)
+            except _core.CoreError as e:
+                raise _core_error(e) from None
+        have, have_key = store.schema(st.name)
+        fits = [f.name.lower() for f in have] == [n.lower() for n, _ in cols] and [
+            k.lower() for k in have_key
+        ] == [k.lower() for k in st.key]
+        fits = fits and all(
+            _TYPE_NAMES.get(f.type) == t for f, (_, t) in zip(have, cols, strict=True)
+        )
+        if not fits:
+            stored = (
+                "("
+                + ", ".join(f"{f.name} {_CQL_NAMES.get(f.type, f.type)}" for f in have)
+                + ") KEY ("
+                + ", ".join(have_key)
+                + ")"
+            )
+            raise CQLSemanticError(
+                f"resource '{st.name}' is registered as {declared}, but the store holds it as "
+                f"{stored}",
+                st.pos.line,
+                st.pos.column,
+            )
+        name = st.name
+
+        def bind(core: _core.Engine) -> None:
+            core.bind_store_resource(name, store._core)
+
+        self._bound[st.name.lower()] = bind
+        bind(self._core)
+
+    def resources_read(self) -> list[str]:
+        """The resources and models (paper 002) the registered queries read, lower-cased, in
+        name order.
+
+        >>> Engine().resources_read()
+        []
+        """
+        return sorted(self._bound)
+
+    def read_log(self) -> pa.Table:
+        """Every read of a resource the reference operators made (paper 002), in order: the
+        ``operator`` (its id in :meth:`explain`), the ``resource``, the ``version`` read (the
+        store's commit number, a database table's last-update stamp), the ``instant`` (the
+        timestamp of the row being processed) and the resource's ``rows`` read.
+
+        >>> Engine().read_log().num_rows
+        0
+        """
+        op, resource, names, version, instant, rows = self._core.read_log()
+        return pa.table(
+            {
+                "operator": pa.array(op, pa.int64()),
+                "resource": pa.DictionaryArray.from_arrays(
+                    pa.array(resource, pa.int32()), pa.array(names, pa.string())
+                ),
+                "version": pa.array(version, pa.int64()),
+                "instant": pa.array(instant, pa.int64()),
+                "rows": pa.array(rows, pa.int64()),
+            }
+        )
+
     def _new_core(self) -> _core.Engine:
+        core = self._make_core()
+        for bind in getattr(self, "_bound", {}).values():
+            bind(core)
+        return core
+
+    def _make_core(self) -> _core.Engine:
         return _core.Engine(
             lifetime=self.lifetime,
             executor=self.executor,
@@ -836,10 +1011,12 @@ class Engine:
 
     def stats(self) -> dict[str, Any]:
         """What the executor did so far: ``{"operators": {id: {"evaluations": n}}}`` by the
-        operator ids :meth:`explain` shows. An evaluation (paper 002 §5.1) takes one row from one
-        of the operator's input queues under ``executor="scheduled"``, one timestamp's rows under
-        ``"heartbeat"``; with ``threads`` the engines' counts are summed. The DTS executor does not
-        count them: :class:`ArgumentError` names the executors that do.
+        operator ids :meth:`explain` shows, with ``"reads"`` for the reference operators (their
+        reads of resources and models, :meth:`read_log`). An evaluation (paper 002 §5.1) takes
+        one row from one of the operator's input queues under ``executor="scheduled"``, one
+        timestamp's rows under ``"heartbeat"``; with ``threads`` the engines' counts are summed.
+        The DTS executor does not count them: :class:`ArgumentError` names the executors that
+        do.
 
         >>> eng = Engine(executor="scheduled", batch=2)
         >>> eng.execute("REGISTER STREAM s(a INT);"
@@ -857,7 +1034,12 @@ class Engine:
         for core in self._parts.cores if self._parts is not None else [self._core]:
             for op, n in core.evaluations():
                 counts[op] = counts.get(op, 0) + n
-        return {"operators": {op: {"evaluations": n} for op, n in counts.items()}}
+        out: dict[int, dict[str, int]] = {op: {"evaluations": n} for op, n in counts.items()}
+        # Reference operators (paper 002) also count their reads of resources and models.
+        ops, reads = np.unique(self._core.read_log()[0], return_counts=True)
+        for op, n in zip(ops.tolist(), reads.tolist(), strict=True):
+            out.setdefault(op, {"evaluations": 0})["reads"] = n
+        return {"operators": out}
 
     def _describe_groups(self) -> str:
         g = self._groups.groups()
@@ -1492,6 +1674,13 @@ class Engine:
                 "an engine with REGISTER TABLE cannot be snapshotted yet: its cached views and "
                 "change-log positions are not part of a snapshot; found tables "
                 + ", ".join(n for v in self._tables.views.values() for n in v.names)
+            )
+        if self._bound:
+            raise SnapshotError(
+                "an engine whose queries read resources (paper 002) cannot be snapshotted: a "
+                "resource is read as it stands when each row is processed, and what was read "
+                "(and the resource's state to read on restore) is not part of a snapshot; found "
+                "resources " + ", ".join(sorted(self._bound))
             )
         annex = json.dumps(
             {

@@ -33,9 +33,9 @@ import pyarrow as pa
 
 from cq_core import _core
 from cq_py.errors import ArgumentError, CQError, InputError, ResourceError, from_core
-from cq_py.io.databases import DatabaseError, connect
+from cq_py.io.databases import DatabaseError, connect, quote
 
-__all__ = ["ResourceStore", "Transaction", "install_versioning"]
+__all__ = ["DatabaseResource", "ModelReader", "ResourceStore", "Transaction", "install_versioning"]
 
 #: cq's column types by Arrow type (the four the core has).
 _TYPES = {pa.int64(): "int64", pa.float64(): "float64", pa.string(): "utf8", pa.bool_(): "bool"}
@@ -367,3 +367,167 @@ def install_versioning(url: str, tables: Sequence[str]) -> None:
         raise ResourceError(str(e)) from None
     finally:
         db.close()
+
+
+#: Probes per lookup statement (SQLite allows 32,766 parameters; PostgreSQL 65,535).
+_PROBES = 500
+
+
+class DatabaseResource:
+    """A resource read from a database table (``REGISTER RESOURCE name (...) KEY (...) FROM
+    'url' [TABLE 'tbl']``), for the core's reference operators: :meth:`lookup` and :meth:`scan`
+    return the rows with the table's last-update stamp (``install_versioning``; 0 without one),
+    read in one database transaction. The core calls them a batch of probes at a time.
+
+    >>> import sqlite3, tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "r.db")
+    >>> with sqlite3.connect(path) as c:
+    ...     _ = c.execute("CREATE TABLE x (id INTEGER, v TEXT)")
+    ...     _ = c.execute("INSERT INTO x VALUES (1, 'a'), (2, 'b')")
+    >>> r = DatabaseResource(f"sqlite:///{path}", "x", [("id", "int64"), ("v", "utf8")], ["id"])
+    >>> r.read_scan()[1].to_pylist()
+    [{'id': 1, 'v': 'a'}, {'id': 2, 'v': 'b'}]
+    """
+
+    def __init__(
+        self, url: str, table: str, columns: list[tuple[str, str]], key: list[str]
+    ) -> None:
+        try:
+            self._db = connect(url)
+            found = {n.lower(): t for n, t in self._db.columns(table)}
+        except DatabaseError as e:
+            raise ResourceError(str(e)) from None
+        cql = {"int64": "BIGINT", "float64": "DOUBLE", "utf8": "VARCHAR", "bool": "BOOLEAN"}
+        self._columns = [(n, cql[t]) for n, t in columns]
+        for n, t in self._columns:
+            if found.get(n.lower()) != t:
+                have = ", ".join(f"{k} {v}" for k, v in found.items())
+                raise ResourceError(f"{url}: table '{table}' has no column {n} {t} (it has {have})")
+        self.url, self.table, self._key = url, table, key
+        try:
+            self._db.stamp(table)
+            self._versioned = True
+        except DatabaseError:
+            self._versioned = False
+        names = ", ".join(quote(n) for n, _ in self._columns)
+        self._select = f"SELECT {names} FROM {quote(table)}"
+
+    def _read(self, statements: list[tuple[str, list[Any]]]) -> tuple[int, pa.Table]:
+        """(stamp, the rows of every statement), read in one database transaction."""
+        parts = []
+        try:
+            self._db.begin()
+            try:
+                stamp = self._db.stamp(self.table) if self._versioned else 0
+                for sql, params in statements:
+                    parts.append(self._db.query(sql, self._columns, params))
+            finally:
+                self._db.commit()
+        except DatabaseError as e:
+            raise ResourceError(f"resource table '{self.table}': {e}") from None
+        if not parts:
+            schema = pa.schema([(n, _ARROW[_TYPES_CQL[t]]) for n, t in self._columns])
+            return stamp, schema.empty_table()
+        return stamp, pa.concat_tables(parts)
+
+    def read_scan(self) -> tuple[int, pa.Table]:
+        """(stamp, every row).
+
+        >>> DatabaseResource.read_scan.__name__
+        'read_scan'
+        """
+        return self._read([(self._select, [])])
+
+    def read_lookup(self, keys: pa.RecordBatch) -> tuple[int, pa.Table]:
+        """(stamp, the rows holding the keys of ``keys``, a batch of the key columns): one
+        statement per :data:`_PROBES` distinct keys, all in one transaction.
+
+        >>> DatabaseResource.read_lookup.__name__
+        'read_lookup'
+        """
+        distinct = pa.Table.from_batches([keys]).group_by(keys.schema.names).aggregate([])
+        distinct = distinct.drop_null()
+        p = self._db.param
+        one = "(" + " AND ".join(f"{quote(k)} = {p}" for k in self._key) + ")"
+        # The driver takes parameters as Python values: one list per key column, not per row.
+        columns = [distinct.column(k).to_pylist() for k in self._key]
+        probes = list(zip(*columns, strict=True))
+        statements = []
+        for start in range(0, len(probes), _PROBES):
+            chunk = probes[start : start + _PROBES]
+            where = " OR ".join([one] * len(chunk))
+            statements.append((f"{self._select} WHERE {where}", [v for pr in chunk for v in pr]))
+        return self._read(statements)
+
+    # The core's calls (cq_core's PyResource): Arrow capsules in and out.
+    def lookup(self, keys: tuple[Any, Any]) -> tuple[int, tuple[Any, Any]]:
+        stamp, rows = self.read_lookup(pa.RecordBatch._import_from_c_capsule(*keys))
+        return stamp, _one_batch(rows).__arrow_c_array__()
+
+    def scan(self) -> tuple[int, tuple[Any, Any]]:
+        stamp, rows = self.read_scan()
+        return stamp, _one_batch(rows).__arrow_c_array__()
+
+    def close(self) -> None:
+        """Closes the connection."""
+        self._db.close()
+
+
+_TYPES_CQL = {"BIGINT": "int64", "DOUBLE": "float64", "VARCHAR": "utf8", "BOOLEAN": "bool"}
+
+
+class ModelReader:
+    """Model ``name`` of a :class:`ResourceStore` as the core's model operator calls it
+    (``REGISTER MODEL name (args) RETURNS (cols)``): the store's current callable, applied to
+    whole Arrow arrays of the arguments (one call per batch, never per row), must return the
+    result columns — an array for a model of one column, or a dict of them by name — each as
+    long as the batch and of its declared type; anything else is an :class:`InputError` naming
+    the model, and nothing is emitted.
+
+    >>> import pyarrow.compute as pc
+    >>> s = ResourceStore(); s.set_model("double", lambda x: pc.multiply(x, 2))
+    >>> r = ModelReader(s, "double", pa.schema([("y", pa.int64())]))
+    >>> r.call(pa.record_batch({"x": [1, 2]}))[1].to_pylist()
+    [{'y': 2}, {'y': 4}]
+    """
+
+    def __init__(self, store: ResourceStore, name: str, returns: pa.Schema) -> None:
+        self._store, self.name, self._returns = store, name, returns
+
+    def call(self, args: pa.RecordBatch) -> tuple[int, pa.RecordBatch]:
+        """(the model's version, its result for the rows of ``args``).
+
+        >>> ModelReader.call.__name__
+        'call'
+        """
+        version, fn = self._store.model(self.name)
+        result = fn(*args.columns)
+        names = self._returns.names
+        if not isinstance(result, dict):
+            result = {names[0]: result} if len(names) == 1 else {}
+        if sorted(result) != sorted(names):
+            raise InputError(
+                f"model '{self.name}' returned columns {sorted(result)}; expected {names} (one "
+                "array for a model of one column, else a dict of arrays by name)"
+            )
+        columns = []
+        for field in self._returns:
+            value = result[field.name]
+            try:
+                array = value if isinstance(value, pa.Array) else pa.array(value)
+            except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError) as e:
+                raise InputError(
+                    f"model '{self.name}': column '{field.name}' is not an array ({e})"
+                ) from None
+            if array.type != field.type or len(array) != args.num_rows:
+                raise InputError(
+                    f"model '{self.name}' returned {len(array)} values of type {array.type} for "
+                    f"column '{field.name}'; expected {args.num_rows} of type {field.type}"
+                )
+            columns.append(array)
+        return version, pa.RecordBatch.from_arrays(columns, names=names)
+
+    # The core's call (cq_core's PyModel): Arrow capsules in and out.
+    def apply(self, args: tuple[Any, Any]) -> tuple[int, tuple[Any, Any]]:
+        version, batch = self.call(pa.RecordBatch._import_from_c_capsule(*args))
+        return version, batch.__arrow_c_array__()

@@ -124,6 +124,8 @@ class Database:
     #: The collation that compares text byte by byte, as cq does (None: none known, so text
     #: comparisons are not sent to this database).
     binary_collation: str | None = None
+    #: The driver's placeholder for a query parameter.
+    param = "?"
 
     def __init__(self, url: str):
         self.url = url
@@ -179,13 +181,16 @@ class Database:
             out.append((name, cq))
         return out
 
-    def query(self, sql: str, columns: list[tuple[str, str]]) -> pa.Table:
-        """The rows of ``sql`` as an Arrow table with ``columns`` (name, cq type) as its schema.
+    def query(
+        self, sql: str, columns: list[tuple[str, str]], params: Sequence[Any] = ()
+    ) -> pa.Table:
+        """The rows of ``sql`` (``params`` for its placeholders, :attr:`param`) as an Arrow
+        table with ``columns`` (name, cq type) as its schema.
 
         >>> connect("sqlite:///:memory:").query("SELECT 1 AS a", [("a", "BIGINT")]).to_pylist()
         [{'a': 1}]
         """
-        _, rows = self._rows(sql)
+        _, rows = self._rows(sql, params)
         schema = pa.schema([(n, ARROW[t]) for n, t in columns])
         if not rows:
             return schema.empty_table()
@@ -384,6 +389,7 @@ class _SQLite(Database):
 
 class _PostgreSQL(Database):
     binary_collation = '"C"'
+    param = "%s"
 
     def __init__(self, url: str):
         super().__init__(url)

@@ -275,11 +275,13 @@ class Scope:
     """The columns an expression may refer to: the concatenated columns of the query's sources.
 
     ``sources`` lists, per FROM entry, the names it answers to (its name and alias, lower-cased),
-    the label used in messages, and its slice [start, stop) of the columns.
+    the label used in messages, and its slice [start, stop) of the columns. ``models`` maps each
+    call of a model (paper 002) to the column its model_apply adds after the sources' columns.
     """
 
     columns: list[tuple[str, str]]
     sources: list[tuple[set[str], str, int, int]]
+    models: dict[ast.FuncCall, int] = field(default_factory=dict)
 
     def labels(self) -> str:
         return ", ".join(label for _, label, _, _ in self.sources)
@@ -468,6 +470,10 @@ class ExpressionBinder:
         if isinstance(e, ast.Cast):
             return self._cast_expr(e)
         if isinstance(e, ast.FuncCall):
+            if e in self.scope.models:
+                index = self.scope.models[e]
+                name, type_ = self.scope.columns[index]
+                return TypedExpr("column", type_, index=index, text=name, pos=e.pos)
             if e.name in AGGREGATES:
                 return self._aggregate(e)
             raise self.err(

@@ -27,8 +27,8 @@ class OperatorDescriptor:
     output's lifetime property follows ("own": the planner sets it, "first input", "join",
     "union"); ``partition`` what Spark must prove of the key ("per row", "never",
     "partition keys", "join keys", "group keys", "whole rows"); ``columns`` where its output
-    columns come from ("source", "pass", "project", "group keys", "concat", "merge"); ``role``
-    "stream source", "relation source", "output" or "".
+    columns come from ("source", "pass", "project", "group keys", "concat", "merge", "extend");
+    ``role`` "stream source", "relation source", "output" or "".
     """
 
     name: str

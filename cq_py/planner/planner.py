@@ -351,12 +351,6 @@ class Planner:
                 f"executor='scheduled'; found executor='{self.executor}'",
                 pos,
             )
-        raise self.err(
-            f"query '{q.name}' reads {what}: the reference operators of paper 002 are not built "
-            "in this version of cq (resources can be registered, and updated through "
-            "cq_py.ResourceStore)",
-            pos,
-        )
 
     def _is_stream(self, src: ast.Source) -> bool:
         target = self.cat.lookup(src.name)
@@ -1221,7 +1215,7 @@ class Planner:
         """The relation a FROM entry reads, and its label for messages."""
         target = self.cat.lookup(src.name)
         key = src.name.lower()
-        if target is None and key not in self.schemas:
+        if target is None and key not in self.schemas and key not in self.cat.resources:
             if key in self.script_queries:
                 assert self.inferring, "every query's columns are inferred before planning"
                 raise Deferred(src.name)
@@ -1240,6 +1234,11 @@ class Planner:
                 src.pos,
             )
         label = f"'{src.name}'" + (f" (as {src.alias})" if src.alias else "")
+        res = self.cat.resources.get(key)
+        if isinstance(res, ast.RegisterResource):
+            # Not an operator: the reference join reads it (_joins) for each row of a stream.
+            cols = [(c.name, T.FROM_CQL[c.type.name]) for c in res.columns]
+            return Node(-1, "resource", [], {"resource": res.name}, cols, owner=owner), label
         self.references.append(target.name if target is not None else src.name)
         if isinstance(target, StreamDef):
             scan = self.cat.nodes[target.scan_id]
@@ -1433,12 +1432,25 @@ class Planner:
             answers = {src.alias.lower()} if src.alias else {src.name.lower()}
             sources.append((answers, label, len(columns), len(columns) + len(node.schema)))
             columns += node.schema
+        width = len(columns)
+        # Model calls (paper 002): each distinct call a column after the sources', which its
+        # model_apply adds once the sources are joined.
+        calls = self._model_calls(q)
         scope = Scope(columns, sources)
+        for call, model in calls:
+            scope.models[call] = len(columns)
+            columns.append((model.returns[0].name, T.FROM_CQL[model.returns[0].type.name]))
         binder = ExpressionBinder(scope, self.err)
 
-        # WHERE, conjunct by conjunct: those over one source run before the join.
+        # WHERE, conjunct by conjunct: those over one source run before the join; those calling
+        # a model after it.
         preds = [(c, binder.bind_predicate(c)) for c in conjuncts(q.where)]
+        late = [p for p in preds if any(i >= width for i in p[1].columns())]
+        preds = [p for p in preds if all(i < width for i in p[1].columns())]
         current = self._joins(inputs, sources, preds, owner, q)
+        if calls:
+            current = self._model_applies(current, calls, scope, owner)
+            current = self._filters(current, late, owner)
 
         # Aggregates and GROUP BY.
         agg_binder = ExpressionBinder(scope, self.err, allow_aggregates="SELECT")
@@ -1449,7 +1461,7 @@ class Planner:
                 if item.expr.qualifier is not None:
                     start, stop = scope.source_of(item.expr.qualifier, item.pos, self.err)
                 else:
-                    start, stop = 0, len(columns)
+                    start, stop = 0, width
                 taken = {n.lower() for _, n, _ in items} | explicit
                 for i in range(start, stop):
                     n, t = columns[i]
@@ -1539,6 +1551,10 @@ class Planner:
             if len(inputs) == 1:
                 nodes.append(node)
                 continue
+            if node.op == "resource":
+                # Its conjuncts are checked on the pairs, as the reference join makes them.
+                nodes.append(node)
+                continue
             nodes.append(self._filters(node, [(a, local(e, start)) for a, e in mine], owner))
             # By identity: comparing syntax trees would recurse down them.
             taken = {id(p) for p in mine}
@@ -1569,6 +1585,24 @@ class Planner:
                 residual.append(e)
             remaining = later
             right = nodes[k]
+            if current.op == "resource":
+                raise self.err(
+                    f"resource '{current.params['resource']}' comes first in FROM: write the "
+                    "stream it is joined with before it (a reference join reads the resource for "
+                    "each of the stream's rows)",
+                    q.sources[0].pos,
+                )
+            if right.op == "resource":
+                current = self._reference_join(
+                    current,
+                    right,
+                    list(zip(left_keys, right_keys, strict=True)),
+                    residual,
+                    owner,
+                    q.sources[k].pos,
+                )
+                joined.add(k)
+                continue
             schema = list(current.schema) + list(right.schema)
             pred = balanced("and", "AND", residual, T.BOOL, residual[-1].pos) if residual else None
             # Pending if either side is; otherwise known (intersections: no constant duration, and
@@ -1600,6 +1634,180 @@ class Planner:
             )
             joined.add(k)
         return self._filters(current, remaining, owner)
+
+    def _model_calls(self, q: ast.Select) -> list[tuple[ast.FuncCall, ast.RegisterModel]]:
+        """The distinct calls of models (paper 002) in ``q``'s select list and WHERE, checked: a
+        model of one RETURNS column, called with its arguments' count and no model inside."""
+        exprs = [i.expr for i in q.items] + ([q.where] if q.where is not None else [])
+        found: dict[ast.FuncCall, ast.RegisterModel] = {}
+        sub = ast.Select(items=tuple(ast.SelectItem(e, None, ast.NOPOS) for e in exprs), sources=())
+        for call in reversed(_calls(sub)):
+            model = self.cat.resources.get(call.name.lower())
+            if not isinstance(model, ast.RegisterModel) or call in found:
+                continue
+            if len(model.returns) != 1:
+                raise self.err(
+                    f"model '{model.name}' returns {len(model.returns)} columns; a call is one "
+                    "value, so only a model of one RETURNS column can be called in this version",
+                    call.pos,
+                )
+            if len(call.args) != len(model.args):
+                raise self.err(
+                    f"model '{model.name}' takes {len(model.args)} arguments "
+                    f"({', '.join(a.name for a in model.args)}); found {len(call.args)}",
+                    call.pos,
+                )
+            inner = [c for a in call.args for c in _calls(_select_of(a))]
+            if any(c.name.lower() in self.cat.resources for c in inner):
+                raise self.err(
+                    f"a model called inside model '{model.name}''s arguments; call it apart",
+                    call.pos,
+                )
+            found[call] = model
+        return list(found.items())
+
+    def _model_applies(
+        self,
+        current: Node,
+        calls: list[tuple[ast.FuncCall, ast.RegisterModel]],
+        scope: Scope,
+        owner: str,
+    ) -> Node:
+        """One model_apply per distinct call, in the order of the columns ``scope`` gave them."""
+        binder = ExpressionBinder(scope, self.err)
+        for call, model in calls:
+            args = []
+            for a, decl in zip(call.args, model.args, strict=True):
+                e = binder.bind(a)
+                want = T.FROM_CQL[decl.type.name]
+                if e.kind == "literal" and e.value is None:
+                    e = ExpressionBinder.coerce_null(e, want)
+                if e.type != want:
+                    raise self.err(
+                        f"model '{model.name}': argument '{decl.name}' is {decl.type.name}; "
+                        f"found {e.text} of type {T.CQL_NAME[e.type]}",
+                        getattr(a, "pos", call.pos),
+                    )
+                args.append(e)
+            ret = model.returns[0]
+            returns = [(ret.name, T.FROM_CQL[ret.type.name])]
+            current = self._add(
+                Node(
+                    self._new_id(),
+                    "model_apply",
+                    [current.id],
+                    {
+                        "model": model.name,
+                        "args": [x.to_plan() for x in args],
+                        "returns": [list(r) for r in returns],
+                    },
+                    list(current.schema) + returns,
+                    kind=current.kind,
+                    lifetime=current.lifetime,
+                    owner=owner,
+                    pos=call.pos,
+                    label=f"ModelApply {model.name}({', '.join(x.text for x in args)}) -> "
+                    f"{ret.name}",
+                    checks=args,
+                )
+            )
+        return current
+
+    def _reference_join(
+        self,
+        current: Node,
+        resource: Node,
+        equalities: list[tuple[TypedExpr, TypedExpr]],
+        residual: list[TypedExpr],
+        owner: str,
+        pos: ast.Pos,
+    ) -> Node:
+        """A stream's rows joined with a resource read as each row is processed (paper 002 §7):
+        ACCESS KEY looks up the KEY with the equated expressions of the stream's side (every key
+        column equated, of its type); SCAN, or equalities that are not the whole key, run as the
+        nested loop's residual."""
+        res = self.cat.resources[resource.params["resource"].lower()]
+        assert isinstance(res, ast.RegisterResource)
+        names = [c.name.lower() for c in res.columns]
+        width = len(current.schema)
+        keys: list[TypedExpr] = []
+        if res.access == "key":
+            by_col: dict[int, TypedExpr] = {}
+            for left, right in equalities:
+                if right.kind == "column" and right.index not in by_col:
+                    by_col[right.index] = left
+                else:
+                    residual.append(self._equality(left, right, width))
+            want = [names.index(k.lower()) for k in res.key]
+            missing = [res.key[i] for i, c in enumerate(want) if c not in by_col]
+            if missing:
+                raise self.err(
+                    f"ACCESS KEY on resource '{res.name}': the join must equate every key column "
+                    f"with the stream's values; {', '.join(missing)} has no equality (write one, "
+                    "or register the resource with ACCESS SCAN)",
+                    pos,
+                )
+            for c in want:
+                e = by_col.pop(c)
+                if e.type != resource.schema[c][1]:
+                    raise self.err(
+                        f"ACCESS KEY on resource '{res.name}': key column '{resource.schema[c][0]}'"
+                        f" is {resource.schema[c][1]} and is equated with {e.text}, of type "
+                        f"{e.type}; the types must be the same",
+                        pos,
+                    )
+                keys.append(e)
+            for c, e in by_col.items():
+                residual.append(
+                    self._equality(e, TypedExpr("column", resource.schema[c][1], index=c), width)
+                )
+        else:
+            residual += [self._equality(lk, rk, width) for lk, rk in equalities]
+        if current.lifetime == PENDING and res.access != "key":
+            raise self.err(
+                f"a SCAN of resource '{res.name}' under a window whose ends are not known at "
+                "arrival (a row window): each row may join several resource rows, which would "
+                "share its identity; use ACCESS KEY or a time window",
+                pos,
+            )
+        pred = balanced("and", "AND", residual, T.BOOL, residual[-1].pos) if residual else None
+        on = " AND ".join(f"{res.name}.{res.key[i]} = {e.text}" for i, e in enumerate(keys))
+        label = f"ReferenceJoin {res.name} " + (f"ACCESS KEY ({on})" if keys else "SCAN")
+        if pred is not None:
+            label += f" where {pred.text}"
+        return self._add(
+            Node(
+                self._new_id(),
+                "reference_join",
+                [current.id],
+                {
+                    "resource": res.name,
+                    "access": "key" if keys else "scan",
+                    "keys": [x.to_plan() for x in keys],
+                    "residual": pred.to_plan() if pred is not None else None,
+                },
+                list(current.schema) + list(resource.schema),
+                kind=current.kind,
+                lifetime=current.lifetime,
+                owner=owner,
+                pos=pos,
+                label=label,
+                checks=keys + ([pred] if pred is not None else []),
+            )
+        )
+
+    @staticmethod
+    def _equality(left: TypedExpr, right: TypedExpr, width: int) -> TypedExpr:
+        """``left = right`` over the pair's columns (``right`` local to the resource)."""
+        shifted = right.shifted(lambda i: i + width)
+        return TypedExpr(
+            "call",
+            T.BOOL,
+            fn="equal",
+            args=(left, shifted),
+            text=f"{left.text} = {shifted.text}",
+            pos=left.pos,
+        )
 
     def _filters(self, input_: Node, preds: list[tuple[ast.Expr, TypedExpr]], owner: str) -> Node:
         """One filter per conjunct, in the order written: each later conjunct sees only the rows
@@ -1835,7 +2043,7 @@ def _names_of(q: ast.Query) -> list[str] | None:
     return names
 
 
-_RESOURCE_SCHEMES = ("sqlite:///", "postgresql://")
+_RESOURCE_SCHEMES = ("sqlite:///", "postgresql://", "duckdb:///")
 
 
 def _calls(q: ast.Query) -> list[ast.FuncCall]:
@@ -1879,6 +2087,11 @@ _EXPRS = (
     ast.Cast,
     ast.FuncCall,
 )
+
+
+def _select_of(e: ast.Expr) -> ast.Select:
+    """A select of ``e`` alone (for walking an expression with _calls)."""
+    return ast.Select(items=(ast.SelectItem(e, None, ast.NOPOS),), sources=())
 
 
 def _sources(q: ast.Query) -> list[ast.Source]:

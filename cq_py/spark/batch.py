@@ -31,6 +31,7 @@ from cq_py.spark.tagging import (
     TS,
     InputSpec,
     partition_by,
+    refuse_resources,
     spark_schema,
     tagged,
     united_key_type,
@@ -101,6 +102,7 @@ def run(
     # Spark runs a task per core: each task's engine runs on one thread unless asked otherwise.
     eng = Engine(**{"threads": 1, **engine_options})
     eng.execute(cql_text)
+    refuse_resources(eng)
     plan = partition_plan(cql_text, eng.time_unit)
     streams = {name.lower(): name for name in eng.stream_names()}
     given: list[tuple[str, DataFrame]] = []

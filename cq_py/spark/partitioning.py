@@ -199,6 +199,8 @@ class _Tracer:
             return [(n.inputs[1], index - width)]
         if d.columns == "merge":
             return [(i, index) for i in n.inputs]
+        if d.columns == "extend":  # (columns past its input's are read from a resource)
+            return [(n.inputs[0], index)] if index < len(self.nodes[n.inputs[0]].schema) else None
         # Filters, windows, ISTREAM/DSTREAM/RSTREAM, delays and sinks pass columns on unchanged.
         return [(n.inputs[0], index)]
 
@@ -278,6 +280,10 @@ def _demand(n: Node, nodes: dict[int, Node], tracer: _Tracer) -> _Demand | None:
                 f"{where}: RSTREAM over rows that may never end ({never}) emits them past the "
                 "progress while a row of any key ends later",
             )
+    if rule == "never" and descriptor(n.op).columns == "extend":
+        return _Demand(
+            n, [], f"{where}: {n.label} reads a resource or model (paper 002): one engine runs it"
+        )
     if rule == "never":
         return _Demand(
             n,

@@ -81,6 +81,7 @@ from cq_py.spark.tagging import (
     TAG,
     TS,
     InputSpec,
+    refuse_resources,
     spark_schema,
     tagged,
     united_key_type,
@@ -143,6 +144,7 @@ def run(
         **{"threads": 1, **engine_options}
     )  # options and script are checked here, on the driver
     eng.execute(cql_text)
+    refuse_resources(eng)
     eng.snapshot()  # an engine that cannot be checkpointed (executor='heartbeat') fails here
     plan = partition_plan(cql_text, eng.time_unit)
     if partitions is None:

@@ -14,7 +14,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as ST
 
 from cq_py.engine import OP, Engine
-from cq_py.errors import InputError
+from cq_py.errors import CQError, InputError
 from cq_py.planner import types as T
 from cq_py.spark.partitioning import PartitionPlan
 
@@ -201,3 +201,17 @@ def spark_schema(schema: pa.Schema) -> ST.StructType:
         pa.bool_(): ST.BooleanType(),
     }
     return ST.StructType([ST.StructField(f.name, types[f.type], f.nullable) for f in schema])
+
+
+def refuse_resources(eng: Engine) -> None:
+    """Scripts reading resources or models (paper 002) do not run on Spark: a :class:`CQError`
+    saying why.
+
+    >>> refuse_resources(Engine())
+    """
+    if eng.resources_read():
+        raise CQError(
+            "a script reading resources or models (paper 002) does not run on Spark: they are "
+            "read when each row is processed, which Spark's tasks would do apart, each at its own "
+            f"time; found {', '.join(eng.resources_read())}"
+        )

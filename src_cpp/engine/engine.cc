@@ -167,6 +167,7 @@ void Engine::AddPlan(const std::string& plan_json) {
     ctx.furthest = furthest_.get();
     ctx.least = least_.get();
     ctx.registered_at = registered_at;
+    ctx.txn = txn_.get();
     std::unique_ptr<Operator> op = OperatorRegistry::Global().Create(spec, inputs, ctx);
     fresh[spec.id] = {&op->output_schema(), op->output_kind()};
     using Role = OperatorDescriptor::Role;
@@ -823,6 +824,18 @@ void Engine::RestoreState(SnapshotReader& r) {
                              ") where this engine has " + what);
     r.Section("the state of " + what, [&] { executor_->RestoreOperator(id, r); });
   }
+}
+
+}  // namespace cq
+
+namespace cq {
+
+void Engine::BindResource(const std::string& name, std::shared_ptr<txn::Resource> resource) {
+  txn_->resources[name] = std::move(resource);
+}
+
+void Engine::BindModel(const std::string& name, std::shared_ptr<txn::Model> model) {
+  txn_->models[name] = std::move(model);
 }
 
 }  // namespace cq

@@ -16,6 +16,7 @@
 #include "executors/executor.h"
 #include "operators/query_sink.h"
 #include "operators/relation_scan.h"
+#include "txn/resource.h"
 
 namespace cq {
 
@@ -124,6 +125,13 @@ class Engine {
   // The annex of a snapshot, after checking its header and checksum (CqError(kSnapshot)).
   static std::string SnapshotAnnex(std::string_view snapshot);
 
+  // Paper 002: resource `name` (and model `name`), read by the reference operators of plans
+  // added after this call. Binding a name again replaces it for later plans only.
+  void BindResource(const std::string& name, std::shared_ptr<txn::Resource> resource);
+  void BindModel(const std::string& name, std::shared_ptr<txn::Model> model);
+  // Every read the reference operators made, in the order made.
+  std::vector<txn::ReadRecord> ReadLog() const { return txn_->log.records(); }
+
  private:
   // A registered input: a stream, or a relation (REGISTER RELATION) fed with changes.
   struct StreamState {
@@ -174,6 +182,8 @@ class Engine {
   std::unique_ptr<int64_t> furthest_ = std::make_unique<int64_t>(Time::kMinTick);
   // The least progress of the inputs (OperatorContext::least), likewise.
   std::unique_ptr<Time> least_ = std::make_unique<Time>(Time::MinusInfinity());
+  // What reference operators read (OperatorContext::txn), likewise behind a pointer.
+  std::unique_ptr<txn::Bindings> txn_ = std::make_unique<txn::Bindings>();
   std::unique_ptr<Executor> executor_;
   std::map<std::string, StreamState> streams_;  // streams and relations, by name
   std::map<std::string, int> sinks_;

@@ -23,8 +23,9 @@ struct OperatorDescriptor {
   enum class Partition { kPerRow, kNever, kOnPartitionKeys, kOnJoinKeys, kOnGroupKeys, kOnWholeRows };
   // Where its output columns come from, for tracing a key through a plan: an input named by the
   // spec, the first input unchanged, its expressions, its GROUP BY keys (then computed aggregates),
-  // its inputs side by side, or every input at the same position.
-  enum class Columns { kSource, kPass, kProject, kGroupKeys, kConcat, kMerge };
+  // its inputs side by side, every input at the same position, or its first input's followed by
+  // columns of its own that trace to no input (a resource's read by a reference join).
+  enum class Columns { kSource, kPass, kProject, kGroupKeys, kConcat, kMerge, kExtend };
   // What the engine does with it besides running it: the source of a stream or a relation pushed
   // to by name, or a query's output read by name.
   enum class Role { kNone, kStreamSource, kRelationSource, kOutput };

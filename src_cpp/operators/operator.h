@@ -17,6 +17,9 @@ namespace cq {
 
 class SnapshotWriter;  // batch/snapshot.h
 class SnapshotReader;
+namespace txn {
+struct Bindings;  // txn/resource.h
+}
 
 // Where an operator's output goes. The executor gives each operator its own emitter.
 class Emitter {
@@ -48,6 +51,9 @@ struct OperatorContext {
   const Time* least = nullptr;
   // Its value when the operator is added.
   Time registered_at = Time::MinusInfinity();
+  // The resources and models the engine's reference operators read, and its read log (paper
+  // 002); null outside an engine.
+  txn::Bindings* txn = nullptr;
 };
 
 class Operator {

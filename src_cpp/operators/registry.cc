@@ -31,6 +31,8 @@ const OperatorRegistry& OperatorRegistry::Global() {
     RegisterAggregate(r);
     RegisterDelay(r);
     RegisterReissueHolders(r);
+    RegisterReferenceJoin(r);
+    RegisterModelApply(r);
     return r;
   }();
   return registry;
@@ -132,6 +134,7 @@ const char* Name(OperatorDescriptor::Columns v) {
     case C::kGroupKeys: return "group keys";
     case C::kConcat: return "concat";
     case C::kMerge: return "merge";
+    case C::kExtend: return "extend";
   }
   return "";
 }

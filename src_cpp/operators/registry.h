@@ -69,5 +69,7 @@ void RegisterSwjRouteIStream(OperatorRegistry& r);
 void RegisterAggregate(OperatorRegistry& r);
 void RegisterDelay(OperatorRegistry& r);
 void RegisterReissueHolders(OperatorRegistry& r);
+void RegisterReferenceJoin(OperatorRegistry& r);
+void RegisterModelApply(OperatorRegistry& r);
 
 }  // namespace cq

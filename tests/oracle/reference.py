@@ -391,3 +391,28 @@ def _changes_of(at, points, inserted: bool) -> Counter:
             out[(v, t)] += n
         before = now
     return out
+
+
+# ---- resources (paper 002) ---------------------------------------------------------------------
+
+
+def frozen_resource(rows: list[dict], columns: list[str]) -> list[tuple[tuple, tuple, tuple]]:
+    """A resource frozen at one version: a static relation, every row alive at every instant."""
+    return [(tuple(r[c] for c in columns), (-math.inf, 0), INF) for r in rows]
+
+
+def reference_join(
+    left: list[tuple[tuple, tuple, tuple]],
+    version_at,
+    on,
+) -> list[tuple[tuple, tuple, tuple]]:
+    """The lifetime tuples of a stream's windowed rows ``left`` (values, start, end) joined with
+    a resource read when each row is processed: ``version_at(k, start)`` is the resource frozen at
+    the version the k-th row read (``frozen_resource``), and a result lives as its stream row does.
+    Joined with one version throughout, this is the join of two relations at every instant."""
+    out = []
+    for k, (lv, s, e) in enumerate(left):
+        for rv, _, _ in version_at(k, s):
+            if on(lv, rv):
+                out.append((lv + rv, s, e))
+    return out

@@ -41,8 +41,14 @@ def test_the_corpus_reaches_most_operators():
         except CQError:
             continue
         seen |= {n.op for n in cat.nodes.values()}
-    # Every operator but the one a query registered while the engine runs needs.
-    assert {d.name for d in descriptors()} - seen <= {"relation_since"}
+    # Every operator but the one a query registered while the engine runs needs, and the
+    # reference operators, planned under executor='scheduled' only (the corpus runs under every
+    # executor; tests/txn/ covers them).
+    assert {d.name for d in descriptors()} - seen <= {
+        "relation_since",
+        "reference_join",
+        "model_apply",
+    }
 
 
 @pytest.mark.parametrize(
@@ -63,18 +69,24 @@ def test_every_planned_operator_is_described_and_emits_its_kind(name, texts):
 
 
 def test_the_facts_the_planner_relies_on():
-    # Holder ids pass unchanged through these (a second read of a relation must be told apart).
+    # Holder ids pass unchanged through these (a second read of a relation must be told apart);
+    # a reference join's key lookup finds at most one row per stream row, a model call one.
     assert {d.name for d in descriptors() if d.keeps_identity} == {
         "filter",
         "project",
         "union_all",
         "relation_since",
+        "reference_join",
+        "model_apply",
     }
-    # Sources are one per registered name, outputs one per query: never shared.
+    # Sources are one per registered name, outputs one per query: never shared; nor a reference
+    # operator, each query's own read (paper 002: a query's reads commit together).
     assert {d.name for d in descriptors() if not d.shareable} == {
         "sink",
         "stream_scan",
         "relation_scan",
+        "reference_join",
+        "model_apply",
     }
     assert {d.name for d in descriptors() if d.relation_to_stream} == {
         "istream",

@@ -109,10 +109,17 @@ def test_bad_uses_are_refused_with_their_place_and_nothing_registered(
     assert eng.query_names() == []
 
 
-def test_under_the_scheduled_executor_reading_a_resource_is_not_built_yet() -> None:
+def test_under_the_scheduled_executor_a_resource_read_is_a_reference_join() -> None:
     eng = cq_py.Engine(executor="scheduled")
     eng.execute(SETUP)
-    with pytest.raises(CQLSemanticError, match="reference operators of paper 002 are not built"):
-        eng.execute(
-            "REGISTER QUERY q AS ISTREAM(SELECT s.k, x.name FROM s [Range 5], x WHERE s.k = x.k);"
-        )
+    eng.execute(
+        "REGISTER QUERY q AS ISTREAM(SELECT s.k, x.name FROM s [Range 5], x WHERE s.k = x.k);"
+    )
+    assert "ReferenceJoin x ACCESS KEY (x.k = s.k)" in eng.explain()
+
+
+def test_under_the_scheduled_executor_a_model_call_is_a_model_apply() -> None:
+    eng = cq_py.Engine(executor="scheduled")
+    eng.execute(SETUP)
+    eng.execute("REGISTER QUERY q AS ISTREAM(SELECT f(s.v) AS b FROM s [Now]);")
+    assert "ModelApply f(s.v) -> b" in eng.explain()

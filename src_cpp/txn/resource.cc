@@ -1,0 +1,71 @@
+#include "txn/resource.h"
+
+#include <unordered_map>
+
+#include "base/errors.h"
+#include "batch/row_hash.h"
+
+namespace cq::txn {
+namespace {
+
+// A probe's key in the store's index encoding (AppendKey over the key's columns); false when the
+// key holds a NULL, which equals nothing.
+bool ProbeKey(const Columns& keys, int64_t row, std::string* out) {
+  out->clear();
+  for (const Column& c : keys) {
+    if (!c.IsValid(row)) return false;
+    AppendKey(c, row, out);
+  }
+  return true;
+}
+
+}  // namespace
+
+StoreResource::StoreResource(const ResourceStore* store, const std::string& name)
+    : Resource(store->Spec(name)), store_(store) {}
+
+ResourceRead StoreResource::Lookup(const Columns& keys, int64_t n) {
+  // The version is pinned for the read: a commit meanwhile publishes another and leaves this one.
+  const std::shared_ptr<const ResourceVersion> v = store_->Current(spec_.name);
+  ResourceRead read;
+  read.version = v->version;
+  read.columns = v->columns;
+  read.length = v->length;
+  read.match.assign(static_cast<size_t>(n), -1);
+  std::string key;
+  for (int64_t i = 0; i < n; ++i)
+    if (ProbeKey(keys, i, &key) && (read.match[i] = v->Find(key)) >= 0) ++read.rows_read;
+  return read;
+}
+
+ResourceRead StoreResource::Scan() {
+  const std::shared_ptr<const ResourceVersion> v = store_->Current(spec_.name);
+  ResourceRead read;
+  read.version = v->version;
+  read.columns = v->columns;
+  read.length = read.rows_read = v->length;
+  return read;
+}
+
+void MatchProbes(const ResourceSpec& spec, const Columns& keys, int64_t n, ResourceRead& read) {
+  std::unordered_map<std::string, int64_t> at;
+  std::string key;
+  for (int64_t r = 0; r < read.length; ++r) {
+    key.clear();
+    for (int k : spec.key) AppendKey(read.columns[k], r, &key);
+    if (!at.emplace(key, r).second)
+      throw CqError(ErrorKind::kInput, "resource '" + spec.name + "' returned two rows with one key " +
+                                           "(its KEY must be unique in the table it reads)");
+  }
+  read.match.assign(static_cast<size_t>(n), -1);
+  read.rows_read = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (!ProbeKey(keys, i, &key)) continue;
+    if (const auto it = at.find(key); it != at.end()) {
+      read.match[i] = it->second;
+      ++read.rows_read;
+    }
+  }
+}
+
+}  // namespace cq::txn

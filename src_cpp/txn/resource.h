@@ -1,0 +1,110 @@
+#pragma once
+// What a reference operator reads (paper 002 §2.3.2, §7): a resource — a keyed table that other
+// programs update while queries run — and a model. Every read is one call here, which returns the
+// rows read together with the version (the in-process store's commit number, a database's
+// last-update stamp) they were read at: a transaction manager (2PL, snapshot, optimistic) wraps
+// these calls, and the read log records them. With txn="none" the calls read whatever is current.
+//
+// Implementations: StoreResource (the in-process store, txn/resource_store.h) here; a database
+// resource and models are Python objects the binding wraps (the core holds no database client).
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "batch/batch.h"
+#include "time/time.h"
+#include "txn/resource_store.h"
+
+namespace cq::txn {
+
+// One read: the rows read (compact columns of the resource's schema) and the version read. For a
+// lookup, `match[i]` is the row of `columns` holding probe i's key, or -1 when none does.
+struct ResourceRead {
+  uint64_t version = 0;
+  Columns columns;
+  int64_t length = 0;
+  std::vector<int64_t> match;
+  // Rows of the resource the read touched (a lookup: the probes that found a row; a scan: all).
+  int64_t rows_read = 0;
+};
+
+class Resource {
+ public:
+  virtual ~Resource() = default;
+  const ResourceSpec& spec() const { return spec_; }
+  // The rows holding each of `n` probe keys: `keys` are columns of the key's types, in the key's
+  // order. A probe with a NULL in its key matches nothing.
+  virtual ResourceRead Lookup(const Columns& keys, int64_t n) = 0;
+  // Every row.
+  virtual ResourceRead Scan() = 0;
+
+ protected:
+  explicit Resource(ResourceSpec spec) : spec_(std::move(spec)) {}
+  ResourceSpec spec_;
+};
+
+// Resource `name` of an in-process store, read at its current version (the store outlives it).
+class StoreResource final : public Resource {
+ public:
+  StoreResource(const ResourceStore* store, const std::string& name);
+  ResourceRead Lookup(const Columns& keys, int64_t n) override;
+  ResourceRead Scan() override;
+
+ private:
+  const ResourceStore* store_;
+};
+
+// `read.match` for `n` probe `keys` over rows `read.columns` that may hold any subset of the
+// resource's rows in any order (what a database returns for a lookup); also sets rows_read.
+// kInput naming the resource when two rows it returned share a key.
+void MatchProbes(const ResourceSpec& spec, const Columns& keys, int64_t n, ResourceRead& read);
+
+// A model (REGISTER MODEL): a function applied to a batch of argument columns at once, returning
+// its result columns and the model's version (the store's commit that set it).
+struct ModelResult {
+  uint64_t version = 0;
+  Columns columns;
+};
+class Model {
+ public:
+  virtual ~Model() = default;
+  virtual ModelResult Apply(const std::string& name, const Columns& args, const Schema& arg_schema, int64_t n) = 0;
+};
+
+// One read a reference operator made: by which operator, of what, at which version, for the
+// instant (the timestamp of the row it was processing), and how many of the resource's rows.
+struct ReadRecord {
+  int op;
+  std::string resource;
+  uint64_t version;
+  Time instant;
+  int64_t rows;
+};
+
+class ReadLog {
+ public:
+  void Add(ReadRecord r) {
+    std::lock_guard l(mu_);
+    records_.push_back(std::move(r));
+  }
+  std::vector<ReadRecord> records() const {
+    std::lock_guard l(mu_);
+    return records_;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<ReadRecord> records_;
+};
+
+// What an engine's reference operators read: resources and models by name, and the log of reads.
+struct Bindings {
+  std::map<std::string, std::shared_ptr<Resource>> resources;
+  std::map<std::string, std::shared_ptr<Model>> models;
+  ReadLog log;
+};
+
+}  // namespace cq::txn
