@@ -9,8 +9,8 @@ Two trees are built here:
 
 * Fig. 6/7: a stream joined with a resource x (each row matches one), then AVG over
   ``[Rows r Slide s]``; n rows pushed at once. ``eq1``/``eq2`` are the paper's equations (1), (2).
-* Fig. 8 (reconstructed, see README.md): S1 ⋈1 x → σ1, S2 ⋈2 y → σ2, ⋈3 (a window join over
-  ``[Range 10 Slide 10]``) → σ3 → α = AVG over ``[Rows 10]``; ``fig8_data`` makes the data.
+* Fig. 8 (reconstructed, see README.md): S1 ⋈1 x → sel1, S2 ⋈2 y → sel2, ⋈3 (a window join over
+  ``[Range 10 Slide 10]``) → sel3 → alpha = AVG over ``[Rows 10]``; ``fig8_data`` makes the data.
 
     python model.py --table          # the Fig. 8 table (README) and fig8_evaluations.png
 """
@@ -101,7 +101,7 @@ class ReferenceJoin(Operator):
 
 
 class Select(Operator):
-    """σ: keeps a row when ``predicate(values)`` holds."""
+    """A selection: keeps a row when ``predicate(values)`` holds."""
 
     def __init__(self, name: str, inputs: list[Queue], predicate: Callable[[dict], bool]) -> None:
         super().__init__(name, inputs)
@@ -178,7 +178,7 @@ class Commit:
 
 
 class Aggregate(Operator):
-    """α, the commit operator: AVG(column) over ``[Rows r Slide s]`` of its input positions. The
+    """alpha, the commit operator: AVG(column) over ``[Rows r Slide s]`` of its input positions. The
     k-th window holds positions ks+1..ks+r (k < 0: the partial first windows, clipped at 1), and
     is emitted when its last position arrives. After a reset it knows which replayed positions it
     already committed, and skips them (an evaluation each, no output twice)."""
@@ -367,7 +367,7 @@ def eq2(n: int, r: int, s: int) -> int:
 
 def fig67_tree(n: int, r: int, s: int, partial: bool = True) -> Tree:
     """Fig. 6's tree: a stream of n rows (one per tick) ⋈ x (each row matches one row of x), then
-    α = AVG(x.a) over [Rows r Slide s], the commit operator; the join is the gatekeeper.
+    alpha = AVG(x.a) over [Rows r Slide s], the commit operator; the join is the gatekeeper.
 
     >>> len(fig67_tree(5, 4, 1).sources["join"])
     5
@@ -385,10 +385,10 @@ def fig67_tree(n: int, r: int, s: int, partial: bool = True) -> Tree:
 
 @dataclass
 class Fig8Data:
-    """Fig. 8's data as plain columns: resources x, y (key k, σ column p, AVG column a) and
-    streams s1, s2 (tick ts, key k, window-join column u, σ3 column v); the predicates'
-    thresholds in percent (σ1: x.p < sel1, σ2: y.p < sel2, ⋈3: (s1.u + s2.u) % 100 < theta,
-    σ3: (s1.v + s2.v) % 100 < sel3)."""
+    """Fig. 8's data as plain columns: resources x, y (key k, selection column p, AVG column a) and
+    streams s1, s2 (tick ts, key k, window-join column u, sel3 column v); the predicates'
+    thresholds in percent (sel1: x.p < sel1, sel2: y.p < sel2, ⋈3: (s1.u + s2.u) % 100 < theta,
+    sel3: (s1.v + s2.v) % 100 < sel3)."""
 
     x: dict[str, list[int]]
     y: dict[str, list[int]]
@@ -413,8 +413,9 @@ def fig8_data(
     count is exact for a seed (the engine benchmark runs the same columns).
 
     Each stream's keys are a permutation of the resource's (each row matches exactly one row, the
-    paper's θ⋈1 = 1/|x|), and the resource's σ column takes every value 0..99 equally often, so σ1
-    and σ2 pass exactly sel·rows rows when rows = size; ⋈3's and σ3's columns are uniform 0..99.
+    paper's θ⋈1 = 1/|x|), and the resource's column p takes every value 0..99 equally often, so
+    sel1 and sel2 pass exactly sel·rows rows when rows = size; ⋈3's and sel3's columns are uniform
+    0..99.
 
     >>> d = fig8_data(1, 0.5, rows=100, size=100)
     >>> sum(p < d.sel1 for p in d.x["p"]), len(d.s1["ts"])
@@ -457,9 +458,9 @@ def _rows(cols: dict[str, list[int]]) -> list[dict[str, int]]:
 
 
 def fig8_tree(data: Fig8Data) -> Tree:
-    """Fig. 8's tree (reconstructed): S1 ⋈1 x → σ1, S2 ⋈2 y → σ2, ⋈3 over [Range 10 Slide 10]
-    → σ3 → α = AVG(x.a) over [Rows 10]. Redo queues on S1 and S2 (§3.4.1 rule (1)), so ⋈1 and
-    ⋈2 are the gatekeepers; α is the commit operator. Round-robin order: leaves to root.
+    """Fig. 8's tree (reconstructed): S1 ⋈1 x → sel1, S2 ⋈2 y → sel2, ⋈3 over [Range 10 Slide 10]
+    → sel3 → alpha = AVG(x.a) over [Rows 10]. Redo queues on S1 and S2 (§3.4.1 rule (1)), so ⋈1 and
+    ⋈2 are the gatekeepers; alpha is the commit operator. Round-robin order: leaves to root.
 
     >>> [op.name for op in fig8_tree(fig8_data(1, 0.5, rows=20, size=20)).operators]
     ['join1', 'sel1', 'join2', 'sel2', 'join3', 'sel3', 'alpha']
@@ -493,8 +494,8 @@ def fig8_tree(data: Fig8Data) -> Tree:
 
 
 def fig8_static(data: Fig8Data) -> list[tuple[int, float]]:
-    """α's outputs computed directly from the data, without queues, scheduler or resets: the
-    values every schedule must commit (position in α's input, AVG over the last 10 positions).
+    """alpha's outputs computed directly from the data, without queues, scheduler or resets: the
+    values every schedule must commit (position in alpha's input, AVG over the last 10 positions).
 
     >>> d = fig8_data(1, 0.5, rows=200, size=200)
     >>> fig8_static(d) == run(fig8_tree(d), batch=3, constraint=False).outputs
@@ -526,7 +527,7 @@ def fig8_static(data: Fig8Data) -> list[tuple[int, float]]:
     return out
 
 
-# The Fig. 8 settings the README's table reports: (θ⋈3, σ1, σ2).
+# The Fig. 8 settings the README's table reports: (θ⋈3, sel1, sel2).
 FIG8_SETTINGS = [(0.5, 0.5, 0.5), (0.15, 0.5, 0.5), (0.5, 0.9, 0.1), (0.15, 0.9, 0.1)]
 REFERENCE_JOINS = ("join1", "join2")
 
@@ -584,7 +585,7 @@ def fig8_table(
 
 
 def print_table(table: list[Fig8Row]) -> None:
-    print("| θ⋈3 | σ1/σ2 | n | commits | all with | all without | ⋈1+⋈2 with | ⋈1+⋈2 without "
+    print("| θ⋈3 | sel1/sel2 | n | commits | all with | all without | ⋈1+⋈2 with | ⋈1+⋈2 without "
           "| ratio ⋈1+⋈2 | ratio all |")  # fmt: skip
     print("|---|---|---|---|---|---|---|---|---|---|")
     for r in table:
@@ -596,8 +597,22 @@ def print_table(table: list[Fig8Row]) -> None:
         )
 
 
+def print_operators(table: list[Fig8Row], batches: tuple[int, ...] = (1, 10)) -> None:
+    names = list(table[0].with_)
+    print("| θ⋈3 | sel1/sel2 | n | constraint | " + " | ".join(names) + " |")
+    print("|---" * (4 + len(names)) + "|")
+    for r in table:
+        if r.n in batches:
+            for label, ev in (("with", r.with_), ("without", r.without)):
+                cells = " | ".join(f"{ev[n]:,}" for n in names)
+                print(f"| {r.theta} | {r.sel1}/{r.sel2} | {r.n} | {label} | {cells} |")
+
+
 def plot(table: list[Fig8Row], png: Path) -> None:
-    import matplotlib
+    try:
+        import matplotlib
+    except ImportError:
+        raise SystemExit("the PNG needs matplotlib (the bench extra); --png '' skips it") from None
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -610,7 +625,7 @@ def plot(table: list[Fig8Row], png: Path) -> None:
         ax.plot(ns, [sum(r.with_.values()) for r in rs], "s-", label="all, with")
         ax.plot(ns, [r.reference(r.without) for r in rs], "o--", label="⋈1+⋈2, without")
         ax.plot(ns, [r.reference(r.with_) for r in rs], "s--", label="⋈1+⋈2, with")
-        ax.set_title(f"θ⋈3 = {theta}, σ1/σ2 = {sel1}/{sel2}", fontsize=9)
+        ax.set_title(f"θ⋈3 = {theta}, sel1/sel2 = {sel1}/{sel2}", fontsize=9)
         ax.set_xlabel("batch n")
         ax.set_ylim(bottom=0)
     axes[0].set_ylabel("evaluations")
@@ -642,6 +657,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.table:
         table = fig8_table(args.seed, args.rows, args.rows)
         print_table(table)
+        print()
+        print_operators(table)
         if args.png:
             plot(table, Path(args.png))
             print(f"saved {args.png}")
