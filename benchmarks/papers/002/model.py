@@ -654,6 +654,16 @@ def main(argv: list[str] | None = None) -> None:
                     f"| {eq1(n, r, s):,} | {sum(c.evaluations['join'] for c in worst):,} "
                     f"| {eq2(n, r, s):,} |"
                 )
+        n, r, s = 12, 4, 1
+        for label, batch, constraint in (
+            ("constraint, batch 1", 1, True),
+            ("none, batch n", n, False),
+        ):
+            result = run(fig67_tree(n, r, s), batch, constraint)
+            full = [c.evaluations["join"] for c in result.full()]
+            partial = [c.evaluations["join"] for c in result.partial()]
+            print(f"\nr={r}, s={s}, n={n}, {label}: join evaluations per commit {full} "
+                  f"(sum {sum(full)}), partial first windows apart {partial}")  # fmt: skip
     if args.table:
         table = fig8_table(args.seed, args.rows, args.rows)
         print_table(table)

@@ -5,6 +5,7 @@ it they grow with the batch size), the committed outputs equal to a direct compu
 
 from __future__ import annotations
 
+import doctest
 import importlib.util
 import re
 import sys
@@ -28,6 +29,10 @@ def _load():
 
 model = _load()
 WINDOWS = [(4, 1), (7, 2), (10, 3)]
+
+
+def test_docstring_examples():
+    assert doctest.testmod(model).failed == 0
 
 
 def test_the_papers_numbers():
