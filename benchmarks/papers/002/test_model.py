@@ -48,7 +48,7 @@ def join_counts(commits):
 @pytest.mark.parametrize("partial", [True, False])
 def test_constraint_costs_r_per_commit_at_any_batch(r, s, partial):
     for n in range(max(5, r), 101):
-        for batch in {1, 2, n, n + 3}:
+        for batch in {1, 3, n}:
             run = model.run(model.fig67_tree(n, r, s, partial), batch, constraint=True)
             full = join_counts(run.full())
             assert len(full) == (n - r) // s + 1
@@ -62,7 +62,7 @@ def test_constraint_costs_r_per_commit_at_any_batch(r, s, partial):
 @pytest.mark.parametrize("partial", [True, False])
 def test_batch_round_robin_without_constraint_costs_n_minus_ks(r, s, partial):
     for n in range(max(5, r), 101):
-        for batch in (n, n + 3):
+        for batch in (n, n + 3) if n % 10 == 0 else (n,):
             run = model.run(model.fig67_tree(n, r, s, partial), batch, constraint=False)
             full = join_counts(run.full())
             assert full == [n - k * s for k in range(len(full))], (n, batch)
@@ -108,10 +108,10 @@ def test_fig8_data_is_seeded_and_exact():
         model.fig8_data(1, 1.5)
 
 
-# (θ⋈3, sel1, sel2) as README's table; 300 rows per stream keep CI's smoke short.
+# (θ⋈3, sel1, sel2) as README's table; 200 rows per stream keep CI's smoke short.
 @pytest.mark.parametrize("setting", model.FIG8_SETTINGS)
 def test_fig8_counts(setting):
-    table = model.fig8_table(rows=300, size=300, settings=[setting])  # checks the outputs too
+    table = model.fig8_table(rows=200, size=200, settings=[setting])  # checks the outputs too
     assert [r.n for r in table] == list(range(1, 11))
     with_ = [sum(r.with_.values()) for r in table]
     without = [sum(r.without.values()) for r in table]
