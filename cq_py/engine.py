@@ -1247,6 +1247,8 @@ class Engine:
                 self._parts.close()
         except _core.CoreError as e:
             raise self._stopped(e, "close()") from None
+        # (No refresh comes after close: the tables' connections go now, not when collected.)
+        self._tables.close()
         self._deliver("close()")
 
     # -- results out --------------------------------------------------------------------------
