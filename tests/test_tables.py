@@ -275,6 +275,17 @@ def test_a_snapshot_of_a_table_pushed_down_keeps_its_filtered_copy(sqlite_table:
     assert _rows(again.fetch("big")) == [(2, "b", MIN_TICK, None), (4, "d", 3, None)]
 
 
+@pytest.mark.parametrize("where", ["", " AND t.k > 1"])  # the latter goes to the database
+def test_master_over_a_table_under_negative_names_the_table(sqlite_table: Path, where) -> None:
+    eng = cq_py.Engine(lifetime="negative")
+    with pytest.raises(cq_py.CQLSemanticError, match="MASTER over the relation 't' needs"):
+        eng.execute(
+            f"REGISTER TABLE t FROM 'sqlite:///{sqlite_table}'; REGISTER STREAM s(k INT);"
+            "REGISTER QUERY q AS MASTER s SELECT s.k, t.v FROM s [Now], t WHERE s.k = t.k" + where
+        )
+    assert eng.query_names() == [] and eng.stream_names() == []
+
+
 def test_bag_difference_counts_copies() -> None:
     old = pa.table({"a": [1, 1, 1, None, 2], "b": ["x", "x", "y", None, "z"]})
     new = pa.table({"a": [1, None, None, 3], "b": ["x", None, None, "w"]})
