@@ -283,7 +283,8 @@ def test_master_over_a_table_under_negative_names_the_table(sqlite_table: Path, 
             f"REGISTER TABLE t FROM 'sqlite:///{sqlite_table}'; REGISTER STREAM s(k INT);"
             "REGISTER QUERY q AS MASTER s SELECT s.k, t.v FROM s [Now], t WHERE s.k = t.k" + where
         )
-    assert eng.query_names() == [] and eng.stream_names() == []
+    assert eng.query_names() == []
+    assert eng.stream_names() == []
 
 
 def test_bag_difference_counts_copies() -> None:
