@@ -1672,6 +1672,8 @@ class Engine:
                 eng._parts.restore(data, others)
         except _core.CoreError as e:
             raise _core_error(e) from None
+        if eng._core.closed:
+            eng._tables.close()  # (a closed engine's snapshot: no refresh will come)
         return eng
 
     # -- internals ----------------------------------------------------------------------------

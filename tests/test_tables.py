@@ -275,6 +275,17 @@ def test_a_snapshot_of_a_table_pushed_down_keeps_its_filtered_copy(sqlite_table:
     assert _rows(again.fetch("big")) == [(2, "b", MIN_TICK, None), (4, "d", 3, None)]
 
 
+def test_a_closed_engines_snapshot_restores_closed(sqlite_table: Path) -> None:
+    eng = cq_py.Engine()
+    eng.execute(f"REGISTER TABLE t FROM 'sqlite:///{sqlite_table}';" + QUERIES)
+    eng.push("s", [{"k": 2, "ts": 4}])
+    eng.close()
+    again = cq_py.Engine.restore(eng.snapshot())
+    with pytest.raises(cq_py.InputError, match="closed"):
+        again.refresh_tables()
+    assert _rows(again.fetch("hits")) == [(2, "b", 4)]
+
+
 @pytest.mark.parametrize("where", ["", " AND t.k > 1"])  # the latter goes to the database
 def test_master_over_a_table_under_negative_names_the_table(sqlite_table: Path, where) -> None:
     eng = cq_py.Engine(lifetime="negative")
