@@ -8,7 +8,8 @@ the restored engine applies the change) — every query's rows per timestamp equ
 optimizer on, off (``mqo=False``), and the literal evaluator (tests/oracle/master.py), under dts
 and heartbeat, direct and negative lifetimes; the table in SQLite, and in one smaller
 configuration in the PostgreSQL server the suite starts (tests/postgres_server.py), changed
-with psql. Heartbeat engines take no snapshot (the core's snapshots are dts-only).
+with psql, and in another in DuckDB when installed (no change log: each refresh diffs).
+Heartbeat engines take no snapshot (the core's snapshots are dts-only).
 
 The two engines run in lockstep over one database: each follows the change log from its own
 place."""
@@ -138,6 +139,31 @@ class SQLite:
             for sql, args in statements:
                 c.execute(sql, args)
         c.close()
+
+
+class DuckDB:
+    """The table in a DuckDB file, changed with the duckdb module: no triggers, so every refresh
+    runs the view's SQL again and pushes the difference from the cached copy."""
+
+    def __init__(self, folder: Path):
+        self.path = folder / f"r{next(_files)}.duckdb"
+
+    def url(self) -> str:
+        return f"duckdb:///{self.path}"
+
+    def reset(self, initial) -> None:
+        self.write([("CREATE TABLE r (id BIGINT, k BIGINT, z BIGINT)", ())])
+        self.write([("INSERT INTO r VALUES (?, ?, ?)", row) for row in initial])
+
+    def write(self, statements) -> None:
+        import duckdb
+
+        c = duckdb.connect(str(self.path))
+        try:
+            for sql, args in statements:
+                c.execute(sql, list(args))
+        finally:
+            c.close()
 
 
 class PostgreSQL:
@@ -356,3 +382,11 @@ def test_each_query_gets_its_own_rows_sqlite(tmp_path_factory, config, data) -> 
 @given(case=cases(False))
 def test_each_query_gets_its_own_rows_postgresql(pg_server, case) -> None:
     _check(("dts", "direct"), PostgreSQL(pg_server), case)
+
+
+@settings(max_examples=examples(10), deadline=None, suppress_health_check=SLOW)
+@given(data=st.data())
+def test_each_query_gets_its_own_rows_duckdb(tmp_path_factory, data) -> None:
+    pytest.importorskip("duckdb")
+    case = data.draw(cases(False))
+    _check(("dts", "direct"), DuckDB(tmp_path_factory.mktemp("md")), case)
