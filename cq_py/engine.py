@@ -552,7 +552,8 @@ class Engine:
             self._tables.commit(new_views, script)
             for view in new_views:
                 assert view.content is not None
-                self._push_table(view.input, view.content.schema.empty_table(), view.content)
+                if not self._restoring:  # (restoring: the core's state holds the rows)
+                    self._push_table(view.input, view.content.schema.empty_table(), view.content)
             # Rows are in: a query registered from now on sees the tables as they stand.
             self._running = self._running or bool(new_views)
         self._start_clocks()
@@ -1435,6 +1436,8 @@ class Engine:
                 self._parts.close()
         except _core.CoreError as e:
             raise self._stopped(e, "close()") from None
+        # (No refresh comes after close: the tables' connections go now, not when collected.)
+        self._tables.close()
         self._deliver("close()")
 
     # -- results out --------------------------------------------------------------------------
@@ -1655,9 +1658,11 @@ class Engine:
         pending expiration holders, each stream's progress, loops' queued rows, and the results not
         fetched yet. :meth:`restore` rebuilds an engine from it that continues exactly where this
         one is (a checkpoint). Subscribed callbacks are not saved, nor the results held for a
-        callback that raised (:class:`CallbackError`: fetch them first). The cost is linear in the
-        state (columns are copied as raw buffers). Only under ``executor='dts'``: a heartbeat engine
-        raises :class:`SnapshotError`.
+        callback that raised (:class:`CallbackError`: fetch them first). ``REGISTER TABLE``'s
+        cached copies and change-log places are in it: the restored engine reconnects to the
+        databases and applies at its next :meth:`refresh_tables` what changed since the snapshot.
+        The cost is linear in the state (columns are copied as raw buffers). Only under
+        ``executor='dts'``: a heartbeat engine raises :class:`SnapshotError`.
 
         >>> eng = Engine()
         >>> eng.execute("REGISTER STREAM s(a INT);"
@@ -1669,12 +1674,6 @@ class Engine:
         >>> again.fetch("q").to_pylist()  # the row of ts 0 was not fetched before the snapshot
         [{'a': 1, 'ts': 0}, {'a': 2, 'ts': 5}]
         """
-        if self._tables:
-            raise SnapshotError(
-                "an engine with REGISTER TABLE cannot be snapshotted yet: its cached views and "
-                "change-log positions are not part of a snapshot; found tables "
-                + ", ".join(n for v in self._tables.views.values() for n in v.names)
-            )
         if self._bound:
             raise SnapshotError(
                 "an engine whose queries read resources (paper 002) cannot be snapshotted: a "
@@ -1722,6 +1721,10 @@ class Engine:
                 # What each text's MASTER queries chose to share depended on (see _execute).
                 "share_inputs": self._share_inputs,
                 "pushes": self._pushes,
+                # REGISTER TABLE's cached copies and change-log places, and the tick where
+                # refresh_tables() applies changes.
+                "tables": self._tables.state(),
+                "table_tick": self._table_tick,
             }
         ).encode()
         try:
@@ -1840,6 +1843,12 @@ class Engine:
                 raise ValueError("its push counts are not counts")
             eng._pushes = pushes
             eng._groups.load(saved.get("groups"))
+            # The tables as the snapshot's engine held them, whatever their databases hold now.
+            eng._tables.load(saved.get("tables", {}))
+            table_tick = saved.get("table_tick", MIN_TICK)
+            if type(table_tick) is not int:
+                raise ValueError("its tables' tick is not a tick")
+            eng._table_tick = table_tick
         except (CQError, TypeError, ValueError) as e:
             # The bytes pass the checksum (which anyone can compute: they may still be damaged), but
             # this cq cannot rebuild the engine they describe.
@@ -1859,6 +1868,8 @@ class Engine:
                 eng._parts.restore(data, others)
         except _core.CoreError as e:
             raise _core_error(e) from None
+        if eng._core.closed:
+            eng._tables.close()  # (a closed engine's snapshot: no refresh will come)
         return eng
 
     # -- internals ----------------------------------------------------------------------------

@@ -30,6 +30,8 @@ difference); the database client lives here and in cq_py.io.databases, never in 
 
 from __future__ import annotations
 
+import base64
+import binascii
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -431,6 +433,46 @@ class Views:
                 raise DatabaseError(f"table '{', '.join(view.names)}': {e}") from None
             out.append((view, deleted, inserted, content, position))
         return out
+
+    def state(self) -> dict[str, Any]:
+        """What a snapshot keeps of each view, by the relation it feeds: its cached copy (Arrow
+        IPC, base64) and its reader's place in the change log. A restored engine holds the copy
+        as it was and applies at its next refresh what changed since that place, not the table
+        as it stands when restored."""
+        out: dict[str, Any] = {}
+        for v in self.views.values():
+            assert v.content is not None
+            sink = pa.BufferOutputStream()
+            with pa.ipc.new_stream(sink, v.content.schema) as writer:
+                writer.write_table(v.content)
+            copy = base64.b64encode(sink.getvalue().to_pybytes()).decode("ascii")
+            out[v.input] = {"position": v.db.saved_position(v.position), "content": copy}
+        return out
+
+    def load(self, saved: Any) -> None:
+        """Every view's copy and place from :meth:`state` (the views themselves were registered
+        again by the saved CQL); a ValueError naming what does not match."""
+        if not isinstance(saved, dict) or sorted(saved) != sorted(self.inputs()):
+            found = sorted(saved) if isinstance(saved, dict) else type(saved).__name__
+            raise ValueError(f"its database views {found} are not {sorted(self.inputs())}")
+        loaded = []
+        for v in self.views.values():
+            entry = saved[v.input]
+            assert v.content is not None
+            try:
+                data = base64.b64decode(entry["content"], validate=True)
+                content = pa.ipc.open_stream(data).read_all()
+                position = v.db.loaded_position(entry["position"])
+            except (TypeError, KeyError, binascii.Error, pa.ArrowInvalid, DatabaseError) as e:
+                raise ValueError(f"the view {v.input}'s saved state: {e}") from None
+            if not content.schema.equals(v.content.schema):
+                raise ValueError(
+                    f"the view {v.input}'s saved copy has columns {content.schema}; "
+                    f"its table has {v.content.schema}"
+                )
+            loaded.append((v, content, position))
+        for v, content, position in loaded:
+            v.content, v.position = content, position
 
     def describe(self) -> str:
         """``explain()``'s lines for the cached views: the names reading each, its database and

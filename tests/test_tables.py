@@ -209,11 +209,93 @@ def test_tables_are_fed_by_their_database_only(sqlite_table: Path) -> None:
         eng.push("t", [{"k": 1, "v": "x", "ts": 1}])
     with pytest.raises(cq_py.InputError, match="call refresh_tables"):
         eng.push_row("t", 1, k=1, v="x")
-    with pytest.raises(cq_py.SnapshotError, match="REGISTER TABLE cannot be snapshotted"):
-        eng.snapshot()
     eng.close()
     with pytest.raises(cq_py.InputError, match="closed"):
         eng.refresh_tables()
+
+
+def _checkpointed(eng: cq_py.Engine, run: Callable[[str], None]) -> tuple[list, list]:
+    """_script's changes with a snapshot after the first refresh, the database changed between
+    snapshot and restore, and the rest on the restored engine."""
+    eng.push("s", [{"k": 1, "ts": 5}, {"k": 2, "ts": 6}])
+    run("INSERT INTO t VALUES (3, 'c')")
+    eng.refresh_tables()  # at 6
+    blob = eng.snapshot()
+    eng.close()
+    # Made after the snapshot: the restored engine applies it at its next refresh (at 10), not
+    # when it is restored; its cached copy is the snapshot's, not the table as it stands now.
+    run("UPDATE t SET v = 'B' WHERE k = 2")
+    again = cq_py.Engine.restore(blob)
+    again.push("s", [{"k": 2, "ts": 7}, {"k": 3, "ts": 10}])
+    again.refresh_tables()  # at 10
+    again.push("s", [{"k": 2, "ts": 20}])
+    run("DELETE FROM t WHERE k = 1")
+    again.advance(30)
+    again.refresh_tables()  # at 30
+    again.push("s", [{"k": 1, "ts": 31}, {"k": 2, "ts": 31}])
+    again.close()
+    return _rows(again.fetch("rel")), _rows(again.fetch("hits"))
+
+
+@pytest.mark.parametrize("lifetime", ["direct", "negative"])
+def test_a_snapshot_carries_the_cached_copy_and_the_change_log_position(
+    sqlite_table: Path, lifetime: str
+) -> None:
+    eng = cq_py.Engine(lifetime=lifetime)
+    eng.execute(f"REGISTER TABLE t FROM 'sqlite:///{sqlite_table}';" + QUERIES)
+    rel, hits = _checkpointed(eng, _sqlite(sqlite_table))
+    assert rel == EXPECTED_REL
+    # (hits were fetched from the restored engine: all of them, none fetched before.)
+    assert hits == sorted([*EXPECTED_HITS, (2, "b", 7)])
+
+
+def test_postgres_a_snapshot_carries_the_change_log_position(pg_server) -> None:
+    pg_server.psql("DROP TABLE IF EXISTS t; CREATE TABLE t (k bigint, v text);")
+    pg_server.psql("INSERT INTO t VALUES (1, 'a'), (2, 'b')")
+    eng = cq_py.Engine()
+    eng.execute(f"REGISTER TABLE t FROM '{pg_server.url()}';" + QUERIES)
+    rel, hits = _checkpointed(eng, pg_server.psql)
+    assert rel == EXPECTED_REL
+    assert hits == sorted([*EXPECTED_HITS, (2, "b", 7)])
+
+
+def test_a_snapshot_of_a_table_pushed_down_keeps_its_filtered_copy(sqlite_table: Path) -> None:
+    url = f"sqlite:///{sqlite_table}"
+    eng = cq_py.Engine()
+    eng.execute(
+        f"REGISTER TABLE t FROM '{url}'; REGISTER QUERY big AS SELECT k, v FROM t WHERE k > 1;"
+    )
+    blob = eng.snapshot()
+    _sqlite(sqlite_table)("INSERT INTO t VALUES (4, 'd'), (0, 'z')")
+    again = cq_py.Engine.restore(blob)
+    assert again.explain() == eng.explain()
+    again.advance(3)
+    again.refresh_tables()
+    again.close()
+    assert _rows(again.fetch("big")) == [(2, "b", MIN_TICK, None), (4, "d", 3, None)]
+
+
+def test_a_closed_engines_snapshot_restores_closed(sqlite_table: Path) -> None:
+    eng = cq_py.Engine()
+    eng.execute(f"REGISTER TABLE t FROM 'sqlite:///{sqlite_table}';" + QUERIES)
+    eng.push("s", [{"k": 2, "ts": 4}])
+    eng.close()
+    again = cq_py.Engine.restore(eng.snapshot())
+    with pytest.raises(cq_py.InputError, match="closed"):
+        again.refresh_tables()
+    assert _rows(again.fetch("hits")) == [(2, "b", 4)]
+
+
+@pytest.mark.parametrize("where", ["", " AND t.k > 1"])  # the latter goes to the database
+def test_master_over_a_table_under_negative_names_the_table(sqlite_table: Path, where) -> None:
+    eng = cq_py.Engine(lifetime="negative")
+    with pytest.raises(cq_py.CQLSemanticError, match="MASTER over the relation 't' needs"):
+        eng.execute(
+            f"REGISTER TABLE t FROM 'sqlite:///{sqlite_table}'; REGISTER STREAM s(k INT);"
+            "REGISTER QUERY q AS MASTER s SELECT s.k, t.v FROM s [Now], t WHERE s.k = t.k" + where
+        )
+    assert eng.query_names() == []
+    assert eng.stream_names() == []
 
 
 def test_bag_difference_counts_copies() -> None:

@@ -282,6 +282,21 @@ class Database:
         in commit order."""
         return self.last_change(log)
 
+    def saved_position(self, position: Any) -> Any:
+        """A :meth:`position` as JSON (for a snapshot); :meth:`loaded_position` reads it back.
+
+        >>> db = connect("sqlite:///:memory:")
+        >>> db.loaded_position(db.saved_position(7))
+        7
+        """
+        return int(position)
+
+    def loaded_position(self, saved: Any) -> Any:
+        """A position saved by :meth:`saved_position`; a DatabaseError if it is not one."""
+        if type(saved) is not int or saved < 0:
+            raise DatabaseError(f"{self.url}: {saved!r} is not a place in a change log")
+        return saved
+
     def read_changes(
         self, log: str, after: Any, columns: list[tuple[str, str]]
     ) -> tuple[pa.Table, Any]:
@@ -516,6 +531,26 @@ class _PostgreSQL(Database):
         last = max(at.last, int(ids.max()) if len(ids) else 0)
         changes = found.filter(pa.array(fresh)).drop_columns(["cq_xid"])
         return changes, PgPosition(last, xmin, seen)
+
+    def saved_position(self, position: Any) -> Any:
+        at = (
+            position
+            if isinstance(position, PgPosition)
+            else PgPosition(int(position), 0, frozenset())
+        )
+        return [at.last, at.xmin, sorted(at.seen)]
+
+    def loaded_position(self, saved: Any) -> Any:
+        if not (
+            isinstance(saved, list)
+            and len(saved) == 3
+            and type(saved[0]) is int
+            and type(saved[1]) is int
+            and isinstance(saved[2], list)
+            and all(type(i) is int for i in saved[2])
+        ):
+            raise DatabaseError(f"{self.url}: {saved!r} is not a place in a change log")
+        return PgPosition(saved[0], saved[1], frozenset(saved[2]))
 
     def close(self) -> None:
         self.conn.close()

@@ -630,8 +630,11 @@ class Planner:
             for src in _sources(q.select):
                 sdef = self.cat.streams.get(src.name.lower())
                 if sdef is not None and sdef.relation:
+                    # (A table whose filters went to its database reads a view named
+                    # table$whereN, under the name the query gave it.)
+                    shown = src.alias if "$where" in src.name and src.alias else src.name
                     raise self.err(
-                        f"MASTER over the relation '{src.name}' needs lifetime='direct': under "
+                        f"MASTER over the relation '{shown}' needs lifetime='direct': under "
                         "lifetime='negative' a delete does not say which of equal rows ends, "
                         "and MASTER emits rows by when they started",
                         src.pos,
