@@ -138,11 +138,14 @@ def main() -> None:
     ap.add_argument("--png", default=str(HERE / "fig8.png"), help="'' for none")
     ap.add_argument("--json", default="", help="write every figure here")
     ap.add_argument(
-        "--one-script",
+        "--per-query",
         action="store_true",
-        help="register the queries in one execute (as cq replay does) instead of one each",
+        help="register the queries one execute each instead of all in one script (the paper "
+        "registers the 500 before the trace, as cq replay reads a script file)",
     )
+    ap.add_argument("--one-script", action="store_true", help="the default (kept for old commands)")
     args = ap.parse_args()
+    args.one_script = not args.per_query
     if args.quick:
         args.queries, args.hours = 50, 1.0
     rows = round(workload.ACCESS_ROWS * args.hours / workload.HOURS)
