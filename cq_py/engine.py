@@ -1000,9 +1000,14 @@ class Engine:
         if self._tables:
             text += self._tables.describe()
         if self.executor == "scheduled":
+            gates = [
+                f"#{i}"
+                for i, n in sorted(self._catalog.nodes.items())
+                if n.params.get("gatekeeper")
+            ]
             text += (
                 f"Scheduler: {self.scheduler}, batch {self._batch}, gatekeeper constraint "
-                f"{'on' if self.gatekeeper else 'off'} (gatekeepers: none)\n"
+                f"{'on' if self.gatekeeper else 'off'} (gatekeepers: {' '.join(gates) or 'none'})\n"
             )
         if self._threads > 1 and self._layout is not None:
             text += self._layout.describe(self._threads) + "\n"

@@ -56,6 +56,7 @@ def render(cat: Catalog, executor: str = "dts") -> str:
         prop = n.kind if n.kind == "stream" else f"{n.kind}, {n.lifetime}"
         lines.append(f"  #{n.id} {n.label}{ins}  [{n.owner}]  -> {prop}")
     lines += describe(cat)
+    lines += _redo_areas(cat)
     order = loops.dts_order(cat.nodes)
     loop_lines: list[str] = []
     _loops(order, cat, loop_lines, 1)
@@ -110,3 +111,25 @@ def _order(order: loops.Order) -> str:
         else:
             parts.append(f"#{item}")
     return " ".join(parts)
+
+
+def _redo_areas(cat: Catalog) -> list[str]:
+    """Paper 002's redo areas the planner marked (planner/redo_areas.py): each commit operator,
+    its members and gatekeepers; nothing when no query reads a resource."""
+    areas: dict[int, list[int]] = {}
+    for i in sorted(cat.nodes):
+        area = cat.nodes[i].params.get("redo_area")
+        if area is not None:
+            areas.setdefault(area, []).append(i)
+    if not areas:
+        return []
+    lines = ["Redo areas (paper 002 §3.4; §6's gatekeepers):"]
+    for commit, members in sorted(areas.items()):
+        gates = [m for m in members if cat.nodes[m].params.get("gatekeeper")]
+        lines.append(
+            f"  #{commit} {cat.nodes[commit].note}: members "
+            + " ".join(f"#{m}" for m in members)
+            + "; gatekeepers "
+            + "; ".join(f"#{g} ({cat.nodes[g].note.split('(§6), ')[-1]})" for g in gates)
+        )
+    return lines

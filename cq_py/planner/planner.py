@@ -47,6 +47,7 @@ from cq_py.planner.logical import (
 )
 from cq_py.planner.master_sharing import ARRIVAL, MasterShares, SharedPart, not_shareable, wider
 from cq_py.planner.operators import descriptor, find
+from cq_py.planner.redo_areas import mark_redo_areas
 from cq_py.planner.sharing import share_subplans
 
 # Nanoseconds per CQL duration unit and per engine time unit.
@@ -229,6 +230,9 @@ class Planner:
             if any(n.op == "istream" for n in loops.new_part(cat, first_new).values()):
                 # (A late query's [Now] window fills from p: its own rule, kept whole.)
                 fuse_istreams(cat, first_new, over_now=not self.late)
+        # Paper 002's redo areas on the final plan (the scheduled executor keeps §6's constraint
+        # on their gatekeepers; explain() shows them).
+        self.redo_areas = mark_redo_areas(cat, first_new)
         new = [cat.nodes[i] for i in sorted(cat.nodes) if i >= first_new]
         return cat, new
 

@@ -17,16 +17,19 @@ resource, a model applied), whose reads make up each output's transaction TXN(e)
   through them). It holds an **overlapping window** when one of its windows has r > s (§4.1.3:
   then a reset and replay at each commit keeps the reads serializable).
 
-:func:`redo_area` computes these from a plan given as :class:`Op` records, so that the planner, the
-scheduled executor (which keeps §6's constraint on the gatekeepers) and ``explain()`` share one
-reading of the paper.
+:func:`redo_area` computes these from a plan given as :class:`Op` records; :func:`mark_redo_areas`
+marks them on a script's plan (each member's ``redo_area`` key, ``gatekeeper`` on the
+gatekeepers), where the scheduled executor keeps §6's constraint and ``explain()`` lists them. Not
+yet: an area's only exit being its commit operator (a stream-valued query read by another keeps
+its own output too), and the queues themselves (rows kept, reset and replay).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
-__all__ = ["Op", "RedoArea", "redo_area"]
+__all__ = ["Op", "RedoArea", "mark_redo_areas", "redo_area"]
 
 
 @dataclass(frozen=True)
@@ -216,3 +219,100 @@ def _meets_references(
 
 def _has_window_downstream(by_id: dict[int, Op], downstream: dict[int, list[int]], i: int) -> bool:
     return any(by_id[j].role == "window" for j in _above(downstream, i))
+
+
+#: The plan's operators by the role they play in paper 002's areas.
+_REFERENCE = {"reference_join", "model_apply"}
+_WINDOWS = {"window", "slide_window", "row_window", "partition_row_window"}
+_RELATION_TO_STREAM = {"istream", "dstream", "rstream", "istream_join", "swj_route_istream"}
+_SOURCES = {"stream_scan", "relation_scan"}
+
+
+def _role(node: Any) -> Op:
+    """The :class:`Op` of a planned operator (cq_py.planner.logical.Node)."""
+    op, p = node.op, node.params
+    if op in _REFERENCE:
+        return Op(node.id, "reference", tuple(node.inputs))
+    if op in _WINDOWS:
+        if op == "slide_window":
+            overlaps = p["range"]["ticks"] > p["slide"]["ticks"]
+        elif op == "window":
+            kind = p.get("kind")
+            overlaps = kind == "unbounded" or (kind == "range" and p["range"]["ticks"] > 1)
+        else:  # a row window slides by one row
+            overlaps = p["rows"] > 1
+        return Op(node.id, "window", tuple(node.inputs), overlaps)
+    if op in _RELATION_TO_STREAM:
+        return Op(node.id, "relation_to_stream", tuple(node.inputs))
+    if op in _SOURCES:
+        return Op(node.id, "source", tuple(node.inputs))
+    return Op(node.id, "other", tuple(node.inputs))
+
+
+def mark_redo_areas(cat: Any, first_new: int) -> dict[str, RedoArea]:
+    """For each query a script added that reads a resource or calls a model: its redo area,
+    marked on the plan for the scheduled executor (each member's ``redo_area``: its commit
+    operator's id; ``gatekeeper`` on the gatekeepers) and for explain() (notes). Returns the
+    areas by query name.
+
+    An operator already in another query's area keeps that one (areas do not share operators: a
+    reference operator is never shared, and what lies above it is that query's alone).
+    """
+    out: dict[str, RedoArea] = {}
+    for name, q in cat.queries.items():
+        if q.sink_id < first_new:
+            continue
+        tree = _subtree_nodes(cat, q.out_id)
+        if not any(cat.nodes[i].op in _REFERENCE for i in tree):
+            continue
+        area = redo_area([_role(cat.nodes[i]) for i in sorted(tree)], q.out_id)
+        if area is not None:
+            out[name] = area
+    # Areas with redo queues first: a query whose reference operator another query windows (a
+    # stream-valued query read by a later one) commits each row at once on its own, and its
+    # operator belongs to the reader's area.
+    for name, area in sorted(out.items(), key=lambda kv: not kv[1].queues):
+        label = cat.queries[name].name
+        if not area.queues:
+            node = cat.nodes[area.commit]
+            if "redo_area" not in node.params:
+                _note(node, f"commits {label}'s transactions, a row at a time (paper 002 §3.2)")
+            continue
+        gates = set(area.gatekeepers)
+        for m in area.members:
+            node = cat.nodes[m]
+            if node.params.get("redo_area", area.commit) != area.commit:
+                continue
+            node.params["redo_area"] = area.commit
+            if m in gates:
+                node.params["gatekeeper"] = True
+            if m == area.commit:
+                _note(
+                    node,
+                    f"commits {label}'s transactions (paper 002 §3.2)"
+                    + ("; its redo area holds an overlapping window" if area.overlapping else ""),
+                )
+            if m in gates:
+                ports = ", ".join(str(p) for c, p in area.queues if c == m)
+                _note(
+                    node,
+                    f"gatekeeper of the redo area of #{area.commit} (§6), its input {ports} queued",
+                )
+            elif m != area.commit:
+                _note(node, f"in the redo area of #{area.commit} (§3.4)")
+    return out
+
+
+def _note(node: Any, what: str) -> None:
+    node.note = f"{node.note}; {what}" if node.note else what
+
+
+def _subtree_nodes(cat: Any, root: int) -> set[int]:
+    seen, todo = set(), [root]
+    while todo:
+        i = todo.pop()
+        if i in seen or i not in cat.nodes:
+            continue
+        seen.add(i)
+        todo += [j for j in cat.nodes[i].inputs if j >= 0]
+    return seen
