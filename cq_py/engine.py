@@ -1175,10 +1175,8 @@ class Engine:
         ):
             # Already what the core takes (the declared columns in order and types, then int64
             # ticks): nothing to convert. The core checks the timestamps as for any push.
-            if isinstance(data, pa.Table):
-                batches = [b for b in data.to_batches() if b.num_rows]
-            else:
-                batches = [data] if data.num_rows else []
+            parts = data.to_batches() if isinstance(data, pa.Table) else [data]
+            batches = [b for b in parts if b.num_rows]
         else:
             table = self._to_table(data, sdef.name)
             if table is None:

@@ -34,12 +34,12 @@ import pyarrow as pa
 from cq_core import _core
 from cq_py.errors import ArgumentError, CQError, InputError, ResourceError, from_core
 from cq_py.io.databases import DatabaseError, connect, quote
+from cq_py.planner import types as T
 
 __all__ = ["DatabaseResource", "ModelReader", "ResourceStore", "Transaction", "install_versioning"]
 
 #: cq's column types by Arrow type (the four the core has).
-_TYPES = {pa.int64(): "int64", pa.float64(): "float64", pa.string(): "utf8", pa.bool_(): "bool"}
-_ARROW = {v: k for k, v in _TYPES.items()}
+_TYPES = {arrow: t for t, arrow in T.TO_ARROW.items() if t != T.NULL}
 
 
 def _error(e: _core.CoreError) -> CQError | RuntimeError:
@@ -86,7 +86,7 @@ class ResourceStore:
         names, types, key = self._core.spec(name)
         if not names:
             raise InputError(f"'{name}' is a model: set_model changes it, not rows")
-        schema = pa.schema([(n, _ARROW[t]) for n, t in zip(names, types, strict=True)])
+        schema = T.arrow_schema(list(zip(names, types, strict=True)))
         return schema, [names[k] for k in key]
 
     def load(
@@ -397,8 +397,8 @@ class DatabaseResource:
             found = {n.lower(): t for n, t in self._db.columns(table)}
         except DatabaseError as e:
             raise ResourceError(str(e)) from None
-        cql = {"int64": "BIGINT", "float64": "DOUBLE", "utf8": "VARCHAR", "bool": "BOOLEAN"}
-        self._columns = [(n, cql[t]) for n, t in columns]
+        self._types = columns
+        self._columns = [(n, T.CQL_NAME[t]) for n, t in columns]
         for n, t in self._columns:
             if found.get(n.lower()) != t:
                 have = ", ".join(f"{k} {v}" for k, v in found.items())
@@ -426,8 +426,7 @@ class DatabaseResource:
         except DatabaseError as e:
             raise ResourceError(f"resource table '{self.table}': {e}") from None
         if not parts:
-            schema = pa.schema([(n, _ARROW[_TYPES_CQL[t]]) for n, t in self._columns])
-            return stamp, schema.empty_table()
+            return stamp, T.arrow_schema(self._types).empty_table()
         return stamp, pa.concat_tables(parts)
 
     def read_scan(self) -> tuple[int, pa.Table]:
@@ -471,9 +470,6 @@ class DatabaseResource:
     def close(self) -> None:
         """Closes the connection."""
         self._db.close()
-
-
-_TYPES_CQL = {"BIGINT": "int64", "DOUBLE": "float64", "VARCHAR": "utf8", "BOOLEAN": "bool"}
 
 
 class ModelReader:

@@ -573,6 +573,18 @@ class ExpressionBinder:
             return balanced(BINARY_KERNELS[op], op, operands, operands[0].type, run[-1].pos)
         return acc
 
+    def binary(self, op: str, left: TypedExpr, right: TypedExpr, pos: ast.Pos) -> TypedExpr:
+        """``left op right`` (a CQL operator: ``">"``, ``"-"``, ...) over two bound expressions,
+        typed and checked as the binder types a written one.
+
+        >>> b = ExpressionBinder(Scope([("a", T.INT64)], []), None)
+        >>> e = b.binary(">", TypedExpr("column", T.INT64, index=0, text="a"),
+        ...              literal(3, T.INT64), ast.NOPOS)
+        >>> e.fn, e.type, e.text
+        ('greater', 'bool', 'a > 3')
+        """
+        return self._binary_step(op, left, right, pos)
+
     def _binary_step(self, op: str, left: TypedExpr, right: TypedExpr, pos: ast.Pos) -> TypedExpr:
         """``left op right``, both bound."""
         fn = BINARY_KERNELS[op]

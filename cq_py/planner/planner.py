@@ -768,36 +768,11 @@ class Planner:
                 continue
             arrival = TypedExpr("column", T.INT64, index=part.arrivals[s], text=f"{s}.{ARRIVAL}")
             if w is not None:
-                floor = TypedExpr(
-                    "call",
-                    T.INT64,
-                    fn="subtract",
-                    args=(
-                        TypedExpr("start", T.INT64, text="start()"),
-                        TypedExpr("literal", T.INT64, value=max(w, 1), text=str(max(w, 1))),
-                    ),
-                    text=f"start() - {max(w, 1)}",
-                )
-                checks.append(
-                    TypedExpr(
-                        "call",
-                        T.BOOL,
-                        fn="greater",
-                        args=(arrival, floor),
-                        text=f"{arrival.text} > {floor.text}",
-                    )
-                )
+                start = TypedExpr("start", T.INT64, text="start()")
+                floor = binder.binary("-", start, literal(max(w, 1), T.INT64), q.pos)
+                checks.append(binder.binary(">", arrival, floor, q.pos))
             if since is not None:
-                lit = TypedExpr("literal", T.INT64, value=since, text=str(since))
-                checks.append(
-                    TypedExpr(
-                        "call",
-                        T.BOOL,
-                        fn="greater_equal",
-                        args=(arrival, lit),
-                        text=f"{arrival.text} >= {since}",
-                    )
-                )
+                checks.append(binder.binary(">=", arrival, literal(since, T.INT64), q.pos))
         # The member's own conjuncts first (the most selective in the paper's workload), then its
         # windows' and registration's checks.
         current = self._filters(trigger, own_preds, owner)

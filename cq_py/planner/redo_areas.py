@@ -26,6 +26,7 @@ its own output too), and the queues themselves (rows kept, reset and replay).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -77,7 +78,13 @@ def redo_area(ops: list[Op], root: int) -> RedoArea | None:
     references = [i for i in tree if by_id[i].role == "reference"]
     if not references:
         return None
-    upstream_ref = {i: _has_upstream(by_id, i, "reference") for i in tree}
+    # Whether a reference operator lies strictly upstream of each operator.
+    upstream_ref = {
+        i: any(
+            by_id[j].role == "reference" for src in by_id[i].inputs for j in _subtree(by_id, src)
+        )
+        for i in tree
+    }
     downstream = _downstream(by_id, tree)
     # The commit operator (Def. 3.2, in CQL's terms).
     windows_after_ref = [i for i in tree if by_id[i].role == "window" and upstream_ref[i]]
@@ -124,29 +131,20 @@ def redo_area(ops: list[Op], root: int) -> RedoArea | None:
     return RedoArea(commit, listed, queues, gatekeepers, overlapping)
 
 
-def _subtree(by_id: dict[int, Op], root: int) -> set[int]:
-    seen, todo = set(), [root]
+def _reach(start: list[int], step: Callable[[int], Iterable[int]]) -> set[int]:
+    """Every operator reached from ``start`` (included) taking ``step`` (its inputs, or its
+    consumers) again and again."""
+    seen, todo = set(), list(start)
     while todo:
         i = todo.pop()
-        if i in seen:
-            continue
-        seen.add(i)
-        todo += by_id[i].inputs
+        if i not in seen:
+            seen.add(i)
+            todo += step(i)
     return seen
 
 
-def _has_upstream(by_id: dict[int, Op], i: int, role: str) -> bool:
-    """Whether an operator of ``role`` lies strictly upstream of ``i``."""
-    todo, seen = list(by_id[i].inputs), set()
-    while todo:
-        j = todo.pop()
-        if j in seen:
-            continue
-        seen.add(j)
-        if by_id[j].role == role:
-            return True
-        todo += by_id[j].inputs
-    return False
+def _subtree(by_id: dict[int, Op], root: int) -> set[int]:
+    return _reach([root], lambda i: by_id[i].inputs)
 
 
 def _downstream(by_id: dict[int, Op], tree: set[int]) -> dict[int, list[int]]:
@@ -185,14 +183,8 @@ def _top(
 
 
 def _above(downstream: dict[int, list[int]], i: int) -> set[int]:
-    seen, todo = set(), list(downstream.get(i, []))
-    while todo:
-        j = todo.pop()
-        if j in seen:
-            continue
-        seen.add(j)
-        todo += downstream.get(j, [])
-    return seen
+    """What lies strictly downstream of ``i``."""
+    return _reach(downstream.get(i, []), lambda j: downstream.get(j, []))
 
 
 def _meets_references(
@@ -308,11 +300,4 @@ def _note(node: Any, what: str) -> None:
 
 
 def _subtree_nodes(cat: Any, root: int) -> set[int]:
-    seen, todo = set(), [root]
-    while todo:
-        i = todo.pop()
-        if i in seen or i not in cat.nodes:
-            continue
-        seen.add(i)
-        todo += [j for j in cat.nodes[i].inputs if j >= 0]
-    return seen
+    return _reach([root], lambda i: [j for j in cat.nodes[i].inputs if j in cat.nodes])

@@ -143,7 +143,6 @@ def main() -> None:
         help="register the queries one execute each instead of all in one script (the paper "
         "registers the 500 before the trace, as cq replay reads a script file)",
     )
-    ap.add_argument("--one-script", action="store_true", help="the default (kept for old commands)")
     args = ap.parse_args()
     args.one_script = not args.per_query
     if args.quick:
