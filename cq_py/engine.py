@@ -1664,8 +1664,9 @@ class Engine:
         callback that raised (:class:`CallbackError`: fetch them first). ``REGISTER TABLE``'s
         cached copies and change-log places are in it: the restored engine reconnects to the
         databases and applies at its next :meth:`refresh_tables` what changed since the snapshot.
-        The cost is linear in the state (columns are copied as raw buffers). Only under
-        ``executor='dts'``: a heartbeat engine raises :class:`SnapshotError`.
+        The cost is linear in the state (columns are copied as raw buffers). Under
+        ``executor='dts'`` and ``'heartbeat'`` (the heartbeat executor's queued rows, heartbeats
+        and end fixes are saved); a ``'scheduled'`` engine raises :class:`SnapshotError`.
 
         >>> eng = Engine()
         >>> eng.execute("REGISTER STREAM s(a INT);"

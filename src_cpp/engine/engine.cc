@@ -649,11 +649,10 @@ CqError SnapshotMismatch(const std::string& what) {
 
 std::string Engine::Snapshot(std::string_view annex) const {
   CheckUsable();
-  if (options_.executor != "dts")
+  if (options_.executor == "scheduled")
     throw CqError(ErrorKind::kSnapshot,
-                  "engine snapshots are supported under executor='dts' only; this engine runs "
-                  "executor='" +
-                      options_.executor + "'");
+                  "engine snapshots are supported under executor='dts' and 'heartbeat'; this engine runs "
+                  "executor='scheduled'");
   SnapshotWriter w;
   std::string& out = w.bytes();
   out.assign(kHeaderSize, '\0');
@@ -742,8 +741,8 @@ void Engine::Restore(std::string_view snapshot) {
   if (OptionsText(o) != OptionsText(options_))
     throw SnapshotMismatch("it was taken with options " + Printable(OptionsText(o)) + "; this engine has " +
                            OptionsText(options_));
-  if (options_.executor != "dts")
-    throw CqError(ErrorKind::kSnapshot, "engine snapshots are supported under executor='dts' only");
+  if (options_.executor == "scheduled")
+    throw CqError(ErrorKind::kSnapshot, "engine snapshots are supported under executor='dts' and 'heartbeat'");
   const size_t plans = r.Count(8);
   if (plans != plans_.size())
     throw SnapshotMismatch("it was taken after " + std::to_string(plans) +

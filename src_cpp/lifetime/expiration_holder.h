@@ -41,6 +41,8 @@ class HolderTable {
   // meet the old tuple's end downstream. Pins count (one per queued batch naming the id).
   void Pin(const HolderId* ids, int64_t n);
   void Unpin(const HolderId* ids, int64_t n);
+  // Queued end batches naming `id` now.
+  uint32_t pins(HolderId id) const { return id < pins_.size() ? pins_[id] : 0; }
   int64_t live() const { return static_cast<int64_t>(next_) - static_cast<int64_t>(free_.size()); }
   // One past the largest id ever handed out: the size a flat array indexed by id needs.
   HolderId capacity() const { return next_; }

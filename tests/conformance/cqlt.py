@@ -449,10 +449,10 @@ class _Runner:
         # Runner options are kept apart: self.options are the engine's (tests/spark reads them).
         self.batch_rows: str | int = self.options.pop("batch_rows", "all")
         self.snapshot: bool = self.options.pop("snapshot", False)
-        if self.snapshot and self.options.get("executor") in ("heartbeat", "scheduled"):
+        if self.snapshot and self.options.get("executor") == "scheduled":
             raise FormatError(
-                f"{where}: snapshot=true needs executor=dts (a "
-                f"{self.options['executor']} engine takes no snapshot)"
+                f"{where}: snapshot=true needs executor=dts or heartbeat (a scheduled engine "
+                "takes no snapshot)"
             )
         self.engine: cq_py.Engine | None = None
         self.script: list[str] = []  # plan mode: the accumulated statements

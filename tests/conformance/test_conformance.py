@@ -34,8 +34,8 @@ def test_the_corpus_is_there():
 
 # The matrix (README.md here): every run-mode file runs under every engine configuration
 # (SEMANTICS.md §5: the same results) × each way of splitting its push blocks × with or without a
-# snapshot and restore after every push (dts only: a heartbeat or scheduled engine takes no
-# snapshot). A file
+# snapshot and restore after every push (dts and heartbeat: a scheduled engine takes no snapshot).
+# A file
 # that names one of these options in its `options` block runs only where the matrix agrees with it
 # (a file about hybrid=false runs under the dts configurations with hybrid=false); plan-mode files
 # run once.
@@ -46,7 +46,7 @@ def _matrix() -> dict[str, dict]:
     out = {}
     for engine, options in CONFIGURATIONS.items():
         for batch, rows in BATCHES.items():
-            for snapshot in (False, True) if options["executor"] == "dts" else (False,):
+            for snapshot in (False, True) if options["executor"] != "scheduled" else (False,):
                 name = f"{engine}-{batch}{'-snapshot' if snapshot else ''}"
                 out[name] = {**options, "batch_rows": rows, "snapshot": snapshot}
     return out
@@ -290,15 +290,15 @@ def test_runner_rejects_malformed_files_and_reports_skips():
 
 
 def test_the_matrix_is_whole():
-    # dts on one engine: 2 lifetimes x 2 hybrid x 3 batches x 2; heartbeat: 2 x 3; dts on two
+    # dts on one engine: 2 lifetimes x 2 hybrid x 3 batches x 2; heartbeat: 2 x 3 x 2; dts on two
     # engines (threads=2): 2 lifetimes x 3 batches x 2; scheduled: 2 batch x 2 gatekeeper x 2
     # lifetimes x 3 batches.
-    assert len(MATRIX) == 66
-    assert not [c for c in MATRIX.values() if c["snapshot"] and c["executor"] != "dts"]
+    assert len(MATRIX) == 72
+    assert not [c for c in MATRIX.values() if c["snapshot"] and c["executor"] == "scheduled"]
     assert {
         (c["executor"], c["lifetime"], c.get("hybrid", True), c["batch_rows"], c["snapshot"])
         for c in MATRIX.values()
-    } >= {("dts", "negative", False, 7, True), ("heartbeat", "direct", True, 1, False)}
+    } >= {("dts", "negative", False, 7, True), ("heartbeat", "direct", True, 1, True)}
     assert {c["threads"] for c in MATRIX.values()} == {1, 2}
     scheduled = {
         (c["batch"], c["gatekeeper"], c["lifetime"], c["batch_rows"])
@@ -318,16 +318,16 @@ def test_a_file_runs_where_its_options_agree():
         finally:
             path.unlink()
 
-    assert len(configs("")) == 66
+    assert len(configs("")) == 72
     published = configs("executor=dts hybrid=false")
     assert len(published) == 12
     assert all(c["hybrid"] is False for c in published)
     heartbeat = configs("executor=heartbeat")
-    assert len(heartbeat) == 6
-    assert not any(c["snapshot"] for c in heartbeat)
+    assert len(heartbeat) == 12
+    assert sum(c["snapshot"] for c in heartbeat) == 6
     assert len(configs("executor=scheduled")) == 24
     assert len(configs("lifetime=direct batch_rows=all snapshot=false")) == 8
-    assert len(configs("threads=1")) == 54
+    assert len(configs("threads=1")) == 60
     assert configs("mode=plan") == [None]
 
 
@@ -359,8 +359,8 @@ def test_snapshot_restores_after_every_push(monkeypatch):
     good = TWO_FETCHES.format(first="1,0\n2,3", second="3,4")
     assert run_text(good, "good.cqlt", defaults={"batch_rows": 1, "snapshot": True}) > 0
     assert len(restored) == 4  # three pushes of one row, and close
-    with pytest.raises(FormatError, match="needs executor=dts"):
-        run_text(good, "good.cqlt", defaults={"executor": "heartbeat", "snapshot": True})
+    with pytest.raises(FormatError, match="needs executor=dts or heartbeat"):
+        run_text(good, "good.cqlt", defaults={"executor": "scheduled", "snapshot": True})
 
 
 def test_a_skip_block_may_name_the_configurations_it_applies_to():

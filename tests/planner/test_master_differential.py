@@ -9,7 +9,6 @@ optimizer on, off (``mqo=False``), and the literal evaluator (tests/oracle/maste
 and heartbeat, direct and negative lifetimes; the table in SQLite, and in one smaller
 configuration in the PostgreSQL server the suite starts (tests/postgres_server.py), changed
 with psql, and in another in DuckDB when installed (no change log: each refresh diffs).
-Heartbeat engines take no snapshot (the core's snapshots are dts-only).
 
 The two engines run in lockstep over one database: each follows the change log from its own
 place."""
@@ -194,7 +193,7 @@ def _run(config, db, case):
     push per row), then the table's writes at that time through the database's client and one
     refresh_tables() (after advance to it). Query k registered before the first event at or
     after its time (after advance to it, unless it says otherwise). recluster() before the
-    first event at or after each of its times; a snapshot (dts) at each of its (time, phase):
+    first event at or after each of its times; a snapshot at each of its (time, phase):
     phase 0 right after a push at or after the time, 1 between the table's writes at or after
     it and their refresh (the engine replaced by its restored copy)."""
     executor, lifetime = config
@@ -234,10 +233,9 @@ def _run(config, db, case):
     def checkpoint(t, phase):
         while snapshots and snapshots[0] <= (t, phase):
             snapshots.pop(0)
-            if executor == "dts":
-                for i, eng in enumerate(engines):
-                    engines[i] = cq_py.Engine.restore(eng.snapshot())
-                    eng.close()
+            for i, eng in enumerate(engines):
+                engines[i] = cq_py.Engine.restore(eng.snapshot())
+                eng.close()
 
     for t, _, name, vals in events:
         register_upto(t)

@@ -6,6 +6,7 @@ namespace cq {
 
 HeartbeatExecutor::HeartbeatExecutor(int64_t max_run, HolderTable* holders)
     : QueuedExecutor("heartbeat", false, holders), max_run_(max_run) {
+  snapshots_ = true;
   CQ_CHECK(max_run_ >= 1, "max_run must be at least 1");
 }
 

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "base/errors.h"
+#include "batch/snapshot.h"
 
 namespace cq {
 
@@ -363,14 +364,106 @@ void QueuedExecutor::AdvanceTo(const std::map<int, Time>& source_progress) {
   Drain();
 }
 
-void QueuedExecutor::Snapshot(SnapshotWriter&) const {
-  throw CqError(ErrorKind::kSnapshot,
-                "engine snapshots are supported under executor='dts' only (found executor='" + name_ + "')");
+void QueuedExecutor::Snapshot(SnapshotWriter& w) const {
+  CheckSnapshots();
+  // Taken between calls: every Drain has ended, so nothing is on a stack or fed in a turn; what
+  // remains is what waits in the queues (stalled data, heartbeats, end fixes) and each operator's
+  // place in the waves.
+  w.U64(wave_);
+  w.U64(order_.size());
+  for (int id : order_) {
+    const Node& n = nodes_[index_.at(id)];
+    w.I64(id);
+    w.Pod(n.progress);
+    w.U64(n.wave);
+    w.I64(n.evaluations);
+    for (const Port& p : n.ports) {
+      w.U64(p.taken);
+      w.Pod(p.seen);
+      w.Pod(p.promised);
+      w.U64(p.wave);
+      w.U64(p.queue.size());
+      for (const Item& it : p.queue) {
+        w.Bool(it.kind == Item::Kind::kData);
+        w.Pod(it.time);
+        if (it.kind == Item::Kind::kData) w.WriteBatch(it.batch);
+      }
+      w.U64(p.ends.size());
+      for (const auto& [after, it] : p.ends) {
+        w.U64(after);
+        w.WriteEnds(it.ends);
+      }
+    }
+  }
 }
 
-void QueuedExecutor::Restore(SnapshotReader&, const std::map<int, Time>&) {
-  throw CqError(ErrorKind::kSnapshot,
-                "engine snapshots are supported under executor='dts' only (found executor='" + name_ + "')");
+void QueuedExecutor::Restore(SnapshotReader& r, const std::map<int, Time>&) {
+  CheckSnapshots();
+  wave_ = r.U64();
+  SnapshotReader::Expect(r.Count(24, "the operators"), order_.size(), "the executor's operators");
+  // The ids each queued end fix pins, counted to compare with the holder table's pins.
+  std::vector<uint32_t> pins(holders_->capacity(), 0);
+  for (int id : order_) {
+    Node& n = nodes_[index_.at(id)];
+    SnapshotReader::Expect(r.I64(), int64_t{id}, "an operator's id in the executor");
+    n.progress = r.TimeValue("an operator's progress");
+    n.wave = r.U64();
+    n.evaluations = r.I64In(0, INT64_MAX, "an operator's evaluations");
+    CQ_SNAPSHOT_CHECK(n.wave <= wave_, "an operator's wave is ahead of the executor's");
+    for (size_t port = 0; port < n.ports.size(); ++port) {
+      Port& p = n.ports[port];
+      p = Port{};
+      // What reaches the port: its producer's rows, or for a source what is pushed into it.
+      const Operator& from = n.inputs.empty() ? *n.op : *nodes_[index_.at(n.inputs[port])].op;
+      p.taken = r.U64();
+      p.seen = r.TimeValue("a queue's latest time taken");
+      p.promised = r.TimeValue("a queue's latest heartbeat");
+      p.wave = r.U64();
+      CQ_SNAPSHOT_CHECK(p.wave <= wave_, "a queue's wave is ahead of the executor's");
+      for (size_t k = r.Count(9, "a queue's items"); k > 0; --k) {
+        const bool data = r.Bool();
+        const Time t = r.TimeValue("a queued item's time");
+        Item it{data ? Item::Kind::kData : Item::Kind::kHeartbeat, t, {}, {}};
+        if (data) {
+          it.batch = r.ReadBatch(from.output_schema(), from.output_kind());
+          const int64_t rows = it.batch.num_rows();
+          CQ_SNAPSHOT_CHECK(rows > 0 && (!row_items_ || rows == 1), "a queued data item's rows");
+          for (int64_t i = 0; i < rows; ++i)
+            CQ_SNAPSHOT_CHECK(it.batch.StartAt(it.batch.Physical(i)) == t, "a queued row's time is not its item's");
+        } else {
+          CQ_SNAPSHOT_CHECK(!(p.promised < t), "a queued heartbeat is beyond its queue's promise");
+        }
+        p.QueueData(std::move(it));
+      }
+      for (size_t k = r.Count(16, "a queue's end fixes"); k > 0; --k) {
+        const uint64_t after = r.U64();
+        CQ_SNAPSHOT_CHECK(after >= p.taken && after - p.taken <= p.queue.size() &&
+                              (p.ends.empty() || after >= p.ends.rbegin()->first),
+                          "an end fix waits for items its queue does not hold");
+        EndBatch ends = r.ReadEnds();
+        CQ_SNAPSHOT_CHECK(ends.length > 0, "an empty end fix");
+        Time lowest = Time::Infinity();
+        for (int64_t i = 0; i < ends.length; ++i) {
+          lowest = std::min(lowest, ends.ends.At(i));
+          ++pins[ends.ids()[i]];
+        }
+        p.ends_floor.insert(lowest);
+        p.ends.emplace(after, Item{Item::Kind::kEnds, lowest, {}, std::move(ends)});
+      }
+    }
+  }
+  for (HolderId id = 0; id < holders_->capacity(); ++id)
+    if (holders_->pins(id) != pins[id])
+      SnapshotReader::Corrupt("holder id " + std::to_string(id) + " is pinned " + std::to_string(holders_->pins(id)) +
+                              " times; the queued end fixes name it " + std::to_string(pins[id]) + " times");
+}
+
+void QueuedExecutor::CheckSnapshots() const {
+  if (!snapshots_)
+    throw CqError(ErrorKind::kSnapshot,
+                  "engine snapshots are supported under executor='dts' and 'heartbeat' (found "
+                  "executor='" +
+                      name_ + "')");
 }
 
 }  // namespace cq

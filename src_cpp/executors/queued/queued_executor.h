@@ -61,11 +61,12 @@ class QueuedExecutor : public Executor {
   Operator* op(int id) const override;
   const std::vector<int>& order() const override { return order_; }
   const std::vector<int>& inputs(int id) const override { return nodes_.at(index_.at(id)).inputs; }
-  // Snapshots are not supported here (the engine says so before it gets this far): the queued
-  // one-timestamp items, heartbeats and pinned holder ids between every pair of operators would
-  // all have to be saved. The DTS executor keeps no queue outside loops.
-  void Snapshot(SnapshotWriter&) const override;
-  void Restore(SnapshotReader&, const std::map<int, Time>&) override;
+  // Everything that waits between the operators: each queue's items (data and heartbeats), its end
+  // fixes and place in the waves, each operator's progress. The holder table (saved by the engine)
+  // keeps the pins of the queued end fixes; Restore checks the two agree. The scheduled executor
+  // refuses (its policy's place in the round is not saved; scripts with resources refuse anyway).
+  void Snapshot(SnapshotWriter& w) const override;
+  void Restore(SnapshotReader& r, const std::map<int, Time>& source_progress) override;
 
   // What the scheduler did, for tests and benchmarks.
   struct Stats {
@@ -182,8 +183,12 @@ class QueuedExecutor : public Executor {
   // Remove moved the nodes: old index i is now moved[i] (-1: removed).
   virtual void Renumbered(const std::vector<int>& moved) {}
 
+  // kSnapshot unless this executor takes snapshots.
+  void CheckSnapshots() const;
+
   std::string name_;
   bool row_items_;
+  bool snapshots_ = false;  // set by the executors that take snapshots
   HolderTable* holders_;
   std::vector<Node> nodes_;
   std::map<int, int> index_;  // operator id -> index into nodes_
