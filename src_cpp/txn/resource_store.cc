@@ -176,8 +176,20 @@ std::shared_ptr<const ResourceVersion> ResourceStore::Current(const std::string&
 bool ResourceStore::LockShared(const std::string& name, const std::string& holder, std::chrono::nanoseconds timeout) {
   std::unique_lock l(mu_);
   Entry& e = At(name);
-  if (!cv_.wait_for(l, timeout, [&] { return !e.writing; })) return false;
-  e.readers.emplace(holder, 0);
+  const std::thread::id me = std::this_thread::get_id();
+  const auto mine = locks_of_thread_.find(me);
+  const bool holds = mine != locks_of_thread_.end() && mine->second > 0;
+  const uint64_t seen = e.writes;
+  const auto free = [&] { return !e.writing && (holds || e.writers_waiting == 0 || e.writes != seen); };
+  if (!free()) {
+    const auto wait = e.reader_waits.insert(seen);
+    const bool got = cv_.wait_for(l, timeout, free);
+    e.reader_waits.erase(wait);
+    cv_.notify_all();  // (a writer may wait for this reader to go first)
+    if (!got) return false;
+  }
+  e.readers.emplace(holder, me);
+  ++locks_of_thread_[me];
   ++e.reader_count;
   return true;
 }
@@ -187,6 +199,8 @@ void ResourceStore::UnlockShared(const std::string& name, const std::string& hol
   Entry& e = At(name);
   const auto it = e.readers.find(holder);
   CQ_CHECK(it != e.readers.end(), "a shared lock released that was not held");
+  if (const auto t = locks_of_thread_.find(it->second); t != locks_of_thread_.end() && --t->second == 0)
+    locks_of_thread_.erase(t);
   e.readers.erase(it);
   --e.reader_count;
   cv_.notify_all();
@@ -203,14 +217,23 @@ std::vector<std::string> ResourceStore::Holders(const std::string& name) const {
 void ResourceStore::AcquireAll(std::unique_lock<std::mutex>& l, const std::vector<std::string>& names,
                                std::chrono::steady_clock::time_point deadline) {
   for (const auto& name : names) At(name);  // every one exists
+  for (const auto& name : names) ++resources_.at(name).writers_waiting;
+  const auto done_waiting = [&] {
+    for (const auto& name : names) --resources_.at(name).writers_waiting;
+    cv_.notify_all();  // (readers let a waiting writer go first)
+  };
   const auto free = [&] {
     for (const auto& name : names) {
       const Entry& e = resources_.at(name);
       if (e.writing || e.reader_count) return false;
+      // A reader that waited while another writer went by goes first (Fairness).
+      if (!e.reader_waits.empty() && *e.reader_waits.begin() < e.writes) return false;
     }
     return true;
   };
-  if (!cv_.wait_until(l, deadline, free)) {
+  const bool got = cv_.wait_until(l, deadline, free);
+  done_waiting();
+  if (!got) {
     for (const auto& name : names) {
       const Entry& e = resources_.at(name);
       if (!e.writing && !e.reader_count) continue;
@@ -261,7 +284,10 @@ uint64_t ResourceStore::EndExclusive(const std::vector<std::string>& names, cons
     }
     log_.push_back(std::move(record));
   }
-  for (const auto& name : names) resources_.at(name).writing = false;
+  for (const auto& name : names) {
+    resources_.at(name).writing = false;
+    ++resources_.at(name).writes;
+  }
   cv_.notify_all();
   return v;
 }
@@ -310,7 +336,10 @@ uint64_t ResourceStore::Commit(const std::vector<ResourceChange>& given, std::ch
     }
   } catch (...) {
     std::lock_guard l(mu_);
-    for (const auto& [name, _] : by) resources_.at(name).writing = false;
+    for (const auto& [name, _] : by) {
+      resources_.at(name).writing = false;
+      ++resources_.at(name).writes;
+    }
     cv_.notify_all();
     throw;
   }
@@ -324,6 +353,7 @@ uint64_t ResourceStore::Commit(const std::vector<ResourceChange>& given, std::ch
     Entry& e = resources_.at(name);
     e.current = std::move(version);
     e.writing = false;
+    ++e.writes;
     record.resources.push_back(name);
   }
   log_.push_back(std::move(record));

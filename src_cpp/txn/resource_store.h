@@ -11,6 +11,14 @@
 //   (it never holds some while waiting for others), so a reader holding one lock and asking for
 //   another can never wait on a writer that waits on it. Readers' names are kept: a writer that
 //   times out names the resource and the queries holding it.
+// - Fairness. A reader on a thread that holds no lock of the store (an engine between
+//   transactions) does not take a resource a writer waits for until a commit has changed it:
+//   queries re-lock right after each commit, and without this a waiting writer would never find
+//   the resource free. A thread already holding a lock goes on: it may hold what the writer waits
+//   for (an engine runs every query's transactions on its thread, so this is per thread, not per
+//   query). A reader waits for one writer at most: a writer does not take a resource while a
+//   reader that has seen a writer go by waits for it, so a stream of writers does not starve
+//   readers either.
 // - Commits are atomic across resources: every change is checked (shape, types, keys, missing
 //   keys of deletes) against the state it applies to before anything is published.
 #include <chrono>
@@ -19,7 +27,9 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -81,8 +91,9 @@ class ResourceStore {
   // The resource's committed state now (pinned for as long as it is held).
   std::shared_ptr<const ResourceVersion> Current(const std::string& name) const;
 
-  // A reader's shared lock on `name`, waiting up to `timeout` for a writer's commit to end; false
-  // when it timed out. `holder` names the reader (a query) for a writer's timeout message.
+  // A reader's shared lock on `name`, waiting up to `timeout` for a writer's commit to end (and,
+  // when the calling thread holds no lock of the store, for a waiting writer's commit: Fairness
+  // above); false when it timed out. `holder` names the reader (a query) for a writer's timeout message.
   bool LockShared(const std::string& name, const std::string& holder, std::chrono::nanoseconds timeout);
   void UnlockShared(const std::string& name, const std::string& holder);
   std::vector<std::string> Holders(const std::string& name) const;
@@ -106,9 +117,13 @@ class ResourceStore {
   struct Entry {
     ResourceSpec spec;
     std::shared_ptr<const ResourceVersion> current;
-    std::multimap<std::string, int> readers;  // holder -> (one entry per lock taken)
+    // holder -> the thread that took the lock (one entry per lock taken)
+    std::multimap<std::string, std::thread::id> readers;
     int reader_count = 0;
     bool writing = false;
+    int writers_waiting = 0;
+    uint64_t writes = 0;                   // writers' locks released so far (commits, exclusive ends)
+    std::multiset<uint64_t> reader_waits;  // each waiting reader's `writes` when it began to wait
     bool model = false;
   };
   Entry& At(const std::string& name);
@@ -121,6 +136,7 @@ class ResourceStore {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::map<std::string, Entry> resources_;
+  std::map<std::thread::id, int> locks_of_thread_;  // shared locks held, by the thread that took them
   uint64_t version_ = 0;
   std::vector<UpdateRecord> log_;
 };
