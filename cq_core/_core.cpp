@@ -515,6 +515,8 @@ PYBIND11_MODULE(_core, m) {
              }
              return out;
            })
+      // (holder ids in use, the holder table's size).
+      .def("holder_table_size", &cq::Engine::HolderTableSize)
       // (area, query, lock waits, resets, rows replayed) of each redo area's transaction manager.
       .def("transaction_managers",
            [](const cq::Engine& e) {
