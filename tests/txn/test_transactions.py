@@ -9,6 +9,7 @@ import threading
 import time
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 import cq_py
@@ -207,3 +208,41 @@ def test_on_change_resets_only_when_a_resource_read_for_retained_rows_changed() 
     # again at the new version (the retained rows' reads were redone), never a mix.
     assert [out[t] for t in range(1, 6)] == [0.0, 0.5, 1.0, 1.5, 2.5]
     assert [out[t] for t in range(8, 13)] == [10.0 * (t - 2.5) for t in range(8, 13)]
+
+
+MODEL = (
+    "REGISTER STREAM s(k BIGINT, a BIGINT);"
+    "REGISTER MODEL score (a BIGINT) RETURNS (y DOUBLE);"
+    "REGISTER QUERY q AS ISTREAM(SELECT s.a, score(s.a) AS y FROM s [Now]);"
+)
+
+
+def _model_engine(txn: str) -> cq_py.Engine:
+    store = ResourceStore()
+    store.set_model("score", lambda a: pc.multiply(a, 1.0))
+    eng = cq_py.Engine(executor="scheduled", resources=store, threads=1, txn=txn)
+    eng.execute(MODEL)
+    eng.push("s", pa.Table.from_pylist([{"k": 0, "a": t, "ts": t + 1} for t in range(3)]))
+    return eng
+
+
+def test_under_2pl_set_model_waits_for_the_commit() -> None:
+    eng = _model_engine("2pl")
+    with pytest.raises(cq_py.LockTimeout, match=r"'score'.*query 'q'"):
+        eng.resources.set_model("score", lambda a: pc.multiply(a, 2.0), timeout=0.2)
+    eng.advance(4)  # instant 3 commits: the model's lock goes
+    eng.resources.set_model("score", lambda a: pc.multiply(a, 2.0), timeout=0.2)
+    eng.push("s", pa.Table.from_pylist([{"k": 0, "a": 5, "ts": 5}]))
+    eng.close()
+    assert [r["y"] for r in eng.fetch("q").to_pylist()] == [0.0, 1.0, 2.0, 10.0]
+
+
+def test_under_snapshot_a_transaction_calls_the_model_it_pinned() -> None:
+    eng = _model_engine("snapshot")
+    eng.resources.set_model("score", lambda a: pc.multiply(a, 2.0), timeout=0.2)
+    eng.push("s", pa.Table.from_pylist([{"k": 0, "a": 5, "ts": 4}]))  # instant 3's transaction
+    eng.close()
+    # Instant 4's row was called in a new transaction: the new model.
+    assert [r["y"] for r in eng.fetch("q").to_pylist()] == [0.0, 1.0, 2.0, 10.0]
+    versions = [r["versions"] for r in eng.commit_log().to_pylist()]
+    assert versions == [[("score", 1)]] * 3 + [[("score", 2)]]
