@@ -74,7 +74,7 @@ def _per_commit(eng: cq_py.Engine, s: int, n: int) -> list[int]:
     log = [c for c in eng.commit_log().to_pylist() if c["query"] == "q"]
     instants = [c["instant"] for c in log]
     assert instants == sorted(set(instants))  # each instant committed once
-    assert all(c["outcome"] == "committed" for c in log)
+    assert all(c["outcome"] == "commit" for c in log)
     return [dict(c["evaluations"])[join] for c in log if c["instant"] <= last]
 
 

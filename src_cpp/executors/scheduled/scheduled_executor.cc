@@ -227,7 +227,9 @@ bool ScheduledExecutor::Commit(int64_t area, Area& a) {
   record.query = m ? m->holder() : "";
   record.instant = ready ? a.held[ready - 1].time : m->last_read();
   std::vector<txn::TransactionManager::Read> reads;
+  record.begin_ns = m && m->open() ? m->begin_ns() : txn::SystemNs();
   record.committed = m ? m->Commit(&record.versions, &reads) : true;
+  record.end_ns = txn::SystemNs();
   for (int id : Members(area)) {
     const int64_t now = nodes_[index_.at(id)].evaluations;
     record.evaluations.emplace_back(id, now - counted_[id]);
