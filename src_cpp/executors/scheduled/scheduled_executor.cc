@@ -41,10 +41,12 @@ void ScheduledExecutor::Add(std::vector<std::pair<OperatorSpec, std::unique_ptr<
       a.range = (*replay)["range"].integer();
       a.slide = (*replay)["slide"].integer();
     } else if (a.overlapping) {
+      const json::Value* query = spec.params.find("txn_query");
       throw CqError(ErrorKind::kSemantic,
-                    "the redo area committed by operator #" + std::to_string(spec.id) +
-                        " holds an overlapping window of a shape a reset cannot replay yet (one [Range r Slide s] "
-                        "window below the commit operator can be); use txn='none'");
+                    "query '" + (query && !query->is_null() ? query->str() : std::to_string(spec.id)) +
+                        "': its redo area (committed by #" + std::to_string(spec.id) +
+                        ") holds an overlapping window of a shape a reset cannot replay yet (a [Rows n] window, "
+                        "or more than one window); one [Range r Slide s] window can be; use txn='none'");
     }
   }
   std::map<int, OperatorSpec> specs;
