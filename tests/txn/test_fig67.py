@@ -155,3 +155,33 @@ def test_ten_thousand_resets_leave_the_holder_table_and_memory_flat() -> None:
     assert sizes[-1][1] == sizes[2][1]
     assert sizes[-1][0] <= sizes[2][0]
     assert rss[-1] - rss[2] < 8 * 1024  # KiB
+
+
+@pytest.mark.parametrize(
+    "options", [{"batch": 1}, {"batch": 5}, {"batch": 60, "gatekeeper": False}]
+)
+def test_several_rows_per_tick_are_sent_once_across_resets(options: dict[str, Any]) -> None:
+    # Resets fall between two rows of one tick: j's rows (leaving the area from a member) and q's
+    # still go out once each, as without control.
+    n, per = 20, 3
+    rows = [
+        {"k": (t * per + i) % n, "a": t * per + i, "ts": t + 1}
+        for t in range(n)
+        for i in range(per)
+    ]
+
+    def run(txn: str) -> cq_py.Engine:
+        store = ResourceStore()
+        store.load("x", [{"id": i, "v": float(10 * i)} for i in range(n)], key=["id"])
+        eng = cq_py.Engine(
+            executor="scheduled", resources=store, threads=1, txn=txn, redo="always", **options
+        )
+        eng.execute(_script(4, 1))
+        eng.push("s", pa.Table.from_pylist(rows))
+        eng.close()
+        return eng
+
+    plain, eng = run("none"), run("2pl")
+    assert eng.fetch("j").to_pylist() == plain.fetch("j").to_pylist()
+    assert eng.fetch("q").to_pylist() == plain.fetch("q").to_pylist()
+    assert next(iter(eng.stats()["areas"].values()))["resets"] > 0

@@ -147,14 +147,24 @@ int64_t ScheduledExecutor::Duplicates(int node, int consumer, const Batch& batch
   const int id = nodes_[node].id;
   Area* a = AreaOf(id);
   if (a == nullptr || AreaOf(nodes_[consumer].id) == a) return 0;
-  // A member's output leaving the area (the commit operator's is held): what a replay emits again
-  // up to the latest time it sent before the reset has been sent.
+  // A member's output leaving the area (the commit operator's is held): a replay emits again, in
+  // the same order, what the member sent before the reset; those rows are not sent twice.
+  const std::pair<int, int> key{id, nodes_[consumer].id};
+  const int64_t n = batch.num_rows();
   int64_t had = 0;
-  if (const auto r = a->resent.find(id); r != a->resent.end())
-    while (had < batch.num_rows() && batch.StartAt(batch.Physical(had)) <= r->second) ++had;
-  if (had < batch.num_rows()) {
-    Time& sent = a->sent[id];
-    sent = std::max(sent, batch.StartAt(batch.Physical(batch.num_rows() - 1)));
+  if (const auto r = a->resent.find(key); r != a->resent.end()) {
+    for (; had < n; ++had) {
+      const int64_t tick = batch.StartAt(batch.Physical(had)).tick;
+      if (tick > r->second.tick || (tick == r->second.tick && r->second.rows == 0)) break;
+      if (tick == r->second.tick) --r->second.rows;
+    }
+    if (had < n) a->resent.erase(r);  // the replay has caught up
+  }
+  Area::Sent& sent = a->sent[key];
+  for (int64_t k = had; k < n; ++k) {
+    const int64_t tick = batch.StartAt(batch.Physical(k)).tick;
+    if (tick > sent.tick) sent = {tick, 0};
+    ++sent.rows;
   }
   return had;
 }
@@ -281,7 +291,7 @@ void ScheduledExecutor::Reset(int64_t area, Area& a) {
   for (Item& it : a.held)
     if (it.kind == Item::Kind::kEnds) holders_->Unpin(it.ends.ids(), it.ends.length);
   a.held.clear();
-  for (auto& [id, t] : a.sent) a.resent[id] = std::max(a.resent[id], t);
+  a.resent = a.sent;
   for (int id : Members(area)) {
     const int index = index_.at(id);
     Node& n = nodes_[index];
