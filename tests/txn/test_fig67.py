@@ -185,3 +185,24 @@ def test_several_rows_per_tick_are_sent_once_across_resets(options: dict[str, An
     assert eng.fetch("j").to_pylist() == plain.fetch("j").to_pylist()
     assert eng.fetch("q").to_pylist() == plain.fetch("q").to_pylist()
     assert next(iter(eng.stats()["areas"].values()))["resets"] > 0
+
+
+@pytest.mark.parametrize(("r", "s"), [(4, 1), (7, 2), (10, 3)])
+def test_results_equal_dts_over_a_static_relation(r: int, s: int) -> None:
+    n = 30
+    eng = _run(r, s, n, batch=1, redo="always")
+    dts = cq_py.Engine(threads=1)
+    commit = "RSTREAM" if s == 1 else "ISTREAM"
+    dts.execute(
+        "REGISTER STREAM s(k BIGINT, a BIGINT); REGISTER RELATION x (id BIGINT, v DOUBLE);"
+        "REGISTER QUERY j AS ISTREAM(SELECT s.a, x.v FROM s [Now], x WHERE s.k = x.id);"
+        f"REGISTER QUERY q AS {commit}(SELECT AVG(v) AS m FROM j [Range {r} Slide {s}]);"
+    )
+    first = 1 if s == 1 else 0
+    dts.push(
+        "x", pa.Table.from_pylist([{"id": i, "v": float(10 * i), "ts": first} for i in range(n)])
+    )
+    dts.push("s", pa.Table.from_pylist([{"k": t, "a": t, "ts": t + first} for t in range(n)]))
+    dts.close()
+    assert eng.fetch("q").to_pylist() == dts.fetch("q").to_pylist()
+    assert eng.fetch("j").to_pylist() == dts.fetch("j").to_pylist()
