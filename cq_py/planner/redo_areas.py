@@ -18,10 +18,12 @@ resource, a model applied), whose reads make up each output's transaction TXN(e)
   then a reset and replay at each commit keeps the reads serializable).
 
 :func:`redo_area` computes these from a plan given as :class:`Op` records; :func:`mark_redo_areas`
-marks them on a script's plan (each member's ``redo_area`` key, ``gatekeeper`` on the
-gatekeepers), where the scheduled executor keeps §6's constraint and ``explain()`` lists them. Not
-yet: an area's only exit being its commit operator (a stream-valued query read by another keeps
-its own output too), and the queues themselves (rows kept, reset and replay).
+marks them on a script's plan (each member's ``redo_area`` key and ``txn_query``, ``gatekeeper``
+on the gatekeepers, ``commit``, ``overlapping`` and ``replay`` on the commit operator), where the
+scheduled executor keeps §6's constraint, commits each area's transactions and keeps, resets and
+replays its redo queues, and ``explain()`` lists them. Not yet: an area's only exit being its
+commit operator (a stream-valued query read by another keeps its own output, which the executor
+sends once across resets).
 """
 
 from __future__ import annotations
@@ -269,6 +271,8 @@ def mark_redo_areas(cat: Any, first_new: int) -> dict[str, RedoArea]:
             node = cat.nodes[area.commit]
             if "redo_area" not in node.params:
                 _note(node, f"commits {label}'s transactions, a row at a time (paper 002 §3.2)")
+                # An area of its own (no queue, no gatekeeper): its reads still form transactions.
+                node.params.update(redo_area=area.commit, txn_query=label, commit=True)
             continue
         gates = set(area.gatekeepers)
         for m in area.members:
@@ -276,8 +280,16 @@ def mark_redo_areas(cat: Any, first_new: int) -> dict[str, RedoArea]:
             if node.params.get("redo_area", area.commit) != area.commit:
                 continue
             node.params["redo_area"] = area.commit
+            # The query named in a writer's lock timeout (the transaction manager's holder).
+            node.params["txn_query"] = label
             if m in gates:
                 node.params["gatekeeper"] = True
+            if m == area.commit:
+                node.params["commit"] = True
+                node.params["overlapping"] = area.overlapping
+                replay = _replay_window(cat, area)
+                if replay is not None:
+                    node.params["replay"] = replay
             if m == area.commit:
                 _note(
                     node,
@@ -293,6 +305,22 @@ def mark_redo_areas(cat: Any, first_new: int) -> dict[str, RedoArea]:
             elif m != area.commit:
                 _note(node, f"in the redo area of #{area.commit} (§3.4)")
     return out
+
+
+def _replay_window(cat: Any, area: RedoArea) -> dict[str, int] | None:
+    """Where a reset area replays from (§3.4, §4.1.3: the window contents after its next slide),
+    for the shape the executor replays: one time window [Range r Slide s] among the members.
+    None for any other shape (a row window's replay point depends on its rows' ticks); the
+    executor then refuses to reset such an area."""
+    windows = [cat.nodes[m] for m in area.members if cat.nodes[m].op in _WINDOWS]
+    if len(windows) != 1:
+        return None
+    w = windows[0]
+    if w.op == "slide_window":
+        return {"range": int(w.params["range"]["ticks"]), "slide": int(w.params["slide"]["ticks"])}
+    if w.op == "window" and w.params.get("kind") == "range":
+        return {"range": int(w.params["range"]["ticks"]), "slide": 1}
+    return None
 
 
 def _note(node: Any, what: str) -> None:

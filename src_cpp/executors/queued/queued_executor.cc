@@ -214,14 +214,45 @@ void QueuedExecutor::Fed(int consumer) {
 
 void QueuedExecutor::EnqueueData(int node, const Batch& batch) {
   if (batch.num_rows() == 0) return;
+  if (holds_ && Hold(node, Item{Item::Kind::kData, batch.StartAt(batch.Physical(batch.num_rows() - 1)), batch, {}}))
+    return;
   for (const Consumer& c : nodes_[node].consumers) {
-    Append(nodes_[c.node].ports[c.port], batch);
+    Port& p = nodes_[c.node].ports[c.port];
+    if (!holds_) {
+      Append(p, batch);
+    } else {
+      const int64_t had = Duplicates(node, c.node, batch);
+      if (had >= batch.num_rows()) continue;
+      const size_t first = p.queue.size();
+      Append(p, had ? batch.Slice(had, batch.num_rows() - had) : batch);
+      Entered(c.node, c.port, first);
+    }
     Fed(c.node);
   }
 }
 
+void QueuedExecutor::Release(int node, Item item) {
+  if (item.kind == Item::Kind::kData) {
+    for (const Consumer& c : nodes_[node].consumers) {
+      Append(nodes_[c.node].ports[c.port], item.batch);
+      Fed(c.node);
+    }
+    return;
+  }
+  // (A held end fix was pinned while held, by Hold: queued, it is pinned per consumer.)
+  QueueEnds(node, item.ends);
+  holders_->Unpin(item.ends.ids(), item.ends.length);
+}
+
 void QueuedExecutor::EnqueueEnds(int node, const EndBatch& ends) {
   if (ends.length == 0) return;
+  Time lowest = Time::Infinity();
+  for (int64_t k = 0; holds_ && k < ends.length; ++k) lowest = std::min(lowest, ends.ends.At(k));
+  if (holds_ && Hold(node, Item{Item::Kind::kEnds, lowest, {}, ends})) return;
+  QueueEnds(node, ends);
+}
+
+void QueuedExecutor::QueueEnds(int node, const EndBatch& ends) {
   for (const Consumer& c : nodes_[node].consumers) {
     Port& p = nodes_[c.node].ports[c.port];
     // An end e may be about a queued row that starts at or before e, never a later one: it waits

@@ -102,6 +102,11 @@ class QueuedExecutor : public Executor {
     std::vector<Item>::const_iterator end() const { return items_.end(); }
     void push_back(Item item) { items_.push_back(std::move(item)); }
     Item pop_front();
+    // Replaces the content (a reset area's queues).
+    void assign(std::vector<Item> items) {
+      items_ = std::move(items);
+      head_ = 0;
+    }
 
    private:
     std::vector<Item> items_;
@@ -165,6 +170,7 @@ class QueuedExecutor : public Executor {
   void Append(Port& port, const Batch& batch);
   void EnqueueData(int node, const Batch& batch);
   void EnqueueEnds(int node, const EndBatch& ends);
+  void QueueEnds(int node, const EndBatch& ends);  // (EnqueueEnds without Hold)
   // A heartbeat of the current wave: `p`'s producer will send nothing below `t` any more.
   void Promise(Port& p, Time t);
   void EnqueueHeartbeat(int node, Time t);
@@ -182,6 +188,17 @@ class QueuedExecutor : public Executor {
   virtual void Wake(int node) = 0;
   // Remove moved the nodes: old index i is now moved[i] (-1: removed).
   virtual void Renumbered(const std::vector<int>& moved) {}
+  // Whether node `node`'s output item is held back instead of queued for its consumers (paper
+  // 002: a commit operator's output waits for its transaction's commit); default: never.
+  virtual bool Hold(int node, const Item& item) { return false; }
+  // Items from `first` on were just queued on `port` of node `node` (paper 002: a gatekeeper's
+  // redo queue keeps them).
+  virtual void Entered(int node, int port, size_t first) {}
+  // How many leading rows of `batch`, emitted by node `node`, consumer `consumer` has had
+  // already (paper 002: a replayed area emits again what it emitted before its reset).
+  virtual int64_t Duplicates(int node, int consumer, const Batch& batch) { return 0; }
+  // Queues a held item for the node's consumers, as its emitter would have.
+  void Release(int node, Item item);
 
   // kSnapshot unless this executor takes snapshots.
   void CheckSnapshots() const;
@@ -197,6 +214,7 @@ class QueuedExecutor : public Executor {
   uint64_t turn_ = 1;
   uint64_t wave_ = 0;  // AdvanceTo calls so far
   Stats stats_;
+  bool holds_ = false;  // Hold, Entered and Duplicates are asked (a derived executor sets it)
 };
 
 }  // namespace cq

@@ -1,0 +1,173 @@
+#include "txn/transaction_manager.h"
+
+#include <algorithm>
+
+#include "base/errors.h"
+
+namespace cq::txn {
+
+Strategy StrategyFromName(const std::string& name) {
+  if (name == "none") return Strategy::kNone;
+  if (name == "2pl") return Strategy::kTwoPhase;
+  if (name == "snapshot") return Strategy::kSnapshot;
+  if (name == "optimistic") return Strategy::kOptimistic;
+  throw CqError(ErrorKind::kInput, "txn='" + name + "': expected one of 'none', '2pl', 'snapshot', 'optimistic'");
+}
+
+const char* StrategyName(Strategy s) {
+  switch (s) {
+    case Strategy::kNone: return "none";
+    case Strategy::kTwoPhase: return "2pl";
+    case Strategy::kSnapshot: return "snapshot";
+    case Strategy::kOptimistic: return "optimistic";
+  }
+  return "?";
+}
+
+TransactionManager::TransactionManager(int64_t area, std::string holder, TxnOptions options)
+    : area_(area), holder_(std::move(holder)), options_(options) {}
+
+TransactionManager::~TransactionManager() {
+  try {
+    Release();
+  } catch (...) {  // (a destructor must not throw; the store is gone with the engine)
+  }
+}
+
+void TransactionManager::Add(const std::string& name, const std::shared_ptr<Controlled>& source) {
+  Held& h = held_[name];
+  if (!h.resource) h.resource = source;
+}
+
+void TransactionManager::Lock(const std::string& name, Held& h) {
+  // A lock granted at once is no wait; otherwise the wait is counted and bounded by the timeout.
+  if (h.resource->LockShared(holder_, std::chrono::nanoseconds(0))) return;
+  ++lock_waits_;
+  if (!h.resource->LockShared(holder_, options_.lock_timeout))
+    throw CqError(ErrorKind::kLockTimeout,
+                  "query '" + holder_ + "' could not lock resource '" + name + "' for reading within " +
+                      std::to_string(options_.lock_timeout.count() / 1000000) + " ms (a writer holds it)");
+}
+
+int64_t SystemNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+void TransactionManager::Begin() {
+  open_ = true;
+  begin_ns_ = SystemNs();
+  if (options_.strategy == Strategy::kSnapshot) {
+    // Every resource of the area locked at once, copied (pinned), released: one consistent state.
+    std::vector<Held*> locked;
+    try {
+      for (auto& [name, h] : held_) {
+        Lock(name, h);
+        locked.push_back(&h);
+      }
+      for (auto& [_, h] : held_) h.pinned = h.resource->PinState(holder_, options_.lock_timeout);
+    } catch (...) {
+      for (Held* h : locked) h->resource->UnlockShared(holder_);
+      for (auto& [_, h] : held_) h.pinned.reset();
+      open_ = false;
+      throw;
+    }
+    for (Held* h : locked) h->resource->UnlockShared(holder_);
+  } else if (options_.strategy == Strategy::kOptimistic) {
+    for (auto& [_, h] : held_) h.start = h.resource->Stamp();
+  }
+}
+
+Controlled& TransactionManager::Reading(const std::string& name, Controlled& source) {
+  auto found = held_.find(name);
+  CQ_CHECK(found != held_.end(), "a read of '" + name + "' outside its redo area");
+  if (!open_) Begin();
+  Held& h = found->second;
+  if (options_.strategy == Strategy::kTwoPhase && !h.locked) {
+    Lock(name, h);
+    h.locked = true;
+  }
+  if (h.pinned) return *h.pinned;
+  return source;
+}
+
+void TransactionManager::Record(const std::string& name, uint64_t version, Time instant) {
+  last_read_ = std::max(last_read_, instant);
+  reads_.push_back({instant, name, version});
+  Held& h = held_.at(name);
+  if (!h.read) h.version = version;
+  h.read = true;
+}
+
+ResourceRead TransactionManager::Lookup(Resource& resource, const Columns& keys, int64_t n, Time instant) {
+  const std::string& name = resource.spec().name;
+  ResourceRead read = static_cast<Resource&>(Reading(name, resource)).Lookup(keys, n);
+  Record(name, read.version, instant);
+  return read;
+}
+
+ResourceRead TransactionManager::Scan(Resource& resource, Time instant) {
+  const std::string& name = resource.spec().name;
+  ResourceRead read = static_cast<Resource&>(Reading(name, resource)).Scan();
+  Record(name, read.version, instant);
+  return read;
+}
+
+ModelResult TransactionManager::Apply(const std::string& name, Model& model, const Columns& args,
+                                      const Schema& arg_schema, int64_t n, Time instant) {
+  ModelResult r = static_cast<Model&>(Reading(name, model)).Apply(name, args, arg_schema, n);
+  Record(name, r.version, instant);
+  return r;
+}
+
+void TransactionManager::Release() {
+  for (auto& [_, h] : held_) {
+    if (h.locked) h.resource->UnlockShared(holder_);
+    h.locked = false;
+    h.pinned.reset();
+    h.read = false;
+  }
+  open_ = false;
+  last_read_ = Time::MinusInfinity();
+  reads_.clear();
+}
+
+uint64_t TransactionManager::Stamp(const std::string& name) { return held_.at(name).resource->Stamp(); }
+
+bool TransactionManager::Commit(std::vector<std::pair<std::string, uint64_t>>* versions, std::vector<Read>* reads) {
+  if (reads) *reads = reads_;
+  if (versions)
+    for (const Read& r : reads_)
+      if (std::find(versions->begin(), versions->end(), std::make_pair(r.resource, r.version)) == versions->end())
+        versions->emplace_back(r.resource, r.version);
+  bool valid = true;
+  for (auto& [name, h] : held_) {
+    if (!h.read) continue;
+    // §4.2.1: a resource read that changed since the transaction began (its stamp is later) may
+    // have given this transaction two states, or one not current at the commit.
+    if (options_.strategy == Strategy::kOptimistic && h.resource->Stamp() > h.start) valid = false;
+  }
+  Release();
+  return valid;
+}
+
+void TransactionManager::Abort() { Release(); }
+
+TransactionManager& TransactionManagers::Get(int64_t area, const std::string& holder) {
+  auto& m = managers_[area];
+  if (!m) m = std::make_unique<TransactionManager>(area, holder, options_);
+  return *m;
+}
+
+TransactionManager* TransactionManagers::Find(int64_t area) {
+  const auto it = managers_.find(area);
+  return it == managers_.end() ? nullptr : it->second.get();
+}
+
+std::vector<int64_t> TransactionManagers::areas() const {
+  std::vector<int64_t> out;
+  for (const auto& [a, _] : managers_) out.push_back(a);
+  return out;
+}
+
+}  // namespace cq::txn
