@@ -284,6 +284,12 @@ def mark_redo_areas(cat: Any, first_new: int) -> dict[str, RedoArea]:
             node.params["txn_query"] = label
             if m in gates:
                 node.params["gatekeeper"] = True
+            if node.op in _WINDOWS and not any(
+                w != m and cat.nodes[w].op in _WINDOWS and m in _subtree_nodes(cat, w)
+                for w in area.members
+            ):
+                # Where the area's transactions end: at the instants this window changes.
+                node.params["top_window"] = True
             if m == area.commit:
                 node.params["commit"] = True
                 node.params["overlapping"] = area.overlapping

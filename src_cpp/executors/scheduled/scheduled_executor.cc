@@ -31,6 +31,9 @@ void ScheduledExecutor::Add(std::vector<std::pair<OperatorSpec, std::unique_ptr<
     if (area == nullptr || area->is_null()) continue;
     const json::Value* gate = spec.params.find("gatekeeper");
     areas[spec.id] = {area->integer(), gate != nullptr && !gate->is_null() && gate->boolean()};
+    if (const json::Value* top = spec.params.find("top_window");
+        holds_ && top != nullptr && !top->is_null() && top->boolean())
+      top_windows_[spec.id] = area->integer();
     const json::Value* commit = spec.params.find("commit");
     if (!holds_ || commit == nullptr || commit->is_null() || !commit->boolean()) continue;
     Area& a = fresh[area->integer()];
@@ -55,6 +58,8 @@ void ScheduledExecutor::Add(std::vector<std::pair<OperatorSpec, std::unique_ptr<
   QueuedExecutor::Add(std::move(ops));
   area_of_.merge(areas);
   txn_areas_.merge(fresh);
+  for (const auto& [id, area] : top_windows_)
+    if (const auto a = txn_areas_.find(area); a != txn_areas_.end()) a->second.windowed = true;
   for (auto& [id, spec] : specs) registered_[id] = base_.least ? *base_.least : Time::MinusInfinity();
   specs_.merge(specs);
   scheduler_->SetOperators(order_);
@@ -67,6 +72,7 @@ void ScheduledExecutor::Remove(const std::vector<int>& ids) {
     area_of_.erase(id);
     specs_.erase(id);
     registered_.erase(id);
+    top_windows_.erase(id);
   }
   for (auto it = txn_areas_.begin(); it != txn_areas_.end();) {
     if (std::find(ids.begin(), ids.end(), it->second.commit) == ids.end()) {
@@ -109,6 +115,20 @@ bool ScheduledExecutor::Redone(const Area& a, int64_t area, int id, int port) co
 
 bool ScheduledExecutor::Hold(int node, const Item& item) {
   const int id = nodes_[node].id;
+  if (const auto w = top_windows_.find(id); w != top_windows_.end()) {
+    // The instants at which the area's top window changes: where its transactions end. (The
+    // window may be the commit operator itself, whose output is then held below.)
+    if (const auto found = txn_areas_.find(w->second); found != txn_areas_.end()) {
+      Area& area = found->second;
+      const auto note = [&](Time t) {
+        if (t.tick > area.committed.tick) area.changed.insert(t.tick);
+      };
+      if (item.kind == Item::Kind::kEnds)
+        for (int64_t k = 0; k < item.ends.length; ++k) note(item.ends.ends.At(k));
+      else
+        for (int64_t k = 0; k < item.batch.num_rows(); ++k) note(item.batch.StartAt(item.batch.Physical(k)));
+    }
+  }
   Area* a = AreaOf(id);
   if (a == nullptr || a->commit != id) return false;
   if (item.kind == Item::Kind::kEnds) {
@@ -223,6 +243,17 @@ bool ScheduledExecutor::Commit(int64_t area, Area& a) {
   size_t ready = 0;
   if (!a.held.empty() && a.held[0].time < c.progress)
     while (ready < a.held.size() && a.held[ready].time.tick == a.held[0].time.tick) ++ready;
+  if (ready > 0 && a.windowed && !a.changed.count(a.held[0].time.tick)) {
+    // Output at an instant where the area's top window did not change (RSTREAM repeating R(t)
+    // between the window's slides) derives from transactions committed already: it goes out
+    // without ending the open one, whose reads (the rows the window keeps until its next slide)
+    // belong to the window's next change.
+    const int node = index_.at(a.commit);
+    a.committed = std::max(a.committed, a.held[0].time);  // (a replay does not send it again)
+    for (size_t k = 0; k < ready; ++k) Release(node, std::move(a.held[k]));
+    a.held.erase(a.held.begin(), a.held.begin() + static_cast<std::ptrdiff_t>(ready));
+    return true;
+  }
   txn::TransactionManager* m = managers()->Find(area);
   // A transaction whose commit operator emits nothing for its reads commits too (its locks go) once
   // no instant they can reach is left: past the window the rows read stay in. Reads made again for
@@ -263,6 +294,7 @@ bool ScheduledExecutor::Commit(int64_t area, Area& a) {
     return true;
   }
   a.committed = std::max(a.committed, instant);
+  a.changed.erase(a.changed.begin(), a.changed.upper_bound(a.committed.tick));
   a.replay_from = ReplayPoint(a, a.committed);
   for (const auto& r : reads) a.retained.push_back({r.instant, r.resource, r.version});
   std::erase_if(a.retained, [&](const Read& r) { return r.instant < a.replay_from; });

@@ -16,7 +16,11 @@
 // (an empty queue: what its producer in the area has promised), moved on after every evaluation
 // (Settle), so an instant is final at the commit operator without a later row being taken. What
 // the commit operator emits for instant tau is held until tau is final there, then the area's
-// transaction manager commits: the held rows go downstream and a CommitRecord is logged. An
+// transaction manager commits: the held rows go downstream and a CommitRecord is logged. A
+// transaction ends only at an instant where the area's top window (spec key "top_window": a
+// window with none above it in the area) emitted: Def. 3.2's commit at the window's slides. So
+// the reads of the rows a window keeps until its next slide stay in one transaction, and output
+// at other instants (RSTREAM repeating R(t) between slides) goes out without ending it. An
 // optimistic transaction that fails its validation is aborted: its held rows are discarded and
 // the area redone from the instants not committed.
 //
@@ -35,6 +39,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -83,10 +88,12 @@ class ScheduledExecutor final : public QueuedExecutor, private sched::Queues {
   struct Area {
     int commit = -1;  // the commit operator's id
     bool overlapping = false;
-    int64_t range = 0, slide = 0;                             // the replay window (0: none planned)
-    std::vector<Item> held;                                   // the commit operator's output, waiting for the commit
-    Time committed = Time::MinusInfinity();                   // the latest instant committed
-    Time replay_from = Time::MinusInfinity();                 // the oldest row the next commit can need
+    int64_t range = 0, slide = 0;              // the replay window (0: none planned)
+    std::vector<Item> held;                    // the commit operator's output, waiting for the commit
+    Time committed = Time::MinusInfinity();    // the latest instant committed
+    bool windowed = false;                     // it has a top window (spec key "top_window")
+    std::set<int64_t> changed;                 // ticks after `committed` at which a top window's output changed
+    Time replay_from = Time::MinusInfinity();  // the oldest row the next commit can need
     std::map<std::pair<int, int>, std::deque<RedoRow>> redo;  // (node index... by id, port) -> rows
     std::vector<Read> retained;  // reads of committed transactions whose rows a window retains
     // What a member sent a consumer outside the area, (member id, consumer id) -> the latest tick
@@ -119,9 +126,10 @@ class ScheduledExecutor final : public QueuedExecutor, private sched::Queues {
   OperatorContext base_;
   bool redo_always_;
   std::map<int64_t, Area> txn_areas_;
-  std::map<int, OperatorSpec> specs_;  // members' specs, to rebuild them
-  std::map<int, Time> registered_;     // members' registration times
-  std::map<int, int64_t> counted_;     // operator id -> its evaluations at the last commit
+  std::map<int, int64_t> top_windows_;  // a top window's id -> its area
+  std::map<int, OperatorSpec> specs_;   // members' specs, to rebuild them
+  std::map<int, Time> registered_;      // members' registration times
+  std::map<int, int64_t> counted_;      // operator id -> its evaluations at the last commit
   std::unique_ptr<sched::Scheduler> scheduler_;
   std::map<int, std::pair<int64_t, bool>> area_of_;  // operator id -> (redo area, gatekeeper)
   int64_t turns_ = 0;
