@@ -519,6 +519,23 @@ PYBIND11_MODULE(_core, m) {
              }
              return py::make_tuple(op, resource, names, version, instant, rows);
            })
+      // (operator id, its reads) of every reference operator, all reads counted.
+      .def("read_counts",
+           [](const cq::Engine& e) {
+             py::list out;
+             for (const auto& [op, n] : e.reads().reads()) out.append(py::make_tuple(op, n));
+             return out;
+           })
+      // (area, commits, aborts) of every redo area, all counted.
+      .def("commit_counts",
+           [](const cq::Engine& e) {
+             py::list out;
+             for (const auto& [area, n] : e.managers().outcomes()) out.append(py::make_tuple(area, n.first, n.second));
+             return out;
+           })
+      // (reads, ends of transactions) dropped from the logs' fronts (each keeps its latest 2^20).
+      .def("logs_dropped",
+           [](const cq::Engine& e) { return py::make_tuple(e.reads().dropped(), e.managers().dropped()); })
       // One tuple per commit or abort: (query, area, instant tick, committed, [(op, evaluations)],
       // [(resource, version)], begin ns, end ns); a few per instant at most, so Python lists.
       .def("commit_log",

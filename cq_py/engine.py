@@ -805,10 +805,12 @@ class Engine:
         return sorted(self._bound)
 
     def read_log(self) -> pa.Table:
-        """Every read of a resource the reference operators made (paper 002), in order: the
+        """The reads of resources the reference operators made (paper 002), in order: the
         ``operator`` (its id in :meth:`explain`), the ``resource``, the ``version`` read (the
         store's commit number, a database table's last-update stamp), the ``instant`` (the
-        timestamp of the row being processed) and the resource's ``rows`` read.
+        timestamp of the row being processed) and the resource's ``rows`` read. The engine keeps
+        the latest 2**20 (a continuous query keeps no log without bound); :meth:`stats` counts
+        every read.
 
         >>> Engine().read_log().num_rows
         0
@@ -827,7 +829,8 @@ class Engine:
         )
 
     def commit_log(self) -> pa.Table:
-        """Every end of a redo area's transaction (paper 002 §3.5), in order: the ``query`` whose
+        """The ends of redo areas' transactions (paper 002 §3.5), in order (the latest 2**20;
+        :meth:`stats` counts every one): the ``query`` whose
         commit operator ended it, its redo ``area`` (the commit operator's id in
         :meth:`explain`), the ``instant`` committed, the ``outcome`` ("commit", or "abort" when
         optimistic validation failed: the instant is redone), ``begin`` and ``end`` (its first
@@ -1126,8 +1129,7 @@ class Engine:
                 counts[op] = counts.get(op, 0) + n
         out: dict[int, dict[str, int]] = {op: {"evaluations": n} for op, n in counts.items()}
         # Reference operators (paper 002) also count their reads of resources and models.
-        ops, reads = np.unique(self._core.read_log()[0], return_counts=True)
-        for op, n in zip(ops.tolist(), reads.tolist(), strict=True):
+        for op, n in self._core.read_counts():
             out.setdefault(op, {"evaluations": 0})["reads"] = n
         if self.txn == "none":
             return {"operators": out}
@@ -1142,11 +1144,11 @@ class Engine:
                 "resets": resets,
                 "replayed": replayed,
             }
-        for r in self._core.commit_log():
+        for area, commits, aborts in self._core.commit_counts():
             a = areas.setdefault(
-                r[1],
+                area,
                 {
-                    "query": r[0],
+                    "query": "",
                     "commits": 0,
                     "aborts": 0,
                     "lock_waits": 0,
@@ -1154,7 +1156,7 @@ class Engine:
                     "replayed": 0,
                 },
             )
-            a["commits" if r[3] else "aborts"] += 1
+            a["commits"], a["aborts"] = commits, aborts
         return {"operators": out, "areas": areas}
 
     def _describe_groups(self) -> str:

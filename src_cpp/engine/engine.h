@@ -137,9 +137,11 @@ class Engine {
   // added after this call. Binding a name again replaces it for later plans only.
   void BindResource(const std::string& name, std::shared_ptr<txn::Resource> resource);
   void BindModel(const std::string& name, std::shared_ptr<txn::Model> model);
-  // Every read the reference operators made, in the order made.
+  // The reads the reference operators made, in the order made (the latest ReadLog::kLogLimit).
   std::vector<txn::ReadRecord> ReadLog() const { return txn_->log.records(); }
-  // Every commit and abort of the redo areas' transactions, in order (empty under txn="none").
+  const txn::ReadLog& reads() const { return txn_->log; }
+  // The commits and aborts of the redo areas' transactions, in order (the latest kLogLimit;
+  // empty under txn="none").
   std::vector<txn::CommitRecord> CommitLog() const { return txn_->managers->log(); }
   // Holder ids in use and the table's size (one past the largest id handed out): what resets of
   // redo areas must not make grow.

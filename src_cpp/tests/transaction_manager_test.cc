@@ -111,5 +111,28 @@ CQ_TEST(transaction_manager_names_the_strategies) {
             std::string(e->what()) == "txn='serializable': expected one of 'none', '2pl', 'snapshot', 'optimistic'");
 }
 
+CQ_TEST(transaction_logs_keep_their_latest_records_and_count_all) {
+  txn::ReadLog reads;
+  const auto n = static_cast<int64_t>(txn::ReadLog::kLogLimit) + 5;
+  for (int64_t k = 0; k < n; ++k) reads.Add({static_cast<int>(k % 2), "x", 0, Time{k, 0}, 1});
+  const auto kept = reads.records();
+  CQ_EXPECT(kept.size() == txn::ReadLog::kLogLimit);
+  CQ_EXPECT(kept.front().instant.tick == 5 && kept.back().instant.tick == n - 1);
+  CQ_EXPECT(reads.dropped() == 5);
+  CQ_EXPECT(reads.reads().at(0) + reads.reads().at(1) == n);
+
+  txn::TransactionManagers managers;
+  for (int64_t k = 0; k < n; ++k) {
+    txn::CommitRecord r;
+    r.area = 7;
+    r.instant = Time{k, 0};
+    r.committed = k % 3 != 0;
+    managers.Log(std::move(r));
+  }
+  CQ_EXPECT(managers.log().size() == txn::ReadLog::kLogLimit && managers.dropped() == 5);
+  const auto [commits, aborts] = managers.outcomes().at(7);
+  CQ_EXPECT(commits + aborts == n && aborts == (n + 2) / 3);
+}
+
 }  // namespace
 }  // namespace cq::test

@@ -9,6 +9,7 @@
 // resource and models are Python objects the binding wraps (the core holds no database client).
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -115,20 +116,38 @@ struct ReadRecord {
   int64_t rows;
 };
 
+// The latest kLogLimit reads (older ones are dropped and counted: a continuous query must not
+// grow without bound), and every operator's number of reads, all of them.
 class ReadLog {
  public:
+  static constexpr size_t kLogLimit = size_t{1} << 20;
   void Add(ReadRecord r) {
     std::lock_guard l(mu_);
+    ++reads_[r.op];
     records_.push_back(std::move(r));
+    if (records_.size() > kLogLimit) {
+      records_.pop_front();
+      ++dropped_;
+    }
   }
   std::vector<ReadRecord> records() const {
     std::lock_guard l(mu_);
-    return records_;
+    return {records_.begin(), records_.end()};
+  }
+  std::map<int, int64_t> reads() const {
+    std::lock_guard l(mu_);
+    return reads_;
+  }
+  uint64_t dropped() const {
+    std::lock_guard l(mu_);
+    return dropped_;
   }
 
  private:
   mutable std::mutex mu_;
-  std::vector<ReadRecord> records_;
+  std::deque<ReadRecord> records_;
+  std::map<int, int64_t> reads_;  // operator id -> reads
+  uint64_t dropped_ = 0;
 };
 
 class TransactionManagers;  // txn/transaction_manager.h

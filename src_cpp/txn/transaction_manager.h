@@ -15,6 +15,7 @@
 //   validation, and the transaction is aborted (its output discarded, its instant redone).
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -148,13 +149,30 @@ class TransactionManagers {
   TransactionManager* Find(int64_t area);
   const TransactionManager* Find(int64_t area) const { return const_cast<TransactionManagers*>(this)->Find(area); }
   void Forget(int64_t area) { managers_.erase(area); }
+  // The latest ReadLog::kLogLimit ends of transactions (older ones dropped and counted), and
+  // every area's numbers of commits and aborts, all of them.
   void Log(CommitRecord record) {
     std::lock_guard l(mu_);
+    auto& [commits, aborts] = outcomes_[record.area];
+    ++(record.committed ? commits : aborts);
     log_.push_back(std::move(record));
+    if (log_.size() > ReadLog::kLogLimit) {
+      log_.pop_front();
+      ++dropped_;
+    }
   }
   std::vector<CommitRecord> log() const {
     std::lock_guard l(mu_);
-    return log_;
+    return {log_.begin(), log_.end()};
+  }
+  // area -> (commits, aborts)
+  std::map<int64_t, std::pair<int64_t, int64_t>> outcomes() const {
+    std::lock_guard l(mu_);
+    return outcomes_;
+  }
+  uint64_t dropped() const {
+    std::lock_guard l(mu_);
+    return dropped_;
   }
   std::vector<int64_t> areas() const;
 
@@ -162,7 +180,9 @@ class TransactionManagers {
   TxnOptions options_;
   std::map<int64_t, std::unique_ptr<TransactionManager>> managers_;
   mutable std::mutex mu_;
-  std::vector<CommitRecord> log_;
+  std::deque<CommitRecord> log_;
+  std::map<int64_t, std::pair<int64_t, int64_t>> outcomes_;
+  uint64_t dropped_ = 0;
 };
 
 }  // namespace cq::txn
