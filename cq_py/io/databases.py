@@ -39,6 +39,7 @@ never truncated by cq (several readers may follow it from their own positions).
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import re
 import sqlite3
@@ -80,6 +81,10 @@ _CATALOG_TYPES = {
     "varchar": "VARCHAR",
     "boolean": "BOOLEAN",
 }
+
+
+#: SQLite's result code for "another connection holds the lock" (sqlite3.SQLITE_BUSY, Python 3.11+).
+_SQLITE_BUSY = 5
 
 
 class DatabaseError(CQError):
@@ -153,6 +158,24 @@ class Database:
 
     def commit(self) -> None:
         self._run("COMMIT")
+
+    def rollback(self) -> None:
+        """Ends the open transaction, undoing what it wrote."""
+        self._run("ROLLBACK")
+
+    def lock_shared(self, table: str, timeout: float) -> bool:
+        """Opens a transaction that holds a shared lock on ``table`` until :meth:`commit` or
+        :meth:`rollback` (paper 002 §4's two-phase locking: other writers wait, readers do not),
+        waiting at most ``timeout`` seconds for writers that hold it; False (no transaction
+        left open) when that time passed. Reads made meanwhile run inside the transaction.
+
+        >>> connect("sqlite:///:memory:").lock_shared("t", 1.0)
+        True
+        """
+        raise DatabaseError(
+            f"{self.url}: this database cannot hold a shared lock for a reader, so it does not "
+            "support txn='2pl' or txn='snapshot'"
+        )
 
     def close(self) -> None:
         raise NotImplementedError
@@ -342,6 +365,7 @@ class _SQLite(Database):
             self.conn.execute("SELECT 1 FROM sqlite_master LIMIT 1")
         except sqlite3.Error as e:
             raise DatabaseError(f"{url}: the database does not open ({e})") from None
+        self._wal = path == ":memory:"
 
     def _rows(
         self, sql: str, params: Sequence[Any] = ()
@@ -354,6 +378,32 @@ class _SQLite(Database):
 
     def _run(self, sql: str) -> None:
         self._rows(sql)
+
+    def lock_shared(self, table: str, timeout: float) -> bool:
+        # SQLite locks the whole file, not a table: BEGIN IMMEDIATE takes the write lock, so
+        # other writers wait (their busy timeout) while readers go on. In WAL mode (persistent
+        # in the file, set once) those readers are not blocked even when the holder's
+        # transaction commits.
+        self._run(f"PRAGMA busy_timeout = {max(0, round(timeout * 1000))}")
+        if not self._wal:
+            # The switch does not wait for a writer (no busy handler): while one writes, the lock
+            # is taken in rollback-journal mode (writers wait all the same) and the switch is
+            # tried again at the next lock.
+            try:
+                mode = self.conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+                self._wal = mode.lower() in ("wal", "memory")
+            except sqlite3.OperationalError as e:
+                if getattr(e, "sqlite_errorcode", None) != _SQLITE_BUSY:
+                    raise DatabaseError(f"{self.url}: {e} (switching to WAL mode)") from None
+        try:
+            self.conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as e:
+            if getattr(e, "sqlite_errorcode", None) == _SQLITE_BUSY:
+                return False
+            raise DatabaseError(f"{self.url}: {e} (taking the shared lock)") from None
+        except sqlite3.Error as e:
+            raise DatabaseError(f"{self.url}: {e} (taking the shared lock)") from None
+        return True
 
     def _catalog(self, table: str) -> list[tuple[str, str, str | None]]:
         _, rows = self._rows(f"PRAGMA table_info({quote(table)})")
@@ -438,6 +488,24 @@ class _PostgreSQL(Database):
 
     def begin(self) -> None:
         self._run("BEGIN ISOLATION LEVEL REPEATABLE READ")
+
+    def lock_shared(self, table: str, timeout: float) -> bool:
+        # SHARE mode conflicts with the ROW EXCLUSIVE lock that INSERT, UPDATE and DELETE take,
+        # and not with readers. lock_timeout 0 would mean "wait forever": 1 ms at least.
+        self._run("BEGIN")
+        self._run(f"SET LOCAL lock_timeout = {max(1, round(timeout * 1000))}")
+        sql = f"LOCK TABLE {quote(table)} IN SHARE MODE"
+        try:
+            with self.conn.cursor() as cur:
+                cur.execute(sql)
+        except self.errors as e:
+            timed_out = getattr(e, "sqlstate", None) == "55P03"  # lock_not_available
+            with contextlib.suppress(DatabaseError):  # (a lost connection lost it already)
+                self._run("ROLLBACK")
+            if timed_out:
+                return False
+            raise DatabaseError(f"{self.url}: {str(e).strip()} (in {sql!r})") from None
+        return True
 
     def _catalog(self, table: str) -> list[tuple[str, str, str | None]]:
         schema, _, name = table.rpartition(".")
