@@ -6,10 +6,8 @@ and a snapshot's copy neither changes with their later writes nor makes them wai
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -19,41 +17,10 @@ import pytest
 
 import cq_py
 from cq_py.resources import DatabaseResource, install_versioning
+from txn.concurrency import blocked, finished, writer
 
 ROWS = [(i, float(i)) for i in range(10)]
 COLUMNS = [("id", "int64"), ("v", "float64")]
-
-# A writer in another process: plain sqlite3 (busy timeout) or psycopg (lock_timeout), running
-# statements separated by ";" ("SLEEP s" waits inside the transaction) in one transaction. It says
-# "start" before writing, then one JSON line: its outcome and how long the write took.
-WRITER = r"""
-import json, sys, time
-kind, url, sql, timeout = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
-print("start", flush=True)
-t0 = time.monotonic()
-try:
-    if kind == "sqlite":
-        import sqlite3
-        c = sqlite3.connect(url, timeout=timeout, isolation_level=None)
-        c.execute("BEGIN IMMEDIATE")
-        run = c.execute
-    else:
-        import psycopg
-        c = psycopg.connect(url)
-        c.execute(f"SET lock_timeout = {max(1, round(timeout * 1000))}")
-        run = c.execute
-    for one in sql.split(";"):
-        if one.strip().startswith("SLEEP"):
-            time.sleep(float(one.split()[1]))
-        else:
-            run(one)
-    c.commit()
-    c.close()
-    out = "ok"
-except Exception as e:
-    out = f"{type(e).__name__}: {e}"
-print(json.dumps({"outcome": out, "seconds": time.monotonic() - t0}), flush=True)
-"""
 
 
 class Db:
@@ -72,35 +39,11 @@ class Db:
 
     def writer(self, sql: str, timeout: float) -> subprocess.Popen:
         """Starts a writer process running ``sql``; returns once it is about to write."""
-        proc = subprocess.Popen(
-            [sys.executable, "-c", WRITER, self.kind, self._target, sql, str(timeout)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        assert proc.stdout is not None
-        assert proc.stdout.readline().strip() == "start"
-        return proc
+        return writer(self.kind, self._target, sql, timeout)
 
     def write(self, sql: str, timeout: float = 10.0) -> dict:
         """Runs ``sql`` in a writer process to its end."""
         return finished(self.writer(sql, timeout))
-
-
-def finished(proc: subprocess.Popen, within: float = 20.0) -> dict:
-    # (Not communicate(): the "start" line's readline may have buffered the rest already.)
-    proc.wait(timeout=within)
-    assert proc.stdout is not None
-    assert proc.stderr is not None
-    out, err = proc.stdout.read(), proc.stderr.read()
-    assert out.strip(), f"the writer died ({proc.returncode}): {err}"
-    return json.loads(out.strip().splitlines()[-1])
-
-
-def blocked(proc: subprocess.Popen, for_seconds: float = 0.6) -> bool:
-    """Whether the writer is still waiting after ``for_seconds``."""
-    time.sleep(for_seconds)
-    return proc.poll() is None
 
 
 def _sqlite(tmp_path: Path) -> Db:
