@@ -123,8 +123,28 @@ class PyResource final : public cq::txn::Resource {
     read.rows_read = read.length;
     return read;
   }
+  // The transaction managers' calls, forwarded to the reader's lock_shared(holder, timeout) ->
+  // bool, unlock_shared(holder), pin(holder, timeout) -> a reader frozen at one state, and
+  // stamp() -> int (cq_py checks they exist before it binds a reader under txn != "none").
+  bool LockShared(const std::string& holder, std::chrono::nanoseconds timeout) override {
+    py::gil_scoped_acquire gil;
+    return reader_.attr("lock_shared")(holder, Seconds(timeout)).cast<bool>();
+  }
+  void UnlockShared(const std::string& holder) override {
+    py::gil_scoped_acquire gil;
+    reader_.attr("unlock_shared")(holder);
+  }
+  std::shared_ptr<cq::txn::Resource> Pin(const std::string& holder, std::chrono::nanoseconds timeout) override {
+    py::gil_scoped_acquire gil;
+    return std::make_shared<PyResource>(spec_, reader_.attr("pin")(holder, Seconds(timeout)));
+  }
+  uint64_t Stamp() override {
+    py::gil_scoped_acquire gil;
+    return reader_.attr("stamp")().cast<uint64_t>();
+  }
 
  private:
+  static double Seconds(std::chrono::nanoseconds t) { return std::chrono::duration<double>(t).count(); }
   cq::txn::ResourceRead Read(const py::object& r) {
     auto [version, b] = ReadReturned(r, spec_.columns, "resource '" + spec_.name + "'");
     cq::txn::ResourceRead read;
@@ -343,15 +363,17 @@ PYBIND11_MODULE(_core, m) {
   py::class_<cq::Engine>(m, "Engine")
       .def(py::init([](const std::string& lifetime, const std::string& executor, bool expose_steps, bool hybrid,
                        int64_t max_loop_steps, int64_t max_run, int64_t max_loop_ticks, int64_t max_loop_rows,
-                       int64_t batch_size, const std::string& scheduler, int64_t batch, bool gatekeeper) {
+                       int64_t batch_size, const std::string& scheduler, int64_t batch, bool gatekeeper,
+                       const std::string& txn, double lock_timeout) {
              return std::make_unique<cq::Engine>(
                  cq::EngineOptions{lifetime, executor, expose_steps, hybrid, max_loop_steps, max_run, max_loop_ticks,
-                                   max_loop_rows, batch_size, scheduler, batch, gatekeeper});
+                                   max_loop_rows, batch_size, scheduler, batch, gatekeeper, txn, lock_timeout});
            }),
            py::arg("lifetime") = "direct", py::arg("executor") = "dts", py::arg("expose_steps") = false,
            py::arg("hybrid") = true, py::arg("max_loop_steps") = 1000000, py::arg("max_run") = 20,
            py::arg("max_loop_ticks") = 1000000, py::arg("max_loop_rows") = 10000000, py::arg("batch_size") = 65536,
-           py::arg("scheduler") = "round_robin", py::arg("batch") = 1, py::arg("gatekeeper") = true)
+           py::arg("scheduler") = "round_robin", py::arg("batch") = 1, py::arg("gatekeeper") = true,
+           py::arg("txn") = "none", py::arg("lock_timeout") = 10.0)
       .def("add_plan", &cq::Engine::AddPlan, py::call_guard<py::gil_scoped_release>())
       .def("push",
            [](cq::Engine& e, const std::string& stream, const py::list& batches) {
@@ -447,7 +469,7 @@ PYBIND11_MODULE(_core, m) {
       .def("shared_join_report", &cq::Engine::SharedJoinReport)
       .def(
           "bind_store_resource",
-          [](cq::Engine& e, const std::string& name, const cq::txn::ResourceStore& store) {
+          [](cq::Engine& e, const std::string& name, cq::txn::ResourceStore& store) {
             e.BindResource(name, std::make_shared<cq::txn::StoreResource>(&store, name));
           },
           py::keep_alive<1, 3>())
@@ -479,6 +501,30 @@ PYBIND11_MODULE(_core, m) {
                resource.mutable_at(i) = it->second;
              }
              return py::make_tuple(op, resource, names, version, instant, rows);
+           })
+      // One tuple per commit or abort: (query, area, instant tick, committed, [(op, evaluations)],
+      // [(resource, version)]); a few per instant at most, so Python lists.
+      .def("commit_log",
+           [](const cq::Engine& e) {
+             py::list out;
+             for (const auto& r : e.CommitLog()) {
+               py::list evals, versions;
+               for (const auto& [op, n] : r.evaluations) evals.append(py::make_tuple(op, n));
+               for (const auto& [name, v] : r.versions) versions.append(py::make_tuple(name, v));
+               out.append(py::make_tuple(r.query, r.area, r.instant.tick, r.committed, evals, versions));
+             }
+             return out;
+           })
+      // (area, query, lock waits) of each redo area's transaction manager.
+      .def("transaction_managers",
+           [](const cq::Engine& e) {
+             py::list out;
+             const auto& ms = e.managers();
+             for (int64_t area : ms.areas()) {
+               const cq::txn::TransactionManager* m = ms.Find(area);
+               out.append(py::make_tuple(area, m->holder(), m->lock_waits()));
+             }
+             return out;
            })
       // Snapshots cross as bytes: one copy out (std::string -> bytes); in, the caller's buffer is
       // read where it is.

@@ -59,9 +59,14 @@ from cq_py.ticks import MAX_TICK, MIN_TICK, UNITS, tick_range, to_ticks
 LIFETIMES = ("direct", "negative")
 EXECUTORS = ("dts", "heartbeat", "scheduled")
 SCHEDULERS = ("round_robin",)  # executor="scheduled"'s policies (src_cpp/schedulers/)
-# Paper 002's concurrency control of resource reads: "none" reads whatever is current. (2pl,
-# snapshot and optimistic wrap the same reads; they are not built yet.)
-TXNS = ("none",)
+# Paper 002's concurrency control of resource reads (src_cpp/txn/transaction_manager.h): "none"
+# reads whatever is current; 2pl, snapshot and optimistic make each redo area's reads one
+# transaction, committed by its commit operator.
+TXNS = ("none", "2pl", "snapshot", "optimistic")
+# When a redo area holding an overlapping window is reset and replayed at a commit (§4.1.3).
+REDOS = ("on_change", "always")
+# What a database reader must offer a transaction manager (cq_core's PyResource forwards to them).
+_TXN_METHODS = ("lock_shared", "unlock_shared", "pin", "stamp")
 # A store resource's column types as the planner and CQL name them.
 _TYPE_NAMES = {
     pa.int64(): T.INT64,
@@ -310,8 +315,14 @@ class Engine:
     Paper 002's resources and models run under ``executor="scheduled"``: ``resources`` is the
     :class:`cq_py.ResourceStore` that ``REGISTER RESOURCE`` without a url reads and whose models
     ``REGISTER MODEL`` calls (a new empty store by default, :attr:`resources`); ``txn`` is the
-    concurrency control of those reads, ``"none"`` only so far (each read sees the resource as
-    it stands). :meth:`read_log` lists the reads.
+    concurrency control of those reads: ``"none"`` (each read sees the resource as it stands),
+    ``"2pl"`` (shared locks from a transaction's first read to its commit), ``"snapshot"`` (all
+    of a redo area's resources locked, pinned at one version, released) or ``"optimistic"``
+    (last-update stamps validated at the commit, the transaction aborted when one moved), each
+    redo area's reads one transaction at a time, ended by its commit operator
+    (:meth:`commit_log`); a read waits at most ``lock_timeout`` seconds for a lock.
+    ``redo`` ("on_change" or "always") says when a redo area holding an overlapping window is
+    reset and replayed at a commit (§4.1.3). :meth:`read_log` lists the reads.
 
     A loop of recursive queries that does not settle is stopped with :class:`RunawayLoopError`,
     naming the loop, when it takes more than ``max_loop_steps`` ε steps in one tick (default
@@ -401,6 +412,8 @@ class Engine:
         swj_trace: bool = False,
         resources: ResourceStore | None = None,
         txn: str = "none",
+        redo: str = "on_change",
+        lock_timeout: float = 10.0,
     ):
         # Every option is checked here, with the package's error: the core's binding would
         # otherwise answer a wrong type with its whole signature, or take "no" for True.
@@ -418,13 +431,24 @@ class Engine:
         self.scheduler = _choice("scheduler", scheduler, SCHEDULERS)
         self._batch = _count("batch", batch)
         self.gatekeeper = _flag("gatekeeper", gatekeeper)
-        if not isinstance(txn, str) or txn not in TXNS:
+        self.txn = _choice("txn", txn, TXNS)
+        self.redo = _choice("redo", redo, REDOS)
+        if (
+            isinstance(lock_timeout, (bool, np.bool_))
+            or not isinstance(lock_timeout, (int, float, np.integer, np.floating))
+            or not 0 <= lock_timeout < 1e9
+        ):
             raise ArgumentError(
-                f"Engine option txn must be one of {', '.join(map(repr, TXNS))} (no concurrency "
-                "control: each read sees the resource as it stands; 2pl, snapshot and "
-                f"optimistic are not built yet); found {_found(txn)}"
+                "Engine option lock_timeout must be a number of seconds, 0 or more; found "
+                f"{_found(lock_timeout)}"
             )
-        self.txn = txn
+        self.lock_timeout = float(lock_timeout)
+        if txn != "none" and self.executor != "scheduled":
+            raise ArgumentError(
+                f"Engine option txn={txn!r} runs under executor='scheduled' only (its commit "
+                f"operators hold their output until their transaction commits); found "
+                f"executor={self.executor!r}"
+            )
         if resources is not None and not isinstance(resources, ResourceStore):
             raise ArgumentError(
                 f"Engine option resources must be a cq_py.ResourceStore; found {_found(resources)}"
@@ -703,6 +727,13 @@ class Engine:
                 raise CQLSemanticError(
                     f"resource '{st.name}': {e}", st.pos.line, st.pos.column
                 ) from None
+            missing = [m for m in _TXN_METHODS if not callable(getattr(reader, m, None))]
+            if self.txn != "none" and missing:
+                raise ResourceError(
+                    f"resource '{st.name}' ({st.url}) cannot be read under txn={self.txn!r}: its "
+                    f"reader lacks {', '.join(missing)} (the locks, copies and stamps the "
+                    "strategy needs)"
+                )
             spec = ([n for n, _ in cols], [t for _, t in cols], key)
 
             def bind(core: _core.Engine, args: tuple[Any, ...] = (st.name, *spec, reader)) -> None:
@@ -795,6 +826,31 @@ class Engine:
             }
         )
 
+    def commit_log(self) -> pa.Table:
+        """Every end of a redo area's transaction (paper 002 §3.5), in order: the ``query`` whose
+        commit operator ended it, its redo ``area`` (the commit operator's id in
+        :meth:`explain`), the ``instant`` committed, the ``outcome`` ("committed", or "aborted"
+        when optimistic validation failed), ``evaluations`` (operator id -> evaluations since
+        the previous commit, the area's operators) and ``versions`` (resource -> version read).
+        Empty under ``txn="none"``.
+
+        >>> Engine().commit_log().num_rows
+        0
+        """
+        records = self._core.commit_log()
+        return pa.table(
+            {
+                "query": pa.array([r[0] for r in records], pa.string()),
+                "area": pa.array([r[1] for r in records], pa.int64()),
+                "instant": pa.array([r[2] for r in records], pa.int64()),
+                "outcome": pa.array(
+                    ["committed" if r[3] else "aborted" for r in records], pa.string()
+                ),
+                "evaluations": pa.array([r[4] for r in records], pa.map_(pa.int64(), pa.int64())),
+                "versions": pa.array([r[5] for r in records], pa.map_(pa.string(), pa.int64())),
+            }
+        )
+
     def _new_core(self) -> _core.Engine:
         core = self._make_core()
         for bind in getattr(self, "_bound", {}).values():
@@ -815,6 +871,8 @@ class Engine:
             scheduler=self.scheduler,
             batch=self._batch,
             gatekeeper=self.gatekeeper,
+            txn=self.txn,
+            lock_timeout=self.lock_timeout,
         )
 
     def _add_plan(self, plan: str | None, catalog: Catalog) -> None:
@@ -1045,7 +1103,16 @@ class Engine:
         ops, reads = np.unique(self._core.read_log()[0], return_counts=True)
         for op, n in zip(ops.tolist(), reads.tolist(), strict=True):
             out.setdefault(op, {"evaluations": 0})["reads"] = n
-        return {"operators": out}
+        if self.txn == "none":
+            return {"operators": out}
+        # Paper 002: each redo area's transactions (its commit operator's id names it).
+        areas: dict[int, dict[str, Any]] = {}
+        for area, query, waits in self._core.transaction_managers():
+            areas[area] = {"query": query, "commits": 0, "aborts": 0, "lock_waits": waits}
+        for r in self._core.commit_log():
+            a = areas.setdefault(r[1], {"query": r[0], "commits": 0, "aborts": 0, "lock_waits": 0})
+            a["commits" if r[3] else "aborts"] += 1
+        return {"operators": out, "areas": areas}
 
     def _describe_groups(self) -> str:
         g = self._groups.groups()

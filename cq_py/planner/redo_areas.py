@@ -269,6 +269,8 @@ def mark_redo_areas(cat: Any, first_new: int) -> dict[str, RedoArea]:
             node = cat.nodes[area.commit]
             if "redo_area" not in node.params:
                 _note(node, f"commits {label}'s transactions, a row at a time (paper 002 §3.2)")
+                # An area of its own (no queue, no gatekeeper): its reads still form transactions.
+                node.params.update(redo_area=area.commit, txn_query=label, commit=True)
             continue
         gates = set(area.gatekeepers)
         for m in area.members:
@@ -276,8 +278,12 @@ def mark_redo_areas(cat: Any, first_new: int) -> dict[str, RedoArea]:
             if node.params.get("redo_area", area.commit) != area.commit:
                 continue
             node.params["redo_area"] = area.commit
+            # The query named in a writer's lock timeout (the transaction manager's holder).
+            node.params["txn_query"] = label
             if m in gates:
                 node.params["gatekeeper"] = True
+            if m == area.commit:
+                node.params["commit"] = True
             if m == area.commit:
                 _note(
                     node,

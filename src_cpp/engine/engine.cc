@@ -42,6 +42,18 @@ Engine::Engine(EngineOptions options) : options_(std::move(options)) {
     throw CqError(ErrorKind::kSemantic, "batch_size must be at least 1; found " + std::to_string(options_.batch_size));
   if (options_.lifetime != "direct" && options_.lifetime != "negative")
     throw CqError(ErrorKind::kSemantic, "lifetime='" + options_.lifetime + "': expected 'direct' or 'negative'");
+  txn_->managers = std::make_shared<txn::TransactionManagers>();
+  if (!(options_.lock_timeout >= 0))
+    throw CqError(ErrorKind::kSemantic,
+                  "lock_timeout must be 0 seconds or more; found " + std::to_string(options_.lock_timeout));
+  txn_->managers->set_options(
+      {txn::StrategyFromName(options_.txn),
+       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(options_.lock_timeout))});
+  if (options_.txn != "none" && options_.executor != "scheduled")
+    throw CqError(ErrorKind::kSemantic, "txn='" + options_.txn +
+                                            "' runs under executor='scheduled' only; found "
+                                            "executor='" +
+                                            options_.executor + "'");
   if (options_.executor == "dts")
     executor_ = std::make_unique<DtsExecutor>(
         options_.hybrid, LoopBounds{options_.max_loop_steps, options_.max_loop_ticks, options_.max_loop_rows});
@@ -49,7 +61,7 @@ Engine::Engine(EngineOptions options) : options_(std::move(options)) {
     executor_ = std::make_unique<HeartbeatExecutor>(options_.max_run, holders_.get());
   else if (options_.executor == "scheduled")
     executor_ = std::make_unique<ScheduledExecutor>(
-        sched::Options{options_.scheduler, options_.batch, options_.gatekeeper}, holders_.get());
+        sched::Options{options_.scheduler, options_.batch, options_.gatekeeper}, holders_.get(), txn_.get());
   else
     throw CqError(ErrorKind::kSemantic,
                   "executor='" + options_.executor + "': expected 'dts', 'heartbeat' or 'scheduled'");
@@ -268,6 +280,10 @@ void Engine::Push(const std::string& stream, std::vector<ImportedBatch> batches)
   // has gone in, the input's progress moves to the next row's time before it follows, so that
   // the operators finish the instants below it and let their rows go (ISTREAM keeps every row of
   // an instant not complete yet). Memory then follows the queries' state, not the push's size.
+  // Under a transaction strategy, commit operators commit an instant as soon as it is final at
+  // them (paper 002 §3.5), not at the push's end: the engine's progress P is where the push
+  // reaches, from its start, so that RSTREAM emits each complete instant of it at once.
+  if (options_.txn != "none" && !last.IsInfinite()) *furthest_ = std::max(*furthest_, last.tick);
   Run([&] {
     const int64_t slice = options_.batch_size;
     int64_t since = 0;  // rows run since the progress last moved

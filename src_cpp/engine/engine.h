@@ -17,6 +17,7 @@
 #include "operators/query_sink.h"
 #include "operators/relation_scan.h"
 #include "txn/resource.h"
+#include "txn/transaction_manager.h"
 
 namespace cq {
 
@@ -46,6 +47,10 @@ struct EngineOptions {
   std::string scheduler = "round_robin";
   int64_t batch = 1;
   bool gatekeeper = true;
+  // Paper 002's concurrency control of the redo areas' reads (txn/transaction_manager.h): "none",
+  // "2pl", "snapshot" or "optimistic", and how long a read waits for a resource's lock.
+  std::string txn = "none";
+  double lock_timeout = 10.0;  // seconds
 };
 
 class Engine {
@@ -131,6 +136,10 @@ class Engine {
   void BindModel(const std::string& name, std::shared_ptr<txn::Model> model);
   // Every read the reference operators made, in the order made.
   std::vector<txn::ReadRecord> ReadLog() const { return txn_->log.records(); }
+  // Every commit and abort of the redo areas' transactions, in order (empty under txn="none").
+  std::vector<txn::CommitRecord> CommitLog() const { return txn_->managers->log(); }
+  // The transaction managers (their lock waits; txn="none" has none).
+  const txn::TransactionManagers& managers() const { return *txn_->managers; }
 
  private:
   // A registered input: a stream, or a relation (REGISTER RELATION) fed with changes.

@@ -12,6 +12,18 @@ ReferenceOperator::ReferenceOperator(int id, const Schema& input, const Schema& 
   schema_ = std::make_shared<const Schema>(std::move(out));
 }
 
+txn::TransactionManager* AreaManager(const OperatorSpec& s, txn::Bindings& b,
+                                     const std::shared_ptr<txn::Resource>& resource) {
+  if (!b.managers || b.managers->options().strategy == txn::Strategy::kNone) return nullptr;
+  const json::Value* area = s.params.find("redo_area");
+  if (area == nullptr || area->is_null()) return nullptr;
+  const json::Value* query = s.params.find("txn_query");
+  txn::TransactionManager& m =
+      b.managers->Get(area->integer(), query && !query->is_null() ? query->str() : "#" + std::to_string(s.id));
+  if (resource) m.Add(resource);
+  return &m;
+}
+
 OperatorDescriptor ReferenceDescriptor(std::string name, std::string description) {
   using D = OperatorDescriptor;
   return {.name = std::move(name),
@@ -36,11 +48,11 @@ void ReferenceJoin::Push(int, const Batch& given, Emitter& out) {
   const Batch& in = given.CompactInto(storage);
   txn::ResourceRead read;
   if (scan_) {
-    read = resource_->Scan();
+    read = manager_ ? manager_->Scan(*resource_, in.sync.At(0)) : resource_->Scan();
   } else {
     Columns keys;
     for (const auto& k : keys_) keys.push_back(k->Evaluate(in));
-    read = resource_->Lookup(keys, n);
+    read = manager_ ? manager_->Lookup(*resource_, keys, n, in.sync.At(0)) : resource_->Lookup(keys, n);
   }
   if (log_) log_->Add({id_, resource_->spec().name, read.version, in.sync.At(0), read.rows_read});
   // The pairs (stream row, resource row): each probe's match, or every row of the resource.
@@ -130,8 +142,11 @@ void RegisterReferenceJoin(OperatorRegistry& r) {
                  residual = Expression::Compile(*res, both);
                  CQ_CHECK(residual->type() == TypeId::kBool, "reference_join residual must be boolean");
                }
-               return std::make_unique<ReferenceJoin>(s.id, std::move(resource), scan, std::move(keys),
-                                                      std::move(residual), *in[0].schema, in[0].kind, &ctx.txn->log);
+               auto op = std::make_unique<ReferenceJoin>(s.id, resource, scan, std::move(keys), std::move(residual),
+                                                         *in[0].schema, in[0].kind, &ctx.txn->log);
+               // In a redo area under a strategy, reads go through the area's transaction manager.
+               op->set_manager(AreaManager(s, *ctx.txn, resource));
+               return op;
              });
 }
 

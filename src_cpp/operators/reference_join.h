@@ -18,6 +18,7 @@
 #include "operators/descriptor.h"
 #include "operators/operator.h"
 #include "txn/resource.h"
+#include "txn/transaction_manager.h"
 
 namespace cq {
 
@@ -30,6 +31,8 @@ class ReferenceOperator : public Operator {
   BatchKind output_kind() const override { return kind_; }
   void Snapshot(SnapshotWriter&) const override {}
   void Restore(SnapshotReader&) override {}
+  // Reads go through its redo area's transaction manager (null: read directly, txn="none").
+  void set_manager(txn::TransactionManager* m) { manager_ = m; }
 
  protected:
   ReferenceOperator(int id, const Schema& input, const Schema& read, BatchKind kind, txn::ReadLog* log);
@@ -38,7 +41,14 @@ class ReferenceOperator : public Operator {
   std::shared_ptr<const Schema> schema_;
   BatchKind kind_;
   txn::ReadLog* log_;
+  txn::TransactionManager* manager_ = nullptr;
 };
+
+// The transaction manager of the redo area spec `s` is in (its "redo_area", its query "txn_query"),
+// with `resource` (null: a model) added to the area; null when the operator is in no area or the
+// engine controls no transactions.
+txn::TransactionManager* AreaManager(const OperatorSpec& s, txn::Bindings& b,
+                                     const std::shared_ptr<txn::Resource>& resource);
 
 // Their descriptor: the first input's lifetimes, never split (Spark refuses resources), the input's
 // columns then their own, at most one output row per input row for a lookup or a call (so the

@@ -21,12 +21,30 @@ bool ProbeKey(const Columns& keys, int64_t row, std::string* out) {
 
 }  // namespace
 
-StoreResource::StoreResource(const ResourceStore* store, const std::string& name)
-    : Resource(store->Spec(name)), store_(store) {}
+StoreResource::StoreResource(ResourceStore* store, const std::string& name,
+                             std::shared_ptr<const ResourceVersion> pinned)
+    : Resource(store->Spec(name)), store_(store), pinned_(std::move(pinned)) {}
+
+std::shared_ptr<const ResourceVersion> StoreResource::Version() const {
+  return pinned_ ? pinned_ : store_->Current(spec_.name);
+}
+
+bool StoreResource::LockShared(const std::string& holder, std::chrono::nanoseconds timeout) {
+  return store_->LockShared(spec_.name, holder, timeout);
+}
+
+void StoreResource::UnlockShared(const std::string& holder) { store_->UnlockShared(spec_.name, holder); }
+
+std::shared_ptr<Resource> StoreResource::Pin(const std::string&, std::chrono::nanoseconds) {
+  // Holding the version's pointer is the copy: versions are immutable, a commit publishes another.
+  return std::make_shared<StoreResource>(store_, spec_.name, store_->Current(spec_.name));
+}
+
+uint64_t StoreResource::Stamp() { return Version()->version; }
 
 ResourceRead StoreResource::Lookup(const Columns& keys, int64_t n) {
   // The version is pinned for the read: a commit meanwhile publishes another and leaves this one.
-  const std::shared_ptr<const ResourceVersion> v = store_->Current(spec_.name);
+  const std::shared_ptr<const ResourceVersion> v = Version();
   ResourceRead read;
   read.version = v->version;
   read.columns = v->columns;
@@ -39,7 +57,7 @@ ResourceRead StoreResource::Lookup(const Columns& keys, int64_t n) {
 }
 
 ResourceRead StoreResource::Scan() {
-  const std::shared_ptr<const ResourceVersion> v = store_->Current(spec_.name);
+  const std::shared_ptr<const ResourceVersion> v = Version();
   ResourceRead read;
   read.version = v->version;
   read.columns = v->columns;

@@ -7,6 +7,7 @@
 //
 // Implementations: StoreResource (the in-process store, txn/resource_store.h) here; a database
 // resource and models are Python objects the binding wraps (the core holds no database client).
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -41,20 +42,38 @@ class Resource {
   // Every row.
   virtual ResourceRead Scan() = 0;
 
+  // What a transaction manager (txn/transaction_manager.h) asks of a resource. The resource's
+  // shared lock for reader `holder` (a query), waiting up to `timeout` for a writer: false when
+  // it timed out. 2PL holds it from the first read to the commit; a writer waits for it.
+  virtual bool LockShared(const std::string& holder, std::chrono::nanoseconds timeout) = 0;
+  virtual void UnlockShared(const std::string& holder) = 0;
+  // The resource frozen at its state now: a resource whose reads all see that one state (the
+  // snapshot strategy reads it; its manager holds the lock while it pins).
+  virtual std::shared_ptr<Resource> Pin(const std::string& holder, std::chrono::nanoseconds timeout) = 0;
+  // Its last-update stamp now (the optimistic strategy validates against it).
+  virtual uint64_t Stamp() = 0;
+
  protected:
   explicit Resource(ResourceSpec spec) : spec_(std::move(spec)) {}
   ResourceSpec spec_;
 };
 
-// Resource `name` of an in-process store, read at its current version (the store outlives it).
+// Resource `name` of an in-process store, read at its current version, or at one version when
+// `pinned` (what Pin returns). The store outlives it.
 class StoreResource final : public Resource {
  public:
-  StoreResource(const ResourceStore* store, const std::string& name);
+  StoreResource(ResourceStore* store, const std::string& name, std::shared_ptr<const ResourceVersion> pinned = nullptr);
   ResourceRead Lookup(const Columns& keys, int64_t n) override;
   ResourceRead Scan() override;
+  bool LockShared(const std::string& holder, std::chrono::nanoseconds timeout) override;
+  void UnlockShared(const std::string& holder) override;
+  std::shared_ptr<Resource> Pin(const std::string& holder, std::chrono::nanoseconds timeout) override;
+  uint64_t Stamp() override;
 
  private:
-  const ResourceStore* store_;
+  std::shared_ptr<const ResourceVersion> Version() const;
+  ResourceStore* store_;
+  std::shared_ptr<const ResourceVersion> pinned_;
 };
 
 // `read.match` for `n` probe `keys` over rows `read.columns` that may hold any subset of the
@@ -100,11 +119,16 @@ class ReadLog {
   std::vector<ReadRecord> records_;
 };
 
-// What an engine's reference operators read: resources and models by name, and the log of reads.
+class TransactionManagers;  // txn/transaction_manager.h
+
+// What an engine's reference operators read: resources and models by name, the log of reads,
+// and the transaction managers of the redo areas (made by the reference operators' factories
+// from their spec's "redo_area"; null: the engine controls no transactions, txn="none").
 struct Bindings {
   std::map<std::string, std::shared_ptr<Resource>> resources;
   std::map<std::string, std::shared_ptr<Model>> models;
   ReadLog log;
+  std::shared_ptr<TransactionManagers> managers;
 };
 
 }  // namespace cq::txn

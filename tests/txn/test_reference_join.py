@@ -245,11 +245,21 @@ def test_other_executors_refuse_resources_naming_the_scheduled_one(executor: str
         eng.execute(QUERY)
 
 
-def test_txn_accepts_none_only_and_says_so() -> None:
+def test_txn_lists_the_strategies_and_needs_the_scheduled_executor() -> None:
     assert cq_py.Engine(txn="none").txn == "none"
-    for bad in ("2pl", "snapshot", "optimistic", "serializable", 1):
-        with pytest.raises(ValueError, match=r"txn must be one of 'none'.*not built yet"):
-            cq_py.Engine(txn=bad)
+    for good in ("2pl", "snapshot", "optimistic"):
+        assert cq_py.Engine(executor="scheduled", txn=good).txn == good
+        with pytest.raises(ValueError, match="executor='scheduled' only"):
+            cq_py.Engine(txn=good)
+    for bad in ("serializable", 1):
+        with pytest.raises(
+            ValueError, match=r"txn must be one of 'none', '2pl', 'snapshot', 'optimistic'"
+        ):
+            cq_py.Engine(executor="scheduled", txn=bad)
+    with pytest.raises(ValueError, match=r"redo must be one of 'on_change', 'always'"):
+        cq_py.Engine(executor="scheduled", redo="sometimes")
+    with pytest.raises(ValueError, match=r"lock_timeout must be a number of seconds"):
+        cq_py.Engine(executor="scheduled", lock_timeout=-1)
 
 
 def test_resources_must_be_a_store() -> None:
@@ -297,7 +307,7 @@ def test_an_updater_thread_meanwhile_each_row_sees_one_committed_version(seed: i
     store = ResourceStore()
     store.load("x", content(seed), key=["id"])
     versions = {1: content(seed)}
-    stop = threading.Event()
+    stop, committed = threading.Event(), threading.Event()
     rng = random.Random(seed)
 
     def updater() -> None:
@@ -306,6 +316,7 @@ def test_an_updater_thread_meanwhile_each_row_sees_one_committed_version(seed: i
                 tx.upsert("x", [{"id": rng.randint(0, 6), "v": rng.choice([0.5, 2.0, 4.0])}])
             v, table = store.read_version("x")  # (the only writer: still its version)
             versions[v] = table.to_pylist()
+            committed.set()
 
     thread = threading.Thread(target=updater)
     thread.start()
@@ -314,6 +325,11 @@ def test_an_updater_thread_meanwhile_each_row_sees_one_committed_version(seed: i
         eng = cq_py.Engine(executor="scheduled", resources=store, threads=1)
         eng.execute(STREAM + resource_sql("KEY") + QUERY)
         for i in range(0, len(stream), 3):
+            if i == len(stream) // 2:
+                # (Half way, the updater has committed at least once: the rest reads a later
+                # version, however the threads are scheduled.)
+                committed.clear()
+                assert committed.wait(10)
             eng.push("s", pa.Table.from_pylist(stream[i : i + 3], schema=SCHEMA))
         eng.close()
     finally:

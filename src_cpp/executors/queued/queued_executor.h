@@ -164,6 +164,7 @@ class QueuedExecutor : public Executor {
   void Append(Port& port, const Batch& batch);
   void EnqueueData(int node, const Batch& batch);
   void EnqueueEnds(int node, const EndBatch& ends);
+  void QueueEnds(int node, const EndBatch& ends);  // (EnqueueEnds without Hold)
   // A heartbeat of the current wave: `p`'s producer will send nothing below `t` any more.
   void Promise(Port& p, Time t);
   void EnqueueHeartbeat(int node, Time t);
@@ -181,6 +182,17 @@ class QueuedExecutor : public Executor {
   virtual void Wake(int node) = 0;
   // Remove moved the nodes: old index i is now moved[i] (-1: removed).
   virtual void Renumbered(const std::vector<int>& moved) {}
+  // Whether node `node`'s output item is held back instead of queued for its consumers (paper
+  // 002: a commit operator's output waits for its transaction's commit); default: never.
+  virtual bool Hold(int node, const Item& item) { return false; }
+  // Before node `node` takes a data item at `t`: true to have the operator's AdvanceTo(t) run
+  // first (paper 002: an input's progress is its queue head, so a commit operator's instant is
+  // final without its taking a later row); default: progress moves by waves only.
+  virtual bool AdvancesAtHead(int node) const { return false; }
+  // Node `node`'s progress moved at its head, before it takes the head's row.
+  virtual void Advanced(int node) {}
+  // Queues a held item for the node's consumers, as its emitter would have.
+  void Release(int node, Item item);
 
   std::string name_;
   bool row_items_;
@@ -192,6 +204,7 @@ class QueuedExecutor : public Executor {
   uint64_t turn_ = 1;
   uint64_t wave_ = 0;  // AdvanceTo calls so far
   Stats stats_;
+  bool holds_ = false;  // Hold and AdvancesAtHead are asked (a derived executor sets it)
 };
 
 }  // namespace cq

@@ -1,14 +1,70 @@
 #include "executors/scheduled/scheduled_executor.h"
 
+#include <algorithm>
 #include <cstdint>
+#include <iterator>
 
 #include "base/json.h"
 
 namespace cq {
 
-ScheduledExecutor::ScheduledExecutor(const sched::Options& options, HolderTable* holders)
-    : QueuedExecutor("scheduled", true, holders), scheduler_(sched::MakeScheduler(options)) {}
+ScheduledExecutor::ScheduledExecutor(const sched::Options& options, HolderTable* holders, txn::Bindings* txn)
+    : QueuedExecutor("scheduled", true, holders), scheduler_(sched::MakeScheduler(options)), txn_(txn) {
+  holds_ = managers() != nullptr;
+}
 
+txn::TransactionManagers* ScheduledExecutor::managers() const {
+  if (!txn_ || !txn_->managers || txn_->managers->options().strategy == txn::Strategy::kNone) return nullptr;
+  return txn_->managers.get();
+}
+
+bool ScheduledExecutor::Hold(int node, const Item& item) {
+  const int id = nodes_[node].id;
+  const auto found = area_of_.find(id);
+  if (found == area_of_.end()) return false;
+  const auto c = commit_of_.find(found->second.first);
+  if (c == commit_of_.end() || c->second != id) return false;
+  held_[c->first].push_back(item);
+  return true;
+}
+
+bool ScheduledExecutor::AdvancesAtHead(int node) const { return area_of_.count(nodes_[node].id) != 0; }
+
+void ScheduledExecutor::Commits() {
+  if (!holds_) return;
+  for (const auto& [area, id] : commit_of_) Commit(area, id);
+}
+
+void ScheduledExecutor::Commit(int64_t area, int commit_id) {
+  const Node& c = nodes_[index_.at(commit_id)];
+  std::vector<Item>& held = held_[area];
+  size_t ready = 0;  // held items are in time order: a prefix is final
+  while (ready < held.size() && held[ready].time < c.progress) ++ready;
+  txn::TransactionManager* m = managers()->Find(area);
+  const bool reads_final = m && m->open() && m->last_read() < c.progress;
+  if (ready == 0 && !reads_final) return;
+  txn::CommitRecord record;
+  record.area = area;
+  record.query = m ? m->holder() : "";
+  record.instant = ready ? held[ready - 1].time : m->last_read();
+  record.committed = m ? m->Commit(&record.versions) : true;
+  for (int id : order_) {
+    const auto found = area_of_.find(id);
+    if (found == area_of_.end() || found->second.first != area) continue;
+    const int64_t now = nodes_[index_.at(id)].evaluations;
+    record.evaluations.emplace_back(id, now - counted_[id]);
+    counted_[id] = now;
+  }
+  std::vector<Item> out(std::make_move_iterator(held.begin()),
+                        std::make_move_iterator(held.begin() + static_cast<std::ptrdiff_t>(ready)));
+  held.erase(held.begin(), held.begin() + static_cast<std::ptrdiff_t>(ready));
+  const int node = index_.at(commit_id);
+  for (Item& it : out) {
+    if (record.committed) Release(node, std::move(it));
+    else if (it.kind == Item::Kind::kEnds) holders_->Unpin(it.ends.ids(), it.ends.length);
+  }
+  managers()->Log(std::move(record));
+}
 void ScheduledExecutor::Add(std::vector<std::pair<OperatorSpec, std::unique_ptr<Operator>>> ops) {
   std::map<int, std::pair<int64_t, bool>> areas;
   for (const auto& [spec, op] : ops) {
@@ -17,6 +73,8 @@ void ScheduledExecutor::Add(std::vector<std::pair<OperatorSpec, std::unique_ptr<
     if (area == nullptr || area->is_null()) continue;
     const json::Value* gate = spec.params.find("gatekeeper");
     areas[spec.id] = {area->integer(), gate != nullptr && !gate->is_null() && gate->boolean()};
+    const json::Value* commit = spec.params.find("commit");
+    if (commit != nullptr && !commit->is_null() && commit->boolean()) commit_of_[area->integer()] = spec.id;
   }
   QueuedExecutor::Add(std::move(ops));
   area_of_.merge(areas);
@@ -27,6 +85,17 @@ void ScheduledExecutor::Add(std::vector<std::pair<OperatorSpec, std::unique_ptr<
 void ScheduledExecutor::Remove(const std::vector<int>& ids) {
   QueuedExecutor::Remove(ids);
   for (int id : ids) area_of_.erase(id);
+  for (auto it = commit_of_.begin(); it != commit_of_.end();) {
+    if (std::find(ids.begin(), ids.end(), it->second) == ids.end()) {
+      ++it;
+      continue;
+    }
+    for (Item& item : held_[it->first])
+      if (item.kind == Item::Kind::kEnds) holders_->Unpin(item.ends.ids(), item.ends.length);
+    held_.erase(it->first);
+    if (txn::TransactionManagers* m = managers()) m->Forget(it->first);
+    it = commit_of_.erase(it);
+  }
   scheduler_->SetOperators(order_);
   SetAreas();
 }
@@ -73,6 +142,7 @@ void ScheduledExecutor::Drain() {
       if (turn < 0) {
         // Nobody could evaluate, but asking passed waves on: their heartbeats may have made an
         // operator already asked ready. Done once a round feeds nobody.
+        Commits();
         const bool fed = !fed_.empty();
         fed_.clear();
         ++turn_;
@@ -89,6 +159,7 @@ void ScheduledExecutor::Drain() {
         const Pick pick = Consumable(nodes_[node], &stalled);
         if (pick.port < 0) break;
         if (Execute(node, pick)) ++done;
+        Commits();
       }
       fed_.clear();
       ++turn_;

@@ -1,0 +1,151 @@
+#include "txn/transaction_manager.h"
+
+#include <algorithm>
+
+#include "base/errors.h"
+
+namespace cq::txn {
+
+Strategy StrategyFromName(const std::string& name) {
+  if (name == "none") return Strategy::kNone;
+  if (name == "2pl") return Strategy::kTwoPhase;
+  if (name == "snapshot") return Strategy::kSnapshot;
+  if (name == "optimistic") return Strategy::kOptimistic;
+  throw CqError(ErrorKind::kInput, "txn='" + name + "': expected one of 'none', '2pl', 'snapshot', 'optimistic'");
+}
+
+const char* StrategyName(Strategy s) {
+  switch (s) {
+    case Strategy::kNone: return "none";
+    case Strategy::kTwoPhase: return "2pl";
+    case Strategy::kSnapshot: return "snapshot";
+    case Strategy::kOptimistic: return "optimistic";
+  }
+  return "?";
+}
+
+TransactionManager::TransactionManager(int64_t area, std::string holder, TxnOptions options)
+    : area_(area), holder_(std::move(holder)), options_(options) {}
+
+TransactionManager::~TransactionManager() {
+  try {
+    Release();
+  } catch (...) {  // (a destructor must not throw; the store is gone with the engine)
+  }
+}
+
+void TransactionManager::Add(const std::shared_ptr<Resource>& resource) {
+  Held& h = held_[resource->spec().name];
+  if (!h.resource) h.resource = resource;
+}
+
+void TransactionManager::Lock(Held& h) {
+  // A lock granted at once is no wait; otherwise the wait is counted and bounded by the timeout.
+  if (h.resource->LockShared(holder_, std::chrono::nanoseconds(0))) return;
+  ++lock_waits_;
+  if (!h.resource->LockShared(holder_, options_.lock_timeout))
+    throw CqError(ErrorKind::kLockTimeout, "query '" + holder_ + "' could not lock resource '" +
+                                               h.resource->spec().name + "' for reading within " +
+                                               std::to_string(options_.lock_timeout.count() / 1000000) +
+                                               " ms (a writer holds it)");
+}
+
+void TransactionManager::Begin() {
+  open_ = true;
+  if (options_.strategy == Strategy::kSnapshot) {
+    // Every resource of the area locked at once, copied (pinned), released: one consistent state.
+    std::vector<Held*> locked;
+    try {
+      for (auto& [_, h] : held_) {
+        Lock(h);
+        locked.push_back(&h);
+      }
+      for (auto& [_, h] : held_) h.pinned = h.resource->Pin(holder_, options_.lock_timeout);
+    } catch (...) {
+      for (Held* h : locked) h->resource->UnlockShared(holder_);
+      for (auto& [_, h] : held_) h.pinned.reset();
+      open_ = false;
+      throw;
+    }
+    for (Held* h : locked) h->resource->UnlockShared(holder_);
+  } else if (options_.strategy == Strategy::kOptimistic) {
+    for (auto& [_, h] : held_) h.start = h.resource->Stamp();
+  }
+}
+
+Resource& TransactionManager::Reading(Resource& resource) {
+  auto found = held_.find(resource.spec().name);
+  CQ_CHECK(found != held_.end(), "a read of resource '" + resource.spec().name + "' outside its redo area");
+  if (!open_) Begin();
+  Held& h = found->second;
+  if (options_.strategy == Strategy::kTwoPhase && !h.locked) {
+    Lock(h);
+    h.locked = true;
+  }
+  if (h.pinned) return *h.pinned;
+  return resource;
+}
+
+void TransactionManager::Record(Resource& resource, const ResourceRead& read, Time instant) {
+  last_read_ = std::max(last_read_, instant);
+  Held& h = held_.at(resource.spec().name);
+  if (!h.read) h.version = read.version;
+  h.read = true;
+}
+
+ResourceRead TransactionManager::Lookup(Resource& resource, const Columns& keys, int64_t n, Time instant) {
+  ResourceRead read = Reading(resource).Lookup(keys, n);
+  Record(resource, read, instant);
+  return read;
+}
+
+ResourceRead TransactionManager::Scan(Resource& resource, Time instant) {
+  ResourceRead read = Reading(resource).Scan();
+  Record(resource, read, instant);
+  return read;
+}
+
+void TransactionManager::Release() {
+  for (auto& [_, h] : held_) {
+    if (h.locked) h.resource->UnlockShared(holder_);
+    h.locked = false;
+    h.pinned.reset();
+    h.read = false;
+  }
+  open_ = false;
+  last_read_ = Time::MinusInfinity();
+}
+
+bool TransactionManager::Commit(std::vector<std::pair<std::string, uint64_t>>* versions) {
+  bool valid = true;
+  for (auto& [name, h] : held_) {
+    if (!h.read) continue;
+    if (versions) versions->emplace_back(name, h.version);
+    // §4.2.1: a resource read that changed since the transaction began (its stamp is later) may
+    // have given this transaction two states, or one not current at the commit.
+    if (options_.strategy == Strategy::kOptimistic && h.resource->Stamp() > h.start) valid = false;
+  }
+  Release();
+  return valid;
+}
+
+void TransactionManager::Abort() { Release(); }
+
+TransactionManager& TransactionManagers::Get(int64_t area, const std::string& holder) {
+  auto& m = managers_[area];
+  if (!m) m = std::make_unique<TransactionManager>(area, holder, options_);
+  return *m;
+}
+
+TransactionManager* TransactionManagers::Find(int64_t area) {
+  const auto it = managers_.find(area);
+  return it == managers_.end() ? nullptr : it->second.get();
+}
+
+std::vector<int64_t> TransactionManagers::areas() const {
+  std::vector<int64_t> out;
+  for (const auto& [a, _] : managers_) out.push_back(a);
+  return out;
+}
+
+}  // namespace cq::txn

@@ -1,0 +1,138 @@
+#pragma once
+// The transaction manager of one redo area (paper 002 §3.5): the reads the area's reference
+// operators make between two commits of its commit operator form one transaction, and at most
+// one is open at a time. It begins at the area's first read and ends when the executor asks the
+// commit operator's instant to commit (executors/scheduled/). The strategy decides what a read does:
+//
+// - none: reads what is current, no control.
+// - 2pl (§4.1.1): the resource's shared lock is taken at its first read in the transaction and held
+//   to the commit (a writer of the store waits, then times out naming the resource and the query).
+// - snapshot (§4.1.2): at the transaction's first read every resource of the area is locked, pinned
+//   at its version (Resource::Pin), and released at once; every read of the transaction reads the
+//   pinned copy, so a writer waits only while the copy is made.
+// - optimistic (§4.2.1): no lock; the area's last-update stamps are recorded when the transaction
+//   begins and checked at its commit: a resource read since with a later stamp fails the
+//   validation, and the transaction is aborted (its output discarded, its instant redone).
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "time/time.h"
+#include "txn/resource.h"
+
+namespace cq::txn {
+
+enum class Strategy : uint8_t { kNone, kTwoPhase, kSnapshot, kOptimistic };
+// kInput naming the accepted ones for another name.
+Strategy StrategyFromName(const std::string& name);
+const char* StrategyName(Strategy s);
+
+struct TxnOptions {
+  Strategy strategy = Strategy::kNone;
+  std::chrono::nanoseconds lock_timeout = std::chrono::seconds(10);
+};
+
+// One end of a transaction: the query and redo area, the instant its commit operator committed
+// (the latest instant of the rows it released), the outcome, the evaluations of each operator of
+// the area since the previous commit, and the version of each resource read (the first read's; a
+// 2PL or snapshot transaction reads one version of each).
+struct CommitRecord {
+  std::string query;
+  int64_t area = 0;
+  Time instant;
+  bool committed = true;
+  std::vector<std::pair<int, int64_t>> evaluations;
+  std::vector<std::pair<std::string, uint64_t>> versions;
+};
+
+class TransactionManager {
+ public:
+  // `holder`: the query, named in a writer's lock timeout.
+  TransactionManager(int64_t area, std::string holder, TxnOptions options);
+  ~TransactionManager();
+  TransactionManager(const TransactionManager&) = delete;
+  TransactionManager& operator=(const TransactionManager&) = delete;
+
+  // A resource of the area (snapshot locks and pins them all at the transaction's first read;
+  // optimistic records their stamps then). Adding one again changes nothing.
+  void Add(const std::shared_ptr<Resource>& resource);
+  // The resource's reads, within the open transaction (begun by the first one).
+  // `instant`: the time of the rows the read is for.
+  ResourceRead Lookup(Resource& resource, const Columns& keys, int64_t n, Time instant);
+  ResourceRead Scan(Resource& resource, Time instant);
+  // The latest instant read for in the open transaction.
+  Time last_read() const { return last_read_; }
+
+  bool open() const { return open_; }
+  // Ends the open transaction: true when it commits; false when the optimistic validation fails (a
+  // resource read has a later stamp than when the transaction began): it is aborted. Either way its
+  // locks and pins are released; `versions` gets the versions read.
+  bool Commit(std::vector<std::pair<std::string, uint64_t>>* versions);
+  // Ends the open transaction without committing (the area is reset): locks and pins released.
+  void Abort();
+
+  int64_t area() const { return area_; }
+  const std::string& holder() const { return holder_; }
+  Strategy strategy() const { return options_.strategy; }
+  // Times a lock was not granted at once (2PL, snapshot's copy).
+  int64_t lock_waits() const { return lock_waits_; }
+
+ private:
+  struct Held {
+    std::shared_ptr<Resource> resource;
+    std::shared_ptr<Resource> pinned;  // snapshot: the copy read
+    bool locked = false;               // 2PL: held to the commit
+    uint64_t start = 0;                // optimistic: its stamp when the transaction began
+    bool read = false;
+    uint64_t version = 0;  // the first read's
+  };
+  void Begin();
+  // The resource a read of `resource` reads (its copy under snapshot), after taking what the
+  // strategy takes at a first read.
+  Resource& Reading(Resource& resource);
+  void Lock(Held& h);
+  void Release();
+  void Record(Resource& resource, const ResourceRead& read, Time instant);
+
+  int64_t area_;
+  std::string holder_;
+  TxnOptions options_;
+  std::map<std::string, Held> held_;  // by resource name
+  bool open_ = false;
+  Time last_read_ = Time::MinusInfinity();
+  int64_t lock_waits_ = 0;
+};
+
+// The managers of an engine's redo areas and their commit log (Bindings::txn).
+class TransactionManagers {
+ public:
+  void set_options(TxnOptions options) { options_ = options; }
+  const TxnOptions& options() const { return options_; }
+  // Area `area`'s manager, made at the first call (`holder`: its query).
+  TransactionManager& Get(int64_t area, const std::string& holder);
+  TransactionManager* Find(int64_t area);
+  const TransactionManager* Find(int64_t area) const { return const_cast<TransactionManagers*>(this)->Find(area); }
+  void Forget(int64_t area) { managers_.erase(area); }
+  void Log(CommitRecord record) {
+    std::lock_guard l(mu_);
+    log_.push_back(std::move(record));
+  }
+  std::vector<CommitRecord> log() const {
+    std::lock_guard l(mu_);
+    return log_;
+  }
+  std::vector<int64_t> areas() const;
+
+ private:
+  TxnOptions options_;
+  std::map<int64_t, std::unique_ptr<TransactionManager>> managers_;
+  mutable std::mutex mu_;
+  std::vector<CommitRecord> log_;
+};
+
+}  // namespace cq::txn

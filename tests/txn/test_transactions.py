@@ -1,0 +1,127 @@
+"""Paper 002's transactions on the in-process store (src_cpp/txn/transaction_manager.h): each
+redo area's reads form one transaction at a time, ended by its commit operator as soon as its
+instant is final there; 2PL's locks are real (a writer waits until the commit, then times out
+naming the resource and the query), snapshot's are held only while the area is copied."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pyarrow as pa
+import pytest
+
+import cq_py
+from cq_py import ResourceStore
+
+STREAM = "REGISTER STREAM s(k BIGINT, a BIGINT);REGISTER RESOURCE x (id BIGINT, v DOUBLE) KEY (id);"
+JOIN = "REGISTER QUERY j AS ISTREAM(SELECT s.a, x.v FROM s [Now], x WHERE s.k = x.id);"
+# Fig. 6's query: the join, then AVG over a sliding window, RSTREAM committing.
+AVG = "REGISTER QUERY q AS RSTREAM(SELECT AVG(v) AS m FROM j [Range 4 Slide 1]);"
+
+
+def _engine(txn: str, script: str, n: int = 12, **options: object) -> cq_py.Engine:
+    store = ResourceStore()
+    store.load("x", [{"id": i, "v": float(i)} for i in range(n)], key=["id"])
+    eng = cq_py.Engine(executor="scheduled", resources=store, threads=1, txn=txn, **options)
+    eng.execute(STREAM + script)
+    return eng
+
+
+def _rows(n: int) -> pa.Table:
+    return pa.Table.from_pylist([{"k": t, "a": t, "ts": t + 1} for t in range(n)])
+
+
+def _write(store: ResourceStore, timeout: float) -> None:
+    with store.transaction(timeout=timeout, writer="updater") as tx:
+        tx.upsert("x", [{"id": 0, "v": 100.0}])
+
+
+def test_under_2pl_a_writer_waits_for_the_commit_and_times_out_naming_resource_and_query() -> None:
+    eng = _engine("2pl", JOIN, lock_timeout=5)
+    eng.push("s", _rows(3))
+    # Instants 1 and 2 are committed; 3 is not final yet (nothing later has come), so its
+    # transaction still holds x's shared lock.
+    log = eng.commit_log().to_pylist()
+    assert [(r["instant"], r["outcome"]) for r in log] == [(1, "committed"), (2, "committed")]
+    assert eng.resources._core.holders("x") == ["j"]
+    with pytest.raises(cq_py.LockTimeout, match=r"resource 'x'.*query 'j'"):
+        _write(eng.resources, 0.2)
+    # A writer waiting meanwhile gets the lock at the commit, not before.
+    done: list[float] = []
+    writer = threading.Thread(target=lambda: (_write(eng.resources, 5), done.append(time.time())))
+    writer.start()
+    time.sleep(0.3)
+    assert not done
+    committed = time.time()
+    eng.advance(4)  # instant 3 is final now: its transaction commits
+    writer.join(5)
+    assert done
+    assert done[0] >= committed
+    assert [r["instant"] for r in eng.commit_log().to_pylist()] == [1, 2, 3]
+    assert eng.resources._core.holders("x") == []
+    # The next row reads the writer's version.
+    eng.push("s", pa.Table.from_pylist([{"k": 0, "a": 3, "ts": 5}]))
+    eng.close()
+    assert eng.fetch("j").to_pylist()[-1] == {"a": 3, "v": 100.0, "ts": 5}
+    assert eng.read_log()["version"].to_pylist() == [1, 1, 1, 2]
+
+
+@pytest.mark.parametrize("txn", ["snapshot", "optimistic"])
+def test_under_snapshot_and_optimistic_a_writer_is_not_blocked(txn: str) -> None:
+    eng = _engine(txn, JOIN)
+    eng.push("s", _rows(3))
+    assert eng.resources._core.holders("x") == []
+    start = time.time()
+    _write(eng.resources, 0.2)
+    assert time.time() - start < 0.2
+
+
+def test_snapshot_reads_the_copy_made_at_the_transactions_first_read() -> None:
+    eng = _engine("snapshot", JOIN)
+    eng.push("s", _rows(3))
+    _write(eng.resources, 1)  # instant 3's transaction copied x before: it reads version 1
+    eng.close()
+    log = eng.commit_log().to_pylist()
+    assert [(r["instant"], r["versions"]) for r in log] == [(t, [("x", 1)]) for t in (1, 2, 3)]
+
+
+def test_optimistic_validation_aborts_a_transaction_whose_resource_changed() -> None:
+    eng = _engine("optimistic", JOIN)
+    eng.push("s", _rows(3))
+    _write(eng.resources, 1)  # after instant 3's read, before its commit
+    eng.close()
+    log = eng.commit_log().to_pylist()
+    assert [(r["instant"], r["outcome"]) for r in log] == [
+        (1, "committed"),
+        (2, "committed"),
+        (3, "aborted"),
+    ]
+    assert eng.stats()["areas"] == {2: {"query": "j", "commits": 2, "aborts": 1, "lock_waits": 0}}
+
+
+@pytest.mark.parametrize("txn", ["2pl", "snapshot", "optimistic"])
+@pytest.mark.parametrize("gatekeeper", [True, False])
+@pytest.mark.parametrize("batch", [1, 7, 50])
+def test_fig6_commits_each_instant_once_with_the_results_without_control(
+    txn: str, gatekeeper: bool, batch: int
+) -> None:
+    n = 20
+    eng = _engine(txn, JOIN + AVG, n=n, gatekeeper=gatekeeper, batch=batch)
+    eng.push("s", _rows(n))
+    eng.close()
+    plain = _engine("none", JOIN + AVG, n=n)
+    plain.push("s", _rows(n))
+    plain.close()
+    expected = plain.fetch("q").to_pylist()
+    # AVG over the last four values 0..t (one row per tick), then the window emptying.
+    assert expected[:n] == [
+        {"m": sum(range(max(0, t - 3), t + 1)) / (t + 1 - max(0, t - 3)), "ts": t + 1}
+        for t in range(n)
+    ]
+    assert eng.fetch("q").to_pylist() == expected
+    log = eng.commit_log().to_pylist()
+    assert all(r["outcome"] == "committed" for r in log)
+    q = [r["instant"] for r in log if r["query"] == "q"]
+    assert q == sorted(set(q))  # each instant committed once, in order
+    assert set(range(1, n + 1)) <= set(q)
