@@ -391,7 +391,7 @@ def transactions(r: Run) -> tuple[pa.Table, pa.Table]:
         t = o["ts"]
         commits["query"].append("q")
         commits["instant"].append(t)
-        commits["outcome"].append("commit")
+        commits["outcome"].append("committed")
         commits["begin"].append(r.pushed[o["first"]][0])
         commits["end"].append(r.pushed[min(t, last_n)][1] if t <= last_n else time.time_ns())
         for k in range(o["first"], o["last"] + 1):
