@@ -28,7 +28,7 @@ import contextlib
 import threading
 from collections.abc import Callable, Sequence
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 import pyarrow as pa
 
@@ -384,6 +384,8 @@ def install_versioning(url: str, tables: Sequence[str]) -> None:
         db.close()
 
 
+_R = TypeVar("_R")
+
 #: Probes per lookup statement (SQLite allows 32,766 parameters; PostgreSQL 65,535).
 _PROBES = 500
 
@@ -490,28 +492,46 @@ class DatabaseResource(_ReaderCalls):
             raise ResourceError(f"resource table '{self.table}': {e}") from None
         self._broken = False
 
-    def _read(self, statements: list[tuple[str, list[Any]]]) -> tuple[int, pa.Table]:
-        """(stamp, the rows of every statement), read in one database transaction: the holders'
-        when the shared lock is held, else one of their own."""
-        parts = []
-        held = bool(self._holders)
-        if not held:
-            self._reopen()
+    def _outside(self, action: Callable[[], _R]) -> _R:
+        """``action``, run while no transaction of the holders is open; once more on a new
+        connection when the connection was found lost (nothing was open to abort)."""
+        self._reopen()
         try:
-            if not held:
-                self._db.begin()
-            try:
-                stamp = self._db.stamp(self.table) if self._versioned else 0
-                for sql, params in statements:
-                    parts.append(self._db.query(sql, self._columns, params))
-            finally:
-                if not held:
-                    self._db.commit()
+            return action()
+        except DatabaseError as e:
+            if not self._db.lost():
+                raise self._failed(e) from None
+            self._broken = True
+        self._reopen()
+        try:
+            return action()
         except DatabaseError as e:
             raise self._failed(e) from None
+
+    def _statements(self, statements: list[tuple[str, list[Any]]]) -> tuple[int, pa.Table]:
+        stamp = self._db.stamp(self.table) if self._versioned else 0
+        parts = [self._db.query(sql, self._columns, params) for sql, params in statements]
         if not parts:
             return stamp, T.arrow_schema(self._types).empty_table()
         return stamp, pa.concat_tables(parts)
+
+    def _read(self, statements: list[tuple[str, list[Any]]]) -> tuple[int, pa.Table]:
+        """(stamp, the rows of every statement), read in one database transaction: the holders'
+        when the shared lock is held, else one of their own."""
+        if self._holders:
+            try:
+                return self._statements(statements)
+            except DatabaseError as e:
+                raise self._failed(e) from None
+
+        def transaction() -> tuple[int, pa.Table]:
+            self._db.begin()
+            try:
+                return self._statements(statements)
+            finally:
+                self._db.commit()
+
+        return self._outside(transaction)
 
     def read_scan(self) -> tuple[int, pa.Table]:
         """(stamp, every row).
@@ -565,11 +585,7 @@ class DatabaseResource(_ReaderCalls):
         if self._holders:
             self._holders.add(holder)
             return True
-        self._reopen()
-        try:
-            got = self._db.lock_shared(self.table, timeout)
-        except DatabaseError as e:
-            raise self._failed(e) from None
+        got = self._outside(lambda: self._db.lock_shared(self.table, timeout))
         if got:
             self._holders.add(holder)
         return got
@@ -590,7 +606,12 @@ class DatabaseResource(_ReaderCalls):
         try:
             self._db.commit()
         except DatabaseError as e:
-            raise self._failed(e) from None
+            if not self._db.lost():
+                raise self._failed(e) from None
+            # The server ended the transaction with the connection, and the lock with it. Every
+            # read of the holders succeeded before (a read on a lost connection fails and aborts
+            # them), so under the lock: a read-only transaction has nothing more to lose.
+            self._broken = True
 
     def holders(self) -> list[str]:
         """The transactions holding the shared lock now, in name order.
@@ -651,8 +672,6 @@ class DatabaseResource(_ReaderCalls):
         >>> r.stamp() > before
         True
         """
-        if not self._holders:
-            self._reopen()
         if not self._versioned:
             self._versioned = self._has_stamp()
         if not self._versioned:
@@ -661,6 +680,8 @@ class DatabaseResource(_ReaderCalls):
                 "txn='optimistic' needs; run cq_py.resources.install_versioning(url, "
                 f"['{self.table}']) first"
             )
+        if not self._holders:
+            return self._outside(lambda: self._db.stamp(self.table))
         try:
             return self._db.stamp(self.table)
         except DatabaseError as e:

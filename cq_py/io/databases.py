@@ -163,6 +163,15 @@ class Database:
         """Ends the open transaction, undoing what it wrote."""
         self._run("ROLLBACK")
 
+    def lost(self) -> bool:
+        """Whether the connection is gone (the server ended it, or the network): a statement
+        failed on it, and none will succeed. SQLite's connections are never lost.
+
+        >>> connect("sqlite:///:memory:").lost()
+        False
+        """
+        return False
+
     def lock_shared(self, table: str, timeout: float) -> bool:
         """Opens a transaction that holds a shared lock on ``table`` until :meth:`commit` or
         :meth:`rollback` (paper 002 §4's two-phase locking: other writers wait, readers do not),
@@ -488,6 +497,9 @@ class _PostgreSQL(Database):
 
     def begin(self) -> None:
         self._run("BEGIN ISOLATION LEVEL REPEATABLE READ")
+
+    def lost(self) -> bool:
+        return bool(self.conn.closed or self.conn.broken)
 
     def lock_shared(self, table: str, timeout: float) -> bool:
         # SHARE mode conflicts with the ROW EXCLUSIVE lock that INSERT, UPDATE and DELETE take,

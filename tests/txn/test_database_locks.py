@@ -203,23 +203,53 @@ def test_stamp_without_versioning_says_what_to_install(db: Db) -> None:
     r.close()
 
 
+def _kill(pg_server, r: DatabaseResource) -> None:
+    """Ends the server process of ``r``'s connection (as a restart or a network loss would)."""
+    pid = r._db.conn.info.backend_pid
+    pg_server.psql(f"SELECT pg_terminate_backend({pid})")
+
+
+def _writers_go_on_then_a_new_lock_sees_them(db: Db, r: DatabaseResource) -> None:
+    assert db.write("UPDATE things SET v = 5", timeout=0.5)["outcome"] == "ok"
+    assert r.lock_shared("q", 1.0)
+    assert set(r.read_scan()[1]["v"].to_pylist()) == {5.0}
+    r.unlock_shared("q")
+    r.close()
+
+
 def test_a_lost_postgres_connection_aborts_the_transaction_and_reconnects(pg_server) -> None:
     db = Db("postgresql", pg_server.url(), pg_server.url(), pg_server.psql)
     r = db.resource()
     assert r.lock_shared("q", 1.0)
-    pid = r._db.conn.info.backend_pid
-    pg_server.psql(f"SELECT pg_terminate_backend({pid})")
+    _kill(pg_server, r)
     with pytest.raises(
         cq_py.ResourceError, match=r"resource table 'things'.*transaction of q aborted"
     ):
         r.read_scan()
     assert r.holders() == []
     # The lock went with the connection: writers go on; the next transaction reconnects.
-    assert db.write("UPDATE things SET v = 5", timeout=0.5)["outcome"] == "ok"
-    assert r.lock_shared("q", 1.0)
-    assert set(r.read_scan()[1]["v"].to_pylist()) == {5.0}
+    _writers_go_on_then_a_new_lock_sees_them(db, r)
+
+
+def test_a_connection_lost_between_transactions_is_opened_again(pg_server) -> None:
+    db = Db("postgresql", pg_server.url(), pg_server.url(), pg_server.psql)
+    install_versioning(db.url, ["things"])
+    r = db.resource()
+    # Nothing open to abort: the read, the lock and the stamp go on over a new connection.
+    _kill(pg_server, r)
+    assert r.read_scan()[1].num_rows == len(ROWS)
+    _kill(pg_server, r)
+    assert r.stamp() == 0
+    _kill(pg_server, r)
+    assert r.lock_shared("q", 1.0) is True
+    # Lost after the holders' reads: releasing is quiet (the server ended the transaction and
+    # its lock; the reads were all made under it), and the next lock is a new one.
+    assert r.holders() == ["q"]
+    assert r.read_scan()[1].num_rows == len(ROWS)
+    _kill(pg_server, r)
     r.unlock_shared("q")
-    r.close()
+    assert r.holders() == []
+    _writers_go_on_then_a_new_lock_sees_them(db, r)
 
 
 def test_duckdb_refuses_the_shared_lock_and_pins_a_copy(tmp_path: Path) -> None:
@@ -297,3 +327,21 @@ def test_under_snapshot_and_optimistic_a_writer_process_is_not_blocked(db: Db, t
     # came after, so validation finds the stamp moved.
     last = "committed" if txn == "snapshot" else "aborted"
     assert outcomes == ["committed", "committed", last]
+
+
+def test_under_2pl_a_postgres_connection_lost_before_the_commit_goes_on(pg_server) -> None:
+    db = Db("postgresql", pg_server.url(), pg_server.url(), pg_server.psql)
+    eng = _engine(db, "2pl")
+    pg_server.psql(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+        "WHERE state LIKE 'idle in transaction%'"  # (instant 3's, holding the lock)
+    )
+    assert db.write("UPDATE things SET v = 100 WHERE id = 1", timeout=0.5)["outcome"] == "ok"
+    eng.push("s", pa.Table.from_pylist([{"k": 1, "a": 10, "ts": 5}]))
+    eng.close()
+    log = eng.commit_log().to_pylist()
+    assert [(r["instant"], r["outcome"]) for r in log] == [(t, "committed") for t in (1, 2, 3, 5)]
+    assert eng.fetch("j").to_pylist()[-2:] == [
+        {"a": 2, "v": 2.0, "ts": 3},  # read under the lock, before the connection went
+        {"a": 10, "v": 100.0, "ts": 5},  # read over a new connection
+    ]
