@@ -41,7 +41,7 @@ from cq_py.errors import (
     ResourceError,
     from_core,
 )
-from cq_py.io.databases import DatabaseError, connect, quote
+from cq_py.io.databases import Database, DatabaseError, connect, quote
 from cq_py.planner import types as T
 
 __all__ = [
@@ -51,6 +51,7 @@ __all__ = [
     "ResourceStore",
     "Transaction",
     "install_versioning",
+    "update_log",
 ]
 
 #: cq's column types by Arrow type (the four the core has).
@@ -369,6 +370,20 @@ def install_versioning(url: str, tables: Sequence[str]) -> None:
     ...     _ = c.execute("CREATE TABLE x (id INTEGER, v TEXT)")
     >>> install_versioning(f"sqlite:///{path}", ["x"])
     """
+
+    def install(db: Database) -> None:
+        for table in tables:
+            db.install_versioning(table)
+
+    _on_tables(url, tables, install)
+
+
+_R = TypeVar("_R")
+
+
+def _on_tables(url: str, tables: Sequence[str], action: Callable[[Database], _R]) -> _R:
+    """``action`` on a connection to ``url`` (closed after), for ``tables`` (a list of names);
+    a database error is a ResourceError."""
     if isinstance(tables, str):
         raise ArgumentError(f"tables must be a list of table names; found the string {tables!r}")
     try:
@@ -376,15 +391,32 @@ def install_versioning(url: str, tables: Sequence[str]) -> None:
     except DatabaseError as e:
         raise ResourceError(str(e)) from None
     try:
-        for table in tables:
-            db.install_versioning(table)
+        return action(db)
     except DatabaseError as e:
         raise ResourceError(str(e)) from None
     finally:
         db.close()
 
 
-_R = TypeVar("_R")
+def update_log(url: str, tables: Sequence[str]) -> pa.Table:
+    """What any writer committed to ``tables`` of the database at ``url`` since
+    :func:`install_versioning`, kept by its triggers: ``version`` (the table's last-update
+    stamp after the change), ``at`` and ``resources`` (the table), the update log
+    :func:`cq_py.txn.check` takes (as :meth:`ResourceStore.update_log` is for the store).
+    A :class:`ResourceError` names what failed.
+
+    >>> import sqlite3, tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "u.db")
+    >>> with sqlite3.connect(path) as c:
+    ...     _ = c.execute("CREATE TABLE u (id INTEGER)")
+    >>> install_versioning(f"sqlite:///{path}", ["u"])
+    >>> with sqlite3.connect(path) as c:
+    ...     _ = c.execute("INSERT INTO u VALUES (1)")
+    >>> update_log(f"sqlite:///{path}", ["u"])["version"].to_pylist()
+    [1]
+    """
+    return _on_tables(url, tables, lambda db: db.update_log(tables))
+
 
 #: Probes per lookup statement (SQLite allows 32,766 parameters; PostgreSQL 65,535).
 _PROBES = 500

@@ -307,6 +307,44 @@ class Database:
             )
         return int(rows[0][0])
 
+    def update_log(self, tables: Sequence[str]) -> pa.Table:
+        """What writers committed to ``tables`` since :meth:`install_versioning`, as
+        ``cq_py.txn.check`` takes an update log: ``version`` (the table's stamp after the
+        change), ``at`` (when, ns since the epoch; SQLite's clock has milliseconds) and
+        ``resources`` (the table), in time order. PostgreSQL logs each writing transaction
+        once (its last statement's stamp and time); SQLite, whose triggers cannot tell
+        transactions apart, logs every raise of a stamp, so a transaction's stamps before its
+        last are states no other connection saw.
+
+        >>> db = connect("sqlite:///:memory:")
+        >>> db._run("CREATE TABLE t (a INTEGER)")
+        >>> db.install_versioning("t"); db._run("INSERT INTO t VALUES (1)")
+        >>> db.update_log(["t"]).select(["version", "resources"]).to_pylist()
+        [{'version': 1, 'resources': ['t']}]
+        """
+        names = ", ".join(_literal(t) for t in tables) or "NULL"
+        try:
+            found = self.query(
+                f"SELECT stamp, at, table_name FROM cq_stamp_log WHERE table_name IN ({names}) "
+                "ORDER BY at, stamp",
+                [("version", "BIGINT"), ("at", "BIGINT"), ("table", "VARCHAR")],
+            )
+        except DatabaseError as e:
+            raise DatabaseError(
+                f"{e}; run cq_py.resources.install_versioning on {list(tables)} first (again "
+                "if it was installed before the log was kept)"
+            ) from None
+        return pa.table(
+            {
+                "version": found["version"],
+                "at": found["at"].cast(pa.timestamp("ns", tz="UTC")),
+                "resources": pa.ListArray.from_arrays(
+                    pa.array(range(found.num_rows + 1), pa.int32()),
+                    found["table"].combine_chunks(),
+                ),
+            }
+        )
+
     def position(self, log: str) -> Any:
         """Where a reader of ``log`` stands once it has everything the current transaction sees
         (call it inside :meth:`begin`, with the read it goes with). Opaque: give it back to
@@ -449,11 +487,19 @@ class _SQLite(Database):
             "CREATE TABLE IF NOT EXISTS cq_stamps (table_name TEXT PRIMARY KEY, stamp INTEGER)",
             f"INSERT OR IGNORE INTO cq_stamps VALUES ({name}, 0)",
         ]
+        # SQLite's clock has milliseconds: 'now' in ns since the epoch.
+        now = "CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER) * 1000000"
+        out.append(
+            "CREATE TABLE IF NOT EXISTS cq_stamp_log (table_name TEXT, stamp INTEGER, at INTEGER)"
+        )
         for op in ("INSERT", "UPDATE", "DELETE"):
             trigger = quote(f"cq_stamp_{table}_{op[0].lower()}")
+            out.append(f"DROP TRIGGER IF EXISTS {trigger}")  # (an older one, without the log)
             out.append(
-                f"CREATE TRIGGER IF NOT EXISTS {trigger} AFTER {op} ON {quote(table)} "
-                f"BEGIN UPDATE cq_stamps SET stamp = stamp + 1 WHERE table_name = {name}; END"
+                f"CREATE TRIGGER {trigger} AFTER {op} ON {quote(table)} "
+                f"BEGIN UPDATE cq_stamps SET stamp = stamp + 1 WHERE table_name = {name}; "
+                f"INSERT INTO cq_stamp_log SELECT table_name, stamp, {now} FROM cq_stamps "
+                f"WHERE table_name = {name}; END"
             )
         return out
 
@@ -564,8 +610,19 @@ class _PostgreSQL(Database):
             "CREATE TABLE IF NOT EXISTS cq_stamps (table_name TEXT PRIMARY KEY, stamp BIGINT)",
             f"INSERT INTO cq_stamps VALUES ({name}, 0) ON CONFLICT (table_name) DO NOTHING",
             (
-                f"CREATE OR REPLACE FUNCTION {fn}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
-                f"UPDATE cq_stamps SET stamp = stamp + 1 WHERE table_name = {name}; "
+                "CREATE TABLE IF NOT EXISTS cq_stamp_log (table_name TEXT, xid xid8, "
+                "stamp BIGINT, at BIGINT, PRIMARY KEY (table_name, xid))"
+            ),
+            # One log row per writing transaction: its last statement's stamp and time.
+            (
+                f"CREATE OR REPLACE FUNCTION {fn}() RETURNS trigger LANGUAGE plpgsql AS $$ "
+                "DECLARE s BIGINT; BEGIN "
+                f"UPDATE cq_stamps SET stamp = stamp + 1 WHERE table_name = {name} "
+                "RETURNING stamp INTO s; "
+                f"INSERT INTO cq_stamp_log VALUES ({name}, pg_current_xact_id(), s, "
+                "(extract(epoch FROM clock_timestamp()) * 1000000)::bigint * 1000) "
+                "ON CONFLICT (table_name, xid) DO UPDATE SET stamp = EXCLUDED.stamp, "
+                "at = EXCLUDED.at; "
                 "RETURN NULL; END $$"
             ),
             (

@@ -101,6 +101,8 @@ class UpdateLog:
     versions: dict[int, list[dict]]  # version -> x's content
     rows: list[dict] = field(default_factory=list)  # {"version", "at", "resources"}
     committed: int = 0  # updates committed (rows may also hold the store's first load)
+    #: The stamps the database's own log (cq_py.resources.update_log) holds for x, when in one.
+    logged: set[int] | None = None
     failures: list[str] = field(default_factory=list)
 
     def table(self) -> pa.Table:
@@ -178,6 +180,7 @@ class ProcessUpdater:
             text=True,
             bufsize=1,
         )
+        self._url = url
         self.log = UpdateLog({0: content(0)})
         self._answers: queue.Queue[dict] = queue.Queue()
         self._reader = threading.Thread(target=self._read, daemon=True)
@@ -217,6 +220,9 @@ class ProcessUpdater:
         assert self._proc.stdin is not None
         self._proc.stdin.close()
         self._proc.wait(timeout=30)
+        from cq_py.resources import update_log
+
+        self.log.logged = set(update_log(self._url, ["x"])["version"].to_pylist())
         return self.log
 
 
