@@ -364,16 +364,16 @@ PYBIND11_MODULE(_core, m) {
       .def(py::init([](const std::string& lifetime, const std::string& executor, bool expose_steps, bool hybrid,
                        int64_t max_loop_steps, int64_t max_run, int64_t max_loop_ticks, int64_t max_loop_rows,
                        int64_t batch_size, const std::string& scheduler, int64_t batch, bool gatekeeper,
-                       const std::string& txn, double lock_timeout) {
+                       const std::string& txn, double lock_timeout, const std::string& redo) {
              return std::make_unique<cq::Engine>(
                  cq::EngineOptions{lifetime, executor, expose_steps, hybrid, max_loop_steps, max_run, max_loop_ticks,
-                                   max_loop_rows, batch_size, scheduler, batch, gatekeeper, txn, lock_timeout});
+                                   max_loop_rows, batch_size, scheduler, batch, gatekeeper, txn, lock_timeout, redo});
            }),
            py::arg("lifetime") = "direct", py::arg("executor") = "dts", py::arg("expose_steps") = false,
            py::arg("hybrid") = true, py::arg("max_loop_steps") = 1000000, py::arg("max_run") = 20,
            py::arg("max_loop_ticks") = 1000000, py::arg("max_loop_rows") = 10000000, py::arg("batch_size") = 65536,
            py::arg("scheduler") = "round_robin", py::arg("batch") = 1, py::arg("gatekeeper") = true,
-           py::arg("txn") = "none", py::arg("lock_timeout") = 10.0)
+           py::arg("txn") = "none", py::arg("lock_timeout") = 10.0, py::arg("redo") = "on_change")
       .def("add_plan", &cq::Engine::AddPlan, py::call_guard<py::gil_scoped_release>())
       .def("push",
            [](cq::Engine& e, const std::string& stream, const py::list& batches) {
@@ -515,14 +515,14 @@ PYBIND11_MODULE(_core, m) {
              }
              return out;
            })
-      // (area, query, lock waits) of each redo area's transaction manager.
+      // (area, query, lock waits, resets, rows replayed) of each redo area's transaction manager.
       .def("transaction_managers",
            [](const cq::Engine& e) {
              py::list out;
              const auto& ms = e.managers();
              for (int64_t area : ms.areas()) {
                const cq::txn::TransactionManager* m = ms.Find(area);
-               out.append(py::make_tuple(area, m->holder(), m->lock_waits()));
+               out.append(py::make_tuple(area, m->holder(), m->lock_waits(), m->resets(), m->replayed()));
              }
              return out;
            })

@@ -873,6 +873,7 @@ class Engine:
             gatekeeper=self.gatekeeper,
             txn=self.txn,
             lock_timeout=self.lock_timeout,
+            redo=self.redo,
         )
 
     def _add_plan(self, plan: str | None, catalog: Catalog) -> None:
@@ -1107,10 +1108,27 @@ class Engine:
             return {"operators": out}
         # Paper 002: each redo area's transactions (its commit operator's id names it).
         areas: dict[int, dict[str, Any]] = {}
-        for area, query, waits in self._core.transaction_managers():
-            areas[area] = {"query": query, "commits": 0, "aborts": 0, "lock_waits": waits}
+        for area, query, waits, resets, replayed in self._core.transaction_managers():
+            areas[area] = {
+                "query": query,
+                "commits": 0,
+                "aborts": 0,
+                "lock_waits": waits,
+                "resets": resets,
+                "replayed": replayed,
+            }
         for r in self._core.commit_log():
-            a = areas.setdefault(r[1], {"query": r[0], "commits": 0, "aborts": 0, "lock_waits": 0})
+            a = areas.setdefault(
+                r[1],
+                {
+                    "query": r[0],
+                    "commits": 0,
+                    "aborts": 0,
+                    "lock_waits": 0,
+                    "resets": 0,
+                    "replayed": 0,
+                },
+            )
             a["commits" if r[3] else "aborts"] += 1
         return {"operators": out, "areas": areas}
 

@@ -284,6 +284,10 @@ def mark_redo_areas(cat: Any, first_new: int) -> dict[str, RedoArea]:
                 node.params["gatekeeper"] = True
             if m == area.commit:
                 node.params["commit"] = True
+                node.params["overlapping"] = area.overlapping
+                replay = _replay_window(cat, area)
+                if replay is not None:
+                    node.params["replay"] = replay
             if m == area.commit:
                 _note(
                     node,
@@ -299,6 +303,22 @@ def mark_redo_areas(cat: Any, first_new: int) -> dict[str, RedoArea]:
             elif m != area.commit:
                 _note(node, f"in the redo area of #{area.commit} (§3.4)")
     return out
+
+
+def _replay_window(cat: Any, area: RedoArea) -> dict[str, int] | None:
+    """Where a reset area replays from (§3.4, §4.1.3: the window contents after its next slide),
+    for the shape the executor replays: one time window [Range r Slide s] among the members.
+    None for any other shape (a row window's replay point depends on its rows' ticks); the
+    executor then refuses to reset such an area."""
+    windows = [cat.nodes[m] for m in area.members if cat.nodes[m].op in _WINDOWS]
+    if len(windows) != 1:
+        return None
+    w = windows[0]
+    if w.op == "slide_window":
+        return {"range": int(w.params["range"]["ticks"]), "slide": int(w.params["slide"]["ticks"])}
+    if w.op == "window" and w.params.get("kind") == "range":
+        return {"range": int(w.params["range"]["ticks"]), "slide": 1}
+    return None
 
 
 def _note(node: Any, what: str) -> None:

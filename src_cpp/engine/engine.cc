@@ -49,6 +49,8 @@ Engine::Engine(EngineOptions options) : options_(std::move(options)) {
   txn_->managers->set_options(
       {txn::StrategyFromName(options_.txn),
        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(options_.lock_timeout))});
+  if (options_.redo != "always" && options_.redo != "on_change")
+    throw CqError(ErrorKind::kSemantic, "redo='" + options_.redo + "': expected 'on_change' or 'always'");
   if (options_.txn != "none" && options_.executor != "scheduled")
     throw CqError(ErrorKind::kSemantic, "txn='" + options_.txn +
                                             "' runs under executor='scheduled' only; found "
@@ -61,7 +63,10 @@ Engine::Engine(EngineOptions options) : options_(std::move(options)) {
     executor_ = std::make_unique<HeartbeatExecutor>(options_.max_run, holders_.get());
   else if (options_.executor == "scheduled")
     executor_ = std::make_unique<ScheduledExecutor>(
-        sched::Options{options_.scheduler, options_.batch, options_.gatekeeper}, holders_.get(), txn_.get());
+        sched::Options{options_.scheduler, options_.batch, options_.gatekeeper}, holders_.get(), txn_.get(),
+        OperatorContext{holders_.get(), options_.lifetime == "negative", furthest_.get(), least_.get(),
+                        Time::MinusInfinity(), txn_.get()},
+        options_.redo == "always");
   else
     throw CqError(ErrorKind::kSemantic,
                   "executor='" + options_.executor + "': expected 'dts', 'heartbeat' or 'scheduled'");

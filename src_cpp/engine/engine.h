@@ -51,6 +51,9 @@ struct EngineOptions {
   // "2pl", "snapshot" or "optimistic", and how long a read waits for a resource's lock.
   std::string txn = "none";
   double lock_timeout = 10.0;  // seconds
+  // When a redo area holding an overlapping window is reset and replayed at a commit (§4.1.3):
+  // "always", or "on_change" (a resource read for retained rows changed since).
+  std::string redo = "on_change";
 };
 
 class Engine {

@@ -88,6 +88,7 @@ Resource& TransactionManager::Reading(Resource& resource) {
 
 void TransactionManager::Record(Resource& resource, const ResourceRead& read, Time instant) {
   last_read_ = std::max(last_read_, instant);
+  reads_.push_back({instant, resource.spec().name, read.version});
   Held& h = held_.at(resource.spec().name);
   if (!h.read) h.version = read.version;
   h.read = true;
@@ -114,9 +115,13 @@ void TransactionManager::Release() {
   }
   open_ = false;
   last_read_ = Time::MinusInfinity();
+  reads_.clear();
 }
 
-bool TransactionManager::Commit(std::vector<std::pair<std::string, uint64_t>>* versions) {
+uint64_t TransactionManager::Stamp(const std::string& name) { return held_.at(name).resource->Stamp(); }
+
+bool TransactionManager::Commit(std::vector<std::pair<std::string, uint64_t>>* versions, std::vector<Read>* reads) {
+  if (reads) *reads = reads_;
   bool valid = true;
   for (auto& [name, h] : held_) {
     if (!h.read) continue;

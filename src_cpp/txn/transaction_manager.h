@@ -72,7 +72,20 @@ class TransactionManager {
   // Ends the open transaction: true when it commits; false when the optimistic validation fails (a
   // resource read has a later stamp than when the transaction began): it is aborted. Either way its
   // locks and pins are released; `versions` gets the versions read.
-  bool Commit(std::vector<std::pair<std::string, uint64_t>>* versions);
+  // One read of the transaction: the instant it was for, the resource and the version read.
+  struct Read {
+    Time instant;
+    std::string resource;
+    uint64_t version;
+  };
+  bool Commit(std::vector<std::pair<std::string, uint64_t>>* versions, std::vector<Read>* reads = nullptr);
+  // Resource `name`'s last-update stamp now (redo="on_change" compares it with what was read).
+  uint64_t Stamp(const std::string& name);
+  // The redo of the area (the executor counts what it did).
+  void CountReset() { ++resets_; }
+  void CountReplayed(int64_t rows) { replayed_ += rows; }
+  int64_t resets() const { return resets_; }
+  int64_t replayed() const { return replayed_; }
   // Ends the open transaction without committing (the area is reset): locks and pins released.
   void Abort();
 
@@ -105,7 +118,10 @@ class TransactionManager {
   std::map<std::string, Held> held_;  // by resource name
   bool open_ = false;
   Time last_read_ = Time::MinusInfinity();
+  std::vector<Read> reads_;  // of the open transaction
   int64_t lock_waits_ = 0;
+  int64_t resets_ = 0;
+  int64_t replayed_ = 0;
 };
 
 // The managers of an engine's redo areas and their commit log (Bindings::txn).

@@ -8,6 +8,7 @@ that row read. ACCESS KEY and SCAN give the same rows."""
 from __future__ import annotations
 
 import random
+import time
 from collections import Counter
 
 import pyarrow as pa
@@ -326,10 +327,13 @@ def test_an_updater_thread_meanwhile_each_row_sees_one_committed_version(seed: i
         eng.execute(STREAM + resource_sql("KEY") + QUERY)
         for i in range(0, len(stream), 3):
             if i == len(stream) // 2:
-                # (Half way, the updater has committed at least once: the rest reads a later
-                # version, however the threads are scheduled.)
-                committed.clear()
-                assert committed.wait(10)
+                # (Half way, the updater has committed since the last read: the rest reads a
+                # later version, however the threads are scheduled.)
+                last = max(eng.read_log()["version"].to_pylist())
+                deadline = time.monotonic() + 10
+                while store.read_version("x")[0] <= last and time.monotonic() < deadline:
+                    committed.clear()
+                    committed.wait(0.01)
             eng.push("s", pa.Table.from_pylist(stream[i : i + 3], schema=SCHEMA))
         eng.close()
     finally:

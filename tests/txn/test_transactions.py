@@ -86,18 +86,25 @@ def test_snapshot_reads_the_copy_made_at_the_transactions_first_read() -> None:
     assert [(r["instant"], r["versions"]) for r in log] == [(t, [("x", 1)]) for t in (1, 2, 3)]
 
 
-def test_optimistic_validation_aborts_a_transaction_whose_resource_changed() -> None:
+def test_optimistic_validation_aborts_and_redoes_the_instant_once() -> None:
     eng = _engine("optimistic", JOIN)
     eng.push("s", _rows(3))
     _write(eng.resources, 1)  # after instant 3's read, before its commit
     eng.close()
     log = eng.commit_log().to_pylist()
+    # Instant 3 fails its validation, is redone (its row read again, at the new version) and
+    # committed once.
     assert [(r["instant"], r["outcome"]) for r in log] == [
         (1, "committed"),
         (2, "committed"),
         (3, "aborted"),
+        (3, "committed"),
     ]
-    assert eng.stats()["areas"] == {2: {"query": "j", "commits": 2, "aborts": 1, "lock_waits": 0}}
+    assert [r["versions"] for r in log][2:] == [[("x", 1)], [("x", 2)]]
+    assert eng.read_log()["version"].to_pylist() == [1, 1, 1, 2]
+    assert eng.fetch("j").to_pylist() == [{"a": t, "v": float(t), "ts": t + 1} for t in range(3)]
+    area = eng.stats()["areas"][2]
+    assert (area["commits"], area["aborts"], area["resets"], area["replayed"]) == (3, 1, 1, 1)
 
 
 @pytest.mark.parametrize("txn", ["2pl", "snapshot", "optimistic"])

@@ -216,7 +216,16 @@ void QueuedExecutor::EnqueueData(int node, const Batch& batch) {
   if (holds_ && Hold(node, Item{Item::Kind::kData, batch.StartAt(batch.Physical(batch.num_rows() - 1)), batch, {}}))
     return;
   for (const Consumer& c : nodes_[node].consumers) {
-    Append(nodes_[c.node].ports[c.port], batch);
+    Port& p = nodes_[c.node].ports[c.port];
+    if (!holds_) {
+      Append(p, batch);
+    } else {
+      const int64_t had = Duplicates(node, c.node, batch);
+      if (had >= batch.num_rows()) continue;
+      const size_t first = p.queue.size();
+      Append(p, had ? batch.Slice(had, batch.num_rows() - had) : batch);
+      Entered(c.node, c.port, first);
+    }
     Fed(c.node);
   }
 }
@@ -229,7 +238,7 @@ void QueuedExecutor::Release(int node, Item item) {
     }
     return;
   }
-  // (A held end fix was pinned while held: queued, it is pinned per consumer.)
+  // (A held end fix was pinned while held, by Hold: queued, it is pinned per consumer.)
   QueueEnds(node, item.ends);
   holders_->Unpin(item.ends.ids(), item.ends.length);
 }
@@ -238,10 +247,7 @@ void QueuedExecutor::EnqueueEnds(int node, const EndBatch& ends) {
   if (ends.length == 0) return;
   Time lowest = Time::Infinity();
   for (int64_t k = 0; holds_ && k < ends.length; ++k) lowest = std::min(lowest, ends.ends.At(k));
-  if (holds_ && Hold(node, Item{Item::Kind::kEnds, lowest, {}, ends})) {
-    holders_->Pin(ends.ids(), ends.length);  // (the producer may release its ids now)
-    return;
-  }
+  if (holds_ && Hold(node, Item{Item::Kind::kEnds, lowest, {}, ends})) return;
   QueueEnds(node, ends);
 }
 
@@ -325,18 +331,6 @@ bool QueuedExecutor::Execute(int node, Pick pick) {
     n.op->PushEnds(pick.port, it.ends, *n.emitter);
     holders_->Unpin(it.ends.ids(), it.ends.length);  // after: what the consumer passed on is pinned again
   } else {
-    if (holds_ && p.queue.front().kind == Item::Kind::kData && AdvancesAtHead(node)) {
-      // Every input's progress is its head (or its promise when empty): nothing below comes.
-      Time progress = Time::Infinity();
-      for (const Port& q : n.ports) progress = std::min(progress, q.queue.empty() ? q.promised : q.queue.front().time);
-      bool clear = true;
-      for (const Port& q : n.ports) clear = clear && q.Clear(progress);
-      if (clear && progress > n.progress) {
-        n.progress = progress;
-        n.op->AdvanceTo(progress, *n.emitter);
-        Advanced(node);
-      }
-    }
     Item it = p.TakeData();
     if (it.kind == Item::Kind::kData) {
       ++n.evaluations;

@@ -101,6 +101,11 @@ class QueuedExecutor : public Executor {
     std::vector<Item>::const_iterator end() const { return items_.end(); }
     void push_back(Item item) { items_.push_back(std::move(item)); }
     Item pop_front();
+    // Replaces the content (a reset area's queues).
+    void assign(std::vector<Item> items) {
+      items_ = std::move(items);
+      head_ = 0;
+    }
 
    private:
     std::vector<Item> items_;
@@ -185,12 +190,12 @@ class QueuedExecutor : public Executor {
   // Whether node `node`'s output item is held back instead of queued for its consumers (paper
   // 002: a commit operator's output waits for its transaction's commit); default: never.
   virtual bool Hold(int node, const Item& item) { return false; }
-  // Before node `node` takes a data item at `t`: true to have the operator's AdvanceTo(t) run
-  // first (paper 002: an input's progress is its queue head, so a commit operator's instant is
-  // final without its taking a later row); default: progress moves by waves only.
-  virtual bool AdvancesAtHead(int node) const { return false; }
-  // Node `node`'s progress moved at its head, before it takes the head's row.
-  virtual void Advanced(int node) {}
+  // Items from `first` on were just queued on `port` of node `node` (paper 002: a gatekeeper's
+  // redo queue keeps them).
+  virtual void Entered(int node, int port, size_t first) {}
+  // How many leading rows of `batch`, emitted by node `node`, consumer `consumer` has had
+  // already (paper 002: a replayed area emits again what it emitted before its reset).
+  virtual int64_t Duplicates(int node, int consumer, const Batch& batch) { return 0; }
   // Queues a held item for the node's consumers, as its emitter would have.
   void Release(int node, Item item);
 
@@ -204,7 +209,7 @@ class QueuedExecutor : public Executor {
   uint64_t turn_ = 1;
   uint64_t wave_ = 0;  // AdvanceTo calls so far
   Stats stats_;
-  bool holds_ = false;  // Hold and AdvancesAtHead are asked (a derived executor sets it)
+  bool holds_ = false;  // Hold, Entered and Duplicates are asked (a derived executor sets it)
 };
 
 }  // namespace cq

@@ -4,12 +4,16 @@
 #include <cstdint>
 #include <iterator>
 
+#include "base/errors.h"
 #include "base/json.h"
+#include "operators/registry.h"
 
 namespace cq {
 
-ScheduledExecutor::ScheduledExecutor(const sched::Options& options, HolderTable* holders, txn::Bindings* txn)
-    : QueuedExecutor("scheduled", true, holders), scheduler_(sched::MakeScheduler(options)), txn_(txn) {
+ScheduledExecutor::ScheduledExecutor(const sched::Options& options, HolderTable* holders, txn::Bindings* txn,
+                                     const OperatorContext& base, bool redo_always)
+    : QueuedExecutor("scheduled", true, holders), scheduler_(sched::MakeScheduler(options)), txn_(txn), base_(base),
+      redo_always_(redo_always) {
   holds_ = managers() != nullptr;
 }
 
@@ -18,55 +22,9 @@ txn::TransactionManagers* ScheduledExecutor::managers() const {
   return txn_->managers.get();
 }
 
-bool ScheduledExecutor::Hold(int node, const Item& item) {
-  const int id = nodes_[node].id;
-  const auto found = area_of_.find(id);
-  if (found == area_of_.end()) return false;
-  const auto c = commit_of_.find(found->second.first);
-  if (c == commit_of_.end() || c->second != id) return false;
-  held_[c->first].push_back(item);
-  return true;
-}
-
-bool ScheduledExecutor::AdvancesAtHead(int node) const { return area_of_.count(nodes_[node].id) != 0; }
-
-void ScheduledExecutor::Commits() {
-  if (!holds_) return;
-  for (const auto& [area, id] : commit_of_) Commit(area, id);
-}
-
-void ScheduledExecutor::Commit(int64_t area, int commit_id) {
-  const Node& c = nodes_[index_.at(commit_id)];
-  std::vector<Item>& held = held_[area];
-  size_t ready = 0;  // held items are in time order: a prefix is final
-  while (ready < held.size() && held[ready].time < c.progress) ++ready;
-  txn::TransactionManager* m = managers()->Find(area);
-  const bool reads_final = m && m->open() && m->last_read() < c.progress;
-  if (ready == 0 && !reads_final) return;
-  txn::CommitRecord record;
-  record.area = area;
-  record.query = m ? m->holder() : "";
-  record.instant = ready ? held[ready - 1].time : m->last_read();
-  record.committed = m ? m->Commit(&record.versions) : true;
-  for (int id : order_) {
-    const auto found = area_of_.find(id);
-    if (found == area_of_.end() || found->second.first != area) continue;
-    const int64_t now = nodes_[index_.at(id)].evaluations;
-    record.evaluations.emplace_back(id, now - counted_[id]);
-    counted_[id] = now;
-  }
-  std::vector<Item> out(std::make_move_iterator(held.begin()),
-                        std::make_move_iterator(held.begin() + static_cast<std::ptrdiff_t>(ready)));
-  held.erase(held.begin(), held.begin() + static_cast<std::ptrdiff_t>(ready));
-  const int node = index_.at(commit_id);
-  for (Item& it : out) {
-    if (record.committed) Release(node, std::move(it));
-    else if (it.kind == Item::Kind::kEnds) holders_->Unpin(it.ends.ids(), it.ends.length);
-  }
-  managers()->Log(std::move(record));
-}
 void ScheduledExecutor::Add(std::vector<std::pair<OperatorSpec, std::unique_ptr<Operator>>> ops) {
   std::map<int, std::pair<int64_t, bool>> areas;
+  std::map<int64_t, Area> fresh;
   for (const auto& [spec, op] : ops) {
     if (!spec.params.is_object()) continue;
     const json::Value* area = spec.params.find("redo_area");
@@ -74,30 +32,294 @@ void ScheduledExecutor::Add(std::vector<std::pair<OperatorSpec, std::unique_ptr<
     const json::Value* gate = spec.params.find("gatekeeper");
     areas[spec.id] = {area->integer(), gate != nullptr && !gate->is_null() && gate->boolean()};
     const json::Value* commit = spec.params.find("commit");
-    if (commit != nullptr && !commit->is_null() && commit->boolean()) commit_of_[area->integer()] = spec.id;
+    if (!holds_ || commit == nullptr || commit->is_null() || !commit->boolean()) continue;
+    Area& a = fresh[area->integer()];
+    a.commit = spec.id;
+    const json::Value* overlapping = spec.params.find("overlapping");
+    a.overlapping = overlapping != nullptr && !overlapping->is_null() && overlapping->boolean();
+    if (const json::Value* replay = spec.params.find("replay"); replay != nullptr && !replay->is_null()) {
+      a.range = (*replay)["range"].integer();
+      a.slide = (*replay)["slide"].integer();
+    } else if (a.overlapping) {
+      throw CqError(ErrorKind::kSemantic,
+                    "the redo area committed by operator #" + std::to_string(spec.id) +
+                        " holds an overlapping window of a shape a reset cannot replay yet (one [Range r Slide s] "
+                        "window below the commit operator can be); use txn='none'");
+    }
   }
+  std::map<int, OperatorSpec> specs;
+  for (const auto& [spec, op] : ops)
+    if (holds_ && areas.count(spec.id)) specs.emplace(spec.id, spec);
   QueuedExecutor::Add(std::move(ops));
   area_of_.merge(areas);
+  txn_areas_.merge(fresh);
+  for (auto& [id, spec] : specs) registered_[id] = base_.least ? *base_.least : Time::MinusInfinity();
+  specs_.merge(specs);
   scheduler_->SetOperators(order_);
   SetAreas();
 }
 
 void ScheduledExecutor::Remove(const std::vector<int>& ids) {
   QueuedExecutor::Remove(ids);
-  for (int id : ids) area_of_.erase(id);
-  for (auto it = commit_of_.begin(); it != commit_of_.end();) {
-    if (std::find(ids.begin(), ids.end(), it->second) == ids.end()) {
+  for (int id : ids) {
+    area_of_.erase(id);
+    specs_.erase(id);
+    registered_.erase(id);
+  }
+  for (auto it = txn_areas_.begin(); it != txn_areas_.end();) {
+    if (std::find(ids.begin(), ids.end(), it->second.commit) == ids.end()) {
       ++it;
       continue;
     }
-    for (Item& item : held_[it->first])
+    for (Item& item : it->second.held)
       if (item.kind == Item::Kind::kEnds) holders_->Unpin(item.ends.ids(), item.ends.length);
-    held_.erase(it->first);
     if (txn::TransactionManagers* m = managers()) m->Forget(it->first);
-    it = commit_of_.erase(it);
+    it = txn_areas_.erase(it);
   }
   scheduler_->SetOperators(order_);
   SetAreas();
+}
+
+ScheduledExecutor::Area* ScheduledExecutor::AreaOf(int id) {
+  const auto found = area_of_.find(id);
+  if (found == area_of_.end()) return nullptr;
+  const auto a = txn_areas_.find(found->second.first);
+  return a == txn_areas_.end() ? nullptr : &a->second;
+}
+
+std::vector<int> ScheduledExecutor::Members(int64_t area) const {
+  std::vector<int> out;
+  for (int id : order_)
+    if (const auto found = area_of_.find(id); found != area_of_.end() && found->second.first == area) out.push_back(id);
+  return out;
+}
+
+bool ScheduledExecutor::Redone(const Area& a, int64_t area, int id, int port) const {
+  const auto found = area_of_.find(id);
+  if (found == area_of_.end() || found->second.first != area) return false;
+  bool gates = false;
+  for (const auto& [m, info] : area_of_) gates = gates || (info.first == area && info.second);
+  if (gates ? !found->second.second : id != a.commit) return false;
+  const int producer = nodes_[index_.at(id)].inputs.at(static_cast<size_t>(port));
+  const auto p = area_of_.find(producer);
+  return p == area_of_.end() || p->second.first != area;
+}
+
+bool ScheduledExecutor::Hold(int node, const Item& item) {
+  const int id = nodes_[node].id;
+  Area* a = AreaOf(id);
+  if (a == nullptr || a->commit != id) return false;
+  // A replayed instant already committed: emitted again by the rebuilt operators, not twice.
+  if (item.time <= a->committed) return true;
+  if (item.kind == Item::Kind::kEnds)
+    holders_->Pin(item.ends.ids(), item.ends.length);  // (its producer may
+                                                       // release the ids now)
+  a->held.push_back(item);
+  return true;
+}
+
+void ScheduledExecutor::Entered(int node, int port, size_t first) {
+  const int id = nodes_[node].id;
+  const auto found = area_of_.find(id);
+  if (found == area_of_.end()) return;
+  Area* a = AreaOf(id);
+  if (a == nullptr || !Redone(*a, found->second.first, id, port)) return;
+  Port& p = nodes_[node].ports[static_cast<size_t>(port)];
+  std::deque<RedoRow>& rows = a->redo[{id, port}];
+  size_t k = 0;
+  for (auto it = p.queue.begin(); it != p.queue.end(); ++it, ++k)
+    if (k >= first && it->kind == Item::Kind::kData) rows.push_back({p.taken + k, *it});
+}
+
+int64_t ScheduledExecutor::Duplicates(int node, int consumer, const Batch& batch) {
+  const int id = nodes_[node].id;
+  Area* a = AreaOf(id);
+  if (a == nullptr || AreaOf(nodes_[consumer].id) == a) return 0;
+  // A member's output leaving the area (the commit operator's is held): what a replay emits again
+  // up to the latest time it sent before the reset has been sent.
+  int64_t had = 0;
+  if (const auto r = a->resent.find(id); r != a->resent.end())
+    while (had < batch.num_rows() && batch.StartAt(batch.Physical(had)) <= r->second) ++had;
+  if (had < batch.num_rows()) {
+    Time& sent = a->sent[id];
+    sent = std::max(sent, batch.StartAt(batch.Physical(batch.num_rows() - 1)));
+  }
+  return had;
+}
+
+Time ScheduledExecutor::ReplayPoint(const Area& a, Time tau) const {
+  // The window's contents after its next slide: rows in (b - range, b], b the next slide boundary
+  // after tau (boundaries at multiples of the slide). Without a window, what follows tau.
+  if (a.range <= 0) return Time{tau.tick + 1, 0};
+  const int64_t b = tau.tick - (((tau.tick % a.slide) + a.slide) % a.slide) + a.slide;
+  return Time{b - a.range + 1, 0};
+}
+
+void ScheduledExecutor::Settle() {
+  if (!holds_) return;
+  for (auto& [area, a] : txn_areas_) {
+    for (int round = 0; round < 1000000; ++round) {
+      Advance(area);
+      if (!Commit(area, a)) break;
+    }
+  }
+}
+
+void ScheduledExecutor::Advance(int64_t area) {
+  // In execution order: a producer in the area has moved on (and emitted what that released)
+  // before its consumers look at what it promises.
+  for (int id : Members(area)) {
+    Node& n = nodes_[index_.at(id)];
+    Time f = Time::Infinity();
+    for (size_t p = 0; p < n.ports.size(); ++p) {
+      const Port& port = n.ports[p];
+      Time t;
+      if (!port.queue.empty()) {
+        t = port.queue.front().time;
+      } else if (!n.inputs.empty() && area_of_.count(n.inputs[p]) && area_of_.at(n.inputs[p]).first == area) {
+        const Node& producer = nodes_[index_.at(n.inputs[p])];
+        t = producer.op->OutputProgress(producer.progress);
+      } else {
+        t = port.promised;  // (from outside the area: its waves)
+      }
+      if (!port.ends_floor.empty()) t = std::min(t, *port.ends_floor.begin());
+      f = std::min(f, t);
+    }
+    bool clear = true;
+    for (const Port& port : n.ports) clear = clear && port.Clear(f);
+    if (clear && f > n.progress) {
+      n.progress = f;
+      n.op->AdvanceTo(f, *n.emitter);
+    }
+  }
+}
+
+bool ScheduledExecutor::Commit(int64_t area, Area& a) {
+  const Node& c = nodes_[index_.at(a.commit)];
+  // One instant at a time (the first held, when final): each commit may reset the area, whose
+  // replay then makes the next instant again.
+  size_t ready = 0;
+  if (!a.held.empty() && a.held[0].time < c.progress)
+    while (ready < a.held.size() && a.held[ready].time == a.held[0].time) ++ready;
+  txn::TransactionManager* m = managers()->Find(area);
+  // A transaction whose commit operator emits nothing for its reads commits too (its locks go) once
+  // no instant they can reach is left: past the window the rows read stay in. Reads made again for
+  // instants committed before (a replay) wait for the next instant's commit, whose rows they
+  // rebuild.
+  bool reads_final = false;
+  if (m && m->open() && m->last_read() > a.committed) {
+    const Time reach{m->last_read().tick + std::max<int64_t>(0, a.range - 1), m->last_read().step};
+    reads_final = reach < c.progress;
+  }
+  if (ready == 0 && !reads_final) return false;
+  txn::CommitRecord record;
+  record.area = area;
+  record.query = m ? m->holder() : "";
+  record.instant = ready ? a.held[ready - 1].time : m->last_read();
+  std::vector<txn::TransactionManager::Read> reads;
+  record.committed = m ? m->Commit(&record.versions, &reads) : true;
+  for (int id : Members(area)) {
+    const int64_t now = nodes_[index_.at(id)].evaluations;
+    record.evaluations.emplace_back(id, now - counted_[id]);
+    counted_[id] = now;
+  }
+  std::vector<Item> out(std::make_move_iterator(a.held.begin()),
+                        std::make_move_iterator(a.held.begin() + static_cast<std::ptrdiff_t>(ready)));
+  a.held.erase(a.held.begin(), a.held.begin() + static_cast<std::ptrdiff_t>(ready));
+  const int node = index_.at(a.commit);
+  for (Item& it : out) {
+    if (record.committed) Release(node, std::move(it));
+    else if (it.kind == Item::Kind::kEnds) holders_->Unpin(it.ends.ids(), it.ends.length);
+  }
+  const bool committed = record.committed;
+  const Time instant = record.instant;
+  managers()->Log(std::move(record));
+  if (!committed) {
+    // §4.2.1: the aborted instants are redone, from the oldest row the first of them needs.
+    for (Item& it : a.held)
+      if (it.kind == Item::Kind::kEnds) holders_->Unpin(it.ends.ids(), it.ends.length);
+    a.held.clear();
+    Reset(area, a);
+    return true;
+  }
+  a.committed = std::max(a.committed, instant);
+  a.replay_from = ReplayPoint(a, a.committed);
+  for (const auto& r : reads) a.retained.push_back({r.instant, r.resource, r.version});
+  std::erase_if(a.retained, [&](const Read& r) { return r.instant < a.replay_from; });
+  bool reset = false;
+  if (a.overlapping && ready > 0) {
+    reset = redo_always_;
+    // on_change: a resource read for a row the window retains has a later version now.
+    for (const Read& r : a.retained) reset = reset || (m && m->Stamp(r.resource) > r.version);
+  }
+  if (reset) {
+    Reset(area, a);
+  } else {
+    for (auto& [where, rows] : a.redo)  // no retained state needs them any more
+      while (!rows.empty() && rows.front().item.time < a.replay_from) rows.pop_front();
+  }
+  return true;
+}
+
+void ScheduledExecutor::Reset(int64_t area, Area& a) {
+  txn::TransactionManager* m = managers()->Find(area);
+  if (m) {
+    m->Abort();  // (reads made for rows the replay makes again are made again)
+    m->CountReset();
+  }
+  for (auto& [id, t] : a.sent) a.resent[id] = std::max(a.resent[id], t);
+  for (int id : Members(area)) {
+    const int index = index_.at(id);
+    Node& n = nodes_[index];
+    for (size_t port = 0; port < n.ports.size(); ++port) {
+      Port& p = n.ports[port];
+      for (const auto& [after, it] : p.ends) holders_->Unpin(it.ends.ids(), it.ends.length);
+      p.ends.clear();
+      p.ends_floor.clear();
+      p.floor.clear();
+      p.seen = Time::MinusInfinity();
+      const auto redo = a.redo.find({id, static_cast<int>(port)});
+      if (redo == a.redo.end()) {  // an inner queue: emptied; its producer is rebuilt too
+        p.queue.assign({});
+        p.promised = Time::MinusInfinity();
+        p.wave = 0;
+        continue;
+      }
+      // The redo queue from the replay point, then what was not taken yet (heartbeats too).
+      std::deque<RedoRow>& rows = redo->second;
+      while (!rows.empty() && rows.front().item.time < a.replay_from) rows.pop_front();
+      std::vector<Item> items;
+      for (const RedoRow& r : rows)
+        if (r.seq < p.taken) items.push_back(r.item);
+      const auto replayed = static_cast<uint64_t>(items.size());
+      for (auto it = p.queue.begin(); it != p.queue.end(); ++it) items.push_back(*it);
+      p.taken -= replayed;
+      uint64_t k = 0;
+      for (RedoRow& r : rows)
+        if (r.seq < p.taken + replayed) r.seq = p.taken + k++;
+      p.queue.assign(std::move(items));
+      k = 0;
+      for (auto it = p.queue.begin(); it != p.queue.end(); ++it, ++k)
+        if (it->kind == Item::Kind::kData) {
+          while (!p.floor.empty() && p.floor.back().second >= it->time) p.floor.pop_back();
+          p.floor.emplace_back(p.taken + k, it->time);
+        }
+      if (m) m->CountReplayed(static_cast<int64_t>(replayed));
+      Fed(index);
+    }
+    n.wave = 0;
+    n.progress = Time::MinusInfinity();
+    // Rebuilt from its spec (the old state, and the holder ids it holds, go).
+    std::vector<OperatorInput> inputs;
+    for (int in : n.inputs) {
+      const Operator* producer = nodes_[index_.at(in)].op.get();
+      inputs.push_back({&producer->output_schema(), producer->output_kind()});
+    }
+    OperatorContext ctx = base_;
+    ctx.registered_at = registered_.at(id);
+    n.op.reset();
+    n.op = OperatorRegistry::Global().Create(specs_.at(id), inputs, ctx);
+  }
 }
 
 void ScheduledExecutor::SetAreas() {
@@ -137,12 +359,13 @@ bool ScheduledExecutor::Ready(int id) {
 
 void ScheduledExecutor::Drain() {
   try {
+    Settle();
     for (;;) {
       const int turn = scheduler_->NextTurn(*this);
       if (turn < 0) {
         // Nobody could evaluate, but asking passed waves on: their heartbeats may have made an
         // operator already asked ready. Done once a round feeds nobody.
-        Commits();
+        Settle();
         const bool fed = !fed_.empty();
         fed_.clear();
         ++turn_;
@@ -159,7 +382,7 @@ void ScheduledExecutor::Drain() {
         const Pick pick = Consumable(nodes_[node], &stalled);
         if (pick.port < 0) break;
         if (Execute(node, pick)) ++done;
-        Commits();
+        Settle();
       }
       fed_.clear();
       ++turn_;

@@ -12,14 +12,30 @@
 // §6's constraint on them (schedulers/scheduler.h Gate).
 //
 // Transactions (paper 002 §3.5), under a strategy other than txn="none": the spec marked "commit"
-// is its area's commit operator. What it emits for instant tau is held until tau is final at it
-// (its progress passes tau; in an area every operator's progress is its queue heads, so this needs
-// no later row taken), then the area's transaction manager commits: the held rows go downstream
-// and a CommitRecord is logged. An optimistic transaction that fails its validation is aborted:
-// its held rows are discarded (logged as an abort).
+// is its area's commit operator. In an area every operator's progress is its input queues' heads
+// (an empty queue: what its producer in the area has promised), moved on after every evaluation
+// (Settle), so an instant is final at the commit operator without a later row being taken. What
+// the commit operator emits for instant tau is held until tau is final there, then the area's
+// transaction manager commits: the held rows go downstream and a CommitRecord is logged. An
+// optimistic transaction that fails its validation is aborted: its held rows are discarded and
+// the area redone from the instants not committed.
+//
+// Redo (§3.4, §4.1.3): the rows entering a gatekeeper (or, in an area without gatekeepers, its
+// commit operator) from outside the area are kept in its redo queue until no retained state can
+// need them: rows older than the replay point, the first row of the window's contents after its
+// next slide (the plan's "replay": {"range", "slide"} in ticks on the commit operator). A reset
+// rebuilds the members from their specs, empties their inner queues (releasing the holder ids their
+// end fixes pinned) and feeds each gatekeeper its redo queue again from the replay point; the
+// commit operator then emits no instant it already committed, and the members' outputs to
+// operators outside the area are not sent twice. redo="always" resets at every commit of an area
+// holding an overlapping window; "on_change" only when a resource read for retained rows has
+// changed since. An overlapping area without a "replay" key (another shape) is refused under a
+// strategy (kSemantic naming it).
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -33,7 +49,9 @@ class ScheduledExecutor final : public QueuedExecutor, private sched::Queues {
  public:
   // `txn`: the engine's bindings, whose transaction managers the commit operators commit through
   // (null, or their strategy none: no transactions).
-  ScheduledExecutor(const sched::Options& options, HolderTable* holders, txn::Bindings* txn = nullptr);
+  // `base`: the context its operators were built with, to rebuild an area's members at a reset.
+  ScheduledExecutor(const sched::Options& options, HolderTable* holders, txn::Bindings* txn = nullptr,
+                    const OperatorContext& base = {}, bool redo_always = false);
   void Add(std::vector<std::pair<OperatorSpec, std::unique_ptr<Operator>>> ops) override;
   void Remove(const std::vector<int>& ids) override;
   const sched::Scheduler& scheduler() const { return *scheduler_; }
@@ -48,18 +66,55 @@ class ScheduledExecutor final : public QueuedExecutor, private sched::Queues {
   // The areas from area_of_, to the policy.
   void SetAreas();
   bool Hold(int node, const Item& item) override;
-  bool AdvancesAtHead(int node) const override;
-  // A commit operator's instant may be final before the row it takes next is read for.
-  void Advanced(int) override { Commits(); }
-  // Commits every area whose commit operator's held instant (or last read) is final.
-  void Commits();
-  void Commit(int64_t area, int commit_node);
+  void Entered(int node, int port, size_t first) override;
+  int64_t Duplicates(int node, int consumer, const Batch& batch) override;
   txn::TransactionManagers* managers() const;
 
+  // A row a redo queue keeps: its number on its port (Port::taken counts it) and the item.
+  struct RedoRow {
+    uint64_t seq;
+    Item item;
+  };
+  struct Read {
+    Time instant;
+    std::string resource;
+    uint64_t version;
+  };
+  struct Area {
+    int commit = -1;  // the commit operator's id
+    bool overlapping = false;
+    int64_t range = 0, slide = 0;                             // the replay window (0: none planned)
+    std::vector<Item> held;                                   // the commit operator's output, waiting for the commit
+    Time committed = Time::MinusInfinity();                   // the latest instant committed
+    Time replay_from = Time::MinusInfinity();                 // the oldest row the next commit can need
+    std::map<std::pair<int, int>, std::deque<RedoRow>> redo;  // (node index... by id, port) -> rows
+    std::vector<Read> retained;  // reads of committed transactions whose rows a window retains
+    std::map<int, Time> sent;    // member id -> latest time sent outside the area
+    std::map<int, Time> resent;  // member id -> times up to which a replay sends nothing outside
+  };
+  // The area operator `id` is a member of, or null.
+  Area* AreaOf(int id);
+  // Whether (node id, port) is a redo queue's port: a gatekeeper's (or, without gatekeepers, the
+  // commit operator's) input from outside its area.
+  bool Redone(const Area& a, int64_t area, int id, int port) const;
+  // Every area: progress moved on to its queue heads, then commits (and resets) that are due.
+  void Settle();
+  void Advance(int64_t area);
+  // Commits area `area`'s final instant if one is; true when it did (or aborted).
+  bool Commit(int64_t area, Area& a);
+  // Resets area `area` and refeeds its redo queues from a.replay_from.
+  void Reset(int64_t area, Area& a);
+  // The replay point after instant `tau` committed.
+  Time ReplayPoint(const Area& a, Time tau) const;
+  std::vector<int> Members(int64_t area) const;
+
   txn::Bindings* txn_;
-  std::map<int64_t, int> commit_of_;           // redo area -> its commit operator's id
-  std::map<int64_t, std::vector<Item>> held_;  // redo area -> its commit operator's output held
-  std::map<int, int64_t> counted_;             // operator id -> its evaluations at the last commit
+  OperatorContext base_;
+  bool redo_always_;
+  std::map<int64_t, Area> txn_areas_;
+  std::map<int, OperatorSpec> specs_;  // members' specs, to rebuild them
+  std::map<int, Time> registered_;     // members' registration times
+  std::map<int, int64_t> counted_;     // operator id -> its evaluations at the last commit
   std::unique_ptr<sched::Scheduler> scheduler_;
   std::map<int, std::pair<int64_t, bool>> area_of_;  // operator id -> (redo area, gatekeeper)
   int64_t turns_ = 0;
