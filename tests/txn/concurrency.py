@@ -335,7 +335,7 @@ class Run:
     each row was pushed (ns: before and after its push)."""
 
     rows: list[dict]  # e's rows pushed
-    output: list[dict]
+    output: list[dict]  # q's rows, each with the time it was ``delivered``
     read_log: pa.Table
     commit_log: pa.Table | None  # the engine's, when it has one
     updates: UpdateLog
@@ -356,6 +356,14 @@ def run(
     rows = stream(seed, n)
     moments = update_moments(seed, n, updates)
     pushed: dict[int, tuple[int, int]] = {}
+    output: list[dict] = []
+
+    def delivered(batch: pa.RecordBatch) -> None:
+        # Results are delivered once committed: the time bounds each output's commit above.
+        at = time.time_ns()
+        output.extend(dict(row, delivered=at) for row in batch.to_pylist())
+
+    eng.subscribe("q", delivered)
     u = 0
     try:
         for r in rows:
@@ -370,7 +378,7 @@ def run(
     finally:
         log = updater.finish()
     commit_log = eng.commit_log() if hasattr(eng, "commit_log") else None
-    return Run(rows, eng.fetch("q").to_pylist(), eng.read_log(), commit_log, log, pushed)
+    return Run(rows, output, eng.read_log(), commit_log, log, pushed)
 
 
 # ---- judging a run ---------------------------------------------------------------------------
@@ -382,15 +390,15 @@ def transactions(r: Run) -> tuple[pa.Table, pa.Table]:
     An output of q at instant t read the rows of its window (``first`` .. ``last``, one per
     tick); TXN(e) (Def. 3.1) is their reads of x. Windows do not overlap (Slide = Range), so a
     row's last read in the read log is the one its committed transaction used (a redone read
-    comes after the aborted one). Begin and end are the engine's commit log's when it has them,
-    else bounds from the pushes: the first row's push began before its read, and the output at t
-    was committed by the end of the push of t (or of the last row)."""
+    comes after the aborted one). Begin and end bound the transaction's from the outside: the
+    first row's push began before any read of it, and the output was delivered after its
+    commit (the engine's commit log has no times).
+    """
     reads = r.read_log.to_pylist()
     last_read: dict[int, int] = {}
     for e in reads:
         if e["resource"] == "x":
             last_read[e["instant"]] = e["version"]
-    last_n = max(r.pushed)
     commits: dict[str, list] = {k: [] for k in ("query", "instant", "outcome", "begin", "end")}
     txn_reads: dict[str, list] = {k: [] for k in ("query", "instant", "resource", "version")}
     for o in r.output:
@@ -399,16 +407,13 @@ def transactions(r: Run) -> tuple[pa.Table, pa.Table]:
         commits["instant"].append(t)
         commits["outcome"].append("committed")
         commits["begin"].append(r.pushed[o["first"]][0])
-        commits["end"].append(r.pushed[min(t, last_n)][1] if t <= last_n else time.time_ns())
+        commits["end"].append(o["delivered"])
         for k in range(o["first"], o["last"] + 1):
             txn_reads["query"].append("q")
             txn_reads["instant"].append(t)
             txn_reads["resource"].append("x")
             txn_reads["version"].append(last_read[k])
-    commit_log = pa.table(commits)
-    if r.commit_log is not None and {"begin", "end"} <= set(r.commit_log.column_names):
-        commit_log = r.commit_log.filter(pa.compute.equal(r.commit_log["query"], "q"))
-    return commit_log, pa.table(txn_reads)
+    return pa.table(commits), pa.table(txn_reads)
 
 
 def oracle_outputs(r: Run, versions: set[int]) -> dict[int, dict[int, list[tuple]]]:
