@@ -593,6 +593,41 @@ class DatabaseResource(_ReaderCalls):
             statements.append((f"{self._select} WHERE {where}", [v for pr in chunk for v in pr]))
         return self._read(statements)
 
+    def check_strategy(self, txn: str) -> None:
+        """A :class:`ResourceError` when this table cannot be read under ``Engine(txn=txn)``,
+        saying why, before any row is pushed: ``"2pl"`` needs a database that holds a shared
+        lock for a reader (not DuckDB), ``"optimistic"`` the table's last-update stamp
+        (:func:`install_versioning`); ``"none"`` and ``"snapshot"`` read any.
+
+        >>> import sqlite3, tempfile, os
+        >>> path = os.path.join(tempfile.mkdtemp(), "c.db")
+        >>> with sqlite3.connect(path) as c:
+        ...     _ = c.execute("CREATE TABLE c (id INTEGER)")
+        >>> r = DatabaseResource(f"sqlite:///{path}", "c", [("id", "int64")], ["id"])
+        >>> r.check_strategy("2pl")
+        >>> try:
+        ...     r.check_strategy("optimistic")
+        ... except ResourceError as e:
+        ...     print(str(e).split("; ")[1])
+        run cq_py.resources.install_versioning(url, ['c']) first
+        """
+        if txn == "2pl" and not self._db.has_triggers:
+            raise ResourceError(
+                f"resource table '{self.table}' ({self.url}): this database cannot hold a shared "
+                "lock for a reader, so it does not support txn='2pl' (txn='snapshot' copies it)"
+            )
+        if txn == "optimistic" and not self._versioned:
+            self._versioned = self._has_stamp()
+            if not self._versioned:
+                raise self._unversioned()
+
+    def _unversioned(self) -> ResourceError:
+        return ResourceError(
+            f"resource table '{self.table}' ({self.url}) has no last-update stamp, which "
+            "txn='optimistic' needs; run cq_py.resources.install_versioning(url, "
+            f"['{self.table}']) first"
+        )
+
     def lock_shared(self, holder: str, timeout: float) -> bool:
         """Takes the table's shared lock for transaction ``holder`` (two-phase locking, paper
         002 §4.1), held until :meth:`unlock_shared`: writers of the table, in any connection or
@@ -707,11 +742,7 @@ class DatabaseResource(_ReaderCalls):
         if not self._versioned:
             self._versioned = self._has_stamp()
         if not self._versioned:
-            raise ResourceError(
-                f"resource table '{self.table}' ({self.url}) has no last-update stamp, which "
-                "txn='optimistic' needs; run cq_py.resources.install_versioning(url, "
-                f"['{self.table}']) first"
-            )
+            raise self._unversioned()
         if not self._holders:
             return self._outside(lambda: self._db.stamp(self.table))
         try:

@@ -196,9 +196,16 @@ def test_the_stamp_rises_with_each_committed_write(db: Db) -> None:
 
 def test_stamp_without_versioning_says_what_to_install(db: Db) -> None:
     r = db.resource()
-    with pytest.raises(cq_py.ResourceError, match=r"install_versioning\(url, \['things'\]\)"):
-        r.stamp()
+    for txn in ("none", "2pl", "snapshot"):
+        r.check_strategy(txn)
+    for call in (r.stamp, lambda: r.check_strategy("optimistic")):
+        with pytest.raises(
+            cq_py.ResourceError,
+            match=r"txn='optimistic' needs.*install_versioning\(url, \['things'\]\)",
+        ):
+            call()
     install_versioning(db.url, ["things"])
+    r.check_strategy("optimistic")
     assert r.stamp() == 0  # (found once installed)
     r.close()
 
@@ -261,6 +268,9 @@ def test_duckdb_refuses_the_shared_lock_and_pins_a_copy(tmp_path: Path) -> None:
     r = DatabaseResource(f"duckdb:///{path}", "things", COLUMNS, ["id"])
     with pytest.raises(cq_py.ResourceError, match=r"does not support txn='2pl' or txn='snapshot'"):
         r.lock_shared("q", 1.0)
+    with pytest.raises(cq_py.ResourceError, match=r"does not support txn='2pl' \(txn='snapshot'"):
+        r.check_strategy("2pl")
+    r.check_strategy("snapshot")
     with pytest.raises(cq_py.ResourceError, match="no last-update stamp"):
         r.stamp()
     assert r.pin("q", 1.0).read_scan()[1].num_rows == len(ROWS)
