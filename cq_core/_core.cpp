@@ -180,6 +180,23 @@ class PyModel final : public cq::txn::Model {
     for (auto& c : b.columns) out.columns.push_back(std::move(c));
     return out;
   }
+  // The transaction managers' calls, forwarded to the reader (cq_py.resources.ModelReader).
+  bool LockShared(const std::string& holder, std::chrono::nanoseconds timeout) override {
+    py::gil_scoped_acquire gil;
+    return reader_.attr("lock_shared")(holder, std::chrono::duration<double>(timeout).count()).cast<bool>();
+  }
+  void UnlockShared(const std::string& holder) override {
+    py::gil_scoped_acquire gil;
+    reader_.attr("unlock_shared")(holder);
+  }
+  std::shared_ptr<cq::txn::Model> Pin(const std::string& holder, std::chrono::nanoseconds timeout) override {
+    py::gil_scoped_acquire gil;
+    return std::make_shared<PyModel>(reader_.attr("pin")(holder, std::chrono::duration<double>(timeout).count()));
+  }
+  uint64_t Stamp() override {
+    py::gil_scoped_acquire gil;
+    return reader_.attr("stamp")().cast<uint64_t>();
+  }
 
  private:
   py::object reader_;
@@ -515,6 +532,8 @@ PYBIND11_MODULE(_core, m) {
              }
              return out;
            })
+      // (holder ids in use, the holder table's size).
+      .def("holder_table_size", &cq::Engine::HolderTableSize)
       // (area, query, lock waits, resets, rows replayed) of each redo area's transaction manager.
       .def("transaction_managers",
            [](const cq::Engine& e) {

@@ -817,13 +817,16 @@ class ModelReader:
     def __init__(self, store: ResourceStore, name: str, returns: pa.Schema) -> None:
         self._store, self.name, self._returns = store, name, returns
 
+    def _current(self) -> tuple[int, Callable[..., Any]]:
+        return self._store.model(self.name)
+
     def call(self, args: pa.RecordBatch) -> tuple[int, pa.RecordBatch]:
         """(the model's version, its result for the rows of ``args``).
 
         >>> ModelReader.call.__name__
         'call'
         """
-        version, fn = self._store.model(self.name)
+        version, fn = self._current()
         result = fn(*args.columns)
         names = self._returns.names
         if not isinstance(result, dict):
@@ -854,3 +857,34 @@ class ModelReader:
     def apply(self, args: tuple[Any, Any]) -> tuple[int, tuple[Any, Any]]:
         version, batch = self.call(pa.RecordBatch._import_from_c_capsule(*args))
         return version, batch.__arrow_c_array__()
+
+    # A transaction manager's calls (cq_core's PyModel; paper 002 §4): the model's lock in the
+    # store (set_model waits for it), its callable frozen, its last-update stamp.
+    def lock_shared(self, holder: str, timeout: float) -> bool:
+        return bool(self._store._core.lock_shared(self.name, holder, timeout))
+
+    def unlock_shared(self, holder: str) -> None:
+        self._store._core.unlock_shared(self.name, holder)
+
+    def pin(self, holder: str, timeout: float) -> ModelReader:
+        return _PinnedModel(self._store, self.name, self._returns, self._store.model(self.name))
+
+    def stamp(self) -> int:
+        return int(self._store._core.current(self.name)[0])
+
+
+class _PinnedModel(ModelReader):
+    """A model frozen at one (version, callable): what a snapshot transaction calls."""
+
+    def __init__(
+        self,
+        store: ResourceStore,
+        name: str,
+        returns: pa.Schema,
+        state: tuple[int, Callable[..., Any]],
+    ) -> None:
+        super().__init__(store, name, returns)
+        self._state = state
+
+    def _current(self) -> tuple[int, Callable[..., Any]]:
+        return self._state

@@ -18,10 +18,12 @@ resource, a model applied), whose reads make up each output's transaction TXN(e)
   then a reset and replay at each commit keeps the reads serializable).
 
 :func:`redo_area` computes these from a plan given as :class:`Op` records; :func:`mark_redo_areas`
-marks them on a script's plan (each member's ``redo_area`` key, ``gatekeeper`` on the
-gatekeepers), where the scheduled executor keeps §6's constraint and ``explain()`` lists them. Not
-yet: an area's only exit being its commit operator (a stream-valued query read by another keeps
-its own output too), and the queues themselves (rows kept, reset and replay).
+marks them on a script's plan (each member's ``redo_area`` key and ``txn_query``, ``gatekeeper``
+on the gatekeepers, ``commit``, ``overlapping`` and ``replay`` on the commit operator), where the
+scheduled executor keeps §6's constraint, commits each area's transactions and keeps, resets and
+replays its redo queues, and ``explain()`` lists them. Not yet: an area's only exit being its
+commit operator (a stream-valued query read by another keeps its own output, which the executor
+sends once across resets).
 """
 
 from __future__ import annotations

@@ -141,6 +141,9 @@ class Engine {
   std::vector<txn::ReadRecord> ReadLog() const { return txn_->log.records(); }
   // Every commit and abort of the redo areas' transactions, in order (empty under txn="none").
   std::vector<txn::CommitRecord> CommitLog() const { return txn_->managers->log(); }
+  // Holder ids in use and the table's size (one past the largest id handed out): what resets of
+  // redo areas must not make grow.
+  std::pair<int64_t, int64_t> HolderTableSize() const { return {holders_->live(), holders_->capacity()}; }
   // The transaction managers (their lock waits; txn="none" has none).
   const txn::TransactionManagers& managers() const { return *txn_->managers; }
 

@@ -87,7 +87,13 @@ Aggregate::Aggregate(std::vector<std::unique_ptr<Expression>> keys, std::vector<
              "an aggregate over its groups' last rows keeps 8-byte arguments only");
 }
 
-Aggregate::~Aggregate() = default;
+Aggregate::~Aggregate() {
+  // The holder ids of its results still open go back to the table: whoever reads them goes too
+  // (a query dropped with its consumers, a redo area reset and rebuilt, paper 002 §3.4).
+  if (holders_ == nullptr) return;
+  for (const Group& g : groups_)
+    if (g.open && g.holder != kNoHolder) holders_->Release(&g.holder, 1);
+}
 
 std::string Aggregate::Explain() const {
   std::string s = "Aggregate";

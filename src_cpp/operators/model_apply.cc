@@ -18,7 +18,8 @@ void ModelApply::Push(int, const Batch& given, Emitter& out) {
   Batch o = given.Compact();
   Columns args;
   for (const auto& a : args_) args.push_back(a->Evaluate(o));
-  txn::ModelResult r = impl_->Apply(model_, args, arg_schema_, n);
+  txn::ModelResult r = manager_ ? manager_->Apply(model_, *impl_, args, arg_schema_, n, o.sync.At(0))
+                                : impl_->Apply(model_, args, arg_schema_, n);
   // The model is someone else's code: its result is checked before anything goes out.
   bool fits = r.columns.size() == returns_.size();
   for (size_t k = 0; fits && k < returns_.size(); ++k)
@@ -61,9 +62,12 @@ void RegisterModelApply(OperatorRegistry& r) {
           arg_schema.push_back({"arg" + std::to_string(args.size() - 1), args.back()->type()});
         }
         Schema returns = SchemaFromJson(s.params["returns"]);
-        return std::make_unique<ModelApply>(s.id, name, ctx.txn->models.at(name), std::move(args),
-                                            std::move(arg_schema), std::move(returns), *in[0].schema, in[0].kind,
-                                            &ctx.txn->log);
+        auto op =
+            std::make_unique<ModelApply>(s.id, name, ctx.txn->models.at(name), std::move(args), std::move(arg_schema),
+                                         std::move(returns), *in[0].schema, in[0].kind, &ctx.txn->log);
+        // In a redo area under a strategy, calls go through the area's transaction manager.
+        op->set_manager(AreaManager(s, *ctx.txn, name, ctx.txn->models.at(name)));
+        return op;
       });
 }
 

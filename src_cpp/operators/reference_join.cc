@@ -12,15 +12,15 @@ ReferenceOperator::ReferenceOperator(int id, const Schema& input, const Schema& 
   schema_ = std::make_shared<const Schema>(std::move(out));
 }
 
-txn::TransactionManager* AreaManager(const OperatorSpec& s, txn::Bindings& b,
-                                     const std::shared_ptr<txn::Resource>& resource) {
+txn::TransactionManager* AreaManager(const OperatorSpec& s, txn::Bindings& b, const std::string& name,
+                                     const std::shared_ptr<txn::Controlled>& source) {
   if (!b.managers || b.managers->options().strategy == txn::Strategy::kNone) return nullptr;
   const json::Value* area = s.params.find("redo_area");
   if (area == nullptr || area->is_null()) return nullptr;
   const json::Value* query = s.params.find("txn_query");
   txn::TransactionManager& m =
       b.managers->Get(area->integer(), query && !query->is_null() ? query->str() : "#" + std::to_string(s.id));
-  if (resource) m.Add(resource);
+  m.Add(name, source);
   return &m;
 }
 
@@ -145,7 +145,7 @@ void RegisterReferenceJoin(OperatorRegistry& r) {
                auto op = std::make_unique<ReferenceJoin>(s.id, resource, scan, std::move(keys), std::move(residual),
                                                          *in[0].schema, in[0].kind, &ctx.txn->log);
                // In a redo area under a strategy, reads go through the area's transaction manager.
-               op->set_manager(AreaManager(s, *ctx.txn, resource));
+               op->set_manager(AreaManager(s, *ctx.txn, name, resource));
                return op;
              });
 }

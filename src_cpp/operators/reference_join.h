@@ -45,10 +45,10 @@ class ReferenceOperator : public Operator {
 };
 
 // The transaction manager of the redo area spec `s` is in (its "redo_area", its query "txn_query"),
-// with `resource` (null: a model) added to the area; null when the operator is in no area or the
-// engine controls no transactions.
-txn::TransactionManager* AreaManager(const OperatorSpec& s, txn::Bindings& b,
-                                     const std::shared_ptr<txn::Resource>& resource);
+// with `source` (the resource or model `name` the operator reads) added to the area; null when
+// the operator is in no area or the engine controls no transactions.
+txn::TransactionManager* AreaManager(const OperatorSpec& s, txn::Bindings& b, const std::string& name,
+                                     const std::shared_ptr<txn::Controlled>& source);
 
 // Their descriptor: the first input's lifetimes, never split (Spark refuses resources), the input's
 // columns then their own, at most one output row per input row for a lookup or a call (so the

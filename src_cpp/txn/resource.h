@@ -32,9 +32,22 @@ struct ResourceRead {
   int64_t rows_read = 0;
 };
 
-class Resource {
+// What a transaction manager (txn/transaction_manager.h) controls: a resource or a model. Its
+// shared lock for reader `holder` (a query), waiting up to `timeout` for a writer: false when it
+// timed out (2PL holds it from the first read to the commit; a writer waits for it); its state
+// now, frozen (the snapshot strategy reads it; its manager holds the lock while it pins); its
+// last-update stamp now (the optimistic strategy validates against it).
+class Controlled {
  public:
-  virtual ~Resource() = default;
+  virtual ~Controlled() = default;
+  virtual bool LockShared(const std::string& holder, std::chrono::nanoseconds timeout) = 0;
+  virtual void UnlockShared(const std::string& holder) = 0;
+  virtual std::shared_ptr<Controlled> PinState(const std::string& holder, std::chrono::nanoseconds timeout) = 0;
+  virtual uint64_t Stamp() = 0;
+};
+
+class Resource : public Controlled {
+ public:
   const ResourceSpec& spec() const { return spec_; }
   // The rows holding each of `n` probe keys: `keys` are columns of the key's types, in the key's
   // order. A probe with a NULL in its key matches nothing.
@@ -42,16 +55,11 @@ class Resource {
   // Every row.
   virtual ResourceRead Scan() = 0;
 
-  // What a transaction manager (txn/transaction_manager.h) asks of a resource. The resource's
-  // shared lock for reader `holder` (a query), waiting up to `timeout` for a writer: false when
-  // it timed out. 2PL holds it from the first read to the commit; a writer waits for it.
-  virtual bool LockShared(const std::string& holder, std::chrono::nanoseconds timeout) = 0;
-  virtual void UnlockShared(const std::string& holder) = 0;
-  // The resource frozen at its state now: a resource whose reads all see that one state (the
-  // snapshot strategy reads it; its manager holds the lock while it pins).
+  // The resource frozen at its state now: a resource whose reads all see that one state.
   virtual std::shared_ptr<Resource> Pin(const std::string& holder, std::chrono::nanoseconds timeout) = 0;
-  // Its last-update stamp now (the optimistic strategy validates against it).
-  virtual uint64_t Stamp() = 0;
+  std::shared_ptr<Controlled> PinState(const std::string& holder, std::chrono::nanoseconds timeout) override {
+    return Pin(holder, timeout);
+  }
 
  protected:
   explicit Resource(ResourceSpec spec) : spec_(std::move(spec)) {}
@@ -87,10 +95,14 @@ struct ModelResult {
   uint64_t version = 0;
   Columns columns;
 };
-class Model {
+class Model : public Controlled {
  public:
-  virtual ~Model() = default;
   virtual ModelResult Apply(const std::string& name, const Columns& args, const Schema& arg_schema, int64_t n) = 0;
+  // The model frozen at its callable now (set_model publishes another).
+  virtual std::shared_ptr<Model> Pin(const std::string& holder, std::chrono::nanoseconds timeout) = 0;
+  std::shared_ptr<Controlled> PinState(const std::string& holder, std::chrono::nanoseconds timeout) override {
+    return Pin(holder, timeout);
+  }
 };
 
 // One read a reference operator made: by which operator, of what, at which version, for the

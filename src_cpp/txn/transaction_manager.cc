@@ -34,20 +34,19 @@ TransactionManager::~TransactionManager() {
   }
 }
 
-void TransactionManager::Add(const std::shared_ptr<Resource>& resource) {
-  Held& h = held_[resource->spec().name];
-  if (!h.resource) h.resource = resource;
+void TransactionManager::Add(const std::string& name, const std::shared_ptr<Controlled>& source) {
+  Held& h = held_[name];
+  if (!h.resource) h.resource = source;
 }
 
-void TransactionManager::Lock(Held& h) {
+void TransactionManager::Lock(const std::string& name, Held& h) {
   // A lock granted at once is no wait; otherwise the wait is counted and bounded by the timeout.
   if (h.resource->LockShared(holder_, std::chrono::nanoseconds(0))) return;
   ++lock_waits_;
   if (!h.resource->LockShared(holder_, options_.lock_timeout))
-    throw CqError(ErrorKind::kLockTimeout, "query '" + holder_ + "' could not lock resource '" +
-                                               h.resource->spec().name + "' for reading within " +
-                                               std::to_string(options_.lock_timeout.count() / 1000000) +
-                                               " ms (a writer holds it)");
+    throw CqError(ErrorKind::kLockTimeout,
+                  "query '" + holder_ + "' could not lock resource '" + name + "' for reading within " +
+                      std::to_string(options_.lock_timeout.count() / 1000000) + " ms (a writer holds it)");
 }
 
 void TransactionManager::Begin() {
@@ -56,11 +55,11 @@ void TransactionManager::Begin() {
     // Every resource of the area locked at once, copied (pinned), released: one consistent state.
     std::vector<Held*> locked;
     try {
-      for (auto& [_, h] : held_) {
-        Lock(h);
+      for (auto& [name, h] : held_) {
+        Lock(name, h);
         locked.push_back(&h);
       }
-      for (auto& [_, h] : held_) h.pinned = h.resource->Pin(holder_, options_.lock_timeout);
+      for (auto& [_, h] : held_) h.pinned = h.resource->PinState(holder_, options_.lock_timeout);
     } catch (...) {
       for (Held* h : locked) h->resource->UnlockShared(holder_);
       for (auto& [_, h] : held_) h.pinned.reset();
@@ -73,37 +72,46 @@ void TransactionManager::Begin() {
   }
 }
 
-Resource& TransactionManager::Reading(Resource& resource) {
-  auto found = held_.find(resource.spec().name);
-  CQ_CHECK(found != held_.end(), "a read of resource '" + resource.spec().name + "' outside its redo area");
+Controlled& TransactionManager::Reading(const std::string& name, Controlled& source) {
+  auto found = held_.find(name);
+  CQ_CHECK(found != held_.end(), "a read of '" + name + "' outside its redo area");
   if (!open_) Begin();
   Held& h = found->second;
   if (options_.strategy == Strategy::kTwoPhase && !h.locked) {
-    Lock(h);
+    Lock(name, h);
     h.locked = true;
   }
   if (h.pinned) return *h.pinned;
-  return resource;
+  return source;
 }
 
-void TransactionManager::Record(Resource& resource, const ResourceRead& read, Time instant) {
+void TransactionManager::Record(const std::string& name, uint64_t version, Time instant) {
   last_read_ = std::max(last_read_, instant);
-  reads_.push_back({instant, resource.spec().name, read.version});
-  Held& h = held_.at(resource.spec().name);
-  if (!h.read) h.version = read.version;
+  reads_.push_back({instant, name, version});
+  Held& h = held_.at(name);
+  if (!h.read) h.version = version;
   h.read = true;
 }
 
 ResourceRead TransactionManager::Lookup(Resource& resource, const Columns& keys, int64_t n, Time instant) {
-  ResourceRead read = Reading(resource).Lookup(keys, n);
-  Record(resource, read, instant);
+  const std::string& name = resource.spec().name;
+  ResourceRead read = static_cast<Resource&>(Reading(name, resource)).Lookup(keys, n);
+  Record(name, read.version, instant);
   return read;
 }
 
 ResourceRead TransactionManager::Scan(Resource& resource, Time instant) {
-  ResourceRead read = Reading(resource).Scan();
-  Record(resource, read, instant);
+  const std::string& name = resource.spec().name;
+  ResourceRead read = static_cast<Resource&>(Reading(name, resource)).Scan();
+  Record(name, read.version, instant);
   return read;
+}
+
+ModelResult TransactionManager::Apply(const std::string& name, Model& model, const Columns& args,
+                                      const Schema& arg_schema, int64_t n, Time instant) {
+  ModelResult r = static_cast<Model&>(Reading(name, model)).Apply(name, args, arg_schema, n);
+  Record(name, r.version, instant);
+  return r;
 }
 
 void TransactionManager::Release() {

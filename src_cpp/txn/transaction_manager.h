@@ -58,9 +58,14 @@ class TransactionManager {
   TransactionManager(const TransactionManager&) = delete;
   TransactionManager& operator=(const TransactionManager&) = delete;
 
-  // A resource of the area (snapshot locks and pins them all at the transaction's first read;
-  // optimistic records their stamps then). Adding one again changes nothing.
-  void Add(const std::shared_ptr<Resource>& resource);
+  // A resource or model of the area, by name (snapshot locks and pins them all at the
+  // transaction's first read; optimistic records their stamps then). Adding one again changes
+  // nothing.
+  void Add(const std::string& name, const std::shared_ptr<Controlled>& source);
+  void Add(const std::shared_ptr<Resource>& resource) { Add(resource->spec().name, resource); }
+  // Model `name`'s call (as a read: locked, pinned or stamped as the strategy says).
+  ModelResult Apply(const std::string& name, Model& model, const Columns& args, const Schema& arg_schema, int64_t n,
+                    Time instant);
   // The resource's reads, within the open transaction (begun by the first one).
   // `instant`: the time of the rows the read is for.
   ResourceRead Lookup(Resource& resource, const Columns& keys, int64_t n, Time instant);
@@ -97,20 +102,20 @@ class TransactionManager {
 
  private:
   struct Held {
-    std::shared_ptr<Resource> resource;
-    std::shared_ptr<Resource> pinned;  // snapshot: the copy read
-    bool locked = false;               // 2PL: held to the commit
-    uint64_t start = 0;                // optimistic: its stamp when the transaction began
+    std::shared_ptr<Controlled> resource;
+    std::shared_ptr<Controlled> pinned;  // snapshot: the copy read
+    bool locked = false;                 // 2PL: held to the commit
+    uint64_t start = 0;                  // optimistic: its stamp when the transaction began
     bool read = false;
     uint64_t version = 0;  // the first read's
   };
   void Begin();
-  // The resource a read of `resource` reads (its copy under snapshot), after taking what the
+  // What a read of `name` (`source`) reads (its copy under snapshot), after taking what the
   // strategy takes at a first read.
-  Resource& Reading(Resource& resource);
-  void Lock(Held& h);
+  Controlled& Reading(const std::string& name, Controlled& source);
+  void Lock(const std::string& name, Held& h);
   void Release();
-  void Record(Resource& resource, const ResourceRead& read, Time instant);
+  void Record(const std::string& name, uint64_t version, Time instant);
 
   int64_t area_;
   std::string holder_;

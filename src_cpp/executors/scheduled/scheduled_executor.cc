@@ -109,12 +109,22 @@ bool ScheduledExecutor::Hold(int node, const Item& item) {
   const int id = nodes_[node].id;
   Area* a = AreaOf(id);
   if (a == nullptr || a->commit != id) return false;
-  // A replayed instant already committed: emitted again by the rebuilt operators, not twice.
-  if (item.time <= a->committed) return true;
-  if (item.kind == Item::Kind::kEnds)
-    holders_->Pin(item.ends.ids(), item.ends.length);  // (its producer may
-                                                       // release the ids now)
-  a->held.push_back(item);
+  if (item.kind == Item::Kind::kEnds) {
+    holders_->Pin(item.ends.ids(), item.ends.length);  // (its producer may release the ids now)
+    a->held.push_back(item);
+    return true;
+  }
+  // Held per instant (a batch may hold several), and an instant already committed, emitted again
+  // by the operators rebuilt at a reset, is not held: it went out once.
+  const Batch& b = item.batch;
+  for (int64_t start = 0, n = b.num_rows(); start < n;) {
+    const Time t = b.StartAt(b.Physical(start));
+    int64_t end = start + 1;
+    while (end < n && b.StartAt(b.Physical(end)).tick == t.tick) ++end;
+    if (t.tick > a->committed.tick)
+      a->held.push_back({Item::Kind::kData, t, start == 0 && end == n ? b : b.Slice(start, end - start), {}});
+    start = end;
+  }
   return true;
 }
 
@@ -200,7 +210,7 @@ bool ScheduledExecutor::Commit(int64_t area, Area& a) {
   // replay then makes the next instant again.
   size_t ready = 0;
   if (!a.held.empty() && a.held[0].time < c.progress)
-    while (ready < a.held.size() && a.held[ready].time == a.held[0].time) ++ready;
+    while (ready < a.held.size() && a.held[ready].time.tick == a.held[0].time.tick) ++ready;
   txn::TransactionManager* m = managers()->Find(area);
   // A transaction whose commit operator emits nothing for its reads commits too (its locks go) once
   // no instant they can reach is left: past the window the rows read stay in. Reads made again for
@@ -234,11 +244,7 @@ bool ScheduledExecutor::Commit(int64_t area, Area& a) {
   const bool committed = record.committed;
   const Time instant = record.instant;
   managers()->Log(std::move(record));
-  if (!committed) {
-    // §4.2.1: the aborted instants are redone, from the oldest row the first of them needs.
-    for (Item& it : a.held)
-      if (it.kind == Item::Kind::kEnds) holders_->Unpin(it.ends.ids(), it.ends.length);
-    a.held.clear();
+  if (!committed) {  // §4.2.1: the aborted instants are redone, from the oldest row the first needs
     Reset(area, a);
     return true;
   }
@@ -267,6 +273,10 @@ void ScheduledExecutor::Reset(int64_t area, Area& a) {
     m->Abort();  // (reads made for rows the replay makes again are made again)
     m->CountReset();
   }
+  // What the commit operator holds for later instants is made again by the replay.
+  for (Item& it : a.held)
+    if (it.kind == Item::Kind::kEnds) holders_->Unpin(it.ends.ids(), it.ends.length);
+  a.held.clear();
   for (auto& [id, t] : a.sent) a.resent[id] = std::max(a.resent[id], t);
   for (int id : Members(area)) {
     const int index = index_.at(id);

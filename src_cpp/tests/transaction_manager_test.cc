@@ -1,0 +1,115 @@
+// txn/transaction_manager.h: one open transaction per redo area, begun at its first read; 2PL holds
+// the shared lock from the first read to the commit, snapshot reads the versions pinned at the
+// first read with the locks held only while pinning, optimistic aborts when a resource read has a
+// later stamp at the commit than at the begin.
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <thread>
+
+#include "batch/row_hash.h"
+#include "tests/test_util.h"
+#include "txn/resource_store.h"
+#include "txn/transaction_manager.h"
+
+namespace cq::test {
+namespace {
+
+using namespace std::chrono_literals;
+using txn::Strategy;
+
+txn::ResourceChange Upsert(const I64s& ids, const Strs& vs) {
+  txn::ResourceChange c{"x", txn::ChangeKind::kUpsert, {}, static_cast<int64_t>(ids.size())};
+  c.columns.push_back(I64(ids));
+  c.columns.push_back(Str(vs));
+  return c;
+}
+
+struct Fixture {
+  txn::ResourceStore store;
+  std::shared_ptr<txn::Resource> x;
+  std::unique_ptr<txn::TransactionManager> m;
+
+  explicit Fixture(Strategy s) {
+    store.Define({"x", {{"id", TypeId::kInt64}, {"v", TypeId::kUtf8}}, {0}});
+    store.Commit({Upsert({1, 2}, {"a", "b"})}, 1s, "load");
+    x = std::make_shared<txn::StoreResource>(&store, "x");
+    m = std::make_unique<txn::TransactionManager>(7, "q", txn::TxnOptions{s, 50ms});
+    m->Add(x);
+  }
+  uint64_t Read(int64_t instant) { return m->Scan(*x, Time{instant, 0}).version; }
+  bool Write() {
+    try {
+      store.Commit({Upsert({1}, {"z"})}, 20ms, "w");
+      return true;
+    } catch (const CqError& e) {
+      CQ_EXPECT(e.kind() == ErrorKind::kLockTimeout);
+      return false;
+    }
+  }
+};
+
+CQ_TEST(transaction_manager_2pl_holds_the_lock_from_the_first_read_to_the_commit) {
+  Fixture f(Strategy::kTwoPhase);
+  CQ_EXPECT(!f.m->open());
+  CQ_EXPECT(f.Write());  // no transaction yet
+  CQ_EXPECT_EQ(f.Read(1), uint64_t{2});
+  CQ_EXPECT(f.m->open());
+  CQ_EXPECT(f.store.Holders("x") == std::vector<std::string>{"q"});
+  CQ_EXPECT(!f.Write());                 // blocked, then timed out naming q
+  CQ_EXPECT_EQ(f.Read(2), uint64_t{2});  // the second read takes no second lock
+  std::vector<std::pair<std::string, uint64_t>> versions;
+  CQ_EXPECT(f.m->Commit(&versions));
+  CQ_EXPECT(versions == (std::vector<std::pair<std::string, uint64_t>>{{"x", 2}}));
+  CQ_EXPECT(!f.m->open());
+  CQ_EXPECT(f.store.Holders("x").empty());
+  CQ_EXPECT(f.Write());
+}
+
+CQ_TEST(transaction_manager_2pl_read_waits_for_a_writer_and_counts_the_wait) {
+  Fixture f(Strategy::kTwoPhase);
+  f.store.BeginExclusive({"x"}, 1s);
+  std::thread writer([&] {
+    std::this_thread::sleep_for(10ms);
+    f.store.EndExclusive({"x"}, "w", true);
+  });
+  CQ_EXPECT_EQ(f.Read(1), uint64_t{2});  // the writer's version, after its commit
+  writer.join();
+  CQ_EXPECT_EQ(f.m->lock_waits(), int64_t{1});
+  f.m->Abort();
+  CQ_EXPECT(f.store.Holders("x").empty());
+}
+
+CQ_TEST(transaction_manager_snapshot_reads_the_pinned_version_and_blocks_no_writer) {
+  Fixture f(Strategy::kSnapshot);
+  CQ_EXPECT_EQ(f.Read(1), uint64_t{1});
+  CQ_EXPECT(f.store.Holders("x").empty());  // released once pinned
+  CQ_EXPECT(f.Write());
+  CQ_EXPECT_EQ(f.Read(2), uint64_t{1});  // still the copy
+  CQ_EXPECT(f.m->Commit(nullptr));
+  CQ_EXPECT_EQ(f.Read(3), uint64_t{2});  // a new transaction pins the new version
+}
+
+CQ_TEST(transaction_manager_optimistic_aborts_when_a_read_resource_changed) {
+  Fixture f(Strategy::kOptimistic);
+  CQ_EXPECT_EQ(f.Read(1), uint64_t{1});
+  CQ_EXPECT(f.m->Commit(nullptr));  // nothing changed
+  CQ_EXPECT_EQ(f.Read(2), uint64_t{1});
+  CQ_EXPECT(f.Write());  // not blocked
+  std::vector<txn::TransactionManager::Read> reads;
+  CQ_EXPECT(!f.m->Commit(nullptr, &reads));  // validation fails: aborted
+  CQ_EXPECT(reads.size() == 1 && reads[0].version == 1 && reads[0].instant == (Time{2, 0}));
+  CQ_EXPECT_EQ(f.Read(3), uint64_t{2});  // the redo reads the new version
+  CQ_EXPECT(f.m->Commit(nullptr));
+}
+
+CQ_TEST(transaction_manager_names_the_strategies) {
+  CQ_EXPECT(txn::StrategyFromName("2pl") == Strategy::kTwoPhase);
+  CQ_EXPECT(std::string(txn::StrategyName(Strategy::kSnapshot)) == "snapshot");
+  auto e = CQ_CATCH(txn::StrategyFromName("serializable"));
+  CQ_EXPECT(e &&
+            std::string(e->what()) == "txn='serializable': expected one of 'none', '2pl', 'snapshot', 'optimistic'");
+}
+
+}  // namespace
+}  // namespace cq::test
