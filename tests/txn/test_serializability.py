@@ -28,17 +28,17 @@ from txn import concurrency as C
 
 SEEDS = range(20)
 STRATEGIES = ["2pl", "snapshot", "optimistic"]
-# The core (fix/txncore 0b01ac5, with redo) ends a transaction at every instant its commit
-# operator commits, and a window of [Range 4 Slide 4] spans four of them: an update committed
-# between two rows of one window is read by the window's later rows, and 'on_change' redo does
-# not reset it (stats: resets 0). Of 20 seeds, runs with violations: store 2pl 19, snapshot 11,
-# optimistic 9; SQLite 9, 10, 3. In every run some instants q emitted have no commit record
-# (RSTREAM's outputs at 6, 10, ...). Outputs that read one state always equal the oracle's.
+# The core (fix/txncore 0d165a8) ends a transaction at every instant its commit operator
+# commits, and a window of [Range 4 Slide 4] spans four of them: in seed 0 under 2pl, row 5 reads
+# x at version 1 and its transaction commits at instant 5, releasing the lock; the waiting update
+# commits version 2, which rows 6..8 read: q's output at 8 read x at versions [1, 2], and
+# 'on_change' redo does not reset it (stats: resets 0). Of 20 seeds, runs with violations: store
+# 2pl 12, snapshot 11, optimistic 9; SQLite 9, 9, 3. Outputs that read one state always equal
+# the oracle's, and every emitted instant is committed once.
 NEEDS_CORE = pytest.mark.xfail(
     strict=True,
     raises=AssertionError,
-    reason="needs fix/txncore: a transaction spanning its output's window (Def. 3.1), and a "
-    "commit record for every instant q emits",
+    reason="needs fix/txncore: a transaction spanning its output's window (Def. 3.1)",
 )
 
 
