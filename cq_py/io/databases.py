@@ -83,6 +83,8 @@ _CATALOG_TYPES = {
 }
 
 
+#: How long SQLite statements wait for another connection's lock (sqlite3.connect's default).
+_SQLITE_WAIT_MS = 5000
 #: SQLite's result code for "another connection holds the lock" (sqlite3.SQLITE_BUSY, Python 3.11+).
 _SQLITE_BUSY = 5
 
@@ -450,6 +452,10 @@ class _SQLite(Database):
             raise DatabaseError(f"{self.url}: {e} (taking the shared lock)") from None
         except sqlite3.Error as e:
             raise DatabaseError(f"{self.url}: {e} (taking the shared lock)") from None
+        finally:
+            # Other statements wait as long as before (the lock's timeout is the strategy's).
+            with contextlib.suppress(sqlite3.Error):
+                self.conn.execute(f"PRAGMA busy_timeout = {_SQLITE_WAIT_MS}")
         return True
 
     def _catalog(self, table: str) -> list[tuple[str, str, str | None]]:
