@@ -18,8 +18,8 @@ read x for some rows and x' for others gives a wrong centre. Here:
 Each update is one transaction converting every row (yards <-> metres), so two states mixed in one
 window show as two versions read (and, nearly always, as two units). The updater is a thread for
 the store and another process (plain sqlite3 or psycopg) for the databases; it updates at seeded
-moments during the pushes, asynchronously: the pusher waits a moment for it to finish but never
-for its lock (under 2PL it waits for the window's commit).
+moments during the pushes, asynchronously: the pusher waits a moment for the update to commit,
+never for the updater's lock (under 2PL the updater waits for the reading transaction's commit).
 
 Run as a script, this module is that updater process (``python concurrency.py updater KIND URL``:
 reads ``update U`` lines, answers one JSON line per update).
@@ -44,7 +44,7 @@ ROWS = 8  # rows of x
 WINDOW = 4  # the aggregate's [Range 4 Slide 4]
 YARD = 0.9144  # metres
 
-# Fig. 1's query as the value oracle's tree; the engine runs its rendering (x a resource).
+# Fig. 1's queries in CQL (oracle_outputs writes the same as the value oracle's trees).
 Q_J = "ISTREAM(SELECT e.n, x.pos, x.unit FROM e [Now], x WHERE e.k = x.id)"
 Q_Q = (
     "RSTREAM(SELECT AVG(j.pos) AS centre, MIN(j.unit) AS unit_lo, MAX(j.unit) AS unit_hi, "
