@@ -520,7 +520,7 @@ PYBIND11_MODULE(_core, m) {
              return py::make_tuple(op, resource, names, version, instant, rows);
            })
       // One tuple per commit or abort: (query, area, instant tick, committed, [(op, evaluations)],
-      // [(resource, version)]); a few per instant at most, so Python lists.
+      // [(resource, version)], begin ns, end ns); a few per instant at most, so Python lists.
       .def("commit_log",
            [](const cq::Engine& e) {
              py::list out;
@@ -528,7 +528,8 @@ PYBIND11_MODULE(_core, m) {
                py::list evals, versions;
                for (const auto& [op, n] : r.evaluations) evals.append(py::make_tuple(op, n));
                for (const auto& [name, v] : r.versions) versions.append(py::make_tuple(name, v));
-               out.append(py::make_tuple(r.query, r.area, r.instant.tick, r.committed, evals, versions));
+               out.append(
+                   py::make_tuple(r.query, r.area, r.instant.tick, r.committed, evals, versions, r.begin_ns, r.end_ns));
              }
              return out;
            })

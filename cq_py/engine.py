@@ -829,10 +829,12 @@ class Engine:
     def commit_log(self) -> pa.Table:
         """Every end of a redo area's transaction (paper 002 §3.5), in order: the ``query`` whose
         commit operator ended it, its redo ``area`` (the commit operator's id in
-        :meth:`explain`), the ``instant`` committed, the ``outcome`` ("committed", or "aborted"
-        when optimistic validation failed), ``evaluations`` (operator id -> evaluations since
-        the previous commit, the area's operators) and ``versions`` (resource -> version read).
-        Empty under ``txn="none"``.
+        :meth:`explain`), the ``instant`` committed, the ``outcome`` ("commit", or "abort" when
+        optimistic validation failed: the instant is redone), ``begin`` and ``end`` (its first
+        read and its end), ``evaluations`` (operator id -> evaluations since the previous
+        commit, the area's operators) and ``versions`` (every (resource, version) it read).
+        Empty under ``txn="none"``. With :meth:`read_versions`, what :func:`cq_py.txn.check`
+        takes.
 
         >>> Engine().commit_log().num_rows
         0
@@ -843,11 +845,34 @@ class Engine:
                 "query": pa.array([r[0] for r in records], pa.string()),
                 "area": pa.array([r[1] for r in records], pa.int64()),
                 "instant": pa.array([r[2] for r in records], pa.int64()),
-                "outcome": pa.array(
-                    ["committed" if r[3] else "aborted" for r in records], pa.string()
-                ),
+                "outcome": pa.array(["commit" if r[3] else "abort" for r in records], pa.string()),
+                "begin": pa.array([r[6] for r in records], pa.timestamp("ns", tz="UTC")),
+                "end": pa.array([r[7] for r in records], pa.timestamp("ns", tz="UTC")),
                 "evaluations": pa.array([r[4] for r in records], pa.map_(pa.int64(), pa.int64())),
                 "versions": pa.array([r[5] for r in records], pa.map_(pa.string(), pa.int64())),
+            }
+        )
+
+    def read_versions(self) -> pa.Table:
+        """The read log :func:`cq_py.txn.check` takes: one row per (committed transaction,
+        resource, version) of :meth:`commit_log`, its ``query``, ``instant``, ``resource`` and
+        ``version`` (an aborted transaction's instant is redone: the redo's reads count).
+
+        >>> Engine().read_versions().column_names
+        ['query', 'instant', 'resource', 'version']
+        """
+        rows = [
+            (r[0], r[2], name, version)
+            for r in self._core.commit_log()
+            if r[3]
+            for name, version in r[5]
+        ]
+        return pa.table(
+            {
+                "query": pa.array([r[0] for r in rows], pa.string()),
+                "instant": pa.array([r[1] for r in rows], pa.int64()),
+                "resource": pa.array([r[2] for r in rows], pa.string()),
+                "version": pa.array([r[3] for r in rows], pa.int64()),
             }
         )
 

@@ -861,15 +861,42 @@ class ModelReader:
     # A transaction manager's calls (cq_core's PyModel; paper 002 §4): the model's lock in the
     # store (set_model waits for it), its callable frozen, its last-update stamp.
     def lock_shared(self, holder: str, timeout: float) -> bool:
+        """The model's shared lock for query ``holder``, waiting at most ``timeout`` seconds
+        for a ``set_model``; False when it timed out.
+
+        >>> s = ResourceStore(); s.set_model("f", len)
+        >>> r = ModelReader(s, "f", pa.schema([("y", pa.int64())])); r.lock_shared("q", 1.0)
+        True
+        >>> r.unlock_shared("q")
+        """
         return bool(self._store._core.lock_shared(self.name, holder, timeout))
 
     def unlock_shared(self, holder: str) -> None:
+        """Releases a lock :meth:`lock_shared` took for ``holder``.
+
+        >>> ModelReader.unlock_shared.__name__
+        'unlock_shared'
+        """
         self._store._core.unlock_shared(self.name, holder)
 
     def pin(self, holder: str, timeout: float) -> ModelReader:
+        """The model frozen at its callable now: a later ``set_model`` does not change what
+        the returned reader calls (a snapshot transaction's copy).
+
+        >>> s = ResourceStore(); s.set_model("f", len)
+        >>> r = ModelReader(s, "f", pa.schema([("y", pa.int64())])).pin("q", 1.0)
+        >>> s.set_model("f", max); r.stamp(), r._current()[1] is len
+        (1, True)
+        """
         return _PinnedModel(self._store, self.name, self._returns, self._store.model(self.name))
 
     def stamp(self) -> int:
+        """The model's last-update stamp: the version of the ``set_model`` that set it.
+
+        >>> s = ResourceStore(); s.set_model("f", len)
+        >>> ModelReader(s, "f", pa.schema([("y", pa.int64())])).stamp()
+        1
+        """
         return int(self._store._core.current(self.name)[0])
 
 
@@ -888,3 +915,12 @@ class _PinnedModel(ModelReader):
 
     def _current(self) -> tuple[int, Callable[..., Any]]:
         return self._state
+
+    def stamp(self) -> int:
+        """The version it was pinned at.
+
+        >>> s = ResourceStore(); s.set_model("f", len)
+        >>> _PinnedModel(s, "f", pa.schema([("y", pa.int64())]), s.model("f")).stamp()
+        1
+        """
+        return self._state[0]

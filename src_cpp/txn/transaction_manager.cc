@@ -49,8 +49,14 @@ void TransactionManager::Lock(const std::string& name, Held& h) {
                       std::to_string(options_.lock_timeout.count() / 1000000) + " ms (a writer holds it)");
 }
 
+int64_t SystemNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 void TransactionManager::Begin() {
   open_ = true;
+  begin_ns_ = SystemNs();
   if (options_.strategy == Strategy::kSnapshot) {
     // Every resource of the area locked at once, copied (pinned), released: one consistent state.
     std::vector<Held*> locked;
@@ -130,10 +136,13 @@ uint64_t TransactionManager::Stamp(const std::string& name) { return held_.at(na
 
 bool TransactionManager::Commit(std::vector<std::pair<std::string, uint64_t>>* versions, std::vector<Read>* reads) {
   if (reads) *reads = reads_;
+  if (versions)
+    for (const Read& r : reads_)
+      if (std::find(versions->begin(), versions->end(), std::make_pair(r.resource, r.version)) == versions->end())
+        versions->emplace_back(r.resource, r.version);
   bool valid = true;
   for (auto& [name, h] : held_) {
     if (!h.read) continue;
-    if (versions) versions->emplace_back(name, h.version);
     // §4.2.1: a resource read that changed since the transaction began (its stamp is later) may
     // have given this transaction two states, or one not current at the commit.
     if (options_.strategy == Strategy::kOptimistic && h.resource->Stamp() > h.start) valid = false;

@@ -31,6 +31,8 @@ enum class Strategy : uint8_t { kNone, kTwoPhase, kSnapshot, kOptimistic };
 // kInput naming the accepted ones for another name.
 Strategy StrategyFromName(const std::string& name);
 const char* StrategyName(Strategy s);
+// The system clock now, ns since the epoch (the store's update log's clock).
+int64_t SystemNs();
 
 struct TxnOptions {
   Strategy strategy = Strategy::kNone;
@@ -46,6 +48,10 @@ struct CommitRecord {
   int64_t area = 0;
   Time instant;
   bool committed = true;
+  // When its first read was made and when it ended (system clock, ns since the epoch, as the
+  // store's update log): what cq_py.txn.check compares the versions' lifetimes with.
+  int64_t begin_ns = 0;
+  int64_t end_ns = 0;
   std::vector<std::pair<int, int64_t>> evaluations;
   std::vector<std::pair<std::string, uint64_t>> versions;
 };
@@ -74,6 +80,8 @@ class TransactionManager {
   Time last_read() const { return last_read_; }
 
   bool open() const { return open_; }
+  // When the open transaction began (system clock ns).
+  int64_t begin_ns() const { return begin_ns_; }
   // Ends the open transaction: true when it commits; false when the optimistic validation fails (a
   // resource read has a later stamp than when the transaction began): it is aborted. Either way its
   // locks and pins are released; `versions` gets the versions read.
@@ -122,6 +130,7 @@ class TransactionManager {
   TxnOptions options_;
   std::map<std::string, Held> held_;  // by resource name
   bool open_ = false;
+  int64_t begin_ns_ = 0;
   Time last_read_ = Time::MinusInfinity();
   std::vector<Read> reads_;  // of the open transaction
   int64_t lock_waits_ = 0;

@@ -41,10 +41,12 @@ void ScheduledExecutor::Add(std::vector<std::pair<OperatorSpec, std::unique_ptr<
       a.range = (*replay)["range"].integer();
       a.slide = (*replay)["slide"].integer();
     } else if (a.overlapping) {
+      const json::Value* query = spec.params.find("txn_query");
       throw CqError(ErrorKind::kSemantic,
-                    "the redo area committed by operator #" + std::to_string(spec.id) +
-                        " holds an overlapping window of a shape a reset cannot replay yet (one [Range r Slide s] "
-                        "window below the commit operator can be); use txn='none'");
+                    "query '" + (query && !query->is_null() ? query->str() : std::to_string(spec.id)) +
+                        "': its redo area (committed by #" + std::to_string(spec.id) +
+                        ") holds an overlapping window of a shape a reset cannot replay yet (a [Rows n] window, "
+                        "or more than one window); one [Range r Slide s] window can be; use txn='none'");
     }
   }
   std::map<int, OperatorSpec> specs;
@@ -145,14 +147,24 @@ int64_t ScheduledExecutor::Duplicates(int node, int consumer, const Batch& batch
   const int id = nodes_[node].id;
   Area* a = AreaOf(id);
   if (a == nullptr || AreaOf(nodes_[consumer].id) == a) return 0;
-  // A member's output leaving the area (the commit operator's is held): what a replay emits again
-  // up to the latest time it sent before the reset has been sent.
+  // A member's output leaving the area (the commit operator's is held): a replay emits again, in
+  // the same order, what the member sent before the reset; those rows are not sent twice.
+  const std::pair<int, int> key{id, nodes_[consumer].id};
+  const int64_t n = batch.num_rows();
   int64_t had = 0;
-  if (const auto r = a->resent.find(id); r != a->resent.end())
-    while (had < batch.num_rows() && batch.StartAt(batch.Physical(had)) <= r->second) ++had;
-  if (had < batch.num_rows()) {
-    Time& sent = a->sent[id];
-    sent = std::max(sent, batch.StartAt(batch.Physical(batch.num_rows() - 1)));
+  if (const auto r = a->resent.find(key); r != a->resent.end()) {
+    for (; had < n; ++had) {
+      const int64_t tick = batch.StartAt(batch.Physical(had)).tick;
+      if (tick > r->second.tick || (tick == r->second.tick && r->second.rows == 0)) break;
+      if (tick == r->second.tick) --r->second.rows;
+    }
+    if (had < n) a->resent.erase(r);  // the replay has caught up
+  }
+  Area::Sent& sent = a->sent[key];
+  for (int64_t k = had; k < n; ++k) {
+    const int64_t tick = batch.StartAt(batch.Physical(k)).tick;
+    if (tick > sent.tick) sent = {tick, 0};
+    ++sent.rows;
   }
   return had;
 }
@@ -227,7 +239,9 @@ bool ScheduledExecutor::Commit(int64_t area, Area& a) {
   record.query = m ? m->holder() : "";
   record.instant = ready ? a.held[ready - 1].time : m->last_read();
   std::vector<txn::TransactionManager::Read> reads;
+  record.begin_ns = m && m->open() ? m->begin_ns() : txn::SystemNs();
   record.committed = m ? m->Commit(&record.versions, &reads) : true;
+  record.end_ns = txn::SystemNs();
   for (int id : Members(area)) {
     const int64_t now = nodes_[index_.at(id)].evaluations;
     record.evaluations.emplace_back(id, now - counted_[id]);
@@ -277,7 +291,7 @@ void ScheduledExecutor::Reset(int64_t area, Area& a) {
   for (Item& it : a.held)
     if (it.kind == Item::Kind::kEnds) holders_->Unpin(it.ends.ids(), it.ends.length);
   a.held.clear();
-  for (auto& [id, t] : a.sent) a.resent[id] = std::max(a.resent[id], t);
+  a.resent = a.sent;
   for (int id : Members(area)) {
     const int index = index_.at(id);
     Node& n = nodes_[index];

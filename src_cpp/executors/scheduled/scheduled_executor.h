@@ -89,8 +89,15 @@ class ScheduledExecutor final : public QueuedExecutor, private sched::Queues {
     Time replay_from = Time::MinusInfinity();                 // the oldest row the next commit can need
     std::map<std::pair<int, int>, std::deque<RedoRow>> redo;  // (node index... by id, port) -> rows
     std::vector<Read> retained;  // reads of committed transactions whose rows a window retains
-    std::map<int, Time> sent;    // member id -> latest time sent outside the area
-    std::map<int, Time> resent;  // member id -> times up to which a replay sends nothing outside
+    // What a member sent a consumer outside the area, (member id, consumer id) -> the latest tick
+    // and the rows at it; at a reset it becomes what the replay skips (rows below that tick, and
+    // that many at it, in the order they come again).
+    struct Sent {
+      int64_t tick = INT64_MIN;
+      int64_t rows = 0;
+    };
+    std::map<std::pair<int, int>, Sent> sent;
+    std::map<std::pair<int, int>, Sent> resent;
   };
   // The area operator `id` is a member of, or null.
   Area* AreaOf(int id);
