@@ -39,16 +39,6 @@ def test_states_current_together_during_the_transaction_are_no_violation() -> No
     assert check(commits, reads, UPDATES) == []
 
 
-def test_the_engines_outcome_words_count_as_the_checkers() -> None:
-    # Engine.commit_log() says "committed" and "aborted".
-    commits = _commits(("q", 1, "committed", 150, 160), ("q", 2, "aborted", 150, 160))
-    reads = _reads(("q", 1, "x", 0), ("q", 1, "x", 1), ("q", 2, "x", 0), ("q", 2, "x", 1))
-    assert _kinds(check(commits, reads, UPDATES)) == [
-        ("never_current_together", "q", 1, None),
-        ("two_versions", "q", 1, "x"),
-    ]
-
-
 def test_each_kind_of_violation() -> None:
     commits = _commits(
         ("a", 1, "commit", 150, 160),  # x at two versions

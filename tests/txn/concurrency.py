@@ -420,7 +420,7 @@ def transactions(r: Run) -> tuple[pa.Table, pa.Table]:
         t = o["ts"]
         commits["query"].append("q")
         commits["instant"].append(t)
-        commits["outcome"].append("committed")
+        commits["outcome"].append("commit")
         commits["begin"].append(r.pushed[o["first"]][0])
         commits["end"].append(o["delivered"])
         for k in range(o["first"], o["last"] + 1):

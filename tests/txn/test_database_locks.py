@@ -336,11 +336,11 @@ def test_under_snapshot_and_optimistic_a_writer_process_is_not_blocked(db: Db, t
     eng.close()
     log = [(r["instant"], r["outcome"]) for r in eng.commit_log().to_pylist()]
     if txn == "snapshot":  # instant 3 read its copy
-        assert log == [(1, "committed"), (2, "committed"), (3, "committed")]
+        assert log == [(1, "commit"), (2, "commit"), (3, "commit")]
         return
     # Optimistic: instant 3 read before the write and validated after it, so the stamp had
     # moved: aborted, redone (its row read again, at the writer's stamp) and committed once.
-    assert log == [(1, "committed"), (2, "committed"), (3, "aborted"), (3, "committed")]
+    assert log == [(1, "commit"), (2, "commit"), (3, "abort"), (3, "commit")]
     versions = eng.read_log()["version"].to_pylist()
     assert versions[:3] == [0, 0, 0]
     assert versions[3] > 0
@@ -357,7 +357,7 @@ def test_under_2pl_a_postgres_connection_lost_before_the_commit_goes_on(pg_serve
     eng.push("s", pa.Table.from_pylist([{"k": 1, "a": 10, "ts": 5}]))
     eng.close()
     log = eng.commit_log().to_pylist()
-    assert [(r["instant"], r["outcome"]) for r in log] == [(t, "committed") for t in (1, 2, 3, 5)]
+    assert [(r["instant"], r["outcome"]) for r in log] == [(t, "commit") for t in (1, 2, 3, 5)]
     assert eng.fetch("j").to_pylist()[-2:] == [
         {"a": 2, "v": 2.0, "ts": 3},  # read under the lock, before the connection went
         {"a": 10, "v": 100.0, "ts": 5},  # read over a new connection
