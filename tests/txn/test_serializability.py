@@ -33,8 +33,8 @@ STRATEGIES = ["2pl", "snapshot", "optimistic"]
 # x at version 1 and its transaction commits at instant 5, releasing the lock; the waiting update
 # commits version 2, which rows 6..8 read: q's output at 8 read x at versions [1, 2], and
 # 'on_change' redo does not reset it (stats: resets 0). Of 20 seeds, runs with violations: store
-# 2pl 14, snapshot 11, optimistic 9 (at dbbbf78); SQLite 9, 9, 3 (at 0d165a8). Outputs that read one state always equal
-# the oracle's, and every emitted instant is committed once.
+# 2pl 14, snapshot 11, optimistic 9 (at dbbbf78); SQLite 9, 9, 3 (at 0d165a8). Outputs that read
+# one state always equal the oracle's, and every emitted instant is committed once.
 NEEDS_CORE = pytest.mark.xfail(
     strict=True,
     raises=AssertionError,
