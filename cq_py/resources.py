@@ -24,19 +24,35 @@ waits for the readers holding a resource's lock at most ``timeout`` seconds, the
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable, Sequence
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 import pyarrow as pa
 
 from cq_core import _core
-from cq_py.errors import ArgumentError, CQError, InputError, ResourceError, from_core
-from cq_py.io.databases import DatabaseError, connect, quote
+from cq_py.errors import (
+    ArgumentError,
+    CQError,
+    InputError,
+    LockTimeout,
+    ResourceError,
+    from_core,
+)
+from cq_py.io.databases import Database, DatabaseError, connect, quote
 from cq_py.planner import types as T
 
-__all__ = ["DatabaseResource", "ModelReader", "ResourceStore", "Transaction", "install_versioning"]
+__all__ = [
+    "DatabaseResource",
+    "ModelReader",
+    "ResourceSnapshot",
+    "ResourceStore",
+    "Transaction",
+    "install_versioning",
+    "update_log",
+]
 
 #: cq's column types by Arrow type (the four the core has).
 _TYPES = {arrow: t for t, arrow in T.TO_ARROW.items() if t != T.NULL}
@@ -354,6 +370,20 @@ def install_versioning(url: str, tables: Sequence[str]) -> None:
     ...     _ = c.execute("CREATE TABLE x (id INTEGER, v TEXT)")
     >>> install_versioning(f"sqlite:///{path}", ["x"])
     """
+
+    def install(db: Database) -> None:
+        for table in tables:
+            db.install_versioning(table)
+
+    _on_tables(url, tables, install)
+
+
+_R = TypeVar("_R")
+
+
+def _on_tables(url: str, tables: Sequence[str], action: Callable[[Database], _R]) -> _R:
+    """``action`` on a connection to ``url`` (closed after), for ``tables`` (a list of names);
+    a database error is a ResourceError."""
     if isinstance(tables, str):
         raise ArgumentError(f"tables must be a list of table names; found the string {tables!r}")
     try:
@@ -361,23 +391,75 @@ def install_versioning(url: str, tables: Sequence[str]) -> None:
     except DatabaseError as e:
         raise ResourceError(str(e)) from None
     try:
-        for table in tables:
-            db.install_versioning(table)
+        return action(db)
     except DatabaseError as e:
         raise ResourceError(str(e)) from None
     finally:
         db.close()
 
 
+def update_log(url: str, tables: Sequence[str]) -> pa.Table:
+    """What any writer committed to ``tables`` of the database at ``url`` since
+    :func:`install_versioning`, kept by its triggers: ``version`` (the table's last-update
+    stamp after the change), ``at`` and ``resources`` (the table), the update log
+    :func:`cq_py.txn.check` takes (as :meth:`ResourceStore.update_log` is for the store).
+    A :class:`ResourceError` names what failed.
+
+    >>> import sqlite3, tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "u.db")
+    >>> with sqlite3.connect(path) as c:
+    ...     _ = c.execute("CREATE TABLE u (id INTEGER)")
+    >>> install_versioning(f"sqlite:///{path}", ["u"])
+    >>> with sqlite3.connect(path) as c:
+    ...     _ = c.execute("INSERT INTO u VALUES (1)")
+    >>> update_log(f"sqlite:///{path}", ["u"])["version"].to_pylist()
+    [1]
+    """
+    return _on_tables(url, tables, lambda db: db.update_log(tables))
+
+
 #: Probes per lookup statement (SQLite allows 32,766 parameters; PostgreSQL 65,535).
 _PROBES = 500
 
 
-class DatabaseResource:
+class _ReaderCalls:
+    """The core's calls on a resource's reader (cq_core's PyResource): Arrow capsules in and
+    out, around the reader's ``read_lookup`` and ``read_scan``."""
+
+    def read_lookup(self, keys: pa.RecordBatch) -> tuple[int, pa.Table]:
+        raise NotImplementedError
+
+    def read_scan(self) -> tuple[int, pa.Table]:
+        raise NotImplementedError
+
+    def lookup(self, keys: tuple[Any, Any]) -> tuple[int, tuple[Any, Any]]:
+        stamp, rows = self.read_lookup(pa.RecordBatch._import_from_c_capsule(*keys))
+        return stamp, _one_batch(rows).__arrow_c_array__()
+
+    def scan(self) -> tuple[int, tuple[Any, Any]]:
+        stamp, rows = self.read_scan()
+        return stamp, _one_batch(rows).__arrow_c_array__()
+
+
+def _distinct_keys(keys: pa.RecordBatch, key: list[str]) -> pa.Table:
+    """The distinct non-null keys of ``keys`` (a batch of the key columns)."""
+    table = pa.Table.from_batches([keys]).select(key)
+    return table.group_by(key).aggregate([]).drop_null()
+
+
+class DatabaseResource(_ReaderCalls):
     """A resource read from a database table (``REGISTER RESOURCE name (...) KEY (...) FROM
     'url' [TABLE 'tbl']``), for the core's reference operators: :meth:`lookup` and :meth:`scan`
     return the rows with the table's last-update stamp (``install_versioning``; 0 without one),
     read in one database transaction. The core calls them a batch of probes at a time.
+
+    The strategies of ``Engine(txn=...)`` (paper 002 §4) call the rest, each naming the
+    ``holder`` (the transaction) it acts for: :meth:`lock_shared` and :meth:`unlock_shared`
+    (two-phase locking: SQLite ``BEGIN IMMEDIATE`` in WAL mode, PostgreSQL ``LOCK TABLE ... IN
+    SHARE MODE``; reads between them run in that transaction), :meth:`pin` (snapshot: lock,
+    copy, release) and :meth:`stamp` (optimistic: the last-update stamp now). A database error
+    is a :class:`ResourceError` naming the table; a transaction open then is aborted (its
+    holders lose the lock) and the next call opens a new connection.
 
     >>> import sqlite3, tempfile, os
     >>> path = os.path.join(tempfile.mkdtemp(), "r.db")
@@ -404,30 +486,84 @@ class DatabaseResource:
                 have = ", ".join(f"{k} {v}" for k, v in found.items())
                 raise ResourceError(f"{url}: table '{table}' has no column {n} {t} (it has {have})")
         self.url, self.table, self._key = url, table, key
-        try:
-            self._db.stamp(table)
-            self._versioned = True
-        except DatabaseError:
-            self._versioned = False
+        self._versioned = self._has_stamp()
         names = ", ".join(quote(n) for n, _ in self._columns)
         self._select = f"SELECT {names} FROM {quote(table)}"
+        #: The transactions holding the shared lock (one database transaction serves them all).
+        self._holders: set[str] = set()
+        self._broken = False
 
-    def _read(self, statements: list[tuple[str, list[Any]]]) -> tuple[int, pa.Table]:
-        """(stamp, the rows of every statement), read in one database transaction."""
-        parts = []
+    def _has_stamp(self) -> bool:
         try:
-            self._db.begin()
-            try:
-                stamp = self._db.stamp(self.table) if self._versioned else 0
-                for sql, params in statements:
-                    parts.append(self._db.query(sql, self._columns, params))
-            finally:
-                self._db.commit()
+            self._db.stamp(self.table)
+            return True
+        except DatabaseError:
+            return False
+
+    def _failed(self, e: DatabaseError) -> ResourceError:
+        """The ResourceError for ``e``; the open transaction, if any, is aborted (a lost
+        connection has lost it already) and the connection is opened anew at the next call."""
+        held = sorted(self._holders)
+        self._holders.clear()
+        self._broken = True
+        with contextlib.suppress(DatabaseError):  # (a lost connection has nothing to roll back)
+            self._db.rollback()
+        aborted = f"; the transaction of {', '.join(held)} aborted" if held else ""
+        return ResourceError(f"resource table '{self.table}': {e}{aborted}")
+
+    def _reopen(self) -> None:
+        """A new connection after a failure (no transaction is open then)."""
+        if not self._broken:
+            return
+        # Closing a lost connection may raise the driver's own error.
+        with contextlib.suppress(Exception):
+            self._db.close()
+        try:
+            self._db = connect(self.url)
         except DatabaseError as e:
             raise ResourceError(f"resource table '{self.table}': {e}") from None
+        self._broken = False
+
+    def _outside(self, action: Callable[[], _R]) -> _R:
+        """``action``, run while no transaction of the holders is open; once more on a new
+        connection when the connection was found lost (nothing was open to abort)."""
+        self._reopen()
+        try:
+            return action()
+        except DatabaseError as e:
+            if not self._db.lost():
+                raise self._failed(e) from None
+            self._broken = True
+        self._reopen()
+        try:
+            return action()
+        except DatabaseError as e:
+            raise self._failed(e) from None
+
+    def _statements(self, statements: list[tuple[str, list[Any]]]) -> tuple[int, pa.Table]:
+        stamp = self._db.stamp(self.table) if self._versioned else 0
+        parts = [self._db.query(sql, self._columns, params) for sql, params in statements]
         if not parts:
             return stamp, T.arrow_schema(self._types).empty_table()
         return stamp, pa.concat_tables(parts)
+
+    def _read(self, statements: list[tuple[str, list[Any]]]) -> tuple[int, pa.Table]:
+        """(stamp, the rows of every statement), read in one database transaction: the holders'
+        when the shared lock is held, else one of their own."""
+        if self._holders:
+            try:
+                return self._statements(statements)
+            except DatabaseError as e:
+                raise self._failed(e) from None
+
+        def transaction() -> tuple[int, pa.Table]:
+            self._db.begin()
+            try:
+                return self._statements(statements)
+            finally:
+                self._db.commit()
+
+        return self._outside(transaction)
 
     def read_scan(self) -> tuple[int, pa.Table]:
         """(stamp, every row).
@@ -444,8 +580,7 @@ class DatabaseResource:
         >>> DatabaseResource.read_lookup.__name__
         'read_lookup'
         """
-        distinct = pa.Table.from_batches([keys]).group_by(keys.schema.names).aggregate([])
-        distinct = distinct.drop_null()
+        distinct = _distinct_keys(keys, self._key)
         p = self._db.param
         one = "(" + " AND ".join(f"{quote(k)} = {p}" for k in self._key) + ")"
         # The driver takes parameters as Python values: one list per key column, not per row.
@@ -458,18 +593,210 @@ class DatabaseResource:
             statements.append((f"{self._select} WHERE {where}", [v for pr in chunk for v in pr]))
         return self._read(statements)
 
-    # The core's calls (cq_core's PyResource): Arrow capsules in and out.
-    def lookup(self, keys: tuple[Any, Any]) -> tuple[int, tuple[Any, Any]]:
-        stamp, rows = self.read_lookup(pa.RecordBatch._import_from_c_capsule(*keys))
-        return stamp, _one_batch(rows).__arrow_c_array__()
+    def check_strategy(self, txn: str) -> None:
+        """A :class:`ResourceError` when this table cannot be read under ``Engine(txn=txn)``,
+        saying why, before any row is pushed: ``"2pl"`` needs a database that holds a shared
+        lock for a reader (not DuckDB), ``"optimistic"`` the table's last-update stamp
+        (:func:`install_versioning`); ``"none"`` and ``"snapshot"`` read any.
 
-    def scan(self) -> tuple[int, tuple[Any, Any]]:
-        stamp, rows = self.read_scan()
-        return stamp, _one_batch(rows).__arrow_c_array__()
+        >>> import sqlite3, tempfile, os
+        >>> path = os.path.join(tempfile.mkdtemp(), "c.db")
+        >>> with sqlite3.connect(path) as c:
+        ...     _ = c.execute("CREATE TABLE c (id INTEGER)")
+        >>> r = DatabaseResource(f"sqlite:///{path}", "c", [("id", "int64")], ["id"])
+        >>> r.check_strategy("2pl")
+        >>> try:
+        ...     r.check_strategy("optimistic")
+        ... except ResourceError as e:
+        ...     print(str(e).split("; ")[1])
+        run cq_py.resources.install_versioning(url, ['c']) first
+        """
+        if txn == "2pl" and not self._db.has_triggers:
+            raise ResourceError(
+                f"resource table '{self.table}' ({self.url}): this database cannot hold a shared "
+                "lock for a reader, so it does not support txn='2pl' (txn='snapshot' copies it)"
+            )
+        if txn == "optimistic" and not self._versioned:
+            self._versioned = self._has_stamp()
+            if not self._versioned:
+                raise self._unversioned()
+
+    def _unversioned(self) -> ResourceError:
+        return ResourceError(
+            f"resource table '{self.table}' ({self.url}) has no last-update stamp, which "
+            "txn='optimistic' needs; run cq_py.resources.install_versioning(url, "
+            f"['{self.table}']) first"
+        )
+
+    def lock_shared(self, holder: str, timeout: float) -> bool:
+        """Takes the table's shared lock for transaction ``holder`` (two-phase locking, paper
+        002 §4.1), held until :meth:`unlock_shared`: writers of the table, in any connection or
+        process, wait until then (and get their database's lock error past their own timeout).
+        Waits at most ``timeout`` seconds for a writer holding the table; False when that time
+        passed. Several holders share one database transaction; a holder already holding it
+        gets True at once.
+
+        >>> import sqlite3, tempfile, os
+        >>> path = os.path.join(tempfile.mkdtemp(), "r.db")
+        >>> with sqlite3.connect(path) as c:
+        ...     _ = c.execute("CREATE TABLE x (id INTEGER)")
+        >>> r = DatabaseResource(f"sqlite:///{path}", "x", [("id", "int64")], ["id"])
+        >>> r.lock_shared("q", 1.0), r.holders()
+        (True, ['q'])
+        >>> r.unlock_shared("q"); r.holders()
+        []
+        """
+        if not isinstance(holder, str) or not holder:
+            raise ArgumentError(f"lock_shared: holder must be a non-empty str; found {holder!r}")
+        timeout = _timeout(timeout)
+        if self._holders:
+            self._holders.add(holder)
+            return True
+        got = self._outside(lambda: self._db.lock_shared(self.table, timeout))
+        if got:
+            self._holders.add(holder)
+        return got
+
+    def unlock_shared(self, holder: str) -> None:
+        """Releases ``holder``'s shared lock (:meth:`lock_shared`); the last holder's release
+        ends the database transaction. A holder not holding it (its transaction was aborted by
+        a database error) changes nothing.
+
+        >>> DatabaseResource.unlock_shared.__name__
+        'unlock_shared'
+        """
+        if holder not in self._holders:
+            return
+        self._holders.discard(holder)
+        if self._holders:
+            return
+        try:
+            self._db.commit()
+        except DatabaseError as e:
+            if not self._db.lost():
+                raise self._failed(e) from None
+            # The server ended the transaction with the connection, and the lock with it. Every
+            # read of the holders succeeded before (a read on a lost connection fails and aborts
+            # them), so under the lock: a read-only transaction has nothing more to lose.
+            self._broken = True
+
+    def holders(self) -> list[str]:
+        """The transactions holding the shared lock now, in name order.
+
+        >>> DatabaseResource.holders.__name__
+        'holders'
+        """
+        return sorted(self._holders)
+
+    def pin(self, holder: str, timeout: float) -> ResourceSnapshot:
+        """A snapshot for transaction ``holder`` (paper 002 §4.1's snapshot strategy): takes the
+        shared lock (waiting at most ``timeout`` seconds, then :class:`LockTimeout`), copies the
+        whole table in one statement, releases the lock, and returns the copy, read as this
+        resource is (:meth:`lookup`, :meth:`scan`) with the stamp it had. Writers wait only for
+        the copy.
+
+        >>> import sqlite3, tempfile, os
+        >>> path = os.path.join(tempfile.mkdtemp(), "p.db")
+        >>> with sqlite3.connect(path) as c:
+        ...     _ = c.executescript("CREATE TABLE p (k INTEGER); INSERT INTO p VALUES (1), (2);")
+        >>> copy = DatabaseResource(f"sqlite:///{path}", "p", [("k", "int64")], ["k"]).pin("q", 1)
+        >>> with sqlite3.connect(path) as c:
+        ...     _ = c.execute("DELETE FROM p")
+        >>> copy.read_lookup(pa.record_batch({"k": [2, 3]}))[1].to_pylist()
+        [{'k': 2}]
+        """
+        if not self._db.has_triggers:
+            # DuckDB: one statement reads one state, and no other process writes the file
+            # while this reader has it open.
+            stamp, rows = self.read_scan()
+            return ResourceSnapshot(self.table, stamp, rows, self._key)
+        pinning = f"{holder} (snapshot copy)"
+        if not self.lock_shared(pinning, timeout):
+            raise LockTimeout(
+                f"resource table '{self.table}' ({self.url}) stayed locked by a writer past the "
+                f"timeout ({timeout} s) of the snapshot copy for query '{holder}'"
+            )
+        try:
+            stamp, rows = self.read_scan()
+        finally:
+            self.unlock_shared(pinning)
+        return ResourceSnapshot(self.table, stamp, rows, self._key)
+
+    def stamp(self) -> int:
+        """The table's last-update stamp now (``install_versioning``'s triggers raise it with
+        every committed write; paper 002 §4.2.1's optimistic strategy compares it with the
+        stamps its reads logged). A :class:`ResourceError` for a table without one.
+
+        >>> import sqlite3, tempfile, os
+        >>> path = os.path.join(tempfile.mkdtemp(), "r.db")
+        >>> with sqlite3.connect(path) as c:
+        ...     _ = c.execute("CREATE TABLE x (id INTEGER)")
+        >>> install_versioning(f"sqlite:///{path}", ["x"])
+        >>> r = DatabaseResource(f"sqlite:///{path}", "x", [("id", "int64")], ["id"])
+        >>> before = r.stamp()
+        >>> with sqlite3.connect(path) as c:
+        ...     _ = c.execute("INSERT INTO x VALUES (1)")
+        >>> r.stamp() > before
+        True
+        """
+        if not self._versioned:
+            self._versioned = self._has_stamp()
+        if not self._versioned:
+            raise self._unversioned()
+        if not self._holders:
+            return self._outside(lambda: self._db.stamp(self.table))
+        try:
+            return self._db.stamp(self.table)
+        except DatabaseError as e:
+            raise self._failed(e) from None
 
     def close(self) -> None:
-        """Closes the connection."""
+        """Closes the connection (an open transaction ends with it)."""
+        self._holders.clear()
         self._db.close()
+
+
+class ResourceSnapshot(_ReaderCalls):
+    """A copy of a resource's table made by :meth:`DatabaseResource.pin`: read as the resource
+    is (``lookup``, ``scan``, with the ``version`` — the stamp — the table had when copied),
+    never changed by later writes. A lookup is a semi-join of the copy with the probes' keys
+    (Arrow's hash join, no per-row Python).
+
+    >>> s = ResourceSnapshot("x", 7, pa.table({"id": [1, 2], "v": ["a", "b"]}), ["id"])
+    >>> version, rows = s.read_lookup(pa.record_batch({"id": [2, 2, 5]}))
+    >>> version, rows.to_pylist()
+    (7, [{'id': 2, 'v': 'b'}])
+    """
+
+    def __init__(self, table: str, version: int, rows: pa.Table, key: list[str]) -> None:
+        self.table, self.version, self.rows, self._key = table, version, rows, key
+
+    def stamp(self) -> int:
+        """The stamp the table had when it was copied.
+
+        >>> ResourceSnapshot("x", 3, pa.table({"id": [1]}), ["id"]).stamp()
+        3
+        """
+        return self.version
+
+    def read_scan(self) -> tuple[int, pa.Table]:
+        """(stamp, every row of the copy).
+
+        >>> ResourceSnapshot("x", 3, pa.table({"id": [1]}), ["id"]).read_scan()[1].num_rows
+        1
+        """
+        return self.version, self.rows
+
+    def read_lookup(self, keys: pa.RecordBatch) -> tuple[int, pa.Table]:
+        """(stamp, the copy's rows holding the keys of ``keys``, a batch of the key columns).
+
+        >>> s = ResourceSnapshot("x", 3, pa.table({"id": [1, 2]}), ["id"])
+        >>> s.read_lookup(pa.record_batch({"id": [2]}))[1]["id"].to_pylist()
+        [2]
+        """
+        distinct = _distinct_keys(keys, self._key)
+        found = self.rows.join(distinct, keys=self._key, join_type="left semi")
+        return self.version, found.select(self.rows.column_names)
 
 
 class ModelReader:

@@ -39,6 +39,7 @@ never truncated by cq (several readers may follow it from their own positions).
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import re
 import sqlite3
@@ -80,6 +81,12 @@ _CATALOG_TYPES = {
     "varchar": "VARCHAR",
     "boolean": "BOOLEAN",
 }
+
+
+#: How long SQLite statements wait for another connection's lock (sqlite3.connect's default).
+_SQLITE_WAIT_MS = 5000
+#: SQLite's result code for "another connection holds the lock" (sqlite3.SQLITE_BUSY, Python 3.11+).
+_SQLITE_BUSY = 5
 
 
 class DatabaseError(CQError):
@@ -153,6 +160,33 @@ class Database:
 
     def commit(self) -> None:
         self._run("COMMIT")
+
+    def rollback(self) -> None:
+        """Ends the open transaction, undoing what it wrote."""
+        self._run("ROLLBACK")
+
+    def lost(self) -> bool:
+        """Whether the connection is gone (the server ended it, or the network): a statement
+        failed on it, and none will succeed. SQLite's connections are never lost.
+
+        >>> connect("sqlite:///:memory:").lost()
+        False
+        """
+        return False
+
+    def lock_shared(self, table: str, timeout: float) -> bool:
+        """Opens a transaction that holds a shared lock on ``table`` until :meth:`commit` or
+        :meth:`rollback` (paper 002 §4's two-phase locking: other writers wait, readers do not),
+        waiting at most ``timeout`` seconds for writers that hold it; False (no transaction
+        left open) when that time passed. Reads made meanwhile run inside the transaction.
+
+        >>> connect("sqlite:///:memory:").lock_shared("t", 1.0)
+        True
+        """
+        raise DatabaseError(
+            f"{self.url}: this database cannot hold a shared lock for a reader, so it does not "
+            "support txn='2pl' or txn='snapshot'"
+        )
 
     def close(self) -> None:
         raise NotImplementedError
@@ -275,6 +309,44 @@ class Database:
             )
         return int(rows[0][0])
 
+    def update_log(self, tables: Sequence[str]) -> pa.Table:
+        """What writers committed to ``tables`` since :meth:`install_versioning`, as
+        ``cq_py.txn.check`` takes an update log: ``version`` (the table's stamp after the
+        change), ``at`` (when, ns since the epoch; SQLite's clock has milliseconds) and
+        ``resources`` (the table), in time order. PostgreSQL logs each writing transaction
+        once (its last statement's stamp and time); SQLite, whose triggers cannot tell
+        transactions apart, logs every raise of a stamp, so a transaction's stamps before its
+        last are states no other connection saw.
+
+        >>> db = connect("sqlite:///:memory:")
+        >>> db._run("CREATE TABLE t (a INTEGER)")
+        >>> db.install_versioning("t"); db._run("INSERT INTO t VALUES (1)")
+        >>> db.update_log(["t"]).select(["version", "resources"]).to_pylist()
+        [{'version': 1, 'resources': ['t']}]
+        """
+        names = ", ".join(_literal(t) for t in tables) or "NULL"
+        try:
+            found = self.query(
+                f"SELECT stamp, at, table_name FROM cq_stamp_log WHERE table_name IN ({names}) "
+                "ORDER BY at, stamp",
+                [("version", "BIGINT"), ("at", "BIGINT"), ("table", "VARCHAR")],
+            )
+        except DatabaseError as e:
+            raise DatabaseError(
+                f"{e}; run cq_py.resources.install_versioning on {list(tables)} first (again "
+                "if it was installed before the log was kept)"
+            ) from None
+        return pa.table(
+            {
+                "version": found["version"],
+                "at": found["at"].cast(pa.timestamp("ns", tz="UTC")),
+                "resources": pa.ListArray.from_arrays(
+                    pa.array(range(found.num_rows + 1), pa.int32()),
+                    found["table"].combine_chunks(),
+                ),
+            }
+        )
+
     def position(self, log: str) -> Any:
         """Where a reader of ``log`` stands once it has everything the current transaction sees
         (call it inside :meth:`begin`, with the read it goes with). Opaque: give it back to
@@ -342,6 +414,7 @@ class _SQLite(Database):
             self.conn.execute("SELECT 1 FROM sqlite_master LIMIT 1")
         except sqlite3.Error as e:
             raise DatabaseError(f"{url}: the database does not open ({e})") from None
+        self._wal = path == ":memory:"
 
     def _rows(
         self, sql: str, params: Sequence[Any] = ()
@@ -354,6 +427,36 @@ class _SQLite(Database):
 
     def _run(self, sql: str) -> None:
         self._rows(sql)
+
+    def lock_shared(self, table: str, timeout: float) -> bool:
+        # SQLite locks the whole file, not a table: BEGIN IMMEDIATE takes the write lock, so
+        # other writers wait (their busy timeout) while readers go on. In WAL mode (persistent
+        # in the file, set once) those readers are not blocked even when the holder's
+        # transaction commits.
+        self._run(f"PRAGMA busy_timeout = {max(0, round(timeout * 1000))}")
+        if not self._wal:
+            # The switch does not wait for a writer (no busy handler): while one writes, the lock
+            # is taken in rollback-journal mode (writers wait all the same) and the switch is
+            # tried again at the next lock.
+            try:
+                mode = self.conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+                self._wal = mode.lower() in ("wal", "memory")
+            except sqlite3.OperationalError as e:
+                if getattr(e, "sqlite_errorcode", None) != _SQLITE_BUSY:
+                    raise DatabaseError(f"{self.url}: {e} (switching to WAL mode)") from None
+        try:
+            self.conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as e:
+            if getattr(e, "sqlite_errorcode", None) == _SQLITE_BUSY:
+                return False
+            raise DatabaseError(f"{self.url}: {e} (taking the shared lock)") from None
+        except sqlite3.Error as e:
+            raise DatabaseError(f"{self.url}: {e} (taking the shared lock)") from None
+        finally:
+            # Other statements wait as long as before (the lock's timeout is the strategy's).
+            with contextlib.suppress(sqlite3.Error):
+                self.conn.execute(f"PRAGMA busy_timeout = {_SQLITE_WAIT_MS}")
+        return True
 
     def _catalog(self, table: str) -> list[tuple[str, str, str | None]]:
         _, rows = self._rows(f"PRAGMA table_info({quote(table)})")
@@ -390,11 +493,19 @@ class _SQLite(Database):
             "CREATE TABLE IF NOT EXISTS cq_stamps (table_name TEXT PRIMARY KEY, stamp INTEGER)",
             f"INSERT OR IGNORE INTO cq_stamps VALUES ({name}, 0)",
         ]
+        # SQLite's clock has milliseconds: 'now' in ns since the epoch.
+        now = "CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER) * 1000000"
+        out.append(
+            "CREATE TABLE IF NOT EXISTS cq_stamp_log (table_name TEXT, stamp INTEGER, at INTEGER)"
+        )
         for op in ("INSERT", "UPDATE", "DELETE"):
             trigger = quote(f"cq_stamp_{table}_{op[0].lower()}")
+            out.append(f"DROP TRIGGER IF EXISTS {trigger}")  # (an older one, without the log)
             out.append(
-                f"CREATE TRIGGER IF NOT EXISTS {trigger} AFTER {op} ON {quote(table)} "
-                f"BEGIN UPDATE cq_stamps SET stamp = stamp + 1 WHERE table_name = {name}; END"
+                f"CREATE TRIGGER {trigger} AFTER {op} ON {quote(table)} "
+                f"BEGIN UPDATE cq_stamps SET stamp = stamp + 1 WHERE table_name = {name}; "
+                f"INSERT INTO cq_stamp_log SELECT table_name, stamp, {now} FROM cq_stamps "
+                f"WHERE table_name = {name}; END"
             )
         return out
 
@@ -438,6 +549,27 @@ class _PostgreSQL(Database):
 
     def begin(self) -> None:
         self._run("BEGIN ISOLATION LEVEL REPEATABLE READ")
+
+    def lost(self) -> bool:
+        return bool(self.conn.closed or self.conn.broken)
+
+    def lock_shared(self, table: str, timeout: float) -> bool:
+        # SHARE mode conflicts with the ROW EXCLUSIVE lock that INSERT, UPDATE and DELETE take,
+        # and not with readers. lock_timeout 0 would mean "wait forever": 1 ms at least.
+        self._run("BEGIN")
+        self._run(f"SET LOCAL lock_timeout = {max(1, round(timeout * 1000))}")
+        sql = f"LOCK TABLE {quote(table)} IN SHARE MODE"
+        try:
+            with self.conn.cursor() as cur:
+                cur.execute(sql)
+        except self.errors as e:
+            timed_out = getattr(e, "sqlstate", None) == "55P03"  # lock_not_available
+            with contextlib.suppress(DatabaseError):  # (a lost connection lost it already)
+                self._run("ROLLBACK")
+            if timed_out:
+                return False
+            raise DatabaseError(f"{self.url}: {str(e).strip()} (in {sql!r})") from None
+        return True
 
     def _catalog(self, table: str) -> list[tuple[str, str, str | None]]:
         schema, _, name = table.rpartition(".")
@@ -484,8 +616,19 @@ class _PostgreSQL(Database):
             "CREATE TABLE IF NOT EXISTS cq_stamps (table_name TEXT PRIMARY KEY, stamp BIGINT)",
             f"INSERT INTO cq_stamps VALUES ({name}, 0) ON CONFLICT (table_name) DO NOTHING",
             (
-                f"CREATE OR REPLACE FUNCTION {fn}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
-                f"UPDATE cq_stamps SET stamp = stamp + 1 WHERE table_name = {name}; "
+                "CREATE TABLE IF NOT EXISTS cq_stamp_log (table_name TEXT, xid xid8, "
+                "stamp BIGINT, at BIGINT, PRIMARY KEY (table_name, xid))"
+            ),
+            # One log row per writing transaction: its last statement's stamp and time.
+            (
+                f"CREATE OR REPLACE FUNCTION {fn}() RETURNS trigger LANGUAGE plpgsql AS $$ "
+                "DECLARE s BIGINT; BEGIN "
+                f"UPDATE cq_stamps SET stamp = stamp + 1 WHERE table_name = {name} "
+                "RETURNING stamp INTO s; "
+                f"INSERT INTO cq_stamp_log VALUES ({name}, pg_current_xact_id(), s, "
+                "(extract(epoch FROM clock_timestamp()) * 1000000)::bigint * 1000) "
+                "ON CONFLICT (table_name, xid) DO UPDATE SET stamp = EXCLUDED.stamp, "
+                "at = EXCLUDED.at; "
                 "RETURN NULL; END $$"
             ),
             (

@@ -5,13 +5,15 @@ not, on a real SQLite file and a real PostgreSQL server changed by other connect
 from __future__ import annotations
 
 import sqlite3
+import time
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 
 from cq_py import ResourceError
 from cq_py.io.databases import DatabaseError, connect
-from cq_py.resources import install_versioning
+from cq_py.resources import install_versioning, update_log
 
 
 def _changes_move_the_stamp(url: str, run) -> None:
@@ -67,3 +69,61 @@ def test_errors_name_what_failed(tmp_path: Path) -> None:
         install_versioning(f"sqlite:///{path}", ["nope"])
     with pytest.raises(ValueError, match="a list of table names"):
         install_versioning(f"sqlite:///{path}", "x")
+
+
+def _log_lists_each_commit(url: str, run, per_transaction: bool) -> None:
+    install_versioning(url, ["x"])
+    db = connect(url)
+    before = time.time_ns()
+    run("INSERT INTO x VALUES (1, 'a'); INSERT INTO x VALUES (2, 'b')")  # one transaction
+    first = db.stamp("x")
+    run("UPDATE x SET v = 'c'")
+    last = db.stamp("x")
+    log = update_log(url, ["x"])
+    db.close()
+    assert log.column_names == ["version", "at", "resources"]
+    versions = log["version"].to_pylist()
+    # Each committed state is logged (PostgreSQL: once per transaction, at its last statement).
+    assert [first, last] == (versions if per_transaction else [versions[1], versions[-1]])
+    assert versions == sorted(versions)
+    assert set(map(tuple, log["resources"].to_pylist())) == {("x",)}
+    at = log["at"].cast(pa.int64()).to_pylist()
+    assert at == sorted(at)
+    assert before - 5 * 10**6 <= at[0] <= at[-1] <= time.time_ns()  # (SQLite: milliseconds)
+    assert update_log(url, ["y"]).num_rows == 0  # (a table without writes, or without stamps)
+
+
+def test_sqlite_update_log_lists_each_raise_of_committed_writes(tmp_path: Path) -> None:
+    path = tmp_path / "r.db"
+    with sqlite3.connect(path) as c:
+        c.execute("CREATE TABLE x (id INTEGER, v TEXT)")
+
+    def run(sql: str) -> None:
+        with sqlite3.connect(path) as c:
+            c.executescript(f"BEGIN; {sql}; COMMIT;")
+
+    _log_lists_each_commit(f"sqlite:///{path}", run, per_transaction=False)
+    c = sqlite3.connect(path)  # a rolled-back write leaves no entry
+    c.execute("INSERT INTO x VALUES (5, 'z')")
+    c.rollback()
+    c.close()
+    assert update_log(f"sqlite:///{path}", ["x"])["version"].to_pylist()[-1] == 4
+
+
+def test_postgres_update_log_lists_each_committed_transaction_once(pg_server) -> None:
+    pg_server.psql(
+        "DROP TABLE IF EXISTS x; DROP TABLE IF EXISTS cq_stamp_log;"
+        "CREATE TABLE x (id bigint, v text);"
+    )
+    _log_lists_each_commit(
+        pg_server.url(), lambda sql: pg_server.psql(f"BEGIN; {sql}; COMMIT;"), per_transaction=True
+    )
+
+
+def test_update_log_errors_name_what_failed(tmp_path: Path) -> None:
+    path = tmp_path / "r.db"
+    sqlite3.connect(path).close()
+    with pytest.raises(ResourceError, match=r"no such table: cq_stamp_log.*install_versioning"):
+        update_log(f"sqlite:///{path}", ["x"])
+    with pytest.raises(ValueError, match="a list of table names"):
+        update_log(f"sqlite:///{path}", "x")
