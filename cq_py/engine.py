@@ -65,8 +65,6 @@ SCHEDULERS = ("round_robin",)  # executor="scheduled"'s policies (src_cpp/schedu
 TXNS = ("none", "2pl", "snapshot", "optimistic")
 # When a redo area holding an overlapping window is reset and replayed at a commit (§4.1.3).
 REDOS = ("on_change", "always")
-# What a database reader must offer a transaction manager (cq_core's PyResource forwards to them).
-_TXN_METHODS = ("lock_shared", "unlock_shared", "pin", "stamp")
 # A store resource's column types as the planner and CQL name them.
 _TYPE_NAMES = {
     pa.int64(): T.INT64,
@@ -727,13 +725,12 @@ class Engine:
                 raise CQLSemanticError(
                     f"resource '{st.name}': {e}", st.pos.line, st.pos.column
                 ) from None
-            missing = [m for m in _TXN_METHODS if not callable(getattr(reader, m, None))]
-            if self.txn != "none" and missing:
-                raise ResourceError(
-                    f"resource '{st.name}' ({st.url}) cannot be read under txn={self.txn!r}: its "
-                    f"reader lacks {', '.join(missing)} (the locks, copies and stamps the "
-                    "strategy needs)"
-                )
+            if self.txn != "none":
+                try:  # (before anything is registered: 2pl on DuckDB, optimistic unversioned)
+                    reader.check_strategy(self.txn)
+                except ResourceError:
+                    reader.close()
+                    raise
             spec = ([n for n, _ in cols], [t for _, t in cols], key)
 
             def bind(core: _core.Engine, args: tuple[Any, ...] = (st.name, *spec, reader)) -> None:

@@ -6,10 +6,8 @@ resource at seeded moments inside windows. Twenty seeded runs per backend:
 * under ``txn="none"`` every run reports violations (a window read two states of x), while each
   output that did read one state equals the value oracle's at that state;
 * under ``2pl``, ``snapshot`` and ``optimistic`` no run reports a violation, every output equals
-  the oracle with x frozen at the version it read, and each instant commits once.
-
-The strategies are the core's (``Engine(txn=...)``, branch fix/txncore): until it has them these
-tests fail as expected (``xfail(strict=True)``: they must start passing when it lands).
+  the oracle with x frozen at the version it read, and each instant the window slides at commits
+  once (RSTREAM's rows between the slides repeat the last commit's).
 """
 
 from __future__ import annotations
@@ -28,18 +26,9 @@ from txn import concurrency as C
 
 SEEDS = range(20)
 STRATEGIES = ["2pl", "snapshot", "optimistic"]
-# The core (fix/txncore 0d165a8, dbbbf78) ends a transaction at every instant its commit operator
-# commits, and a window of [Range 4 Slide 4] spans four of them: in seed 0 under 2pl, row 5 reads
-# x at version 1 and its transaction commits at instant 5, releasing the lock; the waiting update
-# commits version 2, which rows 6..8 read: q's output at 8 read x at versions [1, 2], and
-# 'on_change' redo does not reset it (stats: resets 0). Of 20 seeds, runs with violations: store
-# 2pl 14, snapshot 11, optimistic 9 (at dbbbf78); SQLite 9, 9, 3 (at 0d165a8). Outputs that read
-# one state always equal the oracle's, and every emitted instant is committed once.
-NEEDS_CORE = pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="needs fix/txncore: a transaction spanning its output's window (Def. 3.1)",
-)
+# A transaction ends where its window slides (the scheduled executor's top window): before, the
+# core ended one at every instant, and a [Range 4 Slide 4] window mixed the reads of four (runs
+# with violations of 20 seeds: store 2pl 14, snapshot 11, optimistic 9; SQLite 9, 9, 3).
 
 
 def x_ddl() -> str:
@@ -109,7 +98,6 @@ def test_the_harness_finds_nothing_when_updates_come_between_windows(backend: Se
         assert len({o["ts"] for o in r.output}) == len(r.output) > 0, seed
 
 
-@NEEDS_CORE
 @pytest.mark.parametrize("txn", STRATEGIES)
 def test_each_strategy_commits_serializable_outputs_equal_to_the_oracle(
     backend: Setup, txn: str
@@ -128,4 +116,13 @@ def test_each_strategy_commits_serializable_outputs_equal_to_the_oracle(
         committed = r.commit_log.filter(pc.equal(r.commit_log["outcome"], "commit")).to_pylist()
         instants = [c["instant"] for c in committed if c["query"] == "q"]
         assert len(instants) == len(set(instants)), seed  # each instant commits once
-        assert sorted(instants) == sorted(o["ts"] for o in r.output), seed
+        # A transaction ends where the window slides (Def. 3.2); RSTREAM's rows between the
+        # slides repeat the last commit's, which no new transaction derived.
+        by_ts = {
+            o["ts"]: {k: v for k, v in o.items() if k not in ("ts", "delivered")} for o in r.output
+        }
+        assert len(by_ts) == len(r.output), seed
+        assert sorted(instants) == sorted(t for t in by_ts if t % C.WINDOW == 0), seed
+        for t, row in by_ts.items():
+            if t not in instants:
+                assert row == by_ts[max(i for i in instants if i < t)], (seed, t)

@@ -253,25 +253,22 @@ def test_under_snapshot_a_transaction_calls_the_model_it_pinned() -> None:
     assert versions == [[("score", 1)]] * 3 + [[("score", 2)]]
 
 
-def test_a_database_reader_without_the_strategys_calls_is_refused_naming_them(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_table_the_strategy_cannot_read_is_refused_at_registration(tmp_path: Path) -> None:
     import sqlite3
-
-    from cq_py.resources import DatabaseResource
 
     path = tmp_path / "r.db"
     with sqlite3.connect(path) as c:
         c.execute("CREATE TABLE things (id INTEGER, v REAL)")
-    # (A reader of a database that offers no pin: the strategy cannot copy it.)
-    monkeypatch.delattr(DatabaseResource, "pin", raising=False)
-    eng = cq_py.Engine(executor="scheduled", threads=1, txn="snapshot")
-    with pytest.raises(cq_py.ResourceError, match=r"resource 'x'.*txn='snapshot'.*lacks.*pin"):
+    # Optimistic needs the table's last-update stamp: refused before any row, nothing registered.
+    eng = cq_py.Engine(executor="scheduled", threads=1, txn="optimistic")
+    with pytest.raises(cq_py.ResourceError, match=r"'things'.*install_versioning"):
         eng.execute(
             "REGISTER STREAM s(k BIGINT, a BIGINT);"
             f"REGISTER RESOURCE x (id BIGINT, v DOUBLE) KEY (id) FROM 'sqlite:///{path}' "
             "TABLE 'things';" + JOIN
         )
+    assert eng.query_names() == []
+    assert eng.stream_names() == []
 
 
 def test_an_overlapping_window_a_reset_cannot_replay_is_refused_naming_the_query() -> None:
@@ -329,3 +326,18 @@ def test_fig6_with_an_updater_thread_commits_serializable_transactions(txn: str,
     committed = [r["instant"] for r in log if r["outcome"] == "commit" and r["query"] == "q"]
     assert committed == sorted(set(committed))
     assert set(range(1, n + 1)) <= set(committed)
+
+
+def test_close_lets_the_locks_of_a_replay_go() -> None:
+    # Under 2PL with redo, each commit's replay reads the next window's rows at once (taking x's
+    # lock for a transaction that only a later row would commit): once the input has ended, no
+    # commit comes, and a writer must not wait on it.
+    store = ResourceStore()
+    store.load("x", [{"id": i, "v": float(i)} for i in range(10)], key=["id"])
+    eng = cq_py.Engine(executor="scheduled", resources=store, threads=1, txn="2pl", redo="always")
+    eng.execute(STREAM + JOIN + AVG)
+    eng.push("s", pa.Table.from_pylist([{"k": t % 10, "a": t, "ts": t + 1} for t in range(12)]))
+    eng.close()
+    assert next(iter(eng.stats()["areas"].values()))["resets"] > 0
+    with store.transaction(timeout=0.2) as tx:
+        tx.upsert("x", [{"id": 1, "v": 5.0}])

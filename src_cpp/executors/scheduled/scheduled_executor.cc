@@ -204,6 +204,10 @@ void ScheduledExecutor::Settle() {
       Advance(area);
       if (!Commit(area, a)) break;
     }
+    // Once the input has ended nothing more commits: the reads a replay made for the next
+    // window (2PL's locks with them) are let go.
+    txn::TransactionManager* m = managers()->Find(area);
+    if (m && m->open() && a.held.empty() && nodes_[index_.at(a.commit)].progress == Time::Infinity()) m->Abort();
   }
 }
 
