@@ -552,14 +552,16 @@ PYBIND11_MODULE(_core, m) {
            })
       // (holder ids in use, the holder table's size).
       .def("holder_table_size", &cq::Engine::HolderTableSize)
-      // (area, query, lock waits, resets, rows replayed) of each redo area's transaction manager.
+      // (area, query, lock waits, resets, rows replayed, transactions locked after aborts) of each redo
+      // area's transaction manager.
       .def("transaction_managers",
            [](const cq::Engine& e) {
              py::list out;
              const auto& ms = e.managers();
              for (int64_t area : ms.areas()) {
                const cq::txn::TransactionManager* m = ms.Find(area);
-               out.append(py::make_tuple(area, m->holder(), m->lock_waits(), m->resets(), m->replayed()));
+               out.append(py::make_tuple(area, m->holder(), m->lock_waits(), m->resets(), m->replayed(),
+                                         m->locked_after_aborts()));
              }
              return out;
            })

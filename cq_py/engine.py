@@ -1132,7 +1132,7 @@ class Engine:
             return {"operators": out}
         # Paper 002: each redo area's transactions (its commit operator's id names it).
         areas: dict[int, dict[str, Any]] = {}
-        for area, query, waits, resets, replayed in self._core.transaction_managers():
+        for area, query, waits, resets, replayed, locked in self._core.transaction_managers():
             areas[area] = {
                 "query": query,
                 "commits": 0,
@@ -1140,6 +1140,8 @@ class Engine:
                 "lock_waits": waits,
                 "resets": resets,
                 "replayed": replayed,
+                # optimistic transactions that locked after aborts in a row (to commit at all)
+                "locked_after_aborts": locked,
             }
         for area, commits, aborts in self._core.commit_counts():
             a = areas.setdefault(

@@ -103,6 +103,23 @@ CQ_TEST(transaction_manager_optimistic_aborts_when_a_read_resource_changed) {
   CQ_EXPECT(f.m->Commit(nullptr));
 }
 
+CQ_TEST(transaction_manager_optimistic_locks_after_aborts_in_a_row_and_commits) {
+  Fixture f(Strategy::kOptimistic);
+  for (int k = 0; k < txn::TransactionManager::kAbortsBeforeLocking; ++k) {
+    f.Read(k);
+    CQ_EXPECT(f.Write());
+    CQ_EXPECT(!f.m->Commit(nullptr));  // a writer committed meanwhile: aborted
+  }
+  f.Read(10);  // this transaction locks x at its begin
+  CQ_EXPECT(f.store.Holders("x") == std::vector<std::string>{"q"});
+  CQ_EXPECT(!f.Write());  // the writer waits (and times out)
+  CQ_EXPECT(f.m->Commit(nullptr));
+  CQ_EXPECT(f.m->locked_after_aborts() == 1);
+  f.Read(11);  // optimistic again: no lock
+  CQ_EXPECT(f.Write());
+  CQ_EXPECT(!f.m->Commit(nullptr));
+}
+
 CQ_TEST(transaction_manager_names_the_strategies) {
   CQ_EXPECT(txn::StrategyFromName("2pl") == Strategy::kTwoPhase);
   CQ_EXPECT(std::string(txn::StrategyName(Strategy::kSnapshot)) == "snapshot");

@@ -74,6 +74,19 @@ void TransactionManager::Begin() {
     }
     for (Held* h : locked) h->resource->UnlockShared(holder_);
   } else if (options_.strategy == Strategy::kOptimistic) {
+    if (aborts_in_a_row_ >= kAbortsBeforeLocking) {
+      // Every resource locked before the stamps are taken: no writer commits until the end.
+      ++locked_after_aborts_;
+      try {
+        for (auto& [name, h] : held_) {
+          Lock(name, h);
+          h.locked = true;
+        }
+      } catch (...) {
+        Release();
+        throw;
+      }
+    }
     for (auto& [_, h] : held_) h.start = h.resource->Stamp();
   }
 }
@@ -148,6 +161,7 @@ bool TransactionManager::Commit(std::vector<std::pair<std::string, uint64_t>>* v
     if (options_.strategy == Strategy::kOptimistic && h.resource->Stamp() > h.start) valid = false;
   }
   Release();
+  aborts_in_a_row_ = valid ? 0 : aborts_in_a_row_ + 1;
   return valid;
 }
 

@@ -108,6 +108,12 @@ class TransactionManager {
   Strategy strategy() const { return options_.strategy; }
   // Times a lock was not granted at once (2PL, snapshot's copy).
   int64_t lock_waits() const { return lock_waits_; }
+  // Optimistic: after this many aborts in a row the area's next transaction locks its resources
+  // at its begin (as 2PL) and so commits. A transaction that takes longer than the writers' period
+  // (a replay of a wide window) would otherwise abort again and again and never commit.
+  static constexpr int kAbortsBeforeLocking = 3;
+  // Transactions that locked after kAbortsBeforeLocking aborts.
+  int64_t locked_after_aborts() const { return locked_after_aborts_; }
 
  private:
   struct Held {
@@ -135,6 +141,8 @@ class TransactionManager {
   Time last_read_ = Time::MinusInfinity();
   std::vector<Read> reads_;  // of the open transaction
   int64_t lock_waits_ = 0;
+  int aborts_in_a_row_ = 0;
+  int64_t locked_after_aborts_ = 0;
   int64_t resets_ = 0;
   int64_t replayed_ = 0;
 };
