@@ -174,7 +174,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--fig7", action="store_true", help="only Fig. 7")
     parser.add_argument("--updates", action="store_true", help="only the update throughput")
-    parser.add_argument("--rows", type=int, default=5000, help="rows pushed per update run")
+    parser.add_argument("--rows", type=int, default=1500, help="rows pushed per update run")
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     both = not (args.fig7 or args.updates)
