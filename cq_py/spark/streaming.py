@@ -145,7 +145,7 @@ def run(
     )  # options and script are checked here, on the driver
     eng.execute(cql_text)
     refuse_resources(eng)
-    eng.snapshot()  # an engine that cannot be checkpointed (executor='heartbeat') fails here
+    eng.snapshot()  # an engine that cannot be checkpointed (executor='scheduled') fails here
     plan = partition_plan(cql_text, eng.time_unit)
     if partitions is None:
         partitions = int(spark.conf.get("spark.sql.shuffle.partitions") or 200)

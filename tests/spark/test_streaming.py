@@ -242,12 +242,12 @@ def test_bad_inputs_fail_on_the_driver(spark, tmp_path):
         cq_py.spark.run(spark, cql, inputs={"x": stream})
     with pytest.raises(cq_py.InputError, match="streaming"):
         cq_py.spark.run(spark, cql, inputs={"s": stream, "t": spark.range(1)})
-    with pytest.raises(cq_py.CQError, match="heartbeat"):
+    with pytest.raises(cq_py.CQError, match="executor='scheduled'"):
         streaming.run(
             spark,
             "REGISTER STREAM s(k INT); REGISTER QUERY q AS SELECT k FROM s [Now];",
             inputs={"s": stream},
-            executor="heartbeat",
+            executor="scheduled",
         )
 
 
