@@ -122,7 +122,7 @@ class SnapshotError(InputError):
     """Bytes given to :meth:`cq_py.Engine.restore` are not a snapshot cq can restore: damaged or
     truncated, of another format version, or (restoring into a core directly) taken of other
     queries or options; or a snapshot was asked of an engine that cannot take one
-    (``executor='heartbeat'``). A subclass of :class:`InputError`: a snapshot is input too.
+    (``executor='scheduled'``). A subclass of :class:`InputError`: a snapshot is input too.
 
     >>> import cq_py
     >>> try:
