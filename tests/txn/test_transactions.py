@@ -380,3 +380,19 @@ def test_optimistic_never_aborts_more_than_three_times_in_a_row() -> None:
     assert "aaaa" not in outcomes
     assert outcomes.count("c") == 600  # each instant committed once
     assert cq_py.txn.check(eng.commit_log(), eng.read_versions(), store.update_log()) == []
+
+
+@pytest.mark.parametrize("txn", ["2pl", "snapshot", "optimistic"])
+def test_rstream_over_a_window_sliding_by_more_than_a_tick_is_refused(txn: str) -> None:
+    # A reset replays from the window after its next slide: RSTREAM's repeats of R(t) between the
+    # slides would be lost (a differential against txn="none" found them missing).
+    eng = cq_py.Engine(executor="scheduled", threads=1, txn=txn)
+    rstream = "REGISTER QUERY q AS RSTREAM(SELECT MAX(v) AS m FROM j [Range 5 Slide 2]);"
+    with pytest.raises(cq_py.CQLSemanticError, match=r"query 'q'.*RSTREAM.*ISTREAM or DSTREAM"):
+        eng.execute(STREAM + JOIN + rstream)
+    assert eng.query_names() == []
+    # ISTREAM over the same window, and RSTREAM sliding by one tick, are redone.
+    eng.execute(STREAM + JOIN + rstream.replace("RSTREAM", "ISTREAM"))
+    cq_py.Engine(executor="scheduled", threads=1, txn=txn).execute(
+        STREAM + JOIN + rstream.replace("Slide 2", "Slide 1")
+    )

@@ -43,6 +43,17 @@ void ScheduledExecutor::Add(std::vector<std::pair<OperatorSpec, std::unique_ptr<
     if (const json::Value* replay = spec.params.find("replay"); replay != nullptr && !replay->is_null()) {
       a.range = (*replay)["range"].integer();
       a.slide = (*replay)["slide"].integer();
+      if (a.overlapping && a.slide > 1 && spec.op == "rstream") {
+        // RSTREAM repeats R(t) at every tick between the slides; a reset replays from the window
+        // after its next slide, so the rebuilt area no longer holds the R(t) it repeats (a
+        // differential against txn='none' found those rows missing or wrong).
+        const json::Value* query = spec.params.find("txn_query");
+        throw CqError(ErrorKind::kSemantic,
+                      "query '" + (query && !query->is_null() ? query->str() : std::to_string(spec.id)) +
+                          "': RSTREAM over an overlapping window that slides by more than one tick cannot be "
+                          "redone yet (a reset loses the relation it repeats between slides); use ISTREAM or "
+                          "DSTREAM, a slide of one tick, or txn='none'");
+      }
     } else if (a.overlapping) {
       const json::Value* query = spec.params.find("txn_query");
       throw CqError(ErrorKind::kSemantic,
