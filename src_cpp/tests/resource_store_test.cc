@@ -106,19 +106,21 @@ CQ_TEST(resource_store_a_waiting_writer_goes_before_a_thread_that_holds_no_lock)
   ResourceStore s;
   s.Define(XSpec());
   CQ_EXPECT(s.LockShared("x", "q", 1s));
-  std::atomic<bool> committed{false};
-  std::thread writer([&] {
-    s.Commit({Upsert("x", {1}, {"a"})}, 5s, "w");
-    committed = true;
-  });
-  std::this_thread::sleep_for(30ms);  // the writer waits for q
+  std::thread writer([&] { s.Commit({Upsert("x", {1}, {"a"})}, 5s, "w"); });
+  // Until the writer waits for q: a thread holding no lock is then refused at once.
+  std::thread([&] {
+    while (s.LockShared("x", "probe", 0ms)) {
+      s.UnlockShared("x", "probe");
+      std::this_thread::sleep_for(1ms);
+    }
+  }).join();
   // This thread holds x: another lock (q's next read) goes on, or it would wait on itself.
   CQ_EXPECT(s.LockShared("x", "q", 10ms));
   s.UnlockShared("x", "q");
   s.UnlockShared("x", "q");
   // Now it holds nothing: a new transaction's lock waits for the writer's commit.
   CQ_EXPECT(s.LockShared("x", "q", 5s));
-  CQ_EXPECT(committed.load());
+  CQ_EXPECT(s.version() == 1);  // the writer's commit came first
   CQ_EXPECT(ValueOf(*s.Current("x"), 1) == "a");
   s.UnlockShared("x", "q");
   writer.join();

@@ -54,38 +54,39 @@ int64_t SystemNs() {
       .count();
 }
 
+void TransactionManager::LockAll() {
+  try {
+    for (auto& [name, h] : held_) {
+      Lock(name, h);
+      h.locked = true;
+    }
+  } catch (...) {
+    Release();
+    throw;
+  }
+}
+
 void TransactionManager::Begin() {
   open_ = true;
   begin_ns_ = SystemNs();
   if (options_.strategy == Strategy::kSnapshot) {
     // Every resource of the area locked at once, copied (pinned), released: one consistent state.
-    std::vector<Held*> locked;
+    LockAll();
     try {
-      for (auto& [name, h] : held_) {
-        Lock(name, h);
-        locked.push_back(&h);
-      }
       for (auto& [_, h] : held_) h.pinned = h.resource->PinState(holder_, options_.lock_timeout);
     } catch (...) {
-      for (Held* h : locked) h->resource->UnlockShared(holder_);
-      for (auto& [_, h] : held_) h.pinned.reset();
-      open_ = false;
+      Release();
       throw;
     }
-    for (Held* h : locked) h->resource->UnlockShared(holder_);
+    for (auto& [_, h] : held_) {
+      h.resource->UnlockShared(holder_);
+      h.locked = false;
+    }
   } else if (options_.strategy == Strategy::kOptimistic) {
     if (aborts_in_a_row_ >= kAbortsBeforeLocking) {
       // Every resource locked before the stamps are taken: no writer commits until the end.
       ++locked_after_aborts_;
-      try {
-        for (auto& [name, h] : held_) {
-          Lock(name, h);
-          h.locked = true;
-        }
-      } catch (...) {
-        Release();
-        throw;
-      }
+      LockAll();
     }
     for (auto& [_, h] : held_) h.start = h.resource->Stamp();
   }

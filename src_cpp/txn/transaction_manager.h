@@ -129,6 +129,8 @@ class TransactionManager {
   // strategy takes at a first read.
   Controlled& Reading(const std::string& name, Controlled& source);
   void Lock(const std::string& name, Held& h);
+  // Every resource of the area locked, held to Release (which a failure runs at once).
+  void LockAll();
   void Release();
   void Record(const std::string& name, uint64_t version, Time instant);
 

@@ -69,8 +69,6 @@ void ScheduledExecutor::Add(std::vector<std::pair<OperatorSpec, std::unique_ptr<
   QueuedExecutor::Add(std::move(ops));
   area_of_.merge(areas);
   txn_areas_.merge(fresh);
-  for (const auto& [id, area] : top_windows_)
-    if (const auto a = txn_areas_.find(area); a != txn_areas_.end()) a->second.windowed = true;
   for (auto& [id, spec] : specs) registered_[id] = base_.least ? *base_.least : Time::MinusInfinity();
   specs_.merge(specs);
   scheduler_->SetOperators(order_);
@@ -258,7 +256,9 @@ bool ScheduledExecutor::Commit(int64_t area, Area& a) {
   size_t ready = 0;
   if (!a.held.empty() && a.held[0].time < c.progress)
     while (ready < a.held.size() && a.held[ready].time.tick == a.held[0].time.tick) ++ready;
-  if (ready > 0 && a.windowed && !a.changed.count(a.held[0].time.tick)) {
+  const bool windowed =
+      std::any_of(top_windows_.begin(), top_windows_.end(), [&](const auto& w) { return w.second == area; });
+  if (ready > 0 && windowed && !a.changed.count(a.held[0].time.tick)) {
     // Output at an instant where the area's top window did not change (RSTREAM repeating R(t)
     // between the window's slides) derives from transactions committed already: it goes out
     // without ending the open one, whose reads (the rows the window keeps until its next slide)

@@ -91,7 +91,6 @@ class ScheduledExecutor final : public QueuedExecutor, private sched::Queues {
     int64_t range = 0, slide = 0;              // the replay window (0: none planned)
     std::vector<Item> held;                    // the commit operator's output, waiting for the commit
     Time committed = Time::MinusInfinity();    // the latest instant committed
-    bool windowed = false;                     // it has a top window (spec key "top_window")
     std::set<int64_t> changed;                 // ticks after `committed` at which a top window's output changed
     Time replay_from = Time::MinusInfinity();  // the oldest row the next commit can need
     std::map<std::pair<int, int>, std::deque<RedoRow>> redo;  // (node index... by id, port) -> rows
