@@ -1156,6 +1156,11 @@ class Engine:
                 },
             )
             a["commits"], a["aborts"] = commits, aborts
+        # Each area's operators (explain() lists them too), to sum what an area evaluated.
+        for i, node in sorted(self._catalog.nodes.items()):
+            member_of = node.params.get("redo_area")
+            if member_of in areas:
+                areas[member_of].setdefault("members", []).append(i)
         return {"operators": out, "areas": areas}
 
     def _describe_groups(self) -> str:

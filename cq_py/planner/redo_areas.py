@@ -38,14 +38,16 @@ __all__ = ["Op", "RedoArea", "mark_redo_areas", "redo_area"]
 @dataclass(frozen=True)
 class Op:
     """One operator of a query's plan: its ``id``; its ``role``: "reference", "window",
-    "relation_to_stream", "source", "resource" (a resource read as an input) or "other"; its
-    ``inputs`` (operator ids, by port); for a window, whether it ``overlaps`` (range r greater
-    than slide s)."""
+    "relation_to_stream", "fused_to_stream" (an aggregate fused with ISTREAM or DSTREAM),
+    "source", "resource" (a resource read as an input) or "other"; its ``inputs`` (operator ids,
+    by port); for a window, whether it ``overlaps`` (range r greater than slide s) and whether
+    it counts ``rows``."""
 
     id: int
     role: str
     inputs: tuple[int, ...] = ()
     overlaps: bool = False
+    rows: bool = False
 
 
 @dataclass
@@ -92,11 +94,15 @@ def redo_area(ops: list[Op], root: int) -> RedoArea | None:
     windows_after_ref = [i for i in tree if by_id[i].role == "window" and upstream_ref[i]]
     top_window = _top(windows_after_ref, downstream, order)
     if top_window is not None:
-        above = [
-            i
-            for i in _path_up(downstream, top_window, root)
-            if by_id[i].role == "relation_to_stream"
-        ]
+        # A [Rows n] window's rows leave it with pending ends, which a reset cannot fix once
+        # they have left: its area ends at the stream operator above it (an aggregate fused
+        # with ISTREAM or DSTREAM too), whose output carries no end.
+        roles = (
+            ("relation_to_stream", "fused_to_stream")
+            if by_id[top_window].rows
+            else ("relation_to_stream",)
+        )
+        above = [i for i in _path_up(downstream, top_window, root) if by_id[i].role in roles]
         commit = above[0] if above else top_window
     else:
         top_ref = _top(references, downstream, order)
@@ -219,6 +225,7 @@ def _has_window_downstream(by_id: dict[int, Op], downstream: dict[int, list[int]
 _REFERENCE = {"reference_join", "model_apply"}
 _WINDOWS = {"window", "slide_window", "row_window", "partition_row_window"}
 _RELATION_TO_STREAM = {"istream", "dstream", "rstream", "istream_join", "swj_route_istream"}
+_FUSED_TO_STREAM = {"istream_aggregate", "dstream_aggregate"}
 _SOURCES = {"stream_scan", "relation_scan"}
 
 
@@ -234,10 +241,12 @@ def _role(node: Any) -> Op:
             kind = p.get("kind")
             overlaps = kind == "unbounded" or (kind == "range" and p["range"]["ticks"] > 1)
         else:  # a row window slides by one row
-            overlaps = p["rows"] > 1
+            return Op(node.id, "window", tuple(node.inputs), p["rows"] > 1, rows=True)
         return Op(node.id, "window", tuple(node.inputs), overlaps)
     if op in _RELATION_TO_STREAM:
         return Op(node.id, "relation_to_stream", tuple(node.inputs))
+    if op in _FUSED_TO_STREAM:
+        return Op(node.id, "fused_to_stream", tuple(node.inputs))
     if op in _SOURCES:
         return Op(node.id, "source", tuple(node.inputs))
     return Op(node.id, "other", tuple(node.inputs))
@@ -265,7 +274,9 @@ def mark_redo_areas(cat: Any, first_new: int) -> dict[str, RedoArea]:
     # Areas with redo queues first: a query whose reference operator another query windows (a
     # stream-valued query read by a later one) commits each row at once on its own, and its
     # operator belongs to the reader's area.
-    for name, area in sorted(out.items(), key=lambda kv: not kv[1].queues):
+    # Among areas with queues, the larger first: a query read by another (Fig. 8's window join,
+    # read by alpha's [Rows 10]) lies inside its reader's area, whose commit ends the reads.
+    for name, area in sorted(out.items(), key=lambda kv: (not kv[1].queues, -len(kv[1].members))):
         label = cat.queries[name].name
         if not area.queues:
             node = cat.nodes[area.commit]
@@ -274,6 +285,18 @@ def mark_redo_areas(cat: Any, first_new: int) -> dict[str, RedoArea]:
                 # An area of its own (no queue, no gatekeeper): its reads still form transactions.
                 node.params.update(redo_area=area.commit, txn_query=label, commit=True)
             continue
+        owners = {cat.nodes[m].params.get("redo_area") for m in area.members} - {None}
+        shared = [
+            cat.queries[n].name
+            for n, a in out.items()
+            if a.commit in owners and a.commit != area.commit
+        ]
+        # Part of this area is another query's already (two queries window one stream-valued
+        # query that reads a resource): each needs the shared operators inside its own area,
+        # reset with it, which planning them again per area would give; not built, so a strategy
+        # refuses to reset it. A query whose whole area lies inside its reader's (Fig. 8's window
+        # join under alpha) has no commit of its own.
+        partial = shared and any("redo_area" not in cat.nodes[m].params for m in area.members)
         gates = set(area.gatekeepers)
         for m in area.members:
             node = cat.nodes[m]
@@ -293,9 +316,31 @@ def mark_redo_areas(cat: Any, first_new: int) -> dict[str, RedoArea]:
             if m == area.commit:
                 node.params["commit"] = True
                 node.params["overlapping"] = area.overlapping
-                replay = _replay_window(cat, area)
+                replay = None if partial else _replay_window(cat, area)
+                if (
+                    replay is not None
+                    and area.overlapping
+                    and node.op == "rstream"
+                    and replay.get("slide", 1) > 1
+                ):
+                    # RSTREAM repeats R(t) between the slides, released without a commit: a
+                    # replay of the current contents would read them again, outside the
+                    # transaction that committed them (a differential against txn='none' found
+                    # them lost when only the contents after the next slide were replayed).
+                    replay = None
+                    node.params["replay_refused"] = (
+                        "RSTREAM over an overlapping window that slides by more than one tick "
+                        "repeats R(t) between the slides, which a reset does not rebuild yet; "
+                        "use ISTREAM or DSTREAM, or a slide of one tick"
+                    )
                 if replay is not None:
                     node.params["replay"] = replay
+                elif partial:
+                    node.params["replay_refused"] = (
+                        f"it shares operators that read a resource with query '{shared[0]}', and "
+                        "each would need them inside its own redo area (paper 002 §3.4), which is "
+                        "not built yet: read the resource in one of them only"
+                    )
             if m == area.commit:
                 _note(
                     node,
@@ -313,20 +358,77 @@ def mark_redo_areas(cat: Any, first_new: int) -> dict[str, RedoArea]:
     return out
 
 
-def _replay_window(cat: Any, area: RedoArea) -> dict[str, int] | None:
-    """Where a reset area replays from (§3.4, §4.1.3: the window contents after its next slide),
-    for the shape the executor replays: one time window [Range r Slide s] among the members.
-    None for any other shape (a row window's replay point depends on its rows' ticks); the
-    executor then refuses to reset such an area."""
-    windows = [cat.nodes[m] for m in area.members if cat.nodes[m].op in _WINDOWS]
-    if len(windows) != 1:
+def _replay_window(cat: Any, area: RedoArea) -> dict[str, Any] | None:
+    """Where a reset area replays from (§3.4, §4.1.3), for the executor: the area's top window
+    (``range`` and ``slide`` in ticks, or ``rows``), whether the replay must rebuild its
+    ``current`` contents or only those after its next slide, and the ``lookback`` in ticks its
+    input rows need from the sources through the windows below it.
+
+    The contents after the next slide are enough when the window itself commits, or RSTREAM.
+    ISTREAM and DSTREAM compare each instant with the one before, whose rows a replay must make
+    again (a row leaving at the next slide cancels an equal row entering); and a [Rows n]
+    window changes with every row, so its current rows are replayed. Below the top window, a
+    [Range r] window reaches r ticks back (its rows ending at t started at t − r), [Range r
+    Slide s] r + s, [Now] none, and a join planned with its windows inside its widest. None for
+    a shape no replay rebuilds (several top windows, an unbounded or row window below the top
+    one); the executor then refuses to reset such an area."""
+    members = set(area.members)
+    windows = [m for m in area.members if cat.nodes[m].op in _WINDOWS]
+    tops = [w for w in windows if not any(v != w and w in _subtree_nodes(cat, v) for v in windows)]
+    if len(tops) != 1:
         return None
-    w = windows[0]
-    if w.op == "slide_window":
-        return {"range": int(w.params["range"]["ticks"]), "slide": int(w.params["slide"]["ticks"])}
-    if w.op == "window" and w.params.get("kind") == "range":
-        return {"range": int(w.params["range"]["ticks"]), "slide": 1}
-    return None
+    top = cat.nodes[tops[0]]
+    lookback: dict[int, int | None] = {}
+
+    def reach(i: int) -> int | None:
+        """How far back (ticks) the rows leaving member ``i`` need its area's inputs."""
+        if i in lookback:
+            return lookback[i]
+        node = cat.nodes[i]
+        below = [reach(j) for j in node.inputs if j in members]
+        own: int | None = 0
+        if node.op == "slide_window":
+            own = int(node.params["range"]["ticks"]) + int(node.params["slide"]["ticks"])
+        elif node.op == "window":
+            kind = node.params.get("kind")
+            own = (
+                int(node.params["range"]["ticks"])
+                if kind == "range"
+                else (0 if kind == "now" else None)
+            )
+        elif node.op in _WINDOWS:
+            own = None
+        else:  # a join planned with its windows inside (ISTREAM of a join of [Range w] windows)
+            fused = node.params.get("windows") or (
+                [node.params["window"]] if "window" in node.params else []
+            )
+            for f in fused:
+                kind = f.get("kind") if isinstance(f, dict) else None
+                ticks = (
+                    int(f["range"]["ticks"]) if kind == "range" else 0 if kind == "now" else None
+                )
+                own = None if own is None or ticks is None else max(own, ticks)
+        known = [b for b in below if b is not None]
+        out = None if own is None or len(known) < len(below) else own + max([0, *known])
+        lookback[i] = out
+        return out
+
+    below = [reach(j) for j in top.inputs if j in members]
+    known = [b for b in below if b is not None]
+    if len(known) < len(below):
+        return None
+    commit = cat.nodes[area.commit].op
+    out: dict[str, Any] = {"lookback": max([0, *known])}
+    if top.op == "row_window":
+        return {**out, "rows": int(top.params["rows"]), "current": True}
+    if top.op == "slide_window":
+        rng, slide = int(top.params["range"]["ticks"]), int(top.params["slide"]["ticks"])
+    elif top.op == "window" and top.params.get("kind") == "range":
+        rng, slide = int(top.params["range"]["ticks"]), 1
+    else:
+        return None
+    current = commit in ("istream", "dstream")
+    return {**out, "range": rng, "slide": slide, "current": current}
 
 
 def _note(node: Any, what: str) -> None:

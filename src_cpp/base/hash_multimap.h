@@ -131,11 +131,19 @@ class HashMultimap {
     --live_;
   }
 
+  // Entries move in probe-run order, from a free slot on (a run may wrap around the end), so
+  // the entries of one hash keep their insertion order: ForEachWith visits a join key's rows in
+  // the order they came, whatever the table's history (a replay rebuilding a join emits the
+  // rows of an instant in the same order, which a [Rows n] window counts in).
   void Grow() {
     std::vector<Slot> old(slots_.size() * 2, Slot{kEmpty, Ref{}});
     old.swap(slots_);
     mask_ = slots_.size() - 1;
-    for (const Slot& s : old) {
+    const size_t n = old.size();
+    size_t first = 0;
+    while (old[first].key != kEmpty) ++first;  // (at most half full: there is one)
+    for (size_t k = 1; k <= n; ++k) {
+      const Slot& s = old[(first + k) & (n - 1)];
       if (s.key == kEmpty) continue;
       size_t pos = s.key & mask_;
       while (slots_[pos].key != kEmpty) pos = (pos + 1) & mask_;

@@ -108,6 +108,7 @@ def test_optimistic_validation_aborts_and_redoes_the_instant_once() -> None:
     assert eng.fetch("j").to_pylist() == [{"a": t, "v": float(t), "ts": t + 1} for t in range(3)]
     area = eng.stats()["areas"][2]
     assert (area["commits"], area["aborts"], area["resets"], area["replayed"]) == (3, 1, 1, 1)
+    assert 2 in area["members"]  # (an area is named by its commit operator, one of its members)
 
 
 @pytest.mark.parametrize("txn", ["2pl", "snapshot", "optimistic"])
@@ -274,10 +275,27 @@ def test_a_table_the_strategy_cannot_read_is_refused_at_registration(tmp_path: P
 def test_an_overlapping_window_a_reset_cannot_replay_is_refused_naming_the_query() -> None:
     store = ResourceStore()
     store.load("x", [{"id": 1, "v": 1.0}], key=["id"])
+    # A row window below the top window: how far back its rows reach is not bounded by ticks.
+    below = (
+        "REGISTER QUERY m AS ISTREAM(SELECT v FROM j [Rows 2]);"
+        "REGISTER QUERY q AS ISTREAM(SELECT MAX(v) AS m FROM m [Range 4 Slide 2]);"
+    )
     eng = cq_py.Engine(executor="scheduled", resources=store, threads=1, txn="2pl")
-    rows3 = "REGISTER QUERY q AS RSTREAM(SELECT AVG(v) AS m FROM j [Rows 3]);"
-    with pytest.raises(cq_py.CQLSemanticError, match=r"query 'q'.*\[Rows n\].*txn='none'"):
-        eng.execute(STREAM + JOIN + rows3)
+    with pytest.raises(cq_py.CQLSemanticError, match=r"query 'q'.*row window below.*txn='none'"):
+        eng.execute(STREAM + JOIN + below)
+    assert eng.query_names() == []
+    # Two queries windowing one query that reads x: each would need its own copy of the join.
+    two = (
+        "REGISTER QUERY q1 AS ISTREAM(SELECT MAX(v) AS m FROM j [Range 3 Slide 2]);"
+        "REGISTER QUERY q2 AS ISTREAM(SELECT AVG(v) AS m FROM j [Rows 4]);"
+    )
+    with pytest.raises(cq_py.CQLSemanticError, match=r"query 'q\d'.*shares operators.*query 'q\d'"):
+        eng.execute(STREAM + JOIN + two)
+    assert eng.query_names() == []
+    # Under no control both run.
+    cq_py.Engine(executor="scheduled", resources=store, threads=1, txn="none").execute(
+        STREAM + JOIN + two
+    )
 
 
 @pytest.mark.parametrize("txn", ["2pl", "snapshot", "optimistic"])

@@ -41,26 +41,27 @@ void ScheduledExecutor::Add(std::vector<std::pair<OperatorSpec, std::unique_ptr<
     const json::Value* overlapping = spec.params.find("overlapping");
     a.overlapping = overlapping != nullptr && !overlapping->is_null() && overlapping->boolean();
     if (const json::Value* replay = spec.params.find("replay"); replay != nullptr && !replay->is_null()) {
-      a.range = (*replay)["range"].integer();
-      a.slide = (*replay)["slide"].integer();
-      if (a.overlapping && a.slide > 1 && spec.op == "rstream") {
-        // RSTREAM repeats R(t) at every tick between the slides; a reset replays from the window
-        // after its next slide, so the rebuilt area no longer holds the R(t) it repeats (a
-        // differential against txn='none' found those rows missing or wrong).
-        const json::Value* query = spec.params.find("txn_query");
-        throw CqError(ErrorKind::kSemantic,
-                      "query '" + (query && !query->is_null() ? query->str() : std::to_string(spec.id)) +
-                          "': RSTREAM over an overlapping window that slides by more than one tick cannot be "
-                          "redone yet (a reset loses the relation it repeats between slides); use ISTREAM or "
-                          "DSTREAM, a slide of one tick, or txn='none'");
-      }
+      const auto integer = [&](const char* key) {
+        const json::Value* v = replay->find(key);
+        return v == nullptr || v->is_null() ? int64_t{0} : v->integer();
+      };
+      a.range = integer("range");
+      a.slide = integer("slide");
+      a.rows = integer("rows");
+      a.lookback = integer("lookback");
+      const json::Value* current = replay->find("current");
+      a.current = current != nullptr && !current->is_null() && current->boolean();
     } else if (a.overlapping) {
       const json::Value* query = spec.params.find("txn_query");
+      const json::Value* why = spec.params.find("replay_refused");
       throw CqError(ErrorKind::kSemantic,
                     "query '" + (query && !query->is_null() ? query->str() : std::to_string(spec.id)) +
-                        "': its redo area (committed by #" + std::to_string(spec.id) +
-                        ") holds an overlapping window of a shape a reset cannot replay yet (a [Rows n] window, "
-                        "or more than one window); one [Range r Slide s] window can be; use txn='none'");
+                        "': its redo area (committed by #" + std::to_string(spec.id) + ") cannot be reset: " +
+                        (why && !why->is_null() ? why->str()
+                                                : "it holds an overlapping window of a shape a replay does not "
+                                                  "rebuild yet (several top windows, or an unbounded or row "
+                                                  "window below the top one)") +
+                        "; or use txn='none'");
     }
   }
   std::map<int, OperatorSpec> specs;
@@ -132,10 +133,15 @@ bool ScheduledExecutor::Hold(int node, const Item& item) {
       const auto note = [&](Time t) {
         if (t.tick > area.committed.tick) area.changed.insert(t.tick);
       };
-      if (item.kind == Item::Kind::kEnds)
+      if (item.kind == Item::Kind::kEnds) {
         for (int64_t k = 0; k < item.ends.length; ++k) note(item.ends.ends.At(k));
-      else
-        for (int64_t k = 0; k < item.batch.num_rows(); ++k) note(item.batch.StartAt(item.batch.Physical(k)));
+      } else {
+        for (int64_t k = 0; k < item.batch.num_rows(); ++k) {
+          const Time t = item.batch.StartAt(item.batch.Physical(k));
+          note(t);
+          if (area.rows > 0) area.ticks.push_back(t.tick);
+        }
+      }
     }
   }
   Area* a = AreaOf(id);
@@ -198,12 +204,24 @@ int64_t ScheduledExecutor::Duplicates(int node, int consumer, const Batch& batch
   return had;
 }
 
-Time ScheduledExecutor::ReplayPoint(const Area& a, Time tau) const {
-  // The window's contents after its next slide: rows in (b - range, b], b the next slide boundary
-  // after tau (boundaries at multiples of the slide). Without a window, what follows tau.
+Time ScheduledExecutor::ReplayPoint(Area& a, Time tau) const {
+  if (a.rows > 0) {
+    // The window's current rows (it changes with every row): from the oldest of the last n at
+    // or before tau. While it has held fewer than n, from the start: rows a replay makes at
+    // instants its lookback does not cover would stay in a window that is not full.
+    auto end = std::upper_bound(a.ticks.begin(), a.ticks.end(), tau.tick);
+    const auto held = std::distance(a.ticks.begin(), end);
+    if (held < a.rows) return Time::MinusInfinity();
+    a.ticks.erase(a.ticks.begin(), end - a.rows);
+    return Time{a.ticks.front() - a.lookback, 0};
+  }
+  // Without a window, what follows tau. Else the window's contents at the last slide boundary
+  // at or before tau (`current`) or at the next one after it: rows in (b - range, b], less the
+  // lookback of the windows below.
   if (a.range <= 0) return Time{tau.tick + 1, 0};
-  const int64_t b = tau.tick - (((tau.tick % a.slide) + a.slide) % a.slide) + a.slide;
-  return Time{b - a.range + 1, 0};
+  int64_t b = tau.tick - (((tau.tick % a.slide) + a.slide) % a.slide);
+  if (!a.current) b += a.slide;
+  return Time{b - a.range + 1 - a.lookback, 0};
 }
 
 void ScheduledExecutor::Settle() {
@@ -276,8 +294,9 @@ bool ScheduledExecutor::Commit(int64_t area, Area& a) {
   // rebuild.
   bool reads_final = false;
   if (m && m->open() && m->last_read() > a.committed) {
-    const Time reach{m->last_read().tick + std::max<int64_t>(0, a.range - 1), m->last_read().step};
-    reads_final = reach < c.progress;
+    // (A row read stays in a [Rows n] window for as many rows as follow it: no tick bounds it.)
+    const Time reach{m->last_read().tick + a.lookback + std::max<int64_t>(0, a.range - 1), m->last_read().step};
+    reads_final = a.rows == 0 && reach < c.progress;
   }
   if (ready == 0 && !reads_final) return false;
   txn::CommitRecord record;
@@ -338,6 +357,7 @@ void ScheduledExecutor::Reset(int64_t area, Area& a) {
   for (Item& it : a.held)
     if (it.kind == Item::Kind::kEnds) holders_->Unpin(it.ends.ids(), it.ends.length);
   a.held.clear();
+  a.ticks.clear();  // (the rebuilt window notes its rows again as the replay makes them)
   a.resent = a.sent;
   for (int id : Members(area)) {
     const int index = index_.at(id);

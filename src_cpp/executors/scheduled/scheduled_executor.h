@@ -26,8 +26,9 @@
 //
 // Redo (§3.4, §4.1.3): the rows entering a gatekeeper (or, in an area without gatekeepers, its
 // commit operator) from outside the area are kept in its redo queue until no retained state can
-// need them: rows older than the replay point, the first row of the window's contents after its
-// next slide (the plan's "replay": {"range", "slide"} in ticks on the commit operator). A reset
+// need them: rows older than the replay point, the first source row the window's contents need
+// (after its next slide, or its current contents where the commit operator compares or repeats
+// them, or a [Rows n] window's: the plan's "replay" key on the commit operator). A reset
 // rebuilds the members from their specs, empties their inner queues (releasing the holder ids their
 // end fixes pinned) and feeds each gatekeeper its redo queue again from the replay point; the
 // commit operator then emits no instant it already committed, and the members' outputs to
@@ -88,7 +89,12 @@ class ScheduledExecutor final : public QueuedExecutor, private sched::Queues {
   struct Area {
     int commit = -1;  // the commit operator's id
     bool overlapping = false;
-    int64_t range = 0, slide = 0;              // the replay window (0: none planned)
+    // The replay (the plan's "replay" key): the top window's range and slide in ticks, or its
+    // rows; whether its current contents are rebuilt or those after its next slide; how far back
+    // its input rows reach through the windows below it.
+    int64_t range = 0, slide = 0, rows = 0, lookback = 0;
+    bool current = false;
+    std::deque<int64_t> ticks;                 // a [Rows n] top window's rows' ticks, oldest first
     std::vector<Item> held;                    // the commit operator's output, waiting for the commit
     Time committed = Time::MinusInfinity();    // the latest instant committed
     std::set<int64_t> changed;                 // ticks after `committed` at which a top window's output changed
@@ -118,7 +124,7 @@ class ScheduledExecutor final : public QueuedExecutor, private sched::Queues {
   // Resets area `area` and refeeds its redo queues from a.replay_from.
   void Reset(int64_t area, Area& a);
   // The replay point after instant `tau` committed.
-  Time ReplayPoint(const Area& a, Time tau) const;
+  Time ReplayPoint(Area& a, Time tau) const;
   std::vector<int> Members(int64_t area) const;
 
   txn::Bindings* txn_;
