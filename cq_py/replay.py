@@ -6,7 +6,9 @@ Arrivals are the rows of one timestamp, of every input together, and the ticks o
 clocks: an arrival at event time t is due ``(t - t0) / speed`` seconds after the replay starts (t0
 the first arrival's time). Its rows are pushed when it is due (or at once when the engine is
 behind), then the engine advances past t, which runs every query it triggers and hands their
-results to the subscribers; its latency ends there.
+results to the subscribers; its latency ends there. Every arrival is cut out of the inputs before
+the clock starts, and the wait for one sleeps until shortly before it is due and spins the rest:
+between due times the replay does nothing that would count in a latency but the engine's calls.
 """
 
 from __future__ import annotations
