@@ -43,7 +43,7 @@ from cq_py.errors import (
 )
 from cq_py.io.readers import detect_format, merge_by_time, open_input, row_count, source_line
 from cq_py.io.writers import EXTENSIONS, OutputFormat, QueryWriter, open_writer
-from cq_py.replay import replay
+from cq_py.replay import SPIN_S, replay
 
 __all__ = ["cli", "main"]
 
@@ -495,6 +495,16 @@ def run_command(
     metavar="FILE",
     help="Also write each arrival's event time, latency and service time (ms) to FILE as CSV.",
 )
+@click.option(
+    "--spin",
+    type=click.FloatRange(min=0),
+    default=SPIN_S,
+    show_default=True,
+    metavar="SECONDS",
+    help="Sleep between arrivals until this long before the next is due, then spin: longer "
+    "keeps the CPU (and its caches) the replay's, as a back-to-back run does, at the cost of a "
+    "busy core.",
+)
 @_reports_errors
 def replay_command(
     script: Path,
@@ -506,6 +516,7 @@ def replay_command(
     executor: str,
     mqo: bool,
     latencies: Path | None,
+    spin: float,
 ) -> None:
     """Replay the --input files into SCRIPT as their timestamps come due at --speed times the
     wall clock, every query subscribed, and report each arrival's latency: from when it was due
@@ -547,7 +558,7 @@ def replay_command(
         )
         for name, path in inputs
     }
-    report = replay(eng, sources, speed, ts=ts)
+    report = replay(eng, sources, speed, ts=ts, spin=spin)
     click.echo(f"{report.summary()}; {rows[0]} result rows")
     if latencies is not None:
         pacsv.write_csv(

@@ -854,6 +854,18 @@ def test_replay_paces_the_example_and_reports_latency(tmp_path):
     assert (latency >= service - 1e-6).all()
 
 
+def test_replay_spinning_through_every_gap_gives_the_same_arrivals_and_rows():
+    args = ["replay", SCRIPT, "--input", f"readings={READINGS}", "--speed", "1000"]
+    slept, spun = cq(*args), cq(*args, "--spin", "1")
+    assert slept.exit_code == 0, slept.output
+    assert spun.exit_code == 0, spun.output
+    assert slept.output.split(";")[0] == spun.output.split(";")[0]  # arrivals N
+    assert slept.output.split("; ")[-1] == spun.output.split("; ")[-1]  # N result rows
+    result = cq(*args, "--spin", "-0.5")
+    assert result.exit_code == 2
+    assert "--spin" in result.output
+
+
 def test_replay_refuses_a_speed_that_is_not_positive():
     result = CliRunner().invoke(
         cli, ["replay", str(SCRIPT), "--input", f"readings={READINGS}", "--speed", "0"]
