@@ -54,13 +54,16 @@ class Op:
 class RedoArea:
     """A query's redo area: its ``commit`` operator, its ``members`` (commit operator and
     gatekeepers included, in plan order), its redo ``queues`` as (consumer, port) edges, its
-    ``gatekeepers`` and whether it holds an ``overlapping`` window."""
+    ``gatekeepers``, whether it holds an ``overlapping`` window, and the edges by which rows
+    enter it from outside with no redo queue (``unqueued``: a reset would lose their rows, so a
+    strategy refuses such an area)."""
 
     commit: int
     members: list[int] = field(default_factory=list)
     queues: list[tuple[int, int]] = field(default_factory=list)
     gatekeepers: list[int] = field(default_factory=list)
     overlapping: bool = False
+    unqueued: list[tuple[int, int]] = field(default_factory=list)
 
 
 def redo_area(ops: list[Op], root: int) -> RedoArea | None:
@@ -73,8 +76,9 @@ def redo_area(ops: list[Op], root: int) -> RedoArea | None:
 
     >>> plan = [Op(0, "source"), Op(1, "reference", (0,)), Op(2, "window", (1,), overlaps=True),
     ...         Op(3, "other", (2,)), Op(4, "relation_to_stream", (3,))]
-    >>> redo_area(plan, 4)
-    RedoArea(commit=4, members=[1, 2, 3, 4], queues=[(1, 0)], gatekeepers=[1], overlapping=True)
+    >>> area = redo_area(plan, 4)
+    >>> area.commit, area.members, area.queues, area.gatekeepers, area.overlapping, area.unqueued
+    (4, [1, 2, 3, 4], [(1, 0)], [1], True, [])
     """
     by_id = {op.id: op for op in ops}
     order = {op.id: k for k, op in enumerate(ops)}
@@ -136,7 +140,13 @@ def redo_area(ops: list[Op], root: int) -> RedoArea | None:
     members.add(commit)
     listed = sorted(members, key=order.__getitem__)
     overlapping = any(by_id[m].role == "window" and by_id[m].overlaps for m in listed)
-    return RedoArea(commit, listed, queues, gatekeepers, overlapping)
+    unqueued = [
+        (m, p)
+        for m in listed
+        for p, src in enumerate(by_id[m].inputs)
+        if src not in members and by_id[src].role != "resource" and (m, p) not in queues
+    ]
+    return RedoArea(commit, listed, queues, gatekeepers, overlapping, unqueued if queues else [])
 
 
 def _reach(start: list[int], step: Callable[[int], Iterable[int]]) -> set[int]:
@@ -243,6 +253,15 @@ def _role(node: Any) -> Op:
         else:  # a row window slides by one row
             return Op(node.id, "window", tuple(node.inputs), p["rows"] > 1, rows=True)
         return Op(node.id, "window", tuple(node.inputs), overlaps)
+    fused = p.get("windows") or ([p["window"]] if isinstance(p.get("window"), dict) else [])
+    if fused:
+        # A join planned with its windows inside (ISTREAM of a join of windows) reads streams
+        # and windows them: a window to §3.4.1 rule (2), whose stream inputs get redo queues.
+        overlaps = any(
+            w.get("kind") == "unbounded" or (w.get("kind") == "range" and w["range"]["ticks"] > 1)
+            for w in fused
+        )
+        return Op(node.id, "window", tuple(node.inputs), overlaps)
     if op in _RELATION_TO_STREAM:
         return Op(node.id, "relation_to_stream", tuple(node.inputs))
     if op in _FUSED_TO_STREAM:
@@ -316,7 +335,15 @@ def mark_redo_areas(cat: Any, first_new: int) -> dict[str, RedoArea]:
             if m == area.commit:
                 node.params["commit"] = True
                 node.params["overlapping"] = area.overlapping
-                replay = None if partial else _replay_window(cat, area)
+                replay = None if partial or area.unqueued else _replay_window(cat, area)
+                if area.unqueued:
+                    # (Checked whatever the windows: an optimistic abort resets any area.)
+                    node.params["overlapping"] = True
+                    entry, port = area.unqueued[0]
+                    node.params["replay_refused"] = (
+                        f"rows enter its redo area at #{entry} (input {port}) without a redo "
+                        "queue, so a reset would lose them"
+                    )
                 if (
                     replay is not None
                     and area.overlapping
@@ -335,7 +362,7 @@ def mark_redo_areas(cat: Any, first_new: int) -> dict[str, RedoArea]:
                     )
                 if replay is not None:
                     node.params["replay"] = replay
-                elif partial:
+                elif partial and not area.unqueued:
                     node.params["replay_refused"] = (
                         f"it shares operators that read a resource with query '{shared[0]}', and "
                         "each would need them inside its own redo area (paper 002 §3.4), which is "

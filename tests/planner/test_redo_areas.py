@@ -86,3 +86,48 @@ def test_a_window_below_the_references_is_outside_the_area() -> None:
     assert area is not None
     assert (area.commit, area.queues, area.members) == (5, [(2, 0)], [2, 3, 4, 5])
     assert not area.overlapping
+
+
+def test_rows_entering_the_area_without_a_queue_are_listed() -> None:
+    # A -> x-join -> join -> [Range 4] -> AVG -> ISTREAM: the join's other input, a stream B with
+    # no window, enters the area where no rule puts a redo queue; a reset would lose B's rows.
+    plan = [
+        Op(0, "source"),
+        Op(1, "reference", (0,)),
+        Op(2, "source"),
+        Op(3, "other", (1, 2)),
+        Op(4, "window", (3,), overlaps=True),
+        Op(5, "other", (4,)),
+        Op(6, "relation_to_stream", (5,)),
+    ]
+    area = redo_area(plan, 6)
+    assert area is not None
+    assert (area.queues, area.unqueued) == ([(1, 0)], [(3, 1)])
+
+
+def test_a_join_planned_with_its_windows_inside_queues_its_plain_stream() -> None:
+    # ISTREAM(j1 [Range 4] ⋈ B [Range 4]) as one operator reading j1 (which reads x) and B: a
+    # window to rule (2), so B's input is queued and the join is a gatekeeper; a [Rows 5] above.
+    from types import SimpleNamespace
+
+    from cq_py.planner.redo_areas import _role
+
+    join = SimpleNamespace(
+        id=3,
+        op="istream_join",
+        inputs=[1, 2],
+        params={"windows": [{"kind": "range", "range": {"ticks": 4}}] * 2},
+    )
+    assert _role(join) == Op(3, "window", (1, 2), overlaps=True)
+    plan = [
+        Op(0, "source"),
+        Op(1, "reference", (0,)),
+        Op(2, "source"),
+        _role(join),
+        Op(4, "window", (3,), overlaps=True, rows=True),
+        Op(5, "fused_to_stream", (4,)),
+    ]
+    area = redo_area(plan, 5)
+    assert area is not None
+    assert (area.commit, area.queues, area.gatekeepers) == (5, [(1, 0), (3, 1)], [1, 3])
+    assert area.unqueued == []
