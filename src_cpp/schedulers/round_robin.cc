@@ -40,6 +40,10 @@ int Scheduler::Gate(int id, Queues& q) const {
     const auto t = q.NextRow(g);
     if (best < 0 || t < earliest) best = g, earliest = t;
   }
+  // A gatekeeper whose stream has not brought its next row yet may bring an earlier one: taking
+  // a later row now would run past the instant the area is about to commit.
+  for (int g : area.gatekeepers)
+    if (best >= 0 && !q.Ready(g) && q.NextRowBound(g) < earliest) return -1;
   return best;
 }
 

@@ -25,6 +25,9 @@ class Queues {
   virtual bool Ready(int id) = 0;
   // The time (tick, step) of the row operator `id` takes next; asked only of a ready operator.
   virtual std::pair<int64_t, int64_t> NextRow(int id) = 0;
+  // The earliest time the next row of operator `id`, not ready, can have: what its inputs have
+  // delivered so far (a gatekeeper whose stream has not yet brought its next row).
+  virtual std::pair<int64_t, int64_t> NextRowBound(int id) = 0;
 };
 
 // A redo area (paper 002 §3.4): its operators, and which of them are its gatekeepers (§6).
@@ -59,8 +62,9 @@ class Scheduler {
 
  protected:
   // §6 for operator `id` about to evaluate: `id` itself if it is no gatekeeper (or the constraint
-  // is off); -1 if it is one and another operator of its area can evaluate; else the area's ready
-  // gatekeeper whose next row is earliest (the first in the area's order on a tie).
+  // is off); -1 if it is one and another operator of its area can evaluate, or a gatekeeper not
+  // ready yet may still bring an earlier row; else the area's ready gatekeeper whose next row is
+  // earliest (the first in the area's order on a tie).
   int Gate(int id, Queues& q) const;
 
   Options options_;

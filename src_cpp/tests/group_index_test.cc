@@ -3,8 +3,8 @@
 // keys, keys gathered back out), ValueStore and HashMultimap (removal, reuse of removed slots,
 // rebuilds), each checked against a std::map / std::multimap model.
 #include <bit>
-#include <deque>
 #include <cmath>
+#include <deque>
 #include <map>
 #include <set>
 

@@ -36,6 +36,12 @@ class FakeQueues final : public sched::Queues {
     return ready.count(id) > 0;
   }
   std::pair<int64_t, int64_t> NextRow(int id) override { return {next[id], 0}; }
+  // Of an operator not ready: the earliest tick its next row can have (none set: no row to come).
+  std::map<int, int64_t> bound;
+  std::pair<int64_t, int64_t> NextRowBound(int id) override {
+    const auto found = bound.find(id);
+    return {found == bound.end() ? INT64_MAX : found->second, 0};
+  }
 };
 
 // Probes with the plan keys of a redo area: `area` for each operator in one, `gatekeepers` among them.
@@ -109,6 +115,14 @@ CQ_TEST(GatekeeperWaitsWhileItsAreaCanEvaluateThenTheEarliestGoes) {
   // 0 is in no area: never held back.
   q.ready = {0, 3};
   CQ_EXPECT_EQ(rr.BeforeEvaluation(0, 1, q), 0);
+  // 2 has no row yet, but its stream has delivered only up to tick 6: it may still bring a row
+  // earlier than 1's (7), so 1 waits; once 2's stream is past 7, 1 goes.
+  q.ready = {1};
+  q.bound = {{2, 6}};
+  CQ_EXPECT_EQ(rr.NextTurn(q), -1);
+  q.bound = {{2, 8}};
+  CQ_EXPECT_EQ(rr.NextTurn(q), 1);
+  q.bound.clear();
   // The constraint off: the round and the batch alone decide.
   sched::RoundRobin off({"round_robin", 4, false});
   off.SetOperators({0, 1, 2, 3});

@@ -311,8 +311,8 @@ QueuedExecutor::Pick QueuedExecutor::Consumable(const Node& n, bool* stalled) co
   if (best < 0 || n.ports.size() == 1) return {best, false};
   // The stall of §2.3: an input with nothing queued must already have delivered the head's time.
   const Time t = n.ports[best].queue.front().time;
-  for (const Port& p : n.ports) {
-    if (p.queue.empty() && p.seen < t) {
+  for (size_t p = 0; p < n.ports.size(); ++p) {
+    if (n.ports[p].queue.empty() && Delivered(n, p) < t) {
       *stalled = true;
       return {};
     }

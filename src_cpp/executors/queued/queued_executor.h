@@ -199,6 +199,10 @@ class QueuedExecutor : public Executor {
   virtual int64_t Duplicates(int node, int consumer, const Batch& batch) { return 0; }
   // Queues a held item for the node's consumers, as its emitter would have.
   void Release(int node, Item item);
+  // The time up to which input `port` of `n` has delivered what it will (an empty queue's
+  // stall of §2.3): its latest time taken; an executor that knows a producer's progress sooner
+  // than its heartbeats carry it says so.
+  virtual Time Delivered(const Node& n, size_t port) const { return n.ports[port].seen; }
 
   // kSnapshot unless this executor takes snapshots.
   void CheckSnapshots() const;

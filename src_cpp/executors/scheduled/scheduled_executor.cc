@@ -17,6 +17,16 @@ ScheduledExecutor::ScheduledExecutor(const sched::Options& options, HolderTable*
   holds_ = managers() != nullptr;
 }
 
+Time ScheduledExecutor::Delivered(const Node& n, size_t port) const {
+  const Time seen = n.ports[port].seen;
+  if (!holds_) return seen;
+  const auto mine = area_of_.find(n.id);
+  const auto theirs = area_of_.find(n.inputs[port]);
+  if (mine == area_of_.end() || theirs == area_of_.end() || mine->second.first != theirs->second.first) return seen;
+  const Node& producer = nodes_[index_.at(n.inputs[port])];
+  return std::max(seen, producer.op->OutputProgress(producer.progress));
+}
+
 txn::TransactionManagers* ScheduledExecutor::managers() const {
   if (!txn_ || !txn_->managers || txn_->managers->options().strategy == txn::Strategy::kNone) return nullptr;
   return txn_->managers.get();
@@ -434,6 +444,23 @@ std::pair<int64_t, int64_t> ScheduledExecutor::NextRow(int id) {
   // (An end fix carries no row and is taken first: due now.)
   if (pick.port < 0 || pick.ends) return {INT64_MIN, INT64_MIN};
   const Time t = n.ports[pick.port].queue.front().time;
+  return {t.tick, t.step};
+}
+
+std::pair<int64_t, int64_t> ScheduledExecutor::NextRowBound(int id) {
+  // Only what is still to come from outside the operator's area: one that holds a row from
+  // outside and waits for an input from inside waits for the area itself, which a gatekeeper
+  // held back for it would stop for good.
+  const Node& n = nodes_[index_.at(id)];
+  const auto mine = area_of_.find(id);
+  Time t = Time::Infinity();
+  for (size_t p = 0; p < n.ports.size(); ++p) {
+    const auto theirs = area_of_.find(n.inputs[p]);
+    if (mine != area_of_.end() && theirs != area_of_.end() && theirs->second.first == mine->second.first) continue;
+    const Port& port = n.ports[p];
+    if (!port.queue.empty()) return {INT64_MAX, INT64_MAX};
+    t = std::min(t, std::max(port.seen, port.promised));
+  }
   return {t.tick, t.step};
 }
 

@@ -69,9 +69,15 @@ class ScheduledExecutor final : public QueuedExecutor, private sched::Queues {
   void Wake(int) override {}  // every turn asks the operators in the policy's order
   bool Ready(int id) override;
   std::pair<int64_t, int64_t> NextRow(int id) override;
+  std::pair<int64_t, int64_t> NextRowBound(int id) override;
   // The areas from area_of_, to the policy.
   void SetAreas();
   bool Hold(int node, const Item& item) override;
+  // In a redo area a member's progress is its queue heads (Advance), which no heartbeat carries
+  // yet: an input from a member has delivered what that member's progress promises. Else a
+  // consumer waiting for the heartbeat looks unable to evaluate, and §6's constraint lets a
+  // gatekeeper take a row past the instant about to commit (a reset then replays it).
+  Time Delivered(const Node& n, size_t port) const override;
   void Entered(int node, int port, size_t first) override;
   int64_t Duplicates(int node, int consumer, const Batch& batch) override;
   txn::TransactionManagers* managers() const;
