@@ -18,6 +18,7 @@
 #include "schedulers/swj_scheduler.h"
 #include "txn/resource.h"
 #include "txn/resource_store.h"
+#include "txn/transaction_manager.h"
 
 namespace py = pybind11;
 
@@ -536,18 +537,19 @@ PYBIND11_MODULE(_core, m) {
       // (reads, ends of transactions) dropped from the logs' fronts (each keeps its latest 2^20).
       .def("logs_dropped",
            [](const cq::Engine& e) { return py::make_tuple(e.reads().dropped(), e.managers().dropped()); })
-      // One tuple per commit or abort: (query, area, instant tick, committed, [(op, evaluations)],
-      // [(resource, version)], begin ns, end ns); a few per instant at most, so Python lists.
+      // The commit log as four record batches (cq::txn::CommitLogColumns), each (schema, array)
+      // capsules: records, offsets (records + 1 rows), evaluations, versions.
       .def("commit_log",
            [](const cq::Engine& e) {
-             py::list out;
-             for (const auto& r : e.CommitLog()) {
-               py::list evals, versions;
-               for (const auto& [op, n] : r.evaluations) evals.append(py::make_tuple(op, n));
-               for (const auto& [name, v] : r.versions) versions.append(py::make_tuple(name, v));
-               out.append(
-                   py::make_tuple(r.query, r.area, r.instant.tick, r.committed, evals, versions, r.begin_ns, r.end_ns));
+             cq::txn::CommitLogColumns log;
+             {
+               py::gil_scoped_release release;
+               log = e.managers().log_columns();
              }
+             py::tuple out(4);
+             size_t i = 0;
+             for (auto* t : {&log.records, &log.offsets, &log.evaluations, &log.versions})
+               out[i++] = ExportChunk(t->names, {std::move(t->columns), t->length});
              return out;
            })
       // (holder ids in use, the holder table's size).
