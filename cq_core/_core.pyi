@@ -89,6 +89,14 @@ class Engine:
     # Replaces the state by a snapshot of an engine with the same options and plans (atomic).
     def restore(self, data: bytes | bytearray | memoryview) -> None: ...
 
+class KeyIndex:
+    """A resource's rows by key (cq::txn::KeyIndex), from a record batch of the key's columns;
+    a CoreError when two rows share a key."""
+    def __init__(self, resource: str, rows: ArrowCapsules) -> None: ...
+    def match(self, probes: ArrowCapsules) -> npt.NDArray[np.int64]:
+        """The row holding each probe's key (a batch of the key's columns, of its types), -1
+        when none does."""
+
 def partition_rows(batch: ArrowCapsules, parts: int,
                    as_double: bool = False) -> tuple[npt.NDArray[np.int64], list[int]]:
     """(order, counts): the rows of a batch of key columns grouped by their part among `parts`

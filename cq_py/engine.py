@@ -721,7 +721,7 @@ class Engine:
                 self._bind_store_resource(st, cols, key)
                 continue
             try:
-                reader = DatabaseResource(st.url, st.remote or st.name, cols, list(st.key))
+                reader = DatabaseResource(st.url, st.remote or st.name, cols, list(st.key), st.name)
             except ResourceError as e:
                 raise CQLSemanticError(
                     f"resource '{st.name}': {e}", st.pos.line, st.pos.column
