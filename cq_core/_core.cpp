@@ -18,6 +18,7 @@
 #include "schedulers/swj_scheduler.h"
 #include "txn/resource.h"
 #include "txn/resource_store.h"
+#include "txn/transaction_manager.h"
 
 namespace py = pybind11;
 
@@ -536,18 +537,19 @@ PYBIND11_MODULE(_core, m) {
       // (reads, ends of transactions) dropped from the logs' fronts (each keeps its latest 2^20).
       .def("logs_dropped",
            [](const cq::Engine& e) { return py::make_tuple(e.reads().dropped(), e.managers().dropped()); })
-      // One tuple per commit or abort: (query, area, instant tick, committed, [(op, evaluations)],
-      // [(resource, version)], begin ns, end ns); a few per instant at most, so Python lists.
+      // The commit log as four record batches (cq::txn::CommitLogColumns), each (schema, array)
+      // capsules: records, offsets (records + 1 rows), evaluations, versions.
       .def("commit_log",
            [](const cq::Engine& e) {
-             py::list out;
-             for (const auto& r : e.CommitLog()) {
-               py::list evals, versions;
-               for (const auto& [op, n] : r.evaluations) evals.append(py::make_tuple(op, n));
-               for (const auto& [name, v] : r.versions) versions.append(py::make_tuple(name, v));
-               out.append(
-                   py::make_tuple(r.query, r.area, r.instant.tick, r.committed, evals, versions, r.begin_ns, r.end_ns));
+             cq::txn::CommitLogColumns log;
+             {
+               py::gil_scoped_release release;
+               log = e.managers().log_columns();
              }
+             py::tuple out(4);
+             size_t i = 0;
+             for (auto* t : {&log.records, &log.offsets, &log.evaluations, &log.versions})
+               out[i++] = ExportChunk(t->names, {std::move(t->columns), t->length});
              return out;
            })
       // (holder ids in use, the holder table's size).
@@ -620,6 +622,48 @@ PYBIND11_MODULE(_core, m) {
         py::list out;
         for (const auto& c : chunks) out.append(ExportChunk(names, c));
         return out;
+      });
+
+  // A resource's rows by key (cq::txn::KeyIndex, what the core matches a lookup's probes with),
+  // built once from a record batch of the key's columns: cq_py.resources.ResourceSnapshot's
+  // lookups. match(probes) -> the row holding each probe's key (a batch of the key's columns, of
+  // its types), -1 when none does.
+  py::class_<cq::txn::KeyIndex>(m, "KeyIndex")
+      .def(py::init([](const std::string& resource, const py::handle& rows) {
+        cq::ImportedBatch b = ImportCapsules(rows);
+        cq::txn::ResourceSpec spec{resource, {}, {}};
+        cq::Columns columns;
+        for (size_t k = 0; k < b.columns.size(); ++k) {
+          spec.key.push_back(static_cast<int>(k));
+          columns.push_back(std::move(b.columns[k]));
+        }
+        py::gil_scoped_release release;
+        return std::make_unique<cq::txn::KeyIndex>(spec, columns, b.length);
+      }))
+      .def("match", [](const cq::txn::KeyIndex& index, const py::handle& probes) {
+        cq::ImportedBatch p = ImportCapsules(probes);
+        const auto& want = index.types();
+        bool fits = p.columns.size() == want.size();
+        for (size_t k = 0; fits && k < want.size(); ++k) fits = p.columns[k].type == want[k];
+        if (!fits) {
+          std::string w, f;
+          for (cq::TypeId t : want) w += std::string(w.empty() ? "" : ", ") + cq::CqlTypeName(t);
+          for (size_t k = 0; k < p.columns.size(); ++k)
+            f += (f.empty() ? "" : ", ") + p.names[k] + " " + cq::CqlTypeName(p.columns[k].type);
+          throw cq::CqError(cq::ErrorKind::kInput, "resource '" + index.resource() + "': probe keys of types (" + w +
+                                                       ") expected; found (" + f + ")");
+        }
+        cq::Columns keys;
+        for (auto& c : p.columns) keys.push_back(std::move(c));
+        auto match = std::make_unique<std::vector<int64_t>>();
+        {
+          py::gil_scoped_release release;
+          index.Match(keys, p.length, *match);
+        }
+        const auto n = static_cast<py::ssize_t>(match->size());
+        int64_t* data = match->data();
+        py::capsule owner(match.release(), [](void* v) { delete static_cast<std::vector<int64_t>*>(v); });
+        return py::array_t<int64_t>(n, data, owner);
       });
 
   // The part of each row of a record batch of key columns among `parts` engines

@@ -47,13 +47,12 @@ class Engine:
     def queries(self) -> list[str]: ...
     def explain(self) -> str: ...
     def evaluations(self) -> list[tuple[int, int]]: ...
-    # (query, area, instant tick, committed, [(operator, evaluations)], [(resource, version)],
-    # begin ns, end ns).
+    # The commit log as four record batches (cq::txn::CommitLogColumns): records (query, area,
+    # instant, outcome, begin, end), offsets (one row more: evaluations, versions), evaluations
+    # (operator, evaluations), versions (record, resource, version).
     def commit_log(
         self,
-    ) -> list[
-        tuple[str, int, int, bool, list[tuple[int, int]], list[tuple[str, int]], int, int]
-    ]: ...
+    ) -> tuple[ArrowCapsules, ArrowCapsules, ArrowCapsules, ArrowCapsules]: ...
     # (operator id, reads) of every reference operator; (area, commits, aborts) of every redo
     # area; (reads, ends of transactions) dropped from the logs' fronts.
     def read_counts(self) -> list[tuple[int, int]]: ...
@@ -89,6 +88,14 @@ class Engine:
     def snapshot(self, annex: bytes = b"") -> bytes: ...
     # Replaces the state by a snapshot of an engine with the same options and plans (atomic).
     def restore(self, data: bytes | bytearray | memoryview) -> None: ...
+
+class KeyIndex:
+    """A resource's rows by key (cq::txn::KeyIndex), from a record batch of the key's columns;
+    a CoreError when two rows share a key."""
+    def __init__(self, resource: str, rows: ArrowCapsules) -> None: ...
+    def match(self, probes: ArrowCapsules) -> npt.NDArray[np.int64]:
+        """The row holding each probe's key (a batch of the key's columns, of its types), -1
+        when none does."""
 
 def partition_rows(batch: ArrowCapsules, parts: int,
                    as_double: bool = False) -> tuple[npt.NDArray[np.int64], list[int]]:

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from cq_core import _core
 from cq_py.errors import (
@@ -720,7 +721,7 @@ class Engine:
                 self._bind_store_resource(st, cols, key)
                 continue
             try:
-                reader = DatabaseResource(st.url, st.remote or st.name, cols, list(st.key))
+                reader = DatabaseResource(st.url, st.remote or st.name, cols, list(st.key), st.name)
             except ResourceError as e:
                 raise CQLSemanticError(
                     f"resource '{st.name}': {e}", st.pos.line, st.pos.column
@@ -839,17 +840,31 @@ class Engine:
         >>> Engine().commit_log().num_rows
         0
         """
-        records = self._core.commit_log()
+        records, offsets, evaluations, versions = self._commit_log_batches()
+        # The core's offsets are int64 (its one integer type); a map's are int32.
+        start = offsets.column("evaluations").cast(pa.int32())
+        read_at = offsets.column("versions").cast(pa.int32())
+        stamp = pa.timestamp("ns", tz="UTC")
         return pa.table(
             {
-                "query": pa.array([r[0] for r in records], pa.string()),
-                "area": pa.array([r[1] for r in records], pa.int64()),
-                "instant": pa.array([r[2] for r in records], pa.int64()),
-                "outcome": pa.array(["commit" if r[3] else "abort" for r in records], pa.string()),
-                "begin": pa.array([r[6] for r in records], pa.timestamp("ns", tz="UTC")),
-                "end": pa.array([r[7] for r in records], pa.timestamp("ns", tz="UTC")),
-                "evaluations": pa.array([r[4] for r in records], pa.map_(pa.int64(), pa.int64())),
-                "versions": pa.array([r[5] for r in records], pa.map_(pa.string(), pa.int64())),
+                "query": records.column("query"),
+                "area": records.column("area"),
+                "instant": records.column("instant"),
+                "outcome": records.column("outcome"),
+                "begin": records.column("begin").view(stamp),
+                "end": records.column("end").view(stamp),
+                "evaluations": pa.MapArray.from_arrays(
+                    start,
+                    evaluations.column("operator"),
+                    evaluations.column("evaluations"),
+                    type=pa.map_(pa.int64(), pa.int64()),
+                ),
+                "versions": pa.MapArray.from_arrays(
+                    read_at,
+                    versions.column("resource"),
+                    versions.column("version"),
+                    type=pa.map_(pa.string(), pa.int64()),
+                ),
             }
         )
 
@@ -861,19 +876,37 @@ class Engine:
         >>> Engine().read_versions().column_names
         ['query', 'instant', 'resource', 'version']
         """
-        rows = [
-            (r[0], r[2], name, version)
-            for r in self._core.commit_log()
-            if r[3]
-            for name, version in r[5]
-        ]
+        records, _, _, versions = self._commit_log_batches()
+        committed = pc.equal(records.column("outcome"), "commit")
+        read = versions.filter(pc.array_take(committed, versions.column("record")))
+        record = read.column("record")
         return pa.table(
             {
-                "query": pa.array([r[0] for r in rows], pa.string()),
-                "instant": pa.array([r[1] for r in rows], pa.int64()),
-                "resource": pa.array([r[2] for r in rows], pa.string()),
-                "version": pa.array([r[3] for r in rows], pa.int64()),
+                "query": pc.array_take(records.column("query"), record),
+                "instant": pc.array_take(records.column("instant"), record),
+                "resource": read.column("resource"),
+                "version": read.column("version"),
             }
+        )
+
+    def _commit_log_batches(
+        self,
+    ) -> tuple[pa.RecordBatch, pa.RecordBatch, pa.RecordBatch, pa.RecordBatch]:
+        """The core's commit log as record batches, built there column by column (it keeps up
+        to 2**20 records): ``records`` (query, area, instant, outcome, begin, end), ``offsets``
+        (one row more: where each record's ``evaluations`` and ``versions`` begin), the
+        ``evaluations`` (operator, evaluations) and the ``versions`` (record, resource,
+        version) of all records in order.
+
+        >>> [b.num_rows for b in Engine()._commit_log_batches()]
+        [0, 1, 0, 0]
+        """
+        records, offsets, evaluations, versions = self._core.commit_log()
+        return (
+            pa.RecordBatch._import_from_c_capsule(*records),
+            pa.RecordBatch._import_from_c_capsule(*offsets),
+            pa.RecordBatch._import_from_c_capsule(*evaluations),
+            pa.RecordBatch._import_from_c_capsule(*versions),
         )
 
     def _new_core(self) -> _core.Engine:

@@ -30,6 +30,7 @@ from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import Any, TypeVar
 
+import numpy as np
 import pyarrow as pa
 
 from cq_core import _core
@@ -452,6 +453,7 @@ class DatabaseResource(_ReaderCalls):
     'url' [TABLE 'tbl']``), for the core's reference operators: :meth:`lookup` and :meth:`scan`
     return the rows with the table's last-update stamp (``install_versioning``; 0 without one),
     read in one database transaction. The core calls them a batch of probes at a time.
+    ``resource`` is its registered name, in messages (the table's by default).
 
     The strategies of ``Engine(txn=...)`` (paper 002 §4) call the rest, each naming the
     ``holder`` (the transaction) it acts for: :meth:`lock_shared` and :meth:`unlock_shared`
@@ -472,7 +474,12 @@ class DatabaseResource(_ReaderCalls):
     """
 
     def __init__(
-        self, url: str, table: str, columns: list[tuple[str, str]], key: list[str]
+        self,
+        url: str,
+        table: str,
+        columns: list[tuple[str, str]],
+        key: list[str],
+        resource: str | None = None,
     ) -> None:
         try:
             self._db = connect(url)
@@ -486,6 +493,7 @@ class DatabaseResource(_ReaderCalls):
                 have = ", ".join(f"{k} {v}" for k, v in found.items())
                 raise ResourceError(f"{url}: table '{table}' has no column {n} {t} (it has {have})")
         self.url, self.table, self._key = url, table, key
+        self.resource = resource or table  # its name in the core's messages
         self._versioned = self._has_stamp()
         names = ", ".join(quote(n) for n, _ in self._columns)
         self._select = f"SELECT {names} FROM {quote(table)}"
@@ -709,7 +717,7 @@ class DatabaseResource(_ReaderCalls):
             # DuckDB: one statement reads one state, and no other process writes the file
             # while this reader has it open.
             stamp, rows = self.read_scan()
-            return ResourceSnapshot(self.table, stamp, rows, self._key)
+            return ResourceSnapshot(self.table, stamp, rows, self._key, self.resource)
         pinning = f"{holder} (snapshot copy)"
         if not self.lock_shared(pinning, timeout):
             raise LockTimeout(
@@ -720,7 +728,7 @@ class DatabaseResource(_ReaderCalls):
             stamp, rows = self.read_scan()
         finally:
             self.unlock_shared(pinning)
-        return ResourceSnapshot(self.table, stamp, rows, self._key)
+        return ResourceSnapshot(self.table, stamp, rows, self._key, self.resource)
 
     def stamp(self) -> int:
         """The table's last-update stamp now (``install_versioning``'s triggers raise it with
@@ -759,8 +767,9 @@ class DatabaseResource(_ReaderCalls):
 class ResourceSnapshot(_ReaderCalls):
     """A copy of a resource's table made by :meth:`DatabaseResource.pin`: read as the resource
     is (``lookup``, ``scan``, with the ``version`` — the stamp — the table had when copied),
-    never changed by later writes. A lookup is a semi-join of the copy with the probes' keys
-    (Arrow's hash join, no per-row Python).
+    never changed by later writes. A lookup probes the core's index of the copy by key
+    (``cq_core._core.KeyIndex``, the matching the core applies to every lookup read through
+    Python), built at the first lookup: no per-row Python.
 
     >>> s = ResourceSnapshot("x", 7, pa.table({"id": [1, 2], "v": ["a", "b"]}), ["id"])
     >>> version, rows = s.read_lookup(pa.record_batch({"id": [2, 2, 5]}))
@@ -768,8 +777,12 @@ class ResourceSnapshot(_ReaderCalls):
     (7, [{'id': 2, 'v': 'b'}])
     """
 
-    def __init__(self, table: str, version: int, rows: pa.Table, key: list[str]) -> None:
+    def __init__(
+        self, table: str, version: int, rows: pa.Table, key: list[str], resource: str | None = None
+    ) -> None:
         self.table, self.version, self.rows, self._key = table, version, rows, key
+        self.resource = resource or table  # its name in the core's messages
+        self._index: _core.KeyIndex | None = None
 
     def stamp(self) -> int:
         """The stamp the table had when it was copied.
@@ -794,9 +807,16 @@ class ResourceSnapshot(_ReaderCalls):
         >>> s.read_lookup(pa.record_batch({"id": [2]}))[1]["id"].to_pylist()
         [2]
         """
-        distinct = _distinct_keys(keys, self._key)
-        found = self.rows.join(distinct, keys=self._key, join_type="left semi")
-        return self.version, found.select(self.rows.column_names)
+        probes = keys.select(self._key).__arrow_c_array__()
+        try:
+            if self._index is None:
+                by_key = _one_batch(self.rows.select(self._key)).__arrow_c_array__()
+                self._index = _core.KeyIndex(self.resource, by_key)
+            match = self._index.match(probes)
+        except _core.CoreError as e:
+            raise _error(e) from None
+        # The rows found, each once, in the copy's order.
+        return self.version, self.rows.take(np.unique(match[match >= 0]))
 
 
 class ModelReader:

@@ -14,6 +14,7 @@ import pytest
 import cq_py
 from cq_py import InputError, LockTimeout
 from cq_py.errors import ArgumentError
+from cq_py.resources import ResourceSnapshot
 
 
 def _store() -> cq_py.ResourceStore:
@@ -205,3 +206,39 @@ def test_set_model_waits_for_the_queries_holding_it_and_versions_it() -> None:
         store.model("nope")
     with pytest.raises(ArgumentError, match="expected a callable"):
         store.set_model("score", 3)
+
+
+def test_a_snapshots_lookup_returns_the_rows_holding_the_probes_keys_once_in_its_order() -> None:
+    # A copy in two chunks, a key of two columns; probes repeated, missing, or holding a NULL.
+    rows = pa.concat_tables(
+        [
+            pa.table({"a": [3, 1, 2], "b": ["p", "q", "p"], "v": [30.0, 10.0, 20.0]}),
+            pa.table({"a": [1, 4], "b": ["p", "p"], "v": [11.0, 40.0]}),
+        ]
+    )
+    snap = ResourceSnapshot("pairs", 5, rows, ["a", "b"])
+    probes = pa.record_batch({"b": ["p", "p", "q", None, "p", "x"], "a": [2, 2, 1, 3, 1, 2]})
+    version, found = snap.read_lookup(probes)
+    assert version == 5
+    # The semi-join the core's matching replaced, in the copy's order.
+    semi = rows.join(pa.table(probes).drop_null(), keys=["a", "b"], join_type="left semi")
+    assert found.to_pylist() == sorted(semi.to_pylist(), key=rows.to_pylist().index)
+    assert found.to_pylist() == [
+        {"a": 1, "b": "q", "v": 10.0},
+        {"a": 2, "b": "p", "v": 20.0},
+        {"a": 1, "b": "p", "v": 11.0},
+    ]
+    assert snap.read_lookup(pa.record_batch({"a": [9], "b": ["p"]}))[1].num_rows == 0
+    # What the core reads through it: the same rows, each probe matched to its own.
+    _, (schema, array) = snap.lookup(probes.select(["a", "b"]).__arrow_c_array__())
+    assert pa.RecordBatch._import_from_c_capsule(schema, array).to_pylist() == found.to_pylist()
+
+
+def test_a_snapshot_with_two_rows_of_one_key_or_probes_of_other_types_is_an_input_error() -> None:
+    twice = ResourceSnapshot("x", 1, pa.table({"id": [1, 2, 1], "v": ["a", "b", "c"]}), ["id"])
+    with pytest.raises(InputError, match=r"resource 'x' returned two rows with one key"):
+        twice.read_lookup(pa.record_batch({"id": [2]}))
+    snap = ResourceSnapshot("x", 1, pa.table({"id": [1, 2], "v": ["a", "b"]}), ["id"])
+    with pytest.raises(InputError, match=r"resource 'x': probe keys of types \(BIGINT\) expected"):
+        snap.read_lookup(pa.record_batch({"id": ["1"]}))
+    assert snap.read_lookup(pa.record_batch({"id": [1]}))[1].to_pylist() == [{"id": 1, "v": "a"}]

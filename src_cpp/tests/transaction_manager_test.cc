@@ -151,5 +151,42 @@ CQ_TEST(transaction_logs_keep_their_latest_records_and_count_all) {
   CQ_EXPECT(commits + aborts == n && aborts == (n + 2) / 3);
 }
 
+CQ_TEST(commit_log_columns_hold_every_record_and_entry_in_order) {
+  txn::TransactionManagers managers;
+  const auto log_columns_are_empty = [&] {
+    const txn::CommitLogColumns c = managers.log_columns();
+    return c.records.length == 0 && c.offsets.length == 1 && ReadI64(c.offsets.columns[0]) == I64s{0} &&
+           ReadI64(c.offsets.columns[1]) == I64s{0} && c.evaluations.length == 0 && c.versions.length == 0;
+  };
+  CQ_EXPECT(log_columns_are_empty());
+  // Records with no entry, one, and several (the middle one aborted).
+  txn::CommitRecord a{"q", 3, Time{1, 0}, true, 10, 20, {}, {}};
+  txn::CommitRecord b{"query two", 5, Time{2, 0}, false, 30, 40, {{4, 2}}, {{"x", 7}}};
+  txn::CommitRecord c{"q", 3, Time{2, 0}, true, 50, 60, {{1, 1}, {2, 9}}, {{"x", 8}, {"resource y", 1}}};
+  for (const auto* r : {&a, &b, &c}) managers.Log(*r);
+  const txn::CommitLogColumns log = managers.log_columns();
+
+  CQ_EXPECT(log.records.length == 3);
+  CQ_EXPECT((log.records.names == std::vector<std::string>{"query", "area", "instant", "outcome", "begin", "end"}));
+  const auto& r = log.records.columns;
+  CQ_EXPECT((ReadStr(r[0]) == Strs{"q", "query two", "q"}));
+  CQ_EXPECT((ReadI64(r[1]) == I64s{3, 5, 3}));
+  CQ_EXPECT((ReadI64(r[2]) == I64s{1, 2, 2}));
+  CQ_EXPECT((ReadStr(r[3]) == Strs{"commit", "abort", "commit"}));
+  CQ_EXPECT((ReadI64(r[4]) == I64s{10, 30, 50}));
+  CQ_EXPECT((ReadI64(r[5]) == I64s{20, 40, 60}));
+
+  CQ_EXPECT(log.offsets.length == 4);
+  CQ_EXPECT((ReadI64(log.offsets.columns[0]) == I64s{0, 0, 1, 3}));
+  CQ_EXPECT((ReadI64(log.offsets.columns[1]) == I64s{0, 0, 1, 3}));
+  CQ_EXPECT(log.evaluations.length == 3);
+  CQ_EXPECT((ReadI64(log.evaluations.columns[0]) == I64s{4, 1, 2}));
+  CQ_EXPECT((ReadI64(log.evaluations.columns[1]) == I64s{2, 1, 9}));
+  CQ_EXPECT(log.versions.length == 3);
+  CQ_EXPECT((ReadI64(log.versions.columns[0]) == I64s{1, 2, 2}));
+  CQ_EXPECT((ReadStr(log.versions.columns[1]) == Strs{"x", "x", "resource y"}));
+  CQ_EXPECT((ReadI64(log.versions.columns[2]) == I64s{7, 8, 1}));
+}
+
 }  // namespace
 }  // namespace cq::test

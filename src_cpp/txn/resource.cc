@@ -65,25 +65,35 @@ ResourceRead StoreResource::Scan() {
   return read;
 }
 
-void MatchProbes(const ResourceSpec& spec, const Columns& keys, int64_t n, ResourceRead& read) {
-  std::unordered_map<std::string, int64_t> at;
+KeyIndex::KeyIndex(const ResourceSpec& spec, const Columns& columns, int64_t length) : resource_(spec.name) {
+  for (int k : spec.key) types_.push_back(columns[k].type);
+  at_.reserve(static_cast<size_t>(length));
   std::string key;
-  for (int64_t r = 0; r < read.length; ++r) {
+  for (int64_t r = 0; r < length; ++r) {
     key.clear();
-    for (int k : spec.key) AppendKey(read.columns[k], r, &key);
-    if (!at.emplace(key, r).second)
+    for (int k : spec.key) AppendKey(columns[k], r, &key);
+    if (!at_.emplace(key, r).second)
       throw CqError(ErrorKind::kInput, "resource '" + spec.name + "' returned two rows with one key " +
                                            "(its KEY must be unique in the table it reads)");
   }
-  read.match.assign(static_cast<size_t>(n), -1);
-  read.rows_read = 0;
+}
+
+int64_t KeyIndex::Match(const Columns& keys, int64_t n, std::vector<int64_t>& match) const {
+  match.assign(static_cast<size_t>(n), -1);
+  int64_t found = 0;
+  std::string key;
   for (int64_t i = 0; i < n; ++i) {
     if (!ProbeKey(keys, i, &key)) continue;
-    if (const auto it = at.find(key); it != at.end()) {
-      read.match[i] = it->second;
-      ++read.rows_read;
+    if (const auto it = at_.find(key); it != at_.end()) {
+      match[i] = it->second;
+      ++found;
     }
   }
+  return found;
+}
+
+void MatchProbes(const ResourceSpec& spec, const Columns& keys, int64_t n, ResourceRead& read) {
+  read.rows_read = KeyIndex(spec, read.columns, read.length).Match(keys, n, read.match);
 }
 
 }  // namespace cq::txn

@@ -14,6 +14,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "batch/batch.h"
@@ -85,9 +86,27 @@ class StoreResource final : public Resource {
   std::shared_ptr<const ResourceVersion> pinned_;
 };
 
-// `read.match` for `n` probe `keys` over rows `read.columns` that may hold any subset of the
-// resource's rows in any order (what a database returns for a lookup); also sets rows_read.
-// kInput naming the resource when two rows it returned share a key.
+// The rows of columns that may hold any subset of a resource's rows in any order (what a
+// database returns for a lookup, a copy of its table), by their key (AppendKey over spec.key):
+// what a lookup's probes are matched against. kInput naming the resource when two rows share a key.
+class KeyIndex {
+ public:
+  KeyIndex(const ResourceSpec& spec, const Columns& columns, int64_t length);
+  // `match[i]`: the row holding the key of probe i of the n probe `keys` (the key's columns in
+  // spec.key's order, of its types), -1 when none does or the probe's key holds a NULL; returns
+  // how many found one.
+  int64_t Match(const Columns& keys, int64_t n, std::vector<int64_t>& match) const;
+  // The resource's name and its key's columns' types, in spec.key's order.
+  const std::string& resource() const { return resource_; }
+  const std::vector<TypeId>& types() const { return types_; }
+
+ private:
+  std::string resource_;
+  std::vector<TypeId> types_;
+  std::unordered_map<std::string, int64_t> at_;
+};
+
+// `read.match` for `n` probe `keys` over rows `read.columns` (KeyIndex); also sets rows_read.
 void MatchProbes(const ResourceSpec& spec, const Columns& keys, int64_t n, ResourceRead& read);
 
 // A model (REGISTER MODEL): a function applied to a batch of argument columns at once, returning

@@ -185,4 +185,93 @@ std::vector<int64_t> TransactionManagers::areas() const {
   return out;
 }
 
+namespace {
+
+// An int64 column of n values, to be filled.
+Column Int64Column(int64_t n) {
+  Column c;
+  c.type = TypeId::kInt64;
+  c.length = n;
+  c.values = Buffer::Allocate(n * 8);
+  return c;
+}
+
+// An int64 column of n values, value k being at(k).
+template <typename At>
+Column Int64Column(int64_t n, At at) {
+  Column c = Int64Column(n);
+  int64_t* v = c.values.as<int64_t>();
+  for (int64_t k = 0; k < n; ++k) v[k] = at(k);
+  return c;
+}
+
+// A utf8 column of n values, value k being at(k).
+template <typename At>
+Column Utf8Column(int64_t n, At at) {
+  Column c;
+  c.type = TypeId::kUtf8;
+  c.length = n;
+  FillStrings(c, n, at);
+  return c;
+}
+
+}  // namespace
+
+CommitLogColumns CommitLogAsColumns(const std::deque<CommitRecord>& log) {
+  const auto n = static_cast<int64_t>(log.size());
+  const auto at = [&](int64_t k) -> const CommitRecord& { return log[static_cast<size_t>(k)]; };
+  CommitLogColumns out;
+  out.records = {{"query", "area", "instant", "outcome", "begin", "end"}, {}, n};
+  auto& r = out.records.columns;
+  r.push_back(Utf8Column(n, [&](int64_t k) { return std::string_view(at(k).query); }));
+  r.push_back(Int64Column(n, [&](int64_t k) { return at(k).area; }));
+  r.push_back(Int64Column(n, [&](int64_t k) { return at(k).instant.tick; }));
+  r.push_back(Utf8Column(n, [&](int64_t k) { return std::string_view(at(k).committed ? "commit" : "abort"); }));
+  r.push_back(Int64Column(n, [&](int64_t k) { return at(k).begin_ns; }));
+  r.push_back(Int64Column(n, [&](int64_t k) { return at(k).end_ns; }));
+
+  // The offsets first: they size the entries' columns, and place each record's entries.
+  Column eval_at = Int64Column(n + 1), version_at = Int64Column(n + 1);
+  int64_t* ev = eval_at.values.as<int64_t>();
+  int64_t* vv = version_at.values.as<int64_t>();
+  ev[0] = vv[0] = 0;
+  for (int64_t k = 0; k < n; ++k) {
+    ev[k + 1] = ev[k] + static_cast<int64_t>(at(k).evaluations.size());
+    vv[k + 1] = vv[k] + static_cast<int64_t>(at(k).versions.size());
+  }
+  out.offsets = {{"evaluations", "versions"}, {}, n + 1};
+
+  Column op = Int64Column(ev[n]), evaluations = Int64Column(ev[n]);
+  Column record = Int64Column(vv[n]), version = Int64Column(vv[n]);
+  for (int64_t k = 0; k < n; ++k) {
+    int64_t e = ev[k];
+    for (const auto& [o, count] : at(k).evaluations) {
+      op.values.as<int64_t>()[e] = o;
+      evaluations.values.as<int64_t>()[e++] = count;
+    }
+    e = vv[k];
+    for (const auto& [name, v] : at(k).versions) {
+      record.values.as<int64_t>()[e] = k;
+      version.values.as<int64_t>()[e++] = static_cast<int64_t>(v);
+    }
+  }
+  // Version entry e is entry e - vv[k] of its record k.
+  const int64_t* owner = record.values.as<int64_t>();
+  Column resource = Utf8Column(vv[n], [&](int64_t e) {
+    const int64_t k = owner[e];
+    return std::string_view(at(k).versions[static_cast<size_t>(e - vv[k])].first);
+  });
+  const int64_t ne = ev[n], nv = vv[n];
+  out.offsets.columns.push_back(std::move(eval_at));
+  out.offsets.columns.push_back(std::move(version_at));
+  out.evaluations = {{"operator", "evaluations"}, {}, ne};
+  out.evaluations.columns.push_back(std::move(op));
+  out.evaluations.columns.push_back(std::move(evaluations));
+  out.versions = {{"record", "resource", "version"}, {}, nv};
+  out.versions.columns.push_back(std::move(record));
+  out.versions.columns.push_back(std::move(resource));
+  out.versions.columns.push_back(std::move(version));
+  return out;
+}
+
 }  // namespace cq::txn

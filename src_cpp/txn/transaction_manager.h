@@ -57,6 +57,28 @@ struct CommitRecord {
   std::vector<std::pair<std::string, uint64_t>> versions;
 };
 
+// The commit log as columns, for cq_py's Engine.commit_log() and read_versions(): up to 2^20
+// records cross to Python as a few Arrow arrays, not as a Python object per record. A table of
+// `length` rows of named columns:
+struct LogColumns {
+  std::vector<std::string> names;
+  Columns columns;
+  int64_t length = 0;
+};
+struct CommitLogColumns {
+  // One row per record, in the log's order: query, area, instant (tick), outcome ("commit" or
+  // "abort"), begin and end (ns).
+  LogColumns records;
+  // records.length + 1 rows: where each record's entries begin in `evaluations` and in
+  // `versions`, the last row their ends (the offsets of Arrow's map arrays).
+  LogColumns offsets;
+  // One row per (record, operator of its area): operator, evaluations.
+  LogColumns evaluations;
+  // One row per (record, resource read): record (its row in `records`), resource, version.
+  LogColumns versions;
+};
+CommitLogColumns CommitLogAsColumns(const std::deque<CommitRecord>& log);
+
 class TransactionManager {
  public:
   // `holder`: the query, named in a writer's lock timeout.
@@ -174,6 +196,12 @@ class TransactionManagers {
   std::vector<CommitRecord> log() const {
     std::lock_guard l(mu_);
     return {log_.begin(), log_.end()};
+  }
+  // The log as columns, built from the log itself under its lock: a copy of the records first
+  // (log()) would cost more than the columns (a million records' strings and vectors).
+  CommitLogColumns log_columns() const {
+    std::lock_guard l(mu_);
+    return CommitLogAsColumns(log_);
   }
   // area -> (commits, aborts)
   std::map<int64_t, std::pair<int64_t, int64_t>> outcomes() const {

@@ -212,3 +212,15 @@ def test_a_key_of_two_columns_looks_up_both_in_sqlite_and_the_store(tmp_path: Pa
         (r["k"], f"{r['k']}/{r['s']}", r["ts"]) for r in rows if r["k"] < 3 and r["s"] in ("p", "q")
     )
     assert results[0] == results[1] == want
+
+
+def test_a_snapshot_copy_with_two_rows_of_one_key_is_an_input_error_naming_the_resource(
+    tmp_path: Path,
+) -> None:
+    # The copy's lookups match probes with the core's KeyIndex, which refuses the copy at the
+    # first lookup as the core refuses any lookup's rows: naming the resource, not the table.
+    url = sqlite_table(tmp_path / "r.db", [*ROWS, ROWS[2]])
+    eng = cq_py.Engine(executor="scheduled", threads=1, txn="snapshot")
+    eng.execute(resource_sql(url, "KEY") + QUERY)
+    with pytest.raises(cq_py.InputError, match=r"resource 'x' returned two rows with one key"):
+        eng.push("s", pa.Table.from_pylist([{"k": 1, "a": 0, "ts": 1}]))
