@@ -134,9 +134,13 @@ def redo_area(ops: list[Op], root: int) -> RedoArea | None:
             elif _meets_references(by_id, downstream, upstream_ref, inside, i):
                 queues += [(i, p) for p in range(len(op.inputs))]
     gatekeepers = sorted({c for c, _ in queues}, key=order.__getitem__)
-    # The area: what lies between a gatekeeper and the commit operator, both included.
+    # The area: what lies between a gatekeeper and the commit operator, both included; with no
+    # gatekeeper (no window: each row commits at once), what lies between a reference operator
+    # and the commit operator, so that every read of an output's derivation is in its
+    # transaction (two resources joined in a row: both reads).
     subtrees = {i: _subtree(by_id, i) for i in _subtree(by_id, commit)}
-    members = {i for i, below in subtrees.items() if any(g in below for g in gatekeepers)}
+    starts = gatekeepers or references
+    members = {i for i, below in subtrees.items() if any(g in below for g in starts)}
     members.add(commit)
     listed = sorted(members, key=order.__getitem__)
     overlapping = any(by_id[m].role == "window" and by_id[m].overlaps for m in listed)
@@ -301,8 +305,12 @@ def mark_redo_areas(cat: Any, first_new: int) -> dict[str, RedoArea]:
             node = cat.nodes[area.commit]
             if "redo_area" not in node.params:
                 _note(node, f"commits {label}'s transactions, a row at a time (paper 002 §3.2)")
-                # An area of its own (no queue, no gatekeeper): its reads still form transactions.
-                node.params.update(redo_area=area.commit, txn_query=label, commit=True)
+                # An area of its own (no queue, no gatekeeper): its reads still form transactions,
+                # and the executor keeps the rows entering it to redo an aborted one.
+                for m in area.members:
+                    if "redo_area" not in cat.nodes[m].params:
+                        cat.nodes[m].params.update(redo_area=area.commit, txn_query=label)
+                node.params["commit"] = True
             continue
         owners = {cat.nodes[m].params.get("redo_area") for m in area.members} - {None}
         shared = [

@@ -62,7 +62,9 @@ def test_without_a_window_the_top_reference_operator_commits_and_nothing_is_queu
         Op(2, "reference", (1,)),
         Op(3, "other", (2,)),
     ]
-    assert redo_area(plan, 3) == RedoArea(commit=2, members=[2])
+    # Both reference operators are members: a row's transaction holds both reads (the area held
+    # only the top one, and reads of the first resource were in no transaction).
+    assert redo_area(plan, 3) == RedoArea(commit=2, members=[1, 2])
 
 
 def test_a_query_reading_no_resource_has_no_area() -> None:

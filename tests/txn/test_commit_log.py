@@ -17,11 +17,13 @@ STREAM = (
     "REGISTER RESOURCE x (id BIGINT, v DOUBLE) KEY (id);"
     "REGISTER RESOURCE y (id BIGINT, w DOUBLE) KEY (id);"
 )
-# j's area reads x; q's reads x and y (two versions per transaction), with more operators.
+# q's area reads x and y (two versions per transaction); m's reads x through a join of its own
+# (two queries windowing one query that reads a resource would share its join: refused).
 QUERIES = (
     "REGISTER QUERY j AS ISTREAM(SELECT s.k, x.v FROM s [Now], x WHERE s.k = x.id);"
     "REGISTER QUERY q AS RSTREAM(SELECT j.k, y.w FROM j [Now], y WHERE j.k = y.id);"
-    "REGISTER QUERY m AS RSTREAM(SELECT AVG(v) AS m FROM j [Range 4 Slide 1]);"
+    "REGISTER QUERY j2 AS ISTREAM(SELECT s.k, x.v FROM s [Now], x WHERE s.k = x.id);"
+    "REGISTER QUERY m AS RSTREAM(SELECT AVG(v) AS m FROM j2 [Range 4 Slide 1]);"
 )
 
 

@@ -414,3 +414,35 @@ def test_rstream_over_a_window_sliding_by_more_than_a_tick_is_refused(txn: str) 
     cq_py.Engine(executor="scheduled", threads=1, txn=txn).execute(
         STREAM + JOIN + rstream.replace("Slide 2", "Slide 1")
     )
+
+
+@pytest.mark.parametrize("txn", ["2pl", "snapshot", "optimistic"])
+def test_two_resources_joined_in_a_row_are_read_in_one_transaction(txn: str) -> None:
+    # No window: each row commits at once, and its derivation reads x and y; both reads are the
+    # transaction's (once only the top reference join's area held them: x went unrecorded).
+    store = ResourceStore()
+    store.load("x", [{"id": i, "v": float(i)} for i in range(4)], key=["id"])
+    store.load("y", [{"id": i, "w": float(10 * i)} for i in range(4)], key=["id"])
+    eng = cq_py.Engine(executor="scheduled", resources=store, threads=1, txn=txn)
+    eng.execute(
+        "REGISTER STREAM s(k BIGINT); REGISTER RESOURCE x (id BIGINT, v DOUBLE) KEY (id);"
+        "REGISTER RESOURCE y (id BIGINT, w DOUBLE) KEY (id);"
+        "REGISTER QUERY q AS ISTREAM(SELECT s.k, x.v, y.w FROM s [Now], x, y "
+        "WHERE s.k = x.id AND s.k = y.id);"
+    )
+    eng.push("s", pa.table({"k": [1, 2], "ts": [1, 2]}))
+    eng.advance(3)  # (instant 2 final: its transaction commits, 2PL's locks go)
+    with store.transaction(timeout=5) as tx:  # (a later state of both before the third row)
+        tx.upsert("x", [{"id": 3, "v": 30.0}])
+        tx.upsert("y", [{"id": 3, "w": 300.0}])
+    eng.push("s", pa.table({"k": [3], "ts": [3]}))
+    eng.close()
+    log = eng.commit_log().to_pylist()
+    assert [sorted(dict(r["versions"])) for r in log] == [["x", "y"]] * 3
+    out = eng.fetch("q").to_pylist()
+    assert [(r["k"], r["v"], r["w"]) for r in out] == [
+        (1, 1.0, 10.0),
+        (2, 2.0, 20.0),
+        (3, 30.0, 300.0),
+    ]
+    assert cq_py.txn.check(eng.commit_log(), eng.read_versions(), store.update_log()) == []

@@ -127,7 +127,8 @@ bool ScheduledExecutor::Redone(const Area& a, int64_t area, int id, int port) co
   if (found == area_of_.end() || found->second.first != area) return false;
   bool gates = false;
   for (const auto& [m, info] : area_of_) gates = gates || (info.first == area && info.second);
-  if (gates ? !found->second.second : id != a.commit) return false;
+  // (An area without gatekeepers commits a row at a time: whatever enters it is kept.)
+  if (gates && !found->second.second) return false;
   const int producer = nodes_[index_.at(id)].inputs.at(static_cast<size_t>(port));
   const auto p = area_of_.find(producer);
   return p == area_of_.end() || p->second.first != area;

@@ -24,8 +24,8 @@
 // optimistic transaction that fails its validation is aborted: its held rows are discarded and
 // the area redone from the instants not committed.
 //
-// Redo (§3.4, §4.1.3): the rows entering a gatekeeper (or, in an area without gatekeepers, its
-// commit operator) from outside the area are kept in its redo queue until no retained state can
+// Redo (§3.4, §4.1.3): the rows entering a gatekeeper (or, in an area without gatekeepers, any
+// member) from outside the area are kept in its redo queue until no retained state can
 // need them: rows older than the replay point, the first source row the window's contents need
 // (after its next slide, or its current contents where the commit operator compares or repeats
 // them, or a [Rows n] window's: the plan's "replay" key on the commit operator). A reset
@@ -119,8 +119,8 @@ class ScheduledExecutor final : public QueuedExecutor, private sched::Queues {
   };
   // The area operator `id` is a member of, or null.
   Area* AreaOf(int id);
-  // Whether (node id, port) is a redo queue's port: a gatekeeper's (or, without gatekeepers, the
-  // commit operator's) input from outside its area.
+  // Whether (node id, port) is a redo queue's port: a gatekeeper's (or, without gatekeepers, any
+  // member's) input from outside its area.
   bool Redone(const Area& a, int64_t area, int id, int port) const;
   // Every area: progress moved on to its queue heads, then commits (and resets) that are due.
   void Settle();
