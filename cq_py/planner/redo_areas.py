@@ -243,29 +243,54 @@ _FUSED_TO_STREAM = {"istream_aggregate", "dstream_aggregate"}
 _SOURCES = {"stream_scan", "relation_scan"}
 
 
-def _role(node: Any) -> Op:
-    """The :class:`Op` of a planned operator (cq_py.planner.logical.Node)."""
+def _windows_of(node: Any) -> list[dict[str, Any]]:
+    """The windows operator ``node`` applies, as ``{"kind", "range", "slide", "rows"}`` (ticks):
+    a window operator's own, or those a join planned with its windows inside holds; none for
+    other operators."""
     op, p = node.op, node.params
+    if op == "slide_window":
+        return [{"kind": "slide", "range": p["range"]["ticks"], "slide": p["slide"]["ticks"]}]
+    if op == "window":
+        return [{"kind": p.get("kind"), "range": p.get("range", {}).get("ticks", 0)}]
+    if op in _WINDOWS:  # a row window slides by one row
+        return [{"kind": "rows", "rows": p["rows"]}]
+    fused = p.get("windows") or ([p["window"]] if isinstance(p.get("window"), dict) else [])
+    return [{"kind": w.get("kind"), "range": w.get("range", {}).get("ticks", 0)} for w in fused]
+
+
+def _overlaps(w: dict[str, Any]) -> bool:
+    """Whether window ``w`` holds a row longer than it slides (r > s)."""
+    kind = w["kind"]
+    if kind == "slide":
+        return bool(w["range"] > w["slide"])
+    if kind == "rows":
+        return bool(w["rows"] > 1)
+    return kind == "unbounded" or (kind == "range" and bool(w["range"] > 1))
+
+
+def _lookback(w: dict[str, Any]) -> int | None:
+    """How far back (ticks) window ``w``'s rows at t reach in its input: [Range r] r (its rows
+    ending at t started at t − r), [Range r Slide s] r + s, [Now] none; None when no tick
+    bounds it (unbounded, rows)."""
+    kind = w["kind"]
+    if kind == "slide":
+        return int(w["range"] + w["slide"])
+    if kind == "range":
+        return int(w["range"])
+    return 0 if kind == "now" else None
+
+
+def _role(node: Any) -> Op:
+    """The :class:`Op` of a planned operator (cq_py.planner.logical.Node). A join planned with
+    its windows inside (ISTREAM of a join of windows) reads streams and windows them: a window
+    to §3.4.1 rule (2), whose stream inputs get redo queues."""
+    op = node.op
     if op in _REFERENCE:
         return Op(node.id, "reference", tuple(node.inputs))
-    if op in _WINDOWS:
-        if op == "slide_window":
-            overlaps = p["range"]["ticks"] > p["slide"]["ticks"]
-        elif op == "window":
-            kind = p.get("kind")
-            overlaps = kind == "unbounded" or (kind == "range" and p["range"]["ticks"] > 1)
-        else:  # a row window slides by one row
-            return Op(node.id, "window", tuple(node.inputs), p["rows"] > 1, rows=True)
-        return Op(node.id, "window", tuple(node.inputs), overlaps)
-    fused = p.get("windows") or ([p["window"]] if isinstance(p.get("window"), dict) else [])
-    if fused:
-        # A join planned with its windows inside (ISTREAM of a join of windows) reads streams
-        # and windows them: a window to §3.4.1 rule (2), whose stream inputs get redo queues.
-        overlaps = any(
-            w.get("kind") == "unbounded" or (w.get("kind") == "range" and w["range"]["ticks"] > 1)
-            for w in fused
-        )
-        return Op(node.id, "window", tuple(node.inputs), overlaps)
+    windows = _windows_of(node)
+    if windows:
+        rows = windows[0]["kind"] == "rows"
+        return Op(node.id, "window", tuple(node.inputs), any(map(_overlaps, windows)), rows)
     if op in _RELATION_TO_STREAM:
         return Op(node.id, "relation_to_stream", tuple(node.inputs))
     if op in _FUSED_TO_STREAM:
@@ -273,6 +298,13 @@ def _role(node: Any) -> Op:
     if op in _SOURCES:
         return Op(node.id, "source", tuple(node.inputs))
     return Op(node.id, "other", tuple(node.inputs))
+
+
+def _top_windows(cat: Any, members: list[int]) -> list[int]:
+    """The window operators among ``members`` with no other one above them: where the area's
+    transactions end (the instants they change)."""
+    windows = [m for m in members if cat.nodes[m].op in _WINDOWS]
+    return [w for w in windows if not any(v != w and w in _subtree_nodes(cat, v) for v in windows)]
 
 
 def mark_redo_areas(cat: Any, first_new: int) -> dict[str, RedoArea]:
@@ -325,6 +357,7 @@ def mark_redo_areas(cat: Any, first_new: int) -> dict[str, RedoArea]:
         # join under alpha) has no commit of its own.
         partial = shared and any("redo_area" not in cat.nodes[m].params for m in area.members)
         gates = set(area.gatekeepers)
+        tops = _top_windows(cat, area.members)
         for m in area.members:
             node = cat.nodes[m]
             if node.params.get("redo_area", area.commit) != area.commit:
@@ -334,10 +367,7 @@ def mark_redo_areas(cat: Any, first_new: int) -> dict[str, RedoArea]:
             node.params["txn_query"] = label
             if m in gates:
                 node.params["gatekeeper"] = True
-            if node.op in _WINDOWS and not any(
-                w != m and cat.nodes[w].op in _WINDOWS and m in _subtree_nodes(cat, w)
-                for w in area.members
-            ):
+            if m in tops:
                 # Where the area's transactions end: at the instants this window changes.
                 node.params["top_window"] = True
             if m == area.commit:
@@ -408,8 +438,7 @@ def _replay_window(cat: Any, area: RedoArea) -> dict[str, Any] | None:
     a shape no replay rebuilds (several top windows, an unbounded or row window below the top
     one); the executor then refuses to reset such an area."""
     members = set(area.members)
-    windows = [m for m in area.members if cat.nodes[m].op in _WINDOWS]
-    tops = [w for w in windows if not any(v != w and w in _subtree_nodes(cat, v) for v in windows)]
+    tops = _top_windows(cat, area.members)
     if len(tops) != 1:
         return None
     top = cat.nodes[tops[0]]
@@ -417,36 +446,16 @@ def _replay_window(cat: Any, area: RedoArea) -> dict[str, Any] | None:
 
     def reach(i: int) -> int | None:
         """How far back (ticks) the rows leaving member ``i`` need its area's inputs."""
-        if i in lookback:
-            return lookback[i]
-        node = cat.nodes[i]
-        below = [reach(j) for j in node.inputs if j in members]
-        own: int | None = 0
-        if node.op == "slide_window":
-            own = int(node.params["range"]["ticks"]) + int(node.params["slide"]["ticks"])
-        elif node.op == "window":
-            kind = node.params.get("kind")
-            own = (
-                int(node.params["range"]["ticks"])
-                if kind == "range"
-                else (0 if kind == "now" else None)
+        if i not in lookback:
+            own = [_lookback(w) for w in _windows_of(cat.nodes[i])]
+            below = [reach(j) for j in cat.nodes[i].inputs if j in members]
+            known = [b for b in own + below if b is not None]
+            lookback[i] = (
+                None
+                if len(known) < len(own) + len(below)
+                else max([0, *known[: len(own)]]) + max([0, *known[len(own) :]])
             )
-        elif node.op in _WINDOWS:
-            own = None
-        else:  # a join planned with its windows inside (ISTREAM of a join of [Range w] windows)
-            fused = node.params.get("windows") or (
-                [node.params["window"]] if "window" in node.params else []
-            )
-            for f in fused:
-                kind = f.get("kind") if isinstance(f, dict) else None
-                ticks = (
-                    int(f["range"]["ticks"]) if kind == "range" else 0 if kind == "now" else None
-                )
-                own = None if own is None or ticks is None else max(own, ticks)
-        known = [b for b in below if b is not None]
-        out = None if own is None or len(known) < len(below) else own + max([0, *known])
-        lookback[i] = out
-        return out
+        return lookback[i]
 
     below = [reach(j) for j in top.inputs if j in members]
     known = [b for b in below if b is not None]

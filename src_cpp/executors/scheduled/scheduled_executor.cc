@@ -17,14 +17,18 @@ ScheduledExecutor::ScheduledExecutor(const sched::Options& options, HolderTable*
   holds_ = managers() != nullptr;
 }
 
-Time ScheduledExecutor::Delivered(const Node& n, size_t port) const {
-  const Time seen = n.ports[port].seen;
-  if (!holds_) return seen;
+const QueuedExecutor::Node* ScheduledExecutor::AreaProducer(const Node& n, size_t port) const {
+  if (n.inputs.empty()) return nullptr;
   const auto mine = area_of_.find(n.id);
   const auto theirs = area_of_.find(n.inputs[port]);
-  if (mine == area_of_.end() || theirs == area_of_.end() || mine->second.first != theirs->second.first) return seen;
-  const Node& producer = nodes_[index_.at(n.inputs[port])];
-  return std::max(seen, producer.op->OutputProgress(producer.progress));
+  if (mine == area_of_.end() || theirs == area_of_.end() || mine->second.first != theirs->second.first) return nullptr;
+  return &nodes_[index_.at(n.inputs[port])];
+}
+
+Time ScheduledExecutor::Delivered(const Node& n, size_t port) const {
+  const Time seen = n.ports[port].seen;
+  const Node* producer = holds_ ? AreaProducer(n, port) : nullptr;
+  return producer ? std::max(seen, producer->op->OutputProgress(producer->progress)) : seen;
 }
 
 txn::TransactionManagers* ScheduledExecutor::managers() const {
@@ -125,13 +129,9 @@ std::vector<int> ScheduledExecutor::Members(int64_t area) const {
 bool ScheduledExecutor::Redone(const Area& a, int64_t area, int id, int port) const {
   const auto found = area_of_.find(id);
   if (found == area_of_.end() || found->second.first != area) return false;
-  bool gates = false;
-  for (const auto& [m, info] : area_of_) gates = gates || (info.first == area && info.second);
   // (An area without gatekeepers commits a row at a time: whatever enters it is kept.)
-  if (gates && !found->second.second) return false;
-  const int producer = nodes_[index_.at(id)].inputs.at(static_cast<size_t>(port));
-  const auto p = area_of_.find(producer);
-  return p == area_of_.end() || p->second.first != area;
+  if (a.gated && !found->second.second) return false;
+  return AreaProducer(nodes_[index_.at(id)], static_cast<size_t>(port)) == nullptr;
 }
 
 bool ScheduledExecutor::Hold(int node, const Item& item) {
@@ -260,9 +260,8 @@ void ScheduledExecutor::Advance(int64_t area) {
       Time t;
       if (!port.queue.empty()) {
         t = port.queue.front().time;
-      } else if (!n.inputs.empty() && area_of_.count(n.inputs[p]) && area_of_.at(n.inputs[p]).first == area) {
-        const Node& producer = nodes_[index_.at(n.inputs[p])];
-        t = producer.op->OutputProgress(producer.progress);
+      } else if (const Node* producer = AreaProducer(n, p)) {
+        t = producer->op->OutputProgress(producer->progress);
       } else {
         t = port.promised;  // (from outside the area: its waves)
       }
@@ -434,7 +433,10 @@ void ScheduledExecutor::SetAreas() {
     if (found->second.second) a.gatekeepers.push_back(id);
   }
   std::vector<sched::RedoArea> areas;
-  for (auto& [_, a] : by_area) areas.push_back(std::move(a));
+  for (auto& [area, a] : by_area) {
+    if (const auto t = txn_areas_.find(area); t != txn_areas_.end()) t->second.gated = !a.gatekeepers.empty();
+    areas.push_back(std::move(a));
+  }
   scheduler_->SetAreas(std::move(areas));
 }
 
@@ -453,11 +455,9 @@ std::pair<int64_t, int64_t> ScheduledExecutor::NextRowBound(int id) {
   // outside and waits for an input from inside waits for the area itself, which a gatekeeper
   // held back for it would stop for good.
   const Node& n = nodes_[index_.at(id)];
-  const auto mine = area_of_.find(id);
   Time t = Time::Infinity();
   for (size_t p = 0; p < n.ports.size(); ++p) {
-    const auto theirs = area_of_.find(n.inputs[p]);
-    if (mine != area_of_.end() && theirs != area_of_.end() && theirs->second.first == mine->second.first) continue;
+    if (AreaProducer(n, p)) continue;
     const Port& port = n.ports[p];
     if (!port.queue.empty()) return {INT64_MAX, INT64_MAX};
     t = std::min(t, std::max(port.seen, port.promised));

@@ -93,7 +93,8 @@ class ScheduledExecutor final : public QueuedExecutor, private sched::Queues {
     uint64_t version;
   };
   struct Area {
-    int commit = -1;  // the commit operator's id
+    int commit = -1;     // the commit operator's id
+    bool gated = false;  // it has gatekeepers (SetAreas; asked for every row entering a member)
     bool overlapping = false;
     // The replay (the plan's "replay" key): the top window's range and slide in ticks, or its
     // rows; whether its current contents are rebuilt or those after its next slide; how far back
@@ -117,6 +118,8 @@ class ScheduledExecutor final : public QueuedExecutor, private sched::Queues {
     std::map<std::pair<int, int>, Sent> sent;
     std::map<std::pair<int, int>, Sent> resent;
   };
+  // The producer of input `port` of `n` when both are members of one redo area, else null.
+  const Node* AreaProducer(const Node& n, size_t port) const;
   // The area operator `id` is a member of, or null.
   Area* AreaOf(int id);
   // Whether (node id, port) is a redo queue's port: a gatekeeper's (or, without gatekeepers, any
