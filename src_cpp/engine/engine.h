@@ -140,9 +140,6 @@ class Engine {
   // The reads the reference operators made, in the order made (the latest ReadLog::kLogLimit).
   std::vector<txn::ReadRecord> ReadLog() const { return txn_->log.records(); }
   const txn::ReadLog& reads() const { return txn_->log; }
-  // The commits and aborts of the redo areas' transactions, in order (the latest kLogLimit;
-  // empty under txn="none").
-  std::vector<txn::CommitRecord> CommitLog() const { return txn_->managers->log(); }
   // Holder ids in use and the table's size (one past the largest id handed out): what resets of
   // redo areas must not make grow.
   std::pair<int64_t, int64_t> HolderTableSize() const { return {holders_->live(), holders_->capacity()}; }
