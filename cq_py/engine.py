@@ -457,6 +457,8 @@ class Engine:
         # The resources bound to the core so far, by lower-cased name: the call binding each to
         # a core (again on every core built later).
         self._bound: dict[str, Callable[[_core.Engine], None]] = {}
+        # Resources' database connections by SQLite file (one file, one lock: see _Connection).
+        self._connections: dict[str, Any] = {}
         self._max_loop_ticks = _count("max_loop_ticks", max_loop_ticks)
         self._max_loop_rows = _count("max_loop_rows", max_loop_rows)
         self._max_memory = None if max_memory is None else _count("max_memory", max_memory)
@@ -721,7 +723,9 @@ class Engine:
                 self._bind_store_resource(st, cols, key)
                 continue
             try:
-                reader = DatabaseResource(st.url, st.remote or st.name, cols, list(st.key), st.name)
+                reader = DatabaseResource(
+                    st.url, st.remote or st.name, cols, list(st.key), st.name, self._connections
+                )
             except ResourceError as e:
                 raise CQLSemanticError(
                     f"resource '{st.name}': {e}", st.pos.line, st.pos.column

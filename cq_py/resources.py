@@ -42,7 +42,7 @@ from cq_py.errors import (
     ResourceError,
     from_core,
 )
-from cq_py.io.databases import Database, DatabaseError, connect, quote
+from cq_py.io.databases import Database, DatabaseError, connect, quote, sqlite_file
 from cq_py.planner import types as T
 
 __all__ = [
@@ -448,6 +448,35 @@ def _distinct_keys(keys: pa.RecordBatch, key: list[str]) -> pa.Table:
     return table.group_by(key).aggregate([]).drop_null()
 
 
+class _Connection:
+    """A database connection and the transactions (``holders``: (resource, holder) pairs) whose
+    shared lock its open database transaction holds. The resources of one SQLite file share one:
+    SQLite locks the file, not a table, so a second connection's ``BEGIN IMMEDIATE`` would wait
+    for the first, which the same single-threaded executor holds until it commits (a query
+    joining two tables of one file, or two queries each reading one, could never lock both)."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self.holders: set[tuple[str, str]] = set()
+        self.broken = False
+        self.users = 1
+
+    @staticmethod
+    def open(url: str, shared: dict[str, _Connection] | None) -> _Connection:
+        """``shared``'s connection to ``url``'s SQLite file when it has one, else a new one
+        (entered in ``shared`` for a SQLite file)."""
+        file = sqlite_file(url)
+        if shared is not None and file is not None and file in shared:
+            conn = shared[file]
+            if conn.users > 0:
+                conn.users += 1
+                return conn
+        conn = _Connection(connect(url))
+        if shared is not None and file is not None:
+            shared[file] = conn
+        return conn
+
+
 class DatabaseResource(_ReaderCalls):
     """A resource read from a database table (``REGISTER RESOURCE name (...) KEY (...) FROM
     'url' [TABLE 'tbl']``), for the core's reference operators: :meth:`lookup` and :meth:`scan`
@@ -480,9 +509,10 @@ class DatabaseResource(_ReaderCalls):
         columns: list[tuple[str, str]],
         key: list[str],
         resource: str | None = None,
+        shared: dict[str, _Connection] | None = None,
     ) -> None:
         try:
-            self._db = connect(url)
+            self._conn = _Connection.open(url, shared)
             found = {n.lower(): t for n, t in self._db.columns(table)}
         except DatabaseError as e:
             raise ResourceError(str(e)) from None
@@ -497,9 +527,10 @@ class DatabaseResource(_ReaderCalls):
         self._versioned = self._has_stamp()
         names = ", ".join(quote(n) for n, _ in self._columns)
         self._select = f"SELECT {names} FROM {quote(table)}"
-        #: The transactions holding the shared lock (one database transaction serves them all).
-        self._holders: set[str] = set()
-        self._broken = False
+
+    @property
+    def _db(self) -> Database:
+        return self._conn.db
 
     def _has_stamp(self) -> bool:
         try:
@@ -511,9 +542,9 @@ class DatabaseResource(_ReaderCalls):
     def _failed(self, e: DatabaseError) -> ResourceError:
         """The ResourceError for ``e``; the open transaction, if any, is aborted (a lost
         connection has lost it already) and the connection is opened anew at the next call."""
-        held = sorted(self._holders)
-        self._holders.clear()
-        self._broken = True
+        held = sorted({h for _, h in self._conn.holders})
+        self._conn.holders.clear()
+        self._conn.broken = True
         with contextlib.suppress(DatabaseError):  # (a lost connection has nothing to roll back)
             self._db.rollback()
         aborted = f"; the transaction of {', '.join(held)} aborted" if held else ""
@@ -521,16 +552,16 @@ class DatabaseResource(_ReaderCalls):
 
     def _reopen(self) -> None:
         """A new connection after a failure (no transaction is open then)."""
-        if not self._broken:
+        if not self._conn.broken:
             return
         # Closing a lost connection may raise the driver's own error.
         with contextlib.suppress(Exception):
             self._db.close()
         try:
-            self._db = connect(self.url)
+            self._conn.db = connect(self.url)
         except DatabaseError as e:
             raise ResourceError(f"resource table '{self.table}': {e}") from None
-        self._broken = False
+        self._conn.broken = False
 
     def _outside(self, action: Callable[[], _R]) -> _R:
         """``action``, run while no transaction of the holders is open; once more on a new
@@ -541,7 +572,7 @@ class DatabaseResource(_ReaderCalls):
         except DatabaseError as e:
             if not self._db.lost():
                 raise self._failed(e) from None
-            self._broken = True
+            self._conn.broken = True
         self._reopen()
         try:
             return action()
@@ -558,7 +589,7 @@ class DatabaseResource(_ReaderCalls):
     def _read(self, statements: list[tuple[str, list[Any]]]) -> tuple[int, pa.Table]:
         """(stamp, the rows of every statement), read in one database transaction: the holders'
         when the shared lock is held, else one of their own."""
-        if self._holders:
+        if self._conn.holders:
             try:
                 return self._statements(statements)
             except DatabaseError as e:
@@ -657,12 +688,12 @@ class DatabaseResource(_ReaderCalls):
         if not isinstance(holder, str) or not holder:
             raise ArgumentError(f"lock_shared: holder must be a non-empty str; found {holder!r}")
         timeout = _timeout(timeout)
-        if self._holders:
-            self._holders.add(holder)
+        if self._conn.holders:  # (the connection's transaction holds the lock already)
+            self._conn.holders.add((self.resource, holder))
             return True
         got = self._outside(lambda: self._db.lock_shared(self.table, timeout))
         if got:
-            self._holders.add(holder)
+            self._conn.holders.add((self.resource, holder))
         return got
 
     def unlock_shared(self, holder: str) -> None:
@@ -673,10 +704,10 @@ class DatabaseResource(_ReaderCalls):
         >>> DatabaseResource.unlock_shared.__name__
         'unlock_shared'
         """
-        if holder not in self._holders:
+        if (self.resource, holder) not in self._conn.holders:
             return
-        self._holders.discard(holder)
-        if self._holders:
+        self._conn.holders.discard((self.resource, holder))
+        if self._conn.holders:
             return
         try:
             self._db.commit()
@@ -686,7 +717,7 @@ class DatabaseResource(_ReaderCalls):
             # The server ended the transaction with the connection, and the lock with it. Every
             # read of the holders succeeded before (a read on a lost connection fails and aborts
             # them), so under the lock: a read-only transaction has nothing more to lose.
-            self._broken = True
+            self._conn.broken = True
 
     def holders(self) -> list[str]:
         """The transactions holding the shared lock now, in name order.
@@ -694,7 +725,7 @@ class DatabaseResource(_ReaderCalls):
         >>> DatabaseResource.holders.__name__
         'holders'
         """
-        return sorted(self._holders)
+        return sorted(h for r, h in self._conn.holders if r == self.resource)
 
     def pin(self, holder: str, timeout: float) -> ResourceSnapshot:
         """A snapshot for transaction ``holder`` (paper 002 §4.1's snapshot strategy): takes the
@@ -751,7 +782,7 @@ class DatabaseResource(_ReaderCalls):
             self._versioned = self._has_stamp()
         if not self._versioned:
             raise self._unversioned()
-        if not self._holders:
+        if not self._conn.holders:
             return self._outside(lambda: self._db.stamp(self.table))
         try:
             return self._db.stamp(self.table)
@@ -759,9 +790,13 @@ class DatabaseResource(_ReaderCalls):
             raise self._failed(e) from None
 
     def close(self) -> None:
-        """Closes the connection (an open transaction ends with it)."""
-        self._holders.clear()
-        self._db.close()
+        """Closes the connection (an open transaction ends with it), or, when other resources
+        of the same SQLite file share it, this resource's part of it (its holders)."""
+        self._conn.holders = {(r, h) for r, h in self._conn.holders if r != self.resource}
+        self._conn.users -= 1
+        if self._conn.users == 0:
+            self._conn.holders.clear()
+            self._db.close()
 
 
 class ResourceSnapshot(_ReaderCalls):

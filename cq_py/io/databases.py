@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import os
 import re
 import sqlite3
 from collections.abc import Sequence
@@ -54,7 +55,7 @@ import pyarrow as pa
 
 from cq_py.errors import CQError
 
-__all__ = ["Database", "DatabaseError", "connect", "quote"]
+__all__ = ["Database", "DatabaseError", "connect", "quote", "sqlite_file"]
 
 #: cq's column types as Arrow types (the planner's types by their CQL names).
 ARROW = {
@@ -766,6 +767,21 @@ class _DuckDB(Database):
         if self.conn is not None:
             self.conn.close()
             self.conn = None
+
+
+def sqlite_file(url: str) -> str | None:
+    """The real path of a ``sqlite:///`` url's file (two urls of one file give one path); None
+    for another database or ``:memory:``, whose connections are databases of their own.
+
+    >>> sqlite_file("sqlite:///:memory:"), sqlite_file("postgresql://h/db")
+    (None, None)
+    >>> sqlite_file("sqlite:////tmp/a/../r.db")
+    '/tmp/r.db'
+    """
+    if not url.startswith("sqlite:") or url.count("/") < 3:
+        return None
+    path = unquote(urlsplit(url).path)[1:]
+    return os.path.realpath(path) if path and path != ":memory:" else None
 
 
 def connect(url: str) -> Database:

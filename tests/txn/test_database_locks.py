@@ -362,3 +362,72 @@ def test_under_2pl_a_postgres_connection_lost_before_the_commit_goes_on(pg_serve
         {"a": 2, "v": 2.0, "ts": 3},  # read under the lock, before the connection went
         {"a": 10, "v": 100.0, "ts": 5},  # read over a new connection
     ]
+
+
+TWO_TABLES = (
+    "REGISTER STREAM s(k BIGINT, a BIGINT);"
+    "REGISTER RESOURCE x (id BIGINT, v DOUBLE) KEY (id) FROM '{url}' TABLE 'things';"
+    "REGISTER RESOURCE y (id BIGINT, v DOUBLE) KEY (id) FROM '{url}' TABLE 'others';"
+)
+#: One query reading both tables in a row, or two queries each windowing one.
+TWO_TABLE_QUERIES = {
+    "one query": "REGISTER QUERY j AS ISTREAM(SELECT s.a, x.v AS xv, y.v AS yv "
+    "FROM s [Now], x, y WHERE s.k = x.id AND s.k = y.id);",
+    "two queries": "REGISTER QUERY qx AS ISTREAM(SELECT SUM(x.v) AS m FROM s [Range 2], x "
+    "WHERE s.k = x.id); REGISTER QUERY qy AS ISTREAM(SELECT SUM(y.v) AS m FROM s [Range 2], y "
+    "WHERE s.k = y.id);",
+}
+
+
+@pytest.mark.parametrize("shape", sorted(TWO_TABLE_QUERIES))
+@pytest.mark.parametrize("txn", ["2pl", "snapshot", "optimistic"])
+def test_two_tables_of_one_database_are_read_under_every_strategy(
+    db: Db, txn: str, shape: str
+) -> None:
+    # SQLite locks the file: the resources of one file share one connection, whose transaction
+    # holds the lock for both (two connections' BEGIN IMMEDIATE made the engine wait on itself
+    # until its lock timeout, under 2pl and snapshot).
+    db.run_sql(
+        "DROP TABLE IF EXISTS others; CREATE TABLE others (id BIGINT, v DOUBLE PRECISION); "
+        + " ".join(f"INSERT INTO others VALUES ({i}, {10 * v});" for i, v in ROWS)
+    )
+    install_versioning(db.url, ["things", "others"])
+    rows = pa.Table.from_pylist([{"k": t, "a": t, "ts": t + 1} for t in range(4)])
+    outputs = {}
+    for strategy in (txn, "none"):
+        eng = cq_py.Engine(executor="scheduled", threads=1, txn=strategy, lock_timeout=5)
+        eng.execute(TWO_TABLES.format(url=db.url) + TWO_TABLE_QUERIES[shape])
+        eng.push("s", rows)  # (a lock waiting for the other: LockTimeout)
+        eng.close()
+        names = ["j"] if shape == "one query" else ["qx", "qy"]
+        outputs[strategy] = {q: eng.fetch(q).to_pylist() for q in names}
+    assert outputs[txn] == outputs["none"]
+    if shape == "one query":
+        assert outputs[txn]["j"] == [
+            {"a": t, "xv": float(t), "yv": 10.0 * t, "ts": t + 1} for t in range(4)
+        ]
+    else:
+        assert [r["m"] for r in outputs[txn]["qy"]] == [0.0, 10.0, 30.0, 50.0, 30.0]
+
+
+def test_under_2pl_a_writer_of_the_second_table_of_one_file_waits_for_the_commit(db: Db) -> None:
+    db.run_sql(
+        "DROP TABLE IF EXISTS others; CREATE TABLE others (id BIGINT, v DOUBLE PRECISION); "
+        + " ".join(f"INSERT INTO others VALUES ({i}, {v});" for i, v in ROWS)
+    )
+    eng = cq_py.Engine(executor="scheduled", threads=1, txn="2pl", lock_timeout=5)
+    eng.execute(TWO_TABLES.format(url=db.url) + TWO_TABLE_QUERIES["one query"])
+    eng.push("s", pa.Table.from_pylist([{"k": t, "a": t, "ts": t + 1} for t in range(3)]))
+    # Instant 3's transaction is open: it read both tables and holds both.
+    for table in ("others", "things"):
+        proc = db.writer(f"UPDATE {table} SET v = -1 WHERE id = 9", timeout=30.0)
+        assert blocked(proc), table
+        proc.kill()
+        proc.wait()
+    proc = db.writer("UPDATE others SET v = 100 WHERE id = 0", timeout=30.0)
+    assert blocked(proc)
+    eng.advance(4)
+    assert finished(proc)["outcome"] == "ok"
+    eng.push("s", pa.Table.from_pylist([{"k": 0, "a": 3, "ts": 5}]))
+    eng.close()
+    assert eng.fetch("j").to_pylist()[-1] == {"a": 3, "xv": 0.0, "yv": 100.0, "ts": 5}
