@@ -41,3 +41,15 @@ def test_fig8_on_the_engine(theta: float, sel1: float, sel2: float) -> None:
             assert commits == model.fig8_cql(data)[0]
     assert joins[1, True] == joins[4, True] == model.fig8_cql(data)[1]
     assert all(joins[n, True] <= joins[n, False] for n in (1, 4))
+
+
+def test_fig8_over_a_sqlite_file_counts_as_over_the_store(tmp_path: Path) -> None:
+    model = reproduce._model()
+    data = model.fig8_data(1, 0.5, 0.5, 0.5, rows=60, size=60)
+    db = reproduce.fig8_sqlite(data, tmp_path / "fig8.db")
+    for constraint in (True, False):
+        store, _ = reproduce.fig8_run(data, 4, constraint)
+        sqlite, _ = reproduce.fig8_run(data, 4, constraint, db=db)
+        assert sqlite.fetch("alpha").to_pylist() == store.fetch("alpha").to_pylist()
+        assert reproduce.fig8_counts(sqlite) == reproduce.fig8_counts(store)
+        assert all(r["outcome"] == "commit" for r in sqlite.commit_log().to_pylist())
