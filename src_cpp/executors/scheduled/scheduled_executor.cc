@@ -1,6 +1,7 @@
 #include "executors/scheduled/scheduled_executor.h"
 
 #include <algorithm>
+#include <optional>
 #include <cstdint>
 #include <iterator>
 
@@ -308,14 +309,27 @@ bool ScheduledExecutor::Commit(int64_t area, Area& a) {
     const Time reach{m->last_read().tick + a.lookback + std::max<int64_t>(0, a.range - 1), m->last_read().step};
     reads_final = a.rows == 0 && reach < c.progress;
   }
-  if (ready == 0 && !reads_final) return false;
+  // An instant where the top window changed and the commit operator emitted nothing (ISTREAM of
+  // an aggregate that kept its value) ends the transaction too: its reads derived that nothing,
+  // and the rows the window keeps are checked again at the next commit.
+  std::optional<int64_t> quiet;
+  if (ready == 0 && !reads_final && windowed && m && m->open()) {
+    const auto first = a.changed.upper_bound(a.committed.tick);
+    if (first != a.changed.end() && *first < c.progress.tick && (a.held.empty() || *first < a.held[0].time.tick))
+      quiet = *first;
+  }
+  if (ready == 0 && !reads_final && !quiet) return false;
   txn::CommitRecord record;
   record.area = area;
   record.query = m ? m->holder() : "";
-  record.instant = ready ? a.held[ready - 1].time : m->last_read();
+  record.instant = ready ? a.held[ready - 1].time : quiet ? Time{*quiet, 0} : m->last_read();
   std::vector<txn::TransactionManager::Read> reads;
   record.begin_ns = m && m->open() ? m->begin_ns() : txn::SystemNs();
-  record.committed = m ? m->Commit(&record.versions, &reads) : true;
+  std::vector<std::pair<std::string, uint64_t>> kept;
+  for (const Read& r : a.retained)
+    if (std::find(kept.begin(), kept.end(), std::make_pair(r.resource, r.version)) == kept.end())
+      kept.emplace_back(r.resource, r.version);
+  record.committed = m ? m->Commit(&record.versions, &reads, kept) : true;
   record.end_ns = txn::SystemNs();
   for (int id : Members(area)) {
     const int64_t now = nodes_[index_.at(id)].evaluations;
@@ -334,6 +348,7 @@ bool ScheduledExecutor::Commit(int64_t area, Area& a) {
   const Time instant = record.instant;
   managers()->Log(std::move(record));
   if (!committed) {  // §4.2.1: the aborted instants are redone, from the oldest row the first needs
+    // (also when rows kept from earlier transactions read a resource this one saw changed)
     Reset(area, a);
     return true;
   }
@@ -368,6 +383,7 @@ void ScheduledExecutor::Reset(int64_t area, Area& a) {
     if (it.kind == Item::Kind::kEnds) holders_->Unpin(it.ends.ids(), it.ends.length);
   a.held.clear();
   a.ticks.clear();  // (the rebuilt window notes its rows again as the replay makes them)
+  a.retained.clear();  // (the replay reads the kept rows again, in the next transaction)
   a.resent = a.sent;
   for (int id : Members(area)) {
     const int index = index_.at(id);
