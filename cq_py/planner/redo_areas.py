@@ -98,13 +98,14 @@ def redo_area(ops: list[Op], root: int) -> RedoArea | None:
     windows_after_ref = [i for i in tree if by_id[i].role == "window" and upstream_ref[i]]
     top_window = _top(windows_after_ref, downstream, order)
     if top_window is not None:
-        # The area ends at the stream operator above the window (an aggregate fused with
-        # ISTREAM or DSTREAM too), whose output carries no end: the window's rows leave it with
-        # their ends (a [Rows n] window's pending), and an overlapping window's rows stay in
-        # the instants after the one they were committed with, where a reset could not make
-        # them again (a write between two commits, read for the later rows only, would mix two
-        # states of a resource into one output).
-        roles = ("relation_to_stream", "fused_to_stream")
+        # A [Rows n] window's rows leave it with pending ends, which a reset cannot fix once
+        # they have left: its area ends at the stream operator above it (an aggregate fused
+        # with ISTREAM or DSTREAM too), whose output carries no end.
+        roles = (
+            ("relation_to_stream", "fused_to_stream")
+            if by_id[top_window].rows
+            else ("relation_to_stream",)
+        )
         above = [i for i in _path_up(downstream, top_window, root) if by_id[i].role in roles]
         commit = above[0] if above else top_window
     else:
@@ -470,7 +471,7 @@ def _replay_window(cat: Any, area: RedoArea) -> dict[str, Any] | None:
         rng, slide = int(top.params["range"]["ticks"]), 1
     else:
         return None
-    current = commit in ("istream", "dstream", "istream_aggregate", "dstream_aggregate")
+    current = commit in ("istream", "dstream")
     return {**out, "range": rng, "slide": slide, "current": current}
 
 

@@ -1,7 +1,6 @@
 #include "executors/scheduled/scheduled_executor.h"
 
 #include <algorithm>
-#include <optional>
 #include <cstdint>
 #include <iterator>
 
@@ -309,20 +308,11 @@ bool ScheduledExecutor::Commit(int64_t area, Area& a) {
     const Time reach{m->last_read().tick + a.lookback + std::max<int64_t>(0, a.range - 1), m->last_read().step};
     reads_final = a.rows == 0 && reach < c.progress;
   }
-  // An instant where the top window changed and the commit operator emitted nothing (ISTREAM of
-  // an aggregate that kept its value) ends the transaction too: its reads derived that nothing,
-  // and the rows the window keeps are checked again at the next commit.
-  std::optional<int64_t> quiet;
-  if (ready == 0 && !reads_final && windowed && m && m->open()) {
-    const auto first = a.changed.upper_bound(a.committed.tick);
-    if (first != a.changed.end() && *first < c.progress.tick && (a.held.empty() || *first < a.held[0].time.tick))
-      quiet = *first;
-  }
-  if (ready == 0 && !reads_final && !quiet) return false;
+  if (ready == 0 && !reads_final) return false;
   txn::CommitRecord record;
   record.area = area;
   record.query = m ? m->holder() : "";
-  record.instant = ready ? a.held[ready - 1].time : quiet ? Time{*quiet, 0} : m->last_read();
+  record.instant = ready ? a.held[ready - 1].time : m->last_read();
   std::vector<txn::TransactionManager::Read> reads;
   record.begin_ns = m && m->open() ? m->begin_ns() : txn::SystemNs();
   std::vector<std::pair<std::string, uint64_t>> kept;
