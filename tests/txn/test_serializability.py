@@ -62,7 +62,13 @@ def backend(request, tmp_path: Path) -> Setup:
             url = server.url()
         if url is not None:
             install_versioning(url, ["x"])  # (stamp 0: the content the run starts from)
-        eng = cq_py.Engine(executor="scheduled", threads=1, resources=store, txn=txn)
+        # Under 2PL each side waits for the other's transaction: the engine's reads for the
+        # updater's (8 statements), the updater for a window's; neither wait is what the runs
+        # check, so the engine's is as long as the updaters' (60 s, 30 s for the store), not the
+        # default 10 s a stalled updater process on a loaded machine could outlast.
+        eng = cq_py.Engine(
+            executor="scheduled", threads=1, resources=store, txn=txn, lock_timeout=60.0
+        )
         eng.execute(C.script(url))
         updater = C.StoreUpdater(store) if url is None else C.ProcessUpdater(kind, url)
         return eng, updater
