@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+from cq_py.parser import parse
+from cq_py.planner import Catalog, Planner
+from cq_py.planner.logical import Node
 from cq_py.planner.redo_areas import Op, RedoArea, redo_area
 
 
@@ -133,3 +136,119 @@ def test_a_join_planned_with_its_windows_inside_queues_its_plain_stream() -> Non
     assert area is not None
     assert (area.commit, area.queues, area.gatekeepers) == (5, [(1, 0), (3, 1)], [1, 3])
     assert area.unqueued == []
+
+
+# ---- operators planned again inside each redo area (paper 002 §3.4) ------------------------
+
+_STREAM = (
+    "REGISTER STREAM s(k BIGINT, a BIGINT);REGISTER RESOURCE x (id BIGINT, v DOUBLE) KEY (id);"
+)
+_J = "REGISTER QUERY j AS ISTREAM(SELECT s.a, x.v FROM s [Now], x WHERE s.k = x.id);"
+
+
+def _plan(*scripts: str) -> tuple[Catalog, list[list[Node]]]:
+    """The catalog after planning ``scripts`` one after another (as execute() calls do), and
+    the operators each added."""
+    cat, added = Catalog(), []
+    for text in scripts:
+        cat, new = Planner(cat, executor="scheduled").plan(parse(text))
+        added.append(new)
+    return cat, added
+
+
+def _areas(cat: Catalog) -> dict[int, list[int]]:
+    out: dict[int, list[int]] = {}
+    for i in sorted(cat.nodes):
+        if (a := cat.nodes[i].params.get("redo_area")) is not None:
+            out.setdefault(a, []).append(i)
+    return out
+
+
+def _ops(cat: Catalog, ids: list[int]) -> list[tuple[str, str]]:
+    return [(cat.nodes[i].op, cat.nodes[i].owner) for i in ids]
+
+
+def test_two_readers_each_get_their_own_join_and_j_keeps_the_originals() -> None:
+    cat, _ = _plan(
+        _STREAM
+        + _J
+        + "REGISTER QUERY q1 AS ISTREAM(SELECT AVG(v) AS m FROM j [Range 4 Slide 1]);"
+        + "REGISTER QUERY q2 AS RSTREAM(SELECT MAX(v) AS m FROM j [Range 3 Slide 1]);"
+    )
+    q = cat.queries
+    areas = _areas(cat)
+    # j's own area: its original join, committing a row at a time, read by its output.
+    j_join = next(i for i, n in cat.nodes.items() if n.op == "reference_join" and n.owner == "j")
+    assert areas[j_join] == [j_join]
+    assert cat.nodes[q["j"].out_id].inputs == [j_join + 1]
+    copies = {}
+    for name in ("q1", "q2"):
+        area = next(m for a, m in areas.items() if cat.nodes[a].params.get("txn_query") == name)
+        commit = cat.nodes[area[0]].params["redo_area"]
+        assert cat.nodes[commit].params["commit"]
+        assert "replay" in cat.nodes[commit].params
+        # The copies: the join (its gatekeeper), the projection and ISTREAM, owned by the reader,
+        # reading j's [Now] window (outside every area, shared).
+        assert _ops(cat, area[:3]) == [
+            ("reference_join", name),
+            ("project", name),
+            ("istream", name),
+        ]
+        assert cat.nodes[area[0]].params["gatekeeper"]
+        assert cat.nodes[area[0]].inputs == cat.nodes[j_join].inputs
+        for k, copy in enumerate(area[:3]):
+            assert cat.nodes[copy].note.startswith(
+                f"planned again inside the redo area of #{commit}, from #{j_join + k} "
+                "(paper 002 §3.4)"
+            )
+        # The area's only exit is its commit operator.
+        readers = cat.consumers()
+        assert all(set(readers[m]) <= set(area) for m in area if m != commit)
+        copies[name] = area[:3]
+    assert not set(copies["q1"]) & set(copies["q2"])
+    # Producers before consumers, as the executor and redo_area() read the plan.
+    assert all(i < n.id for n in cat.nodes.values() for i in n.inputs)
+
+
+def test_readers_registered_later_copy_the_running_operators() -> None:
+    # j runs already (an earlier script): its operators are the engine's, marked for j, so a
+    # reader registered now, even alone, gets copies of its own (reading s from now on).
+    cat, (first, second, third) = _plan(
+        _STREAM + _J,
+        "REGISTER QUERY q1 AS ISTREAM(SELECT AVG(v) AS m FROM j [Range 4 Slide 1]);",
+        "REGISTER QUERY q2 AS DSTREAM(SELECT MAX(v) AS m FROM j [Rows 3]);",
+    )
+    old = {n.id for n in first}
+    for name, new in (("q1", second), ("q2", third)):
+        joins = [n for n in new if n.op == "reference_join"]
+        assert [n.owner for n in joins] == [name]
+        assert joins[0].params["gatekeeper"]
+        assert joins[0].params["redo_area"] in {n.id for n in new}
+        # Nothing of the earlier script is marked for the new area.
+        area = joins[0].params["redo_area"]
+        assert all(cat.nodes[i].params.get("redo_area") != area for i in old)
+    assert all(i < n.id for n in cat.nodes.values() for i in n.inputs)
+
+
+def test_a_window_two_readers_share_is_copied_too() -> None:
+    # q1 and q2 read the same window of j (sub-plan reuse plans it once): each area gets its own
+    # window as well, and the shared original, read by nobody then, goes.
+    cat, _ = _plan(
+        _STREAM
+        + _J
+        + "REGISTER QUERY q1 AS ISTREAM(SELECT AVG(v) AS m FROM j [Range 4 Slide 2]);"
+        + "REGISTER QUERY q2 AS DSTREAM(SELECT AVG(v) AS m FROM j [Range 4 Slide 2]);"
+    )
+    windows = [n for n in cat.nodes.values() if n.op == "slide_window"]
+    assert sorted(n.owner for n in windows) == ["q1", "q2"]
+    assert len({n.params["redo_area"] for n in windows}) == 2
+    assert len([n for n in cat.nodes.values() if n.op == "reference_join"]) == 3
+
+
+def test_a_query_inside_its_readers_area_is_not_copied() -> None:
+    # One reader (Fig. 6): j's operators lie in q's area, as j's whole area does; nothing copied.
+    cat, _ = _plan(
+        _STREAM + _J + "REGISTER QUERY q AS RSTREAM(SELECT AVG(v) AS m FROM j [Range 4 Slide 1]);"
+    )
+    assert len([n for n in cat.nodes.values() if n.op == "reference_join"]) == 1
+    assert not any("planned again" in n.note for n in cat.nodes.values())
