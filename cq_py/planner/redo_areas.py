@@ -476,7 +476,7 @@ def plan_again(cat: Any, first_new: int, areas: dict[str, RedoArea]) -> list[tup
       operators the other reads);
     * members an earlier script planned (``id < first_new``): they run already, marked for their
       own query, and a query registered now reads its copies from the engine's progress on,
-      which is what it would see of their output (SPEC §4);
+      which is what it would see of their output (SEMANTICS.md §4.5);
 
     and every member below those in the area (the copies read copies). What feeds the area from
     outside (a stream, a window below a gatekeeper) stays shared; the originals stay with the

@@ -252,3 +252,13 @@ def test_a_query_inside_its_readers_area_is_not_copied() -> None:
     )
     assert len([n for n in cat.nodes.values() if n.op == "reference_join"]) == 1
     assert not any("planned again" in n.note for n in cat.nodes.values())
+
+
+def test_sub_plan_reuse_of_a_later_script_does_not_merge_the_copies() -> None:
+    # The same reader registered twice, in two scripts while the engine runs: operators of an
+    # earlier script are never reused (planner/sharing.py), so each keeps its own copies.
+    reader = "REGISTER QUERY {} AS ISTREAM(SELECT AVG(v) AS m FROM j [Range 4 Slide 1]);"
+    cat, _ = _plan(_STREAM + _J, reader.format("q1"), reader.format("q2"))
+    joins = [n for n in cat.nodes.values() if n.op == "reference_join"]
+    assert [n.owner for n in joins] == ["j", "q1", "q2"]
+    assert len({n.params["redo_area"] for n in joins}) == 3
