@@ -480,7 +480,9 @@ def plan_again(cat: Any, first_new: int, areas: dict[str, RedoArea]) -> list[tup
 
     and every member below those in the area (the copies read copies). What feeds the area from
     outside (a stream, a window below a gatekeeper) stays shared; the originals stay with the
-    query that planned them (its own output, its own area). Originals of this script that no
+    query that planned them (its own output, its own area), but for a query of this script whose
+    own area no reset could replay (Fig. 8's window join, two top windows): its operators stay
+    whole in its largest reader's area, as with one reader. Originals of this script that no
     operator reads any more go. The copies are numbered after what they read
     (:func:`renumber_in_order`), as :func:`redo_area` takes a plan in id order.
 
@@ -515,6 +517,20 @@ def plan_again(cat: Any, first_new: int, areas: dict[str, RedoArea]) -> list[tup
         # Below a copied member, what it reads in the area is copied too: else the original
         # would read it from outside the area.
         needs[name] = _reach(sorted(need), _inputs_among(cat, mine))
+    # An inner query whose area no reset can replay (Fig. 8's window join: two top windows)
+    # keeps its operators in its largest reader's area, as with one reader (its output leaving
+    # that area once across resets); left with the originals alone, its own area would refuse.
+    for inner, area in areas.items():
+        members = set(area.members)
+        unreplayable = area.queues and (area.unqueued or _replay_window(cat, area) is None)
+        if inner in needs or not unreplayable or not area.overlapping or min(members) < first_new:
+            continue
+        readers = [n for n, need in needs.items() if members <= need]
+        if readers:
+            keeper = max(readers, key=lambda n: len(areas[n].members))
+            needs[keeper] -= members
+            if not needs[keeper]:
+                del needs[keeper]
     made: list[tuple[Any, Any, str]] = []
     for name, need in needs.items():
         owner = cat.queries[name].name

@@ -262,3 +262,32 @@ def test_sub_plan_reuse_of_a_later_script_does_not_merge_the_copies() -> None:
     joins = [n for n in cat.nodes.values() if n.op == "reference_join"]
     assert [n.owner for n in joins] == ["j", "q1", "q2"]
     assert len({n.params["redo_area"] for n in joins}) == 3
+
+
+def test_a_window_join_no_reset_replays_stays_whole_in_its_larger_readers_area() -> None:
+    # Fig. 8's window join (two top windows: its own area has no replay) read by two queries:
+    # the larger reader's area holds the originals, as with one reader; the other's holds copies
+    # of both reference joins and the window join.
+    cat, _ = _plan(
+        "REGISTER STREAM s1(k BIGINT, a BIGINT); REGISTER STREAM s2(k BIGINT, a BIGINT);"
+        "REGISTER RESOURCE x (id BIGINT, v DOUBLE) KEY (id);"
+        "REGISTER RESOURCE y (id BIGINT, p BIGINT) KEY (id) ACCESS SCAN;"
+        "REGISTER QUERY j1 AS ISTREAM(SELECT s1.a, x.v FROM s1 [Now], x WHERE s1.k = x.id);"
+        "REGISTER QUERY j2 AS ISTREAM(SELECT s2.a FROM s2 [Now], y WHERE s2.k = y.id);"
+        "REGISTER QUERY j3 AS ISTREAM(SELECT l.a AS a1, r.a AS a2, l.v FROM "
+        "j1 [Range 3] AS l, j2 [Range 3] AS r WHERE l.a = r.a);"
+        "REGISTER QUERY q0 AS ISTREAM(SELECT AVG(v) AS m FROM j3 [Rows 3]);"
+        "REGISTER QUERY q1 AS DSTREAM(SELECT MAX(v) AS m FROM j3 [Range 4 Slide 1]);"
+    )
+    joins = {n.id: n for n in cat.nodes.values() if n.op == "reference_join"}
+    assert sorted(n.owner for n in joins.values()) == ["j1", "j2", "q1", "q1"]
+    q0 = {n.params["redo_area"] for n in joins.values() if n.owner != "q1"}
+    q1 = {n.params["redo_area"] for n in joins.values() if n.owner == "q1"}
+    assert len(q0) == len(q1) == 1
+    assert q0 != q1
+    assert cat.nodes[q0.pop()].params["txn_query"] == "q0"
+    # No commit of j1's, j2's or j3's own (their areas lie inside q0's); each reader's commit
+    # has a replay.
+    commits = [n for n in cat.nodes.values() if n.params.get("commit")]
+    assert sorted(n.params["txn_query"] for n in commits) == ["q0", "q1"]
+    assert all("replay" in n.params for n in commits if n.params["txn_query"] in ("q0", "q1"))
