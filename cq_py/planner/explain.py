@@ -115,7 +115,8 @@ def _order(order: loops.Order) -> str:
 
 def _redo_areas(cat: Catalog) -> list[str]:
     """Paper 002's redo areas the planner marked (planner/redo_areas.py): each commit operator,
-    its members and gatekeepers; nothing when no query reads a resource."""
+    its members and gatekeepers, and the operators planned again inside it; nothing when no
+    query reads a resource."""
     areas: dict[int, list[int]] = {}
     for i in sorted(cat.nodes):
         area = cat.nodes[i].params.get("redo_area")
@@ -132,4 +133,11 @@ def _redo_areas(cat: Catalog) -> list[str]:
             + "; gatekeepers "
             + "; ".join(f"#{g} ({cat.nodes[g].note.split('(§6), ')[-1]})" for g in gates)
         )
+        # Operators another query planned, copied into this area (its only exit its commit).
+        lines += [
+            f"    #{m} {part}"
+            for m in members
+            for part in cat.nodes[m].note.split("; ")
+            if part.startswith("planned again")
+        ]
     return lines

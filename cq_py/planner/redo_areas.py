@@ -21,18 +21,26 @@ resource, a model applied), whose reads make up each output's transaction TXN(e)
 marks them on a script's plan (each member's ``redo_area`` key and ``txn_query``, ``gatekeeper``
 on the gatekeepers, ``commit``, ``overlapping`` and ``replay`` on the commit operator), where the
 scheduled executor keeps §6's constraint, commits each area's transactions and keeps, resets and
-replays its redo queues, and ``explain()`` lists them. Not yet: an area's only exit being its
-commit operator (a stream-valued query read by another keeps its own output, which the executor
-sends once across resets).
+replays its redo queues, and ``explain()`` lists them.
+
+An area's only exit is its commit operator (§3.4): :func:`plan_again` first plans again inside
+each area the operators it needs that another area needs too (two queries windowing one
+stream-valued query that reads a resource) or that an earlier script planned (running already),
+so each area resets alone. Not yet: a query whose whole area lies inside its reader's (Fig. 6's
+join, Fig. 8's window join) is not copied; its own output leaves the reader's area before the
+commit, which the executor sends once across resets.
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-__all__ = ["Op", "RedoArea", "mark_redo_areas", "redo_area"]
+from cq_py.planner.shared_joins import renumber_in_order
+
+__all__ = ["Op", "RedoArea", "mark_redo_areas", "plan_again", "redo_area"]
 
 
 @dataclass(frozen=True)
@@ -313,19 +321,27 @@ def mark_redo_areas(cat: Any, first_new: int) -> dict[str, RedoArea]:
     operator's id; ``gatekeeper`` on the gatekeepers) and for explain() (notes). Returns the
     areas by query name.
 
-    An operator already in another query's area keeps that one (areas do not share operators: a
-    reference operator is never shared, and what lies above it is that query's alone).
+    An area's only exit is its commit operator (§3.4): the operators it needs that another
+    area needs too (neither holding the other), or that an earlier script planned (already
+    running, marked for their own query), are first planned again inside it
+    (:func:`plan_again`). An operator already in another query's area keeps that one (an area
+    holding another's whole area, as Fig. 8's alpha holds the window join's, is that query's too).
     """
-    out: dict[str, RedoArea] = {}
-    for name, q in cat.queries.items():
-        if q.sink_id < first_new:
-            continue
-        tree = _subtree_nodes(cat, q.out_id)
-        if not any(cat.nodes[i].op in _REFERENCE for i in tree):
-            continue
-        area = redo_area([_role(cat.nodes[i]) for i in sorted(tree)], q.out_id)
-        if area is not None:
-            out[name] = area
+    out = _areas(cat, first_new)
+    copies: list[tuple[Any, Any, str]] = []
+    for _ in range(len(out)):  # (a copy made for one area may change what another needs)
+        made = plan_again(cat, first_new, out)
+        if not made:
+            break
+        copies += made
+        out = _areas(cat, first_new)
+    for planned, original, name in copies:
+        if cat.nodes.get(planned.id) is planned and name in out:
+            _note(
+                planned,
+                f"planned again inside the redo area of #{out[name].commit}, from "
+                f"#{original.id} (paper 002 §3.4)",
+            )
     # Areas with redo queues first: a query whose reference operator another query windows (a
     # stream-valued query read by a later one) commits each row at once on its own, and its
     # operator belongs to the reader's area.
@@ -350,11 +366,10 @@ def mark_redo_areas(cat: Any, first_new: int) -> dict[str, RedoArea]:
             for n, a in out.items()
             if a.commit in owners and a.commit != area.commit
         ]
-        # Part of this area is another query's already (two queries window one stream-valued
-        # query that reads a resource): each needs the shared operators inside its own area,
-        # reset with it, which planning them again per area would give; not built, so a strategy
-        # refuses to reset it. A query whose whole area lies inside its reader's (Fig. 8's window
-        # join under alpha) has no commit of its own.
+        # Part of this area is another query's still: plan_again left the shared operators
+        # where they were (a commit operator both areas share), so a strategy refuses to reset
+        # it. A query whose whole area lies inside its reader's (Fig. 8's window join under
+        # alpha) has no commit of its own.
         partial = shared and any("redo_area" not in cat.nodes[m].params for m in area.members)
         gates = set(area.gatekeepers)
         tops = _top_windows(cat, area.members)
@@ -402,9 +417,9 @@ def mark_redo_areas(cat: Any, first_new: int) -> dict[str, RedoArea]:
                     node.params["replay"] = replay
                 elif partial and not area.unqueued:
                     node.params["replay_refused"] = (
-                        f"it shares operators that read a resource with query '{shared[0]}', and "
-                        "each would need them inside its own redo area (paper 002 §3.4), which is "
-                        "not built yet: read the resource in one of them only"
+                        f"it shares operators that read a resource with query '{shared[0]}', "
+                        "including a commit operator, which are not planned again inside each "
+                        "redo area (paper 002 §3.4): read the resource in one of them only"
                     )
             if m == area.commit:
                 _note(
@@ -421,6 +436,145 @@ def mark_redo_areas(cat: Any, first_new: int) -> dict[str, RedoArea]:
             elif m != area.commit:
                 _note(node, f"in the redo area of #{area.commit} (§3.4)")
     return out
+
+
+def _areas(cat: Any, first_new: int) -> dict[str, RedoArea]:
+    """The redo area of each query added since ``first_new`` that reads a resource, by name."""
+    out: dict[str, RedoArea] = {}
+    for name, q in cat.queries.items():
+        if q.sink_id < first_new:
+            continue
+        tree = _subtree_nodes(cat, q.out_id)
+        if not any(cat.nodes[i].op in _REFERENCE for i in tree):
+            continue
+        area = redo_area([_role(cat.nodes[i]) for i in sorted(tree)], q.out_id)
+        if area is not None:
+            out[name] = area
+    return out
+
+
+#: Plan keys of an area's marks: a copy is marked for its own area, not its original's.
+_MARKS = (
+    "redo_area",
+    "txn_query",
+    "gatekeeper",
+    "top_window",
+    "commit",
+    "overlapping",
+    "replay",
+    "replay_refused",
+)
+
+
+def plan_again(cat: Any, first_new: int, areas: dict[str, RedoArea]) -> list[tuple[Any, Any, str]]:
+    """Plans again, inside each redo area of ``areas`` (by query name) whose commit operator is
+    new, the members it cannot hold alone (paper 002 §3.4: an area's only exit is its commit
+    operator), and returns the copies as (copy, original, query name):
+
+    * members of another area too, when neither area holds the other (two queries windowing one
+      stream-valued query that reads a resource: a reset of one area would rebuild the
+      operators the other reads);
+    * members an earlier script planned (``id < first_new``): they run already, marked for their
+      own query, and a query registered now reads its copies from the engine's progress on,
+      which is what it would see of their output (SEMANTICS.md §4.5);
+
+    and every member below those in the area (the copies read copies). What feeds the area from
+    outside (a stream, a window below a gatekeeper) stays shared; the originals stay with the
+    query that planned them (its own output, its own area), but for a query of this script whose
+    own area no reset could replay (Fig. 8's window join, two top windows): its operators stay
+    whole in its largest reader's area, as with one reader. Originals of this script that no
+    operator reads any more go. The copies are numbered after what they read
+    (:func:`renumber_in_order`), as :func:`redo_area` takes a plan in id order.
+
+    Two queries windowing j, which joins s with resource x: both areas need j's join, project
+    and ISTREAM (#2 #3 #4), so each gets its own, and j's output keeps the originals:
+
+    >>> from cq_py.planner import Catalog, Planner
+    >>> from cq_py.parser import parse
+    >>> cat, _ = Planner(Catalog(), executor="scheduled").plan(parse(
+    ...     "REGISTER STREAM s(k BIGINT, a BIGINT);"
+    ...     "REGISTER RESOURCE x (id BIGINT, v DOUBLE) KEY (id);"
+    ...     "REGISTER QUERY j AS ISTREAM(SELECT s.a, x.v FROM s [Now], x WHERE s.k = x.id);"
+    ...     "REGISTER QUERY q1 AS ISTREAM(SELECT AVG(v) AS m FROM j [Range 4 Slide 1]);"
+    ...     "REGISTER QUERY q2 AS ISTREAM(SELECT MAX(v) AS m FROM j [Range 3 Slide 1]);"))
+    >>> [(i, n.op, n.owner) for i, n in cat.nodes.items() if n.op == "reference_join"]
+    [(2, 'reference_join', 'j'), (6, 'reference_join', 'q1'), (13, 'reference_join', 'q2')]
+    >>> cat.nodes[6].note.split("; ")[0]
+    'planned again inside the redo area of #9, from #2 (paper 002 §3.4)'
+    """
+    needs: dict[str, set[int]] = {}
+    for name, area in areas.items():
+        mine = set(area.members)
+        if area.commit < first_new or area.commit not in cat.nodes:
+            continue
+        need = {m for m in mine if m < first_new}
+        for other, theirs in areas.items():
+            held = set(theirs.members)
+            if other != name and mine & held and not (mine <= held or held <= mine):
+                need |= mine & held
+        if not need or area.commit in need:
+            continue  # (a shared commit operator: left as it is, and refused to reset)
+        # Below a copied member, what it reads in the area is copied too: else the original
+        # would read it from outside the area.
+        needs[name] = _reach(sorted(need), _inputs_among(cat, mine))
+    # An inner query whose area no reset can replay (Fig. 8's window join: two top windows)
+    # keeps its operators in its largest reader's area, as with one reader (its output leaving
+    # that area once across resets); left with the originals alone, its own area would refuse.
+    for inner, area in areas.items():
+        members = set(area.members)
+        unreplayable = area.queues and (area.unqueued or _replay_window(cat, area) is None)
+        if inner in needs or not unreplayable or not area.overlapping or min(members) < first_new:
+            continue
+        readers = [n for n, need in needs.items() if members <= need]
+        if readers:
+            keeper = max(readers, key=lambda n: len(areas[n].members))
+            needs[keeper] -= members
+            if not needs[keeper]:
+                del needs[keeper]
+    made: list[tuple[Any, Any, str]] = []
+    for name, need in needs.items():
+        owner = cat.queries[name].name
+        copied: dict[int, int] = {}
+        for m in sorted(need):  # (ids in plan order: producers first)
+            original = cat.nodes[m]
+            params = {k: v for k, v in copy.deepcopy(original.params).items() if k not in _MARKS}
+            node = replace(
+                original,
+                id=cat.next_id,
+                inputs=[copied.get(i, i) for i in original.inputs],
+                params=params,
+                schema=list(original.schema),
+                owner=owner,
+                note="",
+                checks=list(original.checks),
+            )
+            cat.next_id += 1
+            cat.nodes[node.id] = node
+            copied[m] = node.id
+            made.append((node, original, name))
+        for m in areas[name].members:
+            if m not in need:
+                cat.nodes[m].inputs = [copied.get(i, i) for i in cat.nodes[m].inputs]
+    if not made:
+        return made
+    # What no operator reads any more (a window two readers shared, each now reading its own).
+    kept = {q.out_id for q in cat.queries.values()} | {q.sink_id for q in cat.queries.values()}
+    candidates = {i for need in needs.values() for i in need} | {c.id for c, _, _ in made}
+    while True:
+        read = {i for n in cat.nodes.values() for i in n.inputs}
+        gone = {i for i in candidates if i >= first_new and i not in read and i not in kept}
+        gone &= set(cat.nodes)
+        if not gone:
+            break
+        for i in gone:
+            del cat.nodes[i]
+    renumber_in_order(cat, first_new)
+    return [(c, o, name) for c, o, name in made if cat.nodes.get(c.id) is c]
+
+
+def _inputs_among(cat: Any, members: set[int]) -> Callable[[int], list[int]]:
+    """The inputs of an operator that are among ``members`` (a step for :func:`_reach`)."""
+    return lambda i: [j for j in cat.nodes[i].inputs if j in members]
 
 
 def _replay_window(cat: Any, area: RedoArea) -> dict[str, Any] | None:

@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+from cq_py.parser import parse
+from cq_py.planner import Catalog, Planner
+from cq_py.planner.logical import Node
 from cq_py.planner.redo_areas import Op, RedoArea, redo_area
 
 
@@ -133,3 +136,158 @@ def test_a_join_planned_with_its_windows_inside_queues_its_plain_stream() -> Non
     assert area is not None
     assert (area.commit, area.queues, area.gatekeepers) == (5, [(1, 0), (3, 1)], [1, 3])
     assert area.unqueued == []
+
+
+# ---- operators planned again inside each redo area (paper 002 §3.4) ------------------------
+
+_STREAM = (
+    "REGISTER STREAM s(k BIGINT, a BIGINT);REGISTER RESOURCE x (id BIGINT, v DOUBLE) KEY (id);"
+)
+_J = "REGISTER QUERY j AS ISTREAM(SELECT s.a, x.v FROM s [Now], x WHERE s.k = x.id);"
+
+
+def _plan(*scripts: str) -> tuple[Catalog, list[list[Node]]]:
+    """The catalog after planning ``scripts`` one after another (as execute() calls do), and
+    the operators each added."""
+    cat, added = Catalog(), []
+    for text in scripts:
+        cat, new = Planner(cat, executor="scheduled").plan(parse(text))
+        added.append(new)
+    return cat, added
+
+
+def _areas(cat: Catalog) -> dict[int, list[int]]:
+    out: dict[int, list[int]] = {}
+    for i in sorted(cat.nodes):
+        if (a := cat.nodes[i].params.get("redo_area")) is not None:
+            out.setdefault(a, []).append(i)
+    return out
+
+
+def _ops(cat: Catalog, ids: list[int]) -> list[tuple[str, str]]:
+    return [(cat.nodes[i].op, cat.nodes[i].owner) for i in ids]
+
+
+def test_two_readers_each_get_their_own_join_and_j_keeps_the_originals() -> None:
+    cat, _ = _plan(
+        _STREAM
+        + _J
+        + "REGISTER QUERY q1 AS ISTREAM(SELECT AVG(v) AS m FROM j [Range 4 Slide 1]);"
+        + "REGISTER QUERY q2 AS RSTREAM(SELECT MAX(v) AS m FROM j [Range 3 Slide 1]);"
+    )
+    q = cat.queries
+    areas = _areas(cat)
+    # j's own area: its original join, committing a row at a time, read by its output.
+    j_join = next(i for i, n in cat.nodes.items() if n.op == "reference_join" and n.owner == "j")
+    assert areas[j_join] == [j_join]
+    assert cat.nodes[q["j"].out_id].inputs == [j_join + 1]
+    copies = {}
+    for name in ("q1", "q2"):
+        area = next(m for a, m in areas.items() if cat.nodes[a].params.get("txn_query") == name)
+        commit = cat.nodes[area[0]].params["redo_area"]
+        assert cat.nodes[commit].params["commit"]
+        assert "replay" in cat.nodes[commit].params
+        # The copies: the join (its gatekeeper), the projection and ISTREAM, owned by the reader,
+        # reading j's [Now] window (outside every area, shared).
+        assert _ops(cat, area[:3]) == [
+            ("reference_join", name),
+            ("project", name),
+            ("istream", name),
+        ]
+        assert cat.nodes[area[0]].params["gatekeeper"]
+        assert cat.nodes[area[0]].inputs == cat.nodes[j_join].inputs
+        for k, copy in enumerate(area[:3]):
+            assert cat.nodes[copy].note.startswith(
+                f"planned again inside the redo area of #{commit}, from #{j_join + k} "
+                "(paper 002 §3.4)"
+            )
+        # The area's only exit is its commit operator.
+        readers = cat.consumers()
+        assert all(set(readers[m]) <= set(area) for m in area if m != commit)
+        copies[name] = area[:3]
+    assert not set(copies["q1"]) & set(copies["q2"])
+    # Producers before consumers, as the executor and redo_area() read the plan.
+    assert all(i < n.id for n in cat.nodes.values() for i in n.inputs)
+
+
+def test_readers_registered_later_copy_the_running_operators() -> None:
+    # j runs already (an earlier script): its operators are the engine's, marked for j, so a
+    # reader registered now, even alone, gets copies of its own (reading s from now on).
+    cat, (first, second, third) = _plan(
+        _STREAM + _J,
+        "REGISTER QUERY q1 AS ISTREAM(SELECT AVG(v) AS m FROM j [Range 4 Slide 1]);",
+        "REGISTER QUERY q2 AS DSTREAM(SELECT MAX(v) AS m FROM j [Rows 3]);",
+    )
+    old = {n.id for n in first}
+    for name, new in (("q1", second), ("q2", third)):
+        joins = [n for n in new if n.op == "reference_join"]
+        assert [n.owner for n in joins] == [name]
+        assert joins[0].params["gatekeeper"]
+        assert joins[0].params["redo_area"] in {n.id for n in new}
+        # Nothing of the earlier script is marked for the new area.
+        area = joins[0].params["redo_area"]
+        assert all(cat.nodes[i].params.get("redo_area") != area for i in old)
+    assert all(i < n.id for n in cat.nodes.values() for i in n.inputs)
+
+
+def test_a_window_two_readers_share_is_copied_too() -> None:
+    # q1 and q2 read the same window of j (sub-plan reuse plans it once): each area gets its own
+    # window as well, and the shared original, read by nobody then, goes.
+    cat, _ = _plan(
+        _STREAM
+        + _J
+        + "REGISTER QUERY q1 AS ISTREAM(SELECT AVG(v) AS m FROM j [Range 4 Slide 2]);"
+        + "REGISTER QUERY q2 AS DSTREAM(SELECT AVG(v) AS m FROM j [Range 4 Slide 2]);"
+    )
+    windows = [n for n in cat.nodes.values() if n.op == "slide_window"]
+    assert sorted(n.owner for n in windows) == ["q1", "q2"]
+    assert len({n.params["redo_area"] for n in windows}) == 2
+    assert len([n for n in cat.nodes.values() if n.op == "reference_join"]) == 3
+
+
+def test_a_query_inside_its_readers_area_is_not_copied() -> None:
+    # One reader (Fig. 6): j's operators lie in q's area, as j's whole area does; nothing copied.
+    cat, _ = _plan(
+        _STREAM + _J + "REGISTER QUERY q AS RSTREAM(SELECT AVG(v) AS m FROM j [Range 4 Slide 1]);"
+    )
+    assert len([n for n in cat.nodes.values() if n.op == "reference_join"]) == 1
+    assert not any("planned again" in n.note for n in cat.nodes.values())
+
+
+def test_sub_plan_reuse_of_a_later_script_does_not_merge_the_copies() -> None:
+    # The same reader registered twice, in two scripts while the engine runs: operators of an
+    # earlier script are never reused (planner/sharing.py), so each keeps its own copies.
+    reader = "REGISTER QUERY {} AS ISTREAM(SELECT AVG(v) AS m FROM j [Range 4 Slide 1]);"
+    cat, _ = _plan(_STREAM + _J, reader.format("q1"), reader.format("q2"))
+    joins = [n for n in cat.nodes.values() if n.op == "reference_join"]
+    assert [n.owner for n in joins] == ["j", "q1", "q2"]
+    assert len({n.params["redo_area"] for n in joins}) == 3
+
+
+def test_a_window_join_no_reset_replays_stays_whole_in_its_larger_readers_area() -> None:
+    # Fig. 8's window join (two top windows: its own area has no replay) read by two queries:
+    # the larger reader's area holds the originals, as with one reader; the other's holds copies
+    # of both reference joins and the window join.
+    cat, _ = _plan(
+        "REGISTER STREAM s1(k BIGINT, a BIGINT); REGISTER STREAM s2(k BIGINT, a BIGINT);"
+        "REGISTER RESOURCE x (id BIGINT, v DOUBLE) KEY (id);"
+        "REGISTER RESOURCE y (id BIGINT, p BIGINT) KEY (id) ACCESS SCAN;"
+        "REGISTER QUERY j1 AS ISTREAM(SELECT s1.a, x.v FROM s1 [Now], x WHERE s1.k = x.id);"
+        "REGISTER QUERY j2 AS ISTREAM(SELECT s2.a FROM s2 [Now], y WHERE s2.k = y.id);"
+        "REGISTER QUERY j3 AS ISTREAM(SELECT l.a AS a1, r.a AS a2, l.v FROM "
+        "j1 [Range 3] AS l, j2 [Range 3] AS r WHERE l.a = r.a);"
+        "REGISTER QUERY q0 AS ISTREAM(SELECT AVG(v) AS m FROM j3 [Rows 3]);"
+        "REGISTER QUERY q1 AS DSTREAM(SELECT MAX(v) AS m FROM j3 [Range 4 Slide 1]);"
+    )
+    joins = {n.id: n for n in cat.nodes.values() if n.op == "reference_join"}
+    assert sorted(n.owner for n in joins.values()) == ["j1", "j2", "q1", "q1"]
+    q0 = {n.params["redo_area"] for n in joins.values() if n.owner != "q1"}
+    q1 = {n.params["redo_area"] for n in joins.values() if n.owner == "q1"}
+    assert len(q0) == len(q1) == 1
+    assert q0 != q1
+    assert cat.nodes[q0.pop()].params["txn_query"] == "q0"
+    # No commit of j1's, j2's or j3's own (their areas lie inside q0's); each reader's commit
+    # has a replay.
+    commits = [n for n in cat.nodes.values() if n.params.get("commit")]
+    assert sorted(n.params["txn_query"] for n in commits) == ["q0", "q1"]
+    assert all("replay" in n.params for n in commits if n.params["txn_query"] in ("q0", "q1"))

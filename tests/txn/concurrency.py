@@ -22,7 +22,7 @@ moments during the pushes, asynchronously: the pusher waits a moment for the upd
 never for the updater's lock (under 2PL the updater waits for the reading transaction's commit).
 
 Run as a script, this module is that updater process (``python concurrency.py updater KIND URL``:
-reads ``update U`` lines, answers one JSON line per update).
+says it is ready once connected, then reads ``update U`` lines, answers one JSON line per update).
 """
 
 from __future__ import annotations
@@ -176,7 +176,7 @@ class StoreUpdater:
 class ProcessUpdater:
     """An updater in another process (this file run as a script) converting a database's x."""
 
-    def __init__(self, kind: str, url: str):
+    def __init__(self, kind: str, url: str, ready_within: float = 60.0):
         self._proc = subprocess.Popen(
             [sys.executable, __file__, "updater", kind, url],
             stdin=subprocess.PIPE,
@@ -190,11 +190,22 @@ class ProcessUpdater:
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
         self._pending = 0
+        # Ready once connected: a process still starting (Python, psycopg, the connection: a
+        # second or more on a loaded machine) would take the updates after the pushes, and the
+        # run would check no concurrency at all.
+        try:
+            ready = self._answers.get(timeout=ready_within)
+        except queue.Empty:
+            self._proc.kill()
+            raise RuntimeError(f"no updater connected to {url} in {ready_within} s") from None
+        if ready != {"ready": True}:
+            raise RuntimeError(f"the updater's first line is {ready}, expected it ready")
 
     def _read(self) -> None:
         assert self._proc.stdout is not None
         for line in self._proc.stdout:
             self._answers.put(json.loads(line))
+        self._answers.put({"outcome": "the updater process ended", "u": None})
 
     def request(self, u: int) -> None:
         assert self._proc.stdin is not None
@@ -252,6 +263,7 @@ def _updater_main(kind: str, url: str) -> None:
         conn = psycopg.connect(url, autocommit=True)
         conn.execute("SET lock_timeout = 60000")
         begin, param = "BEGIN", "%s"
+    print(json.dumps({"ready": True}), flush=True)
     for line in sys.stdin:
         u = int(line.split()[1])
         try:
@@ -539,8 +551,7 @@ def mixed(r: Run, slide: int) -> list[str]:
     return [
         f"at {t}: engine {rows}"
         for t, rows in sorted(got.items())
-        if any(row[1] != row[2] for row in rows)
-        or not any(want[v].get(t) == rows for v in want)
+        if any(row[1] != row[2] for row in rows) or not any(want[v].get(t) == rows for v in want)
     ]
 
 

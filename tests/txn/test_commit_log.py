@@ -17,8 +17,7 @@ STREAM = (
     "REGISTER RESOURCE x (id BIGINT, v DOUBLE) KEY (id);"
     "REGISTER RESOURCE y (id BIGINT, w DOUBLE) KEY (id);"
 )
-# q's area reads x and y (two versions per transaction); m's reads x through a join of its own
-# (two queries windowing one query that reads a resource would share its join: refused).
+# q's area reads x and y (two versions per transaction); m's reads x through a join of its own.
 QUERIES = (
     "REGISTER QUERY j AS ISTREAM(SELECT s.k, x.v FROM s [Now], x WHERE s.k = x.id);"
     "REGISTER QUERY q AS RSTREAM(SELECT j.k, y.w FROM j [Now], y WHERE j.k = y.id);"
