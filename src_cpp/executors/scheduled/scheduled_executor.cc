@@ -372,7 +372,7 @@ void ScheduledExecutor::Reset(int64_t area, Area& a) {
   for (Item& it : a.held)
     if (it.kind == Item::Kind::kEnds) holders_->Unpin(it.ends.ids(), it.ends.length);
   a.held.clear();
-  a.ticks.clear();  // (the rebuilt window notes its rows again as the replay makes them)
+  a.ticks.clear();     // (the rebuilt window notes its rows again as the replay makes them)
   a.retained.clear();  // (the replay reads the kept rows again, in the next transaction)
   a.resent = a.sent;
   for (int id : Members(area)) {
