@@ -148,7 +148,8 @@ void TransactionManager::Release() {
 
 uint64_t TransactionManager::Stamp(const std::string& name) { return held_.at(name).resource->Stamp(); }
 
-bool TransactionManager::Commit(std::vector<std::pair<std::string, uint64_t>>* versions, std::vector<Read>* reads) {
+bool TransactionManager::Commit(std::vector<std::pair<std::string, uint64_t>>* versions, std::vector<Read>* reads,
+                                const std::vector<std::pair<std::string, uint64_t>>& kept) {
   if (reads) *reads = reads_;
   if (versions)
     for (const Read& r : reads_)
@@ -160,6 +161,13 @@ bool TransactionManager::Commit(std::vector<std::pair<std::string, uint64_t>>* v
     // §4.2.1: a resource read that changed since the transaction began (its stamp is later) may
     // have given this transaction two states, or one not current at the commit.
     if (options_.strategy == Strategy::kOptimistic && h.resource->Stamp() > h.start) valid = false;
+  }
+  for (const auto& [name, version] : kept) {
+    const auto found = held_.find(name);
+    if (found == held_.end()) continue;
+    const Held& h = found->second;
+    const uint64_t seen = h.read ? h.version : h.pinned ? h.pinned->Stamp() : h.resource->Stamp();
+    if (seen != version) valid = false;
   }
   Release();
   aborts_in_a_row_ = valid ? 0 : aborts_in_a_row_ + 1;

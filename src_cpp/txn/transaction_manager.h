@@ -114,7 +114,14 @@ class TransactionManager {
     std::string resource;
     uint64_t version;
   };
-  bool Commit(std::vector<std::pair<std::string, uint64_t>>* versions, std::vector<Read>* reads = nullptr);
+  //
+  // `kept`: the (resource, version) reads of earlier transactions whose rows a window keeps into
+  // this commit's output (redo="on_change" did not read them again). Their rows and this
+  // transaction's derive the output together, so it fails too when the transaction sees another
+  // version of one of those resources (the one it read, pinned, or the current one): a write
+  // came between the two commits, and the kept rows must be read again (a reset and replay).
+  bool Commit(std::vector<std::pair<std::string, uint64_t>>* versions, std::vector<Read>* reads = nullptr,
+              const std::vector<std::pair<std::string, uint64_t>>& kept = {});
   // Resource `name`'s last-update stamp now (redo="on_change" compares it with what was read).
   uint64_t Stamp(const std::string& name);
   // The redo of the area (the executor counts what it did).

@@ -315,7 +315,11 @@ bool ScheduledExecutor::Commit(int64_t area, Area& a) {
   record.instant = ready ? a.held[ready - 1].time : m->last_read();
   std::vector<txn::TransactionManager::Read> reads;
   record.begin_ns = m && m->open() ? m->begin_ns() : txn::SystemNs();
-  record.committed = m ? m->Commit(&record.versions, &reads) : true;
+  std::vector<std::pair<std::string, uint64_t>> kept;
+  for (const Read& r : a.retained)
+    if (std::find(kept.begin(), kept.end(), std::make_pair(r.resource, r.version)) == kept.end())
+      kept.emplace_back(r.resource, r.version);
+  record.committed = m ? m->Commit(&record.versions, &reads, kept) : true;
   record.end_ns = txn::SystemNs();
   for (int id : Members(area)) {
     const int64_t now = nodes_[index_.at(id)].evaluations;
@@ -334,6 +338,7 @@ bool ScheduledExecutor::Commit(int64_t area, Area& a) {
   const Time instant = record.instant;
   managers()->Log(std::move(record));
   if (!committed) {  // §4.2.1: the aborted instants are redone, from the oldest row the first needs
+    // (also when rows kept from earlier transactions read a resource this one saw changed)
     Reset(area, a);
     return true;
   }
@@ -367,7 +372,8 @@ void ScheduledExecutor::Reset(int64_t area, Area& a) {
   for (Item& it : a.held)
     if (it.kind == Item::Kind::kEnds) holders_->Unpin(it.ends.ids(), it.ends.length);
   a.held.clear();
-  a.ticks.clear();  // (the rebuilt window notes its rows again as the replay makes them)
+  a.ticks.clear();     // (the rebuilt window notes its rows again as the replay makes them)
+  a.retained.clear();  // (the replay reads the kept rows again, in the next transaction)
   a.resent = a.sent;
   for (int id : Members(area)) {
     const int index = index_.at(id);

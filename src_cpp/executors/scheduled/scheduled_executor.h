@@ -34,7 +34,9 @@
 // commit operator then emits no instant it already committed, and the members' outputs to
 // operators outside the area are not sent twice. redo="always" resets at every commit of an area
 // holding an overlapping window; "on_change" only when a resource read for retained rows has
-// changed since. An overlapping area without a "replay" key (another shape) is refused under a
+// changed since: checked after each commit, and again at the next commit, which fails (is
+// redone) when its transaction saw another version of a resource the kept rows read (a write
+// between the two). An overlapping area without a "replay" key (another shape) is refused under a
 // strategy (kSemantic naming it).
 #include <cstdint>
 #include <deque>
