@@ -292,6 +292,8 @@ READERS = (
     "REGISTER QUERY q1 AS {c1}(SELECT AVG(v) AS m FROM j [Range 4 Slide 1]);"
     "REGISTER QUERY q2 AS {c2}(SELECT MAX(v) AS m FROM j [Range 3 Slide 1]);"
 )
+# (ISTREAM or DSTREAM of an aggregate over an overlapping window is refused under a strategy:
+# test_istream_of_an_aggregate_over_an_overlapping_window_is_refused.)
 
 
 def _two_readers(
@@ -326,7 +328,7 @@ def _two_readers(
     return {q: eng.fetch(q).to_pylist() for q in eng.query_names()}, seen, writes
 
 
-@pytest.mark.parametrize("commits", [("ISTREAM", "ISTREAM"), ("RSTREAM", "DSTREAM")])
+@pytest.mark.parametrize("commits", [("RSTREAM", "RSTREAM")])
 @pytest.mark.parametrize("txn", ["2pl", "snapshot", "optimistic"])
 @pytest.mark.parametrize("redo", ["always", "on_change"])
 def test_two_queries_windowing_one_query_that_reads_x_run_as_if_each_had_its_own(
@@ -466,8 +468,8 @@ def test_rstream_over_a_window_sliding_by_more_than_a_tick_is_refused(txn: str) 
     with pytest.raises(cq_py.CQLSemanticError, match=r"query 'q'.*RSTREAM.*ISTREAM or DSTREAM"):
         eng.execute(STREAM + JOIN + rstream)
     assert eng.query_names() == []
-    # ISTREAM over the same window, and RSTREAM sliding by one tick, are redone.
-    eng.execute(STREAM + JOIN + rstream.replace("RSTREAM", "ISTREAM"))
+    # ISTREAM of the same window's rows, and RSTREAM sliding by one tick, are redone.
+    eng.execute(STREAM + JOIN + rstream.replace("RSTREAM", "ISTREAM").replace("MAX(v)", "v"))
     cq_py.Engine(executor="scheduled", threads=1, txn=txn).execute(
         STREAM + JOIN + rstream.replace("Slide 2", "Slide 1")
     )
@@ -503,3 +505,29 @@ def test_two_resources_joined_in_a_row_are_read_in_one_transaction(txn: str) -> 
         (3, 30.0, 300.0),
     ]
     assert cq_py.txn.check(eng.commit_log(), eng.read_versions(), store.update_log()) == []
+
+
+@pytest.mark.parametrize("commit", ["ISTREAM", "DSTREAM"])
+@pytest.mark.parametrize("txn", ["2pl", "snapshot", "optimistic"])
+def test_istream_of_an_aggregate_over_an_overlapping_window_is_refused(
+    txn: str, commit: str
+) -> None:
+    # The window commits (ISTREAM or DSTREAM is fused with the aggregate above it, outside the
+    # redo area): a row it committed stays in later windows' results, which rows read by later
+    # transactions join. With x converted between yards and metres during the pushes, every one
+    # of 10 runs per strategy and redo mixed both units in one result (tests/txn/concurrency.py
+    # with ISTREAM); RSTREAM over a one-tick slide, whose aggregate lies inside the area, read one.
+    eng = cq_py.Engine(executor="scheduled", threads=1, txn=txn)
+    query = f"REGISTER QUERY q AS {commit}(SELECT AVG(v) AS m FROM j [Range 4 Slide 1]);"
+    with pytest.raises(
+        cq_py.CQLSemanticError,
+        match=r"query 'q'.*ISTREAM or DSTREAM of an aggregate over an overlapping window.*RSTREAM",
+    ):
+        eng.execute(STREAM + JOIN + query)
+    assert eng.query_names() == []
+    # A tumbling window (its rows leave with its slide), RSTREAM, or no strategy run it.
+    eng.execute(STREAM + JOIN + query.replace("Slide 1", "Slide 4"))
+    cq_py.Engine(executor="scheduled", threads=1, txn=txn).execute(
+        STREAM + JOIN + query.replace(commit, "RSTREAM")
+    )
+    cq_py.Engine(executor="scheduled", threads=1).execute(STREAM + JOIN + query)
