@@ -138,13 +138,20 @@ class ResourceStore:
                         f"load('{name}'): columns {bad} have types cq lacks; expected BIGINT, "
                         "DOUBLE, VARCHAR or BOOLEAN (int64, float64, string, bool)"
                     )
+                spec = (
+                    name,
+                    table.column_names,
+                    [_TYPES[f.type] for f in table.schema],
+                    [table.column_names.index(k) for k in key],
+                )
+                # Rows the store refuses (a NULL or a repeated key) must leave the resource
+                # undefined, as if load had not been called: they are tried on a scratch store
+                # first, with the store's own checks.
+                trial = _core.ResourceStore()
                 try:
-                    self._core.define(
-                        name,
-                        table.column_names,
-                        [_TYPES[f.type] for f in table.schema],
-                        [table.column_names.index(k) for k in key],
-                    )
+                    trial.define(*spec)
+                    trial.commit([(name, "replace", _one_batch(table).__arrow_c_array__())], 0, "")
+                    self._core.define(*spec)
                 except _core.CoreError as e:
                     raise _error(e) from None
         schema, have = self.schema(name)

@@ -174,6 +174,24 @@ def test_loading_defines_once_and_must_agree() -> None:
     assert store.names() == ["x"]
 
 
+@pytest.mark.parametrize(
+    ("rows", "message"),
+    [
+        ([{"id": 7, "p": 0}, {"id": None, "p": 1}], r"a NULL in the key \(row 1\)"),
+        ([{"id": 1, "p": 0}, {"id": 1, "p": 7}], r"two rows with one key in one change \(row 1\)"),
+    ],
+)
+def test_a_first_load_refused_leaves_the_resource_undefined(rows, message) -> None:
+    # (The crash fuzzer: the refused load used to define 'y' with its columns all the same, so
+    # that a REGISTER RESOURCE y of other columns was then refused.)
+    store = cq_py.ResourceStore()
+    with pytest.raises(InputError, match=message):
+        store.load("y", rows, key=["id"])
+    assert (store.names(), store.version()) == ([], 0)
+    store.load("y", [{"id": 1, "v": 2.5}], key=["id"])
+    assert store.read("y").to_pylist() == [{"id": 1, "v": 2.5}]
+
+
 def test_set_model_waits_for_the_queries_holding_it_and_versions_it() -> None:
     store = _store()
     store.set_model("score", lambda x: {"s": x})
