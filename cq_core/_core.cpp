@@ -26,6 +26,25 @@ namespace {
 
 PyObject* g_core_error = nullptr;
 
+// The kinds of error as CoreError names them (cq_py.errors.from_core maps them to its classes).
+constexpr std::pair<cq::ErrorKind, const char*> kKindNames[] = {{cq::ErrorKind::kInput, "input"},
+                                                                {cq::ErrorKind::kSemantic, "semantic"},
+                                                                {cq::ErrorKind::kRunaway, "runaway"},
+                                                                {cq::ErrorKind::kSnapshot, "snapshot"},
+                                                                {cq::ErrorKind::kLockTimeout, "lock_timeout"}};
+
+const char* KindName(cq::ErrorKind kind) {
+  for (const auto& [k, name] : kKindNames)
+    if (k == kind) return name;
+  return "internal";
+}
+
+cq::ErrorKind KindFromName(const std::string& name) {
+  for (const auto& [k, n] : kKindNames)
+    if (name == n) return k;
+  return cq::ErrorKind::kInternal;
+}
+
 void ReleaseSchemaCapsule(PyObject* cap) {
   auto* s = static_cast<ArrowSchema*>(PyCapsule_GetPointer(cap, "arrow_schema"));
   if (s) {
@@ -173,7 +192,16 @@ class PyModel final : public cq::txn::Model {
     cq::OutputChunk chunk;
     chunk.columns = args;
     chunk.length = n;
-    py::object r = reader_.attr("apply")(ExportChunk(Names(arg_schema), chunk));
+    py::object r;
+    try {
+      r = reader_.attr("apply")(ExportChunk(Names(arg_schema), chunk));
+    } catch (py::error_already_set& e) {
+      // The reader's package error (a wrong answer of the model) as the core's, of its kind: the
+      // kind an engine it stops reports afterwards (not an internal error).
+      if (!e.matches(g_core_error)) throw;
+      const auto args = py::reinterpret_borrow<py::tuple>(e.value().attr("args"));
+      throw cq::CqError(KindFromName(args[0].cast<std::string>()), args[1].cast<std::string>());
+    }
     auto t = py::reinterpret_borrow<py::tuple>(r);
     cq::ImportedBatch b = ImportCapsules(t[1]);
     cq::txn::ModelResult out;
@@ -361,12 +389,7 @@ PYBIND11_MODULE(_core, m) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const cq::CqError& e) {
-      const char* kind = e.kind() == cq::ErrorKind::kInput         ? "input"
-                         : e.kind() == cq::ErrorKind::kSemantic    ? "semantic"
-                         : e.kind() == cq::ErrorKind::kRunaway     ? "runaway"
-                         : e.kind() == cq::ErrorKind::kSnapshot    ? "snapshot"
-                         : e.kind() == cq::ErrorKind::kLockTimeout ? "lock_timeout"
-                                                                   : "internal";
+      const char* kind = KindName(e.kind());
       py::object row = e.row() < 0 ? py::object(py::none()) : py::object(py::int_(e.row()));
       py::object stream = e.stream().empty() ? py::object(py::none()) : py::object(py::str(e.stream()));
       // A message may quote bytes that are not UTF-8 (a damaged snapshot's): escaped, not an error.

@@ -192,6 +192,20 @@ def test_a_first_load_refused_leaves_the_resource_undefined(rows, message) -> No
     assert store.read("y").to_pylist() == [{"id": 1, "v": 2.5}]
 
 
+def test_an_integer_past_64_bits_is_an_input_error_naming_the_call() -> None:
+    # (The crash fuzzer: pyarrow's OverflowError came through.)
+    store = cq_py.ResourceStore()
+    with pytest.raises(InputError, match=r"load\('x'\): rows that do not fit the columns"):
+        store.load("x", [{"id": 1, "v": 2**70}], key=["id"])
+    assert store.names() == []
+    store.load("x", [{"id": 1, "v": 2}], key=["id"])
+    with pytest.raises(InputError, match="upsert to 'x': rows that do not fit the columns"):
+        _commit(store, ("upsert", "x", [{"id": 2**64, "v": 1}]))
+    with pytest.raises(InputError, match="delete from 'x': rows that do not fit the columns"):
+        _commit(store, ("delete", "x", [2**70]))
+    assert (store.version(), store.read("x").to_pylist()) == (1, [{"id": 1, "v": 2}])
+
+
 def test_set_model_waits_for_the_queries_holding_it_and_versions_it() -> None:
     store = _store()
     store.set_model("score", lambda x: {"s": x})
