@@ -601,6 +601,7 @@ class Engine:
         )
         shares = self._master_shares
         kept = [(p, list(p.members)) for p in shares.parts]
+        bound = dict(self._bound)
         try:
             self._share_groups(script, planner.ticks)
             catalog, ops = planner.plan(script)
@@ -615,6 +616,9 @@ class Engine:
             shares.parts = [p for p, _ in kept]
             for p, members in kept:
                 p.members = members
+            # A resource bound for a rejected script is bound again (with the columns then
+            # declared) by the next script that reads it.
+            self._bound = bound
             raise
         shares.commit(catalog, len(kept))
         self._share_inputs.append(
@@ -702,6 +706,14 @@ class Engine:
         that name (defined with the declared columns and key when the store lacks it; a
         :class:`CQLSemanticError` naming both when they differ), with one a
         :class:`DatabaseResource` of its table."""
+        # Every resource of the store checked against its declaration before any is defined
+        # there: a rejected script leaves the store as it was.
+        for op in ops:
+            if op.op == "reference_join" and op.params["resource"].lower() not in self._bound:
+                st = catalog.resources[op.params["resource"].lower()]
+                assert isinstance(st, ast.RegisterResource)
+                if st.url is None:
+                    self._check_store_resource(st)
         for op in ops:
             if op.op == "model_apply" and op.params["model"].lower() not in self._bound:
                 returns = pa.schema([(n, _ARROW_OF[t]) for n, t in op.params["returns"]])
@@ -744,11 +756,11 @@ class Engine:
             self._bound[st.name.lower()] = bind
             bind(self._core)
 
-    def _bind_store_resource(
-        self, st: ast.RegisterResource, cols: list[tuple[str, str]], key: list[int]
-    ) -> None:
-        """REGISTER RESOURCE without a url: the store's resource ``st.name``."""
+    def _check_store_resource(self, st: ast.RegisterResource) -> None:
+        """REGISTER RESOURCE without a url: a :class:`CQLSemanticError` unless it has a key and
+        the store lacks ``st.name`` or holds it with the declared columns and key."""
         store = self.resources
+        cols = [(c.name, T.FROM_CQL[c.type.name]) for c in st.columns]
         declared = (
             "("
             + ", ".join(f"{c.name} {c.type.name}" for c in st.columns)
@@ -764,10 +776,7 @@ class Engine:
                 st.pos.column,
             )
         if st.name not in store.names():
-            try:
-                store._core.define(st.name, [n for n, _ in cols], [t for _, t in cols], key)
-            except _core.CoreError as e:
-                raise _core_error(e) from None
+            return
         have, have_key = store.schema(st.name)
         fits = [f.name.lower() for f in have] == [n.lower() for n, _ in cols] and [
             k.lower() for k in have_key
@@ -789,6 +798,19 @@ class Engine:
                 st.pos.line,
                 st.pos.column,
             )
+
+    def _bind_store_resource(
+        self, st: ast.RegisterResource, cols: list[tuple[str, str]], key: list[int]
+    ) -> None:
+        """REGISTER RESOURCE without a url: the store's resource ``st.name`` (defined there with
+        the declared columns and key when the store lacks it)."""
+        store = self.resources
+        self._check_store_resource(st)
+        if st.name not in store.names():
+            try:
+                store._core.define(st.name, [n for n, _ in cols], [t for _, t in cols], key)
+            except _core.CoreError as e:
+                raise _core_error(e) from None
         name = st.name
 
         def bind(core: _core.Engine) -> None:

@@ -206,6 +206,34 @@ def test_a_declaration_unlike_the_store_is_refused_naming_both(declared, message
     assert eng.query_names() == []
 
 
+def test_a_script_refused_for_one_resource_binds_and_defines_none() -> None:
+    # (The crash fuzzer: x, read by the same query as a y unlike the store's, stayed defined in
+    # the store and bound with the refused script's columns; a later script declaring x anew
+    # then ran on the old binding: "cq internal error ... planner typed column 'v' as utf8".)
+    store = ResourceStore()
+    store.load("y", [{"id": 1}], key=["id"])
+    eng = cq_py.Engine(executor="scheduled", resources=store, threads=1)
+    with pytest.raises(CQLSemanticError, match="resource 'y' is registered as"):
+        eng.execute(
+            "REGISTER STREAM s(k BIGINT, a BIGINT);"
+            "REGISTER RESOURCE x (id BIGINT, v DOUBLE) KEY (id);"
+            "REGISTER RESOURCE y (id BIGINT, p BIGINT) KEY (id);"
+            "REGISTER QUERY q AS ISTREAM(SELECT s.a, x.v, y.p FROM s [Now], x, y "
+            "WHERE s.k = x.id AND s.k = y.id);"
+        )
+    assert store.names() == ["y"]
+    assert eng.resources_read() == []
+    eng.execute(
+        "REGISTER STREAM s(k BIGINT, a BIGINT);"
+        "REGISTER RESOURCE x (id BIGINT, v VARCHAR) KEY (id);"
+        "REGISTER QUERY q AS ISTREAM(SELECT s.a, x.v FROM s [Now], x WHERE s.k = x.id);"
+    )
+    store.load("x", [{"id": 1, "v": "one"}])
+    eng.push("s", [{"k": 1, "a": 5, "ts": 0}])
+    eng.close()
+    assert eng.fetch("q").to_pylist() == [{"a": 5, "v": "one", "ts": 0}]
+
+
 @pytest.mark.parametrize(
     ("query", "message"),
     [
