@@ -1345,8 +1345,11 @@ class Engine:
                 f"the engine is closed; push to '{sdef.name}' rejected", stream=sdef.name
             )
         self._check_memory(f"push to '{sdef.name}'")
-        if isinstance(data, (pa.RecordBatch, pa.Table)) and data.schema.equals(
-            self._ready(sdef, ts)
+        ready = self._ready(sdef, ts)  # (None when ts is a declared column: refused below)
+        if (
+            isinstance(data, (pa.RecordBatch, pa.Table))
+            and ready is not None
+            and data.schema.equals(ready)
         ):
             # Already what the core takes (the declared columns in order and types, then int64
             # ticks): nothing to convert. The core checks the timestamps as for any push.
