@@ -209,6 +209,30 @@ def _drain(eng: cq_py.Engine, log: list[str], text: str) -> int:
     return sum(t.num_rows for t in got if t is not None)
 
 
+def _registered(eng: cq_py.Engine, store: StoreFeed | None) -> tuple[list[str], ...]:
+    return (
+        eng.stream_names(),
+        eng.relation_names(),
+        eng.query_names(),
+        sorted(eng._catalog.resources),
+        store.store.names() if store else [],
+    )
+
+
+def _execute(
+    log: list[str], cql: str, eng: cq_py.Engine, text: str, store: StoreFeed | None
+) -> None:
+    """``eng.execute(cql)``: when it is rejected, nothing is registered (nor defined in the
+    store)."""
+    before, n = _registered(eng, store), len(log)
+    _step(log, "execute" if cql is text else "execute statement", cql, eng.execute, cql)
+    if len(log) > n and _registered(eng, store) != before:
+        raise Bug(
+            f"execute was rejected ({log[-1]}) and changed what is registered: {before} -> "
+            f"{_registered(eng, store)}"
+        )
+
+
 def run_case(case: dict[str, Any], note: Callable[[str], None] = lambda _: None) -> str:
     """Runs one case; raises Bug (or any non-package exception) when it goes wrong. Says how far
     it went: "rejected" (by execute) or "ran". ``note("loop")`` tells the runner, before the
@@ -246,13 +270,13 @@ def run_case(case: dict[str, Any], note: Callable[[str], None] = lambda _: None)
     whole = rng.random() < 0.75
     before = len(log)
     if whole:
-        _step(log, "execute", text, eng.execute, text)
+        _execute(log, text, eng, text, store)
     if not whole or len(log) > before:
         # Statement by statement, with rows pushed in between: queries registered mid-run, and
         # what is valid of a damaged script runs too (a rejected statement leaves the engine as
         # it was).
         for statement in _statements(text):
-            _step(log, "execute statement", statement, eng.execute, statement)
+            _execute(log, statement, eng, text, store)
             feed.refresh()
             if store:
                 store.refresh(lambda what, fn, *a: _step(log, what, text, fn, *a), eng)
