@@ -606,10 +606,12 @@ class Engine:
             self._share_groups(script, planner.ticks)
             catalog, ops = planner.plan(script)
             _check_runnable(ops, planner, self.executor)
+            # (The split refused before anything is bound or defined in the store.)
+            layout = self._layout_for(catalog) if self._threads != 1 else None
             self._bind_resources(catalog, ops)
             plan = json.dumps({"operators": [op.to_plan() for op in ops]}) if ops else None
             try:
-                self._add_plan(plan, catalog)
+                self._add_plan(plan, catalog, layout)
             except _core.CoreError as e:
                 raise _core_error(e) from None
         except BaseException:
@@ -960,14 +962,14 @@ class Engine:
             redo=self.redo,
         )
 
-    def _add_plan(self, plan: str | None, catalog: Catalog) -> None:
+    def _add_plan(self, plan: str | None, catalog: Catalog, layout: Layout | None) -> None:
         """Adds a plan fragment (None: the script added no operator) to the engines, splitting
-        the input as the whole catalog allows (``threads``); atomic, as execute() is."""
-        if self._threads == 1:
+        the input as ``layout`` says (:meth:`_layout_for` the whole catalog; None under one
+        thread); atomic, as execute() is."""
+        if layout is None:
             if plan is not None:
                 self._core.add_plan(plan)
             return
-        layout = self._layout_for(catalog)
         old = self._layout
         same = old is not None and (layout.parts, layout.keys) == (old.parts, old.keys)
         if same or self._running_with_plans():

@@ -234,6 +234,22 @@ def test_a_script_refused_for_one_resource_binds_and_defines_none() -> None:
     assert eng.fetch("q").to_pylist() == [{"a": 5, "v": "one", "ts": 0}]
 
 
+def test_a_script_refused_by_the_split_of_a_running_engine_defines_no_resource() -> None:
+    # (The crash fuzzer: the split was refused after x was defined in the store.)
+    store = ResourceStore()
+    eng = cq_py.Engine(executor="scheduled", resources=store, threads=2)
+    eng.execute(
+        "REGISTER STREAM s(k BIGINT, a BIGINT); REGISTER RESOURCE x (id BIGINT, v DOUBLE) KEY (id);"
+        "REGISTER QUERY c AS ISTREAM(SELECT k, COUNT(*) AS n FROM s [Range 3] GROUP BY k);"
+    )
+    eng.push("s", [{"k": 1, "a": 1, "ts": 0}])
+    with pytest.raises(CQLSemanticError, match="cannot be registered while the engine runs"):
+        eng.execute(
+            "REGISTER QUERY q AS ISTREAM(SELECT s.a, x.v FROM s [Now], x WHERE s.k = x.id);"
+        )
+    assert (store.names(), eng.resources_read(), eng.query_names()) == ([], [], ["c"])
+
+
 @pytest.mark.parametrize(
     ("query", "message"),
     [
