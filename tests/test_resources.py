@@ -161,6 +161,8 @@ def test_loading_defines_once_and_must_agree() -> None:
         store.load("x", [{"id": 1}])
     with pytest.raises(ArgumentError, match="key columns \\['nope'\\] are not among \\['id'\\]"):
         store.load("x", [{"id": 1}], key=["nope"])
+    with pytest.raises(InputError, match="resource 'x': key column 'id' twice"):
+        store.load("x", [{"id": 1}], key=["id", "id"])
     with pytest.raises(InputError, match="columns \\['d'\\] have types cq lacks"):
         store.load("x", pa.table({"id": [1], "d": pa.array([1], pa.int8())}), key=["id"])
     store.load("x", [{"id": 1, "v": "a"}], key=["id"])

@@ -291,7 +291,9 @@ class Planner:
                 raise self.err(f"column '{c.name}' twice in '{st.name}'", c.pos)
             seen.add(c.name.lower())
         if isinstance(st, ast.RegisterResource):
-            for k in st.key:
+            for i, k in enumerate(st.key):
+                if k.lower() in (j.lower() for j in st.key[:i]):
+                    raise self.err(f"key column '{k}' twice in resource '{st.name}'", st.pos)
                 if k.lower() not in seen:
                     names = ", ".join(c.name for c in st.columns)
                     raise self.err(

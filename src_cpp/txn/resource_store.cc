@@ -128,8 +128,12 @@ void ResourceStore::Define(ResourceSpec spec) {
   std::set<std::string> names;
   for (const Field& f : spec.columns)
     if (!names.insert(f.name).second) InputError("resource '" + spec.name + "': column '" + f.name + "' twice");
-  for (int k : spec.key)
+  std::set<int> keys;
+  for (int k : spec.key) {
     if (k < 0 || k >= static_cast<int>(spec.columns.size())) InputError("resource '" + spec.name + "': bad key");
+    if (!keys.insert(k).second)
+      InputError("resource '" + spec.name + "': key column '" + spec.columns[k].name + "' twice");
+  }
   std::lock_guard l(mu_);
   if (const auto it = resources_.find(spec.name); it != resources_.end()) {
     if (it->second.model) InputError("'" + spec.name + "' is a model of the store, not a resource");
