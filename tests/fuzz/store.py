@@ -27,22 +27,22 @@ from cq_py.errors import CQError
 from cq_py.parser import ast, parse
 from cq_py.planner import types as T
 
-# Key values: a few small ones (the generated stream rows hold 0, 1, 2, 7, 42), odd ones now
-# and then.
+# Values by str() of the Arrow type ("double" is float64's). Key values: a few small ones (the
+# generated stream rows hold 0, 1, 2, 7, 42), odd ones now and then.
 KEYS: dict[str, list[Any]] = {
     "int64": [0, 1, 2, 3, 7, 42, -1, 2**63 - 1, -(2**63)],
-    "float64": [0.0, 1.0, 1.5, -0.0, float("nan")],
+    "double": [0.0, 1.0, 1.5, -0.0, float("nan")],
     "string": ["a", "b", "", "\u00e9", "x" * 300],
     "bool": [True, False],
 }
 VALUES: dict[str, list[Any]] = {
     "int64": [0, 1, -1, 2, 7, 2**63 - 1, -(2**63), None],
-    "float64": [0.0, -0.0, 1.5, -2.25, 1e308, 5e-324, float("inf"), float("nan"), None],
+    "double": [0.0, -0.0, 1.5, -2.25, 1e308, 5e-324, float("inf"), float("nan"), None],
     "string": ["", "a", "b", "\u00e9", "\x00", "'", None],
     "bool": [True, False, None],
 }
 # A key value the generated rows never hold (a delete of it must be refused).
-ABSENT: dict[str, Any] = {"int64": 123456789, "float64": 0.125, "string": "absent"}
+ABSENT: dict[str, Any] = {"int64": 123456789, "double": 0.125, "string": "absent"}
 # What a model may return instead of its columns (each a package error naming the model).
 BAD_MODELS = (
     "length",
@@ -115,7 +115,7 @@ def misfit(rng: random.Random, data: list[dict[str, Any]], schema: pa.Schema) ->
         for r in data:
             r["zz_extra"] = 1
     elif kind == "type":
-        bad = {"int64": "seven", "float64": "x", "string": 3.5, "bool": 2**70}
+        bad = {"int64": "seven", "double": "x", "string": 3.5, "bool": 2**70}
         for r in data:
             for f in schema:
                 r[f.name] = bad.get(str(f.type), object())

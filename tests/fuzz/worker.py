@@ -46,7 +46,7 @@ EXPLAIN_OPTIONS = ("time_unit", "expose_steps", "auto_delay")
 
 VALUES: dict[str, list[Any]] = {
     "int64": [0, 1, -1, 2, 7, 42, 2**63 - 1, -(2**63), None],
-    "float64": [0.0, -0.0, 1.5, -2.25, 1e308, -1e308, 5e-324, math.inf, -math.inf, math.nan, None],
+    "double": [0.0, -0.0, 1.5, -2.25, 1e308, -1e308, 5e-324, math.inf, -math.inf, math.nan, None],
     "string": ["", "a", "b", "\u00e9", "x" * 300, "\x00", "'", "NULL", None],
     "bool": [True, False, None],
 }
