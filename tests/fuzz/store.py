@@ -289,27 +289,32 @@ class StoreFeed:
                 for name, kind, data in plan:
                     (tx.upsert if kind == "upsert" else tx.delete)(name, data)
 
-        accepted = self.unchanged(step, "store transaction", run)
-        if accepted and missing:
+        error = self.unchanged(step, "store transaction", run)
+        if missing and error is None:
             raise Bug(f"a store transaction deleting a missing key was accepted: {plan!r:.600}")
+        if missing and not isinstance(error, (cq_py.InputError, cq_py.LockTimeout)):
+            # (InputError: the missing key or another misfit; LockTimeout: a query's lock.)
+            raise Bug(f"a delete of a missing key was refused as {error!r:.300}: {plan!r:.300}")
 
-    def unchanged(self, step: Callable[..., Any], name: str, fn: Callable[[], Any]) -> bool:
-        """``fn()`` through ``step``; when it is rejected the store must be as it was. True when
-        it was accepted."""
+    def unchanged(
+        self, step: Callable[..., Any], name: str, fn: Callable[[], Any]
+    ) -> CQError | None:
+        """``fn()`` through ``step``; when it is rejected the store must be as it was. The
+        package error that rejected it, or None."""
         before = self._state()
-        rejected: list[bool] = []
+        rejected: list[CQError] = []
 
         def call() -> None:
             try:
                 fn()
-            except CQError:
-                rejected.append(True)
+            except CQError as e:
+                rejected.append(e)
                 raise
 
         step(name, call)
         if rejected and self._state() != before:
             raise Bug(f"{name} was rejected and changed the store")
-        return not rejected
+        return rejected[0] if rejected else None
 
     def _state(self) -> tuple[int, dict[str, list[str]]]:
         return self.store.version(), {
