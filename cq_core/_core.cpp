@@ -849,6 +849,7 @@ PYBIND11_MODULE(_core, m) {
              s.Define(std::move(spec));
            })
       .def("define_model", &cq::txn::ResourceStore::DefineModel)
+      .def("undefine", &cq::txn::ResourceStore::Undefine)
       .def(
           "begin_exclusive",
           [](cq::txn::ResourceStore& s, const std::vector<std::string>& names, double timeout_s) {

@@ -457,6 +457,8 @@ class Engine:
         # The resources bound to the core so far, by lower-cased name: the call binding each to
         # a core (again on every core built later).
         self._bound: dict[str, Callable[[_core.Engine], None]] = {}
+        # The store resources the script being executed defined (undefined if it is refused).
+        self._defined: list[str] = []
         # Resources' database connections by SQLite file (one file, one lock: see _Connection).
         self._connections: dict[str, Any] = {}
         self._max_loop_ticks = _count("max_loop_ticks", max_loop_ticks)
@@ -602,6 +604,7 @@ class Engine:
         shares = self._master_shares
         kept = [(p, list(p.members)) for p in shares.parts]
         bound = dict(self._bound)
+        self._defined = []
         try:
             self._share_groups(script, planner.ticks)
             catalog, ops = planner.plan(script)
@@ -619,8 +622,11 @@ class Engine:
             for p, members in kept:
                 p.members = members
             # A resource bound for a rejected script is bound again (with the columns then
-            # declared) by the next script that reads it.
+            # declared) by the next script that reads it; one it defined in the store is not
+            # defined there any more.
             self._bound = bound
+            for name in self._defined:
+                self.resources._core.undefine(name)
             raise
         shares.commit(catalog, len(kept))
         self._share_inputs.append(
@@ -813,6 +819,7 @@ class Engine:
                 store._core.define(st.name, [n for n, _ in cols], [t for _, t in cols], key)
             except _core.CoreError as e:
                 raise _core_error(e) from None
+            self._defined.append(st.name)
         name = st.name
 
         def bind(core: _core.Engine) -> None:

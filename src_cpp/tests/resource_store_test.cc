@@ -193,6 +193,22 @@ CQ_TEST(resource_store_defining_again_must_agree) {
   CQ_EXPECT(!s.Has("w"));
 }
 
+CQ_TEST(resource_store_undefine_takes_back_only_an_untouched_definition) {
+  ResourceStore s;
+  s.Define(XSpec());
+  CQ_EXPECT(s.Undefine("x") && !s.Has("x"));
+  CQ_EXPECT(!s.Undefine("x"));
+  s.Define(XSpec());
+  s.Commit({Upsert("x", {1}, {"a"})}, std::chrono::seconds(1), "w");
+  CQ_EXPECT(!s.Undefine("x") && s.Has("x"));  // (committed to: rows, a version)
+  s.DefineModel("m");
+  CQ_EXPECT(!s.Undefine("m") && s.Has("m"));
+  s.Define(txn::ResourceSpec{"y", {{"id", TypeId::kInt64}}, {0}});
+  CQ_EXPECT(s.LockShared("y", "q", std::chrono::seconds(1)));
+  CQ_EXPECT(!s.Undefine("y"));  // (a reader holds it)
+  s.UnlockShared("y", "q");
+}
+
 CQ_TEST(resource_store_a_model_is_a_lock_and_versions_swapped_under_an_exclusive_lock) {
   ResourceStore s;
   s.DefineModel("m");

@@ -155,6 +155,17 @@ void ResourceStore::Define(ResourceSpec spec) {
   resources_.emplace(name, std::move(e));
 }
 
+bool ResourceStore::Undefine(const std::string& name) {
+  std::lock_guard l(mu_);
+  const auto it = resources_.find(name);
+  if (it == resources_.end()) return false;
+  const Entry& e = it->second;
+  if (e.model || e.current->version != 0 || e.reader_count != 0 || e.writing || e.writers_waiting != 0 || e.writes != 0)
+    return false;
+  resources_.erase(it);
+  return true;
+}
+
 bool ResourceStore::Has(const std::string& name) const {
   std::lock_guard l(mu_);
   return resources_.count(name) != 0;
