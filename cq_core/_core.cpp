@@ -116,6 +116,33 @@ std::pair<uint64_t, cq::ImportedBatch> ReadReturned(const py::object& r, const c
   return {t[0].cast<uint64_t>(), std::move(b)};
 }
 
+// A Python exception a reader raised on the core's behalf (a database resource's read failing, a
+// model's callable raising), carried through the core as an input error — the kind an engine it
+// stops reports afterwards ("the engine stopped at an earlier error"), not an internal error — and
+// raised again as itself (the translator registered in the module).
+class PythonRaised final : public cq::CqError {
+ public:
+  explicit PythonRaised(py::error_already_set e)
+      : CqError(cq::ErrorKind::kInput, Describe(e)), error_(std::make_shared<py::error_already_set>(std::move(e))) {}
+  void Restore() const { error_->restore(); }
+
+ private:
+  static std::string Describe(const py::error_already_set& e) {
+    return py::str(e.type().attr("__name__")).cast<std::string>() + ": " + py::str(e.value()).cast<std::string>();
+  }
+  std::shared_ptr<py::error_already_set> error_;
+};
+
+// reader.name(args...), its Python exception a PythonRaised (the GIL held).
+template <typename... A>
+py::object CallReader(const py::object& reader, const char* name, A&&... args) {
+  try {
+    return reader.attr(name)(std::forward<A>(args)...);
+  } catch (py::error_already_set& e) {
+    throw PythonRaised(std::move(e));
+  }
+}
+
 // A resource held by Python (a database table read through cq_py/io/databases.py): `reader` has
 // lookup(keys) and scan(), each returning (stamp, Arrow capsules); called with the GIL, a batch of
 // probes at a time.
@@ -133,13 +160,13 @@ class PyResource final : public cq::txn::Resource {
     cq::OutputChunk chunk;
     chunk.columns = keys;
     chunk.length = n;
-    cq::txn::ResourceRead read = Read(reader_.attr("lookup")(ExportChunk(names, chunk)));
+    cq::txn::ResourceRead read = Read(CallReader(reader_, "lookup", ExportChunk(names, chunk)));
     cq::txn::MatchProbes(spec_, keys, n, read);
     return read;
   }
   cq::txn::ResourceRead Scan() override {
     py::gil_scoped_acquire gil;
-    cq::txn::ResourceRead read = Read(reader_.attr("scan")());
+    cq::txn::ResourceRead read = Read(CallReader(reader_, "scan"));
     read.rows_read = read.length;
     return read;
   }
@@ -148,7 +175,7 @@ class PyResource final : public cq::txn::Resource {
   // stamp() -> int (cq_py checks they exist before it binds a reader under txn != "none").
   bool LockShared(const std::string& holder, std::chrono::nanoseconds timeout) override {
     py::gil_scoped_acquire gil;
-    return reader_.attr("lock_shared")(holder, Seconds(timeout)).cast<bool>();
+    return CallReader(reader_, "lock_shared", holder, Seconds(timeout)).cast<bool>();
   }
   void UnlockShared(const std::string& holder) override {
     py::gil_scoped_acquire gil;
@@ -156,11 +183,11 @@ class PyResource final : public cq::txn::Resource {
   }
   std::shared_ptr<cq::txn::Resource> Pin(const std::string& holder, std::chrono::nanoseconds timeout) override {
     py::gil_scoped_acquire gil;
-    return std::make_shared<PyResource>(spec_, reader_.attr("pin")(holder, Seconds(timeout)));
+    return std::make_shared<PyResource>(spec_, CallReader(reader_, "pin", holder, Seconds(timeout)));
   }
   uint64_t Stamp() override {
     py::gil_scoped_acquire gil;
-    return reader_.attr("stamp")().cast<uint64_t>();
+    return CallReader(reader_, "stamp").cast<uint64_t>();
   }
 
  private:
@@ -198,7 +225,7 @@ class PyModel final : public cq::txn::Model {
     } catch (py::error_already_set& e) {
       // The reader's package error (a wrong answer of the model) as the core's, of its kind: the
       // kind an engine it stops reports afterwards (not an internal error).
-      if (!e.matches(g_core_error)) throw;
+      if (!e.matches(g_core_error)) throw PythonRaised(std::move(e));
       const auto args = py::reinterpret_borrow<py::tuple>(e.value().attr("args"));
       throw cq::CqError(KindFromName(args[0].cast<std::string>()), args[1].cast<std::string>());
     }
@@ -224,7 +251,7 @@ class PyModel final : public cq::txn::Model {
   }
   uint64_t Stamp() override {
     py::gil_scoped_acquire gil;
-    return reader_.attr("stamp")().cast<uint64_t>();
+    return CallReader(reader_, "stamp").cast<uint64_t>();
   }
 
  private:
@@ -398,6 +425,16 @@ PYBIND11_MODULE(_core, m) {
           PyUnicode_DecodeUTF8(what.data(), static_cast<Py_ssize_t>(what.size()), "backslashreplace"));
       py::tuple args = py::make_tuple(kind, message, stream, row);
       PyErr_SetObject(g_core_error, args.ptr());
+    }
+  });
+
+  // Registered after CoreError's, so tried before it: a Python exception a reader raised is
+  // raised again as itself.
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const PythonRaised& e) {
+      e.Restore();
     }
   });
 

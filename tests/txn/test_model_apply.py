@@ -161,6 +161,20 @@ def test_an_engine_a_wrong_answer_stopped_says_so_and_holds_no_lock(txn: str) ->
     assert eng.fetch("q").num_rows == 0
 
 
+def test_a_model_that_raises_stops_the_engine_with_its_own_exception() -> None:
+    store = ResourceStore()
+
+    def score(a: pa.Array) -> np.ndarray:
+        raise ZeroDivisionError("the model's own error")
+
+    store.set_model("score", score)
+    eng = engine(store)
+    with pytest.raises(ZeroDivisionError, match="the model's own error"):
+        eng.push("s", [{"k": 0, "a": 1, "ts": 0}])
+    with pytest.raises(InputError, match=r"stopped at an earlier error .*ZeroDivisionError"):
+        eng.push("s", [{"k": 0, "a": 2, "ts": 1}])
+
+
 def test_a_model_not_set_in_the_store_is_an_input_error() -> None:
     eng = engine(ResourceStore())
     with pytest.raises(InputError, match="no model 'score' in the store"):
