@@ -69,10 +69,10 @@ def declarations(text: str) -> tuple[dict[str, ast.RegisterResource], dict[str, 
     """The resources and models ``text`` declares, by lower-cased name (statements that do not
     parse are skipped)."""
     pieces: list[str] = [text]
+    statements: list[Any] = []
     try:
-        statements = parse(text).statements
+        statements += parse(text).statements
     except CQError:
-        statements = []
         pieces = text.split(";")
     if not statements:
         for piece in pieces:
