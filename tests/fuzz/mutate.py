@@ -551,7 +551,9 @@ def m_rename(rng: random.Random, toks: list[str]) -> str:
 def m_long_chain(rng: random.Random, toks: list[str]) -> str:
     """An operand made into a long chain, or nested deep: flat chains plan, deep nesting is a
     positioned error."""
-    spots = [i for i, t in enumerate(toks) if _is_name(t) or _is_number(t)]
+    # (Not a name made huge by rename(long): 1,000 copies of it are a 20 MB text, which takes
+    # seconds per pass to read, and the case's timeout then.)
+    spots = [i for i, t in enumerate(toks) if (_is_name(t) or _is_number(t)) and len(t) < 1000]
     if not spots:
         return m_insert(rng, toks)
     i = rng.choice(spots)
