@@ -26,6 +26,25 @@ namespace {
 
 PyObject* g_core_error = nullptr;
 
+// The kinds of error as CoreError names them (cq_py.errors.from_core maps them to its classes).
+constexpr std::pair<cq::ErrorKind, const char*> kKindNames[] = {{cq::ErrorKind::kInput, "input"},
+                                                                {cq::ErrorKind::kSemantic, "semantic"},
+                                                                {cq::ErrorKind::kRunaway, "runaway"},
+                                                                {cq::ErrorKind::kSnapshot, "snapshot"},
+                                                                {cq::ErrorKind::kLockTimeout, "lock_timeout"}};
+
+const char* KindName(cq::ErrorKind kind) {
+  for (const auto& [k, name] : kKindNames)
+    if (k == kind) return name;
+  return "internal";
+}
+
+cq::ErrorKind KindFromName(const std::string& name) {
+  for (const auto& [k, n] : kKindNames)
+    if (name == n) return k;
+  return cq::ErrorKind::kInternal;
+}
+
 void ReleaseSchemaCapsule(PyObject* cap) {
   auto* s = static_cast<ArrowSchema*>(PyCapsule_GetPointer(cap, "arrow_schema"));
   if (s) {
@@ -97,6 +116,33 @@ std::pair<uint64_t, cq::ImportedBatch> ReadReturned(const py::object& r, const c
   return {t[0].cast<uint64_t>(), std::move(b)};
 }
 
+// A Python exception a reader raised on the core's behalf (a database resource's read failing, a
+// model's callable raising), carried through the core as an input error — the kind an engine it
+// stops reports afterwards ("the engine stopped at an earlier error"), not an internal error — and
+// raised again as itself (the translator registered in the module).
+class PythonRaised final : public cq::CqError {
+ public:
+  explicit PythonRaised(py::error_already_set e)
+      : CqError(cq::ErrorKind::kInput, Describe(e)), error_(std::make_shared<py::error_already_set>(std::move(e))) {}
+  void Restore() const { error_->restore(); }
+
+ private:
+  static std::string Describe(const py::error_already_set& e) {
+    return py::str(e.type().attr("__name__")).cast<std::string>() + ": " + py::str(e.value()).cast<std::string>();
+  }
+  std::shared_ptr<py::error_already_set> error_;
+};
+
+// reader.name(args...), its Python exception a PythonRaised (the GIL held).
+template <typename... A>
+py::object CallReader(const py::object& reader, const char* name, A&&... args) {
+  try {
+    return reader.attr(name)(std::forward<A>(args)...);
+  } catch (py::error_already_set& e) {
+    throw PythonRaised(std::move(e));
+  }
+}
+
 // A resource held by Python (a database table read through cq_py/io/databases.py): `reader` has
 // lookup(keys) and scan(), each returning (stamp, Arrow capsules); called with the GIL, a batch of
 // probes at a time.
@@ -114,13 +160,13 @@ class PyResource final : public cq::txn::Resource {
     cq::OutputChunk chunk;
     chunk.columns = keys;
     chunk.length = n;
-    cq::txn::ResourceRead read = Read(reader_.attr("lookup")(ExportChunk(names, chunk)));
+    cq::txn::ResourceRead read = Read(CallReader(reader_, "lookup", ExportChunk(names, chunk)));
     cq::txn::MatchProbes(spec_, keys, n, read);
     return read;
   }
   cq::txn::ResourceRead Scan() override {
     py::gil_scoped_acquire gil;
-    cq::txn::ResourceRead read = Read(reader_.attr("scan")());
+    cq::txn::ResourceRead read = Read(CallReader(reader_, "scan"));
     read.rows_read = read.length;
     return read;
   }
@@ -129,7 +175,7 @@ class PyResource final : public cq::txn::Resource {
   // stamp() -> int (cq_py checks they exist before it binds a reader under txn != "none").
   bool LockShared(const std::string& holder, std::chrono::nanoseconds timeout) override {
     py::gil_scoped_acquire gil;
-    return reader_.attr("lock_shared")(holder, Seconds(timeout)).cast<bool>();
+    return CallReader(reader_, "lock_shared", holder, Seconds(timeout)).cast<bool>();
   }
   void UnlockShared(const std::string& holder) override {
     py::gil_scoped_acquire gil;
@@ -137,11 +183,11 @@ class PyResource final : public cq::txn::Resource {
   }
   std::shared_ptr<cq::txn::Resource> Pin(const std::string& holder, std::chrono::nanoseconds timeout) override {
     py::gil_scoped_acquire gil;
-    return std::make_shared<PyResource>(spec_, reader_.attr("pin")(holder, Seconds(timeout)));
+    return std::make_shared<PyResource>(spec_, CallReader(reader_, "pin", holder, Seconds(timeout)));
   }
   uint64_t Stamp() override {
     py::gil_scoped_acquire gil;
-    return reader_.attr("stamp")().cast<uint64_t>();
+    return CallReader(reader_, "stamp").cast<uint64_t>();
   }
 
  private:
@@ -173,7 +219,16 @@ class PyModel final : public cq::txn::Model {
     cq::OutputChunk chunk;
     chunk.columns = args;
     chunk.length = n;
-    py::object r = reader_.attr("apply")(ExportChunk(Names(arg_schema), chunk));
+    py::object r;
+    try {
+      r = reader_.attr("apply")(ExportChunk(Names(arg_schema), chunk));
+    } catch (py::error_already_set& e) {
+      // The reader's package error (a wrong answer of the model) as the core's, of its kind: the
+      // kind an engine it stops reports afterwards (not an internal error).
+      if (!e.matches(g_core_error)) throw PythonRaised(std::move(e));
+      const auto args = py::reinterpret_borrow<py::tuple>(e.value().attr("args"));
+      throw cq::CqError(KindFromName(args[0].cast<std::string>()), args[1].cast<std::string>());
+    }
     auto t = py::reinterpret_borrow<py::tuple>(r);
     cq::ImportedBatch b = ImportCapsules(t[1]);
     cq::txn::ModelResult out;
@@ -196,7 +251,7 @@ class PyModel final : public cq::txn::Model {
   }
   uint64_t Stamp() override {
     py::gil_scoped_acquire gil;
-    return reader_.attr("stamp")().cast<uint64_t>();
+    return CallReader(reader_, "stamp").cast<uint64_t>();
   }
 
  private:
@@ -361,12 +416,7 @@ PYBIND11_MODULE(_core, m) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const cq::CqError& e) {
-      const char* kind = e.kind() == cq::ErrorKind::kInput         ? "input"
-                         : e.kind() == cq::ErrorKind::kSemantic    ? "semantic"
-                         : e.kind() == cq::ErrorKind::kRunaway     ? "runaway"
-                         : e.kind() == cq::ErrorKind::kSnapshot    ? "snapshot"
-                         : e.kind() == cq::ErrorKind::kLockTimeout ? "lock_timeout"
-                                                                   : "internal";
+      const char* kind = KindName(e.kind());
       py::object row = e.row() < 0 ? py::object(py::none()) : py::object(py::int_(e.row()));
       py::object stream = e.stream().empty() ? py::object(py::none()) : py::object(py::str(e.stream()));
       // A message may quote bytes that are not UTF-8 (a damaged snapshot's): escaped, not an error.
@@ -375,6 +425,16 @@ PYBIND11_MODULE(_core, m) {
           PyUnicode_DecodeUTF8(what.data(), static_cast<Py_ssize_t>(what.size()), "backslashreplace"));
       py::tuple args = py::make_tuple(kind, message, stream, row);
       PyErr_SetObject(g_core_error, args.ptr());
+    }
+  });
+
+  // Registered after CoreError's, so tried before it: a Python exception a reader raised is
+  // raised again as itself.
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const PythonRaised& e) {
+      e.Restore();
     }
   });
 
@@ -826,6 +886,7 @@ PYBIND11_MODULE(_core, m) {
              s.Define(std::move(spec));
            })
       .def("define_model", &cq::txn::ResourceStore::DefineModel)
+      .def("undefine", &cq::txn::ResourceStore::Undefine)
       .def(
           "begin_exclusive",
           [](cq::txn::ResourceStore& s, const std::vector<std::string>& names, double timeout_s) {

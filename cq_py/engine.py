@@ -457,6 +457,8 @@ class Engine:
         # The resources bound to the core so far, by lower-cased name: the call binding each to
         # a core (again on every core built later).
         self._bound: dict[str, Callable[[_core.Engine], None]] = {}
+        # The store resources the script being executed defined (undefined if it is refused).
+        self._defined: list[str] = []
         # Resources' database connections by SQLite file (one file, one lock: see _Connection).
         self._connections: dict[str, Any] = {}
         self._max_loop_ticks = _count("max_loop_ticks", max_loop_ticks)
@@ -601,20 +603,30 @@ class Engine:
         )
         shares = self._master_shares
         kept = [(p, list(p.members)) for p in shares.parts]
+        bound = dict(self._bound)
+        self._defined = []
         try:
             self._share_groups(script, planner.ticks)
             catalog, ops = planner.plan(script)
             _check_runnable(ops, planner, self.executor)
+            # (The split refused before anything is bound or defined in the store.)
+            layout = self._layout_for(catalog) if self._threads != 1 else None
             self._bind_resources(catalog, ops)
             plan = json.dumps({"operators": [op.to_plan() for op in ops]}) if ops else None
             try:
-                self._add_plan(plan, catalog)
+                self._add_plan(plan, catalog, layout)
             except _core.CoreError as e:
                 raise _core_error(e) from None
         except BaseException:
             shares.parts = [p for p, _ in kept]
             for p, members in kept:
                 p.members = members
+            # A resource bound for a rejected script is bound again (with the columns then
+            # declared) by the next script that reads it; one it defined in the store is not
+            # defined there any more.
+            self._bound = bound
+            for name in self._defined:
+                self.resources._core.undefine(name)
             raise
         shares.commit(catalog, len(kept))
         self._share_inputs.append(
@@ -702,6 +714,14 @@ class Engine:
         that name (defined with the declared columns and key when the store lacks it; a
         :class:`CQLSemanticError` naming both when they differ), with one a
         :class:`DatabaseResource` of its table."""
+        # Every resource of the store checked against its declaration before any is defined
+        # there: a rejected script leaves the store as it was.
+        for op in ops:
+            if op.op == "reference_join" and op.params["resource"].lower() not in self._bound:
+                st = catalog.resources[op.params["resource"].lower()]
+                assert isinstance(st, ast.RegisterResource)
+                if st.url is None:
+                    self._check_store_resource(st)
         for op in ops:
             if op.op == "model_apply" and op.params["model"].lower() not in self._bound:
                 returns = pa.schema([(n, _ARROW_OF[t]) for n, t in op.params["returns"]])
@@ -744,11 +764,11 @@ class Engine:
             self._bound[st.name.lower()] = bind
             bind(self._core)
 
-    def _bind_store_resource(
-        self, st: ast.RegisterResource, cols: list[tuple[str, str]], key: list[int]
-    ) -> None:
-        """REGISTER RESOURCE without a url: the store's resource ``st.name``."""
+    def _check_store_resource(self, st: ast.RegisterResource) -> None:
+        """REGISTER RESOURCE without a url: a :class:`CQLSemanticError` unless it has a key and
+        the store lacks ``st.name`` or holds it with the declared columns and key."""
         store = self.resources
+        cols = [(c.name, T.FROM_CQL[c.type.name]) for c in st.columns]
         declared = (
             "("
             + ", ".join(f"{c.name} {c.type.name}" for c in st.columns)
@@ -764,10 +784,7 @@ class Engine:
                 st.pos.column,
             )
         if st.name not in store.names():
-            try:
-                store._core.define(st.name, [n for n, _ in cols], [t for _, t in cols], key)
-            except _core.CoreError as e:
-                raise _core_error(e) from None
+            return
         have, have_key = store.schema(st.name)
         fits = [f.name.lower() for f in have] == [n.lower() for n, _ in cols] and [
             k.lower() for k in have_key
@@ -789,6 +806,20 @@ class Engine:
                 st.pos.line,
                 st.pos.column,
             )
+
+    def _bind_store_resource(
+        self, st: ast.RegisterResource, cols: list[tuple[str, str]], key: list[int]
+    ) -> None:
+        """REGISTER RESOURCE without a url: the store's resource ``st.name`` (defined there with
+        the declared columns and key when the store lacks it)."""
+        store = self.resources
+        self._check_store_resource(st)
+        if st.name not in store.names():
+            try:
+                store._core.define(st.name, [n for n, _ in cols], [t for _, t in cols], key)
+            except _core.CoreError as e:
+                raise _core_error(e) from None
+            self._defined.append(st.name)
         name = st.name
 
         def bind(core: _core.Engine) -> None:
@@ -938,14 +969,14 @@ class Engine:
             redo=self.redo,
         )
 
-    def _add_plan(self, plan: str | None, catalog: Catalog) -> None:
+    def _add_plan(self, plan: str | None, catalog: Catalog, layout: Layout | None) -> None:
         """Adds a plan fragment (None: the script added no operator) to the engines, splitting
-        the input as the whole catalog allows (``threads``); atomic, as execute() is."""
-        if self._threads == 1:
+        the input as ``layout`` says (:meth:`_layout_for` the whole catalog; None under one
+        thread); atomic, as execute() is."""
+        if layout is None:
             if plan is not None:
                 self._core.add_plan(plan)
             return
-        layout = self._layout_for(catalog)
         old = self._layout
         same = old is not None and (layout.parts, layout.keys) == (old.parts, old.keys)
         if same or self._running_with_plans():
@@ -1323,8 +1354,11 @@ class Engine:
                 f"the engine is closed; push to '{sdef.name}' rejected", stream=sdef.name
             )
         self._check_memory(f"push to '{sdef.name}'")
-        if isinstance(data, (pa.RecordBatch, pa.Table)) and data.schema.equals(
-            self._ready(sdef, ts)
+        ready = self._ready(sdef, ts)  # (None when ts is a declared column: refused below)
+        if (
+            isinstance(data, (pa.RecordBatch, pa.Table))
+            and ready is not None
+            and data.schema.equals(ready)
         ):
             # Already what the core takes (the declared columns in order and types, then int64
             # ticks): nothing to convert. The core checks the timestamps as for any push.

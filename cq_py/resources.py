@@ -138,13 +138,20 @@ class ResourceStore:
                         f"load('{name}'): columns {bad} have types cq lacks; expected BIGINT, "
                         "DOUBLE, VARCHAR or BOOLEAN (int64, float64, string, bool)"
                     )
+                spec = (
+                    name,
+                    table.column_names,
+                    [_TYPES[f.type] for f in table.schema],
+                    [table.column_names.index(k) for k in key],
+                )
+                # Rows the store refuses (a NULL or a repeated key) must leave the resource
+                # undefined, as if load had not been called: they are tried on a scratch store
+                # first, with the store's own checks.
+                trial = _core.ResourceStore()
                 try:
-                    self._core.define(
-                        name,
-                        table.column_names,
-                        [_TYPES[f.type] for f in table.schema],
-                        [table.column_names.index(k) for k in key],
-                    )
+                    trial.define(*spec)
+                    trial.commit([(name, "replace", _one_batch(table).__arrow_c_array__())], 0, "")
+                    self._core.define(*spec)
                 except _core.CoreError as e:
                     raise _error(e) from None
         schema, have = self.schema(name)
@@ -266,7 +273,8 @@ def _table(data: Any, schema: pa.Schema | None, where: str) -> pa.Table:
             data = (
                 pa.Table.from_pylist(data, schema=schema) if schema else pa.Table.from_pylist(data)
             )
-        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError) as e:
+        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError) as e:
+            # (OverflowError: an integer past 64 bits.)
             raise InputError(f"{where}: rows that do not fit the columns: {e}") from None
     if not isinstance(data, pa.Table):
         raise ArgumentError(
@@ -896,7 +904,7 @@ class ModelReader:
             value = result[field.name]
             try:
                 array = value if isinstance(value, pa.Array) else pa.array(value)
-            except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError) as e:
+            except (pa.ArrowException, TypeError, ValueError, OverflowError) as e:
                 raise InputError(
                     f"model '{self.name}': column '{field.name}' is not an array ({e})"
                 ) from None
@@ -910,7 +918,12 @@ class ModelReader:
 
     # The core's call (cq_core's PyModel): Arrow capsules in and out.
     def apply(self, args: tuple[Any, Any]) -> tuple[int, tuple[Any, Any]]:
-        version, batch = self.call(pa.RecordBatch._import_from_c_capsule(*args))
+        try:
+            version, batch = self.call(pa.RecordBatch._import_from_c_capsule(*args))
+        except InputError as e:
+            # As the core's error, so that an engine it stops says so afterwards as an
+            # InputError (raised as one now too), not as an internal error.
+            raise _core.CoreError("input", str(e), None, None) from None
         return version, batch.__arrow_c_array__()
 
     # A transaction manager's calls (cq_core's PyModel; paper 002 §4): the model's lock in the

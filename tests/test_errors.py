@@ -103,6 +103,16 @@ def test_semantic_errors_say_what_is_wrong(cql, needle):
         cq_py.Engine().execute(cql)
 
 
+@pytest.mark.parametrize("table", [True, False])
+def test_a_push_to_a_stream_declaring_ts_is_refused(table):
+    # (The crash fuzzer: an Arrow table met a schema of None: TypeError.)
+    eng = cq_py.Engine()
+    eng.execute('REGISTER STREAM "select"(a INT, ts VARCHAR);')
+    rows = [{"a": 1, "ts": "x"}]
+    with pytest.raises(cq_py.InputError, match="ts"):
+        eng.push("select", pa.Table.from_pylist(rows) if table else rows)
+
+
 def test_a_failing_script_registers_nothing():
     eng = cq_py.Engine()
     with pytest.raises(cq_py.CQLSemanticError):

@@ -161,6 +161,8 @@ def test_loading_defines_once_and_must_agree() -> None:
         store.load("x", [{"id": 1}])
     with pytest.raises(ArgumentError, match="key columns \\['nope'\\] are not among \\['id'\\]"):
         store.load("x", [{"id": 1}], key=["nope"])
+    with pytest.raises(InputError, match="resource 'x': key column 'id' twice"):
+        store.load("x", [{"id": 1}], key=["id", "id"])
     with pytest.raises(InputError, match="columns \\['d'\\] have types cq lacks"):
         store.load("x", pa.table({"id": [1], "d": pa.array([1], pa.int8())}), key=["id"])
     store.load("x", [{"id": 1, "v": "a"}], key=["id"])
@@ -172,6 +174,38 @@ def test_loading_defines_once_and_must_agree() -> None:
     with pytest.raises(ArgumentError, match="inside its with block"):
         tx.upsert("x", [{"id": 2, "v": "b"}])
     assert store.names() == ["x"]
+
+
+@pytest.mark.parametrize(
+    ("rows", "message"),
+    [
+        ([{"id": 7, "p": 0}, {"id": None, "p": 1}], r"a NULL in the key \(row 1\)"),
+        ([{"id": 1, "p": 0}, {"id": 1, "p": 7}], r"two rows with one key in one change \(row 1\)"),
+    ],
+)
+def test_a_first_load_refused_leaves_the_resource_undefined(rows, message) -> None:
+    # (The crash fuzzer: the refused load used to define 'y' with its columns all the same, so
+    # that a REGISTER RESOURCE y of other columns was then refused.)
+    store = cq_py.ResourceStore()
+    with pytest.raises(InputError, match=message):
+        store.load("y", rows, key=["id"])
+    assert (store.names(), store.version()) == ([], 0)
+    store.load("y", [{"id": 1, "v": 2.5}], key=["id"])
+    assert store.read("y").to_pylist() == [{"id": 1, "v": 2.5}]
+
+
+def test_an_integer_past_64_bits_is_an_input_error_naming_the_call() -> None:
+    # (The crash fuzzer: pyarrow's OverflowError came through.)
+    store = cq_py.ResourceStore()
+    with pytest.raises(InputError, match=r"load\('x'\): rows that do not fit the columns"):
+        store.load("x", [{"id": 1, "v": 2**70}], key=["id"])
+    assert store.names() == []
+    store.load("x", [{"id": 1, "v": 2}], key=["id"])
+    with pytest.raises(InputError, match="upsert to 'x': rows that do not fit the columns"):
+        _commit(store, ("upsert", "x", [{"id": 2**64, "v": 1}]))
+    with pytest.raises(InputError, match="delete from 'x': rows that do not fit the columns"):
+        _commit(store, ("delete", "x", [2**70]))
+    assert (store.version(), store.read("x").to_pylist()) == (1, [{"id": 1, "v": 2}])
 
 
 def test_set_model_waits_for_the_queries_holding_it_and_versions_it() -> None:

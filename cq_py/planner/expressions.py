@@ -10,7 +10,7 @@ core has that kernel yet is checked when a plan is executed (:func:`missing_kern
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, is_dataclass, replace
 from functools import lru_cache
 from typing import Any
 
@@ -270,6 +270,31 @@ def balanced(fn: str, op: str, operands: list[TypedExpr], result: str, pos: ast.
     return build(0, len(operands))
 
 
+def expr_key(e: ast.Expr) -> tuple[object, ...]:
+    """``e``'s structure as a flat tuple, equal for expressions that are equal (positions aside),
+    built without recursion: a key for a call whose arguments nest deeper than hashing the AST
+    node (which recurses) allows, such as ``SUM(a + a + ...)``.
+
+    >>> from cq_py.parser import parse_query
+    >>> q = parse_query("SELECT f(a + 1) FROM s")
+    >>> expr_key(q.items[0].expr)[:3]
+    ('FuncCall', 'F', ('args', 1))
+    """
+    out: list[object] = []
+    todo: list[object] = [e]
+    while todo:
+        x = todo.pop()
+        if isinstance(x, tuple):
+            out.append(("args", len(x)))
+            todo.extend(reversed(x))
+        elif is_dataclass(x) and not isinstance(x, type):
+            out.append(type(x).__name__)
+            todo.extend(reversed([getattr(x, f.name) for f in fields(x) if f.compare]))
+        else:
+            out.append(x)
+    return tuple(out)
+
+
 @dataclass
 class Scope:
     """The columns an expression may refer to: the concatenated columns of the query's sources.
@@ -281,7 +306,7 @@ class Scope:
 
     columns: list[tuple[str, str]]
     sources: list[tuple[set[str], str, int, int]]
-    models: dict[ast.FuncCall, int] = field(default_factory=dict)
+    models: dict[tuple[object, ...], int] = field(default_factory=dict)  # by expr_key
 
     def labels(self) -> str:
         return ", ".join(label for _, label, _, _ in self.sources)
@@ -470,8 +495,8 @@ class ExpressionBinder:
         if isinstance(e, ast.Cast):
             return self._cast_expr(e)
         if isinstance(e, ast.FuncCall):
-            if e in self.scope.models:
-                index = self.scope.models[e]
+            index = self.scope.models.get(expr_key(e), -1) if self.scope.models else -1
+            if index >= 0:
                 name, type_ = self.scope.columns[index]
                 return TypedExpr("column", type_, index=index, text=name, pos=e.pos)
             if e.name in AGGREGATES:

@@ -25,6 +25,7 @@ from cq_py.planner.expressions import (
     TypedExpr,
     balanced,
     conjuncts,
+    expr_key,
     literal,
 )
 from cq_py.planner.fusion import (
@@ -290,7 +291,9 @@ class Planner:
                 raise self.err(f"column '{c.name}' twice in '{st.name}'", c.pos)
             seen.add(c.name.lower())
         if isinstance(st, ast.RegisterResource):
-            for k in st.key:
+            for i, k in enumerate(st.key):
+                if k.lower() in (j.lower() for j in st.key[:i]):
+                    raise self.err(f"key column '{k}' twice in resource '{st.name}'", st.pos)
                 if k.lower() not in seen:
                     names = ", ".join(c.name for c in st.columns)
                     raise self.err(
@@ -1420,7 +1423,7 @@ class Planner:
         calls = self._model_calls(q)
         scope = Scope(columns, sources)
         for call, model in calls:
-            scope.models[call] = len(columns)
+            scope.models[expr_key(call)] = len(columns)
             columns.append((model.returns[0].name, T.FROM_CQL[model.returns[0].type.name]))
         binder = ExpressionBinder(scope, self.err)
 
@@ -1621,11 +1624,11 @@ class Planner:
         """The distinct calls of models (paper 002) in ``q``'s select list and WHERE, checked: a
         model of one RETURNS column, called with its arguments' count and no model inside."""
         exprs = [i.expr for i in q.items] + ([q.where] if q.where is not None else [])
-        found: dict[ast.FuncCall, ast.RegisterModel] = {}
+        found: dict[tuple[object, ...], tuple[ast.FuncCall, ast.RegisterModel]] = {}
         sub = ast.Select(items=tuple(ast.SelectItem(e, None, ast.NOPOS) for e in exprs), sources=())
         for call in reversed(_calls(sub)):
             model = self.cat.resources.get(call.name.lower())
-            if not isinstance(model, ast.RegisterModel) or call in found:
+            if not isinstance(model, ast.RegisterModel) or (key := expr_key(call)) in found:
                 continue
             if len(model.returns) != 1:
                 raise self.err(
@@ -1645,8 +1648,8 @@ class Planner:
                     f"a model called inside model '{model.name}''s arguments; call it apart",
                     call.pos,
                 )
-            found[call] = model
-        return list(found.items())
+            found[key] = (call, model)
+        return list(found.values())
 
     def _model_applies(
         self,

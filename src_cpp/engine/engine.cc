@@ -81,6 +81,7 @@ void Engine::Run(F&& f) {
   auto fail = [&](ErrorKind kind, const char* what) {
     failed_ = std::make_unique<CqError>(kind, what);
     for (auto& [s, mark] : marks_) s->Rollback(mark);
+    txn_->managers->AbortAll();
   };
   try {
     f();

@@ -187,6 +187,26 @@ CQ_TEST(resource_store_defining_again_must_agree) {
   CQ_EXPECT(e && std::string(e->what()).find("is defined with columns (id BIGINT, v VARCHAR)") != std::string::npos);
   auto no_key = CQ_CATCH(s.Define(txn::ResourceSpec{"z", {{"id", TypeId::kInt64}}, {}}));
   CQ_EXPECT(no_key && no_key->kind() == ErrorKind::kInput);
+  // A key naming a column twice (the crash fuzzer's KEY (b, b): a delete then met two b's).
+  auto twice = CQ_CATCH(s.Define(txn::ResourceSpec{"w", {{"id", TypeId::kInt64}}, {0, 0}}));
+  CQ_EXPECT(twice && std::string(twice->what()).find("key column 'id' twice") != std::string::npos);
+  CQ_EXPECT(!s.Has("w"));
+}
+
+CQ_TEST(resource_store_undefine_takes_back_only_an_untouched_definition) {
+  ResourceStore s;
+  s.Define(XSpec());
+  CQ_EXPECT(s.Undefine("x") && !s.Has("x"));
+  CQ_EXPECT(!s.Undefine("x"));
+  s.Define(XSpec());
+  s.Commit({Upsert("x", {1}, {"a"})}, std::chrono::seconds(1), "w");
+  CQ_EXPECT(!s.Undefine("x") && s.Has("x"));  // (committed to: rows, a version)
+  s.DefineModel("m");
+  CQ_EXPECT(!s.Undefine("m") && s.Has("m"));
+  s.Define(txn::ResourceSpec{"y", {{"id", TypeId::kInt64}}, {0}});
+  CQ_EXPECT(s.LockShared("y", "q", std::chrono::seconds(1)));
+  CQ_EXPECT(!s.Undefine("y"));  // (a reader holds it)
+  s.UnlockShared("y", "q");
 }
 
 CQ_TEST(resource_store_a_model_is_a_lock_and_versions_swapped_under_an_exclusive_lock) {

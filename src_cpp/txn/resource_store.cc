@@ -128,8 +128,12 @@ void ResourceStore::Define(ResourceSpec spec) {
   std::set<std::string> names;
   for (const Field& f : spec.columns)
     if (!names.insert(f.name).second) InputError("resource '" + spec.name + "': column '" + f.name + "' twice");
-  for (int k : spec.key)
+  std::set<int> keys;
+  for (int k : spec.key) {
     if (k < 0 || k >= static_cast<int>(spec.columns.size())) InputError("resource '" + spec.name + "': bad key");
+    if (!keys.insert(k).second)
+      InputError("resource '" + spec.name + "': key column '" + spec.columns[k].name + "' twice");
+  }
   std::lock_guard l(mu_);
   if (const auto it = resources_.find(spec.name); it != resources_.end()) {
     if (it->second.model) InputError("'" + spec.name + "' is a model of the store, not a resource");
@@ -149,6 +153,17 @@ void ResourceStore::Define(ResourceSpec spec) {
   e.current = std::move(empty);
   const std::string name = e.spec.name;
   resources_.emplace(name, std::move(e));
+}
+
+bool ResourceStore::Undefine(const std::string& name) {
+  std::lock_guard l(mu_);
+  const auto it = resources_.find(name);
+  if (it == resources_.end()) return false;
+  const Entry& e = it->second;
+  if (e.model || e.current->version != 0 || e.reader_count != 0 || e.writing || e.writers_waiting != 0 || e.writes != 0)
+    return false;
+  resources_.erase(it);
+  return true;
 }
 
 bool ResourceStore::Has(const std::string& name) const {

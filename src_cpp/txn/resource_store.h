@@ -84,6 +84,9 @@ class ResourceStore {
   // Defines `name` as a model (paper 002's models: no rows, its callable kept by the caller): a
   // lock and versions only. Defining it again changes nothing; a resource of that name is kInput.
   void DefineModel(const std::string& name);
+  // Takes back a Define whose resource no commit has touched and no one holds (an engine's script
+  // that defined it was refused); false, changing nothing, otherwise.
+  bool Undefine(const std::string& name);
   bool Has(const std::string& name) const;
   ResourceSpec Spec(const std::string& name) const;
   std::vector<std::string> Names() const;

@@ -188,6 +188,11 @@ class TransactionManagers {
   TransactionManager* Find(int64_t area);
   const TransactionManager* Find(int64_t area) const { return const_cast<TransactionManagers*>(this)->Find(area); }
   void Forget(int64_t area) { managers_.erase(area); }
+  // Every open transaction aborted, its locks and pins released: an engine stopped by an error
+  // (Engine::Run) commits nothing again, and its locks would keep the store's writers out.
+  void AbortAll() {
+    for (auto& [_, m] : managers_) m->Abort();
+  }
   // The latest ReadLog::kLogLimit ends of transactions (older ones dropped and counted), and
   // every area's numbers of commits and aborts, all of them.
   void Log(CommitRecord record) {

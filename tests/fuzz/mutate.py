@@ -12,6 +12,7 @@ is the same whatever the order, the parallelism or the machine.
 
 from __future__ import annotations
 
+import itertools
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -24,6 +25,10 @@ from cq_py.parser.tokenizer import KEYWORDS, tokenize
 ROOT = Path(__file__).resolve().parents[2]
 CONFORMANCE = ROOT / "tests" / "conformance"
 EXAMPLES = ROOT / "examples"
+# Scripts of paper 002's resources and models (the conformance files and examples have none).
+STORE_SEEDS = Path(__file__).resolve().parent / "seeds"
+# The share of cases drawn from the seeds that register resources or models.
+STORE_SHARE = 0.25
 
 # Engine options a conformance file may set that a case keeps (mode is the runner's own).
 ENGINE_OPTIONS = ("time_unit", "lifetime", "executor", "auto_delay", "expose_steps", "hybrid")
@@ -83,9 +88,23 @@ def seeds() -> tuple[Seed, ...]:
                 accepted.append(block.text)
     out.extend(
         Seed(str(path.relative_to(ROOT)), path.read_text(), {})
-        for path in sorted(EXAMPLES.rglob("*.cql"))
+        for path in [*sorted(EXAMPLES.rglob("*.cql")), *sorted(STORE_SEEDS.glob("*.cql"))]
     )
     return tuple(out)
+
+
+def _uses_store(toks: list[str] | tuple[str, ...]) -> bool:
+    """Whether the tokens register a resource or a model."""
+    return any(
+        a.upper() == "REGISTER" and b.upper() in ("RESOURCE", "MODEL")
+        for a, b in itertools.pairwise(toks)
+    )
+
+
+@lru_cache(maxsize=1)
+def store_seeds() -> tuple[int, ...]:
+    """The indices of the seeds that register resources or models."""
+    return tuple(i for i, toks in enumerate(_seed_tokens()) if _uses_store(toks))
 
 
 def _tokens(text: str) -> list[str]:
@@ -532,7 +551,9 @@ def m_rename(rng: random.Random, toks: list[str]) -> str:
 def m_long_chain(rng: random.Random, toks: list[str]) -> str:
     """An operand made into a long chain, or nested deep: flat chains plan, deep nesting is a
     positioned error."""
-    spots = [i for i, t in enumerate(toks) if _is_name(t) or _is_number(t)]
+    # (Not a name made huge by rename(long): 1,000 copies of it are a 20 MB text, which takes
+    # seconds per pass to read, and the case's timeout then.)
+    spots = [i for i, t in enumerate(toks) if (_is_name(t) or _is_number(t)) and len(t) < 1000]
     if not spots:
         return m_insert(rng, toks)
     i = rng.choice(spots)
@@ -656,12 +677,40 @@ def _options(rng: random.Random, base: dict[str, Any]) -> dict[str, Any]:
     return opts
 
 
-def case(seed: int, k: int) -> Case:
+def _store_options(rng: random.Random, base: dict[str, Any]) -> dict[str, Any]:
+    """Options of a script with resources or models: the scheduled executor with a store (the
+    worker makes it), a transaction strategy, a redo policy, a batch size, the gatekeeper on or
+    off — or, now and then, the other executors' mix (which refuses resources)."""
+    if rng.random() < 0.1:
+        return {**_options(rng, base), "resources": True}
+    opts = dict(base)
+    opts.update(
+        executor="scheduled",
+        resources=True,
+        txn=rng.choice(["none", "none", "2pl", "snapshot", "optimistic"]),
+        redo=rng.choice(["always", "on_change"]),
+        batch=rng.choice([1, 1, 2, 3, 50]),
+        gatekeeper=rng.random() < 0.7,
+        threads=rng.choice([1, 1, 1, 2]),
+        lock_timeout=rng.choice([0.0, 0.5]),
+    )
+    if rng.random() < 0.5:
+        opts["scheduler"] = "round_robin"
+    if rng.random() < 0.1:
+        opts["time_unit"] = rng.choice(["s", "ms"])
+    if rng.random() < 0.1:
+        opts["expose_steps"] = True
+    return opts
+
+
+def case(seed: int, k: int, store_share: float = STORE_SHARE) -> Case:
     """Case ``k`` of a run seeded ``seed``: half of the cases only change a script's values and
     constructs (so that most of them run), a third break its syntax too, the rest also get
-    byte-level damage."""
+    byte-level damage. A share ``store_share`` of them start from a script of resources and
+    models (runs over them alone take 1.0)."""
     rng = random.Random(f"cq-fuzz:{seed}:{k}")
-    i = rng.randrange(len(seeds()))
+    store = rng.random() < store_share
+    i = rng.choice(store_seeds()) if store else rng.randrange(len(seeds()))
     toks = list(_seed_tokens()[i])
     r = rng.random()
     mutations = SHAPE_MUTATIONS if r < 0.5 else SHAPE_MUTATIONS + RAW_MUTATIONS
@@ -675,9 +724,10 @@ def case(seed: int, k: int) -> Case:
         mutation = _pick(rng, BYTE_MUTATIONS)
         text = mutation(rng, text)
         done.append(mutation.__name__[2:])
+    options = _store_options if _uses_store(toks) else _options
     return Case(
         text,
-        _options(rng, seeds()[i].options),
+        options(rng, seeds()[i].options),
         f"{seeds()[i].name} + {', '.join(done)}",
         data_seed=rng.randrange(2**32),
     )

@@ -32,7 +32,7 @@ if str(TESTS) not in sys.path:
     sys.path.insert(0, str(TESTS))
 
 from child import child_env  # noqa: E402 - needs tests/ on sys.path, set above
-from fuzz.mutate import Case, _tokens, case  # noqa: E402
+from fuzz.mutate import STORE_SHARE, Case, _tokens, case  # noqa: E402
 
 
 @dataclass
@@ -256,6 +256,7 @@ def run(
     minimise_seconds: float = 120.0,
     progress: Callable[[Report], None] | None = None,
     known: Callable[[Result], bool] = lambda r: False,
+    store_share: float = STORE_SHARE,
 ) -> Report:
     """Cases ``indices`` of the run seeded ``seed``, on ``jobs`` workers. The first finding of
     each kind (signature) is minimised, unless it is ``known``."""
@@ -268,7 +269,7 @@ def run(
     def task(w: Worker, share: list[int]) -> list[tuple[int, Case, Result]]:
         out = []
         for k in share:
-            c = case(seed, k)
+            c = case(seed, k, store_share)
             r = w.run(c)
             out.append((k, c, r))
         return out
@@ -309,6 +310,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-findings", type=int, default=500)
     ap.add_argument("--minimise-seconds", type=float, default=120.0)
     ap.add_argument("--report", help="write the findings here as JSON")
+    ap.add_argument(
+        "--store-share",
+        type=float,
+        default=STORE_SHARE,
+        help="share of the cases drawn from the scripts of resources and models (1: only them)",
+    )
     args = ap.parse_args(argv)
 
     def progress(r: Report) -> None:
@@ -327,6 +334,7 @@ def main(argv: list[str] | None = None) -> int:
         args.max_findings,
         args.minimise_seconds,
         progress,
+        store_share=args.store_share,
     )
     print(file=sys.stderr)
     print(report.summary())

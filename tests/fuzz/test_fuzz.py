@@ -13,18 +13,28 @@ import warnings
 
 import pytest
 
-from fuzz.mutate import Case, case, seeds
+from fuzz.mutate import STORE_SHARE, Case, case, seeds, store_seeds
 from fuzz.runner import Finding, Result, Worker, run
 
 CASES = int(os.environ.get("CQ_FUZZ_CASES", "150"))
 SEED = int(os.environ.get("CQ_FUZZ_SEED", "0"))
 JOBS = int(os.environ.get("CQ_FUZZ_JOBS", "1"))
 TIMEOUT = float(os.environ.get("CQ_FUZZ_TIMEOUT", "30"))
+# 1.0: only the scripts of resources and models (paper 002).
+STORE = float(os.environ.get("CQ_FUZZ_STORE_SHARE", str(STORE_SHARE)))
 
 # Failures the fuzzer finds that other items of issue 27 fix (or that are reported and not fixed
 # yet), by what they raise: warnings here, not failures, until those fixes land (then delete the
 # entry).
-KNOWN: dict = {}
+KNOWN: dict = {
+    # A REGISTER QUERY refused after redo_areas.py marked the areas left its commit's id in the
+    # params of the earlier query's nodes (shared with the engine's catalog), so explain() (and
+    # later plans) meet an area of a node that does not exist. Branch fix/areacopy changes
+    # redo_areas.py; reproducer in tests/fuzz/README.md.
+    "stale redo_area after a refused script": lambda r: (
+        r.kind == "KeyError" and r.where == "explain.py:_redo_areas"
+    ),
+}
 
 
 def _known(r: Result) -> str:
@@ -36,6 +46,16 @@ def test_fuzz_cases_are_deterministic():
     a, b = case(SEED, 7), case(SEED, 7)
     assert (a.text, a.options, a.data_seed) == (b.text, b.options, b.data_seed)
     assert {case(SEED, k).text for k in range(20)} != {case(SEED + 1, k).text for k in range(20)}
+
+
+def test_the_short_run_reaches_resources_models_and_every_strategy():
+    """Of the CI run's cases, a share starts from a script of resources and models and runs on
+    the scheduled executor with a store, under every transaction strategy."""
+    assert len(store_seeds()) >= 8
+    cases = [case(SEED, k, STORE) for k in range(CASES)]
+    stored = [c for c in cases if c.options.get("resources")]
+    assert len(stored) >= 0.15 * STORE * CASES / STORE_SHARE
+    assert {c.options.get("txn") for c in stored} >= {"none", "2pl", "snapshot", "optimistic"}
 
 
 def test_the_worker_reports_crashes_hangs_and_bugs():
@@ -64,7 +84,13 @@ def test_the_worker_reports_crashes_hangs_and_bugs():
 
 def test_fuzz_fixed_seed():
     report = run(
-        range(CASES), SEED, TIMEOUT, JOBS, minimise_seconds=120, known=lambda r: bool(_known(r))
+        range(CASES),
+        SEED,
+        TIMEOUT,
+        JOBS,
+        minimise_seconds=120,
+        known=lambda r: bool(_known(r)),
+        store_share=STORE,
     )
     assert report.cases == CASES
     known = [f for f in report.findings if _known(f.result)]

@@ -30,6 +30,7 @@ import pyarrow as pa
 import cq_py
 from cq_py.errors import CQError
 from cq_py.parser.tokenizer import tokenize
+from fuzz.store import Bug, StoreFeed
 
 # A loop gets small bounds: a runaway is found quickly (RunawayLoopError, a package error) — too
 # many ε steps in a tick, too many rows (they multiply), or a loop that goes on by itself from tick
@@ -45,14 +46,10 @@ EXPLAIN_OPTIONS = ("time_unit", "expose_steps", "auto_delay")
 
 VALUES: dict[str, list[Any]] = {
     "int64": [0, 1, -1, 2, 7, 42, 2**63 - 1, -(2**63), None],
-    "float64": [0.0, -0.0, 1.5, -2.25, 1e308, -1e308, 5e-324, math.inf, -math.inf, math.nan, None],
+    "double": [0.0, -0.0, 1.5, -2.25, 1e308, -1e308, 5e-324, math.inf, -math.inf, math.nan, None],
     "string": ["", "a", "b", "\u00e9", "x" * 300, "\x00", "'", "NULL", None],
     "bool": [True, False, None],
 }
-
-
-class Bug(Exception):
-    """An input ended in something other than a result or a package error."""
 
 
 def _check_error(e: CQError, text: str, step: str) -> None:
@@ -185,13 +182,55 @@ class _Feed:
                 self.pending.append((rows[i]["ts"], len(self.pending), name, rows[i : i + chunk]))
         self.pending.sort()
 
-    def push(self, log: list[str], text: str, count: int) -> None:
+    def push(self, log: list[str], text: str, count: int, store: StoreFeed | None = None) -> None:
         relations = set(self.eng.relation_names())
         for _, _, name, rows in self.pending[:count]:
             self.last = max(self.last, rows[-1]["ts"])
             table = _table(rows, self.eng.stream_schema(name), name in relations)
+            if store is None:
+                _step(log, f"push {name}", text, self.eng.push, name, table)
+                continue
+            # With resources, a store transaction may come between pushes; a rejected push
+            # (a model's wrong answer, a lock timeout) must emit nothing.
+            store.between(lambda what, fn, *a: _step(log, what, text, fn, *a))
+            _drain(self.eng, log, text)
+            failed = len(log)
             _step(log, f"push {name}", text, self.eng.push, name, table)
+            if len(log) > failed:
+                emitted = _drain(self.eng, log, text)
+                if emitted:
+                    raise Bug(f"push {name} was rejected ({log[-1]}) and emitted {emitted} rows")
         del self.pending[:count]
+
+
+def _drain(eng: cq_py.Engine, log: list[str], text: str) -> int:
+    """Fetches every query's rows; how many there were."""
+    got = [_step(log, f"fetch {q}", text, eng.fetch, q) for q in eng.query_names()]
+    return sum(t.num_rows for t in got if t is not None)
+
+
+def _registered(eng: cq_py.Engine, store: StoreFeed | None) -> tuple[list[str], ...]:
+    return (
+        eng.stream_names(),
+        eng.relation_names(),
+        eng.query_names(),
+        sorted(eng._catalog.resources),
+        store.store.names() if store else [],
+    )
+
+
+def _execute(
+    log: list[str], cql: str, eng: cq_py.Engine, text: str, store: StoreFeed | None
+) -> None:
+    """``eng.execute(cql)``: when it is rejected, nothing is registered (nor defined in the
+    store)."""
+    before, n = _registered(eng, store), len(log)
+    _step(log, "execute" if cql is text else "execute statement", cql, eng.execute, cql)
+    if len(log) > n and _registered(eng, store) != before:
+        raise Bug(
+            f"execute was rejected ({log[-1]}) and changed what is registered: {before} -> "
+            f"{_registered(eng, store)}"
+        )
 
 
 def run_case(case: dict[str, Any], note: Callable[[str], None] = lambda _: None) -> str:
@@ -206,33 +245,52 @@ def run_case(case: dict[str, Any], note: Callable[[str], None] = lambda _: None)
         text,
         lambda: cq_py.explain(text, **{k: v for k, v in options.items() if k in EXPLAIN_OPTIONS}),
     )
-    eng = cq_py.Engine(
-        max_loop_steps=MAX_LOOP_STEPS,
-        max_loop_ticks=MAX_LOOP_TICKS,
-        max_loop_rows=MAX_LOOP_ROWS,
-        **options,
-    )
     rng = random.Random(case.get("data_seed", 0))
+    store: StoreFeed | None = None
+    if options.pop("resources", False):
+        # Paper 002: an in-process store with rows for the resources and callables for the
+        # models, some set before the script registers them.
+        options["resources"] = cq_py.ResourceStore()
+        store = StoreFeed(rng, options["resources"], text)
+        store.prepare(lambda what, fn, *a: _step(log, what, text, fn, *a))
+    eng = _step(
+        log,
+        "Engine()",
+        text,
+        lambda: cq_py.Engine(
+            max_loop_steps=MAX_LOOP_STEPS,
+            max_loop_ticks=MAX_LOOP_TICKS,
+            max_loop_rows=MAX_LOOP_ROWS,
+            **options,
+        ),
+    )
+    if eng is None:
+        return "rejected"
     feed = _Feed(rng, eng)
     whole = rng.random() < 0.75
+    before = len(log)
     if whole:
-        _step(log, "execute", text, eng.execute, text)
-    if not whole or log:
+        _execute(log, text, eng, text, store)
+    if not whole or len(log) > before:
         # Statement by statement, with rows pushed in between: queries registered mid-run, and
         # what is valid of a damaged script runs too (a rejected statement leaves the engine as
         # it was).
         for statement in _statements(text):
-            _step(log, "execute statement", statement, eng.execute, statement)
+            _execute(log, statement, eng, text, store)
             feed.refresh()
+            if store:
+                store.refresh(lambda what, fn, *a: _step(log, what, text, fn, *a), eng)
             if _loops(eng):
                 note("loop")
-            feed.push(log, text, rng.choice([0, 0, 1, 2]))
+            feed.push(log, text, rng.choice([0, 0, 1, 2]), store)
         if not eng.stream_names():
             return "rejected"
     feed.refresh()
+    if store:
+        store.refresh(lambda what, fn, *a: _step(log, what, text, fn, *a), eng)
     if _loops(eng):
         note("loop")
-    feed.push(log, text, len(feed.pending))
+    feed.push(log, text, len(feed.pending), store)
     _step(log, "advance", text, eng.advance, feed.last + rng.choice([0, 1, 3, 20]))
     if not _rstream_runs_long(eng):
         _step(log, "close", text, eng.close)

@@ -212,3 +212,26 @@ def test_a_chain_of_queries_deeper_than_the_core_runs_is_refused_whole():
             "REGISTER QUERY z0 AS SELECT a FROM q997; REGISTER QUERY z1 AS SELECT a FROM z0 "
             "WHERE a > 0;"
         )
+
+
+def test_a_long_chain_inside_an_aggregate_or_a_model_call_plans_and_runs():
+    # (The crash fuzzer: the call's AST node was hashed, which recursed down the chain:
+    # RecursionError. Calls are now told apart by expressions.expr_key.)
+    eng = cq_py.Engine()
+    eng.execute(S + f"REGISTER QUERY q AS ISTREAM(SELECT SUM({PLUS_10000}) AS t FROM s [Range 3]);")
+    eng.push("s", [{"a": 2, "b": 0.0, "c": "", "ts": 0}])
+    eng.close()
+    assert eng.fetch("q").to_pylist() == [{"t": 20000, "ts": 0}]
+    store = cq_py.ResourceStore()
+    store.set_model("half", lambda a: pa.compute.multiply(a.cast(pa.float64()), 0.5))
+    eng = cq_py.Engine(executor="scheduled", resources=store, threads=1)
+    eng.execute(
+        S + "REGISTER MODEL half (a BIGINT) RETURNS (y DOUBLE);\n"
+        f"REGISTER QUERY q AS ISTREAM(SELECT half({PLUS_10000}) AS y FROM s [Now] "
+        f"WHERE half({PLUS_10000}) > 0);"
+    )
+    eng.push("s", [{"a": 2, "b": 0.0, "c": "", "ts": 0}])
+    eng.close()
+    assert eng.fetch("q").to_pylist() == [{"y": 10000.0, "ts": 0}]
+    # One model_apply for the two equal calls.
+    assert [n.op for n in eng._catalog.nodes.values()].count("model_apply") == 1

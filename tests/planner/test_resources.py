@@ -92,6 +92,12 @@ def test_malformed_statements_are_syntax_errors(cql: str, message: str) -> None:
             1,
         ),
         ("REGISTER RESOURCE z (k INT, K INT) KEY (k);", "column 'K' twice", 29),
+        # (The crash fuzzer: KEY (b, b) was taken, and a delete from z raised pyarrow's KeyError.)
+        (
+            "REGISTER RESOURCE z (k INT, b INT) KEY (b, B);",
+            "key column 'B' twice in resource 'z'",
+            1,
+        ),
         ("REGISTER RESOURCE x (k INT) KEY (k);", "'x' is already registered as a resource", 1),
         ("REGISTER STREAM f (k INT);", "'f' is already registered as a model", 1),
     ],

@@ -167,6 +167,10 @@ def test_a_database_error_during_a_read_is_a_resource_error(tmp_path: Path) -> N
         c.execute("DROP TABLE things")
     with pytest.raises(cq_py.ResourceError, match=r"resource table 'things'.*no such table"):
         eng.push("s", pa.Table.from_pylist([{"k": 1, "a": 0, "ts": 0}]))
+    # The engine stopped there; it says so as a package error (it used to say "cq internal
+    # error (please report)").
+    with pytest.raises(cq_py.InputError, match=r"stopped at an earlier error .*ResourceError"):
+        eng.push("s", pa.Table.from_pylist([{"k": 1, "a": 1, "ts": 1}]))
 
 
 def test_a_duckdb_table_joins_as_the_store_holding_its_rows(tmp_path: Path) -> None:

@@ -124,6 +124,8 @@ def test_a_model_of_two_arguments_on_a_reference_join() -> None:
         (lambda a: a, r"model 'score' returned 1 values of type int64 for column 'y'"),
         (lambda a: {"w": np.zeros(len(a))}, r"model 'score' returned columns \['w'\]"),
         (lambda a: ["x"] * len(a), r"model 'score' returned 1 values of type string"),
+        # (The crash fuzzer: pyarrow's OverflowError came through.)
+        (lambda a: [2**70] * len(a), r"model 'score': column 'y' is not an array \(Python int"),
     ],
 )
 def test_a_result_of_the_wrong_length_or_types_names_the_model(fn, message: str) -> None:
@@ -136,6 +138,41 @@ def test_a_result_of_the_wrong_length_or_types_names_the_model(fn, message: str)
         eng.push("s", [{"k": 0, "a": 2, "ts": 1}])
     # Only what was final before the failing call: nothing of the call itself.
     assert eng.fetch("q").to_pylist() == [{"a": 1, "y": 5.0, "ts": 0}]
+
+
+@pytest.mark.parametrize("txn", ["none", "2pl", "snapshot", "optimistic"])
+def test_an_engine_a_wrong_answer_stopped_says_so_and_holds_no_lock(txn: str) -> None:
+    # (The crash fuzzer: the calls after the InputError raised "cq internal error (please
+    # report)", and under 2pl the failed transaction kept the model's lock, so that set_model
+    # timed out for ever.)
+    store = ResourceStore()
+    store.set_model("score", lambda a: None)
+    eng = engine(store, txn=txn)
+    with pytest.raises(InputError, match="model 'score': column 'y' is not an array"):
+        eng.push("s", [{"k": 0, "a": 1, "ts": 0}])
+    store.set_model("score", lambda a: np.ones(len(a)), timeout=0.5)
+    for later in (
+        lambda: eng.push("s", [{"k": 0, "a": 2, "ts": 1}]),
+        lambda: eng.advance(5),
+        eng.close,
+    ):
+        with pytest.raises(InputError, match=r"stopped at an earlier error .*model 'score'"):
+            later()
+    assert eng.fetch("q").num_rows == 0
+
+
+def test_a_model_that_raises_stops_the_engine_with_its_own_exception() -> None:
+    store = ResourceStore()
+
+    def score(a: pa.Array) -> np.ndarray:
+        raise ZeroDivisionError("the model's own error")
+
+    store.set_model("score", score)
+    eng = engine(store)
+    with pytest.raises(ZeroDivisionError, match="the model's own error"):
+        eng.push("s", [{"k": 0, "a": 1, "ts": 0}])
+    with pytest.raises(InputError, match=r"stopped at an earlier error .*ZeroDivisionError"):
+        eng.push("s", [{"k": 0, "a": 2, "ts": 1}])
 
 
 def test_a_model_not_set_in_the_store_is_an_input_error() -> None:

@@ -206,6 +206,74 @@ def test_a_declaration_unlike_the_store_is_refused_naming_both(declared, message
     assert eng.query_names() == []
 
 
+def test_a_script_refused_for_one_resource_binds_and_defines_none() -> None:
+    # (The crash fuzzer: x, read by the same query as a y unlike the store's, stayed defined in
+    # the store and bound with the refused script's columns; a later script declaring x anew
+    # then ran on the old binding: "cq internal error ... planner typed column 'v' as utf8".)
+    store = ResourceStore()
+    store.load("y", [{"id": 1}], key=["id"])
+    eng = cq_py.Engine(executor="scheduled", resources=store, threads=1)
+    with pytest.raises(CQLSemanticError, match="resource 'y' is registered as"):
+        eng.execute(
+            "REGISTER STREAM s(k BIGINT, a BIGINT);"
+            "REGISTER RESOURCE x (id BIGINT, v DOUBLE) KEY (id);"
+            "REGISTER RESOURCE y (id BIGINT, p BIGINT) KEY (id);"
+            "REGISTER QUERY q AS ISTREAM(SELECT s.a, x.v, y.p FROM s [Now], x, y "
+            "WHERE s.k = x.id AND s.k = y.id);"
+        )
+    assert store.names() == ["y"]
+    assert eng.resources_read() == []
+    eng.execute(
+        "REGISTER STREAM s(k BIGINT, a BIGINT);"
+        "REGISTER RESOURCE x (id BIGINT, v VARCHAR) KEY (id);"
+        "REGISTER QUERY q AS ISTREAM(SELECT s.a, x.v FROM s [Now], x WHERE s.k = x.id);"
+    )
+    store.load("x", [{"id": 1, "v": "one"}])
+    eng.push("s", [{"k": 1, "a": 5, "ts": 0}])
+    eng.close()
+    assert eng.fetch("q").to_pylist() == [{"a": 5, "v": "one", "ts": 0}]
+
+
+def test_a_script_the_core_refuses_leaves_no_resource_defined_in_the_store() -> None:
+    # (The crash fuzzer: the core refused the redo area after x and y were defined in the store,
+    # which kept them.)
+    store = ResourceStore()
+    eng = cq_py.Engine(executor="scheduled", resources=store, threads=1, txn="snapshot")
+    with pytest.raises(CQLSemanticError, match="cannot be reset"):
+        eng.execute(
+            "REGISTER STREAM s(k BIGINT, a BIGINT); REGISTER RESOURCE x (id BIGINT, v DOUBLE) "
+            "KEY (id); REGISTER RESOURCE y (id BIGINT, p BIGINT) KEY (id) ACCESS SCAN;"
+            "REGISTER QUERY j AS DSTREAM(SELECT s.k, s.a, x.v FROM s [Now], x WHERE s.k = x.id);"
+            "REGISTER QUERY q AS RSTREAM(SELECT MIN(v) AS m FROM j [Range 4 Slide 2], y "
+            "WHERE j.a = y.p GROUP BY a);"
+        )
+    assert store.names() == []
+    store.load("x", [{"id": 1, "name": "one"}], key=["id"])  # (other columns: x is free)
+    eng.execute(
+        "REGISTER STREAM s(k BIGINT); REGISTER RESOURCE x (id BIGINT, name VARCHAR) KEY (id);"
+        "REGISTER QUERY q AS ISTREAM(SELECT x.name FROM s [Now], x WHERE s.k = x.id);"
+    )
+    eng.push("s", [{"k": 1, "ts": 0}])
+    eng.close()
+    assert eng.fetch("q").to_pylist() == [{"name": "one", "ts": 0}]
+
+
+def test_a_script_refused_by_the_split_of_a_running_engine_defines_no_resource() -> None:
+    # (The crash fuzzer: the split was refused after x was defined in the store.)
+    store = ResourceStore()
+    eng = cq_py.Engine(executor="scheduled", resources=store, threads=2)
+    eng.execute(
+        "REGISTER STREAM s(k BIGINT, a BIGINT); REGISTER RESOURCE x (id BIGINT, v DOUBLE) KEY (id);"
+        "REGISTER QUERY c AS ISTREAM(SELECT k, COUNT(*) AS n FROM s [Range 3] GROUP BY k);"
+    )
+    eng.push("s", [{"k": 1, "a": 1, "ts": 0}])
+    with pytest.raises(CQLSemanticError, match="cannot be registered while the engine runs"):
+        eng.execute(
+            "REGISTER QUERY q AS ISTREAM(SELECT s.a, x.v FROM s [Now], x WHERE s.k = x.id);"
+        )
+    assert (store.names(), eng.resources_read(), eng.query_names()) == ([], [], ["c"])
+
+
 @pytest.mark.parametrize(
     ("query", "message"),
     [
