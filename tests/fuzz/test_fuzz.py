@@ -26,15 +26,7 @@ STORE = float(os.environ.get("CQ_FUZZ_STORE_SHARE", str(STORE_SHARE)))
 # Failures the fuzzer finds that other items of issue 27 fix (or that are reported and not fixed
 # yet), by what they raise: warnings here, not failures, until those fixes land (then delete the
 # entry).
-KNOWN: dict = {
-    # A REGISTER QUERY refused after redo_areas.py marked the areas left its commit's id in the
-    # params of the earlier query's nodes (shared with the engine's catalog), so explain() (and
-    # later plans) meet an area of a node that does not exist. Branch fix/areacopy changes
-    # redo_areas.py; reproducer in tests/fuzz/README.md.
-    "stale redo_area after a refused script": lambda r: (
-        r.kind == "KeyError" and r.where == "explain.py:_redo_areas"
-    ),
-}
+KNOWN: dict = {}
 
 
 def _known(r: Result) -> str:

@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import pytest
+
+import cq_py
 from cq_py.parser import parse
 from cq_py.planner import Catalog, Planner
 from cq_py.planner.logical import Node
@@ -292,3 +295,24 @@ def test_a_window_join_no_reset_replays_stays_whole_in_its_larger_readers_area()
     commits = [n for n in cat.nodes.values() if n.params.get("commit")]
     assert sorted(n.params["txn_query"] for n in commits) == ["q0", "q1"]
     assert all("replay" in n.params for n in commits if n.params["txn_query"] in ("q0", "q1"))
+
+
+def test_a_script_refused_after_its_areas_were_marked_leaves_explain_whole() -> None:
+    # Found by the crash fuzzer: a reader refused later (y unlike the store's) left its area's
+    # commit id in the params of j's nodes, which the engine's catalog shares, and explain()
+    # raised KeyError. The reader's area now holds copies of j's operators, not j's own.
+    store = cq_py.ResourceStore()
+    store.load("y", [{"id": 1}], key=["id"])  # (unlike the declaration below)
+    eng = cq_py.Engine(executor="scheduled", resources=store)
+    eng.execute(
+        "REGISTER STREAM s(k BIGINT, a BIGINT); REGISTER RESOURCE x (id BIGINT, v DOUBLE) "
+        "KEY (id); REGISTER RESOURCE y (id BIGINT, p BIGINT) KEY (id) ACCESS SCAN; "
+        "REGISTER QUERY j AS ISTREAM(SELECT s.k, s.a, x.v FROM s [Now], x WHERE s.k = x.id);"
+    )
+    before = eng.explain()
+    with pytest.raises(cq_py.CQLSemanticError, match="resource 'y'"):
+        eng.execute(
+            "REGISTER QUERY q AS DSTREAM(SELECT SUM(v) AS t FROM j [Range 2], y "
+            "WHERE j.a = y.p GROUP BY a);"
+        )
+    assert eng.explain() == before
