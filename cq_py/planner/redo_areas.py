@@ -317,7 +317,7 @@ def _top_windows(cat: Any, members: list[int]) -> list[int]:
     return [w for w in windows if not any(v != w and w in _subtree_nodes(cat, v) for v in windows)]
 
 
-def mark_redo_areas(cat: Any, first_new: int) -> dict[str, RedoArea]:
+def mark_redo_areas(cat: Any, first_new: int, diff_commit: bool = False) -> dict[str, RedoArea]:
     """For each query a script added that reads a resource or calls a model: its redo area,
     marked on the plan for the scheduled executor (each member's ``redo_area``: its commit
     operator's id; ``gatekeeper`` on the gatekeepers) and for explain() (notes). Returns the
@@ -328,6 +328,12 @@ def mark_redo_areas(cat: Any, first_new: int) -> dict[str, RedoArea]:
     running, marked for their own query), are first planned again inside it
     (:func:`plan_again`). An operator already in another query's area keeps that one (an area
     holding another's whole area, as Fig. 8's alpha holds the window join's, is that query's too).
+
+    With ``diff_commit`` (a transaction strategy), an ISTREAM or DSTREAM that commits an area
+    holding a window is planned as RSTREAM with ``diff`` ("istream" or "dstream"): the executor
+    emits at each commit the bag difference of R(t) and the R it committed last, which it keeps
+    across resets, so a result is compared with what was committed, not with R recomputed at a
+    later state, and no row of an earlier commit stays in a later result.
     """
     out = _areas(cat, first_new)
     copies: list[tuple[Any, Any, str]] = []
@@ -390,6 +396,14 @@ def mark_redo_areas(cat: Any, first_new: int) -> dict[str, RedoArea]:
             if m == area.commit:
                 node.params["commit"] = True
                 node.params["overlapping"] = area.overlapping
+                if diff_commit and tops and node.op in ("istream", "dstream"):
+                    node.params["diff"] = node.op
+                    node.op = "rstream"
+                    _note(
+                        node,
+                        f"planned as RSTREAM, its {node.params['diff'].upper()} "
+                        "computed at the commit from whole results (paper 002 §3.5)",
+                    )
                 replay = None if partial or area.unqueued else _replay_window(cat, area)
                 if area.unqueued:
                     # (Checked whatever the windows: an optimistic abort resets any area.)
@@ -403,6 +417,7 @@ def mark_redo_areas(cat: Any, first_new: int) -> dict[str, RedoArea]:
                     replay is not None
                     and area.overlapping
                     and node.op == "rstream"
+                    and "diff" not in node.params
                     and replay.get("slide", 1) > 1
                 ):
                     # RSTREAM repeats R(t) between the slides, released without a commit: a
