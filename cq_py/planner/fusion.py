@@ -83,8 +83,10 @@ def fuse_relation_to_stream(cat: Catalog, first_new: int, keep_reads: bool = Fal
         if chain is None:
             continue
         agg, projects = chain
-        if keep_reads and _reads_resources(cat, agg.id):
-            continue
+        below = cat.nodes[agg.inputs[0]]
+        over_now = below.op == "window" and below.params.get("kind") == "now"
+        if keep_reads and not over_now and _reads_resources(cat, agg.id):
+            continue  # (over [Now] R changes between ticks, which RSTREAM does not see)
         agg.op = FUSED[n.op]
         agg.label += " + " + n.label.split(" ")[0]
         for m in (agg, *projects):

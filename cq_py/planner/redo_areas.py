@@ -396,7 +396,9 @@ def mark_redo_areas(cat: Any, first_new: int, diff_commit: bool = False) -> dict
             if m == area.commit:
                 node.params["commit"] = True
                 node.params["overlapping"] = area.overlapping
-                if diff_commit and tops and node.op in ("istream", "dstream"):
+                # (Not over [Now]: R changes between ticks there, where RSTREAM emits nothing.)
+                now = any(w["kind"] == "now" for t in tops for w in _windows_of(cat.nodes[t]))
+                if diff_commit and tops and not now and node.op in ("istream", "dstream"):
                     node.params["diff"] = node.op
                     node.op = "rstream"
                     _note(

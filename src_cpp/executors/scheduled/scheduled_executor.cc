@@ -488,6 +488,13 @@ void ScheduledExecutor::Reset(int64_t area, Area& a) {
         if (r.seq < p.taken) items.push_back(r.item);
       const auto replayed = static_cast<uint64_t>(items.size());
       for (auto it = p.queue.begin(); it != p.queue.end(); ++it) items.push_back(*it);
+      // The producer's promise, taken before the reset (the last heartbeat: at close, the end
+      // of time), is made again after the replayed rows: else a member merging this input with
+      // another by time waits for it for good (a reset at close lost the last slides' output).
+      if (p.promised > Time::MinusInfinity() &&
+          (items.empty() || items.back().kind != Item::Kind::kHeartbeat || items.back().time < p.promised) &&
+          (items.empty() || items.back().time <= p.promised))
+        items.push_back({Item::Kind::kHeartbeat, p.promised, {}, {}});
       p.taken -= replayed;
       uint64_t k = 0;
       for (RedoRow& r : rows)
