@@ -11,9 +11,9 @@ read x for some rows and x' for others gives a wrong centre. Here:
 * ``e(k, n)``: one row per tick (``ts = n``), ``k`` a key of x;
 * ``x(id, pos, unit)``: the resource (the in-process store, an SQLite or a PostgreSQL table);
 * ``j``: ``e [Now]`` joined with x on ``k = id`` (the reference join);
-* ``q``: RSTREAM (or ISTREAM: ``stream``) of the centre (AVG), the units seen (MIN, MAX) and the rows' first and last ``n``
-  (which say what the output's window held) over ``j [Range 4 Slide 4]``: every four rows, the
-  commit operator of their transaction (Def. 3.2).
+* ``q``: RSTREAM (or ISTREAM: ``stream``) of the centre (AVG), the units seen (MIN, MAX) and
+  the rows' first and last ``n`` (which say what the output's window held) over
+  ``j [Range 4 Slide 4]``: every four rows, the commit operator of their transaction (Def. 3.2).
 
 Each update is one transaction converting every row (yards <-> metres), so two states mixed in one
 window show as two versions read (and, nearly always, as two units). The updater is a thread for
