@@ -28,9 +28,9 @@ each area the operators it needs that another area needs too (two queries window
 stream-valued query that reads a resource) or that an earlier script planned (running already),
 so each area resets alone. Not yet: a query whose whole area lies inside its reader's (Fig. 6's
 join, Fig. 8's window join) is not copied; its own output leaves the reader's area before the
-commit, which the executor sends once across resets. Refused under a strategy: ISTREAM or DSTREAM
-of an aggregate over an overlapping window, where the window itself commits (the stream operator
-is fused with the aggregate, outside the area) and its committed rows stay in later results.
+commit, which the executor sends once across resets. Under a strategy an ISTREAM or DSTREAM
+committing an area with a window commits as RSTREAM with ``diff``: the executor takes the
+difference between whole committed results (:func:`mark_redo_areas`).
 """
 
 from __future__ import annotations
@@ -433,11 +433,11 @@ def mark_redo_areas(cat: Any, first_new: int, diff_commit: bool = False) -> dict
                         "use ISTREAM or DSTREAM, or a slide of one tick"
                     )
                 if replay is not None and area.overlapping and node.op in _WINDOWS:
-                    # The overlapping window itself commits (the ISTREAM or DSTREAM above it is
-                    # fused with an aggregate, outside the area): its rows leave with their ends
-                    # and stay in later results whose other rows later transactions read, which
-                    # no reset can make again. A write between two commits mixed two states of
-                    # x into one result in every run of the serializability harness.
+                    # The overlapping window itself commits (an ISTREAM or DSTREAM fused with an
+                    # aggregate above it, planned without a strategy): its rows leave with their
+                    # ends and stay in later results whose other rows later transactions read,
+                    # which no reset can make again. (Under a strategy the planner does not fuse
+                    # them: planner.diff_commit.)
                     replay = None
                     node.params["replay_refused"] = (
                         "ISTREAM or DSTREAM of an aggregate over an overlapping window: the "
