@@ -398,7 +398,10 @@ def mark_redo_areas(cat: Any, first_new: int, diff_commit: bool = False) -> dict
                 node.params["overlapping"] = area.overlapping
                 # (Not over [Now]: R changes between ticks there, where RSTREAM emits nothing.)
                 now = any(w["kind"] == "now" for t in tops for w in _windows_of(cat.nodes[t]))
-                if diff_commit and tops and not now and node.op in ("istream", "dstream"):
+                # (And only where the top windows are this area's: their changes end its
+                # transactions, the instants the difference is taken at.)
+                own = all(cat.nodes[t].params.get("redo_area") == area.commit for t in tops)
+                if diff_commit and tops and own and not now and node.op in ("istream", "dstream"):
                     node.params["diff"] = node.op
                     node.op = "rstream"
                     _note(

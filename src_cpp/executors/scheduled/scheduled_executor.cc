@@ -299,8 +299,11 @@ bool ScheduledExecutor::Commit(int64_t area, Area& a) {
       std::any_of(top_windows_.begin(), top_windows_.end(), [&](const auto& w) { return w.second == area; });
   // A diff commit ends a transaction at each instant where the top window changed, with the rows
   // RSTREAM emitted for it or with none (R(t) empty: DSTREAM emits the whole committed R).
-  const bool diff = a.diff != Area::Diff::kNone && windowed;
-  const int64_t changed = a.changed.empty() ? INT64_MAX : *a.changed.begin();
+  const bool diff = a.diff != Area::Diff::kNone;
+  // (Without a top window of its own every instant held is a change.)
+  const int64_t changed = !windowed           ? (a.held.empty() ? INT64_MAX : a.held[0].time.tick)
+                          : a.changed.empty() ? INT64_MAX
+                                              : *a.changed.begin();
   if (diff && ready > 0 && a.held[0].time.tick < changed) {
     // RSTREAM's repeats between the changes: their difference with the committed R is empty.
     a.committed = std::max(a.committed, a.held[0].time);
