@@ -551,3 +551,24 @@ def test_istream_over_a_row_window_compares_with_the_committed_result_after_a_re
     eng.close()
     assert [(r["ts"], r["m"]) for r in eng.fetch("q").to_pylist()] == [(0, 2.0), (4, 10.0)]
     assert cq_py.txn.check(eng.commit_log(), eng.read_versions(), store.update_log()) == []
+
+
+@pytest.mark.parametrize("txn", ["2pl", "snapshot", "optimistic"])
+def test_dstream_commits_an_instant_whose_result_is_empty(txn: str) -> None:
+    # When the window empties, RSTREAM emits nothing at that instant; the top window changed
+    # there all the same, so the diff commit ends a transaction at it and DSTREAM emits the
+    # whole committed result, as without control.
+    query = (
+        "REGISTER QUERY q AS DSTREAM(SELECT a, AVG(v) AS m FROM j [Range 3 Slide 1] GROUP BY a);"
+    )
+    rows = [{"k": 2, "a": 1, "ts": 0}, {"k": 3, "a": 1, "ts": 1}, {"k": 4, "a": 2, "ts": 10}]
+    outputs = []
+    for control in ("none", txn):
+        eng = _engine(control, JOIN + query, redo="always")
+        eng.push("s", pa.Table.from_pylist(rows))
+        eng.close()
+        outputs.append([(r["ts"], r["a"], r["m"]) for r in eng.fetch("q").to_pylist()])
+    assert outputs[0] == [(1, 1, 2.0), (3, 1, 2.5), (4, 1, 3.0), (13, 2, 4.0)]
+    assert outputs[1] == outputs[0]
+    committed = [c["instant"] for c in eng.commit_log().to_pylist() if c["outcome"] == "commit"]
+    assert {4, 13} <= set(committed)  # (R(4) and R(13) are empty)
