@@ -600,6 +600,7 @@ class Engine:
             swj_bounded=self._swj.plan_params(self.time_unit),
             master_shares=self._master_shares,
             executor=self.executor,
+            txn=self.txn,
         )
         shares = self._master_shares
         kept = [(p, list(p.members)) for p in shares.parts]

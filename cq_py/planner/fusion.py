@@ -63,10 +63,12 @@ from cq_py.planner.sharing import renumber, replace_node
 FUSED = {"istream": "istream_aggregate", "dstream": "dstream_aggregate"}
 
 
-def fuse_relation_to_stream(cat: Catalog, first_new: int) -> None:
+def fuse_relation_to_stream(cat: Catalog, first_new: int, keep_reads: bool = False) -> None:
     """Fuses each new ISTREAM and DSTREAM with the grouped aggregate it reads, where the rows it
     reads are the aggregate's (see the module's docstring), then numbers the new operators
-    without gaps.
+    without gaps. With ``keep_reads`` (a transaction strategy), not an aggregate over resource
+    reads or model calls: its ISTREAM or DSTREAM commits the reads' transactions from whole
+    results (redo_areas.py), which a fused aggregate does not keep.
 
     Example: ``ISTREAM(SELECT key, AVG(val) AS a FROM e [Range 10] GROUP BY key)`` plans as
     window → ``istream_aggregate`` → projection (key, a) → output: three operators, no ISTREAM.
@@ -81,6 +83,10 @@ def fuse_relation_to_stream(cat: Catalog, first_new: int) -> None:
         if chain is None:
             continue
         agg, projects = chain
+        below = cat.nodes[agg.inputs[0]]
+        over_now = below.op == "window" and below.params.get("kind") == "now"
+        if keep_reads and not over_now and _reads_resources(cat, agg.id):
+            continue  # (over [Now] R changes between ticks, which RSTREAM does not see)
         agg.op = FUSED[n.op]
         agg.label += " + " + n.label.split(" ")[0]
         for m in (agg, *projects):
@@ -92,6 +98,20 @@ def fuse_relation_to_stream(cat: Catalog, first_new: int) -> None:
         fused = True
     if fused:
         renumber(cat, first_new)
+
+
+def _reads_resources(cat: Catalog, root: int) -> bool:
+    """Whether a reference operator (a resource read, a model call) lies at or below ``root``."""
+    seen, todo = set(), [root]
+    while todo:
+        i = todo.pop()
+        if i in seen or i not in cat.nodes:
+            continue
+        seen.add(i)
+        if cat.nodes[i].op in ("reference_join", "model_apply"):
+            return True
+        todo += cat.nodes[i].inputs
+    return False
 
 
 def _chain(

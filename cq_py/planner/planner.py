@@ -92,9 +92,13 @@ class Planner:
         swj_bounded: dict[str, Any] | None = None,
         master_shares: MasterShares | None = None,
         executor: str = "dts",
+        txn: str = "none",
     ):
         self.catalog = catalog
         self.executor = executor  # (resources are read by the scheduled executor only)
+        # Under a strategy ISTREAM and DSTREAM over a window of resource reads are computed at the
+        # commit from whole results (redo_areas.py): not fused with the aggregate they read.
+        self.diff_commit = executor == "scheduled" and txn != "none"
         # MASTER queries of a base group sharing windows and joins (planner/master_sharing.py).
         self.master_shares = master_shares
         self.fuse = fuse
@@ -227,13 +231,13 @@ class Planner:
             # query over joins, need not walk the whole graph for its loops.)
             if any(n.op in AGGREGATES for n in loops.new_part(cat, first_new).values()):
                 fuse_rows_window(cat, first_new)
-            fuse_relation_to_stream(cat, first_new)
+            fuse_relation_to_stream(cat, first_new, keep_reads=self.diff_commit)
             if any(n.op == "istream" for n in loops.new_part(cat, first_new).values()):
                 # (A late query's [Now] window fills from p: its own rule, kept whole.)
                 fuse_istreams(cat, first_new, over_now=not self.late)
         # Paper 002's redo areas on the final plan (the scheduled executor keeps §6's constraint
         # on their gatekeepers; explain() shows them).
-        self.redo_areas = mark_redo_areas(cat, first_new)
+        self.redo_areas = mark_redo_areas(cat, first_new, diff_commit=self.diff_commit)
         new = [cat.nodes[i] for i in sorted(cat.nodes) if i >= first_new]
         return cat, new
 

@@ -28,9 +28,9 @@ each area the operators it needs that another area needs too (two queries window
 stream-valued query that reads a resource) or that an earlier script planned (running already),
 so each area resets alone. Not yet: a query whose whole area lies inside its reader's (Fig. 6's
 join, Fig. 8's window join) is not copied; its own output leaves the reader's area before the
-commit, which the executor sends once across resets. Refused under a strategy: ISTREAM or DSTREAM
-of an aggregate over an overlapping window, where the window itself commits (the stream operator
-is fused with the aggregate, outside the area) and its committed rows stay in later results.
+commit, which the executor sends once across resets. Under a strategy an ISTREAM or DSTREAM
+committing an area with a window commits as RSTREAM with ``diff``: the executor takes the
+difference between whole committed results (:func:`mark_redo_areas`).
 """
 
 from __future__ import annotations
@@ -317,7 +317,7 @@ def _top_windows(cat: Any, members: list[int]) -> list[int]:
     return [w for w in windows if not any(v != w and w in _subtree_nodes(cat, v) for v in windows)]
 
 
-def mark_redo_areas(cat: Any, first_new: int) -> dict[str, RedoArea]:
+def mark_redo_areas(cat: Any, first_new: int, diff_commit: bool = False) -> dict[str, RedoArea]:
     """For each query a script added that reads a resource or calls a model: its redo area,
     marked on the plan for the scheduled executor (each member's ``redo_area``: its commit
     operator's id; ``gatekeeper`` on the gatekeepers) and for explain() (notes). Returns the
@@ -328,6 +328,12 @@ def mark_redo_areas(cat: Any, first_new: int) -> dict[str, RedoArea]:
     running, marked for their own query), are first planned again inside it
     (:func:`plan_again`). An operator already in another query's area keeps that one (an area
     holding another's whole area, as Fig. 8's alpha holds the window join's, is that query's too).
+
+    With ``diff_commit`` (a transaction strategy), an ISTREAM or DSTREAM that commits an area
+    holding a window is planned as RSTREAM with ``diff`` ("istream" or "dstream"): the executor
+    emits at each commit the bag difference of R(t) and the R it committed last, which it keeps
+    across resets, so a result is compared with what was committed, not with R recomputed at a
+    later state, and no row of an earlier commit stays in a later result.
     """
     out = _areas(cat, first_new)
     copies: list[tuple[Any, Any, str]] = []
@@ -390,6 +396,19 @@ def mark_redo_areas(cat: Any, first_new: int) -> dict[str, RedoArea]:
             if m == area.commit:
                 node.params["commit"] = True
                 node.params["overlapping"] = area.overlapping
+                # (Not over [Now]: R changes between ticks there, where RSTREAM emits nothing.)
+                now = any(w["kind"] == "now" for t in tops for w in _windows_of(cat.nodes[t]))
+                # (And only where the top windows are this area's: their changes end its
+                # transactions, the instants the difference is taken at.)
+                own = all(cat.nodes[t].params.get("redo_area") == area.commit for t in tops)
+                if diff_commit and tops and own and not now and node.op in ("istream", "dstream"):
+                    node.params["diff"] = node.op
+                    node.op = "rstream"
+                    _note(
+                        node,
+                        f"planned as RSTREAM, its {node.params['diff'].upper()} "
+                        "computed at the commit from whole results (paper 002 §3.5)",
+                    )
                 replay = None if partial or area.unqueued else _replay_window(cat, area)
                 if area.unqueued:
                     # (Checked whatever the windows: an optimistic abort resets any area.)
@@ -403,6 +422,7 @@ def mark_redo_areas(cat: Any, first_new: int) -> dict[str, RedoArea]:
                     replay is not None
                     and area.overlapping
                     and node.op == "rstream"
+                    and "diff" not in node.params
                     and replay.get("slide", 1) > 1
                 ):
                     # RSTREAM repeats R(t) between the slides, released without a commit: a
@@ -416,11 +436,11 @@ def mark_redo_areas(cat: Any, first_new: int) -> dict[str, RedoArea]:
                         "use ISTREAM or DSTREAM, or a slide of one tick"
                     )
                 if replay is not None and area.overlapping and node.op in _WINDOWS:
-                    # The overlapping window itself commits (the ISTREAM or DSTREAM above it is
-                    # fused with an aggregate, outside the area): its rows leave with their ends
-                    # and stay in later results whose other rows later transactions read, which
-                    # no reset can make again. A write between two commits mixed two states of
-                    # x into one result in every run of the serializability harness.
+                    # The overlapping window itself commits (an ISTREAM or DSTREAM fused with an
+                    # aggregate above it, planned without a strategy): its rows leave with their
+                    # ends and stay in later results whose other rows later transactions read,
+                    # which no reset can make again. (Under a strategy the planner does not fuse
+                    # them: planner.diff_commit.)
                     replay = None
                     node.params["replay_refused"] = (
                         "ISTREAM or DSTREAM of an aggregate over an overlapping window: the "

@@ -316,3 +316,32 @@ def test_a_script_refused_after_its_areas_were_marked_leaves_explain_whole() -> 
             "WHERE j.a = y.p GROUP BY a);"
         )
     assert eng.explain() == before
+
+
+@pytest.mark.parametrize("commit", ["ISTREAM", "DSTREAM"])
+@pytest.mark.parametrize("window", ["[Range 4 Slide 1]", "[Range 7 Slide 2]", "[Rows 4]"])
+def test_under_a_strategy_istream_over_reads_commits_as_rstream_with_its_difference(
+    commit: str, window: str
+) -> None:
+    # ISTREAM or DSTREAM over an aggregate of resource reads: under a strategy not fused with
+    # the aggregate, which lies inside the area, and planned as RSTREAM with "diff", whose
+    # replay starts after the next slide; without one, fused as before.
+    text = (
+        "REGISTER STREAM s(k BIGINT, a BIGINT);"
+        "REGISTER RESOURCE x (id BIGINT, v DOUBLE) KEY (id);"
+        "REGISTER QUERY j AS ISTREAM(SELECT s.a, x.v FROM s [Now], x WHERE s.k = x.id);"
+        f"REGISTER QUERY q AS {commit}(SELECT AVG(v) AS m FROM j {window});"
+    )
+    cat, _ = Planner(Catalog(), executor="scheduled", txn="2pl").plan(parse(text))
+    (commit_op,) = [n for n in cat.nodes.values() if n.params.get("commit") and n.owner == "q"]
+    assert commit_op.op == "rstream"
+    assert commit_op.params["diff"] == commit.lower()
+    assert "replay_refused" not in commit_op.params
+    assert commit_op.params["replay"].get("current", False) == ("Rows" in window)
+    ops = {n.op for n in cat.nodes.values() if n.owner == "q"}
+    assert "aggregate" in ops
+    assert not ops & {"istream_aggregate", "dstream_aggregate"}
+    plain, _ = Planner(Catalog(), executor="scheduled").plan(parse(text))
+    ops = {n.op for n in plain.nodes.values() if n.owner == "q"}
+    assert f"{commit.lower()}_aggregate" in ops
+    assert not [n for n in plain.nodes.values() if "diff" in n.params]

@@ -11,9 +11,9 @@ read x for some rows and x' for others gives a wrong centre. Here:
 * ``e(k, n)``: one row per tick (``ts = n``), ``k`` a key of x;
 * ``x(id, pos, unit)``: the resource (the in-process store, an SQLite or a PostgreSQL table);
 * ``j``: ``e [Now]`` joined with x on ``k = id`` (the reference join);
-* ``q``: RSTREAM of the centre (AVG), the units seen (MIN, MAX) and the rows' first and last ``n``
-  (which say what the output's window held) over ``j [Range 4 Slide 4]``: every four rows, the
-  commit operator of their transaction (Def. 3.2).
+* ``q``: RSTREAM (or ISTREAM: ``stream``) of the centre (AVG), the units seen (MIN, MAX) and
+  the rows' first and last ``n`` (which say what the output's window held) over
+  ``j [Range 4 Slide 4]``: every four rows, the commit operator of their transaction (Def. 3.2).
 
 Each update is one transaction converting every row (yards <-> metres), so two states mixed in one
 window show as two versions read (and, nearly always, as two units). The updater is a thread for
@@ -47,7 +47,7 @@ YARD = 0.9144  # metres
 # Fig. 1's queries in CQL (oracle_outputs writes the same as the value oracle's trees).
 Q_J = "ISTREAM(SELECT e.n, x.pos, x.unit FROM e [Now], x WHERE e.k = x.id)"
 Q_Q = (
-    "RSTREAM(SELECT AVG(j.pos) AS centre, MIN(j.unit) AS unit_lo, MAX(j.unit) AS unit_hi, "
+    "{stream}(SELECT AVG(j.pos) AS centre, MIN(j.unit) AS unit_lo, MAX(j.unit) AS unit_hi, "
     "MIN(j.n) AS first, MAX(j.n) AS last, COUNT(*) AS c FROM j [Range {range} Slide {slide}])"
 )
 
@@ -65,15 +65,16 @@ def content(u: int) -> list[dict]:
     ]
 
 
-def script(url: str | None, slide: int = WINDOW) -> str:
+def script(url: str | None, slide: int = WINDOW, stream: str = "RSTREAM") -> str:
     """Fig. 1's script for the engine; ``url``: x's database (None: the store); ``slide``: the
-    window's (below ``WINDOW``: overlapping windows, whose rows later windows keep)."""
+    window's (below ``WINDOW``: overlapping windows, whose rows later windows keep); ``stream``:
+    q's relation-to-stream operator."""
     where = f" FROM '{url}' TABLE 'x'" if url else ""
     return (
         "REGISTER STREAM e(k BIGINT, n BIGINT);"
         f"REGISTER RESOURCE x (id BIGINT, pos DOUBLE, unit VARCHAR) KEY (id){where} ACCESS KEY;"
         f"REGISTER QUERY j AS {Q_J};"
-        f"REGISTER QUERY q AS {Q_Q.format(range=WINDOW, slide=slide)};"
+        f"REGISTER QUERY q AS {Q_Q.format(stream=stream, range=WINDOW, slide=slide)};"
     )
 
 
@@ -445,11 +446,11 @@ def transactions(r: Run) -> tuple[pa.Table, pa.Table]:
 
 
 def oracle_outputs(
-    r: Run, versions: set[int], slide: int = WINDOW
+    r: Run, versions: set[int], slide: int = WINDOW, stream: str = "RSTREAM"
 ) -> dict[int, dict[int, list[tuple]]]:
     """For each version of x in ``versions``, q's output rows by instant as ``tests/oracle``'s
     script evaluator gives them with x frozen at that version (a relation whose rows never
-    change) over the run's stream; q's window slides by ``slide``."""
+    change) over the run's stream; q's window slides by ``slide``, ``stream`` emits it."""
     from oracle.reference import Col, Op
     from oracle.script_reference import Agg, Evaluator, Input, Query, Select, Source, ToStream
 
@@ -470,7 +471,7 @@ def oracle_outputs(
         ),
     )
     q = ToStream(
-        "RSTREAM",
+        stream,
         Select(
             (
                 (Agg("AVG", Col("j.pos", "double")), "centre"),
@@ -541,12 +542,13 @@ def judge(r: Run) -> Verdict:
     return Verdict(violations, wrong, twice, r.updates.committed)
 
 
-def mixed(r: Run, slide: int) -> list[str]:
+def mixed(r: Run, slide: int, stream: str = "RSTREAM") -> list[str]:
     """For overlapping windows (``slide`` below ``WINDOW``), whose rows were read by several
-    transactions (the read log cannot tell which read an output used): the outputs of q that
-    read more than one state of x. Each conversion changes every row's unit, so an output read
-    one state when its units agree and it equals the oracle's at one of x's versions."""
-    want = oracle_outputs(r, set(r.updates.versions), slide)
+    transactions (the read log cannot tell which read an output used): the outputs of q (emitted
+    by ``stream``) that read more than one state of x. Each conversion changes every row's unit,
+    so an output read one state when its units agree and it equals the oracle's at one of x's
+    versions."""
+    want = oracle_outputs(r, set(r.updates.versions), slide, stream)
     got = engine_rows(r)
     return [
         f"at {t}: engine {rows}"

@@ -292,8 +292,8 @@ READERS = (
     "REGISTER QUERY q1 AS {c1}(SELECT AVG(v) AS m FROM j [Range 4 Slide 1]);"
     "REGISTER QUERY q2 AS {c2}(SELECT MAX(v) AS m FROM j [Range 3 Slide 1]);"
 )
-# (ISTREAM or DSTREAM of an aggregate over an overlapping window is refused under a strategy:
-# test_istream_of_an_aggregate_over_an_overlapping_window_is_refused.)
+# (ISTREAM or DSTREAM of an aggregate over an overlapping window is computed at the commit from
+# whole results under a strategy: test_istream_of_an_aggregate_over_an_overlapping_window_runs.)
 
 
 def _two_readers(
@@ -459,20 +459,33 @@ def test_optimistic_never_aborts_more_than_three_times_in_a_row() -> None:
     assert cq_py.txn.check(eng.commit_log(), eng.read_versions(), store.update_log()) == []
 
 
+def _pushed(txn: str, script: str, **options: object) -> list[dict]:
+    """q's output after 30 rows of s (one a tick, keys cycling over x) under ``txn``, x static."""
+    eng = _engine(txn, script, **options)
+    eng.push("s", pa.Table.from_pylist([{"k": t % 7, "a": t, "ts": t} for t in range(30)]))
+    eng.close()
+    return eng.fetch("q").to_pylist()
+
+
 @pytest.mark.parametrize("txn", ["2pl", "snapshot", "optimistic"])
-def test_rstream_over_a_window_sliding_by_more_than_a_tick_is_refused(txn: str) -> None:
-    # A reset replays from the window after its next slide: RSTREAM's repeats of R(t) between the
-    # slides would be lost (a differential against txn="none" found them missing).
-    eng = cq_py.Engine(executor="scheduled", threads=1, txn=txn)
+def test_rstream_over_a_window_sliding_by_more_than_a_tick_runs_with_istream_and_dstream(
+    txn: str,
+) -> None:
+    # A reset replays from the window after its next slide, so RSTREAM's repeats of R(t)
+    # between the slides would be lost: RSTREAM itself is still refused. ISTREAM and DSTREAM of
+    # the same aggregate commit by RSTREAM with the difference taken at the commit, where the
+    # repeats' difference is empty: they run, and equal txn="none".
     rstream = "REGISTER QUERY q AS RSTREAM(SELECT MAX(v) AS m FROM j [Range 5 Slide 2]);"
+    eng = cq_py.Engine(executor="scheduled", threads=1, txn=txn)
     with pytest.raises(cq_py.CQLSemanticError, match=r"query 'q'.*RSTREAM.*ISTREAM or DSTREAM"):
         eng.execute(STREAM + JOIN + rstream)
     assert eng.query_names() == []
-    # ISTREAM of the same window's rows, and RSTREAM sliding by one tick, are redone.
-    eng.execute(STREAM + JOIN + rstream.replace("RSTREAM", "ISTREAM").replace("MAX(v)", "v"))
-    cq_py.Engine(executor="scheduled", threads=1, txn=txn).execute(
-        STREAM + JOIN + rstream.replace("Slide 2", "Slide 1")
-    )
+    for commit in ("ISTREAM", "DSTREAM"):
+        for redo in ("always", "on_change"):
+            script = JOIN + rstream.replace("RSTREAM", commit)
+            expected = _pushed("none", script)
+            assert expected
+            assert _pushed(txn, script, redo=redo) == expected
 
 
 @pytest.mark.parametrize("txn", ["2pl", "snapshot", "optimistic"])
@@ -509,25 +522,53 @@ def test_two_resources_joined_in_a_row_are_read_in_one_transaction(txn: str) -> 
 
 @pytest.mark.parametrize("commit", ["ISTREAM", "DSTREAM"])
 @pytest.mark.parametrize("txn", ["2pl", "snapshot", "optimistic"])
-def test_istream_of_an_aggregate_over_an_overlapping_window_is_refused(
-    txn: str, commit: str
-) -> None:
-    # The window commits (ISTREAM or DSTREAM is fused with the aggregate above it, outside the
-    # redo area): a row it committed stays in later windows' results, which rows read by later
-    # transactions join. With x converted between yards and metres during the pushes, every one
-    # of 10 runs per strategy and redo mixed both units in one result (tests/txn/concurrency.py
-    # with ISTREAM); RSTREAM over a one-tick slide, whose aggregate lies inside the area, read one.
-    eng = cq_py.Engine(executor="scheduled", threads=1, txn=txn)
+def test_istream_of_an_aggregate_over_an_overlapping_window_runs(txn: str, commit: str) -> None:
+    # Once the window itself committed (ISTREAM or DSTREAM fused with the aggregate above it,
+    # outside the redo area) and a row it committed stayed in later results, which rows read by
+    # later transactions joined, so a strategy refused it. Now the aggregate lies inside the
+    # area and RSTREAM commits, the difference with the last committed result taken there: it
+    # runs, and with x static equals txn="none" whatever the redo.
     query = f"REGISTER QUERY q AS {commit}(SELECT AVG(v) AS m FROM j [Range 4 Slide 1]);"
-    with pytest.raises(
-        cq_py.CQLSemanticError,
-        match=r"query 'q'.*ISTREAM or DSTREAM of an aggregate over an overlapping window.*RSTREAM",
-    ):
-        eng.execute(STREAM + JOIN + query)
-    assert eng.query_names() == []
-    # A tumbling window (its rows leave with its slide), RSTREAM, or no strategy run it.
-    eng.execute(STREAM + JOIN + query.replace("Slide 1", "Slide 4"))
-    cq_py.Engine(executor="scheduled", threads=1, txn=txn).execute(
-        STREAM + JOIN + query.replace(commit, "RSTREAM")
+    expected = _pushed("none", JOIN + query)
+    assert expected
+    for redo in ("always", "on_change"):
+        assert _pushed(txn, JOIN + query, redo=redo) == expected
+
+
+def test_istream_over_a_row_window_compares_with_the_committed_result_after_a_redo() -> None:
+    # The commit operator compares R(t) with the result it committed, not with R recomputed at
+    # the state a redo reads: once ISTREAM compared with its own state, rebuilt at the redo from
+    # x's new version, and the change to 10.0 was never emitted.
+    store = ResourceStore()
+    store.load("x", [{"id": i, "v": float(i)} for i in range(4)], key=["id"])
+    eng = cq_py.Engine(executor="scheduled", resources=store, threads=1, txn="optimistic")
+    eng.execute(STREAM + JOIN + "REGISTER QUERY q AS ISTREAM(SELECT AVG(v) AS m FROM j [Rows 4]);")
+    eng.push("s", pa.Table.from_pylist([{"k": 2, "a": t, "ts": t} for t in range(4)]))
+    eng.advance(4)
+    with store.transaction(timeout=5) as tx:
+        tx.upsert("x", [{"id": 2, "v": 10.0}])
+    eng.push("s", pa.Table.from_pylist([{"k": 2, "a": 4, "ts": 4}]))
+    eng.close()
+    assert [(r["ts"], r["m"]) for r in eng.fetch("q").to_pylist()] == [(0, 2.0), (4, 10.0)]
+    assert cq_py.txn.check(eng.commit_log(), eng.read_versions(), store.update_log()) == []
+
+
+@pytest.mark.parametrize("txn", ["2pl", "snapshot", "optimistic"])
+def test_dstream_commits_an_instant_whose_result_is_empty(txn: str) -> None:
+    # When the window empties, RSTREAM emits nothing at that instant; the top window changed
+    # there all the same, so the diff commit ends a transaction at it and DSTREAM emits the
+    # whole committed result, as without control.
+    query = (
+        "REGISTER QUERY q AS DSTREAM(SELECT a, AVG(v) AS m FROM j [Range 3 Slide 1] GROUP BY a);"
     )
-    cq_py.Engine(executor="scheduled", threads=1).execute(STREAM + JOIN + query)
+    rows = [{"k": 2, "a": 1, "ts": 0}, {"k": 3, "a": 1, "ts": 1}, {"k": 4, "a": 2, "ts": 10}]
+    outputs = []
+    for control in ("none", txn):
+        eng = _engine(control, JOIN + query, redo="always")
+        eng.push("s", pa.Table.from_pylist(rows))
+        eng.close()
+        outputs.append([(r["ts"], r["a"], r["m"]) for r in eng.fetch("q").to_pylist()])
+    assert outputs[0] == [(1, 1, 2.0), (3, 1, 2.5), (4, 1, 3.0), (13, 2, 4.0)]
+    assert outputs[1] == outputs[0]
+    committed = [c["instant"] for c in eng.commit_log().to_pylist() if c["outcome"] == "commit"]
+    assert {4, 13} <= set(committed)  # (R(4) and R(13) are empty)

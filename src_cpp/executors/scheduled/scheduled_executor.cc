@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <cstdint>
 #include <iterator>
+#include <unordered_map>
 
 #include "base/errors.h"
 #include "base/json.h"
+#include "batch/row_hash.h"
 #include "operators/registry.h"
 
 namespace cq {
@@ -52,6 +54,8 @@ void ScheduledExecutor::Add(std::vector<std::pair<OperatorSpec, std::unique_ptr<
     if (!holds_ || commit == nullptr || commit->is_null() || !commit->boolean()) continue;
     Area& a = fresh[area->integer()];
     a.commit = spec.id;
+    if (const json::Value* diff = spec.params.find("diff"); diff != nullptr && !diff->is_null())
+      a.diff = diff->str() == "dstream" ? Area::Diff::kDStream : Area::Diff::kIStream;
     const json::Value* overlapping = spec.params.find("overlapping");
     a.overlapping = overlapping != nullptr && !overlapping->is_null() && overlapping->boolean();
     if (const json::Value* replay = spec.params.find("replay"); replay != nullptr && !replay->is_null()) {
@@ -147,9 +151,16 @@ bool ScheduledExecutor::Hold(int node, const Item& item) {
       if (item.kind == Item::Kind::kEnds) {
         for (int64_t k = 0; k < item.ends.length; ++k) note(item.ends.ends.At(k));
       } else {
-        for (int64_t k = 0; k < item.batch.num_rows(); ++k) {
-          const Time t = item.batch.StartAt(item.batch.Physical(k));
+        const Batch& b = item.batch;
+        // A diff commit compares whole results, so an instant where rows only leave the window is
+        // one too (DSTREAM emits them); their known ends say when.
+        const bool ends = area.diff != Area::Diff::kNone && b.kind == BatchKind::kLifetime &&
+                          (b.constant_duration || !b.other.empty());
+        for (int64_t k = 0; k < b.num_rows(); ++k) {
+          const Time t = b.StartAt(b.Physical(k));
           note(t);
+          if (ends && !b.EndPending(b.Physical(k)))
+            if (const Time e = b.EndAt(b.Physical(k)); !e.IsInfinite()) note(e);
           if (area.rows > 0) area.ticks.push_back(t.tick);
         }
       }
@@ -286,7 +297,23 @@ bool ScheduledExecutor::Commit(int64_t area, Area& a) {
     while (ready < a.held.size() && a.held[ready].time.tick == a.held[0].time.tick) ++ready;
   const bool windowed =
       std::any_of(top_windows_.begin(), top_windows_.end(), [&](const auto& w) { return w.second == area; });
-  if (ready > 0 && windowed && !a.changed.count(a.held[0].time.tick)) {
+  // A diff commit ends a transaction at each instant where the top window changed, with the rows
+  // RSTREAM emitted for it or with none (R(t) empty: DSTREAM emits the whole committed R).
+  const bool diff = a.diff != Area::Diff::kNone;
+  // (Without a top window of its own every instant held is a change.)
+  const int64_t changed = !windowed           ? (a.held.empty() ? INT64_MAX : a.held[0].time.tick)
+                          : a.changed.empty() ? INT64_MAX
+                                              : *a.changed.begin();
+  if (diff && ready > 0 && a.held[0].time.tick < changed) {
+    // RSTREAM's repeats between the changes: their difference with the committed R is empty.
+    a.committed = std::max(a.committed, a.held[0].time);
+    a.held.erase(a.held.begin(), a.held.begin() + static_cast<std::ptrdiff_t>(ready));
+    return true;
+  }
+  const bool empty = diff && changed != INT64_MAX && Time{changed, 0} < c.op->OutputProgress(c.progress) &&
+                     (a.held.empty() || a.held[0].time.tick > changed);
+  if (empty) ready = 0;
+  if (!diff && ready > 0 && windowed && !a.changed.count(a.held[0].time.tick)) {
     // Output at an instant where the area's top window did not change (RSTREAM repeating R(t)
     // between the window's slides) derives from transactions committed already: it goes out
     // without ending the open one, whose reads (the rows the window keeps until its next slide)
@@ -308,11 +335,11 @@ bool ScheduledExecutor::Commit(int64_t area, Area& a) {
     const Time reach{m->last_read().tick + a.lookback + std::max<int64_t>(0, a.range - 1), m->last_read().step};
     reads_final = a.rows == 0 && reach < c.progress;
   }
-  if (ready == 0 && !reads_final) return false;
+  if (ready == 0 && !reads_final && !empty) return false;
   txn::CommitRecord record;
   record.area = area;
   record.query = m ? m->holder() : "";
-  record.instant = ready ? a.held[ready - 1].time : m->last_read();
+  record.instant = ready ? a.held[ready - 1].time : empty ? Time{changed, 0} : m->last_read();
   std::vector<txn::TransactionManager::Read> reads;
   record.begin_ns = m && m->open() ? m->begin_ns() : txn::SystemNs();
   std::vector<std::pair<std::string, uint64_t>> kept;
@@ -326,8 +353,12 @@ bool ScheduledExecutor::Commit(int64_t area, Area& a) {
     record.evaluations.emplace_back(id, now - counted_[id]);
     counted_[id] = now;
   }
-  std::vector<Item> out(std::make_move_iterator(a.held.begin()),
-                        std::make_move_iterator(a.held.begin() + static_cast<std::ptrdiff_t>(ready)));
+  std::vector<Batch> next;
+  std::vector<Item> out =
+      diff && (ready > 0 || empty)
+          ? Differ(a, ready, record.instant, &next)
+          : std::vector<Item>(std::make_move_iterator(a.held.begin()),
+                              std::make_move_iterator(a.held.begin() + static_cast<std::ptrdiff_t>(ready)));
   a.held.erase(a.held.begin(), a.held.begin() + static_cast<std::ptrdiff_t>(ready));
   const int node = index_.at(a.commit);
   for (Item& it : out) {
@@ -342,13 +373,14 @@ bool ScheduledExecutor::Commit(int64_t area, Area& a) {
     Reset(area, a);
     return true;
   }
+  if (diff && (ready > 0 || empty)) a.last = std::move(next);
   a.committed = std::max(a.committed, instant);
   a.changed.erase(a.changed.begin(), a.changed.upper_bound(a.committed.tick));
   a.replay_from = ReplayPoint(a, a.committed);
   for (const auto& r : reads) a.retained.push_back({r.instant, r.resource, r.version});
   std::erase_if(a.retained, [&](const Read& r) { return r.instant < a.replay_from; });
   bool reset = false;
-  if (a.overlapping && ready > 0) {
+  if (a.overlapping && (ready > 0 || empty)) {
     reset = redo_always_;
     // on_change: a resource read for a row the window retains has a later version now.
     for (const Read& r : a.retained) reset = reset || (m && m->Stamp(r.resource) > r.version);
@@ -360,6 +392,65 @@ bool ScheduledExecutor::Commit(int64_t area, Area& a) {
       while (!rows.empty() && rows.front().item.time < a.replay_from) rows.pop_front();
   }
   return true;
+}
+
+namespace {
+
+// The rows of `a` (compact batches) with no equal row of `b` left to pair with: the bag
+// difference a − b, as (batch, row) of `a` in their order.
+std::vector<BatchRow> Minus(const std::vector<Batch>& a, const std::vector<Batch>& b, const RowEqual& equal) {
+  std::unordered_map<uint64_t, std::vector<BatchRow>> of_b;  // b's rows not paired yet, by hash
+  std::vector<uint64_t> hashes;
+  for (size_t i = 0; i < b.size(); ++i) {
+    hashes.resize(static_cast<size_t>(b[i].length));
+    HashRows(b[i].columns, b[i].length, hashes.data());
+    for (int64_t r = b[i].length; r-- > 0;)  // (popped from the back: paired in order)
+      of_b[hashes[r]].push_back({static_cast<uint32_t>(i), static_cast<uint32_t>(r)});
+  }
+  std::vector<BatchRow> out;
+  for (size_t i = 0; i < a.size(); ++i) {
+    hashes.resize(static_cast<size_t>(a[i].length));
+    HashRows(a[i].columns, a[i].length, hashes.data());
+    for (int64_t r = 0; r < a[i].length; ++r) {
+      const auto found = of_b.find(hashes[r]);
+      bool paired = false;
+      if (found != of_b.end()) {
+        std::vector<BatchRow>& rows = found->second;
+        for (size_t k = rows.size(); k-- > 0;)
+          if (equal(a[i].columns, r, b[rows[k].batch].columns, rows[k].row)) {
+            rows.erase(rows.begin() + static_cast<std::ptrdiff_t>(k));
+            paired = true;
+            break;
+          }
+      }
+      if (!paired) out.push_back({static_cast<uint32_t>(i), static_cast<uint32_t>(r)});
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<QueuedExecutor::Item> ScheduledExecutor::Differ(Area& a, size_t ready, Time t,
+                                                            std::vector<Batch>* next) const {
+  const Operator& op = *nodes_[index_.at(a.commit)].op;
+  if (!a.equal) a.equal = std::make_shared<const RowEqual>(op.output_schema());
+  for (size_t k = 0; k < ready; ++k)
+    if (a.held[k].kind == Item::Kind::kData && a.held[k].batch.num_rows() > 0)
+      next->push_back(a.held[k].batch.Compact());
+  const bool in = a.diff == Area::Diff::kIStream;
+  const std::vector<Batch>& from = in ? *next : a.last;
+  const std::vector<BatchRow> rows = Minus(from, in ? a.last : *next, *a.equal);
+  if (rows.empty()) return {};
+  Batch out;
+  out.kind = BatchKind::kStream;
+  out.schema = from[0].schema;
+  out.columns = GatherRows([&](uint32_t i) -> const Batch& { return from[i]; }, rows, out.schema->size());
+  out.length = static_cast<int64_t>(rows.size());
+  out.sync = MakeTimeColumn(std::vector<Time>(rows.size(), t));
+  std::vector<Item> items;
+  items.push_back({Item::Kind::kData, t, std::move(out), {}});
+  return items;
 }
 
 void ScheduledExecutor::Reset(int64_t area, Area& a) {
@@ -400,6 +491,13 @@ void ScheduledExecutor::Reset(int64_t area, Area& a) {
         if (r.seq < p.taken) items.push_back(r.item);
       const auto replayed = static_cast<uint64_t>(items.size());
       for (auto it = p.queue.begin(); it != p.queue.end(); ++it) items.push_back(*it);
+      // The producer's promise, taken before the reset (the last heartbeat: at close, the end
+      // of time), is made again after the replayed rows: else a member merging this input with
+      // another by time waits for it for good (a reset at close lost the last slides' output).
+      if (p.promised > Time::MinusInfinity() &&
+          (items.empty() || items.back().kind != Item::Kind::kHeartbeat || items.back().time < p.promised) &&
+          (items.empty() || items.back().time <= p.promised))
+        items.push_back({Item::Kind::kHeartbeat, p.promised, {}, {}});
       p.taken -= replayed;
       uint64_t k = 0;
       for (RedoRow& r : rows)

@@ -47,6 +47,7 @@
 #include <utility>
 #include <vector>
 
+#include "batch/row_equal.h"
 #include "executors/queued/queued_executor.h"
 #include "schedulers/scheduler.h"
 #include "txn/transaction_manager.h"
@@ -103,7 +104,14 @@ class ScheduledExecutor final : public QueuedExecutor, private sched::Queues {
     // its input rows reach through the windows below it.
     int64_t range = 0, slide = 0, rows = 0, lookback = 0;
     bool current = false;
-    std::deque<int64_t> ticks;                 // a [Rows n] top window's rows' ticks, oldest first
+    std::deque<int64_t> ticks;  // a [Rows n] top window's rows' ticks, oldest first
+    // ISTREAM (kIStream) or DSTREAM (kDStream) computed at the commit from whole results (the
+    // plan's "diff" on the RSTREAM that commits): each commit emits the bag difference of R(t)
+    // and `last`, the R committed before, which a reset does not touch (its replay makes R(t)
+    // again, not what the earlier commits saw).
+    enum class Diff : uint8_t { kNone, kIStream, kDStream } diff = Diff::kNone;
+    std::vector<Batch> last;  // the last committed R, compact
+    std::shared_ptr<const RowEqual> equal;
     std::vector<Item> held;                    // the commit operator's output, waiting for the commit
     Time committed = Time::MinusInfinity();    // the latest instant committed
     std::set<int64_t> changed;                 // ticks after `committed` at which a top window's output changed
@@ -132,6 +140,10 @@ class ScheduledExecutor final : public QueuedExecutor, private sched::Queues {
   void Advance(int64_t area);
   // Commits area `area`'s final instant if one is; true when it did (or aborted).
   bool Commit(int64_t area, Area& a);
+  // What a diff area's commit at `t` emits: R(t) (the `ready` first held items) less the last
+  // committed R for ISTREAM, the last committed R less R(t) for DSTREAM, stamped t; and R(t)
+  // becomes the last committed R (`next`, to keep if the commit succeeds).
+  std::vector<Item> Differ(Area& a, size_t ready, Time t, std::vector<Batch>* next) const;
   // Resets area `area` and refeeds its redo queues from a.replay_from.
   void Reset(int64_t area, Area& a);
   // The replay point after instant `tau` committed.
