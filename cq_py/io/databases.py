@@ -778,10 +778,13 @@ def sqlite_file(url: str) -> str | None:
     >>> sqlite_file("sqlite:////tmp/a/../r.db")
     '/tmp/r.db'
     """
-    if not url.startswith("sqlite:") or url.count("/") < 3:
-        return None
-    path = unquote(urlsplit(url).path)[1:]
+    path = _file_path(url) if url.startswith("sqlite:") else ""
     return os.path.realpath(path) if path and path != ":memory:" else None
+
+
+def _file_path(url: str) -> str:
+    """The path of a ``scheme:///path`` url (SQLite, DuckDB); "" when it has none."""
+    return unquote(urlsplit(url).path)[1:] if url.count("/") >= 3 else ""
 
 
 def connect(url: str) -> Database:
@@ -794,7 +797,7 @@ def connect(url: str) -> Database:
     scheme = re.match(r"^([a-z][a-z0-9+.-]*)://", url)
     kind = scheme.group(1).split("+")[0] if scheme else ""
     if kind == "sqlite" or kind == "duckdb":
-        path = unquote(urlsplit(url).path)[1:] if url.count("/") >= 3 else ""
+        path = _file_path(url)
         if not path:
             raise DatabaseError(f"{url}: expected {kind}:///path (a file, or :memory:)")
         return _SQLite(url, path) if kind == "sqlite" else _DuckDB(url, path)

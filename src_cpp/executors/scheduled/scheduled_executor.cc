@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <cstdint>
 #include <iterator>
-#include <unordered_map>
 
 #include "base/errors.h"
+#include "base/hash_multimap.h"
 #include "base/json.h"
 #include "batch/row_hash.h"
 #include "operators/registry.h"
@@ -397,33 +397,25 @@ bool ScheduledExecutor::Commit(int64_t area, Area& a) {
 namespace {
 
 // The rows of `a` (compact batches) with no equal row of `b` left to pair with: the bag
-// difference a − b, as (batch, row) of `a` in their order.
+// difference a − b, as (batch, row) of `a` in their order. b's rows wait in the hash table the
+// joins use (HashMultimap), each pairing at most once (Take).
 std::vector<BatchRow> Minus(const std::vector<Batch>& a, const std::vector<Batch>& b, const RowEqual& equal) {
-  std::unordered_map<uint64_t, std::vector<BatchRow>> of_b;  // b's rows not paired yet, by hash
+  HashMultimap<BatchRow> of_b;
   std::vector<uint64_t> hashes;
   for (size_t i = 0; i < b.size(); ++i) {
     hashes.resize(static_cast<size_t>(b[i].length));
     HashRows(b[i].columns, b[i].length, hashes.data());
-    for (int64_t r = b[i].length; r-- > 0;)  // (popped from the back: paired in order)
-      of_b[hashes[r]].push_back({static_cast<uint32_t>(i), static_cast<uint32_t>(r)});
+    for (int64_t r = 0; r < b[i].length; ++r)
+      of_b.Insert(hashes[r], {static_cast<uint32_t>(i), static_cast<uint32_t>(r)});
   }
   std::vector<BatchRow> out;
+  BatchRow paired;
   for (size_t i = 0; i < a.size(); ++i) {
     hashes.resize(static_cast<size_t>(a[i].length));
     HashRows(a[i].columns, a[i].length, hashes.data());
     for (int64_t r = 0; r < a[i].length; ++r) {
-      const auto found = of_b.find(hashes[r]);
-      bool paired = false;
-      if (found != of_b.end()) {
-        std::vector<BatchRow>& rows = found->second;
-        for (size_t k = rows.size(); k-- > 0;)
-          if (equal(a[i].columns, r, b[rows[k].batch].columns, rows[k].row)) {
-            rows.erase(rows.begin() + static_cast<std::ptrdiff_t>(k));
-            paired = true;
-            break;
-          }
-      }
-      if (!paired) out.push_back({static_cast<uint32_t>(i), static_cast<uint32_t>(r)});
+      const auto same = [&](const BatchRow& y) { return equal(a[i].columns, r, b[y.batch].columns, y.row); };
+      if (!of_b.Take(hashes[r], same, &paired)) out.push_back({static_cast<uint32_t>(i), static_cast<uint32_t>(r)});
     }
   }
   return out;
