@@ -546,7 +546,14 @@ def plan_again(cat: Any, first_new: int, areas: dict[str, RedoArea]) -> list[tup
         need = {m for m in mine if m < first_new}
         for other, theirs in areas.items():
             held = set(theirs.members)
-            if other != name and mine & held and not (mine <= held or held <= mine):
+            if other == name or not mine & held:
+                continue
+            # A query with a commit of its own (a window above its reads: redo queues) whose
+            # area lies inside this one: its output must leave through that commit, not before
+            # this area's, so this area plans its operators again (a differential with an
+            # updater found its outputs mixing two states of a resource under 2pl).
+            inner = held < mine and bool(theirs.queues)
+            if inner or not (mine <= held or held <= mine):
                 need |= mine & held
         if not need or area.commit in need:
             continue  # (a shared commit operator: left as it is, and refused to reset)
@@ -574,8 +581,13 @@ def plan_again(cat: Any, first_new: int, areas: dict[str, RedoArea]) -> list[tup
         for m in sorted(need):  # (ids in plan order: producers first)
             original = cat.nodes[m]
             params = {k: v for k, v in copy.deepcopy(original.params).items() if k not in _MARKS}
+            # (An earlier script's commit by ISTREAM or DSTREAM planned as RSTREAM with its
+            # difference taken at that commit: inside this area it is no commit, so it is again
+            # the operator it was written as.)
+            op = params.pop("diff", None) or original.op
             node = replace(
                 original,
+                op=op,
                 id=cat.next_id,
                 inputs=[copied.get(i, i) for i in original.inputs],
                 params=params,
