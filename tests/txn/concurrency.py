@@ -259,7 +259,7 @@ UPDATER_WAIT = 60.0  # seconds an update waits for its lock
 # timer slack (50 us) a try every ~0.12 ms, at ~0.2 of a core while it waits. Under 2PL the
 # engine commits a window and takes the lock again for the next one's first read in the same
 # push, ~55 us later (median, measured): a try every ~0.17 ms (sleeping 100 us) left 1 to 3 of
-# 20 seeds with no update committed during the pushes, every ~0.12 ms none.
+# 20 seeds with no update committed during the pushes, every ~0.12 ms 0 to 2 (machine loaded).
 POLL = 50e-6
 
 

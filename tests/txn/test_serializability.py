@@ -32,14 +32,17 @@ STRATEGIES = ["2pl", "snapshot", "optimistic"]
 # with violations of 20 seeds: store 2pl 14, snapshot 11, optimistic 9; SQLite 9, 9, 3).
 # A run tests concurrency only if an update commits while rows are pushed (C.concurrent_updates):
 # the strategy tests require it of at least half the seeds. Seeds with one, of 20 ([Range 4 Slide
-# 4]) and of 10 ([Range 4 Slide 1], RSTREAM): store and PostgreSQL 20 and 10 under every strategy
-# (PostgreSQL queues the updater's lock request and grants it at the window's commit; the store's
-# lock does too); SQLite under snapshot and optimistic 20 and 10 (the engine takes no lock).
+# 4]) and of 10 ([Range 4 Slide 1], RSTREAM and ISTREAM, either redo): store and PostgreSQL 20
+# and 10 under every strategy (PostgreSQL queues the updater's lock request and grants it at the
+# window's commit; the store's lock does too); SQLite under snapshot and optimistic 20 and 10
+# (snapshot locks only while it copies x, optimistic not at all).
 # Under 2PL on SQLite they were 0 and 0 to 2: the engine commits a window and locks again for the
 # next one's first read in the same push, ~55 us later, and the updater, waiting with SQLite's
 # busy handler (sleeps of 1, 2, 5, 10 ... ms), never found the lock free; its updates committed
 # after the close and the runs checked nothing. The updater now tries every ~0.12 ms
-# (C._begin_sqlite), still waiting while a window holds the lock: 20 and 10.
+# (C._begin_sqlite), still waiting while a window holds the lock: 18 to 20 (four runs) and 10.
+# (Under 2PL an update asked for in the last window waits for its commit at the close: 2PL runs
+# count 1 to 3 concurrent updates of 3, the store's and PostgreSQL's too.)
 
 
 def x_ddl() -> str:
