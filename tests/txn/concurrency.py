@@ -31,6 +31,7 @@ import contextlib
 import json
 import queue
 import random
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -102,7 +103,8 @@ class UpdateLog:
     (taken once it returned)."""
 
     versions: dict[int, list[dict]]  # version -> x's content
-    rows: list[dict] = field(default_factory=list)  # {"version", "at", "resources"}
+    #: {"version", "at", "resources"}, and "update": whether an update made it (not the load).
+    rows: list[dict] = field(default_factory=list)
     committed: int = 0  # updates committed (rows may also hold the store's first load)
     #: The stamps the database's own log (cq_py.resources.update_log) holds for x, when in one.
     logged: set[int] | None = None
@@ -157,13 +159,15 @@ class StoreUpdater:
         self._todo.put(None)
         self._thread.join(timeout=60)
         log = self.store.update_log()
+        updates = set()
         for r in log.select(["version", "at", "writer"]).to_pylist():
             if r["writer"].startswith("update "):
                 self.log.versions[r["version"]] = content(int(r["writer"].split()[1]))
                 self.log.committed += 1
+                updates.add(r["version"])
         # The store's own log: every commit with its time, the load's included.
         self.log.rows = [
-            {"version": v, "at": at, "resources": res}
+            {"version": v, "at": at, "resources": res, "update": v in updates}
             for v, at, res in zip(
                 log["version"].to_pylist(),
                 log["at"].cast(pa.int64()).to_pylist(),
@@ -227,6 +231,7 @@ class ProcessUpdater:
                 "at": answer["at"],
                 "after": answer["after"],
                 "resources": ["x"],
+                "update": True,
             }
         )
 
@@ -249,26 +254,58 @@ class ProcessUpdater:
         return self.log
 
 
+UPDATER_WAIT = 60.0  # seconds an update waits for its lock
+# Seconds an SQLite updater sleeps between tries to take the write lock: with Linux's default
+# timer slack (50 us) a try every ~0.12 ms, at ~0.2 of a core while it waits. Under 2PL the
+# engine commits a window and takes the lock again for the next one's first read in the same
+# push, ~55 us later (median, measured): a try every ~0.17 ms (sleeping 100 us) left 1 to 3 of
+# 20 seeds with no update committed during the pushes, every ~0.12 ms 0 to 2 (machine loaded).
+POLL = 50e-6
+
+
+def _begin_sqlite(conn: Any, wait: float = UPDATER_WAIT, poll: float = POLL) -> None:
+    """``BEGIN IMMEDIATE`` (SQLite's write lock), tried every ``poll`` seconds for ``wait``
+    seconds, as a writer that means to get its turn does. SQLite queues no one: its own busy
+    handler sleeps 1, 2, 5, 10 ... 100 ms between tries, so under 2PL a writer waiting with it
+    never found the lock free while rows were pushed (0 of 20 seeds) and committed after the
+    close. On timeout the error is SQLite's own ("database is locked"), as with its handler."""
+    deadline = time.monotonic() + wait
+    conn.execute("PRAGMA busy_timeout = 0")
+    try:
+        while True:
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                return
+            except sqlite3.OperationalError as e:
+                if e.sqlite_errorcode != sqlite3.SQLITE_BUSY or time.monotonic() > deadline:
+                    raise
+            time.sleep(poll)
+    finally:
+        # Its statements, once it holds the lock, wait as before.
+        conn.execute(f"PRAGMA busy_timeout = {round(wait * 1000)}")
+
+
 def _updater_main(kind: str, url: str) -> None:
     """The updater process: one transaction per ``update U`` line converting every row of x."""
     if kind == "sqlite":
-        import sqlite3
-
         conn: Any = sqlite3.connect(
-            url.removeprefix("sqlite:///"), timeout=60, isolation_level=None
+            url.removeprefix("sqlite:///"), timeout=UPDATER_WAIT, isolation_level=None
         )
-        begin, param = "BEGIN IMMEDIATE", "?"
+        param = "?"
     else:
         import psycopg
 
         conn = psycopg.connect(url, autocommit=True)
-        conn.execute("SET lock_timeout = 60000")
-        begin, param = "BEGIN", "%s"
+        conn.execute(f"SET lock_timeout = {round(UPDATER_WAIT * 1000)}")
+        param = "%s"
     print(json.dumps({"ready": True}), flush=True)
     for line in sys.stdin:
         u = int(line.split()[1])
         try:
-            conn.execute(begin)
+            if kind == "sqlite":
+                _begin_sqlite(conn)
+            else:
+                conn.execute("BEGIN")
             for row in content(u):
                 conn.execute(
                     f"UPDATE x SET pos = {param}, unit = {param} WHERE id = {param}",
@@ -411,6 +448,15 @@ def run(
 
 
 # ---- judging a run ---------------------------------------------------------------------------
+
+
+def concurrent_updates(r: Run) -> int:
+    """How many updates surely took effect before the last push returned (their commit's latest
+    moment, ``after`` for a database): those the run tested concurrently with the query. An
+    update that waited past the pushes (for a lock it never got between two windows) commits
+    after the close, and the run checks nothing about it."""
+    end = max(after for _, after in r.pushed.values())
+    return sum(1 for u in r.updates.rows if u["update"] and u.get("after", u["at"]) <= end)
 
 
 def transactions(r: Run) -> tuple[pa.Table, pa.Table]:
