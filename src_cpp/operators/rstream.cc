@@ -137,8 +137,7 @@ class FinalTicks {
 
 }  // namespace
 
-RStream::RStream(const Schema& input, bool negative, ExpirationPolicy policy, const int64_t* furthest,
-                 bool at_changes)
+RStream::RStream(const Schema& input, bool negative, ExpirationPolicy policy, const int64_t* furthest, bool at_changes)
     : schema_(std::make_shared<const Schema>(input)), instants_(input, negative, policy, /*track_alive=*/true, false),
       negative_(negative), at_changes_(at_changes), furthest_(furthest) {}
 
