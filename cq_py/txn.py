@@ -65,6 +65,10 @@ def check(commit_log: Any, read_log: Any, update_log: Any) -> list[Violation]:
     docstring for the three logs' columns), in (query, instant) order; empty when every
     transaction read one state of each resource, current together at a moment during it.
 
+    ``read_log`` None takes each transaction's reads from the commit log's ``versions`` (what
+    ``Engine.commit_log()`` gives: the versions the transaction read itself), so an engine's
+    run is checked with ``check(eng.commit_log(), None, store.update_log())``.
+
     Each log is a pyarrow Table or anything ``pa.table`` takes (a dict of columns, a list of
     row dicts); a missing column is a ``ValueError`` naming it.
 
@@ -90,7 +94,7 @@ def check(commit_log: Any, read_log: Any, update_log: Any) -> list[Violation]:
         ("begin", "end"),
     )
     reads = _log(
-        read_log,
+        _own_reads(commits) if read_log is None else read_log,
         "read log",
         {
             "query": pa.string(),
@@ -202,6 +206,31 @@ def _current(reads: pa.Table, updates: pa.Table) -> tuple[np.ndarray, np.ndarray
     return lo, hi, known
 
 
+def _own_reads(commits: pa.Table) -> pa.Table:
+    """The read log of an engine's commit log: per transaction, each (resource, version) of its
+    ``versions`` column."""
+    if "versions" not in commits.column_names:
+        raise ValueError(
+            "read_log=None takes the reads from the commit log's column 'versions' "
+            f"(Engine.commit_log()); found: {', '.join(commits.column_names)}"
+        )
+    versions = commits["versions"].combine_chunks()
+    # (A map's entries as a list of (key, value) structs, which Arrow flattens.)
+    lists = pa.ListArray.from_arrays(
+        versions.offsets, pa.StructArray.from_arrays([versions.keys, versions.items], ["k", "v"])
+    )
+    entries = lists.flatten()
+    rows = lists.value_parent_indices()
+    return pa.table(
+        {
+            "query": commits["query"].take(rows),
+            "instant": commits["instant"].take(rows),
+            "resource": entries.field("k"),
+            "version": entries.field("v"),
+        }
+    )
+
+
 def _log(data: Any, what: str, columns: dict[str, pa.DataType], times: tuple[str, ...]) -> pa.Table:
     """``data`` as a table with ``columns`` cast to their types and the ``times`` columns as
     int64 nanoseconds; a ValueError naming a missing column or one that does not cast."""
@@ -209,8 +238,14 @@ def _log(data: Any, what: str, columns: dict[str, pa.DataType], times: tuple[str
     fields: dict[str, pa.Array | pa.ChunkedArray] = {}
     for name, type_ in [*columns.items(), *((t, pa.int64()) for t in times)]:
         if name not in table.column_names:
+            hint = (
+                " (Engine.read_log() lists reads per operator: pass read_log=None to take "
+                "each transaction's from the commit log)"
+                if what == "read log" and "operator" in table.column_names
+                else ""
+            )
             raise ValueError(
-                f"the {what} has no column '{name}'; found: {', '.join(table.column_names)}"
+                f"the {what} has no column '{name}'; found: {', '.join(table.column_names)}" + hint
             )
         col = table[name]
         if name in times and pa.types.is_timestamp(col.type):

@@ -107,6 +107,40 @@ def test_a_missing_column_is_named() -> None:
         check(_commits(), _reads(), {"version": [1], "at": [1]})
 
 
+def test_an_engines_own_logs_check_with_reads_taken_from_the_commit_log() -> None:
+    # check(eng.commit_log(), None, store.update_log()): each transaction's reads are the
+    # versions its commit log row lists. x written between two windows is no violation; the
+    # same commit log with a transaction's versions made two of x is.
+    store = cq_py.ResourceStore()
+    store.load("x", [{"id": 1, "pos": 10.0}], key=["id"])
+    # (Under snapshot the open transaction holds no lock: the write goes through between pushes.)
+    eng = cq_py.Engine(executor="scheduled", resources=store, txn="snapshot")
+    eng.execute(
+        "REGISTER STREAM e(k BIGINT);"
+        "REGISTER RESOURCE x (id BIGINT, pos DOUBLE) KEY (id);"
+        "REGISTER QUERY j AS ISTREAM(SELECT e.k, x.pos FROM e [Now], x WHERE e.k = x.id);"
+        "REGISTER QUERY c AS ISTREAM(SELECT AVG(pos) AS c FROM j [Range 2 Slide 2]);"
+    )
+    eng.push("e", [{"k": 1, "ts": 0}, {"k": 1, "ts": 1}, {"k": 1, "ts": 3}])  # commits 0 and 2
+    with store.transaction() as tx:
+        tx.upsert("x", [{"id": 1, "pos": 9.0}])
+    eng.push("e", [{"k": 1, "ts": 5}])
+    eng.close()
+    log = eng.commit_log()
+    assert sorted({v for m in log["versions"].to_pylist() for _, v in m}) == [1, 2]
+    assert check(log, None, store.update_log()) == []
+    two = log.set_column(
+        log.schema.get_field_index("versions"),
+        "versions",
+        pa.array([[("x", 1), ("x", 2)]] * log.num_rows, log.schema.field("versions").type),
+    )
+    assert "two_versions" in {v.kind for v in check(two, None, store.update_log())}
+    with pytest.raises(ValueError, match="pass read_log=None"):
+        check(log, eng.read_log(), store.update_log())
+    with pytest.raises(ValueError, match="column 'versions'"):
+        check(_commits(), None, UPDATES)
+
+
 @st.composite
 def logs(draw: st.DrawFn) -> tuple[dict[str, list[object]], ...]:
     names = ["x", "y", "z"]

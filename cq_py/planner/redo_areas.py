@@ -26,11 +26,13 @@ replays its redo queues, and ``explain()`` lists them.
 An area's only exit is its commit operator (§3.4): :func:`plan_again` first plans again inside
 each area the operators it needs that another area needs too (two queries windowing one
 stream-valued query that reads a resource) or that an earlier script planned (running already),
-so each area resets alone. Not yet: a query whose whole area lies inside its reader's (Fig. 6's
-join, Fig. 8's window join) is not copied; its own output leaves the reader's area before the
-commit, which the executor sends once across resets. Under a strategy an ISTREAM or DSTREAM
-committing an area with a window commits as RSTREAM with ``diff``: the executor takes the
-difference between whole committed results (:func:`mark_redo_areas`).
+so each area resets alone, and a query with a commit of its own whose area lies inside its
+reader's is planned again inside the reader's, so its outputs leave through its own commit. Not
+copied: a query committing a row at a time (Fig. 6's join: no window above its reads) and one
+whose own area no reset can replay (Fig. 8's window join); their output leaves the reader's area
+before the commit, which the executor sends once across resets. Under a strategy an ISTREAM or
+DSTREAM committing an area with a window commits as RSTREAM with ``diff``: the executor takes
+the difference between whole committed results (:func:`mark_redo_areas`).
 """
 
 from __future__ import annotations
@@ -509,7 +511,9 @@ def plan_again(cat: Any, first_new: int, areas: dict[str, RedoArea]) -> list[tup
 
     * members of another area too, when neither area holds the other (two queries windowing one
       stream-valued query that reads a resource: a reset of one area would rebuild the
-      operators the other reads);
+      operators the other reads), or when the other's lies inside it and has redo queues (a
+      query with a window above its reads, read by another: its outputs leave through its own
+      commit, not before this area's);
     * members an earlier script planned (``id < first_new``): they run already, marked for their
       own query, and a query registered now reads its copies from the engine's progress on,
       which is what it would see of their output (SEMANTICS.md §4.5);
@@ -546,7 +550,14 @@ def plan_again(cat: Any, first_new: int, areas: dict[str, RedoArea]) -> list[tup
         need = {m for m in mine if m < first_new}
         for other, theirs in areas.items():
             held = set(theirs.members)
-            if other != name and mine & held and not (mine <= held or held <= mine):
+            if other == name or not mine & held:
+                continue
+            # A query with a commit of its own (a window above its reads: redo queues) whose
+            # area lies inside this one: its output must leave through that commit, not before
+            # this area's, so this area plans its operators again (a differential with an
+            # updater found its outputs mixing two states of a resource under 2pl).
+            nested = held < mine and bool(theirs.queues)
+            if nested or not (mine <= held or held <= mine):
                 need |= mine & held
         if not need or area.commit in need:
             continue  # (a shared commit operator: left as it is, and refused to reset)
@@ -574,8 +585,13 @@ def plan_again(cat: Any, first_new: int, areas: dict[str, RedoArea]) -> list[tup
         for m in sorted(need):  # (ids in plan order: producers first)
             original = cat.nodes[m]
             params = {k: v for k, v in copy.deepcopy(original.params).items() if k not in _MARKS}
+            # (An earlier script's commit by ISTREAM or DSTREAM planned as RSTREAM with its
+            # difference taken at that commit: inside this area it is no commit, so it is again
+            # the operator it was written as.)
+            op = params.pop("diff", None) or original.op
             node = replace(
                 original,
+                op=op,
                 id=cat.next_id,
                 inputs=[copied.get(i, i) for i in original.inputs],
                 params=params,

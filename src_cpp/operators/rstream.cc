@@ -48,9 +48,11 @@ class FinalTicks {
     ids_ = std::max<size_t>(ids_, id + 1);
   }
 
-  // emit(from, to, rows): R(T) is `rows` at every tick T of [from, to).
+  // emit(from, to, rows): R(T) is `rows` at every tick T of [from, to). `at_changes`: beyond P
+  // also R at each instant it changes (a commit taking ISTREAM or DSTREAM from whole results
+  // needs R there, SEMANTICS.md's rule for RSTREAM after close() notwithstanding).
   template <typename Emit>
-  void Run(int64_t from, int64_t p, Emit&& emit) {
+  void Run(int64_t from, int64_t p, bool at_changes, Emit&& emit) {
     std::vector<size_t> begin;  // each instant's first change
     for (size_t k = 0; k < changes_.size(); ++k)
       if (k == 0 || changes_[k].t != changes_[k - 1].t) begin.push_back(k);
@@ -101,6 +103,7 @@ class FinalTicks {
         if (tick < upto) emit(tick, upto, rows);
         const int64_t lo = std::max(tick, beyond);
         if (drops[i] && lo < run_end) emit(lo, run_end, rows);
+        else if (at_changes && lo == tick && lo < run_end) emit(lo, lo + 1, rows);
       }
       if (i == m) return;
       tick = run_end;
@@ -134,9 +137,9 @@ class FinalTicks {
 
 }  // namespace
 
-RStream::RStream(const Schema& input, bool negative, ExpirationPolicy policy, const int64_t* furthest)
+RStream::RStream(const Schema& input, bool negative, ExpirationPolicy policy, const int64_t* furthest, bool at_changes)
     : schema_(std::make_shared<const Schema>(input)), instants_(input, negative, policy, /*track_alive=*/true, false),
-      negative_(negative), furthest_(furthest) {}
+      negative_(negative), at_changes_(at_changes), furthest_(furthest) {}
 
 void RStream::Push(int, const Batch& batch, Emitter&) { instants_.batch().Push(batch); }
 
@@ -238,7 +241,7 @@ void RStream::Finish(Emitter& out) {
       ++j;
     }
   }
-  ticks.Run(next_tick_, Furthest(furthest_),
+  ticks.Run(next_tick_, Furthest(furthest_), at_changes_,
             [&](int64_t from, int64_t to, const std::vector<InstantTracker::RowRef>& rows) {
               EmitTicks(from, to, rows, out);
             });
@@ -400,7 +403,7 @@ class RStream::Rows final : public RowOperator {
                     for (uint32_t s : starts) ticks.Change(t, s, id_of(s), 1);
                     for (uint32_t s : ends) ticks.Change(t, s, id_of(s), -1);
                   });
-    ticks.Run(op_->next_tick_, Furthest(op_->furthest_),
+    ticks.Run(op_->next_tick_, Furthest(op_->furthest_), op_->at_changes_,
               [&](int64_t from, int64_t to, const std::vector<uint32_t>& rows) { EmitTicks(from, to, rows, out); });
     op_->next_tick_ = Time::kInfTick;
   }
@@ -436,7 +439,10 @@ void RegisterRStream(OperatorRegistry& r) {
              [](const OperatorSpec& s, const std::vector<OperatorInput>& in,
                 const OperatorContext& ctx) -> std::unique_ptr<Operator> {
                CQ_CHECK(in.size() == 1 && in[0].kind == BatchKind::kLifetime, "RSTREAM reads one relation");
-               return std::make_unique<RStream>(*in[0].schema, ctx.negative, PlannedPolicy(s.params), ctx.furthest);
+               // (A commit taking ISTREAM or DSTREAM from whole results, paper 002: "diff".)
+               const json::Value* diff = s.params.is_object() ? s.params.find("diff") : nullptr;
+               return std::make_unique<RStream>(*in[0].schema, ctx.negative, PlannedPolicy(s.params), ctx.furthest,
+                                                diff != nullptr && !diff->is_null());
              });
 }
 

@@ -22,8 +22,9 @@ namespace cq {
 class RStream final : public Operator {
  public:
   // `furthest`: the engine's progress P (null: no input is ahead of this one).
+  // `at_changes`: after close() also emit R at each instant it changes beyond P (a diff commit's).
   RStream(const Schema& input, bool negative = false, ExpirationPolicy policy = ExpirationPolicy::kLazy,
-          const int64_t* furthest = nullptr);
+          const int64_t* furthest = nullptr, bool at_changes = false);
   void Push(int port, const Batch& batch, Emitter& out) override;
   void PushEnds(int port, const EndBatch& ends, Emitter& out) override;
   void AdvanceTo(Time progress, Emitter& out) override;
@@ -52,6 +53,7 @@ class RStream final : public Operator {
   bool held_ = false;                   // next_tick_ is complete but beyond P: the output waits for it
   bool closing_ = false;                // (row form) close() has begun: its last instants run one by one
   bool negative_;
+  bool at_changes_;
   const int64_t* furthest_;
 };
 

@@ -135,9 +135,10 @@ _SELECTS = [
 ]
 
 
-def _readers(rng: random.Random) -> list[str]:
+def _readers(rng: random.Random, chains: bool = False) -> list[str]:
     """Two or three queries windowing j, each a random window (overlapping or not) and stream
-    operator over an aggregate or plain rows."""
+    operator over an aggregate or plain rows; with ``chains``, a later one may window an earlier
+    one instead (its redo area then holds the earlier one's)."""
     out = []
     for i in range(rng.choice([2, 2, 3])):
         r = rng.randint(1, 6)
@@ -145,8 +146,12 @@ def _readers(rng: random.Random) -> list[str]:
         window = rng.choice([f"[Range {r} Slide {s}]", f"[Range {r}]", f"[Rows {r}]"])
         slides = "Slide" not in window or s == 1
         commit = rng.choice(["ISTREAM", "DSTREAM"] + (["RSTREAM"] if slides else []))
-        select = rng.choice(_SELECTS)
-        out.append(f"REGISTER QUERY q{i} AS {commit}(SELECT {select} FROM j {window});")
+        source, select = "j", rng.choice(_SELECTS)
+        # (A reader's [Rows n] below another's window is a shape no replay rebuilds yet: refused.)
+        sources = [k for k, q in enumerate(out) if "[Rows" not in q]
+        if chains and sources and rng.random() < 0.5:
+            source, select = f"q{rng.choice(sources)}", rng.choice(["COUNT(*) AS c", "*"])
+        out.append(f"REGISTER QUERY q{i} AS {commit}(SELECT {select} FROM {source} {window});")
     return out
 
 
@@ -209,12 +214,15 @@ def _run_steps(steps: list[tuple], txn: str, **options: object) -> dict[str, lis
     } | {"blocked": blocked}
 
 
-@pytest.mark.parametrize("seed", range(16))
+@pytest.mark.parametrize("seed", range(40))
 def test_readers_of_one_resource_query_redone_outputs_equal_those_without_control(
     seed: int,
 ) -> None:
     rng = random.Random(seed)
-    readers = _readers(rng)
+    # (Seeds from 16 on chain readers: once a reader registered later read the copy of an
+    # earlier one's ISTREAM planned as RSTREAM with its difference taken at the commit, which
+    # outside that commit ran as RSTREAM.)
+    readers = _readers(rng, chains=seed >= 16)
     steps = _steps(rng, readers, late=seed % 2 == 1, updates=False)
     want = _run_steps(steps, "none")
     assert sorted(want) == ["blocked", "j"] + [f"q{i}" for i in range(len(readers))]

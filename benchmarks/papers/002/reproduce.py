@@ -305,6 +305,8 @@ def print_fig8(ns: list[int], rows: int, repeat: int, png: str, db: str = "store
             f"values differing: {differ[True]:,} with the constraint, {differ[False]:,} without; "
             f"constrained reference-join counts off the model's: {mismatches} of {len(ns)}"
         )
+        if mismatches:
+            raise AssertionError(f"the engine's constrained counts are not fig8_cql's: {theta}")
     if png:
         _plot_fig8(ns, curves, png)
     print_fig8_throughput(ns[-1], rows, repeat, db)

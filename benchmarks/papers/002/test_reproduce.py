@@ -26,7 +26,11 @@ def _load(name: str, file: str):  # type: ignore[no-untyped-def]
 reproduce = _load("paper002_reproduce", "reproduce.py")
 
 
-@pytest.mark.parametrize(("theta", "sel1", "sel2"), [(0.5, 0.5, 0.5), (0.5, 0.9, 0.1)])
+# (0.15, 0.5/0.5) at this size has an instant whose new pairs leave AVG as it was: ISTREAM emits
+# nothing there, but alpha's window changed, so the transaction commits (README.md).
+@pytest.mark.parametrize(
+    ("theta", "sel1", "sel2"), [(0.5, 0.5, 0.5), (0.15, 0.5, 0.5), (0.5, 0.9, 0.1)]
+)
 def test_fig8_on_the_engine(theta: float, sel1: float, sel2: float) -> None:
     model = reproduce._model()
     data = model.fig8_data(1, theta, sel1, sel2, rows=100, size=100)

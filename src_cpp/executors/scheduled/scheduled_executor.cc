@@ -226,6 +226,24 @@ int64_t ScheduledExecutor::Duplicates(int node, int consumer, const Batch& batch
   return had;
 }
 
+void ScheduledExecutor::RetainedReads::Add(Time instant, const std::string& resource, uint64_t version) {
+  const auto it = count_.try_emplace({resource, version}, 0).first;
+  ++it->second;
+  by_instant_.emplace(instant, it);
+}
+
+void ScheduledExecutor::RetainedReads::DropBefore(Time t) {
+  const auto end = by_instant_.lower_bound(t);
+  for (auto it = by_instant_.begin(); it != end; ++it)
+    if (--it->second->second == 0) count_.erase(it->second);
+  by_instant_.erase(by_instant_.begin(), end);
+}
+
+void ScheduledExecutor::RetainedReads::Clear() {
+  by_instant_.clear();
+  count_.clear();
+}
+
 Time ScheduledExecutor::ReplayPoint(Area& a, Time tau) const {
   if (a.rows > 0) {
     // The window's current rows (it changes with every row): from the oldest of the last n at
@@ -343,9 +361,7 @@ bool ScheduledExecutor::Commit(int64_t area, Area& a) {
   std::vector<txn::TransactionManager::Read> reads;
   record.begin_ns = m && m->open() ? m->begin_ns() : txn::SystemNs();
   std::vector<std::pair<std::string, uint64_t>> kept;
-  for (const Read& r : a.retained)
-    if (std::find(kept.begin(), kept.end(), std::make_pair(r.resource, r.version)) == kept.end())
-      kept.emplace_back(r.resource, r.version);
+  for (const auto& [version, _] : a.retained.versions()) kept.push_back(version);
   record.committed = m ? m->Commit(&record.versions, &reads, kept) : true;
   record.end_ns = txn::SystemNs();
   for (int id : Members(area)) {
@@ -377,13 +393,14 @@ bool ScheduledExecutor::Commit(int64_t area, Area& a) {
   a.committed = std::max(a.committed, instant);
   a.changed.erase(a.changed.begin(), a.changed.upper_bound(a.committed.tick));
   a.replay_from = ReplayPoint(a, a.committed);
-  for (const auto& r : reads) a.retained.push_back({r.instant, r.resource, r.version});
-  std::erase_if(a.retained, [&](const Read& r) { return r.instant < a.replay_from; });
+  for (const auto& r : reads) a.retained.Add(r.instant, r.resource, r.version);
+  a.retained.DropBefore(a.replay_from);
   bool reset = false;
   if (a.overlapping && (ready > 0 || empty)) {
     reset = redo_always_;
     // on_change: a resource read for a row the window retains has a later version now.
-    for (const Read& r : a.retained) reset = reset || (m && m->Stamp(r.resource) > r.version);
+    for (const auto& [version, _] : a.retained.versions())
+      reset = reset || (m && m->Stamp(version.first) > version.second);
   }
   if (reset) {
     Reset(area, a);
@@ -456,7 +473,7 @@ void ScheduledExecutor::Reset(int64_t area, Area& a) {
     if (it.kind == Item::Kind::kEnds) holders_->Unpin(it.ends.ids(), it.ends.length);
   a.held.clear();
   a.ticks.clear();     // (the rebuilt window notes its rows again as the replay makes them)
-  a.retained.clear();  // (the replay reads the kept rows again, in the next transaction)
+  a.retained.Clear();  // (the replay reads the kept rows again, in the next transaction)
   a.resent = a.sent;
   for (int id : Members(area)) {
     const int index = index_.at(id);

@@ -90,10 +90,20 @@ class ScheduledExecutor final : public QueuedExecutor, private sched::Queues {
     uint64_t seq;
     Item item;
   };
-  struct Read {
-    Time instant;
-    std::string resource;
-    uint64_t version;
+  // Reads of committed transactions whose rows a window retains, one per row read. A commit asks
+  // only which versions they saw (its kept reads; on_change's check), so they are counted per
+  // (resource, version) and dropped by instant: a commit costs its new reads, not the window's.
+  class RetainedReads {
+   public:
+    using Version = std::pair<std::string, uint64_t>;
+    void Add(Time instant, const std::string& resource, uint64_t version);
+    void DropBefore(Time t);  // the reads of rows older than the replay point
+    void Clear();
+    const std::map<Version, int64_t>& versions() const { return count_; }
+
+   private:
+    std::map<Version, int64_t> count_;
+    std::multimap<Time, std::map<Version, int64_t>::iterator> by_instant_;
   };
   struct Area {
     int commit = -1;     // the commit operator's id
@@ -117,7 +127,7 @@ class ScheduledExecutor final : public QueuedExecutor, private sched::Queues {
     std::set<int64_t> changed;                 // ticks after `committed` at which a top window's output changed
     Time replay_from = Time::MinusInfinity();  // the oldest row the next commit can need
     std::map<std::pair<int, int>, std::deque<RedoRow>> redo;  // (node index... by id, port) -> rows
-    std::vector<Read> retained;  // reads of committed transactions whose rows a window retains
+    RetainedReads retained;
     // What a member sent a consumer outside the area, (member id, consumer id) -> the latest tick
     // and the rows at it; at a reset it becomes what the replay skips (rows below that tick, and
     // that many at it, in the order they come again).
