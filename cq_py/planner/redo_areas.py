@@ -473,6 +473,19 @@ def mark_redo_areas(cat: Any, first_new: int, diff_commit: bool = False) -> dict
                 )
             elif m != area.commit:
                 _note(node, f"in the redo area of #{area.commit} (§3.4)")
+    for name, area in out.items():
+        # A query with windows above its reads whose operators stayed in a reader's area (its
+        # own area has no replay: Fig. 8's window join) commits nothing of its own: its results
+        # leave that area as they are made, each row of a pair read by the transaction its row
+        # came in, so two states of resources updated together can meet in one result.
+        holder = cat.nodes[area.commit].params.get("redo_area")
+        if area.queues and holder not in (None, area.commit):
+            _note(
+                cat.nodes[area.commit],
+                f"{cat.queries[name].name}'s own results leave the redo area of #{holder} before "
+                "its commit and are not transactional (its own area has no replay yet, paper "
+                f"002 §3.4); read them through #{holder}'s query",
+            )
     return out
 
 
@@ -556,7 +569,11 @@ def plan_again(cat: Any, first_new: int, areas: dict[str, RedoArea]) -> list[tup
             # area lies inside this one: its output must leave through that commit, not before
             # this area's, so this area plans its operators again (a differential with an
             # updater found its outputs mixing two states of a resource under 2pl).
-            nested = held < mine and bool(theirs.queues)
+            # (Only where that commit is the query's output: a window committing itself, fused
+            # with ISTREAM below the query's top, is no exit a copy could keep.)
+            nested = (
+                held < mine and bool(theirs.queues) and theirs.commit == cat.queries[other].out_id
+            )
             if nested or not (mine <= held or held <= mine):
                 need |= mine & held
         if not need or area.commit in need:

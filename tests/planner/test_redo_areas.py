@@ -257,6 +257,25 @@ def test_a_query_inside_its_readers_area_is_not_copied() -> None:
     assert not any("planned again" in n.note for n in cat.nodes.values())
 
 
+def test_a_query_with_a_commit_of_its_own_inside_its_readers_area_is_copied() -> None:
+    # q (a window above j's reads) read by r: r's area plans j's and q's operators again, so q
+    # commits its own results (left in r's area, q's results went out before r's commit, and
+    # under 2pl mixed two states of x: tests/txn/test_serializability.py).
+    text = (
+        _STREAM
+        + _J
+        + "REGISTER QUERY q AS ISTREAM(SELECT AVG(v) AS m FROM j [Range 4 Slide 1]);"
+        + "REGISTER QUERY r AS ISTREAM(SELECT * FROM q [Range 2]);"
+    )
+    cat, _ = Planner(Catalog(), executor="scheduled", txn="2pl").plan(parse(text))
+    joins = [n for n in cat.nodes.values() if n.op == "reference_join"]
+    assert sorted(n.owner for n in joins) == ["j", "r"]
+    commits = [n for n in cat.nodes.values() if n.params.get("commit")]
+    assert sorted(n.params["txn_query"] for n in commits) == ["q", "r"]
+    assert len({n.params["redo_area"] for n in joins}) == 2
+    assert all("replay" in n.params for n in commits)
+
+
 def test_sub_plan_reuse_of_a_later_script_does_not_merge_the_copies() -> None:
     # The same reader registered twice, in two scripts while the engine runs: operators of an
     # earlier script are never reused (planner/sharing.py), so each keeps its own copies.
@@ -295,6 +314,11 @@ def test_a_window_join_no_reset_replays_stays_whole_in_its_larger_readers_area()
     commits = [n for n in cat.nodes.values() if n.params.get("commit")]
     assert sorted(n.params["txn_query"] for n in commits) == ["q0", "q1"]
     assert all("replay" in n.params for n in commits if n.params["txn_query"] in ("q0", "q1"))
+    # explain() says j3's own results are not transactional.
+    noted = [n for n in cat.nodes.values() if "j3's own results leave the redo area" in n.note]
+    assert len(noted) == 1
+    assert noted[0].owner == "j3"
+    assert "not transactional" in noted[0].note
 
 
 def test_a_script_refused_after_its_areas_were_marked_leaves_explain_whole() -> None:
