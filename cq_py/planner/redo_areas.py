@@ -475,16 +475,24 @@ def mark_redo_areas(cat: Any, first_new: int, diff_commit: bool = False) -> dict
                 _note(node, f"in the redo area of #{area.commit} (§3.4)")
     for name, area in out.items():
         # A query with windows above its reads whose operators stayed in a reader's area (its
-        # own area has no replay: Fig. 8's window join) commits nothing of its own: its results
-        # leave that area as they are made, each row of a pair read by the transaction its row
-        # came in, so two states of resources updated together can meet in one result.
+        # own area has no replay: Fig. 8's window join) commits nothing of its own, and each
+        # row of a pair it emits was read by the transaction its row came in: its results leave
+        # at that area's commits, which find the kept reads of each still current.
         holder = cat.nodes[area.commit].params.get("redo_area")
+        label = cat.queries[name].name
         if area.queues and holder not in (None, area.commit):
+            # (Its operators in that area whose output leaves it: toward its own output.)
+            inside = {i for i, n in cat.nodes.items() if n.params.get("redo_area") == holder}
+            for m in inside:
+                node = cat.nodes[m]
+                leaves = any(m in c.inputs and i not in inside for i, c in cat.nodes.items())
+                if node.owner == label and leaves:
+                    node.params["held_exit"] = True
             _note(
                 cat.nodes[area.commit],
-                f"{cat.queries[name].name}'s own results leave the redo area of #{holder} before "
-                "its commit and are not transactional (its own area has no replay yet, paper "
-                f"002 §3.4); read them through #{holder}'s query",
+                f"{label}'s own results leave at the commits of #{holder}, "
+                "whose redo area holds its operators (its own area has no replay yet, paper 002 "
+                "§3.4)",
             )
     return out
 
@@ -507,6 +515,7 @@ def _areas(cat: Any, first_new: int) -> dict[str, RedoArea]:
 #: Plan keys of an area's marks: a copy is marked for its own area, not its original's.
 _MARKS = (
     "redo_area",
+    "held_exit",
     "txn_query",
     "gatekeeper",
     "top_window",

@@ -314,11 +314,15 @@ def test_a_window_join_no_reset_replays_stays_whole_in_its_larger_readers_area()
     commits = [n for n in cat.nodes.values() if n.params.get("commit")]
     assert sorted(n.params["txn_query"] for n in commits) == ["q0", "q1"]
     assert all("replay" in n.params for n in commits if n.params["txn_query"] in ("q0", "q1"))
-    # explain() says j3's own results are not transactional.
-    noted = [n for n in cat.nodes.values() if "j3's own results leave the redo area" in n.note]
+    # j3's own results leave at the commits of the area holding its operators (explain() says
+    # so): its output operator is marked, and the executor holds what it sends outside.
+    noted = [n for n in cat.nodes.values() if "j3's own results leave at the commits" in n.note]
     assert len(noted) == 1
     assert noted[0].owner == "j3"
-    assert "not transactional" in noted[0].note
+    (held,) = [n for n in cat.nodes.values() if n.params.get("held_exit")]
+    assert held.owner == "j3"
+    assert held.params["redo_area"] == noted[0].params["redo_area"]
+    assert any(held.id in n.inputs and "redo_area" not in n.params for n in cat.nodes.values())
 
 
 def test_a_script_refused_after_its_areas_were_marked_leaves_explain_whole() -> None:

@@ -50,6 +50,9 @@ void ScheduledExecutor::Add(std::vector<std::pair<OperatorSpec, std::unique_ptr<
     if (const json::Value* top = spec.params.find("top_window");
         holds_ && top != nullptr && !top->is_null() && top->boolean())
       top_windows_[spec.id] = area->integer();
+    if (const json::Value* exit = spec.params.find("held_exit");
+        holds_ && exit != nullptr && !exit->is_null() && exit->boolean())
+      held_exits_.insert(spec.id);
     const json::Value* commit = spec.params.find("commit");
     if (!holds_ || commit == nullptr || commit->is_null() || !commit->boolean()) continue;
     Area& a = fresh[area->integer()];
@@ -204,10 +207,18 @@ int64_t ScheduledExecutor::Duplicates(int node, int consumer, const Batch& batch
   const int id = nodes_[node].id;
   Area* a = AreaOf(id);
   if (a == nullptr || AreaOf(nodes_[consumer].id) == a) return 0;
+  const int64_t n = batch.num_rows();
+  if (held_exits_.count(id)) {
+    // Held until the area commits their instant; rows of instants committed already went out
+    // at that commit (a replay makes them again).
+    int64_t k = 0;
+    while (k < n && batch.StartAt(batch.Physical(k)).tick <= a->committed.tick) ++k;
+    if (k < n) a->exits[{node, consumer}].push_back(k == 0 ? batch : batch.Slice(k, n - k));
+    return n;
+  }
   // A member's output leaving the area (the commit operator's is held): a replay emits again, in
   // the same order, what the member sent before the reset; those rows are not sent twice.
   const std::pair<int, int> key{id, nodes_[consumer].id};
-  const int64_t n = batch.num_rows();
   int64_t had = 0;
   if (const auto r = a->resent.find(key); r != a->resent.end()) {
     for (; had < n; ++had) {
@@ -271,10 +282,34 @@ void ScheduledExecutor::Settle() {
       Advance(area);
       if (!Commit(area, a)) break;
     }
+    ReleaseExits(a, nodes_[index_.at(a.commit)].progress == Time::Infinity() && a.held.empty());
     // Once the input has ended nothing more commits: the reads a replay made for the next
     // window (2PL's locks with them) are let go.
     txn::TransactionManager* m = managers()->Find(area);
     if (m && m->open() && a.held.empty() && nodes_[index_.at(a.commit)].progress == Time::Infinity()) m->Abort();
+  }
+}
+
+void ScheduledExecutor::ReleaseExits(Area& a, bool all) {
+  for (auto& [key, batches] : a.exits) {
+    const auto [node, consumer] = key;
+    for (const Consumer& c : nodes_[node].consumers) {
+      if (c.node != consumer) continue;
+      while (!batches.empty()) {
+        const Batch b = batches.front();
+        const int64_t n = b.num_rows();
+        int64_t k = 0;
+        while (k < n && (all || b.StartAt(b.Physical(k)).tick <= a.committed.tick)) ++k;
+        if (k == 0) break;
+        Append(nodes_[consumer].ports[c.port], k == n ? b : b.Slice(0, k));
+        Fed(consumer);
+        if (k < n) {
+          batches.front() = b.Slice(k, n - k);
+          break;
+        }
+        batches.pop_front();
+      }
+    }
   }
 }
 
@@ -391,6 +426,7 @@ bool ScheduledExecutor::Commit(int64_t area, Area& a) {
   }
   if (diff && (ready > 0 || empty)) a.last = std::move(next);
   a.committed = std::max(a.committed, instant);
+  ReleaseExits(a, false);  // (before a reset below drops what is not committed)
   a.changed.erase(a.changed.begin(), a.changed.upper_bound(a.committed.tick));
   a.replay_from = ReplayPoint(a, a.committed);
   for (const auto& r : reads) a.retained.Add(r.instant, r.resource, r.version);
@@ -474,6 +510,7 @@ void ScheduledExecutor::Reset(int64_t area, Area& a) {
   a.held.clear();
   a.ticks.clear();     // (the rebuilt window notes its rows again as the replay makes them)
   a.retained.Clear();  // (the replay reads the kept rows again, in the next transaction)
+  a.exits.clear();     // (the replay makes them again, from the reads of the next transaction)
   a.resent = a.sent;
   for (int id : Members(area)) {
     const int index = index_.at(id);

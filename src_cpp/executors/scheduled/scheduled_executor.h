@@ -137,7 +137,13 @@ class ScheduledExecutor final : public QueuedExecutor, private sched::Queues {
     };
     std::map<std::pair<int, int>, Sent> sent;
     std::map<std::pair<int, int>, Sent> resent;
+    // A member's output to a consumer outside the area that leaves at the area's commits (the
+    // plan's "held_exit": a query inside this area with no commit of its own), (node index,
+    // consumer index) -> its rows not yet committed, in time order.
+    std::map<std::pair<int, int>, std::deque<Batch>> exits;
   };
+  // Queues for their consumers the held exits' rows of instants `a` committed (all: at the end).
+  void ReleaseExits(Area& a, bool all);
   // The producer of input `port` of `n` when both are members of one redo area, else null.
   const Node* AreaProducer(const Node& n, size_t port) const;
   // The area operator `id` is a member of, or null.
@@ -165,6 +171,7 @@ class ScheduledExecutor final : public QueuedExecutor, private sched::Queues {
   bool redo_always_;
   std::map<int64_t, Area> txn_areas_;
   std::map<int, int64_t> top_windows_;  // a top window's id -> its area
+  std::set<int> held_exits_;            // ids of members whose output outside leaves at commits
   std::map<int, OperatorSpec> specs_;   // members' specs, to rebuild them
   std::map<int, Time> registered_;      // members' registration times
   std::map<int, int64_t> counted_;      // operator id -> its evaluations at the last commit
