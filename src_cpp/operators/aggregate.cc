@@ -178,6 +178,7 @@ void Aggregate::Push(int, const Batch& in, Emitter&) {
   // Rows come in time order per port (operator.h; a UNION ALL merges its inputs to keep it).
   CQ_CHECK(!(b.sync.At(0) < max_sync_), "an aggregate's input went back in time");
   max_sync_ = b.sync.At(n - 1);
+  stepped_chunks_ += c.sync.has_steps();
   chunks_.push_back(std::move(c));
 }
 
@@ -226,6 +227,7 @@ void Aggregate::ChunksToRows() {
     t.Push(r);
   });
   chunks_.clear();
+  stepped_chunks_ = 0;
   next_start_ = Cursor{};
   next_end_ = Cursor{};
   Load(next_start_);
@@ -451,8 +453,7 @@ void Aggregate::Load(Cursor& c) const {
 
 template <typename Out>
 void Aggregate::RunOrdered(Time progress, Out& out) {
-  bool steps = duration_ && duration_->steps != 0;
-  for (const Chunk& c : chunks_) steps |= c.sync.has_steps();
+  const bool steps = (duration_ && duration_->steps != 0) || stepped_chunks_ > 0;
   // One aggregate of the commonest kinds (COUNT(*), an integer or double SUM / AVG) gets a loop of
   // its own, with its Op fixed at compile time.
   const Op op = na_ == 1 ? aggs_[0].op : Op::kMultiset;
@@ -480,6 +481,7 @@ void Aggregate::RunOrdered(Time progress, Out& out) {
   // Chunks both cursors have left behind are done.
   const size_t done = std::min(next_start_.chunk, next_end_.chunk);
   if (done > 0) {
+    for (size_t k = 0; k < done; ++k) stepped_chunks_ -= chunks_[k].sync.has_steps();
     chunks_.erase(chunks_.begin(), chunks_.begin() + static_cast<std::ptrdiff_t>(done));
     next_start_.chunk -= done;
     next_end_.chunk -= done;
@@ -934,6 +936,7 @@ void Aggregate::Restore(SnapshotReader& r) {
   touched_count_ = 0;
   duration_ = r.OptDur();
   chunks_.clear();
+  stepped_chunks_ = 0;
   int64_t base = -1;
   for (size_t n = r.Count(1); n > 0; --n) {
     Chunk c;
@@ -955,6 +958,7 @@ void Aggregate::Restore(SnapshotReader& r) {
     CQ_SNAPSHOT_CHECK(ok, "an aggregate's retained rows are inconsistent");
     base = c.base;
     for (const Column& a : c.args) c.views.push_back(ArgView::Of(a));
+    stepped_chunks_ += c.sync.has_steps();
     chunks_.push_back(std::move(c));
   }
   for (Cursor* c : {&next_start_, &next_end_}) {

@@ -39,6 +39,7 @@
 // batch form ran, and the rows the chunks hold then move into the tracker state; the batch form
 // that runs again reads that state (as kGeneral does) until it is empty, then goes back to chunks.
 #include <bit>
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -283,7 +284,10 @@ class Aggregate final : public Operator {
 
   // kConstant / kNegative
   std::optional<Duration> duration_;
-  std::vector<Chunk> chunks_;
+  // (A deque: the chunks both cursors have left go from the front at every instant, and in row
+  // form there is one per row.)
+  std::deque<Chunk> chunks_;
+  int64_t stepped_chunks_ = 0;    // chunks whose rows have ε-steps
   Cursor next_start_, next_end_;  // the next start (kNegative: event) and, kConstant, the next end
   Time max_sync_ = Time::MinusInfinity();
   int64_t retained_ = 0;  // rows ever retained: the next chunk's base
