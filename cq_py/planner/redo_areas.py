@@ -483,11 +483,10 @@ def mark_redo_areas(cat: Any, first_new: int, diff_commit: bool = False) -> dict
         if area.queues and holder not in (None, area.commit):
             # (Its operators in that area whose output leaves it: toward its own output.)
             inside = {i for i, n in cat.nodes.items() if n.params.get("redo_area") == holder}
-            for m in inside:
-                node = cat.nodes[m]
-                leaves = any(m in c.inputs and i not in inside for i, c in cat.nodes.items())
-                if node.owner == label and leaves:
-                    node.params["held_exit"] = True
+            read_outside = {j for i, n in cat.nodes.items() if i not in inside for j in n.inputs}
+            for m in inside & read_outside:
+                if cat.nodes[m].owner == label:
+                    cat.nodes[m].params["held_exit"] = True
             _note(
                 cat.nodes[area.commit],
                 f"{label}'s own results leave at the commits of #{holder}, "

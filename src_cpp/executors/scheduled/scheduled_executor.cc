@@ -12,6 +12,18 @@
 
 namespace cq {
 
+namespace {
+
+// How many leading rows of `b` (in time order) lie at or before tick `t`: those of instants
+// committed already.
+int64_t RowsUpTo(const Batch& b, int64_t t) {
+  int64_t k = 0;
+  while (k < b.num_rows() && b.StartAt(b.Physical(k)).tick <= t) ++k;
+  return k;
+}
+
+}  // namespace
+
 ScheduledExecutor::ScheduledExecutor(const sched::Options& options, HolderTable* holders, txn::Bindings* txn,
                                      const OperatorContext& base, bool redo_always)
     : QueuedExecutor("scheduled", true, holders), scheduler_(sched::MakeScheduler(options)), txn_(txn), base_(base),
@@ -211,8 +223,7 @@ int64_t ScheduledExecutor::Duplicates(int node, int consumer, const Batch& batch
   if (held_exits_.count(id)) {
     // Held until the area commits their instant; rows of instants committed already went out
     // at that commit (a replay makes them again).
-    int64_t k = 0;
-    while (k < n && batch.StartAt(batch.Physical(k)).tick <= a->committed.tick) ++k;
+    const int64_t k = RowsUpTo(batch, a->committed.tick);
     if (k < n) a->exits[{node, consumer}].push_back(k == 0 ? batch : batch.Slice(k, n - k));
     return n;
   }
@@ -298,8 +309,7 @@ void ScheduledExecutor::ReleaseExits(Area& a, bool all) {
       while (!batches.empty()) {
         const Batch b = batches.front();
         const int64_t n = b.num_rows();
-        int64_t k = 0;
-        while (k < n && (all || b.StartAt(b.Physical(k)).tick <= a.committed.tick)) ++k;
+        const int64_t k = all ? n : RowsUpTo(b, a.committed.tick);
         if (k == 0) break;
         Append(nodes_[consumer].ports[c.port], k == n ? b : b.Slice(0, k));
         Fed(consumer);
